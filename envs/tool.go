@@ -1,0 +1,26 @@
+// Package envs holds the agent's side of the world: tools, the ToolEnv state
+// machine that wraps them for one episode, tasks and rewards. It knows
+// nothing of torch.
+package envs
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Result is what a tool returns for one call: the text shown to the model
+// and whether the call succeeded.
+type Result struct {
+	Content string
+	OK      bool
+}
+
+// Tool executes one kind of action (search, lookup, calculator, ...). Its
+// parameters are a JSON schema object; arguments are validated against it
+// before Call is invoked.
+type Tool interface {
+	Name() string
+	Description() string
+	Parameters() json.RawMessage
+	Call(ctx context.Context, args json.RawMessage) (Result, error)
+}
