@@ -13,6 +13,7 @@ import (
 type Result struct {
 	Content string
 	OK      bool
+	Refs    []string // titles of the passages the call returned, for process rewards
 }
 
 // Tool executes one kind of action (search, lookup, calculator, ...). Its
