@@ -1,0 +1,122 @@
+# agentrl build. `make test` and `make run` work on a fresh Debian bookworm
+# machine by themselves: they install what is missing (make deps, as root),
+# build the libtorch shim and the trainer, then test or run.
+
+SHELL := /bin/bash
+GO ?= go
+CXX ?= g++
+CXXFLAGS ?= -O2 -g0
+CXXSTD := -std=c++17 -fPIC -Wall -Wno-unused-parameter
+
+# CPU build: Debian's libtorch-dev.
+CPU_BUILD := build/cpu
+CPU_INC := -I/usr/include/torch/csrc/api/include
+CPU_LIBS := -ltorch -ltorch_cpu -lc10
+
+# CUDA build: a CUDA libtorch unpacked at LIBTORCH (e.g. libtorch-cxx11-abi
+# for your CUDA version), the CUDA toolkit at CUDA_HOME.
+LIBTORCH ?= third_party/libtorch
+CUDA_HOME ?= /usr/local/cuda
+CUDA_BUILD := build/cuda
+
+SHIM_SRC := $(wildcard cgo/*.cpp)
+SHIM_HDR := $(wildcard cgo/*.h)
+GO_SRC := $(shell find . -name '*.go' -not -path './third_party/*' 2>/dev/null) go.mod go.sum
+
+APT_PKGS := libtorch-dev libopenblas0-pthread g++ libsqlite3-dev
+TEST_TIMEOUT ?= 20m
+
+export GOFLAGS := -tags=sqlite_fts5
+
+.PHONY: all build deps cuda test vet bench run paper image clean fmt
+
+all: build
+
+deps:
+	@missing=""; for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing with apt-get"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "deps: need root to install$$missing (run: sudo make deps)"; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	else echo "deps: apt packages present ($(APT_PKGS))"; fi
+	@echo "deps: go mod download"; $(GO) mod download
+
+build: bin/trainer
+
+$(CPU_BUILD)/obj/%.o: cgo/%.cpp $(SHIM_HDR)
+	@mkdir -p $(dir $@)
+	@echo "c++  $< -> $@ (CPU libtorch)"
+	@$(CXX) $(CXXSTD) $(CXXFLAGS) $(CPU_INC) -Icgo -c $< -o $@
+
+$(CPU_BUILD)/libagentrl.so: $(patsubst cgo/%.cpp,$(CPU_BUILD)/obj/%.o,$(SHIM_SRC))
+	@echo "link $@"
+	@$(CXX) -shared -o $@ $^ $(CPU_LIBS) -ldl
+
+bin/trainer: $(CPU_BUILD)/libagentrl.so $(GO_SRC)
+	@mkdir -p bin
+	@echo "go build -> bin/trainer (CPU)"
+	@$(GO) build -o bin/trainer ./cmd/trainer
+
+# ---- CUDA ------------------------------------------------------------------
+
+cuda:
+	@if [ ! -f "$(LIBTORCH)/lib/libtorch_cuda.so" ]; then \
+	  echo "make cuda: no CUDA libtorch found: looked for $(LIBTORCH)/lib/libtorch_cuda.so"; \
+	  echo "  Get the C++ libtorch for your CUDA version (cxx11 ABI) from pytorch.org, unpack it to"; \
+	  echo "  third_party/libtorch (or pass LIBTORCH=/path/to/libtorch), and install the CUDA toolkit"; \
+	  echo "  (CUDA_HOME=$(CUDA_HOME)). Nothing was built: agentrl never falls back to a CPU binary here."; \
+	  exit 1; fi
+	@$(MAKE) --no-print-directory bin/trainer-cuda
+	@cp bin/trainer-cuda bin/trainer
+	@echo "bin/trainer is the CUDA build (libtorch at $(LIBTORCH))"
+
+CUDA_INC := -I$(LIBTORCH)/include -I$(LIBTORCH)/include/torch/csrc/api/include -I$(CUDA_HOME)/include
+# --no-as-needed: nothing references libtorch_cuda directly, and without it
+# the linker drops the library and CUDA is silently unavailable at run time.
+CUDA_LIBS := -L$(LIBTORCH)/lib -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -ltorch -ltorch_cpu -lc10 -Wl,--as-needed \
+  -Wl,-rpath,$(abspath $(LIBTORCH))/lib
+
+$(CUDA_BUILD)/obj/%.o: cgo/%.cpp $(SHIM_HDR)
+	@mkdir -p $(dir $@)
+	@echo "c++  $< -> $@ (CUDA libtorch at $(LIBTORCH))"
+	@$(CXX) $(CXXSTD) $(CXXFLAGS) -DAGENTRL_CUDA $(CUDA_INC) -Icgo -c $< -o $@
+
+$(CUDA_BUILD)/libagentrl.so: $(patsubst cgo/%.cpp,$(CUDA_BUILD)/obj/%.o,$(SHIM_SRC))
+	@echo "link $@"
+	@$(CXX) -shared -o $@ $^ $(CUDA_LIBS) -ldl
+
+bin/trainer-cuda: $(CUDA_BUILD)/libagentrl.so $(GO_SRC)
+	@mkdir -p bin
+	@echo "go build -tags cuda -> bin/trainer-cuda"
+	@GOFLAGS="-tags=sqlite_fts5,cuda" $(GO) build -o bin/trainer-cuda ./cmd/trainer
+
+# ---- checks ----------------------------------------------------------------
+
+vet: $(CPU_BUILD)/libagentrl.so
+	@echo "gofmt -l"; test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; exit 1; }
+	@echo "go vet ./..."; $(GO) vet ./...
+	@echo "go vet -tags cuda ./torch/ (the CUDA-only Go paths compile)"; GOFLAGS="-tags=sqlite_fts5,cuda" $(GO) vet ./torch/
+
+test: deps build vet
+	@echo "go test ./..."
+	@$(GO) test -timeout $(TEST_TIMEOUT) ./...
+
+bench: deps build
+	@echo "go test -bench ./..."
+	@$(GO) test -run '^$$' -bench . -benchtime 20x ./...
+
+run: deps build
+	@echo "bin/trainer train (built-in default job)"
+	@./bin/trainer train
+
+paper: deps build
+	@./bin/trainer experiment paper
+
+image:
+	docker build -t agentrl:latest .
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf build bin

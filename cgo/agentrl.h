@@ -1,0 +1,267 @@
+/*
+ * agentrl.h: the plain C ABI over libtorch that the Go package torch/ calls.
+ *
+ * Conventions (every function follows them):
+ *   - Handles are opaque pointers; the caller frees each with its *_free call.
+ *   - Every call returns a status (AR_OK, AR_ERR, AR_OOM). On failure *err is
+ *     set to a malloc'd, NUL-terminated message the caller frees with free().
+ *   - No C++ exception ever crosses this boundary.
+ *   - Grad mode and inference mode are set inside each call, never left behind
+ *     as thread state.
+ *   - Devices are ints: -1 is the CPU, N >= 0 is cuda:N.
+ */
+#ifndef AGENTRL_H
+#define AGENTRL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a signature below changes; checked at start-up. */
+#define AR_ABI_VERSION 1
+
+enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
+
+/* Element types. */
+enum {
+  AR_F32 = 0,
+  AR_F16 = 1,
+  AR_BF16 = 2,
+  AR_I64 = 3,
+  AR_I32 = 4,
+  AR_BOOL = 5,
+  AR_U8 = 6,
+  AR_F64 = 7
+};
+
+typedef struct ar_tensor_s *ar_tensor;
+typedef struct ar_model_s *ar_model;
+typedef struct ar_engine_s *ar_engine;
+typedef struct ar_adamw_s *ar_adamw;
+
+/* ---- library ----------------------------------------------------------- */
+
+/* ABI version of the shim, the libtorch version its headers had, the version
+ * of the libtorch loaded at run time, and whether CUDA is compiled in. */
+int ar_info(int *abi, int *compiled_major, int *compiled_minor,
+            int *runtime_major, int *runtime_minor, int *cuda_compiled,
+            char **err);
+int ar_cuda_device_count(int *n, char **err);
+/* Total threads for compute: libtorch's intra-op pool and OpenBLAS's pool are
+ * set so together they use n cores. */
+int ar_set_threads(int n, char **err);
+int ar_get_threads(int *n, char **err);
+int ar_manual_seed(uint64_t seed, char **err);
+/* CUDA memory statistics in bytes (zeros on CPU builds); empty_cache releases
+ * cached blocks. */
+int ar_cuda_memory(int device, int64_t *allocated, int64_t *reserved,
+                   int64_t *peak, char **err);
+int ar_cuda_empty_cache(char **err);
+
+/* ---- tensors ------------------------------------------------------------ */
+
+/* A new tensor holding a copy of data (numel elements of dtype). */
+int ar_tensor_from_data(const void *data, int dtype, const int64_t *shape,
+                        int ndim, int device, ar_tensor *out, char **err);
+int ar_tensor_zeros(int dtype, const int64_t *shape, int ndim, int device,
+                    ar_tensor *out, char **err);
+int ar_tensor_free(ar_tensor t);
+/* Copies the tensor's elements (converted to dtype, moved to the CPU, made
+ * contiguous) into dst, which holds nbytes. */
+int ar_tensor_copy_out(ar_tensor t, int dtype, void *dst, size_t nbytes,
+                       char **err);
+int ar_tensor_shape(ar_tensor t, int64_t *dims, int max_dims, int *ndim,
+                    char **err);
+int ar_tensor_meta(ar_tensor t, int *dtype, int *device, int *requires_grad,
+                   char **err);
+int ar_tensor_to(ar_tensor t, int device, int dtype, ar_tensor *out,
+                 char **err);
+int ar_tensor_item(ar_tensor t, double *out, char **err);
+int ar_tensor_set_requires_grad(ar_tensor t, int on, char **err);
+/* The gradient of t, or *out == NULL when it has none. */
+int ar_tensor_grad(ar_tensor t, ar_tensor *out, char **err);
+int ar_tensor_zero_grad(ar_tensor t, char **err);
+int ar_tensor_backward(ar_tensor t, char **err);
+/* Pinned (page-locked) host copy for fast transfers to a GPU; a plain copy
+ * on CPU-only builds. */
+int ar_tensor_pin(ar_tensor t, ar_tensor *out, char **err);
+
+/* Elementwise and reduction ops; every op records autograd history. */
+enum {
+  AR_NEG = 0,
+  AR_EXP,
+  AR_LOG,
+  AR_SQRT,
+  AR_ABS,
+  AR_DETACH,
+  AR_SIGMOID,
+  AR_TANH,
+  AR_LOGICAL_NOT,
+  AR_CONTIGUOUS
+};
+int ar_unary(int op, ar_tensor a, ar_tensor *out, char **err);
+
+enum {
+  AR_ADD = 0,
+  AR_SUB,
+  AR_MUL,
+  AR_DIV,
+  AR_POW,
+  AR_MINIMUM,
+  AR_MAXIMUM,
+  AR_EQ,
+  AR_NE,
+  AR_LT,
+  AR_LE,
+  AR_GT,
+  AR_GE,
+  AR_MATMUL,
+  AR_LOGICAL_AND,
+  AR_LOGICAL_OR
+};
+int ar_binary(int op, ar_tensor a, ar_tensor b, ar_tensor *out, char **err);
+/* a op s, for the AR_ADD..AR_GE ops with a scalar right operand. */
+int ar_scalar(int op, ar_tensor a, double s, ar_tensor *out, char **err);
+/* s op a (rsub, rdiv, ...). */
+int ar_rscalar(int op, double s, ar_tensor a, ar_tensor *out, char **err);
+int ar_clamp(ar_tensor a, double lo, double hi, int has_lo, int has_hi,
+             ar_tensor *out, char **err);
+int ar_where(ar_tensor cond, ar_tensor a, ar_tensor b, ar_tensor *out,
+             char **err);
+
+enum { AR_SUM = 0, AR_MEAN, AR_MAX, AR_MIN };
+/* Reduces over dims (all dims when ndims == 0). */
+int ar_reduce(int op, ar_tensor a, const int64_t *dims, int ndims, int keepdim,
+              ar_tensor *out, char **err);
+int ar_log_softmax(ar_tensor a, int64_t dim, ar_tensor *out, char **err);
+int ar_softmax(ar_tensor a, int64_t dim, ar_tensor *out, char **err);
+int ar_gather(ar_tensor a, int64_t dim, ar_tensor index, ar_tensor *out,
+              char **err);
+int ar_reshape(ar_tensor a, const int64_t *shape, int ndim, ar_tensor *out,
+               char **err);
+int ar_slice(ar_tensor a, int64_t dim, int64_t start, int64_t end,
+             int64_t step, ar_tensor *out, char **err);
+int ar_cat(const ar_tensor *ts, int n, int64_t dim, ar_tensor *out,
+           char **err);
+int ar_stack(const ar_tensor *ts, int n, int64_t dim, ar_tensor *out,
+             char **err);
+int ar_transpose(ar_tensor a, int64_t d0, int64_t d1, ar_tensor *out,
+                 char **err);
+
+/* ---- optimizer ---------------------------------------------------------- */
+
+/* AdamW over a list of parameter tensors split into groups: group[i] is the
+ * group of params[i]; lr/beta1/beta2/eps/weight_decay are per group. */
+int ar_adamw_new(const ar_tensor *params, const int *group, int nparams,
+                 const double *lr, const double *beta1, const double *beta2,
+                 const double *eps, const double *weight_decay, int ngroups,
+                 ar_adamw *out, char **err);
+int ar_adamw_free(ar_adamw o);
+int ar_adamw_set_lr(ar_adamw o, int group, double lr, char **err);
+/* One update of every parameter that has a gradient. */
+int ar_adamw_step(ar_adamw o, char **err);
+int ar_adamw_zero_grad(ar_adamw o, char **err);
+/* Scales all gradients so their global L2 norm is at most max_norm
+ * (max_norm <= 0: no scaling); returns the norm before clipping. */
+int ar_adamw_clip_grad_norm(ar_adamw o, double max_norm, double *norm,
+                            char **err);
+/* State access for checkpoints: step count of param i and its first/second
+ * moment tensors (new handles; NULL when the param has no state yet). */
+int ar_adamw_get_state(ar_adamw o, int i, int64_t *step, ar_tensor *m,
+                       ar_tensor *v, char **err);
+int ar_adamw_set_state(ar_adamw o, int i, int64_t step, ar_tensor m,
+                       ar_tensor v, char **err);
+
+/* ---- model -------------------------------------------------------------- */
+
+/* The decoder's shape (Qwen2 and Llama share it; qkv_bias tells them apart). */
+typedef struct {
+  int64_t vocab;
+  int64_t hidden;
+  int64_t intermediate;
+  int64_t layers;
+  int64_t heads;
+  int64_t kv_heads;
+  int64_t head_dim;
+  double rms_eps;
+  double rope_theta;
+  int tie_embeddings;
+  int qkv_bias;
+  int value_head; /* a linear value head on the final hidden state */
+  int64_t max_positions;
+} ar_model_config;
+
+/* A model with no weights yet; weights are set by name with
+ * ar_model_set_param, or initialised randomly with ar_model_init_random. */
+int ar_model_new(const ar_model_config *cfg, int dtype, int device,
+                 ar_model *out, char **err);
+int ar_model_free(ar_model m);
+int ar_model_init_random(ar_model m, uint64_t seed, double std, char **err);
+/* Parameter names the model expects, in a fixed order; the caller frees
+ * each string and the array with free(). */
+int ar_model_param_names(ar_model m, char ***names, int *n, char **err);
+/* Sets (copies, converting dtype/device) the parameter with this HF name;
+ * a wrong shape is an error naming it. */
+int ar_model_set_param(ar_model m, const char *name, ar_tensor t, char **err);
+/* A handle sharing the parameter's storage (gradients flow into it). */
+int ar_model_param(ar_model m, const char *name, ar_tensor *out, char **err);
+int ar_model_set_checkpointing(ar_model m, int on, char **err);
+/* Copies every parameter of src into dst (same config). */
+int ar_model_copy_weights(ar_model dst, ar_model src, char **err);
+
+/* Full-sequence logits [B,T,V] (inference mode), for parity tests. ids,
+ * attn (1 = real token, 0 = pad) and positions are [B*T] row-major. */
+int ar_model_logits(ar_model m, const int64_t *ids, const int64_t *attn,
+                    const int64_t *positions, int64_t B, int64_t T,
+                    ar_tensor *out, char **err);
+
+/* Training forward: for every position t < T-1 the log-probability of
+ * ids[t+1] under softmax(logits[t]/temperature), the entropy of that
+ * distribution, and (with a value head) the value at t. Outputs are [B,T-1]
+ * with an autograd graph when grad is set. Any output pointer may be NULL. */
+int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn,
+                     const int64_t *positions, int64_t B, int64_t T,
+                     double temperature, int grad, ar_tensor *logprobs,
+                     ar_tensor *entropy, ar_tensor *values, char **err);
+
+/* ---- KV-cache decode engine --------------------------------------------- */
+
+int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out,
+                  char **err);
+int ar_engine_free(ar_engine e);
+/* Appends n tokens to a slot's cache (a prompt, or an observation mid
+ * trajectory), at positions len..len+n-1. */
+int ar_engine_prefill(ar_engine e, int slot, const int64_t *ids, int64_t n,
+                      char **err);
+/* Makes dst a copy of src (cache rows, length, pending logits). */
+int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err);
+int ar_engine_release(ar_engine e, int slot, char **err);
+int ar_engine_slot_len(ar_engine e, int slot, int64_t *len, char **err);
+
+typedef struct {
+  double temperature; /* <= 0: greedy */
+  int64_t top_k;      /* <= 0: off */
+  double top_p;       /* >= 1: off */
+} ar_sampling;
+
+/* One decode step for the n given slots: samples a token for each from its
+ * pending logits, records log softmax(logits/T)[token] (T = 1 when greedy),
+ * then runs the model on the sampled tokens so the next step's logits are
+ * pending. tokens/logprobs hold n entries. */
+int ar_engine_step(ar_engine e, const int *slots, int n,
+                   const ar_sampling *s, int64_t *tokens, float *logprobs,
+                   char **err);
+/* Pending logits of a slot ([V] floats), for tests. */
+int ar_engine_logits(ar_engine e, int slot, float *dst, int64_t vocab,
+                     char **err);
+/* Seeds the random stream of one slot (each slot samples from its own). */
+int ar_engine_seed(ar_engine e, int slot, uint64_t seed, char **err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,167 @@
+// library.cpp: version checks, threads, seeding, device queries.
+#include <dlfcn.h>
+
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <torch/version.h>
+
+#include <atomic>
+#include <cstdio>
+#include <regex>
+
+#ifdef AGENTRL_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+#include "common.h"
+
+namespace ar {
+
+namespace {
+std::atomic<int> g_threads{0};
+}
+
+at::ScalarType scalar_type(int dtype) {
+  switch (dtype) {
+    case AR_F32: return at::kFloat;
+    case AR_F16: return at::kHalf;
+    case AR_BF16: return at::kBFloat16;
+    case AR_I64: return at::kLong;
+    case AR_I32: return at::kInt;
+    case AR_BOOL: return at::kBool;
+    case AR_U8: return at::kByte;
+    case AR_F64: return at::kDouble;
+  }
+  TORCH_CHECK(false, "unknown dtype code ", dtype);
+}
+
+int dtype_code(at::ScalarType st) {
+  switch (st) {
+    case at::kFloat: return AR_F32;
+    case at::kHalf: return AR_F16;
+    case at::kBFloat16: return AR_BF16;
+    case at::kLong: return AR_I64;
+    case at::kInt: return AR_I32;
+    case at::kBool: return AR_BOOL;
+    case at::kByte: return AR_U8;
+    case at::kDouble: return AR_F64;
+    default: break;
+  }
+  TORCH_CHECK(false, "dtype ", st, " has no agentrl code");
+}
+
+at::Device device(int dev) {
+  if (dev < 0) return at::Device(at::kCPU);
+#ifdef AGENTRL_CUDA
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(dev));
+#else
+  TORCH_CHECK(false, "cuda:", dev, " requested but this build of agentrl has no CUDA (build with `make cuda`)");
+#endif
+}
+
+int device_code(const at::Device &d) { return d.is_cuda() ? d.index() : -1; }
+
+// blas_set_threads reaches OpenBLAS's own pthread pool, which libtorch does
+// not manage. Resolved at run time: the BLAS behind libblas.so.3 may be
+// another implementation, in which case there is nothing to set.
+static void blas_set_threads(int n) {
+  using fn = void (*)(int);
+  static fn f = reinterpret_cast<fn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (f != nullptr) f(n);
+}
+
+void apply_threads() {
+  int n = g_threads.load(std::memory_order_relaxed);
+  if (n > 0 && at::get_num_threads() != n) at::set_num_threads(n);
+}
+
+}  // namespace ar
+
+using namespace ar;
+
+extern "C" {
+
+int ar_info(int *abi, int *compiled_major, int *compiled_minor, int *runtime_major,
+            int *runtime_minor, int *cuda_compiled, char **err) {
+  return guard(err, [&] {
+    *abi = AR_ABI_VERSION;
+    *compiled_major = TORCH_VERSION_MAJOR;
+    *compiled_minor = TORCH_VERSION_MINOR;
+    // The loaded libtorch reports its version in its build configuration.
+    std::string cfg = at::show_config();
+    std::smatch m;
+    static const std::regex re("TORCH_VERSION=(\\d+)\\.(\\d+)");
+    if (std::regex_search(cfg, m, re)) {
+      *runtime_major = std::stoi(m[1]);
+      *runtime_minor = std::stoi(m[2]);
+    } else {
+      *runtime_major = -1;
+      *runtime_minor = -1;
+    }
+#ifdef AGENTRL_CUDA
+    *cuda_compiled = 1;
+#else
+    *cuda_compiled = 0;
+#endif
+  });
+}
+
+int ar_cuda_device_count(int *n, char **err) {
+  return guard(err, [&] {
+#ifdef AGENTRL_CUDA
+    *n = static_cast<int>(c10::cuda::device_count());
+#else
+    *n = 0;
+#endif
+  });
+}
+
+int ar_set_threads(int n, char **err) {
+  return guard(err, [&] {
+    TORCH_CHECK(n > 0, "threads must be positive, got ", n);
+    g_threads.store(n);
+    at::set_num_threads(n);
+    // libtorch's OpenMP pool runs elementwise kernels, OpenBLAS's pool runs
+    // matrix products; they run one after the other, so each may use all n
+    // cores (AGENTRL_BLAS_THREADS overrides the BLAS share for experiments).
+    int blas = n;
+    if (const char *s = std::getenv("AGENTRL_BLAS_THREADS")) blas = std::atoi(s);
+    blas_set_threads(blas > 0 ? blas : 1);
+  });
+}
+
+int ar_get_threads(int *n, char **err) {
+  return guard(err, [&] { *n = at::get_num_threads(); });
+}
+
+int ar_manual_seed(uint64_t seed, char **err) {
+  return guard(err, [&] { at::manual_seed(seed); });
+}
+
+int ar_cuda_memory(int dev, int64_t *allocated, int64_t *reserved, int64_t *peak, char **err) {
+  return guard(err, [&] {
+    *allocated = *reserved = *peak = 0;
+#ifdef AGENTRL_CUDA
+    if (dev >= 0) {
+      auto st = c10::cuda::CUDACachingAllocator::getDeviceStats(dev);
+      const auto agg = static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
+      *allocated = st.allocated_bytes[agg].current;
+      *reserved = st.reserved_bytes[agg].current;
+      *peak = st.allocated_bytes[agg].peak;
+    }
+#else
+    (void)dev;
+#endif
+  });
+}
+
+int ar_cuda_empty_cache(char **err) {
+  return guard(err, [&] {
+#ifdef AGENTRL_CUDA
+    c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,310 @@
+// model.cpp: the Qwen2/Llama decoder and its training forward.
+//
+//   x = embed_tokens[ids]
+//   for each layer:  x = x + o_proj(attn(rope(q_proj(n1)), rope(k_proj(n1)), v_proj(n1)))
+//                    x = x + down_proj(silu(gate_proj(n2)) * up_proj(n2))
+//   logits = lm_head(norm(x))
+// with n1 = input_layernorm(x), n2 = post_attention_layernorm(x), RMSNorm as
+// in HF (computed in float32, cast back, then scaled by the weight), RoPE with
+// HF's rotate_half pairing (dims j and j + head_dim/2) and grouped-query
+// attention where query head h reads kv head h / (heads / kv_heads).
+#include "model.h"
+
+#include <cmath>
+
+using namespace ar;
+
+namespace ar {
+
+at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps) {
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, true) + eps);
+  return w * (xf * r).to(x.scalar_type());
+}
+
+at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b) {
+  return at::linear(x, w, b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt);
+}
+
+at::Tensor apply_rope(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin) {
+  int64_t half = x.size(-1) / 2;
+  at::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
+  at::Tensor rotated = at::cat({-x2, x1}, -1);  // rotate_half
+  return x * cos + rotated * sin;
+}
+
+void qkv(const ar_model_s &m, const ar_model_s::Layer &l, const at::Tensor &h, const at::Tensor &cos,
+         const at::Tensor &sin, at::Tensor &q, at::Tensor &k, at::Tensor &v) {
+  const auto &c = m.cfg;
+  int64_t B = h.size(0), T = h.size(1);
+  q = linear(h, l.q_w, l.q_b).view({B, T, c.heads, c.head_dim}).transpose(1, 2);
+  k = linear(h, l.k_w, l.k_b).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+  v = linear(h, l.v_w, l.v_b).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+  q = apply_rope(q, cos, sin);
+  k = apply_rope(k, cos, sin);
+}
+
+}  // namespace ar
+
+std::pair<at::Tensor, at::Tensor> ar_model_s::rope(const at::Tensor &positions) const {
+  at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;  // [B,T,hd/2]
+  at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);             // [B,1,T,hd]
+  return {emb.cos().to(dtype), emb.sin().to(dtype)};
+}
+
+at::Tensor ar_model_s::attention(const Layer &l, const at::Tensor &q, const at::Tensor &k,
+                                 const at::Tensor &v, const at::Tensor &mask) const {
+  // q [B,heads,T,hd] is viewed as [B,kv,group*T,hd] so each kv head serves
+  // its group of query heads without copying the keys.
+  int64_t B = q.size(0), T = q.size(2), L = k.size(2);
+  int64_t g = cfg.heads / cfg.kv_heads;
+  at::Tensor qg = q.reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
+  at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)).view({B, cfg.kv_heads, g, T, L});
+  scores = scores.to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(cfg.head_dim))) + mask;
+  at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type()).view({B, cfg.kv_heads, g * T, L});
+  at::Tensor out = at::matmul(probs, v)                                     // [B,kv,g*T,hd]
+                       .view({B, cfg.heads, T, cfg.head_dim})              // head = kv*g + j
+                       .transpose(1, 2)
+                       .reshape({B, T, cfg.heads * cfg.head_dim});
+  return linear(out, l.o_w, at::Tensor());
+}
+
+at::Tensor ar_model_s::mlp(const Layer &l, const at::Tensor &x) const {
+  return at::linear(at::silu(at::linear(x, l.gate)) * at::linear(x, l.up), l.down);
+}
+
+at::Tensor ar_model_s::logits(const at::Tensor &h) const { return at::linear(h, lm_head); }
+
+namespace {
+
+// The additive attention mask for a full sequence: query t may attend key
+// s <= t whose attn bit is 1 (HF's convention; pad queries included).
+at::Tensor full_mask(const at::Tensor &attn) {
+  int64_t T = attn.size(1);
+  at::Tensor causal = at::ones({T, T}, attn.options().dtype(at::kBool)).tril();
+  at::Tensor allowed = causal.unsqueeze(0) & attn.to(at::kBool).unsqueeze(1);  // [B,T,T]
+  at::Tensor m = at::zeros(allowed.sizes(), attn.options().dtype(at::kFloat));
+  m.masked_fill_(allowed.logical_not(), -std::numeric_limits<float>::infinity());
+  // A query with no allowed key (impossible with right padding) would give
+  // NaN; give it its own position instead.
+  return m.view({attn.size(0), 1, 1, T, T});
+}
+
+// Final hidden states [B,T,H] for a full sequence.
+at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &attn,
+                  const at::Tensor &pos) {
+  at::Tensor x = at::embedding(m.embed, ids);
+  auto [cos, sin] = m.rope(pos);
+  at::Tensor mask = full_mask(attn);
+  for (const auto &l : m.layers) {
+    at::Tensor q, k, v;
+    qkv(m, l, rms_norm(x, l.input_layernorm, m.cfg.rms_eps), cos, sin, q, k, v);
+    x = x + m.attention(l, q, k, v, mask);
+    x = x + m.mlp(l, rms_norm(x, l.post_attention_layernorm, m.cfg.rms_eps));
+  }
+  return rms_norm(x, m.norm, m.cfg.rms_eps);
+}
+
+at::Tensor ids_tensor(const int64_t *p, int64_t B, int64_t T, const at::Device &d) {
+  return at::from_blob(const_cast<int64_t *>(p), {B, T}, at::kLong).to(d, at::kLong, false, true);
+}
+
+void add_param(ar_model_s &m, const std::string &name, std::vector<int64_t> shape) {
+  at::Tensor t = at::zeros(shape, at::TensorOptions().dtype(m.dtype).device(m.dev));
+  t.set_requires_grad(true);
+  m.names.push_back(name);
+  m.params[name] = t;
+}
+
+void bind(ar_model_s &m) {
+  auto P = [&](const std::string &n) { return m.params.at(n); };
+  auto opt = [&](const std::string &n) {
+    auto it = m.params.find(n);
+    return it == m.params.end() ? at::Tensor() : it->second;
+  };
+  m.embed = P("model.embed_tokens.weight");
+  m.norm = P("model.norm.weight");
+  m.lm_head = m.cfg.tie_embeddings ? m.embed : P("lm_head.weight");
+  m.v_head_w = opt("v_head.summary.weight");
+  m.v_head_b = opt("v_head.summary.bias");
+  m.layers.clear();
+  for (int64_t i = 0; i < m.cfg.layers; i++) {
+    std::string p = "model.layers." + std::to_string(i) + ".";
+    ar_model_s::Layer l;
+    l.input_layernorm = P(p + "input_layernorm.weight");
+    l.q_w = P(p + "self_attn.q_proj.weight");
+    l.k_w = P(p + "self_attn.k_proj.weight");
+    l.v_w = P(p + "self_attn.v_proj.weight");
+    l.q_b = opt(p + "self_attn.q_proj.bias");
+    l.k_b = opt(p + "self_attn.k_proj.bias");
+    l.v_b = opt(p + "self_attn.v_proj.bias");
+    l.o_w = P(p + "self_attn.o_proj.weight");
+    l.post_attention_layernorm = P(p + "post_attention_layernorm.weight");
+    l.gate = P(p + "mlp.gate_proj.weight");
+    l.up = P(p + "mlp.up_proj.weight");
+    l.down = P(p + "mlp.down_proj.weight");
+    m.layers.push_back(l);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, char **err) {
+  return guard(err, [&] {
+    const auto &c = *cfg;
+    TORCH_CHECK(c.vocab > 0 && c.hidden > 0 && c.intermediate > 0 && c.layers > 0, "model config: sizes must be positive");
+    TORCH_CHECK(c.heads > 0 && c.kv_heads > 0 && c.heads % c.kv_heads == 0,
+                "model config: num_attention_heads (", c.heads, ") must be a positive multiple of num_key_value_heads (", c.kv_heads, ")");
+    TORCH_CHECK(c.head_dim > 0 && c.head_dim % 2 == 0, "model config: head_dim must be positive and even, got ", c.head_dim);
+    TORCH_CHECK(c.rms_eps > 0, "model config: rms_norm_eps must be positive");
+    TORCH_CHECK(c.rope_theta > 0, "model config: rope_theta must be positive");
+    auto m = std::make_unique<ar_model_s>();
+    m->cfg = c;
+    m->dtype = scalar_type(dtype);
+    m->dev = device(dev);
+    int64_t H = c.hidden, hd = c.head_dim;
+    add_param(*m, "model.embed_tokens.weight", {c.vocab, H});
+    for (int64_t i = 0; i < c.layers; i++) {
+      std::string p = "model.layers." + std::to_string(i) + ".";
+      add_param(*m, p + "input_layernorm.weight", {H});
+      add_param(*m, p + "self_attn.q_proj.weight", {c.heads * hd, H});
+      if (c.qkv_bias) add_param(*m, p + "self_attn.q_proj.bias", {c.heads * hd});
+      add_param(*m, p + "self_attn.k_proj.weight", {c.kv_heads * hd, H});
+      if (c.qkv_bias) add_param(*m, p + "self_attn.k_proj.bias", {c.kv_heads * hd});
+      add_param(*m, p + "self_attn.v_proj.weight", {c.kv_heads * hd, H});
+      if (c.qkv_bias) add_param(*m, p + "self_attn.v_proj.bias", {c.kv_heads * hd});
+      add_param(*m, p + "self_attn.o_proj.weight", {H, c.heads * hd});
+      add_param(*m, p + "post_attention_layernorm.weight", {H});
+      add_param(*m, p + "mlp.gate_proj.weight", {c.intermediate, H});
+      add_param(*m, p + "mlp.up_proj.weight", {c.intermediate, H});
+      add_param(*m, p + "mlp.down_proj.weight", {H, c.intermediate});
+    }
+    add_param(*m, "model.norm.weight", {H});
+    if (!c.tie_embeddings) add_param(*m, "lm_head.weight", {c.vocab, H});
+    if (c.value_head) {
+      add_param(*m, "v_head.summary.weight", {1, H});
+      add_param(*m, "v_head.summary.bias", {1});
+    }
+    at::Tensor j = at::arange(0, hd / 2, at::TensorOptions().dtype(at::kFloat));
+    m->inv_freq = at::pow(c.rope_theta, j * (-2.0 / static_cast<double>(hd))).to(m->dev);
+    bind(*m);
+    *out = m.release();
+  });
+}
+
+int ar_model_free(ar_model m) {
+  delete m;
+  return AR_OK;
+}
+
+int ar_model_init_random(ar_model m, uint64_t seed, double std, char **err) {
+  return guard(err, [&] {
+    c10::NoGradGuard no_grad;
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    for (const auto &n : m->names) {
+      at::Tensor &p = m->params[n];
+      bool is_norm = n.find("layernorm") != std::string::npos || n == "model.norm.weight";
+      bool is_bias = n.size() > 5 && n.compare(n.size() - 5, 5, ".bias") == 0;
+      if (is_norm) {
+        p.fill_(1);
+      } else if (is_bias) {
+        p.zero_();
+      } else {
+        at::Tensor r = at::empty(p.sizes(), at::kFloat);
+        r.normal_(0, std, gen);
+        p.copy_(r);
+      }
+    }
+  });
+}
+
+int ar_model_param_names(ar_model m, char ***names, int *n, char **err) {
+  return guard(err, [&] {
+    *n = static_cast<int>(m->names.size());
+    *names = static_cast<char **>(std::malloc(sizeof(char *) * m->names.size()));
+    for (size_t i = 0; i < m->names.size(); i++) (*names)[i] = strdup(m->names[i].c_str());
+  });
+}
+
+int ar_model_set_param(ar_model m, const char *name, ar_tensor t, char **err) {
+  return guard(err, [&] {
+    auto it = m->params.find(name);
+    TORCH_CHECK(it != m->params.end(), "model has no parameter named ", name);
+    TORCH_CHECK(it->second.sizes() == T(t).sizes(), "parameter ", name, ": expected shape ", it->second.sizes(),
+                ", checkpoint has ", T(t).sizes());
+    c10::NoGradGuard no_grad;
+    it->second.copy_(T(t));
+  });
+}
+
+int ar_model_param(ar_model m, const char *name, ar_tensor *out, char **err) {
+  return guard(err, [&] {
+    auto it = m->params.find(name);
+    TORCH_CHECK(it != m->params.end(), "model has no parameter named ", name);
+    *out = wrap(it->second);
+  });
+}
+
+int ar_model_set_checkpointing(ar_model m, int on, char **err) {
+  return guard(err, [&] { m->checkpointing = on != 0; });
+}
+
+int ar_model_copy_weights(ar_model dst, ar_model src, char **err) {
+  return guard(err, [&] {
+    c10::NoGradGuard no_grad;
+    for (const auto &n : dst->names) {
+      auto it = src->params.find(n);
+      TORCH_CHECK(it != src->params.end(), "copy_weights: source has no parameter ", n);
+      dst->params[n].copy_(it->second);
+    }
+  });
+}
+
+int ar_model_logits(ar_model m, const int64_t *ids, const int64_t *attn, const int64_t *positions,
+                    int64_t B, int64_t T, ar_tensor *out, char **err) {
+  return guard(err, [&] {
+    c10::InferenceMode inference;
+    apply_threads();
+    at::Tensor h = hidden(*m, ids_tensor(ids, B, T, m->dev), ids_tensor(attn, B, T, m->dev),
+                          ids_tensor(positions, B, T, m->dev));
+    at::Tensor l = m->logits(h).to(at::kFloat);
+    { c10::InferenceMode off(false); *out = wrap(l.clone()); }
+  });
+}
+
+int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const int64_t *positions,
+                     int64_t B, int64_t T, double temperature, int grad, ar_tensor *logprobs,
+                     ar_tensor *entropy, ar_tensor *values, char **err) {
+  return guard(err, [&] {
+    TORCH_CHECK(T >= 2, "forward needs sequences of at least 2 tokens, got ", T);
+    TORCH_CHECK(temperature > 0, "temperature must be positive, got ", temperature);
+    TORCH_CHECK(values == nullptr || m->v_head_w.defined(), "values requested but the model has no value head");
+    apply_threads();
+    at::Tensor lp, ent, val;
+    {
+      // Without grad the work runs in inference mode; results are cloned
+      // outside it so later autograd code may use them freely.
+      c10::AutoGradMode grad_mode(grad != 0);
+      c10::optional<c10::InferenceMode> inference;
+      if (!grad) inference.emplace();
+      at::Tensor idt = ids_tensor(ids, B, T, m->dev);
+      at::Tensor h = hidden(*m, idt, ids_tensor(attn, B, T, m->dev), ids_tensor(positions, B, T, m->dev));
+      at::Tensor hs = h.narrow(1, 0, T - 1);
+      if (logprobs != nullptr || entropy != nullptr) {
+        at::Tensor logits = m->logits(hs).to(at::kFloat) / temperature;  // [B,T-1,V]
+        at::Tensor logp = at::log_softmax(logits, -1);
+        if (logprobs != nullptr) lp = logp.gather(-1, idt.narrow(1, 1, T - 1).unsqueeze(-1)).squeeze(-1);
+        if (entropy != nullptr) ent = -(logp.exp() * logp).sum(-1);
+      }
+      if (values != nullptr) val = linear(hs, m->v_head_w, m->v_head_b).squeeze(-1).to(at::kFloat);
+    }
+    auto out = [&](const at::Tensor &t) { return grad ? t : t.clone(); };
+    if (logprobs != nullptr) *logprobs = wrap(out(lp));
+    if (entropy != nullptr) *entropy = wrap(out(ent));
+    if (values != nullptr) *values = wrap(out(val));
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,149 @@
+package torch
+
+// #include <stdlib.h>
+// #include "agentrl.h"
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// AdamWGroup holds the hyper-parameters of one parameter group.
+type AdamWGroup struct {
+	LR, Beta1, Beta2, Eps, WeightDecay float64
+}
+
+// DefaultAdamW is torch.optim.AdamW's default group (lr 1e-3, betas
+// (0.9, 0.999), eps 1e-8, weight decay 0.01).
+var DefaultAdamW = AdamWGroup{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: 0.01}
+
+// AdamW is the decoupled-weight-decay Adam optimizer over a fixed list of
+// parameters, stepped in one C call.
+type AdamW struct {
+	h      C.ar_adamw
+	params []*Tensor
+}
+
+// NewAdamW makes an optimizer: params[i] belongs to groups[group[i]]. With
+// group nil every parameter is in groups[0].
+func NewAdamW(params []*Tensor, group []int, groups []AdamWGroup) (*AdamW, error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	if len(params) == 0 || len(groups) == 0 {
+		return nil, fmt.Errorf("adamw: need at least one parameter and one group")
+	}
+	if group == nil {
+		group = make([]int, len(params))
+	}
+	if len(group) != len(params) {
+		return nil, fmt.Errorf("adamw: %d group indices for %d params", len(group), len(params))
+	}
+	n := len(params)
+	hs := (*C.ar_tensor)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.ar_tensor(nil)))))
+	defer C.free(unsafe.Pointer(hs))
+	gi := (*C.int)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.int(0)))))
+	defer C.free(unsafe.Pointer(gi))
+	ha, ga := unsafe.Slice(hs, n), unsafe.Slice(gi, n)
+	for i, p := range params {
+		h, err := p.handle("adamw")
+		if err != nil {
+			return nil, err
+		}
+		ha[i], ga[i] = h, C.int(group[i])
+	}
+	g := len(groups)
+	vals := make([][]C.double, 5)
+	for k := range vals {
+		vals[k] = make([]C.double, g)
+	}
+	for i, gr := range groups {
+		vals[0][i], vals[1][i], vals[2][i], vals[3][i], vals[4][i] = C.double(gr.LR), C.double(gr.Beta1), C.double(gr.Beta2), C.double(gr.Eps), C.double(gr.WeightDecay)
+	}
+	// The hyper-parameter arrays are Go memory without Go pointers: passing
+	// them to C for the duration of the call is allowed.
+	var out C.ar_adamw
+	var msg *C.char
+	if err := check("adamw_new", C.ar_adamw_new(hs, gi, C.int(n), &vals[0][0], &vals[1][0], &vals[2][0], &vals[3][0], &vals[4][0], C.int(g), &out, &msg), msg); err != nil {
+		return nil, err
+	}
+	return &AdamW{h: out, params: params}, nil
+}
+
+// Free releases the optimizer and its state.
+func (o *AdamW) Free() {
+	if o != nil && o.h != nil {
+		C.ar_adamw_free(o.h)
+		o.h = nil
+	}
+}
+
+// SetLR changes the learning rate of one group (schedules call it per step).
+func (o *AdamW) SetLR(group int, lr float64) error {
+	var msg *C.char
+	return check("adamw_set_lr", C.ar_adamw_set_lr(o.h, C.int(group), C.double(lr), &msg), msg)
+}
+
+// Step updates every parameter that has a gradient.
+func (o *AdamW) Step() error {
+	var msg *C.char
+	return check("adamw_step", C.ar_adamw_step(o.h, &msg), msg)
+}
+
+// ZeroGrad drops all parameter gradients.
+func (o *AdamW) ZeroGrad() error {
+	var msg *C.char
+	return check("adamw_zero_grad", C.ar_adamw_zero_grad(o.h, &msg), msg)
+}
+
+// ClipGradNorm scales the gradients so their global L2 norm is at most
+// maxNorm (maxNorm <= 0 only measures) and returns the norm before clipping.
+func (o *AdamW) ClipGradNorm(maxNorm float64) (float64, error) {
+	var n C.double
+	var msg *C.char
+	err := check("clip_grad_norm", C.ar_adamw_clip_grad_norm(o.h, C.double(maxNorm), &n, &msg), msg)
+	return float64(n), err
+}
+
+// ParamState is the optimizer state of one parameter, for checkpoints.
+type ParamState struct {
+	Step int64
+	M, V *Tensor // nil before the first step
+}
+
+// State returns the state of parameter i (the caller frees M and V).
+func (o *AdamW) State(i int) (ParamState, error) {
+	var step C.int64_t
+	var m, v C.ar_tensor
+	var msg *C.char
+	if err := check("adamw_get_state", C.ar_adamw_get_state(o.h, C.int(i), &step, &m, &v, &msg), msg); err != nil {
+		return ParamState{}, err
+	}
+	ps := ParamState{Step: int64(step)}
+	if m != nil {
+		ps.M = wrap(m)
+	}
+	if v != nil {
+		ps.V = wrap(v)
+	}
+	return ps, nil
+}
+
+// SetState restores the state of parameter i (copied; the caller keeps
+// ownership of M and V).
+func (o *AdamW) SetState(i int, st ParamState) error {
+	mh, err := st.M.handle("adamw_set_state")
+	if err != nil {
+		return err
+	}
+	vh, err := st.V.handle("adamw_set_state")
+	if err != nil {
+		return err
+	}
+	var msg *C.char
+	return check("adamw_set_state", C.ar_adamw_set_state(o.h, C.int(i), C.int64_t(st.Step), mh, vh, &msg), msg)
+}
+
+// NumParams is the number of parameters the optimizer updates.
+func (o *AdamW) NumParams() int { return len(o.params) }
