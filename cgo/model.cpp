@@ -247,10 +247,6 @@ int ar_model_param(ar_model m, const char *name, ar_tensor *out, char **err) {
   });
 }
 
-int ar_model_set_checkpointing(ar_model m, int on, char **err) {
-  return guard(err, [&] { m->checkpointing = on != 0; });
-}
-
 int ar_model_copy_weights(ar_model dst, ar_model src, char **err) {
   return guard(err, [&] {
     c10::NoGradGuard no_grad;

@@ -195,7 +195,9 @@ func (s *Scope) reduce(name string, op C.int, a *Tensor, keep bool, dims []int64
 }
 
 // Sum adds over dims (all elements when none are given).
-func (s *Scope) Sum(a *Tensor, dims ...int64) *Tensor { return s.reduce("sum", C.AR_SUM, a, false, dims) }
+func (s *Scope) Sum(a *Tensor, dims ...int64) *Tensor {
+	return s.reduce("sum", C.AR_SUM, a, false, dims)
+}
 
 // SumKeep adds over dims keeping them as size 1.
 func (s *Scope) SumKeep(a *Tensor, dims ...int64) *Tensor {
@@ -208,10 +210,14 @@ func (s *Scope) Mean(a *Tensor, dims ...int64) *Tensor {
 }
 
 // Max is the largest element (over one dim when given).
-func (s *Scope) Max(a *Tensor, dims ...int64) *Tensor { return s.reduce("max", C.AR_MAX, a, false, dims) }
+func (s *Scope) Max(a *Tensor, dims ...int64) *Tensor {
+	return s.reduce("max", C.AR_MAX, a, false, dims)
+}
 
 // Min is the smallest element (over one dim when given).
-func (s *Scope) Min(a *Tensor, dims ...int64) *Tensor { return s.reduce("min", C.AR_MIN, a, false, dims) }
+func (s *Scope) Min(a *Tensor, dims ...int64) *Tensor {
+	return s.reduce("min", C.AR_MIN, a, false, dims)
+}
 
 // MaskedSum is sum(a * mask) over dims; mask is 0/1 (any dtype).
 func (s *Scope) MaskedSum(a, mask *Tensor, dims ...int64) *Tensor {

@@ -1,0 +1,120 @@
+package torch
+
+// #include "agentrl.h"
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Sampling configures how a decode step picks tokens. Temperature <= 0 is
+// greedy; TopK <= 0 and TopP >= 1 turn those filters off. The recorded
+// log-probability is always log softmax(logits/Temperature) of the chosen
+// token, untruncated (Temperature 1 when greedy): the same quantity the
+// training forward computes at that temperature.
+type Sampling struct {
+	Temperature float64
+	TopK        int
+	TopP        float64
+}
+
+// Engine is a KV-cache decode engine with a fixed number of slots, each a
+// sequence with its own length. It runs in inference mode.
+type Engine struct {
+	h      C.ar_engine
+	model  *Model
+	slots  int
+	maxLen int
+}
+
+// NewEngine allocates caches for slots sequences of up to maxLen tokens.
+func NewEngine(m *Model, slots, maxLen int) (*Engine, error) {
+	var h C.ar_engine
+	var msg *C.char
+	if err := check("engine_new", C.ar_engine_new(m.h, C.int(slots), C.int64_t(maxLen), &h, &msg), msg); err != nil {
+		return nil, err
+	}
+	return &Engine{h: h, model: m, slots: slots, maxLen: maxLen}, nil
+}
+
+// Free releases the caches.
+func (e *Engine) Free() {
+	if e != nil && e.h != nil {
+		C.ar_engine_free(e.h)
+		e.h = nil
+	}
+}
+
+// Slots is the number of slots.
+func (e *Engine) Slots() int { return e.slots }
+
+// MaxLen is the cache length of each slot.
+func (e *Engine) MaxLen() int { return e.maxLen }
+
+// Prefill appends tokens to a slot (a prompt, or an observation in the
+// middle of a trajectory); the slot's next step continues after them.
+func (e *Engine) Prefill(slot int, ids []int64) error {
+	if len(ids) == 0 {
+		return fmt.Errorf("engine prefill of slot %d: no tokens", slot)
+	}
+	var msg *C.char
+	return check("engine_prefill", C.ar_engine_prefill(e.h, C.int(slot), (*C.int64_t)(unsafe.Pointer(&ids[0])), C.int64_t(len(ids)), &msg), msg)
+}
+
+// CopySlot makes dst a copy of src: a group of samples shares one prefill.
+func (e *Engine) CopySlot(src, dst int) error {
+	var msg *C.char
+	return check("engine_copy_slot", C.ar_engine_copy_slot(e.h, C.int(src), C.int(dst), &msg), msg)
+}
+
+// Release empties a slot for reuse.
+func (e *Engine) Release(slot int) error {
+	var msg *C.char
+	return check("engine_release", C.ar_engine_release(e.h, C.int(slot), &msg), msg)
+}
+
+// Len is the number of tokens cached in a slot.
+func (e *Engine) Len(slot int) (int, error) {
+	var n C.int64_t
+	var msg *C.char
+	err := check("engine_slot_len", C.ar_engine_slot_len(e.h, C.int(slot), &n, &msg), msg)
+	return int(n), err
+}
+
+// Seed restarts the random stream of a slot. Each slot samples from its own
+// stream, so a trajectory's tokens do not depend on which other slots
+// decode beside it.
+func (e *Engine) Seed(slot int, seed uint64) error {
+	var msg *C.char
+	return check("engine_seed", C.ar_engine_seed(e.h, C.int(slot), C.uint64_t(seed), &msg), msg)
+}
+
+// Step samples one token for each given slot and advances them together,
+// in one call. tokens and logprobs receive len(slots) entries.
+func (e *Engine) Step(slots []int, s Sampling, tokens []int64, logprobs []float32) error {
+	n := len(slots)
+	if n == 0 || len(tokens) < n || len(logprobs) < n {
+		return fmt.Errorf("engine step: %d slots, %d token and %d logprob buffers", n, len(tokens), len(logprobs))
+	}
+	cs := make([]C.int, n)
+	for i, sl := range slots {
+		cs[i] = C.int(sl)
+	}
+	topP := s.TopP
+	if topP == 0 {
+		topP = 1
+	}
+	cfg := C.ar_sampling{temperature: C.double(s.Temperature), top_k: C.int64_t(s.TopK), top_p: C.double(topP)}
+	var msg *C.char
+	return check("engine_step", C.ar_engine_step(e.h, &cs[0], C.int(n), &cfg,
+		(*C.int64_t)(unsafe.Pointer(&tokens[0])), (*C.float)(unsafe.Pointer(&logprobs[0])), &msg), msg)
+}
+
+// PendingLogits returns the logits a slot's next step will sample from.
+func (e *Engine) PendingLogits(slot int) ([]float32, error) {
+	out := make([]float32, e.model.Config.Vocab)
+	var msg *C.char
+	err := check("engine_logits", C.ar_engine_logits(e.h, C.int(slot), (*C.float)(unsafe.Pointer(&out[0])), C.int64_t(len(out)), &msg), msg)
+	return out, err
+}

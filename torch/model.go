@@ -1,0 +1,371 @@
+package torch
+
+// #include <stdlib.h>
+// #include "agentrl.h"
+import "C"
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unsafe"
+
+	"github.com/agentrl/agentrl/torch/safetensors"
+)
+
+// ValueHeadFile holds a model's value head (TRL's v_head.summary.* names),
+// saved beside the policy weights so the policy folder stays loadable by
+// transformers and vLLM as it is.
+const ValueHeadFile = "value_head.safetensors"
+
+// Model is a Qwen2/Llama decoder whose weights live in libtorch. Parameter
+// names are the Hugging Face checkpoint keys.
+type Model struct {
+	h         C.ar_model
+	Config    Config
+	DType     DType
+	Device    Device
+	ValueHead bool
+	names     []string
+}
+
+// NewModel allocates a model with zero weights (set them with LoadWeights
+// or InitRandom). With valueHead it also has a linear value head.
+func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("model config: %w", err)
+	}
+	cc := C.ar_model_config{
+		vocab: C.int64_t(cfg.Vocab), hidden: C.int64_t(cfg.Hidden), intermediate: C.int64_t(cfg.Intermediate),
+		layers: C.int64_t(cfg.Layers), heads: C.int64_t(cfg.Heads), kv_heads: C.int64_t(cfg.KVHeads),
+		head_dim: C.int64_t(cfg.HeadDim), rms_eps: C.double(cfg.RMSEps), rope_theta: C.double(cfg.RopeTheta),
+		tie_embeddings: cbool(cfg.TieEmbeddings), qkv_bias: cbool(cfg.QKVBias()), value_head: cbool(valueHead),
+		max_positions: C.int64_t(cfg.MaxPositions),
+	}
+	var h C.ar_model
+	var msg *C.char
+	if err := check("model_new", C.ar_model_new(&cc, C.int(dt), C.int(dev.code()), &h, &msg), msg); err != nil {
+		return nil, err
+	}
+	m := &Model{h: h, Config: cfg, DType: dt, Device: dev, ValueHead: valueHead}
+	var names **C.char
+	var n C.int
+	if err := check("model_param_names", C.ar_model_param_names(h, &names, &n, &msg), msg); err != nil {
+		m.Free()
+		return nil, err
+	}
+	arr := unsafe.Slice(names, int(n))
+	for _, p := range arr {
+		m.names = append(m.names, C.GoString(p))
+		C.free(unsafe.Pointer(p))
+	}
+	C.free(unsafe.Pointer(names))
+	return m, nil
+}
+
+// NewRandomModel makes a model with weights drawn from N(0, 0.02) (norms 1,
+// biases 0), reproducibly from seed.
+func NewRandomModel(cfg Config, dt DType, dev Device, valueHead bool, seed uint64) (*Model, error) {
+	m, err := NewModel(cfg, dt, dev, valueHead)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.InitRandom(seed, 0.02); err != nil {
+		m.Free()
+		return nil, err
+	}
+	return m, nil
+}
+
+// InitRandom redraws every weight.
+func (m *Model) InitRandom(seed uint64, std float64) error {
+	var msg *C.char
+	return check("model_init_random", C.ar_model_init_random(m.h, C.uint64_t(seed), C.double(std), &msg), msg)
+}
+
+// Free releases the model's weights.
+func (m *Model) Free() {
+	if m != nil && m.h != nil {
+		C.ar_model_free(m.h)
+		m.h = nil
+	}
+}
+
+// Names lists the parameters in a fixed order (HF keys, then the value head).
+func (m *Model) Names() []string { return append([]string(nil), m.names...) }
+
+// Param returns a handle sharing the storage of a parameter (the caller
+// frees the handle, not the weight).
+func (m *Model) Param(name string) (*Tensor, error) {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	var out C.ar_tensor
+	var msg *C.char
+	if err := check("model_param", C.ar_model_param(m.h, cs, &out, &msg), msg); err != nil {
+		return nil, err
+	}
+	return wrap(out), nil
+}
+
+// Params returns handles on all parameters, in Names order.
+func (m *Model) Params() ([]*Tensor, error) {
+	ps := make([]*Tensor, 0, len(m.names))
+	for _, n := range m.names {
+		p, err := m.Param(n)
+		if err != nil {
+			for _, q := range ps {
+				q.Free()
+			}
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// SetParam copies t into the named parameter (converting dtype and device).
+func (m *Model) SetParam(name string, t *Tensor) error {
+	h, err := t.handle("set_param")
+	if err != nil {
+		return err
+	}
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	var msg *C.char
+	return check("model_set_param", C.ar_model_set_param(m.h, cs, h, &msg), msg)
+}
+
+// CopyWeightsFrom copies every weight of src (same config) into m: how the
+// frozen reference policy is made.
+func (m *Model) CopyWeightsFrom(src *Model) error {
+	var msg *C.char
+	return check("model_copy_weights", C.ar_model_copy_weights(m.h, src.h, &msg), msg)
+}
+
+var stDTypes = map[safetensors.DType]DType{
+	safetensors.F32: Float32, safetensors.F16: Float16, safetensors.BF16: BFloat16,
+	safetensors.F64: Float64, safetensors.I64: Int64, safetensors.I32: Int32,
+}
+
+// LoadModel reads a Hugging Face model folder (config.json and one or many
+// safetensors files) into a model of dtype dt on dev. With valueHead, the
+// value head is read from value_head.safetensors when present, else drawn
+// at random. A missing or misshapen tensor is an error naming it.
+func LoadModel(dir string, dt DType, dev Device, valueHead bool) (*Model, error) {
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := NewModel(cfg, dt, dev, valueHead)
+	if err != nil {
+		return nil, err
+	}
+	if valueHead {
+		// Drawn first; replaced below when the folder has a saved head.
+		if err := m.InitRandom(0, 0.02); err != nil {
+			m.Free()
+			return nil, err
+		}
+	}
+	if err := m.loadFrom(dir, false); err != nil {
+		m.Free()
+		return nil, err
+	}
+	if valueHead {
+		vh := filepath.Join(dir, ValueHeadFile)
+		if _, err := os.Stat(vh); err == nil {
+			if err := m.loadFrom(vh, true); err != nil {
+				m.Free()
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func isValueHead(name string) bool { return strings.HasPrefix(name, "v_head.") }
+
+func (m *Model) loadFrom(path string, valueHead bool) error {
+	r, err := safetensors.Open(path)
+	if err != nil {
+		return fmt.Errorf("load weights: %w", err)
+	}
+	defer r.Close()
+	for _, name := range m.names {
+		if isValueHead(name) != valueHead {
+			continue
+		}
+		info, ok := r.Info(name)
+		if !ok {
+			return fmt.Errorf("load weights from %s: tensor %s is missing", path, name)
+		}
+		dt, ok := stDTypes[info.DType]
+		if !ok {
+			return fmt.Errorf("load weights from %s: tensor %s has dtype %s, which cannot be a weight", path, name, info.DType)
+		}
+		b, err := r.Bytes(name)
+		if err != nil {
+			return fmt.Errorf("load weights: %w", err)
+		}
+		t, err := FromBytes(b, dt, CPU, info.Shape...)
+		if err != nil {
+			return fmt.Errorf("load weights from %s: tensor %s: %w", info.File, name, err)
+		}
+		err = m.SetParam(name, t)
+		t.Free()
+		if err != nil {
+			return fmt.Errorf("load weights from %s: %w", info.File, err)
+		}
+	}
+	return nil
+}
+
+var stOfDType = map[DType]safetensors.DType{Float32: safetensors.F32, Float16: safetensors.F16, BFloat16: safetensors.BF16}
+
+// Save writes the model as a Hugging Face folder: config.json and
+// model.safetensors (sharded above 5 GB) in the model's dtype, plus
+// value_head.safetensors when the model has a value head. Other files in
+// dir (tokenizer, optimizer state) are left alone.
+func (m *Model) Save(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	cfg := m.Config
+	cfg.TorchDType = map[DType]string{Float32: "float32", Float16: "float16", BFloat16: "bfloat16"}[m.DType]
+	cj, err := cfg.JSON()
+	if err != nil {
+		return fmt.Errorf("save model config: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cj, 0o644); err != nil {
+		return fmt.Errorf("save model config: %w", err)
+	}
+	sdt, ok := stOfDType[m.DType]
+	if !ok {
+		return fmt.Errorf("save model: dtype %s cannot be saved", m.DType)
+	}
+	var policy, head []safetensors.Tensor
+	for _, name := range m.names {
+		p, err := m.Param(name)
+		if err != nil {
+			return err
+		}
+		shape, err := p.Shape()
+		if err != nil {
+			p.Free()
+			return err
+		}
+		b, err := p.Bytes(m.DType)
+		p.Free()
+		if err != nil {
+			return fmt.Errorf("save model: tensor %s: %w", name, err)
+		}
+		st := safetensors.Tensor{Name: name, DType: sdt, Shape: shape, Data: b}
+		if isValueHead(name) {
+			head = append(head, st)
+		} else {
+			policy = append(policy, st)
+		}
+	}
+	meta := map[string]string{"format": "pt"}
+	if err := safetensors.WriteSharded(dir, policy, meta, 5<<30); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	if len(head) > 0 {
+		if err := safetensors.Write(filepath.Join(dir, ValueHeadFile), head, meta); err != nil {
+			return fmt.Errorf("save value head: %w", err)
+		}
+	}
+	return nil
+}
+
+// Batch is a right-padded batch of token sequences, row-major [B*T]: IDs,
+// Attn (1 = real token, 0 = padding) and Positions (RoPE position ids).
+type Batch struct {
+	B, T      int
+	IDs       []int64
+	Attn      []int64
+	Positions []int64
+}
+
+func (b Batch) check() error {
+	n := b.B * b.T
+	if b.B <= 0 || b.T <= 0 || len(b.IDs) != n || len(b.Attn) != n || len(b.Positions) != n {
+		return fmt.Errorf("batch: want %d ids, attn and positions for [%d,%d], have %d, %d, %d", n, b.B, b.T, len(b.IDs), len(b.Attn), len(b.Positions))
+	}
+	return nil
+}
+
+// Logits runs the full sequence and returns logits [B,T,V] (f32, no grad).
+func (m *Model) Logits(b Batch) (*Tensor, error) {
+	if err := b.check(); err != nil {
+		return nil, err
+	}
+	var out C.ar_tensor
+	var msg *C.char
+	rc := C.ar_model_logits(m.h, (*C.int64_t)(unsafe.Pointer(&b.IDs[0])), (*C.int64_t)(unsafe.Pointer(&b.Attn[0])),
+		(*C.int64_t)(unsafe.Pointer(&b.Positions[0])), C.int64_t(b.B), C.int64_t(b.T), &out, &msg)
+	if err := check("model_logits", rc, msg); err != nil {
+		return nil, err
+	}
+	return wrap(out), nil
+}
+
+// ForwardOptions says what the training forward returns.
+type ForwardOptions struct {
+	Temperature float64 // the sampling temperature the logprobs are taken at (0 means 1)
+	Grad        bool    // keep the autograd graph
+	Entropy     bool
+	Values      bool // needs a value head
+}
+
+// Output is the training forward's result, each [B,T-1]: index t refers to
+// predicting token t+1 from the prefix through t. Fields not asked for are nil.
+type Output struct {
+	LogProbs, Entropy, Values *Tensor
+}
+
+// Free releases the output tensors.
+func (o Output) Free() {
+	o.LogProbs.Free()
+	o.Entropy.Free()
+	o.Values.Free()
+}
+
+// Forward is the training forward: per-token log-probabilities of the next
+// tokens at the given temperature, and optionally entropies and values.
+func (m *Model) Forward(b Batch, opt ForwardOptions) (Output, error) {
+	if err := b.check(); err != nil {
+		return Output{}, err
+	}
+	temp := opt.Temperature
+	if temp == 0 {
+		temp = 1
+	}
+	var lp, ent, val C.ar_tensor
+	var pEnt, pVal *C.ar_tensor
+	if opt.Entropy {
+		pEnt = &ent
+	}
+	if opt.Values {
+		pVal = &val
+	}
+	var msg *C.char
+	rc := C.ar_model_forward(m.h, (*C.int64_t)(unsafe.Pointer(&b.IDs[0])), (*C.int64_t)(unsafe.Pointer(&b.Attn[0])),
+		(*C.int64_t)(unsafe.Pointer(&b.Positions[0])), C.int64_t(b.B), C.int64_t(b.T), C.double(temp), cbool(opt.Grad),
+		&lp, pEnt, pVal, &msg)
+	if err := check("model_forward", rc, msg); err != nil {
+		return Output{}, err
+	}
+	out := Output{LogProbs: wrap(lp)}
+	if opt.Entropy {
+		out.Entropy = wrap(ent)
+	}
+	if opt.Values {
+		out.Values = wrap(val)
+	}
+	return out, nil
+}

@@ -1,0 +1,538 @@
+package torch
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/internal/shared"
+	"github.com/agentrl/agentrl/torch/safetensors"
+)
+
+type fixtureCase struct {
+	Name          string        `json:"name"`
+	Kind          string        `json:"kind"`
+	InputIDs      [][]int64     `json:"input_ids"`
+	AttentionMask [][]int64     `json:"attention_mask"`
+	PositionIDs   [][]int64     `json:"position_ids"`
+	Logits        [][][]float64 `json:"logits"`
+	PrefixIDs     [][]int64     `json:"prefix_ids"`
+	PrefillLast   [][]float64   `json:"prefill_last_logits"`
+	FirstTokens   []int64       `json:"first_token_ids"`
+	Steps         []struct {
+		InputIDs    []int64     `json:"input_ids"`
+		PositionIDs []int64     `json:"position_ids"`
+		Logits      [][]float64 `json:"logits"`
+		NextTokens  []int64     `json:"next_token_ids"`
+	} `json:"steps"`
+	Generated [][]int64 `json:"generated_ids"`
+}
+
+// fixtureDir is $AGENTRL_QWEN2_FIXTURE, or the shared qwen2-tiny-a fixture.
+func fixtureDir(t *testing.T) string {
+	if d := os.Getenv("AGENTRL_QWEN2_FIXTURE"); d != "" {
+		return d
+	}
+	return shared.Path(t, "fixtures", "qwen2-tiny-a")
+}
+
+func loadCases(t *testing.T, dir string) []fixtureCase {
+	b, err := os.ReadFile(filepath.Join(dir, "cases.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Cases []fixtureCase `json:"cases"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f.Cases
+}
+
+func flat(rows [][]int64) []int64 {
+	var out []int64
+	for _, r := range rows {
+		out = append(out, r...)
+	}
+	return out
+}
+
+func maxDiff(got []float32, want []float64) float64 {
+	var m float64
+	for i := range want {
+		m = math.Max(m, math.Abs(float64(got[i])-want[i]))
+	}
+	return m
+}
+
+// Full-sequence logits match the fixture's float64 reference within 1e-4
+// at every position of every case, padding included.
+func TestQwen2FixtureParity(t *testing.T) {
+	dir := fixtureDir(t)
+	m, err := LoadModel(dir, Float32, CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	V := m.Config.Vocab
+	for _, c := range loadCases(t, dir) {
+		switch c.Kind {
+		case "full":
+			B, T := len(c.InputIDs), len(c.InputIDs[0])
+			lt, err := m.Logits(Batch{B: B, T: T, IDs: flat(c.InputIDs), Attn: flat(c.AttentionMask), Positions: flat(c.PositionIDs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := lt.Float32s()
+			lt.Free()
+			worst := 0.0
+			for b := 0; b < B; b++ {
+				for p := 0; p < T; p++ {
+					d := maxDiff(got[(b*T+p)*V:(b*T+p+1)*V], c.Logits[b][p])
+					worst = math.Max(worst, d)
+					if d > 1e-4 {
+						t.Fatalf("%s: row %d pos %d (mask %d): max |diff| %g > 1e-4", c.Name, b, p, c.AttentionMask[b][p], d)
+					}
+				}
+			}
+			t.Logf("%s: max |diff| %.2e", c.Name, worst)
+		case "decode":
+			testDecodeCase(t, m, c)
+		}
+	}
+}
+
+// The greedy decode cases through the KV-cache engine: prefill logits,
+// every step's logits, and the tokens.
+func testDecodeCase(t *testing.T, m *Model, c fixtureCase) {
+	B := len(c.PrefixIDs)
+	e, err := NewEngine(m, B+1, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Free()
+	// Slot b+1 holds row b, so the step exercises the non-contiguous path too.
+	slots := make([]int, B)
+	for b := 0; b < B; b++ {
+		slots[b] = b + 1
+		if err := e.Prefill(b+1, c.PrefixIDs[b]); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := e.PendingLogits(b + 1)
+		if d := maxDiff(l, c.PrefillLast[b]); d > 1e-4 {
+			t.Fatalf("%s: prefill logits of row %d differ by %g", c.Name, b, d)
+		}
+	}
+	toks := make([]int64, B)
+	lps := make([]float32, B)
+	gen := make([][]int64, B)
+	for step := 0; step <= len(c.Steps); step++ {
+		if err := e.Step(slots, Sampling{}, toks, lps); err != nil {
+			t.Fatal(err)
+		}
+		for b := 0; b < B; b++ {
+			gen[b] = append(gen[b], toks[b])
+		}
+		if step == len(c.Steps) {
+			break
+		}
+		st := c.Steps[step]
+		for b := 0; b < B; b++ {
+			if toks[b] != st.InputIDs[b] {
+				t.Fatalf("%s step %d row %d: token %d, fixture %d", c.Name, step, b, toks[b], st.InputIDs[b])
+			}
+			l, _ := e.PendingLogits(slots[b])
+			if d := maxDiff(l, st.Logits[b]); d > 1e-4 {
+				t.Fatalf("%s step %d row %d: logits differ by %g", c.Name, step, b, d)
+			}
+		}
+	}
+	for b := 0; b < B; b++ {
+		for i, tok := range c.Generated[b] {
+			if gen[b][i] != tok {
+				t.Fatalf("%s row %d: generated %v, fixture %v", c.Name, b, gen[b], c.Generated[b])
+			}
+		}
+	}
+}
+
+func tinyConfig() Config {
+	return Config{ModelType: "qwen2", Vocab: 97, Hidden: 32, Intermediate: 48, Layers: 2, Heads: 4, KVHeads: 2,
+		HeadDim: 8, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 256}
+}
+
+func seq(n int, seed int64) []int64 {
+	out := make([]int64, n)
+	x := seed
+	for i := range out {
+		x = (x*1103515245 + 12345) % 2147483648
+		out[i] = x % 97
+	}
+	return out
+}
+
+func fullLogits(t *testing.T, m *Model, ids []int64) []float32 {
+	T := len(ids)
+	pos := make([]int64, T)
+	attn := make([]int64, T)
+	for i := range pos {
+		pos[i], attn[i] = int64(i), 1
+	}
+	lt, err := m.Logits(Batch{B: 1, T: T, IDs: ids, Attn: attn, Positions: pos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lt.Free()
+	v, _ := lt.Float32s()
+	return v
+}
+
+// Incremental decoding through the cache equals the full pass (1e-5),
+// with slots of different lengths decoding together, an observation
+// prefilled mid-sequence, and a released slot reused.
+func TestEngineMatchesFullPass(t *testing.T) {
+	m, err := NewRandomModel(tinyConfig(), Float32, CPU, false, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	V := m.Config.Vocab
+	e, err := NewEngine(m, 3, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Free()
+	hist := map[int][]int64{0: seq(5, 1), 1: seq(17, 2), 2: seq(9, 3)}
+	for s, ids := range hist {
+		if err := e.Prefill(s, ids); err != nil {
+			t.Fatal(err)
+		}
+	}
+	samp := Sampling{Temperature: 1, TopK: 0, TopP: 1}
+	for s := 0; s < 3; s++ {
+		e.Seed(s, uint64(100+s))
+	}
+	toks := make([]int64, 3)
+	lps := make([]float32, 3)
+	verify := func(when string) {
+		for s, ids := range hist {
+			got, _ := e.PendingLogits(s)
+			full := fullLogits(t, m, ids)
+			want := full[(len(ids)-1)*V:]
+			var d float64
+			for i := range want {
+				d = math.Max(d, math.Abs(float64(got[i]-want[i])))
+			}
+			if d > 1e-5 {
+				t.Fatalf("%s: slot %d (len %d) cache logits differ from the full pass by %g", when, s, len(ids), d)
+			}
+		}
+	}
+	for step := 0; step < 6; step++ {
+		if err := e.Step([]int{0, 1, 2}, samp, toks, lps); err != nil {
+			t.Fatal(err)
+		}
+		for s := 0; s < 3; s++ {
+			// the recorded logprob is log softmax(logits)[tok] of the
+			// logits the token was drawn from: check it from a full pass
+			full := fullLogits(t, m, hist[s])
+			row := full[(len(hist[s])-1)*V:]
+			if d := math.Abs(float64(lps[s]) - logSoftmaxAt(row, int(toks[s]))); d > 1e-5 {
+				t.Fatalf("step %d slot %d: logprob %v vs direct %v", step, s, lps[s], logSoftmaxAt(row, int(toks[s])))
+			}
+			hist[s] = append(hist[s], toks[s])
+		}
+		verify("decode")
+	}
+	// An observation appended to slot 1 mid-trajectory, then only slots 1, 2 step.
+	obs := seq(4, 9)
+	if err := e.Prefill(1, obs); err != nil {
+		t.Fatal(err)
+	}
+	hist[1] = append(hist[1], obs...)
+	if err := e.Step([]int{2, 1}, samp, toks, lps); err != nil {
+		t.Fatal(err)
+	}
+	hist[2] = append(hist[2], toks[0])
+	hist[1] = append(hist[1], toks[1])
+	verify("observation")
+	// Release slot 0 and reuse it for a new sequence.
+	if err := e.Release(0); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := e.Len(0); n != 0 {
+		t.Fatalf("released slot has length %d", n)
+	}
+	if err := e.Step([]int{0}, samp, toks, lps); err == nil {
+		t.Fatal("step of a released slot succeeded")
+	}
+	hist[0] = seq(3, 4)
+	if err := e.Prefill(0, hist[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Step([]int{0, 1, 2}, samp, toks, lps); err != nil {
+		t.Fatal(err)
+	}
+	for s := 0; s < 3; s++ {
+		hist[s] = append(hist[s], toks[s])
+	}
+	verify("reuse")
+	// CopySlot: slot 2 becomes a copy of slot 1 and continues identically
+	// under the same seed.
+	if err := e.CopySlot(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	e.Seed(1, 5)
+	e.Seed(2, 5)
+	if err := e.Step([]int{1, 2}, samp, toks, lps); err != nil {
+		t.Fatal(err)
+	}
+	if toks[0] != toks[1] || lps[0] != lps[1] {
+		t.Fatalf("copied slots diverged: %v %v", toks, lps)
+	}
+	if err := e.Prefill(0, make([]int64, 200)); err == nil || !strings.Contains(err.Error(), "exceed") {
+		t.Fatalf("overflowing the cache: %v", err)
+	}
+}
+
+func logSoftmaxAt(row []float32, k int) float64 {
+	mx := math.Inf(-1)
+	for _, v := range row {
+		mx = math.Max(mx, float64(v))
+	}
+	var z float64
+	for _, v := range row {
+		z += math.Exp(float64(v) - mx)
+	}
+	return float64(row[k]) - mx - math.Log(z)
+}
+
+// Seeded sampling: the same seed gives the same tokens; top-k 1 is greedy.
+func TestSamplingSeeded(t *testing.T) {
+	m, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 3)
+	defer m.Free()
+	run := func(seed uint64, s Sampling) []int64 {
+		e, _ := NewEngine(m, 1, 64)
+		defer e.Free()
+		e.Prefill(0, seq(4, 1))
+		e.Seed(0, seed)
+		var out []int64
+		tok, lp := make([]int64, 1), make([]float32, 1)
+		for i := 0; i < 20; i++ {
+			if err := e.Step([]int{0}, s, tok, lp); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, tok[0])
+		}
+		return out
+	}
+	hot := Sampling{Temperature: 2}
+	a, b, c := run(1, hot), run(1, hot), run(2, hot)
+	if !equal(a, b) {
+		t.Fatalf("same seed, different tokens: %v %v", a, b)
+	}
+	if equal(a, c) {
+		t.Fatalf("different seeds gave identical 20-token samples at temperature 2: %v", a)
+	}
+	if g, k1 := run(1, Sampling{}), run(9, Sampling{Temperature: 1, TopK: 1}); !equal(g, k1) {
+		t.Fatalf("top-k 1 differs from greedy: %v %v", g, k1)
+	}
+	if g, p := run(1, Sampling{}), run(9, Sampling{Temperature: 1, TopP: 1e-9}); !equal(g, p) {
+		t.Fatalf("top-p ~0 differs from greedy: %v %v", g, p)
+	}
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// The training forward's logprobs and entropies against a direct
+// computation from the full logits, at temperature 0.7, and the gradient of
+// a sum of selected logprobs against finite differences in one weight.
+func TestForwardLogprobsEntropyAndGradient(t *testing.T) {
+	cfg := tinyConfig()
+	m, _ := NewRandomModel(cfg, Float32, CPU, true, 11)
+	defer m.Free()
+	V := cfg.Vocab
+	ids := seq(7, 5)
+	T := len(ids)
+	pos := []int64{0, 1, 2, 3, 4, 5, 6}
+	attn := []int64{1, 1, 1, 1, 1, 1, 1}
+	b := Batch{B: 1, T: T, IDs: ids, Attn: attn, Positions: pos}
+	const temp = 0.7
+	out, err := m.Forward(b, ForwardOptions{Temperature: temp, Entropy: true, Values: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp, _ := out.LogProbs.Float32s()
+	ent, _ := out.Entropy.Float32s()
+	vals, _ := out.Values.Float32s()
+	out.Free()
+	if len(lp) != T-1 || len(vals) != T-1 {
+		t.Fatalf("shapes: %d logprobs, %d values for T=%d", len(lp), len(vals), T)
+	}
+	full := fullLogits(t, m, ids)
+	for p := 0; p < T-1; p++ {
+		row := make([]float32, V)
+		for i := range row {
+			row[i] = full[p*V+i] / temp
+		}
+		if d := math.Abs(float64(lp[p]) - logSoftmaxAt(row, int(ids[p+1]))); d > 1e-5 {
+			t.Fatalf("logprob at %d: %v vs %v", p, lp[p], logSoftmaxAt(row, int(ids[p+1])))
+		}
+		var h float64
+		for k := range row {
+			l := logSoftmaxAt(row, k)
+			h -= math.Exp(l) * l
+		}
+		if d := math.Abs(float64(ent[p]) - h); d > 1e-4 {
+			t.Fatalf("entropy at %d: %v vs %v", p, ent[p], h)
+		}
+	}
+
+	// Gradient of S = sum_t logprob_t w.r.t. one element of an MLP weight,
+	// against central differences in float64 arithmetic on float32 weights.
+	objective := func() float64 {
+		o, err := m.Forward(b, ForwardOptions{Temperature: temp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Free()
+		v, _ := o.LogProbs.Float64s()
+		var s float64
+		for _, x := range v {
+			s += x
+		}
+		return s
+	}
+	s := NewScope()
+	defer s.Close()
+	o, err := m.Forward(b, ForwardOptions{Temperature: temp, Grad: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Own(o.LogProbs)
+	if err := s.Sum(o.LogProbs).Backward(); err != nil {
+		t.Fatal(err)
+	}
+	const name = "model.layers.1.mlp.up_proj.weight"
+	w := s.Adopt(m.Param(name))
+	g := s.Adopt(w.Grad())
+	gv, _ := g.Float32s()
+	wv, _ := w.Float32s()
+	shape, _ := w.Shape()
+	for _, idx := range []int{3, 100, 777} {
+		const h = 1e-2
+		orig := wv[idx]
+		set := func(x float32) {
+			wv[idx] = x
+			nt, _ := FromFloat32(wv, shape...)
+			if err := m.SetParam(name, nt); err != nil {
+				t.Fatal(err)
+			}
+			nt.Free()
+		}
+		set(orig + h)
+		up := objective()
+		set(orig - h)
+		dn := objective()
+		set(orig)
+		fd := (up - dn) / (2 * h)
+		if math.Abs(fd-float64(gv[idx])) > 2e-3*math.Max(1, math.Abs(fd)) {
+			t.Fatalf("d S / d %s[%d] = %v, finite difference %v", name, idx, gv[idx], fd)
+		}
+	}
+}
+
+// Save -> load is bit-identical; a removed tensor and a wrong shape are
+// errors naming the tensor.
+func TestSaveLoadRoundTrip(t *testing.T) {
+	m, _ := NewRandomModel(tinyConfig(), Float32, CPU, true, 21)
+	defer m.Free()
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadModel(dir, Float32, CPU, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Free()
+	for _, n := range m.Names() {
+		a, _ := m.Param(n)
+		b, _ := back.Param(n)
+		ab, _ := a.Bytes(Float32)
+		bb, _ := b.Bytes(Float32)
+		a.Free()
+		b.Free()
+		if string(ab) != string(bb) {
+			t.Fatalf("%s differs after save/load", n)
+		}
+	}
+	// Remove one tensor / change one shape and save the file again.
+	r, err := safetensors.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep, bad []safetensors.Tensor
+	for _, n := range r.Names() {
+		info, _ := r.Info(n)
+		data, _ := r.Bytes(n)
+		st := safetensors.Tensor{Name: n, DType: info.DType, Shape: info.Shape, Data: data}
+		if n != "model.layers.1.self_attn.k_proj.weight" {
+			keep = append(keep, st)
+		}
+		if n == "model.norm.weight" {
+			st.Shape = []int64{2, st.Shape[0] / 2}
+		}
+		bad = append(bad, st)
+	}
+	r.Close()
+	missing := t.TempDir()
+	copyFile(t, filepath.Join(dir, "config.json"), filepath.Join(missing, "config.json"))
+	safetensors.Write(filepath.Join(missing, "model.safetensors"), keep, nil)
+	if _, err := LoadModel(missing, Float32, CPU, false); err == nil || !strings.Contains(err.Error(), "model.layers.1.self_attn.k_proj.weight") {
+		t.Fatalf("missing tensor: %v", err)
+	}
+	shaped := t.TempDir()
+	copyFile(t, filepath.Join(dir, "config.json"), filepath.Join(shaped, "config.json"))
+	safetensors.Write(filepath.Join(shaped, "model.safetensors"), bad, nil)
+	if _, err := LoadModel(shaped, Float32, CPU, false); err == nil || !strings.Contains(err.Error(), "model.norm.weight") {
+		t.Fatalf("wrong shape: %v", err)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(to, b, 0o644)
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	cases := map[string]string{
+		`{"model_type":"gpt2","vocab_size":1}`: "model_type",
+		`{"model_type":"qwen2","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":0,"num_attention_heads":2}`:                         "num_hidden_layers",
+		`{"model_type":"llama","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":3}`: "num_key_value_heads",
+		`{"model_type":"qwen2","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"rms_norm_eps":-1}`:       "rms_norm_eps",
+		`{"model_type":"llama","rope_scaling":{"type":"llama3"}}`:                                                                                           "rope_scaling",
+	}
+	for js, field := range cases {
+		if _, err := ParseConfig([]byte(js), "config.json"); err == nil || !strings.Contains(err.Error(), field) {
+			t.Fatalf("%s: error %v does not name %s", js, err, field)
+		}
+	}
+}
