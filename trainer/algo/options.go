@@ -1,0 +1,53 @@
+package algo
+
+// Options configure the advantage estimators. Start from DefaultOptions:
+// the zero value turns the advantage mask off.
+type Options struct {
+	// Gamma is the per-token discount of gae and reinforce_pp.
+	Gamma float64 `yaml:"gamma"`
+	// Lambda is the GAE trace-decay parameter.
+	Lambda float64 `yaml:"lambda"`
+	// NormByStd divides the grpo advantage by the group's reward std;
+	// false is Dr. GRPO (arXiv:2503.20783), which only subtracts the mean.
+	NormByStd bool `yaml:"norm_by_std"`
+	// Eps keeps the grpo division finite when a group's std is 0.
+	Eps float64 `yaml:"eps"`
+	// Whiten standardises the gae advantages over the batch's credited
+	// tokens after the returns are taken, as verl's
+	// compute_gae_advantage_return does. reinforce_pp and
+	// reinforce_pp_baseline always whiten: it is part of the algorithm.
+	Whiten bool `yaml:"whiten"`
+	// KLCoef is beta of the KL-in-reward penalty: r_t -= beta*kl_t on
+	// action tokens, for the kl slices handed to the estimator.
+	KLCoef float64 `yaml:"kl_coef"`
+	// AdvantageMask (on by default) credits only the tokens the policy
+	// generated (Mask == 1): they alone receive advantages and returns,
+	// and the gae and reinforce_pp recursions step from one action token
+	// to the next, skipping the tool-response and template tokens between
+	// turns, which keep advantage 0 and return 0.
+	//
+	// Off is the ablation of Agent-R1 (arXiv:2511.14460): every token after
+	// the prompt is credited. The gae and reinforce_pp recursions then
+	// step through every token after the prompt, tool-response tokens
+	// included, each one a step with reward 0 and (for gae) its own value
+	// V_t; the outcome estimators broadcast the sequence advantage to every
+	// token after the prompt; whitening runs over those tokens. What does
+	// not change: prompt tokens get nothing, rewards still enter at the
+	// last action token of their turn, and the KL penalty applies to
+	// action tokens only (only they were sampled).
+	AdvantageMask bool `yaml:"advantage_mask"`
+}
+
+// DefaultOptions returns verl's defaults (gamma = lambda = 1, std
+// normalisation with eps 1e-6, whitened gae advantages) with the advantage
+// mask on and no KL penalty.
+func DefaultOptions() Options {
+	return Options{
+		Gamma:         1,
+		Lambda:        1,
+		NormByStd:     true,
+		Eps:           1e-6,
+		Whiten:        true,
+		AdvantageMask: true,
+	}
+}

@@ -1,0 +1,30 @@
+package algo
+
+import "github.com/agentrl/agentrl/trainer/traj"
+
+// ReinforcePPBaseline is REINFORCE++-baseline (Hu 2025, arXiv:2501.03262),
+// registered as "reinforce_pp_baseline": the group mean of the scalar score
+// (as for GRPO) is subtracted, the result broadcast to every credited token
+// and then whitened over every credited token of the batch:
+//
+//	A_i = r_i - mean_group(r);   A_t <- (A_t - mean_batch) / sqrt(var_batch + 1e-8)
+//
+// A group of one sample is its own mean: A = 0 before whitening (verl uses
+// mean 0 there). Returns hold A_i before whitening. verl:
+// compute_reinforce_plus_plus_baseline_outcome_advantage.
+func ReinforcePPBaseline(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
+	if err := checkBatch(batch, kl, false); err != nil {
+		return err
+	}
+	s := scores(batch, kl, opt.KLCoef)
+	idx := make([][]int, len(batch))
+	for _, g := range groupsOf(batch) {
+		mean, _ := meanStd(s, g)
+		for _, k := range g {
+			resetOutputs(batch[k])
+			idx[k] = broadcast(batch[k], opt, s[k]-mean)
+		}
+	}
+	whiten(batch, idx)
+	return nil
+}

@@ -1,0 +1,110 @@
+package algo
+
+import (
+	"math"
+
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// Stats summarises a per-token quantity over the selected tokens of a
+// batch. Std is the population std (divide by N). With N == 0 every field
+// but N is NaN.
+type Stats struct {
+	N                   int
+	Mean, Std, Min, Max float64
+}
+
+// MaskedStats summarises xs[k][i] over the positions where masks[k][i] !=
+// 0. Positions beyond either slice count as unselected, so a trajectory
+// without the quantity (nil) adds nothing.
+func MaskedStats(xs [][]float32, masks [][]uint8) Stats {
+	s := Stats{Min: math.Inf(1), Max: math.Inf(-1)}
+	sum := 0.0
+	each(xs, masks, func(x float64) {
+		s.N++
+		sum += x
+		s.Min = min(s.Min, x)
+		s.Max = max(s.Max, x)
+	})
+	if s.N == 0 {
+		nan := math.NaN()
+		return Stats{Mean: nan, Std: nan, Min: nan, Max: nan}
+	}
+	s.Mean = sum / float64(s.N)
+	ss := 0.0
+	each(xs, masks, func(x float64) { ss += (x - s.Mean) * (x - s.Mean) })
+	s.Std = math.Sqrt(ss / float64(s.N))
+	return s
+}
+
+func each(xs [][]float32, masks [][]uint8, f func(x float64)) {
+	for k := range min(len(xs), len(masks)) {
+		for i := range min(len(xs[k]), len(masks[k])) {
+			if masks[k][i] != 0 {
+				f(float64(xs[k][i]))
+			}
+		}
+	}
+}
+
+// AdvantageStats summarises the advantages over the action tokens.
+func AdvantageStats(batch []*traj.Trajectory) Stats {
+	return MaskedStats(column(batch, func(t *traj.Trajectory) []float32 { return t.Advantages }), masks(batch))
+}
+
+// ReturnStats summarises the returns over the action tokens.
+func ReturnStats(batch []*traj.Trajectory) Stats {
+	return MaskedStats(column(batch, func(t *traj.Trajectory) []float32 { return t.Returns }), masks(batch))
+}
+
+// ExplainedVariance is 1 - Var[R - V] / Var[R] over the action tokens of
+// the trajectories that have both values and returns (population
+// variances), CleanRL ppo.py's diagnostic of how well the critic predicts
+// the returns: 1 is perfect, 0 no better than a constant, negative worse.
+// It is NaN when there is no such token or Var[R] is 0.
+func ExplainedVariance(batch []*traj.Trajectory) float64 {
+	var n, sumR, sumD float64
+	visit := func(f func(r, d float64)) {
+		for _, t := range batch {
+			if len(t.Values) != len(t.Mask) || len(t.Returns) != len(t.Mask) {
+				continue
+			}
+			for i, m := range t.Mask {
+				if m != 0 {
+					r := float64(t.Returns[i])
+					f(r, r-float64(t.Values[i]))
+				}
+			}
+		}
+	}
+	visit(func(r, d float64) { n++; sumR += r; sumD += d })
+	if n == 0 {
+		return math.NaN()
+	}
+	meanR, meanD := sumR/n, sumD/n
+	var varR, varD float64
+	visit(func(r, d float64) {
+		varR += (r - meanR) * (r - meanR)
+		varD += (d - meanD) * (d - meanD)
+	})
+	if varR == 0 {
+		return math.NaN()
+	}
+	return 1 - varD/varR
+}
+
+func column(batch []*traj.Trajectory, f func(*traj.Trajectory) []float32) [][]float32 {
+	out := make([][]float32, len(batch))
+	for k, t := range batch {
+		out[k] = f(t)
+	}
+	return out
+}
+
+func masks(batch []*traj.Trajectory) [][]uint8 {
+	out := make([][]uint8, len(batch))
+	for k, t := range batch {
+		out[k] = t.Mask
+	}
+	return out
+}

@@ -1,0 +1,49 @@
+package algo
+
+import (
+	"math"
+
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// whitenEps is the variance floor of verl's masked_whiten.
+const whitenEps = 1e-8
+
+// whiten standardises the advantages at the given token indices across the
+// whole batch, verl's verl_F.masked_whiten (utils/torch_functional.py):
+//
+//	A_t <- (A_t - mean) / sqrt(var + 1e-8)
+//
+// with the mean and the Bessel-corrected (n-1) variance taken over every
+// selected token of every trajectory. With fewer than two tokens the
+// variance is taken as 0. idx[k] holds the token indices of batch[k].
+func whiten(batch []*traj.Trajectory, idx [][]int) {
+	n, sum := 0, 0.0
+	for k, t := range batch {
+		for _, i := range idx[k] {
+			sum += float64(t.Advantages[i])
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	mean := sum / float64(n)
+	ss := 0.0
+	for k, t := range batch {
+		for _, i := range idx[k] {
+			d := float64(t.Advantages[i]) - mean
+			ss += d * d
+		}
+	}
+	variance := 0.0
+	if n > 1 {
+		variance = ss / float64(n-1)
+	}
+	scale := 1 / math.Sqrt(variance+whitenEps)
+	for k, t := range batch {
+		for _, i := range idx[k] {
+			t.Advantages[i] = float32((float64(t.Advantages[i]) - mean) * scale)
+		}
+	}
+}
