@@ -1,0 +1,32 @@
+package envs
+
+import (
+	"context"
+	"testing"
+)
+
+func BenchmarkParseToolCalls(b *testing.B) {
+	text := "<think>I need the birthplace first.</think>\n" + call("search", `{"query": "Gustave Eiffel birthplace", "k": 5}`)
+	for b.Loop() {
+		if _, err := ParseToolCalls(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStep measures the env's own overhead around a trivial tool:
+// parse, validate, run in a goroutine with a timeout, process reward.
+func BenchmarkStep(b *testing.B) {
+	cfg := testConfig()
+	cfg.MaxTurns = 1 << 30
+	e, err := NewToolEnv(testTask, []Tool{&echoTool{}}, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := Action{Text: call("echo", `{"text": "Paris", "refs": ["Paris"]}`)}
+	for b.Loop() {
+		if _, err := e.Step(context.Background(), a); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package envs
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// ParseErrorKind classifies why a turn's tool calls could not be parsed.
+type ParseErrorKind string
+
+// The kinds of tool-call parse errors.
+const (
+	KindMalformedJSON ParseErrorKind = "malformed_json" // the block is not one JSON object
+	KindMissingName   ParseErrorKind = "missing_name"   // "name" absent, empty or not a string
+	KindBadArguments  ParseErrorKind = "bad_arguments"  // "arguments" present but not an object
+	KindUnclosedTag   ParseErrorKind = "unclosed_tag"   // <tool_call> without its </tool_call>
+	KindUnopenedTag   ParseErrorKind = "unopened_tag"   // </tool_call> without a <tool_call> before it
+	KindTrailingText  ParseErrorKind = "trailing_text"  // text after a call other than another call or a final <|im_end|>
+)
+
+// ParseError says what is wrong with the tool calls of a turn. Its message
+// quotes the offending part (truncated) and is meant to be shown to the
+// model as an error observation.
+type ParseError struct {
+	Kind ParseErrorKind
+	Call int // 1-based index of the tool call concerned, 0 when none
+	Msg  string
+}
+
+// Error returns the message.
+func (e *ParseError) Error() string { return e.Msg }
+
+// quoteLimit is how many characters of an offending text a message quotes.
+const quoteLimit = 80
+
+// quote shows s to the model: at most quoteLimit characters between
+// backquotes, "..." marking a cut, control characters escaped (\n, \t,
+// \x01) so the message stays on one line, and JSON quotes left alone.
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('`')
+	n := 0
+	for _, r := range s {
+		if n == quoteLimit {
+			b.WriteString("`...")
+			return b.String()
+		}
+		n++
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('`')
+	return b.String()
+}

@@ -1,0 +1,38 @@
+package reward
+
+import "testing"
+
+func TestFormat(t *testing.T) {
+	call := FormatTurn{Text: "<think>look it up</think>\n<tool_call>\n{\"name\":\"search\"}\n</tool_call>", CallsOK: true}
+	answer := FormatTurn{Text: "<think>found it</think>\n<answer>Paris</answer><|im_end|>\n"}
+	cases := []struct {
+		name  string
+		turns []FormatTurn
+		want  float64
+	}{
+		{"no turns", nil, 0},
+		{"answer only", []FormatTurn{answer}, 1},
+		{"answer without think", []FormatTurn{{Text: "<answer>Paris</answer>"}}, 1},
+		{"calls then answer", []FormatTurn{call, call, answer}, 1},
+		{"call turn without think", []FormatTurn{{Text: "<tool_call>{}</tool_call>", CallsOK: true}, answer}, 1},
+		{"call did not parse", []FormatTurn{{Text: call.Text, CallsOK: false}, answer}, 0},
+		{"last turn is a call", []FormatTurn{call}, 0},
+		{"answer in a middle turn", []FormatTurn{{Text: call.Text + "<answer>x</answer>", CallsOK: true}, answer}, 0},
+		{"two answers", []FormatTurn{{Text: "<answer>a</answer><answer>b</answer>"}}, 0},
+		{"unclosed answer", []FormatTurn{{Text: "<answer>Paris"}}, 0},
+		{"close before open", []FormatTurn{{Text: "</answer>Paris<answer>"}}, 0},
+		{"text after answer", []FormatTurn{{Text: "<answer>Paris</answer> I hope"}}, 0},
+		{"tool call in final turn", []FormatTurn{{Text: "<tool_call>{}</tool_call><answer>Paris</answer>"}}, 0},
+		{"unclosed think", []FormatTurn{{Text: "<think>hmm <answer>Paris</answer>"}}, 0},
+		{"nested think", []FormatTurn{{Text: "<think>a<think>b</think></think><answer>Paris</answer>"}}, 0},
+		{"stray think close", []FormatTurn{{Text: "</think><answer>Paris</answer>"}}, 0},
+		{"answer inside think", []FormatTurn{{Text: "<think><answer>Paris</answer></think>"}}, 0},
+		{"think after call", []FormatTurn{{Text: "<tool_call>{}</tool_call><think>x</think>", CallsOK: true}, answer}, 0},
+		{"two think blocks", []FormatTurn{{Text: "<think>a</think>b<think>c</think><answer>Paris</answer>"}}, 1},
+	}
+	for _, c := range cases {
+		if got := Format(c.turns); got != c.want {
+			t.Errorf("%s: Format = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package envs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+var parseErrorKinds = []ParseErrorKind{KindMalformedJSON, KindMissingName, KindBadArguments,
+	KindUnclosedTag, KindUnopenedTag, KindTrailingText}
+
+// FuzzParseToolCalls checks that the parser never panics, that every error
+// is a *ParseError of a known kind, and that every success yields named
+// calls with object arguments that survive a render-and-parse round trip.
+func FuzzParseToolCalls(f *testing.F) {
+	for _, s := range []string{
+		"", "<answer>x</answer>",
+		"<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"q\"}}\n</tool_call>",
+		"<tool_call>{\"name\":\"a\"}</tool_call>\n<tool_call>{\"name\":\"b\",\"arguments\":{}}</tool_call><|im_end|>",
+		"<tool_call>{\"name\":\"a\"", "</tool_call>", "<tool_call>[]</tool_call>", "<tool_call>{\"name\":1}</tool_call>",
+		"<tool_call>{\"name\":\"a\",\"arguments\":\"x\"}</tool_call>", "<tool_call>{}</tool_call>tail",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		calls, err := ParseToolCalls(text)
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) || !slices.Contains(parseErrorKinds, pe.Kind) || pe.Msg == "" {
+				t.Fatalf("ParseToolCalls(%q): error %v is not a *ParseError of a known kind", text, err)
+			}
+			if calls != nil {
+				t.Fatalf("ParseToolCalls(%q): calls with an error", text)
+			}
+			return
+		}
+		rendered := ""
+		for _, c := range calls {
+			var obj map[string]any
+			if c.Name == "" || json.Unmarshal(c.Arguments, &obj) != nil || obj == nil {
+				t.Fatalf("ParseToolCalls(%q): bad call %+v", text, c)
+			}
+			name, _ := json.Marshal(c.Name)
+			rendered += fmt.Sprintf("<tool_call>\n{\"name\": %s, \"arguments\": %s}\n</tool_call>\n", name, c.Arguments)
+		}
+		again, err := ParseToolCalls(rendered)
+		if err != nil || !reflect.DeepEqual(again, calls) {
+			t.Fatalf("round trip of %q: got %+v, %v; want %+v", text, again, err, calls)
+		}
+	})
+}
