@@ -1,0 +1,102 @@
+// Package rollout produces multi-turn agent trajectories with continuous
+// batching: a fixed number of KV-cache slots decode together, one decode
+// call per step for all active slots; a slot whose turn ends leaves the
+// batch while its environment step (the tool call) runs on its own
+// goroutine, and re-enters once the observation is prefilled; a finished
+// trajectory frees its slot for the next waiting prompt. Tokens are kept as
+// sampled (token-in, token-out): model output is never decoded and
+// re-encoded.
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/torch"
+)
+
+// Decoder is what the scheduler needs from a policy: a KV-cache engine with
+// slots. *torch.Engine implements it; tests use a scripted stand-in.
+type Decoder interface {
+	Slots() int
+	MaxLen() int
+	Prefill(slot int, ids []int64) error
+	CopySlot(src, dst int) error
+	Release(slot int) error
+	Seed(slot int, seed uint64) error
+	Step(slots []int, s torch.Sampling, tokens []int64, logprobs []float32) error
+}
+
+// Chat renders prompts and observations to tokens and says where turns end.
+type Chat interface {
+	Prompt(system, user string, tools []json.RawMessage) ([]int32, error)
+	// Observation is what the environment appends after a turn that called
+	// tools (mask 0); closed says the model ended its turn itself.
+	Observation(responses []string, closed bool) []int32
+	// EndsTurn reports whether a sampled token ends the assistant's turn,
+	// and whether it also closes it (<|im_end|>, eos) or leaves the closing
+	// to the environment (</tool_call>).
+	EndsTurn(id int32) (ends, closes bool)
+	Decode(ids []int32) string
+}
+
+// Episode is one environment episode as the scheduler drives it;
+// *envs.ToolEnv implements it.
+type Episode interface {
+	Step(ctx context.Context, a envs.Action) (envs.StepResult, error)
+	Outcome() (float64, map[string]float64)
+}
+
+// Setup is how one task starts: the prompt's system and user text, the
+// tool schemas shown in it, and the episode that answers the model.
+type Setup struct {
+	System string
+	User   string
+	Tools  []json.RawMessage
+	Env    Episode
+}
+
+// Factory starts an episode for a task. The agent, the naive-RAG baseline
+// and the benchmarks differ only in their factory.
+type Factory func(task envs.Task) (Setup, error)
+
+// ChatFormat adapts the tokenizer's ChatML renderer to Chat.
+type ChatFormat struct {
+	F           *tokenizer.ChatFormat
+	toolCallEnd int32
+	hasToolEnd  bool
+	stops       map[int32]bool
+}
+
+// NewChat wraps a tokenizer's chat format.
+func NewChat(f *tokenizer.ChatFormat) *ChatFormat {
+	c := &ChatFormat{F: f, stops: map[int32]bool{}}
+	for _, id := range f.StopIDs() {
+		c.stops[id] = true
+	}
+	c.toolCallEnd, c.hasToolEnd = f.Special("</tool_call>")
+	return c
+}
+
+// Prompt renders the start of an episode.
+func (c *ChatFormat) Prompt(system, user string, tools []json.RawMessage) ([]int32, error) {
+	return c.F.Prompt(system, user, tools)
+}
+
+// Observation renders the environment's answer.
+func (c *ChatFormat) Observation(responses []string, closed bool) []int32 {
+	return c.F.Observation(responses, closed)
+}
+
+// EndsTurn: every stop id ends the turn; all but </tool_call> close it.
+func (c *ChatFormat) EndsTurn(id int32) (bool, bool) {
+	if !c.stops[id] {
+		return false, false
+	}
+	return true, !(c.hasToolEnd && id == c.toolCallEnd)
+}
+
+// Decode renders tokens as text, special tokens kept.
+func (c *ChatFormat) Decode(ids []int32) string { return c.F.Tokenizer().Decode(ids, false) }

@@ -1,0 +1,86 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// Request asks for Samples trajectories of one task; they form group Group
+// and share the prompt's prefill.
+type Request struct {
+	Task    envs.Task
+	Group   int
+	Samples int
+}
+
+// Options are the limits and sampling settings of a rollout.
+type Options struct {
+	Sampling       torch.Sampling
+	MaxTurnTokens  int // tokens the policy may generate in one turn
+	MaxTotalTokens int // budget of a whole trajectory, prompt included
+	Seed           uint64
+	Iteration      int
+	PolicyVersion  int
+	Split          traj.Split
+	// OnDone is called (on the scheduler's goroutine) as each trajectory
+	// finishes, e.g. to advance a progress bar.
+	OnDone func(*traj.Trajectory)
+}
+
+func (o Options) validate(d Decoder, reqs []Request) error {
+	if o.MaxTurnTokens < 1 {
+		return fmt.Errorf("rollout: max_turn_tokens is %d, want at least 1", o.MaxTurnTokens)
+	}
+	if o.MaxTotalTokens < 2 {
+		return fmt.Errorf("rollout: max_tokens is %d, want at least 2", o.MaxTotalTokens)
+	}
+	if o.MaxTotalTokens > d.MaxLen() {
+		return fmt.Errorf("rollout: max_tokens %d exceeds the KV cache length %d", o.MaxTotalTokens, d.MaxLen())
+	}
+	for _, r := range reqs {
+		if r.Samples < 1 || r.Samples > d.Slots() {
+			return fmt.Errorf("rollout: task %s asks for %d samples; want 1..%d (the number of slots)", r.Task.ID, r.Samples, d.Slots())
+		}
+	}
+	return nil
+}
+
+// Stats describe where a rollout's time went.
+type Stats struct {
+	Wall          time.Duration
+	Decode        time.Duration // in decode steps
+	Prefill       time.Duration // prefilling prompts and observations
+	Idle          time.Duration // waiting for tools with no slot able to run
+	Steps         int           // decode calls
+	Generated     int           // tokens sampled
+	Prefilled     int           // tokens prefilled (prompts once per group, observations)
+	MeanBatch     float64       // mean number of slots per decode call
+	Trajectories  int
+	ToolLatencyMS float64 // summed tool wall time
+}
+
+// TokensPerS is generated tokens per second of wall time.
+func (s Stats) TokensPerS() float64 {
+	if s.Wall <= 0 {
+		return 0
+	}
+	return float64(s.Generated) / s.Wall.Seconds()
+}
+
+// trajSeed derives a slot's sampling seed from the run seed and the
+// trajectory's coordinates (splitmix64 mixing), so every trajectory has its
+// own reproducible stream.
+func trajSeed(seed uint64, iter, group, sample int, split traj.Split) uint64 {
+	x := seed ^ uint64(iter)<<40 ^ uint64(group)<<20 ^ uint64(sample)
+	if split == traj.Eval {
+		x ^= 0x9e3779b97f4a7c15
+	}
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}

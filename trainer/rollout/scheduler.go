@@ -1,0 +1,456 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// episode is a trajectory in flight.
+type episode struct {
+	tr        *traj.Trajectory
+	env       Episode
+	slot      int
+	turn      int // index of the current assistant turn
+	turnStart int // index in tr.Tokens where the current turn began
+	started   time.Time
+}
+
+// envReply is what a tool goroutine sends back.
+type envReply struct {
+	ep      *episode
+	res     envs.StepResult
+	obs     []int32 // observation tokens to prefill (empty when done)
+	err     error
+	closed  bool
+	latency time.Duration
+	text    string
+	gen     int
+}
+
+// Run produces the trajectories for reqs. It must be called on the
+// goroutine that owns the decoder (the device worker); environment steps
+// run on their own goroutines. A failing environment or tokenizer ends
+// only its own trajectory (Stop "error", the error recorded). On
+// cancellation the unfinished trajectories are returned with Stop
+// "cancelled" together with ctx's error.
+func Run(ctx context.Context, dec Decoder, chat Chat, factory Factory, reqs []Request, opt Options) ([]*traj.Trajectory, Stats, error) {
+	if err := opt.validate(dec, reqs); err != nil {
+		return nil, Stats{}, err
+	}
+	start := time.Now()
+	s := &sched{dec: dec, chat: chat, factory: factory, opt: opt, ctx: ctx,
+		free: make([]bool, dec.Slots()), bySlot: make([]*episode, dec.Slots()),
+		replies: make(chan envReply, 64)}
+	for i := range s.free {
+		s.free[i] = true
+	}
+	s.queue = append(s.queue, reqs...)
+	err := s.loop()
+	s.stats.Wall = time.Since(start)
+	if s.stats.Steps > 0 {
+		s.stats.MeanBatch = float64(s.stats.Generated) / float64(s.stats.Steps)
+	}
+	s.stats.Trajectories = len(s.out)
+	return s.out, s.stats, err
+}
+
+type sched struct {
+	dec     Decoder
+	chat    Chat
+	factory Factory
+	opt     Options
+	ctx     context.Context
+
+	queue    []Request
+	free     []bool
+	bySlot   []*episode // decoding episodes by slot, nil when free or in a tool
+	inTool   int
+	replies  chan envReply
+	out      []*traj.Trajectory
+	stats    Stats
+	tokBuf   []int64
+	lpBuf    []float32
+	slotsBuf []int
+}
+
+func (s *sched) loop() error {
+	for {
+		if err := s.ctx.Err(); err != nil {
+			return s.cancel(err)
+		}
+		if err := s.admit(); err != nil {
+			return err
+		}
+		// Take every observation that is ready without waiting.
+		for drained := false; !drained; {
+			select {
+			case r := <-s.replies:
+				if err := s.onReply(r); err != nil {
+					return err
+				}
+			default:
+				drained = true
+			}
+		}
+		active := s.active()
+		if len(active) == 0 {
+			if s.inTool == 0 && len(s.queue) == 0 {
+				return nil
+			}
+			if s.inTool == 0 {
+				continue // slots were freed: admit more
+			}
+			t0 := time.Now()
+			select {
+			case r := <-s.replies:
+				s.stats.Idle += time.Since(t0)
+				if err := s.onReply(r); err != nil {
+					return err
+				}
+			case <-s.ctx.Done():
+				return s.cancel(s.ctx.Err())
+			}
+			continue
+		}
+		if err := s.step(active); err != nil {
+			return err
+		}
+	}
+}
+
+// admit starts waiting groups while enough slots are free: the prompt is
+// prefilled once and copied into the group's other slots.
+func (s *sched) admit() error {
+	for len(s.queue) > 0 {
+		req := s.queue[0]
+		slots := s.freeSlots(req.Samples)
+		if slots == nil {
+			return nil
+		}
+		s.queue = s.queue[1:]
+		if err := s.startGroup(req, slots); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *sched) freeSlots(n int) []int {
+	var out []int
+	for i, f := range s.free {
+		if f {
+			out = append(out, i)
+			if len(out) == n {
+				return out
+			}
+		}
+	}
+	return nil
+}
+
+func (s *sched) newTraj(req Request, sample int) *traj.Trajectory {
+	t := req.Task
+	return &traj.Trajectory{
+		ID:            fmt.Sprintf("%d-%s-%d-%d", s.opt.Iteration, s.opt.Split, req.Group, sample),
+		TaskID:        t.ID,
+		Dataset:       t.Dataset,
+		Hops:          t.Hops,
+		Group:         req.Group,
+		Sample:        sample,
+		Split:         s.opt.Split,
+		Iteration:     s.opt.Iteration,
+		PolicyVersion: s.opt.PolicyVersion,
+		Question:      t.Question,
+		Gold:          t.Answers,
+	}
+}
+
+// failGroup records a group that could not start: each sample ends with
+// the error, nothing was decoded.
+func (s *sched) failGroup(req Request, err error) {
+	for i := 0; i < req.Samples; i++ {
+		tr := s.newTraj(req, i)
+		tr.Stop, tr.Error = traj.StopError, err.Error()
+		s.finish(tr)
+	}
+}
+
+func (s *sched) startGroup(req Request, slots []int) error {
+	setups := make([]Setup, req.Samples)
+	for i := range setups {
+		st, err := s.factory(req.Task)
+		if err != nil {
+			s.failGroup(req, fmt.Errorf("start task %s: %w", req.Task.ID, err))
+			return nil
+		}
+		setups[i] = st
+	}
+	prompt, err := s.chat.Prompt(setups[0].System, setups[0].User, setups[0].Tools)
+	if err != nil {
+		s.failGroup(req, fmt.Errorf("render prompt of task %s: %w", req.Task.ID, err))
+		return nil
+	}
+	if len(prompt) >= s.opt.MaxTotalTokens {
+		s.failGroup(req, fmt.Errorf("task %s: prompt of %d tokens leaves no room under max_tokens %d", req.Task.ID, len(prompt), s.opt.MaxTotalTokens))
+		return nil
+	}
+	t0 := time.Now()
+	ids := make([]int64, len(prompt))
+	for i, v := range prompt {
+		ids[i] = int64(v)
+	}
+	if err := s.dec.Prefill(slots[0], ids); err != nil {
+		return fmt.Errorf("prefill prompt of task %s: %w", req.Task.ID, err)
+	}
+	for _, sl := range slots[1:] {
+		if err := s.dec.CopySlot(slots[0], sl); err != nil {
+			return fmt.Errorf("copy prompt of task %s: %w", req.Task.ID, err)
+		}
+	}
+	s.stats.Prefill += time.Since(t0)
+	s.stats.Prefilled += len(prompt)
+	for i, sl := range slots {
+		tr := s.newTraj(req, i)
+		tr.PromptLen = len(prompt)
+		tr.Tokens = append([]int32(nil), prompt...)
+		tr.Logprobs = make([]float32, len(prompt))
+		tr.Mask = make([]uint8, len(prompt))
+		tr.TurnOf = make([]int16, len(prompt))
+		for j := range tr.TurnOf {
+			tr.TurnOf[j] = -1
+		}
+		if err := s.dec.Seed(sl, trajSeed(s.opt.Seed, s.opt.Iteration, req.Group, i, s.opt.Split)); err != nil {
+			return err
+		}
+		ep := &episode{tr: tr, env: setups[i].Env, slot: sl, turnStart: len(prompt), started: time.Now()}
+		s.free[sl] = false
+		s.bySlot[sl] = ep
+	}
+	return nil
+}
+
+func (s *sched) active() []int {
+	s.slotsBuf = s.slotsBuf[:0]
+	for sl, ep := range s.bySlot {
+		if ep != nil {
+			s.slotsBuf = append(s.slotsBuf, sl)
+		}
+	}
+	return s.slotsBuf
+}
+
+// step runs one decode call for all active slots and hands every slot whose
+// turn ended to its environment.
+func (s *sched) step(active []int) error {
+	n := len(active)
+	if cap(s.tokBuf) < n {
+		s.tokBuf = make([]int64, n)
+		s.lpBuf = make([]float32, n)
+	}
+	toks, lps := s.tokBuf[:n], s.lpBuf[:n]
+	t0 := time.Now()
+	if err := s.dec.Step(active, s.opt.Sampling, toks, lps); err != nil {
+		return fmt.Errorf("decode step: %w", err)
+	}
+	s.stats.Decode += time.Since(t0)
+	s.stats.Steps++
+	s.stats.Generated += n
+	for i, sl := range active {
+		ep := s.bySlot[sl]
+		tr := ep.tr
+		tok := int32(toks[i])
+		tr.Tokens = append(tr.Tokens, tok)
+		tr.Logprobs = append(tr.Logprobs, lps[i])
+		tr.Mask = append(tr.Mask, 1)
+		tr.TurnOf = append(tr.TurnOf, int16(ep.turn))
+		ends, closes := s.chat.EndsTurn(tok)
+		gen := len(tr.Tokens) - ep.turnStart
+		truncated := !ends && gen >= s.opt.MaxTurnTokens
+		budget := len(tr.Tokens) >= s.opt.MaxTotalTokens
+		if ends || truncated || budget {
+			s.bySlot[sl] = nil
+			s.inTool++
+			go s.runEnv(ep, envs.Action{
+				Text:          s.chat.Decode(tr.Tokens[ep.turnStart:]),
+				Tokens:        gen,
+				TotalTokens:   len(tr.Tokens),
+				TurnTruncated: truncated,
+			}, closes)
+		}
+	}
+	return nil
+}
+
+// runEnv runs one environment step (and renders the observation) off the
+// device thread. A panicking environment is recovered into an error.
+func (s *sched) runEnv(ep *episode, a envs.Action, closed bool) {
+	r := envReply{ep: ep, closed: closed, text: a.Text, gen: a.Tokens}
+	defer func() {
+		if p := recover(); p != nil {
+			r.err = fmt.Errorf("environment panicked: %v", p)
+		}
+		s.replies <- r
+	}()
+	t0 := time.Now()
+	r.res, r.err = ep.env.Step(s.ctx, a)
+	r.latency = time.Since(t0)
+	if r.err != nil || r.res.Done {
+		return
+	}
+	r.obs = s.chat.Observation(r.res.Responses, closed)
+	if total := a.TotalTokens + len(r.obs); total >= s.opt.MaxTotalTokens {
+		// The observation would spend the budget: the episode ends here.
+		r.obs = nil
+		end, err := ep.env.Step(s.ctx, envs.Action{TotalTokens: total})
+		if err != nil {
+			r.err = err
+			return
+		}
+		r.res.Done, r.res.Stop = true, end.Stop
+		if r.res.Stop == "" {
+			r.res.Stop = envs.StopMaxTokens
+		}
+	}
+}
+
+func (s *sched) onReply(r envReply) error {
+	s.inTool--
+	ep, tr := r.ep, r.ep.tr
+	s.stats.ToolLatencyMS += float64(r.latency) / float64(time.Millisecond)
+	tr.Turns = append(tr.Turns, turnRecord(r))
+	if r.err != nil {
+		tr.Stop, tr.Error = traj.StopError, r.err.Error()
+		if errors.Is(r.err, context.Canceled) || errors.Is(r.err, context.DeadlineExceeded) {
+			tr.Stop = traj.StopCancelled
+		}
+		return s.end(ep)
+	}
+	if r.res.Done {
+		tr.Stop = traj.StopReason(r.res.Stop)
+		tr.Answer = r.res.Answer
+		return s.end(ep)
+	}
+	t0 := time.Now()
+	ids := make([]int64, len(r.obs))
+	for i, v := range r.obs {
+		ids[i] = int64(v)
+	}
+	if len(ids) > 0 {
+		if err := s.dec.Prefill(ep.slot, ids); err != nil {
+			return fmt.Errorf("prefill observation of %s: %w", tr.ID, err)
+		}
+	}
+	s.stats.Prefill += time.Since(t0)
+	s.stats.Prefilled += len(ids)
+	for _, v := range r.obs {
+		tr.Tokens = append(tr.Tokens, v)
+		tr.Logprobs = append(tr.Logprobs, 0)
+		tr.Mask = append(tr.Mask, 0)
+		tr.TurnOf = append(tr.TurnOf, int16(ep.turn))
+	}
+	ep.turn++
+	ep.turnStart = len(tr.Tokens)
+	s.bySlot[ep.slot] = ep
+	return nil
+}
+
+// turnRecord turns an environment reply into the turn's record.
+func turnRecord(r envReply) traj.Turn {
+	t := traj.Turn{Text: r.text, GenTokens: r.gen, ProcessReward: r.res.ProcessReward,
+		LatencyMS: float64(r.latency) / float64(time.Millisecond)}
+	var names, perrs []string
+	var args []json.RawMessage
+	ok := len(r.res.Calls) > 0
+	for _, c := range r.res.Calls {
+		if c.Name != "" {
+			names = append(names, c.Name)
+			args = append(args, json.RawMessage(c.Args))
+		}
+		if c.ParseError != "" {
+			perrs = append(perrs, c.ParseError)
+		}
+		ok = ok && c.OK
+	}
+	t.ToolName = strings.Join(names, ",")
+	switch len(args) {
+	case 0:
+	case 1:
+		t.ToolArgs = string(args[0])
+	default:
+		b, _ := json.Marshal(args)
+		t.ToolArgs = string(b)
+	}
+	t.ParseError = strings.Join(perrs, "; ")
+	t.Observation = strings.Join(r.res.Responses, "\n")
+	t.ToolOK = ok
+	if r.err != nil {
+		t.Observation = "Error: " + r.err.Error()
+	}
+	return t
+}
+
+// end finishes a trajectory, scores it and frees its slot.
+func (s *sched) end(ep *episode) error {
+	tr := ep.tr
+	if tr.Stop != traj.StopError && tr.Stop != traj.StopCancelled {
+		tr.Outcome, tr.Components = ep.env.Outcome()
+	}
+	tr.Reward = tr.Outcome
+	for _, t := range tr.Turns {
+		tr.Reward += t.ProcessReward
+	}
+	tr.DurationMS = float64(time.Since(ep.started)) / float64(time.Millisecond)
+	if err := s.dec.Release(ep.slot); err != nil {
+		return err
+	}
+	s.free[ep.slot] = true
+	s.finish(tr)
+	return nil
+}
+
+func (s *sched) finish(tr *traj.Trajectory) {
+	s.out = append(s.out, tr)
+	if s.opt.OnDone != nil {
+		s.opt.OnDone(tr)
+	}
+}
+
+// cancel waits for the environment steps in flight (they see the cancelled
+// context) and returns every unfinished trajectory marked cancelled.
+func (s *sched) cancel(err error) error {
+	for s.inTool > 0 {
+		r := <-s.replies
+		s.inTool--
+		r.ep.tr.Turns = append(r.ep.tr.Turns, turnRecord(r))
+		s.markCancelled(r.ep)
+	}
+	for _, ep := range s.bySlot {
+		if ep != nil {
+			s.markCancelled(ep)
+		}
+	}
+	for _, req := range s.queue {
+		for i := 0; i < req.Samples; i++ {
+			tr := s.newTraj(req, i)
+			tr.Stop = traj.StopCancelled
+			s.finish(tr)
+		}
+	}
+	s.queue = nil
+	return err
+}
+
+func (s *sched) markCancelled(ep *episode) {
+	ep.tr.Stop = traj.StopCancelled
+	s.bySlot[ep.slot] = nil
+	s.dec.Release(ep.slot)
+	s.free[ep.slot] = true
+	s.finish(ep.tr)
+}

@@ -1,0 +1,188 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// LoadIteration returns every trajectory of an iteration and split ("" for
+// both), in the order they were written, with every field as it was
+// written, so an update can be re-run from the store alone. Exceptions:
+// NaN and null read back as NaN, and a trajectory without turns reads back
+// with nil Turns.
+func (s *Store) LoadIteration(iter int, split traj.Split) ([]*traj.Trajectory, error) {
+	run, ok, err := s.scope()
+	if err != nil {
+		return nil, fmt.Errorf("load iteration %d from %s: %w", iter, s.path, err)
+	}
+	if !ok {
+		return nil, nil
+	}
+	where, args := "run = ? AND iteration = ?", []any{run, iter}
+	if split != "" {
+		where, args = where+" AND split = ?", append(args, string(split))
+	}
+	ts, err := s.load(where, args)
+	if err != nil {
+		return nil, fmt.Errorf("load iteration %d from %s: %w", iter, s.path, err)
+	}
+	return ts, nil
+}
+
+// Get returns one trajectory of the run by its id; a missing one is an
+// error wrapping ErrNotFound.
+func (s *Store) Get(id string) (*traj.Trajectory, error) {
+	run, ok, err := s.scope()
+	if err != nil {
+		return nil, fmt.Errorf("get %s from %s: %w", id, s.path, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("get %s from %s: %w", id, s.path, ErrNotFound)
+	}
+	ts, err := s.load("run = ? AND id = ?", []any{run, id})
+	if err != nil {
+		return nil, fmt.Errorf("get %s from %s: %w", id, s.path, err)
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("get %s from %s: %w", id, s.path, ErrNotFound)
+	}
+	return ts[0], nil
+}
+
+// load reads the trajectories matching where (a condition on the
+// trajectories table), then their token arrays and turns, in tid order.
+func (s *Store) load(where string, args []any) ([]*traj.Trajectory, error) {
+	tx, err := s.db.Begin() // one snapshot for the three reads
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	ts, byTID, err := loadTrajectories(tx, where, args)
+	if err != nil || len(ts) == 0 {
+		return ts, err
+	}
+	sub := "tid IN (SELECT tid FROM trajectories WHERE " + where + ")"
+	if err := loadTokens(tx, sub, args, byTID); err != nil {
+		return nil, err
+	}
+	if err := loadTurns(tx, sub, args, byTID); err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+// loadTrajectories reads the trajectory rows and indexes them by tid.
+func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*traj.Trajectory, map[int64]*traj.Trajectory, error) {
+	rows, err := tx.Query(`SELECT tid, id, iteration, split, task_id, dataset, hops, group_idx, sample_idx,
+		policy_version, question, gold, answer, outcome, reward, components, stop, error, prompt_tokens,
+		duration_ms FROM trajectories WHERE `+where+` ORDER BY tid`, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var ts []*traj.Trajectory
+	byTID := map[int64]*traj.Trajectory{}
+	for rows.Next() {
+		t := &traj.Trajectory{}
+		var (
+			tid                       int64
+			split, stop               string
+			gold, comp                *string
+			outcome, reward, duration sql.NullFloat64
+		)
+		if err := rows.Scan(&tid, &t.ID, &t.Iteration, &split, &t.TaskID, &t.Dataset, &t.Hops, &t.Group,
+			&t.Sample, &t.PolicyVersion, &t.Question, &gold, &t.Answer, &outcome, &reward, &comp, &stop,
+			&t.Error, &t.PromptLen, &duration); err != nil {
+			return nil, nil, err
+		}
+		t.Split, t.Stop = traj.Split(split), traj.StopReason(stop)
+		t.Outcome, t.Reward, t.DurationMS = orNaN(outcome), orNaN(reward), orNaN(duration)
+		if t.Gold, err = decodeStrings(gold); err != nil {
+			return nil, nil, fmt.Errorf("trajectory %s gold: %w", t.ID, err)
+		}
+		if t.Components, err = decodeFloats(comp); err != nil {
+			return nil, nil, fmt.Errorf("trajectory %s components: %w", t.ID, err)
+		}
+		ts = append(ts, t)
+		byTID[tid] = t
+	}
+	return ts, byTID, rows.Err()
+}
+
+// loadTokens decodes the token blobs of the selected trajectories.
+func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*traj.Trajectory) error {
+	rows, err := tx.Query(`SELECT tid, ids, logprobs, mask, turn_of, critic_values, advantages, returns
+		FROM trajectory_tokens WHERE `+sub, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			tid                                    int64
+			ids, lp, mask, turnOf, vals, adv, rets []byte
+		)
+		if err := rows.Scan(&tid, &ids, &lp, &mask, &turnOf, &vals, &adv, &rets); err != nil {
+			return err
+		}
+		t := byTID[tid]
+		if t == nil {
+			continue
+		}
+		t.Mask = mask
+		var errs [6]error
+		t.Tokens, errs[0] = decodeInt32(ids)
+		t.Logprobs, errs[1] = decodeFloat32(lp)
+		t.TurnOf, errs[2] = decodeInt16(turnOf)
+		t.Values, errs[3] = decodeFloat32(vals)
+		t.Advantages, errs[4] = decodeFloat32(adv)
+		t.Returns, errs[5] = decodeFloat32(rets)
+		if err := errors.Join(errs[:]...); err != nil {
+			return fmt.Errorf("trajectory %s tokens: %w", t.ID, err)
+		}
+	}
+	return rows.Err()
+}
+
+// loadTurns reads the turns of the selected trajectories in turn order.
+func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*traj.Trajectory) error {
+	rows, err := tx.Query(`SELECT tid, turn, text, gen_tokens, tool, args, parse_error, observation, ok,
+		process_reward, latency_ms FROM turns WHERE `+sub+` ORDER BY tid, turn`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			tid, turn       int64
+			u               traj.Turn
+			reward, latency sql.NullFloat64
+		)
+		if err := rows.Scan(&tid, &turn, &u.Text, &u.GenTokens, &u.ToolName, &u.ToolArgs, &u.ParseError,
+			&u.Observation, &u.ToolOK, &reward, &latency); err != nil {
+			return err
+		}
+		u.ProcessReward, u.LatencyMS = orNaN(reward), orNaN(latency)
+		t := byTID[tid]
+		if t == nil {
+			continue
+		}
+		if int(turn) != len(t.Turns) {
+			return fmt.Errorf("trajectory %s: turn %d stored where turn %d was expected", t.ID, turn, len(t.Turns))
+		}
+		t.Turns = append(t.Turns, u)
+	}
+	return rows.Err()
+}
+
+// orNaN reads a nullable REAL: SQLite stores NaN as NULL.
+func orNaN(v sql.NullFloat64) float64 {
+	if !v.Valid {
+		return math.NaN()
+	}
+	return v.Float64
+}

@@ -1,0 +1,135 @@
+package store
+
+// schemaV1 is the first version of the schema. SCHEMA.md documents it
+// column by column; the token blobs' layout is in blob.go.
+const schemaV1 = `
+CREATE TABLE runs (
+    name       TEXT PRIMARY KEY,
+    config     TEXT NOT NULL CHECK (json_valid(config)),
+    git_rev    TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    resumed_at TEXT,
+    resumes    INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE iterations (
+    run              TEXT NOT NULL REFERENCES runs(name),
+    iteration        INTEGER NOT NULL,
+    metrics          TEXT NOT NULL CHECK (json_valid(metrics)),
+    n_train          INTEGER NOT NULL DEFAULT 0,
+    n_eval           INTEGER NOT NULL DEFAULT 0,
+    reward_mean      REAL,
+    eval_reward_mean REAL,
+    eval_accuracy    REAL,
+    created_at       TEXT NOT NULL,
+    PRIMARY KEY (run, iteration)
+);
+
+CREATE TABLE trajectories (
+    tid            INTEGER PRIMARY KEY,
+    run            TEXT NOT NULL,
+    id             TEXT NOT NULL,
+    iteration      INTEGER NOT NULL,
+    split          TEXT NOT NULL CHECK (split IN ('train', 'eval')),
+    task_id        TEXT NOT NULL,
+    dataset        TEXT NOT NULL,
+    hops           INTEGER NOT NULL,
+    group_idx      INTEGER NOT NULL,
+    sample_idx     INTEGER NOT NULL,
+    policy_version INTEGER NOT NULL,
+    question       TEXT NOT NULL,
+    gold           TEXT CHECK (gold IS NULL OR json_valid(gold)),
+    answer         TEXT NOT NULL,
+    correct        INTEGER NOT NULL,
+    outcome        REAL,
+    reward         REAL,
+    components     TEXT CHECK (components IS NULL OR json_valid(components)),
+    stop           TEXT NOT NULL,
+    truncated      INTEGER NOT NULL,
+    error          TEXT NOT NULL,
+    prompt_tokens  INTEGER NOT NULL,
+    total_tokens   INTEGER NOT NULL,
+    action_tokens  INTEGER NOT NULL,
+    n_turns        INTEGER NOT NULL,
+    duration_ms    REAL,
+    UNIQUE (run, id),
+    FOREIGN KEY (run, iteration) REFERENCES iterations(run, iteration)
+);
+CREATE INDEX trajectories_by_iteration ON trajectories(run, iteration, split);
+
+CREATE TABLE turns (
+    tid            INTEGER NOT NULL REFERENCES trajectories(tid) ON DELETE CASCADE,
+    turn           INTEGER NOT NULL,
+    text           TEXT NOT NULL,
+    gen_tokens     INTEGER NOT NULL,
+    tool           TEXT NOT NULL,
+    args           TEXT NOT NULL,
+    parse_error    TEXT NOT NULL,
+    observation    TEXT NOT NULL,
+    ok             INTEGER NOT NULL,
+    process_reward REAL,
+    latency_ms     REAL,
+    PRIMARY KEY (tid, turn)
+) WITHOUT ROWID;
+
+CREATE TABLE trajectory_tokens (
+    tid           INTEGER PRIMARY KEY REFERENCES trajectories(tid) ON DELETE CASCADE,
+    ids           BLOB,
+    logprobs      BLOB,
+    mask          BLOB,
+    turn_of       BLOB,
+    critic_values BLOB,
+    advantages    BLOB,
+    returns       BLOB
+);
+
+CREATE VIEW reward_by_iteration AS
+SELECT run, iteration, split,
+       COUNT(*)          AS n,
+       AVG(reward)       AS reward_mean,
+       AVG(outcome)      AS outcome_mean,
+       AVG(correct)      AS accuracy,
+       AVG(truncated)    AS truncated_rate,
+       AVG(n_turns)      AS turns_mean,
+       AVG(total_tokens) AS tokens_mean
+FROM trajectories
+GROUP BY run, iteration, split;
+
+CREATE VIEW tool_success AS
+SELECT t.run,
+       CASE WHEN u.tool = '' THEN '(unparsed)' ELSE u.tool END AS tool,
+       COUNT(*)                AS calls,
+       SUM(u.ok)               AS ok,
+       COUNT(*) - SUM(u.ok)    AS failures,
+       AVG(u.ok)               AS success_rate,
+       SUM(u.parse_error <> '') AS parse_errors,
+       AVG(u.latency_ms)       AS latency_ms_mean
+FROM turns u JOIN trajectories t USING (tid)
+WHERE u.tool <> '' OR u.parse_error <> ''
+GROUP BY t.run, 2;
+
+CREATE VIEW answer_changes AS
+WITH e AS (
+    SELECT run, dataset, task_id, sample_idx, question, iteration, answer, correct,
+           LAG(iteration) OVER w AS prev_iteration,
+           LAG(answer)    OVER w AS prev_answer,
+           LAG(correct)   OVER w AS prev_correct
+    FROM trajectories
+    WHERE split = 'eval'
+    WINDOW w AS (PARTITION BY run, dataset, task_id, sample_idx ORDER BY iteration)
+)
+SELECT run, dataset, task_id, sample_idx, question,
+       prev_iteration AS from_iteration, iteration AS to_iteration,
+       prev_answer AS old_answer, answer AS new_answer,
+       prev_correct AS was_correct, correct AS now_correct
+FROM e
+WHERE prev_iteration IS NOT NULL AND answer <> prev_answer;
+
+CREATE VIEW accuracy_by_hops AS
+SELECT run, iteration, split, hops,
+       COUNT(*)     AS n,
+       AVG(correct) AS accuracy,
+       AVG(reward)  AS reward_mean
+FROM trajectories
+GROUP BY run, iteration, split, hops;
+`

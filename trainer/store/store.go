@@ -1,0 +1,94 @@
+// Package store persists trajectories, per-iteration metrics and run
+// metadata in one SQLite database per run (runs/<name>/store.db), so a user
+// can answer questions about training with SQL and an update can be re-run
+// offline from the store alone. Writes are batched per iteration in one
+// transaction; the schema is documented in SCHEMA.md.
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	_ "github.com/mattn/go-sqlite3" // the "sqlite3" database/sql driver
+)
+
+// ErrNotFound is returned (wrapped) when a trajectory does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is an open trajectory store. Its methods are safe for concurrent use.
+type Store struct {
+	path string
+	db   *sql.DB // read-write: writes and the store's own reads
+	ro   *sql.DB // read-only: queries that carry caller SQL (ListFilter.Where)
+
+	mu  sync.Mutex
+	run string // the run chosen by BeginRun, "" before
+}
+
+// rwParams are the connection settings of the read-write handle: WAL so
+// readers never block the writer, NORMAL sync (a committed transaction
+// survives a process crash; an OS crash may lose the last ones but never
+// corrupts), foreign keys on, and IMMEDIATE transactions so two writers
+// queue on the busy timeout instead of failing on a lock upgrade.
+const rwParams = "_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=1&_busy_timeout=10000&_txlock=immediate"
+
+// Open opens the store at path, creating its directory and the database as
+// needed, and migrates the schema to the current version. Opening a store
+// written by a newer build is an error.
+func Open(path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open store: empty path")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite3", uri(path)+"?"+rwParams)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if mode != "wal" {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: journal mode is %q, want wal", path, mode)
+	}
+	if err := migrate(db, migrations); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	ro, err := openReadOnly(path)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return &Store{path: path, db: db, ro: ro}, nil
+}
+
+// Path returns the database file the store was opened on.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database. Writes already returned are durable.
+func (s *Store) Close() error {
+	errRO := s.ro.Close()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.path, err)
+	}
+	if errRO != nil {
+		return fmt.Errorf("close store %s: %w", s.path, errRO)
+	}
+	return nil
+}
+
+// uri turns a file path into an SQLite URI filename, escaping the characters
+// a URI gives a meaning to, so that any path opens the file it names.
+func uri(path string) string {
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+}

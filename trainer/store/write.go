@@ -1,0 +1,186 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// WriteIteration stores one iteration of the run begun with BeginRun: its
+// metrics (non-finite values are stored as null) and every trajectory with
+// its turns and token arrays, in one transaction: after an error or a crash
+// nothing of the iteration is stored. Each trajectory's Iteration must equal
+// iter and its per-token arrays must match its Tokens in length (Values,
+// Advantages and Returns may be nil).
+func (s *Store) WriteIteration(iter int, metrics map[string]float64, trajs []*traj.Trajectory) error {
+	run, err := s.writeScope()
+	if err != nil {
+		return fmt.Errorf("write iteration %d to %s: %w", iter, s.path, err)
+	}
+	for i, t := range trajs {
+		if err := validate(t, iter); err != nil {
+			return fmt.Errorf("write iteration %d to %s: trajectory %d: %w", iter, s.path, i, err)
+		}
+	}
+	if metrics == nil {
+		metrics = map[string]float64{}
+	}
+	mj, err := encodeFloats(metrics)
+	if err != nil {
+		return fmt.Errorf("write iteration %d to %s: metrics: %w", iter, s.path, err)
+	}
+	tx, err := s.db.Begin()
+	if err != nil {
+		return fmt.Errorf("write iteration %d to %s: %w", iter, s.path, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec("INSERT INTO iterations (run, iteration, metrics, created_at) VALUES (?, ?, ?, ?)",
+		run, iter, mj, time.Now().UTC().Format(timeLayout)); err != nil {
+		var se sqlite3.Error
+		if errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey {
+			return fmt.Errorf("write iteration %d of run %s to %s: the iteration is already stored", iter, run, s.path)
+		}
+		return fmt.Errorf("write iteration %d of run %s to %s: %w", iter, run, s.path, err)
+	}
+	w, err := prepareInserts(tx)
+	if err != nil {
+		return fmt.Errorf("write iteration %d to %s: %w", iter, s.path, err)
+	}
+	defer w.close()
+	for _, t := range trajs {
+		if err := w.insert(run, t); err != nil {
+			return fmt.Errorf("write iteration %d to %s: trajectory %s: %w", iter, s.path, t.ID, err)
+		}
+	}
+	if _, err := tx.Exec(promoteSQL, run, iter); err != nil {
+		return fmt.Errorf("write iteration %d to %s: summary columns: %w", iter, s.path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("write iteration %d to %s: commit: %w", iter, s.path, err)
+	}
+	return nil
+}
+
+// promoteSQL fills an iteration's summary columns from its trajectories.
+const promoteSQL = `UPDATE iterations SET
+    n_train          = (SELECT COUNT(*)     FROM trajectories t WHERE t.run = iterations.run AND t.iteration = iterations.iteration AND split = 'train'),
+    n_eval           = (SELECT COUNT(*)     FROM trajectories t WHERE t.run = iterations.run AND t.iteration = iterations.iteration AND split = 'eval'),
+    reward_mean      = (SELECT AVG(reward)  FROM trajectories t WHERE t.run = iterations.run AND t.iteration = iterations.iteration AND split = 'train'),
+    eval_reward_mean = (SELECT AVG(reward)  FROM trajectories t WHERE t.run = iterations.run AND t.iteration = iterations.iteration AND split = 'eval'),
+    eval_accuracy    = (SELECT AVG(correct) FROM trajectories t WHERE t.run = iterations.run AND t.iteration = iterations.iteration AND split = 'eval')
+WHERE run = ? AND iteration = ?`
+
+// validate checks what the schema cannot: a trajectory is present, belongs
+// to the iteration and has per-token arrays of one length.
+func validate(t *traj.Trajectory, iter int) error {
+	if t == nil {
+		return fmt.Errorf("nil trajectory")
+	}
+	if t.ID == "" {
+		return fmt.Errorf("empty id")
+	}
+	if t.Iteration != iter {
+		return fmt.Errorf("%s has iteration %d", t.ID, t.Iteration)
+	}
+	if t.Split != traj.Train && t.Split != traj.Eval {
+		return fmt.Errorf("%s has split %q, want %q or %q", t.ID, t.Split, traj.Train, traj.Eval)
+	}
+	n := len(t.Tokens)
+	for _, a := range []struct {
+		name     string
+		len      int
+		isNil    bool
+		optional bool // nil means "not computed"
+	}{
+		{"Logprobs", len(t.Logprobs), t.Logprobs == nil, false},
+		{"Mask", len(t.Mask), t.Mask == nil, false},
+		{"TurnOf", len(t.TurnOf), t.TurnOf == nil, false},
+		{"Values", len(t.Values), t.Values == nil, true},
+		{"Advantages", len(t.Advantages), t.Advantages == nil, true},
+		{"Returns", len(t.Returns), t.Returns == nil, true},
+	} {
+		if a.isNil && (a.optional || n == 0) {
+			continue
+		}
+		if a.len != n {
+			return fmt.Errorf("%s has %d tokens but %d %s", t.ID, n, a.len, a.name)
+		}
+	}
+	return nil
+}
+
+// inserts holds the prepared statements of one iteration's transaction.
+type inserts struct {
+	traj, turn, tokens *sql.Stmt
+}
+
+// prepareInserts prepares the three row inserts on tx.
+func prepareInserts(tx *sql.Tx) (*inserts, error) {
+	w := &inserts{}
+	var err error
+	if w.traj, err = tx.Prepare(`INSERT INTO trajectories (run, id, iteration, split, task_id, dataset, hops,
+		group_idx, sample_idx, policy_version, question, gold, answer, correct, outcome, reward, components,
+		stop, truncated, error, prompt_tokens, total_tokens, action_tokens, n_turns, duration_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		return nil, err
+	}
+	if w.turn, err = tx.Prepare(`INSERT INTO turns (tid, turn, text, gen_tokens, tool, args, parse_error,
+		observation, ok, process_reward, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		w.close()
+		return nil, err
+	}
+	if w.tokens, err = tx.Prepare(`INSERT INTO trajectory_tokens (tid, ids, logprobs, mask, turn_of,
+		critic_values, advantages, returns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// close releases the statements that were prepared.
+func (w *inserts) close() {
+	for _, st := range []*sql.Stmt{w.traj, w.turn, w.tokens} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+// insert writes one trajectory, its turns and its token arrays.
+func (w *inserts) insert(run string, t *traj.Trajectory) error {
+	gold, err := encodeStrings(t.Gold)
+	if err != nil {
+		return fmt.Errorf("gold: %w", err)
+	}
+	comp, err := encodeFloats(t.Components)
+	if err != nil {
+		return fmt.Errorf("components: %w", err)
+	}
+	res, err := w.traj.Exec(run, t.ID, t.Iteration, string(t.Split), t.TaskID, t.Dataset, t.Hops,
+		t.Group, t.Sample, t.PolicyVersion, t.Question, gold, t.Answer, matchesGold(t.Answer, t.Gold),
+		t.Outcome, t.Reward, comp, string(t.Stop), t.Stop.Truncated(), t.Error,
+		t.PromptLen, len(t.Tokens), t.ActionTokens(), len(t.Turns), t.DurationMS)
+	if err != nil {
+		return err
+	}
+	tid, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	for i, u := range t.Turns {
+		if _, err := w.turn.Exec(tid, i, u.Text, u.GenTokens, u.ToolName, u.ToolArgs, u.ParseError,
+			u.Observation, u.ToolOK, u.ProcessReward, u.LatencyMS); err != nil {
+			return fmt.Errorf("turn %d: %w", i, err)
+		}
+	}
+	if _, err := w.tokens.Exec(tid, encodeInt32(t.Tokens), encodeFloat32(t.Logprobs), encodeUint8(t.Mask),
+		encodeInt16(t.TurnOf), encodeFloat32(t.Values), encodeFloat32(t.Advantages), encodeFloat32(t.Returns)); err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
+	return nil
+}

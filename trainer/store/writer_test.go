@@ -1,0 +1,132 @@
+package store
+
+import (
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWriterWritesInOrderAndFlushes(t *testing.T) {
+	s := openTemp(t)
+	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(s, 2)
+	for it := range 5 {
+		if err := w.Submit(it, map[string]float64{"it": float64(it)}, synthBatch(it, 4, 200, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// After Flush all five are readable.
+	last, ok, err := s.LastIteration()
+	if err != nil || !ok || last != 4 {
+		t.Fatalf("after Flush LastIteration = %d, %v, %v; want 4", last, ok, err)
+	}
+	if err := w.Submit(5, nil, synthBatch(5, 4, 200, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if last, _, _ := s.LastIteration(); last != 5 {
+		t.Errorf("Close did not write the queued batch: last iteration %d, want 5", last)
+	}
+	if err := w.Submit(6, nil, nil); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Submit after Close: %v; want a closed error", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestWriterSurfacesFirstErrorAndStops(t *testing.T) {
+	s := openTemp(t)
+	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(s, 4)
+	bad := synthBatch(1, 2, 150, 1)
+	bad[1].Mask = nil // length mismatch: iteration 1 fails
+	if err := w.Submit(0, nil, synthBatch(0, 2, 150, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Submit(1, nil, bad); err != nil {
+		t.Fatal(err) // queued; the failure shows later
+	}
+	if err := w.Submit(2, nil, synthBatch(2, 2, 150, 1)); err != nil && !strings.Contains(err.Error(), "iteration 1") {
+		t.Fatal(err)
+	}
+	err := w.Close()
+	if err == nil || !strings.Contains(err.Error(), "write iteration 1") || !strings.Contains(err.Error(), "Mask") {
+		t.Fatalf("Close: %v; want the iteration-1 error", err)
+	}
+	// Iteration 2 was dropped so the store holds no gap: only iteration 0.
+	last, ok, _ := s.LastIteration()
+	if !ok || last != 0 {
+		t.Errorf("last stored iteration %d (ok %v), want 0", last, ok)
+	}
+	if err := w.Submit(3, nil, nil); err == nil {
+		t.Error("Submit after a failure must report it")
+	}
+}
+
+func TestWriterSubmitBlocksOnlyWhenQueueIsFull(t *testing.T) {
+	s := openTemp(t)
+	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	// Another connection holds the write lock, so the writer goroutine
+	// stalls in its first transaction (it waits on the busy timeout).
+	other, err := sql.Open("sqlite3", uri(s.Path())+"?"+rwParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	lock, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const depth = 3
+	w := NewWriter(s, depth)
+	// The goroutine takes batch 0 and stalls; batches 1..depth fill the queue.
+	// None of these depth+1 submits may wait for the database.
+	for it := range depth + 1 {
+		done := make(chan error, 1)
+		go func() { done <- w.Submit(it, nil, synthBatch(it, 1, 120, 1)) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Submit of batch %d blocked with %d batches queued (depth %d)", it, it, depth)
+		}
+		if it == 0 {
+			time.Sleep(50 * time.Millisecond) // let the goroutine take batch 0
+		}
+	}
+	// The queue is full: the next Submit waits until the lock is released.
+	blocked := make(chan error, 1)
+	go func() { blocked <- w.Submit(depth+1, nil, synthBatch(depth+1, 1, 120, 1)) }()
+	select {
+	case err := <-blocked:
+		t.Fatalf("Submit returned (%v) with a full queue and a stalled writer", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if last, _, _ := s.LastIteration(); last != depth+1 {
+		t.Errorf("last iteration %d, want %d", last, depth+1)
+	}
+}
