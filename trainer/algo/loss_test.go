@@ -1,0 +1,184 @@
+package algo
+
+import (
+	"math"
+	"testing"
+
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+func item(t *testing.T, s *torch.Scope, x *torch.Tensor) float64 {
+	t.Helper()
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	v, err := x.Item()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// PolicyLoss on four tokens worked out by hand, eps_low 0.2, eps_high 0.28.
+//
+//	token  logp-old  r        A     -A r     -A clip(r)        max
+//	0      ln 1.5    1.5      1     -1.5     -1.28             -1.28
+//	1      ln 0.5    0.5     -2      1.0      1.6  (clip .8)    1.6
+//	2      0         1        0.5   -0.5     -0.5              -0.5
+//	3      ln 2      2        3     (masked out)
+//
+// token-mean over the 3 masked tokens: (-1.28 + 1.6 - 0.5)/3 = -0.06.
+// Dual clip only bites for A < 0 and a large ratio: see the second case.
+func TestPolicyLossByHand(t *testing.T) {
+	s := torch.NewScope()
+	defer s.Close()
+	cfg := LossConfig{ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean", KLEstimator: "k3"}
+	logp := s.Float32([]float32{float32(math.Log(1.5)), float32(math.Log(0.5)), 0, float32(math.Log(2))}, 1, 4)
+	old := s.Float32([]float32{0, 0, 0, 0}, 1, 4)
+	adv := s.Float32([]float32{1, -2, 0.5, 3}, 1, 4)
+	mask := s.Float32([]float32{1, 1, 1, 0}, 1, 4)
+	got := item(t, s, PolicyLoss(s, logp, old, adv, mask, cfg, Norm{Tokens: 3, Sequences: 1}))
+	if math.Abs(got-(-0.06)) > 1e-6 {
+		t.Fatalf("token-mean loss %v, want -0.06", got)
+	}
+	// Dual clip: a token with A = -1 and r = 4: -A r = 4, -A clip(r) = 1.28,
+	// max = 4, dual bound -A c = 3 for c = 3 -> 3.
+	l2 := s.Float32([]float32{float32(math.Log(4))}, 1, 1)
+	cfg.DualClip = 3
+	got = item(t, s, PolicyLoss(s, l2, s.Float32([]float32{0}, 1, 1), s.Float32([]float32{-1}, 1, 1), s.Float32([]float32{1}, 1, 1), cfg, Norm{Tokens: 1, Sequences: 1}))
+	if math.Abs(got-3) > 1e-6 {
+		t.Fatalf("dual-clipped loss %v, want 3", got)
+	}
+}
+
+// Aggregations on x = [[1,2,3],[4,0,0]] with mask [[1,1,1],[1,0,0]]:
+// token-mean = 10/4; seq-mean-token-sum = (6+4)/2 = 5;
+// seq-mean-token-mean = (2 + 4)/2 = 3.
+func TestAggregations(t *testing.T) {
+	s := torch.NewScope()
+	defer s.Close()
+	x := s.Float32([]float32{1, 2, 3, 4, 0, 0}, 2, 3)
+	m := s.Float32([]float32{1, 1, 1, 1, 0, 0}, 2, 3)
+	n := Norm{Tokens: 4, Sequences: 2}
+	for agg, want := range map[string]float64{"token-mean": 2.5, "seq-mean-token-sum": 5, "seq-mean-token-mean": 3} {
+		if got := item(t, s, Aggregate(s, x, m, agg, n)); math.Abs(got-want) > 1e-6 {
+			t.Fatalf("%s = %v, want %v", agg, got, want)
+		}
+	}
+}
+
+// KL estimators as loss terms at logp = 0, ref = -1 (d = ref - logp = -1):
+// k1 = 1, k2 = 0.5, k3 = e^-1 - (-1) - 1 = e^-1.
+func TestKLLossByHand(t *testing.T) {
+	s := torch.NewScope()
+	defer s.Close()
+	lp, ref, m := s.Float32([]float32{0}, 1, 1), s.Float32([]float32{-1}, 1, 1), s.Float32([]float32{1}, 1, 1)
+	for est, want := range map[string]float64{"k1": 1, "k2": 0.5, "k3": math.Exp(-1)} {
+		if got := item(t, s, KLLoss(s, lp, ref, m, est, "token-mean", Norm{Tokens: 1, Sequences: 1})); math.Abs(got-want) > 1e-6 {
+			t.Fatalf("%s = %v want %v", est, got, want)
+		}
+	}
+}
+
+// Clipped value loss: v = 2, oldV = 1, R = 0, clip 0.5: unclipped
+// (2-0)^2 = 4, clipped v = 1.5 -> 2.25; 0.5*max = 2.
+func TestValueLossByHand(t *testing.T) {
+	s := torch.NewScope()
+	defer s.Close()
+	one := s.Float32([]float32{1}, 1, 1)
+	got := item(t, s, ValueLoss(s, s.Float32([]float32{2}, 1, 1), one, s.Float32([]float32{0}, 1, 1), one, 0.5, "token-mean", Norm{Tokens: 1, Sequences: 1}))
+	if math.Abs(got-2) > 1e-6 {
+		t.Fatalf("value loss %v want 2", got)
+	}
+}
+
+// The mask gradient tests. A two-turn trajectory: prompt (2 tokens), turn
+// 1 (2 action tokens), an observation (2 tokens, mask 0), turn 2 (2 action
+// tokens). With loss_mask on, the observation tokens' logprobs get zero
+// gradient and perturbing them changes no gradient; with it off they get
+// gradient. With advantage_mask on they receive advantage 0, so even a
+// loss over all tokens gives them no gradient; with it off they do.
+func TestMaskGradients(t *testing.T) {
+	mk := func(reward float64) *traj.Trajectory {
+		return &traj.Trajectory{Group: 0, Outcome: reward, Reward: reward,
+			Tokens:    []int32{1, 2, 3, 4, 5, 6, 7, 8},
+			Mask:      []uint8{0, 0, 1, 1, 0, 0, 1, 1},
+			TurnOf:    []int16{-1, -1, 0, 0, 0, 0, 1, 1},
+			Turns:     []traj.Turn{{}, {}},
+			PromptLen: 2}
+	}
+	obs := []int{4, 5} // observation token positions
+	grad := func(advMask, lossMask bool, perturb float32) []float32 {
+		batch := []*traj.Trajectory{mk(1), mk(0)}
+		opt := DefaultOptions()
+		opt.AdvantageMask = advMask
+		if err := GRPO(batch, nil, opt); err != nil {
+			t.Fatal(err)
+		}
+		tr := batch[0]
+		lpv := []float32{-1, -1, -0.5, -0.7, -2, -2, -0.3, -0.9}
+		for _, i := range obs {
+			lpv[i] += perturb
+		}
+		oldv := []float32{-1, -1, -0.6, -0.6, -2.1, -1.9, -0.4, -0.8}
+		mask := make([]float32, 8)
+		for i := 2; i < 8; i++ {
+			if !lossMask || tr.Mask[i] == 1 {
+				mask[i] = 1
+			}
+		}
+		s := torch.NewScope()
+		defer s.Close()
+		lp := s.Float32(lpv, 1, 8)
+		lp.SetRequiresGrad(true)
+		loss := PolicyLoss(s, lp, s.Float32(oldv, 1, 8), s.Float32(tr.Advantages, 1, 8), s.Float32(mask, 1, 8),
+			LossConfig{ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean"}, Norm{Tokens: 4, Sequences: 1})
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		g := s.Adopt(lp.Grad())
+		v, _ := g.Float32s()
+		return v
+	}
+	same := func(a, b []float32) bool {
+		for i := range a {
+			if a[i] != b[i] {
+				return false
+			}
+		}
+		return true
+	}
+	// loss mask on (advantage mask off, so observations do carry advantage)
+	g0, g1 := grad(false, true, 0), grad(false, true, 0.05)
+	if g0[4] != 0 || g0[5] != 0 || !same(g0, g1) {
+		t.Fatalf("loss_mask on: observation gradients %v / perturbed %v", g0, g1)
+	}
+	// loss mask off: observations get gradient and perturbing them changes it
+	g0, g1 = grad(false, false, 0), grad(false, false, 0.05)
+	if g0[4] == 0 || same(g0, g1) {
+		t.Fatalf("loss_mask off: observation gradients %v / perturbed %v", g0, g1)
+	}
+	// advantage mask on, loss over all tokens: observation advantage 0 -> no gradient
+	g0, g1 = grad(true, false, 0), grad(true, false, 0.05)
+	if g0[4] != 0 || g0[5] != 0 || !same(g0, g1) {
+		t.Fatalf("advantage_mask on: observation gradients %v / perturbed %v", g0, g1)
+	}
+	// action tokens are credited either way
+	if g0[2] == 0 || g0[6] == 0 {
+		t.Fatalf("action tokens got no gradient: %v", g0)
+	}
+}
+
+func TestPolicyDiagnosticsByHand(t *testing.T) {
+	// r = 0.5 with A<0 -> low clip; r = 2 with A>0 -> high clip; r = 1 -> none.
+	lp := []float32{float32(math.Log(0.5)), float32(math.Log(2)), 0, 5}
+	d := PolicyDiagnostics(lp, []float32{0, 0, 0, 0}, []float32{-1, 1, 1, 1}, []float32{1, 1, 1, 0}, 0.2, 0.28)
+	// approx kl = mean((r-1) - log r) = ((-.5+ln2) + (1-ln2) + 0)/3 = 0.5/3
+	if d.ClipFracLow != 1.0/3 || d.ClipFracHigh != 1.0/3 || math.Abs(d.ApproxKL-0.5/3) > 1e-6 || d.Tokens != 3 {
+		t.Fatalf("diag %+v", d)
+	}
+}
