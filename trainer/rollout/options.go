@@ -26,6 +26,11 @@ type Options struct {
 	Iteration      int
 	PolicyVersion  int
 	Split          traj.Split
+	// Deterministic waits for every tool call of a step before decoding
+	// on, so the decode batches, and hence the sampled tokens, depend only
+	// on the seeds (reproducible runs and resumes) at the cost of
+	// overlapping tool latency with decoding.
+	Deterministic bool
 	// OnDone is called (on the scheduler's goroutine) as each trajectory
 	// finishes, e.g. to advance a progress bar.
 	OnDone func(*traj.Trajectory)

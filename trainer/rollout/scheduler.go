@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -47,7 +48,7 @@ func Run(ctx context.Context, dec Decoder, chat Chat, factory Factory, reqs []Re
 	start := time.Now()
 	s := &sched{dec: dec, chat: chat, factory: factory, opt: opt, ctx: ctx,
 		free: make([]bool, dec.Slots()), bySlot: make([]*episode, dec.Slots()),
-		replies: make(chan envReply, 64)}
+		replies: make(chan envReply, dec.Slots())}
 	for i := range s.free {
 		s.free[i] = true
 	}
@@ -87,6 +88,11 @@ func (s *sched) loop() error {
 		}
 		if err := s.admit(); err != nil {
 			return err
+		}
+		if s.opt.Deterministic {
+			if err := s.drainAll(); err != nil {
+				return err
+			}
 		}
 		// Take every observation that is ready without waiting.
 		for drained := false; !drained; {
@@ -318,6 +324,31 @@ func (s *sched) runEnv(ep *episode, a envs.Action, closed bool) {
 			r.res.Stop = envs.StopMaxTokens
 		}
 	}
+}
+
+// drainAll waits for every environment step in flight and handles the
+// replies in slot order, so that which slots decode together never depends
+// on tool timing (deterministic mode).
+func (s *sched) drainAll() error {
+	var rs []envReply
+	for s.inTool > len(rs) {
+		select {
+		case r := <-s.replies:
+			rs = append(rs, r)
+		case <-s.ctx.Done():
+			for _, r := range rs {
+				s.replies <- r
+			}
+			return s.cancel(s.ctx.Err())
+		}
+	}
+	sort.Slice(rs, func(a, b int) bool { return rs[a].ep.slot < rs[b].ep.slot })
+	for _, r := range rs {
+		if err := s.onReply(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *sched) onReply(r envReply) error {

@@ -128,7 +128,7 @@ func (d *scriptedDecoder) CopySlot(src, dst int) error {
 	return nil
 }
 func (d *scriptedDecoder) Release(slot int) error { d.hist[slot] = nil; return nil }
-func (d *scriptedDecoder) Seed(int, uint64) error  { return nil }
+func (d *scriptedDecoder) Seed(int, uint64) error { return nil }
 func (d *scriptedDecoder) Step(slots []int, _ torch.Sampling, toks []int64, lps []float32) error {
 	d.maxBatch = max(d.maxBatch, len(slots))
 	for i, sl := range slots {
