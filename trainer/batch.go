@@ -1,0 +1,107 @@
+// Package trainer is the RL loop: rollouts -> store -> advantages ->
+// shuffled mini-batches of micro-batches -> policy (and critic) update ->
+// evaluation -> checkpoint. It joins the policy model (torch), the
+// environments (envs) and the trajectory store.
+package trainer
+
+import (
+	"sort"
+
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// padded is a right-padded batch of trajectories. The model's outputs are
+// [B, T-1]: output index j-1 predicts token j, so every per-token quantity
+// of token j >= 1 sits at out(b, j).
+type padded struct {
+	trs   []*traj.Trajectory
+	batch torch.Batch
+}
+
+func padBatch(trs []*traj.Trajectory) padded {
+	T := 2
+	for _, t := range trs {
+		T = max(T, len(t.Tokens))
+	}
+	B := len(trs)
+	b := torch.Batch{B: B, T: T, IDs: make([]int64, B*T), Attn: make([]int64, B*T), Positions: make([]int64, B*T)}
+	for i, t := range trs {
+		for j := 0; j < T; j++ {
+			k := i*T + j
+			b.Positions[k] = int64(j)
+			if j < len(t.Tokens) {
+				b.IDs[k] = int64(t.Tokens[j])
+				b.Attn[k] = 1
+			}
+		}
+	}
+	return padded{trs: trs, batch: b}
+}
+
+// width is T-1, the length of an output row.
+func (p padded) width() int { return p.batch.T - 1 }
+
+// grid lays out f(t, j) for tokens j = 1..len-1 of each trajectory as a
+// [B, T-1] row-major slice (0 on padding).
+func (p padded) grid(f func(t *traj.Trajectory, j int) float32) []float32 {
+	w := p.width()
+	out := make([]float32, len(p.trs)*w)
+	for i, t := range p.trs {
+		for j := 1; j < len(t.Tokens); j++ {
+			out[i*w+j-1] = f(t, j)
+		}
+	}
+	return out
+}
+
+// unpack turns a [B, T-1] output back into per-trajectory slices of
+// len(Tokens), token j's value at index j (index 0, the first prompt token,
+// is 0).
+func (p padded) unpack(v []float32) [][]float32 {
+	w := p.width()
+	out := make([][]float32, len(p.trs))
+	for i, t := range p.trs {
+		row := make([]float32, len(t.Tokens))
+		copy(row[1:], v[i*w:i*w+len(t.Tokens)-1])
+		out[i] = row
+	}
+	return out
+}
+
+// lossMask is 1 on the tokens the losses count: the policy's tokens, or
+// with the loss mask off every token after the prompt (the ablation).
+func lossMask(t *traj.Trajectory, j int, useMask bool) float32 {
+	if useMask {
+		return float32(t.Mask[j])
+	}
+	if j >= t.PromptLen {
+		return 1
+	}
+	return 0
+}
+
+// microBatches splits trajectories into groups of at most n, sorted by
+// length so padding stays small; it returns index lists into trs.
+func microBatches(trs []*traj.Trajectory, n int) [][]int {
+	idx := make([]int, len(trs))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return len(trs[idx[a]].Tokens) < len(trs[idx[b]].Tokens) })
+	var out [][]int
+	for len(idx) > 0 {
+		k := min(n, len(idx))
+		out = append(out, idx[:k])
+		idx = idx[k:]
+	}
+	return out
+}
+
+func pick(trs []*traj.Trajectory, idx []int) []*traj.Trajectory {
+	out := make([]*traj.Trajectory, len(idx))
+	for i, k := range idx {
+		out[i] = trs[k]
+	}
+	return out
+}

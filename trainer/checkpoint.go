@@ -1,0 +1,252 @@
+package trainer
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/torch/safetensors"
+)
+
+// A checkpoint is a folder <run>/checkpoints/iter-NNNNNN holding:
+//
+//	policy/                  the policy as a Hugging Face folder, with its tokenizer
+//	critic/                  a separate critic (value head in value_head.safetensors)
+//	optimizer.safetensors    AdamW moments per parameter (<name>.exp_avg, .exp_avg_sq), steps in the metadata
+//	critic_optimizer.safetensors
+//	state.json               iteration, data cursor and order, RNG state
+//
+// <run>/checkpoints/latest names the newest complete one; a checkpoint is
+// written under a temporary name and renamed, so a kill leaves either the
+// old or the new one.
+const keepCheckpoints = 2
+
+func checkpointsDir(run string) string { return filepath.Join(run, "checkpoints") }
+
+// latestCheckpoint returns the newest complete checkpoint of a run, or "".
+func latestCheckpoint(run string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(checkpointsDir(run), "latest"))
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(checkpointsDir(run), strings.TrimSpace(string(b)))
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); err != nil {
+		return "", fmt.Errorf("checkpoint %s named in %s/latest is incomplete: %w", dir, checkpointsDir(run), err)
+	}
+	return dir, nil
+}
+
+// checkpoint saves the run's state after iteration t.state.Iteration.
+func (t *Trainer) checkpoint() error {
+	name := fmt.Sprintf("iter-%06d", t.state.Iteration)
+	root := checkpointsDir(t.dir)
+	tmp := filepath.Join(root, ".tmp-"+name)
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := t.exportPolicy(filepath.Join(tmp, "policy")); err != nil {
+		return err
+	}
+	if err := saveOptimizer(t.opt, t.policy.Names(), filepath.Join(tmp, "optimizer.safetensors")); err != nil {
+		return err
+	}
+	if t.critic != nil && t.critic != t.policy {
+		if err := t.critic.Save(filepath.Join(tmp, "critic")); err != nil {
+			return err
+		}
+		if err := saveOptimizer(t.criticOpt, t.critic.Names(), filepath.Join(tmp, "critic_optimizer.safetensors")); err != nil {
+			return err
+		}
+	}
+	rs, err := t.pcg.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	t.state.RNG = rs
+	sb, err := json.MarshalIndent(t.state, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "state.json"), sb, 0o644); err != nil {
+		return err
+	}
+	final := filepath.Join(root, name)
+	if err := os.RemoveAll(final); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(root, "latest"), []byte(name+"\n")); err != nil {
+		return err
+	}
+	return pruneCheckpoints(root, name)
+}
+
+// exportPolicy writes the policy and its tokenizer as a Hugging Face folder.
+func (t *Trainer) exportPolicy(dir string) error {
+	if err := t.policy.Save(dir); err != nil {
+		return err
+	}
+	return t.tok.Save(dir)
+}
+
+func writeAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func pruneCheckpoints(root, keep string) error {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "iter-") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for len(names) > keepCheckpoints {
+		if names[0] != keep {
+			if err := os.RemoveAll(filepath.Join(root, names[0])); err != nil {
+				return err
+			}
+		}
+		names = names[1:]
+	}
+	return nil
+}
+
+// restore reads the optimizer and run state of a checkpoint (the weights
+// were loaded with the models).
+func (t *Trainer) restore(ck string) error {
+	b, err := os.ReadFile(filepath.Join(ck, "state.json"))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &t.state); err != nil {
+		return fmt.Errorf("%s/state.json: %w", ck, err)
+	}
+	if err := t.pcg.UnmarshalBinary(t.state.RNG); err != nil {
+		return fmt.Errorf("%s/state.json: rng: %w", ck, err)
+	}
+	if err := loadOptimizer(t.opt, t.policy.Names(), filepath.Join(ck, "optimizer.safetensors")); err != nil {
+		return err
+	}
+	if t.criticOpt != nil {
+		if err := loadOptimizer(t.criticOpt, t.critic.Names(), filepath.Join(ck, "critic_optimizer.safetensors")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// saveOptimizer writes AdamW's moments as <param>.exp_avg/.exp_avg_sq
+// tensors and each parameter's step count in the metadata.
+func saveOptimizer(o *torch.AdamW, names []string, path string) error {
+	var ts []safetensors.Tensor
+	meta := map[string]string{}
+	for i, n := range names {
+		st, err := o.State(i)
+		if err != nil {
+			return err
+		}
+		meta[n] = strconv.FormatInt(st.Step, 10)
+		for _, x := range []struct {
+			suffix string
+			t      *torch.Tensor
+		}{{".exp_avg", st.M}, {".exp_avg_sq", st.V}} {
+			if x.t == nil {
+				continue
+			}
+			shape, err := x.t.Shape()
+			if err != nil {
+				return err
+			}
+			b, err := x.t.Bytes(torch.Float32)
+			x.t.Free()
+			if err != nil {
+				return err
+			}
+			ts = append(ts, safetensors.Tensor{Name: n + x.suffix, DType: safetensors.F32, Shape: shape, Data: b})
+		}
+	}
+	return safetensors.Write(path, ts, meta)
+}
+
+func loadOptimizer(o *torch.AdamW, names []string, path string) error {
+	r, err := safetensors.Open(path)
+	if err != nil {
+		return fmt.Errorf("optimizer state: %w", err)
+	}
+	defer r.Close()
+	meta := r.Metadata()
+	for i, n := range names {
+		steps, ok := meta[n]
+		if !ok {
+			return fmt.Errorf("optimizer state %s: no step count for %s", path, n)
+		}
+		step, err := strconv.ParseInt(steps, 10, 64)
+		if err != nil {
+			return fmt.Errorf("optimizer state %s: step of %s: %w", path, n, err)
+		}
+		if step == 0 {
+			continue
+		}
+		read := func(name string) (*torch.Tensor, error) {
+			info, ok := r.Info(name)
+			if !ok {
+				return nil, fmt.Errorf("optimizer state %s: tensor %s is missing", path, name)
+			}
+			b, err := r.Bytes(name)
+			if err != nil {
+				return nil, err
+			}
+			return torch.FromBytes(b, torch.Float32, torch.CPU, info.Shape...)
+		}
+		m, err := read(n + ".exp_avg")
+		if err != nil {
+			return err
+		}
+		v, err := read(n + ".exp_avg_sq")
+		if err != nil {
+			m.Free()
+			return err
+		}
+		err = o.SetState(i, torch.ParamState{Step: step, M: m, V: v})
+		m.Free()
+		v.Free()
+		if err != nil {
+			return fmt.Errorf("optimizer state %s: %s: %w", path, n, err)
+		}
+	}
+	return nil
+}

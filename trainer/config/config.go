@@ -1,0 +1,208 @@
+// Package config is the trainer's configuration: one YAML file whose every
+// key has a default and a one-line description, both kept in the struct
+// tags below (default:"..." and doc:"..."), so Default, Docs, the README
+// table and the command-line flags all come from the same source.
+//
+// Precedence, lowest first: built-in defaults, the YAML file (Load),
+// per-key flags (ApplyFlags), then --set key=value overrides (Set).
+//
+// A default tag holds a YAML scalar or flow list, parsed exactly as a
+// --set value is. An enum tag lists the allowed values of a string key,
+// separated by "|"; Validate checks them and Docs shows them.
+package config
+
+import "time"
+
+// Config is the whole trainer configuration, one field per YAML section.
+type Config struct {
+	Run       RunConfig       `yaml:"run" doc:"the run: name, output folder, length, seed"`
+	Device    DeviceConfig    `yaml:"device" doc:"where and in which precision the model runs"`
+	Model     ModelConfig     `yaml:"model" doc:"the policy, critic and reference models"`
+	Data      DataConfig      `yaml:"data" doc:"training and evaluation questions"`
+	Tools     ToolsConfig     `yaml:"tools" doc:"the tools the agent may call"`
+	Env       EnvConfig       `yaml:"env" doc:"episode limits and reward weights"`
+	Rollout   RolloutConfig   `yaml:"rollout" doc:"sampling of trajectories"`
+	Algorithm AlgorithmConfig `yaml:"algorithm" doc:"advantage estimator and policy/value losses"`
+	Optim     OptimConfig     `yaml:"optim" doc:"AdamW optimiser and learning-rate schedule"`
+	SFT       SFTConfig       `yaml:"sft" doc:"supervised warm-up on demonstrations"`
+	Store     StoreConfig     `yaml:"store" doc:"the SQLite trajectory store"`
+	Logging   LoggingConfig   `yaml:"logging" doc:"log level and format"`
+	Eval      EvalConfig      `yaml:"eval" doc:"evaluation during and after training"`
+}
+
+// RunConfig names the run and sets its length.
+type RunConfig struct {
+	Name       string `yaml:"name" default:"default" doc:"run name; outputs go to <run.dir>/<run.name>"`
+	Dir        string `yaml:"dir" default:"runs" doc:"folder holding all runs"`
+	Seed       int    `yaml:"seed" default:"1" doc:"seed of every random choice of the run"`
+	Iterations int    `yaml:"iterations" default:"40" doc:"RL iterations (rollout + update) to run"`
+	EvalEvery  int    `yaml:"eval_every" default:"10" doc:"evaluate every N iterations (0 = only at the end)"`
+	SaveEvery  int    `yaml:"save_every" default:"10" doc:"checkpoint every N iterations (0 = only at the end)"`
+	Resume     bool   `yaml:"resume" default:"false" doc:"continue from the run's latest checkpoint"`
+}
+
+// DeviceConfig picks the device and precision.
+type DeviceConfig struct {
+	Device   string `yaml:"device" default:"cpu" doc:"cpu, cuda or cuda:N"`
+	DType    string `yaml:"dtype" default:"f32" enum:"f32|bf16|f16" doc:"parameter dtype"`
+	Threads  int    `yaml:"threads" default:"0" doc:"CPU threads of libtorch (0 = all cores)"`
+	Autocast bool   `yaml:"autocast" default:"false" doc:"mixed-precision autocast (CUDA only)"`
+}
+
+// ModelConfig locates or creates the models.
+type ModelConfig struct {
+	Path       string     `yaml:"path" default:"" doc:"Hugging Face model folder of the policy (\"\" = create a tiny model from model.tiny)"`
+	Tiny       TinyConfig `yaml:"tiny" doc:"shape of the tiny model created when model.path is empty"`
+	Critic     string     `yaml:"critic" default:"separate" enum:"separate|shared" doc:"value head on a separate model or on the policy trunk"`
+	CriticPath string     `yaml:"critic_path" default:"" doc:"model folder of a separate critic (\"\" = start from the policy's weights)"`
+	RefPath    string     `yaml:"ref_path" default:"" doc:"model folder of the KL reference (\"\" = copy of the initial policy)"`
+}
+
+// TinyConfig is the shape of a freshly created Qwen2-style model.
+type TinyConfig struct {
+	Hidden       int `yaml:"hidden" default:"128" doc:"hidden size"`
+	Intermediate int `yaml:"intermediate" default:"256" doc:"MLP intermediate size"`
+	Layers       int `yaml:"layers" default:"2" doc:"transformer layers"`
+	Heads        int `yaml:"heads" default:"4" doc:"attention heads"`
+	KVHeads      int `yaml:"kv_heads" default:"2" doc:"key/value heads (grouped-query attention)"`
+	MaxPositions int `yaml:"max_positions" default:"1024" doc:"maximum sequence length"`
+}
+
+// DataConfig picks the questions.
+type DataConfig struct {
+	Source    string          `yaml:"source" default:"synthetic" enum:"synthetic|files" doc:"generated world or dataset files"`
+	Train     []string        `yaml:"train" default:"[]" doc:"training dataset files (data.source files)"`
+	Eval      []string        `yaml:"eval" default:"[]" doc:"evaluation dataset files (data.source files)"`
+	Format    string          `yaml:"format" default:"" doc:"dataset layout of the files (\"\" = detect)"`
+	MaxTrain  int             `yaml:"max_train" default:"0" doc:"use at most N training questions (0 = all)"`
+	MaxEval   int             `yaml:"max_eval" default:"0" doc:"load at most N evaluation questions (0 = all)"`
+	Synthetic SyntheticConfig `yaml:"synthetic" doc:"the generated multi-hop world (data.source synthetic)"`
+}
+
+// SyntheticConfig shapes the generated multi-hop question world.
+type SyntheticConfig struct {
+	Seed         int     `yaml:"seed" default:"7" doc:"seed of the generated world"`
+	Entities     int     `yaml:"entities" default:"60" doc:"entities in the world"`
+	MaxHops      int     `yaml:"max_hops" default:"3" doc:"most hops a question needs"`
+	TestFraction float64 `yaml:"test_fraction" default:"0.25" doc:"fraction of questions held out for evaluation"`
+	Questions    int     `yaml:"questions" default:"400" doc:"questions generated"`
+}
+
+// ToolsConfig enables and configures tools.
+type ToolsConfig struct {
+	Enabled    []string         `yaml:"enabled" default:"[search]" doc:"tools the agent may call, by registered name"`
+	Search     SearchConfig     `yaml:"search" doc:"the BM25 passage search tool"`
+	Calculator CalculatorConfig `yaml:"calculator" doc:"the calculator tool (no settings)"`
+}
+
+// SearchConfig configures the search tool.
+type SearchConfig struct {
+	Index string `yaml:"index" default:"" doc:"SQLite FTS5 index file (\"\" = built from the data's corpus)"`
+	K     int    `yaml:"k" default:"2" doc:"passages returned per search"`
+}
+
+// CalculatorConfig configures the calculator tool, which has no settings.
+type CalculatorConfig struct{}
+
+// EnvConfig bounds an episode and weighs its rewards.
+type EnvConfig struct {
+	MaxTurns            int           `yaml:"max_turns" default:"4" doc:"assistant turns per episode"`
+	MaxTokens           int           `yaml:"max_tokens" default:"768" doc:"token budget of a whole trajectory, prompt included"`
+	MaxTurnTokens       int           `yaml:"max_turn_tokens" default:"48" doc:"tokens generated per turn at most"`
+	ToolTimeout         time.Duration `yaml:"tool_timeout" default:"5s" doc:"time limit of one tool call"`
+	MaxObservationChars int           `yaml:"max_observation_chars" default:"600" doc:"characters of a tool response kept"`
+	Rewards             RewardsConfig `yaml:"rewards" doc:"reward weights"`
+}
+
+// RewardsConfig weighs the reward terms; the names match
+// envs/reward.Config, onto which it maps one to one.
+type RewardsConfig struct {
+	Scorer      string  `yaml:"scorer" default:"em" doc:"answer metric of the outcome reward: em, f1 or substring_em"`
+	Outcome     float64 `yaml:"outcome" default:"1.0" doc:"weight of the answer metric"`
+	Format      float64 `yaml:"format" default:"0.1" doc:"weight of the all-or-nothing format reward"`
+	ValidCall   float64 `yaml:"valid_call" default:"0" doc:"process reward per turn with a valid tool call"`
+	Support     float64 `yaml:"support" default:"0" doc:"process reward per supporting passage first retrieved"`
+	InvalidCall float64 `yaml:"invalid_call" default:"0" doc:"process reward per invalid tool call (negative = penalty)"`
+	RepeatCall  float64 `yaml:"repeat_call" default:"0" doc:"process reward per repeated tool call (negative = penalty)"`
+}
+
+// RolloutConfig sets how trajectories are sampled.
+type RolloutConfig struct {
+	BatchSize       int     `yaml:"batch_size" default:"16" doc:"prompts per iteration"`
+	GroupSize       int     `yaml:"group_size" default:"4" doc:"samples per prompt (the GRPO group)"`
+	Slots           int     `yaml:"slots" default:"32" doc:"sequences decoded together"`
+	Temperature     float64 `yaml:"temperature" default:"1.0" doc:"sampling temperature of training rollouts"`
+	TopP            float64 `yaml:"top_p" default:"1.0" doc:"nucleus sampling mass (1 = off)"`
+	TopK            int     `yaml:"top_k" default:"0" doc:"sample among the K likeliest tokens (0 = off)"`
+	EvalTemperature float64 `yaml:"eval_temperature" default:"0" doc:"sampling temperature of evaluation (0 = greedy)"`
+	Deterministic   bool    `yaml:"deterministic" default:"false" doc:"wait for all tool calls of a step before decoding on: reproducible runs, no overlap of tool latency"`
+}
+
+// AlgorithmConfig picks the advantage estimator and shapes the losses.
+type AlgorithmConfig struct {
+	Estimator       string  `yaml:"estimator" default:"grpo" doc:"advantage estimator: gae, grpo, rloo, reinforce_pp or reinforce_pp_baseline"`
+	Gamma           float64 `yaml:"gamma" default:"1.0" doc:"per-token discount"`
+	Lambda          float64 `yaml:"lambda" default:"1.0" doc:"GAE trace decay"`
+	NormByStd       bool    `yaml:"norm_by_std" default:"true" doc:"divide GRPO advantages by the group std (false = Dr. GRPO)"`
+	Eps             float64 `yaml:"eps" default:"1e-6" doc:"added to the group std before dividing"`
+	Whiten          bool    `yaml:"whiten" default:"true" doc:"standardise GAE advantages over the batch"`
+	ClipLow         float64 `yaml:"clip_low" default:"0.2" doc:"PPO ratio clip below: 1 - clip_low"`
+	ClipHigh        float64 `yaml:"clip_high" default:"0.28" doc:"PPO ratio clip above: 1 + clip_high (DAPO clip-higher)"`
+	DualClip        float64 `yaml:"dual_clip" default:"0" doc:"dual-clip bound c > 1 for negative advantages (0 = off)"`
+	LossAgg         string  `yaml:"loss_agg" default:"token-mean" enum:"token-mean|seq-mean-token-sum|seq-mean-token-mean" doc:"how token losses are averaged"`
+	KLCoef          float64 `yaml:"kl_coef" default:"0.0" doc:"weight of the KL to the reference"`
+	KLEstimator     string  `yaml:"kl_estimator" default:"k3" doc:"single-sample KL estimator: k1, k2 or k3"`
+	KLMode          string  `yaml:"kl_mode" default:"loss" enum:"loss|reward|off" doc:"KL as a loss term, as a reward penalty, or not at all"`
+	EntropyCoef     float64 `yaml:"entropy_coef" default:"0" doc:"weight of the entropy bonus"`
+	VFCoef          float64 `yaml:"vf_coef" default:"0.5" doc:"weight of the value loss"`
+	ValueClip       float64 `yaml:"value_clip" default:"0.2" doc:"clip range of value updates (0 = off)"`
+	Epochs          int     `yaml:"epochs" default:"1" doc:"passes over each iteration's batch"`
+	MiniBatch       int     `yaml:"mini_batch" default:"16" doc:"trajectories per optimiser step"`
+	MicroBatch      int     `yaml:"micro_batch" default:"8" doc:"trajectories per forward/backward pass (gradient accumulation)"`
+	AdvantageMask   bool    `yaml:"advantage_mask" default:"true" doc:"credit only policy-generated tokens in the advantage"`
+	LossMask        bool    `yaml:"loss_mask" default:"true" doc:"count only policy-generated tokens in the losses"`
+	FilterKeepRatio float64 `yaml:"filter_keep_ratio" default:"1.0" doc:"fraction of groups kept, largest reward std first (1 = all)"`
+	CriticWarmup    int     `yaml:"critic_warmup" default:"0" doc:"iterations training only the critic"`
+}
+
+// OptimConfig sets the optimiser and its learning-rate schedule.
+type OptimConfig struct {
+	LR          float64 `yaml:"lr" default:"1e-4" doc:"policy learning rate"`
+	CriticLR    float64 `yaml:"critic_lr" default:"5e-4" doc:"critic learning rate"`
+	Beta1       float64 `yaml:"beta1" default:"0.9" doc:"Adam beta1"`
+	Beta2       float64 `yaml:"beta2" default:"0.999" doc:"Adam beta2"`
+	Eps         float64 `yaml:"eps" default:"1e-8" doc:"Adam epsilon"`
+	WeightDecay float64 `yaml:"weight_decay" default:"0.0" doc:"decoupled weight decay"`
+	WarmupSteps int     `yaml:"warmup_steps" default:"0" doc:"linear warm-up steps"`
+	Schedule    string  `yaml:"schedule" default:"constant" enum:"constant|cosine|linear" doc:"learning-rate schedule after warm-up"`
+	MinLRRatio  float64 `yaml:"min_lr_ratio" default:"0.1" doc:"final learning rate / lr for cosine and linear"`
+	MaxGradNorm float64 `yaml:"max_grad_norm" default:"1.0" doc:"gradient-norm clip (0 = off)"`
+}
+
+// SFTConfig sets the supervised warm-up.
+type SFTConfig struct {
+	Data              string  `yaml:"data" default:"" doc:"demonstrations file (\"\" = scripted demonstrations of the synthetic world)"`
+	Epochs            int     `yaml:"epochs" default:"3" doc:"passes over the demonstrations"`
+	LR                float64 `yaml:"lr" default:"1e-3" doc:"learning rate"`
+	Batch             int     `yaml:"batch" default:"16" doc:"demonstrations per optimiser step"`
+	Demos             int     `yaml:"demos" default:"400" doc:"scripted demonstrations generated"`
+	ImperfectFraction float64 `yaml:"imperfect_fraction" default:"0.3" doc:"fraction of scripted demonstrations with a detour or mistake"`
+}
+
+// StoreConfig locates the trajectory store.
+type StoreConfig struct {
+	Path        string `yaml:"path" default:"" doc:"SQLite file (\"\" = <run.dir>/<run.name>/store.db)"`
+	WriterDepth int    `yaml:"writer_depth" default:"2" doc:"iterations queued for the background writer"`
+}
+
+// LoggingConfig sets the log level and format.
+type LoggingConfig struct {
+	Level  string `yaml:"level" default:"info" enum:"trace|debug|info|warn|error" doc:"least severe level logged"`
+	Format string `yaml:"format" default:"auto" enum:"auto|console|json" doc:"console on a terminal and JSON otherwise (auto), or forced"`
+}
+
+// EvalConfig sets evaluation.
+type EvalConfig struct {
+	Baselines bool `yaml:"baselines" default:"true" doc:"evaluate the baselines too (the initial policy before training)"`
+	MaxEval   int  `yaml:"max_eval" default:"0" doc:"questions per evaluation pass (0 = all loaded)"`
+}

@@ -1,0 +1,153 @@
+package trainer
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/envs/synth"
+	"github.com/agentrl/agentrl/envs/tools/search"
+	"github.com/agentrl/agentrl/tokenizer"
+)
+
+// demoMessages renders the scripted expert of the synthetic world as a
+// conversation: one search per hop (with the real search results as tool
+// messages), then the answer. An imperfect demonstration of a multi-hop
+// question stops after the first hop and answers with what that hop found,
+// which is wrong: the warm start learns the format and some bad habits
+// that RL then has to fix.
+func demoMessages(ctx context.Context, w *synth.World, t envs.Task, tools []envs.Tool, imperfect bool) ([]tokenizer.Message, error) {
+	d, err := w.Demonstration(t)
+	if err != nil {
+		return nil, err
+	}
+	msgs := []tokenizer.Message{{Role: "system", Content: SystemPrompt}, {Role: "user", Content: t.Question}}
+	answer := d.Answer
+	steps := d.Steps
+	if imperfect && len(steps) > 1 {
+		steps = steps[:1]
+		answer = steps[0].Found
+	}
+	for _, st := range steps {
+		args, _ := json.Marshal(map[string]string{"query": st.Query})
+		msgs = append(msgs, tokenizer.Message{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{Name: search.SearchName, Arguments: args}}})
+		res, err := callTool(ctx, tools, search.SearchName, map[string]string{"query": st.Query})
+		if err != nil {
+			return nil, fmt.Errorf("demonstration of %s: %w", t.ID, err)
+		}
+		msgs = append(msgs, tokenizer.Message{Role: "tool", Content: res.Content})
+	}
+	msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: "<answer>" + answer + "</answer>"})
+	return msgs, nil
+}
+
+// ragUser is the naive-RAG baseline's user message: the question and the
+// passages retrieved for it once.
+func ragUser(ctx context.Context, tools []envs.Tool, t envs.Task) (string, error) {
+	res, err := callTool(ctx, tools, search.SearchName, map[string]string{"query": t.Question})
+	if err != nil {
+		return "", fmt.Errorf("naive RAG retrieval for %s: %w", t.ID, err)
+	}
+	return "Question: " + t.Question + "\nPassages:\n" + res.Content, nil
+}
+
+// scriptedDemos renders n demonstrations (cycling through tasks in a
+// shuffled order), a fraction of them imperfect.
+func scriptedDemos(ctx context.Context, w *synth.World, tasks []envs.Task, tools []envs.Tool, n int, imperfect float64, rng *rand.Rand) ([][]tokenizer.Message, error) {
+	order := rng.Perm(len(tasks))
+	var out [][]tokenizer.Message
+	for i := 0; i < n && len(tasks) > 0; i++ {
+		t := tasks[order[i%len(order)]]
+		msgs, err := demoMessages(ctx, w, t, tools, rng.Float64() < imperfect)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msgs)
+	}
+	return out, nil
+}
+
+// demoFileMessage is one message of a demonstrations file: our form
+// ({"name", "arguments"}) or OpenAI's ({"function": {"name", "arguments"}},
+// arguments possibly a JSON string) for tool calls.
+type demoFileMessage struct {
+	Role      string `json:"role"`
+	Content   string `json:"content"`
+	ToolCalls []struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Function  *struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+// LoadDemos reads a JSONL file of demonstrations, one {"messages": [...]}
+// (or a bare list of messages) per line. A broken line is an error naming
+// the file and line.
+func LoadDemos(path string) ([][]tokenizer.Message, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("demonstrations: %w", err)
+	}
+	defer f.Close()
+	var out [][]tokenizer.Message
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		var rec struct {
+			Messages []demoFileMessage `json:"messages"`
+		}
+		if b[0] == '[' {
+			err = json.Unmarshal(b, &rec.Messages)
+		} else {
+			err = json.Unmarshal(b, &rec)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
+		}
+		if len(rec.Messages) == 0 {
+			return nil, fmt.Errorf("%s line %d: no messages", path, line)
+		}
+		var msgs []tokenizer.Message
+		for i, m := range rec.Messages {
+			switch m.Role {
+			case "system", "user", "assistant", "tool":
+			default:
+				return nil, fmt.Errorf("%s line %d message %d: role %q (want system, user, assistant or tool)", path, line, i+1, m.Role)
+			}
+			msg := tokenizer.Message{Role: m.Role, Content: m.Content}
+			for _, tc := range m.ToolCalls {
+				name, args := tc.Name, tc.Arguments
+				if tc.Function != nil {
+					name, args = tc.Function.Name, tc.Function.Arguments
+				}
+				if len(args) > 0 && args[0] == '"' { // OpenAI: arguments as a JSON string
+					var s string
+					if err := json.Unmarshal(args, &s); err == nil {
+						args = json.RawMessage(s)
+					}
+				}
+				if name == "" {
+					return nil, fmt.Errorf("%s line %d message %d: a tool call has no name", path, line, i+1)
+				}
+				msg.ToolCalls = append(msg.ToolCalls, tokenizer.ToolCall{Name: name, Arguments: args})
+			}
+			msgs = append(msgs, msg)
+		}
+		out = append(out, msgs)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}

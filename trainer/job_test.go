@@ -1,0 +1,120 @@
+package trainer
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/store"
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// smallConfig is the default job at reduced size.
+func smallConfig(dir string) config.Config {
+	c := config.Default()
+	c.Run.Dir = dir
+	c.Run.Name = "small"
+	c.Run.Iterations = 2
+	c.Run.EvalEvery = 2
+	c.Run.SaveEvery = 1
+	c.Data.Synthetic.Entities = 24
+	c.Data.Synthetic.Questions = 40
+	c.Data.Synthetic.MaxHops = 2
+	c.Model.Tiny.Hidden = 32
+	c.Model.Tiny.Intermediate = 64
+	c.Model.Tiny.Heads = 2
+	c.Model.Tiny.KVHeads = 1
+	c.Rollout.BatchSize = 4
+	c.Rollout.GroupSize = 2
+	c.Rollout.Slots = 8
+	c.Algorithm.MiniBatch = 4
+	c.Algorithm.MicroBatch = 4
+	c.SFT.Demos = 16
+	c.SFT.Epochs = 1
+	c.SFT.Batch = 8
+	c.Eval.MaxEval = 6
+	c.Device.Threads = 2
+	return c
+}
+
+// The default job at reduced size, end to end: trajectories are stored,
+// masks are right, rewards finite, the final policy is exported.
+func TestDefaultJobSmall(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallConfig(dir)
+	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Run(context.Background(), nil)
+	if err != nil {
+		tr.Close()
+		t.Fatal(err)
+	}
+	storePath := tr.StorePath()
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Methods) != 3 {
+		t.Fatalf("results table has methods %v, want naive RAG, base tool call and RL", res.Methods)
+	}
+	s, err := store.Open(storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for iter := 0; iter <= 2; iter++ {
+		trs, err := s.LoadIteration(iter, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(trs) == 0 {
+			t.Fatalf("iteration %d stored no trajectory", iter)
+		}
+		for _, x := range trs {
+			checkInvariants(t, x)
+		}
+	}
+	train, _ := s.LoadIteration(1, traj.Train)
+	if len(train) != 8 {
+		t.Fatalf("iteration 1 stored %d training trajectories, want 4 prompts x 2 samples", len(train))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "small", "final", "model.safetensors")); err != nil {
+		t.Fatalf("final policy not exported: %v", err)
+	}
+}
+
+func checkInvariants(t *testing.T, x *traj.Trajectory) {
+	t.Helper()
+	n := len(x.Tokens)
+	if len(x.Mask) != n || len(x.Logprobs) != n || len(x.TurnOf) != n {
+		t.Fatalf("%s: arrays of different lengths", x.ID)
+	}
+	if x.Stop == traj.StopError {
+		t.Fatalf("%s ended in error: %s", x.ID, x.Error)
+	}
+	if math.IsNaN(x.Reward) || math.IsInf(x.Reward, 0) {
+		t.Fatalf("%s: reward %v", x.ID, x.Reward)
+	}
+	for j := 0; j < x.PromptLen; j++ {
+		if x.Mask[j] != 0 || x.TurnOf[j] != -1 {
+			t.Fatalf("%s: prompt token %d has mask %d turn %d", x.ID, j, x.Mask[j], x.TurnOf[j])
+		}
+	}
+	for j := x.PromptLen; j < n; j++ {
+		if x.Mask[j] == 1 && x.Logprobs[j] > 0 {
+			t.Fatalf("%s: sampled token %d has logprob %v > 0", x.ID, j, x.Logprobs[j])
+		}
+		if x.Mask[j] == 0 && x.Logprobs[j] != 0 {
+			t.Fatalf("%s: observation token %d carries a logprob", x.ID, j)
+		}
+	}
+	if x.Mask[n-1] != 1 {
+		t.Fatalf("%s: the last token is not the policy's", x.ID)
+	}
+}

@@ -1,0 +1,481 @@
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"time"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/rollout"
+	"github.com/agentrl/agentrl/trainer/store"
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+func (t *Trainer) openStore(gitRev string, resumed bool) error {
+	path := t.cfg.Store.Path
+	if path == "" {
+		path = filepath.Join(t.dir, "store.db")
+	}
+	s, err := store.Open(path)
+	if err != nil {
+		return err
+	}
+	t.store = s
+	cj, err := json.Marshal(t.cfg)
+	if err != nil {
+		return err
+	}
+	if err := s.BeginRun(store.RunInfo{Name: t.cfg.Run.Name, ConfigJSON: string(cj), GitRev: gitRev, Start: time.Now()}); err != nil {
+		return err
+	}
+	// Iterations after the checkpoint (or all, for a fresh start) are redone.
+	after := -1
+	if resumed {
+		after = t.state.Iteration
+	}
+	n, err := s.DropAfter(after)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		t.log.Warn().Int("iterations", n).Int("after", after).Msg("dropped stored iterations that the checkpoint does not cover; they are redone")
+	}
+	t.writer = store.NewWriter(s, max(1, t.cfg.Store.WriterDepth))
+	return nil
+}
+
+// Results are the final evaluation figures of a run, by method.
+type Results struct {
+	Methods []string                      // in table order
+	Metrics map[string]map[string]float64 // method -> eval metrics (em, f1, em_hop1, ...)
+	Hops    []int
+}
+
+// Run carries out the whole job: the warm start (once), the evaluation of
+// the baselines before RL (iteration 0), the RL iterations, the final
+// evaluation, and the export of the final policy to <run>/final. A value on
+// stop ends the run after the current iteration, with a checkpoint.
+func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*Results, error) {
+	if !t.state.WarmedUp {
+		if err := t.warmStart(ctx); err != nil {
+			return nil, err
+		}
+		if err := t.freezeReference(); err != nil {
+			return nil, err
+		}
+		if err := t.iterationZero(ctx); err != nil {
+			return nil, err
+		}
+		t.state.WarmedUp = true
+		if err := t.checkpoint(); err != nil {
+			return nil, err
+		}
+	}
+	stopped := false
+	for t.state.Iteration < t.cfg.Run.Iterations && !stopped {
+		select {
+		case <-stop:
+			stopped = true
+			t.log.Warn().Int("iteration", t.state.Iteration).Msg("stopping after this iteration (Ctrl-C again to stop at once)")
+			continue
+		default:
+		}
+		iter := t.state.Iteration + 1
+		if err := t.iteration(ctx, iter); err != nil {
+			return nil, fmt.Errorf("iteration %d: %w", iter, err)
+		}
+		t.state.Iteration = iter
+		last := iter == t.cfg.Run.Iterations
+		if last || (t.cfg.Run.SaveEvery > 0 && iter%t.cfg.Run.SaveEvery == 0) {
+			if err := t.checkpoint(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if stopped {
+		if err := t.writer.Flush(); err != nil {
+			return nil, err
+		}
+		return nil, t.checkpoint()
+	}
+	if err := t.writer.Flush(); err != nil {
+		return nil, err
+	}
+	if err := t.exportPolicy(filepath.Join(t.dir, "final")); err != nil {
+		return nil, err
+	}
+	return t.results()
+}
+
+// warmStart is the supervised warm start: scripted demonstrations of the
+// synthetic world (or sft.data), masked NLL on the assistant's tokens.
+func (t *Trainer) warmStart(ctx context.Context) error {
+	c := t.cfg.SFT
+	var demos [][]tokenizer.Message
+	var err error
+	switch {
+	case c.Data != "":
+		demos, err = LoadDemos(c.Data)
+	case t.fresh && t.data.world != nil && c.Demos > 0:
+		demos, err = scriptedDemos(ctx, t.data.world, t.data.train, t.tools, c.Demos, c.ImperfectFraction, t.rng)
+	default:
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	seqs, dropped, err := renderDemos(t.cf, demos, t.schemas, t.cfg.Env.MaxTokens)
+	if err != nil {
+		return err
+	}
+	bar := t.bar("warm start (SFT)", (len(seqs)+c.Batch-1)/c.Batch*c.Epochs)
+	st, err := supervised(ctx, t.policy, seqs, sftConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
+		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm}, t.rng, func(int, int, float64) { bar.Add(1) })
+	bar.Done()
+	if err != nil {
+		return fmt.Errorf("warm start: %w", err)
+	}
+	t.log.Info().Int("demos", st.Sequences).Int("dropped_too_long", dropped).Int("steps", st.Steps).
+		Float64("loss_first", st.FirstLoss).Float64("loss_last", st.LastLoss).Msg("warm start done")
+	if t.critic != nil && t.critic != t.policy {
+		return t.critic.CopyWeightsFrom(t.policy)
+	}
+	return nil
+}
+
+// iterationZero evaluates the policy before RL (the "base tool call"
+// baseline) and the naive-RAG baseline, stored as iteration 0.
+func (t *Trainer) iterationZero(ctx context.Context) error {
+	m := map[string]float64{}
+	base, bm, err := t.evaluate(ctx, 0, "", t.agentFactory)
+	if err != nil {
+		return err
+	}
+	for k, v := range bm {
+		m[k] = v
+	}
+	all := base
+	if t.cfg.Eval.Baselines && toolByName(t.tools, "search") != nil {
+		rag, rm, err := t.evaluate(ctx, 0, "rag", t.ragFactory(ctx))
+		if err != nil {
+			return err
+		}
+		for k, v := range rm {
+			m[k] = v
+		}
+		all = append(all, rag...)
+	}
+	t.log.Info().Int("iteration", 0).Float64("eval_em", m["eval/em"]).Float64("naive_rag_em", m["baseline/naive_rag/em"]).Msg("baselines evaluated")
+	return t.writer.Submit(0, m, all)
+}
+
+// evaluate runs greedy (eval temperature) episodes over the eval tasks.
+// tag "" is the policy itself (metrics eval/*), "rag" the naive-RAG
+// baseline (baseline/naive_rag/*).
+func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.Factory) ([]*traj.Trajectory, map[string]float64, error) {
+	tasks := t.data.eval
+	if n := t.cfg.Eval.MaxEval; n > 0 && n < len(tasks) {
+		tasks = tasks[:n]
+	}
+	if len(tasks) == 0 {
+		return nil, map[string]float64{}, nil
+	}
+	reqs := make([]rollout.Request, len(tasks))
+	for i, task := range tasks {
+		reqs[i] = rollout.Request{Task: task, Group: i, Samples: 1}
+	}
+	label := "eval"
+	if tag != "" {
+		label = "eval " + tag
+	}
+	bar := t.bar(fmt.Sprintf("iter %d %s", iter, label), len(reqs))
+	trs, _, err := rollout.Run(ctx, t.engine, t.chat, f, reqs, t.rolloutOptions(iter, traj.Eval, rollout.Options{
+		Sampling: torch.Sampling{Temperature: t.cfg.Rollout.EvalTemperature}, OnDone: func(*traj.Trajectory) { bar.Add(1) }}))
+	bar.Done()
+	if err != nil {
+		return nil, nil, err
+	}
+	prefix := "eval/"
+	if tag != "" {
+		prefix = "baseline/naive_rag/"
+		for _, tr := range trs {
+			tr.ID = fmt.Sprintf("%d-eval-%s-%d-%d", iter, tag, tr.Group, tr.Sample)
+		}
+	}
+	return trs, episodeMetrics(prefix, trs), nil
+}
+
+func (t *Trainer) rolloutOptions(iter int, split traj.Split, o rollout.Options) rollout.Options {
+	o.MaxTurnTokens = t.cfg.Env.MaxTurnTokens
+	o.MaxTotalTokens = t.cfg.Env.MaxTokens
+	o.Seed = uint64(t.cfg.Run.Seed)
+	o.Iteration = iter
+	o.PolicyVersion = t.state.OptSteps
+	o.Split = split
+	o.Deterministic = t.cfg.Rollout.Deterministic
+	return o
+}
+
+// nextTasks takes the next n training tasks in a shuffled order that is
+// redrawn after every pass.
+func (t *Trainer) nextTasks(n int) []envs.Task {
+	out := make([]envs.Task, 0, n)
+	for len(out) < n {
+		if t.state.Cursor >= len(t.state.Order) || len(t.state.Order) != len(t.data.train) {
+			t.state.Order = t.rng.Perm(len(t.data.train))
+			t.state.Cursor = 0
+			t.state.Pass++
+		}
+		out = append(out, t.data.train[t.state.Order[t.state.Cursor]])
+		t.state.Cursor++
+	}
+	return out
+}
+
+// lrAt is the learning-rate factor at an optimizer step: linear warm-up,
+// then constant, cosine or linear decay to min_lr_ratio over the run.
+func (t *Trainer) lrAt(step int) float64 {
+	o := t.cfg.Optim
+	if o.WarmupSteps > 0 && step < o.WarmupSteps {
+		return float64(step+1) / float64(o.WarmupSteps)
+	}
+	steps := t.cfg.Run.Iterations * t.cfg.Algorithm.Epochs * int(math.Ceil(float64(t.cfg.Rollout.BatchSize*t.cfg.Rollout.GroupSize)/float64(t.cfg.Algorithm.MiniBatch)))
+	frac := math.Min(1, float64(step-o.WarmupSteps)/math.Max(1, float64(steps-o.WarmupSteps)))
+	switch o.Schedule {
+	case "cosine":
+		return o.MinLRRatio + (1-o.MinLRRatio)*0.5*(1+math.Cos(math.Pi*frac))
+	case "linear":
+		return 1 - (1-o.MinLRRatio)*frac
+	}
+	return 1
+}
+
+// iteration is one RL iteration: rollouts, old/reference logprobs and
+// values, advantages, group filter, update, metrics, evaluation, store.
+func (t *Trainer) iteration(ctx context.Context, iter int) error {
+	cfg := t.cfg
+	start := time.Now()
+	tasks := t.nextTasks(cfg.Rollout.BatchSize)
+	reqs := make([]rollout.Request, len(tasks))
+	for i, task := range tasks {
+		reqs[i] = rollout.Request{Task: task, Group: i, Samples: cfg.Rollout.GroupSize}
+	}
+	bar := t.bar(fmt.Sprintf("iter %d rollout", iter), len(reqs)*cfg.Rollout.GroupSize)
+	trs, rs, err := rollout.Run(ctx, t.engine, t.chat, t.agentFactory, reqs, t.rolloutOptions(iter, traj.Train, rollout.Options{
+		Sampling: torch.Sampling{Temperature: cfg.Rollout.Temperature, TopK: cfg.Rollout.TopK, TopP: cfg.Rollout.TopP},
+		OnDone:   func(*traj.Trajectory) { bar.Add(1) }}))
+	bar.Done()
+	if err != nil {
+		return err
+	}
+	m := episodeMetrics("", trs)
+	rolloutMetrics(m, rs)
+
+	tUpdate := time.Now()
+	var train []*traj.Trajectory
+	for _, tr := range trs {
+		if tr.Stop != traj.StopError && tr.Stop != traj.StopCancelled && tr.ActionTokens() > 0 {
+			train = append(train, tr)
+		}
+	}
+	if err := t.learn(iter, train, m); err != nil {
+		return err
+	}
+	m["time_update_s"] = time.Since(tUpdate).Seconds()
+	all := trs
+	if iter == cfg.Run.Iterations || (cfg.Run.EvalEvery > 0 && iter%cfg.Run.EvalEvery == 0) {
+		evalTrs, em, err := t.evaluate(ctx, iter, "", t.agentFactory)
+		if err != nil {
+			return err
+		}
+		for k, v := range em {
+			m[k] = v
+		}
+		all = append(all, evalTrs...)
+	}
+	if t.device.CUDA {
+		if ms, err := torch.CUDAMemory(t.device); err == nil {
+			m["cuda_allocated_gb"], m["cuda_peak_gb"] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
+		}
+	}
+	m["time_iteration_s"] = time.Since(start).Seconds()
+	ev := t.log.Info().Int("iteration", iter).Float64("reward", m["reward_mean"]).Float64("em", m["em"]).
+		Float64("entropy", m["entropy"]).Float64("approx_kl", m["approx_kl"]).Float64("tok/s", m["tokens_per_s_rollout"]).
+		Float64("s", m["time_iteration_s"])
+	if v, ok := m["eval/em"]; ok {
+		ev = ev.Float64("eval_em", v)
+	}
+	ev.Msg("iteration")
+	return t.writer.Submit(iter, m, all)
+}
+
+// learn computes advantages and updates the models on the training
+// trajectories of an iteration, adding its metrics to m.
+func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64) error {
+	cfg := t.cfg
+	if len(train) == 0 {
+		t.log.Warn().Int("iteration", iter).Msg("no trajectory to learn from")
+		return nil
+	}
+	if err := torch.EmptyCache(); err != nil {
+		return err
+	}
+	micro := cfg.Algorithm.MicroBatch
+	old, err := tokenLogprobs(t.policy, train, cfg.Rollout.Temperature, micro)
+	if err != nil {
+		return err
+	}
+	data := make(map[*traj.Trajectory]*tokenData, len(train))
+	var mismatch float64
+	for i, tr := range train {
+		data[tr] = &tokenData{old: old[i]}
+		for j, mk := range tr.Mask {
+			if mk == 1 {
+				mismatch = math.Max(mismatch, math.Abs(float64(tr.Logprobs[j]-old[i][j])))
+			}
+		}
+	}
+	// The behaviour logprobs recorded while sampling should equal the
+	// recomputed ones: the PPO ratio starts at 1.
+	m["logprob_mismatch_max"] = mismatch
+	var kl [][]float32
+	if t.needsRef() {
+		ref, err := tokenLogprobs(t.ref, train, cfg.Rollout.Temperature, micro)
+		if err != nil {
+			return err
+		}
+		est, err := algo.KLEstimator(cfg.Algorithm.KLEstimator)
+		if err != nil {
+			return err
+		}
+		var klAcc acc
+		for i, tr := range train {
+			data[tr].ref = ref[i]
+			k, err := algo.TokenKL(est, old[i], ref[i], tr.Mask)
+			if err != nil {
+				return err
+			}
+			for j, mk := range tr.Mask {
+				if mk == 1 {
+					klAcc.add(float64(k[j]))
+				}
+			}
+			kl = append(kl, k)
+		}
+		m["kl_ref"] = klAcc.mean()
+		if cfg.Algorithm.KLMode != "reward" {
+			kl = nil
+		}
+	}
+	if t.critic != nil {
+		vals, err := tokenValues(t.critic, train, micro)
+		if err != nil {
+			return err
+		}
+		for i, tr := range train {
+			data[tr].values = vals[i]
+			tr.Values = vals[i]
+		}
+	}
+	a := cfg.Algorithm
+	est, err := algo.Get(a.Estimator)
+	if err != nil {
+		return err
+	}
+	opt := algo.Options{Gamma: a.Gamma, Lambda: a.Lambda, NormByStd: a.NormByStd, Eps: a.Eps, Whiten: a.Whiten,
+		KLCoef: a.KLCoef, AdvantageMask: a.AdvantageMask}
+	if err := est(train, kl, opt); err != nil {
+		return err
+	}
+	m["group_reward_std"] = groupRewardStd(train)
+	kept, dropped := algo.FilterGroupsByVariance(train, a.FilterKeepRatio)
+	m["groups_dropped"] = float64(dropped)
+	factor := t.lrAt(t.state.OptSteps)
+	if err := t.opt.SetLR(0, cfg.Optim.LR*factor); err != nil {
+		return err
+	}
+	if err := t.opt.SetLR(1, cfg.Optim.CriticLR*factor); err != nil {
+		return err
+	}
+	m["lr"] = cfg.Optim.LR * factor
+	critic := "none"
+	if t.critic != nil {
+		critic = map[bool]string{true: "shared", false: "separate"}[t.critic == t.policy]
+	}
+	u := updater{policy: t.policy, critic: t.critic, opt: t.opt, criticOpt: t.criticOpt, cfg: updateConfig{
+		Loss: algo.LossConfig{ClipLow: a.ClipLow, ClipHigh: a.ClipHigh, DualClip: a.DualClip, Agg: a.LossAgg,
+			KLCoef: a.KLCoef, KLEstimator: a.KLEstimator, KLInLoss: a.KLMode == "loss" && t.needsRef(),
+			EntropyCoef: a.EntropyCoef, VFCoef: a.VFCoef, ValueClip: a.ValueClip},
+		Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: micro, LossMask: a.LossMask,
+		MaxGradNorm: cfg.Optim.MaxGradNorm, Temperature: cfg.Rollout.Temperature, Critic: critic,
+		TrainPolicy: iter > a.CriticWarmup || t.critic == nil}}
+	t0 := time.Now()
+	us, err := u.run(kept, data, t.rng)
+	if err != nil {
+		return err
+	}
+	t.state.OptSteps += us.Steps
+	updateMetrics(m, kept, us, t.critic != nil)
+	tokens := 0
+	for _, tr := range kept {
+		tokens += len(tr.Tokens) * a.Epochs
+	}
+	m["tokens_per_s_update"] = float64(tokens) / time.Since(t0).Seconds()
+	if us.Skipped > 0 {
+		t.log.Warn().Int("iteration", iter).Int("skipped", us.Skipped).Strs("trajectories", us.SkippedIDs).
+			Msg("non-finite loss or gradient: update skipped")
+	}
+	return nil
+}
+
+// results reads the final table from the store: the naive-RAG and
+// base-tool-call baselines (iteration 0) and the policy's last evaluation.
+func (t *Trainer) results() (*Results, error) {
+	ms, err := t.store.Metrics()
+	if err != nil {
+		return nil, err
+	}
+	r := &Results{Metrics: map[string]map[string]float64{}}
+	pickPrefix := func(m map[string]float64, prefix string) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range m {
+			if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+				out[k[len(prefix):]] = v
+			}
+		}
+		return out
+	}
+	var last map[string]float64
+	for _, it := range ms {
+		if it.Iteration == 0 {
+			if rag := pickPrefix(it.Metrics, "baseline/naive_rag/"); len(rag) > 0 {
+				r.Methods = append(r.Methods, "Naive RAG")
+				r.Metrics["Naive RAG"] = rag
+			}
+			r.Methods = append(r.Methods, "Base Tool Call")
+			r.Metrics["Base Tool Call"] = pickPrefix(it.Metrics, "eval/")
+		} else if _, ok := it.Metrics["eval/em"]; ok {
+			last = pickPrefix(it.Metrics, "eval/")
+		}
+	}
+	if last != nil {
+		name := "RL (" + t.cfg.Algorithm.Estimator + ")"
+		r.Methods = append(r.Methods, name)
+		r.Metrics[name] = last
+	}
+	for h := 1; h <= 4; h++ {
+		for _, mm := range r.Metrics {
+			if _, ok := mm[fmt.Sprintf("em_hop%d", h)]; ok {
+				r.Hops = append(r.Hops, h)
+				break
+			}
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,229 @@
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/rollout"
+	"github.com/agentrl/agentrl/trainer/store"
+)
+
+// Bar is a progress bar (the CLI's, or none).
+type Bar interface {
+	Add(n int)
+	Done()
+}
+
+// ProgressFunc starts a progress bar with a label and a total.
+type ProgressFunc func(label string, total int) Bar
+
+type noBar struct{}
+
+func (noBar) Add(int) {}
+func (noBar) Done()   {}
+
+// Trainer is one run: its data, tools, tokenizer, models, optimizers,
+// decode engine and store. All its methods must be called from one
+// goroutine locked to its OS thread (libtorch keeps per-thread state).
+type Trainer struct {
+	cfg     config.Config
+	log     zerolog.Logger
+	dir     string
+	data    *data
+	tools   []envs.Tool
+	schemas []json.RawMessage
+	tok     *tokenizer.Tokenizer
+	cf      *tokenizer.ChatFormat
+	chat    *rollout.ChatFormat
+
+	policy, ref, critic *torch.Model
+	opt, criticOpt      *torch.AdamW
+	params              []*torch.Tensor
+	criticParams        []*torch.Tensor
+	engine              *torch.Engine
+
+	store  *store.Store
+	writer *store.Writer
+
+	pcg    *rand.PCG
+	rng    *rand.Rand
+	state  runState
+	bar    ProgressFunc
+	device torch.Device
+	dtype  torch.DType
+	// fresh is true when the policy was created here (not loaded), so a
+	// warm start makes sense.
+	fresh bool
+}
+
+// runState is what a checkpoint needs besides the weights to continue a run
+// exactly: the next iteration, the data cursor and the optimizer step.
+type runState struct {
+	Iteration int    `json:"iteration"` // last finished iteration (0 = none)
+	Cursor    int    `json:"cursor"`    // position in Order
+	Order     []int  `json:"order"`     // shuffled training-task order of this pass
+	Pass      int    `json:"pass"`      // passes over the training tasks so far
+	OptSteps  int    `json:"opt_steps"` // policy optimizer steps taken
+	RNG       []byte `json:"rng"`       // PCG state
+	WarmedUp  bool   `json:"warmed_up"` // the supervised warm start is done
+}
+
+// Options are what the CLI hands the trainer besides the config.
+type Options struct {
+	Log      zerolog.Logger
+	Progress ProgressFunc
+	GitRev   string
+}
+
+// RunDir is where a run keeps everything: <run.dir>/<run.name>.
+func RunDir(cfg config.Config) string { return filepath.Join(cfg.Run.Dir, cfg.Run.Name) }
+
+// New prepares a run: data (and the synthetic world's index), tools,
+// tokenizer, policy (loaded, created, or restored from the run's latest
+// checkpoint when cfg.Run.Resume), reference, critic, optimizers, decode
+// engine and store.
+func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
+	if err := torch.Check(); err != nil {
+		return nil, err
+	}
+	t := &Trainer{cfg: cfg, log: o.Log, dir: RunDir(cfg), bar: o.Progress}
+	if t.bar == nil {
+		t.bar = func(string, int) Bar { return noBar{} }
+	}
+	if err := os.MkdirAll(t.dir, 0o755); err != nil {
+		return nil, err
+	}
+	var err error
+	if t.device, err = torch.ParseDevice(cfg.Device.Device); err != nil {
+		return nil, err
+	}
+	if t.dtype, err = torch.ParseDType(cfg.Device.DType); err != nil {
+		return nil, err
+	}
+	threads := cfg.Device.Threads
+	if threads <= 0 {
+		threads = numCPU()
+	}
+	if err := torch.SetThreads(threads); err != nil {
+		return nil, err
+	}
+	if err := torch.ManualSeed(uint64(cfg.Run.Seed)); err != nil {
+		return nil, err
+	}
+	t.pcg = rand.NewPCG(uint64(cfg.Run.Seed), 0x5eed)
+	t.rng = rand.New(t.pcg)
+	ok := false
+	defer func() {
+		if !ok {
+			t.Close()
+		}
+	}()
+	if t.data, err = loadData(ctx, cfg, t.dir); err != nil {
+		return nil, err
+	}
+	if t.tools, err = buildTools(cfg, t.data.indexPath); err != nil {
+		return nil, err
+	}
+	if t.schemas, err = envs.Schemas(t.tools); err != nil {
+		return nil, err
+	}
+	ck, err := latestCheckpoint(t.dir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Run.Resume && ck == "" {
+		return nil, fmt.Errorf("run %s: --resume given but %s has no checkpoint", cfg.Run.Name, t.dir)
+	}
+	if !cfg.Run.Resume && ck != "" {
+		return nil, fmt.Errorf("run %s already has checkpoints in %s: resume it with --resume, or choose another run.name", cfg.Run.Name, t.dir)
+	}
+	if err := t.loadTokenizer(ctx, ck); err != nil {
+		return nil, err
+	}
+	if err := t.loadModels(ck); err != nil {
+		return nil, err
+	}
+	if ck != "" {
+		if err := t.restore(ck); err != nil {
+			return nil, err
+		}
+	}
+	if t.engine, err = torch.NewEngine(t.policy, max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
+		return nil, err
+	}
+	if err := t.openStore(o.GitRev, ck != ""); err != nil {
+		return nil, err
+	}
+	ok = true
+	return t, nil
+}
+
+// loadTokenizer reads the policy's tokenizer (from the checkpoint, the
+// model folder) or builds the synthetic world's word-level one.
+func (t *Trainer) loadTokenizer(ctx context.Context, ck string) error {
+	var err error
+	switch {
+	case ck != "":
+		t.tok, err = tokenizer.Load(filepath.Join(ck, "policy"))
+	case t.cfg.Model.Path != "":
+		t.tok, err = tokenizer.Load(t.cfg.Model.Path)
+	case t.data.world != nil:
+		t.tok, err = buildWordTokenizer(ctx, t.data.world, t.tools)
+	default:
+		err = fmt.Errorf("model.path is empty and data.source is not synthetic: a tokenizer is needed (give model.path)")
+	}
+	if err != nil {
+		return fmt.Errorf("tokenizer: %w", err)
+	}
+	if t.cf, err = tokenizer.NewChatFormat(t.tok); err != nil {
+		return err
+	}
+	t.chat = rollout.NewChat(t.cf)
+	return nil
+}
+
+// Close releases models, engine and store (flushing pending writes).
+func (t *Trainer) Close() error {
+	var first error
+	if t.writer != nil {
+		first = t.writer.Close()
+		t.writer = nil
+	}
+	if t.store != nil {
+		if err := t.store.Close(); first == nil {
+			first = err
+		}
+		t.store = nil
+	}
+	t.engine.Free()
+	for _, p := range append(t.params, t.criticParams...) {
+		p.Free()
+	}
+	t.params, t.criticParams = nil, nil
+	t.opt.Free()
+	t.criticOpt.Free()
+	if t.critic != t.policy {
+		t.critic.Free()
+	}
+	if t.ref != t.policy {
+		t.ref.Free()
+	}
+	t.policy.Free()
+	return first
+}
+
+// Dir is the run's folder.
+func (t *Trainer) Dir() string { return t.dir }
+
+// StorePath is the run's trajectory store.
+func (t *Trainer) StorePath() string { return t.store.Path() }
