@@ -1,0 +1,48 @@
+package synth
+
+import (
+	"fmt"
+	"math"
+)
+
+// Config sets the size and shape of a world.
+type Config struct {
+	Seed         int64   // every random choice derives from it
+	Entities     int     // number of entities, at least 12 (10% countries, 25% cities, 15% companies, the rest people)
+	Questions    int     // number of questions, train and test together
+	MaxHops      int     // questions have 1..MaxHops hops (at most 4), in equal shares
+	TestFraction float64 // share of the questions held out for test, in [0, 1)
+}
+
+// DefaultConfig is a world a small model can learn on a CPU: 200 entities,
+// 1000 questions of 1 to 3 hops, a fifth held out.
+func DefaultConfig() Config {
+	return Config{Seed: 1, Entities: 200, Questions: 1000, MaxHops: 3, TestFraction: 0.2}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Entities < 12:
+		return fmt.Errorf("synth config: Entities = %d, want at least 12", c.Entities)
+	case c.Questions < 1:
+		return fmt.Errorf("synth config: Questions = %d, want at least 1", c.Questions)
+	case c.MaxHops < 1 || c.MaxHops > 4:
+		return fmt.Errorf("synth config: MaxHops = %d, want 1 to 4", c.MaxHops)
+	case !(c.TestFraction >= 0 && c.TestFraction < 1):
+		return fmt.Errorf("synth config: TestFraction = %v, want 0 <= f < 1", c.TestFraction)
+	}
+	return nil
+}
+
+// kindCounts splits Entities between the kinds.
+func (c Config) kindCounts() map[Kind]int {
+	countries := max(2, c.Entities/10)
+	cities := max(countries+1, c.Entities/4)
+	companies := max(2, c.Entities*15/100)
+	return map[Kind]int{Country: countries, City: cities, Company: companies, Person: c.Entities - countries - cities - companies}
+}
+
+// testCount is how many questions go to test.
+func (c Config) testCount() int {
+	return int(math.Round(float64(c.Questions) * c.TestFraction))
+}

@@ -1,0 +1,289 @@
+package synth
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/envs/tools/search"
+)
+
+func generate(t testing.TB, cfg Config) *World {
+	t.Helper()
+	w, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func allTasks(w *World) []envs.Task { return append(append([]envs.Task{}, w.Train...), w.Test...) }
+
+func TestGenerateIsDeterministic(t *testing.T) {
+	cfg := DefaultConfig()
+	a, b := generate(t, cfg), generate(t, cfg)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("two worlds from the same config differ")
+	}
+	cfg.Seed = 2
+	if c := generate(t, cfg); reflect.DeepEqual(a.Passages, c.Passages) || reflect.DeepEqual(a.Train, c.Train) {
+		t.Fatal("seeds 1 and 2 gave the same world")
+	}
+}
+
+func TestEntitiesAndLinks(t *testing.T) {
+	w := generate(t, DefaultConfig())
+	// 200 entities: 200/10 = 20 countries, 200/4 = 50 cities,
+	// 200*15/100 = 30 companies, 100 people.
+	kinds := map[Kind]int{}
+	byName := map[string]Entity{}
+	for _, e := range w.Entities {
+		kinds[e.Kind]++
+		byName[e.Name] = e
+	}
+	if want := map[Kind]int{Country: 20, City: 50, Company: 30, Person: 100}; !reflect.DeepEqual(kinds, want) {
+		t.Fatalf("kinds = %v, want %v", kinds, want)
+	}
+	if len(byName) != len(w.Entities) || len(w.Passages) != len(w.Entities) {
+		t.Fatalf("%d distinct names, %d passages for %d entities", len(byName), len(w.Passages), len(w.Entities))
+	}
+	for _, e := range w.Entities {
+		for _, r := range relations {
+			if r.from != e.Kind {
+				continue
+			}
+			if o, ok := byName[e.Links[r.name]]; !ok || o.Kind != r.to {
+				t.Errorf("%s %s -> %q: not a %s", e.Name, r.name, e.Links[r.name], r.to)
+			}
+		}
+		if e.Kind == Country && byName[e.Links[capital.name]].Links[locatedIn.name] != e.Name {
+			t.Errorf("capital of %s is %s, a city of another country", e.Name, e.Links[capital.name])
+		}
+	}
+	// Passages are short: two or three sentences.
+	for _, p := range w.Passages {
+		if n := strings.Count(p.Text, "."); n < 2 || n > 3 {
+			t.Errorf("%s: %d sentences: %q", p.Title, n, p.Text)
+		}
+	}
+}
+
+func TestNamesNeverContainOneAnother(t *testing.T) {
+	w := generate(t, DefaultConfig())
+	var nameWords []string
+	for _, e := range w.Entities {
+		nameWords = append(nameWords, words(e.Name)...)
+	}
+	for i, a := range nameWords {
+		for j, b := range nameWords {
+			if i != j && strings.Contains(a, b) {
+				t.Errorf("name word %q contains name word %q", a, b)
+			}
+		}
+		for _, x := range templateWords() {
+			if strings.Contains(x, a) {
+				t.Errorf("template word %q contains name word %q", x, a)
+			}
+		}
+		for _, x := range attributeWords() {
+			if strings.Contains(a, x) {
+				t.Errorf("name word %q contains answer word %q", a, x)
+			}
+		}
+	}
+	for _, a := range w.Entities {
+		for _, b := range w.Entities {
+			if a.Name != b.Name && strings.Contains(strings.ToLower(a.Name), strings.ToLower(b.Name)) {
+				t.Errorf("name %q contains name %q", a.Name, b.Name)
+			}
+		}
+	}
+}
+
+func TestQuestionsAndSplit(t *testing.T) {
+	w := generate(t, DefaultConfig())
+	// 1000 questions, 0.2 test: 200 test, 800 train. Hops cycle 1, 2, 3 over
+	// question 0..999: 334 of one hop (0, 3, ..., 999), 333 of two and three.
+	if len(w.Train) != 800 || len(w.Test) != 200 {
+		t.Fatalf("train %d test %d, want 800 and 200", len(w.Train), len(w.Test))
+	}
+	hops := map[int]int{}
+	ids, questions := map[string]bool{}, map[string]string{}
+	for _, task := range allTasks(w) {
+		hops[task.Hops]++
+		if ids[task.ID] {
+			t.Errorf("id %s twice", task.ID)
+		}
+		ids[task.ID] = true
+		if split, dup := questions[task.Question]; dup {
+			t.Errorf("question %q twice (in %s and %s)", task.Question, split, task.Meta["split"])
+		}
+		questions[task.Question] = task.Meta["split"]
+		if len(task.Support) != task.Hops || len(task.Answers) != 1 || task.Dataset != "synthetic" ||
+			!strings.HasSuffix(task.Question, " of "+task.Support[0]+".") {
+			t.Errorf("malformed task %+v", task)
+		}
+	}
+	if want := map[int]int{1: 334, 2: 333, 3: 333}; !reflect.DeepEqual(hops, want) {
+		t.Errorf("hops = %v, want %v", hops, want)
+	}
+	for _, task := range w.Train {
+		if task.Meta["split"] != "train" {
+			t.Errorf("%s in train has split %q", task.ID, task.Meta["split"])
+		}
+	}
+	four := generate(t, Config{Seed: 3, Entities: 300, Questions: 400, MaxHops: 4, TestFraction: 0.25})
+	hops = map[int]int{}
+	for _, task := range allTasks(four) {
+		hops[task.Hops]++
+	}
+	if want := map[int]int{1: 100, 2: 100, 3: 100, 4: 100}; !reflect.DeepEqual(hops, want) || len(four.Test) != 100 {
+		t.Errorf("MaxHops 4: hops = %v (want %v), test %d (want 100)", hops, want, len(four.Test))
+	}
+}
+
+func TestVocabularyIsSmall(t *testing.T) {
+	w := generate(t, DefaultConfig())
+	nameWords := map[string]bool{}
+	for _, e := range w.Entities {
+		for _, x := range words(e.Name) {
+			nameWords[x] = true
+		}
+	}
+	template := templateWords()
+	vocab := map[string]bool{}
+	for _, text := range w.Texts() {
+		for _, x := range words(text) {
+			vocab[x] = true
+			if !nameWords[x] && !slices.Contains(template, x) {
+				t.Errorf("word %q is neither a name nor a template word", x)
+			}
+		}
+	}
+	// 100 people with two name words, 100 other entities with one: 300.
+	// The language has 18 passage words, 28 attribute values and 13 question
+	// words: 59.
+	if len(nameWords) != 300 || len(template) != 59 || len(vocab) > 359 {
+		t.Errorf("%d name words (want 300), %d template words (want 59), vocabulary %d (want <= 359)", len(nameWords), len(template), len(vocab))
+	}
+	t.Logf("vocabulary of the default world: %d words", len(vocab))
+}
+
+// worldIndex builds the real search index of a world's passages.
+func worldIndex(t testing.TB, w *World) *search.Index {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "world.db")
+	if err := search.BuildIndex(context.Background(), path, w.Passages, nil); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := search.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	return idx
+}
+
+func TestQuestionWordsAreNotInPassages(t *testing.T) {
+	w := generate(t, DefaultConfig())
+	idx := worldIndex(t, w)
+	for _, word := range questionWords() {
+		hits, err := idx.Search(context.Background(), word, 5)
+		if err != nil || len(hits) != 0 {
+			t.Errorf("search %q: %d hits (%v), want none", word, len(hits), err)
+		}
+	}
+}
+
+func TestMultiHopAnswerNotFoundBySearchingTheQuestion(t *testing.T) {
+	for _, cfg := range []Config{DefaultConfig(), {Seed: 7, Entities: 60, Questions: 300, MaxHops: 4, TestFraction: 0.5}} {
+		w := generate(t, cfg)
+		idx := worldIndex(t, w)
+		oneHop, oneHopFound := 0, 0
+		for _, task := range allTasks(w) {
+			hits, err := idx.Search(context.Background(), task.Question, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, h := range hits {
+				if strings.Contains(strings.ToLower(h.Title+" "+h.Text), strings.ToLower(task.Answers[0])) {
+					found = true
+				}
+			}
+			if task.Hops >= 2 && found {
+				t.Errorf("seed %d: %d-hop %q: answer %q is in the top 5 of the question search", cfg.Seed, task.Hops, task.Question, task.Answers[0])
+			}
+			if task.Hops == 1 {
+				oneHop++
+				if found {
+					oneHopFound++
+				}
+			}
+		}
+		// Not vacuous: the same search does find the answer of every 1-hop
+		// question, whose passage is the start entity's.
+		if oneHopFound != oneHop {
+			t.Errorf("seed %d: the question search found the answer of %d of %d one-hop questions, want all", cfg.Seed, oneHopFound, oneHop)
+		}
+	}
+}
+
+func TestDemonstrationsFollowTheRealIndex(t *testing.T) {
+	w := generate(t, Config{Seed: 5, Entities: 120, Questions: 400, MaxHops: 4, TestFraction: 0.2})
+	idx := worldIndex(t, w)
+	for _, task := range allTasks(w) {
+		d, err := w.Demonstration(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Steps) != task.Hops || d.Answer != task.Answers[0] || d.Steps[len(d.Steps)-1].Found != d.Answer {
+			t.Fatalf("%s: demo %+v does not fit %+v", task.ID, d, task)
+		}
+		for i, s := range d.Steps {
+			if s.Title != task.Support[i] || i > 0 && s.Query != d.Steps[i-1].Found {
+				t.Errorf("%s step %d: %+v, want title %q and the query found at the previous step", task.ID, i, s, task.Support[i])
+			}
+			hits, err := idx.Search(context.Background(), s.Query, 1)
+			if err != nil || len(hits) != 1 || hits[0].Title != s.Title {
+				t.Errorf("%s step %d: search %q top hit %v (%v), want %q", task.ID, i, s.Query, hits, err, s.Title)
+				continue
+			}
+			if !strings.Contains(hits[0].Text, s.Found) {
+				t.Errorf("%s step %d: passage %q does not give %q", task.ID, i, hits[0].Text, s.Found)
+			}
+		}
+	}
+	if _, err := w.Demonstration(envs.Task{ID: "nq-1"}); err == nil {
+		t.Error("demonstration of a foreign task: no error")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	base := DefaultConfig()
+	cases := []struct {
+		mutate func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.Entities = 11 }, "Entities"},
+		{func(c *Config) { c.Questions = 0 }, "Questions"},
+		{func(c *Config) { c.MaxHops = 0 }, "MaxHops"},
+		{func(c *Config) { c.MaxHops = 5 }, "MaxHops"},
+		{func(c *Config) { c.TestFraction = 1 }, "TestFraction"},
+		{func(c *Config) { c.TestFraction = math.NaN() }, "TestFraction"},
+		// 12 entities cannot carry 2000 distinct questions.
+		{func(c *Config) { c.Entities, c.Questions = 12, 2000 }, "use more Entities"},
+	}
+	for _, c := range cases {
+		cfg := base
+		c.mutate(&cfg)
+		if _, err := Generate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("config %+v: err = %v, want it to mention %q", cfg, err, c.want)
+		}
+	}
+}

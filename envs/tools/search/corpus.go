@@ -1,0 +1,235 @@
+package search
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Passage is one retrievable paragraph: a title (unique by convention, the
+// key of Lookup) and its text. Its JSON form {"title": ..., "text": ...},
+// one per line, is the canonical corpus file.
+type Passage struct {
+	Title string `json:"title"`
+	Text  string `json:"text"`
+}
+
+// LoadCorpus reads a passage corpus. The layout is detected from the file:
+//
+//   - JSONL, one object per line: {"title", "text"} (canonical; an "id"
+//     field is ignored) or FlashRAG's {"id", "contents"} where contents is
+//     "\"Title\"\ntext";
+//   - a JSON object {title: [sentences]} (HotpotQA / HippoRAG corpus; the
+//     sentences carry their own leading spaces and are concatenated);
+//   - a JSON array [{"title", "text"}] (2WikiMultihopQA / HippoRAG corpus).
+//
+// A malformed line or record is an error naming the file and line.
+func LoadCorpus(path string) ([]Passage, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load corpus %s: %w", path, err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	first, jsonl, err := sniff(br)
+	if err != nil {
+		return nil, fmt.Errorf("load corpus %s: %w", path, err)
+	}
+	var ps []Passage
+	switch {
+	case jsonl:
+		ps, err = corpusJSONL(path, br) // streamed: JSONL corpora can be large
+	case first == '{' || first == '[':
+		var data []byte
+		if data, err = io.ReadAll(br); err != nil {
+			return nil, fmt.Errorf("load corpus %s: %w", path, err)
+		}
+		if first == '{' {
+			ps, err = corpusTitleSentences(path, data)
+		} else {
+			ps, err = corpusArray(path, data)
+		}
+	default:
+		return nil, fmt.Errorf("load corpus %s: not JSON or JSONL (expected '{' or '[' first)", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("load corpus %s: no passages", path)
+	}
+	return ps, nil
+}
+
+// sniff peeks at the start of a corpus: its first byte that is not white
+// space, and whether its first line (as far as the buffer holds it) is a
+// complete JSON object with a "text" or "contents" field, the mark of a
+// JSONL corpus. Leading blank lines are not consumed.
+func sniff(br *bufio.Reader) (first byte, jsonl bool, err error) {
+	head, err := br.Peek(br.Size())
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return 0, false, err
+	}
+	rest := bytes.TrimLeft(head, " \t\r\n")
+	if len(rest) == 0 {
+		return 0, false, errors.New("empty file")
+	}
+	line, _, _ := bytes.Cut(rest, []byte("\n"))
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(line, &probe) == nil {
+		_, text := probe["text"]
+		_, contents := probe["contents"]
+		jsonl = text || contents
+	}
+	return rest[0], jsonl, nil
+}
+
+// jsonlPassage is the union of the JSONL corpus layouts.
+type jsonlPassage struct {
+	Title    *string `json:"title"`
+	Text     *string `json:"text"`
+	Contents *string `json:"contents"`
+}
+
+func corpusJSONL(path string, r *bufio.Reader) ([]Passage, error) {
+	var ps []Passage
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			p, perr := parseJSONLPassage(line)
+			if perr != nil {
+				return nil, fmt.Errorf("load corpus %s line %d: %w", path, n, perr)
+			}
+			ps = append(ps, p)
+		}
+		if errors.Is(err, io.EOF) {
+			return ps, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("load corpus %s line %d: %w", path, n, err)
+		}
+	}
+}
+
+func parseJSONLPassage(line []byte) (Passage, error) {
+	var j jsonlPassage
+	if err := json.Unmarshal(line, &j); err != nil {
+		return Passage{}, err
+	}
+	switch {
+	case j.Contents != nil:
+		return splitContents(*j.Contents)
+	case j.Title != nil && j.Text != nil:
+		return checked(Passage{Title: *j.Title, Text: *j.Text})
+	default:
+		return Passage{}, errors.New(`want {"title", "text"} or {"id", "contents"}`)
+	}
+}
+
+// splitContents parses FlashRAG's contents: the title (in double quotes) on
+// the first line, the passage text after it.
+func splitContents(c string) (Passage, error) {
+	title, text, ok := strings.Cut(c, "\n")
+	if !ok {
+		return Passage{}, errors.New(`contents has no newline after the title (want "\"Title\"\ntext")`)
+	}
+	title = strings.TrimSpace(title)
+	if len(title) >= 2 && title[0] == '"' && title[len(title)-1] == '"' {
+		title = title[1 : len(title)-1]
+	}
+	return checked(Passage{Title: title, Text: text})
+}
+
+// checked trims a passage and rejects an empty title or text.
+func checked(p Passage) (Passage, error) {
+	p.Title = strings.TrimSpace(p.Title)
+	p.Text = strings.TrimSpace(p.Text)
+	if p.Title == "" {
+		return Passage{}, errors.New("passage has an empty title")
+	}
+	if p.Text == "" {
+		return Passage{}, fmt.Errorf("passage %q has an empty text", p.Title)
+	}
+	return p, nil
+}
+
+// corpusTitleSentences reads {title: [sentences]}, keeping file order.
+func corpusTitleSentences(path string, data []byte) ([]Passage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil {
+		return nil, syntaxErr(path, data, dec, err)
+	}
+	var ps []Passage
+	for dec.More() {
+		at := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, syntaxErr(path, data, dec, err)
+		}
+		title, _ := tok.(string) // object keys are always strings
+		var sents []string
+		if err := dec.Decode(&sents); err != nil {
+			return nil, fmt.Errorf("load corpus %s line %d: title %q: want a list of sentences: %w", path, errLine(data, at, err), title, err)
+		}
+		p, err := checked(Passage{Title: title, Text: strings.Join(sents, "")})
+		if err != nil {
+			return nil, fmt.Errorf("load corpus %s line %d: %w", path, lineAt(data, at), err)
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// corpusArray reads [{"title", "text"}].
+func corpusArray(path string, data []byte) ([]Passage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil {
+		return nil, syntaxErr(path, data, dec, err)
+	}
+	var ps []Passage
+	for dec.More() {
+		at := dec.InputOffset()
+		var j jsonlPassage
+		if err := dec.Decode(&j); err != nil {
+			return nil, fmt.Errorf("load corpus %s line %d: %w", path, errLine(data, at, err), err)
+		}
+		if j.Title == nil || j.Text == nil {
+			return nil, fmt.Errorf(`load corpus %s line %d: want {"title", "text"}`, path, lineAt(data, at))
+		}
+		p, err := checked(Passage{Title: *j.Title, Text: *j.Text})
+		if err != nil {
+			return nil, fmt.Errorf("load corpus %s line %d: %w", path, lineAt(data, at), err)
+		}
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+func syntaxErr(path string, data []byte, dec *json.Decoder, err error) error {
+	return fmt.Errorf("load corpus %s line %d: %w", path, errLine(data, dec.InputOffset(), err), err)
+}
+
+// errLine is the line of a decoding error: where the syntax error is when
+// err is one, else where the value being decoded starts (offset at).
+func errLine(data []byte, at int64, err error) int {
+	var se *json.SyntaxError
+	if errors.As(err, &se) && se.Offset > 0 {
+		return 1 + bytes.Count(data[:min(int(se.Offset)-1, len(data))], []byte("\n"))
+	}
+	return lineAt(data, at)
+}
+
+// lineAt returns the 1-based line of the first byte at or after off that is
+// not white space or a comma: where the next JSON value starts.
+func lineAt(data []byte, off int64) int {
+	i := int(off)
+	for i < len(data) && strings.IndexByte(" \t\r\n,:", data[i]) >= 0 {
+		i++
+	}
+	return 1 + bytes.Count(data[:min(i, len(data))], []byte("\n"))
+}

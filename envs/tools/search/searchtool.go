@@ -1,0 +1,105 @@
+package search
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentrl/agentrl/envs"
+)
+
+// DefaultK is the number of passages the search tool returns when
+// NewSearchTool is given k < 1.
+const DefaultK = 5
+
+// SearchName is the search tool's registered name.
+const SearchName = "search"
+
+// searchTool is the "search" tool over an Index.
+type searchTool struct {
+	idx *Index
+	k   int
+}
+
+// NewSearchTool returns the tool "search" with parameters
+// {"query": string, required}. It returns the k best passages (DefaultK
+// when k < 1), one per line, in the form
+//
+//	Doc 1 (Title: Walls and Bridges) Walls and Bridges is the fifth studio album ...
+//	Doc 2 (Title: ...) ...
+//
+// with line breaks inside a passage folded to spaces, and sets Result.Refs
+// to their titles; no match is a successful call with content "No results.".
+// As envs expects, a call that cannot run because of its arguments (a query
+// with no words, such as "" or "(((") returns an error whose message is
+// meant for the model; so does a failure of the index.
+func NewSearchTool(idx *Index, k int) envs.Tool {
+	if k < 1 {
+		k = DefaultK
+	}
+	return &searchTool{idx: idx, k: k}
+}
+
+// Name returns the registered name.
+func (t *searchTool) Name() string { return SearchName }
+
+// Description tells the model what the tool does.
+func (t *searchTool) Description() string {
+	return "Search the passage collection by keywords (BM25); returns the best matching passages with their titles."
+}
+
+// Parameters is the JSON schema of the arguments.
+func (t *searchTool) Parameters() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"query":{"type":"string",` +
+		`"description":"keywords or a question to search for"}},"required":["query"],"additionalProperties":false}`)
+}
+
+// Call runs one call (see the constructor for the result and errors).
+func (t *searchTool) Call(ctx context.Context, args json.RawMessage) (envs.Result, error) {
+	var a struct {
+		Query *string `json:"query"`
+	}
+	if err := decodeArgs(SearchName, args, &a); err != nil {
+		return envs.Result{}, err
+	}
+	if a.Query == nil {
+		return envs.Result{}, errors.New(`search: missing required argument "query"`)
+	}
+	hits, err := t.idx.Search(ctx, *a.Query, t.k)
+	if errors.Is(err, ErrNoTerms) {
+		return envs.Result{}, fmt.Errorf("search: the query %q has no words to search for", *a.Query)
+	}
+	if err != nil {
+		return envs.Result{}, err
+	}
+	if len(hits) == 0 {
+		return envs.Result{Content: "No results.", OK: true}, nil
+	}
+	var b strings.Builder
+	refs := make([]string, len(hits))
+	for i, h := range hits {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "Doc %d %s", i+1, render(h.Title, h.Text))
+		refs[i] = h.Title
+	}
+	return envs.Result{Content: b.String(), OK: true, Refs: refs}, nil
+}
+
+// render formats one passage as "(Title: t) text" on a single line.
+func render(title, text string) string {
+	return "(Title: " + oneLine(title) + ") " + oneLine(text)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// decodeArgs unmarshals the arguments of a call to tool.
+func decodeArgs(tool string, args json.RawMessage, v any) error {
+	if err := json.Unmarshal(args, v); err != nil {
+		return fmt.Errorf("%s: arguments must be a JSON object: %w", tool, err)
+	}
+	return nil
+}

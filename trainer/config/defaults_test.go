@@ -1,0 +1,69 @@
+package config
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestDefaultsValidate(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+}
+
+// TestDefaultValues checks a sample of the defaults against the values
+// written in the issue, one of each type.
+func TestDefaultValues(t *testing.T) {
+	c := Default()
+	checks := []struct {
+		key       string
+		got, want any
+	}{
+		{"run.name", c.Run.Name, "default"},
+		{"run.iterations", c.Run.Iterations, 40},
+		{"run.resume", c.Run.Resume, false},
+		{"model.tiny.kv_heads", c.Model.Tiny.KVHeads, 2},
+		{"model.critic", c.Model.Critic, "separate"},
+		{"data.synthetic.test_fraction", c.Data.Synthetic.TestFraction, 0.25},
+		{"tools.enabled", c.Tools.Enabled, []string{"search"}},
+		{"data.train", c.Data.Train, []string{}},
+		{"env.tool_timeout", c.Env.ToolTimeout, 5 * time.Second},
+		{"env.rewards.format", c.Env.Rewards.Format, 0.1},
+		{"algorithm.clip_high", c.Algorithm.ClipHigh, 0.28},
+		{"algorithm.norm_by_std", c.Algorithm.NormByStd, true},
+		{"algorithm.loss_agg", c.Algorithm.LossAgg, "token-mean"},
+		{"optim.lr", c.Optim.LR, 1e-4},
+		{"optim.eps", c.Optim.Eps, 1e-8},
+		{"store.path", c.Store.Path, ""},
+	}
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s = %#v, want %#v", ch.key, ch.got, ch.want)
+		}
+	}
+}
+
+// TestDefaultFreshLists checks that each Default call has its own lists,
+// so changing one configuration cannot change another.
+func TestDefaultFreshLists(t *testing.T) {
+	a, b := Default(), Default()
+	a.Tools.Enabled[0] = "calculator"
+	if !slices.Equal(b.Tools.Enabled, []string{"search"}) {
+		t.Fatalf("second Default sees %v", b.Tools.Enabled)
+	}
+}
+
+func TestEveryLeafHasDefaultTag(t *testing.T) {
+	var c Config
+	if err := applyDefaults(&c); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range leaves(reflect.ValueOf(&c).Elem(), "") {
+		if _, ok := k.field.Tag.Lookup("default"); !ok {
+			t.Errorf("%s has no default tag", k.path)
+		}
+	}
+}

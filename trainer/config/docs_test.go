@@ -1,0 +1,92 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// wantKeys lists every leaf key of the issue's config, in file order, plus
+// algorithm.eps and algorithm.whiten (the estimator options of
+// trainer/algo), the reward names of envs/reward and
+// rollout.deterministic (added by the RL loop). A new key goes here too.
+var wantKeys = strings.Fields(`
+run.name run.dir run.seed run.iterations run.eval_every run.save_every run.resume
+device.device device.dtype device.threads device.autocast
+model.path model.tiny.hidden model.tiny.intermediate model.tiny.layers model.tiny.heads
+model.tiny.kv_heads model.tiny.max_positions model.critic model.critic_path model.ref_path
+data.source data.train data.eval data.format data.max_train data.max_eval
+data.synthetic.seed data.synthetic.entities data.synthetic.max_hops data.synthetic.test_fraction data.synthetic.questions
+tools.enabled tools.search.index tools.search.k
+env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observation_chars
+env.rewards.scorer env.rewards.outcome env.rewards.format env.rewards.valid_call env.rewards.support
+env.rewards.invalid_call env.rewards.repeat_call
+rollout.batch_size rollout.group_size rollout.slots rollout.temperature rollout.top_p rollout.top_k rollout.eval_temperature rollout.deterministic
+algorithm.estimator algorithm.gamma algorithm.lambda algorithm.norm_by_std algorithm.eps algorithm.whiten
+algorithm.clip_low algorithm.clip_high algorithm.dual_clip algorithm.loss_agg algorithm.kl_coef
+algorithm.kl_estimator algorithm.kl_mode algorithm.entropy_coef algorithm.vf_coef algorithm.value_clip
+algorithm.epochs algorithm.mini_batch algorithm.micro_batch algorithm.advantage_mask algorithm.loss_mask
+algorithm.filter_keep_ratio algorithm.critic_warmup
+optim.lr optim.critic_lr optim.beta1 optim.beta2 optim.eps optim.weight_decay optim.warmup_steps
+optim.schedule optim.min_lr_ratio optim.max_grad_norm
+sft.data sft.epochs sft.lr sft.batch sft.demos sft.imperfect_fraction
+store.path store.writer_depth
+logging.level logging.format
+eval.baselines eval.max_eval`)
+
+func TestDocsCoverEveryKey(t *testing.T) {
+	docs := Docs()
+	var paths []string
+	for _, d := range docs {
+		paths = append(paths, d.Path)
+		if d.Doc == "" || d.Type == "" || d.Default == "" {
+			t.Errorf("%s: incomplete %+v", d.Path, d)
+		}
+	}
+	if !slices.Equal(paths, wantKeys) {
+		t.Errorf("Docs paths\n%q\nwant\n%q", paths, wantKeys)
+	}
+}
+
+func TestDocsContent(t *testing.T) {
+	byPath := map[string]KeyDoc{}
+	for _, d := range Docs() {
+		byPath[d.Path] = d
+	}
+	want := []KeyDoc{
+		{Path: "env.tool_timeout", Type: "duration", Default: "5s"},
+		{Path: "tools.enabled", Type: "list", Default: "[search]"},
+		{Path: "model.path", Type: "string", Default: `""`},
+		{Path: "optim.lr", Type: "float", Default: "1e-4"},
+		{Path: "run.resume", Type: "bool", Default: "false"},
+		{Path: "run.seed", Type: "int", Default: "1"},
+	}
+	for _, w := range want {
+		got := byPath[w.Path]
+		if got.Type != w.Type || got.Default != w.Default {
+			t.Errorf("%s: type %q default %q, want %q %q", w.Path, got.Type, got.Default, w.Type, w.Default)
+		}
+	}
+	if d := byPath["algorithm.kl_mode"].Doc; !strings.HasSuffix(d, "(one of loss, reward, off)") {
+		t.Errorf("kl_mode doc %q does not list its values", d)
+	}
+}
+
+func TestMarkdownTable(t *testing.T) {
+	lines := strings.Split(strings.TrimSuffix(MarkdownTable(), "\n"), "\n")
+	if len(lines) != 2+len(wantKeys) {
+		t.Fatalf("%d lines, want header, rule and %d rows", len(lines), len(wantKeys))
+	}
+	if lines[0] != "| key | type | default | description |" {
+		t.Errorf("header %q", lines[0])
+	}
+	for _, l := range lines[2:] {
+		// 5 unescaped pipes make 4 cells
+		if n := strings.Count(l, "|") - strings.Count(l, `\|`); n != 5 {
+			t.Errorf("row has %d cell borders: %q", n, l)
+		}
+	}
+	if !strings.Contains(MarkdownTable(), "| `algorithm.clip_high` | float | `0.28` | PPO ratio clip above") {
+		t.Error("clip_high row missing")
+	}
+}

@@ -1,0 +1,276 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentrl/agentrl/envs/reward"
+	"github.com/agentrl/agentrl/envs/tasks"
+	"github.com/agentrl/agentrl/trainer/algo"
+)
+
+// minObservationChars is envs' floor for env.max_observation_chars: room
+// for the truncation marker and some text.
+const minObservationChars = 64
+
+// Validate checks every key's range or allowed values, and the few rules
+// that tie keys together, and reports all problems at once, each naming
+// its key.
+func (c Config) Validate() error {
+	var p problems
+	p.generic(reflect.ValueOf(&c).Elem())
+	c.validateRun(&p)
+	c.validateDevice(&p)
+	c.validateModel(&p)
+	c.validateData(&p)
+	c.validateTools(&p)
+	c.validateEnv(&p)
+	c.validateRollout(&p)
+	c.validateAlgorithm(&p)
+	c.validateOptim(&p)
+	c.validateSFT(&p)
+	p.atLeast("store.writer_depth", c.Store.WriterDepth, 1)
+	p.atLeast("eval.max_eval", c.Eval.MaxEval, 0)
+	return errors.Join(p...)
+}
+
+func (c *Config) validateRun(p *problems) {
+	r := c.Run
+	if r.Name == "" || r.Name == "." || r.Name == ".." || strings.ContainsAny(r.Name, `/\`) {
+		p.add("run.name", "%q, want a non-empty folder name without / or \\", r.Name)
+	}
+	p.nonEmpty("run.dir", r.Dir)
+	p.atLeast("run.iterations", r.Iterations, 1)
+	p.atLeast("run.eval_every", r.EvalEvery, 0)
+	p.atLeast("run.save_every", r.SaveEvery, 0)
+}
+
+func (c *Config) validateDevice(p *problems) {
+	if !validDevice(c.Device.Device) {
+		p.add("device.device", "%q, want cpu, cuda or cuda:N", c.Device.Device)
+	}
+	p.atLeast("device.threads", c.Device.Threads, 0)
+	if c.Device.Autocast && c.Device.Device == "cpu" {
+		p.add("device.autocast", "true, but autocast is CUDA only and device.device is cpu")
+	}
+}
+
+// validDevice accepts cpu, cuda and cuda:N; whether the device exists is
+// checked when the model is placed on it.
+func validDevice(d string) bool {
+	if d == "cpu" || d == "cuda" {
+		return true
+	}
+	n, ok := strings.CutPrefix(d, "cuda:")
+	i, err := strconv.Atoi(n)
+	return ok && err == nil && i >= 0
+}
+
+func (c *Config) validateModel(p *problems) {
+	t := c.Model.Tiny
+	p.atLeast("model.tiny.hidden", t.Hidden, 1)
+	p.atLeast("model.tiny.intermediate", t.Intermediate, 1)
+	p.atLeast("model.tiny.layers", t.Layers, 1)
+	p.atLeast("model.tiny.heads", t.Heads, 1)
+	p.atLeast("model.tiny.kv_heads", t.KVHeads, 1)
+	p.atLeast("model.tiny.max_positions", t.MaxPositions, 1)
+	if t.Heads >= 1 && t.Hidden%t.Heads != 0 {
+		p.add("model.tiny.heads", "%d does not divide model.tiny.hidden %d", t.Heads, t.Hidden)
+	} else if t.Heads >= 1 && (t.Hidden/t.Heads)%2 != 0 {
+		p.add("model.tiny.heads", "%d gives an odd head size %d; rotary embeddings need an even one", t.Heads, t.Hidden/t.Heads)
+	}
+	if t.KVHeads >= 1 && t.Heads%t.KVHeads != 0 {
+		p.add("model.tiny.kv_heads", "%d does not divide model.tiny.heads %d", t.KVHeads, t.Heads)
+	}
+	if c.Model.Critic == "shared" && c.Model.CriticPath != "" {
+		p.add("model.critic_path", "%q, but model.critic is shared (the value head sits on the policy)", c.Model.CriticPath)
+	}
+}
+
+func (c *Config) validateData(p *problems) {
+	d := c.Data
+	if d.Source == "files" && len(d.Train) == 0 {
+		p.add("data.train", "empty, but data.source is files")
+	}
+	if d.Format != "" && !slices.Contains(tasks.Formats, d.Format) {
+		p.add("data.format", "%q, want \"\" (detect) or one of %s", d.Format, strings.Join(tasks.Formats, ", "))
+	}
+	p.atLeast("data.max_train", d.MaxTrain, 0)
+	p.atLeast("data.max_eval", d.MaxEval, 0)
+	s := d.Synthetic
+	p.atLeast("data.synthetic.entities", s.Entities, 2)
+	p.atLeast("data.synthetic.max_hops", s.MaxHops, 1)
+	p.openRange("data.synthetic.test_fraction", s.TestFraction, 0, 1)
+	p.atLeast("data.synthetic.questions", s.Questions, 1)
+}
+
+func (c *Config) validateTools(p *problems) {
+	for i, name := range c.Tools.Enabled {
+		if name == "" || slices.Contains(c.Tools.Enabled[:i], name) {
+			p.add("tools.enabled", "%q is empty or listed twice", name)
+		}
+	}
+	p.atLeast("tools.search.k", c.Tools.Search.K, 1)
+}
+
+func (c *Config) validateEnv(p *problems) {
+	e := c.Env
+	p.atLeast("env.max_turns", e.MaxTurns, 1)
+	p.atLeast("env.max_tokens", e.MaxTokens, 1)
+	p.atLeast("env.max_turn_tokens", e.MaxTurnTokens, 1)
+	if e.MaxTurnTokens > e.MaxTokens {
+		p.add("env.max_turn_tokens", "%d exceeds env.max_tokens %d", e.MaxTurnTokens, e.MaxTokens)
+	}
+	if e.ToolTimeout <= 0 {
+		p.add("env.tool_timeout", "%s, want a positive duration", e.ToolTimeout)
+	}
+	p.atLeast("env.max_observation_chars", e.MaxObservationChars, minObservationChars)
+	if _, err := reward.MetricByName(e.Rewards.Scorer); err != nil {
+		p.add("env.rewards.scorer", "%v", err)
+	}
+}
+
+func (c *Config) validateRollout(p *problems) {
+	r := c.Rollout
+	p.atLeast("rollout.batch_size", r.BatchSize, 1)
+	p.atLeast("rollout.group_size", r.GroupSize, 1)
+	p.atLeast("rollout.slots", r.Slots, 1)
+	p.atLeastF("rollout.temperature", r.Temperature, 0)
+	if r.TopP <= 0 || r.TopP > 1 {
+		p.add("rollout.top_p", "%v, want in (0, 1]", r.TopP)
+	}
+	p.atLeast("rollout.top_k", r.TopK, 0)
+	p.atLeastF("rollout.eval_temperature", r.EvalTemperature, 0)
+	// Group-relative estimators compare samples of one prompt: a group of
+	// one gives every trajectory advantage 0.
+	if r.GroupSize < 2 && slices.Contains([]string{"grpo", "rloo", "reinforce_pp_baseline"}, c.Algorithm.Estimator) {
+		p.add("rollout.group_size", "%d, but algorithm.estimator %s needs at least 2 samples per prompt", r.GroupSize, c.Algorithm.Estimator)
+	}
+}
+
+func (c *Config) validateAlgorithm(p *problems) {
+	a := c.Algorithm
+	if _, err := algo.Get(a.Estimator); err != nil {
+		p.add("algorithm.estimator", "%v", err)
+	}
+	p.closedRange("algorithm.gamma", a.Gamma, 0, 1)
+	p.closedRange("algorithm.lambda", a.Lambda, 0, 1)
+	if a.Eps <= 0 {
+		p.add("algorithm.eps", "%v, want > 0", a.Eps)
+	}
+	if a.ClipLow < 0 || a.ClipLow >= 1 {
+		p.add("algorithm.clip_low", "%v, want in [0, 1)", a.ClipLow)
+	}
+	p.atLeastF("algorithm.clip_high", a.ClipHigh, 0)
+	if a.DualClip != 0 && a.DualClip <= 1 {
+		p.add("algorithm.dual_clip", "%v, want 0 (off) or > 1", a.DualClip)
+	}
+	p.atLeastF("algorithm.kl_coef", a.KLCoef, 0)
+	if _, err := algo.KLEstimator(a.KLEstimator); err != nil {
+		p.add("algorithm.kl_estimator", "%v", err)
+	}
+	p.atLeastF("algorithm.entropy_coef", a.EntropyCoef, 0)
+	p.atLeastF("algorithm.vf_coef", a.VFCoef, 0)
+	p.atLeastF("algorithm.value_clip", a.ValueClip, 0)
+	p.atLeast("algorithm.epochs", a.Epochs, 1)
+	p.atLeast("algorithm.mini_batch", a.MiniBatch, 1)
+	p.atLeast("algorithm.micro_batch", a.MicroBatch, 1)
+	if a.MicroBatch > a.MiniBatch {
+		p.add("algorithm.micro_batch", "%d exceeds algorithm.mini_batch %d", a.MicroBatch, a.MiniBatch)
+	}
+	if a.FilterKeepRatio <= 0 || a.FilterKeepRatio > 1 {
+		p.add("algorithm.filter_keep_ratio", "%v, want in (0, 1]", a.FilterKeepRatio)
+	}
+	p.atLeast("algorithm.critic_warmup", a.CriticWarmup, 0)
+}
+
+func (c *Config) validateOptim(p *problems) {
+	o := c.Optim
+	p.positive("optim.lr", o.LR)
+	p.positive("optim.critic_lr", o.CriticLR)
+	if o.Beta1 < 0 || o.Beta1 >= 1 {
+		p.add("optim.beta1", "%v, want in [0, 1)", o.Beta1)
+	}
+	if o.Beta2 < 0 || o.Beta2 >= 1 {
+		p.add("optim.beta2", "%v, want in [0, 1)", o.Beta2)
+	}
+	p.positive("optim.eps", o.Eps)
+	p.atLeastF("optim.weight_decay", o.WeightDecay, 0)
+	p.atLeast("optim.warmup_steps", o.WarmupSteps, 0)
+	p.closedRange("optim.min_lr_ratio", o.MinLRRatio, 0, 1)
+	p.atLeastF("optim.max_grad_norm", o.MaxGradNorm, 0)
+}
+
+func (c *Config) validateSFT(p *problems) {
+	s := c.SFT
+	p.atLeast("sft.epochs", s.Epochs, 1)
+	p.positive("sft.lr", s.LR)
+	p.atLeast("sft.batch", s.Batch, 1)
+	p.atLeast("sft.demos", s.Demos, 1)
+	p.closedRange("sft.imperfect_fraction", s.ImperfectFraction, 0, 1)
+}
+
+// problems collects validation errors, each a *KeyError.
+type problems []error
+
+func (p *problems) add(path, format string, args ...any) {
+	*p = append(*p, &KeyError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// generic checks what every key of a kind needs: finite floats, and a
+// string with an enum tag among its allowed values.
+func (p *problems) generic(root reflect.Value) {
+	for _, k := range leaves(root, "") {
+		switch v := k.value.Interface().(type) {
+		case float64:
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				p.add(k.path, "%v, want a finite number", v)
+			}
+		case string:
+			if e := enumOf(k.field); e != nil && !slices.Contains(e, v) {
+				p.add(k.path, "%q, want one of %s", v, strings.Join(e, ", "))
+			}
+		}
+	}
+}
+
+func (p *problems) nonEmpty(path, v string) {
+	if v == "" {
+		p.add(path, "empty")
+	}
+}
+
+func (p *problems) atLeast(path string, v, lo int) {
+	if v < lo {
+		p.add(path, "%d, want at least %d", v, lo)
+	}
+}
+
+func (p *problems) atLeastF(path string, v, lo float64) {
+	if v < lo {
+		p.add(path, "%v, want at least %v", v, lo)
+	}
+}
+
+func (p *problems) positive(path string, v float64) {
+	if v <= 0 {
+		p.add(path, "%v, want > 0", v)
+	}
+}
+
+func (p *problems) closedRange(path string, v, lo, hi float64) {
+	if v < lo || v > hi {
+		p.add(path, "%v, want in [%v, %v]", v, lo, hi)
+	}
+}
+
+func (p *problems) openRange(path string, v, lo, hi float64) {
+	if v <= lo || v >= hi {
+		p.add(path, "%v, want in (%v, %v)", v, lo, hi)
+	}
+}

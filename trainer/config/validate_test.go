@@ -1,0 +1,91 @@
+package config
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+// TestValidateNamesTheKey breaks one rule at a time and checks that the
+// error names the key (and only one problem is reported).
+func TestValidateNamesTheKey(t *testing.T) {
+	cases := []struct {
+		key     string
+		breakIt func(c *Config)
+		msg     string
+	}{
+		{"run.name", func(c *Config) { c.Run.Name = "a/b" }, "folder name"},
+		{"run.iterations", func(c *Config) { c.Run.Iterations = 0 }, "want at least 1"},
+		{"device.device", func(c *Config) { c.Device.Device = "gpu" }, "want cpu, cuda or cuda:N"},
+		{"device.dtype", func(c *Config) { c.Device.DType = "f8" }, "want one of f32, bf16, f16"},
+		{"device.autocast", func(c *Config) { c.Device.Autocast = true }, "CUDA only"},
+		{"model.critic", func(c *Config) { c.Model.Critic = "both" }, "want one of separate, shared"},
+		{"model.tiny.heads", func(c *Config) { c.Model.Tiny.Heads = 6 }, "6 does not divide model.tiny.hidden 128"},
+		{"model.tiny.heads", func(c *Config) { c.Model.Tiny.Hidden, c.Model.Tiny.Heads, c.Model.Tiny.KVHeads = 12, 4, 1 }, "odd head size 3"},
+		{"model.tiny.kv_heads", func(c *Config) { c.Model.Tiny.KVHeads = 3 }, "does not divide model.tiny.heads 4"},
+		{"data.train", func(c *Config) { c.Data.Source = "files" }, "empty, but data.source is files"},
+		{"data.format", func(c *Config) { c.Data.Format = "csv" }, "hotpotqa"},
+		{"data.synthetic.test_fraction", func(c *Config) { c.Data.Synthetic.TestFraction = 1 }, "want in (0, 1)"},
+		{"tools.enabled", func(c *Config) { c.Tools.Enabled = []string{"search", "search"} }, "listed twice"},
+		{"tools.search.k", func(c *Config) { c.Tools.Search.K = 0 }, "want at least 1"},
+		{"env.max_turn_tokens", func(c *Config) { c.Env.MaxTurnTokens = 1000 }, "exceeds env.max_tokens 768"},
+		{"env.tool_timeout", func(c *Config) { c.Env.ToolTimeout = 0 }, "positive duration"},
+		{"env.max_observation_chars", func(c *Config) { c.Env.MaxObservationChars = 10 }, "want at least 64"},
+		{"env.rewards.scorer", func(c *Config) { c.Env.Rewards.Scorer = "bleu" }, "bleu"},
+		{"env.rewards.format", func(c *Config) { c.Env.Rewards.Format = math.NaN() }, "finite"},
+		{"rollout.top_p", func(c *Config) { c.Rollout.TopP = 0 }, "want in (0, 1]"},
+		{"rollout.temperature", func(c *Config) { c.Rollout.Temperature = -1 }, "want at least 0"},
+		{"rollout.group_size", func(c *Config) { c.Rollout.GroupSize = 1 }, "grpo needs at least 2"},
+		{"algorithm.estimator", func(c *Config) { c.Algorithm.Estimator = "ppo" }, "unknown advantage estimator"},
+		{"algorithm.gamma", func(c *Config) { c.Algorithm.Gamma = 1.5 }, "want in [0, 1]"},
+		{"algorithm.clip_low", func(c *Config) { c.Algorithm.ClipLow = -0.1 }, "want in [0, 1)"},
+		{"algorithm.dual_clip", func(c *Config) { c.Algorithm.DualClip = 0.5 }, "want 0 (off) or > 1"},
+		{"algorithm.loss_agg", func(c *Config) { c.Algorithm.LossAgg = "sum" }, "token-mean"},
+		{"algorithm.kl_estimator", func(c *Config) { c.Algorithm.KLEstimator = "k4" }, "k4"},
+		{"algorithm.kl_mode", func(c *Config) { c.Algorithm.KLMode = "both" }, "loss, reward, off"},
+		{"algorithm.micro_batch", func(c *Config) { c.Algorithm.MicroBatch = 32 }, "exceeds algorithm.mini_batch 16"},
+		{"algorithm.filter_keep_ratio", func(c *Config) { c.Algorithm.FilterKeepRatio = 0 }, "want in (0, 1]"},
+		{"optim.lr", func(c *Config) { c.Optim.LR = 0 }, "want > 0"},
+		{"optim.beta2", func(c *Config) { c.Optim.Beta2 = 1 }, "want in [0, 1)"},
+		{"optim.schedule", func(c *Config) { c.Optim.Schedule = "step" }, "constant, cosine, linear"},
+		{"optim.max_grad_norm", func(c *Config) { c.Optim.MaxGradNorm = math.Inf(1) }, "finite"},
+		{"sft.imperfect_fraction", func(c *Config) { c.SFT.ImperfectFraction = 1.2 }, "want in [0, 1]"},
+		{"store.writer_depth", func(c *Config) { c.Store.WriterDepth = 0 }, "want at least 1"},
+		{"logging.level", func(c *Config) { c.Logging.Level = "loud" }, "trace, debug, info, warn, error"},
+		{"logging.format", func(c *Config) { c.Logging.Format = "xml" }, "auto, console, json"},
+	}
+	for _, tc := range cases {
+		c := Default()
+		tc.breakIt(&c)
+		err := c.Validate()
+		wantErr(t, err, tc.key+": ", tc.msg)
+		if err != nil {
+			if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != 1 {
+				t.Errorf("%s: %d problems reported, want 1: %v", tc.key, n, err)
+			}
+		}
+	}
+}
+
+func TestValidateReportsAll(t *testing.T) {
+	c := Default()
+	c.Run.Iterations, c.Optim.LR = -1, -1
+	err := c.Validate()
+	wantErr(t, err, "run.iterations", "optim.lr")
+	var ke *KeyError
+	if !errors.As(err, &ke) || ke.Path != "run.iterations" {
+		t.Errorf("first KeyError %+v", ke)
+	}
+}
+
+// TestValidateAccepts checks values at the edges of their ranges.
+func TestValidateAccepts(t *testing.T) {
+	c := Default()
+	c.Device.Device, c.Device.Autocast = "cuda:1", true
+	c.Algorithm.DualClip, c.Algorithm.Estimator, c.Rollout.GroupSize = 3, "gae", 1
+	c.Algorithm.Gamma, c.Algorithm.ClipLow, c.Optim.MinLRRatio = 0, 0, 1
+	c.Data.Source, c.Data.Train, c.Data.Format = "files", []string{"x.jsonl"}, "musique"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,97 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Display limits for long texts of a sample trajectory, in bytes.
+const (
+	maxTextLen        = 4000 // assistant text, question, answer
+	maxObservationLen = 1500 // tool results (search results run long)
+)
+
+// sampleView is a trajectory shown as a conversation.
+type sampleView struct {
+	Why, ID, Meta    string
+	Question, Gold   string
+	Turns            []turnView
+	Answer           string
+	Correct          bool
+	Reward, Outcome  string
+	Components, Stop string
+	Error            string
+}
+
+// turnView is one assistant turn and the tool's answer to it.
+type turnView struct {
+	N               int
+	Tokens          string // "12 tokens"
+	Text            string
+	Tool, Args      string
+	OK              bool
+	ParseError      string
+	Observation     string
+	Reward, Latency string // "" when not recorded
+}
+
+// sampleViews turns the chosen trajectories into views.
+func sampleViews(samples []sample) []sampleView {
+	var out []sampleView
+	for _, s := range samples {
+		t := s.t
+		v := sampleView{
+			Why: s.why, ID: t.ID,
+			Meta: fmt.Sprintf("iteration %d · %s · task %s (%s, %d hops) · group %d, sample %d · policy version %d · %d tokens",
+				t.Iteration, t.Split, t.TaskID, t.Dataset, t.Hops, t.Group, t.Sample, t.PolicyVersion, len(t.Tokens)),
+			Question: clip(t.Question, maxTextLen), Gold: clip(strings.Join(t.Gold, " | "), maxTextLen),
+			Answer: clip(t.Answer, maxTextLen), Correct: s.correct,
+			Reward: num(t.Reward), Outcome: num(t.Outcome), Components: componentList(t.Components),
+			Stop: string(t.Stop), Error: clip(t.Error, maxTextLen),
+		}
+		if v.Answer == "" {
+			v.Answer = "(none)"
+		}
+		if t.Stop.Truncated() {
+			v.Stop += " (truncated)"
+		}
+		for i, u := range t.Turns {
+			tv := turnView{N: i + 1, Tokens: plural(u.GenTokens, "token"), Text: clip(u.Text, maxTextLen),
+				Tool: clip(u.ToolName, maxTextLen), Args: clip(u.ToolArgs, maxTextLen), OK: u.ToolOK,
+				ParseError: clip(u.ParseError, maxTextLen), Observation: clip(u.Observation, maxObservationLen)}
+			if !math.IsNaN(u.ProcessReward) && u.ProcessReward != 0 {
+				tv.Reward = num(u.ProcessReward)
+			}
+			if u.ToolName != "" && !math.IsNaN(u.LatencyMS) {
+				tv.Latency = num(u.LatencyMS) + " ms"
+			}
+			v.Turns = append(v.Turns, tv)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// componentList formats reward components as "name value, ..." by name.
+func componentList(c map[string]float64) string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + num(c[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// plural writes "1 token", "2 tokens".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
