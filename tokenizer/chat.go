@@ -1,0 +1,282 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ToolCall is a function call made by an assistant message.
+type ToolCall struct {
+	Name string
+	// Arguments is a JSON object, printed as the template's tojson prints
+	// it; a JSON string is inserted as its text, unchanged.
+	Arguments json.RawMessage
+}
+
+// Message is one message of a conversation. Role is "system", "user",
+// "assistant" or "tool" (a tool's response; consecutive tool messages share
+// one user turn).
+type Message struct {
+	Role      string
+	Content   string
+	ToolCalls []ToolCall
+}
+
+// ChatFormat renders conversations in Qwen's ChatML with tools, exactly as
+// the chat template of Qwen3's tokenizer_config.json lays them out, straight
+// to token ids and turn by turn, so that a trajectory is built by appending
+// spans. It works with any tokenizer that has "<|im_start|>" and
+// "<|im_end|>" as added tokens.
+type ChatFormat struct {
+	tok   *Tokenizer
+	stops []int32
+}
+
+// NewChatFormat checks that tok has the added tokens the format needs.
+func NewChatFormat(tok *Tokenizer) (*ChatFormat, error) {
+	for _, name := range []string{"<|im_start|>", "<|im_end|>"} {
+		if _, ok := tok.addedID[name]; !ok {
+			return nil, fmt.Errorf("chat format: the tokenizer has no added token %q", name)
+		}
+	}
+	c := &ChatFormat{tok: tok, stops: []int32{tok.addedID["<|im_end|>"]}}
+	add := func(id int32) {
+		for _, s := range c.stops {
+			if s == id {
+				return
+			}
+		}
+		c.stops = append(c.stops, id)
+	}
+	if tok.EOS() >= 0 {
+		add(tok.EOS())
+	}
+	for _, name := range []string{"<|endoftext|>", "</tool_call>"} {
+		if id, ok := tok.addedID[name]; ok {
+			add(id)
+		}
+	}
+	return c, nil
+}
+
+// Tokenizer returns the tokenizer the format encodes with.
+func (c *ChatFormat) Tokenizer() *Tokenizer { return c.tok }
+
+// StopIDs are the ids that end an assistant turn: "<|im_end|>", the eos
+// token, "<|endoftext|>", and "</tool_call>" when it is a single added token.
+func (c *ChatFormat) StopIDs() []int32 { return append([]int32(nil), c.stops...) }
+
+// Special returns the id of an added token such as "<tool_call>".
+func (c *ChatFormat) Special(name string) (int32, bool) {
+	id, ok := c.tok.addedID[name]
+	return id, ok
+}
+
+// Render encodes a whole conversation, as the chat template renders it, and
+// returns the action mask: 1 exactly on what the assistant generates (its
+// content, thinking, tool calls and closing "<|im_end|>"), 0 on everything
+// else (the template's text, "<|im_start|>assistant\n", the "\n" after
+// "<|im_end|>", user and tool turns). A token that straddles the start of an
+// assistant's text (a newline merged with the header's) counts as generated.
+func (c *ChatFormat) Render(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool) (ids []int32, mask []uint8, err error) {
+	turns, err := c.turns(msgs, tools, addGenerationPrompt)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, turn := range turns {
+		i, m := c.tok.encodeSpans(turn)
+		ids = append(ids, i...)
+		mask = append(mask, m...)
+	}
+	return ids, mask, nil
+}
+
+// RenderText returns the text Render encodes: what the chat template
+// renders for the same messages.
+func (c *ChatFormat) RenderText(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool) (string, error) {
+	turns, err := c.turns(msgs, tools, addGenerationPrompt)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, turn := range turns {
+		for _, s := range turn {
+			b.WriteString(s.text)
+		}
+	}
+	return b.String(), nil
+}
+
+// Prompt encodes the start of an episode: the system turn (with the tools
+// block when there are tools; none when system is "" and there are no
+// tools), the user turn, and the generation prompt "<|im_start|>assistant\n".
+// All of it has mask 0.
+func (c *ChatFormat) Prompt(system, user string, tools []json.RawMessage) ([]int32, error) {
+	var msgs []Message
+	if system != "" {
+		msgs = append(msgs, Message{Role: "system", Content: system})
+	}
+	msgs = append(msgs, Message{Role: "user", Content: user})
+	ids, _, err := c.Render(msgs, tools, true)
+	return ids, err
+}
+
+// Observation encodes what the environment appends after an assistant turn
+// that called tools: "<|im_end|>" first unless the model closed its turn
+// itself (it was stopped at "</tool_call>"), then "\n", a user turn with one
+// "<tool_response>" block per response, and the generation prompt. All of it
+// has mask 0. With no responses it only closes the turn and opens the next
+// assistant turn. Text in a response that spells an added token becomes that
+// token, as it would when the template's output is encoded.
+func (c *ChatFormat) Observation(responses []string, modelClosedTurn bool) []int32 {
+	var b strings.Builder
+	if !modelClosedTurn {
+		b.WriteString("<|im_end|>")
+	}
+	b.WriteString("\n")
+	if len(responses) > 0 {
+		b.WriteString("<|im_start|>user")
+		for _, r := range responses {
+			b.WriteString("\n<tool_response>\n" + r + "\n</tool_response>")
+		}
+		b.WriteString("<|im_end|>\n")
+	}
+	b.WriteString("<|im_start|>assistant\n")
+	return c.tok.Encode(b.String())
+}
+
+const (
+	toolsHeader = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+		"You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+	toolsFooter = "\n</tools>\n\nFor each function call, return a json object with function name and arguments " +
+		"within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, " +
+		"\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
+)
+
+// turns lays out the conversation as the template does, one list of spans
+// per turn; every turn starts with "<|im_start|>".
+func (c *ChatFormat) turns(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool) ([][]span, error) {
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("chat format: no messages")
+	}
+	var turns [][]span
+	switch {
+	case len(tools) > 0:
+		var b strings.Builder
+		b.WriteString("<|im_start|>system\n")
+		if msgs[0].Role == "system" {
+			b.WriteString(msgs[0].Content + "\n\n")
+		}
+		b.WriteString(toolsHeader)
+		for i, tool := range tools {
+			s, err := pyJSON(tool)
+			if err != nil {
+				return nil, fmt.Errorf("chat format: tool %d: %w", i, err)
+			}
+			b.WriteString("\n" + s)
+		}
+		b.WriteString(toolsFooter)
+		turns = append(turns, []span{{text: b.String()}})
+	case msgs[0].Role == "system":
+		turns = append(turns, []span{{text: "<|im_start|>system\n" + msgs[0].Content + "<|im_end|>\n"}})
+	}
+	lastQuery := lastQueryIndex(msgs)
+	for i, m := range msgs {
+		switch m.Role {
+		case "system", "user":
+			if m.Role == "system" && i == 0 {
+				continue
+			}
+			turns = append(turns, []span{{text: "<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n"}})
+		case "assistant":
+			turn, err := assistantTurn(m, i > lastQuery, i == len(msgs)-1)
+			if err != nil {
+				return nil, fmt.Errorf("chat format: message %d: %w", i, err)
+			}
+			turns = append(turns, turn)
+		case "tool":
+			text := "\n<tool_response>\n" + m.Content + "\n</tool_response>"
+			if i == 0 || msgs[i-1].Role != "tool" {
+				turns = append(turns, []span{{text: "<|im_start|>user"}})
+			}
+			if i == len(msgs)-1 || msgs[i+1].Role != "tool" {
+				text += "<|im_end|>\n"
+			}
+			last := &turns[len(turns)-1]
+			*last = append(*last, span{text: text})
+		default:
+			return nil, fmt.Errorf("chat format: message %d: unknown role %q", i, m.Role)
+		}
+	}
+	if addGenerationPrompt {
+		turns = append(turns, []span{{text: "<|im_start|>assistant\n"}})
+	}
+	return turns, nil
+}
+
+// lastQueryIndex is the index of the last user message that is not a
+// wrapped tool response, or the last index when there is none.
+func lastQueryIndex(msgs []Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if m.Role == "user" && !(strings.HasPrefix(m.Content, "<tool_response>") && strings.HasSuffix(m.Content, "</tool_response>")) {
+			return i
+		}
+	}
+	return len(msgs) - 1
+}
+
+// assistantTurn renders an assistant message. Thinking is split off the
+// content at "</think>"; an assistant message after the last user query
+// shows it in a "<think>" block when it has some or when it is the last
+// message, and earlier ones drop it.
+func assistantTurn(m Message, afterQuery, last bool) ([]span, error) {
+	content, reasoning := m.Content, ""
+	if strings.Contains(content, "</think>") {
+		parts := strings.Split(content, "</think>")
+		content = strings.TrimLeft(parts[len(parts)-1], "\n")
+		before := strings.Split(strings.TrimRight(parts[0], "\n"), "<think>")
+		reasoning = strings.TrimLeft(before[len(before)-1], "\n")
+	}
+	var b strings.Builder
+	if afterQuery && (last || reasoning != "") {
+		b.WriteString("<think>\n" + strings.Trim(reasoning, "\n") + "\n</think>\n\n" + strings.TrimLeft(content, "\n"))
+	} else {
+		b.WriteString(content)
+	}
+	for j, call := range m.ToolCalls {
+		if j > 0 || content != "" {
+			b.WriteString("\n")
+		}
+		args, err := toolArguments(call.Arguments)
+		if err != nil {
+			return nil, fmt.Errorf("tool call %q: %w", call.Name, err)
+		}
+		b.WriteString("<tool_call>\n{\"name\": \"" + call.Name + "\", \"arguments\": " + args + "}\n</tool_call>")
+	}
+	b.WriteString("<|im_end|>")
+	return []span{
+		{text: "<|im_start|>assistant\n"},
+		{text: b.String(), gen: true},
+		{text: "\n"},
+	}, nil
+}
+
+// toolArguments prints a tool call's arguments as the template does: a
+// string as it is, anything else through tojson.
+func toolArguments(raw json.RawMessage) (string, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return "", fmt.Errorf("no arguments")
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	out, err := pyJSON(raw)
+	if err != nil {
+		return "", fmt.Errorf("arguments: %w", err)
+	}
+	return out, nil
+}
