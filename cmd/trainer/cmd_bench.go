@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/agentrl/agentrl/trainer/bench"
+)
+
+func modelFlags(d bench.Config) []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "vocab", Value: d.Vocab, Usage: "vocabulary size"},
+		&cli.IntFlag{Name: "hidden", Value: d.Hidden, Usage: "hidden size"},
+		&cli.IntFlag{Name: "inter", Value: d.Inter, Usage: "MLP intermediate size"},
+		&cli.IntFlag{Name: "layers", Value: d.Layers, Usage: "transformer layers"},
+		&cli.IntFlag{Name: "heads", Value: d.Heads, Usage: "attention heads"},
+		&cli.IntFlag{Name: "kv-heads", Value: d.KVHeads, Usage: "key/value heads"},
+		&cli.IntFlag{Name: "batch", Value: d.Batch, Usage: "sequences per batch"},
+		&cli.IntFlag{Name: "prompt-len", Value: d.PromptLen, Usage: "prompt tokens (generate, rollout)"},
+		&cli.IntFlag{Name: "new-tokens", Value: d.NewTokens, Usage: "tokens generated per sequence (generate)"},
+		&cli.IntFlag{Name: "seq-len", Value: d.SeqLen, Usage: "sequence length (train)"},
+		&cli.IntFlag{Name: "threads", Value: d.Threads, Usage: "CPU cores in total for libtorch and BLAS (0 = all)"},
+		&cli.IntFlag{Name: "repeats", Value: d.Repeats, Usage: "measured runs after one warm-up (the median is reported)"},
+	}
+}
+
+func benchConfig(c *cli.Context) bench.Config {
+	return bench.Config{Vocab: c.Int("vocab"), Hidden: c.Int("hidden"), Inter: c.Int("inter"), Layers: c.Int("layers"),
+		Heads: c.Int("heads"), KVHeads: c.Int("kv-heads"), Batch: c.Int("batch"), PromptLen: c.Int("prompt-len"),
+		NewTokens: c.Int("new-tokens"), SeqLen: c.Int("seq-len"), Threads: c.Int("threads"), Repeats: c.Int("repeats")}
+}
+
+func printJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	fmt.Println(string(b))
+	return nil
+}
+
+func benchCommand() *cli.Command {
+	gen, _ := bench.Preset("small", "generate")
+	tr, _ := bench.Preset("small", "train")
+	ro := bench.DefaultRollout()
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "measure this machine: generation, training update and multi-turn rollout throughput",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "generate",
+				Usage: "batched sampling of --new-tokens after --prompt-len prompts (random weights); prints one JSON line",
+				Description: "Example (the medium config):\n  trainer bench generate --vocab 32000 --hidden 768 --inter 2048 --layers 12 " +
+					"--heads 12 --kv-heads 4 --batch 8 --prompt-len 128 --new-tokens 64 --threads 2",
+				Flags: modelFlags(gen),
+				Action: func(c *cli.Context) error {
+					r, err := bench.Generate(benchConfig(c))
+					if err != nil {
+						return err
+					}
+					return printJSON(r)
+				},
+			},
+			{
+				Name:  "train",
+				Usage: "forward with grad, clipped PPO loss on half of each sequence, backward, clip, AdamW (random weights); one JSON line",
+				Flags: modelFlags(tr),
+				Action: func(c *cli.Context) error {
+					r, err := bench.Train(benchConfig(c))
+					if err != nil {
+						return err
+					}
+					return printJSON(r)
+				},
+			},
+			{
+				Name: "rollout",
+				Usage: "multi-turn rollouts with a tool of configurable latency, with and without it; one JSON line " +
+					"with tokens_per_s and latency_ratio (no flags: 32 trajectories, 3 tool turns, 100 ms vs 0 ms)",
+				Flags: append(modelFlags(ro.Model),
+					&cli.IntFlag{Name: "trajectories", Value: ro.Trajectories, Usage: "episodes"},
+					&cli.IntFlag{Name: "tool-turns", Value: ro.ToolTurns, Usage: "tool turns per episode (plus a final turn)"},
+					&cli.IntFlag{Name: "turn-tokens", Value: ro.TurnTokens, Usage: "tokens per turn at least"},
+					&cli.IntFlag{Name: "turn-jitter", Value: ro.TurnJitter, Usage: "extra tokens per turn, drawn once (seeded)"},
+					&cli.IntFlag{Name: "obs-tokens", Value: ro.ObsTokens, Usage: "tokens of each tool response"},
+					&cli.Float64Flag{Name: "latency-ms", Value: ro.LatencyMS, Usage: "tool latency"},
+					&cli.IntFlag{Name: "slots", Value: ro.Slots, Usage: "KV-cache slots decoding together"},
+				),
+				Action: func(c *cli.Context) error {
+					cfg := ro
+					cfg.Model = benchConfig(c)
+					cfg.Trajectories, cfg.ToolTurns = c.Int("trajectories"), c.Int("tool-turns")
+					cfg.TurnTokens, cfg.TurnJitter, cfg.ObsTokens = c.Int("turn-tokens"), c.Int("turn-jitter"), c.Int("obs-tokens")
+					cfg.LatencyMS, cfg.Slots, cfg.Repeats = c.Float64("latency-ms"), c.Int("slots"), c.Int("repeats")
+					r, err := bench.Rollout(cfg)
+					if err != nil {
+						return err
+					}
+					fmt.Println(r.JSON())
+					return nil
+				},
+			},
+		},
+	}
+}

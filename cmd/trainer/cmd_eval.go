@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/agentrl/agentrl/trainer"
+	"github.com/agentrl/agentrl/trainer/config"
+)
+
+func evalCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "eval",
+		Usage: "evaluate a policy (greedy) on the evaluation split, with the naive-RAG baseline",
+		Description: "Examples:\n  trainer eval --of default              # the final policy of run 'default', with its config\n" +
+			"  trainer eval --model-path runs/default/final --run-name my-eval",
+		Flags: append(configFlags(),
+			&cli.StringFlag{Name: "of", Usage: "evaluate the final policy of run `RUN` with the run's saved config"},
+		),
+		Action: func(c *cli.Context) error {
+			cfg := config.Default()
+			if run := c.String("of"); run != "" {
+				base := c.String(config.FlagName("run.dir"))
+				if base == "" {
+					base = config.Default().Run.Dir
+				}
+				dir := filepath.Join(base, run)
+				saved, err := config.Load(filepath.Join(dir, "config.yaml"))
+				if err != nil {
+					return fmt.Errorf("eval --of %s: %w", run, err)
+				}
+				cfg = saved
+				cfg.Model.Path = filepath.Join(dir, "final")
+				cfg.Run.Name = run + "-eval"
+			}
+			if err := config.ApplyFlags(c, &cfg); err != nil {
+				return err
+			}
+			cfg.Run.Resume, cfg.SFT.Data = false, ""
+			if cfg.Model.Path == "" {
+				return exitErr("eval: give --of RUN or --model-path DIR")
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			log, closer, err := runLogger(cfg)
+			if err != nil {
+				return err
+			}
+			defer closer.Close()
+			t, err := trainer.New(c.Context, cfg, trainer.Options{Log: log, Progress: bars, GitRev: gitRev()})
+			if err != nil {
+				return err
+			}
+			res, err := t.Evaluate(c.Context)
+			storePath := t.StorePath()
+			if cerr := t.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+			printResults(os.Stdout, res)
+			fmt.Printf("\nstore: %s\n", storePath)
+			return nil
+		},
+	}
+}

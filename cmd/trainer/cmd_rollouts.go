@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mattn/go-isatty"
+	"github.com/urfave/cli/v2"
+
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/store"
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// storeFlag names a run's store: --store FILE, or --run NAME under --runs.
+func storeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "store", Usage: "trajectory store `FILE` (default: <runs>/<run>/store.db)", TakesFile: true},
+		&cli.StringFlag{Name: "run", Value: "default", Usage: "run `NAME`"},
+		&cli.StringFlag{Name: "runs", Value: "runs", Usage: "folder of runs"},
+	}
+}
+
+func storePath(c *cli.Context) (string, error) {
+	p := c.String("store")
+	if p == "" {
+		p = filepath.Join(c.String("runs"), c.String("run"), "store.db")
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("trajectory store %s: %w", p, err)
+	}
+	return p, nil
+}
+
+func rolloutsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "rollouts",
+		Usage: "inspect the stored rollouts of a run",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "list",
+				Usage: "list trajectories (newest iteration first)",
+				Description: "Examples:\n  trainer rollouts list --run default --iteration 3 --split eval\n" +
+					"  trainer rollouts list --where \"hops = 3 AND correct = 0\" --limit 20",
+				Flags: append(storeFlags(),
+					&cli.IntFlag{Name: "iteration", Value: -1, Usage: "only this iteration"},
+					&cli.StringFlag{Name: "split", Usage: "train or eval"},
+					&cli.StringFlag{Name: "where", Usage: "extra SQL condition on the trajectories table"},
+					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most N rows"},
+				),
+				Action: func(c *cli.Context) error {
+					p, err := storePath(c)
+					if err != nil {
+						return err
+					}
+					s, err := store.Open(p)
+					if err != nil {
+						return err
+					}
+					defer s.Close()
+					f := store.ListFilter{Split: traj.Split(c.String("split")), Limit: c.Int("limit"), Where: c.String("where")}
+					if it := c.Int("iteration"); it >= 0 {
+						f.Iteration = &it
+					}
+					rows, err := s.List(f)
+					if err != nil {
+						return err
+					}
+					w := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
+					fmt.Fprintln(w, "ID\tITER\tSPLIT\tTASK\tHOPS\tTURNS\tTOKENS\tREWARD\tSTOP\tOK\tANSWER")
+					for _, r := range rows {
+						fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%.3f\t%s\t%v\t%s\n", r.ID, r.Iteration, r.Split, r.TaskID, r.Hops,
+							r.Turns, r.Tokens, r.Reward, r.Stop, r.Correct, clip(r.Answer, 40))
+					}
+					return w.Flush()
+				},
+			},
+			{
+				Name:      "show",
+				Usage:     "show one trajectory as a conversation",
+				ArgsUsage: "ID",
+				Flags: append(storeFlags(),
+					&cli.BoolFlag{Name: "mask", Usage: "show the tokens grouped by action-mask bit"},
+					&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer `DIR` to decode tokens with --mask (default: the run's final policy)"},
+				),
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return exitErr("rollouts show: give one trajectory ID (see rollouts list)")
+					}
+					p, err := storePath(c)
+					if err != nil {
+						return err
+					}
+					s, err := store.Open(p)
+					if err != nil {
+						return err
+					}
+					defer s.Close()
+					t, err := s.Get(c.Args().First())
+					if err != nil {
+						return err
+					}
+					opts := store.RenderOptions{ShowMask: c.Bool("mask"), Color: isatty.IsTerminal(os.Stdout.Fd())}
+					if opts.ShowMask {
+						dir := c.String("tokenizer")
+						if dir == "" {
+							dir = filepath.Join(filepath.Dir(p), "final")
+						}
+						if tok, err := tokenizer.Load(dir); err == nil {
+							opts.Decode = func(ids []int32) string { return tok.Decode(ids, false) }
+						}
+					}
+					return store.Render(os.Stdout, t, opts)
+				},
+			},
+			{
+				Name:      "sql",
+				Usage:     "run a read-only SQL query on the store (writes are refused)",
+				ArgsUsage: "QUERY",
+				Description: "Examples:\n  trainer rollouts sql \"SELECT * FROM reward_by_iteration\"\n" +
+					"  trainer rollouts sql \"SELECT tool, calls, success_rate FROM tool_success\"",
+				Flags: storeFlags(),
+				Action: func(c *cli.Context) error {
+					q := strings.Join(c.Args().Slice(), " ")
+					if q == "" {
+						return exitErr("rollouts sql: give a QUERY")
+					}
+					p, err := storePath(c)
+					if err != nil {
+						return err
+					}
+					cols, rows, err := store.QueryReadOnly(p, q)
+					if err != nil {
+						return err
+					}
+					w := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
+					fmt.Fprintln(w, strings.Join(cols, "\t"))
+					for _, r := range rows {
+						cells := make([]string, len(r))
+						for i, v := range r {
+							cells[i] = cell(v)
+						}
+						fmt.Fprintln(w, strings.Join(cells, "\t"))
+					}
+					return w.Flush()
+				},
+			},
+		},
+	}
+}
+
+func cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case []byte:
+		return fmt.Sprintf("<blob %d bytes>", len(x))
+	case float64:
+		return fmt.Sprintf("%.4g", x)
+	case string:
+		return clip(strings.ReplaceAll(x, "\n", " "), 80)
+	}
+	return fmt.Sprint(v)
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

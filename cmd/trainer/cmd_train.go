@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/agentrl/agentrl/trainer"
+	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/report"
+)
+
+func trainCommand() *cli.Command {
+	flags := append(configFlags(),
+		&cli.StringFlag{Name: "resume", Usage: "continue the run named `RUN` from its latest checkpoint"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "load and check everything (data, index, tokenizer, model config, memory), then stop"},
+		&cli.BoolFlag{Name: "no-report", Usage: "do not write the HTML report at the end"},
+	)
+	return &cli.Command{
+		Name:  "train",
+		Usage: "train an agent with RL (no arguments: the built-in CPU demo job)",
+		Description: "Examples:\n" +
+			"  trainer train                                   # the default job: synthetic world, tiny model, GRPO\n" +
+			"  trainer train --config examples/qwen2.5-3b-hotpotqa.yaml\n" +
+			"  trainer train --estimator gae --set algorithm.loss_mask=false --run-name ppo-no-loss-mask\n" +
+			"  trainer train --resume default                  # continue a stopped run\n" +
+			"  trainer train --dry-run --config my.yaml        # check a config without training",
+		Flags: flags,
+		Action: func(c *cli.Context) error {
+			cfg, err := loadConfig(c)
+			if err != nil {
+				return err
+			}
+			if r := c.String("resume"); r != "" {
+				cfg.Run.Name, cfg.Run.Resume = r, true
+			}
+			if c.Bool("dry-run") {
+				return dryRun(c, cfg)
+			}
+			log, closer, err := runLogger(cfg)
+			if err != nil {
+				return err
+			}
+			defer closer.Close()
+			y, err := cfg.YAML()
+			if err != nil {
+				return err
+			}
+			dir := trainer.RunDir(cfg)
+			if err := os.WriteFile(filepath.Join(dir, "config.yaml"), y, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "effective config (saved to %s):\n%s\n", filepath.Join(dir, "config.yaml"), indent(string(y)))
+			ctx, stop, done := signalContext()
+			defer done()
+			t, err := trainer.New(ctx, cfg, trainer.Options{Log: log, Progress: bars, GitRev: gitRev()})
+			if err != nil {
+				return err
+			}
+			res, runErr := t.Run(ctx, stop)
+			storePath := t.StorePath()
+			if err := t.Close(); err != nil && runErr == nil {
+				runErr = err
+			}
+			if runErr != nil {
+				return runErr
+			}
+			if res == nil {
+				fmt.Fprintf(os.Stderr, "stopped; checkpoint written. Continue with: trainer train --resume %s\n", cfg.Run.Name)
+				return nil
+			}
+			printResults(os.Stdout, res)
+			fmt.Printf("\nstore:  %s   (query it: trainer rollouts sql --store %s \"SELECT ...\")\n", storePath, storePath)
+			fmt.Printf("policy: %s\n", filepath.Join(dir, "final"))
+			if !c.Bool("no-report") {
+				html, err := report.Write(storePath, filepath.Join(dir, "report"))
+				if err != nil {
+					return fmt.Errorf("report: %w", err)
+				}
+				fmt.Printf("report: %s\n", html)
+			}
+			return nil
+		},
+	}
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+// printResults prints the final table: exact match per hop count and on
+// average, per method.
+func printResults(w *os.File, r *trainer.Results) {
+	fmt.Fprintf(w, "\nResults (exact match on the evaluation split):\n\n%-18s", "method")
+	for _, h := range r.Hops {
+		fmt.Fprintf(w, " %8s", fmt.Sprintf("%d-hop", h))
+	}
+	fmt.Fprintf(w, " %8s %8s\n", "EM", "F1")
+	for _, m := range r.Methods {
+		mm := r.Metrics[m]
+		fmt.Fprintf(w, "%-18s", m)
+		for _, h := range r.Hops {
+			fmt.Fprintf(w, " %8.3f", mm[fmt.Sprintf("em_hop%d", h)])
+		}
+		fmt.Fprintf(w, " %8.3f %8.3f\n", mm["em"], mm["f1"])
+	}
+}
+
+func dryRun(c *cli.Context, cfg config.Config) error {
+	r, err := trainer.DryRun(c.Context, cfg)
+	if err != nil {
+		return err
+	}
+	gb := func(b int64) string { return fmt.Sprintf("%.2f GB", float64(b)/1e9) }
+	fmt.Printf("data:      %d training and %d evaluation questions\n", r.TrainTasks, r.EvalTasks)
+	fmt.Printf("index:     %s (%d passages)\n", r.IndexPath, r.Passages)
+	fmt.Printf("tools:     %s\n", strings.Join(r.Tools, ", "))
+	fmt.Printf("tokenizer: %d tokens\n", r.Vocab)
+	fmt.Printf("model:     %s, vocab %d, hidden %d, %d layers, %d heads (%d kv), %.1fM parameters\n",
+		r.Model.ModelType, r.Model.Vocab, r.Model.Hidden, r.Model.Layers, r.Model.Heads, r.Model.KVHeads, float64(r.Params)/1e6)
+	m := r.Memory
+	parts := map[string]int64{"weights": m.Weights, "grads": m.Grads, "optimizer": m.Optimizer, "reference": m.Reference,
+		"critic": m.Critic, "kv cache": m.KVCache, "activations": m.Activations}
+	keys := make([]string, 0, len(parts))
+	for k := range parts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Printf("memory:    ~%s on %s (", gb(m.Total), cfg.Device.Device)
+	for i, k := range keys {
+		if i > 0 {
+			fmt.Print(", ")
+		}
+		fmt.Printf("%s %s", k, gb(parts[k]))
+	}
+	fmt.Println(")")
+	for _, w := range r.Warnings {
+		fmt.Printf("warning:   %s\n", w)
+	}
+	fmt.Println("dry run: ok")
+	return nil
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/agentrl/agentrl/internal/logging"
+	"github.com/agentrl/agentrl/internal/progress"
+	"github.com/agentrl/agentrl/trainer"
+	"github.com/agentrl/agentrl/trainer/config"
+)
+
+// loadConfig builds the effective config: defaults, --config, key flags,
+// --set; then validates it.
+func loadConfig(c *cli.Context) (config.Config, error) {
+	cfg := config.Default()
+	if err := config.ApplyFlags(c, &cfg); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// runLogger sets up logging for a run: console or JSON on stderr, and JSON
+// lines in <run>/log.jsonl, every line carrying the run's name.
+func runLogger(cfg config.Config) (zerolog.Logger, io.Closer, error) {
+	dir := trainer.RunDir(cfg)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return zerolog.Nop(), nil, err
+	}
+	l, closer, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, os.Stderr, filepath.Join(dir, "log.jsonl"))
+	if err != nil {
+		return zerolog.Nop(), nil, err
+	}
+	return logging.WithRun(l, cfg.Run.Name), closer, nil
+}
+
+// bars draws progress bars on stderr when it is a terminal.
+func bars(label string, total int) trainer.Bar { return progress.New(os.Stderr, label, total) }
+
+// exitErr wraps an error as a CLI failure with exit code 1.
+func exitErr(format string, a ...any) error { return cli.Exit(fmt.Sprintf(format, a...), 1) }

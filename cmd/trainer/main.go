@@ -1,0 +1,80 @@
+// Command trainer is agentrl's command line: train tool-using agents with
+// end-to-end RL, evaluate them, build search indexes, inspect stored
+// rollouts, write reports and benchmark the machine.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+)
+
+// libtorch keeps per-thread state: all torch work runs on the main
+// goroutine, pinned to the main OS thread.
+func init() { runtime.LockOSThread() }
+
+func main() {
+	app := &cli.App{
+		Name:  "trainer",
+		Usage: "end-to-end RL for tool-using LLM agents (Go on libtorch)",
+		Description: "Run `trainer train` with no arguments for the built-in CPU demo job: a synthetic multi-hop\n" +
+			"world, a tiny model, a supervised warm start, GRPO, evaluation against baselines and a report.",
+		Commands: []*cli.Command{
+			trainCommand(), sftCommand(), evalCommand(), indexCommand(), searchCommand(),
+			rolloutsCommand(), reportCommand(), benchCommand(), configCommand(), chatCommand(),
+			experimentCommand(),
+		},
+		EnableBashCompletion: true,
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "trainer:", err)
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) {
+			os.Exit(ec.ExitCode())
+		}
+		os.Exit(1)
+	}
+}
+
+// signalContext returns a context cancelled on the second SIGINT/SIGTERM and
+// a channel that receives on the first: stop after the current iteration,
+// then stop at once.
+func signalContext() (context.Context, <-chan struct{}, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan struct{})
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		n := 0
+		for range sig {
+			n++
+			if n == 1 {
+				fmt.Fprintln(os.Stderr, "\ninterrupt: finishing the current iteration, then checkpointing (Ctrl-C again to stop at once)")
+				close(first)
+			} else {
+				fmt.Fprintln(os.Stderr, "\ninterrupt: stopping now")
+				cancel()
+				return
+			}
+		}
+	}()
+	return ctx, first, func() { signal.Stop(sig); cancel() }
+}
+
+// gitRev is the revision of the source tree the binary runs from, when it
+// is a git checkout ("" otherwise).
+func gitRev() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}

@@ -1,0 +1,226 @@
+// Package experiment runs the paper's comparison at small scale: the
+// naive-RAG and base-tool-call baselines, PPO, GRPO, REINFORCE++ and RLOO,
+// and the mask ablations of PPO, over several seeds, and writes the table.
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentrl/agentrl/trainer"
+	"github.com/agentrl/agentrl/trainer/config"
+)
+
+// Spec is one RL configuration of the comparison.
+type Spec struct {
+	Name          string // run-name stem and table row
+	Estimator     string
+	AdvantageMask bool
+	LossMask      bool
+}
+
+// PaperSpecs are the RL rows of the table: the four algorithms, then PPO
+// without the advantage mask and without the loss mask.
+var PaperSpecs = []Spec{
+	{"PPO", "gae", true, true},
+	{"GRPO", "grpo", true, true},
+	{"REINFORCE++", "reinforce_pp", true, true},
+	{"RLOO", "rloo", true, true},
+	{"PPO w/o advantage mask", "gae", false, true},
+	{"PPO w/o loss mask", "gae", true, false},
+}
+
+// Baselines are the rows measured before RL.
+var Baselines = []string{"Naive RAG", "Base Tool Call"}
+
+// Cell is a mean and spread over seeds.
+type Cell struct {
+	Mean, Std float64
+	N         int
+}
+
+// Table is the outcome: per method, EM per hop count and on average.
+type Table struct {
+	Methods []string
+	Hops    []int
+	EM      map[string]map[string]Cell // method -> "hop1".."hopN", "avg"
+	Runs    map[string][]string        // method -> run names (for curves)
+	Seeds   []int
+	Wall    time.Duration
+}
+
+// Options are the experiment's knobs besides the base config.
+type Options struct {
+	Seeds    []int
+	Log      zerolog.Logger
+	Progress trainer.ProgressFunc
+	// OnRun is told when each run starts (name) for progress output.
+	OnRun func(name string, i, total int)
+}
+
+func runName(stem string, seed int) string {
+	s := ""
+	for _, r := range stem {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			s += string(r)
+		case r >= 'A' && r <= 'Z':
+			s += string(r + 'a' - 'A')
+		case r == '+':
+			s += "pp"
+		default:
+			s += "-"
+		}
+	}
+	return fmt.Sprintf("paper-%s-s%d", s, seed)
+}
+
+// Run warm-starts one model per seed, then trains every spec from it, and
+// collects the final evaluation of each run (the baselines from iteration
+// 0 of the runs).
+func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
+	start := time.Now()
+	tab := &Table{EM: map[string]map[string]Cell{}, Runs: map[string][]string{}, Seeds: o.Seeds}
+	samples := map[string]map[string][]float64{}
+	add := func(method, key string, v float64) {
+		if samples[method] == nil {
+			samples[method] = map[string][]float64{}
+		}
+		samples[method][key] = append(samples[method][key], v)
+	}
+	total := len(o.Seeds) * (1 + len(PaperSpecs))
+	n := 0
+	for _, seed := range o.Seeds {
+		cfg := base
+		cfg.Run.Seed = seed
+		cfg.Data.Synthetic.Seed = base.Data.Synthetic.Seed // one world, several training seeds
+		cfg.Run.Name = runName("sft", seed)
+		if o.OnRun != nil {
+			o.OnRun(cfg.Run.Name, n, total)
+		}
+		n++
+		if err := os.RemoveAll(trainer.RunDir(cfg)); err != nil {
+			return nil, err
+		}
+		t, err := trainer.New(ctx, cfg, trainer.Options{Log: o.Log, Progress: o.Progress})
+		if err != nil {
+			return nil, err
+		}
+		sftDir := filepath.Join(t.Dir(), "sft")
+		err = t.SFT(ctx, sftDir)
+		if cerr := t.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, fmt.Errorf("warm start of seed %d: %w", seed, err)
+		}
+		for i, spec := range PaperSpecs {
+			rc := cfg
+			rc.Run.Name = runName(spec.Name, seed)
+			rc.Model.Path = sftDir
+			rc.Algorithm.Estimator = spec.Estimator
+			rc.Algorithm.AdvantageMask = spec.AdvantageMask
+			rc.Algorithm.LossMask = spec.LossMask
+			rc.Eval.Baselines = i == 0 // naive RAG once per seed
+			if o.OnRun != nil {
+				o.OnRun(rc.Run.Name, n, total)
+			}
+			n++
+			if err := os.RemoveAll(trainer.RunDir(rc)); err != nil {
+				return nil, err
+			}
+			res, err := runOne(ctx, rc, o)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", rc.Run.Name, err)
+			}
+			tab.Runs[spec.Name] = append(tab.Runs[spec.Name], rc.Run.Name)
+			for method, m := range res.Metrics {
+				row := method
+				switch method {
+				case "Naive RAG", "Base Tool Call":
+					if method == "Base Tool Call" && i != 0 {
+						continue // the same model before RL: counted once per seed
+					}
+				default:
+					row = spec.Name
+				}
+				for k, v := range m {
+					if k == "em" {
+						add(row, "avg", v)
+					} else if len(k) > 6 && k[:6] == "em_hop" {
+						add(row, "hop"+k[6:], v)
+					}
+				}
+			}
+			for _, h := range res.Hops {
+				if !containsInt(tab.Hops, h) {
+					tab.Hops = append(tab.Hops, h)
+				}
+			}
+		}
+	}
+	for _, m := range append(append([]string{}, Baselines...), specNames()...) {
+		if samples[m] == nil {
+			continue
+		}
+		tab.Methods = append(tab.Methods, m)
+		tab.EM[m] = map[string]Cell{}
+		for k, xs := range samples[m] {
+			tab.EM[m][k] = meanStd(xs)
+		}
+	}
+	tab.Wall = time.Since(start)
+	return tab, nil
+}
+
+func runOne(ctx context.Context, cfg config.Config, o Options) (*trainer.Results, error) {
+	t, err := trainer.New(ctx, cfg, trainer.Options{Log: o.Log, Progress: o.Progress})
+	if err != nil {
+		return nil, err
+	}
+	res, err := t.Run(ctx, nil)
+	if cerr := t.Close(); err == nil {
+		err = cerr
+	}
+	return res, err
+}
+
+func specNames() []string {
+	var out []string
+	for _, s := range PaperSpecs {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// meanStd is the mean and the sample standard deviation (n-1; 0 for n=1).
+func meanStd(xs []float64) Cell {
+	c := Cell{N: len(xs)}
+	for _, x := range xs {
+		c.Mean += x
+	}
+	c.Mean /= float64(len(xs))
+	if len(xs) > 1 {
+		var ss float64
+		for _, x := range xs {
+			ss += (x - c.Mean) * (x - c.Mean)
+		}
+		c.Std = math.Sqrt(ss / float64(len(xs)-1))
+	}
+	return c
+}
