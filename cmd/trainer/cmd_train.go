@@ -25,7 +25,7 @@ func trainCommand() *cli.Command {
 		Usage: "train an agent with RL (no arguments: the built-in CPU demo job)",
 		Description: "Examples:\n" +
 			"  trainer train                                   # the default job: synthetic world, tiny model, GRPO\n" +
-			"  trainer train --config examples/qwen2.5-3b-hotpotqa.yaml\n" +
+			"  trainer train --config examples/qwen2.5-3b-hotpotqa-grpo.yaml\n" +
 			"  trainer train --estimator gae --set algorithm.loss_mask=false --run-name ppo-no-loss-mask\n" +
 			"  trainer train --resume default                  # continue a stopped run\n" +
 			"  trainer train --dry-run --config my.yaml        # check a config without training",

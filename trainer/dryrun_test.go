@@ -1,0 +1,274 @@
+package trainer
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/envs/tools/search"
+	"github.com/agentrl/agentrl/internal/shared"
+	"github.com/agentrl/agentrl/trainer/config"
+)
+
+// exampleSpec is what an example config must say: the Agent-R1 settings it
+// copies (batch 128 questions, mini-batch 64 questions, lr 1e-6 actor and
+// 1e-5 critic, KL 0.001, 5 turns, 5 samples per question for GRPO).
+type exampleSpec struct {
+	file      string
+	estimator string
+	group     int
+	miniBatch int // trajectories: 64 questions x group
+	klMode    string
+	critic    bool // a separate critic model is trained
+}
+
+var exampleConfigs = []exampleSpec{
+	{file: "qwen2.5-3b-hotpotqa-grpo.yaml", estimator: "grpo", group: 5, miniBatch: 64 * 5, klMode: "loss"},
+	{file: "qwen2.5-3b-hotpotqa-ppo.yaml", estimator: "gae", group: 1, miniBatch: 64, klMode: "reward", critic: true},
+}
+
+// The fixture qwen2-tiny-a (its README and config.json): vocab 384, hidden
+// 64, intermediate 160, 2 layers, 4 heads, 2 kv heads of size 16, q/k/v
+// biases, untied lm_head, max_position_embeddings 512.
+//
+// Its parameters, by hand: per layer q 64*64 + k,v 2*64*32 + o 64*64 +
+// MLP 3*64*160 + 2 norms of 64 + biases 64+32+32 = 4096+4096+4096+30720+128
+// +128 = 43264; embedding and lm_head 384*64 = 24576 each; final norm 64.
+// 2*43264 + 2*24576 + 64 = 135744.
+const (
+	fixtureParams  = 135744
+	fixtureLayers  = 2
+	fixtureKVWidth = 2 * 16 // kv heads x head size
+)
+
+// The Qwen tokenizer in data/tokenizers/qwen: byte-level BPE ids 0..151642
+// and 26 added tokens 151643..151668, so 151669 ids.
+const qwenVocab = 151669
+
+// Each example config goes through the dry run with the shared fixtures
+// standing in for the GPU machine's files: the tiny Qwen2 fixture with the
+// real Qwen tokenizer for /models, the raw HotpotQA/2Wiki/MuSiQue samples
+// for /data, an index built here, on the CPU in f32. The vocab mismatch of
+// that stand-in (151669 tokens, 384 embeddings) is a warning, not an error.
+func TestDryRunExamples(t *testing.T) {
+	model := exampleModel(t)
+	raw := func(rel ...string) string { return shared.Path(t, append([]string{"data", "raw"}, rel...)...) }
+	// data/raw/SOURCES.md: 100 HotpotQA train questions, 1000 2Wiki dev
+	// questions, 20 MuSiQue questions in the IRCoT prompt file, 994 corpus
+	// paragraphs.
+	train := []string{raw("hotpotqa", "hotpotqa_train.json"), raw("2wikimultihopqa", "dev.json")}
+	eval := []string{raw("musique", "gold_with_3_distractors_context_cot_qa_codex.txt")}
+	const wantTrain, wantEval, wantPassages = 100 + 1000, 20, 994
+	index := buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
+	if n := safetensorsParams(t, filepath.Join(model, "model.safetensors")); n != fixtureParams {
+		t.Fatalf("fixture holds %d parameters, the hand count says %d", n, fixtureParams)
+	}
+
+	for _, ex := range exampleConfigs {
+		t.Run(ex.file, func(t *testing.T) {
+			cfg, err := config.Load(filepath.Join("..", "examples", ex.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkAsShipped(t, cfg, ex)
+
+			cfg.Model.Path = model
+			cfg.Data.Train, cfg.Data.Eval = train, eval
+			cfg.Tools.Search.Index = index
+			cfg.Device.Device, cfg.Device.DType = "cpu", "f32"
+			cfg.Run.Dir = t.TempDir()
+			r, err := DryRun(context.Background(), cfg)
+			if err != nil {
+				t.Fatalf("dry run: %v", err)
+			}
+			if r.TrainTasks != wantTrain || r.EvalTasks != wantEval {
+				t.Errorf("tasks: %d train, %d eval; want %d and %d", r.TrainTasks, r.EvalTasks, wantTrain, wantEval)
+			}
+			if r.IndexPath != index || r.Passages != wantPassages {
+				t.Errorf("index %s with %d passages, want %s with %d", r.IndexPath, r.Passages, index, wantPassages)
+			}
+			if !slices.Equal(r.Tools, []string{"search"}) {
+				t.Errorf("tools %v, want [search]", r.Tools)
+			}
+			if r.Vocab != qwenVocab || r.Model.Vocab != 384 || r.Model.Hidden != 64 || r.Model.Layers != fixtureLayers {
+				t.Errorf("tokenizer %d, model vocab %d hidden %d layers %d; want %d, 384, 64, %d",
+					r.Vocab, r.Model.Vocab, r.Model.Hidden, r.Model.Layers, qwenVocab, fixtureLayers)
+			}
+			if r.Params != fixtureParams {
+				t.Errorf("params %d, want %d", r.Params, fixtureParams)
+			}
+			checkMemory(t, r.Memory, cfg, ex)
+			wantWarning(t, r.Warnings, "151669", "384")                 // tokenizer vs embeddings
+			wantWarning(t, r.Warnings, "env.max_tokens", "2048", "512") // budget vs max positions
+			if len(r.Warnings) != 2 {
+				t.Errorf("warnings %q, want the vocab and the position ones only", r.Warnings)
+			}
+		})
+	}
+}
+
+// checkAsShipped checks the example as a user gets it: valid, aimed at the
+// Docker image's volumes and a CUDA device, with Agent-R1's settings.
+func checkAsShipped(t *testing.T, cfg config.Config, ex exampleSpec) {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("%s does not validate: %v", ex.file, err)
+	}
+	if cfg.Model.Path != "/models/Qwen2.5-3B-Instruct" || cfg.Run.Dir != "/runs" ||
+		cfg.Device.Device != "cuda:0" || cfg.Device.DType != "bf16" {
+		t.Errorf("model %s, runs %s, device %s %s; want /models/Qwen2.5-3B-Instruct, /runs, cuda:0 bf16",
+			cfg.Model.Path, cfg.Run.Dir, cfg.Device.Device, cfg.Device.DType)
+	}
+	if cfg.Data.Source != "files" || len(cfg.Data.Train) != 2 || len(cfg.Data.Eval) != 1 {
+		t.Errorf("data %s: train %q eval %q, want files: two train files and one eval file", cfg.Data.Source, cfg.Data.Train, cfg.Data.Eval)
+	}
+	for _, p := range append(append([]string{cfg.Tools.Search.Index}, cfg.Data.Train...), cfg.Data.Eval...) {
+		if !strings.HasPrefix(p, "/data/") {
+			t.Errorf("%s is outside the /data volume", p)
+		}
+	}
+	if !strings.Contains(strings.ToLower(cfg.Data.Eval[0]), "musique") {
+		t.Errorf("eval %s, want MuSiQue (out of domain)", cfg.Data.Eval[0])
+	}
+	a, o := cfg.Algorithm, cfg.Optim
+	if cfg.Rollout.BatchSize != 128 || a.MiniBatch != ex.miniBatch || o.LR != 1e-6 || a.KLCoef != 0.001 || cfg.Env.MaxTurns != 5 {
+		t.Errorf("batch %d, mini-batch %d, lr %g, kl %g, turns %d; want 128, %d, 1e-6, 0.001, 5",
+			cfg.Rollout.BatchSize, a.MiniBatch, o.LR, a.KLCoef, cfg.Env.MaxTurns, ex.miniBatch)
+	}
+	if a.Estimator != ex.estimator || cfg.Rollout.GroupSize != ex.group || a.KLMode != ex.klMode {
+		t.Errorf("estimator %s, group %d, kl mode %s; want %s, %d, %s", a.Estimator, cfg.Rollout.GroupSize, a.KLMode, ex.estimator, ex.group, ex.klMode)
+	}
+	if ex.critic && (cfg.Model.Critic != "separate" || o.CriticLR != 1e-5) {
+		t.Errorf("critic %s with lr %g, want a separate critic with lr 1e-5", cfg.Model.Critic, o.CriticLR)
+	}
+}
+
+// checkMemory checks the estimate against what each part must hold for the
+// fixture in f32 (4 bytes a number): weights, gradients, AdamW's two
+// moments, a reference copy (both examples use a KL term), a separate
+// critic's weights, gradients and moments, and a K and a V vector per
+// layer, slot and position of the budget.
+func checkMemory(t *testing.T, m MemoryEstimate, cfg config.Config, ex exampleSpec) {
+	t.Helper()
+	w := int64(fixtureParams * 4)
+	var critic int64
+	if ex.critic {
+		critic = 4 * w
+	}
+	kv := int64(2*fixtureLayers*cfg.Rollout.Slots*(cfg.Env.MaxTokens+1)*fixtureKVWidth) * 4
+	if m.Weights != w || m.Grads != w || m.Optimizer != 2*w || m.Reference != w || m.Critic != critic || m.KVCache != kv {
+		t.Errorf("memory %+v, want weights = grads = reference = %d, optimizer %d, critic %d, kv cache %d", m, w, 2*w, critic, kv)
+	}
+	if m.Activations <= 0 {
+		t.Errorf("activations %d, want > 0", m.Activations)
+	}
+	if sum := m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations; m.Total != sum {
+		t.Errorf("total %d, want the sum of the parts %d", m.Total, sum)
+	}
+}
+
+func wantWarning(t *testing.T, warnings []string, parts ...string) {
+	t.Helper()
+	for _, w := range warnings {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(w, p)
+		}
+		if ok {
+			return
+		}
+	}
+	t.Errorf("no warning mentions %q among %q", parts, warnings)
+}
+
+// exampleModel is the qwen2-tiny-a fixture with the shared Qwen tokenizer
+// beside it (the fixture has none), in a temporary folder.
+func exampleModel(t *testing.T) string {
+	t.Helper()
+	fixture := shared.Path(t, "fixtures", "qwen2-tiny-a")
+	tokDir := shared.Path(t, "data", "tokenizers", "qwen")
+	dir := filepath.Join(t.TempDir(), "model")
+	if err := os.CopyFS(dir, os.DirFS(fixture)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		copyTestFile(t, filepath.Join(tokDir, f), filepath.Join(dir, f))
+	}
+	return dir
+}
+
+func copyTestFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// buildExampleIndex builds the search index of a corpus file in a temporary folder.
+func buildExampleIndex(t *testing.T, corpus string) string {
+	t.Helper()
+	ps, err := search.LoadCorpus(corpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "index.db")
+	if err := search.BuildIndex(context.Background(), out, ps, nil); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// safetensorsParams counts the numbers stored in a safetensors file from
+// its header (a little-endian uint64 length, then JSON naming each
+// tensor's shape), independently of the trainer's own count.
+func safetensorsParams(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var n uint64
+	if err := binary.Read(f, binary.LittleEndian, &n); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var header map[string]json.RawMessage
+	if err := json.NewDecoder(io.LimitReader(f, int64(n))).Decode(&header); err != nil {
+		t.Fatalf("%s header: %v", path, err)
+	}
+	var total int64
+	for name, raw := range header {
+		if name == "__metadata__" {
+			continue
+		}
+		var tensor struct{ Shape []int64 }
+		if err := json.Unmarshal(raw, &tensor); err != nil {
+			t.Fatalf("%s tensor %s: %v", path, name, err)
+		}
+		size := int64(1)
+		for _, d := range tensor.Shape {
+			size *= d
+		}
+		total += size
+	}
+	return total
+}
