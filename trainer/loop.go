@@ -136,7 +136,12 @@ func (t *Trainer) warmStart(ctx context.Context) error {
 	}
 	bar := t.bar("warm start (SFT)", (len(seqs)+c.Batch-1)/c.Batch*c.Epochs)
 	st, err := supervised(ctx, t.policy, seqs, sftConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
-		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm}, t.rng, func(int, int, float64) { bar.Add(1) })
+		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm}, t.rng, func(step, total int, loss float64) {
+		bar.Add(1)
+		if every := max(1, total/10); step%every == 0 || step == total {
+			t.log.Info().Int("step", step).Int("of", total).Float64("loss", loss).Msg("warm start")
+		}
+	})
 	bar.Done()
 	if err != nil {
 		return fmt.Errorf("warm start: %w", err)

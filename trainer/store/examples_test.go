@@ -314,3 +314,19 @@ func TestList(t *testing.T) {
 
 // near compares floats that went through different summation orders.
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// The README's store section is SCHEMA.md word for word, so the queries the
+// README shows are the ones this package's tests run.
+func TestReadmeCarriesSchema(t *testing.T) {
+	schema, err := os.ReadFile("SCHEMA.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Skip("README.md not found beside the module")
+	}
+	if !strings.Contains(string(readme), strings.TrimSpace(string(schema))) {
+		t.Fatal("README.md's store section differs from trainer/store/SCHEMA.md: copy SCHEMA.md into it")
+	}
+}
