@@ -208,7 +208,8 @@ int ar_model_param_names(ar_model m, char ***names, int *n, char **err);
 int ar_model_set_param(ar_model m, const char *name, ar_tensor t, char **err);
 /* A handle sharing the parameter's storage (gradients flow into it). */
 int ar_model_param(ar_model m, const char *name, ar_tensor *out, char **err);
-/* Copies every parameter of src into dst (same config). */
+/* Copies every parameter of src into dst (same config); a value head dst has
+ * and src lacks is kept. */
 int ar_model_copy_weights(ar_model dst, ar_model src, char **err);
 
 /* Full-sequence logits [B,T,V] (inference mode), for parity tests. ids,

@@ -16,7 +16,7 @@ struct ar_engine_s {
   int64_t max_len;
   std::vector<at::Tensor> K, V;     // per layer [slots, kv, max_len, hd]
   std::vector<int64_t> len;         // tokens cached per slot
-  at::Tensor pending;               // [slots, vocab] float32 logits of the last token
+  at::Tensor pending;               // [slots, vocab] float32 logits of the last token, on the model's device
   std::vector<bool> has_pending;
   std::vector<std::mt19937_64> rng; // one stream per slot: sampling does not depend on batch makeup
 };
@@ -88,8 +88,9 @@ void check_slot(const ar_engine_s &e, int slot) {
   TORCH_CHECK(slot >= 0 && slot < e.slots, "slot ", slot, " out of range [0,", e.slots, ")");
 }
 
-// sample draws one token per row of logits [S,V] (float32, CPU) with the
-// rows' own random streams; it returns the tokens and log softmax(l/T)[tok].
+// sample draws one token per row of logits [S,V] (float32, on the model's
+// device) with the rows' own random streams; only the S uniforms go to the
+// device and the S tokens and logprobs come back.
 void sample(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tensor &logits,
             const ar_sampling &s, int64_t *tokens, float *logprobs) {
   int64_t S = logits.size(0);
@@ -123,13 +124,14 @@ void sample(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tensor 
     std::vector<float> u(S);
     std::uniform_real_distribution<double> unif(0.0, 1.0);
     for (int64_t i = 0; i < S; i++) u[i] = static_cast<float>(unif(e.rng[slots[i]]));
-    at::Tensor ut = at::tensor(u, at::kFloat).unsqueeze(1) * cdf.narrow(1, V - 1, 1);
+    at::Tensor ut = at::tensor(u, at::kFloat).to(cdf.device()).unsqueeze(1) * cdf.narrow(1, V - 1, 1);
     chosen = at::searchsorted(cdf, ut).squeeze(1).clamp_max(V - 1);
     // Never pick a token whose probability is zero (the CDF is flat there).
     at::Tensor pz = probs.gather(1, chosen.unsqueeze(1)).squeeze(1) <= 0;
-    if (pz.any().item<bool>()) chosen = at::where(pz, probs.argmax(-1), chosen);
+    chosen = at::where(pz, probs.argmax(-1), chosen);
   }
-  at::Tensor lp = logp.gather(1, chosen.unsqueeze(1)).squeeze(1);
+  at::Tensor lp = logp.gather(1, chosen.unsqueeze(1)).squeeze(1).to(at::kCPU);
+  chosen = chosen.to(at::kCPU);
   auto ca = chosen.accessor<int64_t, 1>();
   auto la = lp.accessor<float, 1>();
   for (int64_t i = 0; i < S; i++) {
@@ -157,7 +159,7 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
       e->V.push_back(at::zeros({slots, c.kv_heads, max_len, c.head_dim}, opts));
     }
     e->len.assign(slots, 0);
-    e->pending = at::zeros({slots, c.vocab}, at::kFloat);
+    e->pending = at::zeros({slots, c.vocab}, at::TensorOptions().dtype(at::kFloat).device(m->dev));
     e->has_pending.assign(slots, false);
     for (int i = 0; i < slots; i++) e->rng.emplace_back(static_cast<uint64_t>(i) + 1);
     *out = e.release();
@@ -179,7 +181,7 @@ int ar_engine_prefill(ar_engine e, int slot, const int64_t *ids, int64_t n, char
       TORCH_CHECK(ids[i] >= 0 && ids[i] < e->m->cfg.vocab, "token id ", ids[i], " outside the vocabulary");
     at::Tensor t = at::from_blob(const_cast<int64_t *>(ids), {1, n}, at::kLong).to(e->m->dev);
     at::Tensor l = run(*e, {slot}, t);
-    e->pending[slot].copy_(l[0].to(at::kCPU));
+    e->pending[slot].copy_(l[0]);
     e->has_pending[slot] = true;
   });
 }
@@ -230,10 +232,10 @@ int ar_engine_step(ar_engine e, const int *slots, int n, const ar_sampling *s, i
       TORCH_CHECK(!seen[x]++, "slot ", x, " given twice in one step");
       TORCH_CHECK(e->has_pending[x], "slot ", x, " has nothing to continue from (prefill it first)");
     }
-    at::Tensor idx = at::tensor(sl, at::kLong);
+    at::Tensor idx = at::tensor(sl, at::kLong).to(e->m->dev);
     sample(*e, sl, e->pending.index_select(0, idx), *s, tokens, logprobs);
     at::Tensor t = at::from_blob(tokens, {n, 1}, at::kLong).to(e->m->dev);
-    at::Tensor l = run(*e, sl, t).to(at::kCPU);
+    at::Tensor l = run(*e, sl, t);
     e->pending.index_copy_(0, idx, l);
   });
 }
@@ -242,7 +244,8 @@ int ar_engine_logits(ar_engine e, int slot, float *dst, int64_t vocab, char **er
   return guard(err, [&] {
     check_slot(*e, slot);
     TORCH_CHECK(vocab == e->m->cfg.vocab, "buffer holds ", vocab, " logits, vocab is ", e->m->cfg.vocab);
-    std::memcpy(dst, e->pending[slot].data_ptr<float>(), sizeof(float) * vocab);
+    at::Tensor row = e->pending[slot].to(at::kCPU).contiguous();
+    std::memcpy(dst, row.data_ptr<float>(), sizeof(float) * vocab);
   });
 }
 

@@ -252,6 +252,8 @@ int ar_model_copy_weights(ar_model dst, ar_model src, char **err) {
     c10::NoGradGuard no_grad;
     for (const auto &n : dst->names) {
       auto it = src->params.find(n);
+      // A critic made from a policy keeps its own value head.
+      if (it == src->params.end() && n.rfind("v_head.", 0) == 0) continue;
       TORCH_CHECK(it != src->params.end(), "copy_weights: source has no parameter ", n);
       dst->params[n].copy_(it->second);
     }

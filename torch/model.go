@@ -140,7 +140,8 @@ func (m *Model) SetParam(name string, t *Tensor) error {
 }
 
 // CopyWeightsFrom copies every weight of src (same config) into m: how the
-// frozen reference policy is made.
+// frozen reference policy and a separate critic are made. A value head m
+// has and src lacks is kept.
 func (m *Model) CopyWeightsFrom(src *Model) error {
 	var msg *C.char
 	return check("model_copy_weights", C.ar_model_copy_weights(m.h, src.h, &msg), msg)

@@ -46,6 +46,11 @@ func latestCheckpoint(run string) (string, error) {
 
 // checkpoint saves the run's state after iteration t.state.Iteration.
 func (t *Trainer) checkpoint() error {
+	// The store must hold every iteration the checkpoint covers: a resume
+	// redoes only what comes after it.
+	if err := t.writer.Flush(); err != nil {
+		return err
+	}
 	name := fmt.Sprintf("iter-%06d", t.state.Iteration)
 	root := checkpointsDir(t.dir)
 	tmp := filepath.Join(root, ".tmp-"+name)

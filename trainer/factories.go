@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
@@ -25,7 +26,22 @@ func (t *Trainer) agentFactory(task envs.Task) (rollout.Setup, error) {
 	if err != nil {
 		return rollout.Setup{}, err
 	}
-	return rollout.Setup{System: SystemPrompt, User: task.Question, Tools: t.schemas, Env: env}, nil
+	return rollout.Setup{System: SystemPrompt, User: task.Question, Tools: t.promptTools(), Env: env}, nil
+}
+
+// promptTools are the tool schemas listed in the system prompt: none for
+// the synthetic world's from-scratch models under tools.schemas auto (they
+// cannot read JSON schemas; they learn the protocol from demonstrations).
+func (t *Trainer) promptTools() []json.RawMessage {
+	switch t.cfg.Tools.Schemas {
+	case "hide":
+		return nil
+	case "auto":
+		if t.cfg.Data.Source == "synthetic" {
+			return nil
+		}
+	}
+	return t.schemas
 }
 
 // ragFactory is the naive-RAG baseline: the question's top-k passages are

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/agentrl/agentrl/torch"
@@ -27,7 +28,7 @@ func forwardEach(m *torch.Model, trs []*traj.Trajectory, micro int, opt torch.Fo
 		p := padBatch(pick(trs, mb))
 		o, err := m.Forward(p.batch, opt)
 		if err != nil {
-			return nil, fmt.Errorf("forward of %d trajectories (%d tokens): %w", len(mb), p.batch.T, err)
+			return nil, oomHint(fmt.Errorf("forward of %d trajectories (%d tokens): %w", len(mb), p.batch.T, err))
 		}
 		v, err := pickOut(o).Float32s()
 		o.Free()
@@ -39,4 +40,13 @@ func forwardEach(m *torch.Model, trs []*traj.Trajectory, micro int, opt torch.Fo
 		}
 	}
 	return out, nil
+}
+
+// oomHint adds what to change to an out-of-memory error; the run stays
+// resumable from its last checkpoint.
+func oomHint(err error) error {
+	if errors.Is(err, torch.ErrOutOfMemory) {
+		return fmt.Errorf("%w\nhint: lower algorithm.micro_batch, rollout.slots or env.max_tokens, then continue with `trainer train --resume <run>`", err)
+	}
+	return err
 }

@@ -130,7 +130,7 @@ func (t *Trainer) warmStart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	seqs, dropped, err := renderDemos(t.cf, demos, t.schemas, t.cfg.Env.MaxTokens)
+	seqs, dropped, err := renderDemos(t.cf, demos, t.promptTools(), t.cfg.Env.MaxTokens)
 	if err != nil {
 		return err
 	}

@@ -153,7 +153,7 @@ func (u *updater) policyMicro(p padded, data map[*traj.Trajectory]*tokenData, n 
 	shared := cfg.Critic == "shared"
 	o, err := u.policy.Forward(p.batch, torch.ForwardOptions{Temperature: cfg.Temperature, Grad: true, Entropy: true, Values: shared})
 	if err != nil {
-		return false, fmt.Errorf("policy forward: %w", err)
+		return false, oomHint(fmt.Errorf("policy forward of %d trajectories (%d tokens): %w", len(p.trs), p.batch.T, err))
 	}
 	s := torch.NewScope()
 	defer s.Close()
@@ -208,7 +208,7 @@ func (u *updater) policyMicro(p padded, data map[*traj.Trajectory]*tokenData, n 
 		return false, nil
 	}
 	if err := loss.Backward(); err != nil {
-		return false, fmt.Errorf("policy backward: %w", err)
+		return false, oomHint(fmt.Errorf("policy backward of %d trajectories (%d tokens): %w", len(p.trs), p.batch.T, err))
 	}
 	return true, nil
 }
@@ -229,7 +229,7 @@ func (u *updater) criticStep(mini []*traj.Trajectory, data map[*traj.Trajectory]
 		p := padBatch(pick(mini, mb))
 		o, err := u.critic.Forward(p.batch, torch.ForwardOptions{Grad: true, Values: true})
 		if err != nil {
-			return fmt.Errorf("critic forward: %w", err)
+			return oomHint(fmt.Errorf("critic forward of %d trajectories: %w", len(mb), err))
 		}
 		s := torch.NewScope()
 		s.Own(o.LogProbs, o.Values)

@@ -36,6 +36,7 @@ func chatCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-turns", Value: 6, Usage: "assistant turns per question"},
 			&cli.IntFlag{Name: "max-tokens", Value: 2048, Usage: "token budget per question"},
 			&cli.IntFlag{Name: "max-turn-tokens", Value: 256, Usage: "tokens per turn"},
+			&cli.BoolFlag{Name: "hide-schemas", Usage: "leave the tools' JSON schemas out of the system prompt (as the synthetic world's tiny models are trained)"},
 			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda:N"},
 			&cli.IntFlag{Name: "threads", Value: 0, Usage: "CPU threads (0 = all)"},
 		},
@@ -88,6 +89,9 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 	schemas, err := envs.Schemas(tools)
 	if err != nil {
 		return err
+	}
+	if c.Bool("hide-schemas") {
+		schemas = nil
 	}
 	color := false
 	if f, ok := out.(*os.File); ok {

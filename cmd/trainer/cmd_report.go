@@ -15,7 +15,7 @@ func reportCommand() *cli.Command {
 		Name:      "report",
 		Usage:     "write a run's report (PNG plots + one self-contained HTML page), or compare runs",
 		ArgsUsage: "RUN [RUN...]",
-		Description: "RUN is a run name under --runs, or a store file.\n\nExamples:\n  trainer report default\n" +
+		Description: "RUN is a run name under --runs, a run folder, or a store file.\n\nExamples:\n  trainer report default\n" +
 			"  trainer report grpo ppo rloo --out runs/compare",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "runs", Value: "runs", Usage: "folder of runs"},
@@ -30,6 +30,11 @@ func reportCommand() *cli.Command {
 				p := a
 				if st, err := os.Stat(a); err != nil || st.IsDir() {
 					p = filepath.Join(c.String("runs"), a, "store.db")
+					if err == nil { // a folder: a run folder when it holds a store
+						if _, err := os.Stat(filepath.Join(a, "store.db")); err == nil {
+							p = filepath.Join(a, "store.db")
+						}
+					}
 				}
 				if _, err := os.Stat(p); err != nil {
 					return fmt.Errorf("report: run %s: no store at %s", a, p)

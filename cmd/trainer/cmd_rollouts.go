@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -49,9 +51,14 @@ func rolloutsCommand() *cli.Command {
 					&cli.IntFlag{Name: "iteration", Value: -1, Usage: "only this iteration"},
 					&cli.StringFlag{Name: "split", Usage: "train or eval"},
 					&cli.StringFlag{Name: "where", Usage: "extra SQL condition on the trajectories table"},
-					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most N rows"},
+					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most N rows (0 = all)"},
 				),
 				Action: func(c *cli.Context) error {
+					switch sp := c.String("split"); sp {
+					case "", string(traj.Train), string(traj.Eval):
+					default:
+						return exitErr("rollouts list: --split %q, want %s or %s", sp, traj.Train, traj.Eval)
+					}
 					p, err := storePath(c)
 					if err != nil {
 						return err
@@ -61,7 +68,7 @@ func rolloutsCommand() *cli.Command {
 						return err
 					}
 					defer s.Close()
-					f := store.ListFilter{Split: traj.Split(c.String("split")), Limit: c.Int("limit"), Where: c.String("where")}
+					f := store.ListFilter{Split: traj.Split(c.String("split")), Where: c.String("where")}
 					if it := c.Int("iteration"); it >= 0 {
 						f.Iteration = &it
 					}
@@ -69,6 +76,7 @@ func rolloutsCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
+					rows = newestFirst(rows, c.Int("limit"))
 					w := tabwriter.NewWriter(os.Stdout, 0, 2, 2, ' ', 0)
 					fmt.Fprintln(w, "ID\tITER\tSPLIT\tTASK\tHOPS\tTURNS\tTOKENS\tREWARD\tSTOP\tOK\tANSWER")
 					for _, r := range rows {
@@ -150,6 +158,17 @@ func rolloutsCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// newestFirst orders rows (in the order they were written) by iteration,
+// newest first, keeping the written order within an iteration, and keeps
+// at most limit of them (limit <= 0: all).
+func newestFirst(rows []store.Summary, limit int) []store.Summary {
+	slices.SortStableFunc(rows, func(a, b store.Summary) int { return cmp.Compare(b.Iteration, a.Iteration) })
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+	}
+	return rows
 }
 
 func cell(v any) string {

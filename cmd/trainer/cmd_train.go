@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,12 +33,9 @@ func trainCommand() *cli.Command {
 			"  trainer train --dry-run --config my.yaml        # check a config without training",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
-			cfg, err := loadConfig(c)
+			cfg, err := trainConfig(c)
 			if err != nil {
 				return err
-			}
-			if r := c.String("resume"); r != "" {
-				cfg.Run.Name, cfg.Run.Resume = r, true
 			}
 			if c.Bool("dry-run") {
 				return dryRun(c, cfg)
@@ -50,17 +49,21 @@ func trainCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			dir := trainer.RunDir(cfg)
-			if err := os.WriteFile(filepath.Join(dir, "config.yaml"), y, 0o644); err != nil {
-				return err
-			}
-			fmt.Fprintf(os.Stderr, "effective config (saved to %s):\n%s\n", filepath.Join(dir, "config.yaml"), indent(string(y)))
 			ctx, stop, done := signalContext()
 			defer done()
 			t, err := trainer.New(ctx, cfg, trainer.Options{Log: log, Progress: bars, GitRev: gitRev()})
 			if err != nil {
 				return err
 			}
+			// Saved only once New has accepted the run: a refused start
+			// (the name is taken, a bad checkpoint) leaves the run's
+			// config.yaml as it was.
+			dir := trainer.RunDir(cfg)
+			if err := os.WriteFile(filepath.Join(dir, "config.yaml"), y, 0o644); err != nil {
+				t.Close()
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "effective config (saved to %s):\n%s\n", filepath.Join(dir, "config.yaml"), indent(string(y)))
 			res, runErr := t.Run(ctx, stop)
 			storePath := t.StorePath()
 			if err := t.Close(); err != nil && runErr == nil {
@@ -70,7 +73,11 @@ func trainCommand() *cli.Command {
 				return runErr
 			}
 			if res == nil {
-				fmt.Fprintf(os.Stderr, "stopped; checkpoint written. Continue with: trainer train --resume %s\n", cfg.Run.Name)
+				resume := "trainer train --resume " + cfg.Run.Name
+				if cfg.Run.Dir != config.Default().Run.Dir {
+					resume += " --run-dir " + cfg.Run.Dir
+				}
+				fmt.Fprintf(os.Stderr, "stopped; checkpoint written. Continue with: %s\n", resume)
 				return nil
 			}
 			printResults(os.Stdout, res)
@@ -86,6 +93,39 @@ func trainCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// trainConfig is loadConfig for train. A resumed run (--resume RUN, or
+// run.resume) starts from the config.yaml saved in its folder, with the
+// command line applied over it, so it continues with the data, model and
+// settings it began with; only the flags given change anything.
+func trainConfig(c *cli.Context) (config.Config, error) {
+	cfg := config.Default()
+	if err := config.ApplyFlags(c, &cfg); err != nil {
+		return cfg, err
+	}
+	if r := c.String("resume"); r != "" {
+		cfg.Run.Name, cfg.Run.Resume = r, true
+	}
+	if cfg.Run.Resume {
+		name, dir := cfg.Run.Name, cfg.Run.Dir
+		saved := filepath.Join(trainer.RunDir(cfg), "config.yaml")
+		base, err := config.Load(saved)
+		switch {
+		case err == nil:
+			cfg = base
+			if err := config.ApplyFlags(c, &cfg); err != nil {
+				return cfg, err
+			}
+			cfg.Run.Name, cfg.Run.Dir, cfg.Run.Resume = name, dir, true
+		case !errors.Is(err, fs.ErrNotExist):
+			return cfg, fmt.Errorf("resume %s: %w", name, err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
 }
 
 func indent(s string) string {

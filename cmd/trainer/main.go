@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/agentrl/agentrl/torch"
 )
 
 // libtorch keeps per-thread state: all torch work runs on the main
@@ -22,6 +24,9 @@ import (
 func init() { runtime.LockOSThread() }
 
 func main() {
+	if err := torch.PassiveOpenMP(); err != nil {
+		fmt.Fprintln(os.Stderr, "trainer: setting OMP_WAIT_POLICY:", err)
+	}
 	app := &cli.App{
 		Name:  "trainer",
 		Usage: "end-to-end RL for tool-using LLM agents (Go on libtorch)",

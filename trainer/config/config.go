@@ -91,6 +91,7 @@ type SyntheticConfig struct {
 // ToolsConfig enables and configures tools.
 type ToolsConfig struct {
 	Enabled    []string         `yaml:"enabled" default:"[search]" doc:"tools the agent may call, by registered name"`
+	Schemas    string           `yaml:"schemas" default:"auto" enum:"auto|show|hide" doc:"list the tools' JSON schemas in the system prompt (auto: hide for the synthetic world's from-scratch models, which learn the protocol from demonstrations; show otherwise)"`
 	Search     SearchConfig     `yaml:"search" doc:"the BM25 passage search tool"`
 	Calculator CalculatorConfig `yaml:"calculator" doc:"the calculator tool (no settings)"`
 }

@@ -17,7 +17,7 @@ model.path model.tiny.hidden model.tiny.intermediate model.tiny.layers model.tin
 model.tiny.kv_heads model.tiny.max_positions model.critic model.critic_path model.ref_path
 data.source data.train data.eval data.format data.max_train data.max_eval
 data.synthetic.seed data.synthetic.entities data.synthetic.max_hops data.synthetic.test_fraction data.synthetic.questions
-tools.enabled tools.search.index tools.search.k
+tools.enabled tools.schemas tools.search.index tools.search.k
 env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observation_chars
 env.rewards.scorer env.rewards.outcome env.rewards.format env.rewards.valid_call env.rewards.support
 env.rewards.invalid_call env.rewards.repeat_call

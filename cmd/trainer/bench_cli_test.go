@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+// tinyBench is a model and batch small enough to benchmark in a blink.
+var tinyBench = []string{"--vocab", "64", "--hidden", "32", "--inter", "64", "--layers", "1", "--heads", "2", "--kv-heads", "1",
+	"--batch", "2", "--prompt-len", "8", "--new-tokens", "8", "--seq-len", "16", "--repeats", "1", "--threads", "1"}
+
+// benchLine runs a bench subcommand and decodes its one JSON line.
+func benchLine(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	r := ok(t, append([]string{"bench"}, args...)...)
+	ls := lines(r.stdout)
+	if len(ls) != 1 {
+		t.Fatalf("want one JSON line:\n%s", r)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(ls[0]), &m); err != nil {
+		t.Fatalf("bench line %q: %v", ls[0], err)
+	}
+	return m
+}
+
+// num reads a positive number field of a bench line.
+func num(t *testing.T, m map[string]any, key string) float64 {
+	t.Helper()
+	v, ok := m[key].(float64)
+	if !ok || !(v > 0) || math.IsInf(v, 0) {
+		t.Fatalf("%s = %v, want a positive number in %v", key, m[key], m)
+	}
+	return v
+}
+
+// near reports whether a and b agree to 1e-9 relative.
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
+
+func TestBenchGenerate(t *testing.T) {
+	t.Parallel() // independent of the shared run
+	m := benchLine(t, append([]string{"generate"}, tinyBench...)...)
+	if m["mode"] != "generate" {
+		t.Errorf("mode %v, want generate", m["mode"])
+	}
+	// tokens_per_s is batch x new tokens = 2 x 8 = 16 tokens over the
+	// median run time.
+	if tps, s := num(t, m, "tokens_per_s"), num(t, m, "median_s"); !near(tps, 16/s) {
+		t.Errorf("tokens_per_s %v, want 16 / median_s = %v", tps, 16/s)
+	}
+	if cfg, _ := m["config"].(map[string]any); cfg["hidden"] != 32.0 || cfg["batch"] != 2.0 {
+		t.Errorf("config %v does not echo the flags", m["config"])
+	}
+}
+
+func TestBenchTrain(t *testing.T) {
+	t.Parallel() // independent of the shared run
+	m := benchLine(t, append([]string{"train"}, tinyBench...)...)
+	if m["mode"] != "train" {
+		t.Errorf("mode %v, want train", m["mode"])
+	}
+	// One update on batch x seq len = 2 x 16 = 32 tokens.
+	if tps, s := num(t, m, "tokens_per_s"), num(t, m, "median_s"); !near(tps, 32/s) {
+		t.Errorf("tokens_per_s %v, want 32 / median_s = %v", tps, 32/s)
+	}
+}
+
+func TestBenchRollout(t *testing.T) {
+	t.Parallel() // independent of the shared run
+	args := append([]string{"rollout"}, tinyBench...)
+	args = append(args, "--trajectories", "4", "--tool-turns", "1", "--turn-tokens", "4", "--turn-jitter", "0",
+		"--obs-tokens", "4", "--latency-ms", "5", "--slots", "2")
+	m := benchLine(t, args...)
+	if m["mode"] != "rollout" {
+		t.Errorf("mode %v, want rollout", m["mode"])
+	}
+	// 4 trajectories x (1 tool turn + the final turn) x 4 tokens = 32.
+	if g := num(t, m, "generated_tokens"); g != 32 {
+		t.Errorf("generated_tokens %v, want 32", g)
+	}
+	wall, noLat := num(t, m, "wall_s"), num(t, m, "wall_no_latency_s")
+	if r := num(t, m, "latency_ratio"); !near(r, wall/noLat) {
+		t.Errorf("latency_ratio %v, want wall_s / wall_no_latency_s = %v", r, wall/noLat)
+	}
+	if tps := num(t, m, "tokens_per_s"); !near(tps, 32/wall) {
+		t.Errorf("tokens_per_s %v, want 32 / wall_s = %v", tps, 32/wall)
+	}
+	// Every episode waits once for a 5 ms tool.
+	if wall < 0.005 {
+		t.Errorf("wall_s %v, below the 5 ms tool latency", wall)
+	}
+}
+
+func TestBenchBadConfig(t *testing.T) {
+	t.Parallel() // independent of the shared run
+	fails(t, []string{"vocab", "positive"}, "bench", "generate", "--vocab", "0")
+	fails(t, []string{"hidden", "heads"}, "bench", "train", "--hidden", "32", "--heads", "3")
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// outcomeLine is how chat ends an episode: the answer, why there is none,
+// or the error.
+var outcomeLine = regexp.MustCompile(`(?m)^(answer: |\(no answer: [a-z_]+\)$|error: )`)
+
+func TestChat(t *testing.T) {
+	run := trainedRun(t)
+	model, index := filepath.Join(run.dir(), "final"), filepath.Join(run.dir(), "index.db")
+	r := runCLI(t, "\nWhat is the capital of the nation of Kamo?\n", "chat", "--model", model, "--index", index,
+		"--threads", "1", "--max-turns", "2", "--max-turn-tokens", "8")
+	if r.code != 0 {
+		t.Fatalf("want exit 0:\n%s", r)
+	}
+	if !strings.HasPrefix(r.stdout, "agentrl chat: "+model+" with tools search.") {
+		t.Errorf("no greeting naming the model and tools:\n%s", r)
+	}
+	// The blank line is skipped (a second prompt, no episode); the question
+	// gets assistant turns and ends in an answer, no answer or an error
+	// line; end of input ends the session after a last prompt.
+	ls := lines(r.stdout)
+	if n := strings.Count(r.stdout, "you> "); n != 3 {
+		t.Errorf("%d prompts, want 3 (blank line, question, end of input):\n%s", n, r)
+	}
+	turns := 0
+	for _, l := range ls {
+		for strings.HasPrefix(l, "you> ") {
+			l = strings.TrimPrefix(l, "you> ")
+		}
+		if strings.HasPrefix(l, "assistant: ") {
+			turns++
+		}
+	}
+	if turns < 1 || turns > 2 {
+		t.Errorf("%d assistant turns, want 1 or 2 (--max-turns 2):\n%s", turns, r)
+	}
+	if !outcomeLine.MatchString(r.stdout) {
+		t.Errorf("the episode does not end with its outcome:\n%s", r)
+	}
+	if len(ls) == 0 || strings.TrimSpace(ls[len(ls)-1]) != "you>" {
+		t.Errorf("the session does not end at the prompt:\n%s", r)
+	}
+}
+
+func TestChatErrors(t *testing.T) {
+	fails(t, []string{`"model"`}, "chat")
+	missing := filepath.Join(t.TempDir(), "nomodel")
+	fails(t, []string{filepath.Join(missing, "tokenizer.json")}, "chat", "--model", missing)
+	run := trainedRun(t)
+	model := filepath.Join(run.dir(), "final")
+	fails(t, []string{"search", "index"}, "chat", "--model", model)
+	noIndex := filepath.Join(t.TempDir(), "none.db")
+	fails(t, []string{noIndex}, "chat", "--model", model, "--index", noIndex)
+}

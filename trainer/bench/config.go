@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/agentrl/agentrl/torch"
+)
+
+// Config is the model shape and workload of one benchmark. Generate uses
+// Batch, PromptLen and NewTokens; Train uses Batch and SeqLen.
+type Config struct {
+	Vocab     int `json:"vocab"`
+	Hidden    int `json:"hidden"`
+	Inter     int `json:"inter"`
+	Layers    int `json:"layers"`
+	Heads     int `json:"heads"`
+	KVHeads   int `json:"kv_heads"`
+	Batch     int `json:"batch"`
+	PromptLen int `json:"prompt_len"`
+	NewTokens int `json:"new_tokens"`
+	SeqLen    int `json:"seq_len"`
+	Threads   int `json:"threads"` // 0 = all cores
+	Repeats   int `json:"repeats"` // measured runs after one warm-up
+}
+
+// Preset returns a named configuration ("small" or "medium") for mode
+// ("generate" or "train"), with 2 threads and 3 repeats.
+func Preset(name, mode string) (Config, error) {
+	var c Config
+	switch name {
+	case "small":
+		c = Config{Vocab: 2048, Hidden: 256, Inter: 688, Layers: 4, Heads: 8, KVHeads: 4}
+		c.Batch, c.PromptLen, c.NewTokens, c.SeqLen = 16, 64, 128, 256
+		if mode == "train" {
+			c.Batch = 8
+		}
+	case "medium":
+		c = Config{Vocab: 32000, Hidden: 768, Inter: 2048, Layers: 12, Heads: 12, KVHeads: 4}
+		c.Batch, c.PromptLen, c.NewTokens, c.SeqLen = 8, 128, 64, 512
+		if mode == "train" {
+			c.Batch = 4
+		}
+	default:
+		return Config{}, fmt.Errorf("bench preset %q: want small or medium", name)
+	}
+	if mode != "generate" && mode != "train" {
+		return Config{}, fmt.Errorf("bench preset %q: mode %q: want generate or train", name, mode)
+	}
+	c.Threads, c.Repeats = 2, 3
+	return c, nil
+}
+
+// validate checks the fields every mode needs, naming the first bad one.
+func (c Config) validate() error {
+	pos := []struct {
+		name string
+		v    int
+	}{{"vocab", c.Vocab}, {"hidden", c.Hidden}, {"inter", c.Inter}, {"layers", c.Layers},
+		{"heads", c.Heads}, {"kv_heads", c.KVHeads}, {"batch", c.Batch}, {"repeats", c.Repeats}}
+	for _, p := range pos {
+		if p.v <= 0 {
+			return fmt.Errorf("bench config: %s must be positive, got %d", p.name, p.v)
+		}
+	}
+	if c.Threads < 0 {
+		return fmt.Errorf("bench config: threads must not be negative, got %d", c.Threads)
+	}
+	if c.Hidden%c.Heads != 0 {
+		return fmt.Errorf("bench config: hidden (%d) must be a multiple of heads (%d)", c.Hidden, c.Heads)
+	}
+	return nil
+}
+
+// threads resolves Threads 0 to the number of cores.
+func (c Config) threads() int {
+	if c.Threads == 0 {
+		return runtime.NumCPU()
+	}
+	return c.Threads
+}
+
+// model is the torch configuration of the benchmarked decoder.
+func (c Config) model(maxPositions int) torch.Config {
+	return torch.Config{ModelType: "qwen2", Vocab: c.Vocab, Hidden: c.Hidden, Intermediate: c.Inter,
+		Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.Hidden / c.Heads,
+		RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: maxPositions}
+}

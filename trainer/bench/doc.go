@@ -1,0 +1,26 @@
+// Package bench measures the policy model's two hot paths on random weights:
+// generation through the KV-cache engine and one PPO update.
+//
+// Generate prefills Batch random prompts of PromptLen tokens into slots
+// 0..Batch-1 (one Prefill call per slot, as the rollout scheduler does) and
+// then runs NewTokens decode steps of all slots together, sampling at
+// temperature 1. Its headline TokensPerS is end to end, the way a Hugging
+// Face generate loop is usually timed: Batch*NewTokens generated tokens over
+// the time of prefill plus decode. DecodeTokensPerS counts the decode phase
+// alone and PrefillTokensPerS the prompt tokens over the prefill phase.
+//
+// Train runs one update on [Batch, SeqLen] random tokens: the training
+// forward with autograd (logprobs of the taken tokens), the clipped PPO
+// loss against detached old logprobs with fixed random advantages over a
+// mask covering the second half of each sequence, backward, gradient
+// clipping at norm 1 and an AdamW step. Its TokensPerS is Batch*SeqLen over
+// the time of one update.
+//
+// Both build a Qwen2-style model (q/k/v biases, untied lm_head, head_dim =
+// Hidden/Heads) in float32 on the CPU, run one warm-up and then Repeats
+// measured runs, and report medians. All libtorch work runs on one
+// torch.Worker after torch.SetThreads(Threads), Threads 0 meaning every core.
+// A Result marshals (encoding/json) to one line:
+//
+//	{"mode":"generate","tokens_per_s":1234.5,"config":{"vocab":2048,...},...}
+package bench

@@ -1,0 +1,45 @@
+package bench
+
+import "sort"
+
+// Result is one benchmark's outcome. Times are medians over the measured
+// runs, in seconds. Fields of the other mode are zero and left out of the
+// JSON.
+type Result struct {
+	Mode       string    `json:"mode"`         // "generate" or "train"
+	TokensPerS float64   `json:"tokens_per_s"` // generate: end to end incl. prefill; train: per update
+	Config     Config    `json:"config"`       // as run, with Threads resolved
+	MedianS    float64   `json:"median_s"`     // one whole run
+	RunsS      []float64 `json:"runs_s"`       // every measured run, in order
+	CPUS       float64   `json:"cpu_s"`        // process CPU time of a run (user+sys, all threads)
+
+	// Generate.
+	DecodeTokensPerS  float64 `json:"decode_tokens_per_s,omitempty"`  // Batch*NewTokens / DecodeS
+	PrefillTokensPerS float64 `json:"prefill_tokens_per_s,omitempty"` // Batch*PromptLen / PrefillS
+	PrefillS          float64 `json:"prefill_s,omitempty"`
+	DecodeS           float64 `json:"decode_s,omitempty"`
+	MsPerStep         float64 `json:"ms_per_step,omitempty"`   // 1000*DecodeS/NewTokens
+	PrefillShare      float64 `json:"prefill_share,omitempty"` // PrefillS / (PrefillS + DecodeS)
+
+	// Train.
+	ForwardS  float64 `json:"forward_s,omitempty"`  // training forward with autograd
+	BackwardS float64 `json:"backward_s,omitempty"` // loss composition and backward
+	OptimS    float64 `json:"optim_s,omitempty"`    // grad clip, AdamW step, zero grad
+	Loss      float64 `json:"loss,omitempty"`       // PPO loss of the last run
+	GradNorm  float64 `json:"grad_norm,omitempty"`  // gradient norm before clipping, last run
+}
+
+// median is the middle value (the mean of the two middle ones for an even
+// count); 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
