@@ -109,8 +109,11 @@ run: deps build
 	@echo "bin/trainer train (built-in default job)"
 	@./bin/trainer train
 
+# The paper's table at CPU scale (about 40 minutes on 2 cores): writes
+# docs/results.md and the curves beside it.
 paper: deps build
-	@./bin/trainer experiment paper
+	@echo "bin/trainer experiment paper (3 seeds x 6 RL runs, see docs/results.md)"
+	@./bin/trainer experiment paper --seeds 1,2,3 --iterations 30 --out docs/results.md
 
 image:
 	docker build -t agentrl:latest .

@@ -158,7 +158,7 @@ type AlgorithmConfig struct {
 	VFCoef          float64 `yaml:"vf_coef" default:"0.5" doc:"weight of the value loss"`
 	ValueClip       float64 `yaml:"value_clip" default:"0.2" doc:"clip range of value updates (0 = off)"`
 	Epochs          int     `yaml:"epochs" default:"1" doc:"passes over each iteration's batch"`
-	MiniBatch       int     `yaml:"mini_batch" default:"16" doc:"trajectories per optimiser step"`
+	MiniBatch       int     `yaml:"mini_batch" default:"32" doc:"trajectories per optimiser step"`
 	MicroBatch      int     `yaml:"micro_batch" default:"8" doc:"trajectories per forward/backward pass (gradient accumulation)"`
 	AdvantageMask   bool    `yaml:"advantage_mask" default:"true" doc:"credit only policy-generated tokens in the advantage"`
 	LossMask        bool    `yaml:"loss_mask" default:"true" doc:"count only policy-generated tokens in the losses"`
@@ -183,10 +183,10 @@ type OptimConfig struct {
 // SFTConfig sets the supervised warm-up.
 type SFTConfig struct {
 	Data              string  `yaml:"data" default:"" doc:"demonstrations file (\"\" = scripted demonstrations of the synthetic world)"`
-	Epochs            int     `yaml:"epochs" default:"3" doc:"passes over the demonstrations"`
+	Epochs            int     `yaml:"epochs" default:"8" doc:"passes over the demonstrations"`
 	LR                float64 `yaml:"lr" default:"1e-3" doc:"learning rate"`
 	Batch             int     `yaml:"batch" default:"16" doc:"demonstrations per optimiser step"`
-	Demos             int     `yaml:"demos" default:"400" doc:"scripted demonstrations generated"`
+	Demos             int     `yaml:"demos" default:"800" doc:"scripted demonstrations generated"`
 	ImperfectFraction float64 `yaml:"imperfect_fraction" default:"0.3" doc:"fraction of scripted demonstrations with a detour or mistake"`
 }
 

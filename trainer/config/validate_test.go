@@ -43,7 +43,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"algorithm.loss_agg", func(c *Config) { c.Algorithm.LossAgg = "sum" }, "token-mean"},
 		{"algorithm.kl_estimator", func(c *Config) { c.Algorithm.KLEstimator = "k4" }, "k4"},
 		{"algorithm.kl_mode", func(c *Config) { c.Algorithm.KLMode = "both" }, "loss, reward, off"},
-		{"algorithm.micro_batch", func(c *Config) { c.Algorithm.MicroBatch = 32 }, "exceeds algorithm.mini_batch 16"},
+		{"algorithm.micro_batch", func(c *Config) { c.Algorithm.MicroBatch = 64 }, "exceeds algorithm.mini_batch 32"},
 		{"algorithm.filter_keep_ratio", func(c *Config) { c.Algorithm.FilterKeepRatio = 0 }, "want in (0, 1]"},
 		{"optim.lr", func(c *Config) { c.Optim.LR = 0 }, "want > 0"},
 		{"optim.beta2", func(c *Config) { c.Optim.Beta2 = 1 }, "want in [0, 1)"},
