@@ -37,6 +37,16 @@ func storePath(c *cli.Context) (string, error) {
 	return p, nil
 }
 
+// openRunStore opens the store named by the store flags, and its path.
+func openRunStore(c *cli.Context) (*store.Store, string, error) {
+	p, err := storePath(c)
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := store.Open(p)
+	return s, p, err
+}
+
 func rolloutsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "rollouts",
@@ -59,11 +69,7 @@ func rolloutsCommand() *cli.Command {
 					default:
 						return exitErr("rollouts list: --split %q, want %s or %s", sp, traj.Train, traj.Eval)
 					}
-					p, err := storePath(c)
-					if err != nil {
-						return err
-					}
-					s, err := store.Open(p)
+					s, _, err := openRunStore(c)
 					if err != nil {
 						return err
 					}
@@ -98,11 +104,7 @@ func rolloutsCommand() *cli.Command {
 					if c.NArg() != 1 {
 						return exitErr("rollouts show: give one trajectory ID (see rollouts list)")
 					}
-					p, err := storePath(c)
-					if err != nil {
-						return err
-					}
-					s, err := store.Open(p)
+					s, p, err := openRunStore(c)
 					if err != nil {
 						return err
 					}
