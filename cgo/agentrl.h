@@ -208,6 +208,9 @@ int ar_model_param_names(ar_model m, char ***names, int *n, char **err);
 int ar_model_set_param(ar_model m, const char *name, ar_tensor t, char **err);
 /* A handle sharing the parameter's storage (gradients flow into it). */
 int ar_model_param(ar_model m, const char *name, ar_tensor *out, char **err);
+/* Activation checkpointing for the training forward: keep only each
+ * layer's input and recompute the layer in the backward pass. */
+int ar_model_set_checkpointing(ar_model m, int on, char **err);
 /* Copies every parameter of src into dst (same config); a value head dst has
  * and src lacks is kept. */
 int ar_model_copy_weights(ar_model dst, ar_model src, char **err);

@@ -10,6 +10,10 @@
 // attention where query head h reads kv head h / (heads / kv_heads).
 #include "model.h"
 
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <array>
 #include <cmath>
 
 using namespace ar;
@@ -90,17 +94,84 @@ at::Tensor full_mask(const at::Tensor &attn) {
   return m.view({attn.size(0), 1, 1, T, T});
 }
 
+// One decoder layer over a full sequence.
+at::Tensor layer_forward(const ar_model_s &m, const ar_model_s::Layer &l, at::Tensor x, const at::Tensor &cos,
+                         const at::Tensor &sin, const at::Tensor &mask) {
+  at::Tensor q, k, v;
+  qkv(m, l, rms_norm(x, l.input_layernorm, m.cfg.rms_eps), cos, sin, q, k, v);
+  x = x + m.attention(l, q, k, v, mask);
+  return x + m.mlp(l, rms_norm(x, l.post_attention_layernorm, m.cfg.rms_eps));
+}
+
+// The layer's 12 parameter slots (q/k/v biases undefined when absent).
+std::array<at::Tensor, 12> layer_params(const ar_model_s::Layer &l) {
+  return {l.input_layernorm, l.q_w, l.q_b, l.k_w, l.k_b, l.v_w, l.v_b, l.o_w, l.post_attention_layernorm,
+          l.gate, l.up, l.down};
+}
+
+using OptT = c10::optional<at::Tensor>;
+OptT opt(const at::Tensor &t) { return t.defined() ? OptT(t) : OptT(); }
+
+// CheckpointedLayer is activation checkpointing (Chen et al. 2016,
+// arXiv:1604.06174): the forward keeps only the layer's input, the
+// backward runs the layer again with grad and differentiates it. The
+// layer's parameters are inputs of the node (one argument each, as
+// libtorch's custom functions want), so their gradients flow.
+struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
+  static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x, OptT p0, OptT p1, OptT p2,
+                            OptT p3, OptT p4, OptT p5, OptT p6, OptT p7, OptT p8, OptT p9, OptT p10, OptT p11,
+                            const at::Tensor &cos, const at::Tensor &sin, const at::Tensor &mask, int64_t model,
+                            int64_t layer) {
+    ctx->save_for_backward({x, cos, sin, mask});
+    ctx->saved_data["model"] = model;
+    ctx->saved_data["layer"] = layer;
+    at::NoGradGuard no_grad;
+    const auto *m = reinterpret_cast<const ar_model_s *>(model);
+    return layer_forward(*m, m->layers[layer], x, cos, sin, mask);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    const auto *m = reinterpret_cast<const ar_model_s *>(ctx->saved_data["model"].toInt());
+    const auto &l = m->layers[ctx->saved_data["layer"].toInt()];
+    at::Tensor x = saved[0].detach().requires_grad_(true);
+    at::Tensor y;
+    {
+      c10::AutoGradMode on(true);
+      y = layer_forward(*m, l, x, saved[1], saved[2], saved[3]);
+    }
+    auto slots = layer_params(l);
+    std::vector<at::Tensor> inputs{x};
+    for (const auto &p : slots)
+      if (p.defined()) inputs.push_back(p);
+    auto grads = torch::autograd::grad({y}, inputs, {grad_out[0]}, false, false, true);
+    // One gradient per forward argument: x, the 12 parameter slots, then
+    // none for cos, sin, mask, model and layer.
+    torch::autograd::variable_list out{grads[0]};
+    size_t k = 1;
+    for (const auto &p : slots) out.push_back(p.defined() ? grads[k++] : at::Tensor());
+    for (int i = 0; i < 5; i++) out.emplace_back();
+    return out;
+  }
+};
+
 // Final hidden states [B,T,H] for a full sequence.
 at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &attn,
                   const at::Tensor &pos) {
   at::Tensor x = at::embedding(m.embed, ids);
   auto [cos, sin] = m.rope(pos);
   at::Tensor mask = full_mask(attn);
-  for (const auto &l : m.layers) {
-    at::Tensor q, k, v;
-    qkv(m, l, rms_norm(x, l.input_layernorm, m.cfg.rms_eps), cos, sin, q, k, v);
-    x = x + m.attention(l, q, k, v, mask);
-    x = x + m.mlp(l, rms_norm(x, l.post_attention_layernorm, m.cfg.rms_eps));
+  bool ckpt = m.checkpointing && at::GradMode::is_enabled();
+  for (size_t i = 0; i < m.layers.size(); i++) {
+    if (ckpt) {
+      auto p = layer_params(m.layers[i]);
+      x = CheckpointedLayer::apply(x, opt(p[0]), opt(p[1]), opt(p[2]), opt(p[3]), opt(p[4]), opt(p[5]), opt(p[6]),
+                                   opt(p[7]), opt(p[8]), opt(p[9]), opt(p[10]), opt(p[11]), cos, sin, mask,
+                                   reinterpret_cast<int64_t>(&m), static_cast<int64_t>(i));
+    } else {
+      x = layer_forward(m, m.layers[i], x, cos, sin, mask);
+    }
   }
   return rms_norm(x, m.norm, m.cfg.rms_eps);
 }
@@ -245,6 +316,10 @@ int ar_model_param(ar_model m, const char *name, ar_tensor *out, char **err) {
     TORCH_CHECK(it != m->params.end(), "model has no parameter named ", name);
     *out = wrap(it->second);
   });
+}
+
+int ar_model_set_checkpointing(ar_model m, int on, char **err) {
+  return guard(err, [&] { m->checkpointing = on != 0; });
 }
 
 int ar_model_copy_weights(ar_model dst, ar_model src, char **err) {

@@ -27,6 +27,7 @@ struct ar_model_s {
   at::Tensor v_head_w, v_head_b;                    // v_head.summary.{weight,bias} (TRL's names)
   std::vector<Layer> layers;
   at::Tensor inv_freq;  // [head_dim/2] float32: rope_theta^(-2j/head_dim)
+  bool checkpointing = false;  // recompute layer activations in the backward pass
 
   // Rotary tables for positions [B,T] -> cos, sin [B,1,T,head_dim] in dtype.
   std::pair<at::Tensor, at::Tensor> rope(const at::Tensor &positions) const;

@@ -370,3 +370,11 @@ func (m *Model) Forward(b Batch, opt ForwardOptions) (Output, error) {
 	}
 	return out, nil
 }
+
+// SetCheckpointing turns activation checkpointing of the training forward
+// on or off: each layer keeps only its input and is recomputed in the
+// backward pass, trading about a third more compute for activation memory.
+func (m *Model) SetCheckpointing(on bool) error {
+	var msg *C.char
+	return check("model_set_checkpointing", C.ar_model_set_checkpointing(m.h, cbool(on), &msg), msg)
+}

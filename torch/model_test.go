@@ -536,3 +536,50 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// Activation checkpointing changes memory, not math: the gradients of every
+// parameter equal those without it.
+func TestCheckpointingSameGradients(t *testing.T) {
+	m, _ := NewRandomModel(tinyConfig(), Float32, CPU, true, 13)
+	defer m.Free()
+	ids := seq(9, 3)
+	b := Batch{B: 1, T: 9, IDs: ids, Attn: []int64{1, 1, 1, 1, 1, 1, 1, 1, 1}, Positions: []int64{0, 1, 2, 3, 4, 5, 6, 7, 8}}
+	grads := func(ckpt bool) map[string][]float32 {
+		if err := m.SetCheckpointing(ckpt); err != nil {
+			t.Fatal(err)
+		}
+		s := NewScope()
+		defer s.Close()
+		o, err := m.Forward(b, ForwardOptions{Grad: true, Values: true, Entropy: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Own(o.LogProbs, o.Values, o.Entropy)
+		loss := s.Add(s.Add(s.Sum(o.LogProbs), s.Sum(o.Values)), s.Sum(o.Entropy))
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := loss.Backward(); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]float32{}
+		for _, n := range m.Names() {
+			p := s.Adopt(m.Param(n))
+			g := s.Adopt(p.Grad())
+			if g == nil {
+				t.Fatalf("%s has no gradient (checkpointing %v)", n, ckpt)
+			}
+			out[n], _ = g.Float32s()
+			p.ZeroGrad()
+		}
+		return out
+	}
+	plain, ck := grads(false), grads(true)
+	for n, g := range plain {
+		for i := range g {
+			if math.Abs(float64(g[i]-ck[n][i])) > 1e-6 {
+				t.Fatalf("%s[%d]: %v without checkpointing, %v with", n, i, g[i], ck[n][i])
+			}
+		}
+	}
+}

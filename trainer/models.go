@@ -47,6 +47,9 @@ func (t *Trainer) loadModels(ck string) error {
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
+	if err := t.policy.SetCheckpointing(t.cfg.Model.Checkpointing); err != nil {
+		return err
+	}
 	if v := t.tok.VocabSize(); v > t.policy.Config.Vocab {
 		return fmt.Errorf("the tokenizer has %d tokens but the model's vocab_size is %d", v, t.policy.Config.Vocab)
 	}
@@ -82,6 +85,9 @@ func (t *Trainer) loadModels(ck string) error {
 			}
 			if err != nil {
 				return fmt.Errorf("critic: %w", err)
+			}
+			if err := t.critic.SetCheckpointing(t.cfg.Model.Checkpointing); err != nil {
+				return err
 			}
 		}
 	}

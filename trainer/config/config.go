@@ -51,11 +51,12 @@ type DeviceConfig struct {
 
 // ModelConfig locates or creates the models.
 type ModelConfig struct {
-	Path       string     `yaml:"path" default:"" doc:"Hugging Face model folder of the policy (\"\" = create a tiny model from model.tiny)"`
-	Tiny       TinyConfig `yaml:"tiny" doc:"shape of the tiny model created when model.path is empty"`
-	Critic     string     `yaml:"critic" default:"separate" enum:"separate|shared" doc:"value head on a separate model or on the policy trunk"`
-	CriticPath string     `yaml:"critic_path" default:"" doc:"model folder of a separate critic (\"\" = start from the policy's weights)"`
-	RefPath    string     `yaml:"ref_path" default:"" doc:"model folder of the KL reference (\"\" = copy of the initial policy)"`
+	Path          string     `yaml:"path" default:"" doc:"Hugging Face model folder of the policy (\"\" = create a tiny model from model.tiny)"`
+	Tiny          TinyConfig `yaml:"tiny" doc:"shape of the tiny model created when model.path is empty"`
+	Critic        string     `yaml:"critic" default:"separate" enum:"separate|shared" doc:"value head on a separate model or on the policy trunk"`
+	CriticPath    string     `yaml:"critic_path" default:"" doc:"model folder of a separate critic (\"\" = start from the policy's weights)"`
+	Checkpointing bool       `yaml:"checkpointing" default:"false" doc:"activation checkpointing in the training forward: recompute each layer in the backward pass (less memory, about a third more compute)"`
+	RefPath       string     `yaml:"ref_path" default:"" doc:"model folder of the KL reference (\"\" = copy of the initial policy)"`
 }
 
 // TinyConfig is the shape of a freshly created Qwen2-style model.
