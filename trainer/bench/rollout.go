@@ -31,12 +31,13 @@ type RolloutConfig struct {
 	Repeats      int     `json:"repeats"`
 }
 
-// DefaultRollout is the target scenario: 32 trajectories of 3 tool turns,
-// 100 ms tool latency against 0 ms, on the small model.
+// DefaultRollout is the target scenario: 32 trajectories of 3 tool turns
+// and a final turn of 48 to 80 tokens each (an agent's short reasoning and
+// a call), 100 ms tool latency against 0 ms, on the small model.
 func DefaultRollout() RolloutConfig {
 	m, _ := Preset("small", "generate")
 	m.PromptLen = 64
-	return RolloutConfig{Model: m, Trajectories: 32, ToolTurns: 3, TurnTokens: 32, TurnJitter: 32, ObsTokens: 24,
+	return RolloutConfig{Model: m, Trajectories: 32, ToolTurns: 3, TurnTokens: 48, TurnJitter: 32, ObsTokens: 24,
 		LatencyMS: 100, Slots: 32, Repeats: 3}
 }
 

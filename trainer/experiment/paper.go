@@ -73,7 +73,7 @@ func runName(stem string, seed int) string {
 		case r >= 'A' && r <= 'Z':
 			s += string(r + 'a' - 'A')
 		case r == '+':
-			s += "pp"
+			s += "p"
 		default:
 			s += "-"
 		}
