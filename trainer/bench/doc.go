@@ -18,8 +18,18 @@
 //
 // Both build a Qwen2-style model (q/k/v biases, untied lm_head, head_dim =
 // Hidden/Heads) in float32 on the CPU, run one warm-up and then Repeats
-// measured runs, and report medians. All libtorch work runs on one
-// torch.Worker after torch.SetThreads(Threads), Threads 0 meaning every core.
+// measured runs, and report medians, with the process CPU time beside the
+// wall time. All libtorch work runs on one torch.Worker after
+// torch.SetThreads(Threads), Threads 0 meaning every core.
+//
+// The numbers depend on how libgomp's and OpenBLAS's thread pools wait,
+// which only environment variables read at process start control (the
+// trainer CLI sets OMP_WAIT_POLICY=PASSIVE through torch.PassiveOpenMP).
+// With spinning workers, on 2 cores shared with other work, decode ran
+// 3-13x slower and burned 3-8x the CPU time; OPENBLAS_THREAD_TIMEOUT=16
+// (idle OpenBLAS workers sleep after 2^16 cycles instead of 2^28) helped
+// further.
+//
 // A Result marshals (encoding/json) to one line:
 //
 //	{"mode":"generate","tokens_per_s":1234.5,"config":{"vocab":2048,...},...}
