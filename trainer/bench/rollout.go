@@ -50,6 +50,9 @@ type RolloutResult struct {
 	WallNoLatS   float64       `json:"wall_no_latency_s"`
 	Generated    int           `json:"generated_tokens"`
 	MeanBatch    float64       `json:"mean_decode_batch"`
+	Steps        [2]int        `json:"decode_steps"` // without, with the latency
+	IdleS        [2]float64    `json:"idle_s"`       // time no slot could decode, without / with
+	PrefillS     [2]float64    `json:"prefill_s"`    // prompt and observation prefills, without / with
 	Config       RolloutConfig `json:"config"`
 }
 
@@ -136,9 +139,9 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 		return RolloutResult{}, err
 	}
 	var with, without []float64
-	var st rollout.Stats
+	var st, st0 rollout.Stats
 	for i := 0; i < cfg.Repeats; i++ {
-		w0, _, err := run(0)
+		w0, s0, err := run(0)
 		if err != nil {
 			return RolloutResult{}, err
 		}
@@ -146,10 +149,11 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 		if err != nil {
 			return RolloutResult{}, err
 		}
-		without, with, st = append(without, w0.Seconds()), append(with, w1.Seconds()), s1
+		without, with, st, st0 = append(without, w0.Seconds()), append(with, w1.Seconds()), s1, s0
 	}
 	res := RolloutResult{Mode: "rollout", WallS: median(with), WallNoLatS: median(without), Generated: st.Generated,
-		MeanBatch: st.MeanBatch, Config: cfg}
+		MeanBatch: st.MeanBatch, Config: cfg, Steps: [2]int{st0.Steps, st.Steps},
+		IdleS: [2]float64{st0.Idle.Seconds(), st.Idle.Seconds()}, PrefillS: [2]float64{st0.Prefill.Seconds(), st.Prefill.Seconds()}}
 	res.LatencyRatio = res.WallS / res.WallNoLatS
 	res.TokensPerS = float64(st.Generated) / res.WallS
 	return res, nil
