@@ -117,6 +117,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := torch.SetThreads(threads); err != nil {
 		return nil, err
 	}
+	t.log.Info().Str("device", t.device.String()).Int("threads", torch.Threads()).Msg("torch ready")
 	if err := torch.ManualSeed(uint64(cfg.Run.Seed)); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ func main() {
 			experimentCommand(),
 		},
 		EnableBashCompletion: true,
+		Version:              buildInfo(),
 	}
 	if err := app.Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "trainer:", err)
@@ -82,4 +83,11 @@ func gitRev() string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// buildInfo names the build flavour and the libtorch versions (compiled
+// against, loaded), for --version.
+func buildInfo() string {
+	compiled, loaded := torch.Version()
+	return fmt.Sprintf("%s build, libtorch %s (loaded %s)", torch.BuildKind, compiled, loaded)
 }
