@@ -439,13 +439,32 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	return nil
 }
 
-// results reads the final table from the store: the naive-RAG and
-// base-tool-call baselines (iteration 0) and the policy's last evaluation.
+// results reads the run's final table from its store.
 func (t *Trainer) results() (*Results, error) {
 	ms, err := t.store.Metrics()
 	if err != nil {
 		return nil, err
 	}
+	return resultsOf(ms, "RL ("+t.cfg.Algorithm.Estimator+")"), nil
+}
+
+// ReadResults reads the final table of a finished run from its store:
+// the naive-RAG and base-tool-call baselines (iteration 0) and the policy's
+// last evaluation, named rl.
+func ReadResults(storePath, rl string) (*Results, error) {
+	s, err := store.Open(storePath)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	ms, err := s.Metrics()
+	if err != nil {
+		return nil, err
+	}
+	return resultsOf(ms, rl), nil
+}
+
+func resultsOf(ms []store.IterationMetrics, rl string) *Results {
 	r := &Results{Metrics: map[string]map[string]float64{}}
 	pickPrefix := func(m map[string]float64, prefix string) map[string]float64 {
 		out := map[string]float64{}
@@ -470,9 +489,8 @@ func (t *Trainer) results() (*Results, error) {
 		}
 	}
 	if last != nil {
-		name := "RL (" + t.cfg.Algorithm.Estimator + ")"
-		r.Methods = append(r.Methods, name)
-		r.Metrics[name] = last
+		r.Methods = append(r.Methods, rl)
+		r.Metrics[rl] = last
 	}
 	for h := 1; h <= 4; h++ {
 		for _, mm := range r.Metrics {
@@ -482,5 +500,5 @@ func (t *Trainer) results() (*Results, error) {
 			}
 		}
 	}
-	return r, nil
+	return r
 }

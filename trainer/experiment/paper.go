@@ -9,12 +9,15 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // Spec is one RL configuration of the comparison.
@@ -39,10 +42,12 @@ var PaperSpecs = []Spec{
 // Baselines are the rows measured before RL.
 var Baselines = []string{"Naive RAG", "Base Tool Call"}
 
-// Cell is a mean and spread over seeds.
+// Cell is a mean and spread over seeds, with the per-seed values in seed
+// order (so methods can be compared seed by seed).
 type Cell struct {
 	Mean, Std float64
 	N         int
+	Values    []float64
 }
 
 // Table is the outcome: per method, EM per hop count and on average.
@@ -81,25 +86,14 @@ func runName(stem string, seed int) string {
 	return fmt.Sprintf("paper-%s-s%d", s, seed)
 }
 
-// Run warm-starts one model per seed, then trains every spec from it, and
-// collects the final evaluation of each run (the baselines from iteration
-// 0 of the runs).
+// Run warm-starts one model per seed, trains every spec from it, and
+// collects the table from the runs' stores.
 func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
-	start := time.Now()
-	tab := &Table{EM: map[string]map[string]Cell{}, Runs: map[string][]string{}, Seeds: o.Seeds}
-	samples := map[string]map[string][]float64{}
-	add := func(method, key string, v float64) {
-		if samples[method] == nil {
-			samples[method] = map[string][]float64{}
-		}
-		samples[method][key] = append(samples[method][key], v)
-	}
 	total := len(o.Seeds) * (1 + len(PaperSpecs))
 	n := 0
 	for _, seed := range o.Seeds {
 		cfg := base
 		cfg.Run.Seed = seed
-		cfg.Data.Synthetic.Seed = base.Data.Synthetic.Seed // one world, several training seeds
 		cfg.Run.Name = runName("sft", seed)
 		if o.OnRun != nil {
 			o.OnRun(cfg.Run.Name, n, total)
@@ -135,26 +129,51 @@ func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
 			if err := os.RemoveAll(trainer.RunDir(rc)); err != nil {
 				return nil, err
 			}
-			res, err := runOne(ctx, rc, o)
-			if err != nil {
+			if err := runOne(ctx, rc, o); err != nil {
 				return nil, fmt.Errorf("run %s: %w", rc.Run.Name, err)
 			}
-			tab.Runs[spec.Name] = append(tab.Runs[spec.Name], rc.Run.Name)
+		}
+	}
+	return Collect(base.Run.Dir, o.Seeds)
+}
+
+// Collect builds the table from the stores of finished paper runs under
+// runsDir: per seed, the baselines from the first spec's iteration 0 and
+// each spec's last evaluation. The wall time is the span from the first
+// run's start to the last iteration written.
+func Collect(runsDir string, seeds []int) (*Table, error) {
+	tab := &Table{EM: map[string]map[string]Cell{}, Runs: map[string][]string{}, Seeds: seeds}
+	samples := map[string]map[string][]float64{}
+	add := func(method, key string, v float64) {
+		if samples[method] == nil {
+			samples[method] = map[string][]float64{}
+		}
+		samples[method][key] = append(samples[method][key], v)
+	}
+	var paths []string
+	for _, seed := range seeds {
+		paths = append(paths, filepath.Join(runsDir, runName("sft", seed), "store.db"))
+		for i, spec := range PaperSpecs {
+			name := runName(spec.Name, seed)
+			path := filepath.Join(runsDir, name, "store.db")
+			paths = append(paths, path)
+			res, err := trainer.ReadResults(path, spec.Name)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", name, err)
+			}
+			if _, ok := res.Metrics[spec.Name]; !ok {
+				return nil, fmt.Errorf("run %s has no final evaluation: did it finish?", name)
+			}
+			tab.Runs[spec.Name] = append(tab.Runs[spec.Name], name)
 			for method, m := range res.Metrics {
-				row := method
-				switch method {
-				case "Naive RAG", "Base Tool Call":
-					if method == "Base Tool Call" && i != 0 {
-						continue // the same model before RL: counted once per seed
-					}
-				default:
-					row = spec.Name
+				if method != spec.Name && i != 0 {
+					continue // the baselines: once per seed, from the first spec's run
 				}
 				for k, v := range m {
 					if k == "em" {
-						add(row, "avg", v)
-					} else if len(k) > 6 && k[:6] == "em_hop" {
-						add(row, "hop"+k[6:], v)
+						add(method, "avg", v)
+					} else if strings.HasPrefix(k, "em_hop") {
+						add(method, "hop"+k[len("em_hop"):], v)
 					}
 				}
 			}
@@ -175,20 +194,53 @@ func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
 			tab.EM[m][k] = meanStd(xs)
 		}
 	}
-	tab.Wall = time.Since(start)
-	return tab, nil
-}
-
-func runOne(ctx context.Context, cfg config.Config, o Options) (*trainer.Results, error) {
-	t, err := trainer.New(ctx, cfg, trainer.Options{Log: o.Log, Progress: o.Progress})
+	sort.Ints(tab.Hops)
+	wall, err := span(paths)
 	if err != nil {
 		return nil, err
 	}
-	res, err := t.Run(ctx, nil)
+	tab.Wall = wall
+	return tab, nil
+}
+
+// span is the time from the earliest run start to the latest iteration
+// written among the stores.
+func span(paths []string) (time.Duration, error) {
+	var first, last time.Time
+	for _, p := range paths {
+		for _, q := range []string{"SELECT MIN(started_at) FROM runs", "SELECT MAX(created_at) FROM iterations"} {
+			_, rows, err := store.QueryReadOnly(p, q)
+			if err != nil {
+				return 0, err
+			}
+			if len(rows) == 0 || rows[0][0] == nil {
+				continue
+			}
+			ts, err := time.Parse(time.RFC3339Nano, fmt.Sprint(rows[0][0]))
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", p, err)
+			}
+			if first.IsZero() || ts.Before(first) {
+				first = ts
+			}
+			if ts.After(last) {
+				last = ts
+			}
+		}
+	}
+	return last.Sub(first), nil
+}
+
+func runOne(ctx context.Context, cfg config.Config, o Options) error {
+	t, err := trainer.New(ctx, cfg, trainer.Options{Log: o.Log, Progress: o.Progress})
+	if err != nil {
+		return err
+	}
+	_, err = t.Run(ctx, nil)
 	if cerr := t.Close(); err == nil {
 		err = cerr
 	}
-	return res, err
+	return err
 }
 
 func specNames() []string {
@@ -210,7 +262,7 @@ func containsInt(xs []int, x int) bool {
 
 // meanStd is the mean and the sample standard deviation (n-1; 0 for n=1).
 func meanStd(xs []float64) Cell {
-	c := Cell{N: len(xs)}
+	c := Cell{N: len(xs), Values: xs}
 	for _, x := range xs {
 		c.Mean += x
 	}
