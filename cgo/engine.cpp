@@ -31,13 +31,23 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   auto lopts = at::TensorOptions().dtype(at::kLong).device(m.dev);
   std::vector<int64_t> start(S);
   int64_t L = 0;
-  bool dense = true;  // slots are 0..S-1 in order: the cache is read in place
   for (int64_t i = 0; i < S; i++) {
     start[i] = e.len[slots[i]];
     TORCH_CHECK(start[i] + n <= e.max_len, "slot ", slots[i], " would exceed the cache length ", e.max_len,
                 " (has ", start[i], ", adding ", n, ")");
     L = std::max(L, start[i] + n);
-    dense = dense && slots[i] == i;
+  }
+  // Runs of consecutive slot numbers read the cache in place (narrow views,
+  // no copy): rows [i0, i1) of the batch are slots s0.. of the cache, with
+  // keys up to the run's longest length.
+  struct Run {
+    int64_t i0, i1, s0, len;
+  };
+  std::vector<Run> runs;
+  for (int64_t i = 0; i < S; i++) {
+    if (runs.empty() || slots[i] != slots[i - 1] + 1) runs.push_back({i, i, slots[i], 0});
+    runs.back().i1 = i + 1;
+    runs.back().len = std::max(runs.back().len, start[i] + n);
   }
   at::Tensor startt = at::tensor(start, at::kLong).to(m.dev);
   at::Tensor pos = startt.unsqueeze(1) + at::arange(n, lopts).unsqueeze(0);  // [S,n]
@@ -68,15 +78,15 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
         vc.index_put_({slott, Slice(), pj}, v.select(2, j));
       }
     }
-    at::Tensor ks, vs;
-    if (dense) {
-      ks = kc.narrow(0, 0, S).narrow(2, 0, L);
-      vs = vc.narrow(0, 0, S).narrow(2, 0, L);
-    } else {
-      ks = kc.index_select(0, slott).narrow(2, 0, L);
-      vs = vc.index_select(0, slott).narrow(2, 0, L);
+    std::vector<at::Tensor> outs;
+    for (const auto &r : runs) {
+      int64_t rn = r.i1 - r.i0;
+      outs.push_back(m.attend(q.narrow(0, r.i0, rn), kc.narrow(0, r.s0, rn).narrow(2, 0, r.len),
+                              vc.narrow(0, r.s0, rn).narrow(2, 0, r.len),
+                              mask.narrow(0, r.i0, rn).narrow(-1, 0, r.len)));
     }
-    x = x + m.attention(l, q, ks, vs, mask);
+    at::Tensor att = outs.size() == 1 ? outs[0] : at::cat(outs, 0);
+    x = x + linear(att, l.o_w, at::Tensor());
     x = x + m.mlp(l, rms_norm(x, l.post_attention_layernorm, m.cfg.rms_eps));
   }
   for (int64_t i = 0; i < S; i++) e.len[slots[i]] = start[i] + n;

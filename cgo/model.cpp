@@ -56,8 +56,8 @@ std::pair<at::Tensor, at::Tensor> ar_model_s::rope(const at::Tensor &positions) 
   return {emb.cos().to(dtype), emb.sin().to(dtype)};
 }
 
-at::Tensor ar_model_s::attention(const Layer &l, const at::Tensor &q, const at::Tensor &k,
-                                 const at::Tensor &v, const at::Tensor &mask) const {
+at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                              const at::Tensor &mask) const {
   // q [B,heads,T,hd] is viewed as [B,kv,group*T,hd] so each kv head serves
   // its group of query heads without copying the keys.
   int64_t B = q.size(0), T = q.size(2), L = k.size(2);
@@ -66,11 +66,15 @@ at::Tensor ar_model_s::attention(const Layer &l, const at::Tensor &q, const at::
   at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)).view({B, cfg.kv_heads, g, T, L});
   scores = scores.to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(cfg.head_dim))) + mask;
   at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type()).view({B, cfg.kv_heads, g * T, L});
-  at::Tensor out = at::matmul(probs, v)                                     // [B,kv,g*T,hd]
-                       .view({B, cfg.heads, T, cfg.head_dim})              // head = kv*g + j
-                       .transpose(1, 2)
-                       .reshape({B, T, cfg.heads * cfg.head_dim});
-  return linear(out, l.o_w, at::Tensor());
+  return at::matmul(probs, v)                          // [B,kv,g*T,hd]
+      .view({B, cfg.heads, T, cfg.head_dim})           // head = kv*g + j
+      .transpose(1, 2)
+      .reshape({B, T, cfg.heads * cfg.head_dim});
+}
+
+at::Tensor ar_model_s::attention(const Layer &l, const at::Tensor &q, const at::Tensor &k,
+                                 const at::Tensor &v, const at::Tensor &mask) const {
+  return linear(attend(q, k, v, mask), l.o_w, at::Tensor());
 }
 
 at::Tensor ar_model_s::mlp(const Layer &l, const at::Tensor &x) const {

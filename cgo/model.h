@@ -33,6 +33,8 @@ struct ar_model_s {
   std::pair<at::Tensor, at::Tensor> rope(const at::Tensor &positions) const;
   // One decoder layer. x [B,T,H]; attention reads keys/values [B,kv,L,hd]
   // produced by kv(), masked by the additive mask [B,1,1,T,L].
+  // attend is attention before the output projection: [B,T,heads*hd].
+  at::Tensor attend(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, const at::Tensor &mask) const;
   at::Tensor attention(const Layer &l, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
                        const at::Tensor &mask) const;
   at::Tensor mlp(const Layer &l, const at::Tensor &x) const;
