@@ -7,7 +7,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
@@ -46,15 +45,11 @@ func evalCommand() *cli.Command {
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			log, closer, err := runLogger(cfg)
+			t, closer, err := startRun(c, cfg)
 			if err != nil {
 				return err
 			}
 			defer closer.Close()
-			t, err := trainer.New(c.Context, cfg, trainer.Options{Log: log, Progress: bars, GitRev: gitRev()})
-			if err != nil {
-				return err
-			}
 			res, err := t.Evaluate(c.Context)
 			storePath := t.StorePath()
 			if cerr := t.Close(); err == nil {

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/agentrl/agentrl/trainer"
 )
 
 func sftCommand() *cli.Command {
@@ -23,15 +21,11 @@ func sftCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			log, closer, err := runLogger(cfg)
+			t, closer, err := startRun(c, cfg)
 			if err != nil {
 				return err
 			}
 			defer closer.Close()
-			t, err := trainer.New(c.Context, cfg, trainer.Options{Log: log, Progress: bars, GitRev: gitRev()})
-			if err != nil {
-				return err
-			}
 			defer t.Close()
 			out := c.String("out")
 			if out == "" {

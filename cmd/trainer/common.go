@@ -42,6 +42,21 @@ func runLogger(cfg config.Config) (zerolog.Logger, io.Closer, error) {
 	return logging.WithRun(l, cfg.Run.Name), closer, nil
 }
 
+// startRun sets up the run's logging and prepares its trainer; the closer
+// ends the logging (close the trainer first).
+func startRun(c *cli.Context, cfg config.Config) (*trainer.Trainer, io.Closer, error) {
+	log, closer, err := runLogger(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := trainer.New(c.Context, cfg, trainer.Options{Log: log, Progress: bars, GitRev: gitRev()})
+	if err != nil {
+		closer.Close()
+		return nil, nil, err
+	}
+	return t, closer, nil
+}
+
 // bars draws progress bars on stderr when it is a terminal.
 func bars(label string, total int) trainer.Bar { return progress.New(os.Stderr, label, total) }
 

@@ -34,30 +34,24 @@ func (t *lookupTool) Description() string {
 
 // Parameters is the JSON schema of the arguments.
 func (t *lookupTool) Parameters() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"title":{"type":"string",` +
-		`"description":"the exact title of a passage"}},"required":["title"],"additionalProperties":false}`)
+	return oneStringParam("title", "the exact title of a passage")
 }
 
 // Call runs one call (see the constructor for the result and errors).
 func (t *lookupTool) Call(ctx context.Context, args json.RawMessage) (envs.Result, error) {
-	var a struct {
-		Title *string `json:"title"`
-	}
-	if err := decodeArgs(LookupName, args, &a); err != nil {
+	title, err := stringArg(LookupName, args, "title")
+	if err != nil {
 		return envs.Result{}, err
 	}
-	if a.Title == nil {
-		return envs.Result{}, errors.New(`lookup: missing required argument "title"`)
-	}
-	if strings.TrimSpace(*a.Title) == "" {
+	if strings.TrimSpace(title) == "" {
 		return envs.Result{}, errors.New("lookup: the title is empty")
 	}
-	p, ok, err := t.idx.Lookup(ctx, *a.Title)
+	p, ok, err := t.idx.Lookup(ctx, title)
 	if err != nil {
 		return envs.Result{}, err
 	}
 	if !ok {
-		return envs.Result{Content: fmt.Sprintf("No passage is titled %q; use search to find titles.", *a.Title)}, nil
+		return envs.Result{Content: fmt.Sprintf("No passage is titled %q; use search to find titles.", title)}, nil
 	}
 	return envs.Result{Content: render(p.Title, p.Text), OK: true, Refs: []string{p.Title}}, nil
 }

@@ -52,24 +52,18 @@ func (t *searchTool) Description() string {
 
 // Parameters is the JSON schema of the arguments.
 func (t *searchTool) Parameters() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"query":{"type":"string",` +
-		`"description":"keywords or a question to search for"}},"required":["query"],"additionalProperties":false}`)
+	return oneStringParam("query", "keywords or a question to search for")
 }
 
 // Call runs one call (see the constructor for the result and errors).
 func (t *searchTool) Call(ctx context.Context, args json.RawMessage) (envs.Result, error) {
-	var a struct {
-		Query *string `json:"query"`
-	}
-	if err := decodeArgs(SearchName, args, &a); err != nil {
+	query, err := stringArg(SearchName, args, "query")
+	if err != nil {
 		return envs.Result{}, err
 	}
-	if a.Query == nil {
-		return envs.Result{}, errors.New(`search: missing required argument "query"`)
-	}
-	hits, err := t.idx.Search(ctx, *a.Query, t.k)
+	hits, err := t.idx.Search(ctx, query, t.k)
 	if errors.Is(err, ErrNoTerms) {
-		return envs.Result{}, fmt.Errorf("search: the query %q has no words to search for", *a.Query)
+		return envs.Result{}, fmt.Errorf("search: the query %q has no words to search for", query)
 	}
 	if err != nil {
 		return envs.Result{}, err
@@ -95,6 +89,32 @@ func render(title, text string) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// oneStringParam is the JSON schema of a tool taking one required string.
+func oneStringParam(name, description string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"type": "object",
+		"properties":           map[string]any{name: map[string]string{"type": "string", "description": description}},
+		"required":             []string{name},
+		"additionalProperties": false})
+	return b
+}
+
+// stringArg reads a call's one required string argument.
+func stringArg(tool string, args json.RawMessage, name string) (string, error) {
+	var a map[string]json.RawMessage
+	if err := decodeArgs(tool, args, &a); err != nil {
+		return "", err
+	}
+	raw, ok := a[name]
+	if !ok || string(raw) == "null" {
+		return "", fmt.Errorf("%s: missing required argument %q", tool, name)
+	}
+	var v string
+	if err := decodeArgs(tool, raw, &v); err != nil {
+		return "", err
+	}
+	return v, nil
+}
 
 // decodeArgs unmarshals the arguments of a call to tool.
 func decodeArgs(tool string, args json.RawMessage, v any) error {
