@@ -118,3 +118,45 @@ func checkInvariants(t *testing.T, x *traj.Trajectory) {
 		t.Fatalf("%s: the last token is not the policy's", x.ID)
 	}
 }
+
+// Rollouts decoding from a bf16 copy of an f32 policy: the copy is
+// refreshed before every rollout, so the behaviour logprobs stay within bf16
+// rounding of the training forward's (a stale or never-filled copy would be
+// far off), and the job completes.
+func TestRolloutInBF16(t *testing.T) {
+	cfg := smallConfig(t.TempDir())
+	cfg.Rollout.DType = "bf16"
+	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background(), nil); err != nil {
+		tr.Close()
+		t.Fatal(err)
+	}
+	storePath := tr.StorePath()
+	tr.Close()
+	s, err := store.Open(storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ms, err := s.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, m := range ms {
+		v, ok := m.Metrics["logprob_mismatch_max"]
+		if !ok {
+			continue
+		}
+		seen++
+		if !(v > 0 && v < 0.25) {
+			t.Fatalf("iteration %d: behaviour vs training logprobs differ by up to %v; want bf16 rounding (0 < d < 0.25)", m.Iteration, v)
+		}
+	}
+	if seen != cfg.Run.Iterations {
+		t.Fatalf("%d iterations logged the mismatch, want %d", seen, cfg.Run.Iterations)
+	}
+}

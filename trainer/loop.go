@@ -184,6 +184,9 @@ func (t *Trainer) iterationZero(ctx context.Context) error {
 // tag "" is the policy itself (metrics eval/*), "rag" the naive-RAG
 // baseline (baseline/naive_rag/*).
 func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.Factory) ([]*traj.Trajectory, map[string]float64, error) {
+	if err := t.syncRollout(); err != nil {
+		return nil, nil, err
+	}
 	tasks := t.data.eval
 	if n := t.cfg.Eval.MaxEval; n > 0 && n < len(tasks) {
 		tasks = tasks[:n]
@@ -266,6 +269,9 @@ func (t *Trainer) lrAt(step int) float64 {
 func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	cfg := t.cfg
 	start := time.Now()
+	if err := t.syncRollout(); err != nil {
+		return err
+	}
 	tasks := t.nextTasks(cfg.Rollout.BatchSize)
 	reqs := make([]rollout.Request, len(tasks))
 	for i, task := range tasks {

@@ -47,6 +47,7 @@ type Trainer struct {
 	chat    *rollout.ChatFormat
 
 	policy, ref, critic *torch.Model
+	rolloutModel        *torch.Model // the policy in rollout.dtype, when it differs
 	opt, criticOpt      *torch.AdamW
 	params              []*torch.Tensor
 	criticParams        []*torch.Tensor
@@ -159,7 +160,22 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 			return nil, err
 		}
 	}
-	if t.engine, err = torch.NewEngine(t.policy, max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
+	decoder := t.policy
+	if dt := cfg.Rollout.DType; dt != "auto" {
+		rdt, err := torch.ParseDType(dt)
+		if err != nil {
+			return nil, err
+		}
+		if rdt != t.dtype {
+			// Rollouts decode from a copy of the policy in another
+			// precision, refreshed before every rollout (syncRollout).
+			if t.rolloutModel, err = torch.NewModel(t.policy.Config, rdt, t.device, false); err != nil {
+				return nil, err
+			}
+			decoder = t.rolloutModel
+		}
+	}
+	if t.engine, err = torch.NewEngine(decoder, max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
 		return nil, err
 	}
 	if err := t.openStore(o.GitRev, ck != ""); err != nil {
@@ -207,6 +223,7 @@ func (t *Trainer) Close() error {
 		t.store = nil
 	}
 	t.engine.Free()
+	t.rolloutModel.Free()
 	for _, p := range append(t.params, t.criticParams...) {
 		p.Free()
 	}
@@ -228,3 +245,12 @@ func (t *Trainer) Dir() string { return t.dir }
 
 // StorePath is the run's trajectory store.
 func (t *Trainer) StorePath() string { return t.store.Path() }
+
+// syncRollout copies the policy's current weights into the rollout model,
+// when rollouts decode in another precision.
+func (t *Trainer) syncRollout() error {
+	if t.rolloutModel == nil {
+		return nil
+	}
+	return t.rolloutModel.CopyWeightsFrom(t.policy)
+}

@@ -54,9 +54,11 @@ func benchCommand() *cli.Command {
 				Usage: "batched sampling of --new-tokens after --prompt-len prompts (random weights); prints one JSON line",
 				Description: "Example (the medium config):\n  trainer bench generate --vocab 32000 --hidden 768 --inter 2048 --layers 12 " +
 					"--heads 12 --kv-heads 4 --batch 8 --prompt-len 128 --new-tokens 64 --threads 2",
-				Flags: modelFlags(gen),
+				Flags: append(modelFlags(gen), &cli.StringFlag{Name: "engine-dtype", Value: "f32", Usage: "precision of the decode engine: f32, or bf16 (a bf16 copy of the weights)"}),
 				Action: func(c *cli.Context) error {
-					r, err := bench.Generate(benchConfig(c))
+					cfg := benchConfig(c)
+					cfg.EngineDType = c.String("engine-dtype")
+					r, err := bench.Generate(cfg)
 					if err != nil {
 						return err
 					}

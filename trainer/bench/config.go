@@ -22,6 +22,10 @@ type Config struct {
 	SeqLen    int `json:"seq_len"`
 	Threads   int `json:"threads"` // 0 = all cores
 	Repeats   int `json:"repeats"` // measured runs after one warm-up
+	// EngineDType is the precision generation decodes in ("" or "f32": the
+	// model's f32 weights; "bf16": a bf16 copy of them, as rollout.dtype
+	// does in training).
+	EngineDType string `json:"engine_dtype,omitempty"`
 }
 
 // Preset returns a named configuration ("small" or "medium") for mode

@@ -38,6 +38,21 @@ func generate(cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("bench generate: model: %w", err)
 	}
 	defer m.Free()
+	if cfg.EngineDType != "" && cfg.EngineDType != "f32" {
+		dt, err := torch.ParseDType(cfg.EngineDType)
+		if err != nil {
+			return Result{}, fmt.Errorf("bench generate: engine_dtype: %w", err)
+		}
+		cp, err := torch.NewModel(m.Config, dt, torch.CPU, false)
+		if err != nil {
+			return Result{}, err
+		}
+		defer cp.Free()
+		if err := cp.CopyWeightsFrom(m); err != nil {
+			return Result{}, err
+		}
+		m = cp
+	}
 	e, err := torch.NewEngine(m, cfg.Batch, maxLen)
 	if err != nil {
 		return Result{}, fmt.Errorf("bench generate: engine: %w", err)

@@ -137,6 +137,7 @@ type RolloutConfig struct {
 	TopP            float64 `yaml:"top_p" default:"1.0" doc:"nucleus sampling mass (1 = off)"`
 	TopK            int     `yaml:"top_k" default:"0" doc:"sample among the K likeliest tokens (0 = off)"`
 	EvalTemperature float64 `yaml:"eval_temperature" default:"0" doc:"sampling temperature of evaluation (0 = greedy)"`
+	DType           string  `yaml:"dtype" default:"auto" enum:"auto|f32|bf16|f16" doc:"precision the rollouts decode in (auto = the model's; bf16 decodes from a bf16 copy of the weights, refreshed before every rollout, while training stays in device.dtype; old logprobs are recomputed by the training forward either way)"`
 	Deterministic   bool    `yaml:"deterministic" default:"false" doc:"wait for all tool calls of a step before decoding on: reproducible runs, no overlap of tool latency"`
 }
 

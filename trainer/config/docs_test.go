@@ -21,7 +21,7 @@ tools.enabled tools.schemas tools.search.index tools.search.k
 env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observation_chars
 env.rewards.scorer env.rewards.outcome env.rewards.format env.rewards.valid_call env.rewards.support
 env.rewards.invalid_call env.rewards.repeat_call
-rollout.batch_size rollout.group_size rollout.slots rollout.temperature rollout.top_p rollout.top_k rollout.eval_temperature rollout.deterministic
+rollout.batch_size rollout.group_size rollout.slots rollout.temperature rollout.top_p rollout.top_k rollout.eval_temperature rollout.dtype rollout.deterministic
 algorithm.estimator algorithm.gamma algorithm.lambda algorithm.norm_by_std algorithm.eps algorithm.whiten
 algorithm.clip_low algorithm.clip_high algorithm.dual_clip algorithm.loss_agg algorithm.kl_coef
 algorithm.kl_estimator algorithm.kl_mode algorithm.entropy_coef algorithm.vf_coef algorithm.value_clip
