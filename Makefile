@@ -105,9 +105,10 @@ bench: deps build
 	@echo "go test -bench ./..."
 	@$(GO) test -run '^$$' -bench . -benchtime 20x ./...
 
+# Each `make run` is a new run (runs/default-<time>), so it can be repeated.
 run: deps build
-	@echo "bin/trainer train (built-in default job)"
-	@./bin/trainer train
+	@name=default-$$(date +%Y%m%d-%H%M%S); echo "bin/trainer train --name $$name (built-in default job)"; \
+	./bin/trainer train --name $$name
 
 # The paper's table at CPU scale (about 40 minutes on 2 cores): writes
 # docs/results.md and the curves beside it.
