@@ -3,12 +3,14 @@ package trainer
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/agentrl/agentrl/internal/atomicfile"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/torch/safetensors"
 )
@@ -93,7 +95,10 @@ func (t *Trainer) checkpoint() error {
 	if err := os.Rename(tmp, final); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(root, "latest"), []byte(name+"\n")); err != nil {
+	if err := atomicfile.Write(filepath.Join(root, "latest"), func(w io.Writer) error {
+		_, err := io.WriteString(w, name+"\n")
+		return err
+	}); err != nil {
 		return err
 	}
 	return pruneCheckpoints(root, name)
@@ -105,26 +110,6 @@ func (t *Trainer) exportPolicy(dir string) error {
 		return err
 	}
 	return t.tok.Save(dir)
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
 
 func pruneCheckpoints(root, keep string) error {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/agentrl/agentrl/internal/jsonpos"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -105,21 +106,21 @@ func arrayRecords(r io.Reader, fn func(record) error) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if _, err := dec.Token(); err != nil {
-		return fmt.Errorf("line %d: %w", errLine(data, dec.InputOffset(), err), err)
+		return fmt.Errorf("line %d: %w", jsonpos.ErrLine(data, dec.InputOffset(), err), err)
 	}
 	for index := 0; dec.More(); index++ {
 		at := dec.InputOffset()
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return fmt.Errorf("record %d (line %d): %w", index, errLine(data, at, err), err)
+			return fmt.Errorf("record %d (line %d): %w", index, jsonpos.ErrLine(data, at, err), err)
 		}
-		where := fmt.Sprintf("record %d (line %d)", index, lineAt(data, at))
+		where := fmt.Sprintf("record %d (line %d)", index, jsonpos.LineAt(data, at))
 		if err := fn(record{index: index, where: where, raw: raw}); err != nil {
 			return err
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return fmt.Errorf("line %d: %w", errLine(data, dec.InputOffset(), err), err)
+		return fmt.Errorf("line %d: %w", jsonpos.ErrLine(data, dec.InputOffset(), err), err)
 	}
 	return nil
 }
@@ -152,24 +153,4 @@ func parquetRecords(f *os.File, fn func(record) error) error {
 		}
 	}
 	return nil
-}
-
-// errLine is the line of a decoding error: where the syntax error is when
-// err is one, else where the value being decoded starts (offset at).
-func errLine(data []byte, at int64, err error) int {
-	var se *json.SyntaxError
-	if errors.As(err, &se) && se.Offset > 0 {
-		return 1 + bytes.Count(data[:min(int(se.Offset)-1, len(data))], []byte("\n"))
-	}
-	return lineAt(data, at)
-}
-
-// lineAt returns the 1-based line of the first byte at or after off that is
-// not white space or a comma: where the next JSON value starts.
-func lineAt(data []byte, off int64) int {
-	i := int(off)
-	for i < len(data) && bytes.IndexByte([]byte(" \t\r\n,"), data[i]) >= 0 {
-		i++
-	}
-	return 1 + bytes.Count(data[:min(i, len(data))], []byte("\n"))
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/agentrl/agentrl/internal/atomicfile"
 )
 
 // IndexFileName is the file that maps tensor names to shards in a sharded
@@ -72,7 +74,7 @@ func writeIndex(path string, totalSize int64, weightMap map[string]string) error
 	if err != nil {
 		return fmt.Errorf("encode index %s: %w", path, err)
 	}
-	return writeAtomic(path, func(w io.Writer) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
 		_, err := w.Write(append(buf, '\n'))
 		return err
 	})

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/internal/atomicfile"
 )
 
 // mustFloat builds a float tensor or fails the test.
@@ -229,7 +231,7 @@ func TestWriteAtomicFailure(t *testing.T) {
 	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := writeAtomic(path, func(w io.Writer) error {
+	err := atomicfile.Write(path, func(w io.Writer) error {
 		w.Write([]byte("partial"))
 		return os.ErrInvalid
 	})

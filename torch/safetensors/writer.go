@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+
+	"github.com/agentrl/agentrl/internal/atomicfile"
 )
 
 // Tensor is a tensor to write: Data holds its raw little-endian bytes,
@@ -42,7 +44,7 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		off += int64(len(t.Data))
 	}
 	head := encodeHeader(entries, metadata)
-	return writeAtomic(path, func(w io.Writer) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
 		var prefix [8]byte
 		binary.LittleEndian.PutUint64(prefix[:], uint64(len(head)))
 		if _, err := w.Write(prefix[:]); err != nil {

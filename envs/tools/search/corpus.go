@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/agentrl/agentrl/internal/jsonpos"
 )
 
 // Passage is one retrievable paragraph: a title (unique by convention, the
@@ -174,11 +176,11 @@ func corpusTitleSentences(path string, data []byte) ([]Passage, error) {
 		title, _ := tok.(string) // object keys are always strings
 		var sents []string
 		if err := dec.Decode(&sents); err != nil {
-			return nil, fmt.Errorf("load corpus %s line %d: title %q: want a list of sentences: %w", path, errLine(data, at, err), title, err)
+			return nil, fmt.Errorf("load corpus %s line %d: title %q: want a list of sentences: %w", path, jsonpos.ErrLine(data, at, err), title, err)
 		}
 		p, err := checked(Passage{Title: title, Text: strings.Join(sents, "")})
 		if err != nil {
-			return nil, fmt.Errorf("load corpus %s line %d: %w", path, lineAt(data, at), err)
+			return nil, fmt.Errorf("load corpus %s line %d: %w", path, jsonpos.LineAt(data, at), err)
 		}
 		ps = append(ps, p)
 	}
@@ -196,14 +198,14 @@ func corpusArray(path string, data []byte) ([]Passage, error) {
 		at := dec.InputOffset()
 		var j jsonlPassage
 		if err := dec.Decode(&j); err != nil {
-			return nil, fmt.Errorf("load corpus %s line %d: %w", path, errLine(data, at, err), err)
+			return nil, fmt.Errorf("load corpus %s line %d: %w", path, jsonpos.ErrLine(data, at, err), err)
 		}
 		if j.Title == nil || j.Text == nil {
-			return nil, fmt.Errorf(`load corpus %s line %d: want {"title", "text"}`, path, lineAt(data, at))
+			return nil, fmt.Errorf(`load corpus %s line %d: want {"title", "text"}`, path, jsonpos.LineAt(data, at))
 		}
 		p, err := checked(Passage{Title: *j.Title, Text: *j.Text})
 		if err != nil {
-			return nil, fmt.Errorf("load corpus %s line %d: %w", path, lineAt(data, at), err)
+			return nil, fmt.Errorf("load corpus %s line %d: %w", path, jsonpos.LineAt(data, at), err)
 		}
 		ps = append(ps, p)
 	}
@@ -211,25 +213,5 @@ func corpusArray(path string, data []byte) ([]Passage, error) {
 }
 
 func syntaxErr(path string, data []byte, dec *json.Decoder, err error) error {
-	return fmt.Errorf("load corpus %s line %d: %w", path, errLine(data, dec.InputOffset(), err), err)
-}
-
-// errLine is the line of a decoding error: where the syntax error is when
-// err is one, else where the value being decoded starts (offset at).
-func errLine(data []byte, at int64, err error) int {
-	var se *json.SyntaxError
-	if errors.As(err, &se) && se.Offset > 0 {
-		return 1 + bytes.Count(data[:min(int(se.Offset)-1, len(data))], []byte("\n"))
-	}
-	return lineAt(data, at)
-}
-
-// lineAt returns the 1-based line of the first byte at or after off that is
-// not white space or a comma: where the next JSON value starts.
-func lineAt(data []byte, off int64) int {
-	i := int(off)
-	for i < len(data) && strings.IndexByte(" \t\r\n,:", data[i]) >= 0 {
-		i++
-	}
-	return 1 + bytes.Count(data[:min(i, len(data))], []byte("\n"))
+	return fmt.Errorf("load corpus %s line %d: %w", path, jsonpos.ErrLine(data, dec.InputOffset(), err), err)
 }

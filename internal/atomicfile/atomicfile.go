@@ -1,4 +1,6 @@
-package safetensors
+// Package atomicfile writes files so that a crash leaves either the old
+// file or the whole new one.
+package atomicfile
 
 import (
 	"bufio"
@@ -8,10 +10,10 @@ import (
 	"path/filepath"
 )
 
-// writeAtomic writes path through a temporary file in the same folder:
-// write, flush, fsync, rename, then fsync the folder. A failure leaves any
-// previous file at path untouched.
-func writeAtomic(path string, write func(w io.Writer) error) (err error) {
+// Write writes path through a temporary file in the same folder: write,
+// flush, fsync, rename, then fsync the folder. A failure leaves any previous
+// file at path untouched.
+func Write(path string, write func(w io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
 	if err != nil {
