@@ -23,7 +23,7 @@ SHIM_SRC := $(wildcard cgo/*.cpp)
 SHIM_HDR := $(wildcard cgo/*.h)
 GO_SRC := $(shell find . -name '*.go' -not -path './third_party/*' 2>/dev/null) go.mod go.sum
 
-APT_PKGS := libtorch-dev libopenblas0-pthread g++ libsqlite3-dev chromium
+APT_PKGS := libtorch-dev libgloo-dev libopenblas0-pthread g++ libsqlite3-dev chromium
 TEST_TIMEOUT ?= 20m
 
 export GOFLAGS := -tags=sqlite_fts5

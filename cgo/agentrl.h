@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 1
+#define AR_ABI_VERSION 2
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -41,6 +41,8 @@ typedef struct ar_tensor_s *ar_tensor;
 typedef struct ar_model_s *ar_model;
 typedef struct ar_engine_s *ar_engine;
 typedef struct ar_adamw_s *ar_adamw;
+typedef struct ar_kvstore_s *ar_kvstore;
+typedef struct ar_dist_s *ar_dist;
 
 /* ---- library ----------------------------------------------------------- */
 
@@ -262,6 +264,56 @@ int ar_engine_logits(ar_engine e, int slot, float *dst, int64_t vocab,
                      char **err);
 /* Seeds the random stream of one slot (each slot samples from its own). */
 int ar_engine_seed(ar_engine e, int slot, uint64_t seed, char **err);
+
+/* ---- distributed (c10d) ------------------------------------------------- */
+
+/* A TCPStore at host:port: the server when is_server (rank 0), a client
+ * otherwise. With world > 0 the constructor waits until world clients have
+ * joined (rendezvous); with world == 0 it is a plain extra client. Every
+ * operation gives up after timeout_ms. */
+int ar_store_new(const char *host, int port, int is_server, int world,
+                 int64_t timeout_ms, ar_kvstore *out, char **err);
+int ar_store_free(ar_kvstore s);
+/* Adds delta to the counter key and returns its new value (delta 0 reads). */
+int ar_store_add(ar_kvstore s, const char *key, int64_t delta, int64_t *value,
+                 char **err);
+int ar_store_set(ar_kvstore s, const char *key, const void *data, size_t n,
+                 char **err);
+/* Waits (up to the store's timeout) for key and returns a malloc'd copy of
+ * its value that the caller frees with free(). */
+int ar_store_get(ar_kvstore s, const char *key, void **data, size_t *n,
+                 char **err);
+
+enum { AR_GLOO = 0, AR_NCCL = 1 };
+/* How Gloo picks its network device: the interface named by `where`
+ * (GLOO_SOCKET_IFNAME), the address or host name `where`, or the address
+ * this machine's hostname resolves to (loopback when it resolves to none). */
+enum { AR_NET_DEFAULT = 0, AR_NET_INTERFACE = 1, AR_NET_HOST = 2 };
+
+/* A process group of world ranks over the store; collectives give up after
+ * timeout_ms. device is where collective buffers live (-1 CPU for Gloo,
+ * cuda:N for NCCL). */
+int ar_dist_new(ar_kvstore s, int backend, int rank, int world,
+                int64_t timeout_ms, int device, int net, const char *where,
+                ar_dist *out, char **err);
+int ar_dist_free(ar_dist d);
+/* Sums the gradients of the n parameters over all ranks, in flat buckets of
+ * at most bucket_bytes (one all-reduce each, all in flight together). A
+ * parameter without a gradient contributes zeros and receives the sum. */
+int ar_dist_allreduce_grads(ar_dist d, const ar_tensor *params, int n,
+                            int64_t bucket_bytes, char **err);
+enum { AR_RED_SUM = 0, AR_RED_MAX = 1, AR_RED_MIN = 2 };
+/* Reduces n doubles over all ranks in place. */
+int ar_dist_allreduce_f64(ar_dist d, double *vals, int n, int op, char **err);
+/* Gathers every rank's n bytes: *out (malloc'd, freed by the caller) holds
+ * them concatenated in rank order and sizes[r] is rank r's length (sizes
+ * holds world entries). */
+int ar_dist_allgather(ar_dist d, const void *data, int64_t n, void **out,
+                      int64_t *sizes, char **err);
+/* Overwrites the n tensors (in place, no autograd) with root's. */
+int ar_dist_broadcast(ar_dist d, const ar_tensor *ts, int n, int root,
+                      char **err);
+int ar_dist_barrier(ar_dist d, char **err);
 
 #ifdef __cplusplus
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 1
+const abiVersion = 2
 
 var (
 	checkOnce sync.Once

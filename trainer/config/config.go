@@ -28,6 +28,7 @@ type Config struct {
 	Store     StoreConfig     `yaml:"store" doc:"the SQLite trajectory store"`
 	Logging   LoggingConfig   `yaml:"logging" doc:"log level and format"`
 	Eval      EvalConfig      `yaml:"eval" doc:"evaluation during and after training"`
+	Dist      DistConfig      `yaml:"dist" doc:"data-parallel training across processes (c10d)"`
 }
 
 // RunConfig names the run and sets its length.
@@ -208,4 +209,14 @@ type LoggingConfig struct {
 type EvalConfig struct {
 	Baselines bool `yaml:"baselines" default:"true" doc:"evaluate the baselines too (the initial policy before training)"`
 	MaxEval   int  `yaml:"max_eval" default:"0" doc:"questions per evaluation pass (0 = all loaded)"`
+}
+
+// DistConfig sets data-parallel training across processes. Under torchrun,
+// Slurm or Kubernetes the RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
+// environment places each process and dist.nproc is not used.
+type DistConfig struct {
+	NProc    int           `yaml:"nproc" default:"1" doc:"local ranks that trainer train starts and supervises itself (1 = this process trains alone)"`
+	Backend  string        `yaml:"backend" default:"auto" enum:"auto|gloo|nccl" doc:"collective backend: gloo on the CPU, nccl on CUDA (auto picks by device.device)"`
+	Timeout  time.Duration `yaml:"timeout" default:"5m" doc:"how long a rank waits for the others (rendezvous, a collective, a missing heartbeat) before the job stops with an error"`
+	BucketMB float64       `yaml:"bucket_mb" default:"25" doc:"size of the flat buckets the gradient all-reduce sends, in MiB"`
 }

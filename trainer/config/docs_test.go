@@ -32,7 +32,8 @@ optim.schedule optim.min_lr_ratio optim.max_grad_norm
 sft.data sft.epochs sft.lr sft.batch sft.demos sft.imperfect_fraction
 store.path store.writer_depth
 logging.level logging.format
-eval.baselines eval.max_eval`)
+eval.baselines eval.max_eval
+dist.nproc dist.backend dist.timeout dist.bucket_mb`)
 
 func TestDocsCoverEveryKey(t *testing.T) {
 	docs := Docs()

@@ -23,6 +23,7 @@ var flagAliases = map[string][]string{
 	"device.device":       {"device"},
 	"device.threads":      {"threads"},
 	"algorithm.estimator": {"estimator"},
+	"dist.nproc":          {"nproc"},
 }
 
 // FlagName is the flag of a key: its dotted path with dots and

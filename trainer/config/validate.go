@@ -36,6 +36,7 @@ func (c Config) Validate() error {
 	c.validateSFT(&p)
 	p.atLeast("store.writer_depth", c.Store.WriterDepth, 1)
 	p.atLeast("eval.max_eval", c.Eval.MaxEval, 0)
+	c.validateDist(&p)
 	return errors.Join(p...)
 }
 
@@ -272,5 +273,19 @@ func (p *problems) closedRange(path string, v, lo, hi float64) {
 func (p *problems) openRange(path string, v, lo, hi float64) {
 	if v <= lo || v >= hi {
 		p.add(path, "%v, want in (%v, %v)", v, lo, hi)
+	}
+}
+
+func (c *Config) validateDist(p *problems) {
+	d := c.Dist
+	p.atLeast("dist.nproc", d.NProc, 1)
+	if d.Timeout <= 0 {
+		p.add("dist.timeout", "%s, want a positive duration", d.Timeout)
+	}
+	if d.BucketMB <= 0 {
+		p.add("dist.bucket_mb", "%g, want > 0", d.BucketMB)
+	}
+	if d.Backend == "nccl" && !strings.HasPrefix(c.Device.Device, "cuda") {
+		p.add("dist.backend", "nccl needs device.device cuda or cuda:N (it is %q): use gloo or auto on the CPU", c.Device.Device)
 	}
 }

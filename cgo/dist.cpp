@@ -1,0 +1,303 @@
+// dist.cpp: data-parallel collectives over libtorch's c10d: a TCPStore for
+// rendezvous and heartbeats, and a process group (Gloo on the CPU, NCCL on
+// CUDA builds that have it).
+#define USE_C10D_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#if defined(AGENTRL_CUDA) && __has_include(<nccl.h>)
+#define USE_C10D_NCCL
+#define AR_HAVE_NCCL 1
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "common.h"
+
+struct ar_kvstore_s {
+  c10::intrusive_ptr<c10d::TCPStore> s;
+};
+
+// Both backends are held by their concrete type: libtorch 1.13 derives them
+// from ProcessGroup, 2.x from Backend, and the collectives used here have
+// the same signatures on both.
+struct ar_dist_s {
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+#ifdef AR_HAVE_NCCL
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
+#endif
+  int rank = 0, world = 1;
+  at::Device dev = at::Device(at::kCPU);
+};
+
+namespace {
+
+using Works = std::vector<c10::intrusive_ptr<c10d::Work>>;
+
+// on_group calls f with the group's backend.
+template <class F>
+void on_group(ar_dist d, F &&f) {
+  TORCH_CHECK(d != nullptr, "null process group");
+  if (d->gloo) {
+    f(*d->gloo);
+    return;
+  }
+#ifdef AR_HAVE_NCCL
+  if (d->nccl) {
+    f(*d->nccl);
+    return;
+  }
+#endif
+  TORCH_CHECK(false, "process group is closed");
+}
+
+void wait_all(Works &ws) {
+  for (auto &w : ws) w->wait();
+}
+
+c10d::ReduceOp reduce_op(int op) {
+  switch (op) {
+    case AR_RED_SUM: return c10d::ReduceOp::SUM;
+    case AR_RED_MAX: return c10d::ReduceOp::MAX;
+    case AR_RED_MIN: return c10d::ReduceOp::MIN;
+  }
+  TORCH_CHECK(false, "unknown reduce op ", op);
+}
+
+c10d::TCPStore &store(ar_kvstore s) {
+  TORCH_CHECK(s != nullptr && s->s, "null store");
+  return *s->s;
+}
+
+}  // namespace
+
+extern "C" {
+
+int ar_store_new(const char *host, int port, int is_server, int world,
+                 int64_t timeout_ms, ar_kvstore *out, char **err) {
+  return ar::guard(err, [&] {
+    TORCH_CHECK(port > 0 && port < 65536, "store port ", port, " out of range");
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<std::uint16_t>(port);
+    o.isServer = is_server != 0;
+    if (world > 0) o.numWorkers = static_cast<std::size_t>(world);
+    o.waitWorkers = world > 0;
+    o.timeout = std::chrono::milliseconds(timeout_ms);
+    auto s = c10::make_intrusive<c10d::TCPStore>(std::string(host), o);
+    s->setTimeout(std::chrono::milliseconds(timeout_ms));
+    *out = new ar_kvstore_s{std::move(s)};
+  });
+}
+
+int ar_store_free(ar_kvstore s) {
+  delete s;
+  return AR_OK;
+}
+
+int ar_store_add(ar_kvstore s, const char *key, int64_t delta, int64_t *value,
+                 char **err) {
+  return ar::guard(err, [&] { *value = store(s).add(key, delta); });
+}
+
+int ar_store_set(ar_kvstore s, const char *key, const void *data, size_t n,
+                 char **err) {
+  return ar::guard(err, [&] {
+    auto p = static_cast<const uint8_t *>(data);
+    store(s).set(key, std::vector<uint8_t>(p, p + n));
+  });
+}
+
+int ar_store_get(ar_kvstore s, const char *key, void **data, size_t *n,
+                 char **err) {
+  return ar::guard(err, [&] {
+    std::vector<uint8_t> v = store(s).get(key);
+    *data = std::malloc(std::max<size_t>(v.size(), 1));
+    if (*data == nullptr) throw std::bad_alloc();
+    if (!v.empty()) std::memcpy(*data, v.data(), v.size());
+    *n = v.size();
+  });
+}
+
+int ar_dist_new(ar_kvstore s, int backend, int rank, int world,
+                int64_t timeout_ms, int device, int net, const char *where,
+                ar_dist *out, char **err) {
+  return ar::guard(err, [&] {
+    TORCH_CHECK(world >= 1 && rank >= 0 && rank < world, "rank ", rank,
+                " of world size ", world);
+    auto timeout = std::chrono::milliseconds(timeout_ms);
+    auto d = std::make_unique<ar_dist_s>();
+    d->rank = rank;
+    d->world = world;
+    d->dev = ar::device(device);
+    TORCH_CHECK(s != nullptr && s->s, "null store");
+    c10::intrusive_ptr<c10d::Store> st = s->s;
+    if (backend == AR_GLOO) {
+      auto o = c10d::ProcessGroupGloo::Options::create(timeout);
+      switch (net) {
+        case AR_NET_INTERFACE:
+          o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(where));
+          break;
+        case AR_NET_HOST:
+          o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(where));
+          break;
+        default:
+          o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      }
+      o->threads = 2;
+      d->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(st, rank, world, o);
+    } else if (backend == AR_NCCL) {
+#ifdef AR_HAVE_NCCL
+      TORCH_CHECK(d->dev.is_cuda(), "the NCCL backend needs a CUDA device");
+      auto o = c10d::ProcessGroupNCCL::Options::create();
+      o->timeout = timeout;
+      d->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(st, rank, world, o);
+#else
+      TORCH_CHECK(false,
+                  "this build of agentrl has no NCCL (a CUDA build with "
+                  "nccl.h is needed): use dist.backend=gloo");
+#endif
+    } else {
+      TORCH_CHECK(false, "unknown backend code ", backend);
+    }
+    *out = d.release();
+  });
+}
+
+int ar_dist_free(ar_dist d) {
+  delete d;
+  return AR_OK;
+}
+
+int ar_dist_allreduce_grads(ar_dist d, const ar_tensor *params, int n,
+                            int64_t bucket_bytes, char **err) {
+  return ar::guard(err, [&] {
+    at::NoGradGuard ng;
+    std::vector<at::Tensor> grads(n);
+    for (int i = 0; i < n; i++) {
+      const at::Tensor &p = ar::T(params[i]);
+      if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+      grads[i] = p.grad();
+    }
+    // Buckets: runs of parameters with one dtype and device, each at most
+    // bucket_bytes (a larger tensor is a bucket by itself).
+    std::vector<std::vector<int>> buckets;
+    int64_t bytes = 0;
+    for (int i = 0; i < n; i++) {
+      int64_t b = grads[i].numel() * grads[i].element_size();
+      bool fresh = buckets.empty() || bytes + b > bucket_bytes ||
+                   grads[i].scalar_type() != grads[buckets.back()[0]].scalar_type() ||
+                   grads[i].device() != grads[buckets.back()[0]].device();
+      if (fresh) {
+        buckets.emplace_back();
+        bytes = 0;
+      }
+      buckets.back().push_back(i);
+      bytes += b;
+    }
+    std::vector<at::Tensor> flats;
+    for (auto &b : buckets) {
+      std::vector<at::Tensor> parts;
+      for (int i : b) parts.push_back(grads[i].reshape({-1}));
+      flats.push_back(at::cat(parts));
+    }
+    Works works;
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::SUM;
+    on_group(d, [&](auto &pg) {
+      for (auto &f : flats) {
+        std::vector<at::Tensor> v{f};
+        works.push_back(pg.allreduce(v, o));
+      }
+    });
+    wait_all(works);
+    for (size_t k = 0; k < buckets.size(); k++) {
+      int64_t off = 0;
+      for (int i : buckets[k]) {
+        int64_t m = grads[i].numel();
+        grads[i].copy_(flats[k].narrow(0, off, m).view(grads[i].sizes()));
+        off += m;
+      }
+    }
+  });
+}
+
+int ar_dist_allreduce_f64(ar_dist d, double *vals, int n, int op, char **err) {
+  return ar::guard(err, [&] {
+    at::Tensor t = at::from_blob(vals, {n}, at::kDouble).clone().to(d->dev);
+    std::vector<at::Tensor> v{t};
+    c10d::AllreduceOptions o;
+    o.reduceOp = reduce_op(op);
+    Works works;
+    on_group(d, [&](auto &pg) { works.push_back(pg.allreduce(v, o)); });
+    wait_all(works);
+    at::Tensor r = v[0].to(at::kCPU).contiguous();
+    std::memcpy(vals, r.data_ptr<double>(), sizeof(double) * n);
+  });
+}
+
+int ar_dist_allgather(ar_dist d, const void *data, int64_t n, void **out,
+                      int64_t *sizes, char **err) {
+  return ar::guard(err, [&] {
+    auto gather = [&](const at::Tensor &in) {
+      std::vector<std::vector<at::Tensor>> outs(1);
+      for (int r = 0; r < d->world; r++) outs[0].push_back(at::empty_like(in));
+      std::vector<at::Tensor> ins{in};
+      Works works;
+      on_group(d, [&](auto &pg) { works.push_back(pg.allgather(outs, ins)); });
+      wait_all(works);
+      return outs[0];
+    };
+    auto len = gather(at::full({1}, n, at::TensorOptions().dtype(at::kLong).device(d->dev)));
+    int64_t most = 0, total = 0;
+    for (int r = 0; r < d->world; r++) {
+      sizes[r] = len[r].to(at::kCPU).item<int64_t>();
+      most = std::max(most, sizes[r]);
+      total += sizes[r];
+    }
+    at::Tensor buf = at::zeros({std::max<int64_t>(most, 1)}, at::kByte);
+    if (n > 0) std::memcpy(buf.data_ptr<uint8_t>(), data, n);
+    auto parts = gather(buf.to(d->dev));
+    auto *dst = static_cast<uint8_t *>(std::malloc(std::max<int64_t>(total, 1)));
+    if (dst == nullptr) throw std::bad_alloc();
+    int64_t off = 0;
+    for (int r = 0; r < d->world; r++) {
+      at::Tensor p = parts[r].to(at::kCPU).contiguous();
+      if (sizes[r] > 0) std::memcpy(dst + off, p.data_ptr<uint8_t>(), sizes[r]);
+      off += sizes[r];
+    }
+    *out = dst;
+  });
+}
+
+int ar_dist_broadcast(ar_dist d, const ar_tensor *ts, int n, int root,
+                      char **err) {
+  return ar::guard(err, [&] {
+    at::NoGradGuard ng;
+    c10d::BroadcastOptions o;
+    o.rootRank = root;
+    std::vector<std::vector<at::Tensor>> vs;
+    for (int i = 0; i < n; i++) {
+      const at::Tensor &t = ar::T(ts[i]);
+      TORCH_CHECK(t.is_contiguous(), "broadcast of a non-contiguous tensor");
+      vs.push_back({t});
+    }
+    Works works;
+    on_group(d, [&](auto &pg) {
+      for (auto &v : vs) works.push_back(pg.broadcast(v, o));
+    });
+    wait_all(works);
+  });
+}
+
+int ar_dist_barrier(ar_dist d, char **err) {
+  return ar::guard(err, [&] {
+    Works works;
+    on_group(d, [&](auto &pg) { works.push_back(pg.barrier()); });
+    wait_all(works);
+  });
+}
+
+}  // extern "C"
