@@ -48,6 +48,9 @@ func latestCheckpoint(run string) (string, error) {
 
 // checkpoint saves the run's state after iteration t.state.Iteration.
 func (t *Trainer) checkpoint() error {
+	if !t.dist.Leader() {
+		return nil // rank 0 writes it; every rank holds the same state
+	}
 	// The store must hold every iteration the checkpoint covers: a resume
 	// redoes only what comes after it.
 	if err := t.writer.Flush(); err != nil {

@@ -5,21 +5,50 @@ import (
 	"fmt"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
 // tokenLogprobs recomputes, without gradients, the log-probability of every
 // token of every trajectory under m at the sampling temperature (index j
 // holds token j's; index 0 is 0). These are the "old" logprobs of the PPO
-// ratio and the reference's logprobs of the KL term.
-func tokenLogprobs(m *torch.Model, trs []*traj.Trajectory, temperature float64, micro int) ([][]float32, error) {
-	return forwardEach(m, trs, micro, torch.ForwardOptions{Temperature: temperature}, func(o torch.Output) *torch.Tensor { return o.LogProbs })
+// ratio and the reference's logprobs of the KL term. In a data-parallel
+// job each rank computes its share and every rank receives all.
+func tokenLogprobs(g *dist.Group, m *torch.Model, trs []*traj.Trajectory, temperature float64, micro int) ([][]float32, error) {
+	return sharded(g, trs, func(mine []*traj.Trajectory) ([][]float32, error) {
+		return forwardEach(m, mine, micro, torch.ForwardOptions{Temperature: temperature}, func(o torch.Output) *torch.Tensor { return o.LogProbs })
+	})
 }
 
 // tokenValues computes the critic's value for every token (index j holds
-// V before token j).
-func tokenValues(m *torch.Model, trs []*traj.Trajectory, micro int) ([][]float32, error) {
-	return forwardEach(m, trs, micro, torch.ForwardOptions{Values: true}, func(o torch.Output) *torch.Tensor { return o.Values })
+// V before token j), sharded like tokenLogprobs.
+func tokenValues(g *dist.Group, m *torch.Model, trs []*traj.Trajectory, micro int) ([][]float32, error) {
+	return sharded(g, trs, func(mine []*traj.Trajectory) ([][]float32, error) {
+		return forwardEach(m, mine, micro, torch.ForwardOptions{Values: true}, func(o torch.Output) *torch.Tensor { return o.Values })
+	})
+}
+
+// sharded runs f on this rank's share of trs (dist.Shard) and gathers the
+// rows of every rank back into trs's order.
+func sharded(g *dist.Group, trs []*traj.Trajectory, f func([]*traj.Trajectory) ([][]float32, error)) ([][]float32, error) {
+	if g.World() == 1 {
+		return f(trs)
+	}
+	local, err := f(dist.Shard(g, trs))
+	if err != nil {
+		return nil, err
+	}
+	parts, err := dist.Gather(g, local)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]float32, len(trs))
+	for r, rows := range parts {
+		for k, row := range rows {
+			out[r+k*g.World()] = row
+		}
+	}
+	return out, nil
 }
 
 func forwardEach(m *torch.Model, trs []*traj.Trajectory, micro int, opt torch.ForwardOptions, pickOut func(torch.Output) *torch.Tensor) ([][]float32, error) {

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trainer/traj"
@@ -79,12 +81,23 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*Results, erro
 	}
 	stopped := false
 	for t.state.Iteration < t.cfg.Run.Iterations && !stopped {
+		asked := false
 		select {
 		case <-stop:
-			stopped = true
+			asked = true
+		default:
+		}
+		// A stop asked of any rank stops them all after the same iteration.
+		var err error
+		if stopped, err = t.dist.Any(asked); err != nil {
+			return nil, err
+		}
+		if stopped {
 			t.log.Warn().Int("iteration", t.state.Iteration).Msg("stopping after this iteration (Ctrl-C again to stop at once)")
 			continue
-		default:
+		}
+		if err := t.agreeOnState(); err != nil {
+			return nil, err
 		}
 		iter := t.state.Iteration + 1
 		if err := t.iteration(ctx, iter); err != nil {
@@ -99,10 +112,10 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*Results, erro
 		}
 	}
 	if stopped {
-		if err := t.writer.Flush(); err != nil {
-			return nil, err
-		}
 		return nil, t.checkpoint()
+	}
+	if !t.dist.Leader() {
+		return nil, nil
 	}
 	if err := t.writer.Flush(); err != nil {
 		return nil, err
@@ -111,6 +124,72 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*Results, erro
 		return nil, err
 	}
 	return t.results()
+}
+
+// agreeOnState checks, before each iteration of a data-parallel job, that
+// every rank is at the same iteration, data cursor and optimizer step (they
+// draw the same tasks and shuffles from identical state; a difference
+// would mean they train on different data).
+func (t *Trainer) agreeOnState() error {
+	s := t.state
+	return t.dist.Agree("the run state", []string{"iteration", "data cursor", "data pass", "optimizer steps"},
+		[]float64{float64(s.Iteration), float64(s.Cursor), float64(s.Pass), float64(s.OptSteps)})
+}
+
+// submit hands an iteration's metrics and trajectories to the store
+// writer; only rank 0 has one (it holds every rank's trajectories).
+func (t *Trainer) submit(iter int, m map[string]float64, trs []*traj.Trajectory) error {
+	if !t.dist.Leader() {
+		return nil
+	}
+	return t.writer.Submit(iter, m, trs)
+}
+
+// rollouts runs this rank's share of reqs (every World-th request, from
+// its Rank-th) and gathers every rank's trajectories and stats, so each
+// rank holds the whole batch, ordered by group and sample.
+func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory, reqs []rollout.Request, o rollout.Options) ([]*traj.Trajectory, rollout.Stats, error) {
+	mine := dist.Shard(t.dist, reqs)
+	n := 0
+	for _, r := range mine {
+		n += r.Samples
+	}
+	bar := t.bar(label, n)
+	o.OnDone = func(*traj.Trajectory) { bar.Add(1) }
+	trs, rs, err := rollout.Run(ctx, t.engine, t.chat, f, mine, o)
+	bar.Done()
+	if err != nil {
+		return nil, rs, err
+	}
+	return gatherBatch(t.dist, trs, rs)
+}
+
+// gatherBatch gives every rank all ranks' trajectories, ordered by group
+// and sample, and their merged rollout stats.
+func gatherBatch(g *dist.Group, trs []*traj.Trajectory, rs rollout.Stats) ([]*traj.Trajectory, rollout.Stats, error) {
+	if g.World() == 1 {
+		return trs, rs, nil
+	}
+	type share struct {
+		Trs   []*traj.Trajectory
+		Stats rollout.Stats
+	}
+	parts, err := dist.Gather(g, share{trs, rs})
+	if err != nil {
+		return nil, rs, err
+	}
+	all, stats := parts[0].Trs, parts[0].Stats
+	for _, p := range parts[1:] {
+		all = append(all, p.Trs...)
+		stats = stats.Merge(p.Stats)
+	}
+	sort.SliceStable(all, func(a, b int) bool {
+		if all[a].Group != all[b].Group {
+			return all[a].Group < all[b].Group
+		}
+		return all[a].Sample < all[b].Sample
+	})
+	return all, stats, nil
 }
 
 // warmStart is the supervised warm start: scripted demonstrations of the
@@ -135,7 +214,7 @@ func (t *Trainer) warmStart(ctx context.Context) error {
 		return err
 	}
 	bar := t.bar("warm start (SFT)", (len(seqs)+c.Batch-1)/c.Batch*c.Epochs)
-	st, err := supervised(ctx, t.policy, seqs, sftConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
+	st, err := supervised(ctx, t.policy, t.dist, seqs, sftConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
 		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm}, t.rng, func(step, total int, loss float64) {
 		bar.Add(1)
 		if every := max(1, total/10); step%every == 0 || step == total {
@@ -177,7 +256,7 @@ func (t *Trainer) iterationZero(ctx context.Context) error {
 		all = append(all, rag...)
 	}
 	t.log.Info().Int("iteration", 0).Float64("eval_em", m["eval/em"]).Float64("naive_rag_em", m["baseline/naive_rag/em"]).Msg("baselines evaluated")
-	return t.writer.Submit(0, m, all)
+	return t.submit(0, m, all)
 }
 
 // evaluate runs greedy (eval temperature) episodes over the eval tasks.
@@ -202,10 +281,8 @@ func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.
 	if tag != "" {
 		label = "eval " + tag
 	}
-	bar := t.bar(fmt.Sprintf("iter %d %s", iter, label), len(reqs))
-	trs, _, err := rollout.Run(ctx, t.engine, t.chat, f, reqs, t.rolloutOptions(iter, traj.Eval, rollout.Options{
-		Sampling: torch.Sampling{Temperature: t.cfg.Rollout.EvalTemperature}, OnDone: func(*traj.Trajectory) { bar.Add(1) }}))
-	bar.Done()
+	trs, _, err := t.rollouts(ctx, fmt.Sprintf("iter %d %s", iter, label), f, reqs, t.rolloutOptions(iter, traj.Eval, rollout.Options{
+		Sampling: torch.Sampling{Temperature: t.cfg.Rollout.EvalTemperature}}))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -277,11 +354,8 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	for i, task := range tasks {
 		reqs[i] = rollout.Request{Task: task, Group: i, Samples: cfg.Rollout.GroupSize}
 	}
-	bar := t.bar(fmt.Sprintf("iter %d rollout", iter), len(reqs)*cfg.Rollout.GroupSize)
-	trs, rs, err := rollout.Run(ctx, t.engine, t.chat, t.agentFactory, reqs, t.rolloutOptions(iter, traj.Train, rollout.Options{
-		Sampling: torch.Sampling{Temperature: cfg.Rollout.Temperature, TopK: cfg.Rollout.TopK, TopP: cfg.Rollout.TopP},
-		OnDone:   func(*traj.Trajectory) { bar.Add(1) }}))
-	bar.Done()
+	trs, rs, err := t.rollouts(ctx, fmt.Sprintf("iter %d rollout", iter), t.agentFactory, reqs, t.rolloutOptions(iter, traj.Train, rollout.Options{
+		Sampling: torch.Sampling{Temperature: cfg.Rollout.Temperature, TopK: cfg.Rollout.TopK, TopP: cfg.Rollout.TopP}}))
 	if err != nil {
 		return err
 	}
@@ -323,7 +397,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		ev = ev.Float64("eval_em", v)
 	}
 	ev.Msg("iteration")
-	return t.writer.Submit(iter, m, all)
+	return t.submit(iter, m, all)
 }
 
 // learn computes advantages and updates the models on the training
@@ -338,7 +412,7 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 		return err
 	}
 	micro := cfg.Algorithm.MicroBatch
-	old, err := tokenLogprobs(t.policy, train, cfg.Rollout.Temperature, micro)
+	old, err := tokenLogprobs(t.dist, t.policy, train, cfg.Rollout.Temperature, micro)
 	if err != nil {
 		return err
 	}
@@ -357,7 +431,7 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	m["logprob_mismatch_max"] = mismatch
 	var kl [][]float32
 	if t.needsRef() {
-		ref, err := tokenLogprobs(t.ref, train, cfg.Rollout.Temperature, micro)
+		ref, err := tokenLogprobs(t.dist, t.ref, train, cfg.Rollout.Temperature, micro)
 		if err != nil {
 			return err
 		}
@@ -385,7 +459,7 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 		}
 	}
 	if t.critic != nil {
-		vals, err := tokenValues(t.critic, train, micro)
+		vals, err := tokenValues(t.dist, t.critic, train, micro)
 		if err != nil {
 			return err
 		}
@@ -419,7 +493,7 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	if t.critic != nil {
 		critic = map[bool]string{true: "shared", false: "separate"}[t.critic == t.policy]
 	}
-	u := updater{policy: t.policy, critic: t.critic, opt: t.opt, criticOpt: t.criticOpt, cfg: updateConfig{
+	u := updater{policy: t.policy, critic: t.critic, opt: t.opt, criticOpt: t.criticOpt, dist: t.dist, cfg: updateConfig{
 		Loss: algo.LossConfig{ClipLow: a.ClipLow, ClipHigh: a.ClipHigh, DualClip: a.DualClip, Agg: a.LossAgg,
 			KLCoef: a.KLCoef, KLEstimator: a.KLEstimator, KLInLoss: a.KLMode == "loss" && t.needsRef(),
 			EntropyCoef: a.EntropyCoef, VFCoef: a.VFCoef, ValueClip: a.ValueClip},

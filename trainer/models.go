@@ -141,6 +141,9 @@ func (t *Trainer) freezeReference() error {
 		return err
 	}
 	t.ref = ref
+	if !t.dist.Leader() {
+		return nil
+	}
 	refDir := filepath.Join(t.dir, "ref")
 	if err := os.RemoveAll(refDir); err != nil {
 		return err

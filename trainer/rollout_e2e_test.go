@@ -58,7 +58,7 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 			t.Fatalf("%s: %d turns, first %+v", x.ID, len(x.Turns), x.Turns[0])
 		}
 	}
-	old, err := tokenLogprobs(tr.policy, trs, cfg.Rollout.Temperature, 4)
+	old, err := tokenLogprobs(nil, tr.policy, trs, cfg.Rollout.Temperature, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

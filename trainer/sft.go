@@ -10,6 +10,7 @@ import (
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -49,7 +50,11 @@ func renderDemos(cf *tokenizer.ChatFormat, demos [][]tokenizer.Message, tools []
 // supervised trains m by masked negative log-likelihood over the
 // assistant's tokens (token-mean over each mini-batch), with AdamW and
 // gradient-norm clipping. onStep is called after every optimizer step.
-func supervised(ctx context.Context, m *torch.Model, seqs []*traj.Trajectory, cfg sftConfig, rng *rand.Rand, onStep func(step, total int, loss float64)) (sftStats, error) {
+//
+// In a data-parallel job (g not nil) every rank walks the same batches
+// and computes the gradient of its share of each; the summed gradient is
+// the whole batch's.
+func supervised(ctx context.Context, m *torch.Model, g *dist.Group, seqs []*traj.Trajectory, cfg sftConfig, rng *rand.Rand, onStep func(step, total int, loss float64)) (sftStats, error) {
 	st := sftStats{Sequences: len(seqs), FirstLoss: math.NaN()}
 	if len(seqs) == 0 {
 		return st, fmt.Errorf("sft: no demonstrations")
@@ -63,9 +68,9 @@ func supervised(ctx context.Context, m *torch.Model, seqs []*traj.Trajectory, cf
 			p.Free()
 		}
 	}()
-	g := torch.DefaultAdamW
-	g.LR, g.WeightDecay = cfg.LR, 0
-	opt, err := torch.NewAdamW(params, nil, []torch.AdamWGroup{g})
+	hp := torch.DefaultAdamW
+	hp.LR, hp.WeightDecay = cfg.LR, 0
+	opt, err := torch.NewAdamW(params, nil, []torch.AdamWGroup{hp})
 	if err != nil {
 		return st, err
 	}
@@ -82,8 +87,9 @@ func supervised(ctx context.Context, m *torch.Model, seqs []*traj.Trajectory, cf
 			mini := pick(seqs, idx[lo:min(lo+cfg.Batch, len(idx))])
 			n := norm(mini, true)
 			var loss float64
-			for _, mb := range microBatches(mini, cfg.Micro) {
-				p := padBatch(pick(mini, mb))
+			mine := dist.Shard(g, mini)
+			for _, mb := range microBatches(mine, cfg.Micro) {
+				p := padBatch(pick(mine, mb))
 				o, err := m.Forward(p.batch, torch.ForwardOptions{Grad: true})
 				if err != nil {
 					return st, fmt.Errorf("sft forward: %w", err)
@@ -103,6 +109,14 @@ func supervised(ctx context.Context, m *torch.Model, seqs []*traj.Trajectory, cf
 					return st, err
 				}
 			}
+			if err := g.AllReduceGrads(params); err != nil {
+				return st, err
+			}
+			lv := []float64{loss}
+			if err := g.Sum(lv); err != nil {
+				return st, err
+			}
+			loss = lv[0]
 			gn, err := opt.ClipGradNorm(cfg.MaxGradNorm)
 			if err != nil {
 				return st, err

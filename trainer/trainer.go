@@ -14,6 +14,7 @@ import (
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
 )
@@ -53,8 +54,9 @@ type Trainer struct {
 	criticParams        []*torch.Tensor
 	engine              *torch.Engine
 
-	store  *store.Store
-	writer *store.Writer
+	store  *store.Store  // rank 0 only
+	writer *store.Writer // rank 0 only
+	dist   *dist.Group   // nil: a single process
 
 	pcg    *rand.PCG
 	rng    *rand.Rand
@@ -84,6 +86,10 @@ type Options struct {
 	Log      zerolog.Logger
 	Progress ProgressFunc
 	GitRev   string
+	// Dist is the data-parallel job this process is a rank of (nil: it
+	// trains alone). Rank 0 owns the store, the logs, the checkpoints and
+	// the final policy; every rank keeps identical weights.
+	Dist *dist.Group
 }
 
 // RunDir is where a run keeps everything: <run.dir>/<run.name>.
@@ -97,8 +103,8 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := torch.Check(); err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, log: o.Log, dir: RunDir(cfg), bar: o.Progress}
-	if t.bar == nil {
+	t := &Trainer{cfg: cfg, log: o.Log, dir: RunDir(cfg), bar: o.Progress, dist: o.Dist}
+	if t.bar == nil || !t.dist.Leader() {
 		t.bar = func(string, int) Bar { return noBar{} }
 	}
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
@@ -130,7 +136,16 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 			t.Close()
 		}
 	}()
-	if t.data, err = loadData(ctx, cfg, t.dir); err != nil {
+	// Ranks other than 0 keep what they build (the synthetic world's
+	// index) in a folder of their own.
+	local := t.dir
+	if !t.dist.Leader() {
+		local = filepath.Join(t.dir, "ranks", fmt.Sprint(t.dist.Rank()))
+		if err := os.MkdirAll(local, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if t.data, err = loadData(ctx, cfg, local); err != nil {
 		return nil, err
 	}
 	if t.tools, err = buildTools(cfg, t.data.indexPath); err != nil {
@@ -139,15 +154,28 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if t.schemas, err = envs.Schemas(t.tools); err != nil {
 		return nil, err
 	}
-	ck, err := latestCheckpoint(t.dir)
-	if err != nil {
+	// Rank 0 decides where the run starts from; the others load the same
+	// checkpoint (a resumed multi-node run needs the run folder on a
+	// shared filesystem).
+	var ck string
+	if t.dist.Leader() {
+		if ck, err = latestCheckpoint(t.dir); err != nil {
+			return nil, err
+		}
+		if cfg.Run.Resume && ck == "" {
+			return nil, fmt.Errorf("run %s: --resume given but %s has no checkpoint", cfg.Run.Name, t.dir)
+		}
+		if !cfg.Run.Resume && ck != "" {
+			return nil, fmt.Errorf("run %s already has checkpoints in %s: resume it with --resume, or choose another run.name", cfg.Run.Name, t.dir)
+		}
+	}
+	if ck, err = dist.FromLeader(t.dist, ck); err != nil {
 		return nil, err
 	}
-	if cfg.Run.Resume && ck == "" {
-		return nil, fmt.Errorf("run %s: --resume given but %s has no checkpoint", cfg.Run.Name, t.dir)
-	}
-	if !cfg.Run.Resume && ck != "" {
-		return nil, fmt.Errorf("run %s already has checkpoints in %s: resume it with --resume, or choose another run.name", cfg.Run.Name, t.dir)
+	if ck != "" && !t.dist.Leader() {
+		if _, err := os.Stat(filepath.Join(ck, "state.json")); err != nil {
+			return nil, fmt.Errorf("rank %d cannot read rank 0's checkpoint (a resumed multi-node run needs the run folder on a shared filesystem): %w", t.dist.Rank(), err)
+		}
 	}
 	if err := t.loadTokenizer(ctx, ck); err != nil {
 		return nil, err
@@ -159,6 +187,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 		if err := t.restore(ck); err != nil {
 			return nil, err
 		}
+	}
+	if err := t.syncReplicas(); err != nil {
+		return nil, err
 	}
 	decoder := t.policy
 	if dt := cfg.Rollout.DType; dt != "auto" {
@@ -178,8 +209,10 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if t.engine, err = torch.NewEngine(decoder, max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
 		return nil, err
 	}
-	if err := t.openStore(o.GitRev, ck != ""); err != nil {
-		return nil, err
+	if t.dist.Leader() {
+		if err := t.openStore(o.GitRev, ck != ""); err != nil {
+			return nil, err
+		}
 	}
 	ok = true
 	return t, nil
@@ -240,11 +273,30 @@ func (t *Trainer) Close() error {
 	return first
 }
 
+// Leader reports whether this process owns the run's store, checkpoints
+// and results: always in a single process, rank 0 in a data-parallel job.
+func (t *Trainer) Leader() bool { return t.dist.Leader() }
+
+// syncReplicas makes every rank's trainable weights rank 0's, as DDP does
+// at start: the ranks then stay identical because they apply the same
+// summed gradients.
+func (t *Trainer) syncReplicas() error {
+	if t.dist.World() == 1 {
+		return nil
+	}
+	return t.dist.Broadcast(append(append([]*torch.Tensor{}, t.params...), t.criticParams...))
+}
+
 // Dir is the run's folder.
 func (t *Trainer) Dir() string { return t.dir }
 
-// StorePath is the run's trajectory store.
-func (t *Trainer) StorePath() string { return t.store.Path() }
+// StorePath is the run's trajectory store ("" on ranks other than 0).
+func (t *Trainer) StorePath() string {
+	if t.store == nil {
+		return ""
+	}
+	return t.store.Path()
+}
 
 // syncRollout copies the policy's current weights into the rollout model,
 // when rollouts decode in another precision.

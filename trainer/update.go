@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -30,10 +31,16 @@ type updateConfig struct {
 	TrainPolicy bool   // false during critic warm-up
 }
 
-// updater owns the models and optimizers an update changes.
+// updater owns the models and optimizers an update changes. In a
+// data-parallel job every rank walks the same mini-batches (same data, same
+// shuffle), computes the gradient of its share of each (normalised by the
+// whole mini-batch's token or sequence count), and the all-reduced sum is
+// the gradient one process would get from the whole mini-batch; every rank
+// then takes the same optimizer step.
 type updater struct {
 	policy, critic *torch.Model
 	opt, criticOpt *torch.AdamW
+	dist           *dist.Group
 	cfg            updateConfig
 }
 
@@ -76,6 +83,9 @@ func (u *updater) run(trs []*traj.Trajectory, data map[*traj.Trajectory]*tokenDa
 			}
 		}
 	}
+	if err := u.sumStats(&st); err != nil {
+		return st, err
+	}
 	if n := float64(st.microPasses); n > 0 {
 		st.PolicyLoss /= n
 		st.KLLoss /= n
@@ -99,6 +109,31 @@ func (u *updater) run(trs []*traj.Trajectory, data map[*traj.Trajectory]*tokenDa
 	return st, nil
 }
 
+// sumStats adds up the per-rank sums of the diagnostics (the step counts
+// and gradient norms are already the same on every rank).
+func (u *updater) sumStats(st *updateStats) error {
+	if u.dist.World() == 1 {
+		return nil
+	}
+	v := []float64{st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL,
+		float64(st.Tokens), float64(st.microPasses)}
+	if err := u.dist.Sum(v); err != nil {
+		return err
+	}
+	st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL = v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+	st.Tokens, st.microPasses = int(v[7]), int(v[8])
+	return nil
+}
+
+// reduce sums the gradients of params over the ranks and tells whether
+// any rank saw a non-finite loss.
+func (u *updater) reduce(params []*torch.Tensor, nonFinite bool) (bool, error) {
+	if err := u.dist.AllReduceGrads(params); err != nil {
+		return false, err
+	}
+	return u.dist.Any(nonFinite)
+}
+
 func norm(mini []*traj.Trajectory, useMask bool) algo.Norm {
 	n := algo.Norm{Sequences: float64(len(mini))}
 	for _, t := range mini {
@@ -115,13 +150,18 @@ func norm(mini []*traj.Trajectory, useMask bool) algo.Norm {
 func (u *updater) policyStep(mini []*traj.Trajectory, data map[*traj.Trajectory]*tokenData, st *updateStats) error {
 	n := norm(mini, u.cfg.LossMask)
 	nonFinite := false
-	for _, mb := range microBatches(mini, u.cfg.MicroBatch) {
-		p := padBatch(pick(mini, mb))
+	mine := dist.Shard(u.dist, mini)
+	for _, mb := range microBatches(mine, u.cfg.MicroBatch) {
+		p := padBatch(pick(mine, mb))
 		ok, err := u.policyMicro(p, data, n, st)
 		if err != nil {
 			return err
 		}
 		nonFinite = nonFinite || !ok
+	}
+	nonFinite, err := u.reduce(u.opt.Params(), nonFinite)
+	if err != nil {
+		return err
 	}
 	gn, err := u.opt.ClipGradNorm(u.cfg.MaxGradNorm)
 	if err != nil {
@@ -225,8 +265,9 @@ func (u *updater) criticStep(mini []*traj.Trajectory, data map[*traj.Trajectory]
 	n := norm(mini, u.cfg.LossMask)
 	bad := false
 	var total float64
-	for _, mb := range microBatches(mini, u.cfg.MicroBatch) {
-		p := padBatch(pick(mini, mb))
+	mine := dist.Shard(u.dist, mini)
+	for _, mb := range microBatches(mine, u.cfg.MicroBatch) {
+		p := padBatch(pick(mine, mb))
 		o, err := u.critic.Forward(p.batch, torch.ForwardOptions{Grad: true, Values: true})
 		if err != nil {
 			return oomHint(fmt.Errorf("critic forward of %d trajectories: %w", len(mb), err))
@@ -248,6 +289,10 @@ func (u *updater) criticStep(mini []*traj.Trajectory, data map[*traj.Trajectory]
 			return fmt.Errorf("critic backward: %w", err)
 		}
 		s.Close()
+	}
+	bad, err := u.reduce(u.criticOpt.Params(), bad)
+	if err != nil {
+		return err
 	}
 	gn, err := u.criticOpt.ClipGradNorm(u.cfg.MaxGradNorm)
 	if err != nil {

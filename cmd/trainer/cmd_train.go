@@ -3,16 +3,23 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/internal/logging"
+	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/report"
 )
 
@@ -30,6 +37,8 @@ func trainCommand() *cli.Command {
 			"  trainer train --config examples/qwen2.5-3b-hotpotqa-grpo.yaml\n" +
 			"  trainer train --estimator gae --set algorithm.loss_mask=false --run-name ppo-no-loss-mask\n" +
 			"  trainer train --resume default                  # continue a stopped run\n" +
+			"  trainer train --nproc 2                         # two data-parallel ranks on this machine\n" +
+			"  torchrun --nproc-per-node 8 --no-python bin/trainer train --config my.yaml  # or Slurm, Kubernetes\n" +
 			"  trainer train --dry-run --config my.yaml        # check a config without training",
 		Flags: flags,
 		Action: func(c *cli.Context) error {
@@ -40,18 +49,49 @@ func trainCommand() *cli.Command {
 			if c.Bool("dry-run") {
 				return dryRun(c, cfg)
 			}
-			log, closer, err := runLogger(cfg)
-			if err != nil {
-				return err
-			}
-			defer closer.Close()
+			// The config as given is what the run saves; placeRank's
+			// per-rank changes are not.
 			y, err := cfg.YAML()
 			if err != nil {
 				return err
 			}
+			env, ranked, err := dist.FromEnv()
+			if err != nil {
+				return err
+			}
+			if !ranked && cfg.Dist.NProc > 1 {
+				l, _, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, os.Stderr, "")
+				if err != nil {
+					return err
+				}
+				return dist.Launch(cfg.Dist.NProc, os.Args[1:], launchGrace, l)
+			}
+			if ranked && env.World == 1 {
+				ranked = false // a job of one rank is a single process
+			}
+			if ranked {
+				placeRank(&cfg, env)
+			}
+			log, closer, err := rankLogger(cfg, env, ranked)
+			if err != nil {
+				return err
+			}
+			defer closer.Close()
+			var group *dist.Group
+			if ranked {
+				dev, err := torch.ParseDevice(cfg.Device.Device)
+				if err != nil {
+					return err
+				}
+				if group, err = dist.Join(env, dist.Options{Backend: cfg.Dist.Backend, Device: dev, Timeout: cfg.Dist.Timeout,
+					BucketMB: cfg.Dist.BucketMB, Log: log}); err != nil {
+					return err
+				}
+			}
+			leader := group.Leader()
 			ctx, stop, done := signalContext()
 			defer done()
-			t, err := trainer.New(ctx, cfg, trainer.Options{Log: log, Progress: bars, GitRev: gitRev()})
+			t, err := trainer.New(ctx, cfg, trainer.Options{Log: log, Progress: bars, GitRev: gitRev(), Dist: group})
 			if err != nil {
 				return err
 			}
@@ -59,18 +99,28 @@ func trainCommand() *cli.Command {
 			// (the name is taken, a bad checkpoint) leaves the run's
 			// config.yaml as it was.
 			dir := trainer.RunDir(cfg)
-			if err := os.WriteFile(filepath.Join(dir, "config.yaml"), y, 0o644); err != nil {
-				t.Close()
-				return err
+			if leader {
+				if err := os.WriteFile(filepath.Join(dir, "config.yaml"), y, 0o644); err != nil {
+					t.Close()
+					return err
+				}
+				fmt.Fprintf(os.Stderr, "effective config (saved to %s):\n%s\n", filepath.Join(dir, "config.yaml"), indent(string(y)))
 			}
-			fmt.Fprintf(os.Stderr, "effective config (saved to %s):\n%s\n", filepath.Join(dir, "config.yaml"), indent(string(y)))
 			res, runErr := t.Run(ctx, stop)
 			storePath := t.StorePath()
 			if err := t.Close(); err != nil && runErr == nil {
 				runErr = err
 			}
 			if runErr != nil {
+				// No barrier on the way out: the other ranks see this
+				// one's connections close, or its heartbeat stop.
 				return runErr
+			}
+			if err := group.Close(); err != nil {
+				return err
+			}
+			if !leader {
+				return nil
 			}
 			if res == nil {
 				resume := "trainer train --resume " + cfg.Run.Name
@@ -93,6 +143,40 @@ func trainCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// launchGrace is how long the --nproc launcher lets the surviving ranks
+// stop by themselves (SIGTERM) before it kills them.
+const launchGrace = 10 * time.Second
+
+// placeRank adapts the config to this rank's place on its machine: the
+// cores are shared among the machine's ranks, and on CUDA each rank
+// takes the GPU of its LOCAL_RANK.
+func placeRank(cfg *config.Config, env dist.Env) {
+	if cfg.Device.Threads == 0 {
+		cfg.Device.Threads = max(1, runtime.NumCPU()/env.LocalWorld)
+	}
+	if strings.HasPrefix(cfg.Device.Device, "cuda") {
+		cfg.Device.Device = fmt.Sprintf("cuda:%d", env.LocalRank)
+	}
+}
+
+// rankLogger is runLogger for rank 0 (or a single process); the other
+// ranks log warnings and errors to stderr only, tagged with their rank.
+func rankLogger(cfg config.Config, env dist.Env, ranked bool) (zerolog.Logger, io.Closer, error) {
+	if !ranked || env.Rank == 0 {
+		l, c, err := runLogger(cfg)
+		if ranked {
+			l = l.With().Int("rank", 0).Logger()
+		}
+		return l, c, err
+	}
+	l, c, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, os.Stderr, "")
+	if err != nil {
+		return l, c, err
+	}
+	l = logging.WithRun(l, cfg.Run.Name).With().Int("rank", env.Rank).Logger()
+	return l.Level(max(l.GetLevel(), zerolog.WarnLevel)), c, nil
 }
 
 // trainConfig is loadConfig for train. A resumed run (--resume RUN, or

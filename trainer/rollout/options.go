@@ -68,6 +68,22 @@ type Stats struct {
 	ToolLatencyMS float64 // summed tool wall time
 }
 
+// Merge combines the stats of rollouts that ran side by side (data-parallel
+// ranks): times are the longest, counts add up, and the mean decode batch
+// is weighted by decode calls.
+func (s Stats) Merge(o Stats) Stats {
+	if s.Steps+o.Steps > 0 {
+		s.MeanBatch = (s.MeanBatch*float64(s.Steps) + o.MeanBatch*float64(o.Steps)) / float64(s.Steps+o.Steps)
+	}
+	s.Wall, s.Decode, s.Prefill, s.Idle = max(s.Wall, o.Wall), max(s.Decode, o.Decode), max(s.Prefill, o.Prefill), max(s.Idle, o.Idle)
+	s.Steps += o.Steps
+	s.Generated += o.Generated
+	s.Prefilled += o.Prefilled
+	s.Trajectories += o.Trajectories
+	s.ToolLatencyMS += o.ToolLatencyMS
+	return s
+}
+
 // TokensPerS is generated tokens per second of wall time.
 func (s Stats) TokensPerS() float64 {
 	if s.Wall <= 0 {
