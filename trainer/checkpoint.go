@@ -48,6 +48,9 @@ func latestCheckpoint(run string) (string, error) {
 
 // checkpoint saves the run's state after iteration t.state.Iteration.
 func (t *Trainer) checkpoint() error {
+	if err := t.agreeOnWeights(); err != nil {
+		return err
+	}
 	if !t.dist.Leader() {
 		return nil // rank 0 writes it; every rank holds the same state
 	}

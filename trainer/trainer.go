@@ -287,6 +287,37 @@ func (t *Trainer) syncReplicas() error {
 	return t.dist.Broadcast(append(append([]*torch.Tensor{}, t.params...), t.criticParams...))
 }
 
+// agreeOnWeights checks that every rank still holds the same trainable
+// weights (the sum and the sum of squares of each parameter, compared
+// exactly), before rank 0 saves them for all.
+func (t *Trainer) agreeOnWeights() error {
+	if t.dist.World() == 1 {
+		return nil
+	}
+	params := append(append([]*torch.Tensor{}, t.params...), t.criticParams...)
+	names := append(append([]string{}, t.policy.Names()...), t.criticNames()...)
+	var keys []string
+	var vals []float64
+	s := torch.NewScope()
+	defer s.Close()
+	for i, p := range params {
+		a, b := item(s, s.Sum(p)), item(s, s.Sum(s.Mul(p, p)))
+		if err := s.Err(); err != nil {
+			return err
+		}
+		keys = append(keys, "sum of "+names[i], "sum of squares of "+names[i])
+		vals = append(vals, a, b)
+	}
+	return t.dist.Agree("the weights", keys, vals)
+}
+
+func (t *Trainer) criticNames() []string {
+	if t.criticParams == nil {
+		return nil
+	}
+	return t.critic.Names()
+}
+
 // Dir is the run's folder.
 func (t *Trainer) Dir() string { return t.dir }
 

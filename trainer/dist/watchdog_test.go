@@ -1,0 +1,119 @@
+package dist
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentrl/agentrl/torch"
+)
+
+const watchTimeout = 3 * time.Second
+
+// TestHeartbeatFindsDeadRank: two ranks join and then compute without any
+// collective (a long rollout, say); one is killed. The other must learn it
+// from the heartbeat alone, within the timeout (rank 1 killed: its counter
+// stops) or at once (rank 0 killed: the store it serves is gone).
+func TestHeartbeatFindsDeadRank(t *testing.T) {
+	if err := torch.Check(); err != nil {
+		t.Skipf("libtorch shim not available: %v", err)
+	}
+	for _, victim := range []int{1, 0} {
+		t.Run(fmt.Sprintf("kill rank %d", victim), func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := l.Addr().(*net.TCPAddr).Port
+			l.Close()
+			type proc struct {
+				cmd    *exec.Cmd
+				joined chan struct{}
+				done   chan string // the last line it printed
+			}
+			var ps []*proc
+			for r := 0; r < 2; r++ {
+				cmd := exec.Command(os.Args[0], "-test.run=^TestHeartbeatRank$")
+				cmd.Env = append(os.Environ(), Env{Rank: r, World: 2, LocalRank: r, LocalWorld: 2, MasterAddr: "127.0.0.1", MasterPort: port}.Vars()...)
+				cmd.Env = append(cmd.Env, "AGENTRL_HEARTBEAT_TEST=1")
+				out, err := cmd.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cmd.Stderr = cmd.Stdout
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				p := &proc{cmd: cmd, joined: make(chan struct{}), done: make(chan string, 1)}
+				go func() {
+					sc := bufio.NewScanner(out)
+					last := ""
+					for sc.Scan() {
+						if sc.Text() == "joined" {
+							close(p.joined)
+						}
+						last = sc.Text()
+					}
+					_ = cmd.Wait()
+					p.done <- last
+				}()
+				ps = append(ps, p)
+				defer cmd.Process.Kill()
+			}
+			for _, p := range ps {
+				select {
+				case <-p.joined:
+				case <-time.After(30 * time.Second):
+					t.Fatal("ranks did not join")
+				}
+			}
+			time.Sleep(watchTimeout / 2) // a few heartbeats go by
+			if err := ps[victim].cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			killed := time.Now()
+			select {
+			case last := <-ps[1-victim].done:
+				took := time.Since(killed)
+				t.Logf("rank %d stopped %s after rank %d was killed: %s", 1-victim, took.Round(time.Millisecond), victim, last)
+				if code := ps[1-victim].cmd.ProcessState.ExitCode(); code != 3 || !strings.HasPrefix(last, "lost: ") {
+					t.Errorf("exit %d, last line %q: want the heartbeat's report", code, last)
+				}
+				if took > watchTimeout+5*time.Second {
+					t.Errorf("took %s with a %s timeout", took, watchTimeout)
+				}
+			case <-time.After(watchTimeout + 20*time.Second):
+				t.Fatalf("rank %d still runs after rank %d was killed", 1-victim, victim)
+			}
+		})
+	}
+}
+
+// TestHeartbeatRank is one rank of TestHeartbeatFindsDeadRank: it joins,
+// then idles without collectives until the heartbeat ends it.
+func TestHeartbeatRank(t *testing.T) {
+	if os.Getenv("AGENTRL_HEARTBEAT_TEST") == "" {
+		t.Skip("a rank of TestHeartbeatFindsDeadRank, run in its own process")
+	}
+	env, _, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Join(env, Options{Backend: "gloo", Device: torch.CPU, Timeout: watchTimeout, Log: zerolog.Nop(),
+		OnLost: func(err error) { fmt.Println("lost: " + err.Error()); os.Exit(3) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	fmt.Println("joined")
+	time.Sleep(time.Minute)
+	fmt.Println("rank " + strconv.Itoa(env.Rank) + " was never told")
+}
