@@ -1,9 +1,15 @@
 // dist.cpp: data-parallel collectives over libtorch's c10d: a TCPStore for
-// rendezvous and heartbeats, and a process group (Gloo on the CPU, NCCL on
-// CUDA builds that have it).
-#define USE_C10D_GLOO
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+// rendezvous and heartbeats, and a process group: Gloo where its headers
+// are installed (Debian: libgloo-dev), NCCL on CUDA builds with nccl.h.
+// A backend that was not compiled in is a clear error at ar_dist_new.
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#if __has_include(<gloo/config.h>) && !defined(AR_NO_GLOO)
+#define USE_C10D_GLOO
+#define AR_HAVE_GLOO 1
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 
 #if defined(AGENTRL_CUDA) && __has_include(<nccl.h>)
 #define USE_C10D_NCCL
@@ -25,7 +31,9 @@ struct ar_kvstore_s {
 // from ProcessGroup, 2.x from Backend, and the collectives used here have
 // the same signatures on both.
 struct ar_dist_s {
+#ifdef AR_HAVE_GLOO
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+#endif
 #ifdef AR_HAVE_NCCL
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
 #endif
@@ -41,10 +49,12 @@ using Works = std::vector<c10::intrusive_ptr<c10d::Work>>;
 template <class F>
 void on_group(ar_dist d, F &&f) {
   TORCH_CHECK(d != nullptr, "null process group");
+#ifdef AR_HAVE_GLOO
   if (d->gloo) {
     f(*d->gloo);
     return;
   }
+#endif
 #ifdef AR_HAVE_NCCL
   if (d->nccl) {
     f(*d->nccl);
@@ -135,6 +145,7 @@ int ar_dist_new(ar_kvstore s, int backend, int rank, int world,
     TORCH_CHECK(s != nullptr && s->s, "null store");
     c10::intrusive_ptr<c10d::Store> st = s->s;
     if (backend == AR_GLOO) {
+#ifdef AR_HAVE_GLOO
       auto o = c10d::ProcessGroupGloo::Options::create(timeout);
       switch (net) {
         case AR_NET_INTERFACE:
@@ -148,6 +159,12 @@ int ar_dist_new(ar_kvstore s, int backend, int rank, int world,
       }
       o->threads = 2;
       d->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(st, rank, world, o);
+#else
+      TORCH_CHECK(false,
+                  "this build of agentrl has no Gloo (its headers were not "
+                  "found at build time: install libgloo-dev, or gloo's "
+                  "headers into the libtorch include folder)");
+#endif
     } else if (backend == AR_NCCL) {
 #ifdef AR_HAVE_NCCL
       TORCH_CHECK(d->dev.is_cuda(), "the NCCL backend needs a CUDA device");
