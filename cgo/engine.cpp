@@ -23,6 +23,28 @@ struct ar_engine_s {
 
 namespace {
 
+// upload copies a host tensor to dev. On CUDA it goes through a pinned
+// (page-locked) buffer, so the copy is one asynchronous DMA (the caching
+// host allocator keeps the buffer until the copy is done); on the CPU the
+// tensor is used as it is.
+at::Tensor upload(const at::Tensor &host, const at::Device &dev) {
+  if (!dev.is_cuda()) return host;
+  return host.pin_memory().to(dev, /*non_blocking=*/true);
+}
+
+at::Tensor upload(const int64_t *ids, at::IntArrayRef shape, const at::Device &dev) {
+  return upload(at::from_blob(const_cast<int64_t *>(ids), shape, at::kLong), dev);
+}
+
+// download brings a device tensor to the host, through pinned memory on
+// CUDA (a direct DMA; the copy returns when the data has arrived).
+at::Tensor download(const at::Tensor &t) {
+  if (!t.is_cuda()) return t.contiguous();
+  at::Tensor host = at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true));
+  host.copy_(t);
+  return host;
+}
+
 // run appends the tokens ids [S,n] to the given slots (all at their own
 // lengths) and returns the logits of each slot's last new token [S,V].
 at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tensor &ids) {
@@ -134,19 +156,19 @@ void sample(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tensor 
     std::vector<float> u(S);
     std::uniform_real_distribution<double> unif(0.0, 1.0);
     for (int64_t i = 0; i < S; i++) u[i] = static_cast<float>(unif(e.rng[slots[i]]));
-    at::Tensor ut = at::tensor(u, at::kFloat).to(cdf.device()).unsqueeze(1) * cdf.narrow(1, V - 1, 1);
+    at::Tensor ut = upload(at::tensor(u, at::kFloat), cdf.device()).unsqueeze(1) * cdf.narrow(1, V - 1, 1);
     chosen = at::searchsorted(cdf, ut).squeeze(1).clamp_max(V - 1);
     // Never pick a token whose probability is zero (the CDF is flat there).
     at::Tensor pz = probs.gather(1, chosen.unsqueeze(1)).squeeze(1) <= 0;
     chosen = at::where(pz, probs.argmax(-1), chosen);
   }
-  at::Tensor lp = logp.gather(1, chosen.unsqueeze(1)).squeeze(1).to(at::kCPU);
-  chosen = chosen.to(at::kCPU);
-  auto ca = chosen.accessor<int64_t, 1>();
-  auto la = lp.accessor<float, 1>();
+  // One transfer for both: token ids (exact in float64) and logprobs.
+  at::Tensor lp = logp.gather(1, chosen.unsqueeze(1)).squeeze(1);
+  at::Tensor both = download(at::stack({chosen.to(at::kDouble), lp.to(at::kDouble)}));
+  auto a = both.accessor<double, 2>();
   for (int64_t i = 0; i < S; i++) {
-    tokens[i] = ca[i];
-    logprobs[i] = la[i];
+    tokens[i] = static_cast<int64_t>(a[0][i]);
+    logprobs[i] = static_cast<float>(a[1][i]);
   }
 }
 
@@ -189,8 +211,7 @@ int ar_engine_prefill(ar_engine e, int slot, const int64_t *ids, int64_t n, char
     apply_threads();
     for (int64_t i = 0; i < n; i++)
       TORCH_CHECK(ids[i] >= 0 && ids[i] < e->m->cfg.vocab, "token id ", ids[i], " outside the vocabulary");
-    at::Tensor t = at::from_blob(const_cast<int64_t *>(ids), {1, n}, at::kLong).to(e->m->dev);
-    at::Tensor l = run(*e, {slot}, t);
+    at::Tensor l = run(*e, {slot}, upload(ids, {1, n}, e->m->dev));
     e->pending[slot].copy_(l[0]);
     e->has_pending[slot] = true;
   });
@@ -242,10 +263,9 @@ int ar_engine_step(ar_engine e, const int *slots, int n, const ar_sampling *s, i
       TORCH_CHECK(!seen[x]++, "slot ", x, " given twice in one step");
       TORCH_CHECK(e->has_pending[x], "slot ", x, " has nothing to continue from (prefill it first)");
     }
-    at::Tensor idx = at::tensor(sl, at::kLong).to(e->m->dev);
+    at::Tensor idx = upload(sl.data(), {n}, e->m->dev);
     sample(*e, sl, e->pending.index_select(0, idx), *s, tokens, logprobs);
-    at::Tensor t = at::from_blob(tokens, {n, 1}, at::kLong).to(e->m->dev);
-    at::Tensor l = run(*e, sl, t);
+    at::Tensor l = run(*e, sl, upload(tokens, {n, 1}, e->m->dev));
     e->pending.index_copy_(0, idx, l);
   });
 }
