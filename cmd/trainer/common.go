@@ -13,6 +13,7 @@ import (
 	"github.com/agentrl/agentrl/internal/progress"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/dist"
 )
 
 // loadConfig builds the effective config: defaults, --config, key flags,
@@ -43,8 +44,13 @@ func runLogger(cfg config.Config) (zerolog.Logger, io.Closer, error) {
 }
 
 // startRun sets up the run's logging and prepares its trainer; the closer
-// ends the logging (close the trainer first).
+// ends the logging (close the trainer first). Only train runs as several
+// ranks: started as one of several, sft and eval refuse rather than have
+// every rank write the same run.
 func startRun(c *cli.Context, cfg config.Config) (*trainer.Trainer, io.Closer, error) {
+	if env, ranked, err := dist.FromEnv(); err == nil && ranked && env.World > 1 {
+		return nil, nil, fmt.Errorf("trainer %s runs as one process, but this is rank %d of %d (RANK/WORLD_SIZE are set): start it without torchrun or srun", c.Command.Name, env.Rank, env.World)
+	}
 	log, closer, err := runLogger(cfg)
 	if err != nil {
 		return nil, nil, err

@@ -298,3 +298,17 @@ func TestNProcResumeMatchesUninterrupted(t *testing.T) {
 		}
 	}
 }
+
+// TestSFTRefusesToRunAsRanks: only train is data-parallel; sft started as
+// one of several ranks says so instead of having every rank write the run.
+func TestSFTRefusesToRunAsRanks(t *testing.T) {
+	args := append([]string{"sft", "--run-dir", t.TempDir(), "--name", "ranked", "--out", t.TempDir()}, tinyRun...)
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	cmd := command(ctx, args...)
+	cmd.Env = append(cmd.Env, "RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29500")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "trainer sft runs as one process, but this is rank 1 of 2") {
+		t.Fatalf("want a refusal (err %v):\n%s", err, out)
+	}
+}
