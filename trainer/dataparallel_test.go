@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -100,12 +99,10 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 	if err := torch.Check(); err != nil {
 		t.Skipf("libtorch shim not available: %v", err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := dist.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	out := t.TempDir()
 	var wg sync.WaitGroup
 	logs := make([]string, 2)

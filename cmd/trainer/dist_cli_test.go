@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentrl/agentrl/trainer/dist"
 )
 
 // distTimeout is dist.timeout in these tests: short, so a hang would show.
@@ -80,6 +81,13 @@ func startRank(t *testing.T, ctx context.Context, rank, port int, args []string,
 	t.Helper()
 	cmd := command(ctx, args...)
 	cmd.Env = append(cmd.Env, "RANK="+strconv.Itoa(rank), "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+	return startProc(t, cmd, rank, iteration)
+}
+
+// startProc starts cmd, collects its stderr, and sends tag on iteration
+// (when not nil) the first time it logs a finished iteration.
+func startProc(t *testing.T, cmd *exec.Cmd, tag int, iteration chan<- int) *rankProc {
+	t.Helper()
 	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +105,7 @@ func startRank(t *testing.T, ctx context.Context, rank, port int, args []string,
 			p.stderr.WriteString(sc.Text() + "\n")
 			p.mu.Unlock()
 			if !sent && iteration != nil && strings.Contains(sc.Text(), `"message":"iteration"`) {
-				iteration <- rank
+				iteration <- tag
 				sent = true
 			}
 		}
@@ -114,12 +122,10 @@ func startRank(t *testing.T, ctx context.Context, rank, port int, args []string,
 func TestKilledRankStopsJob(t *testing.T) {
 	for _, victim := range []int{1, 0} {
 		t.Run(fmt.Sprintf("kill rank %d", victim), func(t *testing.T) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
+			port, err := dist.FreePort()
 			if err != nil {
 				t.Fatal(err)
 			}
-			port := l.Addr().(*net.TCPAddr).Port
-			l.Close()
 			runs := filepath.Join(t.TempDir(), "runs")
 			args := append([]string{"train", "--run-dir", runs, "--name", "killed"}, tinyRun...)
 			args = append(args, "--iterations", "100000", "--set", "dist.timeout="+distTimeout.String(), "--no-report")
@@ -171,36 +177,13 @@ func TestLauncherStopsJobWhenRankDies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
 	iteration := make(chan int, 1)
-	p := &rankProc{}
-	cmd := command(ctx, args...)
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(pipe)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		sent := false
-		for sc.Scan() {
-			p.mu.Lock()
-			p.stderr.WriteString(sc.Text() + "\n")
-			p.mu.Unlock()
-			if !sent && strings.Contains(sc.Text(), `"message":"iteration"`) {
-				iteration <- 0
-				sent = true
-			}
-		}
-		done <- cmd.Wait()
-	}()
+	p := startProc(t, command(ctx, args...), 0, iteration)
 	select {
 	case <-iteration:
-	case err := <-done:
-		t.Fatalf("launcher exited before training (%v):\n%s", err, p.log())
+	case <-p.exited:
+		t.Fatalf("launcher exited before training (%v):\n%s", p.err, p.log())
 	}
+	cmd := p.cmd
 	child, other := rankChild(t, cmd.Process.Pid, 1), rankChild(t, cmd.Process.Pid, 0)
 	if child == 0 || other == 0 {
 		t.Fatalf("ranks not found among the launcher's children (rank 1: %d, rank 0: %d)", child, other)
@@ -210,13 +193,13 @@ func TestLauncherStopsJobWhenRankDies(t *testing.T) {
 	}
 	killed := time.Now()
 	select {
-	case err = <-done:
+	case <-p.exited:
 	case <-time.After(distTimeout + 30*time.Second):
 		t.Fatalf("the launcher still runs %s after rank 1 was killed:\n%s", time.Since(killed), p.log())
 	}
-	t.Logf("launcher exited %s after rank 1 was killed: %v", time.Since(killed).Round(time.Millisecond), err)
-	if err == nil || !strings.Contains(p.log(), "rank 1 failed") {
-		t.Fatalf("want a failure naming rank 1 (err %v):\n%s", err, p.log())
+	t.Logf("launcher exited %s after rank 1 was killed: %v", p.at.Sub(killed).Round(time.Millisecond), p.err)
+	if p.err == nil || !strings.Contains(p.log(), "rank 1 failed") {
+		t.Fatalf("want a failure naming rank 1 (err %v):\n%s", p.err, p.log())
 	}
 	// The launcher returns only after reaping every rank.
 	if err := syscall.Kill(other, 0); err != syscall.ESRCH {

@@ -28,7 +28,7 @@ func Launch(n int, args []string, grace time.Duration, log zerolog.Logger) error
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return fmt.Errorf("launch: a free port for the rendezvous store: %w", err)
 	}
@@ -93,7 +93,10 @@ func Launch(n int, args []string, grace time.Duration, log zerolog.Logger) error
 	return first
 }
 
-func freePort() (int, error) {
+// FreePort asks the kernel for a free TCP port on loopback, for a local
+// rendezvous (another process may take it before it is used; the
+// rendezvous then fails with a clear error).
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

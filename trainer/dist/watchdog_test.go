@@ -3,7 +3,6 @@ package dist
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -28,12 +27,10 @@ func TestHeartbeatFindsDeadRank(t *testing.T) {
 	}
 	for _, victim := range []int{1, 0} {
 		t.Run(fmt.Sprintf("kill rank %d", victim), func(t *testing.T) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
+			port, err := FreePort()
 			if err != nil {
 				t.Fatal(err)
 			}
-			port := l.Addr().(*net.TCPAddr).Port
-			l.Close()
 			type proc struct {
 				cmd    *exec.Cmd
 				joined chan struct{}
