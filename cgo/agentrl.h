@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 2
+#define AR_ABI_VERSION 3
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -213,6 +213,10 @@ int ar_model_param(ar_model m, const char *name, ar_tensor *out, char **err);
 /* Activation checkpointing for the training forward: keep only each
  * layer's input and recompute the layer in the backward pass. */
 int ar_model_set_checkpointing(ar_model m, int on, char **err);
+/* Mixed precision: the training forward, the logprob forward and the decode
+ * engine run under autocast to dtype (AR_BF16 or AR_F16) on the model's
+ * device type; weights and gradients stay in the model's dtype. -1: off. */
+int ar_model_set_autocast(ar_model m, int dtype, char **err);
 /* Copies every parameter of src into dst (same config); a value head dst has
  * and src lacks is kept. */
 int ar_model_copy_weights(ar_model dst, ar_model src, char **err);

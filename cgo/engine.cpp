@@ -48,6 +48,7 @@ at::Tensor download(const at::Tensor &t) {
 // run appends the tokens ids [S,n] to the given slots (all at their own
 // lengths) and returns the logits of each slot's last new token [S,V].
 at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tensor &ids) {
+  AutocastScope ac(e.m->dev, e.m->autocast);
   const ar_model_s &m = *e.m;
   int64_t S = ids.size(0), n = ids.size(1);
   auto lopts = at::TensorOptions().dtype(at::kLong).device(m.dev);
@@ -96,8 +97,9 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
       using at::indexing::Slice;
       for (int64_t j = 0; j < n; j++) {
         at::Tensor pj = pos.select(1, j);
-        kc.index_put_({slott, Slice(), pj}, k.select(2, j));
-        vc.index_put_({slott, Slice(), pj}, v.select(2, j));
+        // (under autocast k and v come in the autocast dtype)
+        kc.index_put_({slott, Slice(), pj}, k.select(2, j).to(kc.scalar_type()));
+        vc.index_put_({slott, Slice(), pj}, v.select(2, j).to(vc.scalar_type()));
       }
     }
     std::vector<at::Tensor> outs;

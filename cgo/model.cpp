@@ -83,6 +83,37 @@ at::Tensor ar_model_s::mlp(const Layer &l, const at::Tensor &x) const {
 
 at::Tensor ar_model_s::logits(const at::Tensor &h) const { return at::linear(h, lm_head); }
 
+AutocastScope::AutocastScope(const at::Device &dev, at::ScalarType dtype) {
+  on_ = dtype != at::ScalarType::Undefined;
+  if (!on_) return;
+  cuda_ = dev.is_cuda();
+  if (cuda_) {
+    prev_ = at::autocast::is_enabled();
+    prev_dtype_ = at::autocast::get_autocast_gpu_dtype();
+    at::autocast::set_autocast_gpu_dtype(dtype);
+    at::autocast::set_enabled(true);
+  } else {
+    prev_ = at::autocast::is_cpu_enabled();
+    prev_dtype_ = at::autocast::get_autocast_cpu_dtype();
+    at::autocast::set_autocast_cpu_dtype(dtype);
+    at::autocast::set_cpu_enabled(true);
+  }
+  at::autocast::increment_nesting();
+}
+
+AutocastScope::~AutocastScope() {
+  if (!on_) return;
+  // The cache of casted weights lives for the outermost scope only.
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  if (cuda_) {
+    at::autocast::set_enabled(prev_);
+    at::autocast::set_autocast_gpu_dtype(prev_dtype_);
+  } else {
+    at::autocast::set_cpu_enabled(prev_);
+    at::autocast::set_autocast_cpu_dtype(prev_dtype_);
+  }
+}
+
 namespace {
 
 // The additive attention mask for a full sequence: query t may attend key
@@ -142,7 +173,9 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     at::Tensor x = saved[0].detach().requires_grad_(true);
     at::Tensor y;
     {
+      // Recomputed as it was computed: under the model's autocast.
       c10::AutoGradMode on(true);
+      AutocastScope ac(m->dev, m->autocast);
       y = layer_forward(*m, l, x, saved[1], saved[2], saved[3]);
     }
     auto slots = layer_params(l);
@@ -322,6 +355,18 @@ int ar_model_param(ar_model m, const char *name, ar_tensor *out, char **err) {
   });
 }
 
+int ar_model_set_autocast(ar_model m, int dtype, char **err) {
+  return guard(err, [&] {
+    if (dtype < 0) {
+      m->autocast = at::ScalarType::Undefined;
+      return;
+    }
+    at::ScalarType dt = scalar_type(dtype);
+    TORCH_CHECK(dt == at::kBFloat16 || dt == at::kHalf, "autocast to ", dt, ": want bf16 or f16");
+    m->autocast = dt;
+  });
+}
+
 int ar_model_set_checkpointing(ar_model m, int on, char **err) {
   return guard(err, [&] { m->checkpointing = on != 0; });
 }
@@ -366,6 +411,7 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
       c10::AutoGradMode grad_mode(grad != 0);
       c10::optional<c10::InferenceMode> inference;
       if (!grad) inference.emplace();
+      AutocastScope ac(m->dev, m->autocast);
       at::Tensor idt = ids_tensor(ids, B, T, m->dev);
       at::Tensor h = hidden(*m, idt, ids_tensor(attn, B, T, m->dev), ids_tensor(positions, B, T, m->dev));
       at::Tensor hs = h.narrow(1, 0, T - 1);

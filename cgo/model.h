@@ -3,6 +3,8 @@
 // keys of Qwen2ForCausalLM / LlamaForCausalLM one to one.
 #pragma once
 
+#include <ATen/autocast_mode.h>
+
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +30,9 @@ struct ar_model_s {
   std::vector<Layer> layers;
   at::Tensor inv_freq;  // [head_dim/2] float32: rope_theta^(-2j/head_dim)
   bool checkpointing = false;  // recompute layer activations in the backward pass
+  // Mixed precision: the forward runs under autocast to this dtype (matmuls
+  // in it, reductions in float32) while weights stay in dtype; Undefined is off.
+  at::ScalarType autocast = at::ScalarType::Undefined;
 
   // Rotary tables for positions [B,T] -> cos, sin [B,1,T,head_dim] in dtype.
   std::pair<at::Tensor, at::Tensor> rope(const at::Tensor &positions) const;
@@ -49,3 +54,18 @@ at::Tensor apply_rope(const at::Tensor &x, const at::Tensor &cos, const at::Tens
 void qkv(const ar_model_s &m, const ar_model_s::Layer &l, const at::Tensor &h, const at::Tensor &cos,
          const at::Tensor &sin, at::Tensor &q, at::Tensor &k, at::Tensor &v);
 }  // namespace ar
+
+// AutocastScope runs its lifetime under autocast to dtype on dev's device
+// type (CUDA, or the CPU), like `with torch.autocast(device, dtype)`:
+// the thread's autocast state is restored when it ends. Undefined: no-op.
+class AutocastScope {
+ public:
+  AutocastScope(const at::Device &dev, at::ScalarType dtype);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope &) = delete;
+  AutocastScope &operator=(const AutocastScope &) = delete;
+
+ private:
+  bool on_ = false, cuda_ = false, prev_ = false;
+  at::ScalarType prev_dtype_ = at::ScalarType::Undefined;
+};

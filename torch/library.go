@@ -10,7 +10,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 2
+const abiVersion = 3
 
 var (
 	checkOnce sync.Once

@@ -371,6 +371,21 @@ func (m *Model) Forward(b Batch, opt ForwardOptions) (Output, error) {
 	return out, nil
 }
 
+// SetAutocast turns mixed precision to dt (BFloat16 or Float16) on or
+// off: the training forward, the logprob forward and the decode
+// engine run under autocast on the model's device type, as in
+// `torch.autocast(device, dtype)`, while weights, gradients and optimizer
+// state stay in the model's dtype. Float16 needs loss scaling, which the
+// trainer does not do: use BFloat16.
+func (m *Model) SetAutocast(on bool, dt DType) error {
+	code := C.int(-1)
+	if on {
+		code = C.int(dt)
+	}
+	var msg *C.char
+	return check("model_set_autocast", C.ar_model_set_autocast(m.h, code, &msg), msg)
+}
+
 // SetCheckpointing turns activation checkpointing of the training forward
 // on or off: each layer keeps only its input and is recomputed in the
 // backward pass, trading about a third more compute for activation memory.

@@ -583,3 +583,115 @@ func TestCheckpointingSameGradients(t *testing.T) {
 		}
 	}
 }
+
+// Autocast (run here on the CPU; on CUDA the same code selects the CUDA
+// autocast state) computes the forward in bf16 while the weights stay
+// f32: log-probabilities move by bf16 rounding, not more; gradients reach
+// the f32 weights; with checkpointing the backward recomputes each layer
+// under autocast too, so its gradients equal the plain autocast ones; the
+// decode engine samples under the same autocast, so its log-probabilities
+// match the autocast training forward.
+func TestAutocast(t *testing.T) {
+	m, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 21)
+	defer m.Free()
+	ids := seq(9, 5)
+	b := Batch{B: 1, T: 9, IDs: ids, Attn: []int64{1, 1, 1, 1, 1, 1, 1, 1, 1}, Positions: []int64{0, 1, 2, 3, 4, 5, 6, 7, 8}}
+	run := func(autocast, ckpt bool) ([]float32, map[string][]float32) {
+		if err := m.SetAutocast(autocast, BFloat16); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.SetCheckpointing(ckpt); err != nil {
+			t.Fatal(err)
+		}
+		s := NewScope()
+		defer s.Close()
+		o, err := m.Forward(b, ForwardOptions{Grad: true, Temperature: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Own(o.LogProbs)
+		if o.LogProbs.DType() != Float32 {
+			t.Fatalf("logprobs are %v, want f32", o.LogProbs.DType())
+		}
+		lp, _ := o.LogProbs.Float32s()
+		if err := s.Sum(o.LogProbs).Backward(); err != nil {
+			t.Fatal(err)
+		}
+		grads := map[string][]float32{}
+		for _, n := range m.Names() {
+			p := s.Adopt(m.Param(n))
+			if p.DType() != Float32 {
+				t.Fatalf("%s became %v under autocast", n, p.DType())
+			}
+			g := s.Adopt(p.Grad())
+			if g == nil {
+				t.Fatalf("%s has no gradient (autocast %v, checkpointing %v)", n, autocast, ckpt)
+			}
+			grads[n], _ = g.Float32s()
+			p.ZeroGrad()
+		}
+		return lp, grads
+	}
+	plain, _ := run(false, false)
+	mixed, gMixed := run(true, false)
+	_, gCkpt := run(true, true)
+	var diff float64
+	for i := range plain {
+		diff = math.Max(diff, math.Abs(float64(plain[i]-mixed[i])))
+	}
+	// bf16 keeps 8 bits of mantissa: logits of size ~1 move by ~1e-2.
+	t.Logf("max |logprob f32 - logprob autocast bf16| = %.3g", diff)
+	if diff == 0 || diff > 0.1 {
+		t.Errorf("autocast moved log-probabilities by %g: want bf16 rounding (0 < d <= 0.1)", diff)
+	}
+	for n, g := range gMixed {
+		for i := range g {
+			if math.Abs(float64(g[i]-gCkpt[n][i])) > 1e-6 {
+				t.Fatalf("%s[%d]: %v under autocast, %v with checkpointing under autocast", n, i, g[i], gCkpt[n][i])
+			}
+		}
+	}
+	// The engine decodes under the same autocast: fed the sequence token
+	// by token, its log-probability of each next token is the autocast
+	// forward's up to bf16 rounding, and differs from its own f32 one.
+	engineLogprobs := func(autocast bool) []float64 {
+		if err := m.SetAutocast(autocast, BFloat16); err != nil {
+			t.Fatal(err)
+		}
+		e, err := NewEngine(m, 1, 16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Free()
+		var out []float64
+		for j := 0; j < 8; j++ {
+			if err := e.Prefill(0, ids[j:j+1]); err != nil {
+				t.Fatal(err)
+			}
+			logits, err := e.PendingLogits(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mx := math.Inf(-1)
+			for _, v := range logits {
+				mx = math.Max(mx, float64(v))
+			}
+			var z float64
+			for _, v := range logits {
+				z += math.Exp(float64(v) - mx)
+			}
+			out = append(out, float64(logits[ids[j+1]])-mx-math.Log(z))
+		}
+		return out
+	}
+	e32, e16 := engineLogprobs(false), engineLogprobs(true)
+	var toForward, toF32 float64
+	for j := range e16 {
+		toForward = math.Max(toForward, math.Abs(e16[j]-float64(mixed[j])))
+		toF32 = math.Max(toF32, math.Abs(e16[j]-e32[j]))
+	}
+	t.Logf("engine under autocast: max |to the autocast forward| = %.3g, max |to the f32 engine| = %.3g", toForward, toF32)
+	if toF32 == 0 || toForward > 0.1 {
+		t.Errorf("the engine does not decode under autocast")
+	}
+}

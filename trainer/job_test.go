@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentrl/agentrl/torch/safetensors"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trainer/traj"
@@ -158,5 +159,48 @@ func TestRolloutInBF16(t *testing.T) {
 	}
 	if seen != cfg.Run.Iterations {
 		t.Fatalf("%d iterations logged the mismatch, want %d", seen, cfg.Run.Iterations)
+	}
+}
+
+// With device.autocast the job runs its forward passes under bf16
+// autocast (here on the CPU): rollouts and the training forward both run
+// under it, so the behaviour logprobs stay close to the recomputed ones,
+// and the weights saved at the end are still f32.
+func TestAutocastJob(t *testing.T) {
+	cfg := smallConfig(t.TempDir())
+	cfg.Device.Autocast = true
+	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background(), nil); err != nil {
+		tr.Close()
+		t.Fatal(err)
+	}
+	storePath, dir := tr.StorePath(), tr.Dir()
+	tr.Close()
+	s, err := store.Open(storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ms, err := s.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if v, ok := m.Metrics["logprob_mismatch_max"]; ok && !(v < 0.25) {
+			t.Fatalf("iteration %d: behaviour vs training logprobs differ by up to %v under autocast", m.Iteration, v)
+		}
+	}
+	r, err := safetensors.Open(filepath.Join(dir, "final"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, n := range r.Names() {
+		if info, _ := r.Info(n); info.DType != safetensors.F32 {
+			t.Fatalf("saved %s is %v, want F32: autocast must not change the weights' dtype", n, info.DType)
+		}
 	}
 }

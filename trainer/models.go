@@ -47,7 +47,7 @@ func (t *Trainer) loadModels(ck string) error {
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
-	if err := t.policy.SetCheckpointing(t.cfg.Model.Checkpointing); err != nil {
+	if err := t.setMode(t.policy); err != nil {
 		return err
 	}
 	if v := t.tok.VocabSize(); v > t.policy.Config.Vocab {
@@ -66,6 +66,11 @@ func (t *Trainer) loadModels(ck string) error {
 		}
 		if err != nil {
 			return fmt.Errorf("reference model: %w", err)
+		}
+		if t.ref != nil {
+			if err := t.setMode(t.ref); err != nil {
+				return err
+			}
 		}
 	}
 	if t.needsCritic() {
@@ -86,7 +91,7 @@ func (t *Trainer) loadModels(ck string) error {
 			if err != nil {
 				return fmt.Errorf("critic: %w", err)
 			}
-			if err := t.critic.SetCheckpointing(t.cfg.Model.Checkpointing); err != nil {
+			if err := t.setMode(t.critic); err != nil {
 				return err
 			}
 		}
@@ -136,6 +141,10 @@ func (t *Trainer) freezeReference() error {
 	if err != nil {
 		return err
 	}
+	if err := t.setMode(ref); err != nil {
+		ref.Free()
+		return err
+	}
 	if err := ref.CopyWeightsFrom(t.policy); err != nil {
 		ref.Free()
 		return err
@@ -152,4 +161,14 @@ func (t *Trainer) freezeReference() error {
 		return err
 	}
 	return t.tok.Save(refDir)
+}
+
+// setMode applies the run's activation checkpointing (model.checkpointing)
+// and mixed precision (device.autocast: forward passes under bf16
+// autocast) to a model.
+func (t *Trainer) setMode(m *torch.Model) error {
+	if err := m.SetCheckpointing(t.cfg.Model.Checkpointing); err != nil {
+		return err
+	}
+	return m.SetAutocast(t.cfg.Device.Autocast, torch.BFloat16)
 }

@@ -203,6 +203,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 			if t.rolloutModel, err = torch.NewModel(t.policy.Config, rdt, t.device, false); err != nil {
 				return nil, err
 			}
+			if err := t.setMode(t.rolloutModel); err != nil {
+				return nil, err
+			}
 			decoder = t.rolloutModel
 		}
 	}

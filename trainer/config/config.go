@@ -47,7 +47,7 @@ type DeviceConfig struct {
 	Device   string `yaml:"device" default:"cpu" doc:"cpu, cuda or cuda:N"`
 	DType    string `yaml:"dtype" default:"f32" enum:"f32|bf16|f16" doc:"parameter dtype"`
 	Threads  int    `yaml:"threads" default:"0" doc:"CPU threads of libtorch (0 = all cores)"`
-	Autocast bool   `yaml:"autocast" default:"false" doc:"mixed-precision autocast (CUDA only)"`
+	Autocast bool   `yaml:"autocast" default:"false" doc:"mixed precision: forward passes (training, logprobs, decoding) under bf16 autocast while weights, gradients and optimizer state stay in device.dtype; meant for CUDA, works on the CPU"`
 }
 
 // ModelConfig locates or creates the models.

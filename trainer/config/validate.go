@@ -56,9 +56,6 @@ func (c *Config) validateDevice(p *problems) {
 		p.add("device.device", "%q, want cpu, cuda or cuda:N", c.Device.Device)
 	}
 	p.atLeast("device.threads", c.Device.Threads, 0)
-	if c.Device.Autocast && c.Device.Device == "cpu" {
-		p.add("device.autocast", "true, but autocast is CUDA only and device.device is cpu")
-	}
 }
 
 // validDevice accepts cpu, cuda and cuda:N; whether the device exists is
