@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 3
+#define AR_ABI_VERSION 4
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -52,6 +52,9 @@ int ar_info(int *abi, int *compiled_major, int *compiled_minor,
             int *runtime_major, int *runtime_minor, int *cuda_compiled,
             char **err);
 int ar_cuda_device_count(int *n, char **err);
+/* Makes device the calling process's current CUDA device (where contexts,
+ * pinned-memory bookkeeping and NCCL land); a no-op for the CPU (-1). */
+int ar_set_device(int device, char **err);
 /* Total threads for compute: libtorch's intra-op pool and OpenBLAS's pool are
  * set so together they use n cores. */
 int ar_set_threads(int n, char **err);
@@ -90,6 +93,10 @@ int ar_tensor_backward(ar_tensor t, char **err);
 /* Pinned (page-locked) host copy for fast transfers to a GPU; a plain copy
  * on CPU-only builds. */
 int ar_tensor_pin(ar_tensor t, ar_tensor *out, char **err);
+/* The sum and the sum of squares of t's elements, accumulated in double in
+ * element order on one thread: the same bits for the same tensor whatever
+ * the thread count (ranks compare weights with it). */
+int ar_tensor_checksum(ar_tensor t, double *sum, double *sumsq, char **err);
 
 /* Elementwise and reduction ops; every op records autograd history. */
 enum {
@@ -166,10 +173,10 @@ int ar_adamw_set_lr(ar_adamw o, int group, double lr, char **err);
 /* One update of every parameter that has a gradient. */
 int ar_adamw_step(ar_adamw o, char **err);
 int ar_adamw_zero_grad(ar_adamw o, char **err);
-/* Scales all gradients so their global L2 norm is at most max_norm
- * (max_norm <= 0: no scaling); returns the norm before clipping. */
-int ar_adamw_clip_grad_norm(ar_adamw o, double max_norm, double *norm,
-                            char **err);
+/* The global L2 norm of all gradients (0 when there are none). */
+int ar_adamw_grad_norm(ar_adamw o, double *norm, char **err);
+/* Multiplies every gradient by coef (gradient clipping). */
+int ar_adamw_scale_grads(ar_adamw o, double coef, char **err);
 /* State access for checkpoints: step count of param i and its first/second
  * moment tensors (new handles; NULL when the param has no state yet). */
 int ar_adamw_get_state(ar_adamw o, int i, int64_t *step, ar_tensor *m,
@@ -274,9 +281,11 @@ int ar_engine_seed(ar_engine e, int slot, uint64_t seed, char **err);
 /* A TCPStore at host:port: the server when is_server (rank 0), a client
  * otherwise. With world > 0 the constructor waits until world clients have
  * joined (rendezvous); with world == 0 it is a plain extra client. Every
- * operation gives up after timeout_ms. */
+ * operation gives up after timeout_ms. A non-empty prefix is put before
+ * every key (a store shared with a launcher, as torchrun's agent store). */
 int ar_store_new(const char *host, int port, int is_server, int world,
-                 int64_t timeout_ms, ar_kvstore *out, char **err);
+                 int64_t timeout_ms, const char *prefix, ar_kvstore *out,
+                 char **err);
 int ar_store_free(ar_kvstore s);
 /* Adds delta to the counter key and returns its new value (delta 0 reads). */
 int ar_store_add(ar_kvstore s, const char *key, int64_t delta, int64_t *value,
@@ -302,8 +311,10 @@ int ar_dist_new(ar_kvstore s, int backend, int rank, int world,
                 ar_dist *out, char **err);
 int ar_dist_free(ar_dist d);
 /* Sums the gradients of the n parameters over all ranks, in flat buckets of
- * at most bucket_bytes (one all-reduce each, all in flight together). A
- * parameter without a gradient contributes zeros and receives the sum. */
+ * at most bucket_bytes (one all-reduce each, two in flight at a time). A
+ * parameter that has a gradient on some rank but not this one contributes
+ * zeros and receives the sum; one that has none on any rank keeps none (so
+ * the optimizer skips it, as it would in one process). */
 int ar_dist_allreduce_grads(ar_dist d, const ar_tensor *params, int n,
                             int64_t bucket_bytes, char **err);
 enum { AR_RED_SUM = 0, AR_RED_MAX = 1, AR_RED_MIN = 2 };

@@ -2,6 +2,7 @@
 // rendezvous and heartbeats, and a process group: Gloo where its headers
 // are installed (Debian: libgloo-dev), NCCL on CUDA builds with nccl.h.
 // A backend that was not compiled in is a clear error at ar_dist_new.
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -19,12 +20,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <vector>
 
 #include "common.h"
 
 struct ar_kvstore_s {
-  c10::intrusive_ptr<c10d::TCPStore> s;
+  c10::intrusive_ptr<c10d::TCPStore> tcp;
+  c10::intrusive_ptr<c10d::Store> s;  // tcp, or a PrefixStore over it
 };
 
 // Both backends are held by their concrete type: libtorch 1.13 derives them
@@ -77,9 +80,19 @@ c10d::ReduceOp reduce_op(int op) {
   TORCH_CHECK(false, "unknown reduce op ", op);
 }
 
-c10d::TCPStore &store(ar_kvstore s) {
+c10d::Store &store(ar_kvstore s) {
   TORCH_CHECK(s != nullptr && s->s, "null store");
   return *s->s;
+}
+
+// Gloo (in libtorch 1.13) reduces no bfloat16: such tensors travel as
+// float32 (exact), and come back rounded once.
+bool widen(ar_dist d, const at::Tensor &t) {
+#ifdef AR_HAVE_GLOO
+  return d->gloo && t.scalar_type() == at::kBFloat16;
+#else
+  return false;
+#endif
 }
 
 }  // namespace
@@ -87,7 +100,8 @@ c10d::TCPStore &store(ar_kvstore s) {
 extern "C" {
 
 int ar_store_new(const char *host, int port, int is_server, int world,
-                 int64_t timeout_ms, ar_kvstore *out, char **err) {
+                 int64_t timeout_ms, const char *prefix, ar_kvstore *out,
+                 char **err) {
   return ar::guard(err, [&] {
     TORCH_CHECK(port > 0 && port < 65536, "store port ", port, " out of range");
     c10d::TCPStoreOptions o;
@@ -96,9 +110,11 @@ int ar_store_new(const char *host, int port, int is_server, int world,
     if (world > 0) o.numWorkers = static_cast<std::size_t>(world);
     o.waitWorkers = world > 0;
     o.timeout = std::chrono::milliseconds(timeout_ms);
-    auto s = c10::make_intrusive<c10d::TCPStore>(std::string(host), o);
-    s->setTimeout(std::chrono::milliseconds(timeout_ms));
-    *out = new ar_kvstore_s{std::move(s)};
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(std::string(host), o);
+    tcp->setTimeout(std::chrono::milliseconds(timeout_ms));
+    c10::intrusive_ptr<c10d::Store> s = tcp;
+    if (prefix != nullptr && prefix[0] != 0) s = c10::make_intrusive<c10d::PrefixStore>(prefix, tcp);
+    *out = new ar_kvstore_s{std::move(tcp), std::move(s)};
   });
 }
 
@@ -192,17 +208,29 @@ int ar_dist_allreduce_grads(ar_dist d, const ar_tensor *params, int n,
                             int64_t bucket_bytes, char **err) {
   return ar::guard(err, [&] {
     at::NoGradGuard ng;
-    std::vector<at::Tensor> grads(n);
+    // Which parameters have a gradient on some rank (one small all-reduce).
+    std::vector<double> has(n);
+    for (int i = 0; i < n; i++) has[i] = ar::T(params[i]).grad().defined() ? 1 : 0;
+    if (n > 0) {
+      char *e = nullptr;
+      if (ar_dist_allreduce_f64(d, has.data(), n, AR_RED_MAX, &e) != AR_OK) {
+        std::string msg = e != nullptr ? e : "all-reduce of the gradient mask failed";
+        std::free(e);
+        throw std::runtime_error(msg);
+      }
+    }
+    std::vector<at::Tensor> grads;
     for (int i = 0; i < n; i++) {
+      if (has[i] == 0) continue;
       const at::Tensor &p = ar::T(params[i]);
       if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
-      grads[i] = p.grad();
+      grads.push_back(p.grad());
     }
-    // Buckets: runs of parameters with one dtype and device, each at most
+    // Buckets: runs of gradients with one dtype and device, each at most
     // bucket_bytes (a larger tensor is a bucket by itself).
-    std::vector<std::vector<int>> buckets;
+    std::vector<std::vector<size_t>> buckets;
     int64_t bytes = 0;
-    for (int i = 0; i < n; i++) {
+    for (size_t i = 0; i < grads.size(); i++) {
       int64_t b = grads[i].numel() * grads[i].element_size();
       bool fresh = buckets.empty() || bytes + b > bucket_bytes ||
                    grads[i].scalar_type() != grads[buckets.back()[0]].scalar_type() ||
@@ -214,30 +242,37 @@ int ar_dist_allreduce_grads(ar_dist d, const ar_tensor *params, int n,
       buckets.back().push_back(i);
       bytes += b;
     }
-    std::vector<at::Tensor> flats;
-    for (auto &b : buckets) {
-      std::vector<at::Tensor> parts;
-      for (int i : b) parts.push_back(grads[i].reshape({-1}));
-      flats.push_back(at::cat(parts));
-    }
-    Works works;
-    c10d::AllreduceOptions o;
-    o.reduceOp = c10d::ReduceOp::SUM;
-    on_group(d, [&](auto &pg) {
-      for (auto &f : flats) {
-        std::vector<at::Tensor> v{f};
-        works.push_back(pg.allreduce(v, o));
-      }
-    });
-    wait_all(works);
-    for (size_t k = 0; k < buckets.size(); k++) {
+    // Two buckets in flight at a time: one is summed while the next is
+    // packed, and the extra memory stays at two buckets.
+    struct Flight {
+      size_t k;
+      at::Tensor flat;
+      c10::intrusive_ptr<c10d::Work> work;
+    };
+    std::deque<Flight> flying;
+    auto land = [&] {
+      Flight &f = flying.front();
+      f.work->wait();
       int64_t off = 0;
-      for (int i : buckets[k]) {
+      for (size_t i : buckets[f.k]) {
         int64_t m = grads[i].numel();
-        grads[i].copy_(flats[k].narrow(0, off, m).view(grads[i].sizes()));
+        grads[i].copy_(f.flat.narrow(0, off, m).view(grads[i].sizes()));
         off += m;
       }
+      flying.pop_front();
+    };
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::SUM;
+    for (size_t k = 0; k < buckets.size(); k++) {
+      std::vector<at::Tensor> parts;
+      for (size_t i : buckets[k]) parts.push_back(grads[i].reshape({-1}));
+      at::Tensor flat = at::cat(parts);
+      if (widen(d, flat)) flat = flat.to(at::kFloat);
+      std::vector<at::Tensor> v{flat};
+      on_group(d, [&](auto &pg) { flying.push_back({k, flat, pg.allreduce(v, o)}); });
+      if (flying.size() > 1) land();
     }
+    while (!flying.empty()) land();
   });
 }
 
@@ -299,13 +334,17 @@ int ar_dist_broadcast(ar_dist d, const ar_tensor *ts, int n, int root,
     for (int i = 0; i < n; i++) {
       const at::Tensor &t = ar::T(ts[i]);
       TORCH_CHECK(t.is_contiguous(), "broadcast of a non-contiguous tensor");
-      vs.push_back({t});
+      vs.push_back({widen(d, t) ? t.to(at::kFloat) : t});
     }
     Works works;
     on_group(d, [&](auto &pg) {
       for (auto &v : vs) works.push_back(pg.broadcast(v, o));
     });
     wait_all(works);
+    for (int i = 0; i < n; i++) {
+      const at::Tensor &t = ar::T(ts[i]);
+      if (!vs[i][0].is_same(t)) t.copy_(vs[i][0]);
+    }
   });
 }
 

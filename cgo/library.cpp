@@ -127,6 +127,17 @@ int ar_cuda_device_count(int *n, char **err) {
   });
 }
 
+int ar_set_device(int device, char **err) {
+  return guard(err, [&] {
+    if (device < 0) return;
+#ifdef AGENTRL_CUDA
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(device));
+#else
+    TORCH_CHECK(false, "cuda:", device, " requested but this build of agentrl has no CUDA (build with `make cuda`)");
+#endif
+  });
+}
+
 int ar_set_threads(int n, char **err) {
   return guard(err, [&] {
     TORCH_CHECK(n > 0, "threads must be positive, got ", n);

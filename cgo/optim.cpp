@@ -92,7 +92,7 @@ int ar_adamw_zero_grad(ar_adamw o, char **err) {
   });
 }
 
-int ar_adamw_clip_grad_norm(ar_adamw o, double max_norm, double *norm, char **err) {
+int ar_adamw_grad_norm(ar_adamw o, double *norm, char **err) {
   return guard(err, [&] {
     c10::NoGradGuard no_grad;
     std::vector<at::Tensor> norms;
@@ -100,21 +100,15 @@ int ar_adamw_clip_grad_norm(ar_adamw o, double max_norm, double *norm, char **er
       at::Tensor g = pr.p.grad();
       if (g.defined()) norms.push_back(g.detach().to(at::kFloat).norm(2));
     }
-    if (norms.empty()) {
-      *norm = 0;
-      return;
-    }
-    double total = at::stack(norms).norm(2).item<double>();
-    *norm = total;
-    // Like torch.nn.utils.clip_grad_norm_: scale by max_norm/(total+1e-6)
-    // when that is below 1. A non-finite norm is left for the caller to see.
-    if (max_norm > 0 && std::isfinite(total)) {
-      double coef = max_norm / (total + 1e-6);
-      if (coef < 1) {
-        for (auto &pr : o->params) {
-          if (pr.p.grad().defined()) pr.p.mutable_grad().mul_(coef);
-        }
-      }
+    *norm = norms.empty() ? 0 : at::stack(norms).norm(2).item<double>();
+  });
+}
+
+int ar_adamw_scale_grads(ar_adamw o, double coef, char **err) {
+  return guard(err, [&] {
+    c10::NoGradGuard no_grad;
+    for (auto &pr : o->params) {
+      if (pr.p.grad().defined()) pr.p.mutable_grad().mul_(coef);
     }
   });
 }

@@ -168,6 +168,26 @@ int ar_tensor_pin(ar_tensor t, ar_tensor *out, char **err) {
   });
 }
 
+int ar_tensor_checksum(ar_tensor t, double *sum, double *sumsq, char **err) {
+  return guard(err, [&] {
+    c10::NoGradGuard no_grad;
+    at::Tensor flat = T(t).detach().reshape({-1});
+    double s = 0, q = 0;
+    // Chunks bound the float copy; the loop is the one reduction order.
+    const int64_t chunk = int64_t(1) << 20;
+    for (int64_t off = 0; off < flat.numel(); off += chunk) {
+      at::Tensor c = flat.narrow(0, off, std::min(chunk, flat.numel() - off)).to(at::kCPU, at::kFloat).contiguous();
+      const float *p = c.data_ptr<float>();
+      for (int64_t i = 0; i < c.numel(); i++) {
+        s += p[i];
+        q += static_cast<double>(p[i]) * p[i];
+      }
+    }
+    *sum = s;
+    *sumsq = q;
+  });
+}
+
 int ar_unary(int op, ar_tensor a, ar_tensor *out, char **err) {
   return guard(err, [&] {
     const at::Tensor &x = T(a);

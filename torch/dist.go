@@ -20,16 +20,19 @@ type KVStore struct {
 // NewKVStore connects to the TCPStore at host:port, serving it when server
 // is set. With world > 0 it waits until world ranks have connected; with 0
 // it is an extra client that does not count as a rank. Every operation
-// gives up after timeout.
-func NewKVStore(host string, port int, server bool, world int, timeout time.Duration) (*KVStore, error) {
+// gives up after timeout. A non-empty prefix goes before every key (a
+// store shared with a launcher).
+func NewKVStore(host string, port int, server bool, world int, timeout time.Duration, prefix string) (*KVStore, error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
 	ch := C.CString(host)
 	defer C.free(unsafe.Pointer(ch))
+	cp := C.CString(prefix)
+	defer C.free(unsafe.Pointer(cp))
 	var out C.ar_kvstore
 	var msg *C.char
-	rc := C.ar_store_new(ch, C.int(port), cbool(server), C.int(world), C.int64_t(timeout.Milliseconds()), &out, &msg)
+	rc := C.ar_store_new(ch, C.int(port), cbool(server), C.int(world), C.int64_t(timeout.Milliseconds()), cp, &out, &msg)
 	if err := check("store", rc, msg); err != nil {
 		return nil, err
 	}
@@ -180,6 +183,7 @@ func tensorHandles(op string, ts []*Tensor) (*C.ar_tensor, func(), error) {
 
 // AllReduceGrads sums the gradients of params over all ranks in flat
 // buckets of at most bucketBytes; afterwards every rank holds the same sum.
+// A parameter no rank has a gradient for keeps none.
 func (g *Group) AllReduceGrads(params []*Tensor, bucketBytes int64) error {
 	hs, free, err := tensorHandles("allreduce_grads", params)
 	if err != nil {

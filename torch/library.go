@@ -10,7 +10,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 3
+const abiVersion = 4
 
 var (
 	checkOnce sync.Once
@@ -49,6 +49,20 @@ func Version() (compiled, loaded string) {
 		return "?", "?"
 	}
 	return fmt.Sprintf("%d.%d", cmaj, cmin), fmt.Sprintf("%d.%d", rmaj, rmin)
+}
+
+// SetDevice makes d the process's current CUDA device, so CUDA contexts,
+// pinned-memory bookkeeping and NCCL land on it rather than on cuda:0
+// (nothing to do for the CPU).
+func SetDevice(d Device) error {
+	if !d.CUDA {
+		return nil
+	}
+	if err := Check(); err != nil {
+		return err
+	}
+	var msg *C.char
+	return check("set_device", C.ar_set_device(C.int(d.code()), &msg), msg)
 }
 
 // SetThreads makes libtorch's intra-op pool and OpenBLAS's pool use n

@@ -6,6 +6,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -100,10 +101,37 @@ func (o *AdamW) ZeroGrad() error {
 // ClipGradNorm scales the gradients so their global L2 norm is at most
 // maxNorm (maxNorm <= 0 only measures) and returns the norm before clipping.
 func (o *AdamW) ClipGradNorm(maxNorm float64) (float64, error) {
+	return o.ClipGradNormWith(maxNorm, nil)
+}
+
+// ClipGradNormWith is ClipGradNorm with the measured norm passed through
+// agree (when not nil) before it is used: data-parallel ranks, whose
+// gradients are equal but whose norms may differ in the last bits (the
+// reduction order follows the thread count), agree on one value and so
+// scale by the same factor and stay identical.
+func (o *AdamW) ClipGradNormWith(maxNorm float64, agree func(float64) (float64, error)) (float64, error) {
 	var n C.double
 	var msg *C.char
-	err := check("clip_grad_norm", C.ar_adamw_clip_grad_norm(o.h, C.double(maxNorm), &n, &msg), msg)
-	return float64(n), err
+	if err := check("grad_norm", C.ar_adamw_grad_norm(o.h, &n, &msg), msg); err != nil {
+		return 0, err
+	}
+	total := float64(n)
+	if agree != nil {
+		var err error
+		if total, err = agree(total); err != nil {
+			return 0, err
+		}
+	}
+	// Like torch.nn.utils.clip_grad_norm_: scale by maxNorm/(total+1e-6)
+	// when that is below 1; a non-finite norm is left for the caller to see.
+	if maxNorm > 0 && !math.IsNaN(total) && !math.IsInf(total, 0) {
+		if coef := maxNorm / (total + 1e-6); coef < 1 {
+			if err := check("scale_grads", C.ar_adamw_scale_grads(o.h, C.double(coef), &msg), msg); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return total, nil
 }
 
 // ParamState is the optimizer state of one parameter, for checkpoints.

@@ -340,6 +340,22 @@ func (t *Tensor) ZeroGrad() error {
 	return check("zero_grad", C.ar_tensor_zero_grad(h, &msg), msg)
 }
 
+// Checksum returns the sum and the sum of squares of t's elements,
+// accumulated in float64 in element order on one thread: equal tensors
+// give equal bits whatever the thread count, so ranks can compare weights.
+func (t *Tensor) Checksum() (sum, sumSq float64, err error) {
+	h, err := t.handle("checksum")
+	if err != nil {
+		return 0, 0, err
+	}
+	var s, q C.double
+	var msg *C.char
+	if err := check("checksum", C.ar_tensor_checksum(h, &s, &q, &msg), msg); err != nil {
+		return 0, 0, err
+	}
+	return float64(s), float64(q), nil
+}
+
 // Pinned returns a page-locked host copy for fast GPU transfers (a plain
 // host copy in CPU builds).
 func (t *Tensor) Pinned() (*Tensor, error) {

@@ -115,12 +115,16 @@ func banditConfig(estimator string) config.Config {
 // newBandit builds the part of a Trainer that learn needs: a tiny random
 // Qwen2 policy (with a value head for gae), its optimizers, the decode
 // engine and the run RNG. Nothing else of New (data, tools, store) is made.
-func newBandit(t *testing.T, estimator string) *Trainer {
+// tweaks change the config first.
+func newBandit(t *testing.T, estimator string, tweaks ...func(*config.Config)) *Trainer {
 	t.Helper()
 	if err := torch.Check(); err != nil {
 		t.Skipf("libtorch shim not available: %v", err)
 	}
 	cfg := banditConfig(estimator)
+	for _, f := range tweaks {
+		f(&cfg)
+	}
 	tr := &Trainer{cfg: cfg, log: zerolog.Nop(), pcg: rand.NewPCG(uint64(cfg.Run.Seed), 0x5eed)}
 	tr.rng = rand.New(tr.pcg)
 	mc := torch.Config{ModelType: "qwen2", Vocab: banditVocab, Hidden: 32, Intermediate: 64, Layers: 1, Heads: 2,

@@ -165,23 +165,25 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 }
 
 // gatherBatch gives every rank all ranks' trajectories, ordered by group
-// and sample, and their merged rollout stats.
+// and sample (in one process too: the order in which trajectories finish
+// depends on timing, and the update's shuffles must not), and their merged
+// rollout stats.
 func gatherBatch(g *dist.Group, trs []*traj.Trajectory, rs rollout.Stats) ([]*traj.Trajectory, rollout.Stats, error) {
-	if g.World() == 1 {
-		return trs, rs, nil
-	}
-	type share struct {
-		Trs   []*traj.Trajectory
-		Stats rollout.Stats
-	}
-	parts, err := dist.Gather(g, share{trs, rs})
-	if err != nil {
-		return nil, rs, err
-	}
-	all, stats := parts[0].Trs, parts[0].Stats
-	for _, p := range parts[1:] {
-		all = append(all, p.Trs...)
-		stats = stats.Merge(p.Stats)
+	all, stats := trs, rs
+	if g.World() > 1 {
+		type share struct {
+			Trs   []*traj.Trajectory
+			Stats rollout.Stats
+		}
+		parts, err := dist.Gather(g, share{trs, rs})
+		if err != nil {
+			return nil, rs, err
+		}
+		all, stats = parts[0].Trs, parts[0].Stats
+		for _, p := range parts[1:] {
+			all = append(all, p.Trs...)
+			stats = stats.Merge(p.Stats)
+		}
 	}
 	sort.SliceStable(all, func(a, b int) bool {
 		if all[a].Group != all[b].Group {

@@ -117,7 +117,7 @@ func supervised(ctx context.Context, m *torch.Model, g *dist.Group, seqs []*traj
 				return st, err
 			}
 			loss = lv[0]
-			gn, err := opt.ClipGradNorm(cfg.MaxGradNorm)
+			gn, err := opt.ClipGradNormWith(cfg.MaxGradNorm, g.Largest)
 			if err != nil {
 				return st, err
 			}

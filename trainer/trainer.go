@@ -291,8 +291,9 @@ func (t *Trainer) syncReplicas() error {
 }
 
 // agreeOnWeights checks that every rank still holds the same trainable
-// weights (the sum and the sum of squares of each parameter, compared
-// exactly), before rank 0 saves them for all.
+// weights (the sum and the sum of squares of each parameter, computed in
+// one order whatever the thread count, compared exactly), before rank 0
+// saves them for all.
 func (t *Trainer) agreeOnWeights() error {
 	if t.dist.World() == 1 {
 		return nil
@@ -301,11 +302,9 @@ func (t *Trainer) agreeOnWeights() error {
 	names := append(append([]string{}, t.policy.Names()...), t.criticNames()...)
 	var keys []string
 	var vals []float64
-	s := torch.NewScope()
-	defer s.Close()
 	for i, p := range params {
-		a, b := item(s, s.Sum(p)), item(s, s.Sum(s.Mul(p, p)))
-		if err := s.Err(); err != nil {
+		a, b, err := p.Checksum()
+		if err != nil {
 			return err
 		}
 		keys = append(keys, "sum of "+names[i], "sum of squares of "+names[i])

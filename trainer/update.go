@@ -44,7 +44,10 @@ type updater struct {
 	cfg            updateConfig
 }
 
-// updateStats are the update's diagnostics, averaged over its steps.
+// updateStats are the update's diagnostics: the losses are means over
+// optimizer steps of each mini-batch's loss, the per-token figures
+// (entropy, clip fractions, approximate KL) means over the loss tokens.
+// While accumulating they are sums, which add up across ranks.
 type updateStats struct {
 	PolicyLoss, KLLoss, Entropy, ValueLoss float64
 	ClipFracLow, ClipFracHigh, ApproxKL    float64
@@ -52,7 +55,7 @@ type updateStats struct {
 	Steps, Skipped                         int
 	SkippedIDs                             []string
 	Tokens                                 int // loss tokens processed (per epoch pass)
-	microPasses, criticSteps               int
+	policySteps, criticSteps               int // policySteps counts skipped steps too
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
@@ -86,16 +89,18 @@ func (u *updater) run(trs []*traj.Trajectory, data map[*traj.Trajectory]*tokenDa
 	if err := u.sumStats(&st); err != nil {
 		return st, err
 	}
-	if n := float64(st.microPasses); n > 0 {
+	if n := float64(st.policySteps); n > 0 {
 		st.PolicyLoss /= n
 		st.KLLoss /= n
+		if u.cfg.Critic == "shared" {
+			st.ValueLoss /= n
+		}
+	}
+	if n := float64(st.Tokens); n > 0 {
 		st.Entropy /= n
 		st.ClipFracLow /= n
 		st.ClipFracHigh /= n
 		st.ApproxKL /= n
-		if u.cfg.Critic == "shared" {
-			st.ValueLoss /= n
-		}
 	}
 	if st.Steps > 0 {
 		st.GradNorm /= float64(st.Steps)
@@ -116,12 +121,12 @@ func (u *updater) sumStats(st *updateStats) error {
 		return nil
 	}
 	v := []float64{st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL,
-		float64(st.Tokens), float64(st.microPasses)}
+		float64(st.Tokens)}
 	if err := u.dist.Sum(v); err != nil {
 		return err
 	}
 	st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL = v[0], v[1], v[2], v[3], v[4], v[5], v[6]
-	st.Tokens, st.microPasses = int(v[7]), int(v[8])
+	st.Tokens = int(v[7])
 	return nil
 }
 
@@ -148,6 +153,7 @@ func norm(mini []*traj.Trajectory, useMask bool) algo.Norm {
 // policyStep is one optimizer step of the policy (and a shared critic) on a
 // mini-batch.
 func (u *updater) policyStep(mini []*traj.Trajectory, data map[*traj.Trajectory]*tokenData, st *updateStats) error {
+	st.policySteps++
 	n := norm(mini, u.cfg.LossMask)
 	nonFinite := false
 	mine := dist.Shard(u.dist, mini)
@@ -163,7 +169,7 @@ func (u *updater) policyStep(mini []*traj.Trajectory, data map[*traj.Trajectory]
 	if err != nil {
 		return err
 	}
-	gn, err := u.opt.ClipGradNorm(u.cfg.MaxGradNorm)
+	gn, err := u.opt.ClipGradNormWith(u.cfg.MaxGradNorm, u.dist.Largest)
 	if err != nil {
 		return err
 	}
@@ -225,18 +231,20 @@ func (u *updater) policyMicro(p padded, data map[*traj.Trajectory]*tokenData, n 
 			return false, err
 		}
 		d := algo.PolicyDiagnostics(lp, oldV, advV, maskV, cfg.Loss.ClipLow, cfg.Loss.ClipHigh)
-		st.ClipFracLow += d.ClipFracLow
-		st.ClipFracHigh += d.ClipFracHigh
-		st.ApproxKL += d.ApproxKL
-		st.Entropy += item(s, s.MaskedMean(o.Entropy, mask))
-		st.Tokens += d.Tokens
+		if d.Tokens > 0 {
+			w := float64(d.Tokens)
+			st.ClipFracLow += d.ClipFracLow * w
+			st.ClipFracHigh += d.ClipFracHigh * w
+			st.ApproxKL += d.ApproxKL * w
+			st.Entropy += item(s, s.MaskedMean(o.Entropy, mask)) * w
+			st.Tokens += d.Tokens
+		}
 	}
 	if shared {
 		vl := u.valueLoss(s, p, o.Values, mask, data, n)
 		loss = s.Add(loss, s.MulScalar(vl, cfg.Loss.VFCoef))
 		st.ValueLoss += item(s, vl)
 	}
-	st.microPasses++
 	if err := s.Err(); err != nil {
 		return false, fmt.Errorf("policy loss: %w", err)
 	}
@@ -294,7 +302,7 @@ func (u *updater) criticStep(mini []*traj.Trajectory, data map[*traj.Trajectory]
 	if err != nil {
 		return err
 	}
-	gn, err := u.criticOpt.ClipGradNorm(u.cfg.MaxGradNorm)
+	gn, err := u.criticOpt.ClipGradNormWith(u.cfg.MaxGradNorm, u.dist.Largest)
 	if err != nil {
 		return err
 	}

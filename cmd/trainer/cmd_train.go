@@ -84,7 +84,7 @@ func trainCommand() *cli.Command {
 					return err
 				}
 				if group, err = dist.Join(env, dist.Options{Backend: cfg.Dist.Backend, Device: dev, Timeout: cfg.Dist.Timeout,
-					BucketMB: cfg.Dist.BucketMB, Log: log}); err != nil {
+					CollectiveTimeout: cfg.Dist.CollectiveTimeout, BucketMB: cfg.Dist.BucketMB, Log: log}); err != nil {
 					return err
 				}
 			}

@@ -215,8 +215,9 @@ type EvalConfig struct {
 // Slurm or Kubernetes the RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT
 // environment places each process and dist.nproc is not used.
 type DistConfig struct {
-	NProc    int           `yaml:"nproc" default:"1" doc:"local ranks that trainer train starts and supervises itself (1 = this process trains alone)"`
-	Backend  string        `yaml:"backend" default:"auto" enum:"auto|gloo|nccl" doc:"collective backend: gloo on the CPU, nccl on CUDA (auto picks by device.device)"`
-	Timeout  time.Duration `yaml:"timeout" default:"5m" doc:"how long a rank waits for the others (rendezvous, a collective, a missing heartbeat) before the job stops with an error"`
-	BucketMB float64       `yaml:"bucket_mb" default:"25" doc:"size of the flat buckets the gradient all-reduce sends, in MiB"`
+	NProc             int           `yaml:"nproc" default:"1" doc:"local ranks that trainer train starts and supervises itself (1 = this process trains alone)"`
+	Backend           string        `yaml:"backend" default:"auto" enum:"auto|gloo|nccl" doc:"collective backend: gloo on the CPU, nccl on CUDA (auto picks by device.device)"`
+	Timeout           time.Duration `yaml:"timeout" default:"5m" doc:"how long ranks wait for each other at the rendezvous, and for a missing heartbeat, before the job stops with an error"`
+	CollectiveTimeout time.Duration `yaml:"collective_timeout" default:"30m" doc:"how long one collective may wait for the other ranks (they wait there while rank 0 writes a checkpoint); a dead rank is found sooner, by its closed connections or its heartbeat"`
+	BucketMB          float64       `yaml:"bucket_mb" default:"25" doc:"size of the flat buckets the gradient all-reduce sends, in MiB"`
 }

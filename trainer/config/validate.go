@@ -279,6 +279,9 @@ func (c *Config) validateDist(p *problems) {
 	if d.Timeout <= 0 {
 		p.add("dist.timeout", "%s, want a positive duration", d.Timeout)
 	}
+	if d.CollectiveTimeout <= 0 {
+		p.add("dist.collective_timeout", "%s, want a positive duration", d.CollectiveTimeout)
+	}
 	if d.BucketMB <= 0 {
 		p.add("dist.bucket_mb", "%g, want > 0", d.BucketMB)
 	}

@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Env is a rank's place in the job, in torchrun's conventions.
@@ -21,8 +22,14 @@ type Env struct {
 	World      int    // WORLD_SIZE
 	LocalRank  int    // LOCAL_RANK: index on this machine (picks the GPU)
 	LocalWorld int    // LOCAL_WORLD_SIZE: ranks on this machine (shares the cores)
-	MasterAddr string // MASTER_ADDR: where rank 0 serves the TCPStore
+	MasterAddr string // MASTER_ADDR: where rank 0 (or the launcher) serves the TCPStore
 	MasterPort int    // MASTER_PORT
+	// AgentStore is set when the launcher already serves the store at
+	// MASTER_ADDR:MASTER_PORT (torchrun's agent: TORCHELASTIC_USE_AGENT_STORE
+	// is True), so every rank connects as a client, under a prefix that
+	// changes with each restart (TORCHELASTIC_RESTART_COUNT).
+	AgentStore   bool
+	RestartCount int
 }
 
 // FromEnv reads RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
@@ -83,7 +90,21 @@ func parseEnv(get func(string) string) (Env, bool, error) {
 	if e.MasterPort < 1 || e.MasterPort > 65535 {
 		return e, true, fmt.Errorf("MASTER_PORT=%d: want 1..65535", e.MasterPort)
 	}
+	e.AgentStore = strings.EqualFold(get("TORCHELASTIC_USE_AGENT_STORE"), "true")
+	if e.RestartCount, err = num("TORCHELASTIC_RESTART_COUNT", 0); err != nil {
+		return e, true, err
+	}
 	return e, true, nil
+}
+
+// storePrefix is put before every key in a store shared with the launcher,
+// as PyTorch's workers do ("/worker/attempt_N"), so a restarted job does
+// not read its previous attempt's keys.
+func (e Env) storePrefix() string {
+	if !e.AgentStore {
+		return ""
+	}
+	return fmt.Sprintf("/worker/attempt_%d", e.RestartCount)
 }
 
 // Vars are the environment variables that place a process at e.

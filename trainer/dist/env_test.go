@@ -29,6 +29,15 @@ func TestParseEnv(t *testing.T) {
 	if e.loopback() {
 		t.Error("node0 is not loopback")
 	}
+	if e.AgentStore || e.storePrefix() != "" {
+		t.Errorf("no agent store was announced: %+v", e)
+	}
+	// torchrun's agent serves the store: its workers see these two.
+	e, _, err = parseEnv(from(map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "h",
+		"TORCHELASTIC_USE_AGENT_STORE": "True", "TORCHELASTIC_RESTART_COUNT": "2"}))
+	if err != nil || !e.AgentStore || e.storePrefix() != "/worker/attempt_2" {
+		t.Errorf("agent store: %+v %q, %v", e, e.storePrefix(), err)
+	}
 	// Without LOCAL_*: one machine; MASTER_PORT defaults to torch's 29500.
 	e, _, err = parseEnv(from(map[string]string{"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1"}))
 	if err != nil || e.LocalRank != 1 || e.LocalWorld != 2 || e.MasterPort != 29500 || !e.loopback() {

@@ -14,11 +14,15 @@ import (
 
 // Options shape a rank's group.
 type Options struct {
-	Backend  string        // "auto" (gloo on the CPU, nccl on CUDA), "gloo" or "nccl"
-	Device   torch.Device  // the rank's device
-	Timeout  time.Duration // rendezvous, collectives and heartbeats give up after it
-	BucketMB float64       // gradient all-reduce bucket size
-	Log      zerolog.Logger
+	Backend string        // "auto" (gloo on the CPU, nccl on CUDA), "gloo" or "nccl"
+	Device  torch.Device  // the rank's device
+	Timeout time.Duration // rendezvous and heartbeats give up after it
+	// CollectiveTimeout bounds one collective: long enough for the others
+	// to wait while rank 0 writes a checkpoint (dead ranks are found
+	// sooner, by their closed connections and the heartbeat).
+	CollectiveTimeout time.Duration
+	BucketMB          float64 // gradient all-reduce bucket size
+	Log               zerolog.Logger
 	// OnLost is called once when the heartbeat finds a rank gone; the
 	// default logs the error and exits the process with status 1.
 	OnLost func(error)
@@ -49,8 +53,31 @@ func Join(env Env, o Options) (*Group, error) {
 	if o.Timeout <= 0 {
 		return nil, fmt.Errorf("dist.timeout must be positive")
 	}
+	if o.CollectiveTimeout <= 0 {
+		o.CollectiveTimeout = o.Timeout
+	}
+	if err := torch.SetDevice(o.Device); err != nil {
+		return nil, err
+	}
+	if b == torch.NCCL {
+		// Without these NCCL's watchdog does not enforce the collective
+		// timeout: a hung peer would block the others for ever (the
+		// first name is libtorch 1.x's, the second 2.x's).
+		for _, k := range []string{"NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING"} {
+			if os.Getenv(k) == "" {
+				os.Setenv(k, "1")
+			}
+		}
+	}
 	start := time.Now()
-	s, err := torch.NewKVStore(env.MasterAddr, env.MasterPort, env.Rank == 0, env.World, o.Timeout)
+	// Rank 0 serves the store, unless the launcher already does (torchrun's
+	// agent store): then every rank is a client, and the process group's
+	// own rendezvous waits for the others.
+	server, waitFor := env.Rank == 0, env.World
+	if env.AgentStore {
+		server, waitFor = false, 0
+	}
+	s, err := torch.NewKVStore(env.MasterAddr, env.MasterPort, server, waitFor, o.Timeout, env.storePrefix())
 	if err != nil {
 		return nil, fmt.Errorf("rank %d: rendezvous at %s:%d with %d ranks (dist.timeout %s): %w", env.Rank, env.MasterAddr, env.MasterPort, env.World, o.Timeout, err)
 	}
@@ -61,7 +88,7 @@ func Join(env Env, o Options) (*Group, error) {
 	case env.loopback():
 		nw.Host = "127.0.0.1"
 	}
-	g, err := torch.NewGroup(s, b, env.Rank, env.World, o.Device, nw, o.Timeout)
+	g, err := torch.NewGroup(s, b, env.Rank, env.World, o.Device, nw, o.CollectiveTimeout)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("rank %d: %w", env.Rank, err)
@@ -182,6 +209,19 @@ func (g *Group) Sum(vals []float64) error {
 		return nil
 	}
 	return g.wrap("all-reduce", g.g.AllReduce(vals, torch.Sum))
+}
+
+// Largest returns the largest of the ranks' values of v (v itself in a
+// single process): ranks agree on a gradient norm with it.
+func (g *Group) Largest(v float64) (float64, error) {
+	if g.World() == 1 {
+		return v, nil
+	}
+	x := []float64{v}
+	if err := g.g.AllReduce(x, torch.Max); err != nil {
+		return 0, g.wrap("all-reduce of the gradient norm", err)
+	}
+	return x[0], nil
 }
 
 // Any reports whether flag is set on any rank.

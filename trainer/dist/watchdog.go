@@ -29,7 +29,7 @@ func startWatchdog(env Env, timeout time.Duration, onLost func(error)) (*watchdo
 		return &watchdog{}, nil
 	}
 	// world 0: an extra client that does not count as a rank.
-	s, err := torch.NewKVStore(env.MasterAddr, env.MasterPort, false, 0, timeout)
+	s, err := torch.NewKVStore(env.MasterAddr, env.MasterPort, false, 0, timeout, env.storePrefix())
 	if err != nil {
 		return nil, fmt.Errorf("rank %d: heartbeat connection: %w", env.Rank, err)
 	}
@@ -48,7 +48,7 @@ func startWatchdog(env Env, timeout time.Duration, onLost func(error)) (*watchdo
 		defer tick.Stop()
 		for {
 			if _, err := s.Add(heartbeatKey(env.Rank), 1); err != nil {
-				onLost(fmt.Errorf("rank %d: the rendezvous store at %s:%d stopped answering (rank 0 is gone?): %w", env.Rank, env.MasterAddr, env.MasterPort, err))
+				onLost(fmt.Errorf("rank %d: the rendezvous store at %s:%d stopped answering (rank 0, or the launcher serving it, is gone?): %w", env.Rank, env.MasterAddr, env.MasterPort, err))
 				return
 			}
 			now := time.Now()
@@ -58,7 +58,7 @@ func startWatchdog(env Env, timeout time.Duration, onLost func(error)) (*watchdo
 				}
 				v, err := s.Add(heartbeatKey(r), 0)
 				if err != nil {
-					onLost(fmt.Errorf("rank %d: the rendezvous store at %s:%d stopped answering (rank 0 is gone?): %w", env.Rank, env.MasterAddr, env.MasterPort, err))
+					onLost(fmt.Errorf("rank %d: the rendezvous store at %s:%d stopped answering (rank 0, or the launcher serving it, is gone?): %w", env.Rank, env.MasterAddr, env.MasterPort, err))
 					return
 				}
 				if v != lastVal[r] {

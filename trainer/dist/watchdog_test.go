@@ -114,3 +114,73 @@ func TestHeartbeatRank(t *testing.T) {
 	time.Sleep(time.Minute)
 	fmt.Println("rank " + strconv.Itoa(env.Rank) + " was never told")
 }
+
+// TestAgentStore: under torchrun the launcher's agent already serves the
+// store at MASTER_ADDR:MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True), so
+// no rank may serve it; every rank joins as a client, with its keys under
+// the attempt's prefix. Here the test serves the store, as the agent does.
+func TestAgentStore(t *testing.T) {
+	if err := torch.Check(); err != nil {
+		t.Skipf("libtorch shim not available: %v", err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent, err := torch.NewKVStore("127.0.0.1", port, true, 0, 30*time.Second, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	var cmds []*exec.Cmd
+	for r := 0; r < 2; r++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAgentStoreRank$", "-test.v")
+		cmd.Env = append(os.Environ(), Env{Rank: r, World: 2, LocalRank: r, LocalWorld: 2, MasterAddr: "127.0.0.1", MasterPort: port}.Vars()...)
+		cmd.Env = append(cmd.Env, "AGENTRL_AGENT_STORE_TEST=1", "TORCHELASTIC_USE_AGENT_STORE=True", "TORCHELASTIC_RESTART_COUNT=3")
+		cmds = append(cmds, cmd)
+	}
+	outs := make([][]byte, 2)
+	errs := make([]error, 2)
+	done := make(chan int, 2)
+	for r, cmd := range cmds {
+		go func(r int, cmd *exec.Cmd) { outs[r], errs[r] = cmd.CombinedOutput(); done <- r }(r, cmd)
+	}
+	<-done
+	<-done
+	for r := range cmds {
+		if errs[r] != nil || !strings.Contains(string(outs[r]), "--- PASS: TestAgentStoreRank") {
+			t.Fatalf("rank %d: %v\n%s", r, errs[r], outs[r])
+		}
+	}
+	// Both ranks left their marks under the attempt's prefix.
+	for r := 0; r < 2; r++ {
+		if v, err := agent.Add(fmt.Sprintf("/worker/attempt_3/%s", finishedKey(r)), 0); err != nil || v != 1 {
+			t.Errorf("rank %d's finished mark under /worker/attempt_3: %d, %v", r, v, err)
+		}
+	}
+}
+
+// TestAgentStoreRank is one rank of TestAgentStore.
+func TestAgentStoreRank(t *testing.T) {
+	if os.Getenv("AGENTRL_AGENT_STORE_TEST") == "" {
+		t.Skip("a rank of TestAgentStore, run in its own process")
+	}
+	env, _, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !env.AgentStore || env.RestartCount != 3 {
+		t.Fatalf("env %+v: want the agent store, attempt 3", env)
+	}
+	g, err := Join(env, Options{Backend: "gloo", Device: torch.CPU, Timeout: 30 * time.Second, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := []float64{float64(env.Rank + 1)}
+	if err := g.Sum(v); err != nil || v[0] != 3 {
+		t.Fatalf("sum = %v, %v; want 1+2", v, err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
