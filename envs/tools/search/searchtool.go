@@ -90,13 +90,14 @@ func render(title, text string) string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// oneStringParam is the JSON schema of a tool taking one required string.
+// oneStringParam is the JSON schema of a tool taking one required string,
+// with its keys in the conventional order (type, properties, required):
+// the schema is part of the prompt, so its text is kept stable.
 func oneStringParam(name, description string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"type": "object",
-		"properties":           map[string]any{name: map[string]string{"type": "string", "description": description}},
-		"required":             []string{name},
-		"additionalProperties": false})
-	return b
+	n, _ := json.Marshal(name)
+	d, _ := json.Marshal(description)
+	return json.RawMessage(`{"type":"object","properties":{` + string(n) + `:{"type":"string","description":` + string(d) +
+		`}},"required":[` + string(n) + `],"additionalProperties":false}`)
 }
 
 // stringArg reads a call's one required string argument.

@@ -33,6 +33,13 @@ func TestSearchTool(t *testing.T) {
 	if err := json.Unmarshal(tool.Parameters(), &schema); err != nil || schema.Type != "object" || schema.Properties["query"] == nil || !slices.Equal(schema.Required, []string{"query"}) {
 		t.Fatalf("Parameters = %s (%v)", tool.Parameters(), err)
 	}
+	// The schema is rendered into the prompt: its text, key order included
+	// (type, properties, required, as OpenAI-style schemas are written), is
+	// part of what a trained policy has seen and must not drift.
+	wantSchema := `{"type":"object","properties":{"query":{"type":"string","description":"keywords or a question to search for"}},"required":["query"],"additionalProperties":false}`
+	if got := string(tool.Parameters()); got != wantSchema {
+		t.Errorf("Parameters =\n%s\nwant\n%s", got, wantSchema)
+	}
 	// "jumping fox": Beta matches both terms and ranks first; of the other
 	// fox passages, Epsilon (6 tokens with its title) is longer than
 	// Alpha's (3), so Alpha ranks second; k = 2 cuts Epsilon.
