@@ -127,25 +127,7 @@ func checkInvariants(t *testing.T, x *traj.Trajectory) {
 func TestRolloutInBF16(t *testing.T) {
 	cfg := smallConfig(t.TempDir())
 	cfg.Rollout.DType = "bf16"
-	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tr.Run(context.Background(), nil); err != nil {
-		tr.Close()
-		t.Fatal(err)
-	}
-	storePath := tr.StorePath()
-	tr.Close()
-	s, err := store.Open(storePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ms, err := s.Metrics()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms, _ := runJob(t, cfg)
 	seen := 0
 	for _, m := range ms {
 		v, ok := m.Metrics["logprob_mismatch_max"]
@@ -169,25 +151,7 @@ func TestRolloutInBF16(t *testing.T) {
 func TestAutocastJob(t *testing.T) {
 	cfg := smallConfig(t.TempDir())
 	cfg.Device.Autocast = true
-	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tr.Run(context.Background(), nil); err != nil {
-		tr.Close()
-		t.Fatal(err)
-	}
-	storePath, dir := tr.StorePath(), tr.Dir()
-	tr.Close()
-	s, err := store.Open(storePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ms, err := s.Metrics()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms, dir := runJob(t, cfg)
 	for _, m := range ms {
 		if v, ok := m.Metrics["logprob_mismatch_max"]; ok && !(v < 0.25) {
 			t.Fatalf("iteration %d: behaviour vs training logprobs differ by up to %v under autocast", m.Iteration, v)
@@ -203,4 +167,32 @@ func TestAutocastJob(t *testing.T) {
 			t.Fatalf("saved %s is %v, want F32: autocast must not change the weights' dtype", n, info.DType)
 		}
 	}
+}
+
+// runJob runs cfg in-process to the end and returns its stored metrics
+// and its run folder.
+func runJob(t *testing.T, cfg config.Config) ([]store.IterationMetrics, string) {
+	t.Helper()
+	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Run(context.Background(), nil); err != nil {
+		tr.Close()
+		t.Fatal(err)
+	}
+	storePath, dir := tr.StorePath(), tr.Dir()
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(storePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ms, err := s.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms, dir
 }
