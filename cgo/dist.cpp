@@ -87,6 +87,19 @@ c10d::Store &store(ar_kvstore s) {
 
 // Gloo (in libtorch 1.13) reduces no bfloat16: such tensors travel as
 // float32 (exact), and come back rounded once.
+// reduce_f64 reduces n doubles over all ranks, in place.
+void reduce_f64(ar_dist d, double *vals, int n, int op) {
+  at::Tensor t = at::from_blob(vals, {n}, at::kDouble).clone().to(d->dev);
+  std::vector<at::Tensor> v{t};
+  c10d::AllreduceOptions o;
+  o.reduceOp = reduce_op(op);
+  Works works;
+  on_group(d, [&](auto &pg) { works.push_back(pg.allreduce(v, o)); });
+  wait_all(works);
+  at::Tensor r = v[0].to(at::kCPU).contiguous();
+  std::memcpy(vals, r.data_ptr<double>(), sizeof(double) * n);
+}
+
 bool widen(ar_dist d, const at::Tensor &t) {
 #ifdef AR_HAVE_GLOO
   return d->gloo && t.scalar_type() == at::kBFloat16;
@@ -211,14 +224,7 @@ int ar_dist_allreduce_grads(ar_dist d, const ar_tensor *params, int n,
     // Which parameters have a gradient on some rank (one small all-reduce).
     std::vector<double> has(n);
     for (int i = 0; i < n; i++) has[i] = ar::T(params[i]).grad().defined() ? 1 : 0;
-    if (n > 0) {
-      char *e = nullptr;
-      if (ar_dist_allreduce_f64(d, has.data(), n, AR_RED_MAX, &e) != AR_OK) {
-        std::string msg = e != nullptr ? e : "all-reduce of the gradient mask failed";
-        std::free(e);
-        throw std::runtime_error(msg);
-      }
-    }
+    if (n > 0) reduce_f64(d, has.data(), n, AR_RED_MAX);
     std::vector<at::Tensor> grads;
     for (int i = 0; i < n; i++) {
       if (has[i] == 0) continue;
@@ -277,17 +283,7 @@ int ar_dist_allreduce_grads(ar_dist d, const ar_tensor *params, int n,
 }
 
 int ar_dist_allreduce_f64(ar_dist d, double *vals, int n, int op, char **err) {
-  return ar::guard(err, [&] {
-    at::Tensor t = at::from_blob(vals, {n}, at::kDouble).clone().to(d->dev);
-    std::vector<at::Tensor> v{t};
-    c10d::AllreduceOptions o;
-    o.reduceOp = reduce_op(op);
-    Works works;
-    on_group(d, [&](auto &pg) { works.push_back(pg.allreduce(v, o)); });
-    wait_all(works);
-    at::Tensor r = v[0].to(at::kCPU).contiguous();
-    std::memcpy(vals, r.data_ptr<double>(), sizeof(double) * n);
-  });
+  return ar::guard(err, [&] { reduce_f64(d, vals, n, op); });
 }
 
 int ar_dist_allgather(ar_dist d, const void *data, int64_t n, void **out,
