@@ -165,22 +165,6 @@ func (g *Group) Rank() int { return g.rank }
 // World is the number of ranks.
 func (g *Group) World() int { return g.world }
 
-// tensorHandles copies the tensors' handles into C memory.
-func tensorHandles(op string, ts []*Tensor) (*C.ar_tensor, func(), error) {
-	n := max(len(ts), 1)
-	hs := (*C.ar_tensor)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.ar_tensor(nil)))))
-	ha := unsafe.Slice(hs, n)
-	for i, t := range ts {
-		h, err := t.handle(op)
-		if err != nil {
-			C.free(unsafe.Pointer(hs))
-			return nil, nil, err
-		}
-		ha[i] = h
-	}
-	return hs, func() { C.free(unsafe.Pointer(hs)) }, nil
-}
-
 // AllReduceGrads sums the gradients of params over all ranks in flat
 // buckets of at most bucketBytes; afterwards every rank holds the same sum.
 // A parameter no rank has a gradient for keeps none.

@@ -4,8 +4,6 @@ package torch
 // #include "agentrl.h"
 import "C"
 
-import "unsafe"
-
 // The differentiable ops. Every op records autograd history, broadcasts
 // like PyTorch and accepts negative dims.
 
@@ -308,12 +306,12 @@ func (s *Scope) join(name string, stack bool, dim int64, ts []*Tensor) *Tensor {
 		s.fail(&Error{Op: name, Msg: "no tensors given"})
 		return nil
 	}
-	hs := (*C.ar_tensor)(C.malloc(C.size_t(len(ts)) * C.size_t(unsafe.Sizeof(C.ar_tensor(nil)))))
-	defer C.free(unsafe.Pointer(hs))
-	arr := unsafe.Slice(hs, len(ts))
-	for i, t := range ts {
-		arr[i] = t.h
+	hs, free, err := tensorHandles(name, ts)
+	if err != nil {
+		s.fail(err)
+		return nil
 	}
+	defer free()
 	var out C.ar_tensor
 	var msg *C.char
 	var rc C.int

@@ -42,17 +42,16 @@ func NewAdamW(params []*Tensor, group []int, groups []AdamWGroup) (*AdamW, error
 		return nil, fmt.Errorf("adamw: %d group indices for %d params", len(group), len(params))
 	}
 	n := len(params)
-	hs := (*C.ar_tensor)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.ar_tensor(nil)))))
-	defer C.free(unsafe.Pointer(hs))
+	hs, free, err := tensorHandles("adamw", params)
+	if err != nil {
+		return nil, err
+	}
+	defer free()
 	gi := (*C.int)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.int(0)))))
 	defer C.free(unsafe.Pointer(gi))
-	ha, ga := unsafe.Slice(hs, n), unsafe.Slice(gi, n)
-	for i, p := range params {
-		h, err := p.handle("adamw")
-		if err != nil {
-			return nil, err
-		}
-		ha[i], ga[i] = h, C.int(group[i])
+	ga := unsafe.Slice(gi, n)
+	for i := range params {
+		ga[i] = C.int(group[i])
 	}
 	g := len(groups)
 	vals := make([][]C.double, 5)

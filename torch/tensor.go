@@ -64,6 +64,23 @@ func (t *Tensor) handle(op string) (C.ar_tensor, error) {
 	return t.h, nil
 }
 
+// tensorHandles copies the tensors' handles into C memory for a call that
+// takes an array of them; free releases it.
+func tensorHandles(op string, ts []*Tensor) (*C.ar_tensor, func(), error) {
+	n := max(len(ts), 1)
+	hs := (*C.ar_tensor)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.ar_tensor(nil)))))
+	ha := unsafe.Slice(hs, n)
+	for i, t := range ts {
+		h, err := t.handle(op)
+		if err != nil {
+			C.free(unsafe.Pointer(hs))
+			return nil, nil, err
+		}
+		ha[i] = h
+	}
+	return hs, func() { C.free(unsafe.Pointer(hs)) }, nil
+}
+
 func cShape(shape []int64) (*C.int64_t, C.int) {
 	if len(shape) == 0 {
 		return nil, 0
