@@ -44,11 +44,14 @@ func startWatchdog(env Env, timeout time.Duration, onLost func(error)) (*watchdo
 		for r := range lastSeen {
 			lastSeen[r] = now
 		}
+		storeLost := func(err error) {
+			onLost(fmt.Errorf("rank %d: the rendezvous store at %s:%d stopped answering (rank 0, or the launcher serving it, is gone?): %w", env.Rank, env.MasterAddr, env.MasterPort, err))
+		}
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
 			if _, err := s.Add(heartbeatKey(env.Rank), 1); err != nil {
-				onLost(fmt.Errorf("rank %d: the rendezvous store at %s:%d stopped answering (rank 0, or the launcher serving it, is gone?): %w", env.Rank, env.MasterAddr, env.MasterPort, err))
+				storeLost(err)
 				return
 			}
 			now := time.Now()
@@ -58,7 +61,7 @@ func startWatchdog(env Env, timeout time.Duration, onLost func(error)) (*watchdo
 				}
 				v, err := s.Add(heartbeatKey(r), 0)
 				if err != nil {
-					onLost(fmt.Errorf("rank %d: the rendezvous store at %s:%d stopped answering (rank 0, or the launcher serving it, is gone?): %w", env.Rank, env.MasterAddr, env.MasterPort, err))
+					storeLost(err)
 					return
 				}
 				if v != lastVal[r] {
