@@ -237,11 +237,18 @@ int ar_model_logits(ar_model m, const int64_t *ids, const int64_t *attn,
 /* Training forward: for every position t < T-1 the log-probability of
  * ids[t+1] under softmax(logits[t]/temperature), the entropy of that
  * distribution, and (with a value head) the value at t. Outputs are [B,T-1]
- * with an autograd graph when grad is set. Any output pointer may be NULL. */
+ * with an autograd graph when flags has AR_FORWARD_GRAD. Any output pointer
+ * may be NULL: without logprobs and entropy the LM head is not run. */
 int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn,
                      const int64_t *positions, int64_t B, int64_t T,
-                     double temperature, int grad, ar_tensor *logprobs,
+                     double temperature, int flags, ar_tensor *logprobs,
                      ar_tensor *entropy, ar_tensor *values, char **err);
+
+/* flags of ar_model_forward: AR_FORWARD_GRAD keeps the autograd graph of the
+ * log-probabilities and values; AR_FORWARD_ENTROPY_GRAD also keeps the
+ * entropy's (without it the entropy is a diagnostic, computed without a
+ * graph, so a [B,T,V] product is not kept for a backward that never comes). */
+enum { AR_FORWARD_GRAD = 1, AR_FORWARD_ENTROPY_GRAD = 2 };
 
 /* ---- KV-cache decode engine --------------------------------------------- */
 

@@ -397,9 +397,10 @@ int ar_model_logits(ar_model m, const int64_t *ids, const int64_t *attn, const i
 }
 
 int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const int64_t *positions,
-                     int64_t B, int64_t T, double temperature, int grad, ar_tensor *logprobs,
+                     int64_t B, int64_t T, double temperature, int flags, ar_tensor *logprobs,
                      ar_tensor *entropy, ar_tensor *values, char **err) {
   return guard(err, [&] {
+    const bool grad = (flags & AR_FORWARD_GRAD) != 0;
     TORCH_CHECK(T >= 2, "forward needs sequences of at least 2 tokens, got ", T);
     TORCH_CHECK(temperature > 0, "temperature must be positive, got ", temperature);
     TORCH_CHECK(values == nullptr || m->v_head_w.defined(), "values requested but the model has no value head");
@@ -408,7 +409,7 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
     {
       // Without grad the work runs in inference mode; results are cloned
       // outside it so later autograd code may use them freely.
-      c10::AutoGradMode grad_mode(grad != 0);
+      c10::AutoGradMode grad_mode(grad);
       c10::optional<c10::InferenceMode> inference;
       if (!grad) inference.emplace();
       AutocastScope ac(m->dev, m->autocast);
@@ -419,7 +420,10 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
         at::Tensor logits = m->logits(hs).to(at::kFloat) / temperature;  // [B,T-1,V]
         at::Tensor logp = at::log_softmax(logits, -1);
         if (logprobs != nullptr) lp = logp.gather(-1, idt.narrow(1, 1, T - 1).unsqueeze(-1)).squeeze(-1);
-        if (entropy != nullptr) ent = -(logp.exp() * logp).sum(-1);
+        if (entropy != nullptr) {
+          c10::AutoGradMode entropy_grad(grad && (flags & AR_FORWARD_ENTROPY_GRAD) != 0);
+          ent = -(logp.exp() * logp).sum(-1);
+        }
       }
       if (values != nullptr) val = linear(hs, m->v_head_w, m->v_head_b).squeeze(-1).to(at::kFloat);
     }

@@ -5,6 +5,7 @@ package torch
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -318,9 +319,13 @@ func (m *Model) Logits(b Batch) (*Tensor, error) {
 // ForwardOptions says what the training forward returns.
 type ForwardOptions struct {
 	Temperature float64 // the sampling temperature the logprobs are taken at (0 means 1)
-	Grad        bool    // keep the autograd graph
-	Entropy     bool
-	Values      bool // needs a value head
+	Grad        bool    // keep the autograd graph of the logprobs and values
+	Entropy     bool    // return the entropies (a diagnostic, without a graph, unless EntropyGrad)
+	EntropyGrad bool    // with Grad: keep the entropy's graph too (an entropy bonus is in the loss)
+	Values      bool    // needs a value head
+	// ValuesOnly skips the LM head: no logprobs and no entropy, so the
+	// full-vocabulary log-softmax is never built (a critic's forward).
+	ValuesOnly bool
 }
 
 // Output is the training forward's result, each [B,T-1]: index t refers to
@@ -347,8 +352,13 @@ func (m *Model) Forward(b Batch, opt ForwardOptions) (Output, error) {
 		temp = 1
 	}
 	var lp, ent, val C.ar_tensor
-	var pEnt, pVal *C.ar_tensor
-	if opt.Entropy {
+	pLp, pEnt, pVal := &lp, (*C.ar_tensor)(nil), (*C.ar_tensor)(nil)
+	if opt.ValuesOnly {
+		if !opt.Values {
+			return Output{}, errors.New("model forward: ValuesOnly without Values asks for nothing")
+		}
+		pLp = nil
+	} else if opt.Entropy {
 		pEnt = &ent
 	}
 	if opt.Values {
@@ -356,19 +366,34 @@ func (m *Model) Forward(b Batch, opt ForwardOptions) (Output, error) {
 	}
 	var msg *C.char
 	rc := C.ar_model_forward(m.h, (*C.int64_t)(unsafe.Pointer(&b.IDs[0])), (*C.int64_t)(unsafe.Pointer(&b.Attn[0])),
-		(*C.int64_t)(unsafe.Pointer(&b.Positions[0])), C.int64_t(b.B), C.int64_t(b.T), C.double(temp), cbool(opt.Grad),
-		&lp, pEnt, pVal, &msg)
+		(*C.int64_t)(unsafe.Pointer(&b.Positions[0])), C.int64_t(b.B), C.int64_t(b.T), C.double(temp), forwardFlags(opt),
+		pLp, pEnt, pVal, &msg)
 	if err := check("model_forward", rc, msg); err != nil {
 		return Output{}, err
 	}
-	out := Output{LogProbs: wrap(lp)}
-	if opt.Entropy {
+	var out Output
+	if pLp != nil {
+		out.LogProbs = wrap(lp)
+	}
+	if pEnt != nil {
 		out.Entropy = wrap(ent)
 	}
 	if opt.Values {
 		out.Values = wrap(val)
 	}
 	return out, nil
+}
+
+// forwardFlags are ar_model_forward's flags for opt.
+func forwardFlags(opt ForwardOptions) C.int {
+	var f C.int
+	if opt.Grad {
+		f |= C.AR_FORWARD_GRAD
+		if opt.EntropyGrad {
+			f |= C.AR_FORWARD_ENTROPY_GRAD
+		}
+	}
+	return f
 }
 
 // SetAutocast turns mixed precision to dt (BFloat16 or Float16) on or

@@ -217,19 +217,31 @@ func (s *Scope) Min(a *Tensor, dims ...int64) *Tensor {
 	return s.reduce("min", C.AR_MIN, a, false, dims)
 }
 
-// MaskedSum is sum(a * mask) over dims; mask is 0/1 (any dtype).
+// MaskedSum is the sum over dims of the elements of a where mask (0/1, any
+// dtype) is non-zero. Unselected elements are left out, not multiplied by
+// 0: an inf or NaN there (padding, a token no loss counts) cannot turn the
+// sum into NaN, and its gradient is 0.
 func (s *Scope) MaskedSum(a, mask *Tensor, dims ...int64) *Tensor {
-	return s.Sum(s.Mul(a, s.To(mask, a.Device(), Float32)), dims...)
+	return s.Sum(s.selected(a, mask), dims...)
 }
 
-// MaskedMean is sum(a*mask)/sum(mask) over dims (the mean of the selected
+// MaskedMean is MaskedSum / sum(mask) over dims (the mean of the selected
 // elements). A selection with no element gives 0, not NaN.
 func (s *Scope) MaskedMean(a, mask *Tensor, dims ...int64) *Tensor {
 	if !s.ready("masked_mean", a, mask) {
 		return nil
 	}
 	m := s.To(mask, a.Device(), Float32)
-	return s.Div(s.Sum(s.Mul(a, m), dims...), s.ClampMin(s.Sum(m, dims...), 1e-8))
+	return s.Div(s.MaskedSum(a, m, dims...), s.ClampMin(s.Sum(m, dims...), 1e-8))
+}
+
+// selected is a where mask is non-zero and 0 elsewhere.
+func (s *Scope) selected(a, mask *Tensor) *Tensor {
+	if !s.ready("masked_select", a, mask) {
+		return nil
+	}
+	zero := s.To(s.Float32([]float32{0}), a.Device(), a.DType())
+	return s.Where(s.GtScalar(s.To(mask, a.Device(), Float32), 0), a, zero)
 }
 
 // LogSoftmax is log(softmax(a)) along dim.

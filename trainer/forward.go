@@ -24,7 +24,7 @@ func tokenLogprobs(g *dist.Group, m *torch.Model, trs []*traj.Trajectory, temper
 // V before token j), sharded like tokenLogprobs.
 func tokenValues(g *dist.Group, m *torch.Model, trs []*traj.Trajectory, micro int) ([][]float32, error) {
 	return sharded(g, trs, func(mine []*traj.Trajectory) ([][]float32, error) {
-		return forwardEach(m, mine, micro, torch.ForwardOptions{Values: true}, func(o torch.Output) *torch.Tensor { return o.Values })
+		return forwardEach(m, mine, micro, torch.ForwardOptions{Values: true, ValuesOnly: true}, func(o torch.Output) *torch.Tensor { return o.Values })
 	})
 }
 

@@ -135,8 +135,13 @@ func newBandit(t *testing.T, estimator string, tweaks ...func(*config.Config)) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close() })
-	if tr.needsCritic() {
+	switch {
+	case tr.needsCritic() && tr.sharedCritic():
 		tr.critic = tr.policy
+	case tr.needsCritic():
+		if tr.critic, err = torch.NewRandomModel(mc, torch.Float32, torch.CPU, true, uint64(cfg.Run.Seed)+1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := tr.buildOptimizers(); err != nil {
 		t.Fatal(err)
@@ -147,11 +152,10 @@ func newBandit(t *testing.T, estimator string, tweaks ...func(*config.Config)) *
 	return tr
 }
 
-// banditIteration samples banditGroups x banditSamples episodes with the
-// rollout scheduler and learns from them with the trainer's own learn
-// (old logprobs, values, advantages, PPO update). It returns the
-// trajectories and the mean reward of each context.
-func banditIteration(t *testing.T, tr *Trainer, iter int) (trs []*traj.Trajectory, reward [2]float64) {
+// banditTrajectories samples banditGroups x banditSamples episodes with
+// the rollout scheduler. It returns the trajectories and the mean reward
+// of each context.
+func banditTrajectories(t *testing.T, tr *Trainer, iter int) (trs []*traj.Trajectory, reward [2]float64) {
 	t.Helper()
 	reqs := make([]rollout.Request, banditGroups)
 	for g := range reqs {
@@ -172,6 +176,16 @@ func banditIteration(t *testing.T, tr *Trainer, iter int) (trs []*traj.Trajector
 		}
 		reward[x.Group%2] += x.Reward / (banditGroups / 2 * banditSamples)
 	}
+	return trs, reward
+}
+
+// banditIteration samples an iteration's episodes (banditTrajectories) and
+// learns from them with the trainer's own learn (old logprobs, values,
+// advantages, PPO update). It returns the trajectories and the mean reward
+// of each context.
+func banditIteration(t *testing.T, tr *Trainer, iter int) (trs []*traj.Trajectory, reward [2]float64) {
+	t.Helper()
+	trs, reward = banditTrajectories(t, tr, iter)
 	m := map[string]float64{}
 	if err := tr.learn(iter, trs, m); err != nil {
 		t.Fatalf("iteration %d learn: %v", iter, err)

@@ -413,7 +413,14 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	if err := torch.EmptyCache(); err != nil {
 		return err
 	}
-	micro := cfg.Algorithm.MicroBatch
+	a := cfg.Algorithm
+	// The variance filter comes first (RAGEN filters rollouts before
+	// computing anything on them): old logprobs, reference logprobs, values
+	// and advantages are computed only for the groups it keeps.
+	m["group_reward_std"] = groupRewardStd(train)
+	train, dropped := algo.FilterGroupsByVariance(train, a.FilterKeepRatio)
+	m["groups_dropped"] = float64(dropped)
+	micro := a.MicroBatch
 	old, err := tokenLogprobs(t.dist, t.policy, train, cfg.Rollout.Temperature, micro)
 	if err != nil {
 		return err
@@ -437,7 +444,7 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 		if err != nil {
 			return err
 		}
-		est, err := algo.KLEstimator(cfg.Algorithm.KLEstimator)
+		est, err := algo.KLEstimator(a.KLEstimator)
 		if err != nil {
 			return err
 		}
@@ -456,7 +463,7 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 			kl = append(kl, k)
 		}
 		m["kl_ref"] = klAcc.mean()
-		if cfg.Algorithm.KLMode != "reward" {
+		if a.KLMode != "reward" {
 			kl = nil
 		}
 	}
@@ -470,7 +477,6 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 			tr.Values = vals[i]
 		}
 	}
-	a := cfg.Algorithm
 	est, err := algo.Get(a.Estimator)
 	if err != nil {
 		return err
@@ -480,37 +486,31 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	if err := est(train, kl, opt); err != nil {
 		return err
 	}
-	m["group_reward_std"] = groupRewardStd(train)
-	kept, dropped := algo.FilterGroupsByVariance(train, a.FilterKeepRatio)
-	m["groups_dropped"] = float64(dropped)
-	factor := t.lrAt(t.state.OptSteps)
-	if err := t.opt.SetLR(0, cfg.Optim.LR*factor); err != nil {
-		return err
-	}
-	if err := t.opt.SetLR(1, cfg.Optim.CriticLR*factor); err != nil {
-		return err
-	}
-	m["lr"] = cfg.Optim.LR * factor
 	critic := "none"
 	if t.critic != nil {
 		critic = map[bool]string{true: "shared", false: "separate"}[t.critic == t.policy]
 	}
+	loss := cfg.Loss()
+	loss.KLInLoss = a.KLMode == "loss" && t.needsRef()
 	u := updater{policy: t.policy, critic: t.critic, opt: t.opt, criticOpt: t.criticOpt, dist: t.dist, cfg: updateConfig{
-		Loss: algo.LossConfig{ClipLow: a.ClipLow, ClipHigh: a.ClipHigh, DualClip: a.DualClip, Agg: a.LossAgg,
-			KLCoef: a.KLCoef, KLEstimator: a.KLEstimator, KLInLoss: a.KLMode == "loss" && t.needsRef(),
-			EntropyCoef: a.EntropyCoef, VFCoef: a.VFCoef, ValueClip: a.ValueClip},
-		Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: micro, LossMask: a.LossMask,
+		Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: micro, LossMask: a.LossMask,
 		MaxGradNorm: cfg.Optim.MaxGradNorm, Temperature: cfg.Rollout.Temperature, Critic: critic,
-		TrainPolicy: iter > a.CriticWarmup || t.critic == nil}}
+		TrainPolicy: iter > a.CriticWarmup || t.critic == nil,
+		LR: func(step int) (float64, float64) {
+			f := t.lrAt(step)
+			return cfg.Optim.LR * f, cfg.Optim.CriticLR * f
+		},
+		StepsBefore: t.state.OptSteps}}
 	t0 := time.Now()
-	us, err := u.run(kept, data, t.rng)
+	us, err := u.run(train, data, t.rng)
 	if err != nil {
 		return err
 	}
 	t.state.OptSteps += us.Steps
-	updateMetrics(m, kept, us, t.critic != nil)
+	m["lr"] = u.lastLR
+	updateMetrics(m, train, us, t.critic != nil)
 	tokens := 0
-	for _, tr := range kept {
+	for _, tr := range train {
 		tokens += len(tr.Tokens) * a.Epochs
 	}
 	m["tokens_per_s_update"] = float64(tokens) / time.Since(t0).Seconds()

@@ -29,6 +29,13 @@ type updateConfig struct {
 	Temperature float64
 	Critic      string // "none", "shared" (value head on the policy) or "separate"
 	TrainPolicy bool   // false during critic warm-up
+	// LR gives the learning rates of the optimizer step that follows
+	// policySteps earlier policy steps of the run: the schedule advances
+	// per optimizer step, not per iteration.
+	LR func(policySteps int) (policy, critic float64)
+	// StepsBefore is the number of policy steps the run took before this
+	// update (the schedule's position at its start).
+	StepsBefore int
 }
 
 // updater owns the models and optimizers an update changes. In a
@@ -42,6 +49,7 @@ type updater struct {
 	opt, criticOpt *torch.AdamW
 	dist           *dist.Group
 	cfg            updateConfig
+	lastLR         float64 // the policy learning rate of the last step taken
 }
 
 // updateStats are the update's diagnostics: the losses are means over
@@ -74,6 +82,11 @@ func (u *updater) run(trs []*traj.Trajectory, data map[*traj.Trajectory]*tokenDa
 		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
 		for lo := 0; lo < len(idx); lo += u.cfg.MiniBatch {
 			mini := pick(trs, idx[lo:min(lo+u.cfg.MiniBatch, len(idx))])
+			// The mini-batch's policy and critic steps share one point of
+			// the schedule: the run's policy steps so far.
+			if err := u.setLR(st.Steps); err != nil {
+				return st, err
+			}
 			if u.cfg.TrainPolicy || u.cfg.Critic == "shared" {
 				if err := u.policyStep(mini, data, &st); err != nil {
 					return st, err
@@ -197,7 +210,8 @@ func (u *updater) policyStep(mini []*traj.Trajectory, data map[*traj.Trajectory]
 func (u *updater) policyMicro(p padded, data map[*traj.Trajectory]*tokenData, n algo.Norm, st *updateStats) (bool, error) {
 	cfg := u.cfg
 	shared := cfg.Critic == "shared"
-	o, err := u.policy.Forward(p.batch, torch.ForwardOptions{Temperature: cfg.Temperature, Grad: true, Entropy: true, Values: shared})
+	o, err := u.policy.Forward(p.batch, torch.ForwardOptions{Temperature: cfg.Temperature, Grad: true, Entropy: true,
+		EntropyGrad: cfg.TrainPolicy && cfg.Loss.EntropyCoef != 0, Values: shared})
 	if err != nil {
 		return false, oomHint(fmt.Errorf("policy forward of %d trajectories (%d tokens): %w", len(p.trs), p.batch.T, err))
 	}
@@ -220,8 +234,8 @@ func (u *updater) policyMicro(p padded, data map[*traj.Trajectory]*tokenData, n 
 			loss = s.Add(loss, s.MulScalar(kl, cfg.Loss.KLCoef))
 			st.KLLoss += item(s, kl)
 		}
-		ent := algo.Aggregate(s, o.Entropy, mask, cfg.Loss.Agg, n)
 		if cfg.Loss.EntropyCoef != 0 {
+			ent := algo.Aggregate(s, o.Entropy, mask, cfg.Loss.Agg, n)
 			loss = s.Sub(loss, s.MulScalar(ent, cfg.Loss.EntropyCoef))
 		}
 		// Entropy and clip diagnostics per token, independent of the
@@ -276,7 +290,7 @@ func (u *updater) criticStep(mini []*traj.Trajectory, data map[*traj.Trajectory]
 	mine := dist.Shard(u.dist, mini)
 	for _, mb := range microBatches(mine, u.cfg.MicroBatch) {
 		p := padBatch(pick(mine, mb))
-		o, err := u.critic.Forward(p.batch, torch.ForwardOptions{Grad: true, Values: true})
+		o, err := u.critic.Forward(p.batch, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true})
 		if err != nil {
 			return oomHint(fmt.Errorf("critic forward of %d trajectories: %w", len(mb), err))
 		}
@@ -317,6 +331,28 @@ func (u *updater) criticStep(mini []*traj.Trajectory, data map[*traj.Trajectory]
 		return err
 	}
 	return u.criticOpt.ZeroGrad()
+}
+
+// setLR sets the learning rates of the next optimizer step, the one after
+// stepsDone policy steps of this update: the policy's (group 0 of the
+// policy optimizer), a shared value head's (its group 1) and a separate
+// critic's.
+func (u *updater) setLR(stepsDone int) error {
+	if u.cfg.LR == nil {
+		return nil
+	}
+	lr, clr := u.cfg.LR(u.cfg.StepsBefore + stepsDone)
+	u.lastLR = lr
+	if err := u.opt.SetLR(0, lr); err != nil {
+		return err
+	}
+	if err := u.opt.SetLR(1, clr); err != nil {
+		return err
+	}
+	if u.criticOpt != nil {
+		return u.criticOpt.SetLR(0, clr)
+	}
+	return nil
 }
 
 // item reads a scalar, NaN when the scope has failed.

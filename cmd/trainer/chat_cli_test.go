@@ -3,8 +3,11 @@ package main
 import (
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/envs"
 )
 
 // outcomeLine is how chat ends an episode: the answer, why there is none,
@@ -58,4 +61,27 @@ func TestChatErrors(t *testing.T) {
 	fails(t, []string{"search", "index"}, "chat", "--model", model)
 	noIndex := filepath.Join(t.TempDir(), "none.db")
 	fails(t, []string{noIndex}, "chat", "--model", model, "--index", noIndex)
+}
+
+// TestChatWithEveryRegisteredTool enables, in one chat, every tool this
+// test binary has registered (cmd/trainer imports envs/tools/all, so they
+// are the binary's tools too): a tool package that is not linked into
+// bin/trainer fails with "unknown tool".
+func TestChatWithEveryRegisteredTool(t *testing.T) {
+	names := envs.DefaultRegistry.Names()
+	for _, want := range []string{"calculator", "lookup", "search"} {
+		if !slices.Contains(names, want) {
+			t.Fatalf("tool %q is not registered in cmd/trainer (registered: %v): is envs/tools/all imported?", want, names)
+		}
+	}
+	run := trainedRun(t)
+	model, index := filepath.Join(run.dir(), "final"), filepath.Join(run.dir(), "index.db")
+	r := runCLI(t, "What is 6 times 7?\n", "chat", "--model", model, "--index", index, "--tools", strings.Join(names, ","),
+		"--threads", "1", "--max-turns", "1", "--max-turn-tokens", "4")
+	if r.code != 0 {
+		t.Fatalf("want exit 0 with tools %v:\n%s", names, r)
+	}
+	if want := "with tools " + strings.Join(names, ", ") + "."; !strings.Contains(r.stdout, want) {
+		t.Errorf("greeting does not list every tool (%q):\n%s", want, r)
+	}
 }

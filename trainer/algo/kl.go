@@ -28,7 +28,11 @@ func KLEstimator(name string) (KLFunc, error) {
 	case "k2":
 		return func(lp, lpRef float64) float64 { d := lp - lpRef; return 0.5 * d * d }, nil
 	case "k3":
-		return func(lp, lpRef float64) float64 { d := lpRef - lp; return math.Exp(d) - d - 1 }, nil
+		// bounded as KLLoss bounds it (verl's low_var_kl)
+		return func(lp, lpRef float64) float64 {
+			d := math.Max(-maxLogRatio, math.Min(maxLogRatio, lpRef-lp))
+			return math.Min(maxK3, math.Exp(d)-d-1)
+		}, nil
 	}
 	return nil, fmt.Errorf("unknown kl estimator %q (known: k1, k2, k3)", name)
 }

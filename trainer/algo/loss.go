@@ -1,7 +1,10 @@
 package algo
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/agentrl/agentrl/torch"
 )
@@ -20,8 +23,12 @@ type LossConfig struct {
 	// Agg is how token losses become one number: "token-mean" (every
 	// token of the mini-batch weighs the same), "seq-mean-token-sum" or
 	// "seq-mean-token-mean" (every sequence weighs the same; verl's
-	// agg_loss).
+	// agg_loss), or "seq-mean-token-sum-norm" (Dr. GRPO: token sums over a
+	// constant Horizon, see Aggregate).
 	Agg string
+	// Horizon is the constant divisor of seq-mean-token-sum-norm, in
+	// tokens (the trainer uses env.max_tokens).
+	Horizon int
 	// KLCoef weighs the KL-to-reference loss term (KLInLoss) estimated with
 	// KLEstimator (k1, k2, k3).
 	KLCoef      float64
@@ -34,25 +41,41 @@ type LossConfig struct {
 	VFCoef, ValueClip float64
 }
 
-// Validate checks the ranges and names.
+// LossAggs are the names Agg accepts.
+var LossAggs = []string{"token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"}
+
+// FieldError is a LossConfig problem; Field is the field's YAML name
+// (clip_low, loss_agg, ...), so a configuration can name its key.
+type FieldError struct{ Field, Msg string }
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Validate checks the ranges and names, reporting every problem as a
+// *FieldError (joined).
 func (c LossConfig) Validate() error {
-	switch {
-	case c.ClipLow <= 0 || c.ClipLow >= 1:
-		return fmt.Errorf("clip_low must be in (0, 1), got %g", c.ClipLow)
-	case c.ClipHigh <= 0:
-		return fmt.Errorf("clip_high must be positive, got %g", c.ClipHigh)
-	case c.DualClip != 0 && c.DualClip <= 1:
-		return fmt.Errorf("dual_clip must be 0 (off) or > 1, got %g", c.DualClip)
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
-	switch c.Agg {
-	case "token-mean", "seq-mean-token-sum", "seq-mean-token-mean":
-	default:
-		return fmt.Errorf("loss_agg %q: want token-mean, seq-mean-token-sum or seq-mean-token-mean", c.Agg)
+	if c.ClipLow <= 0 || c.ClipLow >= 1 {
+		bad("clip_low", "%v, want in (0, 1)", c.ClipLow)
+	}
+	if c.ClipHigh <= 0 {
+		bad("clip_high", "%v, want > 0", c.ClipHigh)
+	}
+	if c.DualClip != 0 && c.DualClip <= 1 {
+		bad("dual_clip", "%v, want 0 (off) or > 1", c.DualClip)
+	}
+	if !slices.Contains(LossAggs, c.Agg) {
+		bad("loss_agg", "%q, want one of %s", c.Agg, strings.Join(LossAggs, ", "))
+	}
+	if c.Agg == "seq-mean-token-sum-norm" && c.Horizon <= 0 {
+		bad("loss_agg", "seq-mean-token-sum-norm needs a positive horizon, got %d", c.Horizon)
 	}
 	if _, err := KLEstimator(c.KLEstimator); err != nil {
-		return err
+		bad("kl_estimator", "%v", err)
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Norm carries the sizes of a whole mini-batch, so that micro-batch losses
@@ -60,14 +83,27 @@ func (c LossConfig) Validate() error {
 type Norm struct {
 	Tokens    float64 // loss-mask tokens in the mini-batch
 	Sequences float64 // sequences in the mini-batch
+	Horizon   float64 // the constant length of seq-mean-token-sum-norm
 }
 
 // Aggregate reduces per-token losses x [B,T] with mask [B,T] (f32 0/1) into
-// this micro-batch's share of the mini-batch loss.
+// this micro-batch's share of the mini-batch loss (verl's agg_loss):
+//
+//	token-mean               sum of x over the mini-batch's loss tokens / their number
+//	seq-mean-token-sum       mean over sequences of each sequence's token sum
+//	seq-mean-token-mean      mean over sequences of each sequence's token mean
+//	seq-mean-token-sum-norm  seq-mean-token-sum / Horizon, a constant: Dr. GRPO
+//	                         (Liu et al. 2025, arXiv:2503.20783, Sec. 3.1) drops the
+//	                         1/|o_i| length normalisation that biases GRPO towards
+//	                         long wrong answers. verl divides by the padded width and
+//	                         averages over micro-batches; here the horizon is
+//	                         env.max_tokens, the same for every batch.
 func Aggregate(s *torch.Scope, x, mask *torch.Tensor, agg string, n Norm) *torch.Tensor {
 	switch agg {
 	case "seq-mean-token-sum":
 		return s.DivScalar(s.Sum(s.MaskedSum(x, mask, 1)), n.Sequences)
+	case "seq-mean-token-sum-norm":
+		return s.DivScalar(s.Sum(s.MaskedSum(x, mask, 1)), n.Sequences*n.Horizon)
 	case "seq-mean-token-mean":
 		perSeq := s.Div(s.MaskedSum(x, mask, 1), s.ClampMin(s.Sum(mask, 1), 1))
 		return s.DivScalar(s.Sum(perSeq), n.Sequences)
@@ -75,6 +111,17 @@ func Aggregate(s *torch.Scope, x, mask *torch.Tensor, agg string, n Norm) *torch
 		return s.DivScalar(s.MaskedSum(x, mask), n.Tokens)
 	}
 }
+
+// Bounds of the log-ratios, as verl's core_algos has them: the PPO
+// log-ratio logp - oldLogp is clamped to [-20, 20] before exp
+// (compute_policy_loss), the KL's ref - logp to [-20, 20] and k3 itself to
+// [-10, 10] (kl_penalty "low_var_kl"). Without them one token whose
+// probability collapsed makes exp overflow to inf, and inf times a 0 weight
+// is NaN in the gradient.
+const (
+	maxLogRatio = 20
+	maxK3       = 10
+)
 
 // PolicyLoss is PPO's clipped surrogate (Schulman et al. 2017,
 // arXiv:1707.06347, Eq. 7) with separate low/high clip and optional dual
@@ -86,7 +133,7 @@ func Aggregate(s *torch.Scope, x, mask *torch.Tensor, agg string, n Norm) *torch
 //
 // All tensors are [B,T]; mask selects the tokens that count.
 func PolicyLoss(s *torch.Scope, logp, oldLogp, adv, mask *torch.Tensor, cfg LossConfig, n Norm) *torch.Tensor {
-	ratio := s.Exp(s.Sub(logp, oldLogp))
+	ratio := s.Exp(s.Clamp(s.Sub(logp, oldLogp), -maxLogRatio, maxLogRatio))
 	negAdv := s.Neg(adv)
 	pg1 := s.Mul(negAdv, ratio)
 	pg2 := s.Mul(negAdv, s.Clamp(ratio, 1-cfg.ClipLow, 1+cfg.ClipHigh))
@@ -110,8 +157,8 @@ func KLLoss(s *torch.Scope, logp, refLogp, mask *torch.Tensor, estimator, agg st
 	case "k2":
 		kl = s.MulScalar(s.PowScalar(s.Sub(logp, refLogp), 2), 0.5)
 	default: // k3
-		d := s.Sub(refLogp, logp)
-		kl = s.SubScalar(s.Sub(s.Exp(d), d), 1)
+		d := s.Clamp(s.Sub(refLogp, logp), -maxLogRatio, maxLogRatio)
+		kl = s.Clamp(s.SubScalar(s.Sub(s.Exp(d), d), 1), -maxK3, maxK3)
 	}
 	return Aggregate(s, kl, mask, agg, n)
 }

@@ -153,7 +153,7 @@ type AlgorithmConfig struct {
 	ClipLow         float64 `yaml:"clip_low" default:"0.2" doc:"PPO ratio clip below: 1 - clip_low"`
 	ClipHigh        float64 `yaml:"clip_high" default:"0.28" doc:"PPO ratio clip above: 1 + clip_high (DAPO clip-higher)"`
 	DualClip        float64 `yaml:"dual_clip" default:"0" doc:"dual-clip bound c > 1 for negative advantages (0 = off)"`
-	LossAgg         string  `yaml:"loss_agg" default:"token-mean" enum:"token-mean|seq-mean-token-sum|seq-mean-token-mean" doc:"how token losses are averaged"`
+	LossAgg         string  `yaml:"loss_agg" default:"token-mean" enum:"token-mean|seq-mean-token-sum|seq-mean-token-mean|seq-mean-token-sum-norm" doc:"how token losses are averaged (seq-mean-token-sum-norm: Dr. GRPO, token sums over the constant env.max_tokens)"`
 	KLCoef          float64 `yaml:"kl_coef" default:"0.0" doc:"weight of the KL to the reference"`
 	KLEstimator     string  `yaml:"kl_estimator" default:"k3" doc:"single-sample KL estimator: k1, k2 or k3"`
 	KLMode          string  `yaml:"kl_mode" default:"loss" enum:"loss|reward|off" doc:"KL as a loss term, as a reward penalty, or not at all"`

@@ -138,7 +138,11 @@ func (c *Config) validateRollout(p *problems) {
 	p.atLeast("rollout.batch_size", r.BatchSize, 1)
 	p.atLeast("rollout.group_size", r.GroupSize, 1)
 	p.atLeast("rollout.slots", r.Slots, 1)
-	p.atLeastF("rollout.temperature", r.Temperature, 0)
+	// Greedy training rollouts make every sample of a group the same
+	// trajectory: every group-relative advantage is 0 and nothing is learnt.
+	if r.Temperature <= 0 {
+		p.add("rollout.temperature", "%v, want > 0: training rollouts must sample (greedy decoding gives every sample of a group the same trajectory); use rollout.eval_temperature for greedy evaluation", r.Temperature)
+	}
 	if r.TopP <= 0 || r.TopP > 1 {
 		p.add("rollout.top_p", "%v, want in (0, 1]", r.TopP)
 	}
@@ -161,17 +165,17 @@ func (c *Config) validateAlgorithm(p *problems) {
 	if a.Eps <= 0 {
 		p.add("algorithm.eps", "%v, want > 0", a.Eps)
 	}
-	if a.ClipLow < 0 || a.ClipLow >= 1 {
-		p.add("algorithm.clip_low", "%v, want in [0, 1)", a.ClipLow)
-	}
-	p.atLeastF("algorithm.clip_high", a.ClipHigh, 0)
-	if a.DualClip != 0 && a.DualClip <= 1 {
-		p.add("algorithm.dual_clip", "%v, want 0 (off) or > 1", a.DualClip)
+	// The loss settings are checked by the loss's own validation, the one
+	// the trainer relies on; its problems are named by their keys.
+	var fe *algo.FieldError
+	for _, err := range unjoin(c.Loss().Validate()) {
+		if errors.As(err, &fe) {
+			p.once("algorithm."+fe.Field, "%s", fe.Msg)
+		} else {
+			p.add("algorithm", "%v", err)
+		}
 	}
 	p.atLeastF("algorithm.kl_coef", a.KLCoef, 0)
-	if _, err := algo.KLEstimator(a.KLEstimator); err != nil {
-		p.add("algorithm.kl_estimator", "%v", err)
-	}
 	p.atLeastF("algorithm.entropy_coef", a.EntropyCoef, 0)
 	p.atLeastF("algorithm.vf_coef", a.VFCoef, 0)
 	p.atLeastF("algorithm.value_clip", a.ValueClip, 0)
@@ -235,6 +239,27 @@ func (p *problems) generic(root reflect.Value) {
 			}
 		}
 	}
+}
+
+// once adds a problem for path unless one is already reported for it.
+func (p *problems) once(path, format string, args ...any) {
+	for _, e := range *p {
+		if ke, ok := e.(*KeyError); ok && ke.Path == path {
+			return
+		}
+	}
+	p.add(path, format, args...)
+}
+
+// unjoin lists the errors an errors.Join holds (nil gives none).
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
 }
 
 func (p *problems) nonEmpty(path, v string) {

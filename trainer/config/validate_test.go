@@ -36,11 +36,14 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"env.rewards.scorer", func(c *Config) { c.Env.Rewards.Scorer = "bleu" }, "bleu"},
 		{"env.rewards.format", func(c *Config) { c.Env.Rewards.Format = math.NaN() }, "finite"},
 		{"rollout.top_p", func(c *Config) { c.Rollout.TopP = 0 }, "want in (0, 1]"},
-		{"rollout.temperature", func(c *Config) { c.Rollout.Temperature = -1 }, "want at least 0"},
+		{"rollout.temperature", func(c *Config) { c.Rollout.Temperature = -1 }, "want > 0"},
+		{"rollout.temperature", func(c *Config) { c.Rollout.Temperature = 0 }, "greedy decoding gives every sample of a group the same trajectory"},
 		{"rollout.group_size", func(c *Config) { c.Rollout.GroupSize = 1 }, "grpo needs at least 2"},
 		{"algorithm.estimator", func(c *Config) { c.Algorithm.Estimator = "ppo" }, "unknown advantage estimator"},
 		{"algorithm.gamma", func(c *Config) { c.Algorithm.Gamma = 1.5 }, "want in [0, 1]"},
-		{"algorithm.clip_low", func(c *Config) { c.Algorithm.ClipLow = -0.1 }, "want in [0, 1)"},
+		{"algorithm.clip_low", func(c *Config) { c.Algorithm.ClipLow = -0.1 }, "want in (0, 1)"},
+		{"algorithm.clip_low", func(c *Config) { c.Algorithm.ClipLow = 0 }, "want in (0, 1)"},
+		{"algorithm.clip_high", func(c *Config) { c.Algorithm.ClipHigh = 0 }, "want > 0"},
 		{"algorithm.dual_clip", func(c *Config) { c.Algorithm.DualClip = 0.5 }, "want 0 (off) or > 1"},
 		{"algorithm.loss_agg", func(c *Config) { c.Algorithm.LossAgg = "sum" }, "token-mean"},
 		{"algorithm.kl_estimator", func(c *Config) { c.Algorithm.KLEstimator = "k4" }, "k4"},
@@ -85,7 +88,8 @@ func TestValidateAccepts(t *testing.T) {
 	c := Default()
 	c.Device.Device, c.Device.Autocast = "cuda:1", true
 	c.Algorithm.DualClip, c.Algorithm.Estimator, c.Rollout.GroupSize = 3, "gae", 1
-	c.Algorithm.Gamma, c.Algorithm.ClipLow, c.Optim.MinLRRatio = 0, 0, 1
+	c.Algorithm.Gamma, c.Algorithm.ClipLow, c.Optim.MinLRRatio = 0, 0.999, 1
+	c.Algorithm.LossAgg = "seq-mean-token-sum-norm"
 	c.Data.Source, c.Data.Train, c.Data.Format = "files", []string{"x.jsonl"}, "musique"
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,58 @@
+package trainer
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/agentrl/agentrl/trainer/config"
+)
+
+// The learning-rate schedule advances per optimizer step. The bandit takes
+// two optimizer steps per iteration (mini_batch 16 of 32 trajectories);
+// with one iteration the linear schedule to min_lr_ratio 0 spans 2 steps,
+// so step 0 runs at lr and step 1 at lr * (1 - 1/2). The logged lr is the
+// last step's: lr/2, where a per-iteration schedule would log lr.
+func TestScheduleAdvancesPerOptimizerStep(t *testing.T) {
+	tr := newBandit(t, "grpo", func(c *config.Config) {
+		c.Run.Iterations = 1
+		c.Optim.Schedule, c.Optim.MinLRRatio = "linear", 0
+	})
+	trs, _ := banditTrajectories(t, tr, 1)
+	m := map[string]float64{}
+	if err := tr.learn(1, trs, m); err != nil {
+		t.Fatal(err)
+	}
+	if tr.state.OptSteps != 2 {
+		t.Fatalf("%d optimizer steps, want 2", tr.state.OptSteps)
+	}
+	if want := tr.cfg.Optim.LR / 2; math.Abs(m["lr"]-want) > 1e-12 {
+		t.Errorf("lr of the second step %v, want %v", m["lr"], want)
+	}
+}
+
+// A separate critic's optimizer follows the schedule too: past the end of
+// a linear decay to 0 every learning rate is 0, so neither the policy nor
+// the critic may move (an unscheduled critic would still step at
+// optim.critic_lr).
+func TestScheduleReachesSeparateCritic(t *testing.T) {
+	tr := newBandit(t, "gae", func(c *config.Config) {
+		c.Model.Critic = "separate"
+		c.Optim.Schedule, c.Optim.MinLRRatio = "linear", 0
+	})
+	if tr.critic == tr.policy || tr.criticOpt == nil {
+		t.Fatal("the bandit did not get a separate critic")
+	}
+	tr.state.OptSteps = 1 << 20 // far past the schedule's end
+	trs, _ := banditTrajectories(t, tr, 1)
+	policy, critic := flatWeights(t, tr.policy), flatWeights(t, tr.critic)
+	if err := tr.learn(1, trs, map[string]float64{}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(policy, flatWeights(t, tr.policy)) {
+		t.Error("the policy moved at learning rate 0")
+	}
+	if !slices.Equal(critic, flatWeights(t, tr.critic)) {
+		t.Error("the separate critic moved at learning rate 0: its optimizer is not scheduled")
+	}
+}
