@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -693,5 +694,47 @@ func TestAutocast(t *testing.T) {
 	t.Logf("engine under autocast: max |to the autocast forward| = %.3g, max |to the f32 engine| = %.3g", toForward, toF32)
 	if toF32 == 0 || toForward > 0.1 {
 		t.Errorf("the engine does not decode under autocast")
+	}
+}
+
+// A values-only forward (the critic's) runs no LM head: no logprobs, no
+// entropy, the same values as a full forward. The entropy keeps an
+// autograd graph only when asked (an entropy bonus in the loss); the
+// logprobs keep theirs either way.
+func TestForwardValuesOnlyAndEntropyGraph(t *testing.T) {
+	m, _ := NewRandomModel(tinyConfig(), Float32, CPU, true, 11)
+	defer m.Free()
+	ids := seq(6, 3)
+	b := Batch{B: 1, T: len(ids), IDs: ids, Attn: []int64{1, 1, 1, 1, 1, 1}, Positions: []int64{0, 1, 2, 3, 4, 5}}
+	full, err := m.Forward(b, ForwardOptions{Values: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Free()
+	only, err := m.Forward(b, ForwardOptions{Values: true, ValuesOnly: true, Entropy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer only.Free()
+	if only.LogProbs != nil || only.Entropy != nil {
+		t.Fatal("a values-only forward returned logprobs or entropies")
+	}
+	a, _ := full.Values.Float32s()
+	v, _ := only.Values.Float32s()
+	if !slices.Equal(a, v) {
+		t.Errorf("values-only forward %v, full forward %v", v, a)
+	}
+	if _, err := m.Forward(b, ForwardOptions{ValuesOnly: true}); err == nil {
+		t.Error("ValuesOnly without Values: want an error")
+	}
+	for _, entGrad := range []bool{false, true} {
+		o, err := m.Forward(b, ForwardOptions{Grad: true, Entropy: true, EntropyGrad: entGrad})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !o.LogProbs.RequiresGrad() || o.Entropy.RequiresGrad() != entGrad {
+			t.Errorf("EntropyGrad %v: logprobs require grad %v, entropy %v", entGrad, o.LogProbs.RequiresGrad(), o.Entropy.RequiresGrad())
+		}
+		o.Free()
 	}
 }

@@ -56,3 +56,31 @@ func TestScheduleReachesSeparateCritic(t *testing.T) {
 		t.Error("the separate critic moved at learning rate 0: its optimizer is not scheduled")
 	}
 }
+
+// The variance filter runs before anything is computed on the batch: with
+// filter_keep_ratio 0.5 only the kept half of the 8 groups get advantages
+// (and old logprobs and values: gae reads them), the dropped groups'
+// trajectories are left as the rollout made them.
+func TestVarianceFilterComesFirst(t *testing.T) {
+	tr := newBandit(t, "gae", func(c *config.Config) { c.Algorithm.FilterKeepRatio = 0.5 })
+	trs, _ := banditTrajectories(t, tr, 1)
+	m := map[string]float64{}
+	if err := tr.learn(1, trs, m); err != nil {
+		t.Fatal(err)
+	}
+	if m["groups_dropped"] != banditGroups/2 {
+		t.Fatalf("%v groups dropped, want %d", m["groups_dropped"], banditGroups/2)
+	}
+	withAdv, withValues := 0, 0
+	for _, x := range trs {
+		if x.Advantages != nil {
+			withAdv++
+		}
+		if x.Values != nil {
+			withValues++
+		}
+	}
+	if want := banditGroups / 2 * banditSamples; withAdv != want || withValues != want {
+		t.Errorf("%d trajectories with advantages and %d with values, want only the %d kept", withAdv, withValues, want)
+	}
+}

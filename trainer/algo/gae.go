@@ -9,9 +9,13 @@ import "github.com/agentrl/agentrl/trainer/traj"
 // so the last action token of turn 1 bootstraps from the first action token
 // of turn 2, skipping the tool response between them, and V = 0 after the
 // last step. Returns are advantages + values (the critic's targets), taken
-// before the optional whitening. Tokens that are not steps get advantage 0
-// and return 0. verl: compute_gae_advantage_return, which skips
-// observation tokens the same way.
+// before the optional whitening. A token after the prompt that is not a
+// step (a tool-response token, with the advantage mask on) takes the
+// advantage of the next step and the return A + V of its own value, as
+// verl's multi-turn GAE carries lastgaelam across mask-0 tokens: the loss
+// mask then decides whether those tokens count. Prompt tokens get 0.
+// Whitening takes its statistics over the steps and applies them to every
+// token that has an advantage.
 func GAE(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
 	if err := checkBatch(batch, kl, true); err != nil {
 		return err
@@ -35,6 +39,9 @@ func GAE(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
 			// value target: R_t = A_t + V(s_t)
 			t.Returns[i] = float32(lastGAE + v)
 			nextValue = v
+		}
+		for _, i := range carryAcross(t, idx[k]) {
+			t.Returns[i] = t.Advantages[i] + t.Values[i]
 		}
 	}
 	if opt.Whiten {

@@ -17,9 +17,14 @@ import (
 //	d6 = 0 + 0.9*0.8 - 0.6         =  0.12     A6 = 0.12 + 0.72*0.2 = 0.264 R6 = 0.864
 //	d3 = 0.5 + 0.9*0.6 - 0.4       =  0.64     A3 = 0.64 + 0.72*0.264 = 0.83008   R3 = 1.23008
 //	d2 = 0 + 0.9*0.4 - 0.5         = -0.14     A2 = -0.14 + 0.72*0.83008 = 0.4576576 R2 = 0.9576576
+//
+// The tool-response tokens 4, 5 are not steps: they carry the advantage
+// of the next step, A6 = 0.264, and their return is that plus their own
+// value: R4 = 0.264 + 0.9 = 1.164, R5 = 0.264 + 0.7 = 0.964 (what the
+// losses see there when the loss mask is off).
 var (
-	gaeTwoTurnAdv = []float64{0, 0, 0.4576576, 0.83008, 0, 0, 0.264, 0.2}
-	gaeTwoTurnRet = []float64{0, 0, 0.9576576, 1.23008, 0, 0, 0.864, 1.0}
+	gaeTwoTurnAdv = []float64{0, 0, 0.4576576, 0.83008, 0.264, 0.264, 0.264, 0.2}
+	gaeTwoTurnRet = []float64{0, 0, 0.9576576, 1.23008, 1.164, 0.964, 0.864, 1.0}
 )
 
 func TestGAETwoTurnSkipsToolResponse(t *testing.T) {
@@ -56,7 +61,9 @@ func TestGAETwoTurnMaskOff(t *testing.T) {
 // Whitening the golden advantages over the four action tokens:
 // sum = 1.7517376, mean = 0.4379344; deviations 0.0197232, 0.3921456,
 // -0.1739344, -0.2379344; squares sum to 0.24103313042432, so the
-// Bessel-corrected variance is 0.24103313042432/3. Returns stay unwhitened.
+// Bessel-corrected variance is 0.24103313042432/3. The carried advantages
+// of tokens 4, 5 are whitened with the same statistics. Returns stay
+// unwhitened.
 func TestGAEWhiten(t *testing.T) {
 	tr := twoTurn("a", 0, 1)
 	opt := noWhiten(0.9, 0.8)
@@ -66,7 +73,7 @@ func TestGAEWhiten(t *testing.T) {
 	}
 	sd := math.Sqrt(0.24103313042432/3 + 1e-8)
 	want := make([]float64, len(gaeTwoTurnAdv))
-	for _, i := range []int{2, 3, 6, 7} {
+	for _, i := range []int{2, 3, 4, 5, 6, 7} {
 		want[i] = (gaeTwoTurnAdv[i] - 0.4379344) / sd
 	}
 	assertSlice(t, "advantages", tr.Advantages, want)

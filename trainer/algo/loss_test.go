@@ -54,14 +54,16 @@ func TestPolicyLossByHand(t *testing.T) {
 
 // Aggregations on x = [[1,2,3],[4,0,0]] with mask [[1,1,1],[1,0,0]]:
 // token-mean = 10/4; seq-mean-token-sum = (6+4)/2 = 5;
-// seq-mean-token-mean = (2 + 4)/2 = 3.
+// seq-mean-token-mean = (2 + 4)/2 = 3; seq-mean-token-sum-norm with a
+// horizon of 8: (6+4)/(2*8) = 0.625.
 func TestAggregations(t *testing.T) {
 	s := torch.NewScope()
 	defer s.Close()
 	x := s.Float32([]float32{1, 2, 3, 4, 0, 0}, 2, 3)
 	m := s.Float32([]float32{1, 1, 1, 1, 0, 0}, 2, 3)
-	n := Norm{Tokens: 4, Sequences: 2}
-	for agg, want := range map[string]float64{"token-mean": 2.5, "seq-mean-token-sum": 5, "seq-mean-token-mean": 3} {
+	n := Norm{Tokens: 4, Sequences: 2, Horizon: 8}
+	for agg, want := range map[string]float64{"token-mean": 2.5, "seq-mean-token-sum": 5, "seq-mean-token-mean": 3,
+		"seq-mean-token-sum-norm": 0.625} {
 		if got := item(t, s, Aggregate(s, x, m, agg, n)); math.Abs(got-want) > 1e-6 {
 			t.Fatalf("%s = %v, want %v", agg, got, want)
 		}
@@ -180,5 +182,56 @@ func TestPolicyDiagnosticsByHand(t *testing.T) {
 	// approx kl = mean((r-1) - log r) = ((-.5+ln2) + (1-ln2) + 0)/3 = 0.5/3
 	if d.ClipFracLow != 1.0/3 || d.ClipFracHigh != 1.0/3 || math.Abs(d.ApproxKL-0.5/3) > 1e-6 || d.Tokens != 3 {
 		t.Fatalf("diag %+v", d)
+	}
+}
+
+// Extreme log-ratios stay finite, as verl bounds them. A token whose
+// probability rose by e^100 has its log-ratio clamped to 20: with A = -1
+// its PPO loss is max(e^20, clip) = e^20 (finite, and its gradient too);
+// k3 at ref - logp = 100 is clamped to 10. A padding position (mask 0)
+// holding inf or NaN is left out of the sums and of the gradient.
+func TestLossesBoundedAndPaddingSafe(t *testing.T) {
+	s := torch.NewScope()
+	defer s.Close()
+	cfg := LossConfig{ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean", KLEstimator: "k3"}
+	logp := s.Float32([]float32{100, 0, float32(math.Inf(1))}, 1, 3)
+	if err := logp.SetRequiresGrad(true); err != nil {
+		t.Fatal(err)
+	}
+	zero := s.Float32([]float32{0, 0, 0}, 1, 3)
+	adv := s.Float32([]float32{-1, 1, float32(math.NaN())}, 1, 3)
+	mask := s.Float32([]float32{1, 1, 0}, 1, 3)
+	n := Norm{Tokens: 2, Sequences: 1}
+	pl := PolicyLoss(s, logp, zero, adv, mask, cfg, n)
+	// token 0: e^20 (A = -1, ratio e^20: the unclipped term is the max);
+	// token 1: -1 (ratio 1). Mean over 2 tokens.
+	want := (math.Exp(20) - 1) / 2
+	if got := item(t, s, pl); math.Abs(got-want) > 1e-6*want {
+		t.Errorf("policy loss %v, want %v", got, want)
+	}
+	kl := KLLoss(s, zero, s.Float32([]float32{-100, 0, 0}, 1, 3), mask, "k3", "token-mean", n)
+	// token 0: ref - logp = -100 -> clamped to -20: e^-20 + 20 - 1 -> clamped to 10; token 1: 0.
+	if got := item(t, s, kl); math.Abs(got-5) > 1e-6 {
+		t.Errorf("k3 loss %v, want (10 + 0)/2 = 5", got)
+	}
+	if err := s.Add(pl, kl).Backward(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := logp.Grad()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Free()
+	gv, err := g.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range gv {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			t.Errorf("gradient[%d] = %v, want finite (all %v)", i, v, gv)
+		}
+	}
+	if gv[2] != 0 {
+		t.Errorf("gradient at the padding position %v, want 0", gv[2])
 	}
 }

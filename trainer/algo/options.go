@@ -20,21 +20,30 @@ type Options struct {
 	// KLCoef is beta of the KL-in-reward penalty: r_t -= beta*kl_t on
 	// action tokens, for the kl slices handed to the estimator.
 	KLCoef float64 `yaml:"kl_coef"`
-	// AdvantageMask (on by default) credits only the tokens the policy
-	// generated (Mask == 1): they alone receive advantages and returns,
-	// and the gae and reinforce_pp recursions step from one action token
-	// to the next, skipping the tool-response and template tokens between
-	// turns, which keep advantage 0 and return 0.
+	// AdvantageMask (on by default) makes the tokens the policy generated
+	// (Mask == 1) the steps of the advantage: the gae and reinforce_pp
+	// recursions step from one action token to the next, bootstrapping
+	// across the tool-response and template tokens between turns; those
+	// tokens carry the advantage of the action that follows them (returns:
+	// A + their own V for gae, the carried G for reinforce_pp), as verl's
+	// multi-turn GAE does; whitening takes its statistics over the action
+	// tokens. The outcome estimators (grpo, rloo, reinforce_pp_baseline)
+	// give the sequence advantage to the action tokens only.
 	//
 	// Off is the ablation of Agent-R1 (arXiv:2511.14460): every token after
-	// the prompt is credited. The gae and reinforce_pp recursions then
-	// step through every token after the prompt, tool-response tokens
-	// included, each one a step with reward 0 and (for gae) its own value
-	// V_t; the outcome estimators broadcast the sequence advantage to every
-	// token after the prompt; whitening runs over those tokens. What does
-	// not change: prompt tokens get nothing, rewards still enter at the
-	// last action token of their turn, and the KL penalty applies to
-	// action tokens only (only they were sampled).
+	// the prompt is a step. The gae and reinforce_pp recursions then step
+	// through every token after the prompt, tool-response tokens included,
+	// each one with reward 0 and (for gae) its own value V_t, so the critic's
+	// values on tool tokens enter the action tokens' advantages when
+	// gamma*lambda < 1; the outcome estimators broadcast the sequence
+	// advantage to every token after the prompt; whitening takes its
+	// statistics over all of them. With gamma = lambda = 1 the gae advantage
+	// of an action token is the reward-to-go minus its own value either way
+	// (the sum telescopes): there only the whitening statistics differ.
+	// What never changes: prompt tokens get nothing, rewards enter at the
+	// last action token of their turn, and the KL penalty applies to action
+	// tokens only (only they were sampled). Which tokens count in the
+	// losses is the loss mask's business (trainer: algorithm.loss_mask).
 	AdvantageMask bool `yaml:"advantage_mask"`
 }
 

@@ -12,7 +12,8 @@ import "github.com/agentrl/agentrl/trainer/traj"
 // with token-level rewards (process rewards at the end of their turn, the
 // outcome at the last action token, minus the KL penalty), then whitened
 // over every credited token of the batch (the paper's global advantage
-// normalisation). Returns hold G before whitening. verl:
+// normalisation). Returns hold G before whitening. Tokens after the prompt
+// that are not steps carry the G of the next step (see carryAcross). verl:
 // compute_reinforce_plus_plus_outcome_advantage, whose running return
 // resets at every mask-0 token instead of stepping over it.
 func ReinforcePP(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
@@ -30,6 +31,9 @@ func ReinforcePP(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
 			g = r[i] + opt.Gamma*g
 			t.Returns[i] = float32(g)
 			t.Advantages[i] = float32(g)
+		}
+		for _, i := range carryAcross(t, idx[k]) {
+			t.Returns[i] = t.Advantages[i]
 		}
 	}
 	whiten(batch, idx)

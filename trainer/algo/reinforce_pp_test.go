@@ -15,7 +15,9 @@ import (
 // Whitening over those four: sum 2.625, mean 0.65625; deviations
 // -0.28125, 0.09375, -0.15625, 0.34375; squares 0.0791015625,
 // 0.0087890625, 0.0244140625, 0.1181640625 sum to 0.23046875;
-// Bessel-corrected variance 0.23046875/3.
+// Bessel-corrected variance 0.23046875/3. The tool-response tokens 4, 5
+// carry the return of the next step, G6 = 0.5, and are whitened with the
+// same statistics.
 func TestReinforcePPTwoTurn(t *testing.T) {
 	tr := twoTurn("a", 0, 1)
 	opt := DefaultOptions()
@@ -23,10 +25,10 @@ func TestReinforcePPTwoTurn(t *testing.T) {
 	if err := ReinforcePP([]*traj.Trajectory{tr}, nil, opt); err != nil {
 		t.Fatal(err)
 	}
-	assertSlice(t, "returns", tr.Returns, []float64{0, 0, 0.375, 0.75, 0, 0, 0.5, 1})
+	assertSlice(t, "returns", tr.Returns, []float64{0, 0, 0.375, 0.75, 0.5, 0.5, 0.5, 1})
 	sd := math.Sqrt(0.23046875/3 + 1e-8)
 	w := func(g float64) float64 { return (g - 0.65625) / sd }
-	assertSlice(t, "advantages", tr.Advantages, []float64{0, 0, w(0.375), w(0.75), 0, 0, w(0.5), w(1)})
+	assertSlice(t, "advantages", tr.Advantages, []float64{0, 0, w(0.375), w(0.75), w(0.5), w(0.5), w(0.5), w(1)})
 }
 
 // Mask off, gamma = 0.5, stepping through the tool tokens too:

@@ -16,7 +16,10 @@ const whitenEps = 1e-8
 //
 // with the mean and the Bessel-corrected (n-1) variance taken over every
 // selected token of every trajectory. With fewer than two tokens the
-// variance is taken as 0. idx[k] holds the token indices of batch[k].
+// variance is taken as 0. idx[k] holds the token indices of batch[k]. The
+// same transform applies to every other token after the prompt that holds
+// an advantage carried from a step (carryAcross), as masked_whiten whitens
+// the whole tensor with the masked statistics.
 func whiten(batch []*traj.Trajectory, idx [][]int) {
 	n, sum := 0, 0.0
 	for k, t := range batch {
@@ -42,7 +45,7 @@ func whiten(batch []*traj.Trajectory, idx [][]int) {
 	}
 	scale := 1 / math.Sqrt(variance+whitenEps)
 	for k, t := range batch {
-		for _, i := range idx[k] {
+		for _, i := range append(carried(t, idx[k]), idx[k]...) {
 			t.Advantages[i] = float32((float64(t.Advantages[i]) - mean) * scale)
 		}
 	}
