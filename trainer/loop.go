@@ -534,7 +534,7 @@ func (t *Trainer) results() (*Results, error) {
 // the naive-RAG and base-tool-call baselines (iteration 0) and the policy's
 // last evaluation, named rl.
 func ReadResults(storePath, rl string) (*Results, error) {
-	s, err := store.Open(storePath)
+	s, err := store.OpenReadOnly(storePath)
 	if err != nil {
 		return nil, err
 	}

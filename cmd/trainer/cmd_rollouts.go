@@ -37,13 +37,14 @@ func storePath(c *cli.Context) (string, error) {
 	return p, nil
 }
 
-// openRunStore opens the store named by the store flags, and its path.
+// openRunStore opens the store named by the store flags read-only (the
+// inspection commands never write), and returns its path.
 func openRunStore(c *cli.Context) (*store.Store, string, error) {
 	p, err := storePath(c)
 	if err != nil {
 		return nil, "", err
 	}
-	s, err := store.Open(p)
+	s, err := store.OpenReadOnly(p)
 	return s, p, err
 }
 
@@ -156,6 +157,23 @@ func rolloutsCommand() *cli.Command {
 						fmt.Fprintln(w, strings.Join(cells, "\t"))
 					}
 					return w.Flush()
+				},
+			},
+			{
+				Name:  "migrate",
+				Usage: "bring a store written by an older agentrl to this build's schema (the only rollouts subcommand that writes)",
+				Flags: storeFlags(),
+				Action: func(c *cli.Context) error {
+					p, err := storePath(c)
+					if err != nil {
+						return err
+					}
+					s, err := store.Open(p)
+					if err != nil {
+						return err
+					}
+					fmt.Printf("%s: schema version %d\n", p, store.SchemaVersion())
+					return s.Close()
 				},
 			},
 		},

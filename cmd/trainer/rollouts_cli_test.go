@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -178,4 +180,34 @@ func atoi(t *testing.T, s string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// The inspection commands open a store read-only: pointed at a search
+// index (an SQLite file that is not a store) they refuse it, saying so,
+// and leave it byte-identical with nothing created beside it.
+func TestRolloutsRefuseIndexUnchanged(t *testing.T) {
+	run := trainedRun(t)
+	orig, err := os.ReadFile(filepath.Join(run.dir(), "index.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := filepath.Join(t.TempDir(), "index.db")
+	if err := os.WriteFile(index, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"rollouts", "list", "--store", index},
+		{"rollouts", "show", "--store", index, "0-train-0-0"},
+		{"rollouts", "sql", "--store", index, "SELECT 1"},
+		{"report", "--out", t.TempDir(), index},
+	} {
+		fails(t, []string{index, "not an agentrl trajectory store"}, args...)
+		got, err := os.ReadFile(index)
+		if err != nil || !bytes.Equal(got, orig) {
+			t.Fatalf("trainer %s changed the index (%v)", strings.Join(args, " "), err)
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(index)); len(ents) != 1 {
+			t.Fatalf("trainer %s created files beside the index: %d entries", strings.Join(args, " "), len(ents))
+		}
+	}
 }

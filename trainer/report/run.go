@@ -35,7 +35,7 @@ func loadRun(path string) (*runData, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := store.Open(path)
+	s, err := store.OpenReadOnly(path)
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}

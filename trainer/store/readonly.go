@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 )
@@ -43,15 +42,12 @@ func openReadOnly(path string) (*sql.DB, error) {
 // the column names and every row; values are int64, float64, string,
 // []byte or nil.
 func QueryReadOnly(path, query string, args ...any) (cols []string, rows [][]any, err error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, nil, fmt.Errorf("query %s: %w", path, err)
-	}
-	db, err := openReadOnly(path)
+	s, err := OpenReadOnly(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("query %s: %w", path, err)
+		return nil, nil, fmt.Errorf("query: %w", err)
 	}
-	defer db.Close()
-	cols, rows, err = queryAll(db, query, args...)
+	defer s.Close()
+	cols, rows, err = queryAll(s.ro, query, args...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("query %s: %w", path, explainRefusal(err))
 	}

@@ -6,6 +6,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -22,9 +23,10 @@ var ErrNotFound = errors.New("not found")
 
 // Store is an open trajectory store. Its methods are safe for concurrent use.
 type Store struct {
-	path string
-	db   *sql.DB // read-write: writes and the store's own reads
-	ro   *sql.DB // read-only: queries that carry caller SQL (ListFilter.Where)
+	path     string
+	db       *sql.DB // read-write: writes and the store's own reads (the read-only handle in a read-only Store)
+	ro       *sql.DB // read-only: queries that carry caller SQL (ListFilter.Where)
+	readOnly bool    // opened by OpenReadOnly: db is ro
 
 	mu  sync.Mutex
 	run string // the run chosen by BeginRun, "" before
@@ -45,6 +47,9 @@ func Open(path string) (*Store, error) {
 		return nil, errors.New("open store: empty path")
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := refuseForeign(path); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db, err := sql.Open("sqlite3", uri(path)+"?"+rwParams)
@@ -72,12 +77,47 @@ func Open(path string) (*Store, error) {
 	return &Store{path: path, db: db, ro: ro}, nil
 }
 
+// refuseForeign refuses an existing SQLite database that has tables but is
+// not a store (a search index named by mistake), before anything switches
+// its journal mode or adds tables to it. A missing or empty file is a new
+// store.
+func refuseForeign(path string) error {
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		return nil
+	}
+	db, err := openReadOnly(path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var tables, runs int
+	err = db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(name = 'runs'), 0) FROM sqlite_master WHERE type = 'table'`).Scan(&tables, &runs)
+	if err != nil && !cantOpen(err) {
+		return err
+	}
+	if tables > 0 && runs == 0 {
+		return ErrNotAStore
+	}
+	return nil
+}
+
 // Path returns the database file the store was opened on.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the database. Writes already returned are durable.
+// Close closes the database. Writes already returned are durable. A
+// read-write store leaves WAL mode on a clean close (after a checkpoint,
+// when no other connection has it open): the file alone is then the whole
+// database, and it can be read where the WAL's shared-memory file cannot be
+// created (a read-only folder or medium). The next Open turns WAL on again.
 func (s *Store) Close() error {
 	errRO := s.ro.Close()
+	if s.readOnly {
+		if errRO != nil {
+			return fmt.Errorf("close store %s: %w", s.path, errRO)
+		}
+		return nil
+	}
+	leaveWAL(s.db)
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store %s: %w", s.path, err)
 	}
@@ -85,6 +125,21 @@ func (s *Store) Close() error {
 		return fmt.Errorf("close store %s: %w", s.path, errRO)
 	}
 	return nil
+}
+
+// leaveWAL checkpoints the WAL into the database and switches it to a
+// rollback journal. It is best effort: while another connection (another
+// process reading the store, say) has the database open SQLite keeps WAL
+// mode, which is as correct, and the next close tries again.
+func leaveWAL(db *sql.DB) {
+	db.SetMaxIdleConns(1) // close the pool's other connections: the switch needs the only one
+	c, err := db.Conn(context.Background())
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	c.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
+	c.ExecContext(context.Background(), "PRAGMA journal_mode=DELETE")
 }
 
 // uri turns a file path into an SQLite URI filename, escaping the characters
