@@ -23,15 +23,26 @@ import (
 //	critic_optimizer.safetensors
 //	state.json               iteration, data cursor and order, RNG state
 //
-// <run>/checkpoints/latest names the newest complete one; a checkpoint is
-// written under a temporary name and renamed, so a kill leaves either the
-// old or the new one.
+// <run>/checkpoints/latest names the newest complete one. A checkpoint is
+// written under a temporary name and renamed, and the folder latest names
+// is never deleted or replaced while latest names it, so a kill at any
+// moment leaves a run that resumes: from the old checkpoint or the new one.
+// Should latest itself be broken (a damaged disk, a hand edit), a resume
+// falls back, with a warning, to the newest complete iter-* folder.
 const keepCheckpoints = 2
 
 func checkpointsDir(run string) string { return filepath.Join(run, "checkpoints") }
 
-// latestCheckpoint returns the newest complete checkpoint of a run, or "".
-func latestCheckpoint(run string) (string, error) {
+// complete reports whether dir is a whole checkpoint: state.json is the
+// last file written into it before it was renamed into place.
+func complete(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "state.json"))
+	return err == nil
+}
+
+// latestName returns the checkpoint name that <run>/checkpoints/latest
+// holds, "" when there is no such file.
+func latestName(run string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(checkpointsDir(run), "latest"))
 	if os.IsNotExist(err) {
 		return "", nil
@@ -39,11 +50,63 @@ func latestCheckpoint(run string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(checkpointsDir(run), strings.TrimSpace(string(b)))
-	if _, err := os.Stat(filepath.Join(dir, "state.json")); err != nil {
-		return "", fmt.Errorf("checkpoint %s named in %s/latest is incomplete: %w", dir, checkpointsDir(run), err)
+	return strings.TrimSpace(string(b)), nil
+}
+
+// FindCheckpoint returns the checkpoint a resume of the run in folder run
+// starts from: the one checkpoints/latest names when it is complete; when
+// latest is missing, unreadable or names an incomplete or missing folder,
+// the newest complete iter-* folder, with a warning saying so. It returns
+// "" when the run has no complete checkpoint.
+func FindCheckpoint(run string) (dir, warning string, err error) {
+	root := checkpointsDir(run)
+	name, err := latestName(run)
+	if err == nil && name != "" && !strings.ContainsAny(name, `/\`) && strings.HasPrefix(name, "iter-") && complete(filepath.Join(root, name)) {
+		return filepath.Join(root, name), "", nil
 	}
-	return dir, nil
+	why := "it is missing"
+	switch {
+	case err != nil:
+		why = err.Error()
+	case name != "":
+		why = fmt.Sprintf("it names %q, which is not a complete checkpoint", name)
+	}
+	names, derr := checkpointNames(root)
+	if derr != nil && !os.IsNotExist(derr) {
+		return "", "", derr
+	}
+	for i := len(names) - 1; i >= 0; i-- {
+		if d := filepath.Join(root, names[i]); complete(d) {
+			return d, fmt.Sprintf("%s/latest is broken (%s): resuming from the newest complete checkpoint, %s", root, why, names[i]), nil
+		}
+	}
+	return "", "", nil
+}
+
+// checkpointNames lists the iter-* folders of root, oldest first.
+func checkpointNames(root string) ([]string, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "iter-") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// checkpointStage, when set (by the kill tests), is called at each step
+// of writing a checkpoint, before the step is taken.
+var checkpointStage func(stage string)
+
+func stage(name string) {
+	if checkpointStage != nil {
+		checkpointStage(name)
+	}
 }
 
 // checkpoint saves the run's state after iteration t.state.Iteration.
@@ -61,7 +124,15 @@ func (t *Trainer) checkpoint() error {
 	}
 	name := fmt.Sprintf("iter-%06d", t.state.Iteration)
 	root := checkpointsDir(t.dir)
+	final := filepath.Join(root, name)
+	// A checkpoint of this iteration that latest already names holds this
+	// very state (a stop right after a saved iteration saves it again):
+	// it stays as it is, never deleted and rewritten under latest's feet.
+	if latest, err := latestName(t.dir); err == nil && latest == name && complete(final) {
+		return nil
+	}
 	tmp := filepath.Join(root, ".tmp-"+name)
+	stage("write")
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
@@ -94,20 +165,45 @@ func (t *Trainer) checkpoint() error {
 	if err := os.WriteFile(filepath.Join(tmp, "state.json"), sb, 0o644); err != nil {
 		return err
 	}
-	final := filepath.Join(root, name)
+	stage("rename")
+	// final is not what latest names (checked above): replacing it cannot
+	// break a resume.
 	if err := os.RemoveAll(final); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		return err
 	}
+	stage("latest")
 	if err := atomicfile.Write(filepath.Join(root, "latest"), func(w io.Writer) error {
 		_, err := io.WriteString(w, name+"\n")
 		return err
 	}); err != nil {
 		return err
 	}
+	stage("prune")
 	return pruneCheckpoints(root, name)
+}
+
+// exportFinal exports the trained policy to <run>/final through a
+// temporary folder beside it, so that a kill mid-export leaves no partial
+// model folder and no temporary file inside one: final is either the
+// previous export or the whole new one. A leftover temporary folder from a
+// killed export is removed by the next.
+func (t *Trainer) exportFinal() error {
+	final := filepath.Join(t.dir, "final")
+	tmp := filepath.Join(t.dir, ".tmp-final")
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := t.exportPolicy(tmp); err != nil {
+		return err
+	}
+	stage("final")
+	if err := os.RemoveAll(final); err != nil {
+		return err
+	}
+	return os.Rename(tmp, final)
 }
 
 // exportPolicy writes the policy and its tokenizer as a Hugging Face folder.
@@ -118,18 +214,13 @@ func (t *Trainer) exportPolicy(dir string) error {
 	return t.tok.Save(dir)
 }
 
+// pruneCheckpoints removes the oldest iter-* folders beyond
+// keepCheckpoints, never keep (the one latest names).
 func pruneCheckpoints(root, keep string) error {
-	ents, err := os.ReadDir(root)
+	names, err := checkpointNames(root)
 	if err != nil {
 		return err
 	}
-	var names []string
-	for _, e := range ents {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "iter-") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
 	for len(names) > keepCheckpoints {
 		if names[0] != keep {
 			if err := os.RemoveAll(filepath.Join(root, names[0])); err != nil {

@@ -15,7 +15,7 @@ func (t *Trainer) SFT(ctx context.Context, out string) error {
 	// Scripted demonstrations are meant for a model created here; sft.data
 	// may warm-start any model.
 	t.fresh = t.fresh || t.cfg.SFT.Data != ""
-	if err := t.warmStart(ctx); err != nil {
+	if err := t.warmStart(ctx, nil); err != nil {
 		return err
 	}
 	return t.exportPolicy(out)

@@ -3,6 +3,7 @@ package trainer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -52,6 +53,21 @@ func (t *Trainer) openStore(gitRev string, resumed bool) error {
 	return nil
 }
 
+// ErrStopped is returned by Run when a stop was asked during the warm
+// start: there is no checkpoint yet, so the run starts over when run again.
+var ErrStopped = errors.New("stopped during the warm start, before the first checkpoint: run it again to start over")
+
+// asked reports whether a value is waiting on (or stop is closed), without
+// blocking; a nil stop is never asked.
+func asked(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
 // Results are the final evaluation figures of a run, by method.
 type Results struct {
 	Methods []string                      // in table order
@@ -65,7 +81,7 @@ type Results struct {
 // stop ends the run after the current iteration, with a checkpoint.
 func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*Results, error) {
 	if !t.state.WarmedUp {
-		if err := t.warmStart(ctx); err != nil {
+		if err := t.warmStart(ctx, stop); err != nil {
 			return nil, err
 		}
 		if err := t.freezeReference(); err != nil {
@@ -81,15 +97,9 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*Results, erro
 	}
 	stopped := false
 	for t.state.Iteration < t.cfg.Run.Iterations && !stopped {
-		asked := false
-		select {
-		case <-stop:
-			asked = true
-		default:
-		}
 		// A stop asked of any rank stops them all after the same iteration.
 		var err error
-		if stopped, err = t.dist.Any(asked); err != nil {
+		if stopped, err = t.dist.Any(asked(stop)); err != nil {
 			return nil, err
 		}
 		if stopped {
@@ -120,7 +130,7 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*Results, erro
 	if err := t.writer.Flush(); err != nil {
 		return nil, err
 	}
-	if err := t.exportPolicy(filepath.Join(t.dir, "final")); err != nil {
+	if err := t.exportFinal(); err != nil {
 		return nil, err
 	}
 	return t.results()
@@ -196,7 +206,7 @@ func gatherBatch(g *dist.Group, trs []*traj.Trajectory, rs rollout.Stats) ([]*tr
 
 // warmStart is the supervised warm start: scripted demonstrations of the
 // synthetic world (or sft.data), masked NLL on the assistant's tokens.
-func (t *Trainer) warmStart(ctx context.Context) error {
+func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	c := t.cfg.SFT
 	var demos [][]tokenizer.Message
 	var err error
@@ -216,7 +226,7 @@ func (t *Trainer) warmStart(ctx context.Context) error {
 		return err
 	}
 	bar := t.bar("warm start (SFT)", (len(seqs)+c.Batch-1)/c.Batch*c.Epochs)
-	st, err := supervised(ctx, t.policy, t.dist, seqs, sftConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
+	st, err := supervised(ctx, stop, t.policy, t.dist, seqs, sftConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
 		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm}, t.rng, func(step, total int, loss float64) {
 		bar.Add(1)
 		if every := max(1, total/10); step%every == 0 || step == total {
@@ -224,6 +234,10 @@ func (t *Trainer) warmStart(ctx context.Context) error {
 		}
 	})
 	bar.Done()
+	if errors.Is(err, ErrStopped) {
+		t.log.Warn().Int("step", st.Steps).Int("of", (len(seqs)+c.Batch-1)/c.Batch*c.Epochs).Msg("warm start stopped")
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("warm start: %w", err)
 	}

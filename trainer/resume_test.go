@@ -32,6 +32,8 @@ import (
 const (
 	resumeDirEnv   = "AGENTRL_RESUME_CHILD"       // the child's run.dir
 	resumePauseEnv = "AGENTRL_RESUME_CHILD_PAUSE" // the iterations whose rollout the child pauses in
+	resumeStopEnv  = "AGENTRL_RESUME_CHILD_STOP"  // the iteration in whose rollout the child is asked to stop (Ctrl-C)
+	resumeKillEnv  = "AGENTRL_RESUME_CHILD_KILL"  // "stage:n": the child SIGKILLs itself at the n-th checkpoint stage
 	resumeIters    = 4
 )
 
@@ -76,7 +78,11 @@ func TestResumeChild(t *testing.T) {
 	}
 	cfg := resumeConfig(dir)
 	run := RunDir(cfg)
+	stop := make(chan struct{})
 	progress := func(label string, total int) Bar {
+		if label == "iter "+os.Getenv(resumeStopEnv)+" rollout" {
+			return stopBar{stop}
+		}
 		for _, it := range strings.Split(os.Getenv(resumePauseEnv), ",") {
 			if label == "iter "+it+" rollout" {
 				n, _ := strconv.Atoi(it)
@@ -85,11 +91,24 @@ func TestResumeChild(t *testing.T) {
 		}
 		return noBar{}
 	}
+	if at := os.Getenv(resumeKillEnv); at != "" {
+		name, n, _ := strings.Cut(at, ":")
+		want, _ := strconv.Atoi(n)
+		seen := 0
+		checkpointStage = func(s string) {
+			if s == name {
+				if seen++; seen == want {
+					syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					select {} // the signal is on its way
+				}
+			}
+		}
+	}
 	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop(), Progress: progress})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Run(context.Background(), nil); err != nil {
+	if _, err := tr.Run(context.Background(), stop); err != nil {
 		tr.Close()
 		t.Fatal(err)
 	}
@@ -97,6 +116,19 @@ func TestResumeChild(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// stopBar asks the run to stop (as Ctrl-C does) at its first step.
+type stopBar struct{ stop chan struct{} }
+
+func (b stopBar) Add(int) {
+	select {
+	case <-b.stop:
+	default:
+		close(b.stop)
+	}
+}
+
+func (stopBar) Done() {}
 
 // resumePauseBar pauses the child at its at-th step of the rollout of
 // iteration iter (see TestResumeChild).
@@ -138,12 +170,13 @@ type trainChild struct {
 }
 
 // startChild starts the training of resumeConfig(dir) in a child process
-// that pauses in the rollouts of the iterations listed in pause ("2,3").
-func startChild(t *testing.T, dir, pause string) *trainChild {
+// that pauses in the rollouts of the iterations listed in pause ("2,3");
+// env adds to its environment (resumeStopEnv, resumeKillEnv).
+func startChild(t *testing.T, dir, pause string, env ...string) *trainChild {
 	t.Helper()
 	c := &trainChild{done: make(chan struct{})}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^TestResumeChild$", "-test.count=1", "-test.v")
-	c.cmd.Env = append(os.Environ(), resumeDirEnv+"="+dir, resumePauseEnv+"="+pause)
+	c.cmd.Env = append(append(os.Environ(), resumeDirEnv+"="+dir, resumePauseEnv+"="+pause), env...)
 	c.cmd.Stdout, c.cmd.Stderr = &c.out, &c.out
 	if err := c.cmd.Start(); err != nil {
 		t.Fatalf("start child: %v", err)
@@ -296,6 +329,70 @@ func TestResume(t *testing.T) {
 		trainResumeConfig(t, dir, true)
 		sameRun(t, ref, run)
 	})
+
+	// Ctrl-C during iteration 2: the run finishes iteration 2, checkpoints
+	// it (save_every 1) and, stopping, checkpoints it again. The second
+	// time must leave the folder latest names alone: the child is killed at
+	// the moment a rewrite would replace iter-000002 (the 4th replace: after
+	// iterations 0, 1 and 2), if it ever gets there. The run must resume
+	// from iteration 2 and end as the uninterrupted one.
+	t.Run("kill while re-checkpointing on stop", func(t *testing.T) {
+		dir := t.TempDir()
+		run := RunDir(resumeConfig(dir))
+		c := startChild(t, dir, "", resumeStopEnv+"=2", resumeKillEnv+"=rename:4")
+		<-c.done
+		if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.Errorf("the stopping run rewrote the checkpoint latest names (killed at that moment)")
+		} else if c.err != nil {
+			t.Fatalf("child: %v; its output:\n%s", c.err, c.out.String())
+		}
+		ck, warning, err := FindCheckpoint(run)
+		if err != nil || filepath.Base(ck) != "iter-000002" || warning != "" {
+			t.Fatalf("after the stop: checkpoint %q (warning %q, %v), want iter-000002 named by latest", ck, warning, err)
+		}
+		trainResumeConfig(t, dir, true)
+		sameRun(t, ref, run)
+	})
+
+	// Killed between renaming iteration 3's checkpoint into place and
+	// pointing latest at it: latest still names iteration 2, complete, and
+	// the run resumes from there.
+	t.Run("kill before latest moves", func(t *testing.T) {
+		dir := t.TempDir()
+		run := RunDir(resumeConfig(dir))
+		c := startChild(t, dir, "", resumeKillEnv+"=latest:4")
+		<-c.done
+		if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+			t.Fatalf("child was not killed at the 4th latest update (%v); its output:\n%s", c.err, c.out.String())
+		}
+		if !latestIs(run, 2) || !pathExists(filepath.Join(checkpointsDir(run), "iter-000003", "state.json")) {
+			t.Fatal("want iter-000003 in place and latest still naming iteration 2")
+		}
+		checkStoreCovers(t, run)
+		trainResumeConfig(t, dir, true)
+		sameRun(t, ref, run)
+	})
+
+	// Killed while exporting the final policy: no model folder holds a
+	// partial or temporary file, and a resume of the finished run exports
+	// it again, removing the leftover.
+	t.Run("kill mid-export", func(t *testing.T) {
+		dir := t.TempDir()
+		run := RunDir(resumeConfig(dir))
+		c := startChild(t, dir, "", resumeKillEnv+"=final:1")
+		<-c.done
+		if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+			t.Fatalf("child was not killed in the final export (%v); its output:\n%s", c.err, c.out.String())
+		}
+		if pathExists(filepath.Join(run, "final")) {
+			t.Error("a killed export left a final folder")
+		}
+		trainResumeConfig(t, dir, true)
+		if pathExists(filepath.Join(run, ".tmp-final")) {
+			t.Error("the resumed run left the killed export's .tmp-final")
+		}
+		sameRun(t, ref, run)
+	})
 }
 
 // sameRun checks that a resumed run ended exactly as the uninterrupted
@@ -313,7 +410,7 @@ func sameRun(t *testing.T, ref, run string) {
 // iteration up to its latest checkpoint.
 func checkStoreCovers(t *testing.T, run string) {
 	t.Helper()
-	ck, err := latestCheckpoint(run)
+	ck, _, err := FindCheckpoint(run)
 	if err != nil || ck == "" {
 		t.Fatalf("killed run: latest checkpoint %q, %v", ck, err)
 	}

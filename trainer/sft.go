@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -50,11 +51,13 @@ func renderDemos(cf *tokenizer.ChatFormat, demos [][]tokenizer.Message, tools []
 // supervised trains m by masked negative log-likelihood over the
 // assistant's tokens (token-mean over each mini-batch), with AdamW and
 // gradient-norm clipping. onStep is called after every optimizer step.
+// A value on stop (every rank is asked) ends it before the next step with
+// ErrStopped.
 //
 // In a data-parallel job (g not nil) every rank walks the same batches
 // and computes the gradient of its share of each; the summed gradient is
 // the whole batch's.
-func supervised(ctx context.Context, m *torch.Model, g *dist.Group, seqs []*traj.Trajectory, cfg sftConfig, rng *rand.Rand, onStep func(step, total int, loss float64)) (sftStats, error) {
+func supervised(ctx context.Context, stop <-chan struct{}, m *torch.Model, g *dist.Group, seqs []*traj.Trajectory, cfg sftConfig, rng *rand.Rand, onStep func(step, total int, loss float64)) (sftStats, error) {
 	st := sftStats{Sequences: len(seqs), FirstLoss: math.NaN()}
 	if len(seqs) == 0 {
 		return st, fmt.Errorf("sft: no demonstrations")
@@ -83,6 +86,9 @@ func supervised(ctx context.Context, m *torch.Model, g *dist.Group, seqs []*traj
 		for lo := 0; lo < len(idx); lo += cfg.Batch {
 			if err := ctx.Err(); err != nil {
 				return st, err
+			}
+			if stopped, err := g.Any(asked(stop)); err != nil || stopped {
+				return st, cmp.Or(err, ErrStopped)
 			}
 			mini := pick(seqs, idx[lo:min(lo+cfg.Batch, len(idx))])
 			n := norm(mini, true)

@@ -159,8 +159,12 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	// shared filesystem).
 	var ck string
 	if t.dist.Leader() {
-		if ck, err = latestCheckpoint(t.dir); err != nil {
+		var warning string
+		if ck, warning, err = FindCheckpoint(t.dir); err != nil {
 			return nil, err
+		}
+		if warning != "" && cfg.Run.Resume {
+			t.log.Warn().Msg(warning)
 		}
 		if cfg.Run.Resume && ck == "" {
 			return nil, fmt.Errorf("run %s: --resume given but %s has no checkpoint", cfg.Run.Name, t.dir)

@@ -111,6 +111,10 @@ func trainCommand() *cli.Command {
 			if err := t.Close(); err != nil && runErr == nil {
 				runErr = err
 			}
+			if errors.Is(runErr, trainer.ErrStopped) {
+				fmt.Fprintf(os.Stderr, "%v\n", runErr)
+				return nil
+			}
 			if runErr != nil {
 				// No barrier on the way out: the other ranks see this
 				// one's connections close, or its heartbeat stop.
@@ -193,7 +197,17 @@ func trainConfig(c *cli.Context) (config.Config, error) {
 	}
 	if cfg.Run.Resume {
 		name, dir := cfg.Run.Name, cfg.Run.Dir
-		saved := filepath.Join(trainer.RunDir(cfg), "config.yaml")
+		run := trainer.RunDir(cfg)
+		// Before anything is built or written (a log, an index): a run
+		// without a checkpoint cannot be resumed.
+		ck, _, err := trainer.FindCheckpoint(run)
+		if err != nil {
+			return cfg, fmt.Errorf("resume %s: %w", name, err)
+		}
+		if ck == "" {
+			return cfg, fmt.Errorf("resume %s: %s has no checkpoint to resume from (nothing was started)", name, run)
+		}
+		saved := filepath.Join(run, "config.yaml")
 		base, err := config.Load(saved)
 		switch {
 		case err == nil:
@@ -202,6 +216,10 @@ func trainConfig(c *cli.Context) (config.Config, error) {
 				return cfg, err
 			}
 			cfg.Run.Name, cfg.Run.Dir, cfg.Run.Resume = name, dir, true
+			if bad := cfg.ResumeConflicts(base); len(bad) > 0 {
+				return cfg, fmt.Errorf("resume %s: a resumed run cannot change %s (the checkpoint fixes them; %s keeps the run's values): "+
+					"start a new run to change them", name, strings.Join(bad, ", "), saved)
+			}
 		case !errors.Is(err, fs.ErrNotExist):
 			return cfg, fmt.Errorf("resume %s: %w", name, err)
 		}

@@ -51,27 +51,27 @@ func main() {
 	}
 }
 
-// signalContext returns a context cancelled on the second SIGINT/SIGTERM and
-// a channel that receives on the first: stop after the current iteration,
-// then stop at once.
+// signalContext returns a context and a channel closed on the first
+// SIGINT/SIGTERM: a run stops after the current iteration (or, in the warm
+// start, the current step). A second signal stops the process at once,
+// whatever it is doing, with exit status 130: nothing is lost, as the store
+// commits whole iterations and checkpoints are renamed into place whole.
 func signalContext() (context.Context, <-chan struct{}, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan struct{})
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		n := 0
-		for range sig {
-			n++
-			if n == 1 {
-				fmt.Fprintln(os.Stderr, "\ninterrupt: finishing the current iteration, then checkpointing (Ctrl-C again to stop at once)")
-				close(first)
-			} else {
-				fmt.Fprintln(os.Stderr, "\ninterrupt: stopping now")
-				cancel()
-				return
-			}
+		if _, ok := <-sig; !ok {
+			return
 		}
+		fmt.Fprintln(os.Stderr, "\ninterrupt: finishing the current iteration, then checkpointing (Ctrl-C again to stop at once)")
+		close(first)
+		if _, ok := <-sig; !ok {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "\ninterrupt: stopping now; continue from the last checkpoint with --resume")
+		os.Exit(130)
 	}()
 	return ctx, first, func() { signal.Stop(sig); cancel() }
 }

@@ -247,10 +247,17 @@ func TestTrainResume(t *testing.T) {
 	if !strings.Contains(r.stdout, "data:      30 training and 10 evaluation questions") {
 		t.Fatalf("resume does not use the run's saved config:\n%s", r) // and resuming would train a default job
 	}
-	// Flags apply over it: 80 questions, 25% held out = 60 and 20.
-	r = ok(t, "train", "--run-dir", run.runs, "--resume", run.name, "--dry-run", "--set", "data.synthetic.questions=80")
-	if !strings.Contains(r.stdout, "data:      60 training and 20 evaluation questions") {
-		t.Errorf("resume ignores a flag given over the saved config:\n%s", r)
+	// Settings the checkpoint fixes cannot change on a resume: refused,
+	// each named, and config.yaml is left as it was.
+	cfgPath := filepath.Join(run.dir(), "config.yaml")
+	saved, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fails(t, []string{"cannot change", "data.synthetic.questions", "model.tiny.hidden"}, "train", "--run-dir", run.runs,
+		"--resume", run.name, "--set", "data.synthetic.questions=80", "--set", "model.tiny.hidden=64")
+	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(saved, after) {
+		t.Errorf("a refused resume rewrote %s", cfgPath)
 	}
 
 	// Resuming a finished run has nothing more to do: it succeeds and adds
@@ -263,6 +270,11 @@ func TestTrainResume(t *testing.T) {
 		t.Errorf("resuming a finished run changed the stored trajectories from %v to %v", before, after)
 	}
 
-	ghost := append([]string{"train", "--run-dir", t.TempDir(), "--resume", "ghost"}, tinyRun...)
-	fails(t, []string{"run ghost", "no checkpoint"}, ghost...)
+	// A run that does not exist fails before anything is built or written.
+	empty := t.TempDir()
+	ghost := append([]string{"train", "--run-dir", empty, "--resume", "ghost"}, tinyRun...)
+	fails(t, []string{"resume ghost", "no checkpoint"}, ghost...)
+	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
+		t.Errorf("resuming a missing run left %d entries in %s (an index, a log?)", len(ents), empty)
+	}
 }
