@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -223,7 +224,39 @@ func (m *Model) loadFrom(path string, valueHead bool) error {
 			return fmt.Errorf("load weights from %s: %w", info.File, err)
 		}
 	}
+	if unused := m.unusedTensors(r.Names(), valueHead); len(unused) > 0 {
+		return fmt.Errorf("load weights from %s: %d tensors are not used by the model config.json describes (%s): "+
+			"the config and the weights disagree (as transformers' strict loading, this is an error)", path, len(unused), strings.Join(unused, ", "))
+	}
 	return nil
+}
+
+// unusedTensors lists the names in a checkpoint that the model does not
+// load (at most 8, then a count), as transformers' strict loading reports
+// "unexpected keys". Ignored, as transformers ignores them: rotary
+// inv_freq buffers of older checkpoints, lm_head.weight when the
+// embeddings are tied (it is the embedding matrix), and the other side of
+// the value head (a value head saved with the policy, or policy weights
+// beside a value head file).
+func (m *Model) unusedTensors(names []string, valueHead bool) []string {
+	want := make(map[string]bool, len(m.names))
+	for _, n := range m.names {
+		want[n] = true
+	}
+	var out []string
+	for _, n := range names {
+		switch {
+		case want[n], isValueHead(n) != valueHead, strings.HasSuffix(n, ".rotary_emb.inv_freq"),
+			n == "lm_head.weight" && m.Config.TieEmbeddings:
+			continue
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	if len(out) > 8 {
+		out = append(out[:8], fmt.Sprintf("and %d more", len(out)-8))
+	}
+	return out
 }
 
 var stOfDType = map[DType]safetensors.DType{Float32: safetensors.F32, Float16: safetensors.F16, BFloat16: safetensors.BF16}

@@ -738,3 +738,71 @@ func TestForwardValuesOnlyAndEntropyGraph(t *testing.T) {
 		o.Free()
 	}
 }
+
+// Loading is strict, as transformers' is: a config.json with fewer layers
+// than the weights (one layer of a two-layer checkpoint) is an error
+// naming the unused tensors, not a smaller model; so is a stray tensor.
+// The ignorable extras load: a rotary inv_freq buffer of an older
+// checkpoint, and lm_head.weight beside tied embeddings.
+func TestLoadIsStrict(t *testing.T) {
+	m, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 5)
+	defer m.Free()
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Layers < 2 {
+		t.Fatalf("the test needs at least 2 layers, the tiny config has %d", cfg.Layers)
+	}
+	fewer := cfg
+	fewer.Layers = 1
+	b, err := fewer.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadModel(dir, Float32, CPU, false)
+	if err == nil || !strings.Contains(err.Error(), "model.layers.1.mlp.down_proj.weight") || !strings.Contains(err.Error(), "not used") {
+		t.Fatalf("config with fewer layers than the weights: %v; want an error naming layer 1's tensors", err)
+	}
+
+	// The original config with extras in the weights file.
+	dir2 := t.TempDir()
+	if err := m.Save(dir2); err != nil {
+		t.Fatal(err)
+	}
+	r, err := safetensors.Open(dir2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for _, n := range r.Names() {
+		info, _ := r.Info(n)
+		data, _ := r.Bytes(n)
+		ts = append(ts, safetensors.Tensor{Name: n, DType: info.DType, Shape: info.Shape, Data: data})
+	}
+	r.Close()
+	write := func(extra ...safetensors.Tensor) error {
+		if err := safetensors.Write(filepath.Join(dir2, "model.safetensors"), append(slices.Clone(ts), extra...), nil); err != nil {
+			t.Fatal(err)
+		}
+		back, err := LoadModel(dir2, Float32, CPU, false)
+		back.Free()
+		return err
+	}
+	f32 := func(name string, n int64) safetensors.Tensor {
+		return safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: []int64{n}, Data: make([]byte, 4*n)}
+	}
+	if err := write(f32("model.layers.0.self_attn.rotary_emb.inv_freq", 4)); err != nil {
+		t.Errorf("an inv_freq buffer must be ignored: %v", err)
+	}
+	if err := write(f32("model.extra.weight", 3)); err == nil || !strings.Contains(err.Error(), "model.extra.weight") {
+		t.Errorf("a stray tensor: %v, want an error naming it", err)
+	}
+}
