@@ -224,6 +224,14 @@ func (c *trainChild) kill(t *testing.T) {
 	}
 }
 
+// killedAtStage waits for the child to exit and reports whether a signal
+// ended it (the SIGKILL it sends itself at the stage of resumeKillEnv).
+func (c *trainChild) killedAtStage() bool {
+	<-c.done
+	ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
+}
+
 func pathExists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 // latestIs reports whether the run's checkpoints/latest names iteration it.
@@ -340,8 +348,7 @@ func TestResume(t *testing.T) {
 		dir := t.TempDir()
 		run := RunDir(resumeConfig(dir))
 		c := startChild(t, dir, "", resumeStopEnv+"=2", resumeKillEnv+"=rename:4")
-		<-c.done
-		if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		if c.killedAtStage() {
 			t.Errorf("the stopping run rewrote the checkpoint latest names (killed at that moment)")
 		} else if c.err != nil {
 			t.Fatalf("child: %v; its output:\n%s", c.err, c.out.String())
@@ -361,8 +368,7 @@ func TestResume(t *testing.T) {
 		dir := t.TempDir()
 		run := RunDir(resumeConfig(dir))
 		c := startChild(t, dir, "", resumeKillEnv+"=latest:4")
-		<-c.done
-		if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		if !c.killedAtStage() {
 			t.Fatalf("child was not killed at the 4th latest update (%v); its output:\n%s", c.err, c.out.String())
 		}
 		if !latestIs(run, 2) || !pathExists(filepath.Join(checkpointsDir(run), "iter-000003", "state.json")) {
@@ -380,8 +386,7 @@ func TestResume(t *testing.T) {
 		dir := t.TempDir()
 		run := RunDir(resumeConfig(dir))
 		c := startChild(t, dir, "", resumeKillEnv+"=final:1")
-		<-c.done
-		if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		if !c.killedAtStage() {
 			t.Fatalf("child was not killed in the final export (%v); its output:\n%s", c.err, c.out.String())
 		}
 		if pathExists(filepath.Join(run, "final")) {

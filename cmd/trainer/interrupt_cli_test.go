@@ -23,35 +23,9 @@ func TestTrainInterruptThenResume(t *testing.T) {
 	// The later --iterations wins over tinyRun's.
 	args := append([]string{"train", "--run-dir", runs, "--name", "stop"}, tinyRun...)
 	args = append(args, "--iterations", "100000", "--no-report")
-	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
-	defer cancel()
-	cmd := command(ctx, args...)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	pipe, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	sc := bufio.NewScanner(pipe)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	interrupted := false
-	for sc.Scan() {
-		stderr.WriteString(sc.Text() + "\n")
-		if !interrupted && strings.Contains(sc.Text(), `"message":"iteration"`) {
-			if err := cmd.Process.Signal(os.Interrupt); err != nil {
-				t.Fatal(err)
-			}
-			interrupted = true
-		}
-	}
-	err = cmd.Wait()
-	got := result{args: args, stdout: stdout.String(), stderr: stderr.String()}
-	if ctx.Err() != nil || err != nil || !interrupted {
-		t.Fatalf("want a clean stop after the interrupt (err %v):\n%s", err, got)
+	got := signalled(t, []signalAt{{`"message":"iteration"`, os.Interrupt}}, args...)
+	if got.code != 0 {
+		t.Fatalf("want a clean stop after the interrupt:\n%s", got)
 	}
 	hint := "stopped; checkpoint written. Continue with: trainer train --resume stop --run-dir " + runs
 	if !strings.Contains(got.stderr, hint) {
