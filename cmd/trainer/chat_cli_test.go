@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -58,4 +60,40 @@ func TestChatErrors(t *testing.T) {
 	fails(t, []string{"search", "index"}, "chat", "--model", model)
 	noIndex := filepath.Join(t.TempDir(), "none.db")
 	fails(t, []string{noIndex}, "chat", "--model", model, "--index", noIndex)
+}
+
+// chat with the tools of a trainer config: here no built-in tool, and the
+// synthetic world's search served by an MCP server (examples/mcp), which
+// the agent calls as it would the built-in one.
+func TestChatWithMCPTool(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("the MCP search server needs /usr/bin/python3")
+	}
+	run := trainedRun(t)
+	model, index := filepath.Join(run.dir(), "final"), filepath.Join(run.dir(), "index.db")
+	server, err := filepath.Abs("../../examples/mcp/search_server.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "tools.yaml")
+	yaml := fmt.Sprintf("tools:\n  enabled: []\n  mcp:\n    - name: world\n      command: /usr/bin/python3\n      args: [%q, --index, %q]\n", server, index)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--model", model, "--config", cfg,
+		"--threads", "1", "--max-turns", "2", "--max-turn-tokens", "8")
+	if r.code != 0 {
+		t.Fatalf("want exit 0:\n%s", r)
+	}
+	if !strings.HasPrefix(r.stdout, "agentrl chat: "+model+" with tools search.") {
+		t.Errorf("no greeting naming the MCP server's tool:\n%s", r)
+	}
+	// The trained agent's first turn searches; the MCP server answers
+	// with passages of the world.
+	if !strings.Contains(r.stdout, "→ search(") || !strings.Contains(r.stdout, "← Doc 1 (Title: ") {
+		t.Errorf("no search through the MCP server:\n%s", r)
+	}
+	if !outcomeLine.MatchString(r.stdout) {
+		t.Errorf("the episode does not end with its outcome:\n%s", r)
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	_ "github.com/agentrl/agentrl/envs/tools/all"
 	"github.com/agentrl/agentrl/torch"
 )
 
