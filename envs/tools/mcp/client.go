@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,10 +35,7 @@ type Client struct {
 }
 
 // session is an initialized transport.
-type session struct {
-	t       transport
-	version string // the protocol version the server chose
-}
+type session struct{ t transport }
 
 // newClient returns a client that opens sessions with dial, each within
 // startTimeout.
@@ -85,7 +83,6 @@ func (c *Client) initialize(ctx context.Context, s *session) error {
 	if err := json.Unmarshal(raw, &res); err != nil || res.ProtocolVersion == "" {
 		return fmt.Errorf("initialize result without a protocolVersion: %s", clip(string(raw), 200))
 	}
-	s.version = res.ProtocolVersion
 	s.t.setProtocolVersion(res.ProtocolVersion)
 	return s.t.notify(ctx, "notifications/initialized", nil)
 }
@@ -207,7 +204,7 @@ func (r *callResult) text() string {
 	if len(parts) == 0 && len(r.StructuredContent) > 0 {
 		return string(r.StructuredContent)
 	}
-	return joinLines(parts)
+	return strings.Join(parts, "\n")
 }
 
 // callTool runs tools/call.

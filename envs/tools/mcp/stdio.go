@@ -207,9 +207,6 @@ func (t *stdioTransport) close() error {
 	return nil
 }
 
-// pid is the server's process id.
-func (t *stdioTransport) pid() int { return t.cmd.Process.Pid }
-
 // tail keeps the last bytes written to it: a server's stderr, quoted when
 // it dies.
 type tail struct {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/agentrl/agentrl/envs"
 )
@@ -56,6 +55,3 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
-
-// joinLines joins content parts one per line.
-func joinLines(parts []string) string { return strings.Join(parts, "\n") }
