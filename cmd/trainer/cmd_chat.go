@@ -33,8 +33,8 @@ func chatCommand() *cli.Command {
 			&cli.StringFlag{Name: "model", Required: true, Usage: "Hugging Face model `DIR` (with its tokenizer)", TakesFile: true},
 			&cli.StringSliceFlag{Name: "tools", Value: cli.NewStringSlice("search"), Usage: "registered tools the agent may call (with --config, default: its tools.enabled)"},
 			&cli.StringFlag{Name: "config", Usage: "trainer config `FILE` whose tools section is used: tools.enabled, tools.mcp servers, tools.http tools, tools.code limits", TakesFile: true},
-			&cli.StringFlag{Name: "index", Usage: "search index `DB` (for search and lookup)", TakesFile: true},
-			&cli.IntFlag{Name: "k", Value: 2, Usage: "passages per search"},
+			&cli.StringFlag{Name: "index", Usage: "search index `DB` (for search and lookup; with --config, default: its tools.search.index)", TakesFile: true},
+			&cli.IntFlag{Name: "k", Value: 2, Usage: "passages per search (with --config, default: its tools.search.k)"},
 			&cli.Float64Flag{Name: "temperature", Value: 0, Usage: "sampling temperature (0 = greedy)"},
 			&cli.IntFlag{Name: "max-turns", Value: 6, Usage: "assistant turns per question"},
 			&cli.IntFlag{Name: "max-tokens", Value: 2048, Usage: "token budget per question"},
@@ -87,8 +87,14 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 	if c.IsSet("tools") || !c.IsSet("config") {
 		tcfg.Enabled = c.StringSlice("tools")
 	}
-	tcfg.Search.K = c.Int("k")
-	ts, err := trainer.BuildTools(context.Background(), tcfg, c.String("index"))
+	if c.IsSet("k") || !c.IsSet("config") {
+		tcfg.Search.K = c.Int("k")
+	}
+	index := c.String("index")
+	if index == "" {
+		index = tcfg.Search.Index
+	}
+	ts, err := trainer.BuildTools(context.Background(), tcfg, index)
 	if err != nil {
 		return err
 	}
