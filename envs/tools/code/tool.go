@@ -38,7 +38,9 @@ var configKeys = []string{"bwrap", "python", "cpu_time", "wall_time", "memory_mb
 // "cpu_time" and "wall_time" (durations, or seconds as numbers),
 // "memory_mb", "processes", "disk_mb" and "max_output" (bytes of stdout
 // and of stderr each), with the defaults above for keys not given. It
-// checks that bwrap, the interpreter and prlimit exist.
+// checks that bwrap, the interpreter and prlimit exist, and runs an empty
+// program in the sandbox, so that a machine where it cannot work (user
+// namespaces disabled, say) is reported before training starts.
 func New(cfg map[string]any) (envs.Tool, error) {
 	sb := defaults
 	for k, v := range cfg {
@@ -79,6 +81,15 @@ func New(cfg map[string]any) (envs.Tool, error) {
 		if _, err := exec.LookPath(p); err != nil {
 			return nil, fmt.Errorf("code: %w", err)
 		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sb.Limits.Wall)
+	defer cancel()
+	out, err := sb.Run(ctx, "pass")
+	if err == nil && out.ExitCode != 0 {
+		err = fmt.Errorf("%s", render(out, sb.Limits))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("code: the sandbox does not work here: %w", err)
 	}
 	return &Tool{sb: &sb}, nil
 }

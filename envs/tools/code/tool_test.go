@@ -220,17 +220,18 @@ for host in ["127.0.0.1", "1.1.1.1"]:
 }
 
 func TestConfigErrors(t *testing.T) {
-	for cfg, want := range map[string]map[string]any{
-		"code: nope: unknown key":                   {"nope": 1},
-		"code: memory_mb: want at least 1":          {"memory_mb": 0},
-		"code: cpu_time: time: invalid duration":    {"cpu_time": "fast"},
-		"code: /opt/python3 is not under /usr":      {"python": "/opt/python3"},
-		"the sandbox needs bubblewrap":              {"bwrap": "/nonexistent/bwrap"},
-		"code: processes: want a whole number, got": {"processes": 1.5},
+	for want, cfg := range map[string]map[string]any{
+		"code: nope: unknown key":                               {"nope": 1},
+		"code: memory_mb: want at least 1":                      {"memory_mb": 0},
+		"code: cpu_time: time: invalid duration":                {"cpu_time": "fast"},
+		"code: /opt/python3 is not under /usr":                  {"python": "/opt/python3"},
+		"the sandbox needs bubblewrap":                          {"bwrap": "/nonexistent/bwrap"},
+		"code: processes: want a whole number, got":             {"processes": 1.5},
+		"code: the sandbox does not work here: [exit status 1]": {"python": "/usr/bin/false"},
 	} {
-		_, err := New(want)
-		if err == nil || !strings.Contains(err.Error(), cfg) {
-			t.Errorf("%v: %v, want %q", want, err, cfg)
+		_, err := New(cfg)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: %v, want %q", cfg, err, want)
 		}
 	}
 }
