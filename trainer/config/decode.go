@@ -62,8 +62,9 @@ func findChild(kids []node, name string) (node, bool) {
 }
 
 // decodeLeaf sets a leaf from a scalar or, for a list, from a sequence of
-// scalars or a single scalar (a list of one). Null empties a string or a
-// list and is an error for other types.
+// scalars or a single scalar (a list of one); an entry list takes a
+// sequence of mappings (decodeEntries). Null empties a string or a list
+// and is an error for other types.
 func decodeLeaf(root reflect.Value, k node, n *yaml.Node) error {
 	t := k.value.Type()
 	if isEntryList(t) {
