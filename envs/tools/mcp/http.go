@@ -90,22 +90,17 @@ func (t *httpTransport) post(ctx context.Context, body []byte) (*http.Response, 
 	return resp, nil
 }
 
-// statusErr describes a response with an error status. 404 on a session
-// means the server forgot it (it restarted): the session is broken and
-// the client starts a new one; a 5xx status is the server's failure.
+// statusErr describes a response with an error status. Errors of the
+// model's making come back inside a JSON-RPC response, so an HTTP error
+// is the server's: the session is broken, and the next call starts a new
+// one (a 404 means the server forgot the session, after a restart, say).
 func (t *httpTransport) statusErr(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	msg := fmt.Sprintf("POST %s: %s", t.url, resp.Status)
 	if s := strings.TrimSpace(string(b)); s != "" {
 		msg += ": " + s
 	}
-	t.mu.Lock()
-	hadSession := t.session != ""
-	t.mu.Unlock()
-	if resp.StatusCode == http.StatusNotFound && hadSession || resp.StatusCode >= 500 {
-		return fmt.Errorf("%w: %s", errBroken, msg)
-	}
-	return fmt.Errorf("%s", msg)
+	return fmt.Errorf("%w: %s", errBroken, msg)
 }
 
 func (t *httpTransport) call(ctx context.Context, id int64, method string, params any) (json.RawMessage, error) {
