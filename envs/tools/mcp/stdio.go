@@ -25,9 +25,12 @@ type stdioTransport struct {
 	stderr *tail
 	wmu    sync.Mutex // one message written at a time
 
+	exited  chan struct{} // closed when the server process has been reaped
+	waitErr error         // how it exited, set before exited is closed
+
 	mu      sync.Mutex
 	pending map[int64]chan *message
-	done    chan struct{} // closed when the server's stdout ends
+	done    chan struct{} // closed when the session is over: output ended and process reaped
 	err     error         // why it ended, set before done is closed
 }
 
@@ -37,31 +40,55 @@ const stopGrace = time.Second
 
 // startStdio starts command with args; env entries (KEY=VALUE) are added
 // to the trainer's environment. The server runs in its own process group,
-// so that close can stop whatever it started too.
+// so that whatever it started is stopped with it.
 func startStdio(command string, args, env []string) (*stdioTransport, error) {
 	cmd := exec.Command(command, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = stopGrace // a child of the server holding stderr open does not hold up Wait
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of our own rather than StdoutPipe: Wait must not close it
+	// before the last response is read.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	t := &stdioTransport{cmd: cmd, stdin: stdin, stderr: newTail(2048), pending: map[int64]chan *message{}, done: make(chan struct{})}
-	cmd.Stderr = t.stderr
-	if err := cmd.Start(); err != nil {
+	t := &stdioTransport{cmd: cmd, stdin: stdin, stderr: newTail(2048), exited: make(chan struct{}),
+		pending: map[int64]chan *message{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = w, t.stderr
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stdout.Close()
+		stdin.Close()
 		return nil, fmt.Errorf("start %s: %w", command, err)
 	}
+	go t.wait()
 	go t.read(stdout)
 	return t, nil
 }
 
-// read routes the server's messages until its stdout ends, then records
-// why and fails every waiting call.
-func (t *stdioTransport) read(stdout io.Reader) {
+// wait reaps the server, then kills its process group: nothing the server
+// started outlives it or keeps its output open.
+func (t *stdioTransport) wait() {
+	t.waitErr = t.cmd.Wait()
+	t.killGroup()
+	close(t.exited)
+}
+
+// killGroup sends SIGKILL to the server's process group.
+func (t *stdioTransport) killGroup() {
+	_ = syscall.Kill(-t.cmd.Process.Pid, syscall.SIGKILL) // a group already gone is fine
+}
+
+// read routes the server's messages until its stdout ends (the server and
+// everything it started are gone, or it closed its output, and then it is
+// stopped), records why, and fails every waiting call.
+func (t *stdioTransport) read(stdout *os.File) {
+	defer stdout.Close()
 	r := bufio.NewReader(stdout)
 	var readErr error
 	for {
@@ -74,11 +101,16 @@ func (t *stdioTransport) read(stdout io.Reader) {
 			break
 		}
 	}
-	waitErr := t.cmd.Wait()
+	select {
+	case <-t.exited:
+	case <-time.After(stopGrace):
+		t.killGroup() // it closed its output but went on running
+		<-t.exited
+	}
 	why := "the server closed its output"
 	switch {
-	case waitErr != nil:
-		why = "the server exited: " + waitErr.Error()
+	case t.waitErr != nil:
+		why = "the server exited: " + t.waitErr.Error()
 	case !errors.Is(readErr, io.EOF):
 		why = "reading the server's output: " + readErr.Error()
 	case t.cmd.ProcessState != nil:
@@ -199,9 +231,7 @@ func (t *stdioTransport) close() error {
 	select {
 	case <-t.done:
 	case <-time.After(stopGrace):
-	}
-	if p := t.cmd.Process; p != nil {
-		_ = syscall.Kill(-p.Pid, syscall.SIGKILL) // an exited group is fine
+		t.killGroup()
 	}
 	<-t.done
 	return nil

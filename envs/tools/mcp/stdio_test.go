@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -231,4 +232,58 @@ func TestStartErrors(t *testing.T) {
 			t.Errorf("%s: %v, want %q", c.cfg.Name, err, c.want)
 		}
 	}
+}
+
+// A server that started a child keeping its output open (as a wrapper
+// such as npx or a shell might): when the server is killed, the call in
+// flight still fails and the next one restarts it, and the child is
+// killed with it, as it is when the server is closed.
+func TestStdioServerChildDoesNotHoldTheSession(t *testing.T) {
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("the MCP test server needs %s: %v", python, err)
+	}
+	s := startServer(t, Config{Name: "wrapped", Command: "/bin/sh",
+		Args: []string{"-c", "sleep 987655 & exec " + python + " testdata/server.py"}})
+	r, err := call(t, toolNamed(t, s, "pid"), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(r.Content)
+	if n := sleepers(); n != 1 {
+		t.Fatalf("%d children running, want 1", n)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := call(t, toolNamed(t, s, "sleep"), `{"seconds":30}`)
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	syscall.Kill(pid, syscall.SIGKILL)
+	select {
+	case err := <-errc:
+		if !envs.IsFailure(err) {
+			t.Fatalf("in-flight call: %v", err)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("the in-flight call did not fail while the server's child held its output")
+	}
+	if _, err := call(t, toolNamed(t, s, "echo"), `{"text":"back"}`); err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+	s.Close()
+	if n := sleepers(); n != 0 {
+		t.Fatalf("%d children outlived their servers", n)
+	}
+}
+
+// sleepers counts the processes running "sleep 987655".
+func sleepers() int {
+	n := 0
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, d := range dirs {
+		if b, err := os.ReadFile(d); err == nil && string(b) == "sleep\x00987655\x00" {
+			n++
+		}
+	}
+	return n
 }
