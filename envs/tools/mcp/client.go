@@ -29,10 +29,17 @@ type Client struct {
 	startTimeout time.Duration // bounds opening a session, whatever the caller's deadline
 	ids          atomic.Int64
 
-	mu   sync.Mutex
-	sess *session
-	gen  int // sessions opened so far
+	mu       sync.Mutex
+	sess     *session
+	gen      int       // sessions opened so far
+	failedAt time.Time // when opening a session last failed
+	failErr  error     // and why
 }
+
+// retryAfter is how long after a failed start of a server calls fail
+// with that start's error instead of starting it again, so that a server
+// that cannot start is not started once per call.
+const retryAfter = time.Second
 
 // session is an initialized transport.
 type session struct{ t transport }
@@ -54,6 +61,21 @@ func (c *Client) current(ctx context.Context) (*session, error) {
 	if c.sess != nil {
 		return c.sess, nil
 	}
+	if c.failErr != nil && time.Since(c.failedAt) < retryAfter {
+		return nil, c.failErr
+	}
+	s, err := c.open(ctx)
+	if err != nil {
+		c.failedAt, c.failErr = time.Now(), err
+		return nil, err
+	}
+	c.sess, c.failErr = s, nil
+	c.gen++
+	return s, nil
+}
+
+// open starts a session and runs the handshake within startTimeout.
+func (c *Client) open(ctx context.Context) (*session, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.startTimeout)
 	defer cancel()
 	t, err := c.dial()
@@ -63,10 +85,10 @@ func (c *Client) current(ctx context.Context) (*session, error) {
 	s := &session{t: t}
 	if err := c.initialize(ctx, s); err != nil {
 		t.close()
-		return nil, fmt.Errorf("MCP server %s: initialize: %w", c.name, err)
+		// %v, not %w: a JSON-RPC error here is the server's failure, not
+		// an error of the call that needed the session.
+		return nil, fmt.Errorf("MCP server %s: initialize: %v", c.name, err)
 	}
-	c.sess = s
-	c.gen++
 	return s, nil
 }
 

@@ -287,3 +287,36 @@ func sleepers() int {
 	}
 	return n
 }
+
+// A server that cannot start again after dying: calls fail as the
+// server's failure, and within retryAfter of a failed start they fail
+// with its error without starting it once more.
+func TestStdioFailedRestart(t *testing.T) {
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("the MCP test server needs %s: %v", python, err)
+	}
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts")
+	// Every start is logged; only the first one runs the server.
+	script := `echo start >> "$0"; [ "$(wc -l < "$0")" -gt 1 ] && { echo "cannot start twice" >&2; exit 4; }; exec ` + python + ` testdata/server.py`
+	s := startServer(t, Config{Name: "once", Command: "/bin/sh", Args: []string{"-c", script, starts}})
+	if _, err := call(t, toolNamed(t, s, "exit"), `{}`); !envs.IsFailure(err) {
+		t.Fatalf("exit: %v", err)
+	}
+	for range 3 {
+		_, err := call(t, toolNamed(t, s, "echo"), `{"text":"x"}`)
+		if !envs.IsFailure(err) || !strings.Contains(err.Error(), "cannot start twice") {
+			t.Fatalf("call after a failed restart: %v", err)
+		}
+	}
+	b, _ := os.ReadFile(starts)
+	if n := strings.Count(string(b), "start"); n != 2 {
+		t.Fatalf("%d starts, want 2 (the first, one failed restart)", n)
+	}
+	time.Sleep(retryAfter)
+	call(t, toolNamed(t, s, "echo"), `{"text":"x"}`)
+	b, _ = os.ReadFile(starts)
+	if n := strings.Count(string(b), "start"); n != 3 {
+		t.Fatalf("%d starts, want 3 after retryAfter", n)
+	}
+}
