@@ -163,6 +163,7 @@ func TestHTTPSessionsEventStreamsAndRestart(t *testing.T) {
 		t.Fatalf("call while the server is down: %v", err)
 	}
 	h2 := startHTTPServer(t, h.addr)
+	time.Sleep(retryAfter) // the failed start above is not retried sooner
 	r, err = call(t, echo, `{"text":"again"}`)
 	if err != nil || r.Content != "echo: again" {
 		t.Fatalf("after restart: %+v %v", r, err)
