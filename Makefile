@@ -23,7 +23,11 @@ SHIM_SRC := $(wildcard cgo/*.cpp)
 SHIM_HDR := $(wildcard cgo/*.h)
 GO_SRC := $(shell find . -name '*.go' -not -path './third_party/*' 2>/dev/null) go.mod go.sum
 
-APT_PKGS := libtorch-dev libgloo-dev libopenblas0-pthread g++ libsqlite3-dev chromium
+APT_PKGS := libtorch-dev libgloo-dev libopenblas0-pthread g++ libsqlite3-dev chromium bubblewrap
+# Published MCP servers the tests run when node is installed (envs/tools/mcp):
+# the filesystem server (stdio) and the reference server of the TypeScript SDK
+# (streamable HTTP).
+NPM_MCP := @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-everything@2026.8.31
 TEST_TIMEOUT ?= 20m
 
 export GOFLAGS := -tags=sqlite_fts5
@@ -40,6 +44,12 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "deps: apt packages present ($(APT_PKGS))"; fi
 	@echo "deps: go mod download"; $(GO) mod download
+	@if [ -x third_party/npm/node_modules/.bin/mcp-server-filesystem ] && [ -x third_party/npm/node_modules/.bin/mcp-server-everything ]; then \
+	  echo "deps: $(NPM_MCP) present"; \
+	elif command -v npm >/dev/null; then echo "deps: npm install $(NPM_MCP) (into third_party/npm)"; \
+	  npm install --prefix third_party/npm --no-audit --no-fund --silent $(NPM_MCP) \
+	  || echo "deps: npm install failed; the tests of published MCP servers will skip"; \
+	else echo "deps: no npm; the tests of published MCP servers will skip"; fi
 
 build: bin/trainer
 

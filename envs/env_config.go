@@ -2,6 +2,7 @@ package envs
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/agentrl/agentrl/envs/reward"
@@ -24,6 +25,8 @@ type EnvConfig struct {
 	MaxObservationChars int `yaml:"max_observation_chars"`
 	// Rewards weighs the outcome, format and process rewards.
 	Rewards reward.Config `yaml:"rewards"`
+	// External adds a reward computed outside (see Outcome).
+	External ExternalConfig `yaml:"-"`
 }
 
 // minObservationChars leaves room for the truncation marker and some text.
@@ -54,6 +57,9 @@ func (c EnvConfig) Validate() error {
 		return fmt.Errorf("env config: tool_timeout is %s, want a positive duration", c.ToolTimeout)
 	case c.MaxObservationChars < minObservationChars:
 		return fmt.Errorf("env config: max_observation_chars is %d, want at least %d", c.MaxObservationChars, minObservationChars)
+	}
+	if math.IsNaN(c.External.Weight) || math.IsInf(c.External.Weight, 0) {
+		return fmt.Errorf("env config: external reward weight is %v, want a finite number", c.External.Weight)
 	}
 	if err := c.Rewards.Validate(); err != nil {
 		return fmt.Errorf("env config: %w", err)

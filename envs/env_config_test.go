@@ -1,6 +1,7 @@
 package envs
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ func TestEnvConfigYAML(t *testing.T) {
 	want := DefaultEnvConfig()
 	want.MaxTurns, want.ToolTimeout = 4, 1500*time.Millisecond
 	want.Rewards.Scorer, want.Rewards.Support = "f1", 0.1
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("decoded %+v, want %+v", c, want)
 	}
 	if err := c.Validate(); err != nil {

@@ -14,7 +14,7 @@ type callStatus int
 const (
 	callDone      callStatus = iota // the tool returned a Result
 	callRejected                    // the call itself was wrong: unknown tool, bad arguments, tool error
-	callFailed                      // the tool broke: panic or timeout (not the model's fault)
+	callFailed                      // the tool broke: panic, timeout or a Failure error (not the model's fault)
 	callCancelled                   // the step's context was cancelled
 )
 
@@ -42,7 +42,11 @@ func runTool(ctx context.Context, t Tool, args json.RawMessage, timeout time.Dur
 			}
 		}()
 		res, err := t.Call(cctx, args)
-		if err != nil {
+		switch {
+		case IsFailure(err):
+			done <- callOutcome{status: callFailed, err: err}
+			return
+		case err != nil:
 			done <- callOutcome{status: callRejected, err: err}
 			return
 		}
@@ -53,7 +57,7 @@ func runTool(ctx context.Context, t Tool, args json.RawMessage, timeout time.Dur
 	case out = <-done:
 		// A tool that gave up because its context expired reports the
 		// context's error: a timeout or a cancellation, not a rejected call.
-		if out.status == callRejected && cctx.Err() != nil {
+		if out.status != callDone && cctx.Err() != nil {
 			out = expired(ctx, t.Name(), timeout)
 		}
 	case <-cctx.Done():

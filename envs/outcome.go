@@ -1,14 +1,31 @@
 package envs
 
-import "github.com/agentrl/agentrl/envs/reward"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agentrl/agentrl/envs/reward"
+)
+
+// Components of the external reward.
+const (
+	ComponentExternal       = "external"        // the Scorer's reward
+	ComponentExternalPrefix = "external."       // before each of its components' names
+	ComponentExternalFailed = "external_failed" // 1 when the Scorer failed (its reward counts as 0)
+)
 
 // Outcome scores the episode against the task's gold answers: the
 // components "em", "f1" and "substring_em" (best over the answer aliases;
 // 0 unless the episode ended with an answer), "format" (the all-or-nothing
 // protocol check over every turn) and "total", which is also the returned
 // reward: Rewards.Outcome * components[Rewards.Scorer] + Rewards.Format *
-// format. Process rewards are not included; they were paid per turn. Meant
-// for a finished episode; before that it scores the episode as it stands.
+// format. With an external Scorer (EnvConfig.External), its reward is
+// added with its weight and stored as "external", its components as
+// "external.<name>"; a Scorer that fails or times out adds 0 and sets
+// "external_failed" to 1. Process rewards are not included; they were paid
+// per turn. Meant for a finished episode; before that it scores the
+// episode as it stands.
 func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 	e.mu.Lock()
 	turns := make([]reward.FormatTurn, len(e.turns))
@@ -17,6 +34,10 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 		turns[i] = reward.FormatTurn{Text: t.Action.Text, CallsOK: err == nil && len(calls) > 0}
 	}
 	answered, answer := e.stop == StopAnswer, e.answer
+	var ep Episode
+	if e.cfg.External.Scorer != nil {
+		ep = e.episode()
+	}
 	e.mu.Unlock()
 
 	c := map[string]float64{reward.NameEM: 0, reward.NameF1: 0, reward.NameSubstringEM: 0}
@@ -28,5 +49,32 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 	c[reward.NameFormat] = reward.Format(turns)
 	w := e.cfg.Rewards
 	c[reward.NameTotal] = w.Outcome*c[w.Scorer] + w.Format*c[reward.NameFormat]
+	if x := e.cfg.External; x.Scorer != nil {
+		c[reward.NameTotal] += x.Weight * e.external(ep, c)
+	}
 	return c[reward.NameTotal], c
+}
+
+// external runs the external Scorer and records its components in c.
+func (e *ToolEnv) external(ep Episode, c map[string]float64) float64 {
+	x := e.cfg.External
+	timeout := x.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	r, comps, err := x.Scorer.Score(ctx, ep)
+	if err != nil {
+		if x.OnError != nil {
+			x.OnError(fmt.Errorf("task %s: external reward: %w", ep.TaskID, err))
+		}
+		c[ComponentExternal], c[ComponentExternalFailed] = 0, 1
+		return 0
+	}
+	c[ComponentExternal] = r
+	for k, v := range comps {
+		c[ComponentExternalPrefix+k] = v
+	}
+	return r
 }

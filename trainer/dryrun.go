@@ -71,10 +71,12 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		r.Passages = idx.Len()
 		idx.Close()
 	}
-	tools, err := buildTools(cfg, d.indexPath)
+	ts, err := BuildTools(ctx, cfg.Tools, d.indexPath)
 	if err != nil {
 		return nil, err
 	}
+	defer ts.Close()
+	tools := ts.Tools
 	for _, t := range tools {
 		r.Tools = append(r.Tools, t.Name())
 	}

@@ -16,7 +16,9 @@ func (t *Trainer) envConfig() envs.EnvConfig {
 	return envs.EnvConfig{MaxTurns: e.MaxTurns, MaxTokens: e.MaxTokens, ToolTimeout: e.ToolTimeout,
 		MaxObservationChars: e.MaxObservationChars,
 		Rewards: reward.Config{Scorer: r.Scorer, Outcome: r.Outcome, Format: r.Format, ValidCall: r.ValidCall,
-			Support: r.Support, InvalidCall: r.InvalidCall, RepeatCall: r.RepeatCall}}
+			Support: r.Support, InvalidCall: r.InvalidCall, RepeatCall: r.RepeatCall},
+		External: envs.ExternalConfig{Scorer: t.scorer, Weight: r.External.Weight, Timeout: r.External.Timeout,
+			OnError: func(err error) { t.log.Warn().Err(err).Msg("external reward failed (counted 0)") }}}
 }
 
 // agentFactory starts the tool-using agent's episode: the system prompt

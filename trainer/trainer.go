@@ -42,6 +42,8 @@ type Trainer struct {
 	dir     string
 	data    *data
 	tools   []envs.Tool
+	toolset *Toolset    // owns the MCP servers behind tools
+	scorer  envs.Scorer // env.rewards.external, nil when not configured
 	schemas []json.RawMessage
 	tok     *tokenizer.Tokenizer
 	cf      *tokenizer.ChatFormat
@@ -148,9 +150,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if t.data, err = loadData(ctx, cfg, local); err != nil {
 		return nil, err
 	}
-	if t.tools, err = buildTools(cfg, t.data.indexPath); err != nil {
+	if t.toolset, err = BuildTools(ctx, cfg.Tools, t.data.indexPath); err != nil {
 		return nil, err
 	}
+	t.tools = t.toolset.Tools
+	t.scorer = ExternalScorer(cfg.Env.Rewards.External)
 	if t.schemas, err = envs.Schemas(t.tools); err != nil {
 		return nil, err
 	}
@@ -252,6 +256,10 @@ func (t *Trainer) loadTokenizer(ctx context.Context, ck string) error {
 // Close releases models, engine and store (flushing pending writes).
 func (t *Trainer) Close() error {
 	var first error
+	if t.toolset != nil {
+		t.toolset.Close()
+		t.toolset = nil
+	}
 	if t.writer != nil {
 		first = t.writer.Close()
 		t.writer = nil

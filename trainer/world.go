@@ -87,23 +87,6 @@ func loadData(ctx context.Context, cfg config.Config, runDir string) (*data, err
 	return d, nil
 }
 
-// buildTools builds the enabled tools by name through the registry.
-func buildTools(cfg config.Config, indexPath string) ([]envs.Tool, error) {
-	tc := map[string]map[string]any{}
-	for _, name := range cfg.Tools.Enabled {
-		switch name {
-		case search.SearchName:
-			if indexPath == "" {
-				return nil, fmt.Errorf("tools.search.index: the search tool needs an index (build one with `trainer index`)")
-			}
-			tc[name] = map[string]any{"index": indexPath, "k": cfg.Tools.Search.K}
-		case search.LookupName:
-			tc[name] = map[string]any{"index": indexPath}
-		}
-	}
-	return envs.Build(cfg.Tools.Enabled, tc)
-}
-
 // buildWordTokenizer makes the tiny word-level tokenizer of the synthetic
 // world: every piece of every text the agent can see or say (the world's
 // texts, rendered prompts and demonstrations, search results).

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -83,5 +85,45 @@ func TestChatWithEveryRegisteredTool(t *testing.T) {
 	}
 	if want := "with tools " + strings.Join(names, ", ") + "."; !strings.Contains(r.stdout, want) {
 		t.Errorf("greeting does not list every tool (%q):\n%s", want, r)
+	}
+}
+
+// chat with the tools of a trainer config: here no built-in tool, and the
+// synthetic world's search served by an MCP server (examples/mcp), which
+// the agent calls as it would the built-in one.
+func TestChatWithMCPTool(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("the MCP search server needs /usr/bin/python3")
+	}
+	run := trainedRun(t)
+	model, index := filepath.Join(run.dir(), "final"), filepath.Join(run.dir(), "index.db")
+	server, err := filepath.Abs("../../examples/mcp/search_server.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "tools.yaml")
+	yaml := fmt.Sprintf("tools:\n  enabled: []\n  mcp:\n    - name: world\n      command: /usr/bin/python3\n      args: [%q, --index, %q]\n", server, index)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--model", model, "--config", cfg,
+		"--hide-schemas", "--threads", "1", "--max-turns", "2", "--max-turn-tokens", "8")
+	if r.code != 0 {
+		t.Fatalf("want exit 0:\n%s", r)
+	}
+	if !strings.HasPrefix(r.stdout, "agentrl chat: "+model+" with tools search.") {
+		t.Errorf("no greeting naming the MCP server's tool:\n%s", r)
+	}
+	// The shared test model is barely trained and may not search at all
+	// (the README shows a trained one searching through this server); when
+	// it does, the MCP server answers.
+	for _, l := range lines(r.stdout) {
+		if strings.Contains(l, "← ") && !strings.Contains(l, "← Doc 1 (Title: ") && !strings.Contains(l, "← No results.") &&
+			!strings.Contains(l, "has no words to search for") && !strings.Contains(l, "invalid arguments") {
+			t.Errorf("a search not answered by the MCP server: %q\n%s", l, r)
+		}
+	}
+	if !outcomeLine.MatchString(r.stdout) {
+		t.Errorf("the episode does not end with its outcome:\n%s", r)
 	}
 }

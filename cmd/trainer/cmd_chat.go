@@ -16,6 +16,7 @@ import (
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer"
+	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
@@ -26,12 +27,14 @@ func chatCommand() *cli.Command {
 		Usage: "talk to a policy in the terminal through the same ToolEnv the agent trains in",
 		Description: "Each line you type is a question; the agent's turns, tool calls and tool responses are shown as\n" +
 			"they happen.\n\nExamples:\n  trainer chat --model runs/default/final --index runs/default/index.db\n" +
-			"  trainer chat --model Qwen2.5-3B-Instruct --tools search,calculator --index wiki.db --temperature 0.7",
+			"  trainer chat --model Qwen2.5-3B-Instruct --tools search,calculator --index wiki.db --temperature 0.7\n" +
+			"  trainer chat --model DIR --config tools.yaml   # the tools.* of a trainer config: MCP servers, HTTP tools, code",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Required: true, Usage: "Hugging Face model `DIR` (with its tokenizer)", TakesFile: true},
-			&cli.StringSliceFlag{Name: "tools", Value: cli.NewStringSlice("search"), Usage: "tools the agent may call"},
-			&cli.StringFlag{Name: "index", Usage: "search index `DB` (for search and lookup)", TakesFile: true},
-			&cli.IntFlag{Name: "k", Value: 2, Usage: "passages per search"},
+			&cli.StringSliceFlag{Name: "tools", Value: cli.NewStringSlice("search"), Usage: "registered tools the agent may call (with --config, default: its tools.enabled)"},
+			&cli.StringFlag{Name: "config", Usage: "trainer config `FILE` whose tools section is used: tools.enabled, tools.mcp servers, tools.http tools, tools.code limits", TakesFile: true},
+			&cli.StringFlag{Name: "index", Usage: "search index `DB` (for search and lookup; with --config, default: its tools.search.index)", TakesFile: true},
+			&cli.IntFlag{Name: "k", Value: 2, Usage: "passages per search (with --config, default: its tools.search.k)"},
 			&cli.Float64Flag{Name: "temperature", Value: 0, Usage: "sampling temperature (0 = greedy)"},
 			&cli.IntFlag{Name: "max-turns", Value: 6, Usage: "assistant turns per question"},
 			&cli.IntFlag{Name: "max-tokens", Value: 2048, Usage: "token budget per question"},
@@ -73,18 +76,33 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer e.Free()
-	tc := map[string]map[string]any{}
-	for _, name := range c.StringSlice("tools") {
-		switch name {
-		case "search":
-			tc[name] = map[string]any{"index": c.String("index"), "k": c.Int("k")}
-		case "lookup":
-			tc[name] = map[string]any{"index": c.String("index")}
+	tcfg := config.Default().Tools
+	if c.IsSet("config") {
+		full, err := config.Load(c.String("config"))
+		if err != nil {
+			return err
 		}
+		tcfg = full.Tools
 	}
-	tools, err := envs.Build(c.StringSlice("tools"), tc)
+	if c.IsSet("tools") || !c.IsSet("config") {
+		tcfg.Enabled = c.StringSlice("tools")
+	}
+	if c.IsSet("k") || !c.IsSet("config") {
+		tcfg.Search.K = c.Int("k")
+	}
+	index := c.String("index")
+	if index == "" {
+		index = tcfg.Search.Index
+	}
+	ts, err := trainer.BuildTools(context.Background(), tcfg, index)
 	if err != nil {
 		return err
+	}
+	defer ts.Close()
+	tools := ts.Tools
+	var names []string
+	for _, t := range tools {
+		names = append(names, t.Name())
 	}
 	schemas, err := envs.Schemas(tools)
 	if err != nil {
@@ -106,7 +124,7 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 	cfg := envs.DefaultEnvConfig()
 	cfg.MaxTurns, cfg.MaxTokens = c.Int("max-turns"), c.Int("max-tokens")
 	sc := bufio.NewScanner(in)
-	fmt.Fprintf(out, "agentrl chat: %s with tools %s. Ask a question (Ctrl-D to quit).\n", dir, strings.Join(c.StringSlice("tools"), ", "))
+	fmt.Fprintf(out, "agentrl chat: %s with tools %s. Ask a question (Ctrl-D to quit).\n", dir, strings.Join(names, ", "))
 	for n := 0; ; n++ {
 		fmt.Fprint(out, paint("1", "you> "))
 		if !sc.Scan() {

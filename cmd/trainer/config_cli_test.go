@@ -49,23 +49,36 @@ func TestConfigPrintListsEveryKey(t *testing.T) {
 		}
 	}
 
-	var printed []string
+	// The keys of the entries of a list of mappings (tools.mcp[].name)
+	// are documented after the list's key.
+	var printed, entryKeys []string
 	for _, l := range lines(ok(t, "config", "print").stdout) {
-		printed = append(printed, strings.Fields(l)[0])
+		k := strings.Fields(l)[0]
+		if list, _, isEntry := strings.Cut(k, "[]."); isEntry {
+			if i := sort.SearchStrings(keys, list); i == len(keys) || keys[i] != list {
+				t.Errorf("config print documents %s, but there is no list %s", k, list)
+			}
+			entryKeys = append(entryKeys, k)
+			continue
+		}
+		printed = append(printed, k)
 	}
 	sort.Strings(printed)
 	if strings.Join(printed, " ") != strings.Join(keys, " ") {
 		t.Errorf("config print lists\n%v\nwant the keys of the default file\n%v", printed, keys)
+	}
+	if len(entryKeys) == 0 {
+		t.Errorf("config print documents no keys of tools.mcp or tools.http entries")
 	}
 
 	md := lines(ok(t, "config", "print", "--markdown").stdout)
 	if len(md) < 2 || md[0] != "| key | type | default | description |" || md[1] != "|---|---|---|---|" {
 		t.Fatalf("markdown table header:\n%s", strings.Join(md[:min(2, len(md))], "\n"))
 	}
-	if len(md)-2 != len(keys) {
-		t.Errorf("markdown table has %d rows, want one per key (%d)", len(md)-2, len(keys))
+	if len(md)-2 != len(keys)+len(entryKeys) {
+		t.Errorf("markdown table has %d rows, want one per key (%d) and entry key (%d)", len(md)-2, len(keys), len(entryKeys))
 	}
-	for _, k := range keys {
+	for _, k := range append(keys, entryKeys...) {
 		if !strings.Contains(strings.Join(md, "\n"), "| `"+k+"` |") {
 			t.Errorf("markdown table lacks a row for %s", k)
 		}

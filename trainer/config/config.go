@@ -96,6 +96,43 @@ type ToolsConfig struct {
 	Schemas    string           `yaml:"schemas" default:"auto" enum:"auto|show|hide" doc:"list the tools' JSON schemas in the system prompt (auto: hide for the synthetic world's from-scratch models, which learn the protocol from demonstrations; show otherwise)"`
 	Search     SearchConfig     `yaml:"search" doc:"the BM25 passage search tool"`
 	Calculator CalculatorConfig `yaml:"calculator" doc:"the calculator tool (no settings)"`
+	Code       CodeConfig       `yaml:"code" doc:"the sandboxed Python tool (enable it with tools.enabled: [code])"`
+	MCP        []MCPServer      `yaml:"mcp" default:"[]" doc:"MCP servers whose tools the agent may call, besides tools.enabled: each entry starts a server over stdio (command) or connects to one over streamable HTTP (url), once per run"`
+	HTTP       []HTTPTool       `yaml:"http" default:"[]" doc:"JSON-over-HTTP tools the agent may call, besides tools.enabled: each entry is one tool, called by POSTing {\"name\", \"arguments\"} to its url"`
+}
+
+// CodeConfig sets the limits of the code tool's sandbox (bubblewrap).
+type CodeConfig struct {
+	Python    string        `yaml:"python" default:"/usr/bin/python3" doc:"Python interpreter, under /usr (the only host folder the sandbox sees)"`
+	CPUTime   time.Duration `yaml:"cpu_time" default:"5s" doc:"CPU time of one run (whole seconds)"`
+	WallTime  time.Duration `yaml:"wall_time" default:"10s" doc:"wall time of one run (env.tool_timeout also bounds it)"`
+	MemoryMB  int           `yaml:"memory_mb" default:"512" doc:"address space of each process, in MiB"`
+	Processes int           `yaml:"processes" default:"16" doc:"processes and threads a run may have at once"`
+	DiskMB    int           `yaml:"disk_mb" default:"16" doc:"size of the run's throwaway /tmp, in MiB"`
+	MaxOutput int           `yaml:"max_output" default:"4000" doc:"bytes of stdout and of stderr kept"`
+}
+
+// MCPServer is one entry of tools.mcp.
+type MCPServer struct {
+	Name         string        `yaml:"name" default:"" doc:"server name, for messages (required, unique)"`
+	Command      string        `yaml:"command" default:"" doc:"program speaking MCP on stdin/stdout (stdio transport)"`
+	Args         []string      `yaml:"args" default:"[]" doc:"its arguments"`
+	Env          []string      `yaml:"env" default:"[]" doc:"KEY=VALUE entries added to its environment"`
+	URL          string        `yaml:"url" default:"" doc:"streamable HTTP endpoint, instead of a command"`
+	Headers      []string      `yaml:"headers" default:"[]" doc:"\"Name: value\" headers sent with every HTTP request"`
+	Tools        []string      `yaml:"tools" default:"[]" doc:"expose only these of the server's tools ([] = all)"`
+	Prefix       string        `yaml:"prefix" default:"" doc:"prepended to the server's tool names"`
+	StartTimeout time.Duration `yaml:"start_timeout" default:"30s" doc:"time to start the server and finish the handshake"`
+}
+
+// HTTPTool is one entry of tools.http.
+type HTTPTool struct {
+	Name        string   `yaml:"name" default:"" doc:"tool name, as the agent calls it (required, unique)"`
+	URL         string   `yaml:"url" default:"" doc:"where calls are POSTed; the answer is {\"content\": text} or {\"error\": text}"`
+	Description string   `yaml:"description" default:"" doc:"what the tool does, shown to the model"`
+	Parameters  string   `yaml:"parameters" default:"" doc:"JSON schema of the arguments (\"\" = any object)"`
+	Headers     []string `yaml:"headers" default:"[]" doc:"\"Name: value\" headers sent with every call"`
+	Retries     int      `yaml:"retries" default:"0" doc:"extra attempts when the service fails (unreachable, 5xx)"`
 }
 
 // SearchConfig configures the search tool.
@@ -120,13 +157,23 @@ type EnvConfig struct {
 // RewardsConfig weighs the reward terms; the names match
 // envs/reward.Config, onto which it maps one to one.
 type RewardsConfig struct {
-	Scorer      string  `yaml:"scorer" default:"em" doc:"answer metric of the outcome reward: em, f1 or substring_em"`
-	Outcome     float64 `yaml:"outcome" default:"1.0" doc:"weight of the answer metric"`
-	Format      float64 `yaml:"format" default:"0.1" doc:"weight of the all-or-nothing format reward"`
-	ValidCall   float64 `yaml:"valid_call" default:"0" doc:"process reward per turn with a valid tool call"`
-	Support     float64 `yaml:"support" default:"0" doc:"process reward per supporting passage first retrieved"`
-	InvalidCall float64 `yaml:"invalid_call" default:"0" doc:"process reward per invalid tool call (negative = penalty)"`
-	RepeatCall  float64 `yaml:"repeat_call" default:"0" doc:"process reward per repeated tool call (negative = penalty)"`
+	Scorer      string         `yaml:"scorer" default:"em" doc:"answer metric of the outcome reward: em, f1 or substring_em"`
+	Outcome     float64        `yaml:"outcome" default:"1.0" doc:"weight of the answer metric"`
+	Format      float64        `yaml:"format" default:"0.1" doc:"weight of the all-or-nothing format reward"`
+	ValidCall   float64        `yaml:"valid_call" default:"0" doc:"process reward per turn with a valid tool call"`
+	Support     float64        `yaml:"support" default:"0" doc:"process reward per supporting passage first retrieved"`
+	InvalidCall float64        `yaml:"invalid_call" default:"0" doc:"process reward per invalid tool call (negative = penalty)"`
+	RepeatCall  float64        `yaml:"repeat_call" default:"0" doc:"process reward per repeated tool call (negative = penalty)"`
+	External    ExternalReward `yaml:"external" doc:"a reward computed outside the trainer, added to the outcome reward"`
+}
+
+// ExternalReward is a command or HTTP endpoint that receives each finished
+// episode as JSON and answers {"reward": x, "components": {...}}.
+type ExternalReward struct {
+	Command []string      `yaml:"command" default:"[]" doc:"program and arguments run per episode: the episode's JSON on stdin, the answer on stdout"`
+	URL     string        `yaml:"url" default:"" doc:"endpoint each episode's JSON is POSTed to, instead of a command"`
+	Timeout time.Duration `yaml:"timeout" default:"10s" doc:"time limit of one scoring; a failed or late one counts 0 and sets the component external_failed"`
+	Weight  float64       `yaml:"weight" default:"1.0" doc:"weight of the external reward in the total"`
 }
 
 // RolloutConfig sets how trajectories are sampled.

@@ -19,7 +19,7 @@ func decode(root reflect.Value, k node, n *yaml.Node) error {
 	if isSection(k.value.Type()) {
 		return decodeSection(root, k, n)
 	}
-	return decodeLeaf(k, n)
+	return decodeLeaf(root, k, n)
 }
 
 func decodeSection(root reflect.Value, k node, n *yaml.Node) error {
@@ -62,10 +62,14 @@ func findChild(kids []node, name string) (node, bool) {
 }
 
 // decodeLeaf sets a leaf from a scalar or, for a list, from a sequence of
-// scalars or a single scalar (a list of one). Null empties a string or a
-// list and is an error for other types.
-func decodeLeaf(k node, n *yaml.Node) error {
+// scalars or a single scalar (a list of one); an entry list takes a
+// sequence of mappings (decodeEntries). Null empties a string or a list
+// and is an error for other types.
+func decodeLeaf(root reflect.Value, k node, n *yaml.Node) error {
 	t := k.value.Type()
+	if isEntryList(t) {
+		return decodeEntries(root, k, n)
+	}
 	bad := func(got string) error {
 		return &KeyError{Path: k.path, Line: n.Line, Msg: fmt.Sprintf("want %s, got %s", typeArticle(t), got)}
 	}
@@ -155,6 +159,8 @@ func typeName(t reflect.Type) string {
 		return "duration"
 	case t.Kind() == reflect.Float64:
 		return "float"
+	case isEntryList(t):
+		return "list of mappings"
 	case t.Kind() == reflect.Slice:
 		return "list"
 	case isSection(t):

@@ -14,22 +14,31 @@ type KeyDoc struct {
 }
 
 // Docs documents every leaf key in file order, for `config print` and the
-// README table.
+// README table; an entry list is followed by the keys of its entries
+// ("tools.mcp[].name").
 func Docs() []KeyDoc {
 	c := Default()
 	var out []KeyDoc
 	for _, k := range leaves(reflect.ValueOf(&c).Elem(), "") {
-		def := k.field.Tag.Get("default")
-		if def == "" {
-			def = `""`
+		out = append(out, keyDoc(k))
+		if isEntryList(k.value.Type()) {
+			out = append(out, entryDocs(k)...)
 		}
-		doc := k.field.Tag.Get("doc")
-		if e := enumOf(k.field); e != nil {
-			doc += " (one of " + strings.Join(e, ", ") + ")"
-		}
-		out = append(out, KeyDoc{Path: k.path, Type: typeName(k.value.Type()), Default: def, Doc: doc})
 	}
 	return out
+}
+
+// keyDoc documents the leaf k.
+func keyDoc(k node) KeyDoc {
+	def := k.field.Tag.Get("default")
+	if def == "" {
+		def = `""`
+	}
+	doc := k.field.Tag.Get("doc")
+	if e := enumOf(k.field); e != nil {
+		doc += " (one of " + strings.Join(e, ", ") + ")"
+	}
+	return KeyDoc{Path: k.path, Type: typeName(k.value.Type()), Default: def, Doc: doc}
 }
 
 // MarkdownTable renders Docs as a Markdown table with columns key, type,

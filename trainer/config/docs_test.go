@@ -9,7 +9,9 @@ import (
 // wantKeys lists every leaf key of the issue's config, in file order, plus
 // algorithm.eps and algorithm.whiten (the estimator options of
 // trainer/algo), the reward names of envs/reward and
-// rollout.deterministic (added by the RL loop). A new key goes here too.
+// rollout.deterministic (added by the RL loop), the external tools and
+// rewards (with the keys of tools.mcp and tools.http entries). A new key
+// goes here too.
 var wantKeys = strings.Fields(`
 run.name run.dir run.seed run.iterations run.eval_every run.save_every run.resume
 device.device device.dtype device.threads device.autocast
@@ -18,9 +20,16 @@ model.tiny.kv_heads model.tiny.max_positions model.critic model.critic_path mode
 data.source data.train data.eval data.format data.max_train data.max_eval
 data.synthetic.seed data.synthetic.entities data.synthetic.max_hops data.synthetic.test_fraction data.synthetic.questions
 tools.enabled tools.schemas tools.search.index tools.search.k
+tools.code.python tools.code.cpu_time tools.code.wall_time tools.code.memory_mb tools.code.processes
+tools.code.disk_mb tools.code.max_output
+tools.mcp tools.mcp[].name tools.mcp[].command tools.mcp[].args tools.mcp[].env tools.mcp[].url
+tools.mcp[].headers tools.mcp[].tools tools.mcp[].prefix tools.mcp[].start_timeout
+tools.http tools.http[].name tools.http[].url tools.http[].description tools.http[].parameters
+tools.http[].headers tools.http[].retries
 env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observation_chars
 env.rewards.scorer env.rewards.outcome env.rewards.format env.rewards.valid_call env.rewards.support
 env.rewards.invalid_call env.rewards.repeat_call
+env.rewards.external.command env.rewards.external.url env.rewards.external.timeout env.rewards.external.weight
 rollout.batch_size rollout.group_size rollout.slots rollout.temperature rollout.top_p rollout.top_k rollout.eval_temperature rollout.dtype rollout.deterministic
 algorithm.estimator algorithm.gamma algorithm.lambda algorithm.norm_by_std algorithm.eps algorithm.whiten
 algorithm.clip_low algorithm.clip_high algorithm.dual_clip algorithm.loss_agg algorithm.kl_coef

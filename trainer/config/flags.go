@@ -60,6 +60,9 @@ func keyFlag(k node) cli.Flag {
 		def = `""`
 	}
 	category, _, _ := strings.Cut(k.path, ".")
+	if isEntryList(k.value.Type()) {
+		return &cli.StringFlag{Name: name, Aliases: aliases, Usage: usage + " (a YAML flow list, e.g. [{name: a, command: b}])", DefaultText: def, Category: category}
+	}
 	switch k.value.Interface().(type) {
 	case bool:
 		return &cli.BoolFlag{Name: name, Aliases: aliases, Usage: usage, DefaultText: def, Category: category}
@@ -90,6 +93,12 @@ func ApplyFlags(c *cli.Context, cfg *Config) error {
 	for _, k := range leaves(root, "") {
 		name := FlagName(k.path)
 		if !c.IsSet(name) {
+			continue
+		}
+		if isEntryList(k.value.Type()) {
+			if err := setValue(root, k, c.String(name)); err != nil {
+				return fmt.Errorf("--%s: %w", name, err)
+			}
 			continue
 		}
 		var v any

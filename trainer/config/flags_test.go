@@ -70,6 +70,10 @@ func TestFlagsCoverEveryKey(t *testing.T) {
 			arg, want = "--"+name+"=p,q", []string{"p", "q"}
 		case string:
 			arg, want = "--"+name+"=zz", "zz"
+		case []MCPServer:
+			arg, want = "--"+name+"=[{name: s, url: 'http://h/mcp'}]", []MCPServer{mcpEntry("s", "http://h/mcp")}
+		case []HTTPTool:
+			arg, want = "--"+name+"=[{name: t, url: 'http://h/t', retries: 2}]", []HTTPTool{{Name: "t", URL: "http://h/t", Headers: []string{}, Retries: 2}}
 		}
 		got, err := runFlags(t, arg)
 		if err != nil {

@@ -114,6 +114,7 @@ func (c *Config) validateTools(p *problems) {
 		}
 	}
 	p.atLeast("tools.search.k", c.Tools.Search.K, 1)
+	c.validateExternalTools(p)
 }
 
 func (c *Config) validateEnv(p *problems) {

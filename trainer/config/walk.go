@@ -9,7 +9,7 @@ import (
 var durationType = reflect.TypeFor[time.Duration]()
 
 // node is one key of the configuration tree: a section (a struct) or a
-// leaf (a scalar or a list of strings).
+// leaf (a scalar, a list of strings or an entry list).
 type node struct {
 	path  string              // dotted path, e.g. "algorithm.clip_high"
 	value reflect.Value       // addressable value of the key

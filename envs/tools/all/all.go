@@ -6,5 +6,6 @@ package all
 
 import (
 	_ "github.com/agentrl/agentrl/envs/tools/calculator" // "calculator"
+	_ "github.com/agentrl/agentrl/envs/tools/code"       // "code"
 	_ "github.com/agentrl/agentrl/envs/tools/search"     // "search", "lookup"
 )

@@ -1,0 +1,137 @@
+package code
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Limits bound one run of a snippet.
+type Limits struct {
+	CPU       time.Duration // CPU time (RLIMIT_CPU, whole seconds, at least 1)
+	Wall      time.Duration // wall time; the whole sandbox is killed then
+	MemoryMB  int           // address space per process (RLIMIT_AS)
+	Processes int           // processes and threads in the sandbox (RLIMIT_NPROC)
+	DiskMB    int           // size of the sandbox's /tmp, and the largest file (RLIMIT_FSIZE)
+	MaxOutput int           // bytes of stdout and of stderr kept each
+}
+
+// Sandbox runs Python snippets under bubblewrap: new user, PID, network,
+// IPC and UTS namespaces (so no network but a private loopback), /usr
+// read-only, an empty tmpfs root and /tmp that vanish with the run, and
+// the Limits applied with prlimit inside. The host's files other than
+// /usr are not visible. When the trainer runs as root, the sandbox runs
+// as nobody (uid 65534): the kernel does not enforce RLIMIT_NPROC on
+// root, so as root a fork bomb would not be bounded.
+type Sandbox struct {
+	Bwrap   string // bubblewrap binary
+	Python  string // interpreter, under /usr (the only host tree the sandbox sees)
+	Prlimit string // util-linux prlimit, under /usr
+	Limits  Limits
+}
+
+// Output is what a run produced.
+type Output struct {
+	Stdout, Stderr string // as written, each cut to Limits.MaxOutput bytes
+	Dropped        int    // bytes of output cut
+	ExitCode       int    // -1 when killed by a signal
+	Signal         string // the signal that killed the snippet, if any (bwrap reports it as status 128+n)
+	WallTimeout    bool   // the run was killed at Limits.Wall
+}
+
+// nobody is the uid and gid the sandbox runs as when the trainer is root.
+const nobody = 65534
+
+// args is bwrap's command line for one run.
+func (s *Sandbox) args() []string {
+	l := s.Limits
+	cpu := max(1, int((l.CPU+time.Second-1)/time.Second))
+	return []string{
+		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+		"--hostname", "sandbox",
+		"--ro-bind", "/usr", "/usr",
+		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+		"--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
+		"--proc", "/proc", "--dev", "/dev",
+		"--size", strconv.Itoa(l.DiskMB << 20), "--tmpfs", "/tmp",
+		"--chdir", "/tmp",
+		"--", s.Prlimit,
+		fmt.Sprintf("--cpu=%d:%d", cpu, cpu+1), // SIGXCPU at the soft limit, SIGKILL a second later
+		"--as=" + strconv.Itoa(l.MemoryMB<<20),
+		"--nproc=" + strconv.Itoa(l.Processes),
+		"--fsize=" + strconv.Itoa(l.DiskMB<<20),
+		"--core=0",
+		"--", s.Python, "-I", "-",
+	}
+}
+
+// Run runs code (read by the interpreter from stdin) and returns its
+// output. It returns an error only when the sandbox itself could not run
+// (bwrap missing, namespaces refused) or ctx ended; a snippet that fails,
+// crashes or is killed at a limit is an Output.
+func (s *Sandbox) Run(ctx context.Context, code string) (Output, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.Limits.Wall)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.Bwrap, s.args()...)
+	cmd.Stdin = strings.NewReader(code)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+	}
+	// Killing bwrap's process group kills the sandbox: its processes die
+	// with their parent (--die-with-parent) and with their PID namespace.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	stdout, stderr := &capped{max: s.Limits.MaxOutput}, &capped{max: s.Limits.MaxOutput}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	out := Output{Stdout: stdout.buf.String(), Stderr: stderr.buf.String(), Dropped: stdout.dropped + stderr.dropped}
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil && cmd.ProcessState != nil:
+		if parent := context.Cause(ctx); errors.Is(parent, context.Canceled) {
+			return out, parent
+		}
+		out.ExitCode, out.WallTimeout = -1, true
+		return out, nil
+	case errors.As(err, &exit):
+		out.ExitCode = exit.ExitCode()
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			out.ExitCode, out.Signal = -1, ws.Signal().String()
+		}
+		// bwrap's init exits with 128+n when the snippet died of signal n.
+		if out.ExitCode > 128 && out.ExitCode < 128+65 {
+			out.ExitCode, out.Signal = -1, syscall.Signal(out.ExitCode-128).String()
+		}
+		if out.ExitCode != 0 && strings.HasPrefix(out.Stderr, "bwrap: ") {
+			return out, fmt.Errorf("sandbox: %s", strings.TrimSpace(out.Stderr))
+		}
+		return out, nil
+	case err != nil:
+		return out, fmt.Errorf("sandbox: %w", err)
+	}
+	return out, nil
+}
+
+// capped keeps the first max bytes written to it and counts the rest, so
+// a snippet printing without end neither blocks nor fills memory.
+type capped struct {
+	max     int
+	buf     bytes.Buffer
+	dropped int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	keep := min(len(p), max(0, c.max-c.buf.Len()))
+	c.buf.Write(p[:keep])
+	c.dropped += len(p) - keep
+	return len(p), nil
+}

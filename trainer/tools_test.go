@@ -1,0 +1,78 @@
+package trainer
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrl/agentrl/envs"
+	_ "github.com/agentrl/agentrl/envs/tools/all"
+	"github.com/agentrl/agentrl/trainer/config"
+)
+
+// The tools of a config, in order: registered (calculator), the MCP
+// server's (filtered and prefixed), the HTTP tools; names must not clash.
+func TestBuildToolsJoinsAllKinds(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("the MCP test server needs /usr/bin/python3")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"content":"pong"}`))
+	}))
+	defer srv.Close()
+	cfg := config.Default()
+	for _, s := range []string{"tools.enabled=[calculator]",
+		"tools.mcp=[{name: t, command: /usr/bin/python3, args: [../envs/tools/mcp/testdata/server.py], tools: [echo, add], prefix: 'x_'}]",
+		"tools.http=[{name: ping, url: '" + srv.URL + "', description: Ping.}]"} {
+		if err := cfg.Set(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := BuildTools(context.Background(), cfg.Tools, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	var names []string
+	for _, tl := range ts.Tools {
+		names = append(names, tl.Name())
+	}
+	if got := strings.Join(names, ","); got != "calculator,x_echo,x_add,ping" {
+		t.Fatalf("tools %s", got)
+	}
+	ecfg := envs.DefaultEnvConfig()
+	ecfg.ToolTimeout = 5 * time.Second
+	env, err := envs.NewToolEnv(envs.Task{ID: "t"}, ts.Tools, ecfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.Step(context.Background(), envs.Action{Text: `<tool_call>{"name":"x_add","arguments":{"a":1,"b":2}}</tool_call>` +
+		`<tool_call>{"name":"ping","arguments":{}}</tool_call><tool_call>{"name":"calculator","arguments":{"expression":"2*3"}}</tool_call>`})
+	if err != nil || strings.Join(res.Responses, "|") != "3|pong|6" {
+		t.Fatalf("%+v %v", res, err)
+	}
+
+	// Two tools called the same: refused, and the started server stopped.
+	cfg.Set("tools.http=[{name: x_echo, url: 'http://h/'}]")
+	if _, err := BuildTools(context.Background(), cfg.Tools, ""); err == nil || !strings.Contains(err.Error(), `two tools are called "x_echo"`) {
+		t.Fatalf("clash: %v", err)
+	}
+}
+
+func TestExternalScorer(t *testing.T) {
+	if ExternalScorer(config.Default().Env.Rewards.External) != nil {
+		t.Fatal("a scorer without configuration")
+	}
+	s := ExternalScorer(config.ExternalReward{Command: []string{"/bin/sh", "-c", `cat >/dev/null; echo '{"reward": 0.5}'`}})
+	r, _, err := s.Score(context.Background(), envs.Episode{})
+	if err != nil || r != 0.5 {
+		t.Fatalf("%v %v", r, err)
+	}
+}
