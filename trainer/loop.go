@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trainer/traj"
@@ -225,23 +227,37 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
-	bar := t.bar("warm start (SFT)", (len(seqs)+c.Batch-1)/c.Batch*c.Epochs)
-	st, err := supervised(ctx, stop, t.policy, t.dist, seqs, sftConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
-		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm}, t.rng, func(step, total int, loss float64) {
-		bar.Add(1)
-		if every := max(1, total/10); step%every == 0 || step == total {
-			t.log.Info().Int("step", step).Int("of", total).Float64("loss", loss).Msg("warm start")
-		}
-	})
+	total := (len(seqs) + c.Batch - 1) / c.Batch * c.Epochs
+	bar := t.bar("warm start (SFT)", total)
+	st, err := ppo.SFT(t.policy, t.dist, seqs, ppo.SFTConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
+		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm,
+		Before: func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if stopped, err := t.dist.Any(asked(stop)); err != nil || stopped {
+				return cmp.Or(err, ErrStopped)
+			}
+			return nil
+		},
+		After: func(step, total int, loss float64) {
+			bar.Add(1)
+			if every := max(1, total/10); step%every == 0 || step == total {
+				t.log.Info().Int("step", step).Int("of", total).Float64("loss", loss).Msg("warm start")
+			}
+		}}, t.rng)
 	bar.Done()
 	if errors.Is(err, ErrStopped) {
-		t.log.Warn().Int("step", st.Steps).Int("of", (len(seqs)+c.Batch-1)/c.Batch*c.Epochs).Msg("warm start stopped")
+		t.log.Warn().Int("step", st.Steps).Int("of", total).Msg("warm start stopped")
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("warm start: %w", err)
 	}
-	t.log.Info().Int("demos", st.Sequences).Int("dropped_too_long", dropped).Int("steps", st.Steps).
+	if st.Skipped > 0 {
+		t.log.Warn().Int("skipped", st.Skipped).Int("steps", st.Steps).Msg("warm start: non-finite loss or gradient, steps skipped")
+	}
+	t.log.Info().Int("demos", st.Sequences).Int("dropped_too_long", dropped).Int("steps", st.Steps).Int("skipped", st.Skipped).
 		Float64("loss_first", st.FirstLoss).Float64("loss_last", st.LastLoss).Msg("warm start done")
 	if t.critic != nil && t.critic != t.policy {
 		return t.critic.CopyWeightsFrom(t.policy)
@@ -419,7 +435,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 // learn computes advantages and updates the models on the training
 // trajectories of an iteration, adding its metrics to m.
 func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64) error {
-	cfg := t.cfg
+	a := t.cfg.Algorithm
 	if len(train) == 0 {
 		t.log.Warn().Int("iteration", iter).Msg("no trajectory to learn from")
 		return nil
@@ -427,101 +443,31 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	if err := torch.EmptyCache(); err != nil {
 		return err
 	}
-	a := cfg.Algorithm
 	// The variance filter comes first (RAGEN filters rollouts before
 	// computing anything on them): old logprobs, reference logprobs, values
 	// and advantages are computed only for the groups it keeps.
 	m["group_reward_std"] = groupRewardStd(train)
 	train, dropped := algo.FilterGroupsByVariance(train, a.FilterKeepRatio)
 	m["groups_dropped"] = float64(dropped)
-	micro := a.MicroBatch
-	old, err := tokenLogprobs(t.dist, t.policy, train, cfg.Rollout.Temperature, micro)
+	l := t.learner(iter)
+	data, err := l.Prepare(train)
 	if err != nil {
 		return err
 	}
-	data := make(map[*traj.Trajectory]*tokenData, len(train))
-	var mismatch float64
-	for i, tr := range train {
-		data[tr] = &tokenData{old: old[i]}
-		for j, mk := range tr.Mask {
-			if mk == 1 {
-				mismatch = math.Max(mismatch, math.Abs(float64(tr.Logprobs[j]-old[i][j])))
-			}
-		}
-	}
-	// The behaviour logprobs recorded while sampling should equal the
-	// recomputed ones: the PPO ratio starts at 1.
-	m["logprob_mismatch_max"] = mismatch
-	var kl [][]float32
-	if t.needsRef() {
-		ref, err := tokenLogprobs(t.dist, t.ref, train, cfg.Rollout.Temperature, micro)
-		if err != nil {
-			return err
-		}
-		est, err := algo.KLEstimator(a.KLEstimator)
-		if err != nil {
-			return err
-		}
-		var klAcc acc
-		for i, tr := range train {
-			data[tr].ref = ref[i]
-			k, err := algo.TokenKL(est, old[i], ref[i], tr.Mask)
-			if err != nil {
-				return err
-			}
-			for j, mk := range tr.Mask {
-				if mk == 1 {
-					klAcc.add(float64(k[j]))
-				}
-			}
-			kl = append(kl, k)
-		}
-		m["kl_ref"] = klAcc.mean()
-		if a.KLMode != "reward" {
-			kl = nil
-		}
-	}
-	if t.critic != nil {
-		vals, err := tokenValues(t.dist, t.critic, train, micro)
-		if err != nil {
-			return err
-		}
-		for i, tr := range train {
-			data[tr].values = vals[i]
-			tr.Values = vals[i]
-		}
-	}
-	est, err := algo.Get(a.Estimator)
+	kl, err := t.prepared(train, data, m)
 	if err != nil {
 		return err
 	}
-	opt := algo.Options{Gamma: a.Gamma, Lambda: a.Lambda, NormByStd: a.NormByStd, Eps: a.Eps, Whiten: a.Whiten,
-		KLCoef: a.KLCoef, AdvantageMask: a.AdvantageMask}
-	if err := est(train, kl, opt); err != nil {
+	if err := t.advantages(train, kl); err != nil {
 		return err
 	}
-	critic := "none"
-	if t.critic != nil {
-		critic = map[bool]string{true: "shared", false: "separate"}[t.critic == t.policy]
-	}
-	loss := cfg.Loss()
-	loss.KLInLoss = a.KLMode == "loss" && t.needsRef()
-	u := updater{policy: t.policy, critic: t.critic, opt: t.opt, criticOpt: t.criticOpt, dist: t.dist, cfg: updateConfig{
-		Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: micro, LossMask: a.LossMask,
-		MaxGradNorm: cfg.Optim.MaxGradNorm, Temperature: cfg.Rollout.Temperature, Critic: critic,
-		TrainPolicy: iter > a.CriticWarmup || t.critic == nil,
-		LR: func(step int) (float64, float64) {
-			f := t.lrAt(step)
-			return cfg.Optim.LR * f, cfg.Optim.CriticLR * f
-		},
-		StepsBefore: t.state.OptSteps}}
 	t0 := time.Now()
-	us, err := u.run(train, data, t.rng)
+	us, err := l.Learn(train, data)
 	if err != nil {
 		return err
 	}
 	t.state.OptSteps += us.Steps
-	m["lr"] = u.lastLR
+	m["lr"] = us.LR
 	updateMetrics(m, train, us, t.critic != nil)
 	tokens := 0
 	for _, tr := range train {
@@ -533,6 +479,91 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 			Msg("non-finite loss or gradient: update skipped")
 	}
 	return nil
+}
+
+// learner is the update of iteration iter: the policy is trained after
+// the critic's warm-up, the schedule continues from the run's optimizer
+// steps.
+func (t *Trainer) learner(iter int) *ppo.Learner {
+	cfg := t.cfg
+	a := cfg.Algorithm
+	loss := cfg.Loss()
+	loss.KLInLoss = a.KLMode == "loss" && t.needsRef()
+	l := &ppo.Learner{Policy: t.policy, Critic: t.critic, Opt: t.opt, CriticOpt: t.criticOpt, Dist: t.dist, Rand: t.rng,
+		Config: ppo.Config{
+			Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
+			MaxGradNorm: cfg.Optim.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
+			TrainPolicy: iter > a.CriticWarmup || t.critic == nil,
+			LR: func(step int) (float64, float64) {
+				f := t.lrAt(step)
+				return cfg.Optim.LR * f, cfg.Optim.CriticLR * f
+			},
+			StepsBefore: t.state.OptSteps}}
+	if t.needsRef() {
+		l.Ref = t.ref
+	}
+	return l
+}
+
+// prepared adds the metrics of the data an update starts from: the largest
+// gap between the behaviour and the recomputed logprobs, and the KL to the
+// reference. It sets the trajectories' values and returns the per-token
+// KL that the advantages subtract (nil unless algorithm.kl_mode is reward).
+func (t *Trainer) prepared(train []*traj.Trajectory, data ppo.Data, m map[string]float64) ([][]float32, error) {
+	a := t.cfg.Algorithm
+	// The behaviour logprobs recorded while sampling should equal the
+	// recomputed ones: the PPO ratio starts at 1.
+	var mismatch float64
+	for _, tr := range train {
+		if t.critic != nil {
+			tr.Values = data[tr].Values
+		}
+		for j, mk := range tr.Mask {
+			if mk == 1 {
+				mismatch = math.Max(mismatch, math.Abs(float64(tr.Logprobs[j]-data[tr].Old[j])))
+			}
+		}
+	}
+	m["logprob_mismatch_max"] = mismatch
+	if !t.needsRef() {
+		return nil, nil
+	}
+	est, err := algo.KLEstimator(a.KLEstimator)
+	if err != nil {
+		return nil, err
+	}
+	var kl [][]float32
+	var klAcc acc
+	for _, tr := range train {
+		k, err := algo.TokenKL(est, data[tr].Old, data[tr].Ref, tr.Mask)
+		if err != nil {
+			return nil, err
+		}
+		for j, mk := range tr.Mask {
+			if mk == 1 {
+				klAcc.add(float64(k[j]))
+			}
+		}
+		kl = append(kl, k)
+	}
+	m["kl_ref"] = klAcc.mean()
+	if a.KLMode != "reward" {
+		return nil, nil
+	}
+	return kl, nil
+}
+
+// advantages runs the configured estimator on train, with the per-token
+// KL penalty kl (nil: none).
+func (t *Trainer) advantages(train []*traj.Trajectory, kl [][]float32) error {
+	a := t.cfg.Algorithm
+	est, err := algo.Get(a.Estimator)
+	if err != nil {
+		return err
+	}
+	opt := algo.Options{Gamma: a.Gamma, Lambda: a.Lambda, NormByStd: a.NormByStd, Eps: a.Eps, Whiten: a.Whiten,
+		KLCoef: a.KLCoef, AdvantageMask: a.AdvantageMask}
+	return est(train, kl, opt)
 }
 
 // results reads the run's final table from its store.

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
@@ -99,7 +100,7 @@ func b2f(b bool) float64 {
 }
 
 // updateMetrics adds the update's diagnostics and the advantage statistics.
-func updateMetrics(m map[string]float64, batch []*traj.Trajectory, u updateStats, critic bool) {
+func updateMetrics(m map[string]float64, batch []*traj.Trajectory, u ppo.Stats, critic bool) {
 	m["policy_loss"] = u.PolicyLoss
 	m["kl_loss"] = u.KLLoss
 	m["entropy"] = u.Entropy

@@ -1,0 +1,9 @@
+package ppo
+
+import (
+	"testing"
+
+	"github.com/agentrl/agentrl/internal/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }
