@@ -563,7 +563,7 @@ func (t *Trainer) advantages(train []*traj.Trajectory, kl [][]float32) error {
 	}
 	opt := algo.Options{Gamma: a.Gamma, Lambda: a.Lambda, NormByStd: a.NormByStd, Eps: a.Eps, Whiten: a.Whiten,
 		KLCoef: a.KLCoef, AdvantageMask: a.AdvantageMask}
-	return est(train, kl, opt)
+	return est.Advantages(train, kl, opt)
 }
 
 // results reads the run's final table from its store.
