@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/loss"
 )
 
 // clipEps is PPO's ratio clip range and maxGradNorm the gradient clip.
@@ -118,14 +119,14 @@ func lossInputs(cfg Config) (adv, mask []float32) {
 	return adv, mask
 }
 
-// ppoLoss is the trainer's own PPO loss, algo.PolicyLoss, with the
+// ppoLoss is the trainer's own PPO loss, loss.PolicyLoss, with the
 // symmetric clip clipEps and no dual clip, averaged over the n.Tokens
 // tokens of mask:
 //
 //	-mean_mask min(r*A, clip(r, 1-eps, 1+eps)*A),  r = exp(logp - old)
 func ppoLoss(s *torch.Scope, logp, old, adv, mask *torch.Tensor, n algo.Norm) *torch.Tensor {
 	cfg := algo.LossConfig{ClipLow: clipEps, ClipHigh: clipEps, Agg: "token-mean"}
-	return algo.PolicyLoss(s, logp, old, adv, mask, cfg, n)
+	return loss.PolicyLoss(s, logp, old, adv, mask, cfg, n)
 }
 
 // update runs and times one PPO update. The old logprobs are the detached

@@ -48,7 +48,7 @@ func TestTrainTiny(t *testing.T) {
 	}
 }
 
-// The benchmark's loss (the trainer's algo.PolicyLoss) on hand-picked
+// The benchmark's loss (the trainer's loss.PolicyLoss) on hand-picked
 // ratios: the clip binds above 1+eps for a positive advantage and below
 // 1-eps for a negative one.
 func TestPPOLoss(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/loss"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -41,5 +42,5 @@ func (l *Learner) valueLoss(s *torch.Scope, p Padded, values, mask *torch.Tensor
 	B, W := int64(len(p.Trs)), int64(p.Width())
 	oldV := p.Grid(func(t *traj.Trajectory, j int) float32 { return data[t].Values[j] })
 	retV := p.Grid(func(t *traj.Trajectory, j int) float32 { return t.Returns[j] })
-	return algo.ValueLoss(s, values, s.Float32(oldV, B, W), s.Float32(retV, B, W), mask, l.Config.Loss.ValueClip, l.Config.Loss.Agg, n)
+	return loss.ValueLoss(s, values, s.Float32(oldV, B, W), s.Float32(retV, B, W), mask, l.Config.Loss.ValueClip, l.Config.Loss.Agg, n)
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/loss"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -69,8 +70,8 @@ func TestLossMaskSwitchOnHandWorkedTrajectory(t *testing.T) {
 		ret := grid(func(t *traj.Trajectory, j int) float32 { return t.Returns[j] })
 		n := Norm([]*traj.Trajectory{tr}, tc.lossMask)
 		cfg := algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean", KLEstimator: "k3"}
-		pl := item(s, algo.PolicyLoss(s, logp, logp, adv, mask, cfg, n))
-		vl := item(s, algo.ValueLoss(s, vals, vals, ret, mask, 0.2, "token-mean", n))
+		pl := item(s, loss.PolicyLoss(s, logp, logp, adv, mask, cfg, n))
+		vl := item(s, loss.ValueLoss(s, vals, vals, ret, mask, 0.2, "token-mean", n))
 		if err := s.Err(); err != nil {
 			t.Fatal(err)
 		}

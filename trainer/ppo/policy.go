@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/loss"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -54,20 +55,20 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, s
 	advV := p.Grid(func(t *traj.Trajectory, j int) float32 { return t.Advantages[j] })
 	oldV := p.Grid(func(t *traj.Trajectory, j int) float32 { return data[t].Old[j] })
 	mask := s.Float32(maskV, B, W)
-	loss := s.Float32([]float32{0})
+	total := s.Float32([]float32{0})
 	if c.TrainPolicy {
-		pg := algo.PolicyLoss(s, o.LogProbs, s.Float32(oldV, B, W), s.Float32(advV, B, W), mask, c.Loss, n)
-		loss = s.Add(loss, pg)
+		pg := loss.PolicyLoss(s, o.LogProbs, s.Float32(oldV, B, W), s.Float32(advV, B, W), mask, c.Loss, n)
+		total = s.Add(total, pg)
 		st.PolicyLoss += item(s, pg)
 		if c.Loss.KLInLoss && c.Loss.KLCoef != 0 {
 			refV := p.Grid(func(t *traj.Trajectory, j int) float32 { return data[t].Ref[j] })
-			kl := algo.KLLoss(s, o.LogProbs, s.Float32(refV, B, W), mask, c.Loss.KLEstimator, c.Loss.Agg, n)
-			loss = s.Add(loss, s.MulScalar(kl, c.Loss.KLCoef))
+			kl := loss.KLLoss(s, o.LogProbs, s.Float32(refV, B, W), mask, c.Loss.KLEstimator, c.Loss.Agg, n)
+			total = s.Add(total, s.MulScalar(kl, c.Loss.KLCoef))
 			st.KLLoss += item(s, kl)
 		}
 		if c.Loss.EntropyCoef != 0 {
-			ent := algo.Aggregate(s, o.Entropy, mask, c.Loss.Agg, n)
-			loss = s.Sub(loss, s.MulScalar(ent, c.Loss.EntropyCoef))
+			ent := loss.Aggregate(s, o.Entropy, mask, c.Loss.Agg, n)
+			total = s.Sub(total, s.MulScalar(ent, c.Loss.EntropyCoef))
 		}
 		if err := l.diagnose(s, o, oldV, advV, maskV, mask, st); err != nil {
 			return nil, err
@@ -75,10 +76,10 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, s
 	}
 	if l.shared() {
 		vl := l.valueLoss(s, p, o.Values, mask, data, n)
-		loss = s.Add(loss, s.MulScalar(vl, c.Loss.VFCoef))
+		total = s.Add(total, s.MulScalar(vl, c.Loss.VFCoef))
 		st.ValueLoss += item(s, vl)
 	}
-	return loss, nil
+	return total, nil
 }
 
 // diagnose adds a micro-batch's entropy, clip fractions and approximate

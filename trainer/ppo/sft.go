@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/loss"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -92,7 +92,7 @@ func sftStep(k stepper, m *torch.Model, mini []*traj.Trajectory, st *SFTStats) e
 		s.Own(o.LogProbs)
 		maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, true) })
 		mask := s.Float32(maskV, int64(len(p.Trs)), int64(p.Width()))
-		return algo.Aggregate(s, s.Neg(o.LogProbs), mask, "token-mean", n), nil
+		return loss.Aggregate(s, s.Neg(o.LogProbs), mask, "token-mean", n), nil
 	})
 	if err != nil {
 		return err
