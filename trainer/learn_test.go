@@ -14,6 +14,7 @@ import (
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
@@ -162,8 +163,8 @@ func banditTrajectories(t *testing.T, tr *Trainer, iter int) (trs []*traj.Trajec
 	for g := range reqs {
 		reqs[g] = rollout.Request{Task: envs.Task{ID: fmt.Sprint(g % 2)}, Group: g, Samples: banditSamples}
 	}
-	opt := tr.rolloutOptions(iter, traj.Train, rollout.Options{Sampling: torch.Sampling{Temperature: tr.cfg.Rollout.Temperature}})
-	trs, _, err := rollout.Run(context.Background(), tr.engine, banditChat{}, banditFactory, reqs, opt)
+	opt := tr.rolloutOptions(iter, traj.Train, rollout.Options{Sampling: rollout.Sampling{Temperature: tr.cfg.Rollout.Temperature}})
+	trs, _, err := rollout.Run(context.Background(), engine.Decoder{Engine: tr.engine}, banditChat{}, banditFactory, reqs, opt)
 	if err != nil {
 		t.Fatalf("iteration %d rollout: %v", iter, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
@@ -168,7 +169,7 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 	}
 	bar := t.bar(label, n)
 	o.OnDone = func(*traj.Trajectory) { bar.Add(1) }
-	trs, rs, err := rollout.Run(ctx, t.engine, t.chat, f, mine, o)
+	trs, rs, err := rollout.Run(ctx, engine.Decoder{Engine: t.engine}, t.chat, f, mine, o)
 	bar.Done()
 	if err != nil {
 		return nil, rs, err
@@ -314,7 +315,7 @@ func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.
 		label = "eval " + tag
 	}
 	trs, _, err := t.rollouts(ctx, fmt.Sprintf("iter %d %s", iter, label), f, reqs, t.rolloutOptions(iter, traj.Eval, rollout.Options{
-		Sampling: torch.Sampling{Temperature: t.cfg.Rollout.EvalTemperature}}))
+		Sampling: rollout.Sampling{Temperature: t.cfg.Rollout.EvalTemperature}}))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -387,7 +388,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		reqs[i] = rollout.Request{Task: task, Group: i, Samples: cfg.Rollout.GroupSize}
 	}
 	trs, rs, err := t.rollouts(ctx, fmt.Sprintf("iter %d rollout", iter), t.agentFactory, reqs, t.rolloutOptions(iter, traj.Train, rollout.Options{
-		Sampling: torch.Sampling{Temperature: cfg.Rollout.Temperature, TopK: cfg.Rollout.TopK, TopP: cfg.Rollout.TopP}}))
+		Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature, TopK: cfg.Rollout.TopK, TopP: cfg.Rollout.TopP}}))
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
@@ -45,8 +45,8 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 		s.Env = &searchFirst{Episode: s.Env, query: task.Question}
 		return s, err
 	}
-	trs, st, err := rollout.Run(context.Background(), tr.engine, tr.chat, factory, reqs, tr.rolloutOptions(1, traj.Train,
-		rollout.Options{Sampling: torch.Sampling{Temperature: cfg.Rollout.Temperature}}))
+	trs, st, err := rollout.Run(context.Background(), engine.Decoder{Engine: tr.engine}, tr.chat, factory, reqs, tr.rolloutOptions(1, traj.Train,
+		rollout.Options{Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature}}))
 	if err != nil {
 		t.Fatal(err)
 	}
