@@ -447,7 +447,7 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	// The variance filter comes first (RAGEN filters rollouts before
 	// computing anything on them): old logprobs, reference logprobs, values
 	// and advantages are computed only for the groups it keeps.
-	m["group_reward_std"] = groupRewardStd(train)
+	m["group_reward_std"] = algo.GroupRewardStd(train)
 	train, dropped := algo.FilterGroupsByVariance(train, a.FilterKeepRatio)
 	m["groups_dropped"] = float64(dropped)
 	l := t.learner(iter)
@@ -470,6 +470,9 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	t.state.OptSteps += us.Steps
 	m["lr"] = us.LR
 	updateMetrics(m, train, us, t.critic != nil)
+	if err := t.echoTrap(iter, m); err != nil {
+		return err
+	}
 	tokens := 0
 	for _, tr := range train {
 		tokens += len(tr.Tokens) * a.Epochs
@@ -479,6 +482,27 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 		t.log.Warn().Int("iteration", iter).Int("skipped", us.Skipped).Strs("trajectories", us.SkippedIDs).
 			Msg("non-finite loss or gradient: update skipped")
 	}
+	return nil
+}
+
+// echoTrap watches the signals that precede RAGEN's echo trap (the
+// within-group reward std and the entropy collapsing, gradient-norm
+// spikes) over the iterations of this process, logs a warning for each one
+// raised and counts them in the metric echo_trap_signals. It only reports.
+func (t *Trainer) echoTrap(iter int, m map[string]float64) error {
+	if t.echo == nil {
+		var err error
+		if t.echo, err = algo.NewEchoTrap(algo.DefaultEchoTrapConfig()); err != nil {
+			return err
+		}
+	}
+	ws := t.echo.Observe(algo.IterMetrics{Iteration: iter, RewardStd: m["group_reward_std"], GradNorm: m["grad_norm"],
+		Entropy: m["entropy"]})
+	for _, w := range ws {
+		t.log.Warn().Int("iteration", iter).Str("signal", w.Signal).Float64("value", w.Value).
+			Float64("reference", w.Reference).Msg("echo trap")
+	}
+	m["echo_trap_signals"] = float64(len(ws))
 	return nil
 }
 

@@ -3,7 +3,8 @@ package trainer
 import (
 	"fmt"
 	"math"
-	"sort"
+
+	"github.com/agentrl/agentrl/internal/stat"
 
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/ppo"
@@ -11,24 +12,24 @@ import (
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
-type acc struct {
-	sum, sq float64
-	n       int
+// acc collects values for a metric's mean and population std (ddof 0).
+type acc struct{ xs []float64 }
+
+func (a *acc) add(x float64) { a.xs = append(a.xs, x) }
+
+// mean is NaN without values.
+func (a acc) mean() float64 {
+	m, _ := stat.MeanStd(a.xs, 0)
+	return m
 }
 
-func (a *acc) add(x float64) { a.sum += x; a.sq += x * x; a.n++ }
-func (a acc) mean() float64 {
-	if a.n == 0 {
-		return math.NaN()
-	}
-	return a.sum / float64(a.n)
-}
+// std is the population std, NaN without values.
 func (a acc) std() float64 {
-	if a.n == 0 {
+	if len(a.xs) == 0 {
 		return math.NaN()
 	}
-	m := a.mean()
-	return math.Sqrt(math.Max(a.sq/float64(a.n)-m*m, 0))
+	_, s := stat.MeanStd(a.xs, 0)
+	return s
 }
 
 // episodeMetrics summarises trajectories under a prefix: reward (mean, std,
@@ -129,26 +130,4 @@ func rolloutMetrics(m map[string]float64, s rollout.Stats) {
 	m["time_prefill_s"] = s.Prefill.Seconds()
 	m["time_tool_wait_s"] = s.Idle.Seconds()
 	m["decode_batch_mean"] = s.MeanBatch
-}
-
-// groupRewardStd is the mean within-group reward std (the echo-trap signal).
-func groupRewardStd(trs []*traj.Trajectory) float64 {
-	groups := map[int][]float64{}
-	for _, t := range trs {
-		groups[t.Group] = append(groups[t.Group], t.Reward)
-	}
-	keys := make([]int, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	var a acc
-	for _, k := range keys {
-		var g acc
-		for _, r := range groups[k] {
-			g.add(r)
-		}
-		a.add(g.std())
-	}
-	return a.mean()
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer/experiment"
 	"github.com/agentrl/agentrl/trainer/report"
 )
@@ -168,18 +168,11 @@ func paired(a, b []float64) (mean, std float64, ahead, n int) {
 	d := make([]float64, n)
 	for i := range d {
 		d[i] = a[i] - b[i]
-		mean += d[i]
 		if d[i] > 0 {
 			ahead++
 		}
 	}
-	mean /= float64(n)
-	for _, x := range d {
-		std += (x - mean) * (x - mean)
-	}
-	if n > 1 {
-		std = math.Sqrt(std / float64(n-1))
-	}
+	mean, std = stat.MeanStd(d, 1)
 	return mean, std, ahead, n
 }
 

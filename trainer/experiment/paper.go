@@ -6,7 +6,6 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/store"
@@ -263,16 +263,6 @@ func containsInt(xs []int, x int) bool {
 // meanStd is the mean and the sample standard deviation (n-1; 0 for n=1).
 func meanStd(xs []float64) Cell {
 	c := Cell{N: len(xs), Values: xs}
-	for _, x := range xs {
-		c.Mean += x
-	}
-	c.Mean /= float64(len(xs))
-	if len(xs) > 1 {
-		var ss float64
-		for _, x := range xs {
-			ss += (x - c.Mean) * (x - c.Mean)
-		}
-		c.Std = math.Sqrt(ss / float64(len(xs)-1))
-	}
+	c.Mean, c.Std = stat.MeanStd(xs, 1)
 	return c
 }
