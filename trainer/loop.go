@@ -17,6 +17,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/engine"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
@@ -288,7 +289,7 @@ func (t *Trainer) iterationZero(ctx context.Context) error {
 		}
 		all = append(all, rag...)
 	}
-	t.log.Info().Int("iteration", 0).Float64("eval_em", m["eval/em"]).Float64("naive_rag_em", m["baseline/naive_rag/em"]).Msg("baselines evaluated")
+	t.log.Info().Int("iteration", 0).Float64("eval_em", m[metric.Eval+metric.EM]).Float64("naive_rag_em", m[metric.NaiveRAG+metric.EM]).Msg("baselines evaluated")
 	return t.submit(0, m, all)
 }
 
@@ -319,9 +320,9 @@ func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.
 	if err != nil {
 		return nil, nil, err
 	}
-	prefix := "eval/"
+	prefix := metric.Eval
 	if tag != "" {
-		prefix = "baseline/naive_rag/"
+		prefix = metric.NaiveRAG
 		for _, tr := range trs {
 			tr.ID = fmt.Sprintf("%d-eval-%s-%d-%d", iter, tag, tr.Group, tr.Sample)
 		}
@@ -405,7 +406,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	if err := t.learn(iter, train, m); err != nil {
 		return err
 	}
-	m["time_update_s"] = time.Since(tUpdate).Seconds()
+	m[metric.TimeUpdateS] = time.Since(tUpdate).Seconds()
 	all := trs
 	if iter == cfg.Run.Iterations || (cfg.Run.EvalEvery > 0 && iter%cfg.Run.EvalEvery == 0) {
 		evalTrs, em, err := t.evaluate(ctx, iter, "", t.agentFactory)
@@ -419,14 +420,14 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	}
 	if t.device.CUDA {
 		if ms, err := torch.CUDAMemory(t.device); err == nil {
-			m["cuda_allocated_gb"], m["cuda_peak_gb"] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
+			m[metric.CUDAAllocatedGB], m[metric.CUDAPeakGB] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
 		}
 	}
-	m["time_iteration_s"] = time.Since(start).Seconds()
-	ev := t.log.Info().Int("iteration", iter).Float64("reward", m["reward_mean"]).Float64("em", m["em"]).
-		Float64("entropy", m["entropy"]).Float64("approx_kl", m["approx_kl"]).Float64("tok/s", m["tokens_per_s_rollout"]).
-		Float64("s", m["time_iteration_s"])
-	if v, ok := m["eval/em"]; ok {
+	m[metric.TimeIterationS] = time.Since(start).Seconds()
+	ev := t.log.Info().Int("iteration", iter).Float64("reward", m[metric.RewardMean]).Float64("em", m[metric.EM]).
+		Float64("entropy", m[metric.Entropy]).Float64("approx_kl", m[metric.ApproxKL]).Float64("tok/s", m[metric.TokensPerSRollout]).
+		Float64("s", m[metric.TimeIterationS])
+	if v, ok := m[metric.Eval+metric.EM]; ok {
 		ev = ev.Float64("eval_em", v)
 	}
 	ev.Msg("iteration")
@@ -447,9 +448,9 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	// The variance filter comes first (RAGEN filters rollouts before
 	// computing anything on them): old logprobs, reference logprobs, values
 	// and advantages are computed only for the groups it keeps.
-	m["group_reward_std"] = algo.GroupRewardStd(train)
+	m[metric.GroupRewardStd] = algo.GroupRewardStd(train)
 	train, dropped := algo.FilterGroupsByVariance(train, a.FilterKeepRatio)
-	m["groups_dropped"] = float64(dropped)
+	m[metric.GroupsDropped] = float64(dropped)
 	l := t.learner(iter)
 	data, err := l.Prepare(train)
 	if err != nil {
@@ -468,7 +469,7 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 		return err
 	}
 	t.state.OptSteps += us.Steps
-	m["lr"] = us.LR
+	m[metric.LR] = us.LR
 	updateMetrics(m, train, us, t.critic != nil)
 	if err := t.echoTrap(iter, m); err != nil {
 		return err
@@ -477,7 +478,7 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	for _, tr := range train {
 		tokens += len(tr.Tokens) * a.Epochs
 	}
-	m["tokens_per_s_update"] = float64(tokens) / time.Since(t0).Seconds()
+	m[metric.TokensPerSUpdate] = float64(tokens) / time.Since(t0).Seconds()
 	if us.Skipped > 0 {
 		t.log.Warn().Int("iteration", iter).Int("skipped", us.Skipped).Strs("trajectories", us.SkippedIDs).
 			Msg("non-finite loss or gradient: update skipped")
@@ -496,13 +497,13 @@ func (t *Trainer) echoTrap(iter int, m map[string]float64) error {
 			return err
 		}
 	}
-	ws := t.echo.Observe(algo.IterMetrics{Iteration: iter, RewardStd: m["group_reward_std"], GradNorm: m["grad_norm"],
-		Entropy: m["entropy"]})
+	ws := t.echo.Observe(algo.IterMetrics{Iteration: iter, RewardStd: m[metric.GroupRewardStd], GradNorm: m[metric.GradNorm],
+		Entropy: m[metric.Entropy]})
 	for _, w := range ws {
 		t.log.Warn().Int("iteration", iter).Str("signal", w.Signal).Float64("value", w.Value).
 			Float64("reference", w.Reference).Msg("echo trap")
 	}
-	m["echo_trap_signals"] = float64(len(ws))
+	m[metric.EchoTrapSignals] = float64(len(ws))
 	return nil
 }
 
@@ -549,7 +550,7 @@ func (t *Trainer) prepared(train []*traj.Trajectory, data ppo.Data, m map[string
 			}
 		}
 	}
-	m["logprob_mismatch_max"] = mismatch
+	m[metric.LogprobMismatchMax] = mismatch
 	if !t.needsRef() {
 		return nil, nil
 	}
@@ -571,7 +572,7 @@ func (t *Trainer) prepared(train []*traj.Trajectory, data ppo.Data, m map[string
 		}
 		kl = append(kl, k)
 	}
-	m["kl_ref"] = klAcc.mean()
+	m[metric.KLRef] = klAcc.mean()
 	if a.KLMode != "reward" {
 		return nil, nil
 	}
@@ -630,14 +631,14 @@ func resultsOf(ms []store.IterationMetrics, rl string) *Results {
 	var last map[string]float64
 	for _, it := range ms {
 		if it.Iteration == 0 {
-			if rag := pickPrefix(it.Metrics, "baseline/naive_rag/"); len(rag) > 0 {
+			if rag := pickPrefix(it.Metrics, metric.NaiveRAG); len(rag) > 0 {
 				r.Methods = append(r.Methods, "Naive RAG")
 				r.Metrics["Naive RAG"] = rag
 			}
 			r.Methods = append(r.Methods, "Base Tool Call")
-			r.Metrics["Base Tool Call"] = pickPrefix(it.Metrics, "eval/")
-		} else if _, ok := it.Metrics["eval/em"]; ok {
-			last = pickPrefix(it.Metrics, "eval/")
+			r.Metrics["Base Tool Call"] = pickPrefix(it.Metrics, metric.Eval)
+		} else if _, ok := it.Metrics[metric.Eval+metric.EM]; ok {
+			last = pickPrefix(it.Metrics, metric.Eval)
 		}
 	}
 	if last != nil {
@@ -646,7 +647,7 @@ func resultsOf(ms []store.IterationMetrics, rl string) *Results {
 	}
 	for h := 1; h <= 4; h++ {
 		for _, mm := range r.Metrics {
-			if _, ok := mm[fmt.Sprintf("em_hop%d", h)]; ok {
+			if _, ok := mm[metric.EMHop(h)]; ok {
 				r.Hops = append(r.Hops, h)
 				break
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer/experiment"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/report"
 )
 
@@ -112,8 +113,9 @@ func paperMarkdown(t *experiment.Table, runsDir, command, out, html string) stri
 	}
 	fmt.Fprintf(&b, "\nTraining curves of the first seed, overlaid: [%s](%s)\n\n", filepath.Base(html), rel)
 	dir := filepath.Dir(rel)
-	for _, k := range []string{"eval_em", "reward_mean", "turns_mean", "entropy"} {
-		fmt.Fprintf(&b, "![%s](%s/compare_%s.png)\n", k, dir, k)
+	for _, k := range []string{metric.Eval + metric.EM, metric.RewardMean, metric.TurnsMean, metric.Entropy} {
+		file := report.CompareFile(k)
+		fmt.Fprintf(&b, "![%s](%s/%s)\n", strings.TrimSuffix(strings.TrimPrefix(file, "compare_"), ".png"), dir, file)
 	}
 	b.WriteString("\n")
 	b.WriteString("## Claims, checked against the table\n\n")

@@ -17,6 +17,7 @@ import (
 	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
@@ -170,10 +171,10 @@ func Collect(runsDir string, seeds []int) (*Table, error) {
 					continue // the baselines: once per seed, from the first spec's run
 				}
 				for k, v := range m {
-					if k == "em" {
+					if k == metric.EM {
 						add(method, "avg", v)
-					} else if strings.HasPrefix(k, "em_hop") {
-						add(method, "hop"+k[len("em_hop"):], v)
+					} else if h, ok := strings.CutPrefix(k, metric.EMHopPrefix); ok {
+						add(method, "hop"+h, v)
 					}
 				}
 			}
