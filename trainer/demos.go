@@ -12,6 +12,7 @@ import (
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/traj"
 )
 
 // demoMessages renders the scripted expert of the synthetic world as a
@@ -150,4 +151,23 @@ func LoadDemos(path string) ([][]tokenizer.Message, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
+}
+
+// renderDemos turns conversations into token sequences whose mask is 1 on
+// the assistant's tokens only.
+func renderDemos(cf *tokenizer.ChatFormat, demos [][]tokenizer.Message, tools []json.RawMessage, maxTokens int) ([]*traj.Trajectory, int, error) {
+	var out []*traj.Trajectory
+	dropped := 0
+	for i, msgs := range demos {
+		ids, mask, err := cf.Render(msgs, tools, false)
+		if err != nil {
+			return nil, 0, fmt.Errorf("demonstration %d: %w", i+1, err)
+		}
+		if maxTokens > 0 && len(ids) > maxTokens {
+			dropped++
+			continue
+		}
+		out = append(out, &traj.Trajectory{ID: fmt.Sprintf("demo-%d", i), Tokens: ids, Mask: mask})
+	}
+	return out, dropped, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
@@ -120,7 +121,7 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	if cfg.Algorithm.KLCoef != 0 && cfg.Algorithm.KLMode != "off" {
 		m.Reference = m.Weights
 	}
-	if cfg.Algorithm.Estimator == "gae" && cfg.Model.Critic == "separate" {
+	if est, _ := algo.Get(cfg.Algorithm.Estimator); est.Critic && cfg.Model.Critic == "separate" {
 		m.Critic = 4 * m.Weights
 	}
 	c := r.Model

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch/safetensors"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
@@ -79,6 +80,18 @@ func TestDefaultJobSmall(t *testing.T) {
 		}
 		for _, x := range trs {
 			checkInvariants(t, x)
+		}
+	}
+	// Every metric the job records is declared in trainer/metric.
+	ms, err := s.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range ms {
+		for k := range it.Metrics {
+			if !metric.Declared(k) {
+				t.Errorf("iteration %d records %q, which trainer/metric does not declare", it.Iteration, k)
+			}
 		}
 	}
 	train, _ := s.LoadIteration(1, traj.Train)

@@ -14,6 +14,8 @@ import (
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/engine"
+	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
@@ -161,8 +163,8 @@ func banditTrajectories(t *testing.T, tr *Trainer, iter int) (trs []*traj.Trajec
 	for g := range reqs {
 		reqs[g] = rollout.Request{Task: envs.Task{ID: fmt.Sprint(g % 2)}, Group: g, Samples: banditSamples}
 	}
-	opt := tr.rolloutOptions(iter, traj.Train, rollout.Options{Sampling: torch.Sampling{Temperature: tr.cfg.Rollout.Temperature}})
-	trs, _, err := rollout.Run(context.Background(), tr.engine, banditChat{}, banditFactory, reqs, opt)
+	opt := tr.rolloutOptions(iter, traj.Train, rollout.Options{Sampling: rollout.Sampling{Temperature: tr.cfg.Rollout.Temperature}})
+	trs, _, err := rollout.Run(context.Background(), engine.Decoder{Engine: tr.engine}, banditChat{}, banditFactory, reqs, opt)
 	if err != nil {
 		t.Fatalf("iteration %d rollout: %v", iter, err)
 	}
@@ -210,7 +212,7 @@ func banditSeqs() []*traj.Trajectory {
 // after its prompt, from the training forward (temperature 1).
 func banditGoodProb(t *testing.T, tr *Trainer) [2]float64 {
 	t.Helper()
-	lp, err := tokenLogprobs(nil, tr.policy, banditSeqs(), 1, 2)
+	lp, err := ppo.TokenLogprobs(nil, tr.policy, banditSeqs(), 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +278,7 @@ func TestLearnBandit(t *testing.T) {
 // target is what "learned" can ask (seeds 1-8 give 0.70-1.22).
 func checkBanditValues(t *testing.T, tr *Trainer, p [2]float64) {
 	t.Helper()
-	vals, err := tokenValues(nil, tr.policy, banditSeqs(), 2)
+	vals, err := ppo.TokenValues(nil, tr.policy, banditSeqs(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,9 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/engine"
+	"github.com/agentrl/agentrl/trainer/metric"
+	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trainer/traj"
@@ -166,7 +170,7 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 	}
 	bar := t.bar(label, n)
 	o.OnDone = func(*traj.Trajectory) { bar.Add(1) }
-	trs, rs, err := rollout.Run(ctx, t.engine, t.chat, f, mine, o)
+	trs, rs, err := rollout.Run(ctx, engine.Decoder{Engine: t.engine}, t.chat, f, mine, o)
 	bar.Done()
 	if err != nil {
 		return nil, rs, err
@@ -225,23 +229,37 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
-	bar := t.bar("warm start (SFT)", (len(seqs)+c.Batch-1)/c.Batch*c.Epochs)
-	st, err := supervised(ctx, stop, t.policy, t.dist, seqs, sftConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
-		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm}, t.rng, func(step, total int, loss float64) {
-		bar.Add(1)
-		if every := max(1, total/10); step%every == 0 || step == total {
-			t.log.Info().Int("step", step).Int("of", total).Float64("loss", loss).Msg("warm start")
-		}
-	})
+	total := (len(seqs) + c.Batch - 1) / c.Batch * c.Epochs
+	bar := t.bar("warm start (SFT)", total)
+	st, err := ppo.SFT(t.policy, t.dist, seqs, ppo.SFTConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
+		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm,
+		Before: func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if stopped, err := t.dist.Any(asked(stop)); err != nil || stopped {
+				return cmp.Or(err, ErrStopped)
+			}
+			return nil
+		},
+		After: func(step, total int, loss float64) {
+			bar.Add(1)
+			if every := max(1, total/10); step%every == 0 || step == total {
+				t.log.Info().Int("step", step).Int("of", total).Float64("loss", loss).Msg("warm start")
+			}
+		}}, t.rng)
 	bar.Done()
 	if errors.Is(err, ErrStopped) {
-		t.log.Warn().Int("step", st.Steps).Int("of", (len(seqs)+c.Batch-1)/c.Batch*c.Epochs).Msg("warm start stopped")
+		t.log.Warn().Int("step", st.Steps).Int("of", total).Msg("warm start stopped")
 		return err
 	}
 	if err != nil {
 		return fmt.Errorf("warm start: %w", err)
 	}
-	t.log.Info().Int("demos", st.Sequences).Int("dropped_too_long", dropped).Int("steps", st.Steps).
+	if st.Skipped > 0 {
+		t.log.Warn().Int("skipped", st.Skipped).Int("steps", st.Steps).Msg("warm start: non-finite loss or gradient, steps skipped")
+	}
+	t.log.Info().Int("demos", st.Sequences).Int("dropped_too_long", dropped).Int("steps", st.Steps).Int("skipped", st.Skipped).
 		Float64("loss_first", st.FirstLoss).Float64("loss_last", st.LastLoss).Msg("warm start done")
 	if t.critic != nil && t.critic != t.policy {
 		return t.critic.CopyWeightsFrom(t.policy)
@@ -271,7 +289,7 @@ func (t *Trainer) iterationZero(ctx context.Context) error {
 		}
 		all = append(all, rag...)
 	}
-	t.log.Info().Int("iteration", 0).Float64("eval_em", m["eval/em"]).Float64("naive_rag_em", m["baseline/naive_rag/em"]).Msg("baselines evaluated")
+	t.log.Info().Int("iteration", 0).Float64("eval_em", m[metric.Eval+metric.EM]).Float64("naive_rag_em", m[metric.NaiveRAG+metric.EM]).Msg("baselines evaluated")
 	return t.submit(0, m, all)
 }
 
@@ -298,13 +316,13 @@ func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.
 		label = "eval " + tag
 	}
 	trs, _, err := t.rollouts(ctx, fmt.Sprintf("iter %d %s", iter, label), f, reqs, t.rolloutOptions(iter, traj.Eval, rollout.Options{
-		Sampling: torch.Sampling{Temperature: t.cfg.Rollout.EvalTemperature}}))
+		Sampling: rollout.Sampling{Temperature: t.cfg.Rollout.EvalTemperature}}))
 	if err != nil {
 		return nil, nil, err
 	}
-	prefix := "eval/"
+	prefix := metric.Eval
 	if tag != "" {
-		prefix = "baseline/naive_rag/"
+		prefix = metric.NaiveRAG
 		for _, tr := range trs {
 			tr.ID = fmt.Sprintf("%d-eval-%s-%d-%d", iter, tag, tr.Group, tr.Sample)
 		}
@@ -371,7 +389,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		reqs[i] = rollout.Request{Task: task, Group: i, Samples: cfg.Rollout.GroupSize}
 	}
 	trs, rs, err := t.rollouts(ctx, fmt.Sprintf("iter %d rollout", iter), t.agentFactory, reqs, t.rolloutOptions(iter, traj.Train, rollout.Options{
-		Sampling: torch.Sampling{Temperature: cfg.Rollout.Temperature, TopK: cfg.Rollout.TopK, TopP: cfg.Rollout.TopP}}))
+		Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature, TopK: cfg.Rollout.TopK, TopP: cfg.Rollout.TopP}}))
 	if err != nil {
 		return err
 	}
@@ -388,7 +406,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	if err := t.learn(iter, train, m); err != nil {
 		return err
 	}
-	m["time_update_s"] = time.Since(tUpdate).Seconds()
+	m[metric.TimeUpdateS] = time.Since(tUpdate).Seconds()
 	all := trs
 	if iter == cfg.Run.Iterations || (cfg.Run.EvalEvery > 0 && iter%cfg.Run.EvalEvery == 0) {
 		evalTrs, em, err := t.evaluate(ctx, iter, "", t.agentFactory)
@@ -402,14 +420,14 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	}
 	if t.device.CUDA {
 		if ms, err := torch.CUDAMemory(t.device); err == nil {
-			m["cuda_allocated_gb"], m["cuda_peak_gb"] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
+			m[metric.CUDAAllocatedGB], m[metric.CUDAPeakGB] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
 		}
 	}
-	m["time_iteration_s"] = time.Since(start).Seconds()
-	ev := t.log.Info().Int("iteration", iter).Float64("reward", m["reward_mean"]).Float64("em", m["em"]).
-		Float64("entropy", m["entropy"]).Float64("approx_kl", m["approx_kl"]).Float64("tok/s", m["tokens_per_s_rollout"]).
-		Float64("s", m["time_iteration_s"])
-	if v, ok := m["eval/em"]; ok {
+	m[metric.TimeIterationS] = time.Since(start).Seconds()
+	ev := t.log.Info().Int("iteration", iter).Float64("reward", m[metric.RewardMean]).Float64("em", m[metric.EM]).
+		Float64("entropy", m[metric.Entropy]).Float64("approx_kl", m[metric.ApproxKL]).Float64("tok/s", m[metric.TokensPerSRollout]).
+		Float64("s", m[metric.TimeIterationS])
+	if v, ok := m[metric.Eval+metric.EM]; ok {
 		ev = ev.Float64("eval_em", v)
 	}
 	ev.Msg("iteration")
@@ -419,7 +437,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 // learn computes advantages and updates the models on the training
 // trajectories of an iteration, adding its metrics to m.
 func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64) error {
-	cfg := t.cfg
+	a := t.cfg.Algorithm
 	if len(train) == 0 {
 		t.log.Warn().Int("iteration", iter).Msg("no trajectory to learn from")
 		return nil
@@ -427,112 +445,151 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	if err := torch.EmptyCache(); err != nil {
 		return err
 	}
-	a := cfg.Algorithm
 	// The variance filter comes first (RAGEN filters rollouts before
 	// computing anything on them): old logprobs, reference logprobs, values
 	// and advantages are computed only for the groups it keeps.
-	m["group_reward_std"] = groupRewardStd(train)
+	m[metric.GroupRewardStd] = algo.GroupRewardStd(train)
 	train, dropped := algo.FilterGroupsByVariance(train, a.FilterKeepRatio)
-	m["groups_dropped"] = float64(dropped)
-	micro := a.MicroBatch
-	old, err := tokenLogprobs(t.dist, t.policy, train, cfg.Rollout.Temperature, micro)
+	m[metric.GroupsDropped] = float64(dropped)
+	l := t.learner(iter)
+	data, err := l.Prepare(train)
 	if err != nil {
 		return err
 	}
-	data := make(map[*traj.Trajectory]*tokenData, len(train))
-	var mismatch float64
-	for i, tr := range train {
-		data[tr] = &tokenData{old: old[i]}
-		for j, mk := range tr.Mask {
-			if mk == 1 {
-				mismatch = math.Max(mismatch, math.Abs(float64(tr.Logprobs[j]-old[i][j])))
-			}
+	kl, err := t.prepared(train, data, m)
+	if err != nil {
+		return err
+	}
+	if err := t.advantages(train, kl); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	us, err := l.Learn(train, data)
+	if err != nil {
+		return err
+	}
+	t.state.OptSteps += us.Steps
+	m[metric.LR] = us.LR
+	updateMetrics(m, train, us, t.critic != nil)
+	if err := t.echoTrap(iter, m); err != nil {
+		return err
+	}
+	tokens := 0
+	for _, tr := range train {
+		tokens += len(tr.Tokens) * a.Epochs
+	}
+	m[metric.TokensPerSUpdate] = float64(tokens) / time.Since(t0).Seconds()
+	if us.Skipped > 0 {
+		t.log.Warn().Int("iteration", iter).Int("skipped", us.Skipped).Strs("trajectories", us.SkippedIDs).
+			Msg("non-finite loss or gradient: update skipped")
+	}
+	return nil
+}
+
+// echoTrap watches the signals that precede RAGEN's echo trap (the
+// within-group reward std and the entropy collapsing, gradient-norm
+// spikes) over the iterations of this process, logs a warning for each one
+// raised and counts them in the metric echo_trap_signals. It only reports.
+func (t *Trainer) echoTrap(iter int, m map[string]float64) error {
+	if t.echo == nil {
+		var err error
+		if t.echo, err = algo.NewEchoTrap(algo.DefaultEchoTrapConfig()); err != nil {
+			return err
 		}
 	}
+	ws := t.echo.Observe(algo.IterMetrics{Iteration: iter, RewardStd: m[metric.GroupRewardStd], GradNorm: m[metric.GradNorm],
+		Entropy: m[metric.Entropy]})
+	for _, w := range ws {
+		t.log.Warn().Int("iteration", iter).Str("signal", w.Signal).Float64("value", w.Value).
+			Float64("reference", w.Reference).Msg("echo trap")
+	}
+	m[metric.EchoTrapSignals] = float64(len(ws))
+	return nil
+}
+
+// learner is the update of iteration iter: the policy is trained after
+// the critic's warm-up, the schedule continues from the run's optimizer
+// steps.
+func (t *Trainer) learner(iter int) *ppo.Learner {
+	cfg := t.cfg
+	a := cfg.Algorithm
+	loss := cfg.Loss()
+	loss.KLInLoss = a.KLMode == "loss" && t.needsRef()
+	l := &ppo.Learner{Policy: t.policy, Critic: t.critic, Opt: t.opt, CriticOpt: t.criticOpt, Dist: t.dist, Rand: t.rng,
+		Config: ppo.Config{
+			Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
+			MaxGradNorm: cfg.Optim.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
+			TrainPolicy: iter > a.CriticWarmup || t.critic == nil,
+			LR: func(step int) (float64, float64) {
+				f := t.lrAt(step)
+				return cfg.Optim.LR * f, cfg.Optim.CriticLR * f
+			},
+			StepsBefore: t.state.OptSteps}}
+	if t.needsRef() {
+		l.Ref = t.ref
+	}
+	return l
+}
+
+// prepared adds the metrics of the data an update starts from: the largest
+// gap between the behaviour and the recomputed logprobs, and the KL to the
+// reference. It sets the trajectories' values and returns the per-token
+// KL that the advantages subtract (nil unless algorithm.kl_mode is reward).
+func (t *Trainer) prepared(train []*traj.Trajectory, data ppo.Data, m map[string]float64) ([][]float32, error) {
+	a := t.cfg.Algorithm
 	// The behaviour logprobs recorded while sampling should equal the
 	// recomputed ones: the PPO ratio starts at 1.
-	m["logprob_mismatch_max"] = mismatch
+	var mismatch float64
+	for _, tr := range train {
+		if t.critic != nil {
+			tr.Values = data[tr].Values
+		}
+		for j, mk := range tr.Mask {
+			if mk == 1 {
+				mismatch = math.Max(mismatch, math.Abs(float64(tr.Logprobs[j]-data[tr].Old[j])))
+			}
+		}
+	}
+	m[metric.LogprobMismatchMax] = mismatch
+	if !t.needsRef() {
+		return nil, nil
+	}
+	est, err := algo.KLEstimator(a.KLEstimator)
+	if err != nil {
+		return nil, err
+	}
 	var kl [][]float32
-	if t.needsRef() {
-		ref, err := tokenLogprobs(t.dist, t.ref, train, cfg.Rollout.Temperature, micro)
+	var klAcc acc
+	for _, tr := range train {
+		k, err := algo.TokenKL(est, data[tr].Old, data[tr].Ref, tr.Mask)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		est, err := algo.KLEstimator(a.KLEstimator)
-		if err != nil {
-			return err
-		}
-		var klAcc acc
-		for i, tr := range train {
-			data[tr].ref = ref[i]
-			k, err := algo.TokenKL(est, old[i], ref[i], tr.Mask)
-			if err != nil {
-				return err
+		for j, mk := range tr.Mask {
+			if mk == 1 {
+				klAcc.add(float64(k[j]))
 			}
-			for j, mk := range tr.Mask {
-				if mk == 1 {
-					klAcc.add(float64(k[j]))
-				}
-			}
-			kl = append(kl, k)
 		}
-		m["kl_ref"] = klAcc.mean()
-		if a.KLMode != "reward" {
-			kl = nil
-		}
+		kl = append(kl, k)
 	}
-	if t.critic != nil {
-		vals, err := tokenValues(t.dist, t.critic, train, micro)
-		if err != nil {
-			return err
-		}
-		for i, tr := range train {
-			data[tr].values = vals[i]
-			tr.Values = vals[i]
-		}
+	m[metric.KLRef] = klAcc.mean()
+	if a.KLMode != "reward" {
+		return nil, nil
 	}
+	return kl, nil
+}
+
+// advantages runs the configured estimator on train, with the per-token
+// KL penalty kl (nil: none).
+func (t *Trainer) advantages(train []*traj.Trajectory, kl [][]float32) error {
+	a := t.cfg.Algorithm
 	est, err := algo.Get(a.Estimator)
 	if err != nil {
 		return err
 	}
 	opt := algo.Options{Gamma: a.Gamma, Lambda: a.Lambda, NormByStd: a.NormByStd, Eps: a.Eps, Whiten: a.Whiten,
 		KLCoef: a.KLCoef, AdvantageMask: a.AdvantageMask}
-	if err := est(train, kl, opt); err != nil {
-		return err
-	}
-	critic := "none"
-	if t.critic != nil {
-		critic = map[bool]string{true: "shared", false: "separate"}[t.critic == t.policy]
-	}
-	loss := cfg.Loss()
-	loss.KLInLoss = a.KLMode == "loss" && t.needsRef()
-	u := updater{policy: t.policy, critic: t.critic, opt: t.opt, criticOpt: t.criticOpt, dist: t.dist, cfg: updateConfig{
-		Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: micro, LossMask: a.LossMask,
-		MaxGradNorm: cfg.Optim.MaxGradNorm, Temperature: cfg.Rollout.Temperature, Critic: critic,
-		TrainPolicy: iter > a.CriticWarmup || t.critic == nil,
-		LR: func(step int) (float64, float64) {
-			f := t.lrAt(step)
-			return cfg.Optim.LR * f, cfg.Optim.CriticLR * f
-		},
-		StepsBefore: t.state.OptSteps}}
-	t0 := time.Now()
-	us, err := u.run(train, data, t.rng)
-	if err != nil {
-		return err
-	}
-	t.state.OptSteps += us.Steps
-	m["lr"] = u.lastLR
-	updateMetrics(m, train, us, t.critic != nil)
-	tokens := 0
-	for _, tr := range train {
-		tokens += len(tr.Tokens) * a.Epochs
-	}
-	m["tokens_per_s_update"] = float64(tokens) / time.Since(t0).Seconds()
-	if us.Skipped > 0 {
-		t.log.Warn().Int("iteration", iter).Int("skipped", us.Skipped).Strs("trajectories", us.SkippedIDs).
-			Msg("non-finite loss or gradient: update skipped")
-	}
-	return nil
+	return est.Advantages(train, kl, opt)
 }
 
 // results reads the run's final table from its store.
@@ -574,14 +631,14 @@ func resultsOf(ms []store.IterationMetrics, rl string) *Results {
 	var last map[string]float64
 	for _, it := range ms {
 		if it.Iteration == 0 {
-			if rag := pickPrefix(it.Metrics, "baseline/naive_rag/"); len(rag) > 0 {
+			if rag := pickPrefix(it.Metrics, metric.NaiveRAG); len(rag) > 0 {
 				r.Methods = append(r.Methods, "Naive RAG")
 				r.Metrics["Naive RAG"] = rag
 			}
 			r.Methods = append(r.Methods, "Base Tool Call")
-			r.Metrics["Base Tool Call"] = pickPrefix(it.Metrics, "eval/")
-		} else if _, ok := it.Metrics["eval/em"]; ok {
-			last = pickPrefix(it.Metrics, "eval/")
+			r.Metrics["Base Tool Call"] = pickPrefix(it.Metrics, metric.Eval)
+		} else if _, ok := it.Metrics[metric.Eval+metric.EM]; ok {
+			last = pickPrefix(it.Metrics, metric.Eval)
 		}
 	}
 	if last != nil {
@@ -590,7 +647,7 @@ func resultsOf(ms []store.IterationMetrics, rl string) *Results {
 	}
 	for h := 1; h <= 4; h++ {
 		for _, mm := range r.Metrics {
-			if _, ok := mm[fmt.Sprintf("em_hop%d", h)]; ok {
+			if _, ok := mm[metric.EMHop(h)]; ok {
 				r.Hops = append(r.Hops, h)
 				break
 			}

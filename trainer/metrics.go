@@ -1,33 +1,35 @@
 package trainer
 
 import (
-	"fmt"
 	"math"
-	"sort"
+
+	"github.com/agentrl/agentrl/internal/stat"
 
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/metric"
+	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
-type acc struct {
-	sum, sq float64
-	n       int
+// acc collects values for a metric's mean and population std (ddof 0).
+type acc struct{ xs []float64 }
+
+func (a *acc) add(x float64) { a.xs = append(a.xs, x) }
+
+// mean is NaN without values.
+func (a acc) mean() float64 {
+	m, _ := stat.MeanStd(a.xs, 0)
+	return m
 }
 
-func (a *acc) add(x float64) { a.sum += x; a.sq += x * x; a.n++ }
-func (a acc) mean() float64 {
-	if a.n == 0 {
-		return math.NaN()
-	}
-	return a.sum / float64(a.n)
-}
+// std is the population std, NaN without values.
 func (a acc) std() float64 {
-	if a.n == 0 {
+	if len(a.xs) == 0 {
 		return math.NaN()
 	}
-	m := a.mean()
-	return math.Sqrt(math.Max(a.sq/float64(a.n)-m*m, 0))
+	_, s := stat.MeanStd(a.xs, 0)
+	return s
 }
 
 // episodeMetrics summarises trajectories under a prefix: reward (mean, std,
@@ -66,28 +68,28 @@ func episodeMetrics(prefix string, trs []*traj.Trajectory) map[string]float64 {
 		if hops[t.Hops] == nil {
 			hops[t.Hops] = &acc{}
 		}
-		hops[t.Hops].add(t.Components["em"])
+		hops[t.Hops].add(t.Components[metric.EM])
 	}
-	m[prefix+"reward_mean"] = reward.mean()
-	m[prefix+"reward_std"] = reward.std()
+	m[prefix+metric.RewardMean] = reward.mean()
+	m[prefix+metric.RewardStd] = reward.std()
 	for k, a := range comps {
 		m[prefix+k] = a.mean()
 	}
-	if _, ok := m[prefix+"em"]; !ok {
-		m[prefix+"em"] = 0
+	if _, ok := m[prefix+metric.EM]; !ok {
+		m[prefix+metric.EM] = 0
 	}
 	for h, a := range hops {
 		if h > 0 {
-			m[fmt.Sprintf("%sem_hop%d", prefix, h)] = a.mean()
+			m[prefix+metric.EMHop(h)] = a.mean()
 		}
 	}
-	m[prefix+"response_len_mean"] = resp.mean()
-	m[prefix+"turns_mean"] = turns.mean()
-	m[prefix+"tool_calls_mean"] = calls.mean()
-	m[prefix+"tool_success"] = okCalls.mean()
-	m[prefix+"truncation_rate"] = trunc.mean()
-	m[prefix+"error_rate"] = errs.mean()
-	m[prefix+"n"] = float64(len(trs))
+	m[prefix+metric.ResponseLenMean] = resp.mean()
+	m[prefix+metric.TurnsMean] = turns.mean()
+	m[prefix+metric.ToolCallsMean] = calls.mean()
+	m[prefix+metric.ToolSuccess] = okCalls.mean()
+	m[prefix+metric.TruncationRate] = trunc.mean()
+	m[prefix+metric.ErrorRate] = errs.mean()
+	m[prefix+metric.N] = float64(len(trs))
 	return m
 }
 
@@ -99,55 +101,33 @@ func b2f(b bool) float64 {
 }
 
 // updateMetrics adds the update's diagnostics and the advantage statistics.
-func updateMetrics(m map[string]float64, batch []*traj.Trajectory, u updateStats, critic bool) {
-	m["policy_loss"] = u.PolicyLoss
-	m["kl_loss"] = u.KLLoss
-	m["entropy"] = u.Entropy
-	m["clip_frac_low"] = u.ClipFracLow
-	m["clip_frac_high"] = u.ClipFracHigh
-	m["approx_kl"] = u.ApproxKL
-	m["grad_norm"] = u.GradNorm
-	m["optimizer_steps"] = float64(u.Steps)
-	m["skipped_updates"] = float64(u.Skipped)
+func updateMetrics(m map[string]float64, batch []*traj.Trajectory, u ppo.Stats, critic bool) {
+	m[metric.PolicyLoss] = u.PolicyLoss
+	m[metric.KLLoss] = u.KLLoss
+	m[metric.Entropy] = u.Entropy
+	m[metric.ClipFracLow] = u.ClipFracLow
+	m[metric.ClipFracHigh] = u.ClipFracHigh
+	m[metric.ApproxKL] = u.ApproxKL
+	m[metric.GradNorm] = u.GradNorm
+	m[metric.OptimizerSteps] = float64(u.Steps)
+	m[metric.SkippedUpdates] = float64(u.Skipped)
 	a := algo.AdvantageStats(batch)
-	m["adv_mean"], m["adv_std"], m["adv_min"], m["adv_max"] = a.Mean, a.Std, a.Min, a.Max
+	m[metric.AdvMean], m[metric.AdvStd], m[metric.AdvMin], m[metric.AdvMax] = a.Mean, a.Std, a.Min, a.Max
 	r := algo.ReturnStats(batch)
-	m["return_mean"] = r.Mean
+	m[metric.ReturnMean] = r.Mean
 	if critic {
-		m["value_loss"] = u.ValueLoss
-		m["critic_grad_norm"] = u.CriticGradNorm
-		m["explained_variance"] = algo.ExplainedVariance(batch)
+		m[metric.ValueLoss] = u.ValueLoss
+		m[metric.CriticGradNorm] = u.CriticGradNorm
+		m[metric.ExplainedVariance] = algo.ExplainedVariance(batch)
 	}
 }
 
 // rolloutMetrics adds the scheduler's throughput and time split.
 func rolloutMetrics(m map[string]float64, s rollout.Stats) {
-	m["tokens_per_s_rollout"] = s.TokensPerS()
-	m["time_rollout_s"] = s.Wall.Seconds()
-	m["time_decode_s"] = s.Decode.Seconds()
-	m["time_prefill_s"] = s.Prefill.Seconds()
-	m["time_tool_wait_s"] = s.Idle.Seconds()
-	m["decode_batch_mean"] = s.MeanBatch
-}
-
-// groupRewardStd is the mean within-group reward std (the echo-trap signal).
-func groupRewardStd(trs []*traj.Trajectory) float64 {
-	groups := map[int][]float64{}
-	for _, t := range trs {
-		groups[t.Group] = append(groups[t.Group], t.Reward)
-	}
-	keys := make([]int, 0, len(groups))
-	for k := range groups {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	var a acc
-	for _, k := range keys {
-		var g acc
-		for _, r := range groups[k] {
-			g.add(r)
-		}
-		a.add(g.std())
-	}
-	return a.mean()
+	m[metric.TokensPerSRollout] = s.TokensPerS()
+	m[metric.TimeRolloutS] = s.Wall.Seconds()
+	m[metric.TimeDecodeS] = s.Decode.Seconds()
+	m[metric.TimePrefillS] = s.Prefill.Seconds()
+	m[metric.TimeToolWaitS] = s.Idle.Seconds()
+	m[metric.DecodeBatchMean] = s.MeanBatch
 }

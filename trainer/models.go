@@ -8,12 +8,17 @@ import (
 	"strings"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
 )
 
 func numCPU() int { return runtime.NumCPU() }
 
-// needsCritic: only GAE learns a value function.
-func (t *Trainer) needsCritic() bool { return t.cfg.Algorithm.Estimator == "gae" }
+// needsCritic: the estimator reads values (GAE), so a value function is
+// learned.
+func (t *Trainer) needsCritic() bool {
+	est, _ := algo.Get(t.cfg.Algorithm.Estimator)
+	return est.Critic
+}
 
 // needsRef: a KL term to the reference policy is on.
 func (t *Trainer) needsRef() bool {

@@ -10,7 +10,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/engine"
+	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
@@ -44,8 +45,8 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 		s.Env = &searchFirst{Episode: s.Env, query: task.Question}
 		return s, err
 	}
-	trs, st, err := rollout.Run(context.Background(), tr.engine, tr.chat, factory, reqs, tr.rolloutOptions(1, traj.Train,
-		rollout.Options{Sampling: torch.Sampling{Temperature: cfg.Rollout.Temperature}}))
+	trs, st, err := rollout.Run(context.Background(), engine.Decoder{Engine: tr.engine}, tr.chat, factory, reqs, tr.rolloutOptions(1, traj.Train,
+		rollout.Options{Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 			t.Fatalf("%s: %d turns, first %+v", x.ID, len(x.Turns), x.Turns[0])
 		}
 	}
-	old, err := tokenLogprobs(nil, tr.policy, trs, cfg.Rollout.Temperature, 4)
+	old, err := ppo.TokenLogprobs(nil, tr.policy, trs, cfg.Rollout.Temperature, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -62,6 +63,7 @@ type Trainer struct {
 
 	pcg    *rand.PCG
 	rng    *rand.Rand
+	echo   *algo.EchoTrap // watches the echo-trap signals; made on the first update
 	state  runState
 	bar    ProgressFunc
 	device torch.Device

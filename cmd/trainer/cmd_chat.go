@@ -17,6 +17,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
@@ -144,9 +145,9 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 			return rollout.Setup{System: trainer.SystemPrompt, User: q, Tools: schemas,
 				Env: &showingEnv{env: env, out: out, paint: paint}}, nil
 		}
-		trs, _, err := rollout.Run(context.Background(), e, rollout.NewChat(cf), factory,
+		trs, _, err := rollout.Run(context.Background(), engine.Decoder{Engine: e}, rollout.NewChat(cf), factory,
 			[]rollout.Request{{Task: task, Samples: 1}}, rollout.Options{
-				Sampling: torch.Sampling{Temperature: c.Float64("temperature")}, MaxTurnTokens: c.Int("max-turn-tokens"),
+				Sampling: rollout.Sampling{Temperature: c.Float64("temperature")}, MaxTurnTokens: c.Int("max-turn-tokens"),
 				MaxTotalTokens: c.Int("max-tokens"), Seed: uint64(time.Now().UnixNano()), Iteration: n, Split: traj.Eval})
 		if err != nil {
 			return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,7 +10,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer/experiment"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/report"
 )
 
@@ -112,8 +113,9 @@ func paperMarkdown(t *experiment.Table, runsDir, command, out, html string) stri
 	}
 	fmt.Fprintf(&b, "\nTraining curves of the first seed, overlaid: [%s](%s)\n\n", filepath.Base(html), rel)
 	dir := filepath.Dir(rel)
-	for _, k := range []string{"eval_em", "reward_mean", "turns_mean", "entropy"} {
-		fmt.Fprintf(&b, "![%s](%s/compare_%s.png)\n", k, dir, k)
+	for _, k := range []string{metric.Eval + metric.EM, metric.RewardMean, metric.TurnsMean, metric.Entropy} {
+		file := report.CompareFile(k)
+		fmt.Fprintf(&b, "![%s](%s/%s)\n", strings.TrimSuffix(strings.TrimPrefix(file, "compare_"), ".png"), dir, file)
 	}
 	b.WriteString("\n")
 	b.WriteString("## Claims, checked against the table\n\n")
@@ -168,18 +170,11 @@ func paired(a, b []float64) (mean, std float64, ahead, n int) {
 	d := make([]float64, n)
 	for i := range d {
 		d[i] = a[i] - b[i]
-		mean += d[i]
 		if d[i] > 0 {
 			ahead++
 		}
 	}
-	mean /= float64(n)
-	for _, x := range d {
-		std += (x - mean) * (x - mean)
-	}
-	if n > 1 {
-		std = math.Sqrt(std / float64(n-1))
-	}
+	mean, std = stat.MeanStd(d, 1)
 	return mean, std, ahead, n
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/report"
 )
 
@@ -246,9 +247,9 @@ func printResults(w *os.File, r *trainer.Results) {
 		mm := r.Metrics[m]
 		fmt.Fprintf(w, "%-18s", m)
 		for _, h := range r.Hops {
-			fmt.Fprintf(w, " %8.3f", mm[fmt.Sprintf("em_hop%d", h)])
+			fmt.Fprintf(w, " %8.3f", mm[metric.EMHop(h)])
 		}
-		fmt.Fprintf(w, " %8.3f %8.3f\n", mm["em"], mm["f1"])
+		fmt.Fprintf(w, " %8.3f %8.3f\n", mm[metric.EM], mm[metric.F1])
 	}
 }
 

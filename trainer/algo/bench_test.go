@@ -34,7 +34,7 @@ func benchBatch() []*traj.Trajectory {
 	return batch
 }
 
-func benchmarkEstimator(b *testing.B, e Estimator) {
+func benchmarkEstimator(b *testing.B, e AdvantageFunc) {
 	batch := benchBatch()
 	b.ReportAllocs()
 	for b.Loop() {

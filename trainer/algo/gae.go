@@ -49,3 +49,5 @@ func GAE(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
 	}
 	return nil
 }
+
+func init() { Register("gae", Estimator{Advantages: GAE, Critic: true}) }

@@ -3,6 +3,7 @@ package algo
 import (
 	"math"
 
+	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -45,19 +46,11 @@ func meanStd(s []float64, g []int) (mean, std float64) {
 	if len(g) == 0 {
 		return 0, 0
 	}
-	for _, k := range g {
-		mean += s[k]
+	vals := make([]float64, len(g))
+	for i, k := range g {
+		vals[i] = s[k]
 	}
-	mean /= float64(len(g))
-	if len(g) < 2 {
-		return mean, 0
-	}
-	ss := 0.0
-	for _, k := range g {
-		d := s[k] - mean
-		ss += d * d
-	}
-	return mean, math.Sqrt(ss / float64(len(g)-1))
+	return stat.MeanStd(vals, 1)
 }
 
 // broadcast gives every credited token of t the sequence advantage a, and

@@ -36,3 +36,5 @@ func GRPO(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
 	}
 	return nil
 }
+
+func init() { Register("grpo", Estimator{Advantages: GRPO, Groups: true}) }

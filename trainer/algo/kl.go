@@ -30,8 +30,8 @@ func KLEstimator(name string) (KLFunc, error) {
 	case "k3":
 		// bounded as KLLoss bounds it (verl's low_var_kl)
 		return func(lp, lpRef float64) float64 {
-			d := math.Max(-maxLogRatio, math.Min(maxLogRatio, lpRef-lp))
-			return math.Min(maxK3, math.Exp(d)-d-1)
+			d := math.Max(-MaxLogRatio, math.Min(MaxLogRatio, lpRef-lp))
+			return math.Min(MaxK3, math.Exp(d)-d-1)
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown kl estimator %q (known: k1, k2, k3)", name)

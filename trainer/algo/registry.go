@@ -9,34 +9,41 @@ import (
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
-// Estimator fills t.Advantages and t.Returns (len(t.Tokens) each) of every
-// trajectory in the batch. kl is nil or holds one per-token KL slice per
-// trajectory (same order, len(t.Tokens), nil for none) for the
-// KL-in-reward penalty opt.KLCoef*kl_t. Estimators are chosen by name, as
-// in verl's ADV_ESTIMATOR_REGISTRY.
-type Estimator func(batch []*traj.Trajectory, kl [][]float32, opt Options) error
+// AdvantageFunc fills t.Advantages and t.Returns (len(t.Tokens) each) of
+// every trajectory in the batch. kl is nil or holds one per-token KL slice
+// per trajectory (same order, len(t.Tokens), nil for none) for the
+// KL-in-reward penalty opt.KLCoef*kl_t.
+type AdvantageFunc func(batch []*traj.Trajectory, kl [][]float32, opt Options) error
+
+// Estimator is an advantage estimator as registered under its name (as in
+// verl's ADV_ESTIMATOR_REGISTRY): its function and what it needs from the
+// trainer. Each estimator registers itself in its own file's init, so
+// adding one is one file.
+type Estimator struct {
+	// Advantages computes the batch's advantages and returns.
+	Advantages AdvantageFunc
+	// Critic: the estimator reads t.Values, so the trainer learns a value
+	// function (a value head or a separate critic) and fills them.
+	Critic bool
+	// Groups: the estimator compares the samples of one prompt, so
+	// rollout.group_size must be at least 2 (a group of one gives every
+	// trajectory advantage 0).
+	Groups bool
+}
 
 var (
 	registryMu sync.RWMutex
 	registry   = map[string]Estimator{}
 )
 
-func init() {
-	Register("gae", GAE)
-	Register("grpo", GRPO)
-	Register("rloo", RLOO)
-	Register("reinforce_pp", ReinforcePP)
-	Register("reinforce_pp_baseline", ReinforcePPBaseline)
-}
-
 // Register makes an estimator available under name. Like sql.Register it
-// panics when name is taken or e is nil: both are programming errors made
-// at init time, not bad input.
+// panics when name is taken or e has no function: both are programming
+// errors made at init time, not bad input.
 func Register(name string, e Estimator) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if e == nil {
-		panic("algo: Register estimator " + name + " is nil")
+	if e.Advantages == nil {
+		panic("algo: Register estimator " + name + " has no Advantages function")
 	}
 	if _, dup := registry[name]; dup {
 		panic("algo: Register called twice for estimator " + name)
@@ -52,7 +59,7 @@ func Get(name string) (Estimator, error) {
 	if e, ok := registry[name]; ok {
 		return e, nil
 	}
-	return nil, fmt.Errorf("unknown advantage estimator %q (known: %s)", name, strings.Join(namesLocked(), ", "))
+	return Estimator{}, fmt.Errorf("unknown advantage estimator %q (known: %s)", name, strings.Join(namesLocked(), ", "))
 }
 
 // Names lists the registered estimators in alphabetical order.

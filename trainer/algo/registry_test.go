@@ -14,7 +14,7 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
 	for _, n := range want {
-		if e, err := Get(n); err != nil || e == nil {
+		if e, err := Get(n); err != nil || e.Advantages == nil {
 			t.Errorf("Get(%q) = %v, %v", n, e, err)
 		}
 	}
@@ -25,7 +25,7 @@ func TestRegistry(t *testing.T) {
 	// The registered grpo is GRPO: same advantages on the same batch.
 	e, _ := Get("grpo")
 	a, b := groupBatch(), groupBatch()
-	if err := e(a, nil, DefaultOptions()); err != nil {
+	if err := e.Advantages(a, nil, DefaultOptions()); err != nil {
 		t.Fatal(err)
 	}
 	if err := GRPO(b, nil, DefaultOptions()); err != nil {
@@ -42,5 +42,23 @@ func TestRegisterDuplicatePanics(t *testing.T) {
 			t.Error("second Register of gae did not panic")
 		}
 	}()
-	Register("gae", func([]*traj.Trajectory, [][]float32, Options) error { return nil })
+	Register("gae", Estimator{Advantages: func([]*traj.Trajectory, [][]float32, Options) error { return nil }})
+}
+
+// What each estimator needs: only GAE a value function; the
+// group-relative ones (GRPO, RLOO, REINFORCE++ with the group baseline)
+// groups of at least 2.
+func TestRegistryNeeds(t *testing.T) {
+	for name, want := range map[string][2]bool{
+		"gae": {true, false}, "grpo": {false, true}, "rloo": {false, true},
+		"reinforce_pp": {false, false}, "reinforce_pp_baseline": {false, true},
+	} {
+		e, err := Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := [2]bool{e.Critic, e.Groups}; got != want {
+			t.Errorf("%s: critic, groups = %v, want %v", name, got, want)
+		}
+	}
 }

@@ -39,3 +39,5 @@ func ReinforcePP(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
 	whiten(batch, idx)
 	return nil
 }
+
+func init() { Register("reinforce_pp", Estimator{Advantages: ReinforcePP}) }

@@ -28,3 +28,7 @@ func ReinforcePPBaseline(batch []*traj.Trajectory, kl [][]float32, opt Options) 
 	whiten(batch, idx)
 	return nil
 }
+
+func init() {
+	Register("reinforce_pp_baseline", Estimator{Advantages: ReinforcePPBaseline, Groups: true})
+}

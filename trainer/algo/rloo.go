@@ -31,3 +31,5 @@ func RLOO(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
 	}
 	return nil
 }
+
+func init() { Register("rloo", Estimator{Advantages: RLOO, Groups: true}) }

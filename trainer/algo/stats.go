@@ -3,6 +3,7 @@ package algo
 import (
 	"math"
 
+	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -19,21 +20,18 @@ type Stats struct {
 // without the quantity (nil) adds nothing.
 func MaskedStats(xs [][]float32, masks [][]uint8) Stats {
 	s := Stats{Min: math.Inf(1), Max: math.Inf(-1)}
-	sum := 0.0
+	var vals []float64
 	each(xs, masks, func(x float64) {
-		s.N++
-		sum += x
+		vals = append(vals, x)
 		s.Min = min(s.Min, x)
 		s.Max = max(s.Max, x)
 	})
+	s.N = len(vals)
 	if s.N == 0 {
 		nan := math.NaN()
 		return Stats{Mean: nan, Std: nan, Min: nan, Max: nan}
 	}
-	s.Mean = sum / float64(s.N)
-	ss := 0.0
-	each(xs, masks, func(x float64) { ss += (x - s.Mean) * (x - s.Mean) })
-	s.Std = math.Sqrt(ss / float64(s.N))
+	s.Mean, s.Std = stat.MeanStd(vals, 0)
 	return s
 }
 
@@ -63,30 +61,23 @@ func ReturnStats(batch []*traj.Trajectory) Stats {
 // the returns: 1 is perfect, 0 no better than a constant, negative worse.
 // It is NaN when there is no such token or Var[R] is 0.
 func ExplainedVariance(batch []*traj.Trajectory) float64 {
-	var n, sumR, sumD float64
-	visit := func(f func(r, d float64)) {
-		for _, t := range batch {
-			if len(t.Values) != len(t.Mask) || len(t.Returns) != len(t.Mask) {
-				continue
-			}
-			for i, m := range t.Mask {
-				if m != 0 {
-					r := float64(t.Returns[i])
-					f(r, r-float64(t.Values[i]))
-				}
+	var rs, ds []float64
+	for _, t := range batch {
+		if len(t.Values) != len(t.Mask) || len(t.Returns) != len(t.Mask) {
+			continue
+		}
+		for i, m := range t.Mask {
+			if m != 0 {
+				r := float64(t.Returns[i])
+				rs, ds = append(rs, r), append(ds, r-float64(t.Values[i]))
 			}
 		}
 	}
-	visit(func(r, d float64) { n++; sumR += r; sumD += d })
-	if n == 0 {
+	if len(rs) == 0 {
 		return math.NaN()
 	}
-	meanR, meanD := sumR/n, sumD/n
-	var varR, varD float64
-	visit(func(r, d float64) {
-		varR += (r - meanR) * (r - meanR)
-		varD += (d - meanD) * (d - meanD)
-	})
+	_, varR := stat.MeanVar(rs, 0)
+	_, varD := stat.MeanVar(ds, 0)
 	if varR == 0 {
 		return math.NaN()
 	}

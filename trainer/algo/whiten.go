@@ -3,6 +3,7 @@ package algo
 import (
 	"math"
 
+	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -21,28 +22,16 @@ const whitenEps = 1e-8
 // an advantage carried from a step (carryAcross), as masked_whiten whitens
 // the whole tensor with the masked statistics.
 func whiten(batch []*traj.Trajectory, idx [][]int) {
-	n, sum := 0, 0.0
+	var vals []float64
 	for k, t := range batch {
 		for _, i := range idx[k] {
-			sum += float64(t.Advantages[i])
-			n++
+			vals = append(vals, float64(t.Advantages[i]))
 		}
 	}
-	if n == 0 {
+	if len(vals) == 0 {
 		return
 	}
-	mean := sum / float64(n)
-	ss := 0.0
-	for k, t := range batch {
-		for _, i := range idx[k] {
-			d := float64(t.Advantages[i]) - mean
-			ss += d * d
-		}
-	}
-	variance := 0.0
-	if n > 1 {
-		variance = ss / float64(n-1)
-	}
+	mean, variance := stat.MeanVar(vals, 1)
 	scale := 1 / math.Sqrt(variance+whitenEps)
 	for k, t := range batch {
 		for _, i := range append(carried(t, idx[k]), idx[k]...) {

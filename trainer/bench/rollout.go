@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
@@ -113,7 +114,7 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 	}
 	end := int32(cfg.Model.Vocab - 1)
 	run := func(latency time.Duration) (time.Duration, rollout.Stats, error) {
-		dec := &scheduledDecoder{Engine: e, sched: sched, end: end, slotTraj: make([]int, cfg.Slots), pos: make([][2]int, cfg.Slots)}
+		dec := &scheduledDecoder{Decoder: engine.Decoder{Engine: e}, sched: sched, end: end, slotTraj: make([]int, cfg.Slots), pos: make([][2]int, cfg.Slots)}
 		ch := &benchChat{prompts: prompts, end: end, obs: cfg.ObsTokens, vocab: cfg.Model.Vocab}
 		reqs := make([]rollout.Request, cfg.Trajectories)
 		for i := range reqs {
@@ -124,7 +125,7 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 		}
 		t0 := time.Now()
 		trs, st, err := rollout.Run(context.Background(), dec, ch, factory, reqs, rollout.Options{
-			Sampling: torch.Sampling{Temperature: 1}, MaxTurnTokens: maxLen, MaxTotalTokens: maxLen, Split: traj.Train})
+			Sampling: rollout.Sampling{Temperature: 1}, MaxTurnTokens: maxLen, MaxTotalTokens: maxLen, Split: traj.Train})
 		wall := time.Since(t0)
 		if err == nil {
 			for _, tr := range trs {
@@ -162,15 +163,15 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 // scheduledDecoder is the real engine, except that the token ending each
 // scheduled turn is reported as the turn-end token.
 type scheduledDecoder struct {
-	*torch.Engine
+	engine.Decoder
 	sched    [][]int
 	end      int32
 	slotTraj []int
 	pos      [][2]int // per slot: turn, tokens in the turn
 }
 
-func (d *scheduledDecoder) Step(slots []int, s torch.Sampling, toks []int64, lps []float32) error {
-	if err := d.Engine.Step(slots, s, toks, lps); err != nil {
+func (d *scheduledDecoder) Step(slots []int, s rollout.Sampling, toks []int64, lps []float32) error {
+	if err := d.Decoder.Step(slots, s, toks, lps); err != nil {
 		return err
 	}
 	for i, sl := range slots {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/loss"
 )
 
 // clipEps is PPO's ratio clip range and maxGradNorm the gradient clip.
@@ -65,6 +67,10 @@ func train(cfg Config) (Result, error) {
 	r := rand.New(rand.NewPCG(3, 4))
 	b := fullBatch(randomTokens(r, cfg.Batch*cfg.SeqLen, cfg.Vocab), cfg.Batch, cfg.SeqLen)
 	adv, mask := lossInputs(cfg)
+	n := algo.Norm{Sequences: float64(cfg.Batch)}
+	for _, v := range mask {
+		n.Tokens += float64(v)
+	}
 	fixed := torch.NewScope()
 	defer fixed.Close()
 	advT := fixed.Float32(adv, int64(cfg.Batch), int64(cfg.SeqLen-1))
@@ -75,7 +81,7 @@ func train(cfg Config) (Result, error) {
 
 	runs := make([]trainRun, 0, cfg.Repeats)
 	for i := 0; i <= cfg.Repeats; i++ {
-		run, err := update(m, opt, b, advT, maskT)
+		run, err := update(m, opt, b, advT, maskT, n)
 		if err != nil {
 			return Result{}, fmt.Errorf("bench train run %d: %w", i, err)
 		}
@@ -113,19 +119,19 @@ func lossInputs(cfg Config) (adv, mask []float32) {
 	return adv, mask
 }
 
-// ppoLoss is PPO's clipped surrogate objective (Schulman et al. 2017, eq. 7),
-// negated for minimisation and averaged over the masked tokens:
+// ppoLoss is the trainer's own PPO loss, loss.PolicyLoss, with the
+// symmetric clip clipEps and no dual clip, averaged over the n.Tokens
+// tokens of mask:
 //
 //	-mean_mask min(r*A, clip(r, 1-eps, 1+eps)*A),  r = exp(logp - old)
-func ppoLoss(s *torch.Scope, logp, old, adv, mask *torch.Tensor) *torch.Tensor {
-	ratio := s.Exp(s.Sub(logp, old))
-	surr := s.Minimum(s.Mul(ratio, adv), s.Mul(s.Clamp(ratio, 1-clipEps, 1+clipEps), adv))
-	return s.Neg(s.MaskedMean(surr, mask))
+func ppoLoss(s *torch.Scope, logp, old, adv, mask *torch.Tensor, n algo.Norm) *torch.Tensor {
+	cfg := algo.LossConfig{ClipLow: clipEps, ClipHigh: clipEps, Agg: "token-mean"}
+	return loss.PolicyLoss(s, logp, old, adv, mask, cfg, n)
 }
 
 // update runs and times one PPO update. The old logprobs are the detached
 // current ones (the first epoch of a PPO update, ratio 1).
-func update(m *torch.Model, opt *torch.AdamW, b torch.Batch, adv, mask *torch.Tensor) (trainRun, error) {
+func update(m *torch.Model, opt *torch.AdamW, b torch.Batch, adv, mask *torch.Tensor, n algo.Norm) (trainRun, error) {
 	s := torch.NewScope()
 	defer s.Close()
 	cpu0, t0 := cpuTime(), time.Now()
@@ -135,7 +141,7 @@ func update(m *torch.Model, opt *torch.AdamW, b torch.Batch, adv, mask *torch.Te
 	}
 	s.Own(out.LogProbs)
 	t1 := time.Now()
-	loss := ppoLoss(s, out.LogProbs, s.Detach(out.LogProbs), adv, mask)
+	loss := ppoLoss(s, out.LogProbs, s.Detach(out.LogProbs), adv, mask, n)
 	if err := s.Err(); err != nil {
 		return trainRun{}, fmt.Errorf("loss: %w", err)
 	}

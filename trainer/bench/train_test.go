@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
 )
 
 func TestTrainTiny(t *testing.T) {
@@ -47,8 +48,9 @@ func TestTrainTiny(t *testing.T) {
 	}
 }
 
-// The clipped objective on hand-picked ratios: the clip binds above 1+eps
-// for a positive advantage and below 1-eps for a negative one.
+// The benchmark's loss (the trainer's loss.PolicyLoss) on hand-picked
+// ratios: the clip binds above 1+eps for a positive advantage and below
+// 1-eps for a negative one.
 func TestPPOLoss(t *testing.T) {
 	s := torch.NewScope()
 	defer s.Close()
@@ -62,7 +64,7 @@ func TestPPOLoss(t *testing.T) {
 	old := s.Float32([]float32{0, 0, 0, 0}, 1, 4)
 	adv := s.Float32([]float32{1, 2, -1, -1}, 1, 4)
 	mask := s.Float32([]float32{1, 1, 1, 0}, 1, 4)
-	loss := ppoLoss(s, logp, old, adv, mask)
+	loss := ppoLoss(s, logp, old, adv, mask, algo.Norm{Tokens: 3, Sequences: 1})
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,7 @@ func (c *Config) validateRollout(p *problems) {
 	p.atLeastF("rollout.eval_temperature", r.EvalTemperature, 0)
 	// Group-relative estimators compare samples of one prompt: a group of
 	// one gives every trajectory advantage 0.
-	if r.GroupSize < 2 && slices.Contains([]string{"grpo", "rloo", "reinforce_pp_baseline"}, c.Algorithm.Estimator) {
+	if est, _ := algo.Get(c.Algorithm.Estimator); est.Groups && r.GroupSize < 2 {
 		p.add("rollout.group_size", "%d, but algorithm.estimator %s needs at least 2 samples per prompt", r.GroupSize, c.Algorithm.Estimator)
 	}
 }

@@ -6,7 +6,6 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,8 +14,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
@@ -170,10 +171,10 @@ func Collect(runsDir string, seeds []int) (*Table, error) {
 					continue // the baselines: once per seed, from the first spec's run
 				}
 				for k, v := range m {
-					if k == "em" {
+					if k == metric.EM {
 						add(method, "avg", v)
-					} else if strings.HasPrefix(k, "em_hop") {
-						add(method, "hop"+k[len("em_hop"):], v)
+					} else if h, ok := strings.CutPrefix(k, metric.EMHopPrefix); ok {
+						add(method, "hop"+h, v)
 					}
 				}
 			}
@@ -263,16 +264,6 @@ func containsInt(xs []int, x int) bool {
 // meanStd is the mean and the sample standard deviation (n-1; 0 for n=1).
 func meanStd(xs []float64) Cell {
 	c := Cell{N: len(xs), Values: xs}
-	for _, x := range xs {
-		c.Mean += x
-	}
-	c.Mean /= float64(len(xs))
-	if len(xs) > 1 {
-		var ss float64
-		for _, x := range xs {
-			ss += (x - c.Mean) * (x - c.Mean)
-		}
-		c.Std = math.Sqrt(ss / float64(len(xs)-1))
-	}
+	c.Mean, c.Std = stat.MeanStd(xs, 1)
 	return c
 }

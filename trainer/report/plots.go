@@ -4,33 +4,14 @@ import (
 	"math"
 	"strings"
 
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
-// plotSpec is one chart of the report: the metric keys (as the training
-// loop logs them) it draws, each with its legend label.
-type plotSpec struct {
-	file  string // PNG name without extension
-	title string
-	keys  []metricKey
-}
-
-// metricKey is one metric of a plot and its legend label.
-type metricKey struct{ key, label string }
-
-// plots is the list of charts of a report, in page order. A plot is drawn
-// when at least one of its keys has a finite value in some iteration;
-// absent keys are left out of its legend.
-var plots = []plotSpec{
-	{"reward", "Train reward", []metricKey{{"reward_mean", "mean reward (train)"}}},
-	{"eval", "Evaluation EM / F1", []metricKey{{"eval/em", "EM"}, {"eval/f1", "F1"}}},
-	{"kl", "KL divergence", []metricKey{{"kl_ref", "KL to reference"}, {"approx_kl", "approx KL (old to new policy)"}}},
-	{"entropy", "Policy entropy", []metricKey{{"entropy", "entropy (nats per token)"}}},
-	{"clip", "Clip fraction", []metricKey{{"clip_frac_low", "low (ratio < 1-ε)"}, {"clip_frac_high", "high (ratio > 1+ε)"}}},
-	{"response_len", "Response length (tokens)", []metricKey{{"response_len_mean", "mean response length"}}},
-	{"turns", "Turns and tool calls per episode", []metricKey{{"turns_mean", "turns"}, {"tool_calls_mean", "tool calls"}}},
-	{"throughput", "Throughput (tokens/s)", []metricKey{{"tokens_per_s_rollout", "rollout"}, {"tokens_per_s_update", "update"}}},
-}
+// plots are the charts of a report, in page order (metric.Charts). A plot
+// is drawn when at least one of its keys has a finite value in some
+// iteration; absent keys are left out of its legend.
+var plots = metric.Charts
 
 // metricSeries returns the iterations at which key was logged and its
 // values there (NaN where a non-finite value was logged), and whether any
@@ -58,14 +39,14 @@ type namedChart struct {
 func runCharts(iters []store.IterationMetrics) []namedChart {
 	var out []namedChart
 	for _, p := range plots {
-		c := chart{title: p.title}
-		for _, k := range p.keys {
-			if x, y, ok := metricSeries(iters, k.key); ok {
-				c.series = append(c.series, series{label: k.label, color: seriesColor(len(c.series)), x: x, y: y})
+		c := chart{title: p.Title}
+		for _, k := range p.Keys {
+			if x, y, ok := metricSeries(iters, k.Key); ok {
+				c.series = append(c.series, series{label: k.Label, color: seriesColor(len(c.series)), x: x, y: y})
 			}
 		}
 		if len(c.series) > 0 {
-			out = append(out, namedChart{file: p.file + ".png", c: c})
+			out = append(out, namedChart{file: p.File + ".png", c: c})
 		}
 	}
 	return out
@@ -77,23 +58,26 @@ func runCharts(iters []store.IterationMetrics) []namedChart {
 func compareCharts(runs []*runData) []namedChart {
 	var out []namedChart
 	for _, p := range plots {
-		for _, k := range p.keys {
-			c := chart{title: p.title + ": " + k.label}
-			if len(p.keys) == 1 {
-				c.title = p.title
+		for _, k := range p.Keys {
+			c := chart{title: p.Title + ": " + k.Label}
+			if len(p.Keys) == 1 {
+				c.title = p.Title
 			}
 			for i, r := range runs {
-				if x, y, ok := metricSeries(r.iters, k.key); ok {
+				if x, y, ok := metricSeries(r.iters, k.Key); ok {
 					c.series = append(c.series, series{label: r.label, color: seriesColor(i), x: x, y: y})
 				}
 			}
 			if len(c.series) > 0 {
-				out = append(out, namedChart{file: "compare_" + slug(k.key) + ".png", c: c})
+				out = append(out, namedChart{file: CompareFile(k.Key), c: c})
 			}
 		}
 	}
 	return out
 }
+
+// CompareFile is the PNG file of a comparison's chart of metric key.
+func CompareFile(key string) string { return "compare_" + slug(key) + ".png" }
 
 // slug turns a metric key into a file name part: letters, digits and '_'.
 func slug(key string) string {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
@@ -125,14 +126,14 @@ type lastValue struct {
 func lastValues(iters []store.IterationMetrics) []lastValue {
 	var out []lastValue
 	for _, p := range plots {
-		for _, k := range p.keys {
-			x, y, ok := metricSeries(iters, k.key)
-			if !ok || strings.HasPrefix(k.key, evalPrefix) {
+		for _, k := range p.Keys {
+			x, y, ok := metricSeries(iters, k.Key)
+			if !ok || strings.HasPrefix(k.Key, metric.Eval) {
 				continue
 			}
 			for i := len(y) - 1; i >= 0; i-- {
 				if !math.IsNaN(y[i]) && !math.IsInf(y[i], 0) {
-					out = append(out, lastValue{key: k.key, iteration: int(x[i]), value: y[i]})
+					out = append(out, lastValue{key: k.Key, iteration: int(x[i]), value: y[i]})
 					break
 				}
 			}

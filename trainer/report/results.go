@@ -6,11 +6,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // evalPrefix starts the metric keys of evaluation results.
-const evalPrefix = "eval/"
+const evalPrefix = metric.Eval
 
 // lastEval returns the last iteration that logged a finite evaluation
 // metric and its evaluation metrics (keys starting with "eval/") sorted by

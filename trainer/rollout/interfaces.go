@@ -14,11 +14,11 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
-	"github.com/agentrl/agentrl/torch"
 )
 
 // Decoder is what the scheduler needs from a policy: a KV-cache engine with
-// slots. *torch.Engine implements it; tests use a scripted stand-in.
+// slots. engine.Decoder (trainer/engine) adapts *torch.Engine to it; tests
+// use a scripted stand-in.
 type Decoder interface {
 	Slots() int
 	MaxLen() int
@@ -26,7 +26,7 @@ type Decoder interface {
 	CopySlot(src, dst int) error
 	Release(slot int) error
 	Seed(slot int, seed uint64) error
-	Step(slots []int, s torch.Sampling, tokens []int64, logprobs []float32) error
+	Step(slots []int, s Sampling, tokens []int64, logprobs []float32) error
 }
 
 // Chat renders prompts and observations to tokens and says where turns end.

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -19,7 +18,7 @@ type Request struct {
 
 // Options are the limits and sampling settings of a rollout.
 type Options struct {
-	Sampling       torch.Sampling
+	Sampling       Sampling
 	MaxTurnTokens  int // tokens the policy may generate in one turn
 	MaxTotalTokens int // budget of a whole trajectory, prompt included
 	Seed           uint64

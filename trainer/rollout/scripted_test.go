@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -129,7 +128,7 @@ func (d *scriptedDecoder) CopySlot(src, dst int) error {
 }
 func (d *scriptedDecoder) Release(slot int) error { d.hist[slot] = nil; return nil }
 func (d *scriptedDecoder) Seed(int, uint64) error { return nil }
-func (d *scriptedDecoder) Step(slots []int, _ torch.Sampling, toks []int64, lps []float32) error {
+func (d *scriptedDecoder) Step(slots []int, _ Sampling, toks []int64, lps []float32) error {
 	d.maxBatch = max(d.maxBatch, len(slots))
 	for i, sl := range slots {
 		h := d.hist[sl]

@@ -1,4 +1,4 @@
-package trainer
+package ppo
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/loss"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -58,19 +59,19 @@ func TestLossMaskSwitchOnHandWorkedTrajectory(t *testing.T) {
 		if err := algo.GAE([]*traj.Trajectory{tr}, nil, opt); err != nil {
 			t.Fatal(err)
 		}
-		p := padBatch([]*traj.Trajectory{tr})
+		p := PadBatch([]*traj.Trajectory{tr})
 		s := torch.NewScope()
-		W := int64(p.width())
-		grid := func(f func(*traj.Trajectory, int) float32) *torch.Tensor { return s.Float32(p.grid(f), 1, W) }
-		mask := grid(func(t *traj.Trajectory, j int) float32 { return lossMask(t, j, tc.lossMask) })
+		W := int64(p.Width())
+		grid := func(f func(*traj.Trajectory, int) float32) *torch.Tensor { return s.Float32(p.Grid(f), 1, W) }
+		mask := grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, tc.lossMask) })
 		logp := grid(func(*traj.Trajectory, int) float32 { return -1 })
 		adv := grid(func(t *traj.Trajectory, j int) float32 { return t.Advantages[j] })
 		vals := grid(func(t *traj.Trajectory, j int) float32 { return t.Values[j] })
 		ret := grid(func(t *traj.Trajectory, j int) float32 { return t.Returns[j] })
-		n := norm([]*traj.Trajectory{tr}, tc.lossMask)
+		n := Norm([]*traj.Trajectory{tr}, tc.lossMask)
 		cfg := algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean", KLEstimator: "k3"}
-		pl := item(s, algo.PolicyLoss(s, logp, logp, adv, mask, cfg, n))
-		vl := item(s, algo.ValueLoss(s, vals, vals, ret, mask, 0.2, "token-mean", n))
+		pl := item(s, loss.PolicyLoss(s, logp, logp, adv, mask, cfg, n))
+		vl := item(s, loss.ValueLoss(s, vals, vals, ret, mask, 0.2, "token-mean", n))
 		if err := s.Err(); err != nil {
 			t.Fatal(err)
 		}

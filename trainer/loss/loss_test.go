@@ -1,10 +1,11 @@
-package algo
+package loss
 
 import (
 	"math"
 	"testing"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -33,12 +34,12 @@ func item(t *testing.T, s *torch.Scope, x *torch.Tensor) float64 {
 func TestPolicyLossByHand(t *testing.T) {
 	s := torch.NewScope()
 	defer s.Close()
-	cfg := LossConfig{ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean", KLEstimator: "k3"}
+	cfg := algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean", KLEstimator: "k3"}
 	logp := s.Float32([]float32{float32(math.Log(1.5)), float32(math.Log(0.5)), 0, float32(math.Log(2))}, 1, 4)
 	old := s.Float32([]float32{0, 0, 0, 0}, 1, 4)
 	adv := s.Float32([]float32{1, -2, 0.5, 3}, 1, 4)
 	mask := s.Float32([]float32{1, 1, 1, 0}, 1, 4)
-	got := item(t, s, PolicyLoss(s, logp, old, adv, mask, cfg, Norm{Tokens: 3, Sequences: 1}))
+	got := item(t, s, PolicyLoss(s, logp, old, adv, mask, cfg, algo.Norm{Tokens: 3, Sequences: 1}))
 	if math.Abs(got-(-0.06)) > 1e-6 {
 		t.Fatalf("token-mean loss %v, want -0.06", got)
 	}
@@ -46,7 +47,7 @@ func TestPolicyLossByHand(t *testing.T) {
 	// max = 4, dual bound -A c = 3 for c = 3 -> 3.
 	l2 := s.Float32([]float32{float32(math.Log(4))}, 1, 1)
 	cfg.DualClip = 3
-	got = item(t, s, PolicyLoss(s, l2, s.Float32([]float32{0}, 1, 1), s.Float32([]float32{-1}, 1, 1), s.Float32([]float32{1}, 1, 1), cfg, Norm{Tokens: 1, Sequences: 1}))
+	got = item(t, s, PolicyLoss(s, l2, s.Float32([]float32{0}, 1, 1), s.Float32([]float32{-1}, 1, 1), s.Float32([]float32{1}, 1, 1), cfg, algo.Norm{Tokens: 1, Sequences: 1}))
 	if math.Abs(got-3) > 1e-6 {
 		t.Fatalf("dual-clipped loss %v, want 3", got)
 	}
@@ -61,7 +62,7 @@ func TestAggregations(t *testing.T) {
 	defer s.Close()
 	x := s.Float32([]float32{1, 2, 3, 4, 0, 0}, 2, 3)
 	m := s.Float32([]float32{1, 1, 1, 1, 0, 0}, 2, 3)
-	n := Norm{Tokens: 4, Sequences: 2, Horizon: 8}
+	n := algo.Norm{Tokens: 4, Sequences: 2, Horizon: 8}
 	for agg, want := range map[string]float64{"token-mean": 2.5, "seq-mean-token-sum": 5, "seq-mean-token-mean": 3,
 		"seq-mean-token-sum-norm": 0.625} {
 		if got := item(t, s, Aggregate(s, x, m, agg, n)); math.Abs(got-want) > 1e-6 {
@@ -77,7 +78,7 @@ func TestKLLossByHand(t *testing.T) {
 	defer s.Close()
 	lp, ref, m := s.Float32([]float32{0}, 1, 1), s.Float32([]float32{-1}, 1, 1), s.Float32([]float32{1}, 1, 1)
 	for est, want := range map[string]float64{"k1": 1, "k2": 0.5, "k3": math.Exp(-1)} {
-		if got := item(t, s, KLLoss(s, lp, ref, m, est, "token-mean", Norm{Tokens: 1, Sequences: 1})); math.Abs(got-want) > 1e-6 {
+		if got := item(t, s, KLLoss(s, lp, ref, m, est, "token-mean", algo.Norm{Tokens: 1, Sequences: 1})); math.Abs(got-want) > 1e-6 {
 			t.Fatalf("%s = %v want %v", est, got, want)
 		}
 	}
@@ -89,7 +90,7 @@ func TestValueLossByHand(t *testing.T) {
 	s := torch.NewScope()
 	defer s.Close()
 	one := s.Float32([]float32{1}, 1, 1)
-	got := item(t, s, ValueLoss(s, s.Float32([]float32{2}, 1, 1), one, s.Float32([]float32{0}, 1, 1), one, 0.5, "token-mean", Norm{Tokens: 1, Sequences: 1}))
+	got := item(t, s, ValueLoss(s, s.Float32([]float32{2}, 1, 1), one, s.Float32([]float32{0}, 1, 1), one, 0.5, "token-mean", algo.Norm{Tokens: 1, Sequences: 1}))
 	if math.Abs(got-2) > 1e-6 {
 		t.Fatalf("value loss %v want 2", got)
 	}
@@ -113,9 +114,9 @@ func TestMaskGradients(t *testing.T) {
 	obs := []int{4, 5} // observation token positions
 	grad := func(advMask, lossMask bool, perturb float32) []float32 {
 		batch := []*traj.Trajectory{mk(1), mk(0)}
-		opt := DefaultOptions()
+		opt := algo.DefaultOptions()
 		opt.AdvantageMask = advMask
-		if err := GRPO(batch, nil, opt); err != nil {
+		if err := algo.GRPO(batch, nil, opt); err != nil {
 			t.Fatal(err)
 		}
 		tr := batch[0]
@@ -135,7 +136,7 @@ func TestMaskGradients(t *testing.T) {
 		lp := s.Float32(lpv, 1, 8)
 		lp.SetRequiresGrad(true)
 		loss := PolicyLoss(s, lp, s.Float32(oldv, 1, 8), s.Float32(tr.Advantages, 1, 8), s.Float32(mask, 1, 8),
-			LossConfig{ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean"}, Norm{Tokens: 4, Sequences: 1})
+			algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean"}, algo.Norm{Tokens: 4, Sequences: 1})
 		if err := s.Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -175,16 +176,6 @@ func TestMaskGradients(t *testing.T) {
 	}
 }
 
-func TestPolicyDiagnosticsByHand(t *testing.T) {
-	// r = 0.5 with A<0 -> low clip; r = 2 with A>0 -> high clip; r = 1 -> none.
-	lp := []float32{float32(math.Log(0.5)), float32(math.Log(2)), 0, 5}
-	d := PolicyDiagnostics(lp, []float32{0, 0, 0, 0}, []float32{-1, 1, 1, 1}, []float32{1, 1, 1, 0}, 0.2, 0.28)
-	// approx kl = mean((r-1) - log r) = ((-.5+ln2) + (1-ln2) + 0)/3 = 0.5/3
-	if d.ClipFracLow != 1.0/3 || d.ClipFracHigh != 1.0/3 || math.Abs(d.ApproxKL-0.5/3) > 1e-6 || d.Tokens != 3 {
-		t.Fatalf("diag %+v", d)
-	}
-}
-
 // Extreme log-ratios stay finite, as verl bounds them. A token whose
 // probability rose by e^100 has its log-ratio clamped to 20: with A = -1
 // its PPO loss is max(e^20, clip) = e^20 (finite, and its gradient too);
@@ -193,7 +184,7 @@ func TestPolicyDiagnosticsByHand(t *testing.T) {
 func TestLossesBoundedAndPaddingSafe(t *testing.T) {
 	s := torch.NewScope()
 	defer s.Close()
-	cfg := LossConfig{ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean", KLEstimator: "k3"}
+	cfg := algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean", KLEstimator: "k3"}
 	logp := s.Float32([]float32{100, 0, float32(math.Inf(1))}, 1, 3)
 	if err := logp.SetRequiresGrad(true); err != nil {
 		t.Fatal(err)
@@ -201,7 +192,7 @@ func TestLossesBoundedAndPaddingSafe(t *testing.T) {
 	zero := s.Float32([]float32{0, 0, 0}, 1, 3)
 	adv := s.Float32([]float32{-1, 1, float32(math.NaN())}, 1, 3)
 	mask := s.Float32([]float32{1, 1, 0}, 1, 3)
-	n := Norm{Tokens: 2, Sequences: 1}
+	n := algo.Norm{Tokens: 2, Sequences: 1}
 	pl := PolicyLoss(s, logp, zero, adv, mask, cfg, n)
 	// token 0: e^20 (A = -1, ratio e^20: the unclipped term is the max);
 	// token 1: -1 (ratio 1). Mean over 2 tokens.

@@ -1,0 +1,94 @@
+// Package loss holds the RL losses as differentiable tensor expressions
+// over the logprobs and values the model returns: PPO's clipped surrogate,
+// the KL-to-reference term, PPO2's clipped value loss, and the token
+// aggregations (verl's agg_loss) they share. They are composed from the
+// small set of torch.Scope ops so that each reads like its paper; their
+// settings (algo.LossConfig) and normalisers (algo.Norm) are pure Go in
+// trainer/algo.
+package loss
+
+import (
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
+)
+
+// Aggregate reduces per-token losses x [B,T] with mask [B,T] (f32 0/1) into
+// this micro-batch's share of the mini-batch loss (verl's agg_loss):
+//
+//	token-mean               sum of x over the mini-batch's loss tokens / their number
+//	seq-mean-token-sum       mean over sequences of each sequence's token sum
+//	seq-mean-token-mean      mean over sequences of each sequence's token mean
+//	seq-mean-token-sum-norm  seq-mean-token-sum / Horizon, a constant: Dr. GRPO
+//	                         (Liu et al. 2025, arXiv:2503.20783, Sec. 3.1) drops the
+//	                         1/|o_i| length normalisation that biases GRPO towards
+//	                         long wrong answers. verl divides by the padded width and
+//	                         averages over micro-batches; here the horizon is
+//	                         env.max_tokens, the same for every batch.
+func Aggregate(s *torch.Scope, x, mask *torch.Tensor, agg string, n algo.Norm) *torch.Tensor {
+	switch agg {
+	case "seq-mean-token-sum":
+		return s.DivScalar(s.Sum(s.MaskedSum(x, mask, 1)), n.Sequences)
+	case "seq-mean-token-sum-norm":
+		return s.DivScalar(s.Sum(s.MaskedSum(x, mask, 1)), n.Sequences*n.Horizon)
+	case "seq-mean-token-mean":
+		perSeq := s.Div(s.MaskedSum(x, mask, 1), s.ClampMin(s.Sum(mask, 1), 1))
+		return s.DivScalar(s.Sum(perSeq), n.Sequences)
+	default: // token-mean
+		return s.DivScalar(s.MaskedSum(x, mask), n.Tokens)
+	}
+}
+
+// PolicyLoss is PPO's clipped surrogate (Schulman et al. 2017,
+// arXiv:1707.06347, Eq. 7) with separate low/high clip and optional dual
+// clip, as a loss to minimise:
+//
+//	r_t     = exp(logp_t - oldLogp_t)
+//	L_t     = max(-A_t r_t, -A_t clip(r_t, 1-eps_low, 1+eps_high))
+//	L_t     = min(L_t, -A_t c)          where A_t < 0 and dual clip c > 1
+//
+// All tensors are [B,T]; mask selects the tokens that count.
+func PolicyLoss(s *torch.Scope, logp, oldLogp, adv, mask *torch.Tensor, cfg algo.LossConfig, n algo.Norm) *torch.Tensor {
+	ratio := s.Exp(s.Clamp(s.Sub(logp, oldLogp), -algo.MaxLogRatio, algo.MaxLogRatio))
+	negAdv := s.Neg(adv)
+	pg1 := s.Mul(negAdv, ratio)
+	pg2 := s.Mul(negAdv, s.Clamp(ratio, 1-cfg.ClipLow, 1+cfg.ClipHigh))
+	pg := s.Maximum(pg1, pg2)
+	if cfg.DualClip > 1 {
+		pg3 := s.MulScalar(negAdv, cfg.DualClip)
+		pg = s.Where(s.LtScalar(adv, 0), s.Minimum(pg, pg3), pg)
+	}
+	return Aggregate(s, pg, mask, cfg.Agg, n)
+}
+
+// KLLoss is the KL-to-reference penalty as a loss term (GRPO's way,
+// Shao et al. 2024, arXiv:2402.03300, Eq. 3-4), with the chosen estimator
+// applied per token: k1 = logp - ref, k2 = (logp - ref)^2 / 2,
+// k3 = exp(ref - logp) - (ref - logp) - 1.
+func KLLoss(s *torch.Scope, logp, refLogp, mask *torch.Tensor, estimator, agg string, n algo.Norm) *torch.Tensor {
+	var kl *torch.Tensor
+	switch estimator {
+	case "k1":
+		kl = s.Sub(logp, refLogp)
+	case "k2":
+		kl = s.MulScalar(s.PowScalar(s.Sub(logp, refLogp), 2), 0.5)
+	default: // k3
+		d := s.Clamp(s.Sub(refLogp, logp), -algo.MaxLogRatio, algo.MaxLogRatio)
+		kl = s.Clamp(s.SubScalar(s.Sub(s.Exp(d), d), 1), -algo.MaxK3, algo.MaxK3)
+	}
+	return Aggregate(s, kl, mask, agg, n)
+}
+
+// ValueLoss is PPO2's clipped value loss (as in OpenAI baselines' ppo2 and
+// CleanRL's ppo.py, "clip_vloss"):
+//
+//	v_clip = oldV + clip(v - oldV, -c, c)
+//	L_t    = 0.5 * max((v - R)^2, (v_clip - R)^2)
+func ValueLoss(s *torch.Scope, values, oldValues, returns, mask *torch.Tensor, clip float64, agg string, n algo.Norm) *torch.Tensor {
+	unclipped := s.PowScalar(s.Sub(values, returns), 2)
+	l := unclipped
+	if clip > 0 {
+		vclip := s.Add(oldValues, s.Clamp(s.Sub(values, oldValues), -clip, clip))
+		l = s.Maximum(unclipped, s.PowScalar(s.Sub(vclip, returns), 2))
+	}
+	return Aggregate(s, s.MulScalar(l, 0.5), mask, agg, n)
+}

@@ -1,0 +1,9 @@
+package loss
+
+import (
+	"testing"
+
+	"github.com/agentrl/agentrl/internal/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }

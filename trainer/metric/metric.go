@@ -1,0 +1,202 @@
+// Package metric declares every metric the training loop records per
+// iteration: its name as stored (store.IterationMetrics), what it means,
+// and whether and where the report draws it. The producers (the trainer),
+// the report and the experiment use these names, so a metric is renamed,
+// documented or plotted in one place.
+package metric
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/agentrl/agentrl/envs/reward"
+)
+
+// Names of the per-iteration metrics, as stored.
+const (
+	// Episodes (training trajectories; Eval and NaiveRAG prefix the same
+	// names for evaluation and the naive-RAG baseline).
+	RewardMean      = "reward_mean"
+	RewardStd       = "reward_std"
+	EM              = reward.NameEM // reward components: the mean of each
+	F1              = reward.NameF1
+	SubstringEM     = reward.NameSubstringEM
+	Format          = reward.NameFormat
+	RewardTotal     = reward.NameTotal
+	ResponseLenMean = "response_len_mean"
+	TurnsMean       = "turns_mean"
+	ToolCallsMean   = "tool_calls_mean"
+	ToolSuccess     = "tool_success"
+	TruncationRate  = "truncation_rate"
+	ErrorRate       = "error_rate"
+	N               = "n"
+
+	// The update.
+	GroupRewardStd     = "group_reward_std"
+	GroupsDropped      = "groups_dropped"
+	LogprobMismatchMax = "logprob_mismatch_max"
+	KLRef              = "kl_ref"
+	PolicyLoss         = "policy_loss"
+	KLLoss             = "kl_loss"
+	Entropy            = "entropy"
+	ClipFracLow        = "clip_frac_low"
+	ClipFracHigh       = "clip_frac_high"
+	ApproxKL           = "approx_kl"
+	GradNorm           = "grad_norm"
+	OptimizerSteps     = "optimizer_steps"
+	SkippedUpdates     = "skipped_updates"
+	AdvMean            = "adv_mean"
+	AdvStd             = "adv_std"
+	AdvMin             = "adv_min"
+	AdvMax             = "adv_max"
+	ReturnMean         = "return_mean"
+	ValueLoss          = "value_loss"
+	CriticGradNorm     = "critic_grad_norm"
+	ExplainedVariance  = "explained_variance"
+	LR                 = "lr"
+	EchoTrapSignals    = "echo_trap_signals"
+
+	// Time, throughput and memory.
+	TokensPerSRollout = "tokens_per_s_rollout"
+	TokensPerSUpdate  = "tokens_per_s_update"
+	TimeRolloutS      = "time_rollout_s"
+	TimeDecodeS       = "time_decode_s"
+	TimePrefillS      = "time_prefill_s"
+	TimeToolWaitS     = "time_tool_wait_s"
+	DecodeBatchMean   = "decode_batch_mean"
+	TimeUpdateS       = "time_update_s"
+	TimeIterationS    = "time_iteration_s"
+	CUDAAllocatedGB   = "cuda_allocated_gb"
+	CUDAPeakGB        = "cuda_peak_gb"
+)
+
+// Prefixes of the episode metrics of the evaluation split and of the
+// naive-RAG baseline (iteration 0).
+const (
+	Eval     = "eval/"
+	NaiveRAG = "baseline/naive_rag/"
+)
+
+// Def declares one metric.
+type Def struct {
+	Name string
+	Doc  string
+	// Episode: also recorded under the Eval and NaiveRAG prefixes.
+	Episode bool
+}
+
+// Defs are the metrics, in the order the docs list them. Besides these an
+// episode records EM by hop count as em_hopN.
+var Defs = []Def{
+	{RewardMean, "mean scalar reward (outcome + process rewards)", true},
+	{RewardStd, "population std (ddof 0) of the reward over the batch", true},
+	{EM, "exact match of the answer (a reward component; 0 when the reward has none)", true},
+	{F1, "token F1 of the answer (a reward component)", true},
+	{SubstringEM, "a gold answer occurs in the answer (a reward component)", true},
+	{Format, "format score of the turns (a reward component)", true},
+	{RewardTotal, "the reward as the environment computed it (a reward component)", true},
+	{ResponseLenMean, "mean number of tokens the policy generated per trajectory", true},
+	{TurnsMean, "mean number of assistant turns", true},
+	{ToolCallsMean, "mean number of tool calls (malformed ones included)", true},
+	{ToolSuccess, "mean fraction of a trajectory's tool calls that succeeded", true},
+	{TruncationRate, "fraction of trajectories stopped by a token or turn limit", true},
+	{ErrorRate, "fraction of trajectories ended by an environment error", true},
+	{N, "number of trajectories", true},
+	{GroupRewardStd, "mean within-group reward std (ddof 1) over groups of two or more, before the variance filter: the echo-trap signal", false},
+	{GroupsDropped, "groups the variance filter (algorithm.filter_keep_ratio) dropped", false},
+	{LogprobMismatchMax, "largest gap between a sampled token's logprob and the training forward's (0 when rollouts and training agree)", false},
+	{KLRef, "mean k-estimator KL to the reference over the action tokens", false},
+	{PolicyLoss, "PPO clipped surrogate, mean over optimizer steps", false},
+	{KLLoss, "KL-to-reference loss term, mean over optimizer steps (kl_mode loss)", false},
+	{Entropy, "policy entropy in nats per loss token", false},
+	{ClipFracLow, "fraction of loss tokens whose ratio was clipped below 1-clip_low", false},
+	{ClipFracHigh, "fraction of loss tokens whose ratio was clipped above 1+clip_high", false},
+	{ApproxKL, "approximate KL from the old to the updated policy per loss token", false},
+	{GradNorm, "policy gradient norm before clipping, mean over the steps taken", false},
+	{OptimizerSteps, "policy optimizer steps taken", false},
+	{SkippedUpdates, "optimizer steps skipped for a non-finite loss or gradient norm", false},
+	{AdvMean, "mean advantage over the action tokens", false},
+	{AdvStd, "population std of the advantages over the action tokens", false},
+	{AdvMin, "smallest advantage of an action token", false},
+	{AdvMax, "largest advantage of an action token", false},
+	{ReturnMean, "mean return over the action tokens", false},
+	{ValueLoss, "clipped value loss, mean over critic steps (with a critic)", false},
+	{CriticGradNorm, "critic gradient norm before clipping (with a critic)", false},
+	{ExplainedVariance, "1 - Var[R-V]/Var[R] over the action tokens (with a critic)", false},
+	{LR, "policy learning rate of the iteration's last optimizer step", false},
+	{EchoTrapSignals, "echo-trap signals raised this iteration (reward std or entropy collapse, gradient-norm spike)", false},
+	{TokensPerSRollout, "tokens generated per second of rollout", false},
+	{TokensPerSUpdate, "trajectory tokens per second of update (times epochs)", false},
+	{TimeRolloutS, "wall time of the training rollout", false},
+	{TimeDecodeS, "time in decode steps", false},
+	{TimePrefillS, "time prefilling prompts and observations", false},
+	{TimeToolWaitS, "time waiting for tools with no slot able to decode", false},
+	{DecodeBatchMean, "mean number of slots per decode step", false},
+	{TimeUpdateS, "wall time of advantages and update", false},
+	{TimeIterationS, "wall time of the whole iteration", false},
+	{CUDAAllocatedGB, "CUDA memory allocated at the end of the iteration (CUDA only)", false},
+	{CUDAPeakGB, "peak CUDA memory (CUDA only)", false},
+}
+
+// Chart is one chart of the report and the metrics it draws, each with
+// its legend label.
+type Chart struct {
+	File, Title string
+	Keys        []Series
+}
+
+// Series is one metric of a chart.
+type Series struct{ Key, Label string }
+
+// Charts are the report's charts, in page order.
+var Charts = []Chart{
+	{"reward", "Train reward", []Series{{RewardMean, "mean reward (train)"}}},
+	{"eval", "Evaluation EM / F1", []Series{{Eval + EM, "EM"}, {Eval + F1, "F1"}}},
+	{"kl", "KL divergence", []Series{{KLRef, "KL to reference"}, {ApproxKL, "approx KL (old to new policy)"}}},
+	{"entropy", "Policy entropy", []Series{{Entropy, "entropy (nats per token)"}}},
+	{"clip", "Clip fraction", []Series{{ClipFracLow, "low (ratio < 1-ε)"}, {ClipFracHigh, "high (ratio > 1+ε)"}}},
+	{"response_len", "Response length (tokens)", []Series{{ResponseLenMean, "mean response length"}}},
+	{"turns", "Turns and tool calls per episode", []Series{{TurnsMean, "turns"}, {ToolCallsMean, "tool calls"}}},
+	{"throughput", "Throughput (tokens/s)", []Series{{TokensPerSRollout, "rollout"}, {TokensPerSUpdate, "update"}}},
+}
+
+// Plotted reports whether a chart of the report draws the metric name.
+func Plotted(name string) bool {
+	for _, c := range Charts {
+		for _, s := range c.Keys {
+			if s.Key == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// EMHopPrefix starts the names of the exact match by hop count.
+const EMHopPrefix = "em_hop"
+
+// EMHop is the name of the exact match over the questions of h hops.
+func EMHop(h int) string { return EMHopPrefix + strconv.Itoa(h) }
+
+var hopEM = regexp.MustCompile(`^em_hop[0-9]+$`)
+
+// Declared reports whether name is a declared metric: one of Defs, an
+// episode metric under the Eval or NaiveRAG prefix, or em_hopN.
+func Declared(name string) bool {
+	episode := false
+	for _, p := range []string{Eval, NaiveRAG} {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			name, episode = rest, true
+		}
+	}
+	if hopEM.MatchString(name) {
+		return true
+	}
+	for _, d := range Defs {
+		if d.Name == name {
+			return d.Episode || !episode
+		}
+	}
+	return false
+}

@@ -1,0 +1,46 @@
+package ppo
+
+import (
+	"fmt"
+
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/loss"
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// criticStep is one optimizer step of a separate critic on a mini-batch.
+func (l *Learner) criticStep(mini []*traj.Trajectory, data Data, st *Stats) error {
+	n := l.norm(mini)
+	k := stepper{name: "critic", opt: l.CriticOpt, dist: l.Dist, micro: l.Config.MicroBatch, maxGradNorm: l.Config.MaxGradNorm}
+	r, err := k.step(mini, func(s *torch.Scope, p Padded) (*torch.Tensor, error) {
+		// Only the value head's output: no logits over the vocabulary.
+		o, err := l.Critic.Forward(p.Batch, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true})
+		if err != nil {
+			return nil, OOMHint(fmt.Errorf("critic forward of %d trajectories: %w", len(p.Trs), err))
+		}
+		s.Own(o.LogProbs, o.Values)
+		maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, l.Config.LossMask) })
+		return l.valueLoss(s, p, o.Values, s.Float32(maskV, int64(len(p.Trs)), int64(p.Width())), data, n), nil
+	})
+	if err != nil {
+		return err
+	}
+	if !r.Taken {
+		st.Skipped++
+		return nil
+	}
+	st.ValueLoss += r.Loss
+	st.CriticGradNorm += r.GradNorm
+	st.criticSteps++
+	return nil
+}
+
+// valueLoss is PPO2's clipped value loss of a micro-batch against the
+// returns, clipped around the values before the update.
+func (l *Learner) valueLoss(s *torch.Scope, p Padded, values, mask *torch.Tensor, data Data, n algo.Norm) *torch.Tensor {
+	B, W := int64(len(p.Trs)), int64(p.Width())
+	oldV := p.Grid(func(t *traj.Trajectory, j int) float32 { return data[t].Values[j] })
+	retV := p.Grid(func(t *traj.Trajectory, j int) float32 { return t.Returns[j] })
+	return loss.ValueLoss(s, values, s.Float32(oldV, B, W), s.Float32(retV, B, W), mask, l.Config.Loss.ValueClip, l.Config.Loss.Agg, n)
+}

@@ -1,0 +1,113 @@
+package ppo
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/loss"
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// SFTConfig shapes a supervised warm start.
+type SFTConfig struct {
+	Epochs, Batch, Micro int
+	LR, MaxGradNorm      float64
+	// Before is called before every optimizer step; an error (a stop, a
+	// cancelled context) ends the run with it. Nil never stops.
+	Before func() error
+	// After is called after every optimizer step, taken or skipped, with
+	// the mini-batch's loss summed over the ranks.
+	After func(step, total int, loss float64)
+}
+
+// SFTStats summarise a supervised run. Skipped counts the steps a
+// non-finite loss or gradient norm skipped.
+type SFTStats struct {
+	FirstLoss, LastLoss       float64
+	Steps, Skipped, Sequences int
+}
+
+// SFT trains m by masked negative log-likelihood over the tokens of seqs
+// whose Mask is 1 (the assistant's; token-mean over each mini-batch), with
+// AdamW (no weight decay) and gradient-norm clipping, through the same
+// step as the RL update.
+//
+// In a data-parallel job (g not nil) every rank walks the same batches
+// and computes the gradient of its share of each; the summed gradient is
+// the whole batch's.
+func SFT(m *torch.Model, g *dist.Group, seqs []*traj.Trajectory, cfg SFTConfig, rng *rand.Rand) (SFTStats, error) {
+	st := SFTStats{Sequences: len(seqs), FirstLoss: math.NaN()}
+	if len(seqs) == 0 {
+		return st, fmt.Errorf("sft: no demonstrations")
+	}
+	params, err := m.Params()
+	if err != nil {
+		return st, err
+	}
+	defer func() {
+		for _, p := range params {
+			p.Free()
+		}
+	}()
+	hp := torch.DefaultAdamW
+	hp.LR, hp.WeightDecay = cfg.LR, 0
+	opt, err := torch.NewAdamW(params, nil, []torch.AdamWGroup{hp})
+	if err != nil {
+		return st, err
+	}
+	defer opt.Free()
+	k := stepper{name: "sft", opt: opt, dist: g, micro: cfg.Micro, maxGradNorm: cfg.MaxGradNorm}
+	idx := rng.Perm(len(seqs))
+	total := (len(seqs) + cfg.Batch - 1) / cfg.Batch * cfg.Epochs
+	for epoch := 0; epoch < cfg.Epochs; epoch++ {
+		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+		for lo := 0; lo < len(idx); lo += cfg.Batch {
+			if cfg.Before != nil {
+				if err := cfg.Before(); err != nil {
+					return st, err
+				}
+			}
+			if err := sftStep(k, m, Pick(seqs, idx[lo:min(lo+cfg.Batch, len(idx))]), &st); err != nil {
+				return st, err
+			}
+			if cfg.After != nil {
+				cfg.After(st.Steps, total, st.LastLoss)
+			}
+		}
+	}
+	return st, nil
+}
+
+// sftStep is one optimizer step of the warm start on a mini-batch.
+func sftStep(k stepper, m *torch.Model, mini []*traj.Trajectory, st *SFTStats) error {
+	n := Norm(mini, true)
+	r, err := k.step(mini, func(s *torch.Scope, p Padded) (*torch.Tensor, error) {
+		o, err := m.Forward(p.Batch, torch.ForwardOptions{Grad: true})
+		if err != nil {
+			return nil, OOMHint(fmt.Errorf("sft forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Batch.T, err))
+		}
+		s.Own(o.LogProbs)
+		maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, true) })
+		mask := s.Float32(maskV, int64(len(p.Trs)), int64(p.Width()))
+		return loss.Aggregate(s, s.Neg(o.LogProbs), mask, "token-mean", n), nil
+	})
+	if err != nil {
+		return err
+	}
+	loss := []float64{r.Loss}
+	if err := k.dist.Sum(loss); err != nil {
+		return err
+	}
+	if !r.Taken {
+		st.Skipped++
+	}
+	st.Steps++
+	if math.IsNaN(st.FirstLoss) {
+		st.FirstLoss = loss[0]
+	}
+	st.LastLoss = loss[0]
+	return nil
+}

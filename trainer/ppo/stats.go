@@ -1,0 +1,62 @@
+package ppo
+
+// Stats are an update's diagnostics: the losses are means over optimizer
+// steps of each mini-batch's loss, the per-token figures (entropy, clip
+// fractions, approximate KL) means over the loss tokens. While
+// accumulating they are sums, which add up across ranks.
+type Stats struct {
+	PolicyLoss, KLLoss, Entropy, ValueLoss float64
+	ClipFracLow, ClipFracHigh, ApproxKL    float64
+	GradNorm, CriticGradNorm               float64
+	Steps, Skipped                         int
+	SkippedIDs                             []string
+	Tokens                                 int     // loss tokens processed (per epoch pass)
+	LR                                     float64 // the policy learning rate of the last step
+	policySteps, criticSteps               int     // policySteps counts skipped steps too
+}
+
+// finish turns the sums into means, after adding up the ranks' sums.
+func (l *Learner) finish(st *Stats) error {
+	if err := l.sumStats(st); err != nil {
+		return err
+	}
+	if n := float64(st.policySteps); n > 0 {
+		st.PolicyLoss /= n
+		st.KLLoss /= n
+		if l.shared() {
+			st.ValueLoss /= n
+		}
+	}
+	if n := float64(st.Tokens); n > 0 {
+		st.Entropy /= n
+		st.ClipFracLow /= n
+		st.ClipFracHigh /= n
+		st.ApproxKL /= n
+	}
+	if st.Steps > 0 {
+		st.GradNorm /= float64(st.Steps)
+	}
+	if st.criticSteps > 0 {
+		st.CriticGradNorm /= float64(st.criticSteps)
+		if l.separate() {
+			st.ValueLoss /= float64(st.criticSteps)
+		}
+	}
+	return nil
+}
+
+// sumStats adds up the per-rank sums of the diagnostics (the step counts
+// and gradient norms are already the same on every rank).
+func (l *Learner) sumStats(st *Stats) error {
+	if l.Dist.World() == 1 {
+		return nil
+	}
+	v := []float64{st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL,
+		float64(st.Tokens)}
+	if err := l.Dist.Sum(v); err != nil {
+		return err
+	}
+	st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL = v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+	st.Tokens = int(v[7])
+	return nil
+}
