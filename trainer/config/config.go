@@ -11,7 +11,11 @@
 // separated by "|"; Validate checks them and Docs shows them.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentrl/agentrl/envs"
+)
 
 // Config is the whole trainer configuration, one field per YAML section.
 type Config struct {
@@ -20,7 +24,7 @@ type Config struct {
 	Model     ModelConfig     `yaml:"model" doc:"the policy, critic and reference models"`
 	Data      DataConfig      `yaml:"data" doc:"training and evaluation questions"`
 	Tools     ToolsConfig     `yaml:"tools" doc:"the tools the agent may call"`
-	Env       EnvConfig       `yaml:"env" doc:"episode limits and reward weights"`
+	Env       envs.EnvConfig  `yaml:"env" doc:"episode limits and reward weights"`
 	Rollout   RolloutConfig   `yaml:"rollout" doc:"sampling of trajectories"`
 	Algorithm AlgorithmConfig `yaml:"algorithm" doc:"advantage estimator and policy/value losses"`
 	Optim     OptimConfig     `yaml:"optim" doc:"AdamW optimiser and learning-rate schedule"`
@@ -143,38 +147,6 @@ type SearchConfig struct {
 
 // CalculatorConfig configures the calculator tool, which has no settings.
 type CalculatorConfig struct{}
-
-// EnvConfig bounds an episode and weighs its rewards.
-type EnvConfig struct {
-	MaxTurns            int           `yaml:"max_turns" default:"4" doc:"assistant turns per episode"`
-	MaxTokens           int           `yaml:"max_tokens" default:"768" doc:"token budget of a whole trajectory, prompt included"`
-	MaxTurnTokens       int           `yaml:"max_turn_tokens" default:"48" doc:"tokens generated per turn at most"`
-	ToolTimeout         time.Duration `yaml:"tool_timeout" default:"5s" doc:"time limit of one tool call"`
-	MaxObservationChars int           `yaml:"max_observation_chars" default:"600" doc:"characters of a tool response kept"`
-	Rewards             RewardsConfig `yaml:"rewards" doc:"reward weights"`
-}
-
-// RewardsConfig weighs the reward terms; the names match
-// envs/reward.Config, onto which it maps one to one.
-type RewardsConfig struct {
-	Scorer      string         `yaml:"scorer" default:"em" doc:"answer metric of the outcome reward: em, f1 or substring_em"`
-	Outcome     float64        `yaml:"outcome" default:"1.0" doc:"weight of the answer metric"`
-	Format      float64        `yaml:"format" default:"0.1" doc:"weight of the all-or-nothing format reward"`
-	ValidCall   float64        `yaml:"valid_call" default:"0" doc:"process reward per turn with a valid tool call"`
-	Support     float64        `yaml:"support" default:"0" doc:"process reward per supporting passage first retrieved"`
-	InvalidCall float64        `yaml:"invalid_call" default:"0" doc:"process reward per invalid tool call (negative = penalty)"`
-	RepeatCall  float64        `yaml:"repeat_call" default:"0" doc:"process reward per repeated tool call (negative = penalty)"`
-	External    ExternalReward `yaml:"external" doc:"a reward computed outside the trainer, added to the outcome reward"`
-}
-
-// ExternalReward is a command or HTTP endpoint that receives each finished
-// episode as JSON and answers {"reward": x, "components": {...}}.
-type ExternalReward struct {
-	Command []string      `yaml:"command" default:"[]" doc:"program and arguments run per episode: the episode's JSON on stdin, the answer on stdout"`
-	URL     string        `yaml:"url" default:"" doc:"endpoint each episode's JSON is POSTed to, instead of a command"`
-	Timeout time.Duration `yaml:"timeout" default:"10s" doc:"time limit of one scoring; a failed or late one counts 0 and sets the component external_failed"`
-	Weight  float64       `yaml:"weight" default:"1.0" doc:"weight of the external reward in the total"`
-}
 
 // RolloutConfig sets how trajectories are sampled.
 type RolloutConfig struct {

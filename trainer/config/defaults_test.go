@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentrl/agentrl/envs"
 )
 
 func TestDefaultsValidate(t *testing.T) {
@@ -65,5 +67,21 @@ func TestEveryLeafHasDefaultTag(t *testing.T) {
 		if _, ok := k.field.Tag.Lookup("default"); !ok {
 			t.Errorf("%s has no default tag", k.path)
 		}
+	}
+}
+
+// The env section is envs.EnvConfig itself: its defaults, read by the
+// configuration, are the ones envs.DefaultEnvConfig reads from the same
+// tags, and its wiring field (yaml:"-") is no key.
+func TestEnvSectionIsTheDomainStruct(t *testing.T) {
+	if got, want := Default().Env, envs.DefaultEnvConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Default().Env = %+v, want envs.DefaultEnvConfig() = %+v", got, want)
+	}
+	c := Default()
+	if err := c.Set("env.external=1"); err == nil {
+		t.Error("env.external (a yaml:\"-\" field) accepted as a key")
+	}
+	if err := c.Set("env.rewards.external.weight=2"); err != nil || c.Env.Rewards.External.Weight != 2 {
+		t.Errorf("env.rewards.external.weight=2: err %v, weight %v", err, c.Env.Rewards.External.Weight)
 	}
 }

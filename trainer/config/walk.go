@@ -22,13 +22,18 @@ func isSection(t reflect.Type) bool {
 }
 
 // children lists the keys directly under the section v, in declaration
-// order, with paths prefixed by prefix ("" at the root).
+// order, with paths prefixed by prefix ("" at the root). A field tagged
+// yaml:"-" (wiring of a domain struct, such as envs.EnvConfig.External)
+// is no key.
 func children(v reflect.Value, prefix string) []node {
 	t := v.Type()
 	out := make([]node, 0, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name := yamlName(f)
+		if name == "-" {
+			continue
+		}
 		if prefix != "" {
 			name = prefix + "." + name
 		}
