@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -25,7 +26,7 @@ func (t *Trainer) agentFactory(task envs.Task) (rollout.Setup, error) {
 	if err != nil {
 		return rollout.Setup{}, err
 	}
-	return rollout.Setup{System: SystemPrompt, User: task.Question, Tools: t.promptTools(), Env: env}, nil
+	return rollout.Setup{System: protocol.SystemPrompt, User: task.Question, Tools: t.promptTools(), Env: env}, nil
 }
 
 // promptTools are the tool schemas listed in the system prompt, when
@@ -65,6 +66,6 @@ func (t *Trainer) ragFactory(ctx context.Context) rollout.Factory {
 		if err != nil {
 			return rollout.Setup{}, err
 		}
-		return rollout.Setup{System: RAGSystemPrompt, User: user, Env: env}, nil
+		return rollout.Setup{System: protocol.RAGSystemPrompt, User: user, Env: env}, nil
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
@@ -139,7 +140,7 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 			if err != nil {
 				return rollout.Setup{}, err
 			}
-			return rollout.Setup{System: trainer.SystemPrompt, User: q, Tools: schemas,
+			return rollout.Setup{System: protocol.SystemPrompt, User: q, Tools: schemas,
 				Env: &showingEnv{env: env, out: out, paint: paint}}, nil
 		}
 		trs, _, err := rollout.Run(context.Background(), engine.Decoder{Engine: e}, rollout.NewChat(cf), factory,
