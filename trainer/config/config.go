@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/trainer/algo"
 )
 
 // Config is the whole trainer configuration, one field per YAML section.
@@ -163,17 +164,14 @@ type RolloutConfig struct {
 
 // AlgorithmConfig picks the advantage estimator and shapes the losses.
 type AlgorithmConfig struct {
-	Estimator       string  `yaml:"estimator" default:"grpo" doc:"advantage estimator: gae, grpo, rloo, reinforce_pp or reinforce_pp_baseline"`
-	Gamma           float64 `yaml:"gamma" default:"1.0" doc:"per-token discount"`
-	Lambda          float64 `yaml:"lambda" default:"1.0" doc:"GAE trace decay"`
-	NormByStd       bool    `yaml:"norm_by_std" default:"true" doc:"divide GRPO advantages by the group std (false = Dr. GRPO)"`
-	Eps             float64 `yaml:"eps" default:"1e-6" doc:"added to the group std before dividing"`
-	Whiten          bool    `yaml:"whiten" default:"true" doc:"standardise GAE advantages over the batch"`
+	Estimator string `yaml:"estimator" default:"grpo" doc:"advantage estimator: gae, grpo, rloo, reinforce_pp or reinforce_pp_baseline"`
+	// Options are the estimators' settings (gamma, lambda, norm_by_std,
+	// eps, whiten, kl_coef, advantage_mask), keys of this section.
+	algo.Options    `yaml:",inline"`
 	ClipLow         float64 `yaml:"clip_low" default:"0.2" doc:"PPO ratio clip below: 1 - clip_low"`
 	ClipHigh        float64 `yaml:"clip_high" default:"0.28" doc:"PPO ratio clip above: 1 + clip_high (DAPO clip-higher)"`
 	DualClip        float64 `yaml:"dual_clip" default:"0" doc:"dual-clip bound c > 1 for negative advantages (0 = off)"`
 	LossAgg         string  `yaml:"loss_agg" default:"token-mean" enum:"token-mean|seq-mean-token-sum|seq-mean-token-mean|seq-mean-token-sum-norm" doc:"how token losses are averaged (seq-mean-token-sum-norm: Dr. GRPO, token sums over the constant env.max_tokens)"`
-	KLCoef          float64 `yaml:"kl_coef" default:"0.0" doc:"weight of the KL to the reference"`
 	KLEstimator     string  `yaml:"kl_estimator" default:"k3" doc:"single-sample KL estimator: k1, k2 or k3"`
 	KLMode          string  `yaml:"kl_mode" default:"loss" enum:"loss|reward|off" doc:"KL as a loss term, as a reward penalty, or not at all"`
 	EntropyCoef     float64 `yaml:"entropy_coef" default:"0" doc:"weight of the entropy bonus"`
@@ -182,7 +180,6 @@ type AlgorithmConfig struct {
 	Epochs          int     `yaml:"epochs" default:"1" doc:"passes over each iteration's batch"`
 	MiniBatch       int     `yaml:"mini_batch" default:"32" doc:"trajectories per optimiser step"`
 	MicroBatch      int     `yaml:"micro_batch" default:"8" doc:"trajectories per forward/backward pass (gradient accumulation)"`
-	AdvantageMask   bool    `yaml:"advantage_mask" default:"true" doc:"credit only policy-generated tokens in the advantage"`
 	LossMask        bool    `yaml:"loss_mask" default:"true" doc:"count only policy-generated tokens in the losses"`
 	FilterKeepRatio float64 `yaml:"filter_keep_ratio" default:"1.0" doc:"fraction of groups kept, largest reward std first (1 = all)"`
 	CriticWarmup    int     `yaml:"critic_warmup" default:"0" doc:"iterations training only the critic"`

@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,6 +33,10 @@ func children(v reflect.Value, prefix string) []node {
 		f := t.Field(i)
 		name := yamlName(f)
 		if name == "-" {
+			continue
+		}
+		if isInline(f) {
+			out = append(out, children(v.Field(i), prefix)...)
 			continue
 		}
 		if prefix != "" {
@@ -90,6 +95,13 @@ func allPaths(v reflect.Value, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// isInline reports whether f is a struct tagged yaml:",inline", whose keys
+// are keys of the section holding it (algorithm inlines algo.Options).
+func isInline(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return f.Type.Kind() == reflect.Struct && slices.Contains(strings.Split(opts, ","), "inline")
 }
 
 // yamlName is the key of a struct field: the name in its yaml tag.
