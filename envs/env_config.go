@@ -2,48 +2,51 @@ package envs
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/agentrl/agentrl/envs/reward"
+	"github.com/agentrl/agentrl/internal/deftag"
 )
 
-// EnvConfig bounds an episode and weighs its rewards.
+// EnvConfig bounds an episode and weighs its rewards. The struct tags
+// hold each setting's one default and description: DefaultEnvConfig reads
+// them, and the trainer's configuration embeds EnvConfig as its env
+// section (trainer/config), documenting the same tags.
 type EnvConfig struct {
 	// MaxTurns is the number of assistant turns; a turn that calls tools
 	// when it is the last allowed one ends the episode ("max_turns").
-	MaxTurns int `yaml:"max_turns"`
+	MaxTurns int `yaml:"max_turns" default:"4" doc:"assistant turns per episode"`
 	// MaxTokens is the token budget of the whole trajectory, prompt
 	// included; an action whose TotalTokens reaches it ends the episode
 	// ("max_tokens") unless it gives the final answer.
-	MaxTokens int `yaml:"max_tokens"`
+	MaxTokens int `yaml:"max_tokens" default:"768" doc:"token budget of a whole trajectory, prompt included"`
+	// MaxTurnTokens bounds the tokens generated in one turn; the rollout
+	// enforces it (a turn cut there arrives with Action.TurnTruncated).
+	MaxTurnTokens int `yaml:"max_turn_tokens" default:"48" doc:"tokens generated per turn at most"`
 	// ToolTimeout bounds each tool call; a call still running then becomes
 	// an error observation.
-	ToolTimeout time.Duration `yaml:"tool_timeout"`
+	ToolTimeout time.Duration `yaml:"tool_timeout" default:"5s" doc:"time limit of one tool call"`
 	// MaxObservationChars caps each tool response, in characters, truncation
 	// marker included.
-	MaxObservationChars int `yaml:"max_observation_chars"`
-	// Rewards weighs the outcome, format and process rewards.
-	Rewards reward.Config `yaml:"rewards"`
-	// External adds a reward computed outside (see Outcome).
-	External ExternalConfig `yaml:"-"`
+	MaxObservationChars int `yaml:"max_observation_chars" default:"600" doc:"characters of a tool response kept"`
+	// Rewards weighs the outcome, format, process and external rewards.
+	Rewards reward.Config `yaml:"rewards" doc:"reward weights"`
+	// External binds the scorer of Rewards.External, built by the caller
+	// (see Outcome); it is wiring, not configuration.
+	External ExternalConfig `yaml:"-" json:"-"`
 }
 
-// minObservationChars leaves room for the truncation marker and some text.
-const minObservationChars = 64
+// MinObservationChars is the least MaxObservationChars accepted: room for
+// the truncation marker and some text.
+const MinObservationChars = 64
 
-// DefaultEnvConfig returns the defaults: 6 turns (multi-hop QA needs 2-4
-// searches plus the answer), 8192 tokens, 10 s per tool call, 4000
-// characters per observation (about 1000 tokens, a few passages), and
-// reward.DefaultConfig.
+// DefaultEnvConfig returns the defaults of the struct tags: 4 turns, 768
+// tokens of which 48 per turn, 5 s per tool call, 600 characters per
+// observation (a passage or two), and reward.DefaultConfig.
 func DefaultEnvConfig() EnvConfig {
-	return EnvConfig{
-		MaxTurns:            6,
-		MaxTokens:           8192,
-		ToolTimeout:         10 * time.Second,
-		MaxObservationChars: 4000,
-		Rewards:             reward.DefaultConfig(),
-	}
+	var c EnvConfig
+	deftag.MustApply(&c)
+	return c
 }
 
 // Validate checks every limit and the reward configuration.
@@ -55,11 +58,8 @@ func (c EnvConfig) Validate() error {
 		return fmt.Errorf("env config: max_tokens is %d, want at least 1", c.MaxTokens)
 	case c.ToolTimeout <= 0:
 		return fmt.Errorf("env config: tool_timeout is %s, want a positive duration", c.ToolTimeout)
-	case c.MaxObservationChars < minObservationChars:
-		return fmt.Errorf("env config: max_observation_chars is %d, want at least %d", c.MaxObservationChars, minObservationChars)
-	}
-	if math.IsNaN(c.External.Weight) || math.IsInf(c.External.Weight, 0) {
-		return fmt.Errorf("env config: external reward weight is %v, want a finite number", c.External.Weight)
+	case c.MaxObservationChars < MinObservationChars:
+		return fmt.Errorf("env config: max_observation_chars is %d, want at least %d", c.MaxObservationChars, MinObservationChars)
 	}
 	if err := c.Rewards.Validate(); err != nil {
 		return fmt.Errorf("env config: %w", err)

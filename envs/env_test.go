@@ -7,10 +7,16 @@ import (
 	"time"
 )
 
-// testConfig is DefaultEnvConfig with a short timeout.
+// testConfig is the configuration the tests' numbers were worked out
+// for: 6 turns, 8192 tokens, 4000 characters per observation, a short
+// timeout, and process rewards of 0.02 per turn with a valid call, 0.05
+// per new supporting passage, -0.05 per invalid or repeated call.
 func testConfig() EnvConfig {
 	c := DefaultEnvConfig()
+	c.MaxTurns, c.MaxTokens, c.MaxObservationChars = 6, 8192, 4000
 	c.ToolTimeout = 2 * time.Second
+	r := &c.Rewards
+	r.ValidCall, r.Support, r.InvalidCall, r.RepeatCall = 0.02, 0.05, -0.05, -0.05
 	return c
 }
 

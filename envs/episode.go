@@ -2,7 +2,6 @@ package envs
 
 import (
 	"context"
-	"time"
 )
 
 // Episode is a finished episode as an external reward sees it, in JSON.
@@ -37,12 +36,12 @@ type Scorer interface {
 	Score(ctx context.Context, ep Episode) (float64, map[string]float64, error)
 }
 
-// ExternalConfig adds a Scorer's reward to the outcome reward.
+// ExternalConfig adds a Scorer's reward to the outcome reward, weighted
+// by EnvConfig.Rewards.External.Weight, each call bounded by its Timeout
+// (0 = 10 s).
 type ExternalConfig struct {
-	Scorer  Scorer        // nil = no external reward
-	Weight  float64       // weight of its reward in the total
-	Timeout time.Duration // bound of one Score call (0 = 10 s)
-	OnError func(error)   // told of each failed Score call (for the logs), if set
+	Scorer  Scorer      // nil = no external reward
+	OnError func(error) // told of each failed Score call (for the logs), if set
 }
 
 // episode renders the environment's history; the caller holds e.mu.

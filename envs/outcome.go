@@ -50,7 +50,7 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 	w := e.cfg.Rewards
 	c[reward.NameTotal] = w.Outcome*c[w.Scorer] + w.Format*c[reward.NameFormat]
 	if x := e.cfg.External; x.Scorer != nil {
-		c[reward.NameTotal] += x.Weight * e.external(ep, c)
+		c[reward.NameTotal] += w.External.Weight * e.external(ep, c)
 	}
 	return c[reward.NameTotal], c
 }
@@ -58,7 +58,7 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 // external runs the external Scorer and records its components in c.
 func (e *ToolEnv) external(ep Episode, c map[string]float64) float64 {
 	x := e.cfg.External
-	timeout := x.Timeout
+	timeout := e.cfg.Rewards.External.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}

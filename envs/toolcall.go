@@ -5,15 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/agentrl/agentrl/agent/protocol"
 )
 
 // The Qwen/Hermes tool-call and answer tags.
 const (
-	TagToolCallOpen  = "<tool_call>"
-	TagToolCallClose = "</tool_call>"
-	TagAnswerOpen    = "<answer>"
-	TagAnswerClose   = "</answer>"
-	TagEndOfTurn     = "<|im_end|>"
+	TagToolCallOpen  = protocol.ToolCallOpen
+	TagToolCallClose = protocol.ToolCallClose
+	TagAnswerOpen    = protocol.AnswerOpen
+	TagAnswerClose   = protocol.AnswerClose
+	TagEndOfTurn     = protocol.TurnEnd
 )
 
 // ToolCall is one parsed call: the tool's name and its arguments, a JSON

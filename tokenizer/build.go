@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/agentrl/agentrl/agent/protocol"
 )
 
 // qwenChatTemplate is the chat template of Qwen3's tokenizer_config.json,
@@ -20,11 +22,7 @@ const UnknownToken = "<unk>"
 // QwenSpecials are the added tokens the chat format of this package uses,
 // for BuildWordLevel: the first three are special (skipped by Decode on
 // request), the others are added tokens as in Qwen3's own file.
-var QwenSpecials = []string{
-	"<|endoftext|>", "<|im_start|>", "<|im_end|>",
-	"<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
-	"<answer>", "</answer>", "<think>", "</think>",
-}
+var QwenSpecials = protocol.SpecialTokens()
 
 // BuildWordLevel makes a tiny WordLevel tokenizer for CPU demos. The texts
 // are cut at the specials, and the rest is pre-tokenized with Qwen's Split
@@ -109,11 +107,11 @@ func BuildWordLevel(texts []string, specials []string) (*Tokenizer, error) {
 		"model_max_length":             mustJSON(131072),
 		"unk_token":                    mustJSON(UnknownToken),
 	}
-	if _, ok := vocab["<|im_end|>"]; ok {
-		config["eos_token"] = mustJSON("<|im_end|>")
+	if _, ok := vocab[protocol.TurnEnd]; ok {
+		config["eos_token"] = mustJSON(protocol.TurnEnd)
 	}
-	if _, ok := vocab["<|endoftext|>"]; ok {
-		config["pad_token"] = mustJSON("<|endoftext|>")
+	if _, ok := vocab[protocol.EndOfText]; ok {
+		config["pad_token"] = mustJSON(protocol.EndOfText)
 	}
 	t, err := newTokenizer(f, config)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/agentrl/agentrl/agent/protocol"
 )
 
 // ToolCall is a function call made by an assistant message.
@@ -36,12 +38,12 @@ type ChatFormat struct {
 
 // NewChatFormat checks that tok has the added tokens the format needs.
 func NewChatFormat(tok *Tokenizer) (*ChatFormat, error) {
-	for _, name := range []string{"<|im_start|>", "<|im_end|>"} {
+	for _, name := range []string{protocol.TurnStart, protocol.TurnEnd} {
 		if _, ok := tok.addedID[name]; !ok {
 			return nil, fmt.Errorf("chat format: the tokenizer has no added token %q", name)
 		}
 	}
-	c := &ChatFormat{tok: tok, stops: []int32{tok.addedID["<|im_end|>"]}}
+	c := &ChatFormat{tok: tok, stops: []int32{tok.addedID[protocol.TurnEnd]}}
 	add := func(id int32) {
 		for _, s := range c.stops {
 			if s == id {
@@ -53,7 +55,7 @@ func NewChatFormat(tok *Tokenizer) (*ChatFormat, error) {
 	if tok.EOS() >= 0 {
 		add(tok.EOS())
 	}
-	for _, name := range []string{"<|endoftext|>", "</tool_call>"} {
+	for _, name := range []string{protocol.EndOfText, protocol.ToolCallClose} {
 		if id, ok := tok.addedID[name]; ok {
 			add(id)
 		}
@@ -133,17 +135,17 @@ func (c *ChatFormat) Prompt(system, user string, tools []json.RawMessage) ([]int
 func (c *ChatFormat) Observation(responses []string, modelClosedTurn bool) []int32 {
 	var b strings.Builder
 	if !modelClosedTurn {
-		b.WriteString("<|im_end|>")
+		b.WriteString(protocol.TurnEnd)
 	}
 	b.WriteString("\n")
 	if len(responses) > 0 {
-		b.WriteString("<|im_start|>user")
+		b.WriteString(protocol.TurnStart + "user")
 		for _, r := range responses {
-			b.WriteString("\n<tool_response>\n" + r + "\n</tool_response>")
+			b.WriteString(protocol.ToolResponse(r))
 		}
-		b.WriteString("<|im_end|>\n")
+		b.WriteString(protocol.TurnEnd + "\n")
 	}
-	b.WriteString("<|im_start|>assistant\n")
+	b.WriteString(protocol.TurnStart + "assistant\n")
 	return c.tok.Encode(b.String())
 }
 
@@ -151,8 +153,8 @@ const (
 	toolsHeader = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
 		"You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
 	toolsFooter = "\n</tools>\n\nFor each function call, return a json object with function name and arguments " +
-		"within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, " +
-		"\"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
+		"within " + protocol.ToolCallOpen + protocol.ToolCallClose + " XML tags:\n" + protocol.ToolCallOpen + "\n{\"name\": <function-name>, " +
+		"\"arguments\": <args-json-object>}\n" + protocol.ToolCallClose + protocol.TurnEnd + "\n"
 )
 
 // turns lays out the conversation as the template does, one list of spans
@@ -165,7 +167,7 @@ func (c *ChatFormat) turns(msgs []Message, tools []json.RawMessage, addGeneratio
 	switch {
 	case len(tools) > 0:
 		var b strings.Builder
-		b.WriteString("<|im_start|>system\n")
+		b.WriteString(protocol.TurnStart + "system\n")
 		if msgs[0].Role == "system" {
 			b.WriteString(msgs[0].Content + "\n\n")
 		}
@@ -180,7 +182,7 @@ func (c *ChatFormat) turns(msgs []Message, tools []json.RawMessage, addGeneratio
 		b.WriteString(toolsFooter)
 		turns = append(turns, []span{{text: b.String()}})
 	case msgs[0].Role == "system":
-		turns = append(turns, []span{{text: "<|im_start|>system\n" + msgs[0].Content + "<|im_end|>\n"}})
+		turns = append(turns, []span{{text: protocol.TurnStart + "system\n" + msgs[0].Content + protocol.TurnEnd + "\n"}})
 	}
 	lastQuery := lastQueryIndex(msgs)
 	for i, m := range msgs {
@@ -189,7 +191,7 @@ func (c *ChatFormat) turns(msgs []Message, tools []json.RawMessage, addGeneratio
 			if m.Role == "system" && i == 0 {
 				continue
 			}
-			turns = append(turns, []span{{text: "<|im_start|>" + m.Role + "\n" + m.Content + "<|im_end|>\n"}})
+			turns = append(turns, []span{{text: protocol.TurnStart + m.Role + "\n" + m.Content + protocol.TurnEnd + "\n"}})
 		case "assistant":
 			turn, err := assistantTurn(m, i > lastQuery, i == len(msgs)-1)
 			if err != nil {
@@ -197,12 +199,12 @@ func (c *ChatFormat) turns(msgs []Message, tools []json.RawMessage, addGeneratio
 			}
 			turns = append(turns, turn)
 		case "tool":
-			text := "\n<tool_response>\n" + m.Content + "\n</tool_response>"
+			text := protocol.ToolResponse(m.Content)
 			if i == 0 || msgs[i-1].Role != "tool" {
-				turns = append(turns, []span{{text: "<|im_start|>user"}})
+				turns = append(turns, []span{{text: protocol.TurnStart + "user"}})
 			}
 			if i == len(msgs)-1 || msgs[i+1].Role != "tool" {
-				text += "<|im_end|>\n"
+				text += protocol.TurnEnd + "\n"
 			}
 			last := &turns[len(turns)-1]
 			*last = append(*last, span{text: text})
@@ -211,7 +213,7 @@ func (c *ChatFormat) turns(msgs []Message, tools []json.RawMessage, addGeneratio
 		}
 	}
 	if addGenerationPrompt {
-		turns = append(turns, []span{{text: "<|im_start|>assistant\n"}})
+		turns = append(turns, []span{{text: protocol.TurnStart + "assistant\n"}})
 	}
 	return turns, nil
 }
@@ -221,7 +223,7 @@ func (c *ChatFormat) turns(msgs []Message, tools []json.RawMessage, addGeneratio
 func lastQueryIndex(msgs []Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
-		if m.Role == "user" && !(strings.HasPrefix(m.Content, "<tool_response>") && strings.HasSuffix(m.Content, "</tool_response>")) {
+		if m.Role == "user" && !(strings.HasPrefix(m.Content, protocol.ToolResponseOpen) && strings.HasSuffix(m.Content, protocol.ToolResponseClose)) {
 			return i
 		}
 	}
@@ -234,15 +236,15 @@ func lastQueryIndex(msgs []Message) int {
 // message, and earlier ones drop it.
 func assistantTurn(m Message, afterQuery, last bool) ([]span, error) {
 	content, reasoning := m.Content, ""
-	if strings.Contains(content, "</think>") {
-		parts := strings.Split(content, "</think>")
+	if strings.Contains(content, protocol.ThinkClose) {
+		parts := strings.Split(content, protocol.ThinkClose)
 		content = strings.TrimLeft(parts[len(parts)-1], "\n")
-		before := strings.Split(strings.TrimRight(parts[0], "\n"), "<think>")
+		before := strings.Split(strings.TrimRight(parts[0], "\n"), protocol.ThinkOpen)
 		reasoning = strings.TrimLeft(before[len(before)-1], "\n")
 	}
 	var b strings.Builder
 	if afterQuery && (last || reasoning != "") {
-		b.WriteString("<think>\n" + strings.Trim(reasoning, "\n") + "\n</think>\n\n" + strings.TrimLeft(content, "\n"))
+		b.WriteString(protocol.Think(strings.Trim(reasoning, "\n")) + strings.TrimLeft(content, "\n"))
 	} else {
 		b.WriteString(content)
 	}
@@ -254,11 +256,11 @@ func assistantTurn(m Message, afterQuery, last bool) ([]span, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tool call %q: %w", call.Name, err)
 		}
-		b.WriteString("<tool_call>\n{\"name\": \"" + call.Name + "\", \"arguments\": " + args + "}\n</tool_call>")
+		b.WriteString(protocol.ToolCall(call.Name, args))
 	}
-	b.WriteString("<|im_end|>")
+	b.WriteString(protocol.TurnEnd)
 	return []span{
-		{text: "<|im_start|>assistant\n"},
+		{text: protocol.TurnStart + "assistant\n"},
 		{text: b.String(), gen: true},
 		{text: "\n"},
 	}, nil

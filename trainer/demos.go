@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tools/search"
@@ -26,7 +27,7 @@ func demoMessages(ctx context.Context, w *synth.World, t envs.Task, tools []envs
 	if err != nil {
 		return nil, err
 	}
-	msgs := []tokenizer.Message{{Role: "system", Content: SystemPrompt}, {Role: "user", Content: t.Question}}
+	msgs := []tokenizer.Message{{Role: "system", Content: protocol.SystemPrompt}, {Role: "user", Content: t.Question}}
 	answer := d.Answer
 	steps := d.Steps
 	if imperfect && len(steps) > 1 {
@@ -42,7 +43,7 @@ func demoMessages(ctx context.Context, w *synth.World, t envs.Task, tools []envs
 		}
 		msgs = append(msgs, tokenizer.Message{Role: "tool", Content: res.Content})
 	}
-	msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: "<answer>" + answer + "</answer>"})
+	msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: protocol.Answer(answer)})
 	return msgs, nil
 }
 

@@ -4,21 +4,19 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/envs/reward"
+	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
-// envConfig maps the run's env section onto the environment's config.
+// envConfig is the run's env section with the external reward's scorer
+// bound.
 func (t *Trainer) envConfig() envs.EnvConfig {
 	e := t.cfg.Env
-	r := e.Rewards
-	return envs.EnvConfig{MaxTurns: e.MaxTurns, MaxTokens: e.MaxTokens, ToolTimeout: e.ToolTimeout,
-		MaxObservationChars: e.MaxObservationChars,
-		Rewards: reward.Config{Scorer: r.Scorer, Outcome: r.Outcome, Format: r.Format, ValidCall: r.ValidCall,
-			Support: r.Support, InvalidCall: r.InvalidCall, RepeatCall: r.RepeatCall},
-		External: envs.ExternalConfig{Scorer: t.scorer, Weight: r.External.Weight, Timeout: r.External.Timeout,
-			OnError: func(err error) { t.log.Warn().Err(err).Msg("external reward failed (counted 0)") }}}
+	e.External = envs.ExternalConfig{Scorer: t.scorer,
+		OnError: func(err error) { t.log.Warn().Err(err).Msg("external reward failed (counted 0)") }}
+	return e
 }
 
 // agentFactory starts the tool-using agent's episode: the system prompt
@@ -28,22 +26,30 @@ func (t *Trainer) agentFactory(task envs.Task) (rollout.Setup, error) {
 	if err != nil {
 		return rollout.Setup{}, err
 	}
-	return rollout.Setup{System: SystemPrompt, User: task.Question, Tools: t.promptTools(), Env: env}, nil
+	return rollout.Setup{System: protocol.SystemPrompt, User: task.Question, Tools: t.promptTools(), Env: env}, nil
 }
 
-// promptTools are the tool schemas listed in the system prompt: none for
-// the synthetic world's from-scratch models under tools.schemas auto (they
-// cannot read JSON schemas; they learn the protocol from demonstrations).
+// promptTools are the tool schemas listed in the system prompt, when
+// SchemasShown.
 func (t *Trainer) promptTools() []json.RawMessage {
-	switch t.cfg.Tools.Schemas {
-	case "hide":
+	if !SchemasShown(t.cfg) {
 		return nil
-	case "auto":
-		if t.cfg.Data.Source == "synthetic" {
-			return nil
-		}
 	}
 	return t.schemas
+}
+
+// SchemasShown reports whether the system prompt lists the tools' JSON
+// schemas under cfg's tools.schemas: not under hide, nor under auto for
+// the synthetic world's from-scratch models (they cannot read JSON
+// schemas; they learn the protocol from demonstrations).
+func SchemasShown(cfg config.Config) bool {
+	switch cfg.Tools.Schemas {
+	case "hide":
+		return false
+	case "auto":
+		return cfg.Data.Source != "synthetic"
+	}
+	return true
 }
 
 // ragFactory is the naive-RAG baseline: the question's top-k passages are
@@ -60,6 +66,6 @@ func (t *Trainer) ragFactory(ctx context.Context) rollout.Factory {
 		if err != nil {
 			return rollout.Setup{}, err
 		}
-		return rollout.Setup{System: RAGSystemPrompt, User: user, Env: env}, nil
+		return rollout.Setup{System: protocol.RAGSystemPrompt, User: user, Env: env}, nil
 	}
 }

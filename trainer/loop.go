@@ -587,9 +587,7 @@ func (t *Trainer) advantages(train []*traj.Trajectory, kl [][]float32) error {
 	if err != nil {
 		return err
 	}
-	opt := algo.Options{Gamma: a.Gamma, Lambda: a.Lambda, NormByStd: a.NormByStd, Eps: a.Eps, Whiten: a.Whiten,
-		KLCoef: a.KLCoef, AdvantageMask: a.AdvantageMask}
-	return est.Advantages(train, kl, opt)
+	return est.Advantages(train, kl, a.Options)
 }
 
 // results reads the run's final table from its store.

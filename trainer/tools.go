@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/envs/reward/external"
 	"github.com/agentrl/agentrl/envs/tools/code"
 	"github.com/agentrl/agentrl/envs/tools/httptool"
@@ -92,7 +93,7 @@ func (ts *Toolset) Close() {
 
 // ExternalScorer is the scorer of env.rewards.external, nil when none is
 // configured.
-func ExternalScorer(x config.ExternalReward) envs.Scorer {
+func ExternalScorer(x reward.External) envs.Scorer {
 	switch {
 	case len(x.Command) > 0:
 		return external.Command{Argv: x.Command}

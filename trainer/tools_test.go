@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/envs/reward"
 	_ "github.com/agentrl/agentrl/envs/tools/all"
 	"github.com/agentrl/agentrl/trainer/config"
 )
@@ -70,7 +71,7 @@ func TestExternalScorer(t *testing.T) {
 	if ExternalScorer(config.Default().Env.Rewards.External) != nil {
 		t.Fatal("a scorer without configuration")
 	}
-	s := ExternalScorer(config.ExternalReward{Command: []string{"/bin/sh", "-c", `cat >/dev/null; echo '{"reward": 0.5}'`}})
+	s := ExternalScorer(reward.External{Command: []string{"/bin/sh", "-c", `cat >/dev/null; echo '{"reward": 0.5}'`}})
 	r, _, err := s.Score(context.Background(), envs.Episode{})
 	if err != nil || r != 0.5 {
 		t.Fatalf("%v %v", r, err)

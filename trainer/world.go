@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tasks"
@@ -14,19 +15,6 @@ import (
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trainer/config"
 )
-
-// SystemPrompt is the agent's instruction, shown above the tools block.
-const SystemPrompt = "Answer the question. Search for the facts you need, one search per step. " +
-	"When you know the answer, reply with <answer>the answer</answer>."
-
-// RAGSystemPrompt is the naive-RAG baseline's instruction: the passages
-// are in the question, there are no tools.
-const RAGSystemPrompt = "Answer the question using the passages given. Reply with <answer>the answer</answer>."
-
-// Specials are the added tokens of the word-level tokenizers agentrl
-// builds: Qwen's chat tokens and the agent protocol's tags.
-var Specials = []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>",
-	"<tool_response>", "</tool_response>", "<answer>", "</answer>", "<think>", "</think>"}
 
 // data is what the run trains and evaluates on.
 type data struct {
@@ -91,7 +79,7 @@ func loadData(ctx context.Context, cfg config.Config, runDir string) (*data, err
 // world: every piece of every text the agent can see or say (the world's
 // texts, rendered prompts and demonstrations, search results).
 func buildWordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool) (*tokenizer.Tokenizer, error) {
-	boot, err := tokenizer.BuildWordLevel(nil, Specials)
+	boot, err := tokenizer.BuildWordLevel(nil, protocol.SpecialTokens())
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +107,7 @@ func buildWordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool) 
 			if err != nil {
 				return nil, err
 			}
-			s, err = cf.RenderText([]tokenizer.Message{{Role: "system", Content: RAGSystemPrompt}, {Role: "user", Content: rag}}, nil, true)
+			s, err = cf.RenderText([]tokenizer.Message{{Role: "system", Content: protocol.RAGSystemPrompt}, {Role: "user", Content: rag}}, nil, true)
 			if err != nil {
 				return nil, err
 			}
@@ -128,7 +116,7 @@ func buildWordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool) 
 	}
 	// Error observations the agent may meet.
 	texts = append(texts, "Error: ", "No results.", "[truncated", "chars]")
-	return tokenizer.BuildWordLevel(texts, Specials)
+	return tokenizer.BuildWordLevel(texts, protocol.SpecialTokens())
 }
 
 // toolByName finds an enabled tool.

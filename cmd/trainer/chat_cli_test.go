@@ -127,3 +127,54 @@ func TestChatWithMCPTool(t *testing.T) {
 		t.Errorf("the episode does not end with its outcome:\n%s", r)
 	}
 }
+
+// chat --of RUN shows the run's final policy what it was trained on: the
+// saved config's tools, schemas and env limits, each flag still winning.
+func TestChatOfRun(t *testing.T) {
+	run := trainedRun(t)
+	// The shared run as saved: the synthetic world's tiny model was
+	// trained without schemas (tools.schemas auto), 4 turns of at most 48
+	// tokens in 768; its index is the run's index.db.
+	r := runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--of", run.name, "--run-dir", run.runs, "--threads", "1")
+	if r.code != 0 {
+		t.Fatalf("want exit 0:\n%s", r)
+	}
+	final := filepath.Join(run.dir(), "final")
+	if !strings.HasPrefix(r.stdout, "agentrl chat: "+final+" with tools search.") ||
+		!strings.Contains(r.stdout, "\nlimits: 4 turns, 768 tokens, 48 per turn; tool schemas hidden\n") {
+		t.Errorf("not the run's final policy, tools, limits and hidden schemas:\n%s", r)
+	}
+	if !outcomeLine.MatchString(r.stdout) {
+		t.Errorf("the episode does not end with its outcome:\n%s", r)
+	}
+
+	// A run saved with other settings gets them; flags override them.
+	runs := t.TempDir()
+	dir := filepath.Join(runs, "other")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(final, filepath.Join(dir, "final")); err != nil {
+		t.Fatal(err)
+	}
+	saved := fmt.Sprintf("env:\n  max_turns: 3\n  max_tokens: 500\n  max_turn_tokens: 5\ntools:\n  schemas: show\n  search:\n    index: %q\n",
+		filepath.Join(run.dir(), "index.db"))
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(saved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--of", "other", "--run-dir", runs, "--threads", "1")
+	if r.code != 0 || !strings.Contains(r.stdout, "\nlimits: 3 turns, 500 tokens, 5 per turn; tool schemas shown\n") {
+		t.Errorf("want exit 0 and the saved run's limits and shown schemas:\n%s", r)
+	}
+	r = runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--of", "other", "--run-dir", runs, "--threads", "1",
+		"--max-turns", "1", "--max-turn-tokens", "6", "--hide-schemas")
+	if r.code != 0 || !strings.Contains(r.stdout, "\nlimits: 1 turns, 500 tokens, 6 per turn; tool schemas hidden\n") {
+		t.Errorf("want exit 0 and the flags over the saved config:\n%s", r)
+	}
+	if n := strings.Count(r.stdout, "assistant: "); n != 1 {
+		t.Errorf("%d assistant turns, want 1 (--max-turns 1):\n%s", n, r)
+	}
+
+	fails(t, []string{"chat --of nosuch", filepath.Join(runs, "nosuch", "config.yaml")}, "chat", "--of", "nosuch", "--run-dir", runs)
+	fails(t, []string{"--of", "--config", "not both"}, "chat", "--of", "other", "--run-dir", runs, "--config", filepath.Join(dir, "config.yaml"))
+}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
@@ -27,20 +29,26 @@ func chatCommand() *cli.Command {
 		Name:  "chat",
 		Usage: "talk to a policy in the terminal through the same ToolEnv the agent trains in",
 		Description: "Each line you type is a question; the agent's turns, tool calls and tool responses are shown as\n" +
-			"they happen.\n\nExamples:\n  trainer chat --model runs/default/final --index runs/default/index.db\n" +
+			"they happen.\n\nExamples:\n  trainer chat --of default   # run 'default''s final policy, shown what it was trained on\n" +
+			"  trainer chat --model runs/default/final --index runs/default/index.db\n" +
 			"  trainer chat --model Qwen2.5-3B-Instruct --tools search,calculator --index wiki.db --temperature 0.7\n" +
-			"  trainer chat --model DIR --config tools.yaml   # the tools.* of a trainer config: MCP servers, HTTP tools, code",
+			"  trainer chat --model DIR --config tools.yaml   # the tools.* and env.* of a trainer config: MCP servers, HTTP tools, code\n\n" +
+			"With --of RUN the run's saved config (<run-dir>/RUN/config.yaml) sets the tools (tools.*), whether their\n" +
+			"schemas are shown (tools.schemas), the episode limits and rewards (env.*), and the policy is the run's final\n" +
+			"checkpoint; every flag given still overrides it.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Required: true, Usage: "Hugging Face model `DIR` (with its tokenizer)", TakesFile: true},
-			&cli.StringSliceFlag{Name: "tools", Value: cli.NewStringSlice("search"), Usage: "registered tools the agent may call (with --config, default: its tools.enabled)"},
-			&cli.StringFlag{Name: "config", Usage: "trainer config `FILE` whose tools section is used: tools.enabled, tools.mcp servers, tools.http tools, tools.code limits", TakesFile: true},
-			&cli.StringFlag{Name: "index", Usage: "search index `DB` (for search and lookup; with --config, default: its tools.search.index)", TakesFile: true},
-			&cli.IntFlag{Name: "k", Value: 2, Usage: "passages per search (with --config, default: its tools.search.k)"},
+			&cli.StringFlag{Name: "of", Usage: "chat with the final policy of run `RUN` under the run's saved config (its tools, schemas, env limits, rewards)"},
+			&cli.StringFlag{Name: "run-dir", Value: config.Default().Run.Dir, Usage: "folder holding the runs, for --of", TakesFile: true},
+			&cli.StringFlag{Name: "model", Usage: "Hugging Face model `DIR` (with its tokenizer); with --of, default: the run's final policy", TakesFile: true},
+			&cli.StringSliceFlag{Name: "tools", Value: cli.NewStringSlice("search"), Usage: "registered tools the agent may call (with --of or --config, default: its tools.enabled)"},
+			&cli.StringFlag{Name: "config", Usage: "trainer config `FILE` whose tools and env sections are used: tools.enabled, tools.mcp servers, tools.http tools, tools.code limits, env limits and rewards", TakesFile: true},
+			&cli.StringFlag{Name: "index", Usage: "search index `DB` (for search and lookup; with --of or --config, default: its tools.search.index, or the run's index.db)", TakesFile: true},
+			&cli.IntFlag{Name: "k", Value: 2, Usage: "passages per search (with --of or --config, default: its tools.search.k)"},
 			&cli.Float64Flag{Name: "temperature", Value: 0, Usage: "sampling temperature (0 = greedy)"},
-			&cli.IntFlag{Name: "max-turns", Value: 6, Usage: "assistant turns per question"},
-			&cli.IntFlag{Name: "max-tokens", Value: 2048, Usage: "token budget per question"},
-			&cli.IntFlag{Name: "max-turn-tokens", Value: 256, Usage: "tokens per turn"},
-			&cli.BoolFlag{Name: "hide-schemas", Usage: "leave the tools' JSON schemas out of the system prompt (as the synthetic world's tiny models are trained)"},
+			&cli.IntFlag{Name: "max-turns", Usage: "assistant turns per question (default: env.max_turns of the config, " + fmt.Sprint(config.Default().Env.MaxTurns) + " built in)"},
+			&cli.IntFlag{Name: "max-tokens", Usage: "token budget per question (default: env.max_tokens of the config, " + fmt.Sprint(config.Default().Env.MaxTokens) + " built in)"},
+			&cli.IntFlag{Name: "max-turn-tokens", Usage: "tokens per turn (default: env.max_turn_tokens of the config, " + fmt.Sprint(config.Default().Env.MaxTurnTokens) + " built in)"},
+			&cli.BoolFlag{Name: "hide-schemas", Usage: "leave the tools' JSON schemas out of the system prompt (as the synthetic world's tiny models are trained; with --of, default: as the run was trained)"},
 			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda:N"},
 			&cli.IntFlag{Name: "threads", Value: 0, Usage: "CPU threads (0 = all)"},
 		},
@@ -58,7 +66,11 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 			return err
 		}
 	}
-	dir := c.String("model")
+	cc, err := chatConfigOf(c)
+	if err != nil {
+		return err
+	}
+	dir := cc.model
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		return err
@@ -72,30 +84,13 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer m.Free()
-	e, err := torch.NewEngine(m, 1, c.Int("max-tokens")+1)
+	ecfg := cc.cfg.Env
+	e, err := torch.NewEngine(m, 1, ecfg.MaxTokens+1)
 	if err != nil {
 		return err
 	}
 	defer e.Free()
-	tcfg := config.Default().Tools
-	if c.IsSet("config") {
-		full, err := config.Load(c.String("config"))
-		if err != nil {
-			return err
-		}
-		tcfg = full.Tools
-	}
-	if c.IsSet("tools") || !c.IsSet("config") {
-		tcfg.Enabled = c.StringSlice("tools")
-	}
-	if c.IsSet("k") || !c.IsSet("config") {
-		tcfg.Search.K = c.Int("k")
-	}
-	index := c.String("index")
-	if index == "" {
-		index = tcfg.Search.Index
-	}
-	ts, err := trainer.BuildTools(context.Background(), tcfg, index)
+	ts, err := trainer.BuildTools(context.Background(), cc.cfg.Tools, cc.index)
 	if err != nil {
 		return err
 	}
@@ -109,7 +104,7 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if c.Bool("hide-schemas") {
+	if !cc.showSchemas {
 		schemas = nil
 	}
 	color := false
@@ -122,10 +117,13 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 		}
 		return "\x1b[" + code + "m" + s + "\x1b[0m"
 	}
-	cfg := envs.DefaultEnvConfig()
-	cfg.MaxTurns, cfg.MaxTokens = c.Int("max-turns"), c.Int("max-tokens")
 	sc := bufio.NewScanner(in)
 	fmt.Fprintf(out, "agentrl chat: %s with tools %s. Ask a question (Ctrl-D to quit).\n", dir, strings.Join(names, ", "))
+	shown := "shown"
+	if !cc.showSchemas {
+		shown = "hidden"
+	}
+	fmt.Fprintf(out, "limits: %d turns, %d tokens, %d per turn; tool schemas %s\n", ecfg.MaxTurns, ecfg.MaxTokens, ecfg.MaxTurnTokens, shown)
 	for n := 0; ; n++ {
 		fmt.Fprint(out, paint("1", "you> "))
 		if !sc.Scan() {
@@ -138,17 +136,17 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 		}
 		task := envs.Task{ID: fmt.Sprintf("chat-%d", n), Question: q}
 		factory := func(t envs.Task) (rollout.Setup, error) {
-			env, err := envs.NewToolEnv(t, tools, cfg)
+			env, err := envs.NewToolEnv(t, tools, ecfg)
 			if err != nil {
 				return rollout.Setup{}, err
 			}
-			return rollout.Setup{System: trainer.SystemPrompt, User: q, Tools: schemas,
+			return rollout.Setup{System: protocol.SystemPrompt, User: q, Tools: schemas,
 				Env: &showingEnv{env: env, out: out, paint: paint}}, nil
 		}
 		trs, _, err := rollout.Run(context.Background(), engine.Decoder{Engine: e}, rollout.NewChat(cf), factory,
 			[]rollout.Request{{Task: task, Samples: 1}}, rollout.Options{
-				Sampling: rollout.Sampling{Temperature: c.Float64("temperature")}, MaxTurnTokens: c.Int("max-turn-tokens"),
-				MaxTotalTokens: c.Int("max-tokens"), Seed: uint64(time.Now().UnixNano()), Iteration: n, Split: traj.Eval})
+				Sampling: rollout.Sampling{Temperature: c.Float64("temperature")}, MaxTurnTokens: ecfg.MaxTurnTokens,
+				MaxTotalTokens: ecfg.MaxTokens, Seed: uint64(time.Now().UnixNano()), Iteration: n, Split: traj.Eval})
 		if err != nil {
 			return err
 		}
@@ -162,6 +160,86 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 			fmt.Fprintln(out, paint("33", fmt.Sprintf("(no answer: %s)", t.Stop)))
 		}
 	}
+}
+
+// chatSetup is what a chat runs: the policy's folder, the configuration
+// whose tools and env sections it uses, the search index and whether the
+// system prompt lists the tools' schemas.
+type chatSetup struct {
+	model       string
+	cfg         config.Config
+	index       string
+	showSchemas bool
+}
+
+// chatConfigOf reads chat's flags over their base: the saved config of
+// the run named by --of (and its final policy), the trainer config of
+// --config, or the built-in defaults.
+func chatConfigOf(c *cli.Context) (chatSetup, error) {
+	cs := chatSetup{model: c.String("model"), cfg: config.Default(), showSchemas: true}
+	run, runDir := c.String("of"), ""
+	switch {
+	case run != "" && c.IsSet("config"):
+		return cs, exitErr("chat: give --of RUN or --config FILE, not both")
+	case run != "":
+		runDir = filepath.Join(c.String("run-dir"), run)
+		saved, err := config.Load(filepath.Join(runDir, "config.yaml"))
+		if err != nil {
+			return cs, fmt.Errorf("chat --of %s: %w", run, err)
+		}
+		cs.cfg, cs.showSchemas = saved, trainer.SchemasShown(saved)
+		if cs.model == "" {
+			cs.model = filepath.Join(runDir, "final")
+		}
+	case c.IsSet("config"):
+		full, err := config.Load(c.String("config"))
+		if err != nil {
+			return cs, err
+		}
+		cs.cfg.Tools, cs.cfg.Env = full.Tools, full.Env
+		cs.showSchemas = full.Tools.Schemas != "hide"
+	}
+	if cs.model == "" {
+		return cs, exitErr(`chat: give --of RUN or --model DIR (Required flag "model" not set)`)
+	}
+	base := run != "" || c.IsSet("config")
+	tc, ec := &cs.cfg.Tools, &cs.cfg.Env
+	if c.IsSet("tools") || !base {
+		tc.Enabled = c.StringSlice("tools")
+	}
+	if c.IsSet("k") || !base {
+		tc.Search.K = c.Int("k")
+	}
+	for flag, v := range map[string]*int{"max-turns": &ec.MaxTurns, "max-tokens": &ec.MaxTokens, "max-turn-tokens": &ec.MaxTurnTokens} {
+		if c.IsSet(flag) {
+			*v = c.Int(flag)
+		}
+	}
+	if c.Bool("hide-schemas") {
+		cs.showSchemas = false
+	}
+	if err := ec.Validate(); err != nil {
+		return cs, fmt.Errorf("chat: %w", err)
+	}
+	if ec.MaxTurnTokens < 1 || ec.MaxTurnTokens > ec.MaxTokens {
+		return cs, fmt.Errorf("chat: max_turn_tokens is %d, want 1 to max_tokens %d", ec.MaxTurnTokens, ec.MaxTokens)
+	}
+	cs.index = c.String("index")
+	if cs.index == "" {
+		cs.index = tc.Search.Index
+	}
+	if cs.index == "" && runDir != "" {
+		if p := filepath.Join(runDir, "index.db"); exists(p) {
+			cs.index = p
+		}
+	}
+	return cs, nil
+}
+
+// exists reports whether a file is at path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // showingEnv prints each turn and its tool calls as the episode runs.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
@@ -58,7 +59,7 @@ func evalCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			printResults(os.Stdout, res)
+			trainer.PrintResults(os.Stdout, res)
 			fmt.Printf("\nstore: %s\n", storePath)
 			return nil
 		},

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentrl/agentrl/internal/stat"
+	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/experiment"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/report"
@@ -45,7 +46,7 @@ func experimentCommand() *cli.Command {
 					seeds = append(seeds, n)
 				}
 				cfg.Run.Name = "paper"
-				log, closer, err := runLogger(cfg)
+				log, closer, err := trainer.RunLogger(cfg)
 				if err != nil {
 					return err
 				}

@@ -3,25 +3,17 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentrl/agentrl/internal/logging"
-	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
-	"github.com/agentrl/agentrl/trainer/dist"
-	"github.com/agentrl/agentrl/trainer/metric"
-	"github.com/agentrl/agentrl/trainer/report"
 )
 
 func trainCommand() *cli.Command {
@@ -50,102 +42,8 @@ func trainCommand() *cli.Command {
 			if c.Bool("dry-run") {
 				return dryRun(c, cfg)
 			}
-			// The config as given is what the run saves; placeRank's
-			// per-rank changes are not.
-			y, err := cfg.YAML()
-			if err != nil {
-				return err
-			}
-			env, ranked, err := dist.FromEnv()
-			if err != nil {
-				return err
-			}
-			if !ranked && cfg.Dist.NProc > 1 {
-				l, _, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, os.Stderr, "")
-				if err != nil {
-					return err
-				}
-				return dist.Launch(cfg.Dist.NProc, os.Args[1:], launchGrace, l)
-			}
-			if ranked && env.World == 1 {
-				ranked = false // a job of one rank is a single process
-			}
-			if ranked {
-				placeRank(&cfg, env)
-			}
-			log, closer, err := rankLogger(cfg, env, ranked)
-			if err != nil {
-				return err
-			}
-			defer closer.Close()
-			var group *dist.Group
-			if ranked {
-				dev, err := torch.ParseDevice(cfg.Device.Device)
-				if err != nil {
-					return err
-				}
-				if group, err = dist.Join(env, dist.Options{Backend: cfg.Dist.Backend, Device: dev, Timeout: cfg.Dist.Timeout,
-					CollectiveTimeout: cfg.Dist.CollectiveTimeout, BucketMB: cfg.Dist.BucketMB, Log: log}); err != nil {
-					return err
-				}
-			}
-			leader := group.Leader()
-			ctx, stop, done := signalContext()
-			defer done()
-			t, err := trainer.New(ctx, cfg, trainer.Options{Log: log, Progress: bars, GitRev: gitRev(), Dist: group})
-			if err != nil {
-				return err
-			}
-			// Saved only once New has accepted the run: a refused start
-			// (the name is taken, a bad checkpoint) leaves the run's
-			// config.yaml as it was.
-			dir := trainer.RunDir(cfg)
-			if leader {
-				if err := os.WriteFile(filepath.Join(dir, "config.yaml"), y, 0o644); err != nil {
-					t.Close()
-					return err
-				}
-				fmt.Fprintf(os.Stderr, "effective config (saved to %s):\n%s\n", filepath.Join(dir, "config.yaml"), indent(string(y)))
-			}
-			res, runErr := t.Run(ctx, stop)
-			storePath := t.StorePath()
-			if err := t.Close(); err != nil && runErr == nil {
-				runErr = err
-			}
-			if errors.Is(runErr, trainer.ErrStopped) {
-				fmt.Fprintf(os.Stderr, "%v\n", runErr)
-				return nil
-			}
-			if runErr != nil {
-				// No barrier on the way out: the other ranks see this
-				// one's connections close, or its heartbeat stop.
-				return runErr
-			}
-			if err := group.Close(); err != nil {
-				return err
-			}
-			if !leader {
-				return nil
-			}
-			if res == nil {
-				resume := "trainer train --resume " + cfg.Run.Name
-				if cfg.Run.Dir != config.Default().Run.Dir {
-					resume += " --run-dir " + cfg.Run.Dir
-				}
-				fmt.Fprintf(os.Stderr, "stopped; checkpoint written. Continue with: %s\n", resume)
-				return nil
-			}
-			printResults(os.Stdout, res)
-			fmt.Printf("\nstore:  %s   (query it: trainer rollouts sql --store %s \"SELECT ...\")\n", storePath, storePath)
-			fmt.Printf("policy: %s\n", filepath.Join(dir, "final"))
-			if !c.Bool("no-report") {
-				html, err := report.Write(storePath, filepath.Join(dir, "report"))
-				if err != nil {
-					return fmt.Errorf("report: %w", err)
-				}
-				fmt.Printf("report: %s\n", html)
-			}
-			return nil
+			return trainer.RunJob(c.Context, cfg, trainer.JobOptions{Progress: bars, GitRev: gitRev(), Signals: signalContext,
+				Report: !c.Bool("no-report"), Relaunch: os.Args[1:], LaunchGrace: launchGrace})
 		},
 	}
 }
@@ -153,36 +51,6 @@ func trainCommand() *cli.Command {
 // launchGrace is how long the --nproc launcher lets the surviving ranks
 // stop by themselves (SIGTERM) before it kills them.
 const launchGrace = 10 * time.Second
-
-// placeRank adapts the config to this rank's place on its machine: the
-// cores are shared among the machine's ranks, and on CUDA each rank
-// takes the GPU of its LOCAL_RANK.
-func placeRank(cfg *config.Config, env dist.Env) {
-	if cfg.Device.Threads == 0 {
-		cfg.Device.Threads = max(1, runtime.NumCPU()/env.LocalWorld)
-	}
-	if strings.HasPrefix(cfg.Device.Device, "cuda") {
-		cfg.Device.Device = fmt.Sprintf("cuda:%d", env.LocalRank)
-	}
-}
-
-// rankLogger is runLogger for rank 0 (or a single process); the other
-// ranks log warnings and errors to stderr only, tagged with their rank.
-func rankLogger(cfg config.Config, env dist.Env, ranked bool) (zerolog.Logger, io.Closer, error) {
-	if !ranked || env.Rank == 0 {
-		l, c, err := runLogger(cfg)
-		if ranked {
-			l = l.With().Int("rank", 0).Logger()
-		}
-		return l, c, err
-	}
-	l, c, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, os.Stderr, "")
-	if err != nil {
-		return l, c, err
-	}
-	l = logging.WithRun(l, cfg.Run.Name).With().Int("rank", env.Rank).Logger()
-	return l.Level(max(l.GetLevel(), zerolog.WarnLevel)), c, nil
-}
 
 // trainConfig is loadConfig for train. A resumed run (--resume RUN, or
 // run.resume) starts from the config.yaml saved in its folder, with the
@@ -229,28 +97,6 @@ func trainConfig(c *cli.Context) (config.Config, error) {
 		return cfg, err
 	}
 	return cfg, nil
-}
-
-func indent(s string) string {
-	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
-}
-
-// printResults prints the final table: exact match per hop count and on
-// average, per method.
-func printResults(w *os.File, r *trainer.Results) {
-	fmt.Fprintf(w, "\nResults (exact match on the evaluation split):\n\n%-18s", "method")
-	for _, h := range r.Hops {
-		fmt.Fprintf(w, " %8s", fmt.Sprintf("%d-hop", h))
-	}
-	fmt.Fprintf(w, " %8s %8s\n", "EM", "F1")
-	for _, m := range r.Methods {
-		mm := r.Metrics[m]
-		fmt.Fprintf(w, "%-18s", m)
-		for _, h := range r.Hops {
-			fmt.Fprintf(w, " %8.3f", mm[metric.EMHop(h)])
-		}
-		fmt.Fprintf(w, " %8.3f %8.3f\n", mm[metric.EM], mm[metric.F1])
-	}
 }
 
 func dryRun(c *cli.Context, cfg config.Config) error {

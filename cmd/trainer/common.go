@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
-	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentrl/agentrl/internal/logging"
 	"github.com/agentrl/agentrl/internal/progress"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
@@ -29,20 +26,6 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	return cfg, nil
 }
 
-// runLogger sets up logging for a run: console or JSON on stderr, and JSON
-// lines in <run>/log.jsonl, every line carrying the run's name.
-func runLogger(cfg config.Config) (zerolog.Logger, io.Closer, error) {
-	dir := trainer.RunDir(cfg)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return zerolog.Nop(), nil, err
-	}
-	l, closer, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, os.Stderr, filepath.Join(dir, "log.jsonl"))
-	if err != nil {
-		return zerolog.Nop(), nil, err
-	}
-	return logging.WithRun(l, cfg.Run.Name), closer, nil
-}
-
 // startRun sets up the run's logging and prepares its trainer; the closer
 // ends the logging (close the trainer first). Only train runs as several
 // ranks: started as one of several, sft and eval refuse rather than have
@@ -51,7 +34,7 @@ func startRun(c *cli.Context, cfg config.Config) (*trainer.Trainer, io.Closer, e
 	if env, ranked, err := dist.FromEnv(); err == nil && ranked && env.World > 1 {
 		return nil, nil, fmt.Errorf("trainer %s runs as one process, but this is rank %d of %d (RANK/WORLD_SIZE are set): start it without torchrun or srun", c.Command.Name, env.Rank, env.World)
 	}
-	log, closer, err := runLogger(cfg)
+	log, closer, err := trainer.RunLogger(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,16 +1,20 @@
 package reward
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/agentrl/agentrl/agent/protocol"
+)
 
 // The protocol's tags.
 const (
-	tagThinkOpen     = "<think>"
-	tagThinkClose    = "</think>"
-	tagToolCallOpen  = "<tool_call>"
-	tagToolCallClose = "</tool_call>"
-	tagAnswerOpen    = "<answer>"
-	tagAnswerClose   = "</answer>"
-	tagEndOfTurn     = "<|im_end|>"
+	tagThinkOpen     = protocol.ThinkOpen
+	tagThinkClose    = protocol.ThinkClose
+	tagToolCallOpen  = protocol.ToolCallOpen
+	tagToolCallClose = protocol.ToolCallClose
+	tagAnswerOpen    = protocol.AnswerOpen
+	tagAnswerClose   = protocol.AnswerClose
+	tagEndOfTurn     = protocol.TurnEnd
 )
 
 // FormatTurn is one assistant turn as the format reward sees it.

@@ -5,12 +5,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
 
 func TestProcess(t *testing.T) {
-	c := DefaultConfig() // valid 0.02 per turn, support 0.05, invalid -0.05, repeat -0.05
+	c := DefaultConfig()
+	c.ValidCall, c.Support, c.InvalidCall, c.RepeatCall = 0.02, 0.05, -0.05, -0.05
 	cases := []struct {
 		f    TurnFacts
 		want float64
@@ -50,11 +52,19 @@ func TestConfigYAMLOverridesDefaults(t *testing.T) {
 	}
 	want := DefaultConfig()
 	want.Scorer, want.Format, want.RepeatCall = "f1", 0, -0.2
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("decoded %+v, want %+v", c, want)
 	}
 	if err := c.Validate(); err != nil {
 		t.Errorf("valid config rejected: %v", err)
+	}
+}
+
+func TestDefaultConfig(t *testing.T) {
+	want := Config{Scorer: "em", Outcome: 1, Format: 0.1,
+		External: External{Command: []string{}, Timeout: 10 * time.Second, Weight: 1}}
+	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("DefaultConfig = %+v, want %+v", got, want)
 	}
 }
 
@@ -71,5 +81,10 @@ func TestConfigValidate(t *testing.T) {
 	bad.Support = math.Inf(1)
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "support") {
 		t.Errorf("infinite weight: err = %v", err)
+	}
+	bad = DefaultConfig()
+	bad.External.Weight = math.NaN()
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "external.weight") {
+		t.Errorf("NaN external weight: err = %v", err)
 	}
 }

@@ -1,25 +1,30 @@
 package algo
 
+import "github.com/agentrl/agentrl/internal/deftag"
+
 // Options configure the advantage estimators. Start from DefaultOptions:
-// the zero value turns the advantage mask off.
+// the zero value turns the advantage mask off. The struct tags hold each
+// setting's one default and description: DefaultOptions reads them, and
+// the trainer's configuration inlines Options in its algorithm section
+// (algorithm.gamma, ...).
 type Options struct {
 	// Gamma is the per-token discount of gae and reinforce_pp.
-	Gamma float64 `yaml:"gamma"`
+	Gamma float64 `yaml:"gamma" default:"1.0" doc:"per-token discount"`
 	// Lambda is the GAE trace-decay parameter.
-	Lambda float64 `yaml:"lambda"`
+	Lambda float64 `yaml:"lambda" default:"1.0" doc:"GAE trace decay"`
 	// NormByStd divides the grpo advantage by the group's reward std;
 	// false is Dr. GRPO (arXiv:2503.20783), which only subtracts the mean.
-	NormByStd bool `yaml:"norm_by_std"`
+	NormByStd bool `yaml:"norm_by_std" default:"true" doc:"divide GRPO advantages by the group std (false = Dr. GRPO)"`
 	// Eps keeps the grpo division finite when a group's std is 0.
-	Eps float64 `yaml:"eps"`
+	Eps float64 `yaml:"eps" default:"1e-6" doc:"added to the group std before dividing"`
 	// Whiten standardises the gae advantages over the batch's credited
 	// tokens after the returns are taken, as verl's
 	// compute_gae_advantage_return does. reinforce_pp and
 	// reinforce_pp_baseline always whiten: it is part of the algorithm.
-	Whiten bool `yaml:"whiten"`
+	Whiten bool `yaml:"whiten" default:"true" doc:"standardise GAE advantages over the batch"`
 	// KLCoef is beta of the KL-in-reward penalty: r_t -= beta*kl_t on
 	// action tokens, for the kl slices handed to the estimator.
-	KLCoef float64 `yaml:"kl_coef"`
+	KLCoef float64 `yaml:"kl_coef" default:"0.0" doc:"weight of the KL to the reference"`
 	// AdvantageMask (on by default) makes the tokens the policy generated
 	// (Mask == 1) the steps of the advantage: the gae and reinforce_pp
 	// recursions step from one action token to the next, bootstrapping
@@ -44,19 +49,14 @@ type Options struct {
 	// last action token of their turn, and the KL penalty applies to action
 	// tokens only (only they were sampled). Which tokens count in the
 	// losses is the loss mask's business (trainer: algorithm.loss_mask).
-	AdvantageMask bool `yaml:"advantage_mask"`
+	AdvantageMask bool `yaml:"advantage_mask" default:"true" doc:"credit only policy-generated tokens in the advantage"`
 }
 
-// DefaultOptions returns verl's defaults (gamma = lambda = 1, std
-// normalisation with eps 1e-6, whitened gae advantages) with the advantage
-// mask on and no KL penalty.
+// DefaultOptions returns the defaults of the struct tags, verl's (gamma =
+// lambda = 1, std normalisation with eps 1e-6, whitened gae advantages),
+// with the advantage mask on and no KL penalty.
 func DefaultOptions() Options {
-	return Options{
-		Gamma:         1,
-		Lambda:        1,
-		NormByStd:     true,
-		Eps:           1e-6,
-		Whiten:        true,
-		AdvantageMask: true,
-	}
+	var o Options
+	deftag.MustApply(&o)
+	return o
 }

@@ -11,7 +11,12 @@
 // separated by "|"; Validate checks them and Docs shows them.
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/trainer/algo"
+)
 
 // Config is the whole trainer configuration, one field per YAML section.
 type Config struct {
@@ -20,7 +25,7 @@ type Config struct {
 	Model     ModelConfig     `yaml:"model" doc:"the policy, critic and reference models"`
 	Data      DataConfig      `yaml:"data" doc:"training and evaluation questions"`
 	Tools     ToolsConfig     `yaml:"tools" doc:"the tools the agent may call"`
-	Env       EnvConfig       `yaml:"env" doc:"episode limits and reward weights"`
+	Env       envs.EnvConfig  `yaml:"env" doc:"episode limits and reward weights"`
 	Rollout   RolloutConfig   `yaml:"rollout" doc:"sampling of trajectories"`
 	Algorithm AlgorithmConfig `yaml:"algorithm" doc:"advantage estimator and policy/value losses"`
 	Optim     OptimConfig     `yaml:"optim" doc:"AdamW optimiser and learning-rate schedule"`
@@ -144,38 +149,6 @@ type SearchConfig struct {
 // CalculatorConfig configures the calculator tool, which has no settings.
 type CalculatorConfig struct{}
 
-// EnvConfig bounds an episode and weighs its rewards.
-type EnvConfig struct {
-	MaxTurns            int           `yaml:"max_turns" default:"4" doc:"assistant turns per episode"`
-	MaxTokens           int           `yaml:"max_tokens" default:"768" doc:"token budget of a whole trajectory, prompt included"`
-	MaxTurnTokens       int           `yaml:"max_turn_tokens" default:"48" doc:"tokens generated per turn at most"`
-	ToolTimeout         time.Duration `yaml:"tool_timeout" default:"5s" doc:"time limit of one tool call"`
-	MaxObservationChars int           `yaml:"max_observation_chars" default:"600" doc:"characters of a tool response kept"`
-	Rewards             RewardsConfig `yaml:"rewards" doc:"reward weights"`
-}
-
-// RewardsConfig weighs the reward terms; the names match
-// envs/reward.Config, onto which it maps one to one.
-type RewardsConfig struct {
-	Scorer      string         `yaml:"scorer" default:"em" doc:"answer metric of the outcome reward: em, f1 or substring_em"`
-	Outcome     float64        `yaml:"outcome" default:"1.0" doc:"weight of the answer metric"`
-	Format      float64        `yaml:"format" default:"0.1" doc:"weight of the all-or-nothing format reward"`
-	ValidCall   float64        `yaml:"valid_call" default:"0" doc:"process reward per turn with a valid tool call"`
-	Support     float64        `yaml:"support" default:"0" doc:"process reward per supporting passage first retrieved"`
-	InvalidCall float64        `yaml:"invalid_call" default:"0" doc:"process reward per invalid tool call (negative = penalty)"`
-	RepeatCall  float64        `yaml:"repeat_call" default:"0" doc:"process reward per repeated tool call (negative = penalty)"`
-	External    ExternalReward `yaml:"external" doc:"a reward computed outside the trainer, added to the outcome reward"`
-}
-
-// ExternalReward is a command or HTTP endpoint that receives each finished
-// episode as JSON and answers {"reward": x, "components": {...}}.
-type ExternalReward struct {
-	Command []string      `yaml:"command" default:"[]" doc:"program and arguments run per episode: the episode's JSON on stdin, the answer on stdout"`
-	URL     string        `yaml:"url" default:"" doc:"endpoint each episode's JSON is POSTed to, instead of a command"`
-	Timeout time.Duration `yaml:"timeout" default:"10s" doc:"time limit of one scoring; a failed or late one counts 0 and sets the component external_failed"`
-	Weight  float64       `yaml:"weight" default:"1.0" doc:"weight of the external reward in the total"`
-}
-
 // RolloutConfig sets how trajectories are sampled.
 type RolloutConfig struct {
 	BatchSize       int     `yaml:"batch_size" default:"16" doc:"prompts per iteration"`
@@ -191,17 +164,14 @@ type RolloutConfig struct {
 
 // AlgorithmConfig picks the advantage estimator and shapes the losses.
 type AlgorithmConfig struct {
-	Estimator       string  `yaml:"estimator" default:"grpo" doc:"advantage estimator: gae, grpo, rloo, reinforce_pp or reinforce_pp_baseline"`
-	Gamma           float64 `yaml:"gamma" default:"1.0" doc:"per-token discount"`
-	Lambda          float64 `yaml:"lambda" default:"1.0" doc:"GAE trace decay"`
-	NormByStd       bool    `yaml:"norm_by_std" default:"true" doc:"divide GRPO advantages by the group std (false = Dr. GRPO)"`
-	Eps             float64 `yaml:"eps" default:"1e-6" doc:"added to the group std before dividing"`
-	Whiten          bool    `yaml:"whiten" default:"true" doc:"standardise GAE advantages over the batch"`
+	Estimator string `yaml:"estimator" default:"grpo" doc:"advantage estimator: gae, grpo, rloo, reinforce_pp or reinforce_pp_baseline"`
+	// Options are the estimators' settings (gamma, lambda, norm_by_std,
+	// eps, whiten, kl_coef, advantage_mask), keys of this section.
+	algo.Options    `yaml:",inline"`
 	ClipLow         float64 `yaml:"clip_low" default:"0.2" doc:"PPO ratio clip below: 1 - clip_low"`
 	ClipHigh        float64 `yaml:"clip_high" default:"0.28" doc:"PPO ratio clip above: 1 + clip_high (DAPO clip-higher)"`
 	DualClip        float64 `yaml:"dual_clip" default:"0" doc:"dual-clip bound c > 1 for negative advantages (0 = off)"`
 	LossAgg         string  `yaml:"loss_agg" default:"token-mean" enum:"token-mean|seq-mean-token-sum|seq-mean-token-mean|seq-mean-token-sum-norm" doc:"how token losses are averaged (seq-mean-token-sum-norm: Dr. GRPO, token sums over the constant env.max_tokens)"`
-	KLCoef          float64 `yaml:"kl_coef" default:"0.0" doc:"weight of the KL to the reference"`
 	KLEstimator     string  `yaml:"kl_estimator" default:"k3" doc:"single-sample KL estimator: k1, k2 or k3"`
 	KLMode          string  `yaml:"kl_mode" default:"loss" enum:"loss|reward|off" doc:"KL as a loss term, as a reward penalty, or not at all"`
 	EntropyCoef     float64 `yaml:"entropy_coef" default:"0" doc:"weight of the entropy bonus"`
@@ -210,7 +180,6 @@ type AlgorithmConfig struct {
 	Epochs          int     `yaml:"epochs" default:"1" doc:"passes over each iteration's batch"`
 	MiniBatch       int     `yaml:"mini_batch" default:"32" doc:"trajectories per optimiser step"`
 	MicroBatch      int     `yaml:"micro_batch" default:"8" doc:"trajectories per forward/backward pass (gradient accumulation)"`
-	AdvantageMask   bool    `yaml:"advantage_mask" default:"true" doc:"credit only policy-generated tokens in the advantage"`
 	LossMask        bool    `yaml:"loss_mask" default:"true" doc:"count only policy-generated tokens in the losses"`
 	FilterKeepRatio float64 `yaml:"filter_keep_ratio" default:"1.0" doc:"fraction of groups kept, largest reward std first (1 = all)"`
 	CriticWarmup    int     `yaml:"critic_warmup" default:"0" doc:"iterations training only the critic"`

@@ -3,8 +3,12 @@ package config
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/trainer/algo"
 )
 
 func TestDefaultsValidate(t *testing.T) {
@@ -65,5 +69,44 @@ func TestEveryLeafHasDefaultTag(t *testing.T) {
 		if _, ok := k.field.Tag.Lookup("default"); !ok {
 			t.Errorf("%s has no default tag", k.path)
 		}
+	}
+}
+
+// The env section is envs.EnvConfig itself: its defaults, read by the
+// configuration, are the ones envs.DefaultEnvConfig reads from the same
+// tags, and its wiring field (yaml:"-") is no key.
+func TestEnvSectionIsTheDomainStruct(t *testing.T) {
+	if got, want := Default().Env, envs.DefaultEnvConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Default().Env = %+v, want envs.DefaultEnvConfig() = %+v", got, want)
+	}
+	c := Default()
+	if err := c.Set("env.external=1"); err == nil {
+		t.Error("env.external (a yaml:\"-\" field) accepted as a key")
+	}
+	if err := c.Set("env.rewards.external.weight=2"); err != nil || c.Env.Rewards.External.Weight != 2 {
+		t.Errorf("env.rewards.external.weight=2: err %v, weight %v", err, c.Env.Rewards.External.Weight)
+	}
+}
+
+// The algorithm section inlines algo.Options: its keys are the section's
+// own (algorithm.gamma, never algorithm.options.gamma), with the defaults
+// algo.DefaultOptions reads from the same tags.
+func TestAlgorithmInlinesTheEstimatorOptions(t *testing.T) {
+	c := Default()
+	if !reflect.DeepEqual(c.Algorithm.Options, algo.DefaultOptions()) {
+		t.Errorf("Default().Algorithm.Options = %+v, want algo.DefaultOptions() = %+v", c.Algorithm.Options, algo.DefaultOptions())
+	}
+	if err := c.Set("algorithm.gamma=0.9"); err != nil || c.Algorithm.Gamma != 0.9 {
+		t.Errorf("algorithm.gamma=0.9: err %v, gamma %v", err, c.Algorithm.Gamma)
+	}
+	if err := c.Set("algorithm.options={gamma: 0.5}"); err == nil {
+		t.Error("algorithm.options accepted as a key")
+	}
+	y, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(y), "\n  gamma: 0.9\n") || strings.Contains(string(y), "options") {
+		t.Errorf("the algorithm section does not render its options inline:\n%s", y)
 	}
 }

@@ -32,9 +32,10 @@ env.rewards.invalid_call env.rewards.repeat_call
 env.rewards.external.command env.rewards.external.url env.rewards.external.timeout env.rewards.external.weight
 rollout.batch_size rollout.group_size rollout.slots rollout.temperature rollout.top_p rollout.top_k rollout.eval_temperature rollout.dtype rollout.deterministic
 algorithm.estimator algorithm.gamma algorithm.lambda algorithm.norm_by_std algorithm.eps algorithm.whiten
-algorithm.clip_low algorithm.clip_high algorithm.dual_clip algorithm.loss_agg algorithm.kl_coef
+algorithm.kl_coef algorithm.advantage_mask
+algorithm.clip_low algorithm.clip_high algorithm.dual_clip algorithm.loss_agg
 algorithm.kl_estimator algorithm.kl_mode algorithm.entropy_coef algorithm.vf_coef algorithm.value_clip
-algorithm.epochs algorithm.mini_batch algorithm.micro_batch algorithm.advantage_mask algorithm.loss_mask
+algorithm.epochs algorithm.mini_batch algorithm.micro_batch algorithm.loss_mask
 algorithm.filter_keep_ratio algorithm.critic_warmup
 optim.lr optim.critic_lr optim.beta1 optim.beta2 optim.eps optim.weight_decay optim.warmup_steps
 optim.schedule optim.min_lr_ratio optim.max_grad_norm

@@ -9,14 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/envs/tasks"
 	"github.com/agentrl/agentrl/trainer/algo"
 )
-
-// minObservationChars is envs' floor for env.max_observation_chars: room
-// for the truncation marker and some text.
-const minObservationChars = 64
 
 // Validate checks every key's range or allowed values, and the few rules
 // that tie keys together, and reports all problems at once, each naming
@@ -128,7 +125,7 @@ func (c *Config) validateEnv(p *problems) {
 	if e.ToolTimeout <= 0 {
 		p.add("env.tool_timeout", "%s, want a positive duration", e.ToolTimeout)
 	}
-	p.atLeast("env.max_observation_chars", e.MaxObservationChars, minObservationChars)
+	p.atLeast("env.max_observation_chars", e.MaxObservationChars, envs.MinObservationChars)
 	if _, err := reward.MetricByName(e.Rewards.Scorer); err != nil {
 		p.add("env.rewards.scorer", "%v", err)
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 )
@@ -22,13 +23,22 @@ func isSection(t reflect.Type) bool {
 }
 
 // children lists the keys directly under the section v, in declaration
-// order, with paths prefixed by prefix ("" at the root).
+// order, with paths prefixed by prefix ("" at the root). A field tagged
+// yaml:"-" (wiring of a domain struct, such as envs.EnvConfig.External)
+// is no key.
 func children(v reflect.Value, prefix string) []node {
 	t := v.Type()
 	out := make([]node, 0, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name := yamlName(f)
+		if name == "-" {
+			continue
+		}
+		if isInline(f) {
+			out = append(out, children(v.Field(i), prefix)...)
+			continue
+		}
 		if prefix != "" {
 			name = prefix + "." + name
 		}
@@ -85,6 +95,13 @@ func allPaths(v reflect.Value, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// isInline reports whether f is a struct tagged yaml:",inline", whose keys
+// are keys of the section holding it (algorithm inlines algo.Options).
+func isInline(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	return f.Type.Kind() == reflect.Struct && slices.Contains(strings.Split(opts, ","), "inline")
 }
 
 // yamlName is the key of a struct field: the name in its yaml tag.

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
 )
@@ -76,7 +77,7 @@ func NewChat(f *tokenizer.ChatFormat) *ChatFormat {
 	for _, id := range f.StopIDs() {
 		c.stops[id] = true
 	}
-	c.toolCallEnd, c.hasToolEnd = f.Special("</tool_call>")
+	c.toolCallEnd, c.hasToolEnd = f.Special(protocol.ToolCallClose)
 	return c
 }
 

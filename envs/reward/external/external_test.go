@@ -43,7 +43,8 @@ func (echoTool) Call(_ context.Context, a json.RawMessage) (envs.Result, error) 
 func play(t *testing.T, s envs.Scorer, onErr func(error)) (float64, map[string]float64) {
 	t.Helper()
 	cfg := envs.DefaultEnvConfig()
-	cfg.External = envs.ExternalConfig{Scorer: s, Weight: 2, Timeout: 5 * time.Second, OnError: onErr}
+	cfg.External = envs.ExternalConfig{Scorer: s, OnError: onErr}
+	cfg.Rewards.External.Weight, cfg.Rewards.External.Timeout = 2, 5*time.Second
 	env, err := envs.NewToolEnv(envs.Task{ID: "q1", Question: "Capital of France?", Answers: []string{"Paris"}},
 		[]envs.Tool{echoTool{}}, cfg)
 	if err != nil {
@@ -111,7 +112,8 @@ func TestHungHTTPRewardTimesOut(t *testing.T) {
 	}))
 	defer srv.Close()
 	cfg := envs.DefaultEnvConfig()
-	cfg.External = envs.ExternalConfig{Scorer: HTTP{URL: srv.URL}, Weight: 1, Timeout: 100 * time.Millisecond}
+	cfg.External = envs.ExternalConfig{Scorer: HTTP{URL: srv.URL}}
+	cfg.Rewards.External.Weight, cfg.Rewards.External.Timeout = 1, 100*time.Millisecond
 	env, _ := envs.NewToolEnv(envs.Task{ID: "q"}, nil, cfg)
 	env.Step(context.Background(), envs.Action{Text: "<answer>x</answer>"})
 	start := time.Now()

@@ -1,0 +1,112 @@
+package protocol_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/envs/reward"
+	"github.com/agentrl/agentrl/tokenizer"
+)
+
+// demo is a scripted demonstration as the trainer renders one: a search,
+// its response, the answer.
+var demo = []tokenizer.Message{
+	{Role: "system", Content: protocol.SystemPrompt},
+	{Role: "user", Content: "What is the capital of the nation of Kamo?"},
+	{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{Name: "search", Arguments: json.RawMessage(`{"query": "Kamo"}`)}}},
+	{Role: "tool", Content: "Doc 1 (Title: Kamo) Kamo is a nation. Its capital is Sava."},
+	{Role: "assistant", Content: protocol.Answer("Sava")},
+}
+
+// assistantTurns cuts the assistant turns out of a rendered conversation,
+// each up to and with its end-of-turn token.
+func assistantTurns(t *testing.T, text string) []string {
+	t.Helper()
+	var out []string
+	for _, part := range strings.Split(text, protocol.TurnStart+"assistant\n")[1:] {
+		end := strings.Index(part, protocol.TurnEnd)
+		if end < 0 {
+			t.Fatalf("assistant turn without %s: %q", protocol.TurnEnd, part)
+		}
+		out = append(out, part[:end+len(protocol.TurnEnd)])
+	}
+	return out
+}
+
+// The chat format renders, the parser parses and the format reward scores
+// the same protocol: a rendered demonstration's first turn is the call,
+// its last the answer, and the episode earns the whole format reward.
+func TestParserReadsWhatTheChatFormatRenders(t *testing.T) {
+	tok, err := tokenizer.BuildWordLevel(nil, protocol.SpecialTokens())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := tokenizer.NewChatFormat(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := cf.RenderText(demo, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := assistantTurns(t, text)
+	if len(turns) != 2 {
+		t.Fatalf("%d assistant turns in %q, want 2", len(turns), text)
+	}
+	calls, err := envs.ParseToolCalls(turns[0])
+	if err != nil || len(calls) != 1 || calls[0].Name != "search" || string(calls[0].Arguments) != `{"query":"Kamo"}` {
+		t.Errorf("ParseToolCalls(%q) = %+v, %v; want one search call with {\"query\":\"Kamo\"}", turns[0], calls, err)
+	}
+	if a, ok := envs.ParseAnswer(turns[1]); !ok || a != "Sava" {
+		t.Errorf("ParseAnswer(%q) = %q, %v; want Sava", turns[1], a, ok)
+	}
+	if f := reward.Format([]reward.FormatTurn{{Text: turns[0], CallsOK: true}, {Text: turns[1]}}); f != 1 {
+		t.Errorf("format reward of the rendered demonstration = %v, want 1", f)
+	}
+	if !strings.Contains(text, protocol.ToolResponse(demo[3].Content)) {
+		t.Errorf("the tool response is not rendered as protocol.ToolResponse: %q", text)
+	}
+	if !strings.Contains(protocol.SystemPrompt, protocol.Answer("the answer")) {
+		t.Errorf("the system prompt does not show the answer tags: %q", protocol.SystemPrompt)
+	}
+}
+
+// The tiny models' vocabulary holds every special token of the protocol
+// as one token, so the policy emits and the stop detection sees a tag as a
+// single id; the tokenizer's own list is the protocol's.
+func TestTinyVocabularyHoldsEverySpecialToken(t *testing.T) {
+	if !slices.Equal(tokenizer.QwenSpecials, protocol.SpecialTokens()) {
+		t.Errorf("tokenizer.QwenSpecials = %q, want protocol.SpecialTokens() = %q", tokenizer.QwenSpecials, protocol.SpecialTokens())
+	}
+	tags := []string{protocol.ThinkOpen, protocol.ThinkClose, protocol.ToolCallOpen, protocol.ToolCallClose,
+		protocol.AnswerOpen, protocol.AnswerClose, protocol.ToolResponseOpen, protocol.ToolResponseClose,
+		protocol.EndOfText, protocol.TurnStart, protocol.TurnEnd}
+	for _, tag := range tags {
+		if !slices.Contains(protocol.SpecialTokens(), tag) {
+			t.Errorf("%q is not among protocol.SpecialTokens()", tag)
+		}
+	}
+	tok, err := tokenizer.BuildWordLevel([]string{"a question"}, protocol.SpecialTokens())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range protocol.SpecialTokens() {
+		id, ok := tok.TokenID(s)
+		if ids := tok.Encode("a " + s + " a"); !ok || !slices.Contains(ids, id) {
+			t.Errorf("%q: id %d (%v), encoded in context as %v: want one token", s, id, ok, ids)
+		}
+	}
+	cf, err := tokenizer.NewChatFormat(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stop := range []string{protocol.TurnEnd, protocol.EndOfText, protocol.ToolCallClose} {
+		if id, _ := tok.TokenID(stop); !slices.Contains(cf.StopIDs(), id) {
+			t.Errorf("%q (id %d) does not end a turn: stops %v", stop, id, cf.StopIDs())
+		}
+	}
+}

@@ -1,0 +1,227 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentrl/agentrl/internal/logging"
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/metric"
+	"github.com/agentrl/agentrl/trainer/report"
+)
+
+// JobOptions are a training job's surroundings, given by the command that
+// starts it; RunJob does the rest.
+type JobOptions struct {
+	// Progress draws progress bars (nil: none).
+	Progress ProgressFunc
+	// GitRev is recorded with the run.
+	GitRev string
+	// Signals, if set, is called once the job is about to build its
+	// trainer: it returns the job's context, a channel closed on the first
+	// interrupt (finish the iteration, checkpoint, stop) and a function
+	// that stops listening. Nil: the context given to RunJob, no stop.
+	Signals func() (context.Context, <-chan struct{}, func())
+	// Report writes the HTML report at the end.
+	Report bool
+	// Stdout receives the results table and where the outputs are; Stderr
+	// the effective config and the notices (nil: os.Stdout, os.Stderr).
+	Stdout, Stderr io.Writer
+	// Relaunch is the command line (without the program) each rank runs
+	// when dist.nproc > 1 starts them from this process; LaunchGrace is
+	// how long the surviving ranks get to stop by themselves before they
+	// are killed.
+	Relaunch    []string
+	LaunchGrace time.Duration
+}
+
+// RunJob runs a training job from its validated configuration to its
+// results: it launches the ranks (dist.nproc > 1) or joins the job's
+// process group (torchrun, Slurm), sets up the run's logs, builds the
+// trainer (New), saves the effective config as <run>/config.yaml, trains,
+// and on the leader prints the results and writes the report. An
+// interrupted job (ErrStopped, or a stop that checkpointed) is no error.
+func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	// The config as given is what the run saves; placeRank's per-rank
+	// changes are not.
+	y, err := cfg.YAML()
+	if err != nil {
+		return err
+	}
+	env, ranked, err := dist.FromEnv()
+	if err != nil {
+		return err
+	}
+	if !ranked && cfg.Dist.NProc > 1 {
+		l, _, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, o.Stderr, "")
+		if err != nil {
+			return err
+		}
+		return dist.Launch(cfg.Dist.NProc, o.Relaunch, o.LaunchGrace, l)
+	}
+	if ranked && env.World == 1 {
+		ranked = false // a job of one rank is a single process
+	}
+	if ranked {
+		placeRank(&cfg, env)
+	}
+	log, closer, err := rankLogger(cfg, env, ranked)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
+	var group *dist.Group
+	if ranked {
+		dev, err := torch.ParseDevice(cfg.Device.Device)
+		if err != nil {
+			return err
+		}
+		if group, err = dist.Join(env, dist.Options{Backend: cfg.Dist.Backend, Device: dev, Timeout: cfg.Dist.Timeout,
+			CollectiveTimeout: cfg.Dist.CollectiveTimeout, BucketMB: cfg.Dist.BucketMB, Log: log}); err != nil {
+			return err
+		}
+	}
+	leader := group.Leader()
+	var stop <-chan struct{}
+	if o.Signals != nil {
+		var done func()
+		ctx, stop, done = o.Signals()
+		defer done()
+	}
+	t, err := New(ctx, cfg, Options{Log: log, Progress: o.Progress, GitRev: o.GitRev, Dist: group})
+	if err != nil {
+		return err
+	}
+	// Saved only once New has accepted the run: a refused start (the name
+	// is taken, a bad checkpoint) leaves the run's config.yaml as it was.
+	dir := RunDir(cfg)
+	if leader {
+		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), y, 0o644); err != nil {
+			t.Close()
+			return err
+		}
+		fmt.Fprintf(o.Stderr, "effective config (saved to %s):\n%s\n", filepath.Join(dir, "config.yaml"), indent(string(y)))
+	}
+	res, runErr := t.Run(ctx, stop)
+	storePath := t.StorePath()
+	if err := t.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if errors.Is(runErr, ErrStopped) {
+		fmt.Fprintf(o.Stderr, "%v\n", runErr)
+		return nil
+	}
+	if runErr != nil {
+		// No barrier on the way out: the other ranks see this one's
+		// connections close, or its heartbeat stop.
+		return runErr
+	}
+	if err := group.Close(); err != nil {
+		return err
+	}
+	if !leader {
+		return nil
+	}
+	if res == nil {
+		resume := "trainer train --resume " + cfg.Run.Name
+		if cfg.Run.Dir != config.Default().Run.Dir {
+			resume += " --run-dir " + cfg.Run.Dir
+		}
+		fmt.Fprintf(o.Stderr, "stopped; checkpoint written. Continue with: %s\n", resume)
+		return nil
+	}
+	PrintResults(o.Stdout, res)
+	fmt.Fprintf(o.Stdout, "\nstore:  %s   (query it: trainer rollouts sql --store %s \"SELECT ...\")\n", storePath, storePath)
+	fmt.Fprintf(o.Stdout, "policy: %s\n", filepath.Join(dir, "final"))
+	if o.Report {
+		html, err := report.Write(storePath, filepath.Join(dir, "report"))
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		fmt.Fprintf(o.Stdout, "report: %s\n", html)
+	}
+	return nil
+}
+
+// RunLogger sets up logging for a run: console or JSON on stderr, and
+// JSON lines in <run>/log.jsonl, every line carrying the run's name.
+func RunLogger(cfg config.Config) (zerolog.Logger, io.Closer, error) {
+	dir := RunDir(cfg)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return zerolog.Nop(), nil, err
+	}
+	l, closer, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, os.Stderr, filepath.Join(dir, "log.jsonl"))
+	if err != nil {
+		return zerolog.Nop(), nil, err
+	}
+	return logging.WithRun(l, cfg.Run.Name), closer, nil
+}
+
+// rankLogger is RunLogger for rank 0 (or a single process); the other
+// ranks log warnings and errors to stderr only, tagged with their rank.
+func rankLogger(cfg config.Config, env dist.Env, ranked bool) (zerolog.Logger, io.Closer, error) {
+	if !ranked || env.Rank == 0 {
+		l, c, err := RunLogger(cfg)
+		if ranked {
+			l = l.With().Int("rank", 0).Logger()
+		}
+		return l, c, err
+	}
+	l, c, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, os.Stderr, "")
+	if err != nil {
+		return l, c, err
+	}
+	l = logging.WithRun(l, cfg.Run.Name).With().Int("rank", env.Rank).Logger()
+	return l.Level(max(l.GetLevel(), zerolog.WarnLevel)), c, nil
+}
+
+// placeRank adapts the config to this rank's place on its machine: the
+// cores are shared among the machine's ranks, and on CUDA each rank
+// takes the GPU of its LOCAL_RANK.
+func placeRank(cfg *config.Config, env dist.Env) {
+	if cfg.Device.Threads == 0 {
+		cfg.Device.Threads = max(1, runtime.NumCPU()/env.LocalWorld)
+	}
+	if strings.HasPrefix(cfg.Device.Device, "cuda") {
+		cfg.Device.Device = fmt.Sprintf("cuda:%d", env.LocalRank)
+	}
+}
+
+// PrintResults prints the final table: exact match per hop count and on
+// average, per method.
+func PrintResults(w io.Writer, r *Results) {
+	fmt.Fprintf(w, "\nResults (exact match on the evaluation split):\n\n%-18s", "method")
+	for _, h := range r.Hops {
+		fmt.Fprintf(w, " %8s", fmt.Sprintf("%d-hop", h))
+	}
+	fmt.Fprintf(w, " %8s %8s\n", "EM", "F1")
+	for _, m := range r.Methods {
+		mm := r.Metrics[m]
+		fmt.Fprintf(w, "%-18s", m)
+		for _, h := range r.Hops {
+			fmt.Fprintf(w, " %8.3f", mm[metric.EMHop(h)])
+		}
+		fmt.Fprintf(w, " %8.3f %8.3f\n", mm[metric.EM], mm[metric.F1])
+	}
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}

@@ -1,0 +1,46 @@
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/trainer/metric"
+)
+
+// A job that New refuses returns New's error and saves no config.yaml:
+// the run's folder keeps what it had.
+func TestRunJobRefusedLeavesNoConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallConfig(dir)
+	missing := filepath.Join(dir, "no-such-train.jsonl")
+	cfg.Data.Source, cfg.Data.Train = "files", []string{missing}
+	var out, errOut bytes.Buffer
+	err := RunJob(context.Background(), cfg, JobOptions{Stdout: &out, Stderr: &errOut})
+	if err == nil || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("RunJob = %v, want an error naming %s", err, missing)
+	}
+	if _, err := os.Stat(filepath.Join(RunDir(cfg), "config.yaml")); err == nil {
+		t.Error("a refused job saved its config.yaml")
+	}
+	if out.Len() != 0 {
+		t.Errorf("a refused job printed results:\n%s", out.String())
+	}
+}
+
+// The results table: one row per method, exact match per hop count, then
+// EM and F1, three decimals.
+func TestPrintResults(t *testing.T) {
+	var b bytes.Buffer
+	PrintResults(&b, &Results{Methods: []string{"RL (grpo)"}, Hops: []int{1, 2},
+		Metrics: map[string]map[string]float64{"RL (grpo)": {metric.EMHop(1): 0.5, metric.EMHop(2): 0.25, metric.EM: 0.375, metric.F1: 0.4}}})
+	want := "\nResults (exact match on the evaluation split):\n\n" +
+		"method                1-hop    2-hop       EM       F1\n" +
+		"RL (grpo)             0.500    0.250    0.375    0.400\n"
+	if b.String() != want {
+		t.Errorf("PrintResults =\n%q\nwant\n%q", b.String(), want)
+	}
+}
