@@ -11,7 +11,7 @@
 // "fused" product: one pass over the input, one parallel region, their rows
 // handed out together, with no concatenated copy of the weights to keep in
 // sync with the policy. Threads take chunks of 64 rows from a shared
-// counter, so a core slowed by other work takes fewer.
+// counter (parallel_tasks), so a core slowed by other work takes fewer.
 //
 // bf16 weights are widened to f32 in registers (exact) and multiplied with
 // f32 inputs; the activations between products stay f32, which is at least
@@ -34,10 +34,107 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <type_traits>
 
 namespace ar {
+
+namespace {
+
+// Pool is parallel_tasks' set of workers (see decode.h). A job lives on the
+// caller's stack; `current` publishes it. Workers announce themselves in
+// `inside` before reading `current`, and the caller withdraws the job
+// before waiting for `inside` to drain: with sequentially consistent
+// atomics, a worker either sees the job withdrawn or is waited for, so no
+// worker touches a job after its caller returned.
+class Pool {
+ public:
+  struct Job {
+    const std::function<void(int64_t)> *fn;
+    int64_t n;
+    uint64_t seq;
+    int want;  // workers that may join
+    std::atomic<int64_t> next{0};
+  };
+
+  static Pool &get() {
+    static Pool *p = new Pool();  // never destroyed: workers outlive static destructors
+    return *p;
+  }
+
+  void run(int64_t n, const std::function<void(int64_t)> &fn) {
+    int want = std::min<int64_t>(at::get_num_threads(), n) - 1;
+    if (want <= 0) {
+      for (int64_t i = 0; i < n; i++) fn(i);
+      return;
+    }
+    std::lock_guard<std::mutex> one_job(run_mu_);  // engines on several threads take turns
+    while (static_cast<int>(workers_.size()) < want) {
+      int id = static_cast<int>(workers_.size());
+      workers_.emplace_back([this, id] { loop(id); });
+    }
+    Job job;
+    job.fn = &fn;
+    job.n = n;
+    job.seq = ++seq_;
+    job.want = want;
+    current_.store(&job);
+    if (sleepers_.load() > 0) {
+      std::lock_guard<std::mutex> lk(mu_);
+      cv_.notify_all();
+    }
+    work(job);
+    current_.store(nullptr);
+    while (inside_.load() != 0) _mm_pause();
+  }
+
+ private:
+  static void work(Job &j) {
+    for (int64_t i; (i = j.next.fetch_add(1)) < j.n;) (*j.fn)(i);
+  }
+
+  void loop(int id) {
+    uint64_t last = 0;
+    for (;;) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int spin = 0;; spin++) {
+        inside_.fetch_add(1);
+        Job *j = current_.load();
+        if (j != nullptr && j->seq != last) {
+          last = j->seq;
+          if (id < j->want) work(*j);
+          inside_.fetch_sub(1);
+          t0 = std::chrono::steady_clock::now();
+          continue;
+        }
+        inside_.fetch_sub(1);
+        _mm_pause();
+        if ((spin & 63) == 0 && std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(50)) break;
+      }
+      std::unique_lock<std::mutex> lk(mu_);
+      sleepers_.fetch_add(1);
+      cv_.wait(lk, [&] {
+        Job *j = current_.load();
+        return j != nullptr && j->seq != last;
+      });
+      sleepers_.fetch_sub(1);
+    }
+  }
+
+  std::mutex run_mu_, mu_;
+  std::condition_variable cv_;
+  std::vector<std::thread> workers_;
+  std::atomic<Job *> current_{nullptr};
+  std::atomic<int> inside_{0}, sleepers_{0};
+  uint64_t seq_ = 0;
+};
+
+}  // namespace
+
+void parallel_tasks(int64_t n, const std::function<void(int64_t)> &fn) { Pool::get().run(n, fn); }
 
 namespace {
 
@@ -192,42 +289,33 @@ void products(std::initializer_list<Seg> segs, int64_t K, const float *x, int64_
     first[s + 1] = first[s] + (sv[s].w->size(0) + kChunk - 1) / kChunk;
   }
   const int64_t total = first.back();
-  std::atomic<int64_t> next{0};
-  auto work = [&]() {
+  parallel_tasks(total, [&](int64_t c) {
     float res[kRows * kInRows];
-    for (int64_t c; (c = next.fetch_add(1, std::memory_order_relaxed)) < total;) {
-      size_t s = 0;
-      while (c >= first[s + 1]) s++;
-      const Seg &g = sv[s];
-      const int64_t rows = g.w->size(0);
-      const char *w = static_cast<const char *>(g.w->data_ptr());
-      const char *b = g.b != nullptr && g.b->defined() ? static_cast<const char *>(g.b->data_ptr()) : nullptr;
-      int64_t r1 = std::min(rows, (c - first[s] + 1) * kChunk);
-      for (int64_t r = (c - first[s]) * kChunk; r < r1; r += kRows) {
-        int nr = static_cast<int>(std::min<int64_t>(kRows, r1 - r));
-        for (int64_t m0 = 0; m0 < M; m0 += kInRows) {
-          int nm = static_cast<int>(std::min<int64_t>(kInRows, M - m0));
-          (bf16 ? kBF16 : kF32)[nr - 1][nm - 1](w + r * K * esize, K, x + m0 * K, K, res);
-          for (int a = 0; a < nm; a++) {
-            float *o = out[m0 + a] + g.col + r;
-            for (int j = 0; j < nr; j++) {
-              float bias = 0;
-              if (b != nullptr)
-                bias = bf16 ? bf16_to_f32(reinterpret_cast<const uint16_t *>(b)[r + j])
-                            : reinterpret_cast<const float *>(b)[r + j];
-              o[j] = res[a * nr + j] + bias;
-            }
+    size_t s = 0;
+    while (c >= first[s + 1]) s++;
+    const Seg &g = sv[s];
+    const int64_t rows = g.w->size(0);
+    const char *w = static_cast<const char *>(g.w->data_ptr());
+    const char *b = g.b != nullptr && g.b->defined() ? static_cast<const char *>(g.b->data_ptr()) : nullptr;
+    int64_t r1 = std::min(rows, (c - first[s] + 1) * kChunk);
+    for (int64_t r = (c - first[s]) * kChunk; r < r1; r += kRows) {
+      int nr = static_cast<int>(std::min<int64_t>(kRows, r1 - r));
+      for (int64_t m0 = 0; m0 < M; m0 += kInRows) {
+        int nm = static_cast<int>(std::min<int64_t>(kInRows, M - m0));
+        (bf16 ? kBF16 : kF32)[nr - 1][nm - 1](w + r * K * esize, K, x + m0 * K, K, res);
+        for (int a = 0; a < nm; a++) {
+          float *o = out[m0 + a] + g.col + r;
+          for (int j = 0; j < nr; j++) {
+            float bias = 0;
+            if (b != nullptr)
+              bias = bf16 ? bf16_to_f32(reinterpret_cast<const uint16_t *>(b)[r + j])
+                          : reinterpret_cast<const float *>(b)[r + j];
+            o[j] = res[a * nr + j] + bias;
           }
         }
       }
     }
-  };
-  int nt = at::get_num_threads();
-  if (nt <= 1 || total < 2) {
-    work();
-  } else {
-    at::parallel_for(0, std::min<int64_t>(nt, total), 1, [&](int64_t, int64_t) { work(); });
-  }
+  });
 }
 
 // ---- pieces between the products --------------------------------------------
@@ -420,8 +508,8 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     // Attention, one task per (slot, kv head): RoPE on its k and q heads,
     // the cache write at the slot's position, then the group's queries.
     at::Tensor &kc = K[li], &vc = V[li];
-    at::parallel_for(0, S * nkv, 1, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; t++) {
+    parallel_tasks(S * nkv, [&](int64_t t) {
+      {
         int64_t i = t / nkv, kh = t % nkv, L = start[i] + 1;
         float *row = &qkv_[i * QKV];
         float *q = row + kh * g * hd, *k = row + (nh + kh) * hd, *v = row + (nh + nkv + kh) * hd;

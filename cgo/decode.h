@@ -12,6 +12,7 @@
 // in preallocated buffers.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,17 @@ struct StepProfile {
   double products = 0, attention = 0, sampling = 0, other = 0;
   int64_t steps = 0;
 };
+
+// parallel_tasks calls fn(i) for every i in [0, n), spread over the
+// calling thread and up to at::get_num_threads() - 1 workers of the
+// decode step's own pool, and returns when every call has returned. Tasks
+// are claimed one at a time from a shared counter and the caller works
+// too, so a worker that another process keeps off its core costs nothing:
+// the caller waits only for tasks a worker has actually started (an
+// OpenMP region waits for every thread to arrive). Idle workers spin for
+// ~50 us, long enough to span the serial gaps of a step, then sleep. fn
+// must not throw (it may run on a worker thread).
+void parallel_tasks(int64_t n, const std::function<void(int64_t)> &fn);
 
 // FastDecoder runs decode steps of one model for up to `slots` slots.
 class FastDecoder {

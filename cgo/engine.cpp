@@ -535,9 +535,8 @@ int ar_engine_step(ar_engine e, const int *slots, int n, const ar_sampling *s, i
       std::uniform_real_distribution<double> unif(0.0, 1.0);
       if (s->temperature > 0)
         for (int i = 0; i < n; i++) u[i] = unif(e->rng[sl[i]]);
-      at::parallel_for(0, n, 1, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; i < i1; i++)
-          sample_fast(pending + sl[i] * V, V, s->temperature, u[i], &tokens[i], &logprobs[i]);
+      parallel_tasks(n, [&](int64_t i) {
+        sample_fast(pending + sl[i] * V, V, s->temperature, u[i], &tokens[i], &logprobs[i]);
       });
     } else {
       at::Tensor idx = upload(sl.data(), {n}, e->m->dev);
