@@ -360,18 +360,24 @@ inline void rope_head(float *v, const float *cos, const float *sin, int64_t half
 
 // attend_group: the g query heads q [g, hd] that share one kv head attend
 // to keys and values K, V [L, hd] (cache rows of type C): softmax(q.K /
-// sqrt(hd)) . V into out [g, hd]. scores holds g * L floats.
+// sqrt(hd)) . V into out [g, hd]. scores holds g * L floats. Each key and
+// value row is loaded (and for a bf16 cache widened) once for the g heads.
 template <typename C>
 AR_AVX512 void attend_group(const float *q, int64_t g, const C *K, const C *V, int64_t L, int64_t hd, float scale,
                             float *scores, float *out) {
-  for (int64_t j = 0; j < g; j++) {
-    const float *qj = q + j * hd;
-    float *sj = scores + j * L;
-    for (int64_t p = 0; p < L; p++) {
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t d = 0; d < hd; d += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qj + d), load16(K + p * hd + d), acc);
-      sj[p] = _mm512_reduce_add_ps(acc) * scale;
+  const int64_t nc = hd / 16;  // 16-float chunks per row (hd <= 256: the caller checks)
+  __m512 row[16];
+  for (int64_t p = 0; p < L; p++) {
+    for (int64_t c = 0; c < nc; c++) row[c] = load16(K + p * hd + 16 * c);
+    for (int64_t j = 0; j < g; j++) {
+      const float *qj = q + j * hd;
+      __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qj), row[0]);
+      for (int64_t c = 1; c < nc; c++) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qj + 16 * c), row[c], acc);
+      scores[j * L + p] = _mm512_reduce_add_ps(acc) * scale;
     }
+  }
+  for (int64_t j = 0; j < g; j++) {
+    float *sj = scores + j * L;
     float mx = -INFINITY;
     for (int64_t p = 0; p < L; p++) mx = std::max(mx, sj[p]);
     __m512 vm = _mm512_set1_ps(mx), vs = _mm512_setzero_ps();
@@ -391,13 +397,14 @@ AR_AVX512 void attend_group(const float *q, int64_t g, const C *K, const C *V, i
     float inv = 1.0f / sum;
     for (int64_t p2 = 0; p2 < L; p2++) sj[p2] *= inv;
   }
-  for (int64_t j = 0; j < g; j++) {
-    float *oj = out + j * hd;
-    const float *sj = scores + j * L;
-    for (int64_t d = 0; d < hd; d += 16) {
-      __m512 acc = _mm512_setzero_ps();
-      for (int64_t p = 0; p < L; p++) acc = _mm512_fmadd_ps(_mm512_set1_ps(sj[p]), load16(V + p * hd + d), acc);
-      _mm512_storeu_ps(oj + d, acc);
+  for (int64_t i = 0; i < g * hd; i++) out[i] = 0;
+  for (int64_t p = 0; p < L; p++) {
+    for (int64_t c = 0; c < nc; c++) row[c] = load16(V + p * hd + 16 * c);
+    for (int64_t j = 0; j < g; j++) {
+      __m512 w = _mm512_set1_ps(scores[j * L + p]);
+      float *oj = out + j * hd;
+      for (int64_t c = 0; c < nc; c++)
+        _mm512_storeu_ps(oj + 16 * c, _mm512_fmadd_ps(w, row[c], _mm512_loadu_ps(oj + 16 * c)));
     }
   }
 }
@@ -434,7 +441,7 @@ bool FastDecoder::supported(const ar_model_s &m, std::string *why) {
   if (!m.dev.is_cpu()) return no("not a CPU model");
   if (m.dtype != at::kFloat && m.dtype != at::kBFloat16) return no("weights are neither f32 nor bf16");
   if (m.autocast != at::ScalarType::Undefined) return no("autocast is on");
-  if (m.cfg.head_dim % 16 != 0) return no("head_dim is not a multiple of 16");
+  if (m.cfg.head_dim % 16 != 0 || m.cfg.head_dim > 256) return no("head_dim is not a multiple of 16 up to 256");
   for (const char *f : {"avx512f", "avx512bw", "avx512vl", "avx512dq"})
     if (!cpu_has(f)) return no(std::string("the CPU lacks ") + f);
   return true;

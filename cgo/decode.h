@@ -46,7 +46,7 @@ class FastDecoder {
  public:
   // supported says whether this machine and model can use the hand-written
   // step: a CPU model with f32 or bf16 weights, no autocast, a head_dim that
-  // is a multiple of 16, and AVX-512 (F, BW, VL, DQ).
+  // is a multiple of 16 up to 256, and AVX-512 (F, BW, VL, DQ).
   // Otherwise *why says what is missing.
   static bool supported(const ar_model_s &m, std::string *why);
 
