@@ -17,7 +17,6 @@
 //   unfused  libtorch ops on the HF tensors, as the training forward does:
 //            the reference the other two are tested against.
 // Prefill always runs libtorch ops (fused on the fused path).
-#include <ATen/Parallel.h>
 #include <ATen/core/Generator.h>
 
 #include <chrono>
@@ -73,10 +72,12 @@ namespace {
 
 enum Path { kKernels = AR_DECODE_KERNELS, kFused = AR_DECODE_FUSED, kUnfused = AR_DECODE_UNFUSED };
 
-// path is the implementation decode steps (and prefill) use now.
+// path is the implementation decode steps (and prefill) use now. Autocast
+// turned on after the engine was made sends it to the fused path too (the
+// kernels do not emulate it).
 Path path(const ar_engine_s &e) {
   if (e.mode == AR_DECODE_UNFUSED) return kUnfused;
-  if (e.mode == AR_DECODE_FUSED || e.fast == nullptr) return kFused;
+  if (e.mode == AR_DECODE_FUSED || e.fast == nullptr || e.m->autocast != at::ScalarType::Undefined) return kFused;
   return kKernels;
 }
 
@@ -574,6 +575,8 @@ int ar_engine_set_decode(ar_engine e, int mode, char **err) {
     TORCH_CHECK(mode >= AR_DECODE_AUTO && mode <= AR_DECODE_UNFUSED, "unknown decode mode ", mode);
     TORCH_CHECK(mode != AR_DECODE_KERNELS || e->fast != nullptr, "the hand-written decode step cannot run here: ",
                 e->no_fast);
+    TORCH_CHECK(mode != AR_DECODE_KERNELS || e->m->autocast == at::ScalarType::Undefined,
+                "the hand-written decode step cannot run here: autocast is on");
     e->mode = mode;
   });
 }
@@ -581,7 +584,10 @@ int ar_engine_set_decode(ar_engine e, int mode, char **err) {
 int ar_engine_decode_path(ar_engine e, int *p, char **why, char **err) {
   return guard(err, [&] {
     *p = path(*e);
-    if (why != nullptr) *why = e->fast == nullptr ? strdup(e->no_fast.c_str()) : nullptr;
+    if (why != nullptr) {
+      std::string no = e->fast == nullptr ? e->no_fast : e->m->autocast != at::ScalarType::Undefined ? "autocast is on" : "";
+      *why = no.empty() ? nullptr : strdup(no.c_str());
+    }
   });
 }
 

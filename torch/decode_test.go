@@ -355,6 +355,21 @@ func TestDecodeProfileAndPath(t *testing.T) {
 	if p, _ := e.Profile(false); p.Steps != 0 || p.Total() != 0 {
 		t.Errorf("profile after reset: %+v", p)
 	}
+	// Autocast turned on after the engine was made: the kernels do not
+	// emulate it, so steps go to the fused path until it is off again.
+	if p0, _, _ := e.DecodePath(); p0 == DecodeKernels {
+		m.SetAutocast(true, BFloat16)
+		if p, why, _ := e.DecodePath(); p != DecodeFused || !strings.Contains(why, "autocast") {
+			t.Errorf("under autocast: path %v (%q), want fused because of autocast", p, why)
+		}
+		if err := e.SetDecodePath(DecodeKernels); err == nil {
+			t.Error("kernels forced under autocast")
+		}
+		m.SetAutocast(false, BFloat16)
+		if p, why, _ := e.DecodePath(); p != DecodeKernels || why != "" {
+			t.Errorf("autocast off again: path %v (%q)", p, why)
+		}
+	}
 	// A model the kernels cannot run (head_dim 8) says why and decodes fused.
 	small, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 2)
 	defer small.Free()
