@@ -29,6 +29,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include <ATen/Parallel.h>
+
+// The kernels are x86-64 (AVX-512, chosen at run time); elsewhere the file
+// compiles to stubs that report the step unsupported, so the engine takes
+// the fused libtorch path.
+#if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <atomic>
@@ -652,3 +657,31 @@ void sample_fast(const float *row, int64_t V, double T, double u, int64_t *token
 }
 
 }  // namespace ar
+
+#else  // not x86-64
+
+namespace ar {
+
+void parallel_tasks(int64_t n, const std::function<void(int64_t)> &fn) {
+  for (int64_t i = 0; i < n; i++) fn(i);
+}
+
+bool FastDecoder::supported(const ar_model_s &, std::string *why) {
+  if (why != nullptr) *why = "not an x86-64 CPU";
+  return false;
+}
+
+FastDecoder::FastDecoder(const ar_model_s &m, int, int64_t max_len) : m_(m), max_len_(max_len) {}
+
+void FastDecoder::forward(const int64_t *, const int64_t *, const int64_t *, int64_t, std::vector<at::Tensor> &,
+                          std::vector<at::Tensor> &, float *const *, StepProfile *) {
+  TORCH_CHECK(false, "the hand-written decode step needs an x86-64 CPU");
+}
+
+void sample_fast(const float *, int64_t, double, double, int64_t *, float *) {
+  TORCH_CHECK(false, "the hand-written sampler needs an x86-64 CPU");
+}
+
+}  // namespace ar
+
+#endif
