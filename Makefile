@@ -6,7 +6,10 @@ SHELL := /bin/bash
 GO ?= go
 CXX ?= g++
 CXXFLAGS ?= -O2 -g0
-CXXSTD := -std=c++17 -fPIC -Wall -Wno-unused-parameter
+# -fopenmp: at::parallel_for is inlined from ATen's headers and runs in
+# parallel only when the shim itself is compiled with OpenMP (libtorch's
+# libgomp, one shared pool); without it the decode kernels run serially.
+CXXSTD := -std=c++17 -fPIC -Wall -Wno-unused-parameter -fopenmp
 
 # CPU build: Debian's libtorch-dev.
 CPU_BUILD := build/cpu
@@ -60,7 +63,7 @@ $(CPU_BUILD)/obj/%.o: cgo/%.cpp $(SHIM_HDR)
 
 $(CPU_BUILD)/libagentrl.so: $(patsubst cgo/%.cpp,$(CPU_BUILD)/obj/%.o,$(SHIM_SRC))
 	@echo "link $@"
-	@$(CXX) -shared -o $@ $^ $(CPU_LIBS) -ldl
+	@$(CXX) -shared -fopenmp -o $@ $^ $(CPU_LIBS) -ldl
 
 bin/trainer: $(CPU_BUILD)/libagentrl.so $(GO_SRC)
 	@mkdir -p bin
@@ -93,7 +96,7 @@ $(CUDA_BUILD)/obj/%.o: cgo/%.cpp $(SHIM_HDR)
 
 $(CUDA_BUILD)/libagentrl.so: $(patsubst cgo/%.cpp,$(CUDA_BUILD)/obj/%.o,$(SHIM_SRC))
 	@echo "link $@"
-	@$(CXX) -shared -o $@ $^ $(CUDA_LIBS) -ldl
+	@$(CXX) -shared -fopenmp -o $@ $^ $(CUDA_LIBS) -ldl
 
 bin/trainer-cuda: $(CUDA_BUILD)/libagentrl.so $(GO_SRC)
 	@mkdir -p bin

@@ -21,7 +21,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 4
+#define AR_ABI_VERSION 5
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -282,6 +282,24 @@ int ar_engine_logits(ar_engine e, int slot, float *dst, int64_t vocab,
                      char **err);
 /* Seeds the random stream of one slot (each slot samples from its own). */
 int ar_engine_seed(ar_engine e, int slot, uint64_t seed, char **err);
+
+/* How decode steps run. AUTO: the hand-written CPU kernels where they are
+ * supported (a CPU model in f32 or bf16 without autocast, AVX-512, and
+ * AVX512-BF16 for bf16), FUSED elsewhere. KERNELS: those kernels (an error
+ * where unsupported). FUSED: libtorch ops with q/k/v and gate/up fused into
+ * one weight each (copies refreshed whenever the model's weights change;
+ * replayed as CUDA graphs on CUDA). UNFUSED: libtorch ops on the model's
+ * own tensors, as the training forward runs them. */
+enum { AR_DECODE_AUTO = 0, AR_DECODE_KERNELS, AR_DECODE_FUSED, AR_DECODE_UNFUSED };
+int ar_engine_set_decode(ar_engine e, int mode, char **err);
+/* The path decode steps take now (KERNELS, FUSED or UNFUSED); when why is
+ * not NULL it receives a malloc'd reason the kernels cannot run here, or
+ * NULL when they can. */
+int ar_engine_decode_path(ar_engine e, int *path, char **why, char **err);
+/* Wall time of decode steps so far, in seconds, by phase: phases[0]
+ * weight products, [1] attention, [2] sampling, [3] other; *steps counts
+ * the steps. reset: start again from zero. */
+int ar_engine_profile(ar_engine e, double *phases, int64_t *steps, int reset, char **err);
 
 /* ---- distributed (c10d) ------------------------------------------------- */
 

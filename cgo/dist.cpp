@@ -340,6 +340,10 @@ int ar_dist_broadcast(ar_dist d, const ar_tensor *ts, int n, int root,
     for (int i = 0; i < n; i++) {
       const at::Tensor &t = ar::T(ts[i]);
       if (!vs[i][0].is_same(t)) t.copy_(vs[i][0]);
+      // The collective wrote t's memory behind autograd's back: move its
+      // version counter as an in-place op would, so copies keyed on it
+      // (the decode engine's fused weights) see the change.
+      else if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
     }
   });
 }

@@ -2,10 +2,34 @@
 // its own length; keys are cached after RoPE. Prefill appends tokens to one
 // slot; a step samples one token for every given slot from its pending
 // logits and runs the model on those tokens, all in one call.
+//
+// A decode step runs one of three implementations (ar_engine_set_decode):
+//   kernels  the hand-written CPU step of decode.cpp, reading the policy's
+//            own weight tensors (the default wherever it is supported);
+//   fused    libtorch ops with q/k/v and gate/up each concatenated into one
+//            weight, so each is one product (the default elsewhere: CUDA,
+//            autocast, CPUs without AVX-512). The copies are rebuilt, in
+//            place, whenever a source weight's version counter moved (an
+//            optimizer step, set_param, copy_weights, a broadcast), so the
+//            engine always decodes with the policy's current weights. On
+//            CUDA, the step of each slot count is captured once as a CUDA
+//            graph and replayed (AGENTRL_CUDA builds).
+//   unfused  libtorch ops on the HF tensors, as the training forward does:
+//            the reference the other two are tested against.
+// Prefill always runs libtorch ops (fused on the fused path).
 #include <ATen/core/Generator.h>
 
+#include <chrono>
+#include <map>
 #include <random>
 
+#ifdef AGENTRL_CUDA
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include "decode.h"
 #include "model.h"
 
 using namespace ar;
@@ -19,9 +43,110 @@ struct ar_engine_s {
   at::Tensor pending;               // [slots, vocab] float32 logits of the last token, on the model's device
   std::vector<bool> has_pending;
   std::vector<std::mt19937_64> rng; // one stream per slot: sampling does not depend on batch makeup
+
+  int mode = AR_DECODE_AUTO;          // as set by ar_engine_set_decode
+  std::unique_ptr<FastDecoder> fast;  // the hand-written step, when supported
+  std::string no_fast;                // why it is not, otherwise
+  StepProfile prof;                   // decode steps' time by phase
+
+  // Fused weights of the fused path, built on first use: per layer q|k|v
+  // rows [(heads + 2 kv) * hd, H] (and biases) and gate|up rows [2 I, H].
+  struct Fused {
+    at::Tensor qkv_w, qkv_b, gate_up;
+  };
+  std::vector<Fused> fused;
+  int64_t fused_version = -1;  // sum of the sources' version counters when copied
+
+#ifdef AGENTRL_CUDA
+  // One captured decode step per slot count, replayed from static inputs
+  // (slot rows, positions, token ids) to a static output (logits).
+  struct Graph {
+    at::cuda::CUDAGraph graph;
+    at::Tensor slots, pos, ids, logits;
+  };
+  std::map<int64_t, std::unique_ptr<Graph>> graphs;
+#endif
 };
 
 namespace {
+
+enum Path { kKernels = AR_DECODE_KERNELS, kFused = AR_DECODE_FUSED, kUnfused = AR_DECODE_UNFUSED };
+
+// path is the implementation decode steps (and prefill) use now. Autocast
+// turned on after the engine was made sends it to the fused path too (the
+// kernels do not emulate it).
+Path path(const ar_engine_s &e) {
+  if (e.mode == AR_DECODE_UNFUSED) return kUnfused;
+  if (e.mode == AR_DECODE_FUSED || e.fast == nullptr || e.m->autocast != at::ScalarType::Undefined) return kFused;
+  return kKernels;
+}
+
+// weights_version sums the version counters of the weights the fused path
+// copies: every in-place write (optimizer step, copy_, set_param) moves it.
+int64_t weights_version(const ar_model_s &m) {
+  int64_t v = 0;
+  for (const auto &l : m.layers)
+    for (const at::Tensor *t : {&l.q_w, &l.k_w, &l.v_w, &l.q_b, &l.k_b, &l.v_b, &l.gate, &l.up})
+      if (t->defined() && !t->is_inference()) v += static_cast<int64_t>(t->_version());
+  return v;
+}
+
+// refresh_fused makes the fused weights equal the model's: allocated on
+// first use, then copied in place (a captured CUDA graph keeps reading the
+// same addresses) whenever a source weight changed.
+void refresh_fused(ar_engine_s &e) {
+  const ar_model_s &m = *e.m;
+  int64_t v = weights_version(m);
+  if (!e.fused.empty() && v == e.fused_version) return;
+  if (e.fused.empty()) {
+    for (const auto &l : m.layers) {
+      ar_engine_s::Fused f;
+      f.qkv_w = at::empty({l.q_w.size(0) + l.k_w.size(0) + l.v_w.size(0), l.q_w.size(1)}, l.q_w.options());
+      if (l.q_b.defined()) f.qkv_b = at::empty({f.qkv_w.size(0)}, l.q_b.options());
+      f.gate_up = at::empty({2 * l.gate.size(0), l.gate.size(1)}, l.gate.options());
+      e.fused.push_back(f);
+    }
+  }
+  for (size_t i = 0; i < m.layers.size(); i++) {
+    const auto &l = m.layers[i];
+    auto &f = e.fused[i];
+    int64_t nq = l.q_w.size(0), nk = l.k_w.size(0);
+    f.qkv_w.narrow(0, 0, nq).copy_(l.q_w);
+    f.qkv_w.narrow(0, nq, nk).copy_(l.k_w);
+    f.qkv_w.narrow(0, nq + nk, nk).copy_(l.v_w);
+    if (f.qkv_b.defined()) {
+      f.qkv_b.narrow(0, 0, nq).copy_(l.q_b);
+      f.qkv_b.narrow(0, nq, nk).copy_(l.k_b);
+      f.qkv_b.narrow(0, nq + nk, nk).copy_(l.v_b);
+    }
+    int64_t I = l.gate.size(0);
+    f.gate_up.narrow(0, 0, I).copy_(l.gate);
+    f.gate_up.narrow(0, I, I).copy_(l.up);
+  }
+  e.fused_version = v;
+}
+
+// proj is x [.., in] times w [out, in]^T (+ b). For a decode batch on the
+// CPU (at most 16 rows) it computes w x^T: with the weight as the left
+// operand libtorch's BLAS streams it without first packing it for a
+// many-row product, about twice as fast at 8 rows in f32.
+at::Tensor proj(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b) {
+  int64_t rows = x.numel() / x.size(-1);
+  if (!x.is_cpu() || rows > 16) return linear(x, w, b);
+  at::Tensor x2 = x.reshape({rows, x.size(-1)});
+  at::Tensor y = b.defined() ? at::addmm(b.unsqueeze(1), w, x2.t()) : at::mm(w, x2.t());
+  auto shape = x.sizes().vec();
+  shape.back() = w.size(0);
+  return y.t().reshape(shape);
+}
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point &t) {
+  auto n = Clock::now();
+  double d = std::chrono::duration<double>(n - t).count();
+  t = n;
+  return d;
+}
 
 // upload copies a host tensor to dev. On CUDA it goes through a pinned
 // (page-locked) buffer, so the copy is one asynchronous DMA (the caching
@@ -46,9 +171,16 @@ at::Tensor download(const at::Tensor &t) {
 }
 
 // run appends the tokens ids [S,n] to the given slots (all at their own
-// lengths) and returns the logits of each slot's last new token [S,V].
-at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tensor &ids) {
+// lengths) and returns the logits of each slot's last new token [S,V],
+// with libtorch ops on the fused weights (fused) or the HF tensors. With a
+// profile, the time of the weight products and of attention is added to it
+// (the rest to other).
+at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tensor &ids, bool fused,
+               StepProfile *prof = nullptr) {
   AutocastScope ac(e.m->dev, e.m->autocast);
+  if (fused) refresh_fused(e);
+  auto t = Clock::now();
+  double t_prod = 0, t_att = 0;
   const ar_model_s &m = *e.m;
   int64_t S = ids.size(0), n = ids.size(1);
   auto lopts = at::TensorOptions().dtype(at::kLong).device(m.dev);
@@ -84,10 +216,25 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
 
   auto [cos, sin] = m.rope(pos);
   at::Tensor x = at::embedding(m.embed, ids);
+  const auto &c = m.cfg;
   for (size_t li = 0; li < m.layers.size(); li++) {
     const auto &l = m.layers[li];
     at::Tensor q, k, v;
-    qkv(m, l, rms_norm(x, l.input_layernorm, m.cfg.rms_eps), cos, sin, q, k, v);
+    at::Tensor h = rms_norm(x, l.input_layernorm, c.rms_eps);
+    since(t);
+    if (fused) {
+      at::Tensor y = proj(h, e.fused[li].qkv_w, e.fused[li].qkv_b);  // [S,n,(heads+2kv)*hd]
+      int64_t nq = c.heads * c.head_dim, nk = c.kv_heads * c.head_dim;
+      q = y.narrow(-1, 0, nq).view({S, n, c.heads, c.head_dim}).transpose(1, 2);
+      k = y.narrow(-1, nq, nk).view({S, n, c.kv_heads, c.head_dim}).transpose(1, 2);
+      v = y.narrow(-1, nq + nk, nk).view({S, n, c.kv_heads, c.head_dim}).transpose(1, 2);
+      t_prod += since(t);
+      q = apply_rope(q, cos, sin);
+      k = apply_rope(k, cos, sin);
+    } else {
+      qkv(m, l, h, cos, sin, q, k, v);  // (RoPE counted with the products)
+      t_prod += since(t);
+    }
     // write k, v [S,kv,n,hd] at positions pos into the cache
     at::Tensor kc = e.K[li], vc = e.V[li];
     if (S == 1) {
@@ -110,12 +257,31 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
                               mask.narrow(0, r.i0, rn).narrow(-1, 0, r.len)));
     }
     at::Tensor att = outs.size() == 1 ? outs[0] : at::cat(outs, 0);
-    x = x + linear(att, l.o_w, at::Tensor());
-    x = x + m.mlp(l, rms_norm(x, l.post_attention_layernorm, m.cfg.rms_eps));
+    t_att += since(t);
+    if (fused) {
+      at::Tensor o = proj(att, l.o_w, at::Tensor());
+      t_prod += since(t);
+      x = x + o;
+      at::Tensor gu = proj(rms_norm(x, l.post_attention_layernorm, c.rms_eps), e.fused[li].gate_up, at::Tensor());
+      int64_t I = c.intermediate;
+      at::Tensor a = at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I);
+      x = x + proj(a, l.down, at::Tensor());
+    } else {
+      x = x + linear(att, l.o_w, at::Tensor());
+      x = x + m.mlp(l, rms_norm(x, l.post_attention_layernorm, c.rms_eps));
+    }
+    t_prod += since(t);  // (the MLP's norm and activation counted with the products)
   }
   for (int64_t i = 0; i < S; i++) e.len[slots[i]] = start[i] + n;
-  at::Tensor last = x.narrow(1, n - 1, 1).squeeze(1);  // [S,H]
-  return m.logits(rms_norm(last, m.norm, m.cfg.rms_eps)).to(at::kFloat);
+  at::Tensor last = rms_norm(x.narrow(1, n - 1, 1).squeeze(1), m.norm, c.rms_eps);  // [S,H]
+  since(t);
+  at::Tensor logits = (fused ? proj(last, m.lm_head, at::Tensor()) : m.logits(last)).to(at::kFloat);
+  t_prod += since(t);
+  if (prof != nullptr) {
+    prof->products += t_prod;
+    prof->attention += t_att;
+  }
+  return logits;
 }
 
 void check_slot(const ar_engine_s &e, int slot) {
@@ -174,6 +340,98 @@ void sample(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tensor 
   }
 }
 
+#ifdef AGENTRL_CUDA
+// graph_forward is the fused path's decode step with every shape fixed by
+// the slot count alone, so that it can be captured as a CUDA graph (as vLLM
+// captures its decode step per batch size): attention reads each slot's
+// whole cache row (max_len keys) masked beyond its position, and the new
+// keys and values are scattered to the positions held in the device tensor
+// pos. slots, pos [S] and ids [S,1] are device tensors.
+at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &slots, const at::Tensor &pos, const at::Tensor &ids) {
+  AutocastScope ac(e.m->dev, e.m->autocast);
+  const ar_model_s &m = *e.m;
+  const auto &c = m.cfg;
+  const int64_t S = ids.size(0), nq = c.heads * c.head_dim, nk = c.kv_heads * c.head_dim, I = c.intermediate;
+  at::Tensor keys = at::arange(e.max_len, pos.options()).view({1, e.max_len});
+  at::Tensor mask = at::zeros({S, e.max_len}, pos.options().dtype(at::kFloat))
+                        .masked_fill_(keys > pos.unsqueeze(1), -std::numeric_limits<float>::infinity())
+                        .view({S, 1, 1, 1, e.max_len});
+  auto [cos, sin] = m.rope(pos.unsqueeze(1));
+  at::Tensor x = at::embedding(m.embed, ids);  // [S,1,H]
+  using at::indexing::Slice;
+  for (size_t li = 0; li < m.layers.size(); li++) {
+    const auto &l = m.layers[li];
+    const auto &f = e.fused[li];
+    at::Tensor y = proj(rms_norm(x, l.input_layernorm, c.rms_eps), f.qkv_w, f.qkv_b);
+    at::Tensor q = apply_rope(y.narrow(-1, 0, nq).view({S, 1, c.heads, c.head_dim}).transpose(1, 2), cos, sin);
+    at::Tensor k = apply_rope(y.narrow(-1, nq, nk).view({S, 1, c.kv_heads, c.head_dim}).transpose(1, 2), cos, sin);
+    at::Tensor v = y.narrow(-1, nq + nk, nk).view({S, 1, c.kv_heads, c.head_dim}).transpose(1, 2);
+    at::Tensor kc = e.K[li], vc = e.V[li];
+    kc.index_put_({slots, Slice(), pos}, k.select(2, 0).to(kc.scalar_type()));
+    vc.index_put_({slots, Slice(), pos}, v.select(2, 0).to(vc.scalar_type()));
+    at::Tensor att = m.attend(q, kc.index_select(0, slots), vc.index_select(0, slots), mask);
+    x = x + proj(att, l.o_w, at::Tensor());
+    at::Tensor gu = proj(rms_norm(x, l.post_attention_layernorm, c.rms_eps), f.gate_up, at::Tensor());
+    x = x + proj(at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I), l.down, at::Tensor());
+  }
+  return proj(rms_norm(x.squeeze(1), m.norm, c.rms_eps), m.lm_head, at::Tensor()).to(at::kFloat);
+}
+
+// graph_step runs one decode step of the fused path on CUDA by replaying
+// the graph captured for this slot count, capturing it on first use. The
+// step's slots, positions and tokens are copied into the graph's static
+// input tensors; the returned logits are the graph's static output, valid
+// until the next replay. All graphs share one memory pool (replays never
+// overlap: each output is copied out on the same stream before the next).
+// Written for CUDA libtorch 2.x and compiled only in `make cuda` builds:
+// never run (this project has no GPU).
+at::Tensor graph_step(ar_engine_s &e, const std::vector<int64_t> &slots, const int64_t *tokens) {
+  const int64_t S = static_cast<int64_t>(slots.size());
+  std::vector<int64_t> pos(S);
+  for (int64_t i = 0; i < S; i++) {
+    pos[i] = e.len[slots[i]];
+    TORCH_CHECK(pos[i] + 1 <= e.max_len, "slot ", slots[i], " would exceed the cache length ", e.max_len);
+  }
+  refresh_fused(e);  // in place: captured graphs keep reading the same tensors
+  const at::Device dev = e.m->dev;
+  auto &gp = e.graphs[S];
+  const bool fresh = gp == nullptr;
+  if (fresh) {
+    gp = std::make_unique<ar_engine_s::Graph>();
+    auto lopts = at::TensorOptions().dtype(at::kLong).device(dev);
+    gp->slots = at::empty({S}, lopts);
+    gp->pos = at::empty({S}, lopts);
+    gp->ids = at::empty({S, 1}, lopts);
+  }
+  gp->slots.copy_(upload(slots.data(), {S}, dev), true);
+  gp->pos.copy_(upload(pos.data(), {S}, dev), true);
+  gp->ids.copy_(upload(tokens, {S, 1}, dev), true);
+  at::Tensor out;
+  if (fresh) {
+    // Capture on a side stream (capture is not allowed on the default
+    // one), after an eager run that does this step's work and lets cuBLAS
+    // and the caching allocator set up; the capture itself computes nothing.
+    static auto pool = at::cuda::graph_pool_handle();
+    c10::cuda::getCurrentCUDAStream().synchronize();
+    c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
+    {
+      c10::cuda::CUDAStreamGuard on_side(side);
+      out = graph_forward(e, gp->slots, gp->pos, gp->ids);
+      side.synchronize();
+      gp->graph.capture_begin(pool);
+      gp->logits = graph_forward(e, gp->slots, gp->pos, gp->ids);
+      gp->graph.capture_end();
+    }
+    side.synchronize();
+  } else {
+    gp->graph.replay();
+    out = gp->logits;
+  }
+  for (int64_t i = 0; i < S; i++) e.len[slots[i]] = pos[i] + 1;
+  return out;
+}
+#endif
+
 }  // namespace
 
 extern "C" {
@@ -196,6 +454,7 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
     e->pending = at::zeros({slots, c.vocab}, at::TensorOptions().dtype(at::kFloat).device(m->dev));
     e->has_pending.assign(slots, false);
     for (int i = 0; i < slots; i++) e->rng.emplace_back(static_cast<uint64_t>(i) + 1);
+    if (FastDecoder::supported(*m, &e->no_fast)) e->fast = std::make_unique<FastDecoder>(*m, slots, max_len);
     *out = e.release();
   });
 }
@@ -213,7 +472,7 @@ int ar_engine_prefill(ar_engine e, int slot, const int64_t *ids, int64_t n, char
     apply_threads();
     for (int64_t i = 0; i < n; i++)
       TORCH_CHECK(ids[i] >= 0 && ids[i] < e->m->cfg.vocab, "token id ", ids[i], " outside the vocabulary");
-    at::Tensor l = run(*e, {slot}, upload(ids, {1, n}, e->m->dev));
+    at::Tensor l = run(*e, {slot}, upload(ids, {1, n}, e->m->dev), path(*e) == kFused);
     e->pending[slot].copy_(l[0]);
     e->has_pending[slot] = true;
   });
@@ -265,10 +524,81 @@ int ar_engine_step(ar_engine e, const int *slots, int n, const ar_sampling *s, i
       TORCH_CHECK(!seen[x]++, "slot ", x, " given twice in one step");
       TORCH_CHECK(e->has_pending[x], "slot ", x, " has nothing to continue from (prefill it first)");
     }
-    at::Tensor idx = upload(sl.data(), {n}, e->m->dev);
-    sample(*e, sl, e->pending.index_select(0, idx), *s, tokens, logprobs);
-    at::Tensor l = run(*e, sl, upload(tokens, {n, 1}, e->m->dev));
-    e->pending.index_copy_(0, idx, l);
+    const int64_t V = e->m->cfg.vocab;
+    const Path p = path(*e);
+    auto t = Clock::now();
+    // Plain temperature sampling and greedy decoding read the pending rows
+    // in place (kernels path); top-k and top-p go through libtorch.
+    bool plain = (s->top_k <= 0 || s->top_k >= V) && !(s->top_p > 0 && s->top_p < 1);
+    float *pending = e->pending.data_ptr<float>();
+    if (p == kKernels && plain) {
+      std::vector<double> u(n, 0.0);
+      std::uniform_real_distribution<double> unif(0.0, 1.0);
+      if (s->temperature > 0)
+        for (int i = 0; i < n; i++) u[i] = unif(e->rng[sl[i]]);
+      parallel_tasks(n, [&](int64_t i) {
+        sample_fast(pending + sl[i] * V, V, s->temperature, u[i], &tokens[i], &logprobs[i]);
+      });
+    } else {
+      at::Tensor idx = upload(sl.data(), {n}, e->m->dev);
+      sample(*e, sl, e->pending.index_select(0, idx), *s, tokens, logprobs);
+    }
+    e->prof.sampling += since(t);
+    if (p == kKernels) {
+      std::vector<int64_t> start(n);
+      std::vector<float *> rows(n);
+      for (int i = 0; i < n; i++) {
+        start[i] = e->len[sl[i]];
+        TORCH_CHECK(start[i] + 1 <= e->max_len, "slot ", sl[i], " would exceed the cache length ", e->max_len);
+        rows[i] = pending + sl[i] * V;
+      }
+      e->fast->forward(sl.data(), start.data(), tokens, n, e->K, e->V, rows.data(), &e->prof);
+      for (int i = 0; i < n; i++) e->len[sl[i]] = start[i] + 1;
+    } else {
+      at::Tensor idx = upload(sl.data(), {n}, e->m->dev);
+      double inside = e->prof.products + e->prof.attention;
+      at::Tensor l;
+#ifdef AGENTRL_CUDA
+      if (p == kFused && e->m->dev.is_cuda()) l = graph_step(*e, sl, tokens);
+#endif
+      if (!l.defined()) l = run(*e, sl, upload(tokens, {n, 1}, e->m->dev), p == kFused, &e->prof);
+      e->pending.index_copy_(0, idx, l);
+      // run added its products and attention; the rest is other
+      e->prof.other += since(t) - (e->prof.products + e->prof.attention - inside);
+    }
+    e->prof.steps++;
+  });
+}
+
+int ar_engine_set_decode(ar_engine e, int mode, char **err) {
+  return guard(err, [&] {
+    TORCH_CHECK(mode >= AR_DECODE_AUTO && mode <= AR_DECODE_UNFUSED, "unknown decode mode ", mode);
+    TORCH_CHECK(mode != AR_DECODE_KERNELS || e->fast != nullptr, "the hand-written decode step cannot run here: ",
+                e->no_fast);
+    TORCH_CHECK(mode != AR_DECODE_KERNELS || e->m->autocast == at::ScalarType::Undefined,
+                "the hand-written decode step cannot run here: autocast is on");
+    e->mode = mode;
+  });
+}
+
+int ar_engine_decode_path(ar_engine e, int *p, char **why, char **err) {
+  return guard(err, [&] {
+    *p = path(*e);
+    if (why != nullptr) {
+      std::string no = e->fast == nullptr ? e->no_fast : e->m->autocast != at::ScalarType::Undefined ? "autocast is on" : "";
+      *why = no.empty() ? nullptr : strdup(no.c_str());
+    }
+  });
+}
+
+int ar_engine_profile(ar_engine e, double *phases, int64_t *steps, int reset, char **err) {
+  return guard(err, [&] {
+    phases[0] = e->prof.products;
+    phases[1] = e->prof.attention;
+    phases[2] = e->prof.sampling;
+    phases[3] = e->prof.other;
+    *steps = e->prof.steps;
+    if (reset) e->prof = StepProfile{};
   });
 }
 

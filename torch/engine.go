@@ -1,5 +1,6 @@
 package torch
 
+// #include <stdlib.h>
 // #include "agentrl.h"
 import "C"
 
@@ -117,4 +118,87 @@ func (e *Engine) PendingLogits(slot int) ([]float32, error) {
 	var msg *C.char
 	err := check("engine_logits", C.ar_engine_logits(e.h, C.int(slot), (*C.float)(unsafe.Pointer(&out[0])), C.int64_t(len(out)), &msg), msg)
 	return out, err
+}
+
+// DecodePath is an implementation of the engine's decode step.
+type DecodePath int
+
+// The decode paths. DecodeAuto picks DecodeKernels where they are supported
+// (a CPU model in f32 or bf16 without autocast, on a CPU with AVX-512, and
+// AVX512-BF16 for bf16) and DecodeFused elsewhere.
+const (
+	// DecodeAuto is the default choice.
+	DecodeAuto DecodePath = C.AR_DECODE_AUTO
+	// DecodeKernels is the hand-written CPU step (cgo/decode.cpp), reading
+	// the model's own weight tensors.
+	DecodeKernels DecodePath = C.AR_DECODE_KERNELS
+	// DecodeFused runs libtorch ops with q/k/v and gate/up each fused into
+	// one weight (copies refreshed whenever the model's weights change;
+	// CUDA graphs on CUDA).
+	DecodeFused DecodePath = C.AR_DECODE_FUSED
+	// DecodeUnfused runs libtorch ops on the model's tensors, as the
+	// training forward does: the reference the others are tested against.
+	DecodeUnfused DecodePath = C.AR_DECODE_UNFUSED
+)
+
+// String names the path: auto, kernels, fused or unfused.
+func (p DecodePath) String() string {
+	switch p {
+	case DecodeAuto:
+		return "auto"
+	case DecodeKernels:
+		return "kernels"
+	case DecodeFused:
+		return "fused"
+	case DecodeUnfused:
+		return "unfused"
+	}
+	return fmt.Sprintf("DecodePath(%d)", int(p))
+}
+
+// SetDecodePath chooses how decode steps run; DecodeKernels is an error
+// where the kernels cannot run.
+func (e *Engine) SetDecodePath(p DecodePath) error {
+	var msg *C.char
+	return check("engine_set_decode", C.ar_engine_set_decode(e.h, C.int(p), &msg), msg)
+}
+
+// DecodePath is the path decode steps take now (never DecodeAuto) and, when
+// the hand-written kernels cannot run here, why not ("" when they can).
+func (e *Engine) DecodePath() (DecodePath, string, error) {
+	var p C.int
+	var why, msg *C.char
+	if err := check("engine_decode_path", C.ar_engine_decode_path(e.h, &p, &why, &msg), msg); err != nil {
+		return 0, "", err
+	}
+	reason := ""
+	if why != nil {
+		reason = C.GoString(why)
+		C.free(unsafe.Pointer(why))
+	}
+	return DecodePath(p), reason, nil
+}
+
+// StepProfile is the wall time of an engine's decode steps by phase, in
+// seconds: weight matrix products (lm_head included), attention (RoPE, the
+// cache write, scores, softmax, values), sampling, and everything else.
+type StepProfile struct {
+	Products, Attention, Sampling, Other float64
+	Steps                                int
+}
+
+// Total is the time of all phases.
+func (p StepProfile) Total() float64 { return p.Products + p.Attention + p.Sampling + p.Other }
+
+// Profile returns the time decode steps took since the engine was made or
+// the last reset, and with reset starts again from zero.
+func (e *Engine) Profile(reset bool) (StepProfile, error) {
+	var ph [4]C.double
+	var steps C.int64_t
+	var msg *C.char
+	if err := check("engine_profile", C.ar_engine_profile(e.h, &ph[0], &steps, cbool(reset), &msg), msg); err != nil {
+		return StepProfile{}, err
+	}
+	return StepProfile{Products: float64(ph[0]), Attention: float64(ph[1]), Sampling: float64(ph[2]),
+		Other: float64(ph[3]), Steps: int(steps)}, nil
 }

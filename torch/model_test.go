@@ -194,9 +194,16 @@ func fullLogits(t *testing.T, m *Model, ids []int64) []float32 {
 
 // Incremental decoding through the cache equals the full pass (1e-5),
 // with slots of different lengths decoding together, an observation
-// prefilled mid-sequence, and a released slot reused.
+// prefilled mid-sequence, and a released slot reused: on the tiny model
+// (head_dim 8: the fused libtorch path) and on one the hand-written
+// kernels run (head_dim 16).
 func TestEngineMatchesFullPass(t *testing.T) {
-	m, err := NewRandomModel(tinyConfig(), Float32, CPU, false, 7)
+	t.Run("tiny", func(t *testing.T) { testEngineMatchesFullPass(t, tinyConfig()) })
+	t.Run("kernels", func(t *testing.T) { testEngineMatchesFullPass(t, kernelConfig()) })
+}
+
+func testEngineMatchesFullPass(t *testing.T, cfg Config) {
+	m, err := NewRandomModel(cfg, Float32, CPU, false, 7)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a)
 
 func TestBenchGenerate(t *testing.T) {
 	t.Parallel() // independent of the shared run
-	m := benchLine(t, append([]string{"generate"}, tinyBench...)...)
+	m := benchLine(t, append([]string{"generate", "--bandwidth-gbs", "10", "--profile", "--decode", "unfused"}, tinyBench...)...)
 	if m["mode"] != "generate" {
 		t.Errorf("mode %v, want generate", m["mode"])
 	}
@@ -51,6 +51,16 @@ func TestBenchGenerate(t *testing.T) {
 	}
 	if cfg, _ := m["config"].(map[string]any); cfg["hidden"] != 32.0 || cfg["batch"] != 2.0 {
 		t.Errorf("config %v does not echo the flags", m["config"])
+	}
+	// The bound from --bandwidth-gbs: batch 2 x 10 GB/s over the weight bytes.
+	if b, w := num(t, m, "bound_tokens_per_s"), num(t, m, "weight_bytes_per_step"); m["read_gbs"] != 10.0 || !near(b, 2*10e9/w) {
+		t.Errorf("read_gbs %v, bound %v for %v bytes", m["read_gbs"], b, w)
+	}
+	if f := num(t, m, "bound_fraction"); !near(f, num(t, m, "decode_tokens_per_s")/num(t, m, "bound_tokens_per_s")) {
+		t.Errorf("bound_fraction %v", f)
+	}
+	if ph, _ := m["step_ms"].(map[string]any); ph["products"] == nil || ph["sampling"] == nil || m["decode_path"] != "unfused" {
+		t.Errorf("--profile --decode unfused: step_ms %v, decode_path %v", m["step_ms"], m["decode_path"])
 	}
 }
 

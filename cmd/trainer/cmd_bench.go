@@ -54,10 +54,16 @@ func benchCommand() *cli.Command {
 				Usage: "batched sampling of --new-tokens after --prompt-len prompts (random weights); prints one JSON line",
 				Description: "Example (the medium config):\n  trainer bench generate --vocab 32000 --hidden 768 --inter 2048 --layers 12 " +
 					"--heads 12 --kv-heads 4 --batch 8 --prompt-len 128 --new-tokens 64 --threads 2",
-				Flags: append(modelFlags(gen), &cli.StringFlag{Name: "engine-dtype", Value: "f32", Usage: "precision of the decode engine: f32, or bf16 (a bf16 copy of the weights)"}),
+				Flags: append(modelFlags(gen),
+					&cli.StringFlag{Name: "engine-dtype", Value: "f32", Usage: "precision of the decode engine: f32, or bf16 (a bf16 copy of the weights)"},
+					&cli.StringFlag{Name: "decode", Value: "auto", Usage: "decode path: auto, kernels (hand-written CPU step), fused (libtorch, fused weights) or unfused (libtorch, as before the kernels)"},
+					&cli.Float64Flag{Name: "bandwidth-gbs", Usage: "memory read bandwidth (GB/s) for bound_fraction, e.g. refbench peak's sum_gbs_read (0 = measure in-process)"},
+					&cli.BoolFlag{Name: "profile", Usage: "add step_ms: one decode step's time by phase (products, attention, sampling, other)"},
+				),
 				Action: func(c *cli.Context) error {
 					cfg := benchConfig(c)
 					cfg.EngineDType = c.String("engine-dtype")
+					cfg.Decode, cfg.BandwidthGBs, cfg.Profile = c.String("decode"), c.Float64("bandwidth-gbs"), c.Bool("profile")
 					r, err := bench.Generate(cfg)
 					if err != nil {
 						return err

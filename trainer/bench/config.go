@@ -26,6 +26,17 @@ type Config struct {
 	// model's f32 weights; "bf16": a bf16 copy of them, as rollout.dtype
 	// does in training).
 	EngineDType string `json:"engine_dtype,omitempty"`
+	// Decode is the engine's decode path: "" or "auto" (the default),
+	// "kernels", "fused" or "unfused" (libtorch ops as the training
+	// forward runs them: the path before the hand-written kernels). The
+	// result's decode_path says which ran.
+	Decode string `json:"-"`
+	// BandwidthGBs is the memory read bandwidth the bound is computed
+	// from (e.g. refbench peak's sum_gbs_read); 0 measures it in-process.
+	// The result's read_gbs is the figure used.
+	BandwidthGBs float64 `json:"-"`
+	// Profile adds the decode step's time by phase (step_ms) to the result.
+	Profile bool `json:"-"`
 }
 
 // Preset returns a named configuration ("small" or "medium") for mode

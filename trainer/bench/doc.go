@@ -9,6 +9,13 @@
 // the time of prefill plus decode. DecodeTokensPerS counts the decode phase
 // alone and PrefillTokensPerS the prompt tokens over the prefill phase.
 //
+// Generate also reports the bandwidth bound of decoding: the bytes of
+// weights one step reads (WeightBytesPerStep), a read bandwidth (measured
+// in-process, or Config.BandwidthGBs), the decode rate that reading alone
+// would allow (BoundTokensPerS) and the fraction of it reached
+// (BoundFraction); with Config.Profile, one step's time by phase (StepMs).
+// Config.Decode picks the engine's decode path (see torch.DecodePath).
+//
 // Train runs one update on [Batch, SeqLen] random tokens: the training
 // forward with autograd (logprobs of the taken tokens), the clipped PPO
 // loss against detached old logprobs with fixed random advantages over a

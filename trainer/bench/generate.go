@@ -28,8 +28,12 @@ func Generate(cfg Config) (Result, error) {
 	return res, err
 }
 
-// genRun is the timing of one generate run.
-type genRun struct{ prefill, decode, cpu time.Duration }
+// genRun is the timing of one generate run, with the engine's decode
+// profile when asked for.
+type genRun struct {
+	prefill, decode, cpu time.Duration
+	prof                 torch.StepProfile
+}
 
 func generate(cfg Config) (Result, error) {
 	maxLen := cfg.PromptLen + cfg.NewTokens
@@ -58,6 +62,19 @@ func generate(cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("bench generate: engine: %w", err)
 	}
 	defer e.Free()
+	if cfg.Decode != "" {
+		p, ok := decodePaths[cfg.Decode]
+		if !ok {
+			return Result{}, fmt.Errorf("bench generate: decode path %q: want auto, kernels, fused or unfused", cfg.Decode)
+		}
+		if err := e.SetDecodePath(p); err != nil {
+			return Result{}, fmt.Errorf("bench generate: %w", err)
+		}
+	}
+	path, _, err := e.DecodePath()
+	if err != nil {
+		return Result{}, err
+	}
 	r := rand.New(rand.NewPCG(1, 2))
 	prompts := make([][]int64, cfg.Batch)
 	for i := range prompts {
@@ -65,7 +82,7 @@ func generate(cfg Config) (Result, error) {
 	}
 	runs := make([]genRun, 0, cfg.Repeats)
 	for i := 0; i <= cfg.Repeats; i++ {
-		run, err := generateOnce(e, prompts, cfg.NewTokens)
+		run, err := generateOnce(e, prompts, cfg.NewTokens, cfg.Profile)
 		if err != nil {
 			return Result{}, fmt.Errorf("bench generate run %d: %w", i, err)
 		}
@@ -73,12 +90,74 @@ func generate(cfg Config) (Result, error) {
 			runs = append(runs, run)
 		}
 	}
-	return generateResult(cfg, runs), nil
+	res := generateResult(cfg, runs)
+	res.DecodePath = path.String()
+	elem := int64(4)
+	if m.DType != torch.Float32 {
+		elem = 2
+	}
+	res.WeightBytesPerStep = weightBytes(m.Config, cfg.Batch, elem)
+	res.ReadGBs = cfg.BandwidthGBs
+	if res.ReadGBs == 0 {
+		if res.ReadGBs, err = readGBs(); err != nil {
+			return Result{}, fmt.Errorf("bench generate: bandwidth: %w", err)
+		}
+		res.ReadGBsMeasured = true
+	}
+	res.BoundTokensPerS = float64(cfg.Batch) * res.ReadGBs * 1e9 / float64(res.WeightBytesPerStep)
+	res.BoundFraction = res.DecodeTokensPerS / res.BoundTokensPerS
+	return res, nil
+}
+
+var decodePaths = map[string]torch.DecodePath{"auto": torch.DecodeAuto, "kernels": torch.DecodeKernels,
+	"fused": torch.DecodeFused, "unfused": torch.DecodeUnfused}
+
+// weightBytes is what one decode step of batch rows reads of the model's
+// weights, elem bytes each: every matrix, bias and norm once (lm_head
+// included), and of the embedding only the batch's rows.
+func weightBytes(c torch.Config, batch int, elem int64) int64 {
+	H, I, q, kv := int64(c.Hidden), int64(c.Intermediate), int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim)
+	layer := H*q + 2*H*kv + q*H + 3*H*I + 2*H // q, k, v, o, gate/up/down, two norms
+	if c.QKVBias() {
+		layer += q + 2*kv
+	}
+	n := int64(c.Layers)*layer + H + int64(batch)*H // + final norm and embedding rows
+	if !c.TieEmbeddings {
+		n += int64(c.Vocab) * H // lm_head
+	}
+	return n * elem
+}
+
+// readGBs measures the memory read bandwidth in-process, the way refbench
+// peak's sum_gbs_read does: the median time of five sums of a 512 MB f32
+// tensor (libtorch's vectorised sum on the benchmark's threads), after one
+// warm-up. On a machine shared with other work it measures what is left.
+func readGBs() (float64, error) {
+	const n = 128 << 20
+	t, err := torch.Zeros(torch.Float32, torch.CPU, n)
+	if err != nil {
+		return 0, err
+	}
+	defer t.Free()
+	s := torch.NewScope()
+	defer s.Close()
+	var times []float64
+	for i := 0; i < 6; i++ {
+		t0 := time.Now()
+		s.Sum(t)
+		if i > 0 {
+			times = append(times, time.Since(t0).Seconds())
+		}
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	return 4 * n / median(times) / 1e9, nil
 }
 
 // generateOnce empties and reseeds every slot, so each run does the same
 // work, then prefills the prompts and decodes newTokens steps.
-func generateOnce(e *torch.Engine, prompts [][]int64, newTokens int) (genRun, error) {
+func generateOnce(e *torch.Engine, prompts [][]int64, newTokens int, profile bool) (genRun, error) {
 	slots := make([]int, len(prompts))
 	for i := range slots {
 		slots[i] = i
@@ -98,13 +177,25 @@ func generateOnce(e *torch.Engine, prompts [][]int64, newTokens int) (genRun, er
 		}
 	}
 	t1 := time.Now()
+	if profile {
+		if _, err := e.Profile(true); err != nil {
+			return genRun{}, err
+		}
+	}
 	for s := 0; s < newTokens; s++ {
 		if err := e.Step(slots, torch.Sampling{Temperature: 1}, tokens, logprobs); err != nil {
 			return genRun{}, fmt.Errorf("decode step %d: %w", s, err)
 		}
 	}
 	t2 := time.Now()
-	return genRun{prefill: t1.Sub(t0), decode: t2.Sub(t1), cpu: cpuTime() - cpu0}, nil
+	run := genRun{prefill: t1.Sub(t0), decode: t2.Sub(t1), cpu: cpuTime() - cpu0}
+	if profile {
+		var err error
+		if run.prof, err = e.Profile(true); err != nil {
+			return genRun{}, err
+		}
+	}
+	return run, nil
 }
 
 func generateResult(cfg Config, runs []genRun) Result {
@@ -122,5 +213,15 @@ func generateResult(cfg Config, runs []genRun) Result {
 	res.PrefillTokensPerS = float64(cfg.Batch*cfg.PromptLen) / res.PrefillS
 	res.MsPerStep = 1000 * res.DecodeS / float64(cfg.NewTokens)
 	res.PrefillShare = res.PrefillS / (res.PrefillS + res.DecodeS)
+	if cfg.Profile {
+		var ph [4][]float64
+		for _, r := range runs {
+			k := 1000 / float64(max(r.prof.Steps, 1))
+			for i, v := range []float64{r.prof.Products, r.prof.Attention, r.prof.Sampling, r.prof.Other} {
+				ph[i] = append(ph[i], v*k)
+			}
+		}
+		res.StepMs = &StepPhases{Products: median(ph[0]), Attention: median(ph[1]), Sampling: median(ph[2]), Other: median(ph[3])}
+	}
 	return res
 }

@@ -4,6 +4,7 @@ import "testing"
 
 func TestGenerateTiny(t *testing.T) {
 	cfg := tiny()
+	cfg.BandwidthGBs, cfg.Profile = 10, true
 	r, err := Generate(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +25,45 @@ func TestGenerateTiny(t *testing.T) {
 	}
 	if r.PrefillShare >= 1 || r.DecodeTokensPerS <= r.TokensPerS {
 		t.Errorf("decode-only rate %v must exceed the end-to-end %v; prefill share %v", r.DecodeTokensPerS, r.TokensPerS, r.PrefillShare)
+	}
+	// Weights read per step, by hand for vocab 97, hidden 32, inter 48, 2
+	// layers, 4/2 heads of 8, q/k/v biases, untied lm_head, batch 3:
+	// a layer is q 32*32 + k,v 2*32*16 + o 32*32 + mlp 3*32*48 + norms 2*32
+	// + biases 32+16+16 = 7808; 2 layers + final norm 32 + 3 embedding rows
+	// 96 + lm_head 97*32 = 18848 f32 = 75392 bytes.
+	if r.WeightBytesPerStep != 75392 {
+		t.Errorf("weight_bytes_per_step %d, want 75392", r.WeightBytesPerStep)
+	}
+	bound := 3 * 10e9 / 75392.0
+	if r.ReadGBs != 10 || r.ReadGBsMeasured || !near(r.BoundTokensPerS, bound) || !near(r.BoundFraction, r.DecodeTokensPerS/bound) {
+		t.Errorf("bound: read %v (measured %v), bound %v tok/s (want %v), fraction %v", r.ReadGBs, r.ReadGBsMeasured,
+			r.BoundTokensPerS, bound, r.BoundFraction)
+	}
+	if r.DecodePath != "fused" { // head_dim 8: the kernels need a multiple of 16
+		t.Errorf("decode_path %q, want fused", r.DecodePath)
+	}
+	if p := r.StepMs; p == nil || !(p.Products > 0) || !(p.Sampling > 0) || p.Attention < 0 || p.Other < 0 {
+		t.Errorf("step_ms %+v, want every phase", r.StepMs)
+	} else if sum := p.Products + p.Attention + p.Sampling + p.Other; sum > 1.5*r.MsPerStep {
+		t.Errorf("the phases add up to %v ms, more than a step's %v ms", sum, r.MsPerStep)
+	}
+}
+
+// Without a bandwidth given, Generate measures one: a positive figure
+// marked as measured, and the fraction follows from it.
+func TestGenerateMeasuresBandwidth(t *testing.T) {
+	cfg := tiny()
+	cfg.Repeats, cfg.Decode = 1, "unfused"
+	r, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(r.ReadGBs > 0) || !r.ReadGBsMeasured || r.DecodePath != "unfused" || !near(r.BoundFraction, r.DecodeTokensPerS/r.BoundTokensPerS) {
+		t.Errorf("read_gbs %v measured %v path %q fraction %v", r.ReadGBs, r.ReadGBsMeasured, r.DecodePath, r.BoundFraction)
+	}
+	cfg.Decode = "fast"
+	if _, err := Generate(cfg); err == nil {
+		t.Error("decode path fast accepted")
 	}
 }
 

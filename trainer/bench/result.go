@@ -20,6 +20,17 @@ type Result struct {
 	DecodeS           float64 `json:"decode_s,omitempty"`
 	MsPerStep         float64 `json:"ms_per_step,omitempty"`   // 1000*DecodeS/NewTokens
 	PrefillShare      float64 `json:"prefill_share,omitempty"` // PrefillS / (PrefillS + DecodeS)
+	DecodePath        string  `json:"decode_path,omitempty"`   // the engine's decode path as run (kernels, fused, unfused)
+	// The bandwidth bound of decoding: every weight is read once per step,
+	// so no step can take less than WeightBytesPerStep / ReadGBs.
+	WeightBytesPerStep int64   `json:"weight_bytes_per_step,omitempty"` // all weights but the embedding, plus the Batch embedding rows
+	ReadGBs            float64 `json:"read_gbs,omitempty"`              // memory read bandwidth used for the bound
+	ReadGBsMeasured    bool    `json:"read_gbs_measured,omitempty"`     // measured in-process (else given by --bandwidth-gbs)
+	BoundTokensPerS    float64 `json:"bound_tokens_per_s,omitempty"`    // Batch * ReadGBs * 1e9 / WeightBytesPerStep
+	BoundFraction      float64 `json:"bound_fraction,omitempty"`        // DecodeTokensPerS / BoundTokensPerS
+	// StepMs is one decode step's time by phase (with Profile), in ms:
+	// products, attention, sampling, other; medians over the runs.
+	StepMs *StepPhases `json:"step_ms,omitempty"`
 
 	// Train.
 	ForwardS  float64 `json:"forward_s,omitempty"`  // training forward with autograd
@@ -27,6 +38,14 @@ type Result struct {
 	OptimS    float64 `json:"optim_s,omitempty"`    // grad clip, AdamW step, zero grad
 	Loss      float64 `json:"loss,omitempty"`       // PPO loss of the last run
 	GradNorm  float64 `json:"grad_norm,omitempty"`  // gradient norm before clipping, last run
+}
+
+// StepPhases is a decode step's time by phase (see torch.StepProfile).
+type StepPhases struct {
+	Products  float64 `json:"products"`
+	Attention float64 `json:"attention"`
+	Sampling  float64 `json:"sampling"`
+	Other     float64 `json:"other"`
 }
 
 // median is the middle value (the mean of the two middle ones for an even

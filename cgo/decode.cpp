@@ -1,0 +1,687 @@
+// decode.cpp: the hand-written CPU decode step (see decode.h for why).
+//
+// Products. y[m, o] = sum_k x[m, k] W[o, k] (+ b[o]) for the few rows m of a
+// decode batch, reading W where it is, in its HF [out, in] layout: each
+// output row is a dot product of a contiguous weight row with x. The kernel
+// takes 4 weight rows and 4 input rows at a time (16 accumulators, 8 loads
+// per 16 fused multiply-adds); the 4 weight rows (at most 4 x 8 KB here)
+// stay in L1 while further groups of 4 input rows reuse them, so each
+// weight byte comes from memory once per step whatever the batch. Several
+// matrices that read the same input (q, k and v; gate and up) are one
+// "fused" product: one pass over the input, one parallel region, their rows
+// handed out together, with no concatenated copy of the weights to keep in
+// sync with the policy. Threads take chunks of 64 rows from a shared
+// counter (parallel_tasks), so a core slowed by other work takes fewer.
+//
+// bf16 weights are widened to f32 in registers (exact) and multiplied with
+// f32 inputs; the activations between products stay f32, which is at least
+// as accurate as the libtorch bf16 path (whose activations are bf16).
+//
+// Everything else (norms, RoPE, attention over the cache, SiLU, residuals)
+// is a loop over preallocated f32 buffers; attention runs one task per
+// (slot, kv head) in parallel.
+#include "decode.h"
+
+// GCC 12's _mm512_reduce_add_ps starts from _mm256_undefined_pd(), which
+// -Wuninitialized (and -Wmaybe-uninitialized) report at every use: a false
+// positive.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <ATen/Parallel.h>
+
+// The kernels are x86-64 (AVX-512, chosen at run time); elsewhere the file
+// compiles to stubs that report the step unsupported, so the engine takes
+// the fused libtorch path.
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+
+namespace ar {
+
+namespace {
+
+// Pool is parallel_tasks' set of workers (see decode.h). A job lives on the
+// caller's stack; `current` publishes it. Workers announce themselves in
+// `inside` before reading `current`, and the caller withdraws the job
+// before waiting for `inside` to drain: with sequentially consistent
+// atomics, a worker either sees the job withdrawn or is waited for, so no
+// worker touches a job after its caller returned.
+class Pool {
+ public:
+  struct Job {
+    const std::function<void(int64_t)> *fn;
+    int64_t n;
+    uint64_t seq;
+    int want;  // workers that may join
+    std::atomic<int64_t> next{0};
+  };
+
+  static Pool &get() {
+    static Pool *p = new Pool();  // never destroyed: workers outlive static destructors
+    return *p;
+  }
+
+  void run(int64_t n, const std::function<void(int64_t)> &fn) {
+    int want = std::min<int64_t>(at::get_num_threads(), n) - 1;
+    if (want <= 0) {
+      for (int64_t i = 0; i < n; i++) fn(i);
+      return;
+    }
+    std::lock_guard<std::mutex> one_job(run_mu_);  // engines on several threads take turns
+    while (static_cast<int>(workers_.size()) < want) {
+      int id = static_cast<int>(workers_.size());
+      workers_.emplace_back([this, id] { loop(id); });
+    }
+    Job job;
+    job.fn = &fn;
+    job.n = n;
+    job.seq = ++seq_;
+    job.want = want;
+    current_.store(&job);
+    if (sleepers_.load() > 0) {
+      std::lock_guard<std::mutex> lk(mu_);
+      cv_.notify_all();
+    }
+    work(job);
+    current_.store(nullptr);
+    while (inside_.load() != 0) _mm_pause();
+  }
+
+ private:
+  static void work(Job &j) {
+    for (int64_t i; (i = j.next.fetch_add(1)) < j.n;) (*j.fn)(i);
+  }
+
+  void loop(int id) {
+    uint64_t last = 0;
+    for (;;) {
+      auto t0 = std::chrono::steady_clock::now();
+      for (int spin = 0;; spin++) {
+        inside_.fetch_add(1);
+        Job *j = current_.load();
+        if (j != nullptr && j->seq != last) {
+          last = j->seq;
+          if (id < j->want) work(*j);
+          inside_.fetch_sub(1);
+          t0 = std::chrono::steady_clock::now();
+          continue;
+        }
+        inside_.fetch_sub(1);
+        _mm_pause();
+        if ((spin & 63) == 0 && std::chrono::steady_clock::now() - t0 > std::chrono::microseconds(50)) break;
+      }
+      std::unique_lock<std::mutex> lk(mu_);
+      sleepers_.fetch_add(1);
+      cv_.wait(lk, [&] {
+        Job *j = current_.load();
+        return j != nullptr && j->seq != last;
+      });
+      sleepers_.fetch_sub(1);
+    }
+  }
+
+  std::mutex run_mu_, mu_;
+  std::condition_variable cv_;
+  std::vector<std::thread> workers_;
+  std::atomic<Job *> current_{nullptr};
+  std::atomic<int> inside_{0}, sleepers_{0};
+  uint64_t seq_ = 0;
+};
+
+}  // namespace
+
+void parallel_tasks(int64_t n, const std::function<void(int64_t)> &fn) { Pool::get().run(n, fn); }
+
+namespace {
+
+#define AR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+
+// ---- scalar helpers ----------------------------------------------------------
+
+inline float bf16_to_f32(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round to nearest even, as libtorch's (and the hardware's) f32 -> bf16.
+inline uint16_t f32_to_bf16(float f) {
+  if (std::isnan(f)) return 0x7fc0;
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// ---- vector helpers ----------------------------------------------------------
+
+// exp for 16 floats: x = n ln2 + r with |r| <= ln2/2, exp(r) by Cephes'
+// expf polynomial, times 2^n. Relative error about 1e-7, arguments clamped
+// to [-88.38, 88.38] (so exp(-inf) is ~3e-39, not 0).
+AR_AVX512 inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.3762626647949f)), _mm512_set1_ps(88.3762626647949f));
+  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500E-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+  __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
+  y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(y, n);
+}
+
+AR_AVX512 inline __m512 load16(const float *p) { return _mm512_loadu_ps(p); }
+AR_AVX512 inline __m512 load16(const uint16_t *p) {
+  __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+// ---- product kernels ---------------------------------------------------------
+
+// Masked load of n < 16 weights or inputs, zeros beyond.
+AR_AVX512 inline __m512 load16(const float *p, __mmask16 mk) { return _mm512_maskz_loadu_ps(mk, p); }
+AR_AVX512 inline __m512 load16(const uint16_t *p, __mmask16 mk) {
+  __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
+
+// dot<T, R, MM>: res[a*R + r] = sum_k x[a][k] w[r][k] for R weight rows of
+// type T (f32, or bf16 widened to f32 in registers: exact) with row stride
+// K, and MM f32 input rows of stride ldx. Each step of 32 columns also
+// prefetches (into L2) the same columns of the next R rows, the next
+// call's weights, so that memory traffic overlaps the arithmetic: for an
+// 8-row product of a 2048 x 768 matrix streamed from memory on one core,
+// 0.49 ms (f32) and 0.40 ms (bf16) instead of 0.73 and 0.67 ms with the
+// hardware prefetcher alone (prefetching two or three blocks ahead, or into
+// L1, measured slower). bf16 goes through f32 FMAs rather than
+// AVX512-BF16's dot product: that instruction measured slower per pair
+// here (0.72 vs 0.60 ms streamed), and this way the inputs stay f32.
+// One step of dot: 16 columns from k.
+template <typename T, int R, int MM>
+AR_AVX512 inline __attribute__((always_inline)) void dot_step(const T *w, int64_t K, const float *x, int64_t ldx,
+                                                              int64_t k, __m512 (&acc)[MM][R]) {
+  __m512 wr[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; r++) wr[r] = load16(w + r * K + k);
+#pragma GCC unroll 4
+  for (int a = 0; a < MM; a++) {
+    __m512 xa = _mm512_loadu_ps(x + a * ldx + k);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[a][r] = _mm512_fmadd_ps(wr[r], xa, acc[a][r]);
+  }
+}
+
+template <typename T, int R, int MM>
+AR_AVX512 void dot(const void *wv, int64_t K, const float *x, int64_t ldx, float *res) {
+  const T *w = static_cast<const T *>(wv);
+  constexpr int kLine = 64 / sizeof(T);  // elements per cache line
+  __m512 acc[MM][R];
+#pragma GCC unroll 4
+  for (int a = 0; a < MM; a++)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) acc[a][r] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 32 <= K; k += 32) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+      for (int l = 0; l < 32; l += kLine) _mm_prefetch(reinterpret_cast<const char *>(w + (R + r) * K + k + l), _MM_HINT_T1);
+    dot_step<T, R, MM>(w, K, x, ldx, k, acc);
+    dot_step<T, R, MM>(w, K, x, ldx, k + 16, acc);
+  }
+  for (; k + 16 <= K; k += 16) dot_step<T, R, MM>(w, K, x, ldx, k, acc);
+  if (k < K) {
+    __mmask16 mk = static_cast<__mmask16>((1u << (K - k)) - 1);
+    __m512 wr[R];
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) wr[r] = load16(w + r * K + k, mk);
+#pragma GCC unroll 4
+    for (int a = 0; a < MM; a++) {
+      __m512 xa = _mm512_maskz_loadu_ps(mk, x + a * ldx + k);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; r++) acc[a][r] = _mm512_fmadd_ps(wr[r], xa, acc[a][r]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int a = 0; a < MM; a++)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; r++) res[a * R + r] = _mm512_reduce_add_ps(acc[a][r]);
+}
+
+using DotFn = void (*)(const void *, int64_t, const float *, int64_t, float *);
+constexpr int kRows = 4;   // weight rows per kernel call
+constexpr int kInRows = 4;  // input rows per kernel call
+
+// The kernel instantiations by [weight rows - 1][input rows - 1].
+#define AR_ROW(T, R) {dot<T, R, 1>, dot<T, R, 2>, dot<T, R, 3>, dot<T, R, 4>}
+const DotFn kF32[4][4] = {AR_ROW(float, 1), AR_ROW(float, 2), AR_ROW(float, 3), AR_ROW(float, 4)};
+const DotFn kBF16[4][4] = {AR_ROW(uint16_t, 1), AR_ROW(uint16_t, 2), AR_ROW(uint16_t, 3), AR_ROW(uint16_t, 4)};
+#undef AR_ROW
+
+// A matrix of a (possibly fused) product: rows x K weights (and a bias, or
+// null) in the model's dtype; its outputs go to columns col.. of each output row.
+struct Seg {
+  const at::Tensor *w, *b;
+  int64_t col;
+};
+
+// products computes out[m][seg.col + o] = x[m] . seg.w[o] + seg.b[o] for
+// every segment (all with K columns, f32 or bf16 as bf16 says), m < M; x
+// is f32 [M, K].
+void products(std::initializer_list<Seg> segs, int64_t K, const float *x, int64_t M, float *const *out,
+              bool bf16) {
+  size_t esize = bf16 ? 2 : 4;
+  constexpr int64_t kChunk = 64;  // rows per unit of work
+  std::vector<Seg> sv(segs);
+  std::vector<int64_t> first(sv.size() + 1, 0);
+  for (size_t s = 0; s < sv.size(); s++) {
+    TORCH_CHECK(sv[s].w->size(1) == K && sv[s].w->is_contiguous(), "decode: weight is not a contiguous [rows, ", K, "]");
+    first[s + 1] = first[s] + (sv[s].w->size(0) + kChunk - 1) / kChunk;
+  }
+  const int64_t total = first.back();
+  parallel_tasks(total, [&](int64_t c) {
+    float res[kRows * kInRows];
+    size_t s = 0;
+    while (c >= first[s + 1]) s++;
+    const Seg &g = sv[s];
+    const int64_t rows = g.w->size(0);
+    const char *w = static_cast<const char *>(g.w->data_ptr());
+    const char *b = g.b != nullptr && g.b->defined() ? static_cast<const char *>(g.b->data_ptr()) : nullptr;
+    int64_t r1 = std::min(rows, (c - first[s] + 1) * kChunk);
+    for (int64_t r = (c - first[s]) * kChunk; r < r1; r += kRows) {
+      int nr = static_cast<int>(std::min<int64_t>(kRows, r1 - r));
+      for (int64_t m0 = 0; m0 < M; m0 += kInRows) {
+        int nm = static_cast<int>(std::min<int64_t>(kInRows, M - m0));
+        (bf16 ? kBF16 : kF32)[nr - 1][nm - 1](w + r * K * esize, K, x + m0 * K, K, res);
+        for (int a = 0; a < nm; a++) {
+          float *o = out[m0 + a] + g.col + r;
+          for (int j = 0; j < nr; j++) {
+            float bias = 0;
+            if (b != nullptr)
+              bias = bf16 ? bf16_to_f32(reinterpret_cast<const uint16_t *>(b)[r + j])
+                          : reinterpret_cast<const float *>(b)[r + j];
+            o[j] = res[a * nr + j] + bias;
+          }
+        }
+      }
+    }
+  });
+}
+
+// ---- pieces between the products --------------------------------------------
+
+// RMSNorm as the model does it (f32): y = w * x / sqrt(mean(x^2) + eps).
+template <typename W>
+void rms_norm_rows(const float *x, const W *w, float *y, int64_t S, int64_t H, double eps) {
+  for (int64_t i = 0; i < S; i++) {
+    const float *xi = x + i * H;
+    double ss = 0;
+    for (int64_t j = 0; j < H; j++) ss += static_cast<double>(xi[j]) * xi[j];
+    float r = 1.0f / std::sqrt(static_cast<float>(ss / H) + static_cast<float>(eps));
+    float *yi = y + i * H;
+    for (int64_t j = 0; j < H; j++) {
+      float wj;
+      if constexpr (std::is_same_v<W, uint16_t>) wj = bf16_to_f32(w[j]);
+      else wj = w[j];
+      yi[j] = wj * (xi[j] * r);
+    }
+  }
+}
+
+// silu(gate) * up over n floats: gate [n] then up [n] in gu, into out.
+AR_AVX512 void silu_mul(const float *gate, const float *up, float *out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 g = _mm512_loadu_ps(gate + i);
+    __m512 s = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+    _mm512_storeu_ps(out + i, _mm512_mul_ps(s, _mm512_loadu_ps(up + i)));
+  }
+  for (; i < n; i++) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+// rope rotates one head in place (HF rotate_half pairing: j with j + hd/2).
+inline void rope_head(float *v, const float *cos, const float *sin, int64_t half) {
+  for (int64_t j = 0; j < half; j++) {
+    float a = v[j], b = v[j + half];
+    v[j] = a * cos[j] - b * sin[j];
+    v[j + half] = b * cos[j] + a * sin[j];
+  }
+}
+
+// attend_group: the g query heads q [g, hd] that share one kv head attend
+// to keys and values K, V [L, hd] (cache rows of type C): softmax(q.K /
+// sqrt(hd)) . V into out [g, hd]. scores holds g * L floats. Each key and
+// value row is loaded (and for a bf16 cache widened) once for the g heads.
+template <typename C>
+AR_AVX512 void attend_group(const float *q, int64_t g, const C *K, const C *V, int64_t L, int64_t hd, float scale,
+                            float *scores, float *out) {
+  const int64_t nc = hd / 16;  // 16-float chunks per row (hd <= 256: the caller checks)
+  __m512 row[16];
+  for (int64_t p = 0; p < L; p++) {
+    for (int64_t c = 0; c < nc; c++) row[c] = load16(K + p * hd + 16 * c);
+    for (int64_t j = 0; j < g; j++) {
+      const float *qj = q + j * hd;
+      __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qj), row[0]);
+      for (int64_t c = 1; c < nc; c++) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qj + 16 * c), row[c], acc);
+      scores[j * L + p] = _mm512_reduce_add_ps(acc) * scale;
+    }
+  }
+  for (int64_t j = 0; j < g; j++) {
+    float *sj = scores + j * L;
+    float mx = -INFINITY;
+    for (int64_t p = 0; p < L; p++) mx = std::max(mx, sj[p]);
+    __m512 vm = _mm512_set1_ps(mx), vs = _mm512_setzero_ps();
+    int64_t p = 0;
+    for (; p + 16 <= L; p += 16) {
+      __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(sj + p), vm));
+      _mm512_storeu_ps(sj + p, e);
+      vs = _mm512_add_ps(vs, e);
+    }
+    float sum = _mm512_reduce_add_ps(vs);
+    if (p < L) {
+      __mmask16 mk = static_cast<__mmask16>((1u << (L - p)) - 1);
+      __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, sj + p), vm));
+      _mm512_mask_storeu_ps(sj + p, mk, e);
+      sum += _mm512_mask_reduce_add_ps(mk, e);
+    }
+    float inv = 1.0f / sum;
+    for (int64_t p2 = 0; p2 < L; p2++) sj[p2] *= inv;
+  }
+  for (int64_t i = 0; i < g * hd; i++) out[i] = 0;
+  for (int64_t p = 0; p < L; p++) {
+    for (int64_t c = 0; c < nc; c++) row[c] = load16(V + p * hd + 16 * c);
+    for (int64_t j = 0; j < g; j++) {
+      __m512 w = _mm512_set1_ps(scores[j * L + p]);
+      float *oj = out + j * hd;
+      for (int64_t c = 0; c < nc; c++)
+        _mm512_storeu_ps(oj + 16 * c, _mm512_fmadd_ps(w, row[c], _mm512_loadu_ps(oj + 16 * c)));
+    }
+  }
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Lap adds the time since the previous lap to one of the profile's phases.
+struct Lap {
+  StepProfile *p;
+  Clock::time_point t = Clock::now();
+  void operator()(double StepProfile::*phase) {
+    auto n = Clock::now();
+    if (p != nullptr) p->*phase += std::chrono::duration<double>(n - t).count();
+    t = n;
+  }
+};
+
+bool cpu_has(const char *feature) {
+  __builtin_cpu_init();
+  if (std::strcmp(feature, "avx512f") == 0) return __builtin_cpu_supports("avx512f");
+  if (std::strcmp(feature, "avx512bw") == 0) return __builtin_cpu_supports("avx512bw");
+  if (std::strcmp(feature, "avx512vl") == 0) return __builtin_cpu_supports("avx512vl");
+  if (std::strcmp(feature, "avx512dq") == 0) return __builtin_cpu_supports("avx512dq");
+  return false;
+}
+
+}  // namespace
+
+bool FastDecoder::supported(const ar_model_s &m, std::string *why) {
+  auto no = [&](const std::string &s) {
+    if (why != nullptr) *why = s;
+    return false;
+  };
+  if (!m.dev.is_cpu()) return no("not a CPU model");
+  if (m.dtype != at::kFloat && m.dtype != at::kBFloat16) return no("weights are neither f32 nor bf16");
+  if (m.autocast != at::ScalarType::Undefined) return no("autocast is on");
+  if (m.cfg.head_dim % 16 != 0 || m.cfg.head_dim > 256) return no("head_dim is not a multiple of 16 up to 256");
+  for (const char *f : {"avx512f", "avx512bw", "avx512vl", "avx512dq"})
+    if (!cpu_has(f)) return no(std::string("the CPU lacks ") + f);
+  return true;
+}
+
+FastDecoder::FastDecoder(const ar_model_s &m, int slots, int64_t max_len) : m_(m), max_len_(max_len) {
+  const auto &c = m.cfg;
+  int64_t qkv = (c.heads + 2 * c.kv_heads) * c.head_dim;
+  x_.resize(slots * c.hidden);
+  h_.resize(slots * c.hidden);
+  qkv_.resize(slots * qkv);
+  att_.resize(slots * c.heads * c.head_dim);
+  gu_.resize(slots * 2 * c.intermediate);
+  act_.resize(slots * c.intermediate);
+  scores_.resize(slots * c.heads * max_len);
+  cos_.resize(slots * c.head_dim / 2);
+  sin_.resize(slots * c.head_dim / 2);
+}
+
+void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int64_t *tokens, int64_t S,
+                          std::vector<at::Tensor> &K, std::vector<at::Tensor> &V, float *const *logits,
+                          StepProfile *prof) {
+  const auto &c = m_.cfg;
+  const int64_t H = c.hidden, hd = c.head_dim, half = hd / 2, nh = c.heads, nkv = c.kv_heads, g = nh / nkv;
+  const int64_t I = c.intermediate, QKV = (nh + 2 * nkv) * hd;
+  const bool bf = m_.dtype == at::kBFloat16;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  Lap lap{prof};
+
+  // Row pointers into the activation buffers, one per slot of the batch.
+  auto rows = [S](std::vector<float> &buf, int64_t width) {
+    std::vector<float *> r(S);
+    for (int64_t i = 0; i < S; i++) r[i] = buf.data() + i * width;
+    return r;
+  };
+  auto hrows = rows(h_, H), qkvrows = rows(qkv_, QKV), gurows = rows(gu_, 2 * I);
+
+  // Embedding rows, and the rotary tables at each slot's position (f32, as
+  // the model computes them: freqs = position * inv_freq).
+  for (int64_t i = 0; i < S; i++) {
+    if (bf) {
+      const uint16_t *e = static_cast<const uint16_t *>(m_.embed.data_ptr()) + tokens[i] * H;
+      for (int64_t j = 0; j < H; j++) x_[i * H + j] = bf16_to_f32(e[j]);
+    } else {
+      std::memcpy(&x_[i * H], m_.embed.data_ptr<float>() + tokens[i] * H, sizeof(float) * H);
+    }
+    const float *inv = m_.inv_freq.data_ptr<float>();
+    for (int64_t j = 0; j < half; j++) {
+      float f = static_cast<float>(start[i]) * inv[j];
+      cos_[i * half + j] = std::cos(f);
+      sin_[i * half + j] = std::sin(f);
+    }
+  }
+  auto norm = [&](const at::Tensor &w, const float *in, float *out) {
+    if (bf) rms_norm_rows(in, static_cast<const uint16_t *>(w.data_ptr()), out, S, H, c.rms_eps);
+    else rms_norm_rows(in, w.data_ptr<float>(), out, S, H, c.rms_eps);
+  };
+  auto add_residual = [&]() {
+    for (int64_t i = 0; i < S * H; i++) x_[i] += h_[i];
+  };
+  lap(&StepProfile::other);
+
+  for (size_t li = 0; li < m_.layers.size(); li++) {
+    const auto &l = m_.layers[li];
+    norm(l.input_layernorm, x_.data(), h_.data());
+    lap(&StepProfile::other);
+    products({{&l.q_w, &l.q_b, 0}, {&l.k_w, &l.k_b, nh * hd}, {&l.v_w, &l.v_b, (nh + nkv) * hd}}, H, h_.data(), S,
+             qkvrows.data(), bf);
+    lap(&StepProfile::products);
+
+    // Attention, one task per (slot, kv head): RoPE on its k and q heads,
+    // the cache write at the slot's position, then the group's queries.
+    at::Tensor &kc = K[li], &vc = V[li];
+    parallel_tasks(S * nkv, [&](int64_t t) {
+      {
+        int64_t i = t / nkv, kh = t % nkv, L = start[i] + 1;
+        float *row = &qkv_[i * QKV];
+        float *q = row + kh * g * hd, *k = row + (nh + kh) * hd, *v = row + (nh + nkv + kh) * hd;
+        const float *cs = &cos_[i * half], *sn = &sin_[i * half];
+        rope_head(k, cs, sn, half);
+        for (int64_t j = 0; j < g; j++) rope_head(q + j * hd, cs, sn, half);
+        int64_t off = ((slots[i] * nkv + kh) * max_len_) * hd;  // [slot, kh, 0, 0]
+        float *out = &att_[i * nh * hd + kh * g * hd];
+        float *sc = &scores_[(i * nh + kh * g) * max_len_];
+        if (bf) {
+          uint16_t *kp = static_cast<uint16_t *>(kc.data_ptr()) + off, *vp = static_cast<uint16_t *>(vc.data_ptr()) + off;
+          for (int64_t d = 0; d < hd; d++) {
+            kp[start[i] * hd + d] = f32_to_bf16(k[d]);
+            vp[start[i] * hd + d] = f32_to_bf16(v[d]);
+          }
+          attend_group(q, g, kp, vp, L, hd, scale, sc, out);
+        } else {
+          float *kp = kc.data_ptr<float>() + off, *vp = vc.data_ptr<float>() + off;
+          std::memcpy(kp + start[i] * hd, k, sizeof(float) * hd);
+          std::memcpy(vp + start[i] * hd, v, sizeof(float) * hd);
+          attend_group(q, g, kp, vp, L, hd, scale, sc, out);
+        }
+      }
+    });
+    lap(&StepProfile::attention);
+
+    products({{&l.o_w, nullptr, 0}}, nh * hd, att_.data(), S, hrows.data(), bf);
+    lap(&StepProfile::products);
+    add_residual();
+    norm(l.post_attention_layernorm, x_.data(), h_.data());
+    lap(&StepProfile::other);
+    products({{&l.gate, nullptr, 0}, {&l.up, nullptr, I}}, H, h_.data(), S, gurows.data(), bf);
+    lap(&StepProfile::products);
+    for (int64_t i = 0; i < S; i++) silu_mul(&gu_[i * 2 * I], &gu_[i * 2 * I + I], &act_[i * I], I);
+    lap(&StepProfile::other);
+    products({{&l.down, nullptr, 0}}, I, act_.data(), S, hrows.data(), bf);
+    lap(&StepProfile::products);
+    add_residual();
+  }
+  norm(m_.norm, x_.data(), h_.data());
+  lap(&StepProfile::other);
+  products({{&m_.lm_head, nullptr, 0}}, H, h_.data(), S, logits, bf);
+  lap(&StepProfile::products);
+}
+
+namespace {
+
+// Row statistics for sampling: the maximum and the first index holding it.
+AR_AVX512 void row_max(const float *row, int64_t V, float *mx, int64_t *arg) {
+  __m512 vm = _mm512_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 16 <= V; i += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(row + i));
+  float m = _mm512_reduce_max_ps(vm);
+  for (; i < V; i++) m = std::max(m, row[i]);
+  *mx = m;
+  for (i = 0; i + 16 <= V; i += 16) {
+    __mmask16 eq = _mm512_cmp_ps_mask(_mm512_loadu_ps(row + i), _mm512_set1_ps(m), _CMP_EQ_OQ);
+    if (eq) {
+      *arg = i + __builtin_ctz(eq);
+      return;
+    }
+  }
+  for (; i < V; i++)
+    if (row[i] == m) {
+      *arg = i;
+      return;
+    }
+  *arg = 0;  // all NaN
+}
+
+// exp((row - mx) * invT) summed per block of 16 (the last block padded with
+// zeros) into blocks; returns the total, added in order in double.
+AR_AVX512 double block_sums(const float *row, int64_t V, float mx, float invT, float *blocks) {
+  __m512 vm = _mm512_set1_ps(mx), vt = _mm512_set1_ps(invT);
+  double total = 0;
+  for (int64_t i = 0, b = 0; i < V; i += 16, b++) {
+    __mmask16 mk = V - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (V - i)) - 1);
+    __m512 e = exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, row + i), vm), vt));
+    blocks[b] = _mm512_mask_reduce_add_ps(mk, e);
+    total += blocks[b];
+  }
+  return total;
+}
+
+AR_AVX512 void block_exps(const float *row, int64_t n, float mx, float invT, float *out) {
+  __mmask16 mk = static_cast<__mmask16>((1u << n) - 1);
+  __m512 e = exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, row), _mm512_set1_ps(mx)), _mm512_set1_ps(invT)));
+  _mm512_mask_storeu_ps(out, mk, e);
+}
+
+}  // namespace
+
+void sample_fast(const float *row, int64_t V, double T, double u, int64_t *token, float *lp) {
+  const bool greedy = T <= 0;
+  const float invT = greedy ? 1.0f : static_cast<float>(1.0 / T);
+  float mx;
+  int64_t arg;
+  row_max(row, V, &mx, &arg);
+  thread_local std::vector<float> blocks;
+  blocks.resize((V + 15) / 16);
+  const double z = block_sums(row, V, mx, invT, blocks.data());
+  int64_t tok = arg;
+  if (!greedy) {
+    // The first token whose cumulative mass reaches u * z, skipping tokens
+    // of zero probability (the CDF is flat there); the most likely token
+    // when rounding leaves the target beyond the total.
+    const double target = u * z;
+    double cum = 0;
+    for (int64_t b = 0; b < static_cast<int64_t>(blocks.size()); b++) {
+      if (cum + blocks[b] < target) {
+        cum += blocks[b];
+        continue;
+      }
+      float e[16];
+      int64_t n = std::min<int64_t>(16, V - b * 16);
+      block_exps(row + b * 16, n, mx, invT, e);
+      int64_t found = -1;
+      for (int64_t j = 0; j < n; j++) {
+        cum += e[j];
+        if (cum >= target && e[j] > 0) {
+          found = b * 16 + j;
+          break;
+        }
+      }
+      if (found >= 0) {
+        tok = found;
+        break;
+      }
+    }
+  }
+  *token = tok;
+  *lp = static_cast<float>((row[tok] - mx) * invT - std::log(z));
+}
+
+}  // namespace ar
+
+#else  // not x86-64
+
+namespace ar {
+
+void parallel_tasks(int64_t n, const std::function<void(int64_t)> &fn) {
+  for (int64_t i = 0; i < n; i++) fn(i);
+}
+
+bool FastDecoder::supported(const ar_model_s &, std::string *why) {
+  if (why != nullptr) *why = "not an x86-64 CPU";
+  return false;
+}
+
+FastDecoder::FastDecoder(const ar_model_s &m, int, int64_t max_len) : m_(m), max_len_(max_len) {}
+
+void FastDecoder::forward(const int64_t *, const int64_t *, const int64_t *, int64_t, std::vector<at::Tensor> &,
+                          std::vector<at::Tensor> &, float *const *, StepProfile *) {
+  TORCH_CHECK(false, "the hand-written decode step needs an x86-64 CPU");
+}
+
+void sample_fast(const float *, int64_t, double, double, int64_t *, float *) {
+  TORCH_CHECK(false, "the hand-written sampler needs an x86-64 CPU");
+}
+
+}  // namespace ar
+
+#endif

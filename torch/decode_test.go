@@ -1,0 +1,391 @@
+package torch
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// kernelConfig is a tiny model the hand-written decode step supports
+// (head_dim 16), with sizes that exercise every edge of its kernels: hidden
+// 40 and intermediate 52 are not multiples of 16 or 32 (masked column
+// tails), vocab 97 is not a multiple of 4 (a one-row block), and 4 query
+// heads share 2 kv heads.
+func kernelConfig() Config {
+	return Config{ModelType: "qwen2", Vocab: 97, Hidden: 40, Intermediate: 52, Layers: 2, Heads: 4, KVHeads: 2,
+		HeadDim: 16, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 256}
+}
+
+// withBiases gives the q/k/v biases (zero when drawn) nonzero values, so
+// that the tests see whether a path adds them.
+func withBiases(t *testing.T, m *Model) {
+	t.Helper()
+	for k, name := range m.Names() {
+		if !strings.HasSuffix(name, ".bias") {
+			continue
+		}
+		p, err := m.Param(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape, _ := p.Shape()
+		p.Free()
+		vals := make([]float32, shape[0])
+		for i := range vals {
+			vals[i] = float32(0.3 * math.Sin(float64(7*k+i)))
+		}
+		b, _ := FromFloat32(vals, shape...)
+		err = m.SetParam(name, b)
+		b.Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// newEngineOn makes an engine on path, or fails the test.
+func newEngineOn(t *testing.T, m *Model, slots int, p DecodePath) *Engine {
+	t.Helper()
+	e, err := NewEngine(m, slots, 128)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetDecodePath(p); err != nil {
+		e.Free()
+		t.Fatal(err)
+	}
+	return e
+}
+
+// kernelsOrSkip skips a test on machines where the hand-written step cannot
+// run (no AVX-512), saying why.
+func kernelsOrSkip(t *testing.T, m *Model) {
+	t.Helper()
+	e, err := NewEngine(m, 1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Free()
+	if p, why, _ := e.DecodePath(); p != DecodeKernels {
+		t.Skipf("the decode kernels do not run here: %s", why)
+	}
+}
+
+func maxDiff32(a, b []float32) float64 {
+	var d float64
+	for i := range a {
+		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
+}
+
+// The three decode paths (hand-written kernels, fused libtorch, unfused
+// libtorch as the training forward) agree step by step in f32: the same
+// pending logits within 1e-5, the same sampled tokens, the same logprobs
+// within 1e-5, and each equals the full pass. Six slots of different
+// lengths decode together (input rows in a group of 4 and one of 2), in an
+// order that is not the slot order, at temperature 0.7 and greedily.
+func TestDecodePathsAgree(t *testing.T) {
+	m, err := NewRandomModel(kernelConfig(), Float32, CPU, false, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	withBiases(t, m)
+	kernelsOrSkip(t, m)
+	paths := []DecodePath{DecodeKernels, DecodeFused, DecodeUnfused}
+	engines := make([]*Engine, len(paths))
+	for i, p := range paths {
+		engines[i] = newEngineOn(t, m, 6, p)
+		defer engines[i].Free()
+	}
+	const S = 6
+	hist := make([][]int64, S)
+	for s := range hist {
+		hist[s] = seq(3+5*s, int64(s+1))
+		for i, e := range engines {
+			if err := e.Prefill(s, hist[s]); err != nil {
+				t.Fatalf("%v prefill: %v", paths[i], err)
+			}
+			e.Seed(s, uint64(40+s))
+		}
+	}
+	order := []int{4, 1, 5, 0, 3, 2}
+	V := m.Config.Vocab
+	for step := 0; step < 8; step++ {
+		samp := Sampling{Temperature: 0.7}
+		if step%3 == 2 {
+			samp = Sampling{} // greedy
+		}
+		toks := make([][]int64, len(paths))
+		lps := make([][]float32, len(paths))
+		for i, e := range engines {
+			toks[i], lps[i] = make([]int64, S), make([]float32, S)
+			if err := e.Step(order, samp, toks[i], lps[i]); err != nil {
+				t.Fatalf("step %d on %v: %v", step, paths[i], err)
+			}
+		}
+		for j, s := range order {
+			for i := 1; i < len(paths); i++ {
+				if toks[i][j] != toks[0][j] || math.Abs(float64(lps[i][j]-lps[0][j])) > 1e-5 {
+					t.Fatalf("step %d slot %d: %v drew %d (logprob %v), %v drew %d (logprob %v)",
+						step, s, paths[0], toks[0][j], lps[0][j], paths[i], toks[i][j], lps[i][j])
+				}
+			}
+			// The logprob is that of the token under the full pass, at
+			// the sampling temperature (1 when greedy).
+			row := fullLogits(t, m, hist[s])[(len(hist[s])-1)*V:]
+			temp := samp.Temperature
+			if temp <= 0 {
+				temp = 1
+			}
+			scaled := make([]float32, V)
+			for k := range row {
+				scaled[k] = float32(float64(row[k]) / temp)
+			}
+			if d := math.Abs(float64(lps[0][j]) - logSoftmaxAt(scaled, int(toks[0][j]))); d > 1e-5 {
+				t.Fatalf("step %d slot %d: kernels logprob %v, full pass %v", step, s, lps[0][j], logSoftmaxAt(scaled, int(toks[0][j])))
+			}
+			hist[s] = append(hist[s], toks[0][j])
+		}
+		for s := 0; s < S; s++ {
+			want := fullLogits(t, m, hist[s])[(len(hist[s])-1)*V:]
+			for i, e := range engines {
+				got, err := e.PendingLogits(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := maxDiff32(got, want); d > 1e-5 {
+					t.Fatalf("step %d slot %d: %v logits differ from the full pass by %g", step, s, paths[i], d)
+				}
+			}
+		}
+	}
+}
+
+// After the policy's weights change (an AdamW step on the policy, then the
+// rollout copy refreshed with CopyWeightsFrom, as the trainer does before
+// every rollout), every path decodes with the new weights: the fused
+// path's concatenated copies must not go stale.
+func TestDecodeFollowsWeightUpdate(t *testing.T) {
+	cfg := kernelConfig()
+	policy, err := NewRandomModel(cfg, Float32, CPU, false, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer policy.Free()
+	rollout, err := NewModel(cfg, Float32, CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rollout.Free()
+	withBiases(t, policy)
+	if err := rollout.CopyWeightsFrom(policy); err != nil {
+		t.Fatal(err)
+	}
+	prompt := seq(7, 3)
+	V := cfg.Vocab
+	paths := []DecodePath{DecodeAuto, DecodeFused, DecodeUnfused}
+	engines := make([]*Engine, len(paths))
+	for i, p := range paths {
+		engines[i] = newEngineOn(t, rollout, 1, p)
+		defer engines[i].Free()
+	}
+	// decode prefills the prompt afresh and takes two greedy steps; the
+	// pending logits must be the full pass of the policy.
+	decode := func(when string) {
+		for i, e := range engines {
+			if err := e.Release(0); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.Prefill(0, prompt); err != nil {
+				t.Fatal(err)
+			}
+			hist := append([]int64(nil), prompt...)
+			tok, lp := make([]int64, 1), make([]float32, 1)
+			for k := 0; k < 2; k++ {
+				if err := e.Step([]int{0}, Sampling{}, tok, lp); err != nil {
+					t.Fatal(err)
+				}
+				hist = append(hist, tok[0])
+			}
+			got, _ := e.PendingLogits(0)
+			want := fullLogits(t, policy, hist)[(len(hist)-1)*V:]
+			if d := maxDiff32(got, want); d > 1e-5 {
+				t.Errorf("%s: the %v engine is %g away from the policy's full pass", when, paths[i], d)
+			}
+		}
+	}
+	decode("before the update")
+	// One AdamW step with a large learning rate on the summed logprobs of
+	// a sequence: every weight moves.
+	params, err := policy.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, p := range params {
+			p.Free()
+		}
+	}()
+	opt, err := NewAdamW(params, nil, []AdamWGroup{{LR: 0.05, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Free()
+	ids := seq(12, 9)
+	pos, attn := make([]int64, 12), make([]int64, 12)
+	for i := range pos {
+		pos[i], attn[i] = int64(i), 1
+	}
+	s := NewScope()
+	out, err := policy.Forward(Batch{B: 1, T: 12, IDs: ids, Attn: attn, Positions: pos}, ForwardOptions{Grad: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Own(out.LogProbs)
+	if err := s.Sum(out.LogProbs).Backward(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if err := opt.Step(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rollout.CopyWeightsFrom(policy); err != nil {
+		t.Fatal(err)
+	}
+	decode("after an AdamW step and CopyWeightsFrom")
+	// SetParam (a checkpoint load) on one fused weight only.
+	up, _ := policy.Param("model.layers.1.mlp.up_proj.weight")
+	s = NewScope()
+	scaled := s.MulScalar(up, 1.5)
+	up.Free()
+	if err := policy.SetParam("model.layers.1.mlp.up_proj.weight", scaled); err != nil {
+		t.Fatal(err)
+	}
+	if err := rollout.SetParam("model.layers.1.mlp.up_proj.weight", scaled); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	decode("after SetParam of up_proj")
+}
+
+// A bf16 model decodes through the kernels (bf16 weights widened in
+// registers, f32 activations) close to libtorch's bf16 path and to the f32
+// model it was copied from: bf16 rounding, not a different function.
+func TestDecodeKernelsBF16(t *testing.T) {
+	cfg := kernelConfig()
+	m32, err := NewRandomModel(cfg, Float32, CPU, false, 13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m32.Free()
+	m16, err := NewModel(cfg, BFloat16, CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m16.Free()
+	withBiases(t, m32)
+	if err := m16.CopyWeightsFrom(m32); err != nil {
+		t.Fatal(err)
+	}
+	kernelsOrSkip(t, m16)
+	ek := newEngineOn(t, m16, 2, DecodeKernels)
+	defer ek.Free()
+	hist := [][]int64{seq(6, 1), seq(11, 2)}
+	for s, h := range hist {
+		if err := ek.Prefill(s, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	V := cfg.Vocab
+	tok, lp := make([]int64, 2), make([]float32, 2)
+	for step := 0; step < 4; step++ {
+		if err := ek.Step([]int{0, 1}, Sampling{Temperature: 1}, tok, lp); err != nil {
+			t.Fatal(err)
+		}
+		for s := range hist {
+			hist[s] = append(hist[s], tok[s])
+			got, _ := ek.PendingLogits(s)
+			// libtorch's bf16 path on the same history (prefill runs it).
+			eu := newEngineOn(t, m16, 1, DecodeUnfused)
+			if err := eu.Prefill(0, hist[s]); err != nil {
+				t.Fatal(err)
+			}
+			ref, _ := eu.PendingLogits(0)
+			eu.Free()
+			want := fullLogits(t, m32, hist[s])[(len(hist[s])-1)*V:]
+			d32, d16 := maxDiff32(got, want), maxDiff32(got, ref)
+			if d32 == 0 || d32 > 0.05 || d16 > 0.05 {
+				t.Errorf("step %d slot %d: bf16 kernels are %g from the f32 model and %g from libtorch bf16, want bf16 rounding (0 < d <= 0.05)",
+					step, s, d32, d16)
+			}
+		}
+	}
+}
+
+// The profile counts steps and attributes time to the phases; reset
+// starts again. Kernels unavailable here is reported with a reason.
+func TestDecodeProfileAndPath(t *testing.T) {
+	m, err := NewRandomModel(kernelConfig(), Float32, CPU, false, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	e, err := NewEngine(m, 2, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Free()
+	e.Prefill(0, seq(4, 1))
+	e.Prefill(1, seq(5, 2))
+	tok, lp := make([]int64, 2), make([]float32, 2)
+	for i := 0; i < 3; i++ {
+		if err := e.Step([]int{0, 1}, Sampling{Temperature: 1}, tok, lp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := e.Profile(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Steps != 3 || !(p.Products > 0) || !(p.Sampling > 0) || p.Attention < 0 || p.Other < 0 {
+		t.Errorf("profile after 3 steps: %+v", p)
+	}
+	if p, _ := e.Profile(false); p.Steps != 0 || p.Total() != 0 {
+		t.Errorf("profile after reset: %+v", p)
+	}
+	// Autocast turned on after the engine was made: the kernels do not
+	// emulate it, so steps go to the fused path until it is off again.
+	if p0, _, _ := e.DecodePath(); p0 == DecodeKernels {
+		m.SetAutocast(true, BFloat16)
+		if p, why, _ := e.DecodePath(); p != DecodeFused || !strings.Contains(why, "autocast") {
+			t.Errorf("under autocast: path %v (%q), want fused because of autocast", p, why)
+		}
+		if err := e.SetDecodePath(DecodeKernels); err == nil {
+			t.Error("kernels forced under autocast")
+		}
+		m.SetAutocast(false, BFloat16)
+		if p, why, _ := e.DecodePath(); p != DecodeKernels || why != "" {
+			t.Errorf("autocast off again: path %v (%q)", p, why)
+		}
+	}
+	// A model the kernels cannot run (head_dim 8) says why and decodes fused.
+	small, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 2)
+	defer small.Free()
+	e2, err := NewEngine(small, 1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Free()
+	path, why, err := e2.DecodePath()
+	if err != nil || path != DecodeFused || !strings.Contains(why, "head_dim") {
+		t.Errorf("head_dim 8: path %v (%q, %v), want fused because of head_dim", path, why, err)
+	}
+	if err := e2.SetDecodePath(DecodeKernels); err == nil || !strings.Contains(err.Error(), "head_dim") {
+		t.Errorf("forcing the kernels on head_dim 8: %v", err)
+	}
+	if err := e2.SetDecodePath(DecodePath(9)); err == nil {
+		t.Error("decode path 9 accepted")
+	}
+}
