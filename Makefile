@@ -50,7 +50,7 @@ deps:
 	@if [ -x third_party/npm/node_modules/.bin/mcp-server-filesystem ] && [ -x third_party/npm/node_modules/.bin/mcp-server-everything ]; then \
 	  echo "deps: $(NPM_MCP) present"; \
 	elif command -v npm >/dev/null; then echo "deps: npm install $(NPM_MCP) (into third_party/npm)"; \
-	  npm install --prefix third_party/npm --no-audit --no-fund --silent $(NPM_MCP) \
+	  timeout 300 npm install --prefix third_party/npm --no-audit --no-fund --silent $(NPM_MCP) \
 	  || echo "deps: npm install failed; the tests of published MCP servers will skip"; \
 	else echo "deps: no npm; the tests of published MCP servers will skip"; fi
 
