@@ -28,7 +28,7 @@ type answer struct {
 func decode(b []byte) (float64, map[string]float64, error) {
 	var a answer
 	if err := json.Unmarshal(b, &a); err != nil || a.Reward == nil {
-		return 0, nil, fmt.Errorf(`want {"reward": number, "components": {...}}, got %s`, clip(strings.TrimSpace(string(b)), 200))
+		return 0, nil, fmt.Errorf(`want {"reward": number, "components": {...}}, got %s`, envs.Excerpt(strings.TrimSpace(string(b)), 200))
 	}
 	if math.IsNaN(*a.Reward) || math.IsInf(*a.Reward, 0) {
 		return 0, nil, fmt.Errorf("reward %v is not finite", *a.Reward)
@@ -54,7 +54,7 @@ func (c Command) Score(ctx context.Context, ep envs.Episode) (float64, map[strin
 		if ctx.Err() != nil {
 			return 0, nil, fmt.Errorf("%s: %w", c.Argv[0], ctx.Err())
 		}
-		return 0, nil, fmt.Errorf("%s: %v: %s", c.Argv[0], err, clip(strings.TrimSpace(stderr.String()), 300))
+		return 0, nil, fmt.Errorf("%s: %v: %s", c.Argv[0], err, envs.Excerpt(strings.TrimSpace(stderr.String()), 300))
 	}
 	r, comps, err := decode(stdout.Bytes())
 	if err != nil {
@@ -95,18 +95,11 @@ func (h HTTP) Score(ctx context.Context, ep envs.Episode) (float64, map[string]f
 		return 0, nil, fmt.Errorf("POST %s: %w", h.URL, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return 0, nil, fmt.Errorf("POST %s: %s: %s", h.URL, resp.Status, clip(strings.TrimSpace(string(b)), 200))
+		return 0, nil, fmt.Errorf("POST %s: %s: %s", h.URL, resp.Status, envs.Excerpt(strings.TrimSpace(string(b)), 200))
 	}
 	r, comps, err := decode(b)
 	if err != nil {
 		return 0, nil, fmt.Errorf("POST %s: %w", h.URL, err)
 	}
 	return r, comps, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

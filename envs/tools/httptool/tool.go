@@ -143,21 +143,14 @@ func (t *Tool) post(ctx context.Context, body []byte) (envs.Result, error) {
 		return envs.Result{}, serviceError{fmt.Sprintf("%s: reading the answer: %v", t.cfg.Name, err)}
 	}
 	if resp.StatusCode/100 != 2 {
-		return envs.Result{}, serviceError{fmt.Sprintf("%s: %s: %s", t.cfg.Name, resp.Status, clip(strings.TrimSpace(string(b)), 200))}
+		return envs.Result{}, serviceError{fmt.Sprintf("%s: %s: %s", t.cfg.Name, resp.Status, envs.Excerpt(strings.TrimSpace(string(b)), 200))}
 	}
 	var r response
 	if err := json.Unmarshal(b, &r); err != nil || (r.Content == nil && r.Error == "") {
-		return envs.Result{}, serviceError{fmt.Sprintf(`%s: the answer is not {"content": ...} or {"error": ...}: %s`, t.cfg.Name, clip(string(b), 200))}
+		return envs.Result{}, serviceError{fmt.Sprintf(`%s: the answer is not {"content": ...} or {"error": ...}: %s`, t.cfg.Name, envs.Excerpt(string(b), 200))}
 	}
 	if r.Error != "" {
 		return envs.Result{}, errors.New(r.Error)
 	}
 	return envs.Result{Content: *r.Content, OK: true, Refs: r.Refs}, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentrl/agentrl/envs"
 )
 
 // ProtocolVersion is the MCP revision the client asks for. A server that
@@ -103,7 +105,7 @@ func (c *Client) initialize(ctx context.Context, s *session) error {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil || res.ProtocolVersion == "" {
-		return fmt.Errorf("initialize result without a protocolVersion: %s", clip(string(raw), 200))
+		return fmt.Errorf("initialize result without a protocolVersion: %s", envs.Excerpt(string(raw), 200))
 	}
 	s.t.setProtocolVersion(res.ProtocolVersion)
 	return s.t.notify(ctx, "notifications/initialized", nil)

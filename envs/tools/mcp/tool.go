@@ -47,11 +47,3 @@ func (t *tool) Call(ctx context.Context, args json.RawMessage) (envs.Result, err
 	}
 	return envs.Result{Content: text, OK: true}, nil
 }
-
-// clip shortens s to n bytes for messages.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
