@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -49,14 +50,18 @@ func OpenReadOnly(path string) (*Store, error) {
 	return &Store{path: path, db: db, ro: db, readOnly: true}, nil
 }
 
+// tables reports how many tables db has and whether one is the store's
+// runs table: how a store is told from any other SQLite file.
+func tables(db *sql.DB) (n int, hasRuns bool, err error) {
+	var runs int
+	err = db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(name = 'runs'), 0) FROM sqlite_master WHERE type = 'table'`).Scan(&n, &runs)
+	return n, runs > 0, err
+}
+
 // checkStore checks that db is a store whose schema this build reads.
 func checkStore(db *sql.DB) error {
-	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'").Scan(&n); err != nil {
-		return err
-	}
-	if n == 0 {
-		return ErrNotAStore
+	if _, hasRuns, err := tables(db); err != nil || !hasRuns {
+		return cmp.Or(err, ErrNotAStore)
 	}
 	var v int
 	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {

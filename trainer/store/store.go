@@ -90,12 +90,11 @@ func refuseForeign(path string) error {
 		return err
 	}
 	defer db.Close()
-	var tables, runs int
-	err = db.QueryRow(`SELECT COUNT(*), COALESCE(SUM(name = 'runs'), 0) FROM sqlite_master WHERE type = 'table'`).Scan(&tables, &runs)
+	n, hasRuns, err := tables(db)
 	if err != nil && !cantOpen(err) {
 		return err
 	}
-	if tables > 0 && runs == 0 {
+	if n > 0 && !hasRuns {
 		return ErrNotAStore
 	}
 	return nil
