@@ -290,10 +290,6 @@ func (t *Trainer) Close() error {
 	return first
 }
 
-// Leader reports whether this process owns the run's store, checkpoints
-// and results: always in a single process, rank 0 in a data-parallel job.
-func (t *Trainer) Leader() bool { return t.dist.Leader() }
-
 // syncReplicas makes every rank's trainable weights rank 0's, as DDP does
 // at start: the ranks then stay identical because they apply the same
 // summed gradients.

@@ -166,14 +166,6 @@ func (g *Group) World() int {
 // checkpoints and reports.
 func (g *Group) Leader() bool { return g.Rank() == 0 }
 
-// Env is this rank's environment (zero for a single process).
-func (g *Group) Env() Env {
-	if g == nil {
-		return Env{World: 1, LocalWorld: 1}
-	}
-	return g.env
-}
-
 // wrap names the collective that failed and what usually causes it.
 func (g *Group) wrap(what string, err error) error {
 	if err == nil {
