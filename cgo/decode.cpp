@@ -36,6 +36,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -44,6 +45,7 @@
 #include <mutex>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 namespace ar {
 
@@ -441,56 +443,139 @@ inline void rope_head(float *v, const float *cos, const float *sin, int64_t half
   }
 }
 
-// attend_group: the g query heads q [g, hd] that share one kv head attend
-// to keys and values K, V [L, hd] (cache rows of type C): softmax(q.K /
-// sqrt(hd)) . V into out [g, hd]. scores holds g * L floats. Each key and
-// value row is loaded (and for a bf16 cache widened) once for the g heads.
-template <typename C>
-AR_AVX512 void attend_group(const float *q, int64_t g, const C *K, const C *V, int64_t L, int64_t hd, float scale,
-                            float *scores, float *out) {
-  const int64_t nc = hd / 16;  // 16-float chunks per row (hd <= 256: the caller checks)
-  __m512 row[16];
-  for (int64_t p = 0; p < L; p++) {
-    for (int64_t c = 0; c < nc; c++) row[c] = load16(K + p * hd + 16 * c);
-    for (int64_t j = 0; j < g; j++) {
-      const float *qj = q + j * hd;
-      __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qj), row[0]);
-      for (int64_t c = 1; c < nc; c++) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qj + 16 * c), row[c], acc);
-      scores[j * L + p] = _mm512_reduce_add_ps(acc) * scale;
+// load_row widens one cache row (NC chunks of 16) to f32 in registers. A
+// bf16 row with an even number of chunks is widened by pairs (as in
+// dot_pairs): chunks 2c and 2c + 1 then hold the even and the odd columns
+// of columns 32c..32c + 31, and the caller's query and output follow that
+// order.
+template <typename C, int NC>
+AR_AVX512 inline __attribute__((always_inline)) void load_row(const C *p, __m512 (&row)[NC]) {
+  if constexpr (std::is_same_v<C, uint16_t> && NC % 2 == 0) {
+    const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; c += 2) {
+      __m512i v = _mm512_loadu_si512(p + 16 * c);
+      row[c] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+      row[c + 1] = _mm512_castsi512_ps(_mm512_and_si512(v, high));
+    }
+  } else {
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; c++) row[c] = load16(p + 16 * c);
+  }
+}
+
+// attend_group: the g query heads q [g, hd] (hd = 16 NC) that share one kv
+// head attend to keys and values K, V [L, hd] (cache rows of type C):
+// softmax(q.K / sqrt(hd)) . V into out [g, hd]. scores holds g * L floats.
+// Scores: per head, the query stays in registers and 16 positions are
+// summed at once by reduce16. Values: up to 16 / NC heads at a time
+// accumulate in registers, so each value row is loaded (and widened) once
+// per pass. 2.3x faster than a horizontal sum per score and accumulators
+// in memory (medium benchmark, one layer: 43 vs 100 us per core).
+template <typename C, int NC>
+AR_AVX512 void attend_group(const float *q, int64_t g, const C *K, const C *V, int64_t L, float scale, float *scores,
+                            float *out) {
+  constexpr int64_t hd = 16 * NC;
+  constexpr bool pairs = std::is_same_v<C, uint16_t> && NC % 2 == 0;
+  constexpr int GB = NC >= 16 ? 1 : 16 / NC;  // heads per pass over the values
+  for (int64_t j = 0; j < g; j++) {
+    const float *qj = q + j * hd;
+    float qd[hd];
+    if constexpr (pairs) {
+      for (int c = 0; c < NC; c += 2)
+        for (int i = 0; i < 16; i++) {
+          qd[16 * c + i] = qj[16 * c + 2 * i];
+          qd[16 * c + 16 + i] = qj[16 * c + 2 * i + 1];
+        }
+      qj = qd;
+    }
+    __m512 qv[NC];
+#pragma GCC unroll 16
+    for (int c = 0; c < NC; c++) qv[c] = _mm512_mul_ps(_mm512_loadu_ps(qj + 16 * c), _mm512_set1_ps(scale));
+    float *sj = scores + j * L;
+    for (int64_t p0 = 0; p0 < L; p0 += 16) {
+      const int64_t n = std::min<int64_t>(16, L - p0);
+      __m512 acc[16];
+#pragma GCC unroll 16
+      for (int i = 0; i < 16; i++) {
+        acc[i] = _mm512_setzero_ps();
+        if (i < n) {
+          __m512 row[NC];
+          load_row<C, NC>(K + (p0 + i) * hd, row);
+#pragma GCC unroll 16
+          for (int c = 0; c < NC; c++) acc[i] = _mm512_fmadd_ps(qv[c], row[c], acc[i]);
+        }
+      }
+      _mm512_mask_storeu_ps(sj + p0, static_cast<__mmask16>((1u << n) - 1), reduce16(acc));
     }
   }
   for (int64_t j = 0; j < g; j++) {
     float *sj = scores + j * L;
-    float mx = -INFINITY;
-    for (int64_t p = 0; p < L; p++) mx = std::max(mx, sj[p]);
-    __m512 vm = _mm512_set1_ps(mx), vs = _mm512_setzero_ps();
-    int64_t p = 0;
-    for (; p + 16 <= L; p += 16) {
-      __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(sj + p), vm));
-      _mm512_storeu_ps(sj + p, e);
+    auto mask = [L](int64_t p) {
+      return L - p >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (L - p)) - 1);
+    };
+    __m512 vmx = _mm512_set1_ps(-INFINITY);
+    for (int64_t p = 0; p < L; p += 16) vmx = _mm512_mask_max_ps(vmx, mask(p), vmx, _mm512_maskz_loadu_ps(mask(p), sj + p));
+    __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmx)), vs = _mm512_setzero_ps();
+    for (int64_t p = 0; p < L; p += 16) {
+      __m512 e = _mm512_maskz_mov_ps(mask(p), exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask(p), sj + p), vm)));
+      _mm512_mask_storeu_ps(sj + p, mask(p), e);
       vs = _mm512_add_ps(vs, e);
     }
-    float sum = _mm512_reduce_add_ps(vs);
-    if (p < L) {
-      __mmask16 mk = static_cast<__mmask16>((1u << (L - p)) - 1);
-      __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, sj + p), vm));
-      _mm512_mask_storeu_ps(sj + p, mk, e);
-      sum += _mm512_mask_reduce_add_ps(mk, e);
-    }
-    float inv = 1.0f / sum;
-    for (int64_t p2 = 0; p2 < L; p2++) sj[p2] *= inv;
+    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vs));
+    for (int64_t p = 0; p < L; p += 16)
+      _mm512_mask_storeu_ps(sj + p, mask(p), _mm512_mul_ps(inv, _mm512_maskz_loadu_ps(mask(p), sj + p)));
   }
-  for (int64_t i = 0; i < g * hd; i++) out[i] = 0;
-  for (int64_t p = 0; p < L; p++) {
-    for (int64_t c = 0; c < nc; c++) row[c] = load16(V + p * hd + 16 * c);
-    for (int64_t j = 0; j < g; j++) {
-      __m512 w = _mm512_set1_ps(scores[j * L + p]);
-      float *oj = out + j * hd;
-      for (int64_t c = 0; c < nc; c++)
-        _mm512_storeu_ps(oj + 16 * c, _mm512_fmadd_ps(w, row[c], _mm512_loadu_ps(oj + 16 * c)));
+  for (int64_t j0 = 0; j0 < g; j0 += GB) {
+    const int64_t gb = std::min<int64_t>(GB, g - j0);
+    __m512 acc[GB][NC];
+#pragma GCC unroll 16
+    for (int b = 0; b < GB; b++)
+#pragma GCC unroll 16
+      for (int c = 0; c < NC; c++) acc[b][c] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < L; p++) {
+      __m512 row[NC];
+      load_row<C, NC>(V + p * hd, row);
+#pragma GCC unroll 16
+      for (int b = 0; b < GB; b++) {
+        if (b < gb) {
+          __m512 w = _mm512_set1_ps(scores[(j0 + b) * L + p]);
+#pragma GCC unroll 16
+          for (int c = 0; c < NC; c++) acc[b][c] = _mm512_fmadd_ps(w, row[c], acc[b][c]);
+        }
+      }
+    }
+    for (int64_t b = 0; b < gb; b++) {
+      float *o = out + (j0 + b) * hd;
+      if constexpr (pairs) {
+        float t[hd];
+        for (int c = 0; c < NC; c++) _mm512_storeu_ps(t + 16 * c, acc[b][c]);
+        for (int c = 0; c < NC; c += 2)
+          for (int i = 0; i < 16; i++) {
+            o[16 * c + 2 * i] = t[16 * c + i];
+            o[16 * c + 2 * i + 1] = t[16 * c + 16 + i];
+          }
+      } else {
+        for (int c = 0; c < NC; c++) _mm512_storeu_ps(o + 16 * c, acc[b][c]);
+      }
     }
   }
 }
+
+// AttendFn is attend_group for one cache type and head_dim; kAttend
+// holds them by [bf16][head_dim / 16 - 1] (head_dim <= 256: see supported).
+using AttendFn = void (*)(const float *, int64_t, const void *, const void *, int64_t, float, float *, float *);
+template <typename C, int NC>
+void attend_erased(const float *q, int64_t g, const void *K, const void *V, int64_t L, float scale, float *scores,
+                   float *out) {
+  attend_group<C, NC>(q, g, static_cast<const C *>(K), static_cast<const C *>(V), L, scale, scores, out);
+}
+template <typename C, int... NC>
+constexpr std::array<AttendFn, sizeof...(NC)> attend_table(std::integer_sequence<int, NC...>) {
+  return {attend_erased<C, NC + 1>...};
+}
+const std::array<AttendFn, 16> kAttend[2] = {attend_table<float>(std::make_integer_sequence<int, 16>{}),
+                                              attend_table<uint16_t>(std::make_integer_sequence<int, 16>{})};
 
 using Clock = std::chrono::steady_clock;
 
@@ -552,6 +637,7 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
   const int64_t I = c.intermediate, QKV = (nh + 2 * nkv) * hd;
   const bool bf = m_.dtype == at::kBFloat16;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  const AttendFn attend = kAttend[bf ? 1 : 0][hd / 16 - 1];
   Lap lap{prof};
 
   // Row pointers into the activation buffers, one per slot of the batch.
@@ -615,12 +701,12 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
             kp[start[i] * hd + d] = f32_to_bf16(k[d]);
             vp[start[i] * hd + d] = f32_to_bf16(v[d]);
           }
-          attend_group(q, g, kp, vp, L, hd, scale, sc, out);
+          attend(q, g, kp, vp, L, scale, sc, out);
         } else {
           float *kp = kc.data_ptr<float>() + off, *vp = vc.data_ptr<float>() + off;
           std::memcpy(kp + start[i] * hd, k, sizeof(float) * hd);
           std::memcpy(vp + start[i] * hd, v, sizeof(float) * hd);
-          attend_group(q, g, kp, vp, L, hd, scale, sc, out);
+          attend(q, g, kp, vp, L, scale, sc, out);
         }
       }
     });

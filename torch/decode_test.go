@@ -16,6 +16,18 @@ func kernelConfig() Config {
 		HeadDim: 16, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 256}
 }
 
+// kernelConfigs are the models the decode tests run on: kernelConfig, one
+// with head_dim 64, where attention takes bf16 cache rows by pairs (an even
+// number of 16-column chunks) and 3 query heads share a kv head, and one
+// with head_dim 48 (an odd number of chunks: widened one chunk at a time).
+func kernelConfigs() map[string]Config {
+	hd64 := kernelConfig()
+	hd64.Hidden, hd64.Heads, hd64.KVHeads, hd64.HeadDim = 72, 6, 2, 64
+	hd48 := kernelConfig()
+	hd48.Heads, hd48.KVHeads, hd48.HeadDim = 2, 1, 48
+	return map[string]Config{"head_dim 16": kernelConfig(), "head_dim 64": hd64, "head_dim 48": hd48}
+}
+
 // withBiases gives the q/k/v biases (zero when drawn) nonzero values, so
 // that the tests see whether a path adds them.
 func withBiases(t *testing.T, m *Model) {
@@ -37,6 +49,37 @@ func withBiases(t *testing.T, m *Model) {
 		b, _ := FromFloat32(vals, shape...)
 		err = m.SetParam(name, b)
 		b.Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sharpenAttention multiplies the q and k projections by factor, so that
+// attention is peaked rather than nearly uniform (as at 0.02 init, where
+// scores barely matter) and a wrong score moves the logits.
+func sharpenAttention(t *testing.T, m *Model, factor float32) {
+	t.Helper()
+	for _, name := range m.Names() {
+		if !strings.HasSuffix(name, "q_proj.weight") && !strings.HasSuffix(name, "k_proj.weight") {
+			continue
+		}
+		p, err := m.Param(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape, _ := p.Shape()
+		vals, err := p.Float32s()
+		p.Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range vals {
+			vals[i] *= factor
+		}
+		w, _ := FromFloat32(vals, shape...)
+		err = m.SetParam(name, w)
+		w.Free()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,12 +129,19 @@ func maxDiff32(a, b []float32) float64 {
 // lengths decode together (input rows in a group of 4 and one of 2), in an
 // order that is not the slot order, at temperature 0.7 and greedily.
 func TestDecodePathsAgree(t *testing.T) {
-	m, err := NewRandomModel(kernelConfig(), Float32, CPU, false, 11)
+	for name, cfg := range kernelConfigs() {
+		t.Run(name, func(t *testing.T) { decodePathsAgree(t, cfg) })
+	}
+}
+
+func decodePathsAgree(t *testing.T, cfg Config) {
+	m, err := NewRandomModel(cfg, Float32, CPU, false, 11)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Free()
 	withBiases(t, m)
+	sharpenAttention(t, m, 12)
 	kernelsOrSkip(t, m)
 	paths := []DecodePath{DecodeKernels, DecodeFused, DecodeUnfused}
 	engines := make([]*Engine, len(paths))
@@ -274,7 +324,12 @@ func TestDecodeFollowsWeightUpdate(t *testing.T) {
 // registers, f32 activations) close to libtorch's bf16 path and to the f32
 // model it was copied from: bf16 rounding, not a different function.
 func TestDecodeKernelsBF16(t *testing.T) {
-	cfg := kernelConfig()
+	for name, cfg := range kernelConfigs() {
+		t.Run(name, func(t *testing.T) { decodeKernelsBF16(t, cfg) })
+	}
+}
+
+func decodeKernelsBF16(t *testing.T, cfg Config) {
 	m32, err := NewRandomModel(cfg, Float32, CPU, false, 13)
 	if err != nil {
 		t.Fatal(err)
@@ -286,22 +341,25 @@ func TestDecodeKernelsBF16(t *testing.T) {
 	}
 	defer m16.Free()
 	withBiases(t, m32)
+	sharpenAttention(t, m32, 12)
 	if err := m16.CopyWeightsFrom(m32); err != nil {
 		t.Fatal(err)
 	}
 	kernelsOrSkip(t, m16)
-	ek := newEngineOn(t, m16, 2, DecodeKernels)
+	// Four slots (one group of 4 input rows for the products), with
+	// lengths on both sides of 16 and 32 (blocks of attention scores).
+	ek := newEngineOn(t, m16, 4, DecodeKernels)
 	defer ek.Free()
-	hist := [][]int64{seq(6, 1), seq(11, 2)}
+	hist := [][]int64{seq(6, 1), seq(14, 2), seq(30, 3), seq(40, 4)}
 	for s, h := range hist {
 		if err := ek.Prefill(s, h); err != nil {
 			t.Fatal(err)
 		}
 	}
 	V := cfg.Vocab
-	tok, lp := make([]int64, 2), make([]float32, 2)
+	tok, lp := make([]int64, 4), make([]float32, 4)
 	for step := 0; step < 4; step++ {
-		if err := ek.Step([]int{0, 1}, Sampling{Temperature: 1}, tok, lp); err != nil {
+		if err := ek.Step([]int{0, 1, 2, 3}, Sampling{Temperature: 1}, tok, lp); err != nil {
 			t.Fatal(err)
 		}
 		for s := range hist {
