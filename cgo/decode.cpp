@@ -221,6 +221,17 @@ AR_AVX512 inline __m512 reduce16(const __m512 *v) {
   return _mm512_add_ps(_mm512_shuffle_f32x4(v01, v23, 0x88), _mm512_shuffle_f32x4(v01, v23, 0xdd));
 }
 
+// widen_pairs splits 32 bf16 (16 pairs in 32-bit lanes) into the even
+// columns as f32 (each lane's low half moved up: a byte shuffle) and the odd
+// ones (its low half cleared: a mask). Both are exact. The shuffle runs on
+// the vector port that does not multiply (port 5), where a shift would take
+// a slot of the one 512-bit FMA port on this machine's cores.
+AR_AVX512 inline __attribute__((always_inline)) void widen_pairs(__m512i v, __m512 &even, __m512 &odd) {
+  const __m512i up = _mm512_set4_epi32(0x0d0c8080, 0x09088080, 0x05048080, 0x01008080);
+  even = _mm512_castsi512_ps(_mm512_shuffle_epi8(v, up));
+  odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+
 // dot<T, R, MM>: res[a*R + r] = sum_k x[a][k] w[r][k] for R weight rows of
 // type T (f32, or bf16 widened to f32 in registers: exact) with row stride
 // K, and MM f32 input rows of stride ldx. Each step of 32 columns also
@@ -231,10 +242,9 @@ AR_AVX512 inline __m512 reduce16(const __m512 *v) {
 // hardware prefetcher alone (prefetching two or three blocks ahead, or into
 // L1, measured slower).
 //
-// bf16: a 64-byte load holds 32 weights as 16 pairs; shifting each 32-bit
-// lane left by 16 gives the even columns as f32, masking off its low half
-// gives the odd ones: 2 instructions per 32 weights, where widening 16 at
-// a time costs 4. The input rows come with each full block of 32 columns
+// bf16: a 64-byte load holds 32 weights as 16 pairs, widened by
+// widen_pairs: 2 instructions per 32 weights, where widening 16 at a time
+// costs 4. The input rows come with each full block of 32 columns
 // reordered to match (even columns, then odd: see deinterleave32). On this
 // machine (one 512-bit FMA unit per core, so the products are bound by
 // multiply-adds, not by memory) that measured 12% faster than widening,
@@ -258,14 +268,9 @@ AR_AVX512 inline __attribute__((always_inline)) void dot_step(const T *w, int64_
 template <int R, int MM>
 AR_AVX512 inline __attribute__((always_inline)) void dot_pairs(const uint16_t *w, int64_t K, const float *x,
                                                                int64_t ldx, int64_t k, __m512 (&acc)[MM][R]) {
-  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   __m512 we[R], wo[R];
 #pragma GCC unroll 4
-  for (int r = 0; r < R; r++) {
-    __m512i v = _mm512_loadu_si512(w + r * K + k);
-    we[r] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-    wo[r] = _mm512_castsi512_ps(_mm512_and_si512(v, high));
-  }
+  for (int r = 0; r < R; r++) widen_pairs(_mm512_loadu_si512(w + r * K + k), we[r], wo[r]);
 #pragma GCC unroll 4
   for (int a = 0; a < MM; a++) {
     __m512 xe = _mm512_loadu_ps(x + a * ldx + k), xo = _mm512_loadu_ps(x + a * ldx + k + 16);
@@ -361,13 +366,29 @@ void products(std::initializer_list<Seg> segs, int64_t K, const float *x, int64_
               bool bf16) {
   size_t esize = bf16 ? 2 : 4;
   constexpr int64_t kChunk = 64;  // rows per unit of work
+  constexpr size_t kTail = 4;     // the last chunks, handed out in quarters
   std::vector<Seg> sv(segs);
-  std::vector<int64_t> first(sv.size() + 1, 0);
+  struct Chunk {
+    size_t seg;
+    int64_t r0, r1;
+  };
+  // One list per calling thread, kept for its capacity; the tasks read it
+  // through this reference (a worker's own thread_local would be empty).
+  thread_local std::vector<Chunk> chunk_buf;
+  std::vector<Chunk> &chunks = chunk_buf;
+  chunks.clear();
   for (size_t s = 0; s < sv.size(); s++) {
     TORCH_CHECK(sv[s].w->size(1) == K && sv[s].w->is_contiguous(), "decode: weight is not a contiguous [rows, ", K, "]");
-    first[s + 1] = first[s] + (sv[s].w->size(0) + kChunk - 1) / kChunk;
+    for (int64_t r = 0, rows = sv[s].w->size(0); r < rows; r += kChunk) chunks.push_back({s, r, std::min(rows, r + kChunk)});
   }
-  const int64_t total = first.back();
+  // Quarter chunks at the end, so that the threads finish within a quarter
+  // chunk of each other: every product ends in a barrier.
+  const size_t from = chunks.size() > kTail ? chunks.size() - kTail : 0;
+  std::vector<Chunk> tail(chunks.begin() + static_cast<std::ptrdiff_t>(from), chunks.end());
+  chunks.resize(from);
+  for (const Chunk &c : tail)
+    for (int64_t r = c.r0; r < c.r1; r += kChunk / 4) chunks.push_back({c.seg, r, std::min(c.r1, r + kChunk / 4)});
+  const auto total = static_cast<int64_t>(chunks.size());
   if (bf16) {
     thread_local std::vector<float> xd;
     xd.resize(M * K);
@@ -376,14 +397,12 @@ void products(std::initializer_list<Seg> segs, int64_t K, const float *x, int64_
   }
   parallel_tasks(total, [&](int64_t c) {
     float res[kRows * kInRows];
-    size_t s = 0;
-    while (c >= first[s + 1]) s++;
-    const Seg &g = sv[s];
-    const int64_t rows = g.w->size(0);
+    const Chunk &ch = chunks[c];
+    const Seg &g = sv[ch.seg];
     const char *w = static_cast<const char *>(g.w->data_ptr());
     const char *b = g.b != nullptr && g.b->defined() ? static_cast<const char *>(g.b->data_ptr()) : nullptr;
-    int64_t r1 = std::min(rows, (c - first[s] + 1) * kChunk);
-    for (int64_t r = (c - first[s]) * kChunk; r < r1; r += kRows) {
+    const int64_t r1 = ch.r1;
+    for (int64_t r = ch.r0; r < r1; r += kRows) {
       int nr = static_cast<int>(std::min<int64_t>(kRows, r1 - r));
       for (int64_t m0 = 0; m0 < M; m0 += kInRows) {
         int nm = static_cast<int>(std::min<int64_t>(kInRows, M - m0));
@@ -451,13 +470,8 @@ inline void rope_head(float *v, const float *cos, const float *sin, int64_t half
 template <typename C, int NC>
 AR_AVX512 inline __attribute__((always_inline)) void load_row(const C *p, __m512 (&row)[NC]) {
   if constexpr (std::is_same_v<C, uint16_t> && NC % 2 == 0) {
-    const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
 #pragma GCC unroll 8
-    for (int c = 0; c < NC; c += 2) {
-      __m512i v = _mm512_loadu_si512(p + 16 * c);
-      row[c] = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
-      row[c + 1] = _mm512_castsi512_ps(_mm512_and_si512(v, high));
-    }
+    for (int c = 0; c < NC; c += 2) widen_pairs(_mm512_loadu_si512(p + 16 * c), row[c], row[c + 1]);
   } else {
 #pragma GCC unroll 16
     for (int c = 0; c < NC; c++) row[c] = load16(p + 16 * c);
