@@ -424,20 +424,28 @@ void products(std::initializer_list<Seg> segs, int64_t K, const float *x, int64_
 
 // ---- pieces between the products --------------------------------------------
 
-// RMSNorm as the model does it (f32): y = w * x / sqrt(mean(x^2) + eps).
+// add_norm_rows: for each of S rows of H floats, the residual x += h
+// (when add), then RMSNorm as the model does it (f32): h = w * (x /
+// sqrt(mean(x^2) + eps)), the sum of squares in 16 f32 lanes.
 template <typename W>
-void rms_norm_rows(const float *x, const W *w, float *y, int64_t S, int64_t H, double eps) {
+AR_AVX512 void add_norm_rows(float *x, float *h, const W *w, int64_t S, int64_t H, float eps, bool add) {
   for (int64_t i = 0; i < S; i++) {
-    const float *xi = x + i * H;
-    double ss = 0;
-    for (int64_t j = 0; j < H; j++) ss += static_cast<double>(xi[j]) * xi[j];
-    float r = 1.0f / std::sqrt(static_cast<float>(ss / H) + static_cast<float>(eps));
-    float *yi = y + i * H;
-    for (int64_t j = 0; j < H; j++) {
-      float wj;
-      if constexpr (std::is_same_v<W, uint16_t>) wj = bf16_to_f32(w[j]);
-      else wj = w[j];
-      yi[j] = wj * (xi[j] * r);
+    float *xi = x + i * H, *hi = h + i * H;
+    __m512 ss = _mm512_setzero_ps();
+    for (int64_t j = 0; j < H; j += 16) {
+      __mmask16 mk = H - j >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (H - j)) - 1);
+      __m512 v = _mm512_maskz_loadu_ps(mk, xi + j);
+      if (add) {
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, hi + j));
+        _mm512_mask_storeu_ps(xi + j, mk, v);
+      }
+      ss = _mm512_fmadd_ps(v, v, ss);
+    }
+    __m512 r = _mm512_set1_ps(1.0f / std::sqrt(_mm512_reduce_add_ps(ss) / static_cast<float>(H) + eps));
+    for (int64_t j = 0; j < H; j += 16) {
+      __mmask16 mk = H - j >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (H - j)) - 1);
+      __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, xi + j), r);
+      _mm512_mask_storeu_ps(hi + j, mk, _mm512_mul_ps(load16(w + j, mk), v));
     }
   }
 }
@@ -678,18 +686,17 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
       sin_[i * half + j] = std::sin(f);
     }
   }
-  auto norm = [&](const at::Tensor &w, const float *in, float *out) {
-    if (bf) rms_norm_rows(in, static_cast<const uint16_t *>(w.data_ptr()), out, S, H, c.rms_eps);
-    else rms_norm_rows(in, w.data_ptr<float>(), out, S, H, c.rms_eps);
-  };
-  auto add_residual = [&]() {
-    for (int64_t i = 0; i < S * H; i++) x_[i] += h_[i];
+  // norm: h = RMSNorm(x) with weights w, after x += h when add.
+  auto norm = [&](const at::Tensor &w, bool add) {
+    const auto eps = static_cast<float>(c.rms_eps);
+    if (bf) add_norm_rows(x_.data(), h_.data(), static_cast<const uint16_t *>(w.data_ptr()), S, H, eps, add);
+    else add_norm_rows(x_.data(), h_.data(), w.data_ptr<float>(), S, H, eps, add);
   };
   lap(&StepProfile::other);
 
   for (size_t li = 0; li < m_.layers.size(); li++) {
     const auto &l = m_.layers[li];
-    norm(l.input_layernorm, x_.data(), h_.data());
+    norm(l.input_layernorm, li > 0);  // after the previous layer's MLP residual
     lap(&StepProfile::other);
     products({{&l.q_w, &l.q_b, 0}, {&l.k_w, &l.k_b, nh * hd}, {&l.v_w, &l.v_b, (nh + nkv) * hd}}, H, h_.data(), S,
              qkvrows.data(), bf);
@@ -728,8 +735,7 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
 
     products({{&l.o_w, nullptr, 0}}, nh * hd, att_.data(), S, hrows.data(), bf);
     lap(&StepProfile::products);
-    add_residual();
-    norm(l.post_attention_layernorm, x_.data(), h_.data());
+    norm(l.post_attention_layernorm, true);
     lap(&StepProfile::other);
     products({{&l.gate, nullptr, 0}, {&l.up, nullptr, I}}, H, h_.data(), S, gurows.data(), bf);
     lap(&StepProfile::products);
@@ -737,9 +743,8 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     lap(&StepProfile::other);
     products({{&l.down, nullptr, 0}}, I, act_.data(), S, hrows.data(), bf);
     lap(&StepProfile::products);
-    add_residual();
   }
-  norm(m_.norm, x_.data(), h_.data());
+  norm(m_.norm, !m_.layers.empty());
   lap(&StepProfile::other);
   products({{&m_.lm_head, nullptr, 0}}, H, h_.data(), S, logits, bf);
   lap(&StepProfile::products);
