@@ -11,7 +11,9 @@
 // "fused" product: one pass over the input, one parallel region, their rows
 // handed out together, with no concatenated copy of the weights to keep in
 // sync with the policy. Threads take chunks of 64 rows from a shared
-// counter (parallel_tasks), so a core slowed by other work takes fewer.
+// counter (parallel_tasks), so a core slowed by other work takes fewer;
+// the last few chunks are split in quarters so that the threads finish
+// close together.
 //
 // bf16 weights are widened to f32 in registers (exact) and multiplied with
 // f32 inputs; the activations between products stay f32, which is at least
