@@ -28,40 +28,17 @@ func kernelConfigs() map[string]Config {
 	return map[string]Config{"head_dim 16": kernelConfig(), "head_dim 64": hd64, "head_dim 48": hd48}
 }
 
-// withBiases gives the q/k/v biases (zero when drawn) nonzero values, so
-// that the tests see whether a path adds them.
-func withBiases(t *testing.T, m *Model) {
+// editParams rewrites, in place, the values of every parameter whose name
+// has one of the suffixes: edit gets the parameter's index among the
+// model's names and its values (f32).
+func editParams(t *testing.T, m *Model, suffixes []string, edit func(k int, vals []float32)) {
 	t.Helper()
 	for k, name := range m.Names() {
-		if !strings.HasSuffix(name, ".bias") {
-			continue
+		match := false
+		for _, suf := range suffixes {
+			match = match || strings.HasSuffix(name, suf)
 		}
-		p, err := m.Param(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		shape, _ := p.Shape()
-		p.Free()
-		vals := make([]float32, shape[0])
-		for i := range vals {
-			vals[i] = float32(0.3 * math.Sin(float64(7*k+i)))
-		}
-		b, _ := FromFloat32(vals, shape...)
-		err = m.SetParam(name, b)
-		b.Free()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// sharpenAttention multiplies the q and k projections by factor, so that
-// attention is peaked rather than nearly uniform (as at 0.02 init, where
-// scores barely matter) and a wrong score moves the logits.
-func sharpenAttention(t *testing.T, m *Model, factor float32) {
-	t.Helper()
-	for _, name := range m.Names() {
-		if !strings.HasSuffix(name, "q_proj.weight") && !strings.HasSuffix(name, "k_proj.weight") {
+		if !match {
 			continue
 		}
 		p, err := m.Param(name)
@@ -74,9 +51,7 @@ func sharpenAttention(t *testing.T, m *Model, factor float32) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range vals {
-			vals[i] *= factor
-		}
+		edit(k, vals)
 		w, _ := FromFloat32(vals, shape...)
 		err = m.SetParam(name, w)
 		w.Free()
@@ -84,6 +59,29 @@ func sharpenAttention(t *testing.T, m *Model, factor float32) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// withBiases gives the q/k/v biases (zero when drawn) nonzero values, so
+// that the tests see whether a path adds them.
+func withBiases(t *testing.T, m *Model) {
+	t.Helper()
+	editParams(t, m, []string{".bias"}, func(k int, vals []float32) {
+		for i := range vals {
+			vals[i] = float32(0.3 * math.Sin(float64(7*k+i)))
+		}
+	})
+}
+
+// sharpenAttention multiplies the q and k projections by factor, so that
+// attention is peaked rather than nearly uniform (as at 0.02 init, where
+// scores barely matter) and a wrong score moves the logits.
+func sharpenAttention(t *testing.T, m *Model, factor float32) {
+	t.Helper()
+	editParams(t, m, []string{"q_proj.weight", "k_proj.weight"}, func(_ int, vals []float32) {
+		for i := range vals {
+			vals[i] *= factor
+		}
+	})
 }
 
 // newEngineOn makes an engine on path, or fails the test.
