@@ -8,7 +8,8 @@
  *   - No C++ exception ever crosses this boundary.
  *   - Grad mode and inference mode are set inside each call, never left behind
  *     as thread state.
- *   - Devices are ints: -1 is the CPU, N >= 0 is cuda:N.
+ *   - Devices are ints: -1 is the CPU, N >= 0 is cuda:N, -2 is libtorch's meta
+ *     device (shapes without data; tests use it as a second device).
  */
 #ifndef AGENTRL_H
 #define AGENTRL_H
@@ -21,7 +22,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 5
+#define AR_ABI_VERSION 6
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -163,13 +164,22 @@ int ar_transpose(ar_tensor a, int64_t d0, int64_t d1, ar_tensor *out,
 /* ---- optimizer ---------------------------------------------------------- */
 
 /* AdamW over a list of parameter tensors split into groups: group[i] is the
- * group of params[i]; lr/beta1/beta2/eps/weight_decay are per group. */
+ * group of params[i]; lr/beta1/beta2/eps/weight_decay are per group. A bf16
+ * or f16 parameter gets f32 master weights, an f32 gradient accumulator and
+ * f32 moments; the parameter receives the master rounded after each step. */
 int ar_adamw_new(const ar_tensor *params, const int *group, int nparams,
                  const double *lr, const double *beta1, const double *beta2,
                  const double *eps, const double *weight_decay, int ngroups,
                  ar_adamw *out, char **err);
 int ar_adamw_free(ar_adamw o);
 int ar_adamw_set_lr(ar_adamw o, int group, double lr, char **err);
+/* Moves the gradients of bf16/f16 parameters into their f32 accumulators
+ * (call after each backward pass; every call below does it first too). */
+int ar_adamw_accumulate(ar_adamw o, char **err);
+/* The tensors whose .grad holds each parameter's gradient, in parameter
+ * order (the f32 master of a bf16/f16 one, else the parameter itself): n
+ * new handles into out, for the data-parallel gradient all-reduce. */
+int ar_adamw_grad_tensors(ar_adamw o, ar_tensor *out, int n, char **err);
 /* One update of every parameter that has a gradient. */
 int ar_adamw_step(ar_adamw o, char **err);
 int ar_adamw_zero_grad(ar_adamw o, char **err);
@@ -177,12 +187,14 @@ int ar_adamw_zero_grad(ar_adamw o, char **err);
 int ar_adamw_grad_norm(ar_adamw o, double *norm, char **err);
 /* Multiplies every gradient by coef (gradient clipping). */
 int ar_adamw_scale_grads(ar_adamw o, double coef, char **err);
-/* State access for checkpoints: step count of param i and its first/second
- * moment tensors (new handles; NULL when the param has no state yet). */
+/* State access for checkpoints: step count of param i, its first/second
+ * moment tensors and its f32 master weights (new handles; NULL when the
+ * param has no such state). set_state's master may be NULL: a bf16/f16
+ * parameter then takes its master from its own values. */
 int ar_adamw_get_state(ar_adamw o, int i, int64_t *step, ar_tensor *m,
-                       ar_tensor *v, char **err);
+                       ar_tensor *v, ar_tensor *master, char **err);
 int ar_adamw_set_state(ar_adamw o, int i, int64_t step, ar_tensor m,
-                       ar_tensor v, char **err);
+                       ar_tensor v, ar_tensor master, char **err);
 
 /* ---- model -------------------------------------------------------------- */
 
@@ -277,6 +289,11 @@ typedef struct {
 int ar_engine_step(ar_engine e, const int *slots, int n,
                    const ar_sampling *s, int64_t *tokens, float *logprobs,
                    char **err);
+/* The check a CUDA graph capture ends with, exposed for tests: fails when
+ * the replayed logits [S,V] (poisoned with NaN before the replay) were not
+ * written, or differ from the eager step's. */
+int ar_check_graph_replay(ar_tensor eager, ar_tensor replayed, int64_t slots,
+                          char **err);
 /* Pending logits of a slot ([V] floats), for tests. */
 int ar_engine_logits(ar_engine e, int slot, float *dst, int64_t vocab,
                      char **err);

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/GradMode.h>
 #include <c10/core/InferenceMode.h>
+#include <torch/version.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +14,14 @@
 #include <string>
 
 #include "agentrl.h"
+
+// Version differences between the libtorch releases the shim builds
+// against (Debian's 1.13, the 2.x of CUDA users) are guarded with these.
+#ifndef TORCH_VERSION_MAJOR
+#error "torch/version.h did not define TORCH_VERSION_MAJOR"
+#endif
+#define AR_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 struct ar_tensor_s {
   at::Tensor t;
@@ -60,6 +70,30 @@ inline const at::Tensor &T(ar_tensor t) {
   TORCH_CHECK(t != nullptr, "null tensor handle");
   return t->t;
 }
+
+// DeviceScope makes d the calling thread's current device for its
+// lifetime when d is a CUDA device (a no-op elsewhere). CUDA keeps the
+// current device per thread, and streams, graph captures and the caching
+// allocator's pools follow it: without it work meant for cuda:1 would
+// take device 0's streams. Every entry point that works on a model's
+// device opens one.
+class DeviceScope {
+ public:
+  explicit DeviceScope(const at::Device &d) {
+    if (d.is_cuda()) g_.reset_device(d);
+  }
+
+ private:
+  c10::OptionalDeviceGuard g_;
+};
+
+// check_graph_replay verifies that a captured CUDA graph recorded the
+// step: its static output was poisoned with NaN before the first replay,
+// and the replay must have written the eager step's result into it. A graph
+// captured on the wrong device or stream records nothing (libtorch only
+// warns "The CUDA Graph is empty"), and its replays would leave stale
+// logits behind.
+void check_graph_replay(const at::Tensor &eager, const at::Tensor &replayed, int64_t slots);
 
 // apply_threads makes the calling OS thread's intra-op pool match the
 // configured thread count (OpenMP settings are per thread).

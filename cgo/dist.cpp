@@ -1,18 +1,28 @@
 // dist.cpp: data-parallel collectives over libtorch's c10d: a TCPStore for
 // rendezvous and heartbeats, and a process group: Gloo where its headers
-// are installed (Debian: libgloo-dev), NCCL on CUDA builds with nccl.h.
+// are available (Debian: libgloo-dev), NCCL on CUDA builds with nccl.h.
 // A backend that was not compiled in is a clear error at ar_dist_new.
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
-#if __has_include(<gloo/config.h>) && !defined(AR_NO_GLOO)
-#define USE_C10D_GLOO
+// `make cuda` says which backends it found headers for (AGENTRL_GLOO,
+// AGENTRL_NCCL: 0 or 1, cgo/torchflags.sh), so a stray system header of
+// another version is never picked up: c10d's classes embed the backends'
+// types. The CPU build uses Debian's libgloo-dev when it is installed.
+#if defined(AGENTRL_GLOO)
+#if AGENTRL_GLOO
 #define AR_HAVE_GLOO 1
+#endif
+#elif __has_include(<gloo/config.h>) && !defined(AR_NO_GLOO)
+#define AR_HAVE_GLOO 1
+#endif
+#ifdef AR_HAVE_GLOO
+#define USE_C10D_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
 
-#if defined(AGENTRL_CUDA) && __has_include(<nccl.h>)
+#if defined(AGENTRL_CUDA) && defined(AGENTRL_NCCL) && AGENTRL_NCCL
 #define USE_C10D_NCCL
 #define AR_HAVE_NCCL 1
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -202,8 +212,8 @@ int ar_dist_new(ar_kvstore s, int backend, int rank, int world,
       d->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(st, rank, world, o);
 #else
       TORCH_CHECK(false,
-                  "this build of agentrl has no NCCL (a CUDA build with "
-                  "nccl.h is needed): use dist.backend=gloo");
+                  "this build of agentrl has no NCCL (`make cuda` found no "
+                  "nccl.h, or was run with NCCL=off): use dist.backend=gloo");
 #endif
     } else {
       TORCH_CHECK(false, "unknown backend code ", backend);
@@ -213,6 +223,16 @@ int ar_dist_new(ar_kvstore s, int backend, int rank, int world,
 }
 
 int ar_dist_free(ar_dist d) {
+#if defined(AR_HAVE_NCCL) && AR_TORCH_AT_LEAST(2, 3)
+  // NCCL's communicators are torn down by shutdown(), not by the
+  // destructor, which only warns that the process group was not destroyed.
+  if (d != nullptr && d->nccl) {
+    try {
+      d->nccl->shutdown();
+    } catch (...) {
+    }
+  }
+#endif
   delete d;
   return AR_OK;
 }

@@ -19,12 +19,15 @@
 // Prefill always runs libtorch ops (fused on the fused path).
 #include <ATen/core/Generator.h>
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 #include <map>
 #include <random>
 
 #ifdef AGENTRL_CUDA
 #include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -58,15 +61,28 @@ struct ar_engine_s {
   int64_t fused_version = -1;  // sum of the sources' version counters when copied
 
 #ifdef AGENTRL_CUDA
-  // One captured decode step per slot count, replayed from static inputs
-  // (slot rows, positions, token ids) to a static output (logits).
+  // One captured decode step per row count R (cache rows 0..R-1), replayed
+  // from static inputs (positions, token ids) to a static output (logits).
   struct Graph {
     at::cuda::CUDAGraph graph;
-    at::Tensor slots, pos, ids, logits;
+    at::Tensor rows, pos, ids, logits;
   };
   std::map<int64_t, std::unique_ptr<Graph>> graphs;
 #endif
 };
+
+void ar::check_graph_replay(const at::Tensor &eager, const at::Tensor &replayed, int64_t slots) {
+  at::Tensor e = eager.to(at::kCPU, at::kFloat), r = replayed.to(at::kCPU, at::kFloat);
+  TORCH_CHECK(e.sizes() == r.sizes(), "the CUDA graph captured for ", slots, " slots returns logits of shape ",
+              r.sizes(), ", the eager step ", e.sizes());
+  bool unwritten = (at::isnan(r) & ~at::isnan(e)).any().item<bool>();
+  TORCH_CHECK(!unwritten, "the CUDA graph captured for ", slots,
+              " slots recorded nothing: its replay left the output unwritten (captured on the wrong device or "
+              "stream); decoding with it would return stale logits");
+  TORCH_CHECK(at::allclose(r, e, 1e-2, 1e-2, /*equal_nan=*/true), "the CUDA graph captured for ", slots,
+              " slots computes other logits than the eager step (largest difference ",
+              (r - e).abs().nan_to_num(0).max().item<double>(), ")");
+}
 
 namespace {
 
@@ -341,35 +357,56 @@ void sample(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tensor 
 }
 
 #ifdef AGENTRL_CUDA
-// graph_forward is the fused path's decode step with every shape fixed by
-// the slot count alone, so that it can be captured as a CUDA graph (as vLLM
-// captures its decode step per batch size): attention reads each slot's
-// whole cache row (max_len keys) masked beyond its position, and the new
-// keys and values are scattered to the positions held in the device tensor
-// pos. slots, pos [S] and ids [S,1] are device tensors.
-at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &slots, const at::Tensor &pos, const at::Tensor &ids) {
+// end_failed_capture ends a capture that threw midway: through libtorch's
+// capture_end when it can (it also stops routing the stream's allocations
+// to the graph's pool), else by ending the stream's capture directly.
+void end_failed_capture(at::cuda::CUDAGraph &graph, const c10::cuda::CUDAStream &stream) {
+  try {
+    graph.capture_end();
+  } catch (...) {
+  }
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t partial = nullptr;
+    if (cudaStreamEndCapture(stream.stream(), &partial) == cudaSuccess && partial != nullptr) cudaGraphDestroy(partial);
+  }
+  (void)cudaGetLastError();  // clear the sticky error of the failed capture
+}
+
+// graph_forward is the fused path's decode step of cache rows 0..R-1 with
+// every shape fixed by R alone, so that it can be captured as a CUDA graph
+// (as vLLM captures its decode step per batch size). It attends in place:
+// each row reads its own cache row (a narrow view, no copy) over all its
+// positions, masked beyond its own, and the new key and value are written
+// at the position held in the device tensor pos. A row that takes no part
+// in the step has pos = max_len, the scratch position one past the last
+// (CUDA caches are allocated one longer), so its write harms no cached
+// token; its logits are dropped. rows (0..R-1), pos [R] and ids [R,1] are
+// device tensors.
+at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tensor &pos, const at::Tensor &ids) {
   AutocastScope ac(e.m->dev, e.m->autocast);
   const ar_model_s &m = *e.m;
   const auto &c = m.cfg;
-  const int64_t S = ids.size(0), nq = c.heads * c.head_dim, nk = c.kv_heads * c.head_dim, I = c.intermediate;
-  at::Tensor keys = at::arange(e.max_len, pos.options()).view({1, e.max_len});
-  at::Tensor mask = at::zeros({S, e.max_len}, pos.options().dtype(at::kFloat))
+  const int64_t R = ids.size(0), L = e.K[0].size(2), nq = c.heads * c.head_dim, nk = c.kv_heads * c.head_dim,
+                I = c.intermediate;
+  at::Tensor keys = at::arange(L, pos.options()).view({1, L});
+  at::Tensor mask = at::zeros({R, L}, pos.options().dtype(at::kFloat))
                         .masked_fill_(keys > pos.unsqueeze(1), -std::numeric_limits<float>::infinity())
-                        .view({S, 1, 1, 1, e.max_len});
+                        .view({R, 1, 1, 1, L});
   auto [cos, sin] = m.rope(pos.unsqueeze(1));
-  at::Tensor x = at::embedding(m.embed, ids);  // [S,1,H]
+  at::Tensor x = at::embedding(m.embed, ids);  // [R,1,H]
   using at::indexing::Slice;
   for (size_t li = 0; li < m.layers.size(); li++) {
     const auto &l = m.layers[li];
     const auto &f = e.fused[li];
     at::Tensor y = proj(rms_norm(x, l.input_layernorm, c.rms_eps), f.qkv_w, f.qkv_b);
-    at::Tensor q = apply_rope(y.narrow(-1, 0, nq).view({S, 1, c.heads, c.head_dim}).transpose(1, 2), cos, sin);
-    at::Tensor k = apply_rope(y.narrow(-1, nq, nk).view({S, 1, c.kv_heads, c.head_dim}).transpose(1, 2), cos, sin);
-    at::Tensor v = y.narrow(-1, nq + nk, nk).view({S, 1, c.kv_heads, c.head_dim}).transpose(1, 2);
-    at::Tensor kc = e.K[li], vc = e.V[li];
-    kc.index_put_({slots, Slice(), pos}, k.select(2, 0).to(kc.scalar_type()));
-    vc.index_put_({slots, Slice(), pos}, v.select(2, 0).to(vc.scalar_type()));
-    at::Tensor att = m.attend(q, kc.index_select(0, slots), vc.index_select(0, slots), mask);
+    at::Tensor q = apply_rope(y.narrow(-1, 0, nq).view({R, 1, c.heads, c.head_dim}).transpose(1, 2), cos, sin);
+    at::Tensor k = apply_rope(y.narrow(-1, nq, nk).view({R, 1, c.kv_heads, c.head_dim}).transpose(1, 2), cos, sin);
+    at::Tensor v = y.narrow(-1, nq + nk, nk).view({R, 1, c.kv_heads, c.head_dim}).transpose(1, 2);
+    at::Tensor kc = e.K[li].narrow(0, 0, R), vc = e.V[li].narrow(0, 0, R);
+    kc.index_put_({rows, Slice(), pos}, k.select(2, 0).to(kc.scalar_type()));
+    vc.index_put_({rows, Slice(), pos}, v.select(2, 0).to(vc.scalar_type()));
+    at::Tensor att = m.attend(q, kc, vc, mask);
     x = x + proj(att, l.o_w, at::Tensor());
     at::Tensor gu = proj(rms_norm(x, l.post_attention_layernorm, c.rms_eps), f.gate_up, at::Tensor());
     x = x + proj(at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I), l.down, at::Tensor());
@@ -377,58 +414,89 @@ at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &slots, const at::Tens
   return proj(rms_norm(x.squeeze(1), m.norm, c.rms_eps), m.lm_head, at::Tensor()).to(at::kFloat);
 }
 
+// capture runs the step of R rows eagerly on a side stream (capture is not
+// allowed on the default one; the eager run does this step's work and lets
+// cuBLAS and the caching allocator set up), captures it into g, and checks
+// with one replay that the graph recorded the step. It returns the eager
+// logits. On any error (out of memory is the likely one: the allocator
+// cannot free cached blocks while capturing) the capture is ended, so the
+// stream leaves capture mode, and the slot count's entry is dropped: the
+// next step of R rows starts again from an eager run.
+at::Tensor capture(ar_engine_s &e, ar_engine_s::Graph &g, int64_t R) {
+  static auto pool = at::cuda::graph_pool_handle();
+  c10::cuda::getCurrentCUDAStream().synchronize();
+  c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, e.m->dev.index());
+  c10::cuda::CUDAStreamGuard on_side(side);
+  at::Tensor out;
+  try {
+    out = graph_forward(e, g.rows, g.pos, g.ids);
+    side.synchronize();
+    // Room for the graph's private pool: cached blocks cannot be freed
+    // once the capture has begun.
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    g.graph.capture_begin(pool);
+    try {
+      g.logits = graph_forward(e, g.rows, g.pos, g.ids);
+    } catch (...) {
+      end_failed_capture(g.graph, side);
+      throw;
+    }
+    g.graph.capture_end();
+    side.synchronize();
+    // The replay repeats the eager step exactly: it writes the same keys
+    // and values to the same cache positions and computes the same logits.
+    g.logits.fill_(std::numeric_limits<float>::quiet_NaN());
+    g.graph.replay();
+    side.synchronize();
+    check_graph_replay(out, g.logits, R);
+  } catch (...) {
+    e.graphs.erase(R);
+    throw;
+  }
+  return out;
+}
+
 // graph_step runs one decode step of the fused path on CUDA by replaying
-// the graph captured for this slot count, capturing it on first use. The
-// step's slots, positions and tokens are copied into the graph's static
-// input tensors; the returned logits are the graph's static output, valid
-// until the next replay. All graphs share one memory pool (replays never
-// overlap: each output is copied out on the same stream before the next).
-// Written for CUDA libtorch 2.x and compiled only in `make cuda` builds:
-// never run (this project has no GPU).
+// the graph captured for R rows, R the highest slot of the step + 1,
+// capturing it on first use. The rows' positions and tokens are copied
+// into the graph's static inputs (rows not in the step get the scratch
+// position); the step's logits [n,V], in the order of slots, are picked
+// from the graph's static output. All graphs share one memory pool
+// (replays never overlap: each output is read on the same stream before
+// the next). Written for CUDA libtorch 2.x and compiled only in `make
+// cuda` builds: never run on a GPU yet.
 at::Tensor graph_step(ar_engine_s &e, const std::vector<int64_t> &slots, const int64_t *tokens) {
-  const int64_t S = static_cast<int64_t>(slots.size());
-  std::vector<int64_t> pos(S);
-  for (int64_t i = 0; i < S; i++) {
-    pos[i] = e.len[slots[i]];
-    TORCH_CHECK(pos[i] + 1 <= e.max_len, "slot ", slots[i], " would exceed the cache length ", e.max_len);
+  const int64_t R = *std::max_element(slots.begin(), slots.end()) + 1;
+  std::vector<int64_t> pos(R, e.max_len), ids(R, 0);
+  for (size_t i = 0; i < slots.size(); i++) {
+    const int64_t s = slots[i];
+    pos[s] = e.len[s];
+    ids[s] = tokens[i];
+    TORCH_CHECK(pos[s] + 1 <= e.max_len, "slot ", s, " would exceed the cache length ", e.max_len);
   }
   refresh_fused(e);  // in place: captured graphs keep reading the same tensors
   const at::Device dev = e.m->dev;
-  auto &gp = e.graphs[S];
+  auto &gp = e.graphs[R];
   const bool fresh = gp == nullptr;
   if (fresh) {
     gp = std::make_unique<ar_engine_s::Graph>();
     auto lopts = at::TensorOptions().dtype(at::kLong).device(dev);
-    gp->slots = at::empty({S}, lopts);
-    gp->pos = at::empty({S}, lopts);
-    gp->ids = at::empty({S, 1}, lopts);
+    gp->rows = at::arange(R, lopts);
+    gp->pos = at::empty({R}, lopts);
+    gp->ids = at::empty({R, 1}, lopts);
   }
-  gp->slots.copy_(upload(slots.data(), {S}, dev), true);
-  gp->pos.copy_(upload(pos.data(), {S}, dev), true);
-  gp->ids.copy_(upload(tokens, {S, 1}, dev), true);
-  at::Tensor out;
+  gp->pos.copy_(upload(pos.data(), {R}, dev), true);
+  gp->ids.copy_(upload(ids.data(), {R, 1}, dev), true);
+  at::Tensor all;
   if (fresh) {
-    // Capture on a side stream (capture is not allowed on the default
-    // one), after an eager run that does this step's work and lets cuBLAS
-    // and the caching allocator set up; the capture itself computes nothing.
-    static auto pool = at::cuda::graph_pool_handle();
-    c10::cuda::getCurrentCUDAStream().synchronize();
-    c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool();
-    {
-      c10::cuda::CUDAStreamGuard on_side(side);
-      out = graph_forward(e, gp->slots, gp->pos, gp->ids);
-      side.synchronize();
-      gp->graph.capture_begin(pool);
-      gp->logits = graph_forward(e, gp->slots, gp->pos, gp->ids);
-      gp->graph.capture_end();
-    }
-    side.synchronize();
+    all = capture(e, *gp, R);
   } else {
     gp->graph.replay();
-    out = gp->logits;
+    all = gp->logits;
   }
-  for (int64_t i = 0; i < S; i++) e.len[slots[i]] = pos[i] + 1;
-  return out;
+  for (int64_t s : slots) e.len[s] += 1;
+  const int64_t n = static_cast<int64_t>(slots.size());
+  return all.index_select(0, upload(slots.data(), {n}, dev));
 }
 #endif
 
@@ -438,6 +506,7 @@ extern "C" {
 
 int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char **err) {
   return guard(err, [&] {
+    DeviceScope on(m->dev);
     TORCH_CHECK(slots > 0, "engine needs at least one slot");
     TORCH_CHECK(max_len > 0, "engine max_len must be positive");
     auto e = std::make_unique<ar_engine_s>();
@@ -446,9 +515,11 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
     e->max_len = max_len;
     const auto &c = m->cfg;
     auto opts = at::TensorOptions().dtype(m->dtype).device(m->dev);
+    // On CUDA one position more: the scratch position of graph_forward.
+    const int64_t positions = max_len + (m->dev.is_cuda() ? 1 : 0);
     for (int64_t i = 0; i < c.layers; i++) {
-      e->K.push_back(at::zeros({slots, c.kv_heads, max_len, c.head_dim}, opts));
-      e->V.push_back(at::zeros({slots, c.kv_heads, max_len, c.head_dim}, opts));
+      e->K.push_back(at::zeros({slots, c.kv_heads, positions, c.head_dim}, opts));
+      e->V.push_back(at::zeros({slots, c.kv_heads, positions, c.head_dim}, opts));
     }
     e->len.assign(slots, 0);
     e->pending = at::zeros({slots, c.vocab}, at::TensorOptions().dtype(at::kFloat).device(m->dev));
@@ -466,6 +537,7 @@ int ar_engine_free(ar_engine e) {
 
 int ar_engine_prefill(ar_engine e, int slot, const int64_t *ids, int64_t n, char **err) {
   return guard(err, [&] {
+    DeviceScope on(e->m->dev);
     check_slot(*e, slot);
     TORCH_CHECK(n > 0, "prefill of slot ", slot, " needs at least one token");
     c10::InferenceMode inference;
@@ -480,6 +552,7 @@ int ar_engine_prefill(ar_engine e, int slot, const int64_t *ids, int64_t n, char
 
 int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err) {
   return guard(err, [&] {
+    DeviceScope on(e->m->dev);
     check_slot(*e, src);
     check_slot(*e, dst);
     c10::InferenceMode inference;
@@ -514,6 +587,7 @@ int ar_engine_slot_len(ar_engine e, int slot, int64_t *len, char **err) {
 int ar_engine_step(ar_engine e, const int *slots, int n, const ar_sampling *s, int64_t *tokens,
                    float *logprobs, char **err) {
   return guard(err, [&] {
+    DeviceScope on(e->m->dev);
     TORCH_CHECK(n > 0, "step needs at least one slot");
     c10::InferenceMode inference;
     apply_threads();
@@ -604,6 +678,7 @@ int ar_engine_profile(ar_engine e, double *phases, int64_t *steps, int reset, ch
 
 int ar_engine_logits(ar_engine e, int slot, float *dst, int64_t vocab, char **err) {
   return guard(err, [&] {
+    DeviceScope on(e->m->dev);
     check_slot(*e, slot);
     TORCH_CHECK(vocab == e->m->cfg.vocab, "buffer holds ", vocab, " logits, vocab is ", e->m->cfg.vocab);
     at::Tensor row = e->pending[slot].to(at::kCPU).contiguous();
@@ -619,3 +694,7 @@ int ar_engine_seed(ar_engine e, int slot, uint64_t seed, char **err) {
 }
 
 }  // extern "C"
+
+extern "C" int ar_check_graph_replay(ar_tensor eager, ar_tensor replayed, int64_t slots, char **err) {
+  return guard(err, [&] { check_graph_replay(T(eager), T(replayed), slots); });
+}

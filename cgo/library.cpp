@@ -53,6 +53,7 @@ int dtype_code(at::ScalarType st) {
 }
 
 at::Device device(int dev) {
+  if (dev == -2) return at::Device(at::kMeta);
   if (dev < 0) return at::Device(at::kCPU);
 #ifdef AGENTRL_CUDA
   return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(dev));
@@ -61,7 +62,10 @@ at::Device device(int dev) {
 #endif
 }
 
-int device_code(const at::Device &d) { return d.is_cuda() ? d.index() : -1; }
+int device_code(const at::Device &d) {
+  if (d.is_cuda()) return d.index();
+  return d.is_meta() ? -2 : -1;
+}
 
 // blas_set_threads reaches OpenBLAS's own pthread pool, which libtorch does
 // not manage. Resolved at run time: the BLAS behind libblas.so.3 may be
@@ -165,8 +169,15 @@ int ar_cuda_memory(int dev, int64_t *allocated, int64_t *reserved, int64_t *peak
     *allocated = *reserved = *peak = 0;
 #ifdef AGENTRL_CUDA
     if (dev >= 0) {
-      auto st = c10::cuda::CUDACachingAllocator::getDeviceStats(dev);
-      const auto agg = static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
+      auto st = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(dev));
+      // Slot 0 of each StatArray is StatType::AGGREGATE (all pools). The
+      // enum moved from c10::cuda::CUDACachingAllocator (1.13 to 2.4) to
+      // c10::CachingDeviceAllocator and then c10::CachingAllocator; its
+      // order has not changed, so the index builds against every release.
+      constexpr size_t agg = 0;
+#if !AR_TORCH_AT_LEAST(2, 5)
+      static_assert(static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE) == agg);
+#endif
       *allocated = st.allocated_bytes[agg].current;
       *reserved = st.reserved_bytes[agg].current;
       *peak = st.allocated_bytes[agg].peak;

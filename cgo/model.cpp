@@ -62,6 +62,17 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
   // its group of query heads without copying the keys.
   int64_t B = q.size(0), T = q.size(2), L = k.size(2);
   int64_t g = cfg.heads / cfg.kv_heads;
+#if AR_TORCH_AT_LEAST(2, 5)
+  if (q.is_cuda()) {
+    // libtorch's fused attention (the memory-efficient kernel takes the
+    // padding mask; flash takes none): no [T,L] score matrix in f32, and
+    // grouped-query attention without copying the keys (enable_gqa).
+    at::Tensor allowed = mask.squeeze(2).eq(0);  // [B,1,T,L], true where a key is visible
+    return at::scaled_dot_product_attention(q, k, v, allowed, 0.0, false, c10::nullopt, /*enable_gqa=*/true)
+        .transpose(1, 2)
+        .reshape({B, T, cfg.heads * cfg.head_dim});
+  }
+#endif
   at::Tensor qg = q.reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
   at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)).view({B, cfg.kv_heads, g, T, L});
   scores = scores.to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(cfg.head_dim))) + mask;
@@ -83,21 +94,41 @@ at::Tensor ar_model_s::mlp(const Layer &l, const at::Tensor &x) const {
 
 at::Tensor ar_model_s::logits(const at::Tensor &h) const { return at::linear(h, lm_head); }
 
+// libtorch 2.4 replaced the per-device autocast calls (set_enabled,
+// set_autocast_gpu_dtype, set_cpu_enabled, ...) by calls that take the
+// device type, and the old ones print a deprecation warning each time.
+#if AR_TORCH_AT_LEAST(2, 4)
+static bool autocast_enabled(at::DeviceType d) { return at::autocast::is_autocast_enabled(d); }
+static at::ScalarType autocast_dtype(at::DeviceType d) { return at::autocast::get_autocast_dtype(d); }
+static void set_autocast(at::DeviceType d, bool on, at::ScalarType dt) {
+  at::autocast::set_autocast_dtype(d, dt);
+  at::autocast::set_autocast_enabled(d, on);
+}
+#else
+static bool autocast_enabled(at::DeviceType d) {
+  return d == at::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+}
+static at::ScalarType autocast_dtype(at::DeviceType d) {
+  return d == at::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+static void set_autocast(at::DeviceType d, bool on, at::ScalarType dt) {
+  if (d == at::kCUDA) {
+    at::autocast::set_autocast_gpu_dtype(dt);
+    at::autocast::set_enabled(on);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(dt);
+    at::autocast::set_cpu_enabled(on);
+  }
+}
+#endif
+
 AutocastScope::AutocastScope(const at::Device &dev, at::ScalarType dtype) {
   on_ = dtype != at::ScalarType::Undefined;
   if (!on_) return;
-  cuda_ = dev.is_cuda();
-  if (cuda_) {
-    prev_ = at::autocast::is_enabled();
-    prev_dtype_ = at::autocast::get_autocast_gpu_dtype();
-    at::autocast::set_autocast_gpu_dtype(dtype);
-    at::autocast::set_enabled(true);
-  } else {
-    prev_ = at::autocast::is_cpu_enabled();
-    prev_dtype_ = at::autocast::get_autocast_cpu_dtype();
-    at::autocast::set_autocast_cpu_dtype(dtype);
-    at::autocast::set_cpu_enabled(true);
-  }
+  type_ = dev.is_cuda() ? at::kCUDA : at::kCPU;
+  prev_ = autocast_enabled(type_);
+  prev_dtype_ = autocast_dtype(type_);
+  set_autocast(type_, true, dtype);
   at::autocast::increment_nesting();
 }
 
@@ -105,13 +136,7 @@ AutocastScope::~AutocastScope() {
   if (!on_) return;
   // The cache of casted weights lives for the outermost scope only.
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-  if (cuda_) {
-    at::autocast::set_enabled(prev_);
-    at::autocast::set_autocast_gpu_dtype(prev_dtype_);
-  } else {
-    at::autocast::set_cpu_enabled(prev_);
-    at::autocast::set_autocast_cpu_dtype(prev_dtype_);
-  }
+  set_autocast(type_, prev_, prev_dtype_);
 }
 
 namespace {
@@ -123,7 +148,7 @@ at::Tensor full_mask(const at::Tensor &attn) {
   at::Tensor causal = at::ones({T, T}, attn.options().dtype(at::kBool)).tril();
   at::Tensor allowed = causal.unsqueeze(0) & attn.to(at::kBool).unsqueeze(1);  // [B,T,T]
   at::Tensor m = at::zeros(allowed.sizes(), attn.options().dtype(at::kFloat));
-  m.masked_fill_(allowed.logical_not(), -std::numeric_limits<float>::infinity());
+  m.masked_fill_(~allowed, -std::numeric_limits<float>::infinity());
   // A query with no allowed key (impossible with right padding) would give
   // NaN; give it its own position instead.
   return m.view({attn.size(0), 1, 1, T, T});
@@ -193,10 +218,17 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   }
 };
 
+// The rows of the embedding for ids. On the meta device (shapes only, used
+// by tests as a second device) libtorch 1.13 has no kernel for
+// embedding's index_select, and advanced indexing is the same lookup.
+at::Tensor embed(const ar_model_s &m, const at::Tensor &ids) {
+  return m.dev.is_meta() ? at::index(m.embed, {ids}) : at::embedding(m.embed, ids);
+}
+
 // Final hidden states [B,T,H] for a full sequence.
 at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &attn,
                   const at::Tensor &pos) {
-  at::Tensor x = at::embedding(m.embed, ids);
+  at::Tensor x = embed(m, ids);
   auto [cos, sin] = m.rope(pos);
   at::Tensor mask = full_mask(attn);
   bool ckpt = m.checkpointing && at::GradMode::is_enabled();
@@ -272,6 +304,10 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     m->cfg = c;
     m->dtype = scalar_type(dtype);
     m->dev = device(dev);
+    DeviceScope on(m->dev);
+    // f32 matrix products on CUDA use TF32 tensor cores, as
+    // torch.set_float32_matmul_precision("high") does (off on the CPU).
+    if (m->dev.is_cuda()) at::globalContext().setFloat32MatmulPrecision("high");
     int64_t H = c.hidden, hd = c.head_dim;
     add_param(*m, "model.embed_tokens.weight", {c.vocab, H});
     for (int64_t i = 0; i < c.layers; i++) {
@@ -309,6 +345,7 @@ int ar_model_free(ar_model m) {
 
 int ar_model_init_random(ar_model m, uint64_t seed, double std, char **err) {
   return guard(err, [&] {
+    DeviceScope on(m->dev);
     c10::NoGradGuard no_grad;
     auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
     for (const auto &n : m->names) {
@@ -338,6 +375,7 @@ int ar_model_param_names(ar_model m, char ***names, int *n, char **err) {
 
 int ar_model_set_param(ar_model m, const char *name, ar_tensor t, char **err) {
   return guard(err, [&] {
+    DeviceScope on(m->dev);
     auto it = m->params.find(name);
     TORCH_CHECK(it != m->params.end(), "model has no parameter named ", name);
     TORCH_CHECK(it->second.sizes() == T(t).sizes(), "parameter ", name, ": expected shape ", it->second.sizes(),
@@ -373,6 +411,7 @@ int ar_model_set_checkpointing(ar_model m, int on, char **err) {
 
 int ar_model_copy_weights(ar_model dst, ar_model src, char **err) {
   return guard(err, [&] {
+    DeviceScope on(dst->dev);
     c10::NoGradGuard no_grad;
     for (const auto &n : dst->names) {
       auto it = src->params.find(n);
@@ -387,6 +426,7 @@ int ar_model_copy_weights(ar_model dst, ar_model src, char **err) {
 int ar_model_logits(ar_model m, const int64_t *ids, const int64_t *attn, const int64_t *positions,
                     int64_t B, int64_t T, ar_tensor *out, char **err) {
   return guard(err, [&] {
+    DeviceScope on(m->dev);
     c10::InferenceMode inference;
     apply_threads();
     at::Tensor h = hidden(*m, ids_tensor(ids, B, T, m->dev), ids_tensor(attn, B, T, m->dev),
@@ -400,6 +440,7 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
                      int64_t B, int64_t T, double temperature, int flags, ar_tensor *logprobs,
                      ar_tensor *entropy, ar_tensor *values, char **err) {
   return guard(err, [&] {
+    DeviceScope on(m->dev);
     const bool grad = (flags & AR_FORWARD_GRAD) != 0;
     TORCH_CHECK(T >= 2, "forward needs sequences of at least 2 tokens, got ", T);
     TORCH_CHECK(temperature > 0, "temperature must be positive, got ", temperature);

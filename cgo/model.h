@@ -66,6 +66,7 @@ class AutocastScope {
   AutocastScope &operator=(const AutocastScope &) = delete;
 
  private:
-  bool on_ = false, cuda_ = false, prev_ = false;
+  bool on_ = false, prev_ = false;
+  at::DeviceType type_ = at::kCPU;
   at::ScalarType prev_dtype_ = at::ScalarType::Undefined;
 };

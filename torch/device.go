@@ -6,14 +6,25 @@ import (
 	"strings"
 )
 
-// Device is where a tensor lives: the CPU or one CUDA device.
+// Device is where a tensor lives: the CPU, one CUDA device, or libtorch's
+// meta device.
 type Device struct {
 	CUDA  bool
 	Index int
+	// Meta tensors have shapes, dtypes and a device but no data: every op
+	// computes its result's shape and checks its inputs' devices, nothing
+	// more. Tests use it as a second device on machines without a GPU: a
+	// CPU tensor that meets a meta one fails exactly as it would meet a
+	// CUDA one ("Expected all tensors to be on the same device"). Reading
+	// a meta tensor's values is an error.
+	Meta bool
 }
 
 // CPU is the host device.
 var CPU = Device{}
+
+// Meta is libtorch's meta device (shapes only, no data).
+var Meta = Device{Meta: true}
 
 // CUDA returns the device cuda:i.
 func CUDA(i int) Device { return Device{CUDA: true, Index: i} }
@@ -49,26 +60,41 @@ func ParseDevice(s string) (Device, error) {
 	return CPU, fmt.Errorf("device %q: want cpu, cuda or cuda:N", s)
 }
 
-// String gives "cpu" or "cuda:N".
+// String gives "cpu", "cuda:N" or "meta".
 func (d Device) String() string {
-	if d.CUDA {
+	switch {
+	case d.CUDA:
 		return "cuda:" + strconv.Itoa(d.Index)
+	case d.Meta:
+		return "meta"
 	}
 	return "cpu"
 }
 
+// The device codes of the C ABI: N >= 0 is cuda:N (cgo/agentrl.h).
+const (
+	cpuCode  = -1
+	metaCode = -2
+)
+
 func (d Device) code() int {
-	if d.CUDA {
+	switch {
+	case d.CUDA:
 		return d.Index
+	case d.Meta:
+		return metaCode
 	}
-	return -1
+	return cpuCode
 }
 
 func deviceFromCode(c int) Device {
-	if c < 0 {
-		return CPU
+	switch {
+	case c >= 0:
+		return CUDA(c)
+	case c == metaCode:
+		return Meta
 	}
-	return CUDA(c)
+	return CPU
 }
 
 // DType is an element type.

@@ -202,3 +202,19 @@ func (e *Engine) Profile(reset bool) (StepProfile, error) {
 	return StepProfile{Products: float64(ph[0]), Attention: float64(ph[1]), Sampling: float64(ph[2]),
 		Other: float64(ph[3]), Steps: int(steps)}, nil
 }
+
+// checkGraphReplay is the check a CUDA graph capture ends with (the seam
+// that tests it without a GPU): replayed [S,V] was poisoned with NaN before
+// the graph's first replay and must hold the eager step's logits.
+func checkGraphReplay(eager, replayed *Tensor, slots int) error {
+	e, err := eager.handle("check_graph_replay")
+	if err != nil {
+		return err
+	}
+	r, err := replayed.handle("check_graph_replay")
+	if err != nil {
+		return err
+	}
+	var msg *C.char
+	return check("check_graph_replay", C.ar_check_graph_replay(e, r, C.int64_t(slots), &msg), msg)
+}

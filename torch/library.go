@@ -10,7 +10,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 5
+const abiVersion = 6
 
 var (
 	checkOnce sync.Once

@@ -240,7 +240,7 @@ func (s *Scope) selected(a, mask *Tensor) *Tensor {
 	if !s.ready("masked_select", a, mask) {
 		return nil
 	}
-	zero := s.To(s.Float32([]float32{0}), a.Device(), a.DType())
+	zero := s.To(s.Scalar(0), a.Device(), a.DType())
 	return s.Where(s.GtScalar(s.To(mask, a.Device(), Float32), 0), a, zero)
 }
 

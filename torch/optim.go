@@ -21,9 +21,16 @@ var DefaultAdamW = AdamWGroup{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Wei
 
 // AdamW is the decoupled-weight-decay Adam optimizer over a fixed list of
 // parameters, stepped in one C call.
+//
+// A bf16 or f16 parameter is trained through f32 master weights: its
+// gradients are summed in an f32 accumulator (Accumulate after each
+// backward pass), the update and the moments are f32, and the parameter
+// receives the master rounded to its dtype after each step. Without them a
+// small step (lr 1e-6 on a weight near 0.02) would round to nothing.
 type AdamW struct {
 	h      C.ar_adamw
 	params []*Tensor
+	grads  []*Tensor // the tensors holding each parameter's gradient, made on first use
 }
 
 // NewAdamW makes an optimizer: params[i] belongs to groups[group[i]]. With
@@ -74,9 +81,41 @@ func NewAdamW(params []*Tensor, group []int, groups []AdamWGroup) (*AdamW, error
 // Free releases the optimizer and its state.
 func (o *AdamW) Free() {
 	if o != nil && o.h != nil {
+		for _, g := range o.grads {
+			g.Free()
+		}
+		o.grads = nil
 		C.ar_adamw_free(o.h)
 		o.h = nil
 	}
+}
+
+// Accumulate moves the gradients of bf16/f16 parameters into their f32
+// accumulators. Call it after each backward pass, so that micro-batches
+// sum in f32; the other methods do it first as well.
+func (o *AdamW) Accumulate() error {
+	var msg *C.char
+	return check("adamw_accumulate", C.ar_adamw_accumulate(o.h, &msg), msg)
+}
+
+// GradTensors are the tensors whose gradients the optimizer steps on, in
+// parameter order: a bf16/f16 parameter's f32 master, any other parameter
+// itself. A data-parallel job all-reduces their gradients. The optimizer
+// owns them.
+func (o *AdamW) GradTensors() ([]*Tensor, error) {
+	if o.grads == nil {
+		n := len(o.params)
+		hs := make([]C.ar_tensor, n)
+		var msg *C.char
+		if err := check("adamw_grad_tensors", C.ar_adamw_grad_tensors(o.h, &hs[0], C.int(n), &msg), msg); err != nil {
+			return nil, err
+		}
+		for _, h := range hs {
+			o.grads = append(o.grads, wrap(h))
+		}
+		return o.grads, nil
+	}
+	return o.grads, o.Accumulate()
 }
 
 // SetLR changes the learning rate of one group (schedules call it per step).
@@ -137,28 +176,42 @@ func (o *AdamW) ClipGradNormWith(maxNorm float64, agree func(float64) (float64, 
 type ParamState struct {
 	Step int64
 	M, V *Tensor // nil before the first step
+	// Master is a bf16/f16 parameter's f32 master copy (nil for an f32
+	// parameter, and before the first gradient).
+	Master *Tensor
 }
 
-// State returns the state of parameter i (the caller frees M and V).
+// Free releases the state's tensors.
+func (st ParamState) Free() {
+	st.M.Free()
+	st.V.Free()
+	st.Master.Free()
+}
+
+// State returns the state of parameter i (the caller frees it).
 func (o *AdamW) State(i int) (ParamState, error) {
 	var step C.int64_t
-	var m, v C.ar_tensor
+	var m, v, master C.ar_tensor
 	var msg *C.char
-	if err := check("adamw_get_state", C.ar_adamw_get_state(o.h, C.int(i), &step, &m, &v, &msg), msg); err != nil {
+	if err := check("adamw_get_state", C.ar_adamw_get_state(o.h, C.int(i), &step, &m, &v, &master, &msg), msg); err != nil {
 		return ParamState{}, err
 	}
 	ps := ParamState{Step: int64(step)}
-	if m != nil {
-		ps.M = wrap(m)
-	}
-	if v != nil {
-		ps.V = wrap(v)
+	for _, x := range []struct {
+		h   C.ar_tensor
+		dst **Tensor
+	}{{m, &ps.M}, {v, &ps.V}, {master, &ps.Master}} {
+		if x.h != nil {
+			*x.dst = wrap(x.h)
+		}
 	}
 	return ps, nil
 }
 
 // SetState restores the state of parameter i (copied; the caller keeps
-// ownership of M and V).
+// ownership of the tensors). A bf16/f16 parameter without a Master takes
+// its master weights from its own values; with one, it is set to the
+// master rounded to its dtype.
 func (o *AdamW) SetState(i int, st ParamState) error {
 	mh, err := st.M.handle("adamw_set_state")
 	if err != nil {
@@ -168,8 +221,14 @@ func (o *AdamW) SetState(i int, st ParamState) error {
 	if err != nil {
 		return err
 	}
+	var master C.ar_tensor
+	if st.Master != nil {
+		if master, err = st.Master.handle("adamw_set_state"); err != nil {
+			return err
+		}
+	}
 	var msg *C.char
-	return check("adamw_set_state", C.ar_adamw_set_state(o.h, C.int(i), C.int64_t(st.Step), mh, vh, &msg), msg)
+	return check("adamw_set_state", C.ar_adamw_set_state(o.h, C.int(i), C.int64_t(st.Step), mh, vh, master, &msg), msg)
 }
 
 // NumParams is the number of parameters the optimizer updates.

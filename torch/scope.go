@@ -3,6 +3,8 @@ package torch
 // #include "agentrl.h"
 import "C"
 
+import "unsafe"
+
 // Scope owns the tensors created through it and frees them all on Close,
 // except those handed out with Keep. It also carries the first error of a
 // chain of ops: once an op fails, later ops return nil and do nothing, and
@@ -11,13 +13,25 @@ import "C"
 //	ratio := s.Exp(s.Sub(logp, oldLogp))
 //	loss := s.Neg(s.MaskedMean(s.Minimum(s.Mul(ratio, adv), s.Mul(s.Clamp(ratio, 1-eps, 1+eps), adv)), mask))
 //	if err := s.Err(); err != nil { ... }
+//
+// A scope belongs to one device: the tensors it makes from Go data are made
+// there, so the data a loss combines with a model's outputs is where the
+// model is, whatever that is (a CPU tensor meeting a CUDA one is an error).
 type Scope struct {
+	dev   Device
 	owned []*Tensor
 	err   error
 }
 
-// NewScope returns an empty scope.
-func NewScope() *Scope { return &Scope{} }
+// NewScope returns an empty scope on the CPU.
+func NewScope() *Scope { return &Scope{dev: CPU} }
+
+// NewScopeOn returns an empty scope whose tensors are made on dev: open
+// it on the device of the model whose outputs its ops meet.
+func NewScopeOn(dev Device) *Scope { return &Scope{dev: dev} }
+
+// Device is where the scope makes its tensors.
+func (s *Scope) Device() Device { return s.dev }
 
 // Err is the first error of any op in the scope.
 func (s *Scope) Err() error { return s.err }
@@ -93,28 +107,33 @@ func (s *Scope) result(op string, rc C.int, out C.ar_tensor, msg *C.char) *Tenso
 	return t
 }
 
-// Float32 makes an f32 CPU tensor in the scope.
+// Float32 makes an f32 tensor of the given shape on the scope's device
+// (no shape: a scalar, which needs one value).
 func (s *Scope) Float32(data []float32, shape ...int64) *Tensor {
 	if s.err != nil {
 		return nil
 	}
-	return s.Adopt(FromFloat32(data, shape...))
+	return s.Adopt(fromData(unsafe.Pointer(unsafe.SliceData(data)), len(data), Float32, s.dev, shape))
 }
 
-// Int64 makes an i64 CPU tensor in the scope.
+// Scalar makes a zero-dimensional f32 tensor holding x on the scope's
+// device.
+func (s *Scope) Scalar(x float32) *Tensor { return s.Float32([]float32{x}) }
+
+// Int64 makes an i64 tensor on the scope's device.
 func (s *Scope) Int64(data []int64, shape ...int64) *Tensor {
 	if s.err != nil {
 		return nil
 	}
-	return s.Adopt(FromInt64(data, shape...))
+	return s.Adopt(fromData(unsafe.Pointer(unsafe.SliceData(data)), len(data), Int64, s.dev, shape))
 }
 
-// Bool makes a bool CPU tensor in the scope.
+// Bool makes a bool tensor on the scope's device.
 func (s *Scope) Bool(data []bool, shape ...int64) *Tensor {
 	if s.err != nil {
 		return nil
 	}
-	return s.Adopt(FromBool(data, shape...))
+	return s.Adopt(fromBools(data, s.dev, shape))
 }
 
 // To converts t to another device and dtype in the scope.

@@ -134,13 +134,17 @@ func FromInt32(data []int32, shape ...int64) (*Tensor, error) {
 
 // FromBool copies data into a new bool CPU tensor.
 func FromBool(data []bool, shape ...int64) (*Tensor, error) {
+	return fromBools(data, CPU, shape)
+}
+
+func fromBools(data []bool, dev Device, shape []int64) (*Tensor, error) {
 	b := make([]uint8, len(data))
 	for i, v := range data {
 		if v {
 			b[i] = 1
 		}
 	}
-	return fromData(unsafe.Pointer(unsafe.SliceData(b)), len(b), Bool, CPU, shape)
+	return fromData(unsafe.Pointer(unsafe.SliceData(b)), len(b), Bool, dev, shape)
 }
 
 // FromBytes copies raw little-endian element bytes of dtype dt into a new

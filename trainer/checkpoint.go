@@ -19,7 +19,8 @@ import (
 //
 //	policy/                  the policy as a Hugging Face folder, with its tokenizer
 //	critic/                  a separate critic (value head in value_head.safetensors)
-//	optimizer.safetensors    AdamW moments per parameter (<name>.exp_avg, .exp_avg_sq), steps in the metadata
+//	optimizer.safetensors    AdamW moments per parameter (<name>.exp_avg, .exp_avg_sq), the f32
+//	                         master weights of bf16/f16 parameters (<name>.master), steps in the metadata
 //	critic_optimizer.safetensors
 //	state.json               iteration, data cursor and order, RNG state
 //
@@ -257,7 +258,8 @@ func (t *Trainer) restore(ck string) error {
 }
 
 // saveOptimizer writes AdamW's moments as <param>.exp_avg/.exp_avg_sq
-// tensors and each parameter's step count in the metadata.
+// tensors, a bf16/f16 parameter's f32 master weights as <param>.master,
+// and each parameter's step count in the metadata.
 func saveOptimizer(o *torch.AdamW, names []string, path string) error {
 	var ts []safetensors.Tensor
 	meta := map[string]string{}
@@ -270,21 +272,23 @@ func saveOptimizer(o *torch.AdamW, names []string, path string) error {
 		for _, x := range []struct {
 			suffix string
 			t      *torch.Tensor
-		}{{".exp_avg", st.M}, {".exp_avg_sq", st.V}} {
+		}{{".exp_avg", st.M}, {".exp_avg_sq", st.V}, {".master", st.Master}} {
 			if x.t == nil {
 				continue
 			}
 			shape, err := x.t.Shape()
 			if err != nil {
+				st.Free()
 				return err
 			}
 			b, err := x.t.Bytes(torch.Float32)
-			x.t.Free()
 			if err != nil {
+				st.Free()
 				return err
 			}
 			ts = append(ts, safetensors.Tensor{Name: n + x.suffix, DType: safetensors.F32, Shape: shape, Data: b})
 		}
+		st.Free()
 	}
 	return safetensors.Write(path, ts, meta)
 }
@@ -319,18 +323,18 @@ func loadOptimizer(o *torch.AdamW, names []string, path string) error {
 			}
 			return torch.FromBytes(b, torch.Float32, torch.CPU, info.Shape...)
 		}
-		m, err := read(n + ".exp_avg")
-		if err != nil {
-			return err
+		var st torch.ParamState
+		st.Step = step
+		if st.M, err = read(n + ".exp_avg"); err == nil {
+			st.V, err = read(n + ".exp_avg_sq")
 		}
-		v, err := read(n + ".exp_avg_sq")
-		if err != nil {
-			m.Free()
-			return err
+		if _, ok := r.Info(n + ".master"); ok && err == nil {
+			st.Master, err = read(n + ".master")
 		}
-		err = o.SetState(i, torch.ParamState{Step: step, M: m, V: v})
-		m.Free()
-		v.Free()
+		if err == nil {
+			err = o.SetState(i, st)
+		}
+		st.Free()
 		if err != nil {
 			return fmt.Errorf("optimizer state %s: %s: %w", path, n, err)
 		}

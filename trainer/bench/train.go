@@ -71,7 +71,7 @@ func train(cfg Config) (Result, error) {
 	for _, v := range mask {
 		n.Tokens += float64(v)
 	}
-	fixed := torch.NewScope()
+	fixed := torch.NewScopeOn(m.Device)
 	defer fixed.Close()
 	advT := fixed.Float32(adv, int64(cfg.Batch), int64(cfg.SeqLen-1))
 	maskT := fixed.Float32(mask, int64(cfg.Batch), int64(cfg.SeqLen-1))
@@ -132,7 +132,7 @@ func ppoLoss(s *torch.Scope, logp, old, adv, mask *torch.Tensor, n algo.Norm) *t
 // update runs and times one PPO update. The old logprobs are the detached
 // current ones (the first epoch of a PPO update, ratio 1).
 func update(m *torch.Model, opt *torch.AdamW, b torch.Batch, adv, mask *torch.Tensor, n algo.Norm) (trainRun, error) {
-	s := torch.NewScope()
+	s := torch.NewScopeOn(m.Device)
 	defer s.Close()
 	cpu0, t0 := cpuTime(), time.Now()
 	out, err := m.Forward(b, torch.ForwardOptions{Grad: true})

@@ -226,3 +226,27 @@ func TestLossesBoundedAndPaddingSafe(t *testing.T) {
 		t.Errorf("gradient at the padding position %v, want 0", gv[2])
 	}
 }
+
+// Diagnose on four tokens, eps_low 0.2, eps_high 0.28: r = 0.5 with A < 0
+// is clipped low, r = 2 with A > 0 clipped high, r = 1 neither, and the
+// fourth token is masked out. Approximate KL = sum of (r-1) - log r =
+// (-0.5 + ln 2) + (1 - ln 2) + 0 = 0.5; entropy = 0.1 + 0.2 + 0.3.
+func TestDiagnoseByHand(t *testing.T) {
+	s := torch.NewScope()
+	defer s.Close()
+	logp := s.Float32([]float32{float32(math.Log(0.5)), float32(math.Log(2)), 0, 5}, 1, 4)
+	zeros := s.Float32([]float32{0, 0, 0, 0}, 1, 4)
+	adv := s.Float32([]float32{-1, 1, 1, 1}, 1, 4)
+	ent := s.Float32([]float32{0.1, 0.2, 0.3, 9}, 1, 4)
+	mask := s.Float32([]float32{1, 1, 1, 0}, 1, 4)
+	d := Diagnose(s, logp, zeros, adv, ent, mask, 0.2, 0.28)
+	for _, c := range []struct {
+		name string
+		x    *torch.Tensor
+		want float64
+	}{{"clip low", d.ClipLow, 1}, {"clip high", d.ClipHigh, 1}, {"approx kl", d.ApproxKL, 0.5}, {"entropy", d.Entropy, 0.6}, {"tokens", d.Tokens, 3}} {
+		if got := item(t, s, c.x); math.Abs(got-c.want) > 1e-6 {
+			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

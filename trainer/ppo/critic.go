@@ -12,16 +12,9 @@ import (
 // criticStep is one optimizer step of a separate critic on a mini-batch.
 func (l *Learner) criticStep(mini []*traj.Trajectory, data Data, st *Stats) error {
 	n := l.norm(mini)
-	k := stepper{name: "critic", opt: l.CriticOpt, dist: l.Dist, micro: l.Config.MicroBatch, maxGradNorm: l.Config.MaxGradNorm}
-	r, err := k.step(mini, func(s *torch.Scope, p Padded) (*torch.Tensor, error) {
-		// Only the value head's output: no logits over the vocabulary.
-		o, err := l.Critic.Forward(p.Batch, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true})
-		if err != nil {
-			return nil, OOMHint(fmt.Errorf("critic forward of %d trajectories: %w", len(p.Trs), err))
-		}
-		s.Own(o.LogProbs, o.Values)
-		maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, l.Config.LossMask) })
-		return l.valueLoss(s, p, o.Values, s.Float32(maskV, int64(len(p.Trs)), int64(p.Width())), data, n), nil
+	k := stepper{name: "critic", dev: l.Critic.Device, opt: l.CriticOpt, dist: l.Dist, micro: l.Config.MicroBatch, maxGradNorm: l.Config.MaxGradNorm}
+	r, err := k.step(mini, func(s *torch.Scope, p Padded, _ *report) (*torch.Tensor, error) {
+		return l.criticLoss(s, p, data, n)
 	})
 	if err != nil {
 		return err
@@ -34,6 +27,18 @@ func (l *Learner) criticStep(mini []*traj.Trajectory, data Data, st *Stats) erro
 	st.CriticGradNorm += r.GradNorm
 	st.criticSteps++
 	return nil
+}
+
+// criticLoss is one micro-batch's value loss of a separate critic.
+func (l *Learner) criticLoss(s *torch.Scope, p Padded, data Data, n algo.Norm) (*torch.Tensor, error) {
+	// Only the value head's output: no logits over the vocabulary.
+	o, err := l.Critic.Forward(p.Batch, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true})
+	if err != nil {
+		return nil, OOMHint(fmt.Errorf("critic forward of %d trajectories: %w", len(p.Trs), err))
+	}
+	s.Own(o.LogProbs, o.Values)
+	maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, l.Config.LossMask) })
+	return l.valueLoss(s, p, o.Values, s.Float32(maskV, int64(len(p.Trs)), int64(p.Width())), data, n), nil
 }
 
 // valueLoss is PPO2's clipped value loss of a micro-batch against the

@@ -10,6 +10,18 @@ import (
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
+// item reads a scalar of s, NaN when the scope has failed.
+func item(s *torch.Scope, x *torch.Tensor) float64 {
+	if s.Err() != nil || x == nil {
+		return math.NaN()
+	}
+	v, err := x.Item()
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
 // maskTrajectory is the hand-worked two-turn trajectory of trainer/algo's
 // golden tests: prompt 0-1, turn-0 action 2-3, tool response 4-5, turn-1
 // action 6-7; values .3 .2 .5 .4 .9 .7 .6 .8; turn-0 process reward 0.5,

@@ -14,9 +14,9 @@ import (
 func (l *Learner) policyStep(mini []*traj.Trajectory, data Data, st *Stats) error {
 	st.policySteps++
 	n := l.norm(mini)
-	k := stepper{name: "policy", opt: l.Opt, dist: l.Dist, micro: l.Config.MicroBatch, maxGradNorm: l.Config.MaxGradNorm}
-	r, err := k.step(mini, func(s *torch.Scope, p Padded) (*torch.Tensor, error) {
-		return l.policyLoss(s, p, data, n, st)
+	k := stepper{name: "policy", dev: l.Policy.Device, opt: l.Opt, dist: l.Dist, micro: l.Config.MicroBatch, maxGradNorm: l.Config.MaxGradNorm}
+	r, err := k.step(mini, func(s *torch.Scope, p Padded, rep *report) (*torch.Tensor, error) {
+		return l.policyLoss(s, p, data, n, st, rep)
 	})
 	if err != nil {
 		return err
@@ -39,9 +39,9 @@ func (l *Learner) policyStep(mini []*traj.Trajectory, data Data, st *Stats) erro
 
 // policyLoss is one micro-batch's loss of the policy: PPO's clipped
 // surrogate, the KL-to-reference term and the entropy bonus when they are
-// on, and a shared value head's weighted value loss. It adds the
-// micro-batch's diagnostics to st.
-func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, st *Stats) (*torch.Tensor, error) {
+// on, and a shared value head's weighted value loss. Its terms and the
+// micro-batch's diagnostics are reported to st through rep.
+func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, st *Stats, rep *report) (*torch.Tensor, error) {
 	c := l.Config
 	// The entropy's graph is built only when the entropy bonus weighs in.
 	o, err := l.Policy.Forward(p.Batch, torch.ForwardOptions{Temperature: c.Temperature, Grad: true, Entropy: true,
@@ -51,53 +51,36 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, s
 	}
 	s.Own(o.LogProbs, o.Entropy, o.Values)
 	B, W := int64(len(p.Trs)), int64(p.Width())
-	maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, c.LossMask) })
-	advV := p.Grid(func(t *traj.Trajectory, j int) float32 { return t.Advantages[j] })
-	oldV := p.Grid(func(t *traj.Trajectory, j int) float32 { return data[t].Old[j] })
-	mask := s.Float32(maskV, B, W)
-	total := s.Float32([]float32{0})
+	grid := func(f func(t *traj.Trajectory, j int) float32) *torch.Tensor { return s.Float32(p.Grid(f), B, W) }
+	mask := grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, c.LossMask) })
+	total := s.Scalar(0)
 	if c.TrainPolicy {
-		pg := loss.PolicyLoss(s, o.LogProbs, s.Float32(oldV, B, W), s.Float32(advV, B, W), mask, c.Loss, n)
+		old := grid(func(t *traj.Trajectory, j int) float32 { return data[t].Old[j] })
+		adv := grid(func(t *traj.Trajectory, j int) float32 { return t.Advantages[j] })
+		pg := loss.PolicyLoss(s, o.LogProbs, old, adv, mask, c.Loss, n)
 		total = s.Add(total, pg)
-		st.PolicyLoss += item(s, pg)
+		rep.add(pg, func(v float64) { st.PolicyLoss += v })
 		if c.Loss.KLInLoss && c.Loss.KLCoef != 0 {
-			refV := p.Grid(func(t *traj.Trajectory, j int) float32 { return data[t].Ref[j] })
-			kl := loss.KLLoss(s, o.LogProbs, s.Float32(refV, B, W), mask, c.Loss.KLEstimator, c.Loss.Agg, n)
+			ref := grid(func(t *traj.Trajectory, j int) float32 { return data[t].Ref[j] })
+			kl := loss.KLLoss(s, o.LogProbs, ref, mask, c.Loss.KLEstimator, c.Loss.Agg, n)
 			total = s.Add(total, s.MulScalar(kl, c.Loss.KLCoef))
-			st.KLLoss += item(s, kl)
+			rep.add(kl, func(v float64) { st.KLLoss += v })
 		}
 		if c.Loss.EntropyCoef != 0 {
 			ent := loss.Aggregate(s, o.Entropy, mask, c.Loss.Agg, n)
 			total = s.Sub(total, s.MulScalar(ent, c.Loss.EntropyCoef))
 		}
-		if err := l.diagnose(s, o, oldV, advV, maskV, mask, st); err != nil {
-			return nil, err
-		}
+		d := loss.Diagnose(s, o.LogProbs, old, adv, o.Entropy, mask, c.Loss.ClipLow, c.Loss.ClipHigh)
+		rep.add(d.ClipLow, func(v float64) { st.ClipFracLow += v })
+		rep.add(d.ClipHigh, func(v float64) { st.ClipFracHigh += v })
+		rep.add(d.ApproxKL, func(v float64) { st.ApproxKL += v })
+		rep.add(d.Entropy, func(v float64) { st.Entropy += v })
+		rep.add(d.Tokens, func(v float64) { st.Tokens += int(v) })
 	}
 	if l.shared() {
 		vl := l.valueLoss(s, p, o.Values, mask, data, n)
 		total = s.Add(total, s.MulScalar(vl, c.Loss.VFCoef))
-		st.ValueLoss += item(s, vl)
+		rep.add(vl, func(v float64) { st.ValueLoss += v })
 	}
 	return total, nil
-}
-
-// diagnose adds a micro-batch's entropy, clip fractions and approximate
-// KL to st, weighted by its loss tokens: per token, independent of the
-// mini-batch weighting.
-func (l *Learner) diagnose(s *torch.Scope, o torch.Output, oldV, advV, maskV []float32, mask *torch.Tensor, st *Stats) error {
-	lp, err := o.LogProbs.Float32s()
-	if err != nil {
-		return err
-	}
-	d := algo.PolicyDiagnostics(lp, oldV, advV, maskV, l.Config.Loss.ClipLow, l.Config.Loss.ClipHigh)
-	if d.Tokens > 0 {
-		w := float64(d.Tokens)
-		st.ClipFracLow += d.ClipFracLow * w
-		st.ClipFracHigh += d.ClipFracHigh * w
-		st.ApproxKL += d.ApproxKL * w
-		st.Entropy += item(s, s.MaskedMean(o.Entropy, mask)) * w
-		st.Tokens += d.Tokens
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/loss"
 	"github.com/agentrl/agentrl/trainer/traj"
@@ -59,7 +60,7 @@ func SFT(m *torch.Model, g *dist.Group, seqs []*traj.Trajectory, cfg SFTConfig, 
 		return st, err
 	}
 	defer opt.Free()
-	k := stepper{name: "sft", opt: opt, dist: g, micro: cfg.Micro, maxGradNorm: cfg.MaxGradNorm}
+	k := stepper{name: "sft", dev: m.Device, opt: opt, dist: g, micro: cfg.Micro, maxGradNorm: cfg.MaxGradNorm}
 	idx := rng.Perm(len(seqs))
 	total := (len(seqs) + cfg.Batch - 1) / cfg.Batch * cfg.Epochs
 	for epoch := 0; epoch < cfg.Epochs; epoch++ {
@@ -84,15 +85,8 @@ func SFT(m *torch.Model, g *dist.Group, seqs []*traj.Trajectory, cfg SFTConfig, 
 // sftStep is one optimizer step of the warm start on a mini-batch.
 func sftStep(k stepper, m *torch.Model, mini []*traj.Trajectory, st *SFTStats) error {
 	n := Norm(mini, true)
-	r, err := k.step(mini, func(s *torch.Scope, p Padded) (*torch.Tensor, error) {
-		o, err := m.Forward(p.Batch, torch.ForwardOptions{Grad: true})
-		if err != nil {
-			return nil, OOMHint(fmt.Errorf("sft forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Batch.T, err))
-		}
-		s.Own(o.LogProbs)
-		maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, true) })
-		mask := s.Float32(maskV, int64(len(p.Trs)), int64(p.Width()))
-		return loss.Aggregate(s, s.Neg(o.LogProbs), mask, "token-mean", n), nil
+	r, err := k.step(mini, func(s *torch.Scope, p Padded, _ *report) (*torch.Tensor, error) {
+		return sftLoss(s, m, p, n)
 	})
 	if err != nil {
 		return err
@@ -110,4 +104,17 @@ func sftStep(k stepper, m *torch.Model, mini []*traj.Trajectory, st *SFTStats) e
 	}
 	st.LastLoss = loss[0]
 	return nil
+}
+
+// sftLoss is one micro-batch's masked negative log-likelihood, normalised
+// by the whole mini-batch's tokens n.
+func sftLoss(s *torch.Scope, m *torch.Model, p Padded, n algo.Norm) (*torch.Tensor, error) {
+	o, err := m.Forward(p.Batch, torch.ForwardOptions{Grad: true})
+	if err != nil {
+		return nil, OOMHint(fmt.Errorf("sft forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Batch.T, err))
+	}
+	s.Own(o.LogProbs)
+	maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, true) })
+	mask := s.Float32(maskV, int64(len(p.Trs)), int64(p.Width()))
+	return loss.Aggregate(s, s.Neg(o.LogProbs), mask, "token-mean", n), nil
 }

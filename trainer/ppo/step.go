@@ -9,14 +9,52 @@ import (
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
-// lossFunc builds one micro-batch's loss in s, its forward pass included.
-// Its side effects (diagnostics) happen whether or not the step is taken.
-type lossFunc func(s *torch.Scope, p Padded) (*torch.Tensor, error)
+// lossFunc builds one micro-batch's loss in s, its forward pass included,
+// and adds the scalars it reports (diagnostics) to r. The reports reach
+// their sinks whether or not the step is taken.
+type lossFunc func(s *torch.Scope, p Padded, r *report) (*torch.Tensor, error)
 
-// stepper takes optimizer steps of one optimizer. Name ("policy",
-// "critic", "sft") names its errors.
+// report collects the scalar tensors a micro-batch's loss reports and
+// where each value goes. They are read back together with the loss, in
+// one copy after the backward pass: on a GPU that is one synchronisation
+// per micro-batch, not one per figure or a copy of the logprob grid.
+type report struct {
+	ts    []*torch.Tensor
+	sinks []func(float64)
+}
+
+// add reports the scalar x; sink receives its value.
+func (r *report) add(x *torch.Tensor, sink func(float64)) {
+	r.ts = append(r.ts, x)
+	r.sinks = append(r.sinks, sink)
+}
+
+// read copies the loss and the reported scalars back in one transfer,
+// hands each report to its sink and returns the loss.
+func (r *report) read(s *torch.Scope, loss *torch.Tensor) (float64, error) {
+	scalars := make([]*torch.Tensor, 0, 1+len(r.ts))
+	for _, t := range append([]*torch.Tensor{loss}, r.ts...) {
+		scalars = append(scalars, s.To(s.Detach(s.Reshape(t)), s.Device(), torch.Float32))
+	}
+	stacked := s.Stack(0, scalars...)
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	vals, err := stacked.Float32s()
+	if err != nil {
+		return 0, err
+	}
+	for i, sink := range r.sinks {
+		sink(float64(vals[i+1]))
+	}
+	return float64(vals[0]), nil
+}
+
+// stepper takes optimizer steps of one optimizer over a model on dev.
+// Name ("policy", "critic", "sft") names its errors.
 type stepper struct {
 	name        string
+	dev         torch.Device
 	opt         *torch.AdamW
 	dist        *dist.Group
 	micro       int
@@ -47,10 +85,14 @@ func (k stepper) step(mini []*traj.Trajectory, loss lossFunc) (stepResult, error
 		r.Loss += v
 		nonFinite = nonFinite || !finite(v)
 	}
-	if err := k.dist.AllReduceGrads(k.opt.Params()); err != nil {
+	grads, err := k.opt.GradTensors()
+	if err != nil {
 		return r, err
 	}
-	nonFinite, err := k.dist.Any(nonFinite)
+	if err := k.dist.AllReduceGrads(grads); err != nil {
+		return r, err
+	}
+	nonFinite, err = k.dist.Any(nonFinite)
 	if err != nil {
 		return r, err
 	}
@@ -67,41 +109,34 @@ func (k stepper) step(mini []*traj.Trajectory, loss lossFunc) (stepResult, error
 	return r, k.opt.ZeroGrad()
 }
 
-// microStep builds one micro-batch's loss and, when it is finite,
-// back-propagates it (accumulating gradients). It returns the loss.
+// microStep builds one micro-batch's loss in a scope on the model's
+// device and back-propagates it, accumulating gradients (into the
+// optimizer's f32 accumulators for bf16/f16 parameters). A non-finite loss
+// is back-propagated all the same, so that the step never waits on the
+// device for the loss's value; the ranks then agree to drop the step's
+// gradients. It returns the loss.
 func (k stepper) microStep(p Padded, loss lossFunc) (float64, error) {
-	s := torch.NewScope()
+	s := torch.NewScopeOn(k.dev)
 	defer s.Close()
-	l, err := loss(s, p)
+	var r report
+	l, err := loss(s, p, &r)
 	if err != nil {
 		return 0, err
 	}
 	if err := s.Err(); err != nil {
 		return 0, fmt.Errorf("%s loss: %w", k.name, err)
 	}
-	v, err := l.Item()
-	if err != nil {
-		return 0, err
-	}
-	if !finite(v) {
-		return v, nil
-	}
 	if err := l.Backward(); err != nil {
 		return 0, OOMHint(fmt.Errorf("%s backward of %d trajectories (%d tokens): %w", k.name, len(p.Trs), p.Batch.T, err))
+	}
+	if err := k.opt.Accumulate(); err != nil {
+		return 0, err
+	}
+	v, err := r.read(s, l)
+	if err != nil {
+		return 0, fmt.Errorf("%s loss: %w", k.name, err)
 	}
 	return v, nil
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
-// item reads a scalar, NaN when the scope has failed.
-func item(s *torch.Scope, x *torch.Tensor) float64 {
-	if s.Err() != nil || x == nil {
-		return math.NaN()
-	}
-	v, err := x.Item()
-	if err != nil {
-		return math.NaN()
-	}
-	return v
-}
