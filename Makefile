@@ -16,10 +16,19 @@ CPU_BUILD := build/cpu
 CPU_INC := -I/usr/include/torch/csrc/api/include
 CPU_LIBS := -ltorch -ltorch_cpu -lc10
 
-# CUDA build: a CUDA libtorch unpacked at LIBTORCH (e.g. libtorch-cxx11-abi
-# for your CUDA version), the CUDA toolkit at CUDA_HOME.
+# CUDA build (docs/gpu.md): the CUDA libtorch at LIBTORCH, either the C++
+# libtorch archive for your CUDA version unpacked or the torch/ folder of a
+# pip-installed CUDA PyTorch wheel, and the CUDA toolkit at CUDA_HOME.
+# NCCL=off or GLOO=off builds without that backend; NCCL_HOME and GLOO_HOME
+# point at headers libtorch lacks; PYTHON is the python whose torch LIBTORCH
+# is, asked for the C++ ABI when libtorch does not say.
 LIBTORCH ?= third_party/libtorch
 CUDA_HOME ?= /usr/local/cuda
+NCCL ?= auto
+NCCL_HOME ?=
+GLOO ?= auto
+GLOO_HOME ?=
+PYTHON ?=
 CUDA_BUILD := build/cuda
 
 SHIM_SRC := $(wildcard cgo/*.cpp)
@@ -35,7 +44,7 @@ TEST_TIMEOUT ?= 20m
 
 export GOFLAGS := -tags=sqlite_fts5
 
-.PHONY: all build deps cuda test vet bench run paper image clean fmt
+.PHONY: all build deps cuda cuda-flags test vet bench run paper image clean fmt
 
 all: build
 
@@ -72,31 +81,37 @@ bin/trainer: $(CPU_BUILD)/libagentrl.so $(GO_SRC)
 
 # ---- CUDA ------------------------------------------------------------------
 
-cuda:
-	@if [ ! -f "$(LIBTORCH)/lib/libtorch_cuda.so" ]; then \
-	  echo "make cuda: no CUDA libtorch found: looked for $(LIBTORCH)/lib/libtorch_cuda.so"; \
-	  echo "  Get the C++ libtorch for your CUDA version (cxx11 ABI) from pytorch.org, unpack it to"; \
-	  echo "  third_party/libtorch (or pass LIBTORCH=/path/to/libtorch), and install the CUDA toolkit"; \
-	  echo "  (CUDA_HOME=$(CUDA_HOME)). Nothing was built: agentrl never falls back to a CPU binary here."; \
-	  exit 1; fi
+# cgo/torchflags.sh reads the libtorch at LIBTORCH (its C++ ABI, where nccl.h
+# and gloo's headers are) and writes the flags to $(TORCH_MK), or stops and
+# says where it looked. The file is replaced only when the flags change, so
+# the objects that depend on it are rebuilt only then.
+TORCH_MK := $(CUDA_BUILD)/torch.mk
+-include $(TORCH_MK)
+
+cuda-flags:
+	@mkdir -p $(CUDA_BUILD)
+	@CUDA_HOME='$(CUDA_HOME)' NCCL='$(NCCL)' NCCL_HOME='$(NCCL_HOME)' GLOO='$(GLOO)' GLOO_HOME='$(GLOO_HOME)' PYTHON='$(PYTHON)' \
+	  cgo/torchflags.sh '$(LIBTORCH)' > $(TORCH_MK).new || { rm -f $(TORCH_MK).new; exit 1; }
+	@if cmp -s $(TORCH_MK).new $(TORCH_MK); then rm $(TORCH_MK).new; else mv $(TORCH_MK).new $(TORCH_MK); fi
+	@cat $(TORCH_MK)
+
+cuda: cuda-flags
 	@$(MAKE) --no-print-directory bin/trainer-cuda
 	@cp bin/trainer-cuda bin/trainer
 	@echo "bin/trainer is the CUDA build (libtorch at $(LIBTORCH))"
 
-CUDA_INC := -I$(LIBTORCH)/include -I$(LIBTORCH)/include/torch/csrc/api/include -I$(CUDA_HOME)/include
 # --no-as-needed: nothing references libtorch_cuda directly, and without it
 # the linker drops the library and CUDA is silently unavailable at run time.
-CUDA_LIBS := -L$(LIBTORCH)/lib -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -ltorch -ltorch_cpu -lc10 -Wl,--as-needed \
-  -Wl,-rpath,$(abspath $(LIBTORCH))/lib
+CUDA_LIBS := -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -ltorch -ltorch_cpu -lc10 -Wl,--as-needed
 
-$(CUDA_BUILD)/obj/%.o: cgo/%.cpp $(SHIM_HDR)
+$(CUDA_BUILD)/obj/%.o: cgo/%.cpp $(SHIM_HDR) $(TORCH_MK)
 	@mkdir -p $(dir $@)
 	@echo "c++  $< -> $@ (CUDA libtorch at $(LIBTORCH))"
-	@$(CXX) $(CXXSTD) $(CXXFLAGS) -DAGENTRL_CUDA $(CUDA_INC) -Icgo -c $< -o $@
+	@$(CXX) $(CXXSTD) $(CXXFLAGS) -DAGENTRL_CUDA $(TORCH_CPPFLAGS) -Icgo -c $< -o $@
 
 $(CUDA_BUILD)/libagentrl.so: $(patsubst cgo/%.cpp,$(CUDA_BUILD)/obj/%.o,$(SHIM_SRC))
 	@echo "link $@"
-	@$(CXX) -shared -fopenmp -o $@ $^ $(CUDA_LIBS) -ldl
+	@$(CXX) -shared -fopenmp -o $@ $^ $(TORCH_LDFLAGS) $(CUDA_LIBS) -ldl
 
 bin/trainer-cuda: $(CUDA_BUILD)/libagentrl.so $(GO_SRC)
 	@mkdir -p bin

@@ -1,6 +1,7 @@
 package buildcheck
 
 import (
+	"fmt"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -46,10 +47,12 @@ func parseDockerfile(text string) (stages [][]instruction) {
 // The Dockerfile can't be built here (no Docker engine), so this reads it
 // against the Makefile and the cgo flags: `make cuda` gets an absolute
 // LIBTORCH, whose lib/ the runtime image keeps at the same path (the
-// shim's rpath); the shim sits in ../lib of the trainer binary (the
-// binary's $ORIGIN/../lib rpath); the entrypoint is that binary; the
-// libtorch build matches the CUDA image and the C++ ABI; Go is new enough
-// for go.mod; the three volumes are declared.
+// shim's rpath, which the make cuda tests check); the shim sits in ../lib
+// of the trainer binary (the binary's $ORIGIN/../lib rpath); the
+// entrypoint is that binary; the runtime has the libgomp the shim's
+// -fopenmp needs; the libtorch archive matches the CUDA image and is named
+// as from 2.8; nccl.h comes from NCCL_HOME; Go is new enough for go.mod;
+// the three volumes are declared.
 func TestDockerfileMatchesBuild(t *testing.T) {
 	root := repoRoot(t)
 	stages := parseDockerfile(readFile(t, filepath.Join(root, "Dockerfile")))
@@ -64,24 +67,26 @@ func TestDockerfileMatchesBuild(t *testing.T) {
 		t.Errorf("runtime stage FROM %s, want a CUDA runtime image", runtime[0].args)
 	}
 
-	makefile := readFile(t, filepath.Join(root, "Makefile"))
 	cgoCuda := readFile(t, filepath.Join(root, "torch", "cgo_cuda.go"))
-	if !strings.Contains(makefile, "-Wl,-rpath,$(abspath $(LIBTORCH))/lib") || !strings.Contains(cgoCuda, "-Wl,-rpath,$ORIGIN/../lib") {
-		t.Fatal("the rpaths this test relies on changed: the shim's $(abspath $(LIBTORCH))/lib (Makefile), the binary's $ORIGIN/../lib (torch/cgo_cuda.go)")
+	if !strings.Contains(cgoCuda, "-Wl,-rpath,$ORIGIN/../lib") {
+		t.Fatal("the rpath this test relies on changed: the binary's $ORIGIN/../lib (torch/cgo_cuda.go)")
 	}
-	libtorch := ""
+	libtorch, makeCuda := "", ""
 	workdir := "/"
 	for _, in := range build {
 		if in.cmd == "WORKDIR" {
 			workdir = path.Join(workdir, in.args)
 		}
 		if m := regexp.MustCompile(`^make cuda LIBTORCH=(\S+)`).FindStringSubmatch(in.args); in.cmd == "RUN" && m != nil {
-			libtorch = m[1]
+			libtorch, makeCuda = m[1], in.args
 			break
 		}
 	}
 	if !path.IsAbs(libtorch) {
 		t.Fatalf("build stage runs make cuda with LIBTORCH=%q, want an absolute path (it becomes the shim's rpath)", libtorch)
+	}
+	if !regexp.MustCompile(`\bNCCL_HOME=/\S+`).MatchString(makeCuda) {
+		t.Errorf("build stage runs %q, want NCCL_HOME set to the nccl.h of libtorch's NCCL (the archive has none)", makeCuda)
 	}
 
 	copies := map[string]string{} // source in the build stage -> destination
@@ -113,6 +118,9 @@ func TestDockerfileMatchesBuild(t *testing.T) {
 	if entrypoint != `["`+trainer+`"]` {
 		t.Errorf("ENTRYPOINT %s, want [%q]", entrypoint, trainer)
 	}
+	if !regexp.MustCompile(`apt-get install .*\blibgomp1\b`).MatchString(strings.Join(instructionArgs(runtime, "RUN"), "\n")) {
+		t.Error("the runtime stage does not install libgomp1 (the shim is linked with -fopenmp)")
+	}
 	for _, v := range []string{`"/models"`, `"/data"`, `"/runs"`} {
 		if !slices.Contains(volumes, v) {
 			t.Errorf("VOLUME lacks %s (has %v)", v, volumes)
@@ -131,8 +139,13 @@ func TestDockerfileMatchesBuild(t *testing.T) {
 	if len(cuda) < 2 || args["LIBTORCH_CUDA"] != "cu"+cuda[0]+cuda[1] {
 		t.Errorf("libtorch for %s on a CUDA %s image", args["LIBTORCH_CUDA"], args["CUDA_VERSION"])
 	}
-	if !strings.Contains(strings.Join(instructionArgs(build, "RUN"), "\n"), "libtorch-cxx11-abi-shared-with-deps-${LIBTORCH_VERSION}%2B${LIBTORCH_CUDA}.zip") {
-		t.Error("the build stage does not download the cxx11-ABI libtorch for LIBTORCH_VERSION and LIBTORCH_CUDA")
+	// From 2.8 the archive's name has no "cxx11-abi" (the only ABI left).
+	var major, minor int
+	if _, err := fmt.Sscanf(args["LIBTORCH_VERSION"], "%d.%d.", &major, &minor); err != nil || major < 2 || major == 2 && minor < 8 {
+		t.Errorf("LIBTORCH_VERSION %s, want 2.8 or later (the archive's name below)", args["LIBTORCH_VERSION"])
+	}
+	if !strings.Contains(strings.Join(instructionArgs(build, "RUN"), "\n"), "libtorch-shared-with-deps-${LIBTORCH_VERSION}%2B${LIBTORCH_CUDA}.zip") {
+		t.Error("the build stage does not download libtorch-shared-with-deps for LIBTORCH_VERSION and LIBTORCH_CUDA")
 	}
 	goMod := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(readFile(t, filepath.Join(root, "go.mod")))
 	if goMod == nil || !strings.HasPrefix(args["GO_VERSION"], goMod[1]+".") {
