@@ -25,9 +25,9 @@ const (
 // added with its weight and stored as "external", its components as
 // "external.<name>"; a Scorer that fails or times out, or whose weighted
 // reward is not finite (a huge reward times the weight) or makes the total
-// so, adds 0 and sets "external_failed" to 1. Process rewards are not included; they were paid
-// per turn. Meant for a finished episode; before that it scores the
-// episode as it stands.
+// so, adds 0 and sets "external_failed" to 1. Process rewards are not
+// included; they were paid per turn. Meant for a finished episode; before
+// that it scores the episode as it stands.
 func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 	e.mu.Lock()
 	turns := make([]reward.FormatTurn, len(e.turns))
