@@ -31,7 +31,8 @@ type EpisodeCall struct {
 }
 
 // Scorer is a reward computed outside the environment (an external
-// command or service): a number and named components.
+// command or service): a number and named components. Messages name a
+// Scorer as %v prints it, so it should be a fmt.Stringer.
 type Scorer interface {
 	Score(ctx context.Context, ep Episode) (float64, map[string]float64, error)
 }

@@ -3,6 +3,7 @@ package envs
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/agentrl/agentrl/envs/reward"
@@ -22,10 +23,11 @@ const (
 // reward: Rewards.Outcome * components[Rewards.Scorer] + Rewards.Format *
 // format. With an external Scorer (EnvConfig.External), its reward is
 // added with its weight and stored as "external", its components as
-// "external.<name>"; a Scorer that fails or times out adds 0 and sets
-// "external_failed" to 1. Process rewards are not included; they were paid
-// per turn. Meant for a finished episode; before that it scores the
-// episode as it stands.
+// "external.<name>"; a Scorer that fails or times out, or whose weighted
+// reward is not finite (a huge reward times the weight) or makes the total
+// so, adds 0 and sets "external_failed" to 1. Process rewards are not
+// included; they were paid per turn. Meant for a finished episode; before
+// that it scores the episode as it stands.
 func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 	e.mu.Lock()
 	turns := make([]reward.FormatTurn, len(e.turns))
@@ -50,12 +52,13 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 	w := e.cfg.Rewards
 	c[reward.NameTotal] = w.Outcome*c[w.Scorer] + w.Format*c[reward.NameFormat]
 	if x := e.cfg.External; x.Scorer != nil {
-		c[reward.NameTotal] += w.External.Weight * e.external(ep, c)
+		c[reward.NameTotal] += e.external(ep, c)
 	}
 	return c[reward.NameTotal], c
 }
 
-// external runs the external Scorer and records its components in c.
+// external runs the external Scorer, records its components in c and
+// returns its weighted reward, to be added to c's total.
 func (e *ToolEnv) external(ep Episode, c map[string]float64) float64 {
 	x := e.cfg.External
 	timeout := e.cfg.Rewards.External.Timeout
@@ -65,6 +68,10 @@ func (e *ToolEnv) external(ep Episode, c map[string]float64) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	r, comps, err := x.Scorer.Score(ctx, ep)
+	weight := e.cfg.Rewards.External.Weight
+	if weighted := weight * r; err == nil && (!finite(weighted) || !finite(c[reward.NameTotal]+weighted)) {
+		err = fmt.Errorf("%v: reward %v weighted by %v is %v, which makes the total %v", x.Scorer, r, weight, weighted, c[reward.NameTotal]+weighted)
+	}
 	if err != nil {
 		if x.OnError != nil {
 			x.OnError(fmt.Errorf("task %s: external reward: %w", ep.TaskID, err))
@@ -76,5 +83,7 @@ func (e *ToolEnv) external(ep Episode, c map[string]float64) float64 {
 	for k, v := range comps {
 		c[ComponentExternalPrefix+k] = v
 	}
-	return r
+	return weight * r
 }
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -1,6 +1,8 @@
 package envs
 
 import (
+	"context"
+	"strings"
 	"testing"
 )
 
@@ -84,5 +86,31 @@ func TestOutcomeWithoutAnswerStop(t *testing.T) {
 	total, comp := e.Outcome()
 	if total != 0 || comp["em"] != 0 {
 		t.Errorf("total %v, components %v", total, comp)
+	}
+}
+
+// fixedScorer answers reward with no components.
+type fixedScorer struct{ reward float64 }
+
+func (s fixedScorer) Score(context.Context, Episode) (float64, map[string]float64, error) {
+	return s.reward, nil, nil
+}
+func (s fixedScorer) String() string { return "fixed" }
+
+// A weighted external reward that is finite itself but overflows the total
+// (1e308 from the answer metric plus 1e308) is a failed scoring, named.
+func TestExternalRewardOverflowingTheTotalFails(t *testing.T) {
+	cfg := testConfig()
+	var reported error
+	cfg.External = ExternalConfig{Scorer: fixedScorer{1e308}, OnError: func(err error) { reported = err }}
+	cfg.Rewards.Outcome, cfg.Rewards.External.Weight = 1e308, 1
+	e := newEnv(t, cfg)
+	step(t, e, "<answer>Paris</answer>")
+	total, c := e.Outcome()
+	if total != 1e308+0.1 || c["external"] != 0 || c["external_failed"] != 1 {
+		t.Fatalf("total %v, components %v", total, c)
+	}
+	if reported == nil || !strings.Contains(reported.Error(), "task t1: external reward: fixed: reward 1e+308 weighted by 1 is 1e+308, which makes the total +Inf") {
+		t.Fatalf("reported %v", reported)
 	}
 }

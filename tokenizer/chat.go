@@ -31,6 +31,13 @@ type Message struct {
 // to token ids and turn by turn, so that a trajectory is built by appending
 // spans. It works with any tokenizer that has "<|im_start|>" and
 // "<|im_end|>" as added tokens.
+//
+// Only markup yields added tokens: the template's own text, the system
+// message (the operator's instruction) and assistant turns (what the policy
+// generates). Text from outside is plain: user turns (questions, passages),
+// tool responses and tool specs are encoded with no added tokens, so a
+// result that spells "<|im_end|>" or "</tool_response>" stays that text and
+// cannot end a turn or open one.
 type ChatFormat struct {
 	tok   *Tokenizer
 	stops []int32
@@ -82,6 +89,8 @@ func (c *ChatFormat) Special(name string) (int32, bool) {
 // else (the template's text, "<|im_start|>assistant\n", the "\n" after
 // "<|im_end|>", user and tool turns). A token that straddles the start of an
 // assistant's text (a newline merged with the header's) counts as generated.
+// User and tool contents and the tools are plain text (see ChatFormat); the
+// ids are those of encoding RenderText's text when they spell no added token.
 func (c *ChatFormat) Render(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool) (ids []int32, mask []uint8, err error) {
 	turns, err := c.turns(msgs, tools, addGenerationPrompt)
 	if err != nil {
@@ -114,7 +123,7 @@ func (c *ChatFormat) RenderText(msgs []Message, tools []json.RawMessage, addGene
 // Prompt encodes the start of an episode: the system turn (with the tools
 // block when there are tools; none when system is "" and there are no
 // tools), the user turn, and the generation prompt "<|im_start|>assistant\n".
-// All of it has mask 0.
+// All of it has mask 0. System is markup; user and the tools are plain text.
 func (c *ChatFormat) Prompt(system, user string, tools []json.RawMessage) ([]int32, error) {
 	var msgs []Message
 	if system != "" {
@@ -130,23 +139,29 @@ func (c *ChatFormat) Prompt(system, user string, tools []json.RawMessage) ([]int
 // itself (it was stopped at "</tool_call>"), then "\n", a user turn with one
 // "<tool_response>" block per response, and the generation prompt. All of it
 // has mask 0. With no responses it only closes the turn and opens the next
-// assistant turn. Text in a response that spells an added token becomes that
-// token, as it would when the template's output is encoded.
+// assistant turn. The responses are plain text: one that spells an added
+// token is encoded as that text, never as the token.
 func (c *ChatFormat) Observation(responses []string, modelClosedTurn bool) []int32 {
-	var b strings.Builder
+	var spans []span
 	if !modelClosedTurn {
-		b.WriteString(protocol.TurnEnd)
+		spans = append(spans, span{text: protocol.TurnEnd})
 	}
-	b.WriteString("\n")
+	spans = append(spans, span{text: "\n"})
 	if len(responses) > 0 {
-		b.WriteString(protocol.TurnStart + "user")
+		spans = append(spans, span{text: protocol.TurnStart + "user"})
 		for _, r := range responses {
-			b.WriteString(protocol.ToolResponse(r))
+			spans = append(spans, toolResponse(r)...)
 		}
-		b.WriteString(protocol.TurnEnd + "\n")
+		spans = append(spans, span{text: protocol.TurnEnd + "\n"})
 	}
-	b.WriteString(protocol.TurnStart + "assistant\n")
-	return c.tok.Encode(b.String())
+	spans = append(spans, span{text: protocol.TurnStart + "assistant\n"})
+	ids, _ := c.tok.encodeSpans(spans)
+	return ids
+}
+
+// toolResponse is one tool response in its tags, the response plain.
+func toolResponse(text string) []span {
+	return []span{{text: protocol.ToolResponseBefore}, {text: text, plain: true}, {text: protocol.ToolResponseAfter}}
 }
 
 const (
@@ -166,21 +181,19 @@ func (c *ChatFormat) turns(msgs []Message, tools []json.RawMessage, addGeneratio
 	var turns [][]span
 	switch {
 	case len(tools) > 0:
-		var b strings.Builder
-		b.WriteString(protocol.TurnStart + "system\n")
+		head := protocol.TurnStart + "system\n"
 		if msgs[0].Role == "system" {
-			b.WriteString(msgs[0].Content + "\n\n")
+			head += msgs[0].Content + "\n\n"
 		}
-		b.WriteString(toolsHeader)
+		turn := []span{{text: head + toolsHeader}}
 		for i, tool := range tools {
 			s, err := pyJSON(tool)
 			if err != nil {
 				return nil, fmt.Errorf("chat format: tool %d: %w", i, err)
 			}
-			b.WriteString("\n" + s)
+			turn = append(turn, span{text: "\n"}, span{text: s, plain: true})
 		}
-		b.WriteString(toolsFooter)
-		turns = append(turns, []span{{text: b.String()}})
+		turns = append(turns, append(turn, span{text: toolsFooter}))
 	case msgs[0].Role == "system":
 		turns = append(turns, []span{{text: protocol.TurnStart + "system\n" + msgs[0].Content + protocol.TurnEnd + "\n"}})
 	}
@@ -191,7 +204,8 @@ func (c *ChatFormat) turns(msgs []Message, tools []json.RawMessage, addGeneratio
 			if m.Role == "system" && i == 0 {
 				continue
 			}
-			turns = append(turns, []span{{text: protocol.TurnStart + m.Role + "\n" + m.Content + protocol.TurnEnd + "\n"}})
+			turns = append(turns, []span{{text: protocol.TurnStart + m.Role + "\n"},
+				{text: m.Content, plain: m.Role == "user"}, {text: protocol.TurnEnd + "\n"}})
 		case "assistant":
 			turn, err := assistantTurn(m, i > lastQuery, i == len(msgs)-1)
 			if err != nil {
@@ -199,15 +213,14 @@ func (c *ChatFormat) turns(msgs []Message, tools []json.RawMessage, addGeneratio
 			}
 			turns = append(turns, turn)
 		case "tool":
-			text := protocol.ToolResponse(m.Content)
 			if i == 0 || msgs[i-1].Role != "tool" {
 				turns = append(turns, []span{{text: protocol.TurnStart + "user"}})
 			}
-			if i == len(msgs)-1 || msgs[i+1].Role != "tool" {
-				text += protocol.TurnEnd + "\n"
-			}
 			last := &turns[len(turns)-1]
-			*last = append(*last, span{text: text})
+			*last = append(*last, toolResponse(m.Content)...)
+			if i == len(msgs)-1 || msgs[i+1].Role != "tool" {
+				*last = append(*last, span{text: protocol.TurnEnd + "\n"})
+			}
 		default:
 			return nil, fmt.Errorf("chat format: message %d: unknown role %q", i, m.Role)
 		}

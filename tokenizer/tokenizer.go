@@ -49,39 +49,60 @@ type sink struct {
 // the text (add_special_tokens=false in Hugging Face terms). Text that is not
 // valid UTF-8 keeps its bytes: to the pre-tokenizer an invalid byte is a
 // one-byte character of the "other" class (as U+FFFD is), and Decode gives
-// it back.
+// it back. Encode is for trusted text such as a chat template's markup; the
+// chat format encodes text from outside (tool results, tool specs, user
+// turns) with no added tokens.
 func (t *Tokenizer) Encode(text string) []int32 {
 	e := sink{ids: make([]int32, 0, len(text)/4+1)}
-	t.forEachRawSegment(text, func(lo, hi int, id int32) {
+	t.forEachRawSegment(text, nil, func(lo, hi int, id int32) {
 		if id >= 0 {
 			e.ids = append(e.ids, id)
 			return
 		}
-		t.appendSegment(&e, t.normalize(text[lo:hi]), 0)
+		t.appendSegment(&e, t.normalize(text[lo:hi]), 0, nil)
 	})
 	return e.ids
 }
 
-// forEachRawSegment cuts text at the added tokens that match it as given and
-// calls f for each added token (with its id) and each stretch of text between
-// them (with id -1), in order.
-func (t *Tokenizer) forEachRawSegment(text string, f func(lo, hi int, id int32)) {
+// forEachRawSegment cuts text at the added tokens that match it as given,
+// outside the plain intervals, and calls f for each added token (with its
+// id) and each stretch of text between them (with id -1), in order.
+func (t *Tokenizer) forEachRawSegment(text string, plain []interval, f func(lo, hi int, id int32)) {
 	pos := 0
-	for pos < len(text) {
-		start, end := -1, -1
-		var id int32
-		if t.raw != nil {
-			start, end, id = t.raw.find(text[pos:])
+	eachMatch(t.raw, text, plain, func(start, end int, id int32) {
+		if start > pos {
+			f(pos, start, -1)
 		}
-		if start < 0 {
-			f(pos, len(text), -1)
-			return
+		f(start, end, id)
+		pos = end
+	})
+	if pos < len(text) {
+		f(pos, len(text), -1)
+	}
+}
+
+// eachMatch calls f with the added tokens m finds in s, in order, searching
+// only the stretches between the plain intervals (sorted, not overlapping),
+// so that no match takes a byte of a plain interval.
+func eachMatch(m *matcher, s string, plain []interval, f func(start, end int, id int32)) {
+	if m == nil {
+		return
+	}
+	lo := 0
+	for i := 0; i <= len(plain); i++ {
+		hi, next := len(s), len(s)
+		if i < len(plain) {
+			hi, next = plain[i].lo, plain[i].hi
 		}
-		if start > 0 {
-			f(pos, pos+start, -1)
+		for pos := lo; pos < hi; {
+			start, end, id := m.find(s[pos:hi])
+			if start < 0 {
+				break
+			}
+			f(pos+start, pos+end, id)
+			pos += end
 		}
-		f(pos+start, pos+end, id)
-		pos += end
+		lo = max(lo, next)
 	}
 }
 
@@ -93,22 +114,19 @@ func (t *Tokenizer) normalize(s string) string {
 }
 
 // appendSegment encodes a normalized segment: added tokens that match the
-// normalized text, then pre-tokens through the model. Offsets recorded in e
-// are base plus offsets in seg.
-func (t *Tokenizer) appendSegment(e *sink, seg string, base int) {
-	for t.normalized != nil && len(seg) > 0 {
-		start, end, id := t.normalized.find(seg)
-		if start < 0 {
-			break
-		}
-		t.appendPieces(e, seg[:start], base)
+// normalized text outside the plain intervals, then pre-tokens through the
+// model. Offsets recorded in e are base plus offsets in seg.
+func (t *Tokenizer) appendSegment(e *sink, seg string, base int, plain []interval) {
+	pos := 0
+	eachMatch(t.normalized, seg, plain, func(start, end int, id int32) {
+		t.appendPieces(e, seg[pos:start], base+pos)
 		e.ids = append(e.ids, id)
 		if e.track {
 			e.ends = append(e.ends, base+end)
 		}
-		seg, base = seg[end:], base+end
-	}
-	t.appendPieces(e, seg, base)
+		pos = end
+	})
+	t.appendPieces(e, seg[pos:], base+pos)
 }
 
 func (t *Tokenizer) appendPieces(e *sink, seg string, base int) {

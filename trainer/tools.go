@@ -66,7 +66,8 @@ func BuildTools(ctx context.Context, cfg config.ToolsConfig, indexPath string) (
 	}
 	for i, h := range cfg.HTTP {
 		t, err := httptool.New(httptool.Config{Name: h.Name, URL: h.URL, Description: h.Description,
-			Parameters: json.RawMessage(h.Parameters), Headers: h.Headers, Retries: h.Retries})
+			Parameters: json.RawMessage(h.Parameters), Headers: h.Headers, Retries: h.Retries,
+			CrossOriginRedirects: h.CrossOriginRedirects})
 		if err != nil {
 			return nil, fmt.Errorf("tools.http[%d]: %w", i, err)
 		}

@@ -57,11 +57,13 @@ func ToolCall(name, arguments string) string {
 	return ToolCallOpen + "\n{\"name\": \"" + name + "\", \"arguments\": " + arguments + "}\n" + ToolCallClose
 }
 
-// ToolResponse is one tool response as the chat template renders it in
-// the user turn that follows the calls, its leading newline included.
-func ToolResponse(text string) string {
-	return "\n" + ToolResponseOpen + "\n" + text + "\n" + ToolResponseClose
-}
+// A tool response as the chat template renders it in the user turn that
+// follows the calls is ToolResponseBefore + the response's text +
+// ToolResponseAfter.
+const (
+	ToolResponseBefore = "\n" + ToolResponseOpen + "\n"
+	ToolResponseAfter  = "\n" + ToolResponseClose
+)
 
 // Think is a reasoning block as the chat template renders it before the
 // content of an assistant turn.

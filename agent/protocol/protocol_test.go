@@ -67,8 +67,8 @@ func TestParserReadsWhatTheChatFormatRenders(t *testing.T) {
 	if f := reward.Format([]reward.FormatTurn{{Text: turns[0], CallsOK: true}, {Text: turns[1]}}); f != 1 {
 		t.Errorf("format reward of the rendered demonstration = %v, want 1", f)
 	}
-	if !strings.Contains(text, protocol.ToolResponse(demo[3].Content)) {
-		t.Errorf("the tool response is not rendered as protocol.ToolResponse: %q", text)
+	if !strings.Contains(text, protocol.ToolResponseBefore+demo[3].Content+protocol.ToolResponseAfter) {
+		t.Errorf("the tool response is not rendered between protocol.ToolResponseBefore and After: %q", text)
 	}
 	if !strings.Contains(protocol.SystemPrompt, protocol.Answer("the answer")) {
 		t.Errorf("the system prompt does not show the answer tags: %q", protocol.SystemPrompt)

@@ -113,7 +113,7 @@ type CodeConfig struct {
 	WallTime  time.Duration `yaml:"wall_time" default:"10s" doc:"wall time of one run (env.tool_timeout also bounds it)"`
 	MemoryMB  int           `yaml:"memory_mb" default:"512" doc:"address space of each process, in MiB"`
 	Processes int           `yaml:"processes" default:"16" doc:"processes and threads a run may have at once"`
-	DiskMB    int           `yaml:"disk_mb" default:"16" doc:"size of the run's throwaway /tmp, in MiB"`
+	DiskMB    int           `yaml:"disk_mb" default:"16" doc:"all a run may write, in MiB: its throwaway /tmp (also its /dev/shm); the rest is read-only"`
 	MaxOutput int           `yaml:"max_output" default:"4000" doc:"bytes of stdout and of stderr kept"`
 }
 
@@ -132,12 +132,13 @@ type MCPServer struct {
 
 // HTTPTool is one entry of tools.http.
 type HTTPTool struct {
-	Name        string   `yaml:"name" default:"" doc:"tool name, as the agent calls it (required, unique)"`
-	URL         string   `yaml:"url" default:"" doc:"where calls are POSTed; the answer is {\"content\": text} or {\"error\": text}"`
-	Description string   `yaml:"description" default:"" doc:"what the tool does, shown to the model"`
-	Parameters  string   `yaml:"parameters" default:"" doc:"JSON schema of the arguments (\"\" = any object)"`
-	Headers     []string `yaml:"headers" default:"[]" doc:"\"Name: value\" headers sent with every call"`
-	Retries     int      `yaml:"retries" default:"0" doc:"extra attempts when the service fails (unreachable, 5xx)"`
+	Name                 string   `yaml:"name" default:"" doc:"tool name, as the agent calls it (required, unique)"`
+	URL                  string   `yaml:"url" default:"" doc:"where calls are POSTed; the answer is {\"content\": text} or {\"error\": text}"`
+	Description          string   `yaml:"description" default:"" doc:"what the tool does, shown to the model"`
+	Parameters           string   `yaml:"parameters" default:"" doc:"JSON schema of the arguments (\"\" = any object)"`
+	Headers              []string `yaml:"headers" default:"[]" doc:"\"Name: value\" headers sent with every call"`
+	Retries              int      `yaml:"retries" default:"0" doc:"extra attempts when the service fails (unreachable, 5xx)"`
+	CrossOriginRedirects bool     `yaml:"cross_origin_redirects" default:"false" doc:"follow a redirect to another origin (scheme, host, port) than url's; the headers are never sent there. Off, such a redirect fails the call"`
 }
 
 // SearchConfig configures the search tool.

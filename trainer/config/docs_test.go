@@ -25,7 +25,7 @@ tools.code.disk_mb tools.code.max_output
 tools.mcp tools.mcp[].name tools.mcp[].command tools.mcp[].args tools.mcp[].env tools.mcp[].url
 tools.mcp[].headers tools.mcp[].tools tools.mcp[].prefix tools.mcp[].start_timeout
 tools.http tools.http[].name tools.http[].url tools.http[].description tools.http[].parameters
-tools.http[].headers tools.http[].retries
+tools.http[].headers tools.http[].retries tools.http[].cross_origin_redirects
 env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observation_chars
 env.rewards.scorer env.rewards.outcome env.rewards.format env.rewards.valid_call env.rewards.support
 env.rewards.invalid_call env.rewards.repeat_call

@@ -31,6 +31,8 @@ type Decoder interface {
 }
 
 // Chat renders prompts and observations to tokens and says where turns end.
+// Text from outside (user, tools, responses) must come out as plain text:
+// only the format's own markup and the system text may be control tokens.
 type Chat interface {
 	Prompt(system, user string, tools []json.RawMessage) ([]int32, error)
 	// Observation is what the environment appends after a turn that called

@@ -40,6 +40,9 @@ func decode(b []byte) (float64, map[string]float64, error) {
 // the answer on its stdout.
 type Command struct{ Argv []string }
 
+// String names the scorer by its program, as its errors do.
+func (c Command) String() string { return c.Argv[0] }
+
 // Score runs the command; a non-zero exit is an error quoting its stderr.
 func (c Command) Score(ctx context.Context, ep envs.Episode) (float64, map[string]float64, error) {
 	in, err := json.Marshal(ep)
@@ -69,6 +72,9 @@ type HTTP struct {
 	URL    string
 	Client *http.Client // nil = http.DefaultClient
 }
+
+// String names the scorer as its errors do: "POST" and the URL.
+func (h HTTP) String() string { return "POST " + h.URL }
 
 // Score posts the episode.
 func (h HTTP) Score(ctx context.Context, ep envs.Episode) (float64, map[string]float64, error) {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,28 @@ func TestHungHTTPRewardTimesOut(t *testing.T) {
 	_, c := env.Outcome()
 	if c["external_failed"] != 1 || time.Since(start) > 2*time.Second {
 		t.Fatalf("%v after %s", c, time.Since(start))
+	}
+}
+
+// A reward that is finite but not once weighted (1e308 x 2), from a
+// command or a service, is a failed scoring, counted 0 and reported naming
+// the scorer; the total stays finite, so the run goes on.
+func TestOverflowingWeightedRewardIsAFailure(t *testing.T) {
+	const huge = `{"reward": 1e308, "components": {"x": 1}}`
+	script := filepath.Join(t.TempDir(), "huge.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho '"+huge+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(huge)) }))
+	defer srv.Close()
+	for name, s := range map[string]envs.Scorer{script: Command{Argv: []string{script}}, "POST " + srv.URL: HTTP{URL: srv.URL}} {
+		var reported error
+		total, c := play(t, s, func(err error) { reported = err })
+		if total != 1.1 || c["total"] != total || c["external"] != 0 || c["external_failed"] != 1 {
+			t.Fatalf("%s: total %v, components %v", name, total, c)
+		}
+		if reported == nil || !strings.Contains(reported.Error(), "task q1: external reward: "+name+": reward 1e+308 weighted by 2 is +Inf") {
+			t.Fatalf("%s: reported %v", name, reported)
+		}
 	}
 }

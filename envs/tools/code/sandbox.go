@@ -19,15 +19,18 @@ type Limits struct {
 	Wall      time.Duration // wall time; the whole sandbox is killed then
 	MemoryMB  int           // address space per process (RLIMIT_AS)
 	Processes int           // processes and threads in the sandbox (RLIMIT_NPROC)
-	DiskMB    int           // size of the sandbox's /tmp, and the largest file (RLIMIT_FSIZE)
+	DiskMB    int           // all the sandbox can write (its one tmpfs, /tmp and /dev/shm), and the largest file (RLIMIT_FSIZE)
 	MaxOutput int           // bytes of stdout and of stderr kept each
 }
 
 // Sandbox runs Python snippets under bubblewrap: new user, PID, network,
 // IPC and UTS namespaces (so no network but a private loopback), /usr
-// read-only, an empty tmpfs root and /tmp that vanish with the run, and
-// the Limits applied with prlimit inside. The host's files other than
-// /usr are not visible. When the trainer runs as root, the sandbox runs
+// read-only, and the Limits applied with prlimit inside. The host's
+// files other than /usr are not visible. The root and /dev are
+// read-only; the one writable place is a tmpfs of Limits.DiskMB at
+// /dev/shm, which /tmp links to, so that every byte written counts
+// against that size (bwrap's root and /dev are tmpfs without a size).
+// It vanishes with the run. When the trainer runs as root, the sandbox runs
 // as nobody (uid 65534): the kernel does not enforce RLIMIT_NPROC on
 // root, so as root a fork bomb would not be bounded.
 type Sandbox struct {
@@ -60,8 +63,11 @@ func (s *Sandbox) args() []string {
 		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
 		"--symlink", "usr/lib64", "/lib64", "--symlink", "usr/sbin", "/sbin",
 		"--proc", "/proc", "--dev", "/dev",
-		"--size", strconv.Itoa(l.DiskMB << 20), "--tmpfs", "/tmp",
+		"--size", strconv.Itoa(l.DiskMB << 20), "--tmpfs", "/dev/shm",
+		"--remount-ro", "/dev", // not recursive: /dev/shm stays writable
+		"--symlink", "dev/shm", "/tmp",
 		"--chdir", "/tmp",
+		"--remount-ro", "/",
 		"--", s.Prlimit,
 		fmt.Sprintf("--cpu=%d:%d", cpu, cpu+1), // SIGXCPU at the soft limit, SIGKILL a second later
 		"--as=" + strconv.Itoa(l.MemoryMB<<20),

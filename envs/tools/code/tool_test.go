@@ -235,3 +235,82 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// Every place the snippet can write shares the disk_mb budget: a snippet
+// that fills each mount point and each usual scratch folder with 1 MB
+// files gets no more than disk_mb in all, and the host's shared memory
+// (where tmpfs pages are counted) grows by no more than that while the
+// sandbox holds them.
+func TestWritablePlacesShareTheDiskLimit(t *testing.T) {
+	const diskMB, triesMB = 4, 48
+	tl := newTool(t, map[string]any{"disk_mb": diskMB, "wall_time": "8s", "max_output": 4000})
+	before, ok := hostShmem()
+	if !ok {
+		t.Skip("no Shmem line in /proc/meminfo to measure the host's memory by")
+	}
+	peak := before
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+				now, _ := hostShmem()
+				peak = max(peak, now)
+			}
+		}
+	}()
+	r := run(t, tl, fmt.Sprintf(`
+import os, time
+places = {"/", "/dev", "/dev/shm", "/tmp", "/run", "/var/tmp", os.path.expanduser("~")}
+for line in open("/proc/self/mountinfo"):
+    places.add(line.split()[4])
+chunk = b"x" * (1 << 20)
+total = 0
+for k, place in enumerate(sorted(places)):
+    n = 0
+    for i in range(%d):
+        try:
+            with open(os.path.join(place, "fill%%d-%%d" %% (k, i)), "wb") as f:
+                f.write(chunk)
+            n += 1
+        except OSError:
+            break
+    print(place, n, "MB", flush=True)
+    total += n
+print("total", total, "MB", flush=True)
+time.sleep(1)
+`, triesMB))
+	close(done)
+	<-sampled
+	var total int
+	if i := strings.Index(r.Content, "total "); i < 0 {
+		t.Fatalf("no total in %q", r.Content)
+	} else if _, err := fmt.Sscanf(r.Content[i:], "total %d MB", &total); err != nil {
+		t.Fatalf("%q: %v", r.Content, err)
+	}
+	if !r.OK || total > diskMB {
+		t.Errorf("the snippet wrote %d MB with disk_mb %d:\n%s", total, diskMB, r.Content)
+	}
+	// Other processes on the host may use some shared memory meanwhile.
+	const slackMB = 16
+	if grew := (peak - before) >> 20; grew > diskMB+slackMB {
+		t.Errorf("the host's shared memory grew by %d MB with disk_mb %d", grew, diskMB)
+	}
+}
+
+// hostShmem is the host's shared memory in bytes (tmpfs pages among
+// them), from /proc/meminfo; false where it cannot be read.
+func hostShmem() (int64, bool) {
+	b, _ := os.ReadFile("/proc/meminfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		var kb int64
+		if _, err := fmt.Sscanf(line, "Shmem: %d kB", &kb); err == nil {
+			return kb << 10, true
+		}
+	}
+	return 0, false
+}

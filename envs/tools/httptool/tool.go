@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -25,7 +27,14 @@ type Config struct {
 	Parameters  json.RawMessage // JSON schema of the arguments ("" = any object)
 	Headers     []string        // "Name: value" lines sent with every call
 	Retries     int             // extra attempts after a failure of the service (0 = none)
+	// CrossOriginRedirects follows redirects to another origin (scheme,
+	// host and port) than URL's, without the configured headers; off, such
+	// a redirect fails the call.
+	CrossOriginRedirects bool
 }
+
+// maxRedirects bounds a chain of redirects, as net/http's default does.
+const maxRedirects = 10
 
 // maxBody bounds a response read.
 const maxBody = 16 << 20
@@ -63,7 +72,39 @@ func New(cfg Config) (*Tool, error) {
 		}
 		h.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
-	return &Tool{cfg: cfg, headers: h, client: &http.Client{}}, nil
+	t := &Tool{cfg: cfg, headers: h}
+	t.client = &http.Client{CheckRedirect: t.checkRedirect}
+	return t, nil
+}
+
+// checkRedirect keeps a redirect within the url's origin, or, when
+// CrossOriginRedirects allows leaving it, strips the configured headers
+// from the request to the other origin (net/http copies them, and drops
+// only Authorization and cookies, and only for another host).
+func (t *Tool) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if origin(req.URL) == origin(via[0].URL) {
+		return nil
+	}
+	if !t.cfg.CrossOriginRedirects {
+		return fmt.Errorf("redirect to another origin (%s) refused: only redirects within %s are followed",
+			origin(req.URL), origin(via[0].URL))
+	}
+	for name := range t.headers {
+		req.Header.Del(name)
+	}
+	return nil
+}
+
+// origin is a URL's scheme, host and port, the port always written.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	return u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // Name is the configured name.

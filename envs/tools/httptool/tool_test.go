@@ -124,3 +124,74 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// redirectPair starts the tool's service, which answers /same itself and
+// sends every other call on with a 307 (the body goes along) to a second
+// service on another port, the other origin; it records what reaches the
+// second service.
+func redirectPair(t *testing.T) (url string, other *atomic.Value) {
+	other = &atomic.Value{}
+	far := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		other.Store(r.Header.Get("X-Api-Key") + "|" + r.Header.Get("Authorization") + "|" + string(b))
+		w.Write([]byte(`{"content":"from the other origin"}`))
+	}))
+	t.Cleanup(far.Close)
+	near := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/same":
+			b, _ := io.ReadAll(r.Body)
+			w.Write([]byte(`{"content":"` + r.Header.Get("X-Api-Key") + " " + strings.ReplaceAll(string(b), `"`, `'`) + `"}`))
+		case "/moved":
+			http.Redirect(w, r, "/same", http.StatusTemporaryRedirect)
+		default:
+			http.Redirect(w, r, far.URL+"/steal", http.StatusTemporaryRedirect)
+		}
+	}))
+	t.Cleanup(near.Close)
+	return near.URL, other
+}
+
+// By default a redirect is followed only within the url's origin: one to
+// another port is refused, and the other service sees nothing.
+func TestRedirectsStayInTheOrigin(t *testing.T) {
+	url, other := redirectPair(t)
+	headers := []string{"X-Api-Key: secret", "Authorization: Bearer k"}
+	tl, err := New(Config{Name: "f", URL: url + "/moved", Headers: headers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tl.Call(context.Background(), json.RawMessage(`{"q":1}`))
+	if err != nil || r.Content != `secret {'arguments':{'q':1},'name':'f'}` {
+		t.Fatalf("same-origin redirect: %+v %v", r, err)
+	}
+	tl, err = New(Config{Name: "f", URL: url + "/away", Headers: headers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tl.Call(context.Background(), json.RawMessage(`{"q":1}`))
+	if !envs.IsFailure(err) || !strings.Contains(err.Error(), "redirect to another origin") {
+		t.Fatalf("cross-origin redirect: %v", err)
+	}
+	if got := other.Load(); got != nil {
+		t.Fatalf("the other origin got %q", got)
+	}
+}
+
+// With cross-origin redirects allowed, the call reaches the other origin
+// without any configured header.
+func TestCrossOriginRedirectDropsHeaders(t *testing.T) {
+	url, other := redirectPair(t)
+	tl, err := New(Config{Name: "f", URL: url + "/away", Headers: []string{"X-Api-Key: secret", "Authorization: Bearer k"},
+		CrossOriginRedirects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tl.Call(context.Background(), json.RawMessage(`{"q":1}`))
+	if err != nil || r.Content != "from the other origin" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if got := other.Load(); got != `||{"arguments":{"q":1},"name":"f"}` {
+		t.Errorf("the other origin got %q, want the body and no configured header", got)
+	}
+}
