@@ -38,7 +38,7 @@ func (t *Trainer) openStore(gitRev string, resumed bool) error {
 	if err != nil {
 		return err
 	}
-	if err := s.BeginRun(store.RunInfo{Name: t.cfg.Run.Name, ConfigJSON: string(cj), GitRev: gitRev, Start: time.Now()}); err != nil {
+	if err := s.BeginRun(store.RunInfo{Name: t.cfg.Run.Name, ConfigJSON: string(cj), GitRev: gitRev, Start: time.Now(), Resume: resumed}); err != nil {
 		return err
 	}
 	// Iterations after the checkpoint (or all, for a fresh start) are redone.
