@@ -180,10 +180,10 @@ func OpenRun(cfg config.Config) (zerolog.Logger, io.Closer, error) {
 	return logging.WithRun(l, cfg.Run.Name), closeAll{closer, lock}, nil
 }
 
-// closeAll closes each of its closers in order, and returns their errors.
+// closeAll is closers closed as one, in order.
 type closeAll []io.Closer
 
-// Close closes every closer, in order.
+// Close closes every closer, in order, and joins their errors.
 func (cs closeAll) Close() error {
 	var errs []error
 	for _, c := range cs {
