@@ -160,25 +160,43 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
 	return nil
 }
 
-// RunLogger sets up logging for a run: console or JSON on stderr, and
-// JSON lines in <run>/log.jsonl, every line carrying the run's name.
-func RunLogger(cfg config.Config) (zerolog.Logger, io.Closer, error) {
+// OpenRun takes a run's folder for this process, before anything is
+// written there: an exclusive lock on <run>/run.lock, so that a second
+// train, sft or eval of the run is refused, naming the process that
+// holds it. Then it sets up the run's logging: console or JSON on stderr,
+// and JSON lines in <run>/log.jsonl, every line carrying the run's name.
+// Closing the closer ends the logging and releases the lock.
+func OpenRun(cfg config.Config) (zerolog.Logger, io.Closer, error) {
 	dir := RunDir(cfg)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	lock, err := lockRun(dir)
+	if err != nil {
 		return zerolog.Nop(), nil, err
 	}
 	l, closer, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, os.Stderr, filepath.Join(dir, "log.jsonl"))
 	if err != nil {
+		lock.Close()
 		return zerolog.Nop(), nil, err
 	}
-	return logging.WithRun(l, cfg.Run.Name), closer, nil
+	return logging.WithRun(l, cfg.Run.Name), closeAll{closer, lock}, nil
 }
 
-// rankLogger is RunLogger for rank 0 (or a single process); the other
+// closeAll is closers closed as one, in order.
+type closeAll []io.Closer
+
+// Close closes every closer, in order, and joins their errors.
+func (cs closeAll) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// rankLogger is OpenRun for rank 0 (or a single process); the other
 // ranks log warnings and errors to stderr only, tagged with their rank.
 func rankLogger(cfg config.Config, env dist.Env, ranked bool) (zerolog.Logger, io.Closer, error) {
 	if !ranked || env.Rank == 0 {
-		l, c, err := RunLogger(cfg)
+		l, c, err := OpenRun(cfg)
 		if ranked {
 			l = l.With().Int("rank", 0).Logger()
 		}

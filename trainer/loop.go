@@ -38,7 +38,7 @@ func (t *Trainer) openStore(gitRev string, resumed bool) error {
 	if err != nil {
 		return err
 	}
-	if err := s.BeginRun(store.RunInfo{Name: t.cfg.Run.Name, ConfigJSON: string(cj), GitRev: gitRev, Start: time.Now()}); err != nil {
+	if err := s.BeginRun(store.RunInfo{Name: t.cfg.Run.Name, ConfigJSON: string(cj), GitRev: gitRev, Start: time.Now(), Resume: resumed}); err != nil {
 		return err
 	}
 	// Iterations after the checkpoint (or all, for a fresh start) are redone.
@@ -161,7 +161,10 @@ func (t *Trainer) submit(iter int, m map[string]float64, trs []*traj.Trajectory)
 
 // rollouts runs this rank's share of reqs (every World-th request, from
 // its Rank-th) and gathers every rank's trajectories and stats, so each
-// rank holds the whole batch, ordered by group and sample.
+// rank holds the whole batch, ordered by group and sample. A batch in
+// which every episode failed (a broken tool, an env that cannot start) is
+// an error naming the first failure: there is nothing to learn from or
+// evaluate, and every rank stops alike.
 func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory, reqs []rollout.Request, o rollout.Options) ([]*traj.Trajectory, rollout.Stats, error) {
 	mine := dist.Shard(t.dist, reqs)
 	n := 0
@@ -175,7 +178,24 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 	if err != nil {
 		return nil, rs, err
 	}
-	return gatherBatch(t.dist, trs, rs)
+	if trs, rs, err = gatherBatch(t.dist, trs, rs); err != nil {
+		return nil, rs, err
+	}
+	if allFailed(trs) {
+		return nil, rs, fmt.Errorf("%s: every one of its %d episodes failed, the first with: %s", label, len(trs), trs[0].Error)
+	}
+	return trs, rs, nil
+}
+
+// allFailed reports whether trs holds episodes and every one of them
+// ended in an error.
+func allFailed(trs []*traj.Trajectory) bool {
+	for _, tr := range trs {
+		if tr.Stop != traj.StopError {
+			return false
+		}
+	}
+	return len(trs) > 0
 }
 
 // gatherBatch gives every rank all ranks' trajectories, ordered by group

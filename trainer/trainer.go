@@ -48,7 +48,7 @@ type Trainer struct {
 	schemas []json.RawMessage
 	tok     *tokenizer.Tokenizer
 	cf      *tokenizer.ChatFormat
-	chat    *rollout.ChatFormat
+	chat    rollout.Chat
 
 	policy, ref, critic *torch.Model
 	rolloutModel        *torch.Model // the policy in rollout.dtype, when it differs

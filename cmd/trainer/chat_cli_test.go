@@ -178,3 +178,11 @@ func TestChatOfRun(t *testing.T) {
 	fails(t, []string{"chat --of nosuch", filepath.Join(runs, "nosuch", "config.yaml")}, "chat", "--of", "nosuch", "--run-dir", runs)
 	fails(t, []string{"--of", "--config", "not both"}, "chat", "--of", "other", "--run-dir", runs, "--config", filepath.Join(dir, "config.yaml"))
 }
+
+// chat --config validates the config as train does, before it loads
+// anything: two MCP servers of one name are refused.
+func TestChatConfigValidated(t *testing.T) {
+	t.Parallel() // independent of the shared run
+	cfg := writeFile(t, "tools.yaml", "tools:\n  mcp:\n    - name: dup\n      command: /bin/true\n    - name: dup\n      command: /bin/true\n")
+	fails(t, []string{"chat: ", `tools.mcp[1].name: "dup" is used twice`}, "chat", "--model", filepath.Join(t.TempDir(), "none"), "--config", cfg)
+}

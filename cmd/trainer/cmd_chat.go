@@ -218,11 +218,9 @@ func chatConfigOf(c *cli.Context) (chatSetup, error) {
 	if c.Bool("hide-schemas") {
 		cs.showSchemas = false
 	}
-	if err := ec.Validate(); err != nil {
+	// The validation train does, of the config as chat uses it.
+	if err := cs.cfg.Validate(); err != nil {
 		return cs, fmt.Errorf("chat: %w", err)
-	}
-	if ec.MaxTurnTokens < 1 || ec.MaxTurnTokens > ec.MaxTokens {
-		return cs, fmt.Errorf("chat: max_turn_tokens is %d, want 1 to max_tokens %d", ec.MaxTurnTokens, ec.MaxTokens)
 	}
 	cs.index = c.String("index")
 	if cs.index == "" {

@@ -46,7 +46,7 @@ func experimentCommand() *cli.Command {
 					seeds = append(seeds, n)
 				}
 				cfg.Run.Name = "paper"
-				log, closer, err := trainer.RunLogger(cfg)
+				log, closer, err := trainer.OpenRun(cfg)
 				if err != nil {
 					return err
 				}

@@ -21,23 +21,41 @@ func indexCommand() *cli.Command {
 			"Example:\n  trainer index --corpus data/hotpotqa_corpus.json --out runs/hotpot.db",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "corpus", Required: true, Usage: "passage corpus `FILE`", TakesFile: true},
-			&cli.StringFlag{Name: "out", Required: true, Usage: "index `DB` to write (replaced atomically)"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "index `DB` to write (replaced atomically; an existing file must be a search index)"},
 		},
 		Action: func(c *cli.Context) error {
-			ps, err := search.LoadCorpus(c.String("corpus"))
+			corpus, out := c.String("corpus"), c.String("out")
+			if sameFile(corpus, out) {
+				return exitErr("index: --out %s is the corpus %s: write the index to another file", out, corpus)
+			}
+			if err := search.CanReplace(out); err != nil {
+				return fmt.Errorf("index: %w", err)
+			}
+			ps, err := search.LoadCorpus(corpus)
 			if err != nil {
 				return err
 			}
 			bar := progress.New(os.Stderr, "indexing", len(ps))
-			err = search.BuildIndex(c.Context, c.String("out"), ps, func(done, total int) { bar.Set(done) })
+			err = search.BuildIndex(c.Context, out, ps, func(done, total int) { bar.Set(done) })
 			bar.Done()
 			if err != nil {
 				return err
 			}
-			fmt.Printf("indexed %d passages from %s into %s\n", len(ps), c.String("corpus"), c.String("out"))
+			fmt.Printf("indexed %d passages from %s into %s\n", len(ps), corpus, out)
 			return nil
 		},
 	}
+}
+
+// sameFile reports whether paths a and b name one existing file, under
+// the same name or not (a link).
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 func searchCommand() *cli.Command {

@@ -26,15 +26,16 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	return cfg, nil
 }
 
-// startRun sets up the run's logging and prepares its trainer; the closer
-// ends the logging (close the trainer first). Only train runs as several
+// startRun takes the run's folder (its lock and logging, trainer.OpenRun)
+// and prepares its trainer; the closer ends the logging and releases the
+// lock (close the trainer first). Only train runs as several
 // ranks: started as one of several, sft and eval refuse rather than have
 // every rank write the same run.
 func startRun(c *cli.Context, cfg config.Config) (*trainer.Trainer, io.Closer, error) {
 	if env, ranked, err := dist.FromEnv(); err == nil && ranked && env.World > 1 {
 		return nil, nil, fmt.Errorf("trainer %s runs as one process, but this is rank %d of %d (RANK/WORLD_SIZE are set): start it without torchrun or srun", c.Command.Name, env.Rank, env.World)
 	}
-	log, closer, err := trainer.RunLogger(cfg)
+	log, closer, err := trainer.OpenRun(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

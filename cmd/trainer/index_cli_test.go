@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // tinyCorpus has one passage per city; each query word below occurs in
@@ -81,4 +85,63 @@ func TestIndexAndSearchErrors(t *testing.T) {
 	broken := writeFile(t, "broken.jsonl", "{\"title\": \"A\", \"text\": \"fine\"}\n{broken\n")
 	fails(t, []string{broken, "line 2"}, "index", "--corpus", broken, "--out", filepath.Join(dir, "b.db"))
 	fails(t, []string{`"corpus"`}, "index", "--out", filepath.Join(dir, "c.db"))
+}
+
+// index --out replaces an index, and nothing else: not its own corpus
+// (under its name or another: a link), not a trajectory store, not any
+// other file; what it refuses is left as it was.
+func TestIndexRefusesToReplace(t *testing.T) {
+	t.Parallel() // independent of the shared run
+	dir := t.TempDir()
+	corpus := writeFile(t, "corpus.jsonl", tinyCorpus)
+	db := filepath.Join(dir, "idx.db")
+	ok(t, "index", "--corpus", corpus, "--out", db)
+	ok(t, "index", "--corpus", corpus, "--out", db) // an index is replaced
+
+	link := filepath.Join(dir, "link.jsonl")
+	if err := os.Link(corpus, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{corpus, link} {
+		fails(t, []string{"--out " + out, "is the corpus " + corpus}, "index", "--corpus", corpus, "--out", out)
+	}
+	s, err := store.Open(filepath.Join(dir, "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	notes := writeFile(t, "notes.txt", "not an index\n")
+	for _, out := range []string{s.Path(), notes} {
+		before, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := dirNames(t, filepath.Dir(out))
+		fails(t, []string{out, "not a search index"}, "index", "--corpus", corpus, "--out", out)
+		if after, err := os.ReadFile(out); err != nil || !bytes.Equal(after, before) {
+			t.Errorf("the refused index changed %s (%v)", out, err)
+		}
+		if now := dirNames(t, filepath.Dir(out)); !slices.Equal(now, files) {
+			t.Errorf("the refused index left files beside %s: %v, before %v", out, now, files)
+		}
+	}
+	if after, err := os.ReadFile(corpus); err != nil || string(after) != tinyCorpus {
+		t.Errorf("the refused index changed its corpus (%v)", err)
+	}
+}
+
+// dirNames lists the names in a folder.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
 }

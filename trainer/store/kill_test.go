@@ -38,7 +38,7 @@ func TestKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.BeginRun(RunInfo{Name: "killed"}); err != nil {
+	if err := s.BeginRun(RunInfo{Name: "killed", Resume: true}); err != nil {
 		t.Fatal(err)
 	}
 	next := 0
@@ -210,7 +210,7 @@ func checkWholeIterations(t *testing.T, path string, reported, rounds int) {
 		t.Errorf("%d rows outside a stored iteration, %v", orphans, err)
 	}
 	// The reopened store takes the next iteration.
-	if err := s.BeginRun(RunInfo{Name: "killed"}); err != nil {
+	if err := s.BeginRun(RunInfo{Name: "killed", Resume: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.WriteIteration(last+1, nil, synthBatch(last+1, 2, 200, 1)); err != nil {

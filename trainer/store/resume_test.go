@@ -1,6 +1,7 @@
 package store
 
 import (
+	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func TestResumedRunContinuesNumbering(t *testing.T) {
 	}
 	defer s.Close()
 	resume := start.Add(90 * time.Minute)
-	if err := s.BeginRun(RunInfo{Name: "r", ConfigJSON: `{"seed":2}`, GitRev: "bbb", Start: resume}); err != nil {
+	if err := s.BeginRun(RunInfo{Name: "r", ConfigJSON: `{"seed":2}`, GitRev: "bbb", Start: resume, Resume: true}); err != nil {
 		t.Fatal(err)
 	}
 	last, ok, err := s.LastIteration()
@@ -68,6 +69,34 @@ func TestResumedRunContinuesNumbering(t *testing.T) {
 		if m.Iteration != i {
 			t.Errorf("Metrics()[%d].Iteration = %d", i, m.Iteration)
 		}
+	}
+}
+
+// A fresh start under a name the store already holds (a run stopped
+// before its first checkpoint, started again) is no resume: the row takes
+// the new configuration, revision and start time, and counts no resume.
+func TestFreshStartIsNoResume(t *testing.T) {
+	s := openTemp(t)
+	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	if err := s.BeginRun(RunInfo{Name: "r", ConfigJSON: `{"seed":1}`, GitRev: "aaa", Start: start}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginRun(RunInfo{Name: "r", ConfigJSON: `{"seed":2}`, GitRev: "bbb", Start: start.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	var n, resumes int
+	var cfg, rev, started string
+	var resumed sql.NullString
+	if err := s.db.QueryRow("SELECT COUNT(*) FROM runs").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.QueryRow("SELECT config, git_rev, started_at, resumed_at, resumes FROM runs WHERE name = 'r'").
+		Scan(&cfg, &rev, &started, &resumed, &resumes); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || cfg != `{"seed":2}` || rev != "bbb" || started != "2025-03-01T13:00:00.000Z" || resumed.Valid || resumes != 0 {
+		t.Errorf("runs: %d rows, config %s, rev %s, started %s, resumed %v, resumes %d; want the fresh start's row, no resume",
+			n, cfg, rev, started, resumed, resumes)
 	}
 }
 

@@ -19,12 +19,14 @@ type RunInfo struct {
 	ConfigJSON string    // the resolved configuration as JSON ("" stores "{}")
 	GitRev     string    // the source revision that ran
 	Start      time.Time // when the run (or this resume) started; zero means now
+	Resume     bool      // a resume of the run (from a checkpoint), not a fresh start
 }
 
 // BeginRun makes info's run the one this store writes to. A new run gets a
-// row; a run that already has one is a resume: its row keeps its
+// row. A resume (info.Resume) of a run that has one keeps its
 // configuration, revision and start time, and records the resume time and
-// count.
+// count; a fresh start under a name the store already holds starts the row
+// over, with no resume.
 func (s *Store) BeginRun(info RunInfo) error {
 	if info.Name == "" {
 		return fmt.Errorf("begin run in %s: empty run name", s.path)
@@ -41,9 +43,12 @@ func (s *Store) BeginRun(info RunInfo) error {
 		start = time.Now()
 	}
 	at := start.UTC().Format(timeLayout)
+	again := `config = excluded.config, git_rev = excluded.git_rev, started_at = excluded.started_at, resumed_at = NULL, resumes = 0`
+	if info.Resume {
+		again = `resumed_at = excluded.started_at, resumes = resumes + 1`
+	}
 	_, err := s.db.Exec(`INSERT INTO runs (name, config, git_rev, started_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (name) DO UPDATE SET resumed_at = excluded.started_at, resumes = resumes + 1`,
-		info.Name, cfg, info.GitRev, at)
+		ON CONFLICT (name) DO UPDATE SET `+again, info.Name, cfg, info.GitRev, at)
 	if err != nil {
 		return fmt.Errorf("begin run %s in %s: %w", info.Name, s.path, err)
 	}

@@ -5,15 +5,20 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	_ "github.com/mattn/go-sqlite3" // SQLite driver; build with -tags sqlite_fts5
 )
 
+// schemaPrefix starts the schema mark of every search index, of any layout.
+const schemaPrefix = "agentrl-search-"
+
 // schemaVersion marks a file as a search index in this layout.
-const schemaVersion = "agentrl-search-1"
+const schemaVersion = schemaPrefix + "1"
 
 // buildBatch is how many passages are inserted between progress reports
 // and context checks.
@@ -37,7 +42,13 @@ var schema = []string{
 // the end) and renames it over out only when complete, so out is either the
 // old file or the whole new index. progress, when not nil, is called with
 // the number of passages inserted so far and the total.
+//
+// An out that exists and is not a search index (a trajectory store, a
+// corpus) is refused, and left as it is.
 func BuildIndex(ctx context.Context, out string, passages []Passage, progress func(done, total int)) error {
+	if err := CanReplace(out); err != nil {
+		return fmt.Errorf("build index %s: %w", out, err)
+	}
 	if len(passages) == 0 {
 		return fmt.Errorf("build index %s: no passages", out)
 	}
@@ -62,6 +73,38 @@ func BuildIndex(ctx context.Context, out string, passages []Passage, progress fu
 	}
 	if err := os.Rename(tmpPath, out); err != nil {
 		return errors.Join(fmt.Errorf("build index %s: %w", out, err), os.Remove(tmpPath))
+	}
+	return nil
+}
+
+// CanReplace returns nil when a search index may be written to path:
+// nothing is there, or a search index (of any layout) is. Anything else
+// there is an error saying so. It only reads path.
+func CanReplace(path string) error {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	notIndex := fmt.Errorf("%s exists and is not a search index: it is not replaced (remove it, or write the index elsewhere)", path)
+	if !fi.Mode().IsRegular() {
+		return notIndex
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	// immutable: no lock, no journal or WAL file, nothing written beside it.
+	db, err := sql.Open("sqlite3", "file:"+uriPath(abs)+"?mode=ro&immutable=1")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var version string
+	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'schema'`).Scan(&version); err != nil || !strings.HasPrefix(version, schemaPrefix) {
+		return notIndex
 	}
 	return nil
 }

@@ -38,17 +38,18 @@ func LoadCorpus(path string) ([]Passage, error) {
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<16)
-	first, jsonl, err := sniff(br)
+	head, first, jsonl, err := sniff(br)
 	if err != nil {
 		return nil, fmt.Errorf("load corpus %s: %w", path, err)
 	}
+	whole := io.MultiReader(bytes.NewReader(head), br) // the file from its start
 	var ps []Passage
 	switch {
 	case jsonl:
-		ps, err = corpusJSONL(path, br) // streamed: JSONL corpora can be large
+		ps, err = corpusJSONL(path, bufio.NewReaderSize(whole, 1<<16)) // streamed: JSONL corpora can be large
 	case first == '{' || first == '[':
 		var data []byte
-		if data, err = io.ReadAll(br); err != nil {
+		if data, err = io.ReadAll(whole); err != nil {
 			return nil, fmt.Errorf("load corpus %s: %w", path, err)
 		}
 		if first == '{' {
@@ -68,27 +69,30 @@ func LoadCorpus(path string) ([]Passage, error) {
 	return ps, nil
 }
 
-// sniff peeks at the start of a corpus: its first byte that is not white
-// space, and whether its first line (as far as the buffer holds it) is a
-// complete JSON object with a "text" or "contents" field, the mark of a
-// JSONL corpus. Leading blank lines are not consumed.
-func sniff(br *bufio.Reader) (first byte, jsonl bool, err error) {
-	head, err := br.Peek(br.Size())
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-		return 0, false, err
+// sniff reads a corpus up to its first line that is not blank, whole
+// however long it is, and returns what it read, that line's first byte
+// that is not white space, and whether the line is a complete JSON object
+// with a "text" or "contents" field, the mark of a JSONL corpus.
+func sniff(br *bufio.Reader) (head []byte, first byte, jsonl bool, err error) {
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, 0, false, err
+		}
+		head = append(head, line...)
+		if rest := bytes.TrimSpace(line); len(rest) > 0 {
+			var probe map[string]json.RawMessage
+			if json.Unmarshal(rest, &probe) == nil {
+				_, text := probe["text"]
+				_, contents := probe["contents"]
+				jsonl = text || contents
+			}
+			return head, rest[0], jsonl, nil
+		}
+		if err != nil {
+			return nil, 0, false, errors.New("empty file")
+		}
 	}
-	rest := bytes.TrimLeft(head, " \t\r\n")
-	if len(rest) == 0 {
-		return 0, false, errors.New("empty file")
-	}
-	line, _, _ := bytes.Cut(rest, []byte("\n"))
-	var probe map[string]json.RawMessage
-	if json.Unmarshal(line, &probe) == nil {
-		_, text := probe["text"]
-		_, contents := probe["contents"]
-		jsonl = text || contents
-	}
-	return rest[0], jsonl, nil
 }
 
 // jsonlPassage is the union of the JSONL corpus layouts.

@@ -49,6 +49,33 @@ func TestLoadCorpusCanonicalJSONL(t *testing.T) {
 	}
 }
 
+// The layout is told from whole records: a JSONL corpus whose first
+// record is longer than any read buffer (here 100 KiB) is still JSONL, in
+// both of its layouts, and its lines are still counted from the file's
+// first.
+func TestLoadCorpusLongFirstRecord(t *testing.T) {
+	long := strings.Repeat("word ", 20<<10)
+	for name, first := range map[string]string{
+		"canonical.jsonl": `{"title": "Long", "text": "` + long + `"}`,
+		"flashrag.jsonl":  `{"id": "0", "contents": "\"Long\"\n` + long + `"}`,
+	} {
+		path := writeFile(t, name, "\n"+first+"\n"+`{"title": "B", "text": "b"}`+"\n")
+		ps, err := LoadCorpus(path)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(ps) != 2 || ps[0] != (Passage{"Long", strings.TrimSpace(long)}) || ps[1] != (Passage{"B", "b"}) {
+			t.Errorf("%s: %d passages, the first titled %q with %d bytes of text; want Long with %d, then B",
+				name, len(ps), ps[0].Title, len(ps[0].Text), len(strings.TrimSpace(long)))
+		}
+		broken := writeFile(t, name, "\n"+first+"\n"+`{"title": "B"}`+"\n")
+		if _, err := LoadCorpus(broken); err == nil || !strings.Contains(err.Error(), "line 3") {
+			t.Errorf("%s with a broken third line: err = %v, want it to name line 3", name, err)
+		}
+	}
+}
+
 func TestLoadCorpusBroken(t *testing.T) {
 	cases := []struct {
 		name, body, want string

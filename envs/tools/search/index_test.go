@@ -185,6 +185,36 @@ func TestBuildIndexProgressAndAtomicity(t *testing.T) {
 	}
 }
 
+// BuildIndex replaces an index, and refuses, leaving it as it is, any
+// other file at out: a corpus, an SQLite database of other tables, a
+// folder.
+func TestBuildIndexRefusesOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "corpus.jsonl")
+	if err := os.WriteFile(corpus, []byte(`{"title": "A", "text": "a"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite3", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE runs(name TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	for _, out := range []string{corpus, other, t.TempDir()} {
+		before, _ := os.ReadFile(out)
+		err := BuildIndex(context.Background(), out, zoo, nil)
+		if err == nil || !strings.Contains(err.Error(), out+" exists and is not a search index") {
+			t.Errorf("BuildIndex over %s: err = %v, want a refusal naming it", out, err)
+		}
+		if after, _ := os.ReadFile(out); string(after) != string(before) {
+			t.Errorf("the refused BuildIndex changed %s", out)
+		}
+	}
+}
+
 func TestConcurrentSearch(t *testing.T) {
 	idx := buildIndex(t, zoo)
 	queries := []string{"fox", "frog", "bird sings", "red blue", "alpha", "yellow"}
