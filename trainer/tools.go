@@ -92,13 +92,17 @@ func (ts *Toolset) Close() {
 }
 
 // ExternalScorer is the scorer of env.rewards.external, nil when none is
-// configured.
-func ExternalScorer(x reward.External) envs.Scorer {
+// configured. A command that cannot be run is an error.
+func ExternalScorer(x reward.External) (envs.Scorer, error) {
+	limit := x.MaxOutputMB << 20
 	switch {
 	case len(x.Command) > 0:
-		return external.Command{Argv: x.Command}
+		if err := external.CheckProgram(x.Command[0]); err != nil {
+			return nil, fmt.Errorf("env.rewards.external.command: %w", err)
+		}
+		return external.Command{Argv: x.Command, MaxOutput: limit}, nil
 	case x.URL != "":
-		return external.HTTP{URL: x.URL}
+		return external.HTTP{URL: x.URL, MaxOutput: limit}, nil
 	}
-	return nil
+	return nil, nil
 }

@@ -68,12 +68,20 @@ func TestBuildToolsJoinsAllKinds(t *testing.T) {
 }
 
 func TestExternalScorer(t *testing.T) {
-	if ExternalScorer(config.Default().Env.Rewards.External) != nil {
-		t.Fatal("a scorer without configuration")
+	if s, err := ExternalScorer(config.Default().Env.Rewards.External); s != nil || err != nil {
+		t.Fatalf("a scorer without configuration: %v %v", s, err)
 	}
-	s := ExternalScorer(reward.External{Command: []string{"/bin/sh", "-c", `cat >/dev/null; echo '{"reward": 0.5}'`}})
+	s, err := ExternalScorer(reward.External{Command: []string{"/bin/sh", "-c", `cat >/dev/null; echo '{"reward": 0.5}'`}, MaxOutputMB: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, _, err := s.Score(context.Background(), envs.Episode{})
 	if err != nil || r != 0.5 {
 		t.Fatalf("%v %v", r, err)
+	}
+	// A program that is not there is refused at start-up, naming the key.
+	_, err = ExternalScorer(reward.External{Command: []string{"/nonexistent/score.py"}, MaxOutputMB: 1})
+	if err == nil || !strings.Contains(err.Error(), `env.rewards.external.command: reward program "/nonexistent/score.py" cannot be run`) {
+		t.Fatalf("missing program: %v", err)
 	}
 }

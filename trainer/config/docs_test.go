@@ -30,6 +30,7 @@ env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observ
 env.rewards.scorer env.rewards.outcome env.rewards.format env.rewards.valid_call env.rewards.support
 env.rewards.invalid_call env.rewards.repeat_call
 env.rewards.external.command env.rewards.external.url env.rewards.external.timeout env.rewards.external.weight
+env.rewards.external.max_output_mb
 rollout.batch_size rollout.group_size rollout.slots rollout.temperature rollout.top_p rollout.top_k rollout.eval_temperature rollout.dtype rollout.deterministic
 algorithm.estimator algorithm.gamma algorithm.lambda algorithm.norm_by_std algorithm.eps algorithm.whiten
 algorithm.kl_coef algorithm.advantage_mask
