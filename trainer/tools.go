@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
@@ -57,7 +58,7 @@ func BuildTools(ctx context.Context, cfg config.ToolsConfig, indexPath string) (
 	}()
 	for i, s := range cfg.MCP {
 		srv, err := mcp.Start(ctx, mcp.Config{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL,
-			Headers: s.Headers, Tools: s.Tools, Prefix: s.Prefix, StartTimeout: s.StartTimeout})
+			Headers: s.Headers, Tools: s.Tools, Prefix: s.Prefix, StartTimeout: s.StartTimeout, MaxMessage: s.MaxMessageMB << 20})
 		if err != nil {
 			return nil, fmt.Errorf("tools.mcp[%d]: %w", i, err)
 		}
@@ -83,11 +84,14 @@ func BuildTools(ctx context.Context, cfg config.ToolsConfig, indexPath string) (
 	return ts, nil
 }
 
-// Close stops the MCP servers.
+// Close stops the MCP servers, all at once: each stop is bounded, and a
+// slow one does not make the others wait.
 func (ts *Toolset) Close() {
+	var wg sync.WaitGroup
 	for _, s := range ts.servers {
-		s.Close()
+		wg.Go(func() { s.Close() })
 	}
+	wg.Wait()
 	ts.servers = nil
 }
 

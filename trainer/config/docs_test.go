@@ -23,7 +23,7 @@ tools.enabled tools.schemas tools.search.index tools.search.k
 tools.code.python tools.code.cpu_time tools.code.wall_time tools.code.memory_mb tools.code.processes
 tools.code.disk_mb tools.code.max_output
 tools.mcp tools.mcp[].name tools.mcp[].command tools.mcp[].args tools.mcp[].env tools.mcp[].url
-tools.mcp[].headers tools.mcp[].tools tools.mcp[].prefix tools.mcp[].start_timeout
+tools.mcp[].headers tools.mcp[].tools tools.mcp[].prefix tools.mcp[].start_timeout tools.mcp[].max_message_mb
 tools.http tools.http[].name tools.http[].url tools.http[].description tools.http[].parameters
 tools.http[].headers tools.http[].retries
 env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observation_chars

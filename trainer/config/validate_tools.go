@@ -35,6 +35,7 @@ func (c *Config) validateExternalTools(p *problems) {
 		}
 		p.headers(at+".headers", s.Headers)
 		p.positiveDuration(at+".start_timeout", s.StartTimeout)
+		p.atLeast(at+".max_message_mb", s.MaxMessageMB, 1)
 	}
 	names = nil
 	for i, h := range c.Tools.HTTP {
