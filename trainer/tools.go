@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
@@ -57,7 +58,7 @@ func BuildTools(ctx context.Context, cfg config.ToolsConfig, indexPath string) (
 	}()
 	for i, s := range cfg.MCP {
 		srv, err := mcp.Start(ctx, mcp.Config{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL,
-			Headers: s.Headers, Tools: s.Tools, Prefix: s.Prefix, StartTimeout: s.StartTimeout})
+			Headers: s.Headers, Tools: s.Tools, Prefix: s.Prefix, StartTimeout: s.StartTimeout, MaxMessage: s.MaxMessageMB << 20})
 		if err != nil {
 			return nil, fmt.Errorf("tools.mcp[%d]: %w", i, err)
 		}
@@ -84,22 +85,29 @@ func BuildTools(ctx context.Context, cfg config.ToolsConfig, indexPath string) (
 	return ts, nil
 }
 
-// Close stops the MCP servers.
+// Close stops the MCP servers, all at once: each stop is bounded, and a
+// slow one does not make the others wait.
 func (ts *Toolset) Close() {
+	var wg sync.WaitGroup
 	for _, s := range ts.servers {
-		s.Close()
+		wg.Go(func() { s.Close() })
 	}
+	wg.Wait()
 	ts.servers = nil
 }
 
 // ExternalScorer is the scorer of env.rewards.external, nil when none is
-// configured.
-func ExternalScorer(x reward.External) envs.Scorer {
+// configured. A command that cannot be run is an error.
+func ExternalScorer(x reward.External) (envs.Scorer, error) {
+	limit := x.MaxOutputMB << 20
 	switch {
 	case len(x.Command) > 0:
-		return external.Command{Argv: x.Command}
+		if err := external.CheckProgram(x.Command[0]); err != nil {
+			return nil, fmt.Errorf("env.rewards.external.command: %w", err)
+		}
+		return external.Command{Argv: x.Command, MaxOutput: limit}, nil
 	case x.URL != "":
-		return external.HTTP{URL: x.URL}
+		return external.HTTP{URL: x.URL, MaxOutput: limit}, nil
 	}
-	return nil
+	return nil, nil
 }

@@ -2,6 +2,8 @@ package trainer
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -68,12 +70,58 @@ func TestBuildToolsJoinsAllKinds(t *testing.T) {
 }
 
 func TestExternalScorer(t *testing.T) {
-	if ExternalScorer(config.Default().Env.Rewards.External) != nil {
-		t.Fatal("a scorer without configuration")
+	if s, err := ExternalScorer(config.Default().Env.Rewards.External); s != nil || err != nil {
+		t.Fatalf("a scorer without configuration: %v %v", s, err)
 	}
-	s := ExternalScorer(reward.External{Command: []string{"/bin/sh", "-c", `cat >/dev/null; echo '{"reward": 0.5}'`}})
+	s, err := ExternalScorer(reward.External{Command: []string{"/bin/sh", "-c", `cat >/dev/null; echo '{"reward": 0.5}'`}, MaxOutputMB: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, _, err := s.Score(context.Background(), envs.Episode{})
 	if err != nil || r != 0.5 {
 		t.Fatalf("%v %v", r, err)
 	}
+	// A program that is not there is refused at start-up, naming the key.
+	_, err = ExternalScorer(reward.External{Command: []string{"/nonexistent/score.py"}, MaxOutputMB: 1})
+	if err == nil || !strings.Contains(err.Error(), `env.rewards.external.command: reward program "/nonexistent/score.py" cannot be run`) {
+		t.Fatalf("missing program: %v", err)
+	}
+}
+
+// tools.mcp[].max_message_mb reaches the server: a tools/list answer of
+// 2 MiB is refused under a 1 MiB cap.
+func TestBuildToolsCapsMCPMessages(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.NewDecoder(r.Body).Decode(&m)
+		w.Header().Set("Content-Type", "application/json")
+		switch m.Method {
+		case "initialize":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18"}}`, m.ID)
+		case "tools/list":
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"big","description":"%s"}]}}`, m.ID, strings.Repeat("x", 2<<20))
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	cfg := config.Default()
+	for _, s := range []string{"tools.enabled=[]", "tools.mcp=[{name: big, url: '" + srv.URL + "', max_message_mb: 1}]"} {
+		if err := cfg.Set(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := BuildTools(context.Background(), cfg.Tools, "")
+	if err == nil || !strings.Contains(err.Error(), "the response is over 1048576 bytes (tools.mcp[].max_message_mb)") {
+		t.Fatalf("%v", err)
+	}
+	cfg.Tools.MCP[0].MaxMessageMB = 3
+	ts, err := BuildTools(context.Background(), cfg.Tools, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Close()
 }

@@ -156,7 +156,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 		return nil, err
 	}
 	t.tools = t.toolset.Tools
-	t.scorer = ExternalScorer(cfg.Env.Rewards.External)
+	if t.scorer, err = ExternalScorer(cfg.Env.Rewards.External); err != nil {
+		return nil, err
+	}
 	if t.schemas, err = envs.Schemas(t.tools); err != nil {
 		return nil, err
 	}

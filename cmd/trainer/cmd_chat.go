@@ -240,7 +240,8 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// showingEnv prints each turn and its tool calls as the episode runs.
+// showingEnv prints each turn and its tool calls as the episode runs; a
+// tool's response is shown with its control characters escaped.
 type showingEnv struct {
 	env   *envs.ToolEnv
 	out   io.Writer
@@ -257,7 +258,7 @@ func (s *showingEnv) Step(ctx context.Context, a envs.Action) (envs.StepResult, 
 		}
 		fmt.Fprintf(s.out, "  %s %s(%s)\n", s.paint("35", "→"), call.Name, call.Args)
 		if i < len(r.Responses) {
-			fmt.Fprintf(s.out, "  %s %s\n", s.paint("35", "←"), clip(strings.ReplaceAll(r.Responses[i], "\n", " | "), 300))
+			fmt.Fprintf(s.out, "  %s %s\n", s.paint("35", "←"), clip(envs.Printable(strings.ReplaceAll(r.Responses[i], "\n", " | ")), 300))
 		}
 	}
 	return r, err

@@ -58,6 +58,8 @@ type External struct {
 	Timeout time.Duration `yaml:"timeout" default:"10s" doc:"time limit of one scoring; a failed or late one counts 0 and sets the component external_failed"`
 	// Weight weighs the external reward in the total.
 	Weight float64 `yaml:"weight" default:"1.0" doc:"weight of the external reward in the total"`
+	// MaxOutputMB bounds the answer read from the scorer.
+	MaxOutputMB int `yaml:"max_output_mb" default:"1" doc:"most MiB of answer read from the scorer (the command's stdout, the url's response body); more fails the scoring"`
 }
 
 // DefaultConfig returns the defaults of the struct tags: the answer

@@ -62,7 +62,7 @@ func TestConfigYAMLOverridesDefaults(t *testing.T) {
 
 func TestDefaultConfig(t *testing.T) {
 	want := Config{Scorer: "em", Outcome: 1, Format: 0.1,
-		External: External{Command: []string{}, Timeout: 10 * time.Second, Weight: 1}}
+		External: External{Command: []string{}, Timeout: 10 * time.Second, Weight: 1, MaxOutputMB: 1}}
 	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig = %+v, want %+v", got, want)
 	}

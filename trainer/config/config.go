@@ -128,6 +128,7 @@ type MCPServer struct {
 	Tools        []string      `yaml:"tools" default:"[]" doc:"expose only these of the server's tools ([] = all)"`
 	Prefix       string        `yaml:"prefix" default:"" doc:"prepended to the server's tool names"`
 	StartTimeout time.Duration `yaml:"start_timeout" default:"30s" doc:"time to start the server and finish the handshake"`
+	MaxMessageMB int           `yaml:"max_message_mb" default:"16" doc:"most MiB of one message from the server (a stdio line, an HTTP response body or event stream); more fails the call"`
 }
 
 // HTTPTool is one entry of tools.http.

@@ -23,13 +23,14 @@ tools.enabled tools.schemas tools.search.index tools.search.k
 tools.code.python tools.code.cpu_time tools.code.wall_time tools.code.memory_mb tools.code.processes
 tools.code.disk_mb tools.code.max_output
 tools.mcp tools.mcp[].name tools.mcp[].command tools.mcp[].args tools.mcp[].env tools.mcp[].url
-tools.mcp[].headers tools.mcp[].tools tools.mcp[].prefix tools.mcp[].start_timeout
+tools.mcp[].headers tools.mcp[].tools tools.mcp[].prefix tools.mcp[].start_timeout tools.mcp[].max_message_mb
 tools.http tools.http[].name tools.http[].url tools.http[].description tools.http[].parameters
 tools.http[].headers tools.http[].retries tools.http[].cross_origin_redirects
 env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observation_chars
 env.rewards.scorer env.rewards.outcome env.rewards.format env.rewards.valid_call env.rewards.support
 env.rewards.invalid_call env.rewards.repeat_call
 env.rewards.external.command env.rewards.external.url env.rewards.external.timeout env.rewards.external.weight
+env.rewards.external.max_output_mb
 rollout.batch_size rollout.group_size rollout.slots rollout.temperature rollout.top_p rollout.top_k rollout.eval_temperature rollout.dtype rollout.deterministic
 algorithm.estimator algorithm.gamma algorithm.lambda algorithm.norm_by_std algorithm.eps algorithm.whiten
 algorithm.kl_coef algorithm.advantage_mask

@@ -13,7 +13,7 @@ import (
 // other key at its default.
 func mcpEntry(name, url string) MCPServer {
 	return MCPServer{Name: name, URL: url, Args: []string{}, Env: []string{}, Headers: []string{}, Tools: []string{},
-		StartTimeout: 30 * time.Second}
+		StartTimeout: 30 * time.Second, MaxMessageMB: 16}
 }
 
 func TestLoadEntryLists(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 )
 
 // TestValidateNamesTheKey breaks one rule at a time and checks that the
@@ -35,6 +36,14 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"env.max_observation_chars", func(c *Config) { c.Env.MaxObservationChars = 10 }, "want at least 64"},
 		{"env.rewards.scorer", func(c *Config) { c.Env.Rewards.Scorer = "bleu" }, "bleu"},
 		{"env.rewards.format", func(c *Config) { c.Env.Rewards.Format = math.NaN() }, "finite"},
+		{"env.rewards.external.command", func(c *Config) { c.Env.Rewards.External.Command = []string{"/nonexistent/score.py"} },
+			`reward program "/nonexistent/score.py" cannot be run`},
+		{"env.rewards.external.command", func(c *Config) { c.Env.Rewards.External.Command = []string{"/etc/passwd", "x"} },
+			`reward program "/etc/passwd" cannot be run`},
+		{"tools.mcp[0].max_message_mb", func(c *Config) {
+			c.Tools.MCP = []MCPServer{{Name: "s", URL: "http://h/mcp", StartTimeout: time.Second}}
+		}, "want at least 1"},
+		{"env.rewards.external.max_output_mb", func(c *Config) { c.Env.Rewards.External.MaxOutputMB = 0 }, "want at least 1"},
 		{"rollout.top_p", func(c *Config) { c.Rollout.TopP = 0 }, "want in (0, 1]"},
 		{"rollout.temperature", func(c *Config) { c.Rollout.Temperature = -1 }, "want > 0"},
 		{"rollout.temperature", func(c *Config) { c.Rollout.Temperature = 0 }, "greedy decoding gives every sample of a group the same trajectory"},

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentrl/agentrl/envs/reward/external"
 )
 
 // validateExternalTools checks tools.code, tools.mcp and tools.http: tool
@@ -33,6 +35,7 @@ func (c *Config) validateExternalTools(p *problems) {
 		}
 		p.headers(at+".headers", s.Headers)
 		p.positiveDuration(at+".start_timeout", s.StartTimeout)
+		p.atLeast(at+".max_message_mb", s.MaxMessageMB, 1)
 	}
 	names = nil
 	for i, h := range c.Tools.HTTP {
@@ -50,6 +53,12 @@ func (c *Config) validateExternalTools(p *problems) {
 		p.add("env.rewards.external", "give a command or a url, not both")
 	}
 	p.positiveDuration("env.rewards.external.timeout", x.Timeout)
+	p.atLeast("env.rewards.external.max_output_mb", x.MaxOutputMB, 1)
+	if len(x.Command) > 0 {
+		if err := external.CheckProgram(x.Command[0]); err != nil {
+			p.add("env.rewards.external.command", "%v", err)
+		}
+	}
 }
 
 // uniqueName checks that name is given and not among names, and adds it.

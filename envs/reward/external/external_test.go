@@ -3,13 +3,17 @@ package external
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,5 +148,170 @@ func TestOverflowingWeightedRewardIsAFailure(t *testing.T) {
 		if reported == nil || !strings.Contains(reported.Error(), "task q1: external reward: "+name+": reward 1e+308 weighted by 2 is +Inf") {
 			t.Fatalf("%s: reported %v", name, reported)
 		}
+	}
+}
+
+// script writes an executable shell script into a temporary folder and
+// returns its path.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "scorer.sh")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// scoreOnce scores a one-turn episode with s under timeout and returns
+// the components and the error reported; it fails the test when scoring
+// does not end within 10 s.
+func scoreOnce(t *testing.T, s envs.Scorer, timeout time.Duration) (map[string]float64, error) {
+	t.Helper()
+	var reported error
+	cfg := envs.DefaultEnvConfig()
+	cfg.External = envs.ExternalConfig{Scorer: s, OnError: func(err error) { reported = err }}
+	cfg.Rewards.External.Weight, cfg.Rewards.External.Timeout = 1, timeout
+	env, err := envs.NewToolEnv(envs.Task{ID: "q"}, nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Step(context.Background(), envs.Action{Text: "<answer>x</answer>"})
+	done := make(chan map[string]float64, 1)
+	go func() {
+		_, c := env.Outcome()
+		done <- c
+	}()
+	select {
+	case c := <-done:
+		return c, reported
+	case <-time.After(10 * time.Second):
+		t.Fatal("the scoring outlived its timeout")
+		return nil, nil
+	}
+}
+
+// gone reports whether process pid has ended (a zombie counts as ended),
+// waiting up to 2 s for it.
+func gone(pid int) bool {
+	for range 40 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		if _, after, ok := strings.Cut(string(b), ") "); ok && strings.HasPrefix(after, "Z") {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// readPid reads the pid a script wrote.
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// A scorer that leaves a child holding its stdout open: the scoring ends
+// within the timeout (plus a short grace), counts as failed, and the
+// child is killed, whether the scorer itself exited, is still waiting
+// for the child, or the child left the process group.
+func TestCommandChildrenAreBoundedByTheTimeout(t *testing.T) {
+	cases := []struct {
+		name, body, want string
+		killed           bool
+	}{
+		{"exited", `cat >/dev/null; sleep 30 & echo $! > "$0.pid"; echo '{"reward": 1}'`, "kept its output open", true},
+		{"waiting", `cat >/dev/null; sleep 30 & echo $! > "$0.pid"; echo '{"reward": 1}'; wait`, "deadline exceeded", true},
+		{"setsid", `cat >/dev/null; setsid sleep 30 & echo $! > "$0.pid"; echo '{"reward": 1}'`, "kept its output open", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := script(t, c.body)
+			comps, err := scoreOnce(t, Command{Argv: []string{path}}, 300*time.Millisecond)
+			pid := readPid(t, path+".pid")
+			defer syscall.Kill(pid, syscall.SIGKILL)
+			if comps["external_failed"] != 1 || comps["external"] != 0 {
+				t.Fatalf("components %v", comps)
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("reported %v, want %q", err, c.want)
+			}
+			if c.killed && !gone(pid) {
+				t.Fatalf("the scorer's child %d outlived the scoring", pid)
+			}
+		})
+	}
+}
+
+// A scorer flooding stdout or stderr: the answer is refused past
+// MaxOutput, saying so, and neither flood is held in memory.
+func TestCommandOutputIsCapped(t *testing.T) {
+	const limit, flood = 64 << 10, 64 << 20
+	for _, c := range []struct{ body, want string }{
+		{fmt.Sprintf("head -c %d /dev/zero", flood), "the answer on stdout is over 65536 bytes (env.rewards.external.max_output_mb)"},
+		{fmt.Sprintf("head -c %d /dev/zero >&2; exit 1", flood), "exit status 1"},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, _, err := Command{Argv: []string{script(t, c.body)}, MaxOutput: limit}.Score(context.Background(), envs.Episode{})
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v, want %q", c.body, err, c.want)
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > flood/8 {
+			t.Fatalf("%s: %d bytes allocated for a %d-byte flood", c.body, grew, flood)
+		}
+	}
+}
+
+// An HTTP answer over MaxOutput is refused, saying so.
+func TestHTTPAnswerIsCapped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"reward": 1, "pad": "` + strings.Repeat("x", 2000) + `"}`))
+	}))
+	defer srv.Close()
+	_, _, err := HTTP{URL: srv.URL, MaxOutput: 1000}.Score(context.Background(), envs.Episode{})
+	if err == nil || !strings.Contains(err.Error(), "the answer is over 1000 bytes (env.rewards.external.max_output_mb)") {
+		t.Fatalf("%v", err)
+	}
+}
+
+// CheckProgram accepts an executable found at its path or on PATH, and
+// names a program that is missing, not executable or a folder.
+func TestCheckProgram(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain.sh")
+	os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644)
+	for _, ok := range []string{"/bin/sh", "sh", script(t, "")} {
+		if err := CheckProgram(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{filepath.Join(dir, "missing"), plain, dir, "no-such-scorer-anywhere"} {
+		if err := CheckProgram(bad); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("reward program %q cannot be run", bad)) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}
+
+// A scorer's stderr and component names reach the logs: an ANSI escape
+// in stderr is escaped, and a component name with one is refused.
+func TestScorerTextIsEscaped(t *testing.T) {
+	_, _, err := Command{Argv: []string{script(t, `printf '\033[2J\033[31mbroken' >&2; exit 2`)}}.Score(context.Background(), envs.Episode{})
+	if err == nil || !strings.HasSuffix(err.Error(), `exit status 2: \x1b[2J\x1b[31mbroken`) {
+		t.Fatalf("%q", err)
+	}
+	_, _, err = Command{Argv: []string{script(t, `echo '{"reward": 1, "components": {"\u001b[31mred": 1}}'`)}}.Score(context.Background(), envs.Episode{})
+	if err == nil || !strings.Contains(err.Error(), `component name "\x1b[31mred" has control characters`) {
+		t.Fatalf("%q", err)
 	}
 }

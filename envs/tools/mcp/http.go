@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/agentrl/agentrl/envs"
 )
 
 // httpTransport speaks MCP's streamable HTTP transport: every message is
@@ -19,26 +21,25 @@ import (
 // agreed protocol version (MCP-Protocol-Version) go with every later
 // message.
 type httpTransport struct {
-	url     string
-	headers http.Header
-	client  *http.Client
+	url        string
+	headers    http.Header
+	client     *http.Client
+	maxMessage int // bytes of one response body or event stream
 
 	mu      sync.Mutex
 	session string
 	version string
 }
 
-// maxHTTPBody bounds a response body read in one piece.
-const maxHTTPBody = 16 << 20
-
 // newHTTPTransport connects to url; headers are "Name: value" lines sent
-// with every request (e.g. an Authorization header).
-func newHTTPTransport(url string, headers []string) (*httpTransport, error) {
+// with every request (e.g. an Authorization header). A response body or
+// event stream over maxMessage bytes fails its call.
+func newHTTPTransport(url string, headers []string, maxMessage int) (*httpTransport, error) {
 	h, err := parseHeaders(headers)
 	if err != nil {
 		return nil, err
 	}
-	return &httpTransport{url: url, headers: h, client: &http.Client{}}, nil
+	return &httpTransport{url: url, headers: h, client: &http.Client{}, maxMessage: maxMessage}, nil
 }
 
 // parseHeaders reads "Name: value" lines.
@@ -98,7 +99,7 @@ func (t *httpTransport) statusErr(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	msg := fmt.Sprintf("POST %s: %s", t.url, resp.Status)
 	if s := strings.TrimSpace(string(b)); s != "" {
-		msg += ": " + s
+		msg += ": " + envs.Printable(s)
 	}
 	return fmt.Errorf("%w: %s", errBroken, msg)
 }
@@ -116,13 +117,14 @@ func (t *httpTransport) call(ctx context.Context, id int64, method string, param
 	if resp.StatusCode/100 != 2 {
 		return nil, t.statusErr(resp)
 	}
-	m, err := t.response(ctx, resp, id)
+	var bad malformedNote
+	m, err := t.response(ctx, resp, id, &bad)
 	if err != nil {
 		if ctx.Err() != nil {
-			cancelRequest(t, id, ctx.Err())
-			return nil, ctx.Err()
+			go cancelRequest(t, id, ctx.Err())
+			return nil, bad.wrap(ctx.Err())
 		}
-		return nil, err
+		return nil, bad.wrap(err)
 	}
 	if m.Error != nil {
 		return nil, m.Error
@@ -131,48 +133,57 @@ func (t *httpTransport) call(ctx context.Context, id int64, method string, param
 }
 
 // response finds the response to request id in a JSON body (one message
-// or a batch) or an event stream.
-func (t *httpTransport) response(ctx context.Context, resp *http.Response, id int64) (*message, error) {
+// or a batch) or an event stream; messages of the stream that are not it
+// and not a server's request or notification are noted in bad.
+func (t *httpTransport) response(ctx context.Context, resp *http.Response, id int64, bad *malformedNote) (*message, error) {
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch ct {
 	case "text/event-stream":
-		return readEvents(resp.Body, func(data []byte) (*message, bool) {
+		return readEvents(resp.Body, t.maxMessage, func(data []byte) (*message, bool) {
 			var m message
-			if json.Unmarshal(data, &m) != nil {
+			if err := json.Unmarshal(data, &m); err != nil {
+				bad.note(err.Error(), data)
 				return nil, false
 			}
-			if m.Method != "" && len(m.ID) > 0 {
+			switch got, ok := m.intID(); {
+			case m.Method != "" && len(m.ID) > 0:
 				go t.answer(ctx, answerServerRequest(&m))
-				return nil, false
+			case m.Method != "":
+			case !m.isResponse():
+				bad.note("neither a request, a response nor a notification", data)
+			case !ok || got != id:
+				bad.note(fmt.Sprintf("a response to request %s, not to %d", m.ID, id), data)
+			default:
+				return &m, true
 			}
-			got, ok := m.intID()
-			return &m, m.isResponse() && ok && got == id
+			return nil, false
 		})
 	case "application/json":
-		b, err := io.ReadAll(io.LimitReader(resp.Body, maxHTTPBody))
+		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(t.maxMessage)+1))
 		if err != nil {
 			return nil, fmt.Errorf("%w: reading the response: %v", errBroken, err)
 		}
+		if len(b) > t.maxMessage {
+			return nil, fmt.Errorf("the response is over %d bytes (tools.mcp[].max_message_mb)", t.maxMessage)
+		}
 		var batch []message
 		if bytes.HasPrefix(bytes.TrimSpace(b), []byte("[")) {
-			if err := json.Unmarshal(b, &batch); err != nil {
-				return nil, fmt.Errorf("response is not JSON-RPC: %v", err)
-			}
+			err = json.Unmarshal(b, &batch)
 		} else {
-			var m message
-			if err := json.Unmarshal(b, &m); err != nil {
-				return nil, fmt.Errorf("response is not JSON-RPC: %v", err)
-			}
-			batch = []message{m}
+			batch = make([]message, 1)
+			err = json.Unmarshal(b, &batch[0])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("response is not JSON-RPC: %v: %s", err, envs.Excerpt(string(b), 200))
 		}
 		for i := range batch {
 			if got, ok := batch[i].intID(); ok && batch[i].isResponse() && got == id {
 				return &batch[i], nil
 			}
 		}
-		return nil, fmt.Errorf("the server's response holds no answer to request %d", id)
+		return nil, fmt.Errorf("the server's response holds no answer to request %d: %s", id, envs.Excerpt(string(b), 200))
 	}
-	return nil, fmt.Errorf("response of type %q: want application/json or text/event-stream", resp.Header.Get("Content-Type"))
+	return nil, fmt.Errorf("response of type %q: want application/json or text/event-stream", envs.Printable(resp.Header.Get("Content-Type")))
 }
 
 // answer POSTs the client's reply to a server's request.

@@ -189,14 +189,14 @@ func TestHTTPSessionsEventStreamsAndRestart(t *testing.T) {
 func TestReadEvents(t *testing.T) {
 	in := "event: x\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\ndata: last"
 	var seen []string
-	m, err := readEvents(strings.NewReader(in), func(d []byte) (*message, bool) {
+	m, err := readEvents(strings.NewReader(in), 1000, func(d []byte) (*message, bool) {
 		seen = append(seen, string(d))
 		return &message{}, string(d) == "last"
 	})
 	if err != nil || m == nil || strings.Join(seen, "|") != "{\"a\":\n1}|last" {
 		t.Fatalf("%v %q", err, seen)
 	}
-	_, err = readEvents(strings.NewReader("data: x\n\n"), func([]byte) (*message, bool) { return nil, false })
+	_, err = readEvents(strings.NewReader("data: x\n\n"), 1000, func([]byte) (*message, bool) { return nil, false })
 	if err == nil || !strings.Contains(err.Error(), "ended before the response") {
 		t.Fatalf("%v", err)
 	}

@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/agentrl/agentrl/envs"
 )
 
 // message is one JSON-RPC 2.0 message in either direction: a request (ID
@@ -25,11 +29,12 @@ type rpcError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
+// Error is the server's message, Printable.
 func (e *rpcError) Error() string {
 	if len(e.Data) > 0 && string(e.Data) != "null" {
-		return fmt.Sprintf("%s (code %d, data %s)", e.Message, e.Code, e.Data)
+		return envs.Printable(fmt.Sprintf("%s (code %d, data %s)", e.Message, e.Code, e.Data))
 	}
-	return fmt.Sprintf("%s (code %d)", e.Message, e.Code)
+	return envs.Printable(fmt.Sprintf("%s (code %d)", e.Message, e.Code))
 }
 
 // codeMethodNotFound answers a server's request the client does not serve.
@@ -83,4 +88,33 @@ func answerServerRequest(m *message) []byte {
 		return encodeEmptyResult(m.ID)
 	}
 	return encodeError(m.ID, codeMethodNotFound, "agentrl's MCP client does not serve "+m.Method)
+}
+
+// malformedNote keeps the first malformed message a server sent (one
+// that does not parse, is too deeply nested, or answers no request that
+// was sent), so that a call that then fails, often by its deadline, says
+// what the server sent instead of its answer. Safe for concurrent use.
+type malformedNote struct {
+	mu    sync.Mutex
+	first string
+}
+
+// note records why a message is malformed, with an excerpt, unless one
+// was recorded before.
+func (n *malformedNote) note(why string, msg []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.first == "" {
+		n.first = why + ": " + envs.Excerpt(strings.TrimSpace(string(msg)), 200)
+	}
+}
+
+// wrap adds the first malformed message, if any, to err.
+func (n *malformedNote) wrap(err error) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.first == "" {
+		return err
+	}
+	return fmt.Errorf("%w (the server's first malformed message: %s)", err, n.first)
 }

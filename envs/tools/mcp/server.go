@@ -15,6 +15,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -33,7 +34,17 @@ type Config struct {
 	Tools        []string      // expose only these tools (nil = all)
 	Prefix       string        // prepended to each tool's name
 	StartTimeout time.Duration // bounds starting the server and its handshake (0 = 30 s)
+	MaxMessage   int           // bytes of one message from the server (0 = DefaultMaxMessage)
 }
+
+// DefaultMaxMessage bounds one message from a server when Config sets no
+// bound: a line of a stdio server's output, an HTTP response body or
+// event stream. Past it the call fails and the session is ended.
+const DefaultMaxMessage = 16 << 20
+
+// validName is what a tool's name must be: the rule of OpenAI's function
+// names, so that any chat format can carry it.
+var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // Server is a running MCP server and its tools.
 type Server struct {
@@ -43,8 +54,13 @@ type Server struct {
 
 // Start starts (or connects to) the server, runs the handshake and lists
 // its tools. It fails when the server cannot be started, the handshake or
-// tools/list fails, or Tools names a tool the server does not have.
+// tools/list fails, Tools names a tool the server does not have, or a tool
+// to expose has a name (with Prefix) that is not 1-64 letters, digits, _
+// or -.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.MaxMessage <= 0 {
+		cfg.MaxMessage = DefaultMaxMessage
+	}
 	dial, err := dialer(cfg)
 	if err != nil {
 		return nil, err
@@ -67,17 +83,22 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		if len(cfg.Tools) > 0 && !slices.Contains(cfg.Tools, in.Name) {
 			continue
 		}
+		name := cfg.Prefix + in.Name
+		if !validName.MatchString(name) {
+			c.Close()
+			return nil, fmt.Errorf("MCP server %s: tool name %q: want 1 to 64 letters, digits, _ or - (as OpenAI function names)", cfg.Name, name)
+		}
 		desc := in.Description
 		if desc == "" {
 			desc = in.Title
 		}
-		s.tools = append(s.tools, &tool{client: c, remote: in.Name, name: cfg.Prefix + in.Name,
+		s.tools = append(s.tools, &tool{client: c, remote: in.Name, name: name,
 			description: desc, params: parameters(in.InputSchema)})
 	}
 	for _, want := range cfg.Tools {
 		if !slices.Contains(names, want) {
 			c.Close()
-			return nil, fmt.Errorf("MCP server %s has no tool %q (it has: %s)", cfg.Name, want, strings.Join(names, ", "))
+			return nil, fmt.Errorf("MCP server %s has no tool %q (it has: %s)", cfg.Name, want, envs.Printable(strings.Join(names, ", ")))
 		}
 	}
 	return s, nil
@@ -89,12 +110,12 @@ func dialer(cfg Config) (func() (transport, error), error) {
 	case cfg.Command != "" && cfg.URL != "":
 		return nil, fmt.Errorf("MCP server %s: give a command or a url, not both", cfg.Name)
 	case cfg.Command != "":
-		return func() (transport, error) { return startStdio(cfg.Command, cfg.Args, cfg.Env) }, nil
+		return func() (transport, error) { return startStdio(cfg.Command, cfg.Args, cfg.Env, cfg.MaxMessage) }, nil
 	case cfg.URL != "":
 		if _, err := parseHeaders(cfg.Headers); err != nil {
 			return nil, fmt.Errorf("MCP server %s: %w", cfg.Name, err)
 		}
-		return func() (transport, error) { return newHTTPTransport(cfg.URL, cfg.Headers) }, nil
+		return func() (transport, error) { return newHTTPTransport(cfg.URL, cfg.Headers, cfg.MaxMessage) }, nil
 	}
 	return nil, fmt.Errorf("MCP server %s: needs a command (stdio) or a url (streamable HTTP)", cfg.Name)
 }

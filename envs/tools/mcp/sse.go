@@ -11,9 +11,11 @@ import (
 // event to match until match accepts one; it returns that event's
 // message. Fields other than data (event, id, retry) and comments are
 // skipped; a data field over several lines is joined with newlines, as
-// the SSE format says.
-func readEvents(r io.Reader, match func(data []byte) (*message, bool)) (*message, error) {
-	br := bufio.NewReader(r)
+// the SSE format says. A stream over max bytes before the match is an
+// error.
+func readEvents(r io.Reader, max int, match func(data []byte) (*message, bool)) (*message, error) {
+	lr := &io.LimitedReader{R: r, N: int64(max) + 1}
+	br := bufio.NewReader(lr)
 	var data []byte
 	for {
 		line, err := br.ReadBytes('\n')
@@ -34,6 +36,9 @@ func readEvents(r io.Reader, match func(data []byte) (*message, bool)) (*message
 			data = append(data, v...)
 		}
 		if err != nil {
+			if lr.N <= 0 {
+				return nil, fmt.Errorf("the event stream is over %d bytes (tools.mcp[].max_message_mb)", max)
+			}
 			if len(data) > 0 {
 				if m, ok := match(data); ok {
 					return m, nil
