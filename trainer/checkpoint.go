@@ -7,12 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/agentrl/agentrl/internal/atomicfile"
-	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/torch/safetensors"
 )
 
 // A checkpoint is a folder <run>/checkpoints/iter-NNNNNN holding:
@@ -143,16 +140,8 @@ func (t *Trainer) checkpoint() error {
 	if err := t.exportPolicy(filepath.Join(tmp, "policy")); err != nil {
 		return err
 	}
-	if err := saveOptimizer(t.opt, t.policy.Names(), filepath.Join(tmp, "optimizer.safetensors")); err != nil {
+	if err := t.learner.Save(tmp); err != nil {
 		return err
-	}
-	if t.critic != nil && t.critic != t.policy {
-		if err := t.critic.Save(filepath.Join(tmp, "critic")); err != nil {
-			return err
-		}
-		if err := saveOptimizer(t.criticOpt, t.critic.Names(), filepath.Join(tmp, "critic_optimizer.safetensors")); err != nil {
-			return err
-		}
 	}
 	rs, err := t.pcg.MarshalBinary()
 	if err != nil {
@@ -209,7 +198,7 @@ func (t *Trainer) exportFinal() error {
 
 // exportPolicy writes the policy and its tokenizer as a Hugging Face folder.
 func (t *Trainer) exportPolicy(dir string) error {
-	if err := t.policy.Save(dir); err != nil {
+	if err := t.learner.Policy().Save(dir); err != nil {
 		return err
 	}
 	return t.tok.Save(dir)
@@ -246,98 +235,5 @@ func (t *Trainer) restore(ck string) error {
 	if err := t.pcg.UnmarshalBinary(t.state.RNG); err != nil {
 		return fmt.Errorf("%s/state.json: rng: %w", ck, err)
 	}
-	if err := loadOptimizer(t.opt, t.policy.Names(), filepath.Join(ck, "optimizer.safetensors")); err != nil {
-		return err
-	}
-	if t.criticOpt != nil {
-		if err := loadOptimizer(t.criticOpt, t.critic.Names(), filepath.Join(ck, "critic_optimizer.safetensors")); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// saveOptimizer writes AdamW's moments as <param>.exp_avg/.exp_avg_sq
-// tensors, a bf16/f16 parameter's f32 master weights as <param>.master,
-// and each parameter's step count in the metadata.
-func saveOptimizer(o *torch.AdamW, names []string, path string) error {
-	var ts []safetensors.Tensor
-	meta := map[string]string{}
-	for i, n := range names {
-		st, err := o.State(i)
-		if err != nil {
-			return err
-		}
-		meta[n] = strconv.FormatInt(st.Step, 10)
-		for _, x := range []struct {
-			suffix string
-			t      *torch.Tensor
-		}{{".exp_avg", st.M}, {".exp_avg_sq", st.V}, {".master", st.Master}} {
-			if x.t == nil {
-				continue
-			}
-			shape, err := x.t.Shape()
-			if err != nil {
-				st.Free()
-				return err
-			}
-			b, err := x.t.Bytes(torch.Float32)
-			if err != nil {
-				st.Free()
-				return err
-			}
-			ts = append(ts, safetensors.Tensor{Name: n + x.suffix, DType: safetensors.F32, Shape: shape, Data: b})
-		}
-		st.Free()
-	}
-	return safetensors.Write(path, ts, meta)
-}
-
-func loadOptimizer(o *torch.AdamW, names []string, path string) error {
-	r, err := safetensors.Open(path)
-	if err != nil {
-		return fmt.Errorf("optimizer state: %w", err)
-	}
-	defer r.Close()
-	meta := r.Metadata()
-	for i, n := range names {
-		steps, ok := meta[n]
-		if !ok {
-			return fmt.Errorf("optimizer state %s: no step count for %s", path, n)
-		}
-		step, err := strconv.ParseInt(steps, 10, 64)
-		if err != nil {
-			return fmt.Errorf("optimizer state %s: step of %s: %w", path, n, err)
-		}
-		if step == 0 {
-			continue
-		}
-		read := func(name string) (*torch.Tensor, error) {
-			info, ok := r.Info(name)
-			if !ok {
-				return nil, fmt.Errorf("optimizer state %s: tensor %s is missing", path, name)
-			}
-			b, err := r.Bytes(name)
-			if err != nil {
-				return nil, err
-			}
-			return torch.FromBytes(b, torch.Float32, torch.CPU, info.Shape...)
-		}
-		var st torch.ParamState
-		st.Step = step
-		if st.M, err = read(n + ".exp_avg"); err == nil {
-			st.V, err = read(n + ".exp_avg_sq")
-		}
-		if _, ok := r.Info(n + ".master"); ok && err == nil {
-			st.Master, err = read(n + ".master")
-		}
-		if err == nil {
-			err = o.SetState(i, st)
-		}
-		st.Free()
-		if err != nil {
-			return fmt.Errorf("optimizer state %s: %s: %w", path, n, err)
-		}
-	}
-	return nil
+	return t.learner.Load(ck, t.state.OptSteps)
 }

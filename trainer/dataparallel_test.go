@@ -102,9 +102,10 @@ func dpLearn(t *testing.T, estimator string, g *dist.Group, batch []*traj.Trajec
 			t.Fatalf("%s update %d: metrics %v", estimator, k, m)
 		}
 	}
-	out := flatWeights(t, tr.policy)
-	for i := 0; i < tr.opt.NumParams(); i++ {
-		st, err := tr.opt.State(i)
+	out := flatWeights(t, tr.learner.Policy())
+	opt, _ := tr.learner.Optimizers()
+	for i := 0; i < opt.NumParams(); i++ {
+		st, err := opt.State(i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +180,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 
 // dpInitial is the weights before any update.
 func dpInitial(t *testing.T, estimator string) []float32 {
-	return flatWeights(t, newBandit(t, strings.TrimSuffix(estimator, "-warmup")).policy)
+	return flatWeights(t, newBandit(t, strings.TrimSuffix(estimator, "-warmup")).learner.Policy())
 }
 
 // TestDataParallelRank is one rank of TestDataParallelMatchesOneProcess.

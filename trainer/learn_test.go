@@ -15,7 +15,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/engine"
-	"github.com/agentrl/agentrl/trainer/ppo"
+	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
@@ -131,24 +131,21 @@ func newBandit(t *testing.T, estimator string, tweaks ...func(*config.Config)) *
 	tr.rng = rand.New(tr.pcg)
 	mc := torch.Config{ModelType: "qwen2", Vocab: banditVocab, Hidden: 32, Intermediate: 64, Layers: 1, Heads: 2,
 		KVHeads: 1, HeadDim: 16, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 16}
-	var err error
-	tr.policy, err = torch.NewRandomModel(mc, torch.Float32, torch.CPU, tr.sharedCritic(), uint64(cfg.Run.Seed))
+	policy, err := torch.NewRandomModel(mc, torch.Float32, torch.CPU, tr.sharedCritic(), uint64(cfg.Run.Seed))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tr.Close() })
-	switch {
-	case tr.needsCritic() && tr.sharedCritic():
-		tr.critic = tr.policy
-	case tr.needsCritic():
-		if tr.critic, err = torch.NewRandomModel(mc, torch.Float32, torch.CPU, true, uint64(cfg.Run.Seed)+1); err != nil {
+	var critic *torch.Model
+	if tr.criticMode() == learner.SeparateCritic {
+		if critic, err = torch.NewRandomModel(mc, torch.Float32, torch.CPU, true, uint64(cfg.Run.Seed)+1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := tr.buildOptimizers(); err != nil {
+	if tr.learner, err = learner.New(policy, critic, tr.criticMode(), tr.learnerSettings(), nil, tr.rng); err != nil {
 		t.Fatal(err)
 	}
-	if tr.engine, err = torch.NewEngine(tr.policy, banditGroups*banditSamples, cfg.Env.MaxTokens); err != nil {
+	t.Cleanup(func() { tr.Close() })
+	if tr.engine, err = torch.NewEngine(policy, banditGroups*banditSamples, cfg.Env.MaxTokens); err != nil {
 		t.Fatal(err)
 	}
 	return tr
@@ -212,7 +209,7 @@ func banditSeqs() []*traj.Trajectory {
 // after its prompt, from the training forward (temperature 1).
 func banditGoodProb(t *testing.T, tr *Trainer) [2]float64 {
 	t.Helper()
-	lp, err := ppo.TokenLogprobs(nil, tr.policy, banditSeqs(), 1, 2)
+	lp, err := learner.TokenLogprobs(nil, tr.learner.Policy(), banditSeqs(), 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +275,7 @@ func TestLearnBandit(t *testing.T) {
 // target is what "learned" can ask (seeds 1-8 give 0.70-1.22).
 func checkBanditValues(t *testing.T, tr *Trainer, p [2]float64) {
 	t.Helper()
-	vals, err := ppo.TokenValues(nil, tr.policy, banditSeqs(), 2)
+	vals, err := learner.TokenValues(nil, tr.learner.Policy(), banditSeqs(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +300,7 @@ func TestLearnDeterministic(t *testing.T) {
 				toks = append(toks, x.Tokens[len(x.Tokens)-1])
 			}
 		}
-		return toks, flatWeights(t, tr.policy)
+		return toks, flatWeights(t, tr.learner.Policy())
 	}
 	toksA, wA := run()
 	toksB, wB := run()

@@ -17,8 +17,8 @@ import (
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/engine"
+	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/metric"
-	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trainer/traj"
@@ -251,7 +251,7 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	}
 	total := (len(seqs) + c.Batch - 1) / c.Batch * c.Epochs
 	bar := t.bar("warm start (SFT)", total)
-	st, err := ppo.SFT(t.policy, t.dist, seqs, ppo.SFTConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
+	st, err := learner.SFT(t.learner.Policy(), t.dist, seqs, learner.SFTConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
 		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm,
 		Before: func() error {
 			if err := ctx.Err(); err != nil {
@@ -281,8 +281,8 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	}
 	t.log.Info().Int("demos", st.Sequences).Int("dropped_too_long", dropped).Int("steps", st.Steps).Int("skipped", st.Skipped).
 		Float64("loss_first", st.FirstLoss).Float64("loss_last", st.LastLoss).Msg("warm start done")
-	if t.critic != nil && t.critic != t.policy {
-		return t.critic.CopyWeightsFrom(t.policy)
+	if t.learner.Mode() == learner.SeparateCritic {
+		return t.learner.Critic().CopyWeightsFrom(t.learner.Policy())
 	}
 	return nil
 }
@@ -454,10 +454,9 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	return t.submit(iter, m, all)
 }
 
-// learn computes advantages and updates the models on the training
-// trajectories of an iteration, adding its metrics to m.
+// learn updates the models on the training trajectories of an iteration
+// (the learner's Update) and adds the update's metrics to m.
 func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64) error {
-	a := t.cfg.Algorithm
 	if len(train) == 0 {
 		t.log.Warn().Int("iteration", iter).Msg("no trajectory to learn from")
 		return nil
@@ -465,42 +464,23 @@ func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64
 	if err := torch.EmptyCache(); err != nil {
 		return err
 	}
-	// The variance filter comes first (RAGEN filters rollouts before
-	// computing anything on them): old logprobs, reference logprobs, values
-	// and advantages are computed only for the groups it keeps.
-	m[metric.GroupRewardStd] = algo.GroupRewardStd(train)
-	train, dropped := algo.FilterGroupsByVariance(train, a.FilterKeepRatio)
-	m[metric.GroupsDropped] = float64(dropped)
-	l := t.learner(iter)
-	data, err := l.Prepare(train)
-	if err != nil {
-		return err
-	}
-	kl, err := t.prepared(train, data, m)
-	if err != nil {
-		return err
-	}
-	if err := t.advantages(train, kl); err != nil {
-		return err
-	}
 	t0 := time.Now()
-	us, err := l.Learn(train, data)
+	r, err := t.learner.Update(iter, train)
 	if err != nil {
 		return err
 	}
-	t.state.OptSteps += us.Steps
-	m[metric.LR] = us.LR
-	updateMetrics(m, train, us, t.critic != nil)
+	t.state.OptSteps = t.learner.Steps()
+	updateMetrics(m, r, t.learner.Critic() != nil)
 	if err := t.echoTrap(iter, m); err != nil {
 		return err
 	}
 	tokens := 0
-	for _, tr := range train {
-		tokens += len(tr.Tokens) * a.Epochs
+	for _, tr := range r.Trained {
+		tokens += len(tr.Tokens) * t.cfg.Algorithm.Epochs
 	}
 	m[metric.TokensPerSUpdate] = float64(tokens) / time.Since(t0).Seconds()
-	if us.Skipped > 0 {
-		t.log.Warn().Int("iteration", iter).Int("skipped", us.Skipped).Strs("trajectories", us.SkippedIDs).
+	if r.Skipped > 0 {
+		t.log.Warn().Int("iteration", iter).Int("skipped", r.Skipped).Strs("trajectories", r.SkippedIDs).
 			Msg("non-finite loss or gradient: update skipped")
 	}
 	return nil
@@ -525,89 +505,6 @@ func (t *Trainer) echoTrap(iter int, m map[string]float64) error {
 	}
 	m[metric.EchoTrapSignals] = float64(len(ws))
 	return nil
-}
-
-// learner is the update of iteration iter: the policy is trained after
-// the critic's warm-up, the schedule continues from the run's optimizer
-// steps.
-func (t *Trainer) learner(iter int) *ppo.Learner {
-	cfg := t.cfg
-	a := cfg.Algorithm
-	loss := cfg.Loss()
-	loss.KLInLoss = a.KLMode == "loss" && t.needsRef()
-	l := &ppo.Learner{Policy: t.policy, Critic: t.critic, Opt: t.opt, CriticOpt: t.criticOpt, Dist: t.dist, Rand: t.rng,
-		Config: ppo.Config{
-			Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
-			MaxGradNorm: cfg.Optim.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
-			TrainPolicy: iter > a.CriticWarmup || t.critic == nil,
-			LR: func(step int) (float64, float64) {
-				f := t.lrAt(step)
-				return cfg.Optim.LR * f, cfg.Optim.CriticLR * f
-			},
-			StepsBefore: t.state.OptSteps}}
-	if t.needsRef() {
-		l.Ref = t.ref
-	}
-	return l
-}
-
-// prepared adds the metrics of the data an update starts from: the largest
-// gap between the behaviour and the recomputed logprobs, and the KL to the
-// reference. It sets the trajectories' values and returns the per-token
-// KL that the advantages subtract (nil unless algorithm.kl_mode is reward).
-func (t *Trainer) prepared(train []*traj.Trajectory, data ppo.Data, m map[string]float64) ([][]float32, error) {
-	a := t.cfg.Algorithm
-	// The behaviour logprobs recorded while sampling should equal the
-	// recomputed ones: the PPO ratio starts at 1.
-	var mismatch float64
-	for _, tr := range train {
-		if t.critic != nil {
-			tr.Values = data[tr].Values
-		}
-		for j, mk := range tr.Mask {
-			if mk == 1 {
-				mismatch = math.Max(mismatch, math.Abs(float64(tr.Logprobs[j]-data[tr].Old[j])))
-			}
-		}
-	}
-	m[metric.LogprobMismatchMax] = mismatch
-	if !t.needsRef() {
-		return nil, nil
-	}
-	est, err := algo.KLEstimator(a.KLEstimator)
-	if err != nil {
-		return nil, err
-	}
-	var kl [][]float32
-	var klAcc acc
-	for _, tr := range train {
-		k, err := algo.TokenKL(est, data[tr].Old, data[tr].Ref, tr.Mask)
-		if err != nil {
-			return nil, err
-		}
-		for j, mk := range tr.Mask {
-			if mk == 1 {
-				klAcc.add(float64(k[j]))
-			}
-		}
-		kl = append(kl, k)
-	}
-	m[metric.KLRef] = klAcc.mean()
-	if a.KLMode != "reward" {
-		return nil, nil
-	}
-	return kl, nil
-}
-
-// advantages runs the configured estimator on train, with the per-token
-// KL penalty kl (nil: none).
-func (t *Trainer) advantages(train []*traj.Trajectory, kl [][]float32) error {
-	a := t.cfg.Algorithm
-	est, err := algo.Get(a.Estimator)
-	if err != nil {
-		return err
-	}
-	return est.Advantages(train, kl, a.Options)
 }
 
 // results reads the run's final table from its store.

@@ -6,8 +6,8 @@ import (
 	"github.com/agentrl/agentrl/internal/stat"
 
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/metric"
-	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
@@ -100,25 +100,33 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// updateMetrics adds the update's diagnostics and the advantage statistics.
-func updateMetrics(m map[string]float64, batch []*traj.Trajectory, u ppo.Stats, critic bool) {
-	m[metric.PolicyLoss] = u.PolicyLoss
-	m[metric.KLLoss] = u.KLLoss
-	m[metric.Entropy] = u.Entropy
-	m[metric.ClipFracLow] = u.ClipFracLow
-	m[metric.ClipFracHigh] = u.ClipFracHigh
-	m[metric.ApproxKL] = u.ApproxKL
-	m[metric.GradNorm] = u.GradNorm
-	m[metric.OptimizerSteps] = float64(u.Steps)
-	m[metric.SkippedUpdates] = float64(u.Skipped)
-	a := algo.AdvantageStats(batch)
+// updateMetrics adds an update's figures: the data it started from, its
+// diagnostics and the advantage statistics of the batch it learned from.
+func updateMetrics(m map[string]float64, r learner.Report, critic bool) {
+	m[metric.GroupRewardStd] = r.GroupRewardStd
+	m[metric.GroupsDropped] = float64(r.GroupsDropped)
+	m[metric.LogprobMismatchMax] = r.LogprobMismatch
+	if r.HasRef {
+		m[metric.KLRef] = r.KLRef
+	}
+	m[metric.LR] = r.LR
+	m[metric.PolicyLoss] = r.PolicyLoss
+	m[metric.KLLoss] = r.KLLoss
+	m[metric.Entropy] = r.Entropy
+	m[metric.ClipFracLow] = r.ClipFracLow
+	m[metric.ClipFracHigh] = r.ClipFracHigh
+	m[metric.ApproxKL] = r.ApproxKL
+	m[metric.GradNorm] = r.GradNorm
+	m[metric.OptimizerSteps] = float64(r.Steps)
+	m[metric.SkippedUpdates] = float64(r.Skipped)
+	a := algo.AdvantageStats(r.Trained)
 	m[metric.AdvMean], m[metric.AdvStd], m[metric.AdvMin], m[metric.AdvMax] = a.Mean, a.Std, a.Min, a.Max
-	r := algo.ReturnStats(batch)
-	m[metric.ReturnMean] = r.Mean
+	ret := algo.ReturnStats(r.Trained)
+	m[metric.ReturnMean] = ret.Mean
 	if critic {
-		m[metric.ValueLoss] = u.ValueLoss
-		m[metric.CriticGradNorm] = u.CriticGradNorm
-		m[metric.ExplainedVariance] = algo.ExplainedVariance(batch)
+		m[metric.ValueLoss] = r.ValueLoss
+		m[metric.CriticGradNorm] = r.CriticGradNorm
+		m[metric.ExplainedVariance] = algo.ExplainedVariance(r.Trained)
 	}
 }
 

@@ -5,10 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/learner"
 )
 
 func numCPU() int { return runtime.NumCPU() }
@@ -35,114 +35,160 @@ func (t *Trainer) tinyConfig() torch.Config {
 		RopeTheta: 10000, MaxPositions: c.MaxPositions, BOS: int(t.tok.EOS()), EOS: int(t.tok.EOS())}
 }
 
-// loadModels loads or creates the policy, then the reference and critic,
-// and builds the optimizers.
+// loadModels loads or creates the policy, the critic and the reference,
+// and hands them to the learner, which builds their optimizers.
 func (t *Trainer) loadModels(ck string) error {
+	policy, err := t.loadPolicy(ck)
+	if err != nil {
+		return err
+	}
+	ref, err := t.loadReference(ck)
+	if err != nil {
+		policy.Free()
+		return err
+	}
+	var critic *torch.Model
+	if t.criticMode() == learner.SeparateCritic {
+		if critic, err = t.loadCritic(ck, policy); err != nil {
+			policy.Free()
+			ref.Free()
+			return err
+		}
+	}
+	if t.learner, err = learner.New(policy, critic, t.criticMode(), t.learnerSettings(), t.dist, t.rng); err != nil {
+		ref.Free()
+		return err
+	}
+	t.learner.SetReference(ref)
+	return nil
+}
+
+// criticMode is how the estimator's value function is held: none, a head
+// on the policy, or a model of its own (model.critic).
+func (t *Trainer) criticMode() learner.CriticMode {
+	switch {
+	case !t.needsCritic():
+		return learner.NoCritic
+	case t.sharedCritic():
+		return learner.SharedCritic
+	}
+	return learner.SeparateCritic
+}
+
+// loadPolicy reads the policy from the checkpoint or model.path, or
+// creates the tiny model of the synthetic world.
+func (t *Trainer) loadPolicy(ck string) (*torch.Model, error) {
+	var p *torch.Model
 	var err error
 	shared := t.sharedCritic()
 	switch {
 	case ck != "":
-		t.policy, err = torch.LoadModel(filepath.Join(ck, "policy"), t.dtype, t.device, shared)
+		p, err = torch.LoadModel(filepath.Join(ck, "policy"), t.dtype, t.device, shared)
 	case t.cfg.Model.Path != "":
-		t.policy, err = torch.LoadModel(t.cfg.Model.Path, t.dtype, t.device, shared)
+		p, err = torch.LoadModel(t.cfg.Model.Path, t.dtype, t.device, shared)
 	default:
-		t.policy, err = torch.NewRandomModel(t.tinyConfig(), t.dtype, t.device, shared, uint64(t.cfg.Run.Seed))
+		p, err = torch.NewRandomModel(t.tinyConfig(), t.dtype, t.device, shared, uint64(t.cfg.Run.Seed))
 		t.fresh = true
 	}
 	if err != nil {
-		return fmt.Errorf("policy: %w", err)
+		return nil, fmt.Errorf("policy: %w", err)
 	}
-	if err := t.setMode(t.policy); err != nil {
-		return err
+	if err := t.setMode(p); err != nil {
+		p.Free()
+		return nil, err
 	}
-	if v := t.tok.VocabSize(); v > t.policy.Config.Vocab {
-		return fmt.Errorf("the tokenizer has %d tokens but the model's vocab_size is %d", v, t.policy.Config.Vocab)
+	if v := t.tok.VocabSize(); v > p.Config.Vocab {
+		p.Free()
+		return nil, fmt.Errorf("the tokenizer has %d tokens but the model's vocab_size is %d", v, p.Config.Vocab)
 	}
-	if t.needsRef() {
-		refDir := filepath.Join(t.dir, "ref")
-		switch {
-		case t.cfg.Model.RefPath != "":
-			t.ref, err = torch.LoadModel(t.cfg.Model.RefPath, t.dtype, t.device, false)
-		case ck != "":
-			// The reference is the initial policy, saved when the run began.
-			t.ref, err = torch.LoadModel(refDir, t.dtype, t.device, false)
-		default:
-			// Made from the policy after the warm start (see freezeReference).
-		}
-		if err != nil {
-			return fmt.Errorf("reference model: %w", err)
-		}
-		if t.ref != nil {
-			if err := t.setMode(t.ref); err != nil {
-				return err
-			}
-		}
-	}
-	if t.needsCritic() {
-		if shared {
-			t.critic = t.policy
-		} else {
-			switch {
-			case ck != "":
-				t.critic, err = torch.LoadModel(filepath.Join(ck, "critic"), t.dtype, t.device, true)
-			case t.cfg.Model.CriticPath != "":
-				t.critic, err = torch.LoadModel(t.cfg.Model.CriticPath, t.dtype, t.device, true)
-			default:
-				t.critic, err = torch.NewRandomModel(t.policy.Config, t.dtype, t.device, true, uint64(t.cfg.Run.Seed)+1)
-				if err == nil {
-					err = t.critic.CopyWeightsFrom(t.policy)
-				}
-			}
-			if err != nil {
-				return fmt.Errorf("critic: %w", err)
-			}
-			if err := t.setMode(t.critic); err != nil {
-				return err
-			}
-		}
-	}
-	return t.buildOptimizers()
+	return p, nil
 }
 
-// buildOptimizers makes AdamW for the policy (its value head, when shared,
-// in a second group at the critic's learning rate) and for a separate critic.
-func (t *Trainer) buildOptimizers() error {
-	o := t.cfg.Optim
-	g := torch.AdamWGroup{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay}
-	cg := g
-	cg.LR = o.CriticLR
+// loadReference reads the KL reference (model.ref_path, or the run's own
+// from a checkpoint); nil when there is none yet: freezeReference makes
+// it from the policy after the warm start.
+func (t *Trainer) loadReference(ck string) (*torch.Model, error) {
+	if !t.needsRef() {
+		return nil, nil
+	}
+	var ref *torch.Model
 	var err error
-	if t.params, err = t.policy.Params(); err != nil {
-		return err
+	switch {
+	case t.cfg.Model.RefPath != "":
+		ref, err = torch.LoadModel(t.cfg.Model.RefPath, t.dtype, t.device, false)
+	case ck != "":
+		// The reference is the initial policy, saved when the run began.
+		ref, err = torch.LoadModel(filepath.Join(t.dir, "ref"), t.dtype, t.device, false)
+	default:
+		return nil, nil
 	}
-	groups := make([]int, len(t.params))
-	for i, n := range t.policy.Names() {
-		if strings.HasPrefix(n, "v_head.") {
-			groups[i] = 1
+	if err != nil {
+		return nil, fmt.Errorf("reference model: %w", err)
+	}
+	if err := t.setMode(ref); err != nil {
+		ref.Free()
+		return nil, err
+	}
+	return ref, nil
+}
+
+// loadCritic reads a separate critic from the checkpoint or
+// model.critic_path, or makes one from the policy with a fresh value head.
+func (t *Trainer) loadCritic(ck string, policy *torch.Model) (*torch.Model, error) {
+	var c *torch.Model
+	var err error
+	switch {
+	case ck != "":
+		c, err = torch.LoadModel(learner.CriticDir(ck), t.dtype, t.device, true)
+	case t.cfg.Model.CriticPath != "":
+		c, err = torch.LoadModel(t.cfg.Model.CriticPath, t.dtype, t.device, true)
+	default:
+		c, err = torch.NewRandomModel(policy.Config, t.dtype, t.device, true, uint64(t.cfg.Run.Seed)+1)
+		if err == nil {
+			err = c.CopyWeightsFrom(policy)
 		}
 	}
-	if t.opt, err = torch.NewAdamW(t.params, groups, []torch.AdamWGroup{g, cg}); err != nil {
-		return err
+	if err == nil {
+		err = t.setMode(c)
 	}
-	if t.critic != nil && t.critic != t.policy {
-		if t.criticParams, err = t.critic.Params(); err != nil {
-			return err
-		}
-		if t.criticOpt, err = torch.NewAdamW(t.criticParams, nil, []torch.AdamWGroup{cg}); err != nil {
-			return err
-		}
+	if err != nil {
+		c.Free()
+		return nil, fmt.Errorf("critic: %w", err)
 	}
-	return nil
+	return c, nil
+}
+
+// learnerSettings are the run's update settings.
+func (t *Trainer) learnerSettings() learner.Settings {
+	cfg := t.cfg
+	a, o := cfg.Algorithm, cfg.Optim
+	loss := cfg.Loss()
+	loss.KLInLoss = a.KLMode == "loss"
+	policy := torch.AdamWGroup{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay}
+	critic := policy
+	critic.LR = o.CriticLR
+	return learner.Settings{
+		Estimator: a.Estimator, Advantage: a.Options, KLEstimator: a.KLEstimator, KLInReward: a.KLMode == "reward",
+		FilterKeepRatio: a.FilterKeepRatio, CriticWarmup: a.CriticWarmup,
+		Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
+		MaxGradNorm: o.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
+		PolicyOptim: policy, CriticOptim: critic,
+		LR: func(step int) (float64, float64) {
+			f := t.lrAt(step)
+			return o.LR * f, o.CriticLR * f
+		},
+	}
 }
 
 // freezeReference makes the KL reference a frozen copy of the policy as it
 // is now (after the warm start) and saves it with the run, so a resumed
 // run uses the same reference.
 func (t *Trainer) freezeReference() error {
-	if !t.needsRef() || t.ref != nil {
+	if !t.needsRef() || t.learner.Reference() != nil {
 		return nil
 	}
-	ref, err := torch.NewModel(t.policy.Config, t.dtype, t.device, false)
+	policy := t.learner.Policy()
+	ref, err := torch.NewModel(policy.Config, t.dtype, t.device, false)
 	if err != nil {
 		return err
 	}
@@ -150,11 +196,11 @@ func (t *Trainer) freezeReference() error {
 		ref.Free()
 		return err
 	}
-	if err := ref.CopyWeightsFrom(t.policy); err != nil {
+	if err := ref.CopyWeightsFrom(policy); err != nil {
 		ref.Free()
 		return err
 	}
-	t.ref = ref
+	t.learner.SetReference(ref)
 	if !t.dist.Leader() {
 		return nil
 	}

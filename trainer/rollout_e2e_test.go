@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/trainer/engine"
-	"github.com/agentrl/agentrl/trainer/ppo"
+	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
@@ -59,7 +59,7 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 			t.Fatalf("%s: %d turns, first %+v", x.ID, len(x.Turns), x.Turns[0])
 		}
 	}
-	old, err := ppo.TokenLogprobs(nil, tr.policy, trs, cfg.Rollout.Temperature, 4)
+	old, err := learner.TokenLogprobs(nil, tr.learner.Policy(), trs, cfg.Rollout.Temperature, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/learner"
 )
 
 // The learning-rate schedule advances per optimizer step. The bandit takes
@@ -40,19 +41,26 @@ func TestScheduleReachesSeparateCritic(t *testing.T) {
 		c.Model.Critic = "separate"
 		c.Optim.Schedule, c.Optim.MinLRRatio = "linear", 0
 	})
-	if tr.critic == tr.policy || tr.criticOpt == nil {
+	if tr.learner.Mode() != learner.SeparateCritic {
 		t.Fatal("the bandit did not get a separate critic")
 	}
-	tr.state.OptSteps = 1 << 20 // far past the schedule's end
+	// Far past the schedule's end: the run's state as a resume restores it.
+	dir := t.TempDir()
+	if err := tr.learner.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.learner.Load(dir, 1<<20); err != nil {
+		t.Fatal(err)
+	}
 	trs, _ := banditTrajectories(t, tr, 1)
-	policy, critic := flatWeights(t, tr.policy), flatWeights(t, tr.critic)
+	policy, critic := flatWeights(t, tr.learner.Policy()), flatWeights(t, tr.learner.Critic())
 	if err := tr.learn(1, trs, map[string]float64{}); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(policy, flatWeights(t, tr.policy)) {
+	if !slices.Equal(policy, flatWeights(t, tr.learner.Policy())) {
 		t.Error("the policy moved at learning rate 0")
 	}
-	if !slices.Equal(critic, flatWeights(t, tr.critic)) {
+	if !slices.Equal(critic, flatWeights(t, tr.learner.Critic())) {
 		t.Error("the separate critic moved at learning rate 0: its optimizer is not scheduled")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
 )
@@ -50,12 +51,9 @@ type Trainer struct {
 	cf      *tokenizer.ChatFormat
 	chat    rollout.Chat
 
-	policy, ref, critic *torch.Model
-	rolloutModel        *torch.Model // the policy in rollout.dtype, when it differs
-	opt, criticOpt      *torch.AdamW
-	params              []*torch.Tensor
-	criticParams        []*torch.Tensor
-	engine              *torch.Engine
+	learner      *learner.Learner // owns the policy, critic, reference and their optimizers
+	rolloutModel *torch.Model     // the policy in rollout.dtype, when it differs
+	engine       *torch.Engine
 
 	store  *store.Store  // rank 0 only
 	writer *store.Writer // rank 0 only
@@ -203,7 +201,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := t.syncReplicas(); err != nil {
 		return nil, err
 	}
-	decoder := t.policy
+	decoder := t.learner.Policy()
 	if dt := cfg.Rollout.DType; dt != "auto" {
 		rdt, err := torch.ParseDType(dt)
 		if err != nil {
@@ -212,7 +210,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 		if rdt != t.dtype {
 			// Rollouts decode from a copy of the policy in another
 			// precision, refreshed before every rollout (syncRollout).
-			if t.rolloutModel, err = torch.NewModel(t.policy.Config, rdt, t.device, false); err != nil {
+			if t.rolloutModel, err = torch.NewModel(decoder.Config, rdt, t.device, false); err != nil {
 				return nil, err
 			}
 			if err := t.setMode(t.rolloutModel); err != nil {
@@ -276,19 +274,7 @@ func (t *Trainer) Close() error {
 	}
 	t.engine.Free()
 	t.rolloutModel.Free()
-	for _, p := range append(t.params, t.criticParams...) {
-		p.Free()
-	}
-	t.params, t.criticParams = nil, nil
-	t.opt.Free()
-	t.criticOpt.Free()
-	if t.critic != t.policy {
-		t.critic.Free()
-	}
-	if t.ref != t.policy {
-		t.ref.Free()
-	}
-	t.policy.Free()
+	t.learner.Close()
 	return first
 }
 
@@ -299,7 +285,7 @@ func (t *Trainer) syncReplicas() error {
 	if t.dist.World() == 1 {
 		return nil
 	}
-	return t.dist.Broadcast(append(append([]*torch.Tensor{}, t.params...), t.criticParams...))
+	return t.dist.Broadcast(t.learner.Params())
 }
 
 // agreeOnWeights checks that every rank still holds the same trainable
@@ -310,8 +296,7 @@ func (t *Trainer) agreeOnWeights() error {
 	if t.dist.World() == 1 {
 		return nil
 	}
-	params := append(append([]*torch.Tensor{}, t.params...), t.criticParams...)
-	names := append(append([]string{}, t.policy.Names()...), t.criticNames()...)
+	params, names := t.learner.Params(), t.learner.ParamNames()
 	var keys []string
 	var vals []float64
 	for i, p := range params {
@@ -323,13 +308,6 @@ func (t *Trainer) agreeOnWeights() error {
 		vals = append(vals, a, b)
 	}
 	return t.dist.Agree("the weights", keys, vals)
-}
-
-func (t *Trainer) criticNames() []string {
-	if t.criticParams == nil {
-		return nil
-	}
-	return t.critic.Names()
 }
 
 // Dir is the run's folder.
@@ -349,5 +327,5 @@ func (t *Trainer) syncRollout() error {
 	if t.rolloutModel == nil {
 		return nil
 	}
-	return t.rolloutModel.CopyWeightsFrom(t.policy)
+	return t.rolloutModel.CopyWeightsFrom(t.learner.Policy())
 }

@@ -1,4 +1,4 @@
-package ppo
+package learner
 
 import (
 	"strings"
@@ -69,16 +69,15 @@ func TestPolicyLossesOnTheModelsDevice(t *testing.T) {
 	m := metaModel(t, true)
 	trs, data := metaBatch()
 	for _, shared := range []bool{false, true} {
-		cfg := Config{TrainPolicy: true, LossMask: true, Temperature: 1, Loss: algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.2,
-			DualClip: 3, Agg: "token-mean", KLEstimator: "k3", KLInLoss: true, KLCoef: 0.1, EntropyCoef: 0.01, VFCoef: 0.5, ValueClip: 0.2}}
-		l := &Learner{Policy: m, Config: cfg}
+		l := &Learner{policy: m, ref: m, s: Settings{LossMask: true, Temperature: 1, Loss: algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.2,
+			DualClip: 3, Agg: "token-mean", KLEstimator: "k3", KLInLoss: true, KLCoef: 0.1, EntropyCoef: 0.01, VFCoef: 0.5, ValueClip: 0.2}}}
 		if shared {
-			l.Critic = m
+			l.critic, l.mode = m, SharedCritic
 		}
 		s := torch.NewScopeOn(m.Device)
 		var st Stats
 		var rep report
-		total, err := l.policyLoss(s, PadBatch(trs), data, l.norm(trs), &st, &rep)
+		total, err := l.policyLoss(s, PadBatch(trs), data, l.norm(trs), true, &st, &rep)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +97,7 @@ func TestPolicyLossesOnTheModelsDevice(t *testing.T) {
 func TestCriticLossOnTheModelsDevice(t *testing.T) {
 	policy, critic := metaModel(t, false), metaModel(t, true)
 	trs, data := metaBatch()
-	l := &Learner{Policy: policy, Critic: critic, Config: Config{LossMask: true, Loss: algo.LossConfig{Agg: "seq-mean-token-mean", ValueClip: 0.2}}}
+	l := &Learner{policy: policy, critic: critic, mode: SeparateCritic, s: Settings{LossMask: true, Loss: algo.LossConfig{Agg: "seq-mean-token-mean", ValueClip: 0.2}}}
 	s := torch.NewScopeOn(critic.Device)
 	defer s.Close()
 	vl, err := l.criticLoss(s, PadBatch(trs), data, l.norm(trs))

@@ -1,4 +1,4 @@
-package trainer
+package learner
 
 import (
 	"path/filepath"

@@ -1,4 +1,4 @@
-package ppo
+package learner
 
 import (
 	"fmt"
@@ -10,13 +10,14 @@ import (
 )
 
 // policyStep is one optimizer step of the policy (and a shared critic) on
-// a mini-batch.
-func (l *Learner) policyStep(mini []*traj.Trajectory, data Data, st *Stats) error {
+// a mini-batch; without trainPolicy (the critic's warm-up) only the shared
+// value head's loss counts.
+func (l *Learner) policyStep(mini []*traj.Trajectory, data Data, trainPolicy bool, st *Stats) error {
 	st.policySteps++
 	n := l.norm(mini)
-	k := stepper{name: "policy", dev: l.Policy.Device, opt: l.Opt, dist: l.Dist, micro: l.Config.MicroBatch, maxGradNorm: l.Config.MaxGradNorm}
+	k := stepper{name: "policy", dev: l.policy.Device, opt: l.opt, dist: l.dist, micro: l.s.MicroBatch, maxGradNorm: l.s.MaxGradNorm}
 	r, err := k.step(mini, func(s *torch.Scope, p Padded, rep *report) (*torch.Tensor, error) {
-		return l.policyLoss(s, p, data, n, st, rep)
+		return l.policyLoss(s, p, data, n, trainPolicy, st, rep)
 	})
 	if err != nil {
 		return err
@@ -30,7 +31,7 @@ func (l *Learner) policyStep(mini []*traj.Trajectory, data Data, st *Stats) erro
 	}
 	st.GradNorm += r.GradNorm
 	st.Steps++
-	if l.shared() {
+	if l.mode == SharedCritic {
 		st.criticSteps++
 		st.CriticGradNorm += r.GradNorm
 	}
@@ -41,11 +42,12 @@ func (l *Learner) policyStep(mini []*traj.Trajectory, data Data, st *Stats) erro
 // surrogate, the KL-to-reference term and the entropy bonus when they are
 // on, and a shared value head's weighted value loss. Its terms and the
 // micro-batch's diagnostics are reported to st through rep.
-func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, st *Stats, rep *report) (*torch.Tensor, error) {
-	c := l.Config
+func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, trainPolicy bool, st *Stats, rep *report) (*torch.Tensor, error) {
+	c := l.s
+	shared := l.mode == SharedCritic
 	// The entropy's graph is built only when the entropy bonus weighs in.
-	o, err := l.Policy.Forward(p.Batch, torch.ForwardOptions{Temperature: c.Temperature, Grad: true, Entropy: true,
-		EntropyGrad: c.TrainPolicy && c.Loss.EntropyCoef != 0, Values: l.shared()})
+	o, err := l.policy.Forward(p.Batch, torch.ForwardOptions{Temperature: c.Temperature, Grad: true, Entropy: true,
+		EntropyGrad: trainPolicy && c.Loss.EntropyCoef != 0, Values: shared})
 	if err != nil {
 		return nil, OOMHint(fmt.Errorf("policy forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Batch.T, err))
 	}
@@ -54,13 +56,13 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, s
 	grid := func(f func(t *traj.Trajectory, j int) float32) *torch.Tensor { return s.Float32(p.Grid(f), B, W) }
 	mask := grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, c.LossMask) })
 	total := s.Scalar(0)
-	if c.TrainPolicy {
+	if trainPolicy {
 		old := grid(func(t *traj.Trajectory, j int) float32 { return data[t].Old[j] })
 		adv := grid(func(t *traj.Trajectory, j int) float32 { return t.Advantages[j] })
 		pg := loss.PolicyLoss(s, o.LogProbs, old, adv, mask, c.Loss, n)
 		total = s.Add(total, pg)
 		rep.add(pg, func(v float64) { st.PolicyLoss += v })
-		if c.Loss.KLInLoss && c.Loss.KLCoef != 0 {
+		if c.Loss.KLInLoss && c.Loss.KLCoef != 0 && l.ref != nil {
 			ref := grid(func(t *traj.Trajectory, j int) float32 { return data[t].Ref[j] })
 			kl := loss.KLLoss(s, o.LogProbs, ref, mask, c.Loss.KLEstimator, c.Loss.Agg, n)
 			total = s.Add(total, s.MulScalar(kl, c.Loss.KLCoef))
@@ -77,7 +79,7 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, s
 		rep.add(d.Entropy, func(v float64) { st.Entropy += v })
 		rep.add(d.Tokens, func(v float64) { st.Tokens += int(v) })
 	}
-	if l.shared() {
+	if shared {
 		vl := l.valueLoss(s, p, o.Values, mask, data, n)
 		total = s.Add(total, s.MulScalar(vl, c.Loss.VFCoef))
 		rep.add(vl, func(v float64) { st.ValueLoss += v })

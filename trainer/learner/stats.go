@@ -1,4 +1,4 @@
-package ppo
+package learner
 
 // Stats are an update's diagnostics: the losses are means over optimizer
 // steps of each mini-batch's loss, the per-token figures (entropy, clip
@@ -23,7 +23,7 @@ func (l *Learner) finish(st *Stats) error {
 	if n := float64(st.policySteps); n > 0 {
 		st.PolicyLoss /= n
 		st.KLLoss /= n
-		if l.shared() {
+		if l.mode == SharedCritic {
 			st.ValueLoss /= n
 		}
 	}
@@ -38,7 +38,7 @@ func (l *Learner) finish(st *Stats) error {
 	}
 	if st.criticSteps > 0 {
 		st.CriticGradNorm /= float64(st.criticSteps)
-		if l.separate() {
+		if l.mode == SeparateCritic {
 			st.ValueLoss /= float64(st.criticSteps)
 		}
 	}
@@ -48,12 +48,12 @@ func (l *Learner) finish(st *Stats) error {
 // sumStats adds up the per-rank sums of the diagnostics (the step counts
 // and gradient norms are already the same on every rank).
 func (l *Learner) sumStats(st *Stats) error {
-	if l.Dist.World() == 1 {
+	if l.dist.World() == 1 {
 		return nil
 	}
 	v := []float64{st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL,
 		float64(st.Tokens)}
-	if err := l.Dist.Sum(v); err != nil {
+	if err := l.dist.Sum(v); err != nil {
 		return err
 	}
 	st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL = v[0], v[1], v[2], v[3], v[4], v[5], v[6]

@@ -1,4 +1,4 @@
-package ppo
+package learner
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // criticStep is one optimizer step of a separate critic on a mini-batch.
 func (l *Learner) criticStep(mini []*traj.Trajectory, data Data, st *Stats) error {
 	n := l.norm(mini)
-	k := stepper{name: "critic", dev: l.Critic.Device, opt: l.CriticOpt, dist: l.Dist, micro: l.Config.MicroBatch, maxGradNorm: l.Config.MaxGradNorm}
+	k := stepper{name: "critic", dev: l.critic.Device, opt: l.criticOpt, dist: l.dist, micro: l.s.MicroBatch, maxGradNorm: l.s.MaxGradNorm}
 	r, err := k.step(mini, func(s *torch.Scope, p Padded, _ *report) (*torch.Tensor, error) {
 		return l.criticLoss(s, p, data, n)
 	})
@@ -32,12 +32,12 @@ func (l *Learner) criticStep(mini []*traj.Trajectory, data Data, st *Stats) erro
 // criticLoss is one micro-batch's value loss of a separate critic.
 func (l *Learner) criticLoss(s *torch.Scope, p Padded, data Data, n algo.Norm) (*torch.Tensor, error) {
 	// Only the value head's output: no logits over the vocabulary.
-	o, err := l.Critic.Forward(p.Batch, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true})
+	o, err := l.critic.Forward(p.Batch, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true})
 	if err != nil {
 		return nil, OOMHint(fmt.Errorf("critic forward of %d trajectories: %w", len(p.Trs), err))
 	}
 	s.Own(o.LogProbs, o.Values)
-	maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, l.Config.LossMask) })
+	maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, l.s.LossMask) })
 	return l.valueLoss(s, p, o.Values, s.Float32(maskV, int64(len(p.Trs)), int64(p.Width())), data, n), nil
 }
 
@@ -47,5 +47,5 @@ func (l *Learner) valueLoss(s *torch.Scope, p Padded, values, mask *torch.Tensor
 	B, W := int64(len(p.Trs)), int64(p.Width())
 	oldV := p.Grid(func(t *traj.Trajectory, j int) float32 { return data[t].Values[j] })
 	retV := p.Grid(func(t *traj.Trajectory, j int) float32 { return t.Returns[j] })
-	return loss.ValueLoss(s, values, s.Float32(oldV, B, W), s.Float32(retV, B, W), mask, l.Config.Loss.ValueClip, l.Config.Loss.Agg, n)
+	return loss.ValueLoss(s, values, s.Float32(oldV, B, W), s.Float32(retV, B, W), mask, l.s.Loss.ValueClip, l.s.Loss.Agg, n)
 }

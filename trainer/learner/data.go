@@ -1,4 +1,4 @@
-package ppo
+package learner
 
 import (
 	"github.com/agentrl/agentrl/trainer/traj"
@@ -15,12 +15,13 @@ type TokenData struct {
 // Data holds each trajectory's TokenData.
 type Data map[*traj.Trajectory]*TokenData
 
-// Prepare computes, without gradients, the data of trs an update needs:
+// prepare computes, without gradients, the data of trs an update needs:
 // the policy's logprobs at the sampling temperature, the reference's when
-// there is one, and the critic's values when there is one.
-func (l *Learner) Prepare(trs []*traj.Trajectory) (Data, error) {
-	c := l.Config
-	old, err := TokenLogprobs(l.Dist, l.Policy, trs, c.Temperature, c.MicroBatch)
+// there is one, and the critic's values when there is one (also set as
+// the trajectories' Values, which the estimators read).
+func (l *Learner) prepare(trs []*traj.Trajectory) (Data, error) {
+	c := l.s
+	old, err := TokenLogprobs(l.dist, l.policy, trs, c.Temperature, c.MicroBatch)
 	if err != nil {
 		return nil, err
 	}
@@ -28,8 +29,8 @@ func (l *Learner) Prepare(trs []*traj.Trajectory) (Data, error) {
 	for i, t := range trs {
 		data[t] = &TokenData{Old: old[i]}
 	}
-	if l.Ref != nil {
-		ref, err := TokenLogprobs(l.Dist, l.Ref, trs, c.Temperature, c.MicroBatch)
+	if l.ref != nil {
+		ref, err := TokenLogprobs(l.dist, l.ref, trs, c.Temperature, c.MicroBatch)
 		if err != nil {
 			return nil, err
 		}
@@ -37,13 +38,14 @@ func (l *Learner) Prepare(trs []*traj.Trajectory) (Data, error) {
 			data[t].Ref = ref[i]
 		}
 	}
-	if l.Critic != nil {
-		vals, err := TokenValues(l.Dist, l.Critic, trs, c.MicroBatch)
+	if l.critic != nil {
+		vals, err := TokenValues(l.dist, l.critic, trs, c.MicroBatch)
 		if err != nil {
 			return nil, err
 		}
 		for i, t := range trs {
 			data[t].Values = vals[i]
+			t.Values = vals[i]
 		}
 	}
 	return data, nil

@@ -1,7 +1,14 @@
-// Package ppo is the learner: it owns the policy, the critic (none, a value
+// Package learner owns the update: the policy, the critic (none, a value
 // head shared with the policy, or a separate model), the reference, their
-// optimizers and the data-parallel group, and turns an iteration's
-// trajectories, with their advantages, into optimizer steps.
+// optimizers and the data-parallel group. One Update turns an iteration's
+// trajectories into optimizer steps, in CleanRL's order (update.go):
+//
+//	filter the groups whose rewards do not vary
+//	  -> old and reference logprobs, values (no gradients)
+//	  -> the KL to the reference
+//	  -> advantages and returns (the estimator)
+//	  -> epochs of shuffled mini-batches, one optimizer step each
+//	  -> diagnostics
 //
 // Every optimizer step, of the policy, of a separate critic or of the
 // supervised warm start, is the same sequence (step.go):
@@ -14,4 +21,4 @@
 //	  -> step, or drop the gradients and count the step as skipped
 //
 // and only the loss differs (policy.go, critic.go, sft.go).
-package ppo
+package learner

@@ -1,4 +1,4 @@
-package ppo
+package learner
 
 import (
 	"math"

@@ -1,0 +1,137 @@
+package learner
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/torch/safetensors"
+)
+
+// The files of a learner's state in a checkpoint folder.
+const (
+	optimizerFile       = "optimizer.safetensors"        // the policy's AdamW
+	criticOptimizerFile = "critic_optimizer.safetensors" // a separate critic's AdamW
+	criticDir           = "critic"                       // a separate critic, as a Hugging Face folder
+)
+
+// CriticDir is where Save puts a separate critic's weights under dir.
+func CriticDir(dir string) string { return filepath.Join(dir, criticDir) }
+
+// Save writes the learner's state into the folder dir: the policy's
+// optimizer state, and a separate critic's weights and optimizer state.
+// The policy's weights are the caller's to export (with its tokenizer).
+func (l *Learner) Save(dir string) error {
+	if err := saveOptimizer(l.opt, l.policy.Names(), filepath.Join(dir, optimizerFile)); err != nil {
+		return err
+	}
+	if l.mode != SeparateCritic {
+		return nil
+	}
+	if err := l.critic.Save(CriticDir(dir)); err != nil {
+		return err
+	}
+	return saveOptimizer(l.criticOpt, l.critic.Names(), filepath.Join(dir, criticOptimizerFile))
+}
+
+// Load restores the optimizer state Save wrote into dir and the number of
+// policy steps taken (the schedule's position). The models' weights are
+// read when the models are made (a separate critic from CriticDir).
+func (l *Learner) Load(dir string, steps int) error {
+	if err := loadOptimizer(l.opt, l.policy.Names(), filepath.Join(dir, optimizerFile)); err != nil {
+		return err
+	}
+	if l.mode == SeparateCritic {
+		if err := loadOptimizer(l.criticOpt, l.critic.Names(), filepath.Join(dir, criticOptimizerFile)); err != nil {
+			return err
+		}
+	}
+	l.steps = steps
+	return nil
+}
+
+// saveOptimizer writes AdamW's moments as <param>.exp_avg/.exp_avg_sq
+// tensors, a bf16/f16 parameter's f32 master weights as <param>.master,
+// and each parameter's step count in the metadata.
+func saveOptimizer(o *torch.AdamW, names []string, path string) error {
+	var ts []safetensors.Tensor
+	meta := map[string]string{}
+	for i, n := range names {
+		st, err := o.State(i)
+		if err != nil {
+			return err
+		}
+		meta[n] = strconv.FormatInt(st.Step, 10)
+		for _, x := range []struct {
+			suffix string
+			t      *torch.Tensor
+		}{{".exp_avg", st.M}, {".exp_avg_sq", st.V}, {".master", st.Master}} {
+			if x.t == nil {
+				continue
+			}
+			shape, err := x.t.Shape()
+			if err != nil {
+				st.Free()
+				return err
+			}
+			b, err := x.t.Bytes(torch.Float32)
+			if err != nil {
+				st.Free()
+				return err
+			}
+			ts = append(ts, safetensors.Tensor{Name: n + x.suffix, DType: safetensors.F32, Shape: shape, Data: b})
+		}
+		st.Free()
+	}
+	return safetensors.Write(path, ts, meta)
+}
+
+func loadOptimizer(o *torch.AdamW, names []string, path string) error {
+	r, err := safetensors.Open(path)
+	if err != nil {
+		return fmt.Errorf("optimizer state: %w", err)
+	}
+	defer r.Close()
+	meta := r.Metadata()
+	for i, n := range names {
+		steps, ok := meta[n]
+		if !ok {
+			return fmt.Errorf("optimizer state %s: no step count for %s", path, n)
+		}
+		step, err := strconv.ParseInt(steps, 10, 64)
+		if err != nil {
+			return fmt.Errorf("optimizer state %s: step of %s: %w", path, n, err)
+		}
+		if step == 0 {
+			continue
+		}
+		read := func(name string) (*torch.Tensor, error) {
+			info, ok := r.Info(name)
+			if !ok {
+				return nil, fmt.Errorf("optimizer state %s: tensor %s is missing", path, name)
+			}
+			b, err := r.Bytes(name)
+			if err != nil {
+				return nil, err
+			}
+			return torch.FromBytes(b, torch.Float32, torch.CPU, info.Shape...)
+		}
+		var st torch.ParamState
+		st.Step = step
+		if st.M, err = read(n + ".exp_avg"); err == nil {
+			st.V, err = read(n + ".exp_avg_sq")
+		}
+		if _, ok := r.Info(n + ".master"); ok && err == nil {
+			st.Master, err = read(n + ".master")
+		}
+		if err == nil {
+			err = o.SetState(i, st)
+		}
+		st.Free()
+		if err != nil {
+			return fmt.Errorf("optimizer state %s: %s: %w", path, n, err)
+		}
+	}
+	return nil
+}

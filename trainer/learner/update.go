@@ -1,0 +1,175 @@
+package learner
+
+import (
+	"math"
+
+	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/traj"
+)
+
+// Report is what an update did: its diagnostics and the figures of the
+// data it started from.
+type Report struct {
+	Stats
+	// Trained is the batch after the variance filter: the trajectories
+	// that got advantages and were learned from.
+	Trained        []*traj.Trajectory
+	GroupRewardStd float64 // the mean within-group reward std of the whole batch
+	GroupsDropped  int     // groups the variance filter dropped
+	// LogprobMismatch is the largest gap between a policy token's
+	// behaviour logprob (recorded while sampling) and the recomputed one:
+	// 0 when rollout and training compute the same distribution.
+	LogprobMismatch float64
+	// KLRef is the mean per-token KL of the policy to the reference (k1,
+	// k2 or k3 as set); HasRef is false when there is no reference.
+	KLRef  float64
+	HasRef bool
+}
+
+// Update learns from an iteration's batch, in CleanRL's order: the
+// variance filter, the old and reference logprobs and the values, the KL
+// to the reference, the advantages, then epochs of shuffled mini-batches,
+// each split into micro-batches whose gradients accumulate before one
+// optimizer step. Iterations up to the critic's warm-up train the critic
+// alone. A non-finite loss or gradient norm skips its step (its gradients
+// are dropped) and records the mini-batch's trajectory ids.
+func (l *Learner) Update(iter int, batch []*traj.Trajectory) (Report, error) {
+	var r Report
+	// RAGEN filters rollouts before computing anything on them.
+	r.GroupRewardStd = algo.GroupRewardStd(batch)
+	train, dropped := algo.FilterGroupsByVariance(batch, l.s.FilterKeepRatio)
+	r.Trained, r.GroupsDropped = train, dropped
+	data, err := l.prepare(train)
+	if err != nil {
+		return r, err
+	}
+	r.LogprobMismatch = logprobMismatch(train, data)
+	kl, err := l.referenceKL(train, data, &r)
+	if err != nil {
+		return r, err
+	}
+	est, err := algo.Get(l.s.Estimator)
+	if err != nil {
+		return r, err
+	}
+	if !l.s.KLInReward {
+		kl = nil
+	}
+	if err := est.Advantages(train, kl, l.s.Advantage); err != nil {
+		return r, err
+	}
+	trainPolicy := iter > l.s.CriticWarmup || l.critic == nil
+	if r.Stats, err = l.epochs(train, data, trainPolicy); err != nil {
+		return r, err
+	}
+	l.steps += r.Steps
+	return r, nil
+}
+
+// logprobMismatch is the largest gap between the behaviour logprobs and
+// the recomputed ones over the policy's tokens.
+func logprobMismatch(train []*traj.Trajectory, data Data) float64 {
+	var worst float64
+	for _, tr := range train {
+		for j, mk := range tr.Mask {
+			if mk == 1 {
+				worst = math.Max(worst, math.Abs(float64(tr.Logprobs[j]-data[tr].Old[j])))
+			}
+		}
+	}
+	return worst
+}
+
+// referenceKL is the per-token KL of the old policy to the reference
+// (nil without a reference); its mean over the policy's tokens goes to r.
+func (l *Learner) referenceKL(train []*traj.Trajectory, data Data, r *Report) ([][]float32, error) {
+	if l.ref == nil {
+		return nil, nil
+	}
+	est, err := algo.KLEstimator(l.s.KLEstimator)
+	if err != nil {
+		return nil, err
+	}
+	var sum float64
+	var n int
+	kl := make([][]float32, 0, len(train))
+	for _, tr := range train {
+		k, err := algo.TokenKL(est, data[tr].Old, data[tr].Ref, tr.Mask)
+		if err != nil {
+			return nil, err
+		}
+		for j, mk := range tr.Mask {
+			if mk == 1 {
+				sum += float64(k[j])
+				n++
+			}
+		}
+		kl = append(kl, k)
+	}
+	r.HasRef = true
+	if n > 0 {
+		r.KLRef = sum / float64(n)
+	}
+	return kl, nil
+}
+
+// epochs runs the epochs of shuffled mini-batches: per mini-batch one
+// step of the policy (and a shared value head), or of the value head
+// alone during the critic's warm-up, then one of a separate critic.
+func (l *Learner) epochs(trs []*traj.Trajectory, data Data, trainPolicy bool) (Stats, error) {
+	var st Stats
+	idx := make([]int, len(trs))
+	for i := range idx {
+		idx[i] = i
+	}
+	for epoch := 0; epoch < l.s.Epochs; epoch++ {
+		l.rand.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
+		for lo := 0; lo < len(idx); lo += l.s.MiniBatch {
+			mini := Pick(trs, idx[lo:min(lo+l.s.MiniBatch, len(idx))])
+			// The mini-batch's policy and critic steps share one point of
+			// the schedule: the run's policy steps so far.
+			if err := l.setLR(&st); err != nil {
+				return st, err
+			}
+			if trainPolicy || l.mode == SharedCritic {
+				if err := l.policyStep(mini, data, trainPolicy, &st); err != nil {
+					return st, err
+				}
+			}
+			if l.mode == SeparateCritic {
+				if err := l.criticStep(mini, data, &st); err != nil {
+					return st, err
+				}
+			}
+		}
+	}
+	return st, l.finish(&st)
+}
+
+// norm is the mini-batch's loss normaliser.
+func (l *Learner) norm(mini []*traj.Trajectory) algo.Norm {
+	n := Norm(mini, l.s.LossMask)
+	n.Horizon = float64(l.s.Loss.Horizon)
+	return n
+}
+
+// setLR sets the learning rates of the next optimizer step, the one after
+// the run's policy steps so far: the policy's (group 0 of the policy
+// optimizer), a shared value head's (its group 1) and a separate critic's.
+func (l *Learner) setLR(st *Stats) error {
+	if l.s.LR == nil {
+		return nil
+	}
+	lr, clr := l.s.LR(l.steps + st.Steps)
+	st.LR = lr
+	if err := l.opt.SetLR(0, lr); err != nil {
+		return err
+	}
+	if err := l.opt.SetLR(1, clr); err != nil {
+		return err
+	}
+	if l.criticOpt != nil {
+		return l.criticOpt.SetLR(0, clr)
+	}
+	return nil
+}
