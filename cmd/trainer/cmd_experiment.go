@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer"
-	"github.com/agentrl/agentrl/trainer/experiment"
+	"github.com/agentrl/agentrl/experiment"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/report"
 )

@@ -70,8 +70,8 @@ func (c LossConfig) Validate() error {
 	if c.Agg == "seq-mean-token-sum-norm" && c.Horizon <= 0 {
 		bad("loss_agg", "seq-mean-token-sum-norm needs a positive horizon, got %d", c.Horizon)
 	}
-	if _, err := KLEstimator(c.KLEstimator); err != nil {
-		bad("kl_estimator", "%v", err)
+	if !slices.Contains(KLEstimators, c.KLEstimator) {
+		bad("kl_estimator", "%q, want one of %s", c.KLEstimator, strings.Join(KLEstimators, ", "))
 	}
 	return errors.Join(errs...)
 }

@@ -3,7 +3,7 @@ package bench
 import (
 	"testing"
 
-	"github.com/agentrl/agentrl/internal/testmain"
+	"github.com/agentrl/agentrl/torch/torchtest"
 )
 
-func TestMain(m *testing.M) { testmain.Run(m) }
+func TestMain(m *testing.M) { torchtest.Main(m) }

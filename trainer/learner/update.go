@@ -1,9 +1,12 @@
 package learner
 
 import (
+	"fmt"
 	"math"
 
+	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/loss"
 	"github.com/agentrl/agentrl/trainer/traj"
 )
 
@@ -80,31 +83,43 @@ func logprobMismatch(train []*traj.Trajectory, data Data) float64 {
 	return worst
 }
 
-// referenceKL is the per-token KL of the old policy to the reference
-// (nil without a reference); its mean over the policy's tokens goes to r.
+// referenceKL is the per-token KL of the old policy to the reference,
+// loss.TokenKL on the policy's tokens and 0 elsewhere (nil without a
+// reference); its mean over the policy's tokens goes to r. It is computed
+// in f64 on the CPU.
 func (l *Learner) referenceKL(train []*traj.Trajectory, data Data, r *Report) ([][]float32, error) {
-	if l.ref == nil {
+	if l.ref == nil || len(train) == 0 {
 		return nil, nil
 	}
-	est, err := algo.KLEstimator(l.s.KLEstimator)
+	p := PadBatch(train)
+	B, W := int64(len(train)), int64(p.Width())
+	s := torch.NewScope()
+	defer s.Close()
+	grid := func(f func(t *traj.Trajectory, j int) float32) *torch.Tensor {
+		return s.To(s.Float32(p.Grid(f), B, W), torch.CPU, torch.Float64)
+	}
+	old := grid(func(t *traj.Trajectory, j int) float32 { return data[t].Old[j] })
+	ref := grid(func(t *traj.Trajectory, j int) float32 { return data[t].Ref[j] })
+	k := loss.TokenKL(s, old, ref, l.s.KLEstimator)
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("kl to the reference: %w", err)
+	}
+	v, err := k.Float32s()
 	if err != nil {
 		return nil, err
 	}
 	var sum float64
 	var n int
-	kl := make([][]float32, 0, len(train))
-	for _, tr := range train {
-		k, err := algo.TokenKL(est, data[tr].Old, data[tr].Ref, tr.Mask)
-		if err != nil {
-			return nil, err
-		}
+	kl := p.Unpack(v)
+	for i, tr := range train {
 		for j, mk := range tr.Mask {
-			if mk == 1 {
-				sum += float64(k[j])
-				n++
+			if mk != 1 {
+				kl[i][j] = 0
+				continue
 			}
+			sum += float64(kl[i][j])
+			n++
 		}
-		kl = append(kl, k)
 	}
 	r.HasRef = true
 	if n > 0 {

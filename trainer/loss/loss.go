@@ -60,22 +60,36 @@ func PolicyLoss(s *torch.Scope, logp, oldLogp, adv, mask *torch.Tensor, cfg algo
 	return Aggregate(s, pg, mask, cfg.Agg, n)
 }
 
-// KLLoss is the KL-to-reference penalty as a loss term (GRPO's way,
-// Shao et al. 2024, arXiv:2402.03300, Eq. 3-4), with the chosen estimator
-// applied per token: k1 = logp - ref, k2 = (logp - ref)^2 / 2,
-// k3 = exp(ref - logp) - (ref - logp) - 1.
-func KLLoss(s *torch.Scope, logp, refLogp, mask *torch.Tensor, estimator, agg string, n algo.Norm) *torch.Tensor {
-	var kl *torch.Tensor
+// TokenKL is the per-token estimate of KL(pi || pi_ref) from each sampled
+// token's log-probability under the policy (logp) and under the reference
+// (refLogp), by one of Schulman's single-sample approximations (J.
+// Schulman, "Approximating KL Divergence", 2020; verl's kl_penalty), with
+// log r = ref - logp:
+//
+//	k1 = -log r = logp - ref               unbiased, high variance, can be negative
+//	k2 = (log r)^2 / 2                     biased, low variance, >= 0
+//	k3 = (r - 1) - log r                   unbiased, low variance, >= 0
+//
+// k3's log-ratio is clamped to [-20, 20] and k3 to at most 10, as verl's
+// low_var_kl has them. It is both the KL loss's term and the penalty that
+// KL-in-reward subtracts.
+func TokenKL(s *torch.Scope, logp, refLogp *torch.Tensor, estimator string) *torch.Tensor {
 	switch estimator {
 	case "k1":
-		kl = s.Sub(logp, refLogp)
+		return s.Sub(logp, refLogp)
 	case "k2":
-		kl = s.MulScalar(s.PowScalar(s.Sub(logp, refLogp), 2), 0.5)
+		return s.MulScalar(s.PowScalar(s.Sub(logp, refLogp), 2), 0.5)
 	default: // k3
 		d := s.Clamp(s.Sub(refLogp, logp), -algo.MaxLogRatio, algo.MaxLogRatio)
-		kl = s.Clamp(s.SubScalar(s.Sub(s.Exp(d), d), 1), -algo.MaxK3, algo.MaxK3)
+		return s.ClampMax(s.SubScalar(s.Sub(s.Exp(d), d), 1), algo.MaxK3)
 	}
-	return Aggregate(s, kl, mask, agg, n)
+}
+
+// KLLoss is the KL-to-reference penalty as a loss term (GRPO's way,
+// Shao et al. 2024, arXiv:2402.03300, Eq. 3-4): TokenKL aggregated over
+// the mask.
+func KLLoss(s *torch.Scope, logp, refLogp, mask *torch.Tensor, estimator, agg string, n algo.Norm) *torch.Tensor {
+	return Aggregate(s, TokenKL(s, logp, refLogp, estimator), mask, agg, n)
 }
 
 // ValueLoss is PPO2's clipped value loss (as in OpenAI baselines' ppo2 and

@@ -250,3 +250,33 @@ func TestDiagnoseByHand(t *testing.T) {
 		}
 	}
 }
+
+// TokenKL by hand, with d = ref - logp:
+//
+//	logp -1, ref -2 (d = -1): k1 = 1,  k2 = 0.5, k3 = e^-1 + 1 - 1 = 0.36787944117
+//	logp -2, ref -1 (d = 1):  k1 = -1, k2 = 0.5, k3 = e - 1 - 1    = 0.71828182846
+//	logp = ref:               all 0
+//	logp -1, ref -3 (d = -2): k2 = 0.5 * 2^2 = 2, k3 = e^-2 + 2 - 1 = 1.13533528324
+//	logp -30, ref 0 (d = 30): k3 clamps d to 20, then k3 to 10
+func TestTokenKLByHand(t *testing.T) {
+	s := torch.NewScope()
+	defer s.Close()
+	logp := s.Float32([]float32{-1, -2, -0.7, -1, -30}, 5)
+	ref := s.Float32([]float32{-2, -1, -0.7, -3, 0}, 5)
+	want := map[string][]float64{
+		"k1": {1, -1, 0, 2, -30},
+		"k2": {0.5, 0.5, 0, 2, 450},
+		"k3": {0.36787944117, 0.71828182846, 0, 1.13533528324, 10},
+	}
+	for est, w := range want {
+		got, err := TokenKL(s, logp, ref, est).Float64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range w {
+			if math.Abs(got[i]-w[i]) > 1e-5*math.Max(1, math.Abs(w[i])) {
+				t.Errorf("%s token %d: %v, want %v", est, i, got[i], w[i])
+			}
+		}
+	}
+}
