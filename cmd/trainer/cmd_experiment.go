@@ -10,9 +10,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/experiment"
 	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer"
-	"github.com/agentrl/agentrl/experiment"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/report"
 )
