@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/torch/torchtest"
 )
 
 // A checkpoint keeps a bf16 parameter's f32 master weights beside AdamW's
@@ -17,22 +18,6 @@ func TestOptimizerStateKeepsMasterWeights(t *testing.T) {
 	if err := torch.Check(); err != nil {
 		t.Skipf("libtorch shim not available: %v", err)
 	}
-	param := func(vals []float32) *torch.Tensor {
-		f, err := torch.FromFloat32(vals, int64(len(vals)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Free()
-		p, err := f.To(torch.CPU, torch.BFloat16)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.SetRequiresGrad(true); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Free)
-		return p
-	}
 	adamw := func(p *torch.Tensor) *torch.AdamW {
 		o, err := torch.NewAdamW([]*torch.Tensor{p}, nil, []torch.AdamWGroup{{LR: 1e-6, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}})
 		if err != nil {
@@ -41,25 +26,10 @@ func TestOptimizerStateKeepsMasterWeights(t *testing.T) {
 		t.Cleanup(o.Free)
 		return o
 	}
-	p := param([]float32{0.02, -0.021, 0.0195})
+	p, _ := torchtest.BF16Param(t, []float32{0.02, -0.021, 0.0195})
+	defer p.Free()
 	opt := adamw(p)
-	for range 30 {
-		s := torch.NewScope()
-		loss := s.Sum(s.Mul(p, s.To(s.Float32([]float32{1, -1, 2}, 3), torch.CPU, torch.BFloat16)))
-		if err := s.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := loss.Backward(); err != nil {
-			t.Fatal(err)
-		}
-		s.Close()
-		if err := opt.Step(); err != nil {
-			t.Fatal(err)
-		}
-		if err := opt.ZeroGrad(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	torchtest.LinearSteps(t, opt, p, []float32{1, -1, 2}, 30)
 	path := filepath.Join(t.TempDir(), "optimizer.safetensors")
 	if err := saveOptimizer(opt, []string{"w"}, path); err != nil {
 		t.Fatal(err)
@@ -67,7 +37,8 @@ func TestOptimizerStateKeepsMasterWeights(t *testing.T) {
 	// The resumed parameter is loaded from the bf16 checkpoint: the
 	// rounded weights, which 30 steps of 1e-6 have not moved.
 	held, _ := p.Float32s()
-	q := param(held)
+	q, _ := torchtest.BF16Param(t, held)
+	defer q.Free()
 	resumed := adamw(q)
 	if err := loadOptimizer(resumed, []string{"w"}, path); err != nil {
 		t.Fatal(err)
