@@ -221,6 +221,9 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int device,
                  ar_model *out, char **err);
 int ar_model_free(ar_model m);
 int ar_model_init_random(ar_model m, uint64_t seed, double std, char **err);
+/* Parameter names are the Hugging Face checkpoint keys; those of the value
+ * head start with this prefix (TRL's v_head.summary.weight and .bias). */
+#define AR_VALUE_HEAD_PREFIX "v_head."
 /* Parameter names the model expects, in a fixed order; the caller frees
  * each string and the array with free(). */
 int ar_model_param_names(ar_model m, char ***names, int *n, char **err);

@@ -702,8 +702,8 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     const auto &l = m_.layers[li];
     norm(l.input_layernorm, li > 0);  // after the previous layer's MLP residual
     lap(&StepProfile::other);
-    products({{&l.q_w, &l.q_b, 0}, {&l.k_w, &l.k_b, nh * hd}, {&l.v_w, &l.v_b, (nh + nkv) * hd}}, H, h_.data(), S,
-             qkvrows.data(), bf);
+    products({{&l.q_proj, &l.q_bias, 0}, {&l.k_proj, &l.k_bias, nh * hd}, {&l.v_proj, &l.v_bias, (nh + nkv) * hd}}, H,
+             h_.data(), S, qkvrows.data(), bf);
     lap(&StepProfile::products);
 
     // Attention, one task per (slot, kv head): RoPE on its k and q heads,
@@ -737,15 +737,15 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     });
     lap(&StepProfile::attention);
 
-    products({{&l.o_w, nullptr, 0}}, nh * hd, att_.data(), S, hrows.data(), bf);
+    products({{&l.o_proj, nullptr, 0}}, nh * hd, att_.data(), S, hrows.data(), bf);
     lap(&StepProfile::products);
     norm(l.post_attention_layernorm, true);
     lap(&StepProfile::other);
-    products({{&l.gate, nullptr, 0}, {&l.up, nullptr, I}}, H, h_.data(), S, gurows.data(), bf);
+    products({{&l.gate_proj, nullptr, 0}, {&l.up_proj, nullptr, I}}, H, h_.data(), S, gurows.data(), bf);
     lap(&StepProfile::products);
     for (int64_t i = 0; i < S; i++) silu_mul(&gu_[i * 2 * I], &gu_[i * 2 * I + I], &act_[i * I], I);
     lap(&StepProfile::other);
-    products({{&l.down, nullptr, 0}}, I, act_.data(), S, hrows.data(), bf);
+    products({{&l.down_proj, nullptr, 0}}, I, act_.data(), S, hrows.data(), bf);
     lap(&StepProfile::products);
   }
   norm(m_.norm, !m_.layers.empty());

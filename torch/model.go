@@ -190,7 +190,9 @@ func LoadModel(dir string, dt DType, dev Device, valueHead bool) (*Model, error)
 	return m, nil
 }
 
-func isValueHead(name string) bool { return strings.HasPrefix(name, "v_head.") }
+// IsValueHead reports whether a parameter name is the value head's (TRL's
+// v_head.summary.* names, AR_VALUE_HEAD_PREFIX in cgo/agentrl.h).
+func IsValueHead(name string) bool { return strings.HasPrefix(name, C.AR_VALUE_HEAD_PREFIX) }
 
 func (m *Model) loadFrom(path string, valueHead bool) error {
 	r, err := safetensors.Open(path)
@@ -199,7 +201,7 @@ func (m *Model) loadFrom(path string, valueHead bool) error {
 	}
 	defer r.Close()
 	for _, name := range m.names {
-		if isValueHead(name) != valueHead {
+		if IsValueHead(name) != valueHead {
 			continue
 		}
 		info, ok := r.Info(name)
@@ -246,7 +248,7 @@ func (m *Model) unusedTensors(names []string, valueHead bool) []string {
 	var out []string
 	for _, n := range names {
 		switch {
-		case want[n], isValueHead(n) != valueHead, strings.HasSuffix(n, ".rotary_emb.inv_freq"),
+		case want[n], IsValueHead(n) != valueHead, strings.HasSuffix(n, ".rotary_emb.inv_freq"),
 			n == "lm_head.weight" && m.Config.TieEmbeddings:
 			continue
 		}
@@ -299,7 +301,7 @@ func (m *Model) Save(dir string) error {
 			return fmt.Errorf("save model: tensor %s: %w", name, err)
 		}
 		st := safetensors.Tensor{Name: name, DType: sdt, Shape: shape, Data: b}
-		if isValueHead(name) {
+		if IsValueHead(name) {
 			head = append(head, st)
 		} else {
 			policy = append(policy, st)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
@@ -117,7 +116,7 @@ func (t *Trainer) buildOptimizers() error {
 	}
 	groups := make([]int, len(t.params))
 	for i, n := range t.policy.Names() {
-		if strings.HasPrefix(n, "v_head.") {
+		if torch.IsValueHead(n) {
 			groups[i] = 1
 		}
 	}
