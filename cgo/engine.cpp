@@ -33,6 +33,7 @@
 #endif
 
 #include "decode.h"
+#include "internal.h"
 #include "model.h"
 
 using namespace ar;

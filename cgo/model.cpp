@@ -15,6 +15,8 @@
 
 #include <cmath>
 
+#include "internal.h"
+
 using namespace ar;
 
 namespace ar {

@@ -2,6 +2,7 @@ package torch
 
 // #include <stdlib.h>
 // #include "agentrl.h"
+// #include "internal.h"
 import "C"
 
 import (
