@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 6
+#define AR_ABI_VERSION 7
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -201,7 +201,8 @@ int ar_adamw_set_state(ar_adamw o, int i, int64_t step, ar_tensor m,
 
 /* ---- model -------------------------------------------------------------- */
 
-/* The decoder's shape (Qwen2 and Llama share it; qkv_bias tells them apart). */
+/* The decoder's shape (Qwen2, Qwen3 and Llama share it; qkv_bias and qk_norm
+ * tell them apart). */
 typedef struct {
   int64_t vocab;
   int64_t hidden;
@@ -214,6 +215,7 @@ typedef struct {
   double rope_theta;
   int tie_embeddings;
   int qkv_bias;
+  int qk_norm;    /* RMSNorm of each query and key head before RoPE (Qwen3) */
   int value_head; /* a linear value head on the final hidden state */
   int64_t max_positions;
 } ar_model_config;

@@ -691,10 +691,16 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     }
   }
   // norm: h = RMSNorm(x) with weights w, after x += h when add.
+  const auto eps = static_cast<float>(c.rms_eps);
   auto norm = [&](const at::Tensor &w, bool add) {
-    const auto eps = static_cast<float>(c.rms_eps);
     if (bf) add_norm_rows(x_.data(), h_.data(), static_cast<const uint16_t *>(w.data_ptr()), S, H, eps, add);
     else add_norm_rows(x_.data(), h_.data(), w.data_ptr<float>(), S, H, eps, add);
+  };
+  // head_norm: RMSNorm of n heads (hd floats each) in place, with weights
+  // w (Qwen3's q_norm and k_norm).
+  auto head_norm = [&](float *heads, int64_t n, const at::Tensor &w) {
+    if (bf) add_norm_rows(heads, heads, static_cast<const uint16_t *>(w.data_ptr()), n, hd, eps, false);
+    else add_norm_rows(heads, heads, w.data_ptr<float>(), n, hd, eps, false);
   };
   lap(&StepProfile::other);
 
@@ -706,8 +712,9 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
              h_.data(), S, qkvrows.data(), bf);
     lap(&StepProfile::products);
 
-    // Attention, one task per (slot, kv head): RoPE on its k and q heads,
-    // the cache write at the slot's position, then the group's queries.
+    // Attention, one task per (slot, kv head): q/k norms (Qwen3) and RoPE
+    // on its k and q heads, the cache write at the slot's position, then
+    // the group's queries.
     at::Tensor &kc = K[li], &vc = V[li];
     parallel_tasks(S * nkv, [&](int64_t t) {
       {
@@ -715,6 +722,10 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
         float *row = &qkv_[i * QKV];
         float *q = row + kh * g * hd, *k = row + (nh + kh) * hd, *v = row + (nh + nkv + kh) * hd;
         const float *cs = &cos_[i * half], *sn = &sin_[i * half];
+        if (l.q_norm.defined()) {
+          head_norm(k, 1, l.k_norm);
+          head_norm(q, g, l.q_norm);
+        }
         rope_head(k, cs, sn, half);
         for (int64_t j = 0; j < g; j++) rope_head(q + j * hd, cs, sn, half);
         int64_t off = ((slots[i] * nkv + kh) * max_len_) * hd;  // [slot, kh, 0, 0]

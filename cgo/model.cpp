@@ -1,13 +1,15 @@
-// model.cpp: the Qwen2/Llama decoder and its training forward.
+// model.cpp: the Qwen2/Qwen3/Llama decoder and its training forward.
 //
 //   x = embed_tokens[ids]
-//   for each layer:  x = x + o_proj(attn(rope(q_proj(n1)), rope(k_proj(n1)), v_proj(n1)))
+//   for each layer:  x = x + o_proj(attn(rope(q_norm(q_proj(n1))), rope(k_norm(k_proj(n1))), v_proj(n1)))
 //                    x = x + down_proj(silu(gate_proj(n2)) * up_proj(n2))
 //   logits = lm_head(norm(x))
 // with n1 = input_layernorm(x), n2 = post_attention_layernorm(x), RMSNorm as
-// in HF (computed in float32, cast back, then scaled by the weight), RoPE with
-// HF's rotate_half pairing (dims j and j + head_dim/2) and grouped-query
-// attention where query head h reads kv head h / (heads / kv_heads).
+// in HF (computed in float32, cast back, then scaled by the weight), q_norm
+// and k_norm RMSNorms over each head's head_dim values (Qwen3 only; the
+// identity elsewhere), RoPE with HF's rotate_half pairing (dims j and
+// j + head_dim/2) and grouped-query attention where query head h reads kv
+// head h / (heads / kv_heads).
 #include "model.h"
 
 #include <torch/csrc/autograd/autograd.h>
@@ -42,6 +44,7 @@ bool has(When w, const ar_model_config &c) {
   switch (w) {
     case kAlways: return true;
     case kQKVBias: return c.qkv_bias != 0;
+    case kQKNorm: return c.qk_norm != 0;
     case kUntied: return c.tie_embeddings == 0;
     case kValueHead: return c.value_head != 0;
   }
@@ -59,6 +62,7 @@ std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c) {
       case kInter: out.push_back(c.intermediate); break;
       case kQ: out.push_back(c.heads * c.head_dim); break;
       case kKV: out.push_back(c.kv_heads * c.head_dim); break;
+      case kHeadDim: out.push_back(c.head_dim); break;
     }
   }
   return out;
@@ -66,6 +70,10 @@ std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c) {
 
 void position_qk(const ar_model_s &m, const Layer &l, at::Tensor &q, at::Tensor &k, const at::Tensor &cos,
                  const at::Tensor &sin) {
+  if (l.q_norm.defined()) {
+    q = rms_norm(q, l.q_norm, m.cfg.rms_eps);
+    k = rms_norm(k, l.k_norm, m.cfg.rms_eps);
+  }
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
 }

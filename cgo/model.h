@@ -1,7 +1,8 @@
 // model.h: the decoder shared by the training forward (model.cpp) and the
 // KV-cache engine (engine.cpp, decode.cpp). Names follow the Hugging Face
-// checkpoint keys of Qwen2ForCausalLM / LlamaForCausalLM one to one, and
-// the tables below list every parameter once: its key, shape and slot.
+// checkpoint keys of Qwen2ForCausalLM / Qwen3ForCausalLM / LlamaForCausalLM
+// one to one, and the tables below list every parameter once: its key,
+// shape and slot.
 #pragma once
 
 #include <ATen/autocast_mode.h>
@@ -20,6 +21,7 @@ struct ar_model_s {
   struct Layer {
     at::Tensor input_layernorm;
     at::Tensor q_proj, q_bias, k_proj, k_bias, v_proj, v_bias, o_proj;
+    at::Tensor q_norm, k_norm;
     at::Tensor post_attention_layernorm;
     at::Tensor gate_proj, up_proj, down_proj;
   };
@@ -64,10 +66,10 @@ struct Fused {
 // Dim is a size of the config that parameter shapes are made of: kQ and
 // kKV are the widths of the query and of the key/value projections
 // (heads * head_dim, kv_heads * head_dim).
-enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV };
+enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim };
 
 // When says which configs have a parameter.
-enum When { kAlways, kQKVBias, kUntied, kValueHead };
+enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead };
 
 // Param is a row of a parameter table: the HF key (under model.layers.{i}.
 // for a layer's), the member of Owner (the model, or a Layer) that holds
@@ -99,6 +101,8 @@ inline const Param<Layer> kLayerParams[] = {
     {"self_attn.v_proj.weight",         &Layer::v_proj,                   {kKV, kHidden},    kAlways,  &Fused::qkv_w},
     {"self_attn.v_proj.bias",           &Layer::v_bias,                   {kKV},             kQKVBias, &Fused::qkv_b},
     {"self_attn.o_proj.weight",         &Layer::o_proj,                   {kHidden, kQ},     kAlways},
+    {"self_attn.q_norm.weight",         &Layer::q_norm,                   {kHeadDim},        kQKNorm},
+    {"self_attn.k_norm.weight",         &Layer::k_norm,                   {kHeadDim},        kQKNorm},
     {"post_attention_layernorm.weight", &Layer::post_attention_layernorm, {kHidden},         kAlways},
     {"mlp.gate_proj.weight",            &Layer::gate_proj,                {kInter, kHidden}, kAlways,  &Fused::gate_up},
     {"mlp.up_proj.weight",              &Layer::up_proj,                  {kInter, kHidden}, kAlways,  &Fused::gate_up},
@@ -120,7 +124,9 @@ at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps);
 at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b);
 at::Tensor apply_rope(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin);
 // position_qk turns the heads q [B,heads,T,hd] and k [B,kv,T,hd], as split
-// from the projections, into the ones attention reads: RoPE applied.
+// from the projections, into the ones attention reads: each head
+// RMSNorm'd by q_norm and k_norm when the layer has them (Qwen3), then
+// RoPE applied.
 void position_qk(const ar_model_s &m, const Layer &l, at::Tensor &q, at::Tensor &k, const at::Tensor &cos,
                  const at::Tensor &sin);
 // Projects h [B,T,H] to q [B,heads,T,hd], k and v [B,kv,T,hd], positioned
