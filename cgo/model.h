@@ -29,7 +29,7 @@ struct ar_model_s {
   ar_model_config cfg;
   at::ScalarType dtype;
   at::Device dev{at::kCPU};
-  std::vector<std::string> names;                   // every parameter, in HF's order
+  std::vector<std::string> names;                   // every parameter, in table order
   std::unordered_map<std::string, at::Tensor> params;  // by HF name
   at::Tensor embed, norm, lm_head;                  // lm_head aliases embed when tied
   at::Tensor v_head_w, v_head_b;                    // the value head (TRL's v_head.summary.*)
@@ -84,7 +84,7 @@ struct Param {
   at::Tensor Fused::*fused = nullptr;
 };
 
-// Every parameter, in the order of HF checkpoints and of
+// Every parameter, in the order of HF's modules and of
 // ar_model_param_names: kEmbedParams, kLayerParams for each layer, then
 // kHeadParams. These tables are the one place a parameter is defined:
 // creation, naming, checkpointing and the fused copies loop over them.
