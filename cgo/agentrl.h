@@ -10,6 +10,9 @@
  *     as thread state.
  *   - Devices are ints: -1 is the CPU, N >= 0 is cuda:N, -2 is libtorch's meta
  *     device (shapes without data; tests use it as a second device).
+ *
+ * The shim's entries for its own tests, benchmarks and profiling are in
+ * internal.h.
  */
 #ifndef AGENTRL_H
 #define AGENTRL_H
@@ -22,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 6
+#define AR_ABI_VERSION 7
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -198,7 +201,8 @@ int ar_adamw_set_state(ar_adamw o, int i, int64_t step, ar_tensor m,
 
 /* ---- model -------------------------------------------------------------- */
 
-/* The decoder's shape (Qwen2 and Llama share it; qkv_bias tells them apart). */
+/* The decoder's shape (Qwen2, Qwen3 and Llama share it; qkv_bias and qk_norm
+ * tell them apart). */
 typedef struct {
   int64_t vocab;
   int64_t hidden;
@@ -211,6 +215,7 @@ typedef struct {
   double rope_theta;
   int tie_embeddings;
   int qkv_bias;
+  int qk_norm;    /* RMSNorm of each query and key head before RoPE (Qwen3) */
   int value_head; /* a linear value head on the final hidden state */
   int64_t max_positions;
 } ar_model_config;
@@ -221,6 +226,9 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int device,
                  ar_model *out, char **err);
 int ar_model_free(ar_model m);
 int ar_model_init_random(ar_model m, uint64_t seed, double std, char **err);
+/* Parameter names are the Hugging Face checkpoint keys; those of the value
+ * head start with this prefix (TRL's v_head.summary.weight and .bias). */
+#define AR_VALUE_HEAD_PREFIX "v_head."
 /* Parameter names the model expects, in a fixed order; the caller frees
  * each string and the array with free(). */
 int ar_model_param_names(ar_model m, char ***names, int *n, char **err);
@@ -239,12 +247,6 @@ int ar_model_set_autocast(ar_model m, int dtype, char **err);
 /* Copies every parameter of src into dst (same config); a value head dst has
  * and src lacks is kept. */
 int ar_model_copy_weights(ar_model dst, ar_model src, char **err);
-
-/* Full-sequence logits [B,T,V] (inference mode), for parity tests. ids,
- * attn (1 = real token, 0 = pad) and positions are [B*T] row-major. */
-int ar_model_logits(ar_model m, const int64_t *ids, const int64_t *attn,
-                    const int64_t *positions, int64_t B, int64_t T,
-                    ar_tensor *out, char **err);
 
 /* Training forward: for every position t < T-1 the log-probability of
  * ids[t+1] under softmax(logits[t]/temperature), the entropy of that
@@ -289,34 +291,8 @@ typedef struct {
 int ar_engine_step(ar_engine e, const int *slots, int n,
                    const ar_sampling *s, int64_t *tokens, float *logprobs,
                    char **err);
-/* The check a CUDA graph capture ends with, exposed for tests: fails when
- * the replayed logits [S,V] (poisoned with NaN before the replay) were not
- * written, or differ from the eager step's. */
-int ar_check_graph_replay(ar_tensor eager, ar_tensor replayed, int64_t slots,
-                          char **err);
-/* Pending logits of a slot ([V] floats), for tests. */
-int ar_engine_logits(ar_engine e, int slot, float *dst, int64_t vocab,
-                     char **err);
 /* Seeds the random stream of one slot (each slot samples from its own). */
 int ar_engine_seed(ar_engine e, int slot, uint64_t seed, char **err);
-
-/* How decode steps run. AUTO: the hand-written CPU kernels where they are
- * supported (a CPU model in f32 or bf16 without autocast, AVX-512, and
- * AVX512-BF16 for bf16), FUSED elsewhere. KERNELS: those kernels (an error
- * where unsupported). FUSED: libtorch ops with q/k/v and gate/up fused into
- * one weight each (copies refreshed whenever the model's weights change;
- * replayed as CUDA graphs on CUDA). UNFUSED: libtorch ops on the model's
- * own tensors, as the training forward runs them. */
-enum { AR_DECODE_AUTO = 0, AR_DECODE_KERNELS, AR_DECODE_FUSED, AR_DECODE_UNFUSED };
-int ar_engine_set_decode(ar_engine e, int mode, char **err);
-/* The path decode steps take now (KERNELS, FUSED or UNFUSED); when why is
- * not NULL it receives a malloc'd reason the kernels cannot run here, or
- * NULL when they can. */
-int ar_engine_decode_path(ar_engine e, int *path, char **why, char **err);
-/* Wall time of decode steps so far, in seconds, by phase: phases[0]
- * weight products, [1] attention, [2] sampling, [3] other; *steps counts
- * the steps. reset: start again from zero. */
-int ar_engine_profile(ar_engine e, double *phases, int64_t *steps, int reset, char **err);
 
 /* ---- distributed (c10d) ------------------------------------------------- */
 

@@ -691,10 +691,16 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     }
   }
   // norm: h = RMSNorm(x) with weights w, after x += h when add.
+  const auto eps = static_cast<float>(c.rms_eps);
   auto norm = [&](const at::Tensor &w, bool add) {
-    const auto eps = static_cast<float>(c.rms_eps);
     if (bf) add_norm_rows(x_.data(), h_.data(), static_cast<const uint16_t *>(w.data_ptr()), S, H, eps, add);
     else add_norm_rows(x_.data(), h_.data(), w.data_ptr<float>(), S, H, eps, add);
+  };
+  // head_norm: RMSNorm of n heads (hd floats each) in place, with weights
+  // w (Qwen3's q_norm and k_norm).
+  auto head_norm = [&](float *heads, int64_t n, const at::Tensor &w) {
+    if (bf) add_norm_rows(heads, heads, static_cast<const uint16_t *>(w.data_ptr()), n, hd, eps, false);
+    else add_norm_rows(heads, heads, w.data_ptr<float>(), n, hd, eps, false);
   };
   lap(&StepProfile::other);
 
@@ -702,12 +708,13 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     const auto &l = m_.layers[li];
     norm(l.input_layernorm, li > 0);  // after the previous layer's MLP residual
     lap(&StepProfile::other);
-    products({{&l.q_w, &l.q_b, 0}, {&l.k_w, &l.k_b, nh * hd}, {&l.v_w, &l.v_b, (nh + nkv) * hd}}, H, h_.data(), S,
-             qkvrows.data(), bf);
+    products({{&l.q_proj, &l.q_bias, 0}, {&l.k_proj, &l.k_bias, nh * hd}, {&l.v_proj, &l.v_bias, (nh + nkv) * hd}}, H,
+             h_.data(), S, qkvrows.data(), bf);
     lap(&StepProfile::products);
 
-    // Attention, one task per (slot, kv head): RoPE on its k and q heads,
-    // the cache write at the slot's position, then the group's queries.
+    // Attention, one task per (slot, kv head): q/k norms (Qwen3) and RoPE
+    // on its k and q heads, the cache write at the slot's position, then
+    // the group's queries.
     at::Tensor &kc = K[li], &vc = V[li];
     parallel_tasks(S * nkv, [&](int64_t t) {
       {
@@ -715,6 +722,10 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
         float *row = &qkv_[i * QKV];
         float *q = row + kh * g * hd, *k = row + (nh + kh) * hd, *v = row + (nh + nkv + kh) * hd;
         const float *cs = &cos_[i * half], *sn = &sin_[i * half];
+        if (l.q_norm.defined()) {
+          head_norm(k, 1, l.k_norm);
+          head_norm(q, g, l.q_norm);
+        }
         rope_head(k, cs, sn, half);
         for (int64_t j = 0; j < g; j++) rope_head(q + j * hd, cs, sn, half);
         int64_t off = ((slots[i] * nkv + kh) * max_len_) * hd;  // [slot, kh, 0, 0]
@@ -737,15 +748,15 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     });
     lap(&StepProfile::attention);
 
-    products({{&l.o_w, nullptr, 0}}, nh * hd, att_.data(), S, hrows.data(), bf);
+    products({{&l.o_proj, nullptr, 0}}, nh * hd, att_.data(), S, hrows.data(), bf);
     lap(&StepProfile::products);
     norm(l.post_attention_layernorm, true);
     lap(&StepProfile::other);
-    products({{&l.gate, nullptr, 0}, {&l.up, nullptr, I}}, H, h_.data(), S, gurows.data(), bf);
+    products({{&l.gate_proj, nullptr, 0}, {&l.up_proj, nullptr, I}}, H, h_.data(), S, gurows.data(), bf);
     lap(&StepProfile::products);
     for (int64_t i = 0; i < S; i++) silu_mul(&gu_[i * 2 * I], &gu_[i * 2 * I + I], &act_[i * I], I);
     lap(&StepProfile::other);
-    products({{&l.down, nullptr, 0}}, I, act_.data(), S, hrows.data(), bf);
+    products({{&l.down_proj, nullptr, 0}}, I, act_.data(), S, hrows.data(), bf);
     lap(&StepProfile::products);
   }
   norm(m_.norm, !m_.layers.empty());

@@ -33,6 +33,7 @@
 #endif
 
 #include "decode.h"
+#include "internal.h"
 #include "model.h"
 
 using namespace ar;
@@ -54,9 +55,6 @@ struct ar_engine_s {
 
   // Fused weights of the fused path, built on first use: per layer q|k|v
   // rows [(heads + 2 kv) * hd, H] (and biases) and gate|up rows [2 I, H].
-  struct Fused {
-    at::Tensor qkv_w, qkv_b, gate_up;
-  };
   std::vector<Fused> fused;
   int64_t fused_version = -1;  // sum of the sources' version counters when copied
 
@@ -102,9 +100,24 @@ Path path(const ar_engine_s &e) {
 int64_t weights_version(const ar_model_s &m) {
   int64_t v = 0;
   for (const auto &l : m.layers)
-    for (const at::Tensor *t : {&l.q_w, &l.k_w, &l.v_w, &l.q_b, &l.k_b, &l.v_b, &l.gate, &l.up})
-      if (t->defined() && !t->is_inference()) v += static_cast<int64_t>(t->_version());
+    for (const auto &p : kLayerParams) {
+      const at::Tensor &t = l.*p.slot;
+      if (p.fused != nullptr && t.defined() && !t.is_inference()) v += static_cast<int64_t>(t._version());
+    }
   return v;
+}
+
+// fused_sources lists each fused weight of layer l with the parameters it
+// concatenates, in table order.
+std::vector<std::pair<at::Tensor Fused::*, std::vector<at::Tensor>>> fused_sources(const Layer &l) {
+  std::vector<std::pair<at::Tensor Fused::*, std::vector<at::Tensor>>> out;
+  for (const auto &p : kLayerParams) {
+    if (p.fused == nullptr || !(l.*p.slot).defined()) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto &f) { return f.first == p.fused; });
+    if (it == out.end()) it = out.insert(out.end(), {p.fused, {}});
+    it->second.push_back(l.*p.slot);
+  }
+  return out;
 }
 
 // refresh_fused makes the fused weights equal the model's: allocated on
@@ -114,30 +127,22 @@ void refresh_fused(ar_engine_s &e) {
   const ar_model_s &m = *e.m;
   int64_t v = weights_version(m);
   if (!e.fused.empty() && v == e.fused_version) return;
-  if (e.fused.empty()) {
-    for (const auto &l : m.layers) {
-      ar_engine_s::Fused f;
-      f.qkv_w = at::empty({l.q_w.size(0) + l.k_w.size(0) + l.v_w.size(0), l.q_w.size(1)}, l.q_w.options());
-      if (l.q_b.defined()) f.qkv_b = at::empty({f.qkv_w.size(0)}, l.q_b.options());
-      f.gate_up = at::empty({2 * l.gate.size(0), l.gate.size(1)}, l.gate.options());
-      e.fused.push_back(f);
-    }
-  }
+  const bool fresh = e.fused.empty();
+  if (fresh) e.fused.resize(m.layers.size());
   for (size_t i = 0; i < m.layers.size(); i++) {
-    const auto &l = m.layers[i];
-    auto &f = e.fused[i];
-    int64_t nq = l.q_w.size(0), nk = l.k_w.size(0);
-    f.qkv_w.narrow(0, 0, nq).copy_(l.q_w);
-    f.qkv_w.narrow(0, nq, nk).copy_(l.k_w);
-    f.qkv_w.narrow(0, nq + nk, nk).copy_(l.v_w);
-    if (f.qkv_b.defined()) {
-      f.qkv_b.narrow(0, 0, nq).copy_(l.q_b);
-      f.qkv_b.narrow(0, nq, nk).copy_(l.k_b);
-      f.qkv_b.narrow(0, nq + nk, nk).copy_(l.v_b);
+    for (const auto &[slot, parts] : fused_sources(m.layers[i])) {
+      at::Tensor &dst = e.fused[i].*slot;
+      if (fresh) {
+        auto shape = parts[0].sizes().vec();
+        for (size_t j = 1; j < parts.size(); j++) shape[0] += parts[j].size(0);
+        dst = at::empty(shape, parts[0].options());
+      }
+      int64_t row = 0;
+      for (const auto &p : parts) {
+        dst.narrow(0, row, p.size(0)).copy_(p);
+        row += p.size(0);
+      }
     }
-    int64_t I = l.gate.size(0);
-    f.gate_up.narrow(0, 0, I).copy_(l.gate);
-    f.gate_up.narrow(0, I, I).copy_(l.up);
   }
   e.fused_version = v;
 }
@@ -245,8 +250,7 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
       k = y.narrow(-1, nq, nk).view({S, n, c.kv_heads, c.head_dim}).transpose(1, 2);
       v = y.narrow(-1, nq + nk, nk).view({S, n, c.kv_heads, c.head_dim}).transpose(1, 2);
       t_prod += since(t);
-      q = apply_rope(q, cos, sin);
-      k = apply_rope(k, cos, sin);
+      position_qk(m, l, q, k, cos, sin);
     } else {
       qkv(m, l, h, cos, sin, q, k, v);  // (RoPE counted with the products)
       t_prod += since(t);
@@ -275,15 +279,15 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
     at::Tensor att = outs.size() == 1 ? outs[0] : at::cat(outs, 0);
     t_att += since(t);
     if (fused) {
-      at::Tensor o = proj(att, l.o_w, at::Tensor());
+      at::Tensor o = proj(att, l.o_proj, at::Tensor());
       t_prod += since(t);
       x = x + o;
       at::Tensor gu = proj(rms_norm(x, l.post_attention_layernorm, c.rms_eps), e.fused[li].gate_up, at::Tensor());
       int64_t I = c.intermediate;
       at::Tensor a = at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I);
-      x = x + proj(a, l.down, at::Tensor());
+      x = x + proj(a, l.down_proj, at::Tensor());
     } else {
-      x = x + linear(att, l.o_w, at::Tensor());
+      x = x + linear(att, l.o_proj, at::Tensor());
       x = x + m.mlp(l, rms_norm(x, l.post_attention_layernorm, c.rms_eps));
     }
     t_prod += since(t);  // (the MLP's norm and activation counted with the products)
@@ -400,16 +404,17 @@ at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tenso
     const auto &l = m.layers[li];
     const auto &f = e.fused[li];
     at::Tensor y = proj(rms_norm(x, l.input_layernorm, c.rms_eps), f.qkv_w, f.qkv_b);
-    at::Tensor q = apply_rope(y.narrow(-1, 0, nq).view({R, 1, c.heads, c.head_dim}).transpose(1, 2), cos, sin);
-    at::Tensor k = apply_rope(y.narrow(-1, nq, nk).view({R, 1, c.kv_heads, c.head_dim}).transpose(1, 2), cos, sin);
+    at::Tensor q = y.narrow(-1, 0, nq).view({R, 1, c.heads, c.head_dim}).transpose(1, 2);
+    at::Tensor k = y.narrow(-1, nq, nk).view({R, 1, c.kv_heads, c.head_dim}).transpose(1, 2);
     at::Tensor v = y.narrow(-1, nq + nk, nk).view({R, 1, c.kv_heads, c.head_dim}).transpose(1, 2);
+    position_qk(m, l, q, k, cos, sin);
     at::Tensor kc = e.K[li].narrow(0, 0, R), vc = e.V[li].narrow(0, 0, R);
     kc.index_put_({rows, Slice(), pos}, k.select(2, 0).to(kc.scalar_type()));
     vc.index_put_({rows, Slice(), pos}, v.select(2, 0).to(vc.scalar_type()));
     at::Tensor att = m.attend(q, kc, vc, mask);
-    x = x + proj(att, l.o_w, at::Tensor());
+    x = x + proj(att, l.o_proj, at::Tensor());
     at::Tensor gu = proj(rms_norm(x, l.post_attention_layernorm, c.rms_eps), f.gate_up, at::Tensor());
-    x = x + proj(at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I), l.down, at::Tensor());
+    x = x + proj(at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I), l.down_proj, at::Tensor());
   }
   return proj(rms_norm(x.squeeze(1), m.norm, c.rms_eps), m.lm_head, at::Tensor()).to(at::kFloat);
 }

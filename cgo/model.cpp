@@ -1,20 +1,23 @@
-// model.cpp: the Qwen2/Llama decoder and its training forward.
+// model.cpp: the Qwen2/Qwen3/Llama decoder and its training forward.
 //
 //   x = embed_tokens[ids]
-//   for each layer:  x = x + o_proj(attn(rope(q_proj(n1)), rope(k_proj(n1)), v_proj(n1)))
+//   for each layer:  x = x + o_proj(attn(rope(q_norm(q_proj(n1))), rope(k_norm(k_proj(n1))), v_proj(n1)))
 //                    x = x + down_proj(silu(gate_proj(n2)) * up_proj(n2))
 //   logits = lm_head(norm(x))
 // with n1 = input_layernorm(x), n2 = post_attention_layernorm(x), RMSNorm as
-// in HF (computed in float32, cast back, then scaled by the weight), RoPE with
-// HF's rotate_half pairing (dims j and j + head_dim/2) and grouped-query
-// attention where query head h reads kv head h / (heads / kv_heads).
+// in HF (computed in float32, cast back, then scaled by the weight), q_norm
+// and k_norm RMSNorms over each head's head_dim values (Qwen3 only; the
+// identity elsewhere), RoPE with HF's rotate_half pairing (dims j and
+// j + head_dim/2) and grouped-query attention where query head h reads kv
+// head h / (heads / kv_heads).
 #include "model.h"
 
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include <array>
 #include <cmath>
+
+#include "internal.h"
 
 using namespace ar;
 
@@ -37,15 +40,52 @@ at::Tensor apply_rope(const at::Tensor &x, const at::Tensor &cos, const at::Tens
   return x * cos + rotated * sin;
 }
 
-void qkv(const ar_model_s &m, const ar_model_s::Layer &l, const at::Tensor &h, const at::Tensor &cos,
-         const at::Tensor &sin, at::Tensor &q, at::Tensor &k, at::Tensor &v) {
-  const auto &c = m.cfg;
-  int64_t B = h.size(0), T = h.size(1);
-  q = linear(h, l.q_w, l.q_b).view({B, T, c.heads, c.head_dim}).transpose(1, 2);
-  k = linear(h, l.k_w, l.k_b).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
-  v = linear(h, l.v_w, l.v_b).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+bool has(When w, const ar_model_config &c) {
+  switch (w) {
+    case kAlways: return true;
+    case kQKVBias: return c.qkv_bias != 0;
+    case kQKNorm: return c.qk_norm != 0;
+    case kUntied: return c.tie_embeddings == 0;
+    case kValueHead: return c.value_head != 0;
+  }
+  return false;
+}
+
+std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c) {
+  std::vector<int64_t> out;
+  for (Dim d : dims) {
+    switch (d) {
+      case kNone: break;
+      case kOne: out.push_back(1); break;
+      case kVocab: out.push_back(c.vocab); break;
+      case kHidden: out.push_back(c.hidden); break;
+      case kInter: out.push_back(c.intermediate); break;
+      case kQ: out.push_back(c.heads * c.head_dim); break;
+      case kKV: out.push_back(c.kv_heads * c.head_dim); break;
+      case kHeadDim: out.push_back(c.head_dim); break;
+    }
+  }
+  return out;
+}
+
+void position_qk(const ar_model_s &m, const Layer &l, at::Tensor &q, at::Tensor &k, const at::Tensor &cos,
+                 const at::Tensor &sin) {
+  if (l.q_norm.defined()) {
+    q = rms_norm(q, l.q_norm, m.cfg.rms_eps);
+    k = rms_norm(k, l.k_norm, m.cfg.rms_eps);
+  }
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
+}
+
+void qkv(const ar_model_s &m, const Layer &l, const at::Tensor &h, const at::Tensor &cos, const at::Tensor &sin,
+         at::Tensor &q, at::Tensor &k, at::Tensor &v) {
+  const auto &c = m.cfg;
+  int64_t B = h.size(0), T = h.size(1);
+  q = linear(h, l.q_proj, l.q_bias).view({B, T, c.heads, c.head_dim}).transpose(1, 2);
+  k = linear(h, l.k_proj, l.k_bias).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+  v = linear(h, l.v_proj, l.v_bias).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+  position_qk(m, l, q, k, cos, sin);
 }
 
 }  // namespace ar
@@ -85,11 +125,11 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
 
 at::Tensor ar_model_s::attention(const Layer &l, const at::Tensor &q, const at::Tensor &k,
                                  const at::Tensor &v, const at::Tensor &mask) const {
-  return linear(attend(q, k, v, mask), l.o_w, at::Tensor());
+  return linear(attend(q, k, v, mask), l.o_proj, at::Tensor());
 }
 
 at::Tensor ar_model_s::mlp(const Layer &l, const at::Tensor &x) const {
-  return at::linear(at::silu(at::linear(x, l.gate)) * at::linear(x, l.up), l.down);
+  return at::linear(at::silu(at::linear(x, l.gate_proj)) * at::linear(x, l.up_proj), l.down_proj);
 }
 
 at::Tensor ar_model_s::logits(const at::Tensor &h) const { return at::linear(h, lm_head); }
@@ -155,7 +195,7 @@ at::Tensor full_mask(const at::Tensor &attn) {
 }
 
 // One decoder layer over a full sequence.
-at::Tensor layer_forward(const ar_model_s &m, const ar_model_s::Layer &l, at::Tensor x, const at::Tensor &cos,
+at::Tensor layer_forward(const ar_model_s &m, const Layer &l, at::Tensor x, const at::Tensor &cos,
                          const at::Tensor &sin, const at::Tensor &mask) {
   at::Tensor q, k, v;
   qkv(m, l, rms_norm(x, l.input_layernorm, m.cfg.rms_eps), cos, sin, q, k, v);
@@ -163,23 +203,21 @@ at::Tensor layer_forward(const ar_model_s &m, const ar_model_s::Layer &l, at::Te
   return x + m.mlp(l, rms_norm(x, l.post_attention_layernorm, m.cfg.rms_eps));
 }
 
-// The layer's 12 parameter slots (q/k/v biases undefined when absent).
-std::array<at::Tensor, 12> layer_params(const ar_model_s::Layer &l) {
-  return {l.input_layernorm, l.q_w, l.q_b, l.k_w, l.k_b, l.v_w, l.v_b, l.o_w, l.post_attention_layernorm,
-          l.gate, l.up, l.down};
+// The parameters layer l has, in table order.
+std::vector<at::Tensor> layer_params(const Layer &l) {
+  std::vector<at::Tensor> out;
+  for (const auto &p : kLayerParams)
+    if ((l.*p.slot).defined()) out.push_back(l.*p.slot);
+  return out;
 }
-
-using OptT = c10::optional<at::Tensor>;
-OptT opt(const at::Tensor &t) { return t.defined() ? OptT(t) : OptT(); }
 
 // CheckpointedLayer is activation checkpointing (Chen et al. 2016,
 // arXiv:1604.06174): the forward keeps only the layer's input, the
 // backward runs the layer again with grad and differentiates it. The
-// layer's parameters are inputs of the node (one argument each, as
-// libtorch's custom functions want), so their gradients flow.
+// layer's parameters are inputs of the node (a tensor list: one input
+// each), so their gradients flow.
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
-  static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x, OptT p0, OptT p1, OptT p2,
-                            OptT p3, OptT p4, OptT p5, OptT p6, OptT p7, OptT p8, OptT p9, OptT p10, OptT p11,
+  static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x, at::TensorList params,
                             const at::Tensor &cos, const at::Tensor &sin, const at::Tensor &mask, int64_t model,
                             int64_t layer) {
     ctx->save_for_backward({x, cos, sin, mask});
@@ -203,16 +241,11 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       AutocastScope ac(m->dev, m->autocast);
       y = layer_forward(*m, l, x, saved[1], saved[2], saved[3]);
     }
-    auto slots = layer_params(l);
     std::vector<at::Tensor> inputs{x};
-    for (const auto &p : slots)
-      if (p.defined()) inputs.push_back(p);
-    auto grads = torch::autograd::grad({y}, inputs, {grad_out[0]}, false, false, true);
-    // One gradient per forward argument: x, the 12 parameter slots, then
-    // none for cos, sin, mask, model and layer.
-    torch::autograd::variable_list out{grads[0]};
-    size_t k = 1;
-    for (const auto &p : slots) out.push_back(p.defined() ? grads[k++] : at::Tensor());
+    for (const auto &p : layer_params(l)) inputs.push_back(p);
+    // One gradient per forward input: x and each parameter, then none
+    // for cos, sin, mask, model and layer.
+    auto out = torch::autograd::grad({y}, inputs, {grad_out[0]}, false, false, true);
     for (int i = 0; i < 5; i++) out.emplace_back();
     return out;
   }
@@ -234,10 +267,9 @@ at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &
   bool ckpt = m.checkpointing && at::GradMode::is_enabled();
   for (size_t i = 0; i < m.layers.size(); i++) {
     if (ckpt) {
-      auto p = layer_params(m.layers[i]);
-      x = CheckpointedLayer::apply(x, opt(p[0]), opt(p[1]), opt(p[2]), opt(p[3]), opt(p[4]), opt(p[5]), opt(p[6]),
-                                   opt(p[7]), opt(p[8]), opt(p[9]), opt(p[10]), opt(p[11]), cos, sin, mask,
-                                   reinterpret_cast<int64_t>(&m), static_cast<int64_t>(i));
+      std::vector<at::Tensor> params = layer_params(m.layers[i]);
+      x = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, reinterpret_cast<int64_t>(&m),
+                                   static_cast<int64_t>(i));
     } else {
       x = layer_forward(m, m.layers[i], x, cos, sin, mask);
     }
@@ -249,41 +281,17 @@ at::Tensor ids_tensor(const int64_t *p, int64_t B, int64_t T, const at::Device &
   return at::from_blob(const_cast<int64_t *>(p), {B, T}, at::kLong).to(d, at::kLong, false, true);
 }
 
-void add_param(ar_model_s &m, const std::string &name, std::vector<int64_t> shape) {
-  at::Tensor t = at::zeros(shape, at::TensorOptions().dtype(m.dtype).device(m.dev));
-  t.set_requires_grad(true);
-  m.names.push_back(name);
-  m.params[name] = t;
-}
-
-void bind(ar_model_s &m) {
-  auto P = [&](const std::string &n) { return m.params.at(n); };
-  auto opt = [&](const std::string &n) {
-    auto it = m.params.find(n);
-    return it == m.params.end() ? at::Tensor() : it->second;
-  };
-  m.embed = P("model.embed_tokens.weight");
-  m.norm = P("model.norm.weight");
-  m.lm_head = m.cfg.tie_embeddings ? m.embed : P("lm_head.weight");
-  m.v_head_w = opt("v_head.summary.weight");
-  m.v_head_b = opt("v_head.summary.bias");
-  m.layers.clear();
-  for (int64_t i = 0; i < m.cfg.layers; i++) {
-    std::string p = "model.layers." + std::to_string(i) + ".";
-    ar_model_s::Layer l;
-    l.input_layernorm = P(p + "input_layernorm.weight");
-    l.q_w = P(p + "self_attn.q_proj.weight");
-    l.k_w = P(p + "self_attn.k_proj.weight");
-    l.v_w = P(p + "self_attn.v_proj.weight");
-    l.q_b = opt(p + "self_attn.q_proj.bias");
-    l.k_b = opt(p + "self_attn.k_proj.bias");
-    l.v_b = opt(p + "self_attn.v_proj.bias");
-    l.o_w = P(p + "self_attn.o_proj.weight");
-    l.post_attention_layernorm = P(p + "post_attention_layernorm.weight");
-    l.gate = P(p + "mlp.gate_proj.weight");
-    l.up = P(p + "mlp.up_proj.weight");
-    l.down = P(p + "mlp.down_proj.weight");
-    m.layers.push_back(l);
+// add_params adds the parameters of the table rows that m's config has:
+// zero tensors named prefix + key, held by owner's slots.
+template <class Owner, size_t N>
+void add_params(ar_model_s &m, Owner &owner, const Param<Owner> (&rows)[N], const std::string &prefix) {
+  for (const auto &r : rows) {
+    if (!has(r.when, m.cfg)) continue;
+    at::Tensor t = at::zeros(shape(r.shape, m.cfg), at::TensorOptions().dtype(m.dtype).device(m.dev));
+    t.set_requires_grad(true);
+    m.names.push_back(prefix + r.key);
+    m.params[m.names.back()] = t;
+    owner.*r.slot = t;
   }
 }
 
@@ -308,32 +316,15 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     // f32 matrix products on CUDA use TF32 tensor cores, as
     // torch.set_float32_matmul_precision("high") does (off on the CPU).
     if (m->dev.is_cuda()) at::globalContext().setFloat32MatmulPrecision("high");
-    int64_t H = c.hidden, hd = c.head_dim;
-    add_param(*m, "model.embed_tokens.weight", {c.vocab, H});
-    for (int64_t i = 0; i < c.layers; i++) {
-      std::string p = "model.layers." + std::to_string(i) + ".";
-      add_param(*m, p + "input_layernorm.weight", {H});
-      add_param(*m, p + "self_attn.q_proj.weight", {c.heads * hd, H});
-      if (c.qkv_bias) add_param(*m, p + "self_attn.q_proj.bias", {c.heads * hd});
-      add_param(*m, p + "self_attn.k_proj.weight", {c.kv_heads * hd, H});
-      if (c.qkv_bias) add_param(*m, p + "self_attn.k_proj.bias", {c.kv_heads * hd});
-      add_param(*m, p + "self_attn.v_proj.weight", {c.kv_heads * hd, H});
-      if (c.qkv_bias) add_param(*m, p + "self_attn.v_proj.bias", {c.kv_heads * hd});
-      add_param(*m, p + "self_attn.o_proj.weight", {H, c.heads * hd});
-      add_param(*m, p + "post_attention_layernorm.weight", {H});
-      add_param(*m, p + "mlp.gate_proj.weight", {c.intermediate, H});
-      add_param(*m, p + "mlp.up_proj.weight", {c.intermediate, H});
-      add_param(*m, p + "mlp.down_proj.weight", {H, c.intermediate});
-    }
-    add_param(*m, "model.norm.weight", {H});
-    if (!c.tie_embeddings) add_param(*m, "lm_head.weight", {c.vocab, H});
-    if (c.value_head) {
-      add_param(*m, "v_head.summary.weight", {1, H});
-      add_param(*m, "v_head.summary.bias", {1});
-    }
+    add_params(*m, *m, kEmbedParams, "");
+    m->layers.resize(c.layers);
+    for (int64_t i = 0; i < c.layers; i++)
+      add_params(*m, m->layers[i], kLayerParams, "model.layers." + std::to_string(i) + ".");
+    add_params(*m, *m, kHeadParams, "");
+    if (c.tie_embeddings) m->lm_head = m->embed;
+    const int64_t hd = c.head_dim;
     at::Tensor j = at::arange(0, hd / 2, at::TensorOptions().dtype(at::kFloat));
     m->inv_freq = at::pow(c.rope_theta, j * (-2.0 / static_cast<double>(hd))).to(m->dev);
-    bind(*m);
     *out = m.release();
   });
 }
@@ -350,8 +341,11 @@ int ar_model_init_random(ar_model m, uint64_t seed, double std, char **err) {
     auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
     for (const auto &n : m->names) {
       at::Tensor &p = m->params[n];
-      bool is_norm = n.find("layernorm") != std::string::npos || n == "model.norm.weight";
-      bool is_bias = n.size() > 5 && n.compare(n.size() - 5, 5, ".bias") == 0;
+      auto ends_with = [&](const std::string &suffix) {
+        return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      bool is_norm = ends_with("norm.weight");  // every RMSNorm weight: *layernorm.weight, model.norm.weight
+      bool is_bias = ends_with(".bias");
       if (is_norm) {
         p.fill_(1);
       } else if (is_bias) {
@@ -416,7 +410,7 @@ int ar_model_copy_weights(ar_model dst, ar_model src, char **err) {
     for (const auto &n : dst->names) {
       auto it = src->params.find(n);
       // A critic made from a policy keeps its own value head.
-      if (it == src->params.end() && n.rfind("v_head.", 0) == 0) continue;
+      if (it == src->params.end() && n.rfind(AR_VALUE_HEAD_PREFIX, 0) == 0) continue;
       TORCH_CHECK(it != src->params.end(), "copy_weights: source has no parameter ", n);
       dst->params[n].copy_(it->second);
     }

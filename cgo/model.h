@@ -1,6 +1,8 @@
 // model.h: the decoder shared by the training forward (model.cpp) and the
-// KV-cache engine (engine.cpp). Names follow the Hugging Face checkpoint
-// keys of Qwen2ForCausalLM / LlamaForCausalLM one to one.
+// KV-cache engine (engine.cpp, decode.cpp). Names follow the Hugging Face
+// checkpoint keys of Qwen2ForCausalLM / Qwen3ForCausalLM / LlamaForCausalLM
+// one to one, and the tables below list every parameter once: its key,
+// shape and slot.
 #pragma once
 
 #include <ATen/autocast_mode.h>
@@ -12,21 +14,25 @@
 #include "common.h"
 
 struct ar_model_s {
+  // Layer holds the parameters of one decoder layer, each named after its
+  // HF key under model.layers.{i} (kLayerParams, below, gives every one its
+  // key, shape and the configs that have it). A parameter the config lacks
+  // is an undefined tensor.
   struct Layer {
-    at::Tensor input_layernorm;           // model.layers.{i}.input_layernorm.weight
-    at::Tensor q_w, q_b, k_w, k_b, v_w, v_b;  // self_attn.{q,k,v}_proj.{weight,bias}
-    at::Tensor o_w;                       // self_attn.o_proj.weight
-    at::Tensor post_attention_layernorm;  // post_attention_layernorm.weight
-    at::Tensor gate, up, down;            // mlp.{gate,up,down}_proj.weight
+    at::Tensor input_layernorm;
+    at::Tensor q_proj, q_bias, k_proj, k_bias, v_proj, v_bias, o_proj;
+    at::Tensor q_norm, k_norm;
+    at::Tensor post_attention_layernorm;
+    at::Tensor gate_proj, up_proj, down_proj;
   };
 
   ar_model_config cfg;
   at::ScalarType dtype;
   at::Device dev{at::kCPU};
-  std::vector<std::string> names;                   // every parameter, fixed order
+  std::vector<std::string> names;                   // every parameter, in table order
   std::unordered_map<std::string, at::Tensor> params;  // by HF name
   at::Tensor embed, norm, lm_head;                  // lm_head aliases embed when tied
-  at::Tensor v_head_w, v_head_b;                    // v_head.summary.{weight,bias} (TRL's names)
+  at::Tensor v_head_w, v_head_b;                    // the value head (TRL's v_head.summary.*)
   std::vector<Layer> layers;
   at::Tensor inv_freq;  // [head_dim/2] float32: rope_theta^(-2j/head_dim)
   bool checkpointing = false;  // recompute layer activations in the backward pass
@@ -47,12 +53,86 @@ struct ar_model_s {
 };
 
 namespace ar {
+
+using Layer = ar_model_s::Layer;
+
+// Fused holds the fused decode path's copies of a layer's weights
+// (engine.cpp): the parameters whose table row names one of these,
+// concatenated by rows in table order, so that each group is one product.
+struct Fused {
+  at::Tensor qkv_w, qkv_b, gate_up;
+};
+
+// Dim is a size of the config that parameter shapes are made of: kQ and
+// kKV are the widths of the query and of the key/value projections
+// (heads * head_dim, kv_heads * head_dim).
+enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim };
+
+// When says which configs have a parameter.
+enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead };
+
+// Param is a row of a parameter table: the HF key (under model.layers.{i}.
+// for a layer's), the member of Owner (the model, or a Layer) that holds
+// the tensor, its shape (one or two Dims), the configs that have it, and
+// for a weight of the engine's fused decode path the fused copy it is part of.
+template <class Owner>
+struct Param {
+  const char *key;
+  at::Tensor Owner::*slot;
+  Dim shape[2];
+  When when;
+  at::Tensor Fused::*fused = nullptr;
+};
+
+// Every parameter, in the order of HF's modules and of
+// ar_model_param_names: kEmbedParams, kLayerParams for each layer, then
+// kHeadParams. These tables are the one place a parameter is defined:
+// creation, naming, checkpointing and the fused copies loop over them.
+inline const Param<ar_model_s> kEmbedParams[] = {
+    {"model.embed_tokens.weight", &ar_model_s::embed, {kVocab, kHidden}, kAlways},
+};
+inline const Param<Layer> kLayerParams[] = {
+    // key                              slot                              shape              when      fused copy
+    {"input_layernorm.weight",          &Layer::input_layernorm,          {kHidden},         kAlways},
+    {"self_attn.q_proj.weight",         &Layer::q_proj,                   {kQ, kHidden},     kAlways,  &Fused::qkv_w},
+    {"self_attn.q_proj.bias",           &Layer::q_bias,                   {kQ},              kQKVBias, &Fused::qkv_b},
+    {"self_attn.k_proj.weight",         &Layer::k_proj,                   {kKV, kHidden},    kAlways,  &Fused::qkv_w},
+    {"self_attn.k_proj.bias",           &Layer::k_bias,                   {kKV},             kQKVBias, &Fused::qkv_b},
+    {"self_attn.v_proj.weight",         &Layer::v_proj,                   {kKV, kHidden},    kAlways,  &Fused::qkv_w},
+    {"self_attn.v_proj.bias",           &Layer::v_bias,                   {kKV},             kQKVBias, &Fused::qkv_b},
+    {"self_attn.o_proj.weight",         &Layer::o_proj,                   {kHidden, kQ},     kAlways},
+    {"self_attn.q_norm.weight",         &Layer::q_norm,                   {kHeadDim},        kQKNorm},
+    {"self_attn.k_norm.weight",         &Layer::k_norm,                   {kHeadDim},        kQKNorm},
+    {"post_attention_layernorm.weight", &Layer::post_attention_layernorm, {kHidden},         kAlways},
+    {"mlp.gate_proj.weight",            &Layer::gate_proj,                {kInter, kHidden}, kAlways,  &Fused::gate_up},
+    {"mlp.up_proj.weight",              &Layer::up_proj,                  {kInter, kHidden}, kAlways,  &Fused::gate_up},
+    {"mlp.down_proj.weight",            &Layer::down_proj,                {kHidden, kInter}, kAlways},
+};
+inline const Param<ar_model_s> kHeadParams[] = {
+    {"model.norm.weight",                   &ar_model_s::norm,     {kHidden},         kAlways},
+    {"lm_head.weight",                      &ar_model_s::lm_head,  {kVocab, kHidden}, kUntied},
+    {AR_VALUE_HEAD_PREFIX "summary.weight", &ar_model_s::v_head_w, {kOne, kHidden},   kValueHead},
+    {AR_VALUE_HEAD_PREFIX "summary.bias",   &ar_model_s::v_head_b, {kOne},            kValueHead},
+};
+
+// has says whether config c has the parameters of rows marked w.
+bool has(When w, const ar_model_config &c);
+// shape is a row's shape for config c.
+std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c);
+
 at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps);
 at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b);
 at::Tensor apply_rope(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin);
-// Projects h [B,T,H] to q [B,heads,T,hd], k and v [B,kv,T,hd], RoPE applied.
-void qkv(const ar_model_s &m, const ar_model_s::Layer &l, const at::Tensor &h, const at::Tensor &cos,
-         const at::Tensor &sin, at::Tensor &q, at::Tensor &k, at::Tensor &v);
+// position_qk turns the heads q [B,heads,T,hd] and k [B,kv,T,hd], as split
+// from the projections, into the ones attention reads: each head
+// RMSNorm'd by q_norm and k_norm when the layer has them (Qwen3), then
+// RoPE applied.
+void position_qk(const ar_model_s &m, const Layer &l, at::Tensor &q, at::Tensor &k, const at::Tensor &cos,
+                 const at::Tensor &sin);
+// Projects h [B,T,H] to q [B,heads,T,hd], k and v [B,kv,T,hd], positioned
+// by position_qk.
+void qkv(const ar_model_s &m, const Layer &l, const at::Tensor &h, const at::Tensor &cos, const at::Tensor &sin,
+         at::Tensor &q, at::Tensor &k, at::Tensor &v);
 }  // namespace ar
 
 // AutocastScope runs its lifetime under autocast to dtype on dev's device

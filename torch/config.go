@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 )
 
-// Config is the part of a Hugging Face config.json that shapes a Qwen2 or
-// Llama decoder. Raw keeps every key of the file so Save writes back what it
+// Config is the part of a Hugging Face config.json that shapes a Qwen2,
+// Qwen3 or Llama decoder. Raw keeps every key of the file so Save writes back what it
 // read, with the shape fields updated.
 type Config struct {
 	ModelType     string  `json:"model_type"`
@@ -23,7 +23,7 @@ type Config struct {
 	RopeTheta     float64 `json:"rope_theta"`
 	TieEmbeddings bool    `json:"tie_word_embeddings"`
 	MaxPositions  int     `json:"max_position_embeddings"`
-	AttentionBias bool    `json:"attention_bias"` // Llama only; Qwen2 always has q/k/v biases
+	AttentionBias bool    `json:"attention_bias"` // Llama's q/k/v biases; Qwen2 always has them, Qwen3 never here
 	TorchDType    string  `json:"torch_dtype"`
 	BOS           int     `json:"bos_token_id"`
 	EOS           int     `json:"eos_token_id"`
@@ -33,6 +33,13 @@ type Config struct {
 
 // QKVBias reports whether the attention projections q, k, v carry biases.
 func (c Config) QKVBias() bool { return c.ModelType == "qwen2" || c.AttentionBias }
+
+// QKNorm reports whether each query and key head is RMSNorm'd before RoPE
+// (Qwen3's self_attn.q_norm and k_norm).
+func (c Config) QKNorm() bool { return c.ModelType == "qwen3" }
+
+// architectures maps a model_type to the HF class that config.json names.
+var architectures = map[string]string{"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"}
 
 // ReadConfig reads and validates dir/config.json.
 func ReadConfig(dir string) (Config, error) {
@@ -66,6 +73,9 @@ func ParseConfig(b []byte, name string) (Config, error) {
 	if c.KVHeads == 0 {
 		c.KVHeads = c.Heads
 	}
+	if _, ok := raw["head_dim"]; !ok && c.ModelType == "qwen3" {
+		c.HeadDim = 128 // Qwen3Config's default, which need not be hidden/heads
+	}
 	if c.HeadDim == 0 && c.Heads > 0 {
 		c.HeadDim = c.Hidden / c.Heads
 	}
@@ -77,10 +87,11 @@ func ParseConfig(b []byte, name string) (Config, error) {
 
 // Validate checks every field is in range, naming the first that is not.
 func (c Config) Validate() error {
-	switch c.ModelType {
-	case "qwen2", "llama":
-	default:
-		return fmt.Errorf("model_type %q is not supported (qwen2, llama)", c.ModelType)
+	if _, ok := architectures[c.ModelType]; !ok {
+		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, llama)", c.ModelType)
+	}
+	if c.ModelType == "qwen3" && c.AttentionBias {
+		return fmt.Errorf("attention_bias true is not supported for qwen3 (it puts biases on q, k, v and o_proj)")
 	}
 	pos := []struct {
 		name string
@@ -118,12 +129,8 @@ func (c Config) JSON() ([]byte, error) {
 	for k, v := range c.Raw {
 		out[k] = v
 	}
-	arch := "Qwen2ForCausalLM"
-	if c.ModelType == "llama" {
-		arch = "LlamaForCausalLM"
-	}
 	if _, ok := out["architectures"]; !ok {
-		out["architectures"] = []string{arch}
+		out["architectures"] = []string{architectures[c.ModelType]}
 	}
 	set := map[string]any{
 		"model_type": c.ModelType, "vocab_size": c.Vocab, "hidden_size": c.Hidden,
@@ -133,7 +140,7 @@ func (c Config) JSON() ([]byte, error) {
 		"max_position_embeddings": c.MaxPositions, "bos_token_id": c.BOS, "eos_token_id": c.EOS,
 		"hidden_act": "silu",
 	}
-	if c.ModelType == "llama" {
+	if c.ModelType != "qwen2" {
 		set["attention_bias"] = c.AttentionBias
 	}
 	if c.TorchDType != "" {

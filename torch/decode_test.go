@@ -18,14 +18,16 @@ func kernelConfig() Config {
 
 // kernelConfigs are the models the decode tests run on: kernelConfig, one
 // with head_dim 64, where attention takes bf16 cache rows by pairs (an even
-// number of 16-column chunks) and 3 query heads share a kv head, and one
-// with head_dim 48 (an odd number of chunks: widened one chunk at a time).
+// number of 16-column chunks) and 3 query heads share a kv head, one with
+// head_dim 48 (an odd number of chunks: widened one chunk at a time), and
+// a Qwen3 (q/k norms, no biases, head_dim 32 with hidden / heads 10).
 func kernelConfigs() map[string]Config {
 	hd64 := kernelConfig()
 	hd64.Hidden, hd64.Heads, hd64.KVHeads, hd64.HeadDim = 72, 6, 2, 64
 	hd48 := kernelConfig()
 	hd48.Heads, hd48.KVHeads, hd48.HeadDim = 2, 1, 48
-	return map[string]Config{"head_dim 16": kernelConfig(), "head_dim 64": hd64, "head_dim 48": hd48}
+	return map[string]Config{"head_dim 16": kernelConfig(), "head_dim 64": hd64, "head_dim 48": hd48,
+		"qwen3": qwen3Config()}
 }
 
 // editParams rewrites, in place, the values of every parameter whose name
@@ -139,6 +141,7 @@ func decodePathsAgree(t *testing.T, cfg Config) {
 	}
 	defer m.Free()
 	withBiases(t, m)
+	spreadQKNorms(t, m)
 	sharpenAttention(t, m, 12)
 	kernelsOrSkip(t, m)
 	paths := []DecodePath{DecodeKernels, DecodeFused, DecodeUnfused}
@@ -214,9 +217,14 @@ func decodePathsAgree(t *testing.T, cfg Config) {
 // After the policy's weights change (an AdamW step on the policy, then the
 // rollout copy refreshed with CopyWeightsFrom, as the trainer does before
 // every rollout), every path decodes with the new weights: the fused
-// path's concatenated copies must not go stale.
+// path's concatenated copies must not go stale. For a Qwen2 (with q/k/v
+// biases) and a Qwen3 (with q/k norms).
 func TestDecodeFollowsWeightUpdate(t *testing.T) {
-	cfg := kernelConfig()
+	t.Run("qwen2", func(t *testing.T) { decodeFollowsWeightUpdate(t, kernelConfig()) })
+	t.Run("qwen3", func(t *testing.T) { decodeFollowsWeightUpdate(t, qwen3Config()) })
+}
+
+func decodeFollowsWeightUpdate(t *testing.T, cfg Config) {
 	policy, err := NewRandomModel(cfg, Float32, CPU, false, 5)
 	if err != nil {
 		t.Fatal(err)
@@ -228,6 +236,7 @@ func TestDecodeFollowsWeightUpdate(t *testing.T) {
 	}
 	defer rollout.Free()
 	withBiases(t, policy)
+	spreadQKNorms(t, policy)
 	if err := rollout.CopyWeightsFrom(policy); err != nil {
 		t.Fatal(err)
 	}
@@ -339,6 +348,7 @@ func decodeKernelsBF16(t *testing.T, cfg Config) {
 	}
 	defer m16.Free()
 	withBiases(t, m32)
+	spreadQKNorms(t, m32)
 	sharpenAttention(t, m32, 12)
 	if err := m16.CopyWeightsFrom(m32); err != nil {
 		t.Fatal(err)

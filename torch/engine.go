@@ -2,6 +2,7 @@ package torch
 
 // #include <stdlib.h>
 // #include "agentrl.h"
+// #include "internal.h"
 import "C"
 
 import (
@@ -124,8 +125,8 @@ func (e *Engine) PendingLogits(slot int) ([]float32, error) {
 type DecodePath int
 
 // The decode paths. DecodeAuto picks DecodeKernels where they are supported
-// (a CPU model in f32 or bf16 without autocast, on a CPU with AVX-512, and
-// AVX512-BF16 for bf16) and DecodeFused elsewhere.
+// (a CPU model in f32 or bf16 without autocast, on a CPU with AVX-512) and
+// DecodeFused elsewhere.
 const (
 	// DecodeAuto is the default choice.
 	DecodeAuto DecodePath = C.AR_DECODE_AUTO

@@ -10,7 +10,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 6
+const abiVersion = 7
 
 var (
 	checkOnce sync.Once

@@ -2,6 +2,7 @@ package torch
 
 // #include <stdlib.h>
 // #include "agentrl.h"
+// #include "internal.h"
 import "C"
 
 import (
@@ -21,7 +22,7 @@ import (
 // transformers and vLLM as it is.
 const ValueHeadFile = "value_head.safetensors"
 
-// Model is a Qwen2/Llama decoder whose weights live in libtorch. Parameter
+// Model is a Qwen2/Qwen3/Llama decoder whose weights live in libtorch. Parameter
 // names are the Hugging Face checkpoint keys.
 type Model struct {
 	h         C.ar_model
@@ -45,8 +46,8 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 		vocab: C.int64_t(cfg.Vocab), hidden: C.int64_t(cfg.Hidden), intermediate: C.int64_t(cfg.Intermediate),
 		layers: C.int64_t(cfg.Layers), heads: C.int64_t(cfg.Heads), kv_heads: C.int64_t(cfg.KVHeads),
 		head_dim: C.int64_t(cfg.HeadDim), rms_eps: C.double(cfg.RMSEps), rope_theta: C.double(cfg.RopeTheta),
-		tie_embeddings: cbool(cfg.TieEmbeddings), qkv_bias: cbool(cfg.QKVBias()), value_head: cbool(valueHead),
-		max_positions: C.int64_t(cfg.MaxPositions),
+		tie_embeddings: cbool(cfg.TieEmbeddings), qkv_bias: cbool(cfg.QKVBias()), qk_norm: cbool(cfg.QKNorm()),
+		value_head: cbool(valueHead), max_positions: C.int64_t(cfg.MaxPositions),
 	}
 	var h C.ar_model
 	var msg *C.char
@@ -190,9 +191,9 @@ func LoadModel(dir string, dt DType, dev Device, valueHead bool) (*Model, error)
 	return m, nil
 }
 
-// IsValueHead reports whether a parameter name is the value head's
-// (TRL's v_head.summary.*).
-func IsValueHead(name string) bool { return strings.HasPrefix(name, "v_head.") }
+// IsValueHead reports whether a parameter name is the value head's (TRL's
+// v_head.summary.* names, AR_VALUE_HEAD_PREFIX in cgo/agentrl.h).
+func IsValueHead(name string) bool { return strings.HasPrefix(name, C.AR_VALUE_HEAD_PREFIX) }
 
 func (m *Model) loadFrom(path string, valueHead bool) error {
 	r, err := safetensors.Open(path)

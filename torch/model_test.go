@@ -32,12 +32,13 @@ type fixtureCase struct {
 	Generated [][]int64 `json:"generated_ids"`
 }
 
-// fixtureDir is $AGENTRL_QWEN2_FIXTURE, or the shared qwen2-tiny-a fixture.
-func fixtureDir(t *testing.T) string {
-	if d := os.Getenv("AGENTRL_QWEN2_FIXTURE"); d != "" {
+// fixtureDir is the folder $env names when it is set, else the shared
+// fixture called name (the test skips, saying so, when that is absent).
+func fixtureDir(t *testing.T, env, name string) string {
+	if d := os.Getenv(env); d != "" {
 		return d
 	}
-	return shared.Path(t, "fixtures", "qwen2-tiny-a")
+	return shared.Path(t, "fixtures", name)
 }
 
 func loadCases(t *testing.T, dir string) []fixtureCase {
@@ -70,52 +71,135 @@ func maxDiff(got []float32, want []float64) float64 {
 	return m
 }
 
-// Full-sequence logits match the fixture's float64 reference within 1e-4
-// at every position of every case, padding included.
+// The Qwen2 fixture ($AGENTRL_QWEN2_FIXTURE, or the shared qwen2-tiny-a):
+// see fixtureParity.
 func TestQwen2FixtureParity(t *testing.T) {
-	dir := fixtureDir(t)
+	fixtureParity(t, fixtureDir(t, "AGENTRL_QWEN2_FIXTURE", "qwen2-tiny-a"))
+}
+
+// fixtureParity holds the model in dir to the float64 reference of its
+// cases.json, within 1e-4 everywhere: the full-sequence logits at every
+// position of every full case (padding included), the training forward's
+// logprobs of each real next token, and greedy decoding through the
+// KV-cache engine on every decode path (prefill logits, every step's
+// logits, and the tokens). It logs the largest difference of each.
+func fixtureParity(t *testing.T, dir string) {
 	m, err := LoadModel(dir, Float32, CPU, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Free()
-	V := m.Config.Vocab
-	for _, c := range loadCases(t, dir) {
+	cases := loadCases(t, dir)
+	var full, decode []fixtureCase
+	for _, c := range cases {
 		switch c.Kind {
 		case "full":
-			B, T := len(c.InputIDs), len(c.InputIDs[0])
-			lt, err := m.Logits(Batch{B: B, T: T, IDs: flat(c.InputIDs), Attn: flat(c.AttentionMask), Positions: flat(c.PositionIDs)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _ := lt.Float32s()
-			lt.Free()
-			worst := 0.0
-			for b := 0; b < B; b++ {
-				for p := 0; p < T; p++ {
-					d := maxDiff(got[(b*T+p)*V:(b*T+p+1)*V], c.Logits[b][p])
-					worst = math.Max(worst, d)
-					if d > 1e-4 {
-						t.Fatalf("%s: row %d pos %d (mask %d): max |diff| %g > 1e-4", c.Name, b, p, c.AttentionMask[b][p], d)
-					}
-				}
-			}
-			t.Logf("%s: max |diff| %.2e", c.Name, worst)
+			full = append(full, c)
 		case "decode":
-			testDecodeCase(t, m, c)
+			decode = append(decode, c)
 		}
+	}
+	if len(full) == 0 || len(decode) == 0 {
+		t.Fatalf("%s: %d full and %d decode cases, want some of each", dir, len(full), len(decode))
+	}
+	t.Run("logits", func(t *testing.T) {
+		for _, c := range full {
+			t.Logf("%s: max |diff| %.2e", c.Name, fullCaseLogits(t, m, c))
+		}
+	})
+	t.Run("forward", func(t *testing.T) {
+		for _, c := range full {
+			t.Logf("%s: max |diff| of logprobs %.2e", c.Name, fullCaseLogprobs(t, m, c))
+		}
+	})
+	for _, p := range []DecodePath{DecodeKernels, DecodeFused, DecodeUnfused} {
+		t.Run(p.String(), func(t *testing.T) {
+			if p == DecodeKernels {
+				kernelsOrSkip(t, m)
+			}
+			for _, c := range decode {
+				t.Logf("%s: max |diff| %.2e", c.Name, testDecodeCase(t, m, c, p))
+			}
+		})
 	}
 }
 
-// The greedy decode cases through the KV-cache engine: prefill logits,
-// every step's logits, and the tokens.
-func testDecodeCase(t *testing.T, m *Model, c fixtureCase) {
-	B := len(c.PrefixIDs)
-	e, err := NewEngine(m, B+1, 64)
+// fullCaseLogits compares the full-sequence logits of a full case with the
+// fixture's and returns the largest difference.
+func fullCaseLogits(t *testing.T, m *Model, c fixtureCase) float64 {
+	V := m.Config.Vocab
+	B, T := len(c.InputIDs), len(c.InputIDs[0])
+	lt, err := m.Logits(Batch{B: B, T: T, IDs: flat(c.InputIDs), Attn: flat(c.AttentionMask), Positions: flat(c.PositionIDs)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	got, _ := lt.Float32s()
+	lt.Free()
+	worst := 0.0
+	for b := 0; b < B; b++ {
+		for p := 0; p < T; p++ {
+			d := maxDiff(got[(b*T+p)*V:(b*T+p+1)*V], c.Logits[b][p])
+			worst = math.Max(worst, d)
+			if d > 1e-4 {
+				t.Fatalf("%s: row %d pos %d (mask %d): max |diff| %g > 1e-4", c.Name, b, p, c.AttentionMask[b][p], d)
+			}
+		}
+	}
+	return worst
+}
+
+// fullCaseLogprobs compares the training forward's logprob of each real
+// next token (position t and t+1 both unpadded) with log softmax of the
+// fixture's logits, computed here in float64, and returns the largest
+// difference. The forward runs with the autograd graph and activation
+// checkpointing, as in training.
+func fullCaseLogprobs(t *testing.T, m *Model, c fixtureCase) float64 {
+	B, T := len(c.InputIDs), len(c.InputIDs[0])
+	if err := m.SetCheckpointing(true); err != nil {
+		t.Fatal(err)
+	}
+	defer m.SetCheckpointing(false)
+	out, err := m.Forward(Batch{B: B, T: T, IDs: flat(c.InputIDs), Attn: flat(c.AttentionMask), Positions: flat(c.PositionIDs)},
+		ForwardOptions{Grad: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := out.LogProbs.Float32s()
+	out.Free()
+	worst := 0.0
+	for b := 0; b < B; b++ {
+		for p := 0; p+1 < T; p++ {
+			if c.AttentionMask[b][p] == 0 || c.AttentionMask[b][p+1] == 0 {
+				continue
+			}
+			row := c.Logits[b][p]
+			mx := math.Inf(-1)
+			for _, v := range row {
+				mx = math.Max(mx, v)
+			}
+			var z float64
+			for _, v := range row {
+				z += math.Exp(v - mx)
+			}
+			want := row[c.InputIDs[b][p+1]] - mx - math.Log(z)
+			d := math.Abs(float64(got[b*(T-1)+p]) - want)
+			worst = math.Max(worst, d)
+			if d > 1e-4 {
+				t.Fatalf("%s: row %d pos %d: logprob %v, fixture %v", c.Name, b, p, got[b*(T-1)+p], want)
+			}
+		}
+	}
+	return worst
+}
+
+// testDecodeCase runs a greedy decode case through the KV-cache engine on
+// path: prefill logits, every step's logits, and the tokens. It returns
+// the largest logit difference.
+func testDecodeCase(t *testing.T, m *Model, c fixtureCase, path DecodePath) float64 {
+	B := len(c.PrefixIDs)
+	e := newEngineOn(t, m, B+1, path)
 	defer e.Free()
+	worst := 0.0
 	// Slot b+1 holds row b, so the step exercises the non-contiguous path too.
 	slots := make([]int, B)
 	for b := 0; b < B; b++ {
@@ -124,7 +208,9 @@ func testDecodeCase(t *testing.T, m *Model, c fixtureCase) {
 			t.Fatal(err)
 		}
 		l, _ := e.PendingLogits(b + 1)
-		if d := maxDiff(l, c.PrefillLast[b]); d > 1e-4 {
+		d := maxDiff(l, c.PrefillLast[b])
+		worst = math.Max(worst, d)
+		if d > 1e-4 {
 			t.Fatalf("%s: prefill logits of row %d differ by %g", c.Name, b, d)
 		}
 	}
@@ -147,7 +233,9 @@ func testDecodeCase(t *testing.T, m *Model, c fixtureCase) {
 				t.Fatalf("%s step %d row %d: token %d, fixture %d", c.Name, step, b, toks[b], st.InputIDs[b])
 			}
 			l, _ := e.PendingLogits(slots[b])
-			if d := maxDiff(l, st.Logits[b]); d > 1e-4 {
+			d := maxDiff(l, st.Logits[b])
+			worst = math.Max(worst, d)
+			if d > 1e-4 {
 				t.Fatalf("%s step %d row %d: logits differ by %g", c.Name, step, b, d)
 			}
 		}
@@ -159,6 +247,7 @@ func testDecodeCase(t *testing.T, m *Model, c fixtureCase) {
 			}
 		}
 	}
+	return worst
 }
 
 func tinyConfig() Config {
@@ -195,11 +284,12 @@ func fullLogits(t *testing.T, m *Model, ids []int64) []float32 {
 // Incremental decoding through the cache equals the full pass (1e-5),
 // with slots of different lengths decoding together, an observation
 // prefilled mid-sequence, and a released slot reused: on the tiny model
-// (head_dim 8: the fused libtorch path) and on one the hand-written
-// kernels run (head_dim 16).
+// (head_dim 8: the fused libtorch path), on one the hand-written kernels
+// run (head_dim 16), and on a Qwen3 (kernels, q/k norms).
 func TestEngineMatchesFullPass(t *testing.T) {
 	t.Run("tiny", func(t *testing.T) { testEngineMatchesFullPass(t, tinyConfig()) })
 	t.Run("kernels", func(t *testing.T) { testEngineMatchesFullPass(t, kernelConfig()) })
+	t.Run("qwen3", func(t *testing.T) { testEngineMatchesFullPass(t, qwen3Config()) })
 }
 
 func testEngineMatchesFullPass(t *testing.T, cfg Config) {
@@ -546,9 +636,15 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 }
 
 // Activation checkpointing changes memory, not math: the gradients of every
-// parameter equal those without it.
+// parameter equal those without it, for a Qwen2 (q/k/v biases) and a
+// Qwen3 (q/k norms).
 func TestCheckpointingSameGradients(t *testing.T) {
-	m, _ := NewRandomModel(tinyConfig(), Float32, CPU, true, 13)
+	t.Run("qwen2", func(t *testing.T) { checkpointingSameGradients(t, tinyConfig()) })
+	t.Run("qwen3", func(t *testing.T) { checkpointingSameGradients(t, qwen3Config()) })
+}
+
+func checkpointingSameGradients(t *testing.T, cfg Config) {
+	m, _ := NewRandomModel(cfg, Float32, CPU, true, 13)
 	defer m.Free()
 	ids := seq(9, 3)
 	b := Batch{B: 1, T: 9, IDs: ids, Attn: []int64{1, 1, 1, 1, 1, 1, 1, 1, 1}, Positions: []int64{0, 1, 2, 3, 4, 5, 6, 7, 8}}
@@ -598,9 +694,14 @@ func TestCheckpointingSameGradients(t *testing.T) {
 // the f32 weights; with checkpointing the backward recomputes each layer
 // under autocast too, so its gradients equal the plain autocast ones; the
 // decode engine samples under the same autocast, so its log-probabilities
-// match the autocast training forward.
+// match the autocast training forward. For a Qwen2 and a Qwen3.
 func TestAutocast(t *testing.T) {
-	m, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 21)
+	t.Run("qwen2", func(t *testing.T) { testAutocast(t, tinyConfig()) })
+	t.Run("qwen3", func(t *testing.T) { testAutocast(t, qwen3Config()) })
+}
+
+func testAutocast(t *testing.T, cfg Config) {
+	m, _ := NewRandomModel(cfg, Float32, CPU, false, 21)
 	defer m.Free()
 	ids := seq(9, 5)
 	b := Batch{B: 1, T: 9, IDs: ids, Attn: []int64{1, 1, 1, 1, 1, 1, 1, 1, 1}, Positions: []int64{0, 1, 2, 3, 4, 5, 6, 7, 8}}

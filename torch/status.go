@@ -1,6 +1,6 @@
 // Package torch is the Go face of libtorch: tensors with explicit
 // ownership, the differentiable ops the RL losses are composed from, AdamW,
-// the Qwen2/Llama policy model and its KV-cache decode engine. Everything
+// the Qwen2/Qwen3/Llama policy model and its KV-cache decode engine. Everything
 // goes through the plain C ABI in cgo/agentrl.h.
 //
 // libtorch keeps per-thread state, so all libtorch work of a process should

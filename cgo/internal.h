@@ -1,0 +1,56 @@
+/*
+ * internal.h: the shim's entries for its own tests, benchmarks and
+ * profiling, kept out of the ABI of agentrl.h: reference logits for parity
+ * tests, the choice of decode path, the decode step's profile, and the
+ * check a CUDA graph capture ends with. They follow agentrl.h's conventions
+ * (a status, a malloc'd *err) and its ABI version.
+ */
+#ifndef AGENTRL_INTERNAL_H
+#define AGENTRL_INTERNAL_H
+
+#include "agentrl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Full-sequence logits [B,T,V] (inference mode), for parity tests. ids,
+ * attn (1 = real token, 0 = pad) and positions are [B*T] row-major. */
+int ar_model_logits(ar_model m, const int64_t *ids, const int64_t *attn,
+                    const int64_t *positions, int64_t B, int64_t T,
+                    ar_tensor *out, char **err);
+
+/* Pending logits of a slot ([V] floats), for tests. */
+int ar_engine_logits(ar_engine e, int slot, float *dst, int64_t vocab,
+                     char **err);
+
+/* How decode steps run. AUTO: the hand-written CPU kernels where they are
+ * supported (a CPU model in f32 or bf16 without autocast, on a CPU with
+ * AVX-512), FUSED elsewhere. KERNELS: those kernels (an error where
+ * unsupported). FUSED: libtorch ops with q/k/v and gate/up fused into one
+ * weight each (copies refreshed whenever the model's weights change;
+ * replayed as CUDA graphs on CUDA). UNFUSED: libtorch ops on the model's
+ * own tensors, as the training forward runs them. */
+enum { AR_DECODE_AUTO = 0, AR_DECODE_KERNELS, AR_DECODE_FUSED, AR_DECODE_UNFUSED };
+int ar_engine_set_decode(ar_engine e, int mode, char **err);
+/* The path decode steps take now (KERNELS, FUSED or UNFUSED); when why is
+ * not NULL it receives a malloc'd reason the kernels cannot run here, or
+ * NULL when they can. */
+int ar_engine_decode_path(ar_engine e, int *path, char **why, char **err);
+/* Wall time of decode steps so far, in seconds, by phase: phases[0]
+ * weight products, [1] attention, [2] sampling, [3] other; *steps counts
+ * the steps. reset: start again from zero. */
+int ar_engine_profile(ar_engine e, double *phases, int64_t *steps, int reset,
+                      char **err);
+
+/* The check a CUDA graph capture ends with, exposed for tests: fails when
+ * the replayed logits [S,V] (poisoned with NaN before the replay) were not
+ * written, or differ from the eager step's. */
+int ar_check_graph_replay(ar_tensor eager, ar_tensor replayed, int64_t slots,
+                          char **err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
