@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // ToolEnv is the state machine of one episode: it takes the model's turns
@@ -21,7 +23,7 @@ type ToolEnv struct {
 
 	mu     sync.Mutex
 	state  State
-	stop   string
+	stop   trajectory.StopReason
 	answer string
 	turns  []Turn
 	memo   episodeMemo // touched only by the Step that holds StateExecutingTools
@@ -92,7 +94,7 @@ func (e *ToolEnv) History() []Turn {
 //
 // Step returns an error, and changes nothing, in StateDone or while another
 // Step runs. When ctx is cancelled while tools run it returns ctx's error
-// and the episode ends with StopCancelled.
+// and the episode ends with trajectory.StopCancelled.
 func (e *ToolEnv) Step(ctx context.Context, a Action) (StepResult, error) {
 	e.mu.Lock()
 	switch e.state {
@@ -125,20 +127,20 @@ func (e *ToolEnv) act(ctx context.Context, turn int, a Action) (StepResult, erro
 	budgetSpent := a.TotalTokens >= e.cfg.MaxTokens
 	if perr == nil && len(calls) == 0 { // no tool-call tag at all
 		if answer, ok := ParseAnswer(a.Text); ok {
-			return StepResult{Done: true, Stop: StopAnswer, Answer: answer}, nil
+			return StepResult{Done: true, Stop: trajectory.StopAnswer, Answer: answer}, nil
 		}
 		if a.TurnTruncated || budgetSpent {
-			return StepResult{Done: true, Stop: StopMaxTokens}, nil
+			return StepResult{Done: true, Stop: trajectory.StopMaxTokens}, nil
 		}
-		return StepResult{Done: true, Stop: StopNoToolCall}, nil
+		return StepResult{Done: true, Stop: trajectory.StopNoToolCall}, nil
 	}
 	switch {
 	case perr != nil && (a.TurnTruncated || budgetSpent): // cut off in the middle of a call
-		return StepResult{Calls: parseFailure(perr), Done: true, Stop: StopMaxTokens}, nil
+		return StepResult{Calls: parseFailure(perr), Done: true, Stop: trajectory.StopMaxTokens}, nil
 	case turn >= e.cfg.MaxTurns:
-		return StepResult{Calls: unrun(calls, perr), Done: true, Stop: StopMaxTurns}, nil
+		return StepResult{Calls: unrun(calls, perr), Done: true, Stop: trajectory.StopMaxTurns}, nil
 	case budgetSpent:
-		return StepResult{Calls: unrun(calls, perr), Done: true, Stop: StopMaxTokens}, nil
+		return StepResult{Calls: unrun(calls, perr), Done: true, Stop: trajectory.StopMaxTokens}, nil
 	case perr != nil:
 		obs := errorObservation(perr)
 		res := StepResult{Calls: parseFailure(perr), Responses: []string{capObservation(obs, e.cfg.MaxObservationChars)}}
@@ -201,7 +203,7 @@ func (e *ToolEnv) execute(ctx context.Context, calls []ToolCall) (StepResult, er
 		res.Responses[i] = capObservation(obs, e.cfg.MaxObservationChars)
 	}
 	if err := ctx.Err(); err != nil {
-		return StepResult{Calls: res.Calls, Done: true, Stop: StopCancelled}, fmt.Errorf("task %s: step cancelled: %w", e.task.ID, err)
+		return StepResult{Calls: res.Calls, Done: true, Stop: trajectory.StopCancelled}, fmt.Errorf("task %s: step cancelled: %w", e.task.ID, err)
 	}
 	res.ProcessReward = e.cfg.Rewards.Process(e.memo.facts(res.Calls, outs, e.task.Support))
 	return res, nil

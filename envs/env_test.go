@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // testConfig is the configuration the tests' numbers were worked out
@@ -86,7 +88,7 @@ func TestAnswerEndsEpisode(t *testing.T) {
 		t.Fatalf("fresh env: state %v, %d turns", e.State(), len(e.History()))
 	}
 	res := step(t, e, "<think>I know it.</think>\n<answer> Paris </answer><|im_end|>")
-	if !res.Done || res.Stop != StopAnswer || res.Answer != "Paris" || res.ProcessReward != 0 || len(res.Responses) != 0 {
+	if !res.Done || res.Stop != trajectory.StopAnswer || res.Answer != "Paris" || res.ProcessReward != 0 || len(res.Responses) != 0 {
 		t.Errorf("answer turn: %+v", res)
 	}
 	if e.State() != StateDone {
@@ -105,7 +107,7 @@ func TestAnswerEndsEpisode(t *testing.T) {
 func TestNoToolCallEndsEpisode(t *testing.T) {
 	e := newEnv(t, testConfig(), &echoTool{})
 	res := step(t, e, "<think>Let me think about it.</think> I am not sure.")
-	if !res.Done || res.Stop != StopNoToolCall || res.Answer != "" {
+	if !res.Done || res.Stop != trajectory.StopNoToolCall || res.Answer != "" {
 		t.Errorf("got %+v", res)
 	}
 	if e.State() != StateDone {
@@ -274,7 +276,7 @@ func TestCancelledStep(t *testing.T) {
 	<-w.started
 	cancel()
 	err := <-errc
-	if err == nil || !strings.Contains(err.Error(), "context canceled") || !res.Done || res.Stop != StopCancelled {
+	if err == nil || !strings.Contains(err.Error(), "context canceled") || !res.Done || res.Stop != trajectory.StopCancelled {
 		t.Errorf("got %+v, %v", res, err)
 	}
 	if e.State() != StateDone {

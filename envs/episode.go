@@ -2,17 +2,19 @@ package envs
 
 import (
 	"context"
+
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Episode is a finished episode as an external reward sees it, in JSON.
 type Episode struct {
-	TaskID   string        `json:"task_id"`
-	Dataset  string        `json:"dataset"`
-	Question string        `json:"question"`
-	Gold     []string      `json:"gold"`   // the gold answer first, then aliases
-	Answer   string        `json:"answer"` // "" when the episode ended without one
-	Stop     string        `json:"stop"`   // why it ended (Stop* constants)
-	Turns    []EpisodeTurn `json:"turns"`
+	TaskID   string                `json:"task_id"`
+	Dataset  string                `json:"dataset"`
+	Question string                `json:"question"`
+	Gold     []string              `json:"gold"`   // the gold answer first, then aliases
+	Answer   string                `json:"answer"` // "" when the episode ended without one
+	Stop     trajectory.StopReason `json:"stop"`   // why it ended
+	Turns    []EpisodeTurn         `json:"turns"`
 }
 
 // EpisodeTurn is one assistant turn and the tool calls it made.
@@ -52,7 +54,7 @@ func (e *ToolEnv) episode() Episode {
 	if ep.Gold == nil {
 		ep.Gold = []string{}
 	}
-	if e.stop == StopAnswer {
+	if e.stop == trajectory.StopAnswer {
 		ep.Answer = e.answer
 	}
 	for i, t := range e.turns {

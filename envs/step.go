@@ -1,14 +1,9 @@
 package envs
 
-import "time"
+import (
+	"time"
 
-// Why an episode ended; the values are those of trainer/traj.StopReason.
-const (
-	StopAnswer     = "answer"       // the model gave a final answer
-	StopNoToolCall = "no_tool_call" // a turn ended without a tool call or an answer
-	StopMaxTurns   = "max_turns"    // the turn limit was reached
-	StopMaxTokens  = "max_tokens"   // the token budget was reached or the turn was cut off
-	StopCancelled  = "cancelled"    // the context was cancelled during a step
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Action is one assistant turn handed to the environment.
@@ -32,12 +27,12 @@ type Call struct {
 
 // StepResult is the environment's answer to an Action.
 type StepResult struct {
-	Responses     []string // one observation per call, to wrap in <tool_response>
-	Calls         []Call   // the calls of the turn, in order
-	ProcessReward float64  // this turn's process reward
-	Done          bool     // the episode has ended
-	Stop          string   // why it ended (Stop* constants), "" while it goes on
-	Answer        string   // the final answer when Stop is StopAnswer
+	Responses     []string              // one observation per call, to wrap in <tool_response>
+	Calls         []Call                // the calls of the turn, in order
+	ProcessReward float64               // this turn's process reward
+	Done          bool                  // the episode has ended
+	Stop          trajectory.StopReason // why it ended, "" while it goes on
+	Answer        string                // the final answer when Stop is StopAnswer
 }
 
 // Turn is one entry of an episode's history.

@@ -9,7 +9,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // acc collects values for a metric's mean and population std (ddof 0).
@@ -35,7 +35,7 @@ func (a acc) std() float64 {
 // episodeMetrics summarises trajectories under a prefix: reward (mean, std,
 // per component), EM/F1 (overall and per hop count), response length,
 // turns, tool calls, tool success, truncation and error rates.
-func episodeMetrics(prefix string, trs []*traj.Trajectory) map[string]float64 {
+func episodeMetrics(prefix string, trs []*trajectory.Trajectory) map[string]float64 {
 	m := map[string]float64{}
 	var reward, resp, turns, calls, okCalls, trunc, errs acc
 	comps := map[string]*acc{}
@@ -58,7 +58,7 @@ func episodeMetrics(prefix string, trs []*traj.Trajectory) map[string]float64 {
 			okCalls.add(float64(ok) / float64(n))
 		}
 		trunc.add(b2f(t.Stop.Truncated()))
-		errs.add(b2f(t.Stop == traj.StopError))
+		errs.add(b2f(t.Stop == trajectory.StopError))
 		for k, v := range t.Components {
 			if comps[k] == nil {
 				comps[k] = &acc{}
@@ -101,7 +101,7 @@ func b2f(b bool) float64 {
 }
 
 // updateMetrics adds the update's diagnostics and the advantage statistics.
-func updateMetrics(m map[string]float64, batch []*traj.Trajectory, u ppo.Stats, critic bool) {
+func updateMetrics(m map[string]float64, batch []*trajectory.Trajectory, u ppo.Stats, critic bool) {
 	m[metric.PolicyLoss] = u.PolicyLoss
 	m[metric.KLLoss] = u.KLLoss
 	m[metric.Entropy] = u.Entropy

@@ -13,7 +13,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/ppo"
 	"github.com/agentrl/agentrl/trainer/rollout"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // End to end through the real pieces: a tiny random model, the synthetic
@@ -45,7 +45,7 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 		s.Env = &searchFirst{Episode: s.Env, query: task.Question}
 		return s, err
 	}
-	trs, st, err := rollout.Run(context.Background(), engine.Decoder{Engine: tr.engine}, tr.chat, factory, reqs, tr.rolloutOptions(1, traj.Train,
+	trs, st, err := rollout.Run(context.Background(), engine.Decoder{Engine: tr.engine}, tr.chat, factory, reqs, tr.rolloutOptions(1, trajectory.Train,
 		rollout.Options{Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature}}))
 	if err != nil {
 		t.Fatal(err)

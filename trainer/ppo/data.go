@@ -1,7 +1,7 @@
 package ppo
 
 import (
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // TokenData are the per-token arrays an update needs besides the
@@ -13,12 +13,12 @@ type TokenData struct {
 }
 
 // Data holds each trajectory's TokenData.
-type Data map[*traj.Trajectory]*TokenData
+type Data map[*trajectory.Trajectory]*TokenData
 
 // Prepare computes, without gradients, the data of trs an update needs:
 // the policy's logprobs at the sampling temperature, the reference's when
 // there is one, and the critic's values when there is one.
-func (l *Learner) Prepare(trs []*traj.Trajectory) (Data, error) {
+func (l *Learner) Prepare(trs []*trajectory.Trajectory) (Data, error) {
 	c := l.Config
 	old, err := TokenLogprobs(l.Dist, l.Policy, trs, c.Temperature, c.MicroBatch)
 	if err != nil {

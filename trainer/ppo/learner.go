@@ -6,7 +6,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/dist"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Config shapes one PPO-style update over an iteration's batch.
@@ -55,7 +55,7 @@ func (l *Learner) separate() bool { return l.Critic != nil && l.Critic != l.Poli
 // micro-batches whose gradients accumulate before one optimizer step. A
 // non-finite loss or gradient norm skips that step (its gradients are
 // dropped) and records the mini-batch's trajectory ids.
-func (l *Learner) Learn(trs []*traj.Trajectory, data Data) (Stats, error) {
+func (l *Learner) Learn(trs []*trajectory.Trajectory, data Data) (Stats, error) {
 	var st Stats
 	idx := make([]int, len(trs))
 	for i := range idx {
@@ -86,7 +86,7 @@ func (l *Learner) Learn(trs []*traj.Trajectory, data Data) (Stats, error) {
 }
 
 // norm is the mini-batch's loss normaliser.
-func (l *Learner) norm(mini []*traj.Trajectory) algo.Norm {
+func (l *Learner) norm(mini []*trajectory.Trajectory) algo.Norm {
 	n := Norm(mini, l.Config.LossMask)
 	n.Horizon = float64(l.Config.Loss.Horizon)
 	return n

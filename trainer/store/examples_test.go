@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // exampleTask is one question of the example store.
@@ -30,40 +30,40 @@ var exampleTasks = map[string]exampleTask{
 // + the call succeeded, - it failed. right is the outcome judged by hand.
 type exampleRow struct {
 	iter          int
-	split         traj.Split
+	split         trajectory.Split
 	group, sample int
 	task, turns   string
 	answer        string
-	stop          traj.StopReason
+	stop          trajectory.StopReason
 	right         bool
 }
 
 // exampleRows: three iterations, each with 2 train groups of 2 samples and
 // one greedy eval sample per task.
 var exampleRows = []exampleRow{
-	{0, traj.Train, 0, 0, "nq-1", "S+ A", "Paris", traj.StopAnswer, true},
-	{0, traj.Train, 0, 1, "nq-1", "A", "Lyon", traj.StopAnswer, false},
-	{0, traj.Train, 1, 0, "hp-2", "S+ S+ S+", "", traj.StopMaxTurns, false},
-	{0, traj.Train, 1, 1, "hp-2", "P P P", "", traj.StopMaxTurns, false},
-	{0, traj.Eval, 0, 0, "nq-1", "S+ A", "Paris", traj.StopAnswer, true},
-	{0, traj.Eval, 1, 0, "hp-2", "S+ L- A", "1911", traj.StopAnswer, false},
-	{0, traj.Eval, 2, 0, "mu-3", "S- A", "Charles Babbage", traj.StopAnswer, false},
+	{0, trajectory.Train, 0, 0, "nq-1", "S+ A", "Paris", trajectory.StopAnswer, true},
+	{0, trajectory.Train, 0, 1, "nq-1", "A", "Lyon", trajectory.StopAnswer, false},
+	{0, trajectory.Train, 1, 0, "hp-2", "S+ S+ S+", "", trajectory.StopMaxTurns, false},
+	{0, trajectory.Train, 1, 1, "hp-2", "P P P", "", trajectory.StopMaxTurns, false},
+	{0, trajectory.Eval, 0, 0, "nq-1", "S+ A", "Paris", trajectory.StopAnswer, true},
+	{0, trajectory.Eval, 1, 0, "hp-2", "S+ L- A", "1911", trajectory.StopAnswer, false},
+	{0, trajectory.Eval, 2, 0, "mu-3", "S- A", "Charles Babbage", trajectory.StopAnswer, false},
 
-	{1, traj.Train, 0, 0, "nq-1", "S+ A", "paris", traj.StopAnswer, true},
-	{1, traj.Train, 0, 1, "nq-1", "S+ A", "Paris.", traj.StopAnswer, true},
-	{1, traj.Train, 1, 0, "hp-2", "S+ L+ A", "1912", traj.StopAnswer, true},
-	{1, traj.Train, 1, 1, "hp-2", "S+ S+ S+", "", traj.StopMaxTurns, false},
-	{1, traj.Eval, 0, 0, "nq-1", "S+ A", "Paris", traj.StopAnswer, true},
-	{1, traj.Eval, 1, 0, "hp-2", "S+ L+ A", "1912", traj.StopAnswer, true},
-	{1, traj.Eval, 2, 0, "mu-3", "S+ S- A", "Charles Babbage", traj.StopAnswer, false},
+	{1, trajectory.Train, 0, 0, "nq-1", "S+ A", "paris", trajectory.StopAnswer, true},
+	{1, trajectory.Train, 0, 1, "nq-1", "S+ A", "Paris.", trajectory.StopAnswer, true},
+	{1, trajectory.Train, 1, 0, "hp-2", "S+ L+ A", "1912", trajectory.StopAnswer, true},
+	{1, trajectory.Train, 1, 1, "hp-2", "S+ S+ S+", "", trajectory.StopMaxTurns, false},
+	{1, trajectory.Eval, 0, 0, "nq-1", "S+ A", "Paris", trajectory.StopAnswer, true},
+	{1, trajectory.Eval, 1, 0, "hp-2", "S+ L+ A", "1912", trajectory.StopAnswer, true},
+	{1, trajectory.Eval, 2, 0, "mu-3", "S+ S- A", "Charles Babbage", trajectory.StopAnswer, false},
 
-	{2, traj.Train, 0, 0, "mu-3", "S+ L+ A", "Ada Lovelace", traj.StopAnswer, true},
-	{2, traj.Train, 0, 1, "mu-3", "S+ L+ A", "Augusta Ada King", traj.StopAnswer, true},
-	{2, traj.Train, 1, 0, "hp-2", "S+ L+ A", "1912", traj.StopAnswer, true},
-	{2, traj.Train, 1, 1, "hp-2", "S+ L-", "", traj.StopMaxTokens, false},
-	{2, traj.Eval, 0, 0, "nq-1", "A", "Paris", traj.StopAnswer, true},
-	{2, traj.Eval, 1, 0, "hp-2", "S+ L+ A", "1912", traj.StopAnswer, true},
-	{2, traj.Eval, 2, 0, "mu-3", "S+ L+ A", "Ada Lovelace", traj.StopAnswer, true},
+	{2, trajectory.Train, 0, 0, "mu-3", "S+ L+ A", "Ada Lovelace", trajectory.StopAnswer, true},
+	{2, trajectory.Train, 0, 1, "mu-3", "S+ L+ A", "Augusta Ada King", trajectory.StopAnswer, true},
+	{2, trajectory.Train, 1, 0, "hp-2", "S+ L+ A", "1912", trajectory.StopAnswer, true},
+	{2, trajectory.Train, 1, 1, "hp-2", "S+ L-", "", trajectory.StopMaxTokens, false},
+	{2, trajectory.Eval, 0, 0, "nq-1", "A", "Paris", trajectory.StopAnswer, true},
+	{2, trajectory.Eval, 1, 0, "hp-2", "S+ L+ A", "1912", trajectory.StopAnswer, true},
+	{2, trajectory.Eval, 2, 0, "mu-3", "S+ L+ A", "Ada Lovelace", trajectory.StopAnswer, true},
 }
 
 // exampleTraj builds the trajectory a row describes. Rewards: outcome 1 when
@@ -71,9 +71,9 @@ var exampleRows = []exampleRow{
 // failed or unparsed one; total = outcome + process rewards. Tokens: a
 // 4-token prompt, 3 generated tokens per turn, 2 observation tokens after
 // each tool call.
-func exampleTraj(r exampleRow) *traj.Trajectory {
+func exampleTraj(r exampleRow) *trajectory.Trajectory {
 	task := exampleTasks[r.task]
-	t := &traj.Trajectory{
+	t := &trajectory.Trajectory{
 		ID: fmt.Sprintf("%d-%s-%d-%d", r.iter, r.split, r.group, r.sample), TaskID: task.id, Dataset: task.dataset,
 		Hops: task.hops, Group: r.group, Sample: r.sample, Split: r.split, Iteration: r.iter, PolicyVersion: r.iter,
 		Question: task.question, Gold: task.gold, Answer: r.answer, Stop: r.stop, DurationMS: 100,
@@ -85,7 +85,7 @@ func exampleTraj(r exampleRow) *traj.Trajectory {
 	}
 	t.Reward = t.Outcome
 	for k, spec := range strings.Fields(r.turns) {
-		u := traj.Turn{GenTokens: 3}
+		u := trajectory.Turn{GenTokens: 3}
 		t.Tokens = append(t.Tokens, 10, 11, 12)
 		t.Logprobs = append(t.Logprobs, -0.5, -0.5, -0.5)
 		t.Mask = append(t.Mask, 1, 1, 1)
@@ -123,7 +123,7 @@ func exampleStore(t *testing.T) *Store {
 		t.Fatal(err)
 	}
 	for it := range 3 {
-		var batch []*traj.Trajectory
+		var batch []*trajectory.Trajectory
 		for _, r := range exampleRows {
 			if r.iter == it {
 				batch = append(batch, exampleTraj(r))
@@ -290,8 +290,8 @@ func TestList(t *testing.T) {
 		want string
 	}{
 		// The wrong eval answers of exampleRows.
-		{ListFilter{Split: traj.Eval, Where: "correct = 0"}, "0-eval-1-0 0-eval-2-0 1-eval-2-0"},
-		{ListFilter{Iteration: &two, Split: traj.Train, Limit: 2}, "2-train-0-0 2-train-0-1"},
+		{ListFilter{Split: trajectory.Eval, Where: "correct = 0"}, "0-eval-1-0 0-eval-2-0 1-eval-2-0"},
+		{ListFilter{Iteration: &two, Split: trajectory.Train, Limit: 2}, "2-train-0-0 2-train-0-1"},
 		// The two one-turn episodes.
 		{ListFilter{Where: "n_turns = ?", Args: []any{1}}, "0-train-0-1 2-eval-0-0"},
 	} {
@@ -304,8 +304,8 @@ func TestList(t *testing.T) {
 		t.Fatalf("List by id: %v, %v", got, err)
 	}
 	// 1-train-0-1: "S+ A", answer "Paris." (right), 4 + 5 + 3 = 12 tokens, 6 generated.
-	want := Summary{ID: "1-train-0-1", Iteration: 1, Split: traj.Train, TaskID: "nq-1", Dataset: "nq", Hops: 1,
-		Group: 0, Sample: 1, Answer: "Paris.", Correct: true, Outcome: 1, Reward: 1.1, Stop: traj.StopAnswer,
+	want := Summary{ID: "1-train-0-1", Iteration: 1, Split: trajectory.Train, TaskID: "nq-1", Dataset: "nq", Hops: 1,
+		Group: 0, Sample: 1, Answer: "Paris.", Correct: true, Outcome: 1, Reward: 1.1, Stop: trajectory.StopAnswer,
 		Turns: 2, Tokens: 12, ActionTokens: 6, DurationMS: 100}
 	if got[0] != want {
 		t.Errorf("summary %+v, want %+v", got[0], want)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // LoadIteration returns every trajectory of an iteration and split ("" for
@@ -14,7 +14,7 @@ import (
 // written, so an update can be re-run from the store alone. Exceptions:
 // NaN and null read back as NaN, and a trajectory without turns reads back
 // with nil Turns.
-func (s *Store) LoadIteration(iter int, split traj.Split) ([]*traj.Trajectory, error) {
+func (s *Store) LoadIteration(iter int, split trajectory.Split) ([]*trajectory.Trajectory, error) {
 	run, ok, err := s.scope()
 	if err != nil {
 		return nil, fmt.Errorf("load iteration %d from %s: %w", iter, s.path, err)
@@ -35,7 +35,7 @@ func (s *Store) LoadIteration(iter int, split traj.Split) ([]*traj.Trajectory, e
 
 // Get returns one trajectory of the run by its id; a missing one is an
 // error wrapping ErrNotFound.
-func (s *Store) Get(id string) (*traj.Trajectory, error) {
+func (s *Store) Get(id string) (*trajectory.Trajectory, error) {
 	run, ok, err := s.scope()
 	if err != nil {
 		return nil, fmt.Errorf("get %s from %s: %w", id, s.path, err)
@@ -55,7 +55,7 @@ func (s *Store) Get(id string) (*traj.Trajectory, error) {
 
 // load reads the trajectories matching where (a condition on the
 // trajectories table), then their token arrays and turns, in tid order.
-func (s *Store) load(where string, args []any) ([]*traj.Trajectory, error) {
+func (s *Store) load(where string, args []any) ([]*trajectory.Trajectory, error) {
 	tx, err := s.db.Begin() // one snapshot for the three reads
 	if err != nil {
 		return nil, err
@@ -76,7 +76,7 @@ func (s *Store) load(where string, args []any) ([]*traj.Trajectory, error) {
 }
 
 // loadTrajectories reads the trajectory rows and indexes them by tid.
-func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*traj.Trajectory, map[int64]*traj.Trajectory, error) {
+func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Trajectory, map[int64]*trajectory.Trajectory, error) {
 	rows, err := tx.Query(`SELECT tid, id, iteration, split, task_id, dataset, hops, group_idx, sample_idx,
 		policy_version, question, gold, answer, outcome, reward, components, stop, error, prompt_tokens,
 		duration_ms FROM trajectories WHERE `+where+` ORDER BY tid`, args...)
@@ -84,10 +84,10 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*traj.Trajectory,
 		return nil, nil, err
 	}
 	defer rows.Close()
-	var ts []*traj.Trajectory
-	byTID := map[int64]*traj.Trajectory{}
+	var ts []*trajectory.Trajectory
+	byTID := map[int64]*trajectory.Trajectory{}
 	for rows.Next() {
-		t := &traj.Trajectory{}
+		t := &trajectory.Trajectory{}
 		var (
 			tid                       int64
 			split, stop               string
@@ -99,7 +99,7 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*traj.Trajectory,
 			&t.Error, &t.PromptLen, &duration); err != nil {
 			return nil, nil, err
 		}
-		t.Split, t.Stop = traj.Split(split), traj.StopReason(stop)
+		t.Split, t.Stop = trajectory.Split(split), trajectory.StopReason(stop)
 		t.Outcome, t.Reward, t.DurationMS = orNaN(outcome), orNaN(reward), orNaN(duration)
 		if t.Gold, err = decodeStrings(gold); err != nil {
 			return nil, nil, fmt.Errorf("trajectory %s gold: %w", t.ID, err)
@@ -114,7 +114,7 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*traj.Trajectory,
 }
 
 // loadTokens decodes the token blobs of the selected trajectories.
-func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*traj.Trajectory) error {
+func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
 	rows, err := tx.Query(`SELECT tid, ids, logprobs, mask, turn_of, critic_values, advantages, returns
 		FROM trajectory_tokens WHERE `+sub, args...)
 	if err != nil {
@@ -149,7 +149,7 @@ func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*traj.Trajec
 }
 
 // loadTurns reads the turns of the selected trajectories in turn order.
-func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*traj.Trajectory) error {
+func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
 	rows, err := tx.Query(`SELECT tid, turn, text, gen_tokens, tool, args, parse_error, observation, ok,
 		process_reward, latency_ms FROM turns WHERE `+sub+` ORDER BY tid, turn`, args...)
 	if err != nil {
@@ -159,7 +159,7 @@ func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*traj.Traject
 	for rows.Next() {
 		var (
 			tid, turn       int64
-			u               traj.Turn
+			u               trajectory.Turn
 			reward, latency sql.NullFloat64
 		)
 		if err := rows.Scan(&tid, &turn, &u.Text, &u.GenTokens, &u.ToolName, &u.ToolArgs, &u.ParseError,

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // RenderOptions choose what Render shows and how.
@@ -60,7 +60,7 @@ func (r *renderer) block(indent, code, text string) {
 // Render writes a readable account of a trajectory: the question, each
 // turn's text with its tool call and result, the answer, rewards and stop
 // reason, and with ShowMask the tokens grouped by action-mask bit.
-func Render(w io.Writer, t *traj.Trajectory, opts RenderOptions) error {
+func Render(w io.Writer, t *trajectory.Trajectory, opts RenderOptions) error {
 	if t == nil {
 		return fmt.Errorf("render: nil trajectory")
 	}
@@ -99,7 +99,7 @@ func Render(w io.Writer, t *traj.Trajectory, opts RenderOptions) error {
 
 // turn writes one turn: its text, its tool call or parse error, and the
 // observation it received.
-func (r *renderer) turn(i, n int, u traj.Turn) {
+func (r *renderer) turn(i, n int, u trajectory.Turn) {
 	r.line("%s", r.style(ansiBold, fmt.Sprintf("-- turn %d/%d, %d tokens, process reward %s --", i+1, n, u.GenTokens, num(u.ProcessReward))))
 	r.block("  ", "", u.Text)
 	switch {
@@ -120,7 +120,7 @@ func (r *renderer) turn(i, n int, u traj.Turn) {
 
 // mask writes the tokens in runs of equal mask bit, each run decoded when a
 // decoder is given, else as ids.
-func (r *renderer) mask(t *traj.Trajectory, decode func([]int32) string) {
+func (r *renderer) mask(t *trajectory.Trajectory, decode func([]int32) string) {
 	r.line("%s", r.style(ansiBold, "-- tokens by action mask (1 = sampled by the policy, 0 = prompt, template or tool output) --"))
 	n := min(len(t.Tokens), len(t.Mask))
 	for start := 0; start < n; {

@@ -8,7 +8,7 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // WriteIteration stores one iteration of the run begun with BeginRun: its
@@ -17,7 +17,7 @@ import (
 // nothing of the iteration is stored. Each trajectory's Iteration must equal
 // iter and its per-token arrays must match its Tokens in length (Values,
 // Advantages and Returns may be nil).
-func (s *Store) WriteIteration(iter int, metrics map[string]float64, trajs []*traj.Trajectory) error {
+func (s *Store) WriteIteration(iter int, metrics map[string]float64, trajs []*trajectory.Trajectory) error {
 	run, err := s.writeScope()
 	if err != nil {
 		return fmt.Errorf("write iteration %d to %s: %w", iter, s.path, err)
@@ -77,7 +77,7 @@ WHERE run = ? AND iteration = ?`
 
 // validate checks what the schema cannot: a trajectory is present, belongs
 // to the iteration and has per-token arrays of one length.
-func validate(t *traj.Trajectory, iter int) error {
+func validate(t *trajectory.Trajectory, iter int) error {
 	if t == nil {
 		return fmt.Errorf("nil trajectory")
 	}
@@ -87,8 +87,8 @@ func validate(t *traj.Trajectory, iter int) error {
 	if t.Iteration != iter {
 		return fmt.Errorf("%s has iteration %d", t.ID, t.Iteration)
 	}
-	if t.Split != traj.Train && t.Split != traj.Eval {
-		return fmt.Errorf("%s has split %q, want %q or %q", t.ID, t.Split, traj.Train, traj.Eval)
+	if t.Split != trajectory.Train && t.Split != trajectory.Eval {
+		return fmt.Errorf("%s has split %q, want %q or %q", t.ID, t.Split, trajectory.Train, trajectory.Eval)
 	}
 	n := len(t.Tokens)
 	for _, a := range []struct {
@@ -152,7 +152,7 @@ func (w *inserts) close() {
 }
 
 // insert writes one trajectory, its turns and its token arrays.
-func (w *inserts) insert(run string, t *traj.Trajectory) error {
+func (w *inserts) insert(run string, t *trajectory.Trajectory) error {
 	gold, err := encodeStrings(t.Gold)
 	if err != nil {
 		return fmt.Errorf("gold: %w", err)

@@ -1,8 +1,10 @@
-// Package traj defines the record of one multi-turn agent episode: the
+// Package trajectory holds the data of one multi-turn agent episode: the
 // tokens with their behaviour log-probabilities and action mask, the turns
-// with their tool calls, and the rewards. The rollout engine fills it, the
-// algorithms add advantages, the store persists it.
-package traj
+// with their tool calls, the rewards and why the episode stopped. The
+// environment records turns and stop reasons, the rollout scheduler fills
+// the tokens, the algorithms add advantages, the store persists it. It is a
+// leaf: it imports nothing of the project, so every layer can share it.
+package trajectory
 
 // Split says whether a trajectory was sampled for training or evaluation.
 type Split string
