@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -25,7 +26,7 @@ type ToolEnv struct {
 	state  State
 	stop   trajectory.StopReason
 	answer string
-	turns  []Turn
+	turns  []trajectory.Turn
 	memo   episodeMemo // touched only by the Step that holds StateExecutingTools
 }
 
@@ -71,7 +72,7 @@ func (e *ToolEnv) State() State {
 }
 
 // History returns the turns so far, oldest first.
-func (e *ToolEnv) History() []Turn {
+func (e *ToolEnv) History() []trajectory.Turn {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.turns)
@@ -109,11 +110,14 @@ func (e *ToolEnv) Step(ctx context.Context, a Action) (StepResult, error) {
 	turn := len(e.turns) + 1
 	e.mu.Unlock()
 
+	start := time.Now()
 	res, err := e.act(ctx, turn, a)
+	latency := time.Since(start)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.turns = append(e.turns, Turn{Action: a, Result: res})
+	e.turns = append(e.turns, trajectory.Turn{Text: a.Text, GenTokens: a.Tokens, Calls: res.Calls,
+		ProcessReward: res.ProcessReward, LatencyMS: milliseconds(latency)})
 	e.state = StateAwaitingAction
 	if res.Done {
 		e.state, e.stop, e.answer = StateDone, res.Stop, res.Answer
@@ -151,18 +155,18 @@ func (e *ToolEnv) act(ctx context.Context, turn int, a Action) (StepResult, erro
 }
 
 // parseFailure records a turn whose calls did not parse.
-func parseFailure(perr error) []Call {
-	return []Call{{ParseError: perr.Error(), Result: errorObservation(perr)}}
+func parseFailure(perr error) []trajectory.ToolCall {
+	return []trajectory.ToolCall{{ParseError: perr.Error(), Result: errorObservation(perr)}}
 }
 
 // unrun records calls that were not run because the episode ended.
-func unrun(calls []ToolCall, perr error) []Call {
+func unrun(calls []ToolCall, perr error) []trajectory.ToolCall {
 	if perr != nil {
 		return parseFailure(perr)
 	}
-	out := make([]Call, len(calls))
+	out := make([]trajectory.ToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = Call{Name: c.Name, Args: string(c.Arguments)}
+		out[i] = trajectory.ToolCall{Name: c.Name, Args: string(c.Arguments)}
 	}
 	return out
 }
@@ -185,10 +189,10 @@ func (e *ToolEnv) execute(ctx context.Context, calls []ToolCall) (StepResult, er
 	}
 	wg.Wait()
 
-	res := StepResult{Calls: make([]Call, len(calls)), Responses: make([]string, len(calls))}
+	res := StepResult{Calls: make([]trajectory.ToolCall, len(calls)), Responses: make([]string, len(calls))}
 	for i, c := range calls {
 		o := outs[i]
-		call := Call{Name: c.Name, Args: string(c.Arguments), Latency: o.latency}
+		call := trajectory.ToolCall{Name: c.Name, Args: string(c.Arguments), LatencyMS: milliseconds(o.latency)}
 		obs := ""
 		if o.err != nil {
 			obs = errorObservation(o.err)
@@ -208,3 +212,6 @@ func (e *ToolEnv) execute(ctx context.Context, calls []ToolCall) (StepResult, er
 	res.ProcessReward = e.cfg.Rewards.Process(e.memo.facts(res.Calls, outs, e.task.Support))
 	return res, nil
 }
+
+// milliseconds converts a duration to the milliseconds a trajectory records.
+func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

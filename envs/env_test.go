@@ -124,7 +124,7 @@ func TestToolCallContinues(t *testing.T) {
 		t.Fatalf("got %+v", res)
 	}
 	c := res.Calls[0]
-	if c.Name != "echo" || c.Args != `{"text":"hello"}` || c.Result != "hello" || !c.OK || c.ParseError != "" || c.Latency <= 0 {
+	if c.Name != "echo" || c.Args != `{"text":"hello"}` || c.Result != "hello" || !c.OK || c.ParseError != "" || c.LatencyMS <= 0 {
 		t.Errorf("call record %+v", c)
 	}
 	if !near(res.ProcessReward, 0.02) { // one valid call: ValidCall
@@ -134,7 +134,7 @@ func TestToolCallContinues(t *testing.T) {
 		t.Errorf("state %v, %d calls", e.State(), echo.calls.Load())
 	}
 	h := e.History()
-	if len(h) != 1 || h[0].Action.Tokens != 10 || h[0].Result.Responses[0] != "hello" {
+	if len(h) != 1 || h[0].GenTokens != 10 || h[0].Calls[0].Result != "hello" || !near(h[0].ProcessReward, 0.02) || h[0].LatencyMS <= 0 {
 		t.Errorf("history %+v", h)
 	}
 }
@@ -199,8 +199,8 @@ func TestHangingToolTimesOut(t *testing.T) {
 		if res.Done || res.Responses[0] != "Error: tool hang timed out after 50ms" || res.Responses[1] != "fine" {
 			t.Errorf("got %+v", res)
 		}
-		if res.Calls[0].Latency < 50*time.Millisecond {
-			t.Errorf("timed out after %v, before the timeout", res.Calls[0].Latency)
+		if res.Calls[0].LatencyMS < 50 {
+			t.Errorf("timed out after %v ms, before the timeout", res.Calls[0].LatencyMS)
 		}
 		if !near(res.ProcessReward, 0.02) { // the hang counts neither way; echo is valid
 			t.Errorf("process reward %v, want 0.02", res.ProcessReward)

@@ -33,8 +33,8 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 	e.mu.Lock()
 	turns := make([]reward.FormatTurn, len(e.turns))
 	for i, t := range e.turns {
-		calls, err := ParseToolCalls(t.Action.Text)
-		turns[i] = reward.FormatTurn{Text: t.Action.Text, CallsOK: err == nil && len(calls) > 0}
+		calls, err := ParseToolCalls(t.Text)
+		turns[i] = reward.FormatTurn{Text: t.Text, CallsOK: err == nil && len(calls) > 0}
 	}
 	answered, answer := e.stop == trajectory.StopAnswer, e.answer
 	var ep Episode

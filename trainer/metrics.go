@@ -44,11 +44,11 @@ func episodeMetrics(prefix string, trs []*trajectory.Trajectory) map[string]floa
 		reward.add(t.Reward)
 		resp.add(float64(t.ActionTokens()))
 		turns.add(float64(len(t.Turns)))
-		n, ok := 0, 0
+		n, ok := 0, 0 // turns with tool calls, and those whose calls all succeeded
 		for _, tu := range t.Turns {
-			if tu.ToolName != "" || tu.ParseError != "" {
+			if len(tu.Calls) > 0 {
 				n++
-				if tu.ToolOK {
+				if tu.ToolsOK() {
 					ok++
 				}
 			}

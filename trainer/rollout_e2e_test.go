@@ -55,7 +55,7 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 	}
 	for _, x := range trs {
 		checkInvariants(t, x)
-		if len(x.Turns) < 3 || !x.Turns[0].ToolOK || !strings.Contains(x.Turns[0].Observation, "Doc 1") {
+		if len(x.Turns) < 3 || !x.Turns[0].ToolsOK() || !strings.Contains(x.Turns[0].Calls[0].Result, "Doc 1") {
 			t.Fatalf("%s: %d turns, first %+v", x.ID, len(x.Turns), x.Turns[0])
 		}
 	}

@@ -244,7 +244,7 @@ func (e *benchEnv) Step(ctx context.Context, _ envs.Action) (envs.StepResult, er
 			return envs.StepResult{}, ctx.Err()
 		}
 	}
-	return envs.StepResult{Responses: []string{"ok"}, Calls: []envs.Call{{Name: "sleep", OK: true}}}, nil
+	return envs.StepResult{Responses: []string{"ok"}, Calls: []trajectory.ToolCall{{Name: "sleep", OK: true}}}, nil
 }
 
 func (e *benchEnv) Outcome() (float64, map[string]float64) { return 0, nil }

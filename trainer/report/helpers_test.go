@@ -94,8 +94,8 @@ func fakeTraj(iter int, split trajectory.Split, group, sample int, q, answer str
 		Mask: []uint8{0, 0, 1, 1, 0, 1}, TurnOf: []int16{-1, -1, 0, 0, 0, 1},
 		Turns: []trajectory.Turn{
 			{Text: "<think>I should search.</think><tool_call>{\"name\":\"search\"}</tool_call>", GenTokens: 2,
-				ToolName: "search", ToolArgs: `{"query":"author"}`, ToolOK: true, LatencyMS: 3,
-				Observation: `</div><img src=x onerror=alert(1)> Hamlet is a tragedy by William Shakespeare.`},
+				LatencyMS: 3, Calls: []trajectory.ToolCall{{Name: "search", Args: `{"query":"author"}`, OK: true, LatencyMS: 3,
+					Result: `</div><img src=x onerror=alert(1)> Hamlet is a tragedy by William Shakespeare.`}}},
 			{Text: "<answer>" + answer + "</answer>", GenTokens: 1},
 		},
 	}

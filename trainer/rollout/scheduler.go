@@ -2,11 +2,10 @@ package rollout
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
@@ -392,39 +391,19 @@ func (s *sched) onReply(r envReply) error {
 	return nil
 }
 
-// turnRecord turns an environment reply into the turn's record.
+// turnRecord turns an environment reply into the turn's record. Each call
+// keeps as its result the response the model was shown for it, not the
+// tool's whole output; the calls are copied, as the environment keeps its own.
 func turnRecord(r envReply) trajectory.Turn {
-	t := trajectory.Turn{Text: r.text, GenTokens: r.gen, ProcessReward: r.res.ProcessReward,
+	calls := slices.Clone(r.res.Calls)
+	for i := range calls {
+		calls[i].Result = ""
+		if i < len(r.res.Responses) {
+			calls[i].Result = r.res.Responses[i]
+		}
+	}
+	return trajectory.Turn{Text: r.text, GenTokens: r.gen, Calls: calls, ProcessReward: r.res.ProcessReward,
 		LatencyMS: float64(r.latency) / float64(time.Millisecond)}
-	var names, perrs []string
-	var args []json.RawMessage
-	ok := len(r.res.Calls) > 0
-	for _, c := range r.res.Calls {
-		if c.Name != "" {
-			names = append(names, c.Name)
-			args = append(args, json.RawMessage(c.Args))
-		}
-		if c.ParseError != "" {
-			perrs = append(perrs, c.ParseError)
-		}
-		ok = ok && c.OK
-	}
-	t.ToolName = strings.Join(names, ",")
-	switch len(args) {
-	case 0:
-	case 1:
-		t.ToolArgs = string(args[0])
-	default:
-		b, _ := json.Marshal(args)
-		t.ToolArgs = string(b)
-	}
-	t.ParseError = strings.Join(perrs, "; ")
-	t.Observation = strings.Join(r.res.Responses, "\n")
-	t.ToolOK = ok
-	if r.err != nil {
-		t.Observation = "Error: " + r.err.Error()
-	}
-	return t
 }
 
 // end finishes a trajectory, scores it and frees its slot.

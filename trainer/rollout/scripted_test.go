@@ -189,7 +189,7 @@ func (e *fakeEnv) Step(ctx context.Context, a envs.Action) (envs.StepResult, err
 		return envs.StepResult{Done: true, Stop: trajectory.StopMaxTurns}, nil
 	}
 	return envs.StepResult{Responses: []string{"r"}, ProcessReward: 0.5,
-		Calls: []envs.Call{{Name: "search", Args: `{"query":"q"}`, Result: "r", OK: true}}}, nil
+		Calls: []trajectory.ToolCall{{Name: "search", Args: `{"query":"q"}`, Result: "r", OK: true}}}, nil
 }
 
 func (e *fakeEnv) Outcome() (float64, map[string]float64) {
@@ -286,7 +286,8 @@ func TestScriptedRollout(t *testing.T) {
 			if tr.Outcome != float64(k) || tr.Reward != float64(k)+0.5*float64(k) {
 				t.Fatalf("task %d: outcome %v reward %v", k, tr.Outcome, tr.Reward)
 			}
-			if k > 0 && (tr.Turns[0].ToolName != "search" || !tr.Turns[0].ToolOK || tr.Turns[0].GenTokens != 4) {
+			if k > 0 && (len(tr.Turns[0].Calls) != 1 || tr.Turns[0].Calls[0].Name != "search" || !tr.Turns[0].Calls[0].OK ||
+				tr.Turns[0].GenTokens != 4) {
 				t.Fatalf("task %d turn record %+v", k, tr.Turns[0])
 			}
 		}

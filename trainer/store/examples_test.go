@@ -27,7 +27,8 @@ var exampleTasks = map[string]exampleTask{
 
 // exampleRow describes one trajectory of the example store. turns lists the
 // turns: S search, L lookup, P an unparsed tool call, A the answer turn;
-// + the call succeeded, - it failed. right is the outcome judged by hand.
+// + the call succeeded, - it failed; a turn of several calls lists them
+// together (S+L+S-). right is the outcome judged by hand.
 type exampleRow struct {
 	iter          int
 	split         trajectory.Split
@@ -60,7 +61,7 @@ var exampleRows = []exampleRow{
 	{2, trajectory.Train, 0, 0, "mu-3", "S+ L+ A", "Ada Lovelace", trajectory.StopAnswer, true},
 	{2, trajectory.Train, 0, 1, "mu-3", "S+ L+ A", "Augusta Ada King", trajectory.StopAnswer, true},
 	{2, trajectory.Train, 1, 0, "hp-2", "S+ L+ A", "1912", trajectory.StopAnswer, true},
-	{2, trajectory.Train, 1, 1, "hp-2", "S+ L-", "", trajectory.StopMaxTokens, false},
+	{2, trajectory.Train, 1, 1, "hp-2", "S+L+S- L-", "", trajectory.StopMaxTokens, false},
 	{2, trajectory.Eval, 0, 0, "nq-1", "A", "Paris", trajectory.StopAnswer, true},
 	{2, trajectory.Eval, 1, 0, "hp-2", "S+ L+ A", "1912", trajectory.StopAnswer, true},
 	{2, trajectory.Eval, 2, 0, "mu-3", "S+ L+ A", "Ada Lovelace", trajectory.StopAnswer, true},
@@ -70,7 +71,7 @@ var exampleRows = []exampleRow{
 // right, else 0; process reward +0.1 per successful tool call, -0.1 per
 // failed or unparsed one; total = outcome + process rewards. Tokens: a
 // 4-token prompt, 3 generated tokens per turn, 2 observation tokens after
-// each tool call.
+// each turn with tool calls. Each call takes 10 ms.
 func exampleTraj(r exampleRow) *trajectory.Trajectory {
 	task := exampleTasks[r.task]
 	t := &trajectory.Trajectory{
@@ -94,14 +95,20 @@ func exampleTraj(r exampleRow) *trajectory.Trajectory {
 		case "A":
 			u.Text = "<answer>" + r.answer + "</answer>"
 		case "P":
-			u.Text, u.ParseError, u.Observation = "<tool_call>{search</tool_call>", "invalid JSON", "error: invalid tool call"
-			u.ProcessReward = -0.1
+			u.Text, u.ProcessReward = "<tool_call>{search</tool_call>", -0.1
+			u.Calls = []trajectory.ToolCall{{ParseError: "invalid JSON", Result: "error: invalid tool call"}}
 		default:
-			u.ToolName = map[byte]string{'S': "search", 'L': "lookup"}[spec[0]]
-			u.ToolArgs, u.ToolOK, u.LatencyMS = `{"query":"x"}`, spec[1] == '+', 10
-			u.Text, u.Observation, u.ProcessReward = "<tool_call>"+u.ToolArgs+"</tool_call>", "no result", -0.1
-			if u.ToolOK {
-				u.Observation, u.ProcessReward = "a passage", 0.1
+			u.LatencyMS = 10
+			for i := 0; i < len(spec); i += 2 {
+				c := trajectory.ToolCall{Name: map[byte]string{'S': "search", 'L': "lookup"}[spec[i]], Args: `{"query":"x"}`,
+					Result: "no result", OK: spec[i+1] == '+', LatencyMS: 10}
+				reward := -0.1
+				if c.OK {
+					c.Result, reward = "a passage", 0.1
+				}
+				u.Text += "<tool_call>" + c.Args + "</tool_call>"
+				u.ProcessReward += reward
+				u.Calls = append(u.Calls, c)
 			}
 		}
 		if spec != "A" {
@@ -140,13 +147,13 @@ func exampleStore(t *testing.T) *Store {
 // out by hand from exampleRows, as "col | col" lines.
 var exampleWant = [][]string{
 	// 1. Which tools fail most. Counting the S/L/P calls in exampleRows:
-	// search: ok 6 (it 0) + 9 (it 1) + 6 (it 2) = 21, failed 1 + 1 = 2, 23 calls, 21/23 = 0.913;
-	// lookup: ok 0 + 2 + 5 = 7, failed 1 + 0 + 1 = 2, 9 calls, 7/9 = 0.778;
-	// unparsed: the three P of 0-train-1-1. Ties on failures go by success rate.
+	// search: ok 6 (it 0) + 9 (it 1) + 6 (it 2) = 21, failed 1 (it 0) + 1 (it 1) + 1 (it 2) = 3,
+	// 24 calls, 21/24 = 0.875; lookup: ok 0 + 2 + 6 = 8, failed 1 + 0 + 1 = 2, 10 calls,
+	// 8/10 = 0.8; unparsed: the three P of 0-train-1-1. Ties on failures go by success rate.
 	{"tool | calls | failures | success_rate",
 		"(unparsed) | 3 | 3 | 0",
-		"lookup | 9 | 2 | 0.778",
-		"search | 23 | 2 | 0.913"},
+		"search | 24 | 3 | 0.875",
+		"lookup | 10 | 2 | 0.8"},
 	// 2. Accuracy by number of turns. 1 turn: 0-train-0-1 wrong, 2-eval-0-0 right.
 	// 2 turns: 0-train-0-0, 0-eval-0-0, 1-train-0-0, 1-train-0-1, 1-eval-0-0 right;
 	// 0-eval-2-0, 2-train-1-1 wrong: 5/7. 3 turns: the other 12, of which
@@ -155,7 +162,8 @@ var exampleWant = [][]string{
 		"1 | 2 | 1 | 0.5",
 		"2 | 7 | 5 | 0.714",
 		"3 | 12 | 7 | 0.583"},
-	// 3. Reward by iteration and split (reward = outcome + 0.1 per good call - 0.1 per bad one).
+	// 3. Reward by iteration and split (reward = outcome + 0.1 per good call - 0.1 per bad one;
+	// the S+L+S- turn of 2-train-1-1 earns 0.1 + 0.1 - 0.1 = 0.1).
 	// it 0 train: 1.1 + 0 + 0.3 - 0.3 = 1.1 / 4; eval: 1.1 + 0 - 0.1 = 1.0 / 3.
 	// it 1 train: 1.1 + 1.1 + 1.2 + 0.3 = 3.7 / 4; eval: 1.1 + 1.2 + 0 = 2.3 / 3.
 	// it 2 train: 1.2 * 3 + 0 = 3.6 / 4; eval: 1.0 + 1.2 + 1.2 = 3.4 / 3.
@@ -187,6 +195,12 @@ var exampleWant = [][]string{
 		"2 | train | 6 | 0.333",
 		"3 | eval | 3 | 0.333",
 		"3 | train | 2 | 1"},
+	// 7. Turns with several calls: only the first turn of 2-train-1-1 (S+L+S-),
+	// its calls in order.
+	{"id | turn | call | tool | ok",
+		"2-train-1-1 | 0 | 0 | search | 1",
+		"2-train-1-1 | 0 | 1 | lookup | 1",
+		"2-train-1-1 | 0 | 2 | search | 0"},
 }
 
 // docExample is one example query of SCHEMA.md and the result it shows.

@@ -53,8 +53,8 @@ func synthTraj(iter int, split trajectory.Split, group, sample, nTok, nTurns int
 	for k := range nTurns {
 		t.Turns = append(t.Turns, trajectory.Turn{
 			Text: fmt.Sprintf("<think>step %d</think><tool_call>{\"name\":\"search\"}</tool_call>", k), GenTokens: per / 2,
-			ToolName: "search", ToolArgs: fmt.Sprintf(`{"query":"q%d"}`, k), Observation: "Paris is on the Seine.",
-			ToolOK: true, ProcessReward: 0.1, LatencyMS: 12.5,
+			ProcessReward: 0.1, LatencyMS: 12.5, Calls: []trajectory.ToolCall{{Name: "search", Args: fmt.Sprintf(`{"query":"q%d"}`, k),
+				Result: "Paris is on the Seine.", OK: true, LatencyMS: 12.5}},
 		})
 	}
 	return t

@@ -12,8 +12,9 @@ import (
 // LoadIteration returns every trajectory of an iteration and split ("" for
 // both), in the order they were written, with every field as it was
 // written, so an update can be re-run from the store alone. Exceptions:
-// NaN and null read back as NaN, and a trajectory without turns reads back
-// with nil Turns.
+// NaN and null read back as NaN, and a trajectory without turns (a turn
+// without calls, a call without refs) reads back with nil Turns (Calls,
+// Refs).
 func (s *Store) LoadIteration(iter int, split trajectory.Split) ([]*trajectory.Trajectory, error) {
 	run, ok, err := s.scope()
 	if err != nil {
@@ -54,9 +55,10 @@ func (s *Store) Get(id string) (*trajectory.Trajectory, error) {
 }
 
 // load reads the trajectories matching where (a condition on the
-// trajectories table), then their token arrays and turns, in tid order.
+// trajectories table), then their token arrays, turns and tool calls, in
+// tid order.
 func (s *Store) load(where string, args []any) ([]*trajectory.Trajectory, error) {
-	tx, err := s.db.Begin() // one snapshot for the three reads
+	tx, err := s.db.Begin() // one snapshot for the four reads
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +72,9 @@ func (s *Store) load(where string, args []any) ([]*trajectory.Trajectory, error)
 		return nil, err
 	}
 	if err := loadTurns(tx, sub, args, byTID); err != nil {
+		return nil, err
+	}
+	if err := loadCalls(tx, sub, args, byTID); err != nil {
 		return nil, err
 	}
 	return ts, nil
@@ -150,8 +155,8 @@ func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.
 
 // loadTurns reads the turns of the selected trajectories in turn order.
 func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
-	rows, err := tx.Query(`SELECT tid, turn, text, gen_tokens, tool, args, parse_error, observation, ok,
-		process_reward, latency_ms FROM turns WHERE `+sub+` ORDER BY tid, turn`, args...)
+	rows, err := tx.Query(`SELECT tid, turn, text, gen_tokens, process_reward, latency_ms
+		FROM turns WHERE `+sub+` ORDER BY tid, turn`, args...)
 	if err != nil {
 		return err
 	}
@@ -162,8 +167,7 @@ func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.T
 			u               trajectory.Turn
 			reward, latency sql.NullFloat64
 		)
-		if err := rows.Scan(&tid, &turn, &u.Text, &u.GenTokens, &u.ToolName, &u.ToolArgs, &u.ParseError,
-			&u.Observation, &u.ToolOK, &reward, &latency); err != nil {
+		if err := rows.Scan(&tid, &turn, &u.Text, &u.GenTokens, &reward, &latency); err != nil {
 			return err
 		}
 		u.ProcessReward, u.LatencyMS = orNaN(reward), orNaN(latency)
@@ -175,6 +179,47 @@ func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.T
 			return fmt.Errorf("trajectory %s: turn %d stored where turn %d was expected", t.ID, turn, len(t.Turns))
 		}
 		t.Turns = append(t.Turns, u)
+	}
+	return rows.Err()
+}
+
+// loadCalls reads the tool calls of the selected trajectories into their
+// turns, in call order. A call's success that a migration could not
+// recover (NULL) reads as false.
+func loadCalls(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
+	rows, err := tx.Query(`SELECT tid, turn, call, tool, args, parse_error, result, ok, latency_ms, refs
+		FROM tool_calls WHERE `+sub+` ORDER BY tid, turn, call`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			tid, turn, call int64
+			c               trajectory.ToolCall
+			ok              sql.NullBool
+			latency         sql.NullFloat64
+			refs            *string
+		)
+		if err := rows.Scan(&tid, &turn, &call, &c.Name, &c.Args, &c.ParseError, &c.Result, &ok, &latency, &refs); err != nil {
+			return err
+		}
+		t := byTID[tid]
+		if t == nil {
+			continue
+		}
+		if turn < 0 || int(turn) >= len(t.Turns) {
+			return fmt.Errorf("trajectory %s: a call of turn %d, which has %d turns", t.ID, turn, len(t.Turns))
+		}
+		u := &t.Turns[turn]
+		if int(call) != len(u.Calls) {
+			return fmt.Errorf("trajectory %s turn %d: call %d stored where call %d was expected", t.ID, turn, call, len(u.Calls))
+		}
+		c.OK, c.LatencyMS = ok.Bool, orNaN(latency)
+		if c.Refs, err = decodeStrings(refs); err != nil {
+			return fmt.Errorf("trajectory %s turn %d call %d refs: %w", t.ID, turn, call, err)
+		}
+		u.Calls = append(u.Calls, c)
 	}
 	return rows.Err()
 }

@@ -31,10 +31,14 @@ func fullTraj() *trajectory.Trajectory {
 		Advantages: []float32{0, 0, 0, 0.75, -0.75, 0},
 		Returns:    []float32{1, 1, 1, 1.5, 0.5, 0},
 		Turns: []trajectory.Turn{
-			{Text: "Je cherche… <tool_call>", GenTokens: 2, ToolName: "search", ToolArgs: `{"query":"Petit Prince auteur"}`,
-				Observation: "Le Petit Prince — Saint-Exupéry (1943)\nligne 2", ToolOK: true, ProcessReward: 0.025, LatencyMS: 12.5},
-			{Text: "bad bytes \xff\xfe here", GenTokens: 1, ParseError: "unexpected end of JSON input",
-				Observation: "error: could not parse tool call", ToolOK: false, ProcessReward: -0.1, LatencyMS: 0},
+			{Text: "Je cherche… <tool_call>", GenTokens: 2, ProcessReward: 0.025, LatencyMS: 13, Calls: []trajectory.ToolCall{
+				{Name: "search", Args: `{"query":"Petit Prince auteur"}`, Result: "Le Petit Prince — Saint-Exupéry (1943)\nligne 2",
+					OK: true, LatencyMS: 12.5, Refs: []string{"Le Petit Prince", "Saint-Exupéry"}},
+				{Name: "lookup", Args: `{"title":"Vol de nuit"}`, Result: "Error: no passage is titled \"Vol de nuit\"", LatencyMS: 0.75},
+			}},
+			{Text: "bad bytes \xff\xfe here", GenTokens: 1, ProcessReward: -0.1, LatencyMS: 0, Calls: []trajectory.ToolCall{
+				{ParseError: "unexpected end of JSON input", Result: "error: could not parse tool call"},
+			}},
 		},
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 // WriteIteration stores one iteration of the run begun with BeginRun: its
 // metrics (non-finite values are stored as null) and every trajectory with
-// its turns and token arrays, in one transaction: after an error or a crash
+// its turns, tool calls and token arrays, in one transaction: after an error or a crash
 // nothing of the iteration is stored. Each trajectory's Iteration must equal
 // iter and its per-token arrays must match its Tokens in length (Values,
 // Advantages and Returns may be nil).
@@ -116,10 +116,10 @@ func validate(t *trajectory.Trajectory, iter int) error {
 
 // inserts holds the prepared statements of one iteration's transaction.
 type inserts struct {
-	traj, turn, tokens *sql.Stmt
+	traj, turn, call, tokens *sql.Stmt
 }
 
-// prepareInserts prepares the three row inserts on tx.
+// prepareInserts prepares the four row inserts on tx.
 func prepareInserts(tx *sql.Tx) (*inserts, error) {
 	w := &inserts{}
 	var err error
@@ -129,8 +129,13 @@ func prepareInserts(tx *sql.Tx) (*inserts, error) {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return nil, err
 	}
-	if w.turn, err = tx.Prepare(`INSERT INTO turns (tid, turn, text, gen_tokens, tool, args, parse_error,
-		observation, ok, process_reward, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+	if w.turn, err = tx.Prepare(`INSERT INTO turns (tid, turn, text, gen_tokens, process_reward, latency_ms)
+		VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
+		w.close()
+		return nil, err
+	}
+	if w.call, err = tx.Prepare(`INSERT INTO tool_calls (tid, turn, call, tool, args, parse_error, result, ok,
+		latency_ms, refs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		w.close()
 		return nil, err
 	}
@@ -144,14 +149,15 @@ func prepareInserts(tx *sql.Tx) (*inserts, error) {
 
 // close releases the statements that were prepared.
 func (w *inserts) close() {
-	for _, st := range []*sql.Stmt{w.traj, w.turn, w.tokens} {
+	for _, st := range []*sql.Stmt{w.traj, w.turn, w.call, w.tokens} {
 		if st != nil {
 			st.Close()
 		}
 	}
 }
 
-// insert writes one trajectory, its turns and its token arrays.
+// insert writes one trajectory, its turns with their tool calls, and its
+// token arrays.
 func (w *inserts) insert(run string, t *trajectory.Trajectory) error {
 	gold, err := encodeStrings(t.Gold)
 	if err != nil {
@@ -173,9 +179,17 @@ func (w *inserts) insert(run string, t *trajectory.Trajectory) error {
 		return err
 	}
 	for i, u := range t.Turns {
-		if _, err := w.turn.Exec(tid, i, u.Text, u.GenTokens, u.ToolName, u.ToolArgs, u.ParseError,
-			u.Observation, u.ToolOK, u.ProcessReward, u.LatencyMS); err != nil {
+		if _, err := w.turn.Exec(tid, i, u.Text, u.GenTokens, u.ProcessReward, u.LatencyMS); err != nil {
 			return fmt.Errorf("turn %d: %w", i, err)
+		}
+		for j, c := range u.Calls {
+			refs, err := encodeStrings(c.Refs)
+			if err != nil {
+				return fmt.Errorf("turn %d call %d refs: %w", i, j, err)
+			}
+			if _, err := w.call.Exec(tid, i, j, c.Name, c.Args, c.ParseError, c.Result, c.OK, c.LatencyMS, refs); err != nil {
+				return fmt.Errorf("turn %d call %d: %w", i, j, err)
+			}
 		}
 	}
 	if _, err := w.tokens.Exec(tid, encodeInt32(t.Tokens), encodeFloat32(t.Logprobs), encodeUint8(t.Mask),
