@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	_ "github.com/agentrl/agentrl/envs/tools/calculator"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // A whole episode with the real calculator, built by name from the default
@@ -33,7 +34,7 @@ func TestEpisodeWithCalculator(t *testing.T) {
 		}
 	}
 	res, err := e.Step(context.Background(), envs.Action{Text: "<think>done</think>\n<answer>1024</answer>"})
-	if err != nil || res.Stop != envs.StopAnswer {
+	if err != nil || res.Stop != trajectory.StopAnswer {
 		t.Fatalf("answer: %+v, %v", res, err)
 	}
 	// em 1, format 1 (both earlier turns parsed): 1*1 + 0.1*1.

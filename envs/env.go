@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // ToolEnv is the state machine of one episode: it takes the model's turns
@@ -21,9 +24,9 @@ type ToolEnv struct {
 
 	mu     sync.Mutex
 	state  State
-	stop   string
+	stop   trajectory.StopReason
 	answer string
-	turns  []Turn
+	turns  []trajectory.Turn
 	memo   episodeMemo // touched only by the Step that holds StateExecutingTools
 }
 
@@ -69,7 +72,7 @@ func (e *ToolEnv) State() State {
 }
 
 // History returns the turns so far, oldest first.
-func (e *ToolEnv) History() []Turn {
+func (e *ToolEnv) History() []trajectory.Turn {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return slices.Clone(e.turns)
@@ -92,7 +95,7 @@ func (e *ToolEnv) History() []Turn {
 //
 // Step returns an error, and changes nothing, in StateDone or while another
 // Step runs. When ctx is cancelled while tools run it returns ctx's error
-// and the episode ends with StopCancelled.
+// and the episode ends with trajectory.StopCancelled.
 func (e *ToolEnv) Step(ctx context.Context, a Action) (StepResult, error) {
 	e.mu.Lock()
 	switch e.state {
@@ -107,11 +110,14 @@ func (e *ToolEnv) Step(ctx context.Context, a Action) (StepResult, error) {
 	turn := len(e.turns) + 1
 	e.mu.Unlock()
 
+	start := time.Now()
 	res, err := e.act(ctx, turn, a)
+	latency := time.Since(start)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.turns = append(e.turns, Turn{Action: a, Result: res})
+	e.turns = append(e.turns, trajectory.Turn{Text: a.Text, GenTokens: a.Tokens, Calls: res.Calls,
+		ProcessReward: res.ProcessReward, LatencyMS: milliseconds(latency)})
 	e.state = StateAwaitingAction
 	if res.Done {
 		e.state, e.stop, e.answer = StateDone, res.Stop, res.Answer
@@ -125,20 +131,20 @@ func (e *ToolEnv) act(ctx context.Context, turn int, a Action) (StepResult, erro
 	budgetSpent := a.TotalTokens >= e.cfg.MaxTokens
 	if perr == nil && len(calls) == 0 { // no tool-call tag at all
 		if answer, ok := ParseAnswer(a.Text); ok {
-			return StepResult{Done: true, Stop: StopAnswer, Answer: answer}, nil
+			return StepResult{Done: true, Stop: trajectory.StopAnswer, Answer: answer}, nil
 		}
 		if a.TurnTruncated || budgetSpent {
-			return StepResult{Done: true, Stop: StopMaxTokens}, nil
+			return StepResult{Done: true, Stop: trajectory.StopMaxTokens}, nil
 		}
-		return StepResult{Done: true, Stop: StopNoToolCall}, nil
+		return StepResult{Done: true, Stop: trajectory.StopNoToolCall}, nil
 	}
 	switch {
 	case perr != nil && (a.TurnTruncated || budgetSpent): // cut off in the middle of a call
-		return StepResult{Calls: parseFailure(perr), Done: true, Stop: StopMaxTokens}, nil
+		return StepResult{Calls: parseFailure(perr), Done: true, Stop: trajectory.StopMaxTokens}, nil
 	case turn >= e.cfg.MaxTurns:
-		return StepResult{Calls: unrun(calls, perr), Done: true, Stop: StopMaxTurns}, nil
+		return StepResult{Calls: unrun(calls, perr), Done: true, Stop: trajectory.StopMaxTurns}, nil
 	case budgetSpent:
-		return StepResult{Calls: unrun(calls, perr), Done: true, Stop: StopMaxTokens}, nil
+		return StepResult{Calls: unrun(calls, perr), Done: true, Stop: trajectory.StopMaxTokens}, nil
 	case perr != nil:
 		obs := errorObservation(perr)
 		res := StepResult{Calls: parseFailure(perr), Responses: []string{capObservation(obs, e.cfg.MaxObservationChars)}}
@@ -149,18 +155,18 @@ func (e *ToolEnv) act(ctx context.Context, turn int, a Action) (StepResult, erro
 }
 
 // parseFailure records a turn whose calls did not parse.
-func parseFailure(perr error) []Call {
-	return []Call{{ParseError: perr.Error(), Result: errorObservation(perr)}}
+func parseFailure(perr error) []trajectory.ToolCall {
+	return []trajectory.ToolCall{{ParseError: perr.Error(), Result: errorObservation(perr)}}
 }
 
 // unrun records calls that were not run because the episode ended.
-func unrun(calls []ToolCall, perr error) []Call {
+func unrun(calls []ToolCall, perr error) []trajectory.ToolCall {
 	if perr != nil {
 		return parseFailure(perr)
 	}
-	out := make([]Call, len(calls))
+	out := make([]trajectory.ToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = Call{Name: c.Name, Args: string(c.Arguments)}
+		out[i] = trajectory.ToolCall{Name: c.Name, Args: string(c.Arguments)}
 	}
 	return out
 }
@@ -183,10 +189,10 @@ func (e *ToolEnv) execute(ctx context.Context, calls []ToolCall) (StepResult, er
 	}
 	wg.Wait()
 
-	res := StepResult{Calls: make([]Call, len(calls)), Responses: make([]string, len(calls))}
+	res := StepResult{Calls: make([]trajectory.ToolCall, len(calls)), Responses: make([]string, len(calls))}
 	for i, c := range calls {
 		o := outs[i]
-		call := Call{Name: c.Name, Args: string(c.Arguments), Latency: o.latency}
+		call := trajectory.ToolCall{Name: c.Name, Args: string(c.Arguments), LatencyMS: milliseconds(o.latency)}
 		obs := ""
 		if o.err != nil {
 			obs = errorObservation(o.err)
@@ -201,8 +207,11 @@ func (e *ToolEnv) execute(ctx context.Context, calls []ToolCall) (StepResult, er
 		res.Responses[i] = capObservation(obs, e.cfg.MaxObservationChars)
 	}
 	if err := ctx.Err(); err != nil {
-		return StepResult{Calls: res.Calls, Done: true, Stop: StopCancelled}, fmt.Errorf("task %s: step cancelled: %w", e.task.ID, err)
+		return StepResult{Calls: res.Calls, Done: true, Stop: trajectory.StopCancelled}, fmt.Errorf("task %s: step cancelled: %w", e.task.ID, err)
 	}
 	res.ProcessReward = e.cfg.Rewards.Process(e.memo.facts(res.Calls, outs, e.task.Support))
 	return res, nil
 }
+
+// milliseconds converts a duration to the milliseconds a trajectory records.
+func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -3,6 +3,8 @@ package envs
 import (
 	"context"
 	"testing"
+
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 func stepAction(t *testing.T, e *ToolEnv, a Action) StepResult {
@@ -25,7 +27,7 @@ func TestMaxTurns(t *testing.T) {
 		t.Fatalf("turn 1 ended the episode: %+v", res)
 	}
 	res := step(t, e, call("echo", `{"text":"b"}`))
-	if !res.Done || res.Stop != StopMaxTurns || len(res.Responses) != 0 || res.ProcessReward != 0 {
+	if !res.Done || res.Stop != trajectory.StopMaxTurns || len(res.Responses) != 0 || res.ProcessReward != 0 {
 		t.Errorf("turn 2: %+v", res)
 	}
 	if len(res.Calls) != 1 || res.Calls[0].Name != "echo" || res.Calls[0].Args != `{"text":"b"}` || res.Calls[0].Result != "" {
@@ -41,11 +43,11 @@ func TestMaxTurns(t *testing.T) {
 func TestLastTurn(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxTurns = 1
-	if res := step(t, newEnv(t, cfg, &echoTool{}), "<answer>Paris</answer>"); res.Stop != StopAnswer {
+	if res := step(t, newEnv(t, cfg, &echoTool{}), "<answer>Paris</answer>"); res.Stop != trajectory.StopAnswer {
 		t.Errorf("answer on the last turn: %+v", res)
 	}
 	res := step(t, newEnv(t, cfg, &echoTool{}), "<tool_call>{bad}</tool_call>")
-	if res.Stop != StopMaxTurns || res.Calls[0].ParseError == "" || len(res.Responses) != 0 {
+	if res.Stop != trajectory.StopMaxTurns || res.Calls[0].ParseError == "" || len(res.Responses) != 0 {
 		t.Errorf("malformed call on the last turn: %+v", res)
 	}
 }
@@ -56,20 +58,20 @@ func TestMaxTokens(t *testing.T) {
 	cases := []struct {
 		name string
 		a    Action
-		stop string
+		stop trajectory.StopReason
 		runs int32 // tool calls made
 	}{
-		{"call at the budget", Action{Text: call("echo", `{"text":"a"}`), TotalTokens: 100}, StopMaxTokens, 0},
+		{"call at the budget", Action{Text: call("echo", `{"text":"a"}`), TotalTokens: 100}, trajectory.StopMaxTokens, 0},
 		{"call below the budget", Action{Text: call("echo", `{"text":"a"}`), TotalTokens: 99}, "", 1},
-		{"answer over the budget", Action{Text: "<answer>Paris</answer>", TotalTokens: 150}, StopAnswer, 0},
-		{"nothing at the budget", Action{Text: "I was thinking", TotalTokens: 100}, StopMaxTokens, 0},
-		{"nothing below the budget", Action{Text: "I was thinking", TotalTokens: 99}, StopNoToolCall, 0},
-		{"empty action, budget spent by an observation", Action{TotalTokens: 120}, StopMaxTokens, 0},
-		{"turn cut in its thinking", Action{Text: "<think>first I", TurnTruncated: true, TotalTokens: 50}, StopMaxTokens, 0},
-		{"turn cut inside a call", Action{Text: "<tool_call>{\"name\": \"ec", TurnTruncated: true, TotalTokens: 50}, StopMaxTokens, 0},
+		{"answer over the budget", Action{Text: "<answer>Paris</answer>", TotalTokens: 150}, trajectory.StopAnswer, 0},
+		{"nothing at the budget", Action{Text: "I was thinking", TotalTokens: 100}, trajectory.StopMaxTokens, 0},
+		{"nothing below the budget", Action{Text: "I was thinking", TotalTokens: 99}, trajectory.StopNoToolCall, 0},
+		{"empty action, budget spent by an observation", Action{TotalTokens: 120}, trajectory.StopMaxTokens, 0},
+		{"turn cut in its thinking", Action{Text: "<think>first I", TurnTruncated: true, TotalTokens: 50}, trajectory.StopMaxTokens, 0},
+		{"turn cut inside a call", Action{Text: "<tool_call>{\"name\": \"ec", TurnTruncated: true, TotalTokens: 50}, trajectory.StopMaxTokens, 0},
 		{"cut turn with a complete call", Action{Text: call("echo", `{"text":"a"}`), TurnTruncated: true, TotalTokens: 50}, "", 1},
-		{"cut turn with an answer", Action{Text: "<answer>Paris</answer> and", TurnTruncated: true, TotalTokens: 50}, StopAnswer, 0},
-		{"malformed call at the budget", Action{Text: "<tool_call>{}</tool_call>", TotalTokens: 100}, StopMaxTokens, 0},
+		{"cut turn with an answer", Action{Text: "<answer>Paris</answer> and", TurnTruncated: true, TotalTokens: 50}, trajectory.StopAnswer, 0},
+		{"malformed call at the budget", Action{Text: "<tool_call>{}</tool_call>", TotalTokens: 100}, trajectory.StopMaxTokens, 0},
 	}
 	for _, c := range cases {
 		echo := &echoTool{}
@@ -81,7 +83,7 @@ func TestMaxTokens(t *testing.T) {
 	}
 	// The turn limit is checked before the budget.
 	cfg.MaxTurns = 1
-	if res := stepAction(t, newEnv(t, cfg, &echoTool{}), Action{Text: call("echo", `{"text":"a"}`), TotalTokens: 100}); res.Stop != StopMaxTurns {
+	if res := stepAction(t, newEnv(t, cfg, &echoTool{}), Action{Text: call("echo", `{"text":"a"}`), TotalTokens: 100}); res.Stop != trajectory.StopMaxTurns {
 		t.Errorf("both limits: stop %q, want max_turns", res.Stop)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // testConfig is the configuration the tests' numbers were worked out
@@ -86,7 +88,7 @@ func TestAnswerEndsEpisode(t *testing.T) {
 		t.Fatalf("fresh env: state %v, %d turns", e.State(), len(e.History()))
 	}
 	res := step(t, e, "<think>I know it.</think>\n<answer> Paris </answer><|im_end|>")
-	if !res.Done || res.Stop != StopAnswer || res.Answer != "Paris" || res.ProcessReward != 0 || len(res.Responses) != 0 {
+	if !res.Done || res.Stop != trajectory.StopAnswer || res.Answer != "Paris" || res.ProcessReward != 0 || len(res.Responses) != 0 {
 		t.Errorf("answer turn: %+v", res)
 	}
 	if e.State() != StateDone {
@@ -105,7 +107,7 @@ func TestAnswerEndsEpisode(t *testing.T) {
 func TestNoToolCallEndsEpisode(t *testing.T) {
 	e := newEnv(t, testConfig(), &echoTool{})
 	res := step(t, e, "<think>Let me think about it.</think> I am not sure.")
-	if !res.Done || res.Stop != StopNoToolCall || res.Answer != "" {
+	if !res.Done || res.Stop != trajectory.StopNoToolCall || res.Answer != "" {
 		t.Errorf("got %+v", res)
 	}
 	if e.State() != StateDone {
@@ -122,7 +124,7 @@ func TestToolCallContinues(t *testing.T) {
 		t.Fatalf("got %+v", res)
 	}
 	c := res.Calls[0]
-	if c.Name != "echo" || c.Args != `{"text":"hello"}` || c.Result != "hello" || !c.OK || c.ParseError != "" || c.Latency <= 0 {
+	if c.Name != "echo" || c.Args != `{"text":"hello"}` || c.Result != "hello" || !c.OK || c.ParseError != "" || c.LatencyMS <= 0 {
 		t.Errorf("call record %+v", c)
 	}
 	if !near(res.ProcessReward, 0.02) { // one valid call: ValidCall
@@ -132,7 +134,7 @@ func TestToolCallContinues(t *testing.T) {
 		t.Errorf("state %v, %d calls", e.State(), echo.calls.Load())
 	}
 	h := e.History()
-	if len(h) != 1 || h[0].Action.Tokens != 10 || h[0].Result.Responses[0] != "hello" {
+	if len(h) != 1 || h[0].GenTokens != 10 || h[0].Calls[0].Result != "hello" || !near(h[0].ProcessReward, 0.02) || h[0].LatencyMS <= 0 {
 		t.Errorf("history %+v", h)
 	}
 }
@@ -197,8 +199,8 @@ func TestHangingToolTimesOut(t *testing.T) {
 		if res.Done || res.Responses[0] != "Error: tool hang timed out after 50ms" || res.Responses[1] != "fine" {
 			t.Errorf("got %+v", res)
 		}
-		if res.Calls[0].Latency < 50*time.Millisecond {
-			t.Errorf("timed out after %v, before the timeout", res.Calls[0].Latency)
+		if res.Calls[0].LatencyMS < 50 {
+			t.Errorf("timed out after %v ms, before the timeout", res.Calls[0].LatencyMS)
 		}
 		if !near(res.ProcessReward, 0.02) { // the hang counts neither way; echo is valid
 			t.Errorf("process reward %v, want 0.02", res.ProcessReward)
@@ -274,7 +276,7 @@ func TestCancelledStep(t *testing.T) {
 	<-w.started
 	cancel()
 	err := <-errc
-	if err == nil || !strings.Contains(err.Error(), "context canceled") || !res.Done || res.Stop != StopCancelled {
+	if err == nil || !strings.Contains(err.Error(), "context canceled") || !res.Done || res.Stop != trajectory.StopCancelled {
 		t.Errorf("got %+v, %v", res, err)
 	}
 	if e.State() != StateDone {

@@ -2,32 +2,20 @@ package envs
 
 import (
 	"context"
+	"slices"
+
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Episode is a finished episode as an external reward sees it, in JSON.
 type Episode struct {
-	TaskID   string        `json:"task_id"`
-	Dataset  string        `json:"dataset"`
-	Question string        `json:"question"`
-	Gold     []string      `json:"gold"`   // the gold answer first, then aliases
-	Answer   string        `json:"answer"` // "" when the episode ended without one
-	Stop     string        `json:"stop"`   // why it ended (Stop* constants)
-	Turns    []EpisodeTurn `json:"turns"`
-}
-
-// EpisodeTurn is one assistant turn and the tool calls it made.
-type EpisodeTurn struct {
-	Text  string        `json:"text"`
-	Calls []EpisodeCall `json:"calls"`
-}
-
-// EpisodeCall is one tool call of a turn.
-type EpisodeCall struct {
-	Tool       string `json:"tool"` // "" when the turn's calls did not parse
-	Args       string `json:"args"`
-	Result     string `json:"result"`
-	OK         bool   `json:"ok"`
-	ParseError string `json:"parse_error,omitempty"`
+	TaskID   string                `json:"task_id"`
+	Dataset  string                `json:"dataset"`
+	Question string                `json:"question"`
+	Gold     []string              `json:"gold"`   // the gold answer first, then aliases
+	Answer   string                `json:"answer"` // "" when the episode ended without one
+	Stop     trajectory.StopReason `json:"stop"`   // why it ended
+	Turns    []trajectory.Turn     `json:"turns"`  // each with its calls, "calls": [] when it made none
 }
 
 // Scorer is a reward computed outside the environment (an external
@@ -48,19 +36,17 @@ type ExternalConfig struct {
 // episode renders the environment's history; the caller holds e.mu.
 func (e *ToolEnv) episode() Episode {
 	ep := Episode{TaskID: e.task.ID, Dataset: e.task.Dataset, Question: e.task.Question, Gold: e.task.Answers,
-		Stop: e.stop, Turns: make([]EpisodeTurn, len(e.turns))}
+		Stop: e.stop, Turns: slices.Clone(e.turns)}
 	if ep.Gold == nil {
 		ep.Gold = []string{}
 	}
-	if e.stop == StopAnswer {
+	if e.stop == trajectory.StopAnswer {
 		ep.Answer = e.answer
 	}
-	for i, t := range e.turns {
-		calls := make([]EpisodeCall, len(t.Result.Calls))
-		for j, c := range t.Result.Calls {
-			calls[j] = EpisodeCall{Tool: c.Name, Args: c.Args, Result: c.Result, OK: c.OK, ParseError: c.ParseError}
+	for i := range ep.Turns {
+		if ep.Turns[i].Calls == nil {
+			ep.Turns[i].Calls = []trajectory.ToolCall{}
 		}
-		ep.Turns[i] = EpisodeTurn{Text: t.Action.Text, Calls: calls}
 	}
 	return ep
 }

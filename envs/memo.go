@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentrl/agentrl/envs/reward"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // episodeMemo remembers what earlier turns did, for the process rewards:
@@ -23,7 +24,7 @@ func newEpisodeMemo() episodeMemo {
 // found supporting passages, and remembers them. outs is nil for a turn
 // whose calls did not parse. A call whose tool panicked or timed out
 // counts as neither valid nor invalid: the fault is the tool's.
-func (m *episodeMemo) facts(calls []Call, outs []callOutcome, support []string) reward.TurnFacts {
+func (m *episodeMemo) facts(calls []trajectory.ToolCall, outs []callOutcome, support []string) reward.TurnFacts {
 	var f reward.TurnFacts
 	for i, c := range calls {
 		if c.ParseError != "" || outs[i].status == callRejected {

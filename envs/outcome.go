@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/envs/reward"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Components of the external reward.
@@ -32,10 +33,10 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 	e.mu.Lock()
 	turns := make([]reward.FormatTurn, len(e.turns))
 	for i, t := range e.turns {
-		calls, err := ParseToolCalls(t.Action.Text)
-		turns[i] = reward.FormatTurn{Text: t.Action.Text, CallsOK: err == nil && len(calls) > 0}
+		calls, err := ParseToolCalls(t.Text)
+		turns[i] = reward.FormatTurn{Text: t.Text, CallsOK: err == nil && len(calls) > 0}
 	}
-	answered, answer := e.stop == StopAnswer, e.answer
+	answered, answer := e.stop == trajectory.StopAnswer, e.answer
 	var ep Episode
 	if e.cfg.External.Scorer != nil {
 		ep = e.episode()

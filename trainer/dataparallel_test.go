@@ -20,7 +20,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/rollout"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // The data-parallel test: two processes (this test binary, as
@@ -43,13 +43,13 @@ var dpEstimators = []string{"grpo", "gae", "gae-warmup"}
 // dpBatch is a fixed batch of two-turn trajectories: a two-token prompt, a
 // first turn, a tool response (mask 0), a second turn; lengths, tokens and
 // rewards drawn from a seeded RNG.
-func dpBatch() []*traj.Trajectory {
+func dpBatch() []*trajectory.Trajectory {
 	rng := rand.New(rand.NewPCG(7, 7))
-	var out []*traj.Trajectory
+	var out []*trajectory.Trajectory
 	for g := 0; g < dpGroups; g++ {
 		for s := 0; s < dpSamples; s++ {
-			tr := &traj.Trajectory{ID: fmt.Sprintf("dp-%d-%d", g, s), Group: g, Sample: s, PromptLen: 2, Split: traj.Train,
-				Stop: traj.StopAnswer, Turns: []traj.Turn{{ProcessReward: 0.1 * float64(rng.IntN(3))}, {}}}
+			tr := &trajectory.Trajectory{ID: fmt.Sprintf("dp-%d-%d", g, s), Group: g, Sample: s, PromptLen: 2, Split: trajectory.Train,
+				Stop: trajectory.StopAnswer, Turns: []trajectory.Turn{{ProcessReward: 0.1 * float64(rng.IntN(3))}, {}}}
 			add := func(n int, mask uint8, turn int16) {
 				for i := 0; i < n; i++ {
 					tr.Tokens = append(tr.Tokens, int32(rng.IntN(banditVocab)))
@@ -74,7 +74,7 @@ func dpBatch() []*traj.Trajectory {
 // one process) and returns the policy's weights followed by the optimizer's
 // step count of each parameter (a parameter stepped in one setting and not
 // in the other shows there, even where weight decay barely moves it).
-func dpLearn(t *testing.T, estimator string, g *dist.Group, batch []*traj.Trajectory) []float32 {
+func dpLearn(t *testing.T, estimator string, g *dist.Group, batch []*trajectory.Trajectory) []float32 {
 	tr := newBandit(t, strings.TrimSuffix(estimator, "-warmup"), func(c *config.Config) {
 		c.Algorithm.MiniBatch = 8
 		c.Algorithm.MicroBatch = 3
@@ -201,7 +201,7 @@ func TestDataParallelRank(t *testing.T) {
 	}
 	for _, est := range dpEstimators {
 		// This rank holds the groups of its parity, as after its rollouts.
-		var mine []*traj.Trajectory
+		var mine []*trajectory.Trajectory
 		for _, tr := range dpBatch() {
 			if tr.Group%2 == env.Rank {
 				mine = append(mine, tr)

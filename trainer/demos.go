@@ -13,7 +13,7 @@ import (
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/tokenizer"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // demoMessages renders the scripted expert of the synthetic world as a
@@ -156,8 +156,8 @@ func LoadDemos(path string) ([][]tokenizer.Message, error) {
 
 // renderDemos turns conversations into token sequences whose mask is 1 on
 // the assistant's tokens only.
-func renderDemos(cf *tokenizer.ChatFormat, demos [][]tokenizer.Message, tools []json.RawMessage, maxTokens int) ([]*traj.Trajectory, int, error) {
-	var out []*traj.Trajectory
+func renderDemos(cf *tokenizer.ChatFormat, demos [][]tokenizer.Message, tools []json.RawMessage, maxTokens int) ([]*trajectory.Trajectory, int, error) {
+	var out []*trajectory.Trajectory
 	dropped := 0
 	for i, msgs := range demos {
 		ids, mask, err := cf.Render(msgs, tools, false)
@@ -168,7 +168,7 @@ func renderDemos(cf *tokenizer.ChatFormat, demos [][]tokenizer.Message, tools []
 			dropped++
 			continue
 		}
-		out = append(out, &traj.Trajectory{ID: fmt.Sprintf("demo-%d", i), Tokens: ids, Mask: mask})
+		out = append(out, &trajectory.Trajectory{ID: fmt.Sprintf("demo-%d", i), Tokens: ids, Mask: mask})
 	}
 	return out, dropped, nil
 }

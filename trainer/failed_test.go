@@ -7,7 +7,7 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/trainer/rollout"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // An iteration whose every episode failed (here: no episode can start, as
@@ -16,12 +16,12 @@ import (
 func TestEveryEpisodeFailedStops(t *testing.T) {
 	tr := newBandit(t, "grpo")
 	tr.bar, tr.chat = func(string, int) Bar { return noBar{} }, banditChat{}
-	rollouts := func(ids ...string) ([]*traj.Trajectory, error) {
+	rollouts := func(ids ...string) ([]*trajectory.Trajectory, error) {
 		reqs := make([]rollout.Request, len(ids))
 		for g, id := range ids {
 			reqs[g] = rollout.Request{Task: envs.Task{ID: id}, Group: g, Samples: 2}
 		}
-		opt := tr.rolloutOptions(1, traj.Train, rollout.Options{Sampling: rollout.Sampling{Temperature: 1}})
+		opt := tr.rolloutOptions(1, trajectory.Train, rollout.Options{Sampling: rollout.Sampling{Temperature: 1}})
 		trs, _, err := tr.rollouts(context.Background(), "iter 1 rollout", banditFactory, reqs, opt)
 		return trs, err
 	}
@@ -36,7 +36,7 @@ func TestEveryEpisodeFailedStops(t *testing.T) {
 	}
 	failed := 0
 	for _, x := range trs {
-		if x.Stop == traj.StopError {
+		if x.Stop == trajectory.StopError {
 			failed++
 		}
 	}

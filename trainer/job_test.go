@@ -13,7 +13,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/store"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // smallConfig is the default job at reduced size.
@@ -94,7 +94,7 @@ func TestDefaultJobSmall(t *testing.T) {
 			}
 		}
 	}
-	train, _ := s.LoadIteration(1, traj.Train)
+	train, _ := s.LoadIteration(1, trajectory.Train)
 	if len(train) != 8 {
 		t.Fatalf("iteration 1 stored %d training trajectories, want 4 prompts x 2 samples", len(train))
 	}
@@ -103,13 +103,13 @@ func TestDefaultJobSmall(t *testing.T) {
 	}
 }
 
-func checkInvariants(t *testing.T, x *traj.Trajectory) {
+func checkInvariants(t *testing.T, x *trajectory.Trajectory) {
 	t.Helper()
 	n := len(x.Tokens)
 	if len(x.Mask) != n || len(x.Logprobs) != n || len(x.TurnOf) != n {
 		t.Fatalf("%s: arrays of different lengths", x.ID)
 	}
-	if x.Stop == traj.StopError {
+	if x.Stop == trajectory.StopError {
 		t.Fatalf("%s ended in error: %s", x.ID, x.Error)
 	}
 	if math.IsNaN(x.Reward) || math.IsInf(x.Reward, 0) {

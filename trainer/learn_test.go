@@ -17,7 +17,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/rollout"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // The learning test is a contextual bandit over tokens: a two-token prompt
@@ -77,7 +77,7 @@ func (e *banditEpisode) Step(_ context.Context, a envs.Action) (envs.StepResult,
 	if a.Text == e.good {
 		e.reward = 1
 	}
-	return envs.StepResult{Done: true, Stop: envs.StopAnswer}, nil
+	return envs.StepResult{Done: true, Stop: trajectory.StopAnswer}, nil
 }
 
 func (e *banditEpisode) Outcome() (float64, map[string]float64) { return e.reward, nil }
@@ -154,13 +154,13 @@ func newBandit(t *testing.T, estimator string, tweaks ...func(*config.Config)) *
 // banditTrajectories samples banditGroups x banditSamples episodes with
 // the rollout scheduler. It returns the trajectories and the mean reward
 // of each context.
-func banditTrajectories(t *testing.T, tr *Trainer, iter int) (trs []*traj.Trajectory, reward [2]float64) {
+func banditTrajectories(t *testing.T, tr *Trainer, iter int) (trs []*trajectory.Trajectory, reward [2]float64) {
 	t.Helper()
 	reqs := make([]rollout.Request, banditGroups)
 	for g := range reqs {
 		reqs[g] = rollout.Request{Task: envs.Task{ID: fmt.Sprint(g % 2)}, Group: g, Samples: banditSamples}
 	}
-	opt := tr.rolloutOptions(iter, traj.Train, rollout.Options{Sampling: rollout.Sampling{Temperature: tr.cfg.Rollout.Temperature}})
+	opt := tr.rolloutOptions(iter, trajectory.Train, rollout.Options{Sampling: rollout.Sampling{Temperature: tr.cfg.Rollout.Temperature}})
 	trs, _, err := rollout.Run(context.Background(), engine.Decoder{Engine: tr.engine}, banditChat{}, banditFactory, reqs, opt)
 	if err != nil {
 		t.Fatalf("iteration %d rollout: %v", iter, err)
@@ -169,7 +169,7 @@ func banditTrajectories(t *testing.T, tr *Trainer, iter int) (trs []*traj.Trajec
 		t.Fatalf("iteration %d: %d trajectories, want %d", iter, len(trs), banditGroups*banditSamples)
 	}
 	for _, x := range trs {
-		if x.Stop != traj.StopAnswer || x.ActionTokens() != 1 || len(x.Tokens) != banditLen {
+		if x.Stop != trajectory.StopAnswer || x.ActionTokens() != 1 || len(x.Tokens) != banditLen {
 			t.Fatalf("iteration %d: %s stopped %q (%s) with %d tokens, want one sampled token after the prompt",
 				iter, x.ID, x.Stop, x.Error, len(x.Tokens))
 		}
@@ -182,7 +182,7 @@ func banditTrajectories(t *testing.T, tr *Trainer, iter int) (trs []*traj.Trajec
 // learns from them with the trainer's own learn (old logprobs, values,
 // advantages, PPO update). It returns the trajectories and the mean reward
 // of each context.
-func banditIteration(t *testing.T, tr *Trainer, iter int) (trs []*traj.Trajectory, reward [2]float64) {
+func banditIteration(t *testing.T, tr *Trainer, iter int) (trs []*trajectory.Trajectory, reward [2]float64) {
 	t.Helper()
 	trs, reward = banditTrajectories(t, tr, iter)
 	m := map[string]float64{}
@@ -197,10 +197,10 @@ func banditIteration(t *testing.T, tr *Trainer, iter int) (trs []*traj.Trajector
 }
 
 // banditSeqs are one sequence per context: its prompt and its good token.
-func banditSeqs() []*traj.Trajectory {
-	out := make([]*traj.Trajectory, 2)
+func banditSeqs() []*trajectory.Trajectory {
+	out := make([]*trajectory.Trajectory, 2)
 	for c := range out {
-		out[c] = &traj.Trajectory{Tokens: append(append([]int32(nil), banditPrompt[c]...), banditGood[c])}
+		out[c] = &trajectory.Trajectory{Tokens: append(append([]int32(nil), banditPrompt[c]...), banditGood[c])}
 	}
 	return out
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 func (t *Trainer) openStore(gitRev string, resumed bool) error {
@@ -152,7 +152,7 @@ func (t *Trainer) agreeOnState() error {
 
 // submit hands an iteration's metrics and trajectories to the store
 // writer; only rank 0 has one (it holds every rank's trajectories).
-func (t *Trainer) submit(iter int, m map[string]float64, trs []*traj.Trajectory) error {
+func (t *Trainer) submit(iter int, m map[string]float64, trs []*trajectory.Trajectory) error {
 	if !t.dist.Leader() {
 		return nil
 	}
@@ -165,14 +165,14 @@ func (t *Trainer) submit(iter int, m map[string]float64, trs []*traj.Trajectory)
 // which every episode failed (a broken tool, an env that cannot start) is
 // an error naming the first failure: there is nothing to learn from or
 // evaluate, and every rank stops alike.
-func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory, reqs []rollout.Request, o rollout.Options) ([]*traj.Trajectory, rollout.Stats, error) {
+func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory, reqs []rollout.Request, o rollout.Options) ([]*trajectory.Trajectory, rollout.Stats, error) {
 	mine := dist.Shard(t.dist, reqs)
 	n := 0
 	for _, r := range mine {
 		n += r.Samples
 	}
 	bar := t.bar(label, n)
-	o.OnDone = func(*traj.Trajectory) { bar.Add(1) }
+	o.OnDone = func(*trajectory.Trajectory) { bar.Add(1) }
 	trs, rs, err := rollout.Run(ctx, engine.Decoder{Engine: t.engine}, t.chat, f, mine, o)
 	bar.Done()
 	if err != nil {
@@ -189,9 +189,9 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 
 // allFailed reports whether trs holds episodes and every one of them
 // ended in an error.
-func allFailed(trs []*traj.Trajectory) bool {
+func allFailed(trs []*trajectory.Trajectory) bool {
 	for _, tr := range trs {
-		if tr.Stop != traj.StopError {
+		if tr.Stop != trajectory.StopError {
 			return false
 		}
 	}
@@ -202,11 +202,11 @@ func allFailed(trs []*traj.Trajectory) bool {
 // and sample (in one process too: the order in which trajectories finish
 // depends on timing, and the update's shuffles must not), and their merged
 // rollout stats.
-func gatherBatch(g *dist.Group, trs []*traj.Trajectory, rs rollout.Stats) ([]*traj.Trajectory, rollout.Stats, error) {
+func gatherBatch(g *dist.Group, trs []*trajectory.Trajectory, rs rollout.Stats) ([]*trajectory.Trajectory, rollout.Stats, error) {
 	all, stats := trs, rs
 	if g.World() > 1 {
 		type share struct {
-			Trs   []*traj.Trajectory
+			Trs   []*trajectory.Trajectory
 			Stats rollout.Stats
 		}
 		parts, err := dist.Gather(g, share{trs, rs})
@@ -316,7 +316,7 @@ func (t *Trainer) iterationZero(ctx context.Context) error {
 // evaluate runs greedy (eval temperature) episodes over the eval tasks.
 // tag "" is the policy itself (metrics eval/*), "rag" the naive-RAG
 // baseline (baseline/naive_rag/*).
-func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.Factory) ([]*traj.Trajectory, map[string]float64, error) {
+func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.Factory) ([]*trajectory.Trajectory, map[string]float64, error) {
 	if err := t.syncRollout(); err != nil {
 		return nil, nil, err
 	}
@@ -335,7 +335,7 @@ func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.
 	if tag != "" {
 		label = "eval " + tag
 	}
-	trs, _, err := t.rollouts(ctx, fmt.Sprintf("iter %d %s", iter, label), f, reqs, t.rolloutOptions(iter, traj.Eval, rollout.Options{
+	trs, _, err := t.rollouts(ctx, fmt.Sprintf("iter %d %s", iter, label), f, reqs, t.rolloutOptions(iter, trajectory.Eval, rollout.Options{
 		Sampling: rollout.Sampling{Temperature: t.cfg.Rollout.EvalTemperature}}))
 	if err != nil {
 		return nil, nil, err
@@ -350,7 +350,7 @@ func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.
 	return trs, episodeMetrics(prefix, trs), nil
 }
 
-func (t *Trainer) rolloutOptions(iter int, split traj.Split, o rollout.Options) rollout.Options {
+func (t *Trainer) rolloutOptions(iter int, split trajectory.Split, o rollout.Options) rollout.Options {
 	o.MaxTurnTokens = t.cfg.Env.MaxTurnTokens
 	o.MaxTotalTokens = t.cfg.Env.MaxTokens
 	o.Seed = uint64(t.cfg.Run.Seed)
@@ -408,7 +408,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	for i, task := range tasks {
 		reqs[i] = rollout.Request{Task: task, Group: i, Samples: cfg.Rollout.GroupSize}
 	}
-	trs, rs, err := t.rollouts(ctx, fmt.Sprintf("iter %d rollout", iter), t.agentFactory, reqs, t.rolloutOptions(iter, traj.Train, rollout.Options{
+	trs, rs, err := t.rollouts(ctx, fmt.Sprintf("iter %d rollout", iter), t.agentFactory, reqs, t.rolloutOptions(iter, trajectory.Train, rollout.Options{
 		Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature, TopK: cfg.Rollout.TopK, TopP: cfg.Rollout.TopP}}))
 	if err != nil {
 		return err
@@ -417,9 +417,9 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	rolloutMetrics(m, rs)
 
 	tUpdate := time.Now()
-	var train []*traj.Trajectory
+	var train []*trajectory.Trajectory
 	for _, tr := range trs {
-		if tr.Stop != traj.StopError && tr.Stop != traj.StopCancelled && tr.ActionTokens() > 0 {
+		if tr.Stop != trajectory.StopError && tr.Stop != trajectory.StopCancelled && tr.ActionTokens() > 0 {
 			train = append(train, tr)
 		}
 	}
@@ -456,7 +456,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 
 // learn updates the models on the training trajectories of an iteration
 // (the learner's Update) and adds the update's metrics to m.
-func (t *Trainer) learn(iter int, train []*traj.Trajectory, m map[string]float64) error {
+func (t *Trainer) learn(iter int, train []*trajectory.Trajectory, m map[string]float64) error {
 	if len(train) == 0 {
 		t.log.Warn().Int("iteration", iter).Msg("no trajectory to learn from")
 		return nil

@@ -9,7 +9,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/rollout"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // acc collects values for a metric's mean and population std (ddof 0).
@@ -35,7 +35,7 @@ func (a acc) std() float64 {
 // episodeMetrics summarises trajectories under a prefix: reward (mean, std,
 // per component), EM/F1 (overall and per hop count), response length,
 // turns, tool calls, tool success, truncation and error rates.
-func episodeMetrics(prefix string, trs []*traj.Trajectory) map[string]float64 {
+func episodeMetrics(prefix string, trs []*trajectory.Trajectory) map[string]float64 {
 	m := map[string]float64{}
 	var reward, resp, turns, calls, okCalls, trunc, errs acc
 	comps := map[string]*acc{}
@@ -44,11 +44,11 @@ func episodeMetrics(prefix string, trs []*traj.Trajectory) map[string]float64 {
 		reward.add(t.Reward)
 		resp.add(float64(t.ActionTokens()))
 		turns.add(float64(len(t.Turns)))
-		n, ok := 0, 0
+		n, ok := 0, 0 // turns with tool calls, and those whose calls all succeeded
 		for _, tu := range t.Turns {
-			if tu.ToolName != "" || tu.ParseError != "" {
+			if len(tu.Calls) > 0 {
 				n++
-				if tu.ToolOK {
+				if tu.ToolsOK() {
 					ok++
 				}
 			}
@@ -58,7 +58,7 @@ func episodeMetrics(prefix string, trs []*traj.Trajectory) map[string]float64 {
 			okCalls.add(float64(ok) / float64(n))
 		}
 		trunc.add(b2f(t.Stop.Truncated()))
-		errs.add(b2f(t.Stop == traj.StopError))
+		errs.add(b2f(t.Stop == trajectory.StopError))
 		for k, v := range t.Components {
 			if comps[k] == nil {
 				comps[k] = &acc{}

@@ -23,7 +23,7 @@ import (
 	"github.com/agentrl/agentrl/torch/safetensors"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/store"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // The resume tests run the training in a child process (this test binary,
@@ -560,11 +560,11 @@ func sameStore(t *testing.T, ref, run string) {
 		t.Errorf("the resumed run's store holds iterations %v, want %v once each", iters, all)
 	}
 	for it := 1; it <= resumeIters; it++ {
-		want, err := sr.LoadIteration(it, traj.Train)
+		want, err := sr.LoadIteration(it, trajectory.Train)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := sg.LoadIteration(it, traj.Train)
+		got, err := sg.LoadIteration(it, trajectory.Train)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -573,7 +573,7 @@ func sameStore(t *testing.T, ref, run string) {
 				it, len(got), len(want))
 			continue
 		}
-		byID := map[string]*traj.Trajectory{}
+		byID := map[string]*trajectory.Trajectory{}
 		for _, x := range want {
 			byID[x.ID] = x
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/rollout"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // End to end through the real pieces: a tiny random model, the synthetic
@@ -45,7 +45,7 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 		s.Env = &searchFirst{Episode: s.Env, query: task.Question}
 		return s, err
 	}
-	trs, st, err := rollout.Run(context.Background(), engine.Decoder{Engine: tr.engine}, tr.chat, factory, reqs, tr.rolloutOptions(1, traj.Train,
+	trs, st, err := rollout.Run(context.Background(), engine.Decoder{Engine: tr.engine}, tr.chat, factory, reqs, tr.rolloutOptions(1, trajectory.Train,
 		rollout.Options{Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature}}))
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 	}
 	for _, x := range trs {
 		checkInvariants(t, x)
-		if len(x.Turns) < 3 || !x.Turns[0].ToolOK || !strings.Contains(x.Turns[0].Observation, "Doc 1") {
+		if len(x.Turns) < 3 || !x.Turns[0].ToolsOK() || !strings.Contains(x.Turns[0].Calls[0].Result, "Doc 1") {
 			t.Fatalf("%s: %d turns, first %+v", x.ID, len(x.Turns), x.Turns[0])
 		}
 	}

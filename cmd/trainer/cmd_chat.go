@@ -21,7 +21,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/rollout"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 func chatCommand() *cli.Command {
@@ -146,13 +146,13 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 		trs, _, err := rollout.Run(context.Background(), engine.Decoder{Engine: e}, rollout.NewChat(cf), factory,
 			[]rollout.Request{{Task: task, Samples: 1}}, rollout.Options{
 				Sampling: rollout.Sampling{Temperature: c.Float64("temperature")}, MaxTurnTokens: ecfg.MaxTurnTokens,
-				MaxTotalTokens: ecfg.MaxTokens, Seed: uint64(time.Now().UnixNano()), Iteration: n, Split: traj.Eval})
+				MaxTotalTokens: ecfg.MaxTokens, Seed: uint64(time.Now().UnixNano()), Iteration: n, Split: trajectory.Eval})
 		if err != nil {
 			return err
 		}
 		t := trs[0]
 		switch {
-		case t.Stop == traj.StopError:
+		case t.Stop == trajectory.StopError:
 			fmt.Fprintln(out, paint("31", "error: "+t.Error))
 		case t.Answer != "":
 			fmt.Fprintln(out, paint("32", "answer: "+t.Answer))

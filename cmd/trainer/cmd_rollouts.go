@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trainer/store"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // storeFlag names a run's store: --store FILE, or --run NAME under --runs.
@@ -66,16 +66,16 @@ func rolloutsCommand() *cli.Command {
 				),
 				Action: func(c *cli.Context) error {
 					switch sp := c.String("split"); sp {
-					case "", string(traj.Train), string(traj.Eval):
+					case "", string(trajectory.Train), string(trajectory.Eval):
 					default:
-						return exitErr("rollouts list: --split %q, want %s or %s", sp, traj.Train, traj.Eval)
+						return exitErr("rollouts list: --split %q, want %s or %s", sp, trajectory.Train, trajectory.Eval)
 					}
 					s, _, err := openRunStore(c)
 					if err != nil {
 						return err
 					}
 					defer s.Close()
-					f := store.ListFilter{Split: traj.Split(c.String("split")), Where: c.String("where")}
+					f := store.ListFilter{Split: trajectory.Split(c.String("split")), Where: c.String("where")}
 					if it := c.Int("iteration"); it >= 0 {
 						f.Iteration = &it
 					}

@@ -3,17 +3,17 @@ package algo
 import (
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // benchBatch is 64 groups of 8 four-turn trajectories of 2048 tokens: a
 // 256-token prompt, then per turn 320 action tokens and 128 tool-response
 // tokens.
-func benchBatch() []*traj.Trajectory {
-	var batch []*traj.Trajectory
+func benchBatch() []*trajectory.Trajectory {
+	var batch []*trajectory.Trajectory
 	for g := range 64 {
 		for s := range 8 {
-			t := &traj.Trajectory{Group: g, Sample: s, PromptLen: 256, Outcome: float64(s % 2)}
+			t := &trajectory.Trajectory{Group: g, Sample: s, PromptLen: 256, Outcome: float64(s % 2)}
 			for i := range 2048 {
 				turn, action := -1, uint8(0)
 				if i >= 256 {
@@ -27,7 +27,7 @@ func benchBatch() []*traj.Trajectory {
 				t.Mask = append(t.Mask, action)
 				t.Values = append(t.Values, float32(i%7)/7)
 			}
-			t.Turns = make([]traj.Turn, 4)
+			t.Turns = make([]trajectory.Turn, 4)
 			batch = append(batch, t)
 		}
 	}

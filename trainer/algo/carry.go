@@ -1,6 +1,6 @@
 package algo
 
-import "github.com/agentrl/agentrl/trainer/traj"
+import "github.com/agentrl/agentrl/trajectory"
 
 // carryAcross gives every token after the prompt that is not a step (idx,
 // in order) the advantage of the first step after it, and returns those
@@ -11,7 +11,7 @@ import "github.com/agentrl/agentrl/trainer/traj"
 // returns. Tokens after the last step (none in a well-formed trajectory)
 // get nothing. With the advantage mask off every token after the prompt
 // is a step and nothing is carried.
-func carryAcross(t *traj.Trajectory, idx []int) []int {
+func carryAcross(t *trajectory.Trajectory, idx []int) []int {
 	filled := carried(t, idx)
 	next := len(idx) - 1
 	for j := len(filled) - 1; j >= 0; j-- {
@@ -26,7 +26,7 @@ func carryAcross(t *traj.Trajectory, idx []int) []int {
 
 // carried lists the tokens after the prompt that are not steps (idx, in
 // order) but have a step after them: the tokens carryAcross fills.
-func carried(t *traj.Trajectory, idx []int) []int {
+func carried(t *trajectory.Trajectory, idx []int) []int {
 	if len(idx) == 0 {
 		return nil
 	}

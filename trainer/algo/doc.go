@@ -27,7 +27,7 @@
 //     "Agent-R1: Training Powerful LLM Agents with End-to-End Reinforcement
 //     Learning", arXiv:2511.14460.
 //
-// The code here is pure Go over traj.Trajectory slices and builds and
+// The code here is pure Go over trajectory.Trajectory slices and builds and
 // tests without libtorch: the losses' settings (LossConfig) and
 // normalisers (Norm) are here, the losses themselves, which need tensors,
 // in trainer/loss.

@@ -4,7 +4,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // FilterGroupsByVariance is StarPO-S's uncertainty filter (RAGEN,
@@ -19,7 +19,7 @@ import (
 // ranked by std, largest first, ties broken by first appearance in the
 // batch, so the result is deterministic. kept holds the trajectories of the
 // kept groups in batch order; dropped counts the dropped groups.
-func FilterGroupsByVariance(trajs []*traj.Trajectory, keepRatio float64) (kept []*traj.Trajectory, dropped int) {
+func FilterGroupsByVariance(trajs []*trajectory.Trajectory, keepRatio float64) (kept []*trajectory.Trajectory, dropped int) {
 	groups := groupsOf(trajs)
 	k := len(groups)
 	if keepRatio < 1 {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // filterBatch holds five groups, interleaved, with Bessel-corrected
@@ -19,9 +19,9 @@ import (
 //
 // Ranked: 3, 1, 4, then the tie 7 before 2 (first appearance; sorting by
 // Group number would put 2 first).
-func filterBatch() []*traj.Trajectory {
+func filterBatch() []*trajectory.Trajectory {
 	r := map[int][]float64{7: {1, 1, 1}, 1: {1, 0, 1}, 2: {0.5, 0.5}, 3: {0, 1}, 4: {0.2, 0.4, 0.6}}
-	var batch []*traj.Trajectory
+	var batch []*trajectory.Trajectory
 	for s := range 3 {
 		for _, g := range []int{7, 1, 2, 3, 4} {
 			if s < len(r[g]) {
@@ -34,7 +34,7 @@ func filterBatch() []*traj.Trajectory {
 	return batch
 }
 
-func groupsKept(kept []*traj.Trajectory) []int {
+func groupsKept(kept []*trajectory.Trajectory) []int {
 	var g []int
 	for _, t := range kept {
 		if !slices.Contains(g, t.Group) {
@@ -63,7 +63,7 @@ func TestFilterGroupsByVariance(t *testing.T) {
 			t.Errorf("ratio %v: kept groups %v dropped %d, want %v dropped %d", c.ratio, g, dropped, c.groups, c.dropped)
 		}
 		// kept trajectories stay in batch order
-		var want []*traj.Trajectory
+		var want []*trajectory.Trajectory
 		for _, tr := range batch {
 			if slices.Contains(c.groups, tr.Group) {
 				want = append(want, tr)
@@ -81,7 +81,7 @@ func TestGroupRewardStd(t *testing.T) {
 	if got := GroupRewardStd(filterBatch()); !near(got, want) {
 		t.Errorf("GroupRewardStd = %v, want %v", got, want)
 	}
-	if got := GroupRewardStd([]*traj.Trajectory{oneTurn("a", 0, 1, 1)}); !math.IsNaN(got) {
+	if got := GroupRewardStd([]*trajectory.Trajectory{oneTurn("a", 0, 1, 1)}); !math.IsNaN(got) {
 		t.Errorf("GroupRewardStd of singletons = %v, want NaN", got)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // twoTurn is the hand-worked multi-turn trajectory of the golden tests:
@@ -17,8 +17,8 @@ import (
 //
 // with process reward 0.5 for turn 0 (entering at token 3), 0 for turn 1,
 // and the outcome entering at token 7.
-func twoTurn(id string, group int, outcome float64) *traj.Trajectory {
-	return &traj.Trajectory{
+func twoTurn(id string, group int, outcome float64) *trajectory.Trajectory {
+	return &trajectory.Trajectory{
 		ID:        id,
 		Group:     group,
 		Outcome:   outcome,
@@ -27,14 +27,14 @@ func twoTurn(id string, group int, outcome float64) *traj.Trajectory {
 		Mask:      []uint8{0, 0, 1, 1, 0, 0, 1, 1},
 		TurnOf:    []int16{-1, -1, 0, 0, 0, 0, 1, 1},
 		Values:    []float32{0.3, 0.2, 0.5, 0.4, 0.9, 0.7, 0.6, 0.8},
-		Turns:     []traj.Turn{{ProcessReward: 0.5}, {ProcessReward: 0}},
+		Turns:     []trajectory.Turn{{ProcessReward: 0.5}, {ProcessReward: 0}},
 	}
 }
 
 // oneTurn is a single-turn trajectory: one prompt token, then n action
 // tokens of turn 0, the outcome entering at the last one; values are 0.
-func oneTurn(id string, group int, n int, outcome float64) *traj.Trajectory {
-	t := &traj.Trajectory{ID: id, Group: group, Outcome: outcome, PromptLen: 1, Turns: []traj.Turn{{}}}
+func oneTurn(id string, group int, n int, outcome float64) *trajectory.Trajectory {
+	t := &trajectory.Trajectory{ID: id, Group: group, Outcome: outcome, PromptLen: 1, Turns: []trajectory.Turn{{}}}
 	for i := 0; i <= n; i++ {
 		t.Tokens = append(t.Tokens, int32(i))
 		t.Mask = append(t.Mask, uint8(min(i, 1)))

@@ -1,6 +1,6 @@
 package algo
 
-import "github.com/agentrl/agentrl/trainer/traj"
+import "github.com/agentrl/agentrl/trajectory"
 
 // GAE is PPO's generalised advantage estimator with a critic (t.Values),
 // registered as "gae". Over a multi-turn trajectory the recursion runs over
@@ -16,7 +16,7 @@ import "github.com/agentrl/agentrl/trainer/traj"
 // mask then decides whether those tokens count. Prompt tokens get 0.
 // Whitening takes its statistics over the steps and applies them to every
 // token that has an advantage.
-func GAE(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
+func GAE(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	if err := checkBatch(batch, kl, true); err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // gamma = 0.9, lambda = 0.8, so gamma*lambda = 0.72. Rewards: r3 = 0.5
@@ -29,7 +29,7 @@ var (
 
 func TestGAETwoTurnSkipsToolResponse(t *testing.T) {
 	tr := twoTurn("a", 0, 1)
-	if err := GAE([]*traj.Trajectory{tr}, nil, noWhiten(0.9, 0.8)); err != nil {
+	if err := GAE([]*trajectory.Trajectory{tr}, nil, noWhiten(0.9, 0.8)); err != nil {
 		t.Fatal(err)
 	}
 	assertSlice(t, "advantages", tr.Advantages, gaeTwoTurnAdv)
@@ -49,7 +49,7 @@ func TestGAETwoTurnMaskOff(t *testing.T) {
 	tr := twoTurn("a", 0, 1)
 	opt := noWhiten(0.9, 0.8)
 	opt.AdvantageMask = false
-	if err := GAE([]*traj.Trajectory{tr}, nil, opt); err != nil {
+	if err := GAE([]*trajectory.Trajectory{tr}, nil, opt); err != nil {
 		t.Fatal(err)
 	}
 	assertSlice(t, "advantages", tr.Advantages,
@@ -68,7 +68,7 @@ func TestGAEWhiten(t *testing.T) {
 	tr := twoTurn("a", 0, 1)
 	opt := noWhiten(0.9, 0.8)
 	opt.Whiten = true
-	if err := GAE([]*traj.Trajectory{tr}, nil, opt); err != nil {
+	if err := GAE([]*trajectory.Trajectory{tr}, nil, opt); err != nil {
 		t.Fatal(err)
 	}
 	sd := math.Sqrt(0.24103313042432/3 + 1e-8)
@@ -88,7 +88,7 @@ func TestGAEKLInReward(t *testing.T) {
 	opt := noWhiten(1, 1)
 	opt.KLCoef = 0.1
 	kl := [][]float32{{9, 1, 2, 3}} // the prompt's 9 must be ignored
-	if err := GAE([]*traj.Trajectory{tr}, kl, opt); err != nil {
+	if err := GAE([]*trajectory.Trajectory{tr}, kl, opt); err != nil {
 		t.Fatal(err)
 	}
 	assertSlice(t, "advantages", tr.Advantages, []float64{0, 0.4, 0.5, 0.7})
@@ -97,11 +97,11 @@ func TestGAEKLInReward(t *testing.T) {
 func TestGAERejectsBadInput(t *testing.T) {
 	noValues := twoTurn("novalues", 0, 1)
 	noValues.Values = nil
-	err := GAE([]*traj.Trajectory{noValues}, nil, DefaultOptions())
+	err := GAE([]*trajectory.Trajectory{noValues}, nil, DefaultOptions())
 	if err == nil || !strings.Contains(err.Error(), `"novalues"`) {
 		t.Errorf("missing values: err = %v, want one naming the trajectory", err)
 	}
-	err = GAE([]*traj.Trajectory{twoTurn("a", 0, 1)}, [][]float32{{1, 2}}, DefaultOptions())
+	err = GAE([]*trajectory.Trajectory{twoTurn("a", 0, 1)}, [][]float32{{1, 2}}, DefaultOptions())
 	if err == nil || !strings.Contains(err.Error(), "kl") {
 		t.Errorf("short kl: err = %v, want a kl length error", err)
 	}

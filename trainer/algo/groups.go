@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/agentrl/agentrl/internal/stat"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // groupKey identifies a group of samples of one prompt: the prompt's index
@@ -14,7 +14,7 @@ type groupKey struct{ iteration, group int }
 
 // groupsOf partitions the batch positions by group, groups in order of
 // first appearance and members in batch order.
-func groupsOf(batch []*traj.Trajectory) [][]int {
+func groupsOf(batch []*trajectory.Trajectory) [][]int {
 	pos := map[groupKey]int{}
 	var groups [][]int
 	for k, t := range batch {
@@ -31,7 +31,7 @@ func groupsOf(batch []*traj.Trajectory) [][]int {
 }
 
 // scores returns the scalar reward of every trajectory (see score).
-func scores(batch []*traj.Trajectory, kl [][]float32, beta float64) []float64 {
+func scores(batch []*trajectory.Trajectory, kl [][]float32, beta float64) []float64 {
 	s := make([]float64, len(batch))
 	for k, t := range batch {
 		s[k] = score(t, klOf(kl, k), beta)
@@ -56,7 +56,7 @@ func meanStd(s []float64, g []int) (mean, std float64) {
 // broadcast gives every credited token of t the sequence advantage a, and
 // the same value as its return (verl returns the advantages as returns for
 // the critic-free estimators).
-func broadcast(t *traj.Trajectory, opt Options, a float64) []int {
+func broadcast(t *trajectory.Trajectory, opt Options, a float64) []int {
 	idx := steps(t, opt)
 	for _, i := range idx {
 		t.Advantages[i] = float32(a)
@@ -69,7 +69,7 @@ func broadcast(t *traj.Trajectory, opt Options, a float64) []int {
 // of the within-group std of the scalar reward (Outcome + process
 // rewards): the signal whose collapse RAGEN calls the echo trap. It is NaN
 // when no group has two samples.
-func GroupRewardStd(batch []*traj.Trajectory) float64 {
+func GroupRewardStd(batch []*trajectory.Trajectory) float64 {
 	s := scores(batch, nil, 0)
 	sum, n := 0.0, 0
 	for _, g := range groupsOf(batch) {

@@ -1,6 +1,6 @@
 package algo
 
-import "github.com/agentrl/agentrl/trainer/traj"
+import "github.com/agentrl/agentrl/trajectory"
 
 // GRPO is the group-relative outcome estimator, registered as "grpo".
 // The score of a trajectory is its summed token-level reward (verl:
@@ -15,7 +15,7 @@ import "github.com/agentrl/agentrl/trainer/traj"
 // A = 0; verl instead uses mean 0 and std 1 there, which hands the raw
 // score on as the advantage. Returns equal the advantages, as in verl's
 // compute_grpo_outcome_advantage.
-func GRPO(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
+func GRPO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	if err := checkBatch(batch, kl, false); err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // groupBatch is a batch of three groups:
@@ -18,8 +18,8 @@ import (
 //
 // Group 0: mean 0.75, deviations 0.75, -0.25, 0.25, -0.75, squares sum to
 // 1.25, Bessel-corrected std sqrt(1.25/3).
-func groupBatch() []*traj.Trajectory {
-	return []*traj.Trajectory{
+func groupBatch() []*trajectory.Trajectory {
+	return []*trajectory.Trajectory{
 		twoTurn("g0s0", 0, 1),
 		oneTurn("g1s0", 1, 2, 1),
 		twoTurn("g0s1", 0, 0),
@@ -33,7 +33,7 @@ func groupBatch() []*traj.Trajectory {
 // wantBroadcast is the advantage vector of tr when a is broadcast to the
 // credited tokens: action tokens with the mask on, tokens after the prompt
 // with it off.
-func wantBroadcast(tr *traj.Trajectory, a float64, maskOn bool) []float64 {
+func wantBroadcast(tr *trajectory.Trajectory, a float64, maskOn bool) []float64 {
 	w := make([]float64, len(tr.Tokens))
 	for i := tr.PromptLen; i < len(w); i++ {
 		if !maskOn || tr.Mask[i] == 1 {
@@ -43,7 +43,7 @@ func wantBroadcast(tr *traj.Trajectory, a float64, maskOn bool) []float64 {
 	return w
 }
 
-func checkOutcome(t *testing.T, batch []*traj.Trajectory, want map[string]float64, maskOn bool) {
+func checkOutcome(t *testing.T, batch []*trajectory.Trajectory, want map[string]float64, maskOn bool) {
 	t.Helper()
 	for _, tr := range batch {
 		w := wantBroadcast(tr, want[tr.ID], maskOn)
@@ -96,7 +96,7 @@ func TestGRPOMaskOff(t *testing.T) {
 // kl 1 on both action tokens, beta 0.5: scores 1 - 0.5*2 = 0 and 1, mean
 // 0.5, Dr. GRPO advantages -0.5 and 0.5.
 func TestGRPOKLInScore(t *testing.T) {
-	batch := []*traj.Trajectory{oneTurn("a", 0, 2, 1), oneTurn("b", 0, 2, 1)}
+	batch := []*trajectory.Trajectory{oneTurn("a", 0, 2, 1), oneTurn("b", 0, 2, 1)}
 	opt := DefaultOptions()
 	opt.NormByStd, opt.KLCoef = false, 0.5
 	if err := GRPO(batch, [][]float32{{0, 1, 1}, nil}, opt); err != nil {
@@ -110,8 +110,8 @@ func TestGRPOKLInScore(t *testing.T) {
 func TestGRPOGroupsSplitByIteration(t *testing.T) {
 	a, b := oneTurn("a", 0, 1, 1), oneTurn("b", 0, 1, 0)
 	b.Iteration = 1
-	if err := GRPO([]*traj.Trajectory{a, b}, nil, DefaultOptions()); err != nil {
+	if err := GRPO([]*trajectory.Trajectory{a, b}, nil, DefaultOptions()); err != nil {
 		t.Fatal(err)
 	}
-	checkOutcome(t, []*traj.Trajectory{a, b}, map[string]float64{}, true)
+	checkOutcome(t, []*trajectory.Trajectory{a, b}, map[string]float64{}, true)
 }

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // AdvantageFunc fills t.Advantages and t.Returns (len(t.Tokens) each) of
 // every trajectory in the batch. kl is nil or holds one per-token KL slice
 // per trajectory (same order, len(t.Tokens), nil for none) for the
 // KL-in-reward penalty opt.KLCoef*kl_t.
-type AdvantageFunc func(batch []*traj.Trajectory, kl [][]float32, opt Options) error
+type AdvantageFunc func(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error
 
 // Estimator is an advantage estimator as registered under its name (as in
 // verl's ADV_ESTIMATOR_REGISTRY): its function and what it needs from the

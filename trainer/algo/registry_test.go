@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 func TestRegistry(t *testing.T) {
@@ -42,7 +42,7 @@ func TestRegisterDuplicatePanics(t *testing.T) {
 			t.Error("second Register of gae did not panic")
 		}
 	}()
-	Register("gae", Estimator{Advantages: func([]*traj.Trajectory, [][]float32, Options) error { return nil }})
+	Register("gae", Estimator{Advantages: func([]*trajectory.Trajectory, [][]float32, Options) error { return nil }})
 }
 
 // What each estimator needs: only GAE a value function; the

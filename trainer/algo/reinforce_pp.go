@@ -1,6 +1,6 @@
 package algo
 
-import "github.com/agentrl/agentrl/trainer/traj"
+import "github.com/agentrl/agentrl/trajectory"
 
 // ReinforcePP is REINFORCE++ (Hu 2025, arXiv:2501.03262), registered as
 // "reinforce_pp": no critic, no group baseline. The return is discounted
@@ -16,7 +16,7 @@ import "github.com/agentrl/agentrl/trainer/traj"
 // that are not steps carry the G of the next step (see carryAcross). verl:
 // compute_reinforce_plus_plus_outcome_advantage, whose running return
 // resets at every mask-0 token instead of stepping over it.
-func ReinforcePP(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
+func ReinforcePP(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	if err := checkBatch(batch, kl, false); err != nil {
 		return err
 	}

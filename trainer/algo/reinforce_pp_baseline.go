@@ -1,6 +1,6 @@
 package algo
 
-import "github.com/agentrl/agentrl/trainer/traj"
+import "github.com/agentrl/agentrl/trajectory"
 
 // ReinforcePPBaseline is REINFORCE++-baseline (Hu 2025, arXiv:2501.03262),
 // registered as "reinforce_pp_baseline": the group mean of the scalar score
@@ -12,7 +12,7 @@ import "github.com/agentrl/agentrl/trainer/traj"
 // A group of one sample is its own mean: A = 0 before whitening (verl uses
 // mean 0 there). Returns hold A_i before whitening. verl:
 // compute_reinforce_plus_plus_baseline_outcome_advantage.
-func ReinforcePPBaseline(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
+func ReinforcePPBaseline(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	if err := checkBatch(batch, kl, false); err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // gamma = 0.5 over the two-turn trajectory (r3 = 0.5, r7 = 1). The return
@@ -22,7 +22,7 @@ func TestReinforcePPTwoTurn(t *testing.T) {
 	tr := twoTurn("a", 0, 1)
 	opt := DefaultOptions()
 	opt.Gamma = 0.5
-	if err := ReinforcePP([]*traj.Trajectory{tr}, nil, opt); err != nil {
+	if err := ReinforcePP([]*trajectory.Trajectory{tr}, nil, opt); err != nil {
 		t.Fatal(err)
 	}
 	assertSlice(t, "returns", tr.Returns, []float64{0, 0, 0.375, 0.75, 0.5, 0.5, 0.5, 1})
@@ -42,7 +42,7 @@ func TestReinforcePPMaskOff(t *testing.T) {
 	tr := twoTurn("a", 0, 1)
 	opt := DefaultOptions()
 	opt.Gamma, opt.AdvantageMask = 0.5, false
-	if err := ReinforcePP([]*traj.Trajectory{tr}, nil, opt); err != nil {
+	if err := ReinforcePP([]*trajectory.Trajectory{tr}, nil, opt); err != nil {
 		t.Fatal(err)
 	}
 	g := []float64{0, 0, 0.28125, 0.5625, 0.125, 0.25, 0.5, 1}
@@ -61,7 +61,7 @@ func TestReinforcePPMaskOff(t *testing.T) {
 // 2.25 + 3*0.25 = 3; variance 3/3 = 1; whitened 1.5 and -0.5.
 func TestReinforcePPWhitensAcrossBatch(t *testing.T) {
 	a, b := oneTurn("a", 0, 1, 1), oneTurn("b", 1, 3, -1)
-	if err := ReinforcePP([]*traj.Trajectory{a, b}, nil, DefaultOptions()); err != nil {
+	if err := ReinforcePP([]*trajectory.Trajectory{a, b}, nil, DefaultOptions()); err != nil {
 		t.Fatal(err)
 	}
 	assertSlice(t, "a advantages", a.Advantages, []float64{0, 1.5})
@@ -75,7 +75,7 @@ func TestReinforcePPWhitensAcrossBatch(t *testing.T) {
 // 0.75, variance 0.75/3 = 0.25, std 0.5: whitened 1.5 and -0.5.
 func TestReinforcePPBaseline(t *testing.T) {
 	a, b := oneTurn("a", 0, 1, 1), oneTurn("b", 0, 3, 0)
-	if err := ReinforcePPBaseline([]*traj.Trajectory{a, b}, nil, DefaultOptions()); err != nil {
+	if err := ReinforcePPBaseline([]*trajectory.Trajectory{a, b}, nil, DefaultOptions()); err != nil {
 		t.Fatal(err)
 	}
 	assertSlice(t, "a advantages", a.Advantages, []float64{0, 1.5})
@@ -91,7 +91,7 @@ func TestReinforcePPBaseline(t *testing.T) {
 // c = 0.
 func TestReinforcePPBaselineSingleton(t *testing.T) {
 	a, b, c := oneTurn("a", 0, 1, 1), oneTurn("b", 0, 1, 0), oneTurn("c", 1, 2, 5)
-	if err := ReinforcePPBaseline([]*traj.Trajectory{a, b, c}, nil, DefaultOptions()); err != nil {
+	if err := ReinforcePPBaseline([]*trajectory.Trajectory{a, b, c}, nil, DefaultOptions()); err != nil {
 		t.Fatal(err)
 	}
 	assertSlice(t, "a advantages", a.Advantages, []float64{0, math.Sqrt(1.5)})
@@ -106,7 +106,7 @@ func TestReinforcePPBaselineMaskOff(t *testing.T) {
 	a, b := twoTurn("a", 0, 1), twoTurn("b", 0, 0)
 	opt := DefaultOptions()
 	opt.AdvantageMask = false
-	if err := ReinforcePPBaseline([]*traj.Trajectory{a, b}, nil, opt); err != nil {
+	if err := ReinforcePPBaseline([]*trajectory.Trajectory{a, b}, nil, opt); err != nil {
 		t.Fatal(err)
 	}
 	w := 0.5 / math.Sqrt(3.0/11+1e-8)

@@ -4,14 +4,14 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // checkBatch validates what the estimators read: per-token arrays of equal
 // length, turn indices within t.Turns, action tokens inside a turn, finite
 // rewards, values (when needValues) and KL penalties. It names the
 // trajectory at fault.
-func checkBatch(batch []*traj.Trajectory, kl [][]float32, needValues bool) error {
+func checkBatch(batch []*trajectory.Trajectory, kl [][]float32, needValues bool) error {
 	if kl != nil && len(kl) != len(batch) {
 		return fmt.Errorf("kl penalty: %d slices for %d trajectories", len(kl), len(batch))
 	}
@@ -26,7 +26,7 @@ func checkBatch(batch []*traj.Trajectory, kl [][]float32, needValues bool) error
 	return nil
 }
 
-func checkTrajectory(t *traj.Trajectory, kl []float32, needValues bool) error {
+func checkTrajectory(t *trajectory.Trajectory, kl []float32, needValues bool) error {
 	n := len(t.Tokens)
 	if len(t.Mask) != n || len(t.TurnOf) != n {
 		return fmt.Errorf("%d tokens but %d mask bits and %d turn indices", n, len(t.Mask), len(t.TurnOf))
@@ -86,7 +86,7 @@ func klOf(kl [][]float32, i int) []float32 {
 // steps returns, in order, the indices of the tokens that receive an
 // advantage: the action tokens (Mask == 1) with the advantage mask on,
 // every token after the prompt with it off (see Options.AdvantageMask).
-func steps(t *traj.Trajectory, opt Options) []int {
+func steps(t *trajectory.Trajectory, opt Options) []int {
 	var idx []int
 	for i := t.PromptLen; i < len(t.Tokens); i++ {
 		if !opt.AdvantageMask || t.Mask[i] == 1 {
@@ -107,7 +107,7 @@ func steps(t *traj.Trajectory, opt Options) []int {
 // it, or, when the policy has not acted yet, to the first action token of
 // the trajectory. A trajectory without action tokens has nowhere to put a
 // reward: every r_t is 0.
-func tokenRewards(t *traj.Trajectory, kl []float32, beta float64) []float64 {
+func tokenRewards(t *trajectory.Trajectory, kl []float32, beta float64) []float64 {
 	r := make([]float64, len(t.Tokens))
 	first, last := -1, -1
 	lastOfTurn := make([]int, len(t.Turns))
@@ -146,7 +146,7 @@ func tokenRewards(t *traj.Trajectory, kl []float32, beta float64) []float64 {
 // beta * sum of kl over action tokens. It equals the sum of tokenRewards
 // whenever t has an action token, and still counts in its group when t has
 // none.
-func score(t *traj.Trajectory, kl []float32, beta float64) float64 {
+func score(t *trajectory.Trajectory, kl []float32, beta float64) float64 {
 	s := t.Outcome
 	for _, turn := range t.Turns {
 		s += turn.ProcessReward
@@ -162,7 +162,7 @@ func score(t *traj.Trajectory, kl []float32, beta float64) float64 {
 }
 
 // resetOutputs gives t zeroed Advantages and Returns of len(t.Tokens).
-func resetOutputs(t *traj.Trajectory) {
+func resetOutputs(t *trajectory.Trajectory) {
 	t.Advantages = make([]float32, len(t.Tokens))
 	t.Returns = make([]float32, len(t.Tokens))
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 func TestTokenRewardsTwoTurn(t *testing.T) {
@@ -32,13 +32,13 @@ func TestTokenRewardsTwoTurn(t *testing.T) {
 // When turn 0 generated nothing, its reward waits at the first action
 // token. With no action token at all, nothing lands but the score counts.
 func TestTokenRewardsTurnsWithoutActions(t *testing.T) {
-	tr := &traj.Trajectory{
+	tr := &trajectory.Trajectory{
 		PromptLen: 1,
 		Tokens:    make([]int32, 6),
 		Mask:      []uint8{0, 1, 0, 0, 1, 1},
 		TurnOf:    []int16{-1, 0, 0, 1, 2, 2},
 		Outcome:   1,
-		Turns:     []traj.Turn{{ProcessReward: 0.1}, {ProcessReward: 0.2}, {ProcessReward: 0.3}},
+		Turns:     []trajectory.Turn{{ProcessReward: 0.1}, {ProcessReward: 0.2}, {ProcessReward: 0.3}},
 	}
 	got := tokenRewards(tr, nil, 0)
 	want := []float64{0, 0.1 + 0.2, 0, 0, 0, 0.3 + 1}
@@ -69,31 +69,31 @@ func TestTokenRewardsTurnsWithoutActions(t *testing.T) {
 }
 
 func TestCheckBatchNamesTheFault(t *testing.T) {
-	cases := map[string]func(*traj.Trajectory){
-		"mask bits":      func(t *traj.Trajectory) { t.Mask = t.Mask[:3] },
-		"prompt length":  func(t *traj.Trajectory) { t.PromptLen = 9 },
-		"turn 2 of 2":    func(t *traj.Trajectory) { t.TurnOf[7] = 2 },
-		"outside any":    func(t *traj.Trajectory) { t.Mask[1] = 1 },
-		"outcome reward": func(t *traj.Trajectory) { t.Outcome = math.NaN() },
-		"process reward": func(t *traj.Trajectory) { t.Turns[1].ProcessReward = math.Inf(1) },
-		"value":          func(t *traj.Trajectory) { t.Values[3] = float32(math.NaN()) },
+	cases := map[string]func(*trajectory.Trajectory){
+		"mask bits":      func(t *trajectory.Trajectory) { t.Mask = t.Mask[:3] },
+		"prompt length":  func(t *trajectory.Trajectory) { t.PromptLen = 9 },
+		"turn 2 of 2":    func(t *trajectory.Trajectory) { t.TurnOf[7] = 2 },
+		"outside any":    func(t *trajectory.Trajectory) { t.Mask[1] = 1 },
+		"outcome reward": func(t *trajectory.Trajectory) { t.Outcome = math.NaN() },
+		"process reward": func(t *trajectory.Trajectory) { t.Turns[1].ProcessReward = math.Inf(1) },
+		"value":          func(t *trajectory.Trajectory) { t.Values[3] = float32(math.NaN()) },
 	}
 	for want, breakIt := range cases {
 		tr := twoTurn("broken", 0, 1)
 		breakIt(tr)
-		err := checkBatch([]*traj.Trajectory{tr}, nil, true)
+		err := checkBatch([]*trajectory.Trajectory{tr}, nil, true)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `"broken"`) {
 			t.Errorf("%s: err = %v", want, err)
 		}
 	}
-	if err := checkBatch([]*traj.Trajectory{nil}, nil, false); err == nil {
+	if err := checkBatch([]*trajectory.Trajectory{nil}, nil, false); err == nil {
 		t.Error("nil trajectory accepted")
 	}
-	if err := checkBatch([]*traj.Trajectory{twoTurn("a", 0, 1)}, [][]float32{nil, nil}, false); err == nil {
+	if err := checkBatch([]*trajectory.Trajectory{twoTurn("a", 0, 1)}, [][]float32{nil, nil}, false); err == nil {
 		t.Error("two kl slices for one trajectory accepted")
 	}
 	kl := [][]float32{{0, 0, 0, float32(math.NaN()), 0, 0, 0, 0}}
-	if err := checkBatch([]*traj.Trajectory{twoTurn("a", 0, 1)}, kl, false); err == nil {
+	if err := checkBatch([]*trajectory.Trajectory{twoTurn("a", 0, 1)}, kl, false); err == nil {
 		t.Error("NaN kl on an action token accepted")
 	}
 }

@@ -1,6 +1,6 @@
 package algo
 
-import "github.com/agentrl/agentrl/trainer/traj"
+import "github.com/agentrl/agentrl/trajectory"
 
 // RLOO is REINFORCE with the leave-one-out baseline, registered as "rloo"
 // (Ahmadian et al. 2024, arXiv:2402.14740; Kool et al. 2019). Within a
@@ -12,7 +12,7 @@ import "github.com/agentrl/agentrl/trainer/traj"
 // broadcast to every credited token; a group of one sample has no other
 // sample to compare with and gets A = 0 (verl hands on the raw score).
 // Returns equal the advantages.
-func RLOO(batch []*traj.Trajectory, kl [][]float32, opt Options) error {
+func RLOO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	if err := checkBatch(batch, kl, false); err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/agentrl/agentrl/internal/stat"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Stats summarises a per-token quantity over the selected tokens of a
@@ -46,13 +46,13 @@ func each(xs [][]float32, masks [][]uint8, f func(x float64)) {
 }
 
 // AdvantageStats summarises the advantages over the action tokens.
-func AdvantageStats(batch []*traj.Trajectory) Stats {
-	return MaskedStats(column(batch, func(t *traj.Trajectory) []float32 { return t.Advantages }), masks(batch))
+func AdvantageStats(batch []*trajectory.Trajectory) Stats {
+	return MaskedStats(column(batch, func(t *trajectory.Trajectory) []float32 { return t.Advantages }), masks(batch))
 }
 
 // ReturnStats summarises the returns over the action tokens.
-func ReturnStats(batch []*traj.Trajectory) Stats {
-	return MaskedStats(column(batch, func(t *traj.Trajectory) []float32 { return t.Returns }), masks(batch))
+func ReturnStats(batch []*trajectory.Trajectory) Stats {
+	return MaskedStats(column(batch, func(t *trajectory.Trajectory) []float32 { return t.Returns }), masks(batch))
 }
 
 // ExplainedVariance is 1 - Var[R - V] / Var[R] over the action tokens of
@@ -60,7 +60,7 @@ func ReturnStats(batch []*traj.Trajectory) Stats {
 // variances), CleanRL ppo.py's diagnostic of how well the critic predicts
 // the returns: 1 is perfect, 0 no better than a constant, negative worse.
 // It is NaN when there is no such token or Var[R] is 0.
-func ExplainedVariance(batch []*traj.Trajectory) float64 {
+func ExplainedVariance(batch []*trajectory.Trajectory) float64 {
 	var rs, ds []float64
 	for _, t := range batch {
 		if len(t.Values) != len(t.Mask) || len(t.Returns) != len(t.Mask) {
@@ -84,7 +84,7 @@ func ExplainedVariance(batch []*traj.Trajectory) float64 {
 	return 1 - varD/varR
 }
 
-func column(batch []*traj.Trajectory, f func(*traj.Trajectory) []float32) [][]float32 {
+func column(batch []*trajectory.Trajectory, f func(*trajectory.Trajectory) []float32) [][]float32 {
 	out := make([][]float32, len(batch))
 	for k, t := range batch {
 		out[k] = f(t)
@@ -92,7 +92,7 @@ func column(batch []*traj.Trajectory, f func(*traj.Trajectory) []float32) [][]fl
 	return out
 }
 
-func masks(batch []*traj.Trajectory) [][]uint8 {
+func masks(batch []*trajectory.Trajectory) [][]uint8 {
 	out := make([][]uint8, len(batch))
 	for k, t := range batch {
 		out[k] = t.Mask

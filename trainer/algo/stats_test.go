@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Selected values 1, 2, 3 (the masked 100 and the nil row ignored): mean
@@ -26,11 +26,11 @@ func TestAdvantageAndReturnStats(t *testing.T) {
 	tr := twoTurn("a", 0, 1)
 	tr.Advantages = []float32{0, 0, 1, -1, 100, 100, 3, 5}
 	tr.Returns = []float32{0, 0, 2, 2, 100, 100, 2, 2}
-	a := AdvantageStats([]*traj.Trajectory{tr})
+	a := AdvantageStats([]*trajectory.Trajectory{tr})
 	if a.N != 4 || !near(a.Mean, 2) || !near(a.Std, math.Sqrt(5)) || a.Min != -1 || a.Max != 5 {
 		t.Errorf("advantage stats %+v", a)
 	}
-	r := ReturnStats([]*traj.Trajectory{tr})
+	r := ReturnStats([]*trajectory.Trajectory{tr})
 	if r.N != 4 || r.Mean != 2 || r.Std != 0 {
 		t.Errorf("return stats %+v", r)
 	}
@@ -43,7 +43,7 @@ func TestAdvantageAndReturnStats(t *testing.T) {
 //	values 2, 2, 2:     R-V = -1, 0, 1, Var = 2/3     -> 0
 //	constant returns:   Var[R] = 0              -> NaN
 func TestExplainedVariance(t *testing.T) {
-	build := func(ret, val [3]float32) *traj.Trajectory {
+	build := func(ret, val [3]float32) *trajectory.Trajectory {
 		tr := oneTurn("a", 0, 3, 0)
 		tr.Returns = []float32{9, ret[0], ret[1], ret[2]} // the prompt's 9 is ignored
 		tr.Values = []float32{-9, val[0], val[1], val[2]}
@@ -60,11 +60,11 @@ func TestExplainedVariance(t *testing.T) {
 	for _, c := range cases {
 		noValues := oneTurn("b", 0, 2, 0) // skipped: no values
 		noValues.Values = nil
-		if got := ExplainedVariance([]*traj.Trajectory{build(c.ret, c.val), noValues}); !near(got, c.want) {
+		if got := ExplainedVariance([]*trajectory.Trajectory{build(c.ret, c.val), noValues}); !near(got, c.want) {
 			t.Errorf("returns %v values %v: explained variance %v, want %v", c.ret, c.val, got, c.want)
 		}
 	}
-	if got := ExplainedVariance([]*traj.Trajectory{build([3]float32{2, 2, 2}, [3]float32{1, 2, 3})}); !math.IsNaN(got) {
+	if got := ExplainedVariance([]*trajectory.Trajectory{build([3]float32{2, 2, 2}, [3]float32{1, 2, 3})}); !math.IsNaN(got) {
 		t.Errorf("constant returns: %v, want NaN", got)
 	}
 }

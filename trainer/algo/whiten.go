@@ -4,7 +4,7 @@ import (
 	"math"
 
 	"github.com/agentrl/agentrl/internal/stat"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // whitenEps is the variance floor of verl's masked_whiten.
@@ -21,7 +21,7 @@ const whitenEps = 1e-8
 // same transform applies to every other token after the prompt that holds
 // an advantage carried from a step (carryAcross), as masked_whiten whitens
 // the whole tensor with the masked statistics.
-func whiten(batch []*traj.Trajectory, idx [][]int) {
+func whiten(batch []*trajectory.Trajectory, idx [][]int) {
 	var vals []float64
 	for k, t := range batch {
 		for _, i := range idx[k] {

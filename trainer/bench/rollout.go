@@ -11,7 +11,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/rollout"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // RolloutConfig is the multi-turn rollout benchmark: Trajectories episodes
@@ -125,11 +125,11 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 		}
 		t0 := time.Now()
 		trs, st, err := rollout.Run(context.Background(), dec, ch, factory, reqs, rollout.Options{
-			Sampling: rollout.Sampling{Temperature: 1}, MaxTurnTokens: maxLen, MaxTotalTokens: maxLen, Split: traj.Train})
+			Sampling: rollout.Sampling{Temperature: 1}, MaxTurnTokens: maxLen, MaxTotalTokens: maxLen, Split: trajectory.Train})
 		wall := time.Since(t0)
 		if err == nil {
 			for _, tr := range trs {
-				if tr.Stop != traj.StopAnswer || len(tr.Turns) != turns {
+				if tr.Stop != trajectory.StopAnswer || len(tr.Turns) != turns {
 					return 0, st, fmt.Errorf("bench rollout: trajectory %s ended %s after %d turns (%s)", tr.ID, tr.Stop, len(tr.Turns), tr.Error)
 				}
 			}
@@ -235,7 +235,7 @@ type benchEnv struct {
 func (e *benchEnv) Step(ctx context.Context, _ envs.Action) (envs.StepResult, error) {
 	e.turns++
 	if e.turns > e.toolTurns {
-		return envs.StepResult{Done: true, Stop: envs.StopAnswer}, nil
+		return envs.StepResult{Done: true, Stop: trajectory.StopAnswer}, nil
 	}
 	if e.latency > 0 {
 		select {
@@ -244,7 +244,7 @@ func (e *benchEnv) Step(ctx context.Context, _ envs.Action) (envs.StepResult, er
 			return envs.StepResult{}, ctx.Err()
 		}
 	}
-	return envs.StepResult{Responses: []string{"ok"}, Calls: []envs.Call{{Name: "sleep", OK: true}}}, nil
+	return envs.StepResult{Responses: []string{"ok"}, Calls: []trajectory.ToolCall{{Name: "sleep", OK: true}}}, nil
 }
 
 func (e *benchEnv) Outcome() (float64, map[string]float64) { return 0, nil }

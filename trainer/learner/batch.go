@@ -6,20 +6,20 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Padded is a right-padded batch of trajectories. The model's outputs are
 // [B, T-1]: output index j-1 predicts token j, so every per-token quantity
 // of token j >= 1 sits at out(b, j).
 type Padded struct {
-	Trs   []*traj.Trajectory
+	Trs   []*trajectory.Trajectory
 	Batch torch.Batch
 }
 
 // PadBatch right-pads trs to the longest (at least 2 tokens) with
 // attention 0 on the padding.
-func PadBatch(trs []*traj.Trajectory) Padded {
+func PadBatch(trs []*trajectory.Trajectory) Padded {
 	T := 2
 	for _, t := range trs {
 		T = max(T, len(t.Tokens))
@@ -44,7 +44,7 @@ func (p Padded) Width() int { return p.Batch.T - 1 }
 
 // Grid lays out f(t, j) for tokens j = 1..len-1 of each trajectory as a
 // [B, T-1] row-major slice (0 on padding).
-func (p Padded) Grid(f func(t *traj.Trajectory, j int) float32) []float32 {
+func (p Padded) Grid(f func(t *trajectory.Trajectory, j int) float32) []float32 {
 	w := p.Width()
 	out := make([]float32, len(p.Trs)*w)
 	for i, t := range p.Trs {
@@ -71,7 +71,7 @@ func (p Padded) Unpack(v []float32) [][]float32 {
 
 // LossMask is 1 on the tokens the losses count: the policy's tokens, or
 // with the loss mask off every token after the prompt (the ablation).
-func LossMask(t *traj.Trajectory, j int, useMask bool) float32 {
+func LossMask(t *trajectory.Trajectory, j int, useMask bool) float32 {
 	if useMask {
 		return float32(t.Mask[j])
 	}
@@ -83,7 +83,7 @@ func LossMask(t *traj.Trajectory, j int, useMask bool) float32 {
 
 // MicroBatches splits trajectories into groups of at most n, sorted by
 // length so padding stays small; it returns index lists into trs.
-func MicroBatches(trs []*traj.Trajectory, n int) [][]int {
+func MicroBatches(trs []*trajectory.Trajectory, n int) [][]int {
 	idx := make([]int, len(trs))
 	for i := range idx {
 		idx[i] = i
@@ -99,8 +99,8 @@ func MicroBatches(trs []*traj.Trajectory, n int) [][]int {
 }
 
 // Pick returns trs[idx[0]], trs[idx[1]], ...
-func Pick(trs []*traj.Trajectory, idx []int) []*traj.Trajectory {
-	out := make([]*traj.Trajectory, len(idx))
+func Pick(trs []*trajectory.Trajectory, idx []int) []*trajectory.Trajectory {
+	out := make([]*trajectory.Trajectory, len(idx))
 	for i, k := range idx {
 		out[i] = trs[k]
 	}
@@ -110,7 +110,7 @@ func Pick(trs []*traj.Trajectory, idx []int) []*traj.Trajectory {
 // Norm is the size of a whole mini-batch, which every micro-batch's loss is
 // normalised by: its loss tokens (at least 1) and its sequences. Horizon is
 // left to the caller (seq-mean-token-sum-norm's constant).
-func Norm(mini []*traj.Trajectory, useMask bool) algo.Norm {
+func Norm(mini []*trajectory.Trajectory, useMask bool) algo.Norm {
 	n := algo.Norm{Sequences: float64(len(mini))}
 	for _, t := range mini {
 		for j := 1; j < len(t.Tokens); j++ {

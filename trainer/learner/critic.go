@@ -6,11 +6,11 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/loss"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // criticStep is one optimizer step of a separate critic on a mini-batch.
-func (l *Learner) criticStep(mini []*traj.Trajectory, data Data, st *Stats) error {
+func (l *Learner) criticStep(mini []*trajectory.Trajectory, data Data, st *Stats) error {
 	n := l.norm(mini)
 	k := stepper{name: "critic", dev: l.critic.Device, opt: l.criticOpt, dist: l.dist, micro: l.s.MicroBatch, maxGradNorm: l.s.MaxGradNorm}
 	r, err := k.step(mini, func(s *torch.Scope, p Padded, _ *report) (*torch.Tensor, error) {
@@ -37,7 +37,7 @@ func (l *Learner) criticLoss(s *torch.Scope, p Padded, data Data, n algo.Norm) (
 		return nil, OOMHint(fmt.Errorf("critic forward of %d trajectories: %w", len(p.Trs), err))
 	}
 	s.Own(o.LogProbs, o.Values)
-	maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, l.s.LossMask) })
+	maskV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, l.s.LossMask) })
 	return l.valueLoss(s, p, o.Values, s.Float32(maskV, int64(len(p.Trs)), int64(p.Width())), data, n), nil
 }
 
@@ -45,7 +45,7 @@ func (l *Learner) criticLoss(s *torch.Scope, p Padded, data Data, n algo.Norm) (
 // returns, clipped around the values before the update.
 func (l *Learner) valueLoss(s *torch.Scope, p Padded, values, mask *torch.Tensor, data Data, n algo.Norm) *torch.Tensor {
 	B, W := int64(len(p.Trs)), int64(p.Width())
-	oldV := p.Grid(func(t *traj.Trajectory, j int) float32 { return data[t].Values[j] })
-	retV := p.Grid(func(t *traj.Trajectory, j int) float32 { return t.Returns[j] })
+	oldV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Values[j] })
+	retV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return t.Returns[j] })
 	return loss.ValueLoss(s, values, s.Float32(oldV, B, W), s.Float32(retV, B, W), mask, l.s.Loss.ValueClip, l.s.Loss.Agg, n)
 }

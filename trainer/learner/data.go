@@ -1,7 +1,7 @@
 package learner
 
 import (
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // TokenData are the per-token arrays an update needs besides the
@@ -13,13 +13,13 @@ type TokenData struct {
 }
 
 // Data holds each trajectory's TokenData.
-type Data map[*traj.Trajectory]*TokenData
+type Data map[*trajectory.Trajectory]*TokenData
 
 // prepare computes, without gradients, the data of trs an update needs:
 // the policy's logprobs at the sampling temperature, the reference's when
 // there is one, and the critic's values when there is one (also set as
 // the trajectories' Values, which the estimators read).
-func (l *Learner) prepare(trs []*traj.Trajectory) (Data, error) {
+func (l *Learner) prepare(trs []*trajectory.Trajectory) (Data, error) {
 	c := l.s
 	old, err := TokenLogprobs(l.dist, l.policy, trs, c.Temperature, c.MicroBatch)
 	if err != nil {

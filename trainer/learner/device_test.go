@@ -6,7 +6,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // The losses are built where the model is. These tests put the model on
@@ -32,8 +32,8 @@ func metaModel(t *testing.T, valueHead bool) *torch.Model {
 
 // metaBatch is two trajectories of different lengths with their
 // advantages, returns and update data.
-func metaBatch() ([]*traj.Trajectory, Data) {
-	trs := []*traj.Trajectory{maskTrajectory(), maskTrajectory()}
+func metaBatch() ([]*trajectory.Trajectory, Data) {
+	trs := []*trajectory.Trajectory{maskTrajectory(), maskTrajectory()}
 	trs[1].Tokens, trs[1].Mask, trs[1].TurnOf = trs[1].Tokens[:6], trs[1].Mask[:6], trs[1].TurnOf[:6]
 	data := Data{}
 	for _, t := range trs {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/dist"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // TokenLogprobs recomputes, without gradients, the log-probability of every
@@ -14,23 +14,23 @@ import (
 // holds token j's; index 0 is 0). These are the "old" logprobs of the PPO
 // ratio and the reference's logprobs of the KL term. In a data-parallel
 // job each rank computes its share and every rank receives all.
-func TokenLogprobs(g *dist.Group, m *torch.Model, trs []*traj.Trajectory, temperature float64, micro int) ([][]float32, error) {
-	return sharded(g, trs, func(mine []*traj.Trajectory) ([][]float32, error) {
+func TokenLogprobs(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, temperature float64, micro int) ([][]float32, error) {
+	return sharded(g, trs, func(mine []*trajectory.Trajectory) ([][]float32, error) {
 		return forwardEach(m, mine, micro, torch.ForwardOptions{Temperature: temperature}, func(o torch.Output) *torch.Tensor { return o.LogProbs })
 	})
 }
 
 // TokenValues computes the critic's value for every token (index j holds
 // V before token j), sharded like TokenLogprobs.
-func TokenValues(g *dist.Group, m *torch.Model, trs []*traj.Trajectory, micro int) ([][]float32, error) {
-	return sharded(g, trs, func(mine []*traj.Trajectory) ([][]float32, error) {
+func TokenValues(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, micro int) ([][]float32, error) {
+	return sharded(g, trs, func(mine []*trajectory.Trajectory) ([][]float32, error) {
 		return forwardEach(m, mine, micro, torch.ForwardOptions{Values: true, ValuesOnly: true}, func(o torch.Output) *torch.Tensor { return o.Values })
 	})
 }
 
 // sharded runs f on this rank's share of trs (dist.Shard) and gathers the
 // rows of every rank back into trs's order.
-func sharded(g *dist.Group, trs []*traj.Trajectory, f func([]*traj.Trajectory) ([][]float32, error)) ([][]float32, error) {
+func sharded(g *dist.Group, trs []*trajectory.Trajectory, f func([]*trajectory.Trajectory) ([][]float32, error)) ([][]float32, error) {
 	if g.World() == 1 {
 		return f(trs)
 	}
@@ -51,7 +51,7 @@ func sharded(g *dist.Group, trs []*traj.Trajectory, f func([]*traj.Trajectory) (
 	return out, nil
 }
 
-func forwardEach(m *torch.Model, trs []*traj.Trajectory, micro int, opt torch.ForwardOptions, pickOut func(torch.Output) *torch.Tensor) ([][]float32, error) {
+func forwardEach(m *torch.Model, trs []*trajectory.Trajectory, micro int, opt torch.ForwardOptions, pickOut func(torch.Output) *torch.Tensor) ([][]float32, error) {
 	out := make([][]float32, len(trs))
 	for _, mb := range MicroBatches(trs, micro) {
 		p := PadBatch(Pick(trs, mb))

@@ -7,7 +7,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/loss"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // item reads a scalar of s, NaN when the scope has failed.
@@ -26,14 +26,14 @@ func item(s *torch.Scope, x *torch.Tensor) float64 {
 // golden tests: prompt 0-1, turn-0 action 2-3, tool response 4-5, turn-1
 // action 6-7; values .3 .2 .5 .4 .9 .7 .6 .8; turn-0 process reward 0.5,
 // outcome 1.
-func maskTrajectory() *traj.Trajectory {
-	return &traj.Trajectory{
+func maskTrajectory() *trajectory.Trajectory {
+	return &trajectory.Trajectory{
 		ID: "m", Outcome: 1, PromptLen: 2,
 		Tokens: []int32{10, 11, 20, 21, 30, 31, 40, 41},
 		Mask:   []uint8{0, 0, 1, 1, 0, 0, 1, 1},
 		TurnOf: []int16{-1, -1, 0, 0, 0, 0, 1, 1},
 		Values: []float32{0.3, 0.2, 0.5, 0.4, 0.9, 0.7, 0.6, 0.8},
-		Turns:  []traj.Turn{{ProcessReward: 0.5}, {ProcessReward: 0}},
+		Turns:  []trajectory.Turn{{ProcessReward: 0.5}, {ProcessReward: 0}},
 	}
 }
 
@@ -68,19 +68,19 @@ func TestLossMaskSwitchOnHandWorkedTrajectory(t *testing.T) {
 		tr := maskTrajectory()
 		opt := algo.DefaultOptions()
 		opt.Gamma, opt.Lambda, opt.Whiten = 0.9, 0.8, false
-		if err := algo.GAE([]*traj.Trajectory{tr}, nil, opt); err != nil {
+		if err := algo.GAE([]*trajectory.Trajectory{tr}, nil, opt); err != nil {
 			t.Fatal(err)
 		}
-		p := PadBatch([]*traj.Trajectory{tr})
+		p := PadBatch([]*trajectory.Trajectory{tr})
 		s := torch.NewScope()
 		W := int64(p.Width())
-		grid := func(f func(*traj.Trajectory, int) float32) *torch.Tensor { return s.Float32(p.Grid(f), 1, W) }
-		mask := grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, tc.lossMask) })
-		logp := grid(func(*traj.Trajectory, int) float32 { return -1 })
-		adv := grid(func(t *traj.Trajectory, j int) float32 { return t.Advantages[j] })
-		vals := grid(func(t *traj.Trajectory, j int) float32 { return t.Values[j] })
-		ret := grid(func(t *traj.Trajectory, j int) float32 { return t.Returns[j] })
-		n := Norm([]*traj.Trajectory{tr}, tc.lossMask)
+		grid := func(f func(*trajectory.Trajectory, int) float32) *torch.Tensor { return s.Float32(p.Grid(f), 1, W) }
+		mask := grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, tc.lossMask) })
+		logp := grid(func(*trajectory.Trajectory, int) float32 { return -1 })
+		adv := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Advantages[j] })
+		vals := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Values[j] })
+		ret := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Returns[j] })
+		n := Norm([]*trajectory.Trajectory{tr}, tc.lossMask)
 		cfg := algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean", KLEstimator: "k3"}
 		pl := item(s, loss.PolicyLoss(s, logp, logp, adv, mask, cfg, n))
 		vl := item(s, loss.ValueLoss(s, vals, vals, ret, mask, 0.2, "token-mean", n))

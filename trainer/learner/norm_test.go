@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/trainer/algo"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // A mini-batch's normaliser: its loss tokens under the mask switch, its
@@ -12,7 +12,7 @@ import (
 // config (without it that aggregation divided by 0 and every step was
 // skipped as non-finite).
 func TestLearnerNorm(t *testing.T) {
-	mini := []*traj.Trajectory{
+	mini := []*trajectory.Trajectory{
 		{Tokens: []int32{1, 2, 3, 4}, Mask: []uint8{0, 1, 0, 1}, PromptLen: 1},
 		{Tokens: []int32{1, 2, 3}, Mask: []uint8{0, 0, 1}, PromptLen: 2},
 	}

@@ -6,13 +6,13 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/loss"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // policyStep is one optimizer step of the policy (and a shared critic) on
 // a mini-batch; without trainPolicy (the critic's warm-up) only the shared
 // value head's loss counts.
-func (l *Learner) policyStep(mini []*traj.Trajectory, data Data, trainPolicy bool, st *Stats) error {
+func (l *Learner) policyStep(mini []*trajectory.Trajectory, data Data, trainPolicy bool, st *Stats) error {
 	st.policySteps++
 	n := l.norm(mini)
 	k := stepper{name: "policy", dev: l.policy.Device, opt: l.opt, dist: l.dist, micro: l.s.MicroBatch, maxGradNorm: l.s.MaxGradNorm}
@@ -53,17 +53,17 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, t
 	}
 	s.Own(o.LogProbs, o.Entropy, o.Values)
 	B, W := int64(len(p.Trs)), int64(p.Width())
-	grid := func(f func(t *traj.Trajectory, j int) float32) *torch.Tensor { return s.Float32(p.Grid(f), B, W) }
-	mask := grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, c.LossMask) })
+	grid := func(f func(t *trajectory.Trajectory, j int) float32) *torch.Tensor { return s.Float32(p.Grid(f), B, W) }
+	mask := grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, c.LossMask) })
 	total := s.Scalar(0)
 	if trainPolicy {
-		old := grid(func(t *traj.Trajectory, j int) float32 { return data[t].Old[j] })
-		adv := grid(func(t *traj.Trajectory, j int) float32 { return t.Advantages[j] })
+		old := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
+		adv := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Advantages[j] })
 		pg := loss.PolicyLoss(s, o.LogProbs, old, adv, mask, c.Loss, n)
 		total = s.Add(total, pg)
 		rep.add(pg, func(v float64) { st.PolicyLoss += v })
 		if c.Loss.KLInLoss && c.Loss.KLCoef != 0 && l.ref != nil {
-			ref := grid(func(t *traj.Trajectory, j int) float32 { return data[t].Ref[j] })
+			ref := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Ref[j] })
 			kl := loss.KLLoss(s, o.LogProbs, ref, mask, c.Loss.KLEstimator, c.Loss.Agg, n)
 			total = s.Add(total, s.MulScalar(kl, c.Loss.KLCoef))
 			rep.add(kl, func(v float64) { st.KLLoss += v })

@@ -9,7 +9,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/loss"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // SFTConfig shapes a supervised warm start.
@@ -39,7 +39,7 @@ type SFTStats struct {
 // In a data-parallel job (g not nil) every rank walks the same batches
 // and computes the gradient of its share of each; the summed gradient is
 // the whole batch's.
-func SFT(m *torch.Model, g *dist.Group, seqs []*traj.Trajectory, cfg SFTConfig, rng *rand.Rand) (SFTStats, error) {
+func SFT(m *torch.Model, g *dist.Group, seqs []*trajectory.Trajectory, cfg SFTConfig, rng *rand.Rand) (SFTStats, error) {
 	st := SFTStats{Sequences: len(seqs), FirstLoss: math.NaN()}
 	if len(seqs) == 0 {
 		return st, fmt.Errorf("sft: no demonstrations")
@@ -83,7 +83,7 @@ func SFT(m *torch.Model, g *dist.Group, seqs []*traj.Trajectory, cfg SFTConfig, 
 }
 
 // sftStep is one optimizer step of the warm start on a mini-batch.
-func sftStep(k stepper, m *torch.Model, mini []*traj.Trajectory, st *SFTStats) error {
+func sftStep(k stepper, m *torch.Model, mini []*trajectory.Trajectory, st *SFTStats) error {
 	n := Norm(mini, true)
 	r, err := k.step(mini, func(s *torch.Scope, p Padded, _ *report) (*torch.Tensor, error) {
 		return sftLoss(s, m, p, n)
@@ -114,7 +114,7 @@ func sftLoss(s *torch.Scope, m *torch.Model, p Padded, n algo.Norm) (*torch.Tens
 		return nil, OOMHint(fmt.Errorf("sft forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Batch.T, err))
 	}
 	s.Own(o.LogProbs)
-	maskV := p.Grid(func(t *traj.Trajectory, j int) float32 { return LossMask(t, j, true) })
+	maskV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, true) })
 	mask := s.Float32(maskV, int64(len(p.Trs)), int64(p.Width()))
 	return loss.Aggregate(s, s.Neg(o.LogProbs), mask, "token-mean", n), nil
 }

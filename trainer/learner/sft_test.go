@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 func tinyModel(t *testing.T) *torch.Model {
@@ -29,9 +29,9 @@ func tinyModel(t *testing.T) *torch.Model {
 // taken), so the next two mini-batches have NaN losses and are skipped.
 func TestSFTCountsSkippedSteps(t *testing.T) {
 	m := tinyModel(t)
-	var seqs []*traj.Trajectory
+	var seqs []*trajectory.Trajectory
 	for i := range 3 {
-		seqs = append(seqs, &traj.Trajectory{Tokens: []int32{1, int32(2 + i), 3, 4}, Mask: []uint8{0, 1, 1, 1}})
+		seqs = append(seqs, &trajectory.Trajectory{Tokens: []int32{1, int32(2 + i), 3, 4}, Mask: []uint8{0, 1, 1, 1}})
 	}
 	var losses []float64
 	st, err := SFT(m, nil, seqs, SFTConfig{Epochs: 1, Batch: 1, Micro: 1, LR: math.Inf(1), MaxGradNorm: 1,

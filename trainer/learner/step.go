@@ -6,7 +6,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/dist"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // lossFunc builds one micro-batch's loss in s, its forward pass included,
@@ -73,7 +73,7 @@ type stepResult struct {
 // summed over the ranks, the ranks agree whether any saw a non-finite
 // loss, the gradient norm is clipped, and the step is taken, or the
 // gradients dropped when a loss or the norm is not finite.
-func (k stepper) step(mini []*traj.Trajectory, loss lossFunc) (stepResult, error) {
+func (k stepper) step(mini []*trajectory.Trajectory, loss lossFunc) (stepResult, error) {
 	var r stepResult
 	nonFinite := false
 	mine := dist.Shard(k.dist, mini)

@@ -7,7 +7,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/loss"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Report is what an update did: its diagnostics and the figures of the
@@ -16,7 +16,7 @@ type Report struct {
 	Stats
 	// Trained is the batch after the variance filter: the trajectories
 	// that got advantages and were learned from.
-	Trained        []*traj.Trajectory
+	Trained        []*trajectory.Trajectory
 	GroupRewardStd float64 // the mean within-group reward std of the whole batch
 	GroupsDropped  int     // groups the variance filter dropped
 	// LogprobMismatch is the largest gap between a policy token's
@@ -36,7 +36,7 @@ type Report struct {
 // optimizer step. Iterations up to the critic's warm-up train the critic
 // alone. A non-finite loss or gradient norm skips its step (its gradients
 // are dropped) and records the mini-batch's trajectory ids.
-func (l *Learner) Update(iter int, batch []*traj.Trajectory) (Report, error) {
+func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Report, error) {
 	var r Report
 	// RAGEN filters rollouts before computing anything on them.
 	r.GroupRewardStd = algo.GroupRewardStd(batch)
@@ -71,7 +71,7 @@ func (l *Learner) Update(iter int, batch []*traj.Trajectory) (Report, error) {
 
 // logprobMismatch is the largest gap between the behaviour logprobs and
 // the recomputed ones over the policy's tokens.
-func logprobMismatch(train []*traj.Trajectory, data Data) float64 {
+func logprobMismatch(train []*trajectory.Trajectory, data Data) float64 {
 	var worst float64
 	for _, tr := range train {
 		for j, mk := range tr.Mask {
@@ -87,7 +87,7 @@ func logprobMismatch(train []*traj.Trajectory, data Data) float64 {
 // loss.TokenKL on the policy's tokens and 0 elsewhere (nil without a
 // reference); its mean over the policy's tokens goes to r. It is computed
 // in f64 on the CPU.
-func (l *Learner) referenceKL(train []*traj.Trajectory, data Data, r *Report) ([][]float32, error) {
+func (l *Learner) referenceKL(train []*trajectory.Trajectory, data Data, r *Report) ([][]float32, error) {
 	if l.ref == nil || len(train) == 0 {
 		return nil, nil
 	}
@@ -95,11 +95,11 @@ func (l *Learner) referenceKL(train []*traj.Trajectory, data Data, r *Report) ([
 	B, W := int64(len(train)), int64(p.Width())
 	s := torch.NewScope()
 	defer s.Close()
-	grid := func(f func(t *traj.Trajectory, j int) float32) *torch.Tensor {
+	grid := func(f func(t *trajectory.Trajectory, j int) float32) *torch.Tensor {
 		return s.To(s.Float32(p.Grid(f), B, W), torch.CPU, torch.Float64)
 	}
-	old := grid(func(t *traj.Trajectory, j int) float32 { return data[t].Old[j] })
-	ref := grid(func(t *traj.Trajectory, j int) float32 { return data[t].Ref[j] })
+	old := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
+	ref := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Ref[j] })
 	k := loss.TokenKL(s, old, ref, l.s.KLEstimator)
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("kl to the reference: %w", err)
@@ -131,7 +131,7 @@ func (l *Learner) referenceKL(train []*traj.Trajectory, data Data, r *Report) ([
 // epochs runs the epochs of shuffled mini-batches: per mini-batch one
 // step of the policy (and a shared value head), or of the value head
 // alone during the critic's warm-up, then one of a separate critic.
-func (l *Learner) epochs(trs []*traj.Trajectory, data Data, trainPolicy bool) (Stats, error) {
+func (l *Learner) epochs(trs []*trajectory.Trajectory, data Data, trainPolicy bool) (Stats, error) {
 	var st Stats
 	idx := make([]int, len(trs))
 	for i := range idx {
@@ -162,7 +162,7 @@ func (l *Learner) epochs(trs []*traj.Trajectory, data Data, trainPolicy bool) (S
 }
 
 // norm is the mini-batch's loss normaliser.
-func (l *Learner) norm(mini []*traj.Trajectory) algo.Norm {
+func (l *Learner) norm(mini []*trajectory.Trajectory) algo.Norm {
 	n := Norm(mini, l.s.LossMask)
 	n.Horizon = float64(l.s.Loss.Horizon)
 	return n

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // The KL-in-reward penalty: k1 = old - ref on the policy's tokens, 0 on
@@ -17,15 +17,15 @@ func TestReferenceKLByHand(t *testing.T) {
 	if err := torch.Check(); err != nil {
 		t.Skipf("libtorch shim not available: %v", err)
 	}
-	a := &traj.Trajectory{Tokens: []int32{1, 2, 3, 4}, Mask: []uint8{0, 0, 1, 1}}
-	b := &traj.Trajectory{Tokens: []int32{1, 2}, Mask: []uint8{0, 1}}
+	a := &trajectory.Trajectory{Tokens: []int32{1, 2, 3, 4}, Mask: []uint8{0, 0, 1, 1}}
+	b := &trajectory.Trajectory{Tokens: []int32{1, 2}, Mask: []uint8{0, 1}}
 	data := Data{
 		a: {Old: []float32{0, -1, -1, -2}, Ref: []float32{0, -9, -1.5, -1.75}},
 		b: {Old: []float32{0, -1}, Ref: []float32{0, -3}},
 	}
 	l := &Learner{ref: &torch.Model{}, s: Settings{KLEstimator: "k1"}}
 	var r Report
-	kl, err := l.referenceKL([]*traj.Trajectory{a, b}, data, &r)
+	kl, err := l.referenceKL([]*trajectory.Trajectory{a, b}, data, &r)
 	if err != nil {
 		t.Fatal(err)
 	}

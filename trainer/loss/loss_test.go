@@ -6,7 +6,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 func item(t *testing.T, s *torch.Scope, x *torch.Tensor) float64 {
@@ -103,17 +103,17 @@ func TestValueLossByHand(t *testing.T) {
 // gradient. With advantage_mask on they receive advantage 0, so even a
 // loss over all tokens gives them no gradient; with it off they do.
 func TestMaskGradients(t *testing.T) {
-	mk := func(reward float64) *traj.Trajectory {
-		return &traj.Trajectory{Group: 0, Outcome: reward, Reward: reward,
+	mk := func(reward float64) *trajectory.Trajectory {
+		return &trajectory.Trajectory{Group: 0, Outcome: reward, Reward: reward,
 			Tokens:    []int32{1, 2, 3, 4, 5, 6, 7, 8},
 			Mask:      []uint8{0, 0, 1, 1, 0, 0, 1, 1},
 			TurnOf:    []int16{-1, -1, 0, 0, 0, 0, 1, 1},
-			Turns:     []traj.Turn{{}, {}},
+			Turns:     []trajectory.Turn{{}, {}},
 			PromptLen: 2}
 	}
 	obs := []int{4, 5} // observation token positions
 	grad := func(advMask, lossMask bool, perturb float32) []float32 {
-		batch := []*traj.Trajectory{mk(1), mk(0)}
+		batch := []*trajectory.Trajectory{mk(1), mk(0)}
 		opt := algo.DefaultOptions()
 		opt.AdvantageMask = advMask
 		if err := algo.GRPO(batch, nil, opt); err != nil {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/trainer/store"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // hostileQuestion is a question that would run script if it reached the
@@ -61,17 +61,17 @@ func fakeMetrics(i int, scale float64) map[string]float64 {
 // 1, 2 and 3; the first and third are correct. The first asks the hostile
 // question; the third has no reward components (so its EM must come from
 // the store's match); the others carry "em" and "f1" components.
-func fakeEval(iter int) []*traj.Trajectory {
+func fakeEval(iter int) []*trajectory.Trajectory {
 	gold := []string{"William Shakespeare", "Shakespeare"}
-	mk := func(group, hops int, q, answer string, comp map[string]float64) *traj.Trajectory {
-		t := fakeTraj(iter, traj.Eval, group, 0, q, answer, gold)
+	mk := func(group, hops int, q, answer string, comp map[string]float64) *trajectory.Trajectory {
+		t := fakeTraj(iter, trajectory.Eval, group, 0, q, answer, gold)
 		t.Hops, t.Components = hops, comp
 		if comp != nil {
 			t.Outcome, t.Reward = comp["em"], comp["em"]
 		}
 		return t
 	}
-	return []*traj.Trajectory{
+	return []*trajectory.Trajectory{
 		mk(0, 1, hostileQuestion, "Shakespeare", map[string]float64{"em": 1, "f1": 1}),
 		mk(1, 1, "Who wrote Faust?", "Schiller", map[string]float64{"em": 0, "f1": 0.5}),
 		mk(2, 2, "Who wrote Macbeth?", "the Shakespeare", nil),
@@ -85,17 +85,17 @@ var fakeTrainRewards = []float64{0.2, 0.9, -0.1, 0.5}
 
 // fakeTraj builds a two-turn trajectory: a search with a result that
 // tries to break out of its HTML element, then an answer.
-func fakeTraj(iter int, split traj.Split, group, sample int, q, answer string, gold []string) *traj.Trajectory {
-	return &traj.Trajectory{
+func fakeTraj(iter int, split trajectory.Split, group, sample int, q, answer string, gold []string) *trajectory.Trajectory {
+	return &trajectory.Trajectory{
 		ID: fmt.Sprintf("%d-%s-%d-%d", iter, split, group, sample), TaskID: fmt.Sprintf("t%d", group),
 		Dataset: "hotpotqa", Hops: 2, Group: group, Sample: sample, Split: split, Iteration: iter,
-		PolicyVersion: iter, Question: q, Gold: gold, Answer: answer, Stop: traj.StopAnswer, DurationMS: 50,
+		PolicyVersion: iter, Question: q, Gold: gold, Answer: answer, Stop: trajectory.StopAnswer, DurationMS: 50,
 		PromptLen: 2, Tokens: []int32{1, 2, 3, 4, 5, 6}, Logprobs: []float32{0, 0, -0.5, -0.1, 0, -0.2},
 		Mask: []uint8{0, 0, 1, 1, 0, 1}, TurnOf: []int16{-1, -1, 0, 0, 0, 1},
-		Turns: []traj.Turn{
+		Turns: []trajectory.Turn{
 			{Text: "<think>I should search.</think><tool_call>{\"name\":\"search\"}</tool_call>", GenTokens: 2,
-				ToolName: "search", ToolArgs: `{"query":"author"}`, ToolOK: true, LatencyMS: 3,
-				Observation: `</div><img src=x onerror=alert(1)> Hamlet is a tragedy by William Shakespeare.`},
+				LatencyMS: 3, Calls: []trajectory.ToolCall{{Name: "search", Args: `{"query":"author"}`, OK: true, LatencyMS: 3,
+					Result: `</div><img src=x onerror=alert(1)> Hamlet is a tragedy by William Shakespeare.`}}},
 			{Text: "<answer>" + answer + "</answer>", GenTokens: 1},
 		},
 	}
@@ -115,9 +115,9 @@ func writeStore(t *testing.T, dir string, r fakeRun) string {
 		t.Fatal(err)
 	}
 	for i := range r.iters {
-		var ts []*traj.Trajectory
+		var ts []*trajectory.Trajectory
 		for k, rw := range fakeTrainRewards {
-			tr := fakeTraj(i, traj.Train, 0, k, "Who painted the Mona Lisa?", "Leonardo da Vinci", []string{"Leonardo da Vinci"})
+			tr := fakeTraj(i, trajectory.Train, 0, k, "Who painted the Mona Lisa?", "Leonardo da Vinci", []string{"Leonardo da Vinci"})
 			tr.Reward, tr.Outcome = rw, rw
 			ts = append(ts, tr)
 		}

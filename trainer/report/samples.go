@@ -4,13 +4,13 @@ import (
 	"math"
 
 	"github.com/agentrl/agentrl/trainer/store"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // sample is a trajectory shown in full, with why it was chosen.
 type sample struct {
 	why     string
-	t       *traj.Trajectory
+	t       *trajectory.Trajectory
 	correct bool // the store's match of the answer against the gold answers
 }
 
@@ -38,7 +38,7 @@ func pickSamples(s *store.Store, iters []store.IterationMetrics) ([]sample, erro
 			{"evaluation, correct", "correct = 1"},
 			{"evaluation, wrong", "correct = 0"},
 		} {
-			sums, err := s.List(store.ListFilter{Iteration: &it, Split: traj.Eval, Where: c.where, Limit: 1})
+			sums, err := s.List(store.ListFilter{Iteration: &it, Split: trajectory.Eval, Where: c.where, Limit: 1})
 			if err != nil {
 				return nil, err
 			}
@@ -48,7 +48,7 @@ func pickSamples(s *store.Store, iters []store.IterationMetrics) ([]sample, erro
 		}
 	}
 	if it, ok := lastWith(iters, func(m store.IterationMetrics) int { return m.NTrain }); ok {
-		sums, err := s.List(store.ListFilter{Iteration: &it, Split: traj.Train})
+		sums, err := s.List(store.ListFilter{Iteration: &it, Split: trajectory.Train})
 		if err != nil {
 			return nil, err
 		}

@@ -25,16 +25,22 @@ type sampleView struct {
 	Error            string
 }
 
-// turnView is one assistant turn and the tool's answer to it.
+// turnView is one assistant turn and its tool calls.
 type turnView struct {
-	N               int
-	Tokens          string // "12 tokens"
-	Text            string
-	Tool, Args      string
-	OK              bool
-	ParseError      string
-	Observation     string
-	Reward, Latency string // "" when not recorded
+	N      int
+	Tokens string // "12 tokens"
+	Text   string
+	Calls  []callView
+	Reward string // "" when not recorded
+}
+
+// callView is one tool call and the result the model was shown.
+type callView struct {
+	Tool, Args string
+	OK         bool
+	ParseError string
+	Result     string
+	Latency    string // "" when not recorded
 }
 
 // sampleViews turns the chosen trajectories into views.
@@ -58,14 +64,17 @@ func sampleViews(samples []sample) []sampleView {
 			v.Stop += " (truncated)"
 		}
 		for i, u := range t.Turns {
-			tv := turnView{N: i + 1, Tokens: plural(u.GenTokens, "token"), Text: clip(u.Text, maxTextLen),
-				Tool: clip(u.ToolName, maxTextLen), Args: clip(u.ToolArgs, maxTextLen), OK: u.ToolOK,
-				ParseError: clip(u.ParseError, maxTextLen), Observation: clip(u.Observation, maxObservationLen)}
+			tv := turnView{N: i + 1, Tokens: plural(u.GenTokens, "token"), Text: clip(u.Text, maxTextLen)}
 			if !math.IsNaN(u.ProcessReward) && u.ProcessReward != 0 {
 				tv.Reward = num(u.ProcessReward)
 			}
-			if u.ToolName != "" && !math.IsNaN(u.LatencyMS) {
-				tv.Latency = num(u.LatencyMS) + " ms"
+			for _, c := range u.Calls {
+				cv := callView{Tool: clip(c.Name, maxTextLen), Args: clip(c.Args, maxTextLen), OK: c.OK,
+					ParseError: clip(c.ParseError, maxTextLen), Result: clip(c.Result, maxObservationLen)}
+				if c.Name != "" && !math.IsNaN(c.LatencyMS) {
+					cv.Latency = num(c.LatencyMS) + " ms"
+				}
+				tv.Calls = append(tv.Calls, cv)
 			}
 			v.Turns = append(v.Turns, tv)
 		}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Request asks for Samples trajectories of one task; they form group Group
@@ -24,7 +24,7 @@ type Options struct {
 	Seed           uint64
 	Iteration      int
 	PolicyVersion  int
-	Split          traj.Split
+	Split          trajectory.Split
 	// Deterministic waits for every tool call of a step before decoding
 	// on, so the decode batches, and hence the sampled tokens, depend only
 	// on the seeds (reproducible runs and resumes) at the cost of
@@ -32,7 +32,7 @@ type Options struct {
 	Deterministic bool
 	// OnDone is called (on the scheduler's goroutine) as each trajectory
 	// finishes, e.g. to advance a progress bar.
-	OnDone func(*traj.Trajectory)
+	OnDone func(*trajectory.Trajectory)
 }
 
 func (o Options) validate(d Decoder, reqs []Request) error {
@@ -94,9 +94,9 @@ func (s Stats) TokensPerS() float64 {
 // trajSeed derives a slot's sampling seed from the run seed and the
 // trajectory's coordinates (splitmix64 mixing), so every trajectory has its
 // own reproducible stream.
-func trajSeed(seed uint64, iter, group, sample int, split traj.Split) uint64 {
+func trajSeed(seed uint64, iter, group, sample int, split trajectory.Split) uint64 {
 	x := seed ^ uint64(iter)<<40 ^ uint64(group)<<20 ^ uint64(sample)
-	if split == traj.Eval {
+	if split == trajectory.Eval {
 		x ^= 0x9e3779b97f4a7c15
 	}
 	x += 0x9e3779b97f4a7c15

@@ -2,20 +2,19 @@ package rollout
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // episode is a trajectory in flight.
 type episode struct {
-	tr        *traj.Trajectory
+	tr        *trajectory.Trajectory
 	env       Episode
 	slot      int
 	turn      int // index of the current assistant turn
@@ -41,7 +40,7 @@ type envReply struct {
 // only its own trajectory (Stop "error", the error recorded). On
 // cancellation the unfinished trajectories are returned with Stop
 // "cancelled" together with ctx's error.
-func Run(ctx context.Context, dec Decoder, chat Chat, factory Factory, reqs []Request, opt Options) ([]*traj.Trajectory, Stats, error) {
+func Run(ctx context.Context, dec Decoder, chat Chat, factory Factory, reqs []Request, opt Options) ([]*trajectory.Trajectory, Stats, error) {
 	if err := opt.validate(dec, reqs); err != nil {
 		return nil, Stats{}, err
 	}
@@ -74,7 +73,7 @@ type sched struct {
 	bySlot   []*episode // decoding episodes by slot, nil when free or in a tool
 	inTool   int
 	replies  chan envReply
-	out      []*traj.Trajectory
+	out      []*trajectory.Trajectory
 	stats    Stats
 	tokBuf   []int64
 	lpBuf    []float32
@@ -161,9 +160,9 @@ func (s *sched) freeSlots(n int) []int {
 	return nil
 }
 
-func (s *sched) newTraj(req Request, sample int) *traj.Trajectory {
+func (s *sched) newTraj(req Request, sample int) *trajectory.Trajectory {
 	t := req.Task
-	return &traj.Trajectory{
+	return &trajectory.Trajectory{
 		ID:            fmt.Sprintf("%d-%s-%d-%d", s.opt.Iteration, s.opt.Split, req.Group, sample),
 		TaskID:        t.ID,
 		Dataset:       t.Dataset,
@@ -183,7 +182,7 @@ func (s *sched) newTraj(req Request, sample int) *traj.Trajectory {
 func (s *sched) failGroup(req Request, err error) {
 	for i := 0; i < req.Samples; i++ {
 		tr := s.newTraj(req, i)
-		tr.Stop, tr.Error = traj.StopError, err.Error()
+		tr.Stop, tr.Error = trajectory.StopError, err.Error()
 		s.finish(tr)
 	}
 }
@@ -321,7 +320,7 @@ func (s *sched) runEnv(ep *episode, a envs.Action, closed bool) {
 		}
 		r.res.Done, r.res.Stop = true, end.Stop
 		if r.res.Stop == "" {
-			r.res.Stop = envs.StopMaxTokens
+			r.res.Stop = trajectory.StopMaxTokens
 		}
 	}
 }
@@ -357,14 +356,14 @@ func (s *sched) onReply(r envReply) error {
 	s.stats.ToolLatencyMS += float64(r.latency) / float64(time.Millisecond)
 	tr.Turns = append(tr.Turns, turnRecord(r))
 	if r.err != nil {
-		tr.Stop, tr.Error = traj.StopError, r.err.Error()
+		tr.Stop, tr.Error = trajectory.StopError, r.err.Error()
 		if errors.Is(r.err, context.Canceled) || errors.Is(r.err, context.DeadlineExceeded) {
-			tr.Stop = traj.StopCancelled
+			tr.Stop = trajectory.StopCancelled
 		}
 		return s.end(ep)
 	}
 	if r.res.Done {
-		tr.Stop = traj.StopReason(r.res.Stop)
+		tr.Stop = r.res.Stop
 		tr.Answer = r.res.Answer
 		return s.end(ep)
 	}
@@ -392,45 +391,25 @@ func (s *sched) onReply(r envReply) error {
 	return nil
 }
 
-// turnRecord turns an environment reply into the turn's record.
-func turnRecord(r envReply) traj.Turn {
-	t := traj.Turn{Text: r.text, GenTokens: r.gen, ProcessReward: r.res.ProcessReward,
+// turnRecord turns an environment reply into the turn's record. Each call
+// keeps as its result the response the model was shown for it, not the
+// tool's whole output; the calls are copied, as the environment keeps its own.
+func turnRecord(r envReply) trajectory.Turn {
+	calls := slices.Clone(r.res.Calls)
+	for i := range calls {
+		calls[i].Result = ""
+		if i < len(r.res.Responses) {
+			calls[i].Result = r.res.Responses[i]
+		}
+	}
+	return trajectory.Turn{Text: r.text, GenTokens: r.gen, Calls: calls, ProcessReward: r.res.ProcessReward,
 		LatencyMS: float64(r.latency) / float64(time.Millisecond)}
-	var names, perrs []string
-	var args []json.RawMessage
-	ok := len(r.res.Calls) > 0
-	for _, c := range r.res.Calls {
-		if c.Name != "" {
-			names = append(names, c.Name)
-			args = append(args, json.RawMessage(c.Args))
-		}
-		if c.ParseError != "" {
-			perrs = append(perrs, c.ParseError)
-		}
-		ok = ok && c.OK
-	}
-	t.ToolName = strings.Join(names, ",")
-	switch len(args) {
-	case 0:
-	case 1:
-		t.ToolArgs = string(args[0])
-	default:
-		b, _ := json.Marshal(args)
-		t.ToolArgs = string(b)
-	}
-	t.ParseError = strings.Join(perrs, "; ")
-	t.Observation = strings.Join(r.res.Responses, "\n")
-	t.ToolOK = ok
-	if r.err != nil {
-		t.Observation = "Error: " + r.err.Error()
-	}
-	return t
 }
 
 // end finishes a trajectory, scores it and frees its slot.
 func (s *sched) end(ep *episode) error {
 	tr := ep.tr
-	if tr.Stop != traj.StopError && tr.Stop != traj.StopCancelled {
+	if tr.Stop != trajectory.StopError && tr.Stop != trajectory.StopCancelled {
 		tr.Outcome, tr.Components = ep.env.Outcome()
 	}
 	tr.Reward = tr.Outcome
@@ -446,7 +425,7 @@ func (s *sched) end(ep *episode) error {
 	return nil
 }
 
-func (s *sched) finish(tr *traj.Trajectory) {
+func (s *sched) finish(tr *trajectory.Trajectory) {
 	s.out = append(s.out, tr)
 	if s.opt.OnDone != nil {
 		s.opt.OnDone(tr)
@@ -470,7 +449,7 @@ func (s *sched) cancel(err error) error {
 	for _, req := range s.queue {
 		for i := 0; i < req.Samples; i++ {
 			tr := s.newTraj(req, i)
-			tr.Stop = traj.StopCancelled
+			tr.Stop = trajectory.StopCancelled
 			s.finish(tr)
 		}
 	}
@@ -479,7 +458,7 @@ func (s *sched) cancel(err error) error {
 }
 
 func (s *sched) markCancelled(ep *episode) {
-	ep.tr.Stop = traj.StopCancelled
+	ep.tr.Stop = trajectory.StopCancelled
 	s.bySlot[ep.slot] = nil
 	s.dec.Release(ep.slot)
 	s.free[ep.slot] = true

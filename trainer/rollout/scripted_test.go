@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // A token-level stand-in for the policy and chat. Ids:
@@ -177,19 +177,19 @@ func (e *fakeEnv) Step(ctx context.Context, a envs.Action) (envs.StepResult, err
 		select {
 		case <-time.After(e.delay):
 		case <-ctx.Done():
-			return envs.StepResult{Done: true, Stop: envs.StopCancelled}, ctx.Err()
+			return envs.StepResult{Done: true, Stop: trajectory.StopCancelled}, ctx.Err()
 		}
 	}
 	switch {
 	case a.TotalTokens >= e.budget || a.TurnTruncated:
-		return envs.StepResult{Done: true, Stop: envs.StopMaxTokens}, nil
+		return envs.StepResult{Done: true, Stop: trajectory.StopMaxTokens}, nil
 	case strings.HasSuffix(a.Text, "<|im_end|>"):
-		return envs.StepResult{Done: true, Stop: envs.StopAnswer, Answer: a.Text}, nil
+		return envs.StepResult{Done: true, Stop: trajectory.StopAnswer, Answer: a.Text}, nil
 	case e.turns >= e.maxTurns:
-		return envs.StepResult{Done: true, Stop: envs.StopMaxTurns}, nil
+		return envs.StepResult{Done: true, Stop: trajectory.StopMaxTurns}, nil
 	}
 	return envs.StepResult{Responses: []string{"r"}, ProcessReward: 0.5,
-		Calls: []envs.Call{{Name: "search", Args: `{"query":"q"}`, Result: "r", OK: true}}}, nil
+		Calls: []trajectory.ToolCall{{Name: "search", Args: `{"query":"q"}`, Result: "r", OK: true}}}, nil
 }
 
 func (e *fakeEnv) Outcome() (float64, map[string]float64) {
@@ -225,8 +225,8 @@ func expected(k int) ([]int32, []uint8) {
 	return toks, mask
 }
 
-func byID(trs []*traj.Trajectory) map[string]*traj.Trajectory {
-	m := map[string]*traj.Trajectory{}
+func byID(trs []*trajectory.Trajectory) map[string]*trajectory.Trajectory {
+	m := map[string]*trajectory.Trajectory{}
 	for _, t := range trs {
 		m[t.ID] = t
 	}
@@ -234,7 +234,7 @@ func byID(trs []*traj.Trajectory) map[string]*traj.Trajectory {
 }
 
 func opts() Options {
-	return Options{MaxTurnTokens: 16, MaxTotalTokens: 200, Split: traj.Train, Iteration: 3}
+	return Options{MaxTurnTokens: 16, MaxTotalTokens: 200, Split: trajectory.Train, Iteration: 3}
 }
 
 // Masks are 1 exactly on sampled tokens; observations land in the right
@@ -279,14 +279,15 @@ func TestScriptedRollout(t *testing.T) {
 			if tr.PromptLen != 2 || tr.TurnOf[0] != -1 || tr.TurnOf[len(tr.TurnOf)-1] != int16(k) {
 				t.Fatalf("task %d: prompt len %d turn-of %v", k, tr.PromptLen, tr.TurnOf)
 			}
-			if tr.Stop != traj.StopAnswer || len(tr.Turns) != k+1 {
+			if tr.Stop != trajectory.StopAnswer || len(tr.Turns) != k+1 {
 				t.Fatalf("task %d: stop %s after %d turns", k, tr.Stop, len(tr.Turns))
 			}
 			// outcome k, plus 0.5 per tool turn
 			if tr.Outcome != float64(k) || tr.Reward != float64(k)+0.5*float64(k) {
 				t.Fatalf("task %d: outcome %v reward %v", k, tr.Outcome, tr.Reward)
 			}
-			if k > 0 && (tr.Turns[0].ToolName != "search" || !tr.Turns[0].ToolOK || tr.Turns[0].GenTokens != 4) {
+			if k > 0 && (len(tr.Turns[0].Calls) != 1 || tr.Turns[0].Calls[0].Name != "search" || !tr.Turns[0].Calls[0].OK ||
+				tr.Turns[0].GenTokens != 4) {
 				t.Fatalf("task %d turn record %+v", k, tr.Turns[0])
 			}
 		}
@@ -304,15 +305,15 @@ func TestLimits(t *testing.T) {
 		maxTurns, turnToks  int
 		budget              int
 		k                   int
-		want                traj.StopReason
+		want                trajectory.StopReason
 		wantTokens, wantGen int
 	}{
 		// task 3 calls tools on turns 0..2; with 2 turns allowed the env stops it
-		{"max turns", 2, 16, 1000, 3, traj.StopMaxTurns, 2 + 4 + 3 + 4, 8},
+		{"max turns", 2, 16, 1000, 3, trajectory.StopMaxTurns, 2 + 4 + 3 + 4, 8},
 		// per-turn limit of 2 tokens cuts turn 0 after "w w"
-		{"turn tokens", 10, 2, 1000, 3, traj.StopMaxTokens, 4, 2},
+		{"turn tokens", 10, 2, 1000, 3, trajectory.StopMaxTokens, 4, 2},
 		// total budget of 8 tokens: prompt 2 + turn 0 (4) + observation (3) would pass it
-		{"total tokens", 10, 16, 8, 3, traj.StopMaxTokens, 6, 4},
+		{"total tokens", 10, 16, 8, 3, trajectory.StopMaxTokens, 6, 4},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -360,14 +361,14 @@ func TestFailuresStayLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := byID(trs)
-	if tr := m["3-train-2-0"]; tr.Stop != traj.StopError || !strings.Contains(tr.Error, "cannot render") {
+	if tr := m["3-train-2-0"]; tr.Stop != trajectory.StopError || !strings.Contains(tr.Error, "cannot render") {
 		t.Fatalf("bad prompt: %+v", tr)
 	}
-	if tr := m["3-train-3-0"]; tr.Stop != traj.StopError || !strings.Contains(tr.Error, "panicked") {
+	if tr := m["3-train-3-0"]; tr.Stop != trajectory.StopError || !strings.Contains(tr.Error, "panicked") {
 		t.Fatalf("panicking env: stop %s error %q", tr.Stop, tr.Error)
 	}
 	for _, id := range []string{"3-train-1-0", "3-train-4-0"} {
-		if m[id].Stop != traj.StopAnswer {
+		if m[id].Stop != trajectory.StopAnswer {
 			t.Fatalf("%s: %s", id, m[id].Stop)
 		}
 	}
@@ -387,7 +388,7 @@ func TestSlowToolDoesNotBlockOthers(t *testing.T) {
 	}
 	var order []string
 	o := opts()
-	o.OnDone = func(tr *traj.Trajectory) { order = append(order, tr.TaskID) }
+	o.OnDone = func(tr *trajectory.Trajectory) { order = append(order, tr.TaskID) }
 	reqs := []Request{{Task: task(3), Group: 0, Samples: 1}, {Task: task(4), Group: 1, Samples: 1}, {Task: task(5), Group: 2, Samples: 1}}
 	if _, _, err := Run(context.Background(), newScripted(t, 2), &fakeChat{}, fac, reqs, o); err != nil {
 		t.Fatal(err)
@@ -411,7 +412,7 @@ func TestCancellation(t *testing.T) {
 		t.Fatalf("%d trajectories returned, want 4", len(trs))
 	}
 	for _, tr := range trs {
-		if tr.Stop != traj.StopCancelled {
+		if tr.Stop != trajectory.StopCancelled {
 			t.Fatalf("%s: stop %s", tr.ID, tr.Stop)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // BenchmarkWriteIteration stores iterations of n trajectories of 1,000
@@ -49,7 +49,7 @@ func BenchmarkLoadIteration(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		ts, err := s.LoadIteration(0, traj.Train)
+		ts, err := s.LoadIteration(0, trajectory.Train)
 		if err != nil || len(ts) != 64 {
 			b.Fatalf("%d, %v", len(ts), err)
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // exampleTask is one question of the example store.
@@ -27,53 +27,54 @@ var exampleTasks = map[string]exampleTask{
 
 // exampleRow describes one trajectory of the example store. turns lists the
 // turns: S search, L lookup, P an unparsed tool call, A the answer turn;
-// + the call succeeded, - it failed. right is the outcome judged by hand.
+// + the call succeeded, - it failed; a turn of several calls lists them
+// together (S+L+S-). right is the outcome judged by hand.
 type exampleRow struct {
 	iter          int
-	split         traj.Split
+	split         trajectory.Split
 	group, sample int
 	task, turns   string
 	answer        string
-	stop          traj.StopReason
+	stop          trajectory.StopReason
 	right         bool
 }
 
 // exampleRows: three iterations, each with 2 train groups of 2 samples and
 // one greedy eval sample per task.
 var exampleRows = []exampleRow{
-	{0, traj.Train, 0, 0, "nq-1", "S+ A", "Paris", traj.StopAnswer, true},
-	{0, traj.Train, 0, 1, "nq-1", "A", "Lyon", traj.StopAnswer, false},
-	{0, traj.Train, 1, 0, "hp-2", "S+ S+ S+", "", traj.StopMaxTurns, false},
-	{0, traj.Train, 1, 1, "hp-2", "P P P", "", traj.StopMaxTurns, false},
-	{0, traj.Eval, 0, 0, "nq-1", "S+ A", "Paris", traj.StopAnswer, true},
-	{0, traj.Eval, 1, 0, "hp-2", "S+ L- A", "1911", traj.StopAnswer, false},
-	{0, traj.Eval, 2, 0, "mu-3", "S- A", "Charles Babbage", traj.StopAnswer, false},
+	{0, trajectory.Train, 0, 0, "nq-1", "S+ A", "Paris", trajectory.StopAnswer, true},
+	{0, trajectory.Train, 0, 1, "nq-1", "A", "Lyon", trajectory.StopAnswer, false},
+	{0, trajectory.Train, 1, 0, "hp-2", "S+ S+ S+", "", trajectory.StopMaxTurns, false},
+	{0, trajectory.Train, 1, 1, "hp-2", "P P P", "", trajectory.StopMaxTurns, false},
+	{0, trajectory.Eval, 0, 0, "nq-1", "S+ A", "Paris", trajectory.StopAnswer, true},
+	{0, trajectory.Eval, 1, 0, "hp-2", "S+ L- A", "1911", trajectory.StopAnswer, false},
+	{0, trajectory.Eval, 2, 0, "mu-3", "S- A", "Charles Babbage", trajectory.StopAnswer, false},
 
-	{1, traj.Train, 0, 0, "nq-1", "S+ A", "paris", traj.StopAnswer, true},
-	{1, traj.Train, 0, 1, "nq-1", "S+ A", "Paris.", traj.StopAnswer, true},
-	{1, traj.Train, 1, 0, "hp-2", "S+ L+ A", "1912", traj.StopAnswer, true},
-	{1, traj.Train, 1, 1, "hp-2", "S+ S+ S+", "", traj.StopMaxTurns, false},
-	{1, traj.Eval, 0, 0, "nq-1", "S+ A", "Paris", traj.StopAnswer, true},
-	{1, traj.Eval, 1, 0, "hp-2", "S+ L+ A", "1912", traj.StopAnswer, true},
-	{1, traj.Eval, 2, 0, "mu-3", "S+ S- A", "Charles Babbage", traj.StopAnswer, false},
+	{1, trajectory.Train, 0, 0, "nq-1", "S+ A", "paris", trajectory.StopAnswer, true},
+	{1, trajectory.Train, 0, 1, "nq-1", "S+ A", "Paris.", trajectory.StopAnswer, true},
+	{1, trajectory.Train, 1, 0, "hp-2", "S+ L+ A", "1912", trajectory.StopAnswer, true},
+	{1, trajectory.Train, 1, 1, "hp-2", "S+ S+ S+", "", trajectory.StopMaxTurns, false},
+	{1, trajectory.Eval, 0, 0, "nq-1", "S+ A", "Paris", trajectory.StopAnswer, true},
+	{1, trajectory.Eval, 1, 0, "hp-2", "S+ L+ A", "1912", trajectory.StopAnswer, true},
+	{1, trajectory.Eval, 2, 0, "mu-3", "S+ S- A", "Charles Babbage", trajectory.StopAnswer, false},
 
-	{2, traj.Train, 0, 0, "mu-3", "S+ L+ A", "Ada Lovelace", traj.StopAnswer, true},
-	{2, traj.Train, 0, 1, "mu-3", "S+ L+ A", "Augusta Ada King", traj.StopAnswer, true},
-	{2, traj.Train, 1, 0, "hp-2", "S+ L+ A", "1912", traj.StopAnswer, true},
-	{2, traj.Train, 1, 1, "hp-2", "S+ L-", "", traj.StopMaxTokens, false},
-	{2, traj.Eval, 0, 0, "nq-1", "A", "Paris", traj.StopAnswer, true},
-	{2, traj.Eval, 1, 0, "hp-2", "S+ L+ A", "1912", traj.StopAnswer, true},
-	{2, traj.Eval, 2, 0, "mu-3", "S+ L+ A", "Ada Lovelace", traj.StopAnswer, true},
+	{2, trajectory.Train, 0, 0, "mu-3", "S+ L+ A", "Ada Lovelace", trajectory.StopAnswer, true},
+	{2, trajectory.Train, 0, 1, "mu-3", "S+ L+ A", "Augusta Ada King", trajectory.StopAnswer, true},
+	{2, trajectory.Train, 1, 0, "hp-2", "S+ L+ A", "1912", trajectory.StopAnswer, true},
+	{2, trajectory.Train, 1, 1, "hp-2", "S+L+S- L-", "", trajectory.StopMaxTokens, false},
+	{2, trajectory.Eval, 0, 0, "nq-1", "A", "Paris", trajectory.StopAnswer, true},
+	{2, trajectory.Eval, 1, 0, "hp-2", "S+ L+ A", "1912", trajectory.StopAnswer, true},
+	{2, trajectory.Eval, 2, 0, "mu-3", "S+ L+ A", "Ada Lovelace", trajectory.StopAnswer, true},
 }
 
 // exampleTraj builds the trajectory a row describes. Rewards: outcome 1 when
 // right, else 0; process reward +0.1 per successful tool call, -0.1 per
 // failed or unparsed one; total = outcome + process rewards. Tokens: a
 // 4-token prompt, 3 generated tokens per turn, 2 observation tokens after
-// each tool call.
-func exampleTraj(r exampleRow) *traj.Trajectory {
+// each turn with tool calls. Each call takes 10 ms.
+func exampleTraj(r exampleRow) *trajectory.Trajectory {
 	task := exampleTasks[r.task]
-	t := &traj.Trajectory{
+	t := &trajectory.Trajectory{
 		ID: fmt.Sprintf("%d-%s-%d-%d", r.iter, r.split, r.group, r.sample), TaskID: task.id, Dataset: task.dataset,
 		Hops: task.hops, Group: r.group, Sample: r.sample, Split: r.split, Iteration: r.iter, PolicyVersion: r.iter,
 		Question: task.question, Gold: task.gold, Answer: r.answer, Stop: r.stop, DurationMS: 100,
@@ -85,7 +86,7 @@ func exampleTraj(r exampleRow) *traj.Trajectory {
 	}
 	t.Reward = t.Outcome
 	for k, spec := range strings.Fields(r.turns) {
-		u := traj.Turn{GenTokens: 3}
+		u := trajectory.Turn{GenTokens: 3}
 		t.Tokens = append(t.Tokens, 10, 11, 12)
 		t.Logprobs = append(t.Logprobs, -0.5, -0.5, -0.5)
 		t.Mask = append(t.Mask, 1, 1, 1)
@@ -94,14 +95,20 @@ func exampleTraj(r exampleRow) *traj.Trajectory {
 		case "A":
 			u.Text = "<answer>" + r.answer + "</answer>"
 		case "P":
-			u.Text, u.ParseError, u.Observation = "<tool_call>{search</tool_call>", "invalid JSON", "error: invalid tool call"
-			u.ProcessReward = -0.1
+			u.Text, u.ProcessReward = "<tool_call>{search</tool_call>", -0.1
+			u.Calls = []trajectory.ToolCall{{ParseError: "invalid JSON", Result: "error: invalid tool call"}}
 		default:
-			u.ToolName = map[byte]string{'S': "search", 'L': "lookup"}[spec[0]]
-			u.ToolArgs, u.ToolOK, u.LatencyMS = `{"query":"x"}`, spec[1] == '+', 10
-			u.Text, u.Observation, u.ProcessReward = "<tool_call>"+u.ToolArgs+"</tool_call>", "no result", -0.1
-			if u.ToolOK {
-				u.Observation, u.ProcessReward = "a passage", 0.1
+			u.LatencyMS = 10
+			for i := 0; i < len(spec); i += 2 {
+				c := trajectory.ToolCall{Name: map[byte]string{'S': "search", 'L': "lookup"}[spec[i]], Args: `{"query":"x"}`,
+					Result: "no result", OK: spec[i+1] == '+', LatencyMS: 10}
+				reward := -0.1
+				if c.OK {
+					c.Result, reward = "a passage", 0.1
+				}
+				u.Text += "<tool_call>" + c.Args + "</tool_call>"
+				u.ProcessReward += reward
+				u.Calls = append(u.Calls, c)
 			}
 		}
 		if spec != "A" {
@@ -123,7 +130,7 @@ func exampleStore(t *testing.T) *Store {
 		t.Fatal(err)
 	}
 	for it := range 3 {
-		var batch []*traj.Trajectory
+		var batch []*trajectory.Trajectory
 		for _, r := range exampleRows {
 			if r.iter == it {
 				batch = append(batch, exampleTraj(r))
@@ -140,13 +147,13 @@ func exampleStore(t *testing.T) *Store {
 // out by hand from exampleRows, as "col | col" lines.
 var exampleWant = [][]string{
 	// 1. Which tools fail most. Counting the S/L/P calls in exampleRows:
-	// search: ok 6 (it 0) + 9 (it 1) + 6 (it 2) = 21, failed 1 + 1 = 2, 23 calls, 21/23 = 0.913;
-	// lookup: ok 0 + 2 + 5 = 7, failed 1 + 0 + 1 = 2, 9 calls, 7/9 = 0.778;
-	// unparsed: the three P of 0-train-1-1. Ties on failures go by success rate.
+	// search: ok 6 (it 0) + 9 (it 1) + 6 (it 2) = 21, failed 1 (it 0) + 1 (it 1) + 1 (it 2) = 3,
+	// 24 calls, 21/24 = 0.875; lookup: ok 0 + 2 + 6 = 8, failed 1 + 0 + 1 = 2, 10 calls,
+	// 8/10 = 0.8; unparsed: the three P of 0-train-1-1. Ties on failures go by success rate.
 	{"tool | calls | failures | success_rate",
 		"(unparsed) | 3 | 3 | 0",
-		"lookup | 9 | 2 | 0.778",
-		"search | 23 | 2 | 0.913"},
+		"search | 24 | 3 | 0.875",
+		"lookup | 10 | 2 | 0.8"},
 	// 2. Accuracy by number of turns. 1 turn: 0-train-0-1 wrong, 2-eval-0-0 right.
 	// 2 turns: 0-train-0-0, 0-eval-0-0, 1-train-0-0, 1-train-0-1, 1-eval-0-0 right;
 	// 0-eval-2-0, 2-train-1-1 wrong: 5/7. 3 turns: the other 12, of which
@@ -155,7 +162,8 @@ var exampleWant = [][]string{
 		"1 | 2 | 1 | 0.5",
 		"2 | 7 | 5 | 0.714",
 		"3 | 12 | 7 | 0.583"},
-	// 3. Reward by iteration and split (reward = outcome + 0.1 per good call - 0.1 per bad one).
+	// 3. Reward by iteration and split (reward = outcome + 0.1 per good call - 0.1 per bad one;
+	// the S+L+S- turn of 2-train-1-1 earns 0.1 + 0.1 - 0.1 = 0.1).
 	// it 0 train: 1.1 + 0 + 0.3 - 0.3 = 1.1 / 4; eval: 1.1 + 0 - 0.1 = 1.0 / 3.
 	// it 1 train: 1.1 + 1.1 + 1.2 + 0.3 = 3.7 / 4; eval: 1.1 + 1.2 + 0 = 2.3 / 3.
 	// it 2 train: 1.2 * 3 + 0 = 3.6 / 4; eval: 1.0 + 1.2 + 1.2 = 3.4 / 3.
@@ -187,6 +195,12 @@ var exampleWant = [][]string{
 		"2 | train | 6 | 0.333",
 		"3 | eval | 3 | 0.333",
 		"3 | train | 2 | 1"},
+	// 7. Turns with several calls: only the first turn of 2-train-1-1 (S+L+S-),
+	// its calls in order.
+	{"id | turn | call | tool | ok",
+		"2-train-1-1 | 0 | 0 | search | 1",
+		"2-train-1-1 | 0 | 1 | lookup | 1",
+		"2-train-1-1 | 0 | 2 | search | 0"},
 }
 
 // docExample is one example query of SCHEMA.md and the result it shows.
@@ -290,8 +304,8 @@ func TestList(t *testing.T) {
 		want string
 	}{
 		// The wrong eval answers of exampleRows.
-		{ListFilter{Split: traj.Eval, Where: "correct = 0"}, "0-eval-1-0 0-eval-2-0 1-eval-2-0"},
-		{ListFilter{Iteration: &two, Split: traj.Train, Limit: 2}, "2-train-0-0 2-train-0-1"},
+		{ListFilter{Split: trajectory.Eval, Where: "correct = 0"}, "0-eval-1-0 0-eval-2-0 1-eval-2-0"},
+		{ListFilter{Iteration: &two, Split: trajectory.Train, Limit: 2}, "2-train-0-0 2-train-0-1"},
 		// The two one-turn episodes.
 		{ListFilter{Where: "n_turns = ?", Args: []any{1}}, "0-train-0-1 2-eval-0-0"},
 	} {
@@ -304,8 +318,8 @@ func TestList(t *testing.T) {
 		t.Fatalf("List by id: %v, %v", got, err)
 	}
 	// 1-train-0-1: "S+ A", answer "Paris." (right), 4 + 5 + 3 = 12 tokens, 6 generated.
-	want := Summary{ID: "1-train-0-1", Iteration: 1, Split: traj.Train, TaskID: "nq-1", Dataset: "nq", Hops: 1,
-		Group: 0, Sample: 1, Answer: "Paris.", Correct: true, Outcome: 1, Reward: 1.1, Stop: traj.StopAnswer,
+	want := Summary{ID: "1-train-0-1", Iteration: 1, Split: trajectory.Train, TaskID: "nq-1", Dataset: "nq", Hops: 1,
+		Group: 0, Sample: 1, Answer: "Paris.", Correct: true, Outcome: 1, Reward: 1.1, Stop: trajectory.StopAnswer,
 		Turns: 2, Tokens: 12, ActionTokens: 6, DurationMS: 100}
 	if got[0] != want {
 		t.Errorf("summary %+v, want %+v", got[0], want)

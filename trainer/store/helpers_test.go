@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // openTemp opens a store under a fresh temporary directory (in the
@@ -23,14 +23,14 @@ func openTemp(t testing.TB) *Store {
 // synthTraj builds a deterministic trajectory of nTok tokens and nTurns
 // turns with every field set: a 100-token prompt (mask 0), then per turn a
 // run of generated tokens (mask 1) followed by an observation (mask 0).
-func synthTraj(iter int, split traj.Split, group, sample, nTok, nTurns int) *traj.Trajectory {
+func synthTraj(iter int, split trajectory.Split, group, sample, nTok, nTurns int) *trajectory.Trajectory {
 	const prompt = 100
-	t := &traj.Trajectory{
+	t := &trajectory.Trajectory{
 		ID: fmt.Sprintf("%d-%s-%d-%d", iter, split, group, sample), TaskID: fmt.Sprintf("task-%d", group),
 		Dataset: "hotpotqa", Hops: 2, Group: group, Sample: sample, Split: split, Iteration: iter,
 		PolicyVersion: iter, Question: "Which river flows through the capital of France?",
 		Gold: []string{"Seine", "the Seine"}, Answer: "Seine", Outcome: 1, Reward: 1.25,
-		Components: map[string]float64{"em": 1, "format": 0.25}, Stop: traj.StopAnswer, DurationMS: 1234.5,
+		Components: map[string]float64{"em": 1, "format": 0.25}, Stop: trajectory.StopAnswer, DurationMS: 1234.5,
 		PromptLen: prompt, Tokens: make([]int32, nTok), Logprobs: make([]float32, nTok), Mask: make([]uint8, nTok),
 		TurnOf: make([]int16, nTok), Values: make([]float32, nTok), Advantages: make([]float32, nTok), Returns: make([]float32, nTok),
 	}
@@ -51,20 +51,20 @@ func synthTraj(iter int, split traj.Split, group, sample, nTok, nTurns int) *tra
 		t.Returns[i] = 1 - float32(i)/float32(nTok)
 	}
 	for k := range nTurns {
-		t.Turns = append(t.Turns, traj.Turn{
+		t.Turns = append(t.Turns, trajectory.Turn{
 			Text: fmt.Sprintf("<think>step %d</think><tool_call>{\"name\":\"search\"}</tool_call>", k), GenTokens: per / 2,
-			ToolName: "search", ToolArgs: fmt.Sprintf(`{"query":"q%d"}`, k), Observation: "Paris is on the Seine.",
-			ToolOK: true, ProcessReward: 0.1, LatencyMS: 12.5,
+			ProcessReward: 0.1, LatencyMS: 12.5, Calls: []trajectory.ToolCall{{Name: "search", Args: fmt.Sprintf(`{"query":"q%d"}`, k),
+				Result: "Paris is on the Seine.", OK: true, LatencyMS: 12.5}},
 		})
 	}
 	return t
 }
 
 // synthBatch builds n trajectories of one iteration, groups of 4 samples.
-func synthBatch(iter, n, nTok, nTurns int) []*traj.Trajectory {
-	ts := make([]*traj.Trajectory, n)
+func synthBatch(iter, n, nTok, nTurns int) []*trajectory.Trajectory {
+	ts := make([]*trajectory.Trajectory, n)
 	for i := range ts {
-		ts[i] = synthTraj(iter, traj.Train, i/4, i%4, nTok, nTurns)
+		ts[i] = synthTraj(iter, trajectory.Train, i/4, i%4, nTok, nTurns)
 	}
 	return ts
 }

@@ -5,23 +5,23 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // ListFilter selects trajectories for List. Zero values select everything.
 type ListFilter struct {
-	Iteration *int       // only this iteration
-	Split     traj.Split // only this split
-	Limit     int        // at most this many, 0 for all
-	Where     string     // an SQL condition on the trajectories table, e.g. "correct = 0 AND n_turns > 2"
-	Args      []any      // values for the ? placeholders in Where
+	Iteration *int             // only this iteration
+	Split     trajectory.Split // only this split
+	Limit     int              // at most this many, 0 for all
+	Where     string           // an SQL condition on the trajectories table, e.g. "correct = 0 AND n_turns > 2"
+	Args      []any            // values for the ? placeholders in Where
 }
 
 // Summary is one trajectory's headline: enough to pick one to Get or Render.
 type Summary struct {
 	ID           string
 	Iteration    int
-	Split        traj.Split
+	Split        trajectory.Split
 	TaskID       string
 	Dataset      string
 	Hops         int
@@ -31,7 +31,7 @@ type Summary struct {
 	Correct      bool // the answer matches a gold answer after normalisation
 	Outcome      float64
 	Reward       float64
-	Stop         traj.StopReason
+	Stop         trajectory.StopReason
 	Turns        int
 	Tokens       int
 	ActionTokens int
@@ -87,7 +87,7 @@ func (s *Store) list(q string, args []any) ([]Summary, error) {
 			&m.Answer, &m.Correct, &outcome, &reward, &stop, &m.Turns, &m.Tokens, &m.ActionTokens, &duration); err != nil {
 			return nil, err
 		}
-		m.Split, m.Stop = traj.Split(split), traj.StopReason(stop)
+		m.Split, m.Stop = trajectory.Split(split), trajectory.StopReason(stop)
 		m.Outcome, m.Reward, m.DurationMS = orNaN(outcome), orNaN(reward), orNaN(duration)
 		out = append(out, m)
 	}

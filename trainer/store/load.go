@@ -6,15 +6,16 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // LoadIteration returns every trajectory of an iteration and split ("" for
 // both), in the order they were written, with every field as it was
 // written, so an update can be re-run from the store alone. Exceptions:
-// NaN and null read back as NaN, and a trajectory without turns reads back
-// with nil Turns.
-func (s *Store) LoadIteration(iter int, split traj.Split) ([]*traj.Trajectory, error) {
+// NaN and null read back as NaN, and a trajectory without turns (a turn
+// without calls, a call without refs) reads back with nil Turns (Calls,
+// Refs).
+func (s *Store) LoadIteration(iter int, split trajectory.Split) ([]*trajectory.Trajectory, error) {
 	run, ok, err := s.scope()
 	if err != nil {
 		return nil, fmt.Errorf("load iteration %d from %s: %w", iter, s.path, err)
@@ -35,7 +36,7 @@ func (s *Store) LoadIteration(iter int, split traj.Split) ([]*traj.Trajectory, e
 
 // Get returns one trajectory of the run by its id; a missing one is an
 // error wrapping ErrNotFound.
-func (s *Store) Get(id string) (*traj.Trajectory, error) {
+func (s *Store) Get(id string) (*trajectory.Trajectory, error) {
 	run, ok, err := s.scope()
 	if err != nil {
 		return nil, fmt.Errorf("get %s from %s: %w", id, s.path, err)
@@ -54,9 +55,10 @@ func (s *Store) Get(id string) (*traj.Trajectory, error) {
 }
 
 // load reads the trajectories matching where (a condition on the
-// trajectories table), then their token arrays and turns, in tid order.
-func (s *Store) load(where string, args []any) ([]*traj.Trajectory, error) {
-	tx, err := s.db.Begin() // one snapshot for the three reads
+// trajectories table), then their token arrays, turns and tool calls, in
+// tid order.
+func (s *Store) load(where string, args []any) ([]*trajectory.Trajectory, error) {
+	tx, err := s.db.Begin() // one snapshot for the four reads
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +74,14 @@ func (s *Store) load(where string, args []any) ([]*traj.Trajectory, error) {
 	if err := loadTurns(tx, sub, args, byTID); err != nil {
 		return nil, err
 	}
+	if err := loadCalls(tx, sub, args, byTID); err != nil {
+		return nil, err
+	}
 	return ts, nil
 }
 
 // loadTrajectories reads the trajectory rows and indexes them by tid.
-func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*traj.Trajectory, map[int64]*traj.Trajectory, error) {
+func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Trajectory, map[int64]*trajectory.Trajectory, error) {
 	rows, err := tx.Query(`SELECT tid, id, iteration, split, task_id, dataset, hops, group_idx, sample_idx,
 		policy_version, question, gold, answer, outcome, reward, components, stop, error, prompt_tokens,
 		duration_ms FROM trajectories WHERE `+where+` ORDER BY tid`, args...)
@@ -84,10 +89,10 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*traj.Trajectory,
 		return nil, nil, err
 	}
 	defer rows.Close()
-	var ts []*traj.Trajectory
-	byTID := map[int64]*traj.Trajectory{}
+	var ts []*trajectory.Trajectory
+	byTID := map[int64]*trajectory.Trajectory{}
 	for rows.Next() {
-		t := &traj.Trajectory{}
+		t := &trajectory.Trajectory{}
 		var (
 			tid                       int64
 			split, stop               string
@@ -99,7 +104,7 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*traj.Trajectory,
 			&t.Error, &t.PromptLen, &duration); err != nil {
 			return nil, nil, err
 		}
-		t.Split, t.Stop = traj.Split(split), traj.StopReason(stop)
+		t.Split, t.Stop = trajectory.Split(split), trajectory.StopReason(stop)
 		t.Outcome, t.Reward, t.DurationMS = orNaN(outcome), orNaN(reward), orNaN(duration)
 		if t.Gold, err = decodeStrings(gold); err != nil {
 			return nil, nil, fmt.Errorf("trajectory %s gold: %w", t.ID, err)
@@ -114,7 +119,7 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*traj.Trajectory,
 }
 
 // loadTokens decodes the token blobs of the selected trajectories.
-func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*traj.Trajectory) error {
+func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
 	rows, err := tx.Query(`SELECT tid, ids, logprobs, mask, turn_of, critic_values, advantages, returns
 		FROM trajectory_tokens WHERE `+sub, args...)
 	if err != nil {
@@ -149,9 +154,9 @@ func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*traj.Trajec
 }
 
 // loadTurns reads the turns of the selected trajectories in turn order.
-func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*traj.Trajectory) error {
-	rows, err := tx.Query(`SELECT tid, turn, text, gen_tokens, tool, args, parse_error, observation, ok,
-		process_reward, latency_ms FROM turns WHERE `+sub+` ORDER BY tid, turn`, args...)
+func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
+	rows, err := tx.Query(`SELECT tid, turn, text, gen_tokens, process_reward, latency_ms
+		FROM turns WHERE `+sub+` ORDER BY tid, turn`, args...)
 	if err != nil {
 		return err
 	}
@@ -159,11 +164,10 @@ func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*traj.Traject
 	for rows.Next() {
 		var (
 			tid, turn       int64
-			u               traj.Turn
+			u               trajectory.Turn
 			reward, latency sql.NullFloat64
 		)
-		if err := rows.Scan(&tid, &turn, &u.Text, &u.GenTokens, &u.ToolName, &u.ToolArgs, &u.ParseError,
-			&u.Observation, &u.ToolOK, &reward, &latency); err != nil {
+		if err := rows.Scan(&tid, &turn, &u.Text, &u.GenTokens, &reward, &latency); err != nil {
 			return err
 		}
 		u.ProcessReward, u.LatencyMS = orNaN(reward), orNaN(latency)
@@ -175,6 +179,47 @@ func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*traj.Traject
 			return fmt.Errorf("trajectory %s: turn %d stored where turn %d was expected", t.ID, turn, len(t.Turns))
 		}
 		t.Turns = append(t.Turns, u)
+	}
+	return rows.Err()
+}
+
+// loadCalls reads the tool calls of the selected trajectories into their
+// turns, in call order. A call's success that a migration could not
+// recover (NULL) reads as false.
+func loadCalls(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
+	rows, err := tx.Query(`SELECT tid, turn, call, tool, args, parse_error, result, ok, latency_ms, refs
+		FROM tool_calls WHERE `+sub+` ORDER BY tid, turn, call`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			tid, turn, call int64
+			c               trajectory.ToolCall
+			ok              sql.NullBool
+			latency         sql.NullFloat64
+			refs            *string
+		)
+		if err := rows.Scan(&tid, &turn, &call, &c.Name, &c.Args, &c.ParseError, &c.Result, &ok, &latency, &refs); err != nil {
+			return err
+		}
+		t := byTID[tid]
+		if t == nil {
+			continue
+		}
+		if turn < 0 || int(turn) >= len(t.Turns) {
+			return fmt.Errorf("trajectory %s: a call of turn %d, which has %d turns", t.ID, turn, len(t.Turns))
+		}
+		u := &t.Turns[turn]
+		if int(call) != len(u.Calls) {
+			return fmt.Errorf("trajectory %s turn %d: call %d stored where call %d was expected", t.ID, turn, call, len(u.Calls))
+		}
+		c.OK, c.LatencyMS = ok.Bool, orNaN(latency)
+		if c.Refs, err = decodeStrings(refs); err != nil {
+			return fmt.Errorf("trajectory %s turn %d call %d refs: %w", t.ID, turn, call, err)
+		}
+		u.Calls = append(u.Calls, c)
 	}
 	return rows.Err()
 }

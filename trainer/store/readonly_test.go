@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 func TestQueryReadOnlyRefusesWrites(t *testing.T) {
@@ -69,7 +69,7 @@ func TestListWhereIsReadOnly(t *testing.T) {
 	if err := s.WriteIteration(0, nil, synthBatch(0, 2, 150, 1)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.List(ListFilter{Split: traj.Train, Where: "1); DELETE FROM trajectories; SELECT (1"})
+	_, err := s.List(ListFilter{Split: trajectory.Train, Where: "1); DELETE FROM trajectories; SELECT (1"})
 	if !errors.Is(err, ErrReadOnly) {
 		t.Errorf("List with a writing Where: %v; want ErrReadOnly", err)
 	}

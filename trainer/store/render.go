@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // RenderOptions choose what Render shows and how.
@@ -58,9 +58,9 @@ func (r *renderer) block(indent, code, text string) {
 }
 
 // Render writes a readable account of a trajectory: the question, each
-// turn's text with its tool call and result, the answer, rewards and stop
-// reason, and with ShowMask the tokens grouped by action-mask bit.
-func Render(w io.Writer, t *traj.Trajectory, opts RenderOptions) error {
+// turn's text with its tool calls and their results, the answer, rewards
+// and stop reason, and with ShowMask the tokens grouped by action-mask bit.
+func Render(w io.Writer, t *trajectory.Trajectory, opts RenderOptions) error {
 	if t == nil {
 		return fmt.Errorf("render: nil trajectory")
 	}
@@ -97,30 +97,37 @@ func Render(w io.Writer, t *traj.Trajectory, opts RenderOptions) error {
 	return nil
 }
 
-// turn writes one turn: its text, its tool call or parse error, and the
-// observation it received.
-func (r *renderer) turn(i, n int, u traj.Turn) {
+// turn writes one turn: its text, then each of its tool calls.
+func (r *renderer) turn(i, n int, u trajectory.Turn) {
 	r.line("%s", r.style(ansiBold, fmt.Sprintf("-- turn %d/%d, %d tokens, process reward %s --", i+1, n, u.GenTokens, num(u.ProcessReward))))
 	r.block("  ", "", u.Text)
+	for _, c := range u.Calls {
+		r.call(c)
+	}
+}
+
+// call writes one tool call, or why the turn's calls did not parse, and
+// the result the model was shown.
+func (r *renderer) call(c trajectory.ToolCall) {
 	switch {
-	case u.ParseError != "":
-		r.line("  %s %s", r.style(ansiRed, "tool call unparsed:"), u.ParseError)
-	case u.ToolName != "":
+	case c.ParseError != "":
+		r.line("  %s %s", r.style(ansiRed, "tool call unparsed:"), c.ParseError)
+	case c.Name != "":
 		status := r.style(ansiGreen, "ok")
-		if !u.ToolOK {
+		if !c.OK {
 			status = r.style(ansiRed, "failed")
 		}
-		r.line("  %s %s (%s, %s ms)", r.style(ansiCyan, "tool call: "+u.ToolName), u.ToolArgs, status, num(u.LatencyMS))
+		r.line("  %s %s (%s, %s ms)", r.style(ansiCyan, "tool call: "+c.Name), c.Args, status, num(c.LatencyMS))
 	}
-	if u.Observation != "" {
+	if c.Result != "" {
 		r.line("  %s", r.style(ansiYellow, "result:"))
-		r.block("    ", ansiYellow, u.Observation)
+		r.block("    ", ansiYellow, c.Result)
 	}
 }
 
 // mask writes the tokens in runs of equal mask bit, each run decoded when a
 // decoder is given, else as ids.
-func (r *renderer) mask(t *traj.Trajectory, decode func([]int32) string) {
+func (r *renderer) mask(t *trajectory.Trajectory, decode func([]int32) string) {
 	r.line("%s", r.style(ansiBold, "-- tokens by action mask (1 = sampled by the policy, 0 = prompt, template or tool output) --"))
 	n := min(len(t.Tokens), len(t.Mask))
 	for start := 0; start < n; {

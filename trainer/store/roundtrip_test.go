@@ -8,20 +8,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // fullTraj has every field set to a distinct, non-default value, with
 // unicode and invalid UTF-8 in the texts.
-func fullTraj() *traj.Trajectory {
-	return &traj.Trajectory{
+func fullTraj() *trajectory.Trajectory {
+	return &trajectory.Trajectory{
 		ID: "3-train-1-2", TaskID: "hp-0042", Dataset: "hotpotqa", Hops: 2, Group: 1, Sample: 2,
-		Split: traj.Train, Iteration: 3, PolicyVersion: 5,
+		Split: trajectory.Train, Iteration: 3, PolicyVersion: 5,
 		Question: "Qui a écrit « Le Petit Prince » ? 作者は誰? 🚀",
 		Gold:     []string{"Antoine de Saint-Exupéry", "Saint-Exupéry"},
 		Answer:   "Antoine de Saint-Exupéry",
 		Outcome:  1, Reward: 1.125, Components: map[string]float64{"em": 1, "format": 0.1, "process": 0.025, "neg": -0.5},
-		Stop: traj.StopMaxTokens, Error: "tool timeout after 5s", DurationMS: 4321.25,
+		Stop: trajectory.StopMaxTokens, Error: "tool timeout after 5s", DurationMS: 4321.25,
 		PromptLen:  3,
 		Tokens:     []int32{151644, 0, -1, 2147483647, 42, 7},
 		Logprobs:   []float32{0, 0, 0, -0.125, -3.5, 0},
@@ -30,11 +30,15 @@ func fullTraj() *traj.Trajectory {
 		Values:     []float32{0.5, -0.25, 1e-7, 3e8, -1, 0},
 		Advantages: []float32{0, 0, 0, 0.75, -0.75, 0},
 		Returns:    []float32{1, 1, 1, 1.5, 0.5, 0},
-		Turns: []traj.Turn{
-			{Text: "Je cherche… <tool_call>", GenTokens: 2, ToolName: "search", ToolArgs: `{"query":"Petit Prince auteur"}`,
-				Observation: "Le Petit Prince — Saint-Exupéry (1943)\nligne 2", ToolOK: true, ProcessReward: 0.025, LatencyMS: 12.5},
-			{Text: "bad bytes \xff\xfe here", GenTokens: 1, ParseError: "unexpected end of JSON input",
-				Observation: "error: could not parse tool call", ToolOK: false, ProcessReward: -0.1, LatencyMS: 0},
+		Turns: []trajectory.Turn{
+			{Text: "Je cherche… <tool_call>", GenTokens: 2, ProcessReward: 0.025, LatencyMS: 13, Calls: []trajectory.ToolCall{
+				{Name: "search", Args: `{"query":"Petit Prince auteur"}`, Result: "Le Petit Prince — Saint-Exupéry (1943)\nligne 2",
+					OK: true, LatencyMS: 12.5, Refs: []string{"Le Petit Prince", "Saint-Exupéry"}},
+				{Name: "lookup", Args: `{"title":"Vol de nuit"}`, Result: "Error: no passage is titled \"Vol de nuit\"", LatencyMS: 0.75},
+			}},
+			{Text: "bad bytes \xff\xfe here", GenTokens: 1, ProcessReward: -0.1, LatencyMS: 0, Calls: []trajectory.ToolCall{
+				{ParseError: "unexpected end of JSON input", Result: "error: could not parse tool call"},
+			}},
 		},
 	}
 }
@@ -45,11 +49,11 @@ func TestRoundTripEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := fullTraj()
-	eval := synthTraj(3, traj.Eval, 0, 0, 300, 3)
-	if err := s.WriteIteration(3, map[string]float64{"loss": 0.5}, []*traj.Trajectory{want, eval}); err != nil {
+	eval := synthTraj(3, trajectory.Eval, 0, 0, 300, 3)
+	if err := s.WriteIteration(3, map[string]float64{"loss": 0.5}, []*trajectory.Trajectory{want, eval}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.LoadIteration(3, traj.Train)
+	got, err := s.LoadIteration(3, trajectory.Train)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,16 +76,16 @@ func TestRoundTripNilAndEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	// nilT: nothing computed (no gold, no components, no tokens, no critic).
-	nilT := &traj.Trajectory{ID: "0-eval-0-0", Split: traj.Eval, Stop: traj.StopCancelled}
+	nilT := &trajectory.Trajectory{ID: "0-eval-0-0", Split: trajectory.Eval, Stop: trajectory.StopCancelled}
 	// emptyT: empty but present collections; Values stays nil (no critic)
 	// while Advantages is an empty, non-nil slice.
-	emptyT := &traj.Trajectory{ID: "0-eval-1-0", Split: traj.Eval, Group: 1, Stop: traj.StopError,
+	emptyT := &trajectory.Trajectory{ID: "0-eval-1-0", Split: trajectory.Eval, Group: 1, Stop: trajectory.StopError,
 		Gold: []string{}, Components: map[string]float64{}, Tokens: []int32{}, Logprobs: []float32{},
-		Mask: []uint8{}, TurnOf: []int16{}, Advantages: []float32{}, Returns: []float32{}, Turns: []traj.Turn{}}
-	if err := s.WriteIteration(0, nil, []*traj.Trajectory{nilT, emptyT}); err != nil {
+		Mask: []uint8{}, TurnOf: []int16{}, Advantages: []float32{}, Returns: []float32{}, Turns: []trajectory.Turn{}}
+	if err := s.WriteIteration(0, nil, []*trajectory.Trajectory{nilT, emptyT}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.LoadIteration(0, traj.Eval)
+	got, err := s.LoadIteration(0, trajectory.Eval)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("LoadIteration: %d, %v", len(got), err)
 	}
@@ -100,12 +104,12 @@ func TestNonFiniteFloats(t *testing.T) {
 	if err := s.BeginRun(RunInfo{Name: "nan"}); err != nil {
 		t.Fatal(err)
 	}
-	tr := synthTraj(0, traj.Train, 0, 0, 120, 1)
+	tr := synthTraj(0, trajectory.Train, 0, 0, 120, 1)
 	tr.Reward = math.NaN()
 	tr.Outcome = math.Inf(-1) // REAL columns keep infinities
 	tr.Components = map[string]float64{"em": math.NaN(), "f1": 0.5}
 	tr.Turns[0].ProcessReward = math.NaN()
-	if err := s.WriteIteration(0, map[string]float64{"loss": math.NaN(), "kl": math.Inf(1), "lr": 1e-6}, []*traj.Trajectory{tr}); err != nil {
+	if err := s.WriteIteration(0, map[string]float64{"loss": math.NaN(), "kl": math.Inf(1), "lr": 1e-6}, []*trajectory.Trajectory{tr}); err != nil {
 		t.Fatalf("WriteIteration with NaN values: %v", err)
 	}
 	got, err := s.Get(tr.ID)
@@ -170,29 +174,29 @@ func TestWriteIterationRejectsBadTrajectories(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		mod  func(*traj.Trajectory)
+		mod  func(*trajectory.Trajectory)
 		want string
 	}{
-		{"short mask", func(t *traj.Trajectory) { t.Mask = t.Mask[:10] }, "has 200 tokens but 10 Mask"},
-		{"nil logprobs", func(t *traj.Trajectory) { t.Logprobs = nil }, "has 200 tokens but 0 Logprobs"},
-		{"long advantages", func(t *traj.Trajectory) { t.Advantages = append(t.Advantages, 0) }, "has 200 tokens but 201 Advantages"},
-		{"other iteration", func(t *traj.Trajectory) { t.Iteration = 4 }, "has iteration 4"},
-		{"no split", func(t *traj.Trajectory) { t.Split = "" }, `has split ""`},
-		{"no id", func(t *traj.Trajectory) { t.ID = "" }, "empty id"},
+		{"short mask", func(t *trajectory.Trajectory) { t.Mask = t.Mask[:10] }, "has 200 tokens but 10 Mask"},
+		{"nil logprobs", func(t *trajectory.Trajectory) { t.Logprobs = nil }, "has 200 tokens but 0 Logprobs"},
+		{"long advantages", func(t *trajectory.Trajectory) { t.Advantages = append(t.Advantages, 0) }, "has 200 tokens but 201 Advantages"},
+		{"other iteration", func(t *trajectory.Trajectory) { t.Iteration = 4 }, "has iteration 4"},
+		{"no split", func(t *trajectory.Trajectory) { t.Split = "" }, `has split ""`},
+		{"no id", func(t *trajectory.Trajectory) { t.ID = "" }, "empty id"},
 	} {
-		tr := synthTraj(0, traj.Train, 0, 0, 200, 2)
+		tr := synthTraj(0, trajectory.Train, 0, 0, 200, 2)
 		c.mod(tr)
-		if err := s.WriteIteration(0, nil, []*traj.Trajectory{tr}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if err := s.WriteIteration(0, nil, []*trajectory.Trajectory{tr}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want an error containing %q", c.name, err, c.want)
 		}
 	}
-	if err := s.WriteIteration(0, nil, []*traj.Trajectory{nil}); err == nil {
+	if err := s.WriteIteration(0, nil, []*trajectory.Trajectory{nil}); err == nil {
 		t.Error("a nil trajectory must be an error")
 	}
 	// Values may be nil (no critic) while the other arrays are full.
-	tr := synthTraj(0, traj.Train, 0, 0, 200, 2)
+	tr := synthTraj(0, trajectory.Train, 0, 0, 200, 2)
 	tr.Values = nil
-	if err := s.WriteIteration(0, nil, []*traj.Trajectory{tr}); err != nil {
+	if err := s.WriteIteration(0, nil, []*trajectory.Trajectory{tr}); err != nil {
 		t.Errorf("nil Values: %v", err)
 	}
 }

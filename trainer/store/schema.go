@@ -133,3 +133,73 @@ SELECT run, iteration, split, hops,
 FROM trajectories
 GROUP BY run, iteration, split, hops;
 `
+
+// schemaV2 gives each tool call a row of its own (tool_calls), where
+// version 1 flattened a turn's calls into its row: names comma-joined,
+// arguments a JSON array, success ANDed, one latency and one observation
+// for the turn. It moves version 1's calls over as well as they can be
+// recovered (SCHEMA.md says what cannot be), then drops the turn's call
+// columns and rebuilds tool_success on the new table.
+const schemaV2 = `
+CREATE TABLE tool_calls (
+    tid         INTEGER NOT NULL,
+    turn        INTEGER NOT NULL,
+    call        INTEGER NOT NULL,
+    tool        TEXT NOT NULL,
+    args        TEXT NOT NULL,
+    parse_error TEXT NOT NULL,
+    result      TEXT NOT NULL,
+    ok          INTEGER,
+    latency_ms  REAL,
+    refs        TEXT CHECK (refs IS NULL OR json_valid(refs)),
+    PRIMARY KEY (tid, turn, call),
+    FOREIGN KEY (tid, turn) REFERENCES turns(tid, turn) ON DELETE CASCADE
+) WITHOUT ROWID;
+
+-- A turn with one call, or whose calls did not parse: that call, whole.
+INSERT INTO tool_calls (tid, turn, call, tool, args, parse_error, result, ok, latency_ms)
+SELECT tid, turn, 0, tool, args, parse_error, observation, ok, latency_ms
+FROM turns
+WHERE parse_error <> '' OR (tool <> '' AND instr(tool, ',') = 0);
+
+-- A turn with several calls: the names split at the commas, the arguments
+-- taken from the JSON array in order. The joined observation cannot be
+-- split, so the first call carries it; success is known only when all
+-- succeeded, and a call's latency not at all.
+WITH RECURSIVE names (tid, turn, call, name, rest) AS (
+    SELECT tid, turn, 0, substr(tool, 1, instr(tool, ',') - 1), substr(tool, instr(tool, ',') + 1)
+    FROM turns
+    WHERE parse_error = '' AND instr(tool, ',') > 0
+    UNION ALL
+    SELECT tid, turn, call + 1, substr(rest, 1, instr(rest || ',', ',') - 1), substr(rest, instr(rest || ',', ',') + 1)
+    FROM names
+    WHERE rest <> ''
+)
+INSERT INTO tool_calls (tid, turn, call, tool, args, parse_error, result, ok, latency_ms)
+SELECT n.tid, n.turn, n.call, n.name,
+       CASE WHEN json_valid(u.args) THEN COALESCE(u.args -> n.call, '') ELSE '' END,
+       '',
+       CASE WHEN n.call = 0 THEN u.observation ELSE '' END,
+       CASE WHEN u.ok THEN 1 END,
+       NULL
+FROM names n JOIN turns u USING (tid, turn);
+
+DROP VIEW tool_success;
+ALTER TABLE turns DROP COLUMN tool;
+ALTER TABLE turns DROP COLUMN args;
+ALTER TABLE turns DROP COLUMN parse_error;
+ALTER TABLE turns DROP COLUMN observation;
+ALTER TABLE turns DROP COLUMN ok;
+
+CREATE VIEW tool_success AS
+SELECT t.run,
+       CASE WHEN c.tool = '' THEN '(unparsed)' ELSE c.tool END AS tool,
+       COUNT(*)                 AS calls,
+       SUM(c.ok)                AS ok,
+       SUM(NOT c.ok)            AS failures,
+       AVG(c.ok)                AS success_rate,
+       SUM(c.parse_error <> '') AS parse_errors,
+       AVG(c.latency_ms)        AS latency_ms_mean
+FROM tool_calls c JOIN trajectories t USING (tid)
+GROUP BY t.run, 2;
+`

@@ -3,8 +3,8 @@ package store
 import "fmt"
 
 // DropAfter deletes, in one transaction, every iteration of the run after
-// iter with its trajectories, turns and tokens: a run resumed from the
-// checkpoint of iteration iter redoes what came after it.
+// iter with its trajectories, turns, tool calls and tokens: a run resumed
+// from the checkpoint of iteration iter redoes what came after it.
 func (s *Store) DropAfter(iter int) (int, error) {
 	run, err := s.writeScope()
 	if err != nil {
@@ -15,7 +15,7 @@ func (s *Store) DropAfter(iter int) (int, error) {
 		return 0, fmt.Errorf("drop iterations after %d in %s: %w", iter, s.path, err)
 	}
 	defer tx.Rollback()
-	// turns and trajectory_tokens go with their trajectory (ON DELETE CASCADE).
+	// turns, tool_calls and trajectory_tokens go with their trajectory (ON DELETE CASCADE).
 	if _, err := tx.Exec("DELETE FROM trajectories WHERE run = ? AND iteration > ?", run, iter); err != nil {
 		return 0, fmt.Errorf("drop trajectories after iteration %d in %s: %w", iter, s.path, err)
 	}

@@ -3,7 +3,7 @@ package store
 import (
 	"testing"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // A resumed run drops the iterations after its checkpoint, with all their
@@ -17,10 +17,10 @@ func TestDropAfter(t *testing.T) {
 	if err := s.BeginRun(RunInfo{Name: "r"}); err != nil {
 		t.Fatal(err)
 	}
-	mk := func(iter int) []*traj.Trajectory {
-		return []*traj.Trajectory{{ID: string(rune('a'+iter)) + "-x", Iteration: iter, Split: traj.Train,
+	mk := func(iter int) []*trajectory.Trajectory {
+		return []*trajectory.Trajectory{{ID: string(rune('a'+iter)) + "-x", Iteration: iter, Split: trajectory.Train,
 			Tokens: []int32{1, 2}, Logprobs: []float32{0, -1}, Mask: []uint8{0, 1}, TurnOf: []int16{-1, 0},
-			Turns: []traj.Turn{{Text: "t"}}}}
+			Turns: []trajectory.Turn{{Text: "t"}}}}
 	}
 	for i := 1; i <= 3; i++ {
 		if err := s.WriteIteration(i, map[string]float64{"x": 1}, mk(i)); err != nil {

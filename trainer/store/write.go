@@ -8,16 +8,16 @@ import (
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // WriteIteration stores one iteration of the run begun with BeginRun: its
 // metrics (non-finite values are stored as null) and every trajectory with
-// its turns and token arrays, in one transaction: after an error or a crash
+// its turns, tool calls and token arrays, in one transaction: after an error or a crash
 // nothing of the iteration is stored. Each trajectory's Iteration must equal
 // iter and its per-token arrays must match its Tokens in length (Values,
 // Advantages and Returns may be nil).
-func (s *Store) WriteIteration(iter int, metrics map[string]float64, trajs []*traj.Trajectory) error {
+func (s *Store) WriteIteration(iter int, metrics map[string]float64, trajs []*trajectory.Trajectory) error {
 	run, err := s.writeScope()
 	if err != nil {
 		return fmt.Errorf("write iteration %d to %s: %w", iter, s.path, err)
@@ -77,7 +77,7 @@ WHERE run = ? AND iteration = ?`
 
 // validate checks what the schema cannot: a trajectory is present, belongs
 // to the iteration and has per-token arrays of one length.
-func validate(t *traj.Trajectory, iter int) error {
+func validate(t *trajectory.Trajectory, iter int) error {
 	if t == nil {
 		return fmt.Errorf("nil trajectory")
 	}
@@ -87,8 +87,8 @@ func validate(t *traj.Trajectory, iter int) error {
 	if t.Iteration != iter {
 		return fmt.Errorf("%s has iteration %d", t.ID, t.Iteration)
 	}
-	if t.Split != traj.Train && t.Split != traj.Eval {
-		return fmt.Errorf("%s has split %q, want %q or %q", t.ID, t.Split, traj.Train, traj.Eval)
+	if t.Split != trajectory.Train && t.Split != trajectory.Eval {
+		return fmt.Errorf("%s has split %q, want %q or %q", t.ID, t.Split, trajectory.Train, trajectory.Eval)
 	}
 	n := len(t.Tokens)
 	for _, a := range []struct {
@@ -116,10 +116,10 @@ func validate(t *traj.Trajectory, iter int) error {
 
 // inserts holds the prepared statements of one iteration's transaction.
 type inserts struct {
-	traj, turn, tokens *sql.Stmt
+	traj, turn, call, tokens *sql.Stmt
 }
 
-// prepareInserts prepares the three row inserts on tx.
+// prepareInserts prepares the four row inserts on tx.
 func prepareInserts(tx *sql.Tx) (*inserts, error) {
 	w := &inserts{}
 	var err error
@@ -129,8 +129,13 @@ func prepareInserts(tx *sql.Tx) (*inserts, error) {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return nil, err
 	}
-	if w.turn, err = tx.Prepare(`INSERT INTO turns (tid, turn, text, gen_tokens, tool, args, parse_error,
-		observation, ok, process_reward, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+	if w.turn, err = tx.Prepare(`INSERT INTO turns (tid, turn, text, gen_tokens, process_reward, latency_ms)
+		VALUES (?, ?, ?, ?, ?, ?)`); err != nil {
+		w.close()
+		return nil, err
+	}
+	if w.call, err = tx.Prepare(`INSERT INTO tool_calls (tid, turn, call, tool, args, parse_error, result, ok,
+		latency_ms, refs) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		w.close()
 		return nil, err
 	}
@@ -144,15 +149,16 @@ func prepareInserts(tx *sql.Tx) (*inserts, error) {
 
 // close releases the statements that were prepared.
 func (w *inserts) close() {
-	for _, st := range []*sql.Stmt{w.traj, w.turn, w.tokens} {
+	for _, st := range []*sql.Stmt{w.traj, w.turn, w.call, w.tokens} {
 		if st != nil {
 			st.Close()
 		}
 	}
 }
 
-// insert writes one trajectory, its turns and its token arrays.
-func (w *inserts) insert(run string, t *traj.Trajectory) error {
+// insert writes one trajectory, its turns with their tool calls, and its
+// token arrays.
+func (w *inserts) insert(run string, t *trajectory.Trajectory) error {
 	gold, err := encodeStrings(t.Gold)
 	if err != nil {
 		return fmt.Errorf("gold: %w", err)
@@ -173,9 +179,17 @@ func (w *inserts) insert(run string, t *traj.Trajectory) error {
 		return err
 	}
 	for i, u := range t.Turns {
-		if _, err := w.turn.Exec(tid, i, u.Text, u.GenTokens, u.ToolName, u.ToolArgs, u.ParseError,
-			u.Observation, u.ToolOK, u.ProcessReward, u.LatencyMS); err != nil {
+		if _, err := w.turn.Exec(tid, i, u.Text, u.GenTokens, u.ProcessReward, u.LatencyMS); err != nil {
 			return fmt.Errorf("turn %d: %w", i, err)
+		}
+		for j, c := range u.Calls {
+			refs, err := encodeStrings(c.Refs)
+			if err != nil {
+				return fmt.Errorf("turn %d call %d refs: %w", i, j, err)
+			}
+			if _, err := w.call.Exec(tid, i, j, c.Name, c.Args, c.ParseError, c.Result, c.OK, c.LatencyMS, refs); err != nil {
+				return fmt.Errorf("turn %d call %d: %w", i, j, err)
+			}
 		}
 	}
 	if _, err := w.tokens.Exec(tid, encodeInt32(t.Tokens), encodeFloat32(t.Logprobs), encodeUint8(t.Mask),

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/agentrl/agentrl/trainer/traj"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Writer stores iterations on a goroutine of its own, off the training
@@ -28,7 +28,7 @@ type Writer struct {
 type writeJob struct {
 	iter    int
 	metrics map[string]float64
-	trajs   []*traj.Trajectory
+	trajs   []*trajectory.Trajectory
 	flushed chan struct{}
 }
 
@@ -49,7 +49,7 @@ func NewWriter(s *Store, depth int) *Writer {
 // Submit queues an iteration for WriteIteration and returns at once unless
 // depth batches are already waiting. The caller must not modify metrics or
 // the trajectories afterwards. It returns the first write error so far.
-func (w *Writer) Submit(iter int, metrics map[string]float64, trajs []*traj.Trajectory) error {
+func (w *Writer) Submit(iter int, metrics map[string]float64, trajs []*trajectory.Trajectory) error {
 	if err := w.firstErr(); err != nil {
 		return err
 	}

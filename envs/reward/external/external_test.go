@@ -104,9 +104,40 @@ func TestHTTPReward(t *testing.T) {
 	}
 	want := envs.Episode{TaskID: "q1", Question: "Capital of France?", Gold: []string{"Paris"}, Answer: "Paris", Stop: "answer"}
 	if got.TaskID != want.TaskID || got.Question != want.Question || got.Answer != want.Answer || got.Stop != want.Stop ||
-		len(got.Turns) != 2 || got.Turns[0].Calls[0].Tool != "echo" || got.Turns[0].Calls[0].Args != `{"text":"x"}` ||
+		len(got.Turns) != 2 || got.Turns[0].Calls[0].Name != "echo" || got.Turns[0].Calls[0].Args != `{"text":"x"}` ||
 		!got.Turns[0].Calls[0].OK || got.Turns[1].Text != "<answer>Paris</answer>" {
 		t.Fatalf("episode %+v", got)
+	}
+}
+
+// The episode's JSON keeps the names scorers read: the episode's "stop"
+// and "turns", a turn's "text" and "calls" ([] when it made none), a
+// call's "tool", "args", "result" and "ok", and a call's "latency_ms".
+func TestEpisodeJSONFieldNames(t *testing.T) {
+	var ep map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		json.Unmarshal(b, &ep)
+		w.Write([]byte(`{"reward": 0}`))
+	}))
+	defer srv.Close()
+	play(t, HTTP{URL: srv.URL}, nil)
+	turns, _ := ep["turns"].([]any)
+	if ep["stop"] != "answer" || len(turns) != 2 {
+		t.Fatalf("episode %v", ep)
+	}
+	first, _ := turns[0].(map[string]any)
+	second, _ := turns[1].(map[string]any)
+	calls, _ := first["calls"].([]any)
+	none, isList := second["calls"].([]any)
+	if len(calls) != 1 || !isList || len(none) != 0 || second["text"] != "<answer>Paris</answer>" {
+		t.Fatalf("turns %v; want one call, then the answer with \"calls\": []", turns)
+	}
+	call, _ := calls[0].(map[string]any)
+	latency, isNumber := call["latency_ms"].(float64)
+	if call["tool"] != "echo" || call["args"] != `{"text":"x"}` || call["result"] != `{"text":"x"}` || call["ok"] != true ||
+		!isNumber || latency < 0 {
+		t.Errorf("call %v", call)
 	}
 }
 

@@ -100,7 +100,7 @@ func TestHungAndDeadService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := res.Calls[0]; c.OK || c.Result != "Error: tool hung timed out after 200ms" || c.Latency < 200*time.Millisecond {
+	if c := res.Calls[0]; c.OK || c.Result != "Error: tool hung timed out after 200ms" || c.LatencyMS < 200 {
 		t.Errorf("hung: %+v", c)
 	}
 	if c := res.Calls[1]; c.OK || !strings.Contains(c.Result, "connection refused") || res.ProcessReward != 0 {

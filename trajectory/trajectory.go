@@ -1,8 +1,10 @@
-// Package traj defines the record of one multi-turn agent episode: the
+// Package trajectory holds the data of one multi-turn agent episode: the
 // tokens with their behaviour log-probabilities and action mask, the turns
-// with their tool calls, and the rewards. The rollout engine fills it, the
-// algorithms add advantages, the store persists it.
-package traj
+// with their tool calls, the rewards and why the episode stopped. The
+// environment records turns and stop reasons, the rollout scheduler fills
+// the tokens, the algorithms add advantages, the store persists it. It is a
+// leaf: it imports nothing of the project, so every layer can share it.
+package trajectory
 
 // Split says whether a trajectory was sampled for training or evaluation.
 type Split string
@@ -12,36 +14,6 @@ const (
 	Train Split = "train"
 	Eval  Split = "eval"
 )
-
-// StopReason says why an episode ended.
-type StopReason string
-
-// The reasons an episode ends.
-const (
-	StopAnswer     StopReason = "answer"       // the model gave a final answer
-	StopNoToolCall StopReason = "no_tool_call" // a turn ended without a tool call or an answer
-	StopMaxTurns   StopReason = "max_turns"    // the turn limit was reached (truncated)
-	StopMaxTokens  StopReason = "max_tokens"   // the total token budget was reached (truncated)
-	StopError      StopReason = "error"        // a tool, env or tokenizer failure ended it
-	StopCancelled  StopReason = "cancelled"    // the context was cancelled
-)
-
-// Truncated reports whether the episode was cut off by a limit rather than
-// ending on its own.
-func (s StopReason) Truncated() bool { return s == StopMaxTurns || s == StopMaxTokens }
-
-// Turn is one assistant turn and the environment's answer to it.
-type Turn struct {
-	Text          string  // the assistant's text, decoded from the sampled tokens (display only)
-	GenTokens     int     // number of tokens the policy generated in this turn
-	ToolName      string  // the tool called, "" when none
-	ToolArgs      string  // the call's arguments as JSON, "" when none
-	ParseError    string  // why the tool call could not be parsed, "" when it could
-	Observation   string  // the text appended for the next turn (tool result or error)
-	ToolOK        bool    // the tool call was valid and the tool succeeded
-	ProcessReward float64 // reward for this turn, enters at its last action token
-	LatencyMS     float64 // wall time of the tool call(s)
-}
 
 // Trajectory is one episode: a prompt, the policy's turns and the
 // environment's observations, as one token sequence with per-token arrays of
