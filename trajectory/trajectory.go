@@ -31,6 +31,7 @@ type Trajectory struct {
 	Question      string
 	Gold          []string // gold answer and aliases
 	Answer        string   // the final answer extracted from the last turn, "" when none
+	Correct       bool     // the answer matches a gold answer (exact match after normalisation)
 	Outcome       float64  // outcome reward (scorer + format), enters at the last action token
 	Reward        float64  // Outcome plus the sum of process rewards
 	Components    map[string]float64

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/report"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -114,7 +115,7 @@ func rolloutsCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					opts := store.RenderOptions{ShowMask: c.Bool("mask"), Color: isatty.IsTerminal(os.Stdout.Fd())}
+					opts := report.RenderOptions{ShowMask: c.Bool("mask"), Color: isatty.IsTerminal(os.Stdout.Fd())}
 					if opts.ShowMask {
 						dir := c.String("tokenizer")
 						if dir == "" {
@@ -124,7 +125,7 @@ func rolloutsCommand() *cli.Command {
 							opts.Decode = func(ids []int32) string { return tok.Decode(ids, false) }
 						}
 					}
-					return store.Render(os.Stdout, t, opts)
+					return report.Render(os.Stdout, t, opts)
 				},
 			},
 			{

@@ -92,3 +92,14 @@ func MetricByName(name string) (Metric, error) {
 	}
 	return nil, fmt.Errorf("unknown answer metric %q (known: %s, %s, %s)", name, NameEM, NameF1, NameSubstringEM)
 }
+
+// Correct reports whether answer equals one of the gold answers after the
+// official SQuAD/HotpotQA normalisation (ExactMatch): the "correct" of a
+// trajectory and the store's accuracy views. An answer that normalises to
+// "" never matches, so an episode without an answer is never correct.
+func Correct(answer string, gold []string) bool {
+	if Normalize(answer) == "" {
+		return false
+	}
+	return Best(ExactMatch, answer, gold) == 1
+}

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"github.com/agentrl/agentrl/envs/reward"
+
 	"fmt"
 	"image"
 	"image/color"
@@ -89,7 +91,7 @@ func fakeTraj(iter int, split trajectory.Split, group, sample int, q, answer str
 	return &trajectory.Trajectory{
 		ID: fmt.Sprintf("%d-%s-%d-%d", iter, split, group, sample), TaskID: fmt.Sprintf("t%d", group),
 		Dataset: "hotpotqa", Hops: 2, Group: group, Sample: sample, Split: split, Iteration: iter,
-		PolicyVersion: iter, Question: q, Gold: gold, Answer: answer, Stop: trajectory.StopAnswer, DurationMS: 50,
+		PolicyVersion: iter, Question: q, Gold: gold, Answer: answer, Correct: reward.Correct(answer, gold), Stop: trajectory.StopAnswer, DurationMS: 50,
 		PromptLen: 2, Tokens: []int32{1, 2, 3, 4, 5, 6}, Logprobs: []float32{0, 0, -0.5, -0.1, 0, -0.2},
 		Mask: []uint8{0, 0, 1, 1, 0, 1}, TurnOf: []int16{-1, -1, 0, 0, 0, 1},
 		Turns: []trajectory.Turn{

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -365,6 +366,7 @@ func (s *sched) onReply(r envReply) error {
 	if r.res.Done {
 		tr.Stop = r.res.Stop
 		tr.Answer = r.res.Answer
+		tr.Correct = reward.Correct(tr.Answer, tr.Gold)
 		return s.end(ep)
 	}
 	t0 := time.Now()

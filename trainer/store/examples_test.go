@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/agentrl/agentrl/envs/reward"
+
 	"fmt"
 	"math"
 	"os"
@@ -77,7 +79,7 @@ func exampleTraj(r exampleRow) *trajectory.Trajectory {
 	t := &trajectory.Trajectory{
 		ID: fmt.Sprintf("%d-%s-%d-%d", r.iter, r.split, r.group, r.sample), TaskID: task.id, Dataset: task.dataset,
 		Hops: task.hops, Group: r.group, Sample: r.sample, Split: r.split, Iteration: r.iter, PolicyVersion: r.iter,
-		Question: task.question, Gold: task.gold, Answer: r.answer, Stop: r.stop, DurationMS: 100,
+		Question: task.question, Gold: task.gold, Answer: r.answer, Correct: reward.Correct(r.answer, task.gold), Stop: r.stop, DurationMS: 100,
 		PromptLen: 4, Tokens: []int32{1, 2, 3, 4}, Logprobs: make([]float32, 4), Mask: make([]uint8, 4),
 		TurnOf: []int16{-1, -1, -1, -1},
 	}

@@ -29,7 +29,7 @@ func synthTraj(iter int, split trajectory.Split, group, sample, nTok, nTurns int
 		ID: fmt.Sprintf("%d-%s-%d-%d", iter, split, group, sample), TaskID: fmt.Sprintf("task-%d", group),
 		Dataset: "hotpotqa", Hops: 2, Group: group, Sample: sample, Split: split, Iteration: iter,
 		PolicyVersion: iter, Question: "Which river flows through the capital of France?",
-		Gold: []string{"Seine", "the Seine"}, Answer: "Seine", Outcome: 1, Reward: 1.25,
+		Gold: []string{"Seine", "the Seine"}, Answer: "Seine", Correct: true, Outcome: 1, Reward: 1.25,
 		Components: map[string]float64{"em": 1, "format": 0.25}, Stop: trajectory.StopAnswer, DurationMS: 1234.5,
 		PromptLen: prompt, Tokens: make([]int32, nTok), Logprobs: make([]float32, nTok), Mask: make([]uint8, nTok),
 		TurnOf: make([]int16, nTok), Values: make([]float32, nTok), Advantages: make([]float32, nTok), Returns: make([]float32, nTok),

@@ -83,7 +83,7 @@ func (s *Store) load(where string, args []any) ([]*trajectory.Trajectory, error)
 // loadTrajectories reads the trajectory rows and indexes them by tid.
 func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Trajectory, map[int64]*trajectory.Trajectory, error) {
 	rows, err := tx.Query(`SELECT tid, id, iteration, split, task_id, dataset, hops, group_idx, sample_idx,
-		policy_version, question, gold, answer, outcome, reward, components, stop, error, prompt_tokens,
+		policy_version, question, gold, answer, correct, outcome, reward, components, stop, error, prompt_tokens,
 		duration_ms FROM trajectories WHERE `+where+` ORDER BY tid`, args...)
 	if err != nil {
 		return nil, nil, err
@@ -100,7 +100,7 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Traje
 			outcome, reward, duration sql.NullFloat64
 		)
 		if err := rows.Scan(&tid, &t.ID, &t.Iteration, &split, &t.TaskID, &t.Dataset, &t.Hops, &t.Group,
-			&t.Sample, &t.PolicyVersion, &t.Question, &gold, &t.Answer, &outcome, &reward, &comp, &stop,
+			&t.Sample, &t.PolicyVersion, &t.Question, &gold, &t.Answer, &t.Correct, &outcome, &reward, &comp, &stop,
 			&t.Error, &t.PromptLen, &duration); err != nil {
 			return nil, nil, err
 		}

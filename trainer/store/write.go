@@ -168,7 +168,7 @@ func (w *inserts) insert(run string, t *trajectory.Trajectory) error {
 		return fmt.Errorf("components: %w", err)
 	}
 	res, err := w.traj.Exec(run, t.ID, t.Iteration, string(t.Split), t.TaskID, t.Dataset, t.Hops,
-		t.Group, t.Sample, t.PolicyVersion, t.Question, gold, t.Answer, matchesGold(t.Answer, t.Gold),
+		t.Group, t.Sample, t.PolicyVersion, t.Question, gold, t.Answer, t.Correct,
 		t.Outcome, t.Reward, comp, string(t.Stop), t.Stop.Truncated(), t.Error,
 		t.PromptLen, len(t.Tokens), t.ActionTokens(), len(t.Turns), t.DurationMS)
 	if err != nil {

@@ -1,8 +1,8 @@
-package store
+package reward
 
 import "testing"
 
-func TestMatchesGold(t *testing.T) {
+func TestCorrect(t *testing.T) {
 	for _, c := range []struct {
 		answer string
 		gold   []string
@@ -19,8 +19,8 @@ func TestMatchesGold(t *testing.T) {
 		{"東京", []string{"東京"}, true},         // non-ASCII kept as is
 		{"theatre", []string{"atre"}, false}, // articles only as whole words
 	} {
-		if got := matchesGold(c.answer, c.gold); got != c.want {
-			t.Errorf("matchesGold(%q, %q) = %v, want %v", c.answer, c.gold, got, c.want)
+		if got := Correct(c.answer, c.gold); got != c.want {
+			t.Errorf("Correct(%q, %q) = %v, want %v", c.answer, c.gold, got, c.want)
 		}
 	}
 }

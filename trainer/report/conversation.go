@@ -1,4 +1,4 @@
-package store
+package report
 
 import (
 	"fmt"
@@ -74,7 +74,7 @@ func Render(w io.Writer, t *trajectory.Trajectory, opts RenderOptions) error {
 		r.turn(i, len(t.Turns), u)
 	}
 	verdict := r.style(ansiRed, "wrong")
-	if matchesGold(t.Answer, t.Gold) {
+	if t.Correct {
 		verdict = r.style(ansiGreen, "correct")
 	}
 	r.line("%s %s (%s)", r.style(ansiBold, "answer:"), strconv.Quote(t.Answer), verdict)
@@ -83,11 +83,11 @@ func Render(w io.Writer, t *trajectory.Trajectory, opts RenderOptions) error {
 		stop += " (truncated)"
 	}
 	r.line("%s %s, outcome %s, reward %s%s", r.style(ansiBold, "stop:"), stop,
-		num(t.Outcome), num(t.Reward), components(t.Components))
+		shortNum(t.Outcome), shortNum(t.Reward), components(t.Components))
 	if t.Error != "" {
 		r.line("%s %s", r.style(ansiRed, "error:"), t.Error)
 	}
-	r.line("tokens: %d prompt, %d total, %d action; %s ms", t.PromptLen, len(t.Tokens), t.ActionTokens(), num(t.DurationMS))
+	r.line("tokens: %d prompt, %d total, %d action; %s ms", t.PromptLen, len(t.Tokens), t.ActionTokens(), shortNum(t.DurationMS))
 	if opts.ShowMask {
 		r.mask(t, opts.Decode)
 	}
@@ -99,7 +99,7 @@ func Render(w io.Writer, t *trajectory.Trajectory, opts RenderOptions) error {
 
 // turn writes one turn: its text, then each of its tool calls.
 func (r *renderer) turn(i, n int, u trajectory.Turn) {
-	r.line("%s", r.style(ansiBold, fmt.Sprintf("-- turn %d/%d, %d tokens, process reward %s --", i+1, n, u.GenTokens, num(u.ProcessReward))))
+	r.line("%s", r.style(ansiBold, fmt.Sprintf("-- turn %d/%d, %d tokens, process reward %s --", i+1, n, u.GenTokens, shortNum(u.ProcessReward))))
 	r.block("  ", "", u.Text)
 	for _, c := range u.Calls {
 		r.call(c)
@@ -117,7 +117,7 @@ func (r *renderer) call(c trajectory.ToolCall) {
 		if !c.OK {
 			status = r.style(ansiRed, "failed")
 		}
-		r.line("  %s %s (%s, %s ms)", r.style(ansiCyan, "tool call: "+c.Name), c.Args, status, num(c.LatencyMS))
+		r.line("  %s %s (%s, %s ms)", r.style(ansiCyan, "tool call: "+c.Name), c.Args, status, shortNum(c.LatencyMS))
 	}
 	if c.Result != "" {
 		r.line("  %s", r.style(ansiYellow, "result:"))
@@ -155,8 +155,8 @@ func (r *renderer) mask(t *trajectory.Trajectory, decode func([]int32) string) {
 	}
 }
 
-// num formats a float shortly.
-func num(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+// shortNum formats a float shortly (four significant digits).
+func shortNum(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
 // components formats reward components as ", name=value ..." in name order.
 func components(c map[string]float64) string {
@@ -170,7 +170,7 @@ func components(c map[string]float64) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + "=" + num(c[k])
+		parts[i] = k + "=" + shortNum(c[k])
 	}
 	return " (" + strings.Join(parts, ", ") + ")"
 }

@@ -1,6 +1,8 @@
-package store
+package report
 
 import (
+	"github.com/agentrl/agentrl/trajectory/trajectorytest"
+
 	"errors"
 	"fmt"
 	"reflect"
@@ -10,7 +12,7 @@ import (
 
 func TestRenderConversation(t *testing.T) {
 	var b strings.Builder
-	if err := Render(&b, fullTraj(), RenderOptions{}); err != nil {
+	if err := Render(&b, trajectorytest.Full(), RenderOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -42,7 +44,7 @@ func TestRenderConversation(t *testing.T) {
 
 func TestRenderColor(t *testing.T) {
 	var b strings.Builder
-	if err := Render(&b, fullTraj(), RenderOptions{Color: true}); err != nil {
+	if err := Render(&b, trajectorytest.Full(), RenderOptions{Color: true}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -59,7 +61,7 @@ func TestRenderColor(t *testing.T) {
 }
 
 func TestRenderMaskRuns(t *testing.T) {
-	tr := fullTraj() // mask 0 0 0 1 1 0
+	tr := trajectorytest.Full() // mask 0 0 0 1 1 0
 	var calls [][]int32
 	decode := func(ids []int32) string {
 		calls = append(calls, append([]int32(nil), ids...))
@@ -98,7 +100,7 @@ func TestRenderErrors(t *testing.T) {
 	if err := Render(&strings.Builder{}, nil, RenderOptions{}); err == nil {
 		t.Error("Render(nil) must be an error")
 	}
-	if err := Render(failWriter{}, fullTraj(), RenderOptions{}); err == nil || !strings.Contains(err.Error(), "disk full") ||
+	if err := Render(failWriter{}, trajectorytest.Full(), RenderOptions{}); err == nil || !strings.Contains(err.Error(), "disk full") ||
 		!strings.Contains(err.Error(), "3-train-1-2") {
 		t.Errorf("Render to a failing writer: %v; want the write error naming the trajectory", err)
 	}
