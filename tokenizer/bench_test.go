@@ -6,13 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/internal/shared"
+	"github.com/agentrl/agentrl/internal/fixtures"
 )
 
 // hotpotText is the HotpotQA corpus as plain text: each title and its
 // sentences, one passage per line.
 func hotpotText(b *testing.B) string {
-	path := shared.Path(b, "data", "raw", "hotpotqa", "hotpotqa_train_corpus.json")
+	path := fixtures.Path(b, "data", "raw", "hotpotqa", "hotpotqa_train_corpus.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)

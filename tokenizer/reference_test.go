@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentrl/agentrl/internal/shared"
+	"github.com/agentrl/agentrl/internal/fixtures"
 )
 
 // referenceCases is the layout of reference_ids.json: texts with the ids the
@@ -30,7 +30,7 @@ var (
 // qwenDir is the shared Qwen3 tokenizer folder, whose ids the tests'
 // hand-worked cases use.
 func qwenDir(t testing.TB) string {
-	return shared.Path(t, "data", "tokenizers", "qwen")
+	return fixtures.Path(t, "data", "tokenizers", "qwen")
 }
 
 // qwen loads the shared Qwen3 tokenizer once for all tests.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/internal/shared"
+	"github.com/agentrl/agentrl/internal/fixtures"
 	"github.com/agentrl/agentrl/torch/safetensors"
 )
 
@@ -38,7 +38,7 @@ func fixtureDir(t *testing.T, env, name string) string {
 	if d := os.Getenv(env); d != "" {
 		return d
 	}
-	return shared.Path(t, "fixtures", name)
+	return fixtures.Path(t, "fixtures", name)
 }
 
 func loadCases(t *testing.T, dir string) []fixtureCase {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/envs/tools/search"
-	"github.com/agentrl/agentrl/internal/shared"
+	"github.com/agentrl/agentrl/internal/fixtures"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
@@ -58,7 +58,7 @@ const qwenVocab = 151669
 // that stand-in (151669 tokens, 384 embeddings) is a warning, not an error.
 func TestDryRunExamples(t *testing.T) {
 	model := exampleModel(t)
-	raw := func(rel ...string) string { return shared.Path(t, append([]string{"data", "raw"}, rel...)...) }
+	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
 	// data/raw/SOURCES.md: 100 HotpotQA train questions, 1000 2Wiki dev
 	// questions, 20 MuSiQue questions in the IRCoT prompt file, 994 corpus
 	// paragraphs.
@@ -191,8 +191,8 @@ func wantWarning(t *testing.T, warnings []string, parts ...string) {
 // beside it (the fixture has none), in a temporary folder.
 func exampleModel(t *testing.T) string {
 	t.Helper()
-	fixture := shared.Path(t, "fixtures", "qwen2-tiny-a")
-	tokDir := shared.Path(t, "data", "tokenizers", "qwen")
+	fixture := fixtures.Path(t, "fixtures", "qwen2-tiny-a")
+	tokDir := fixtures.Path(t, "data", "tokenizers", "qwen")
 	dir := filepath.Join(t.TempDir(), "model")
 	if err := os.CopyFS(dir, os.DirFS(fixture)); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/internal/shared"
+	"github.com/agentrl/agentrl/internal/fixtures"
 )
 
 // Counts and first records below are read off the files by eye and from
@@ -14,7 +14,7 @@ import (
 
 func raw(t *testing.T, rel ...string) string {
 	t.Helper()
-	return shared.Path(t, append([]string{"data", "raw"}, rel...)...)
+	return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...)
 }
 
 func load(t *testing.T, path, format string, n int) []envs.Task {

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/agentrl/agentrl/internal/shared"
+	"github.com/agentrl/agentrl/internal/fixtures"
 )
 
 // qwen2TinyShapes derives the tensor shapes of a Qwen2 checkpoint from
@@ -46,7 +46,7 @@ func qwen2TinyShapes() map[string][]int64 {
 }
 
 func TestQwen2TinyFixture(t *testing.T) {
-	dir := shared.Path(t, "fixtures", "qwen2-tiny-a")
+	dir := fixtures.Path(t, "fixtures", "qwen2-tiny-a")
 	path := filepath.Join(dir, SingleFileName)
 	raw, err := os.ReadFile(path)
 	if err != nil {

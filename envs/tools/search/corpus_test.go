@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/internal/shared"
+	"github.com/agentrl/agentrl/internal/fixtures"
 )
 
 func TestLoadCorpusRealFiles(t *testing.T) {
@@ -23,7 +23,7 @@ func TestLoadCorpusRealFiles(t *testing.T) {
 			"Evan Morris Evan L. Morris (January 26, 1977"},
 	}
 	for _, c := range cases {
-		path := shared.Path(t, c.rel...)
+		path := fixtures.Path(t, c.rel...)
 		ps, err := LoadCorpus(path)
 		if err != nil {
 			t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentrl/agentrl/internal/shared"
+	"github.com/agentrl/agentrl/internal/fixtures"
 )
 
 // hotpotQuestion is the part of an original-layout HotpotQA record the
@@ -33,8 +33,8 @@ type recall struct {
 // with each question's supporting titles.
 func hotpotFixture(t testing.TB) (*Index, []string, [][]string) {
 	t.Helper()
-	corpus := shared.Path(t, "data", "raw", "hotpotqa", "hotpotqa_train_corpus.json")
-	qpath := shared.Path(t, "data", "raw", "hotpotqa", "hotpotqa_train.json")
+	corpus := fixtures.Path(t, "data", "raw", "hotpotqa", "hotpotqa_train_corpus.json")
+	qpath := fixtures.Path(t, "data", "raw", "hotpotqa", "hotpotqa_train.json")
 	ps, err := LoadCorpus(corpus)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func BenchmarkSearchHotpotParallel(b *testing.B) {
 // BenchmarkBuildIndex2Wiki builds an index of the 6119-paragraph 2Wiki
 // corpus.
 func BenchmarkBuildIndex2Wiki(b *testing.B) {
-	ps, err := LoadCorpus(shared.Path(b, "data", "raw", "2wikimultihopqa", "2wikimultihopqa_corpus.json"))
+	ps, err := LoadCorpus(fixtures.Path(b, "data", "raw", "2wikimultihopqa", "2wikimultihopqa_corpus.json"))
 	if err != nil {
 		b.Fatal(err)
 	}
