@@ -1,4 +1,4 @@
-package trainer
+package agent
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
-	_ "github.com/agentrl/agentrl/envs/tools/all"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
@@ -29,7 +28,7 @@ func TestBuildToolsJoinsAllKinds(t *testing.T) {
 	defer srv.Close()
 	cfg := config.Default()
 	for _, s := range []string{"tools.enabled=[calculator]",
-		"tools.mcp=[{name: t, command: /usr/bin/python3, args: [../envs/tools/mcp/testdata/server.py], tools: [echo, add], prefix: 'x_'}]",
+		"tools.mcp=[{name: t, command: /usr/bin/python3, args: [../../envs/tools/mcp/testdata/server.py], tools: [echo, add], prefix: 'x_'}]",
 		"tools.http=[{name: ping, url: '" + srv.URL + "', description: Ping.}]"} {
 		if err := cfg.Set(s); err != nil {
 			t.Fatal(err)
