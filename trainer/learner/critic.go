@@ -19,6 +19,7 @@ func (l *Learner) criticStep(mini []*traj.Trajectory, data Data, st *Stats) erro
 	if err != nil {
 		return err
 	}
+	st.Timing.add(r.Timing)
 	if !r.Taken {
 		st.Skipped++
 		return nil
