@@ -85,9 +85,9 @@ func trainSettings(cfg Config) learner.Settings {
 }
 
 // trainBatch is the benchmark's batch: Batch trajectories of SeqLen random
-// tokens in groups of four samples (one group when Batch < 8), each a
-// prompt of SeqLen/2 + i%3 tokens (at most SeqLen-1) and one turn of
-// policy tokens with uniform behaviour logprobs, rewarded i%3.
+// tokens in Batch/4 groups (at least one), trajectory i a prompt of
+// SeqLen/2 + i%3 tokens (at most SeqLen-1) and one turn of policy tokens
+// with uniform behaviour logprobs, rewarded i%3.
 func trainBatch(cfg Config) []*traj.Trajectory {
 	r := rand.New(rand.NewPCG(5, 6))
 	groups := max(1, cfg.Batch/4)
