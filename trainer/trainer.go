@@ -89,9 +89,9 @@ type Options struct {
 func RunDir(cfg config.Config) string { return filepath.Join(cfg.Run.Dir, cfg.Run.Name) }
 
 // New prepares a run: data (and the synthetic world's index), the agent
-// (tools, tokenizer, chat format, episode settings), policy (loaded, created, or restored from the run's latest
-// checkpoint when cfg.Run.Resume), reference, critic, optimizers, decode
-// engine and store.
+// (tools, tokenizer, chat format, episode settings), policy (loaded,
+// created, or restored from the run's latest checkpoint when
+// cfg.Run.Resume), reference, critic, optimizers, decode engine and store.
 func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := torch.Check(); err != nil {
 		return nil, err
