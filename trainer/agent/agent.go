@@ -69,12 +69,12 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 	}
-	if a.toolset, err = BuildTools(ctx, s.Config.Tools, s.Index); err != nil {
+	if a.toolset, err = buildTools(ctx, s.Config.Tools, s.Index); err != nil {
 		return nil, err
 	}
 	a.Tools = a.toolset.Tools
 	if s.RewardErrors != nil {
-		scorer, err := ExternalScorer(s.Config.Env.Rewards.External)
+		scorer, err := externalScorer(s.Config.Env.Rewards.External)
 		if err != nil {
 			return nil, err
 		}

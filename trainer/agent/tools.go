@@ -17,11 +17,11 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
-// BuildTools builds the tools of a tools section through the registry:
+// buildTools builds the tools of a tools section through the registry:
 // the enabled built-in ones (search and lookup over index), then the
 // tools of the MCP servers, then the HTTP tools. Close the Toolset to stop
 // the servers.
-func BuildTools(ctx context.Context, c config.ToolsConfig, index string) (*all.Toolset, error) {
+func buildTools(ctx context.Context, c config.ToolsConfig, index string) (*all.Toolset, error) {
 	if index == "" && slices.Contains(c.Enabled, search.SearchName) {
 		return nil, fmt.Errorf("tools.search.index: the search tool needs an index (build one with `trainer index`)")
 	}
@@ -47,9 +47,9 @@ func toolsConfig(c config.ToolsConfig, index string) all.Config {
 	return out
 }
 
-// ExternalScorer is the scorer of env.rewards.external, nil when none is
+// externalScorer is the scorer of env.rewards.external, nil when none is
 // configured. A command that cannot be run is an error.
-func ExternalScorer(x reward.External) (envs.Scorer, error) {
+func externalScorer(x reward.External) (envs.Scorer, error) {
 	limit := x.MaxOutputMB << 20
 	switch {
 	case len(x.Command) > 0:
