@@ -5,17 +5,13 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/envs"
-	_ "github.com/agentrl/agentrl/envs/tools/calculator"
+	"github.com/agentrl/agentrl/envs/tools/calculator"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
-// A whole episode with the real calculator, built by name from the default
-// registry.
+// A whole episode with the real calculator.
 func TestEpisodeWithCalculator(t *testing.T) {
-	tools, err := envs.Build([]string{"calculator"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tools := []envs.Tool{calculator.New()}
 	task := envs.Task{ID: "c1", Question: "What is 2 to the 10th?", Answers: []string{"1024"}}
 	e, err := envs.NewToolEnv(task, tools, envs.DefaultEnvConfig())
 	if err != nil {

@@ -46,13 +46,13 @@ func NewToolEnv(task Task, tools []Tool, cfg EnvConfig) (*ToolEnv, error) {
 	e := &ToolEnv{task: task, cfg: cfg, tools: make(map[string]boundTool, len(tools)), memo: newEpisodeMemo()}
 	names := make([]string, 0, len(tools))
 	for i, t := range tools {
-		if err := checkTool(t); err != nil {
+		if err := CheckTool(t); err != nil {
 			return nil, fmt.Errorf("task %s: tool %d: %w", task.ID, i, err)
 		}
 		if _, dup := e.tools[t.Name()]; dup {
 			return nil, fmt.Errorf("task %s: two tools are called %q", task.ID, t.Name())
 		}
-		schema, _ := compileParameters(t.Parameters()) // checked by checkTool
+		schema, _ := compileParameters(t.Parameters()) // checked by CheckTool
 		e.tools[t.Name()] = boundTool{tool: t, schema: schema}
 		names = append(names, t.Name())
 	}

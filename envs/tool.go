@@ -6,6 +6,7 @@ package envs
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 )
 
 // Result is what a tool returns for one call: the text shown to the model
@@ -24,4 +25,20 @@ type Tool interface {
 	Description() string
 	Parameters() json.RawMessage
 	Call(ctx context.Context, args json.RawMessage) (Result, error)
+}
+
+// CheckTool checks that t is non-nil, named, and has a parameters schema
+// the validator supports: what every tool a ToolEnv or a registry takes
+// must be.
+func CheckTool(t Tool) error {
+	if t == nil {
+		return fmt.Errorf("nil tool")
+	}
+	if t.Name() == "" {
+		return fmt.Errorf("tool has an empty name")
+	}
+	if _, err := compileParameters(t.Parameters()); err != nil {
+		return fmt.Errorf("tool %s: parameters %w", t.Name(), err)
+	}
+	return nil
 }

@@ -201,7 +201,7 @@ func (t *Trainer) exportPolicy(dir string) error {
 	if err := t.learner.Policy().Save(dir); err != nil {
 		return err
 	}
-	return t.tok.Save(dir)
+	return t.agent.Tokenizer.Save(dir)
 }
 
 // pruneCheckpoints removes the oldest iter-* folders beyond

@@ -8,54 +8,12 @@ import (
 	"math/rand/v2"
 	"os"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/synth"
-	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trajectory"
 )
-
-// demoMessages renders the scripted expert of the synthetic world as a
-// conversation: one search per hop (with the real search results as tool
-// messages), then the answer. An imperfect demonstration of a multi-hop
-// question stops after the first hop and answers with what that hop found,
-// which is wrong: the warm start learns the format and some bad habits
-// that RL then has to fix.
-func demoMessages(ctx context.Context, w *synth.World, t envs.Task, tools []envs.Tool, imperfect bool) ([]tokenizer.Message, error) {
-	d, err := w.Demonstration(t)
-	if err != nil {
-		return nil, err
-	}
-	msgs := []tokenizer.Message{{Role: "system", Content: protocol.SystemPrompt}, {Role: "user", Content: t.Question}}
-	answer := d.Answer
-	steps := d.Steps
-	if imperfect && len(steps) > 1 {
-		steps = steps[:1]
-		answer = steps[0].Found
-	}
-	for _, st := range steps {
-		args, _ := json.Marshal(map[string]string{"query": st.Query})
-		msgs = append(msgs, tokenizer.Message{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{Name: search.SearchName, Arguments: args}}})
-		res, err := callTool(ctx, tools, search.SearchName, map[string]string{"query": st.Query})
-		if err != nil {
-			return nil, fmt.Errorf("demonstration of %s: %w", t.ID, err)
-		}
-		msgs = append(msgs, tokenizer.Message{Role: "tool", Content: res.Content})
-	}
-	msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: protocol.Answer(answer)})
-	return msgs, nil
-}
-
-// ragUser is the naive-RAG baseline's user message: the question and the
-// passages retrieved for it once.
-func ragUser(ctx context.Context, tools []envs.Tool, t envs.Task) (string, error) {
-	res, err := callTool(ctx, tools, search.SearchName, map[string]string{"query": t.Question})
-	if err != nil {
-		return "", fmt.Errorf("naive RAG retrieval for %s: %w", t.ID, err)
-	}
-	return "Question: " + t.Question + "\nPassages:\n" + res.Content, nil
-}
 
 // scriptedDemos renders n demonstrations (cycling through tasks in a
 // shuffled order), a fraction of them imperfect.
@@ -64,7 +22,7 @@ func scriptedDemos(ctx context.Context, w *synth.World, tasks []envs.Task, tools
 	var out [][]tokenizer.Message
 	for i := 0; i < n && len(tasks) > 0; i++ {
 		t := tasks[order[i%len(order)]]
-		msgs, err := demoMessages(ctx, w, t, tools, rng.Float64() < imperfect)
+		msgs, err := agent.Demonstration(ctx, w, t, tools, rng.Float64() < imperfect)
 		if err != nil {
 			return nil, err
 		}

@@ -6,8 +6,8 @@ import (
 	"os"
 
 	"github.com/agentrl/agentrl/envs/tools/search"
-	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
 )
@@ -72,34 +72,22 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		r.Passages = idx.Len()
 		idx.Close()
 	}
-	ts, err := BuildTools(ctx, cfg.Tools, d.indexPath)
+	a, err := agent.New(ctx, agent.Spec{Config: cfg, Index: d.indexPath, TokenizerDir: cfg.Model.Path, World: d.world,
+		ShowSchemas: agent.SchemasShown(cfg)})
 	if err != nil {
 		return nil, err
 	}
-	defer ts.Close()
-	tools := ts.Tools
-	for _, t := range tools {
+	defer a.Close()
+	for _, t := range a.Tools {
 		r.Tools = append(r.Tools, t.Name())
 	}
-	var tok *tokenizer.Tokenizer
+	tok := a.Tokenizer
 	if cfg.Model.Path != "" {
-		if tok, err = tokenizer.Load(cfg.Model.Path); err != nil {
-			return nil, fmt.Errorf("tokenizer: %w", err)
-		}
 		if r.Model, err = torch.ReadConfig(cfg.Model.Path); err != nil {
 			return nil, err
 		}
-	} else if d.world != nil {
-		if tok, err = buildWordTokenizer(ctx, d.world, tools); err != nil {
-			return nil, err
-		}
-		t := &Trainer{cfg: cfg, tok: tok}
-		r.Model = t.tinyConfig()
 	} else {
-		return nil, fmt.Errorf("model.path is empty and data.source is not synthetic: a tokenizer is needed (give model.path)")
-	}
-	if _, err := tokenizer.NewChatFormat(tok); err != nil {
-		return nil, err
+		r.Model = agent.TinyConfig(cfg.Model.Tiny, tok)
 	}
 	r.Vocab = tok.VocabSize()
 	if r.Vocab > r.Model.Vocab {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -15,7 +16,7 @@ import (
 // episodes ran goes on, their failures counted in the metrics.
 func TestEveryEpisodeFailedStops(t *testing.T) {
 	tr := newBandit(t, "grpo")
-	tr.bar, tr.chat = func(string, int) Bar { return noBar{} }, banditChat{}
+	tr.bar, tr.agent = func(string, int) Bar { return noBar{} }, &agent.Agent{Chat: banditChat{}}
 	rollouts := func(ids ...string) ([]*trajectory.Trajectory, error) {
 		reqs := make([]rollout.Request, len(ids))
 		for g, id := range ids {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/config"
-	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
@@ -145,7 +145,7 @@ func newBandit(t *testing.T, estimator string, tweaks ...func(*config.Config)) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close() })
-	if tr.engine, err = torch.NewEngine(policy, banditGroups*banditSamples, cfg.Env.MaxTokens); err != nil {
+	if tr.engine, err = agent.NewEngine(policy, torch.Float32, agent.Mode{}, banditGroups*banditSamples, cfg.Env.MaxTokens); err != nil {
 		t.Fatal(err)
 	}
 	return tr
@@ -161,7 +161,7 @@ func banditTrajectories(t *testing.T, tr *Trainer, iter int) (trs []*trajectory.
 		reqs[g] = rollout.Request{Task: envs.Task{ID: fmt.Sprint(g % 2)}, Group: g, Samples: banditSamples}
 	}
 	opt := tr.rolloutOptions(iter, trajectory.Train, rollout.Options{Sampling: rollout.Sampling{Temperature: tr.cfg.Rollout.Temperature}})
-	trs, _, err := rollout.Run(context.Background(), engine.Decoder{Engine: tr.engine}, banditChat{}, banditFactory, reqs, opt)
+	trs, _, err := rollout.Run(context.Background(), tr.engine.Decoder(), banditChat{}, banditFactory, reqs, opt)
 	if err != nil {
 		t.Fatalf("iteration %d rollout: %v", iter, err)
 	}

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/dist"
-	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -173,7 +173,7 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 	}
 	bar := t.bar(label, n)
 	o.OnDone = func(*trajectory.Trajectory) { bar.Add(1) }
-	trs, rs, err := rollout.Run(ctx, engine.Decoder{Engine: t.engine}, t.chat, f, mine, o)
+	trs, rs, err := rollout.Run(ctx, t.engine.Decoder(), t.agent.Chat, f, mine, o)
 	bar.Done()
 	if err != nil {
 		return nil, rs, err
@@ -238,14 +238,14 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	case c.Data != "":
 		demos, err = LoadDemos(c.Data)
 	case t.fresh && t.data.world != nil && c.Demos > 0:
-		demos, err = scriptedDemos(ctx, t.data.world, t.data.train, t.tools, c.Demos, c.ImperfectFraction, t.rng)
+		demos, err = scriptedDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, c.ImperfectFraction, t.rng)
 	default:
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	seqs, dropped, err := renderDemos(t.cf, demos, t.promptTools(), t.cfg.Env.MaxTokens)
+	seqs, dropped, err := renderDemos(t.agent.Format, demos, t.agent.Schemas, t.cfg.Env.MaxTokens)
 	if err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 // baseline) and the naive-RAG baseline, stored as iteration 0.
 func (t *Trainer) iterationZero(ctx context.Context) error {
 	m := map[string]float64{}
-	base, bm, err := t.evaluate(ctx, 0, "", t.agentFactory)
+	base, bm, err := t.evaluate(ctx, 0, "", t.agent.Episode)
 	if err != nil {
 		return err
 	}
@@ -299,8 +299,8 @@ func (t *Trainer) iterationZero(ctx context.Context) error {
 		m[k] = v
 	}
 	all := base
-	if t.cfg.Eval.Baselines && toolByName(t.tools, "search") != nil {
-		rag, rm, err := t.evaluate(ctx, 0, "rag", t.ragFactory(ctx))
+	if t.cfg.Eval.Baselines && t.agent.Tool(search.SearchName) != nil {
+		rag, rm, err := t.evaluate(ctx, 0, "rag", t.agent.RAGEpisodes(ctx))
 		if err != nil {
 			return err
 		}
@@ -317,7 +317,7 @@ func (t *Trainer) iterationZero(ctx context.Context) error {
 // tag "" is the policy itself (metrics eval/*), "rag" the naive-RAG
 // baseline (baseline/naive_rag/*).
 func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.Factory) ([]*trajectory.Trajectory, map[string]float64, error) {
-	if err := t.syncRollout(); err != nil {
+	if err := t.engine.Sync(); err != nil {
 		return nil, nil, err
 	}
 	tasks := t.data.eval
@@ -400,7 +400,7 @@ func (t *Trainer) lrAt(step int) float64 {
 func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	cfg := t.cfg
 	start := time.Now()
-	if err := t.syncRollout(); err != nil {
+	if err := t.engine.Sync(); err != nil {
 		return err
 	}
 	tasks := t.nextTasks(cfg.Rollout.BatchSize)
@@ -408,7 +408,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	for i, task := range tasks {
 		reqs[i] = rollout.Request{Task: task, Group: i, Samples: cfg.Rollout.GroupSize}
 	}
-	trs, rs, err := t.rollouts(ctx, fmt.Sprintf("iter %d rollout", iter), t.agentFactory, reqs, t.rolloutOptions(iter, trajectory.Train, rollout.Options{
+	trs, rs, err := t.rollouts(ctx, fmt.Sprintf("iter %d rollout", iter), t.agent.Episode, reqs, t.rolloutOptions(iter, trajectory.Train, rollout.Options{
 		Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature, TopK: cfg.Rollout.TopK, TopP: cfg.Rollout.TopP}}))
 	if err != nil {
 		return err
@@ -429,7 +429,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	m[metric.TimeUpdateS] = time.Since(tUpdate).Seconds()
 	all := trs
 	if iter == cfg.Run.Iterations || (cfg.Run.EvalEvery > 0 && iter%cfg.Run.EvalEvery == 0) {
-		evalTrs, em, err := t.evaluate(ctx, iter, "", t.agentFactory)
+		evalTrs, em, err := t.evaluate(ctx, iter, "", t.agent.Episode)
 		if err != nil {
 			return err
 		}

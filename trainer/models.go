@@ -7,6 +7,7 @@ import (
 	"runtime"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/learner"
 )
@@ -26,14 +27,6 @@ func (t *Trainer) needsRef() bool {
 }
 
 func (t *Trainer) sharedCritic() bool { return t.needsCritic() && t.cfg.Model.Critic == "shared" }
-
-// tinyConfig is the Qwen2-style config of a model created from scratch.
-func (t *Trainer) tinyConfig() torch.Config {
-	c := t.cfg.Model.Tiny
-	return torch.Config{ModelType: "qwen2", Vocab: t.tok.VocabSize(), Hidden: c.Hidden, Intermediate: c.Intermediate,
-		Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.Hidden / max(c.Heads, 1), RMSEps: 1e-6,
-		RopeTheta: 10000, MaxPositions: c.MaxPositions, BOS: int(t.tok.EOS()), EOS: int(t.tok.EOS())}
-}
 
 // loadModels loads or creates the policy, the critic and the reference,
 // and hands them to the learner, which builds their optimizers.
@@ -87,7 +80,7 @@ func (t *Trainer) loadPolicy(ck string) (*torch.Model, error) {
 	case t.cfg.Model.Path != "":
 		p, err = torch.LoadModel(t.cfg.Model.Path, t.dtype, t.device, shared)
 	default:
-		p, err = torch.NewRandomModel(t.tinyConfig(), t.dtype, t.device, shared, uint64(t.cfg.Run.Seed))
+		p, err = torch.NewRandomModel(agent.TinyConfig(t.cfg.Model.Tiny, t.agent.Tokenizer), t.dtype, t.device, shared, uint64(t.cfg.Run.Seed))
 		t.fresh = true
 	}
 	if err != nil {
@@ -97,7 +90,7 @@ func (t *Trainer) loadPolicy(ck string) (*torch.Model, error) {
 		p.Free()
 		return nil, err
 	}
-	if v := t.tok.VocabSize(); v > p.Config.Vocab {
+	if v := t.agent.Tokenizer.VocabSize(); v > p.Config.Vocab {
 		p.Free()
 		return nil, fmt.Errorf("the tokenizer has %d tokens but the model's vocab_size is %d", v, p.Config.Vocab)
 	}
@@ -211,15 +204,9 @@ func (t *Trainer) freezeReference() error {
 	if err := ref.Save(refDir); err != nil {
 		return err
 	}
-	return t.tok.Save(refDir)
+	return t.agent.Tokenizer.Save(refDir)
 }
 
-// setMode applies the run's activation checkpointing (model.checkpointing)
-// and mixed precision (device.autocast: forward passes under bf16
-// autocast) to a model.
-func (t *Trainer) setMode(m *torch.Model) error {
-	if err := m.SetCheckpointing(t.cfg.Model.Checkpointing); err != nil {
-		return err
-	}
-	return m.SetAutocast(t.cfg.Device.Autocast, torch.BFloat16)
-}
+// setMode applies the run's activation checkpointing and mixed precision
+// to a model.
+func (t *Trainer) setMode(m *torch.Model) error { return agent.ModeOf(t.cfg).Apply(m) }

@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
@@ -41,11 +40,11 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 	// (the sampled tokens stay as sampled): real observations get prefilled
 	// mid-trajectory.
 	factory := func(task envs.Task) (rollout.Setup, error) {
-		s, err := tr.agentFactory(task)
+		s, err := tr.agent.Episode(task)
 		s.Env = &searchFirst{Episode: s.Env, query: task.Question}
 		return s, err
 	}
-	trs, st, err := rollout.Run(context.Background(), engine.Decoder{Engine: tr.engine}, tr.chat, factory, reqs, tr.rolloutOptions(1, trajectory.Train,
+	trs, st, err := rollout.Run(context.Background(), tr.engine.Decoder(), tr.agent.Chat, factory, reqs, tr.rolloutOptions(1, trajectory.Train,
 		rollout.Options{Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature}}))
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package trainer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,14 +9,12 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/learner"
-	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
@@ -35,25 +32,19 @@ type noBar struct{}
 func (noBar) Add(int) {}
 func (noBar) Done()   {}
 
-// Trainer is one run: its data, tools, tokenizer, models, optimizers,
-// decode engine and store. All its methods must be called from one
-// goroutine locked to its OS thread (libtorch keeps per-thread state).
+// Trainer is one run: its data, agent (tools, tokenizer, chat format,
+// episode settings), learner, decode engine and store. All its methods
+// must be called from one goroutine locked to its OS thread (libtorch
+// keeps per-thread state).
 type Trainer struct {
-	cfg     config.Config
-	log     zerolog.Logger
-	dir     string
-	data    *data
-	tools   []envs.Tool
-	toolset *Toolset    // owns the MCP servers behind tools
-	scorer  envs.Scorer // env.rewards.external, nil when not configured
-	schemas []json.RawMessage
-	tok     *tokenizer.Tokenizer
-	cf      *tokenizer.ChatFormat
-	chat    rollout.Chat
+	cfg   config.Config
+	log   zerolog.Logger
+	dir   string
+	data  *data
+	agent *agent.Agent
 
-	learner      *learner.Learner // owns the policy, critic, reference and their optimizers
-	rolloutModel *torch.Model     // the policy in rollout.dtype, when it differs
-	engine       *torch.Engine
+	learner *learner.Learner // owns the policy, critic, reference and their optimizers
+	engine  *agent.Engine    // decodes the rollouts, from the policy or a copy in rollout.dtype
 
 	store  *store.Store  // rank 0 only
 	writer *store.Writer // rank 0 only
@@ -97,10 +88,10 @@ type Options struct {
 // RunDir is where a run keeps everything: <run.dir>/<run.name>.
 func RunDir(cfg config.Config) string { return filepath.Join(cfg.Run.Dir, cfg.Run.Name) }
 
-// New prepares a run: data (and the synthetic world's index), tools,
-// tokenizer, policy (loaded, created, or restored from the run's latest
-// checkpoint when cfg.Run.Resume), reference, critic, optimizers, decode
-// engine and store.
+// New prepares a run: data (and the synthetic world's index), the agent
+// (tools, tokenizer, chat format, episode settings), policy (loaded,
+// created, or restored from the run's latest checkpoint when
+// cfg.Run.Resume), reference, critic, optimizers, decode engine and store.
 func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := torch.Check(); err != nil {
 		return nil, err
@@ -150,16 +141,6 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if t.data, err = loadData(ctx, cfg, local); err != nil {
 		return nil, err
 	}
-	if t.toolset, err = BuildTools(ctx, cfg.Tools, t.data.indexPath); err != nil {
-		return nil, err
-	}
-	t.tools = t.toolset.Tools
-	if t.scorer, err = ExternalScorer(cfg.Env.Rewards.External); err != nil {
-		return nil, err
-	}
-	if t.schemas, err = envs.Schemas(t.tools); err != nil {
-		return nil, err
-	}
 	// Rank 0 decides where the run starts from; the others load the same
 	// checkpoint (a resumed multi-node run needs the run folder on a
 	// shared filesystem).
@@ -187,7 +168,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 			return nil, fmt.Errorf("rank %d cannot read rank 0's checkpoint (a resumed multi-node run needs the run folder on a shared filesystem): %w", t.dist.Rank(), err)
 		}
 	}
-	if err := t.loadTokenizer(ctx, ck); err != nil {
+	if err := t.buildAgent(ctx, ck); err != nil {
 		return nil, err
 	}
 	if err := t.loadModels(ck); err != nil {
@@ -201,25 +182,13 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := t.syncReplicas(); err != nil {
 		return nil, err
 	}
-	decoder := t.learner.Policy()
+	rdt := t.dtype
 	if dt := cfg.Rollout.DType; dt != "auto" {
-		rdt, err := torch.ParseDType(dt)
-		if err != nil {
+		if rdt, err = torch.ParseDType(dt); err != nil {
 			return nil, err
 		}
-		if rdt != t.dtype {
-			// Rollouts decode from a copy of the policy in another
-			// precision, refreshed before every rollout (syncRollout).
-			if t.rolloutModel, err = torch.NewModel(decoder.Config, rdt, t.device, false); err != nil {
-				return nil, err
-			}
-			if err := t.setMode(t.rolloutModel); err != nil {
-				return nil, err
-			}
-			decoder = t.rolloutModel
-		}
 	}
-	if t.engine, err = torch.NewEngine(decoder, max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
+	if t.engine, err = agent.NewEngine(t.learner.Policy(), rdt, agent.ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
 		return nil, err
 	}
 	if t.dist.Leader() {
@@ -231,37 +200,24 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	return t, nil
 }
 
-// loadTokenizer reads the policy's tokenizer (from the checkpoint, the
-// model folder) or builds the synthetic world's word-level one.
-func (t *Trainer) loadTokenizer(ctx context.Context, ck string) error {
+// buildAgent assembles the run's agent: its tokenizer is the
+// checkpoint's, model.path's, or the synthetic world's word-level one.
+func (t *Trainer) buildAgent(ctx context.Context, ck string) error {
+	dir := t.cfg.Model.Path
+	if ck != "" {
+		dir = filepath.Join(ck, "policy")
+	}
 	var err error
-	switch {
-	case ck != "":
-		t.tok, err = tokenizer.Load(filepath.Join(ck, "policy"))
-	case t.cfg.Model.Path != "":
-		t.tok, err = tokenizer.Load(t.cfg.Model.Path)
-	case t.data.world != nil:
-		t.tok, err = buildWordTokenizer(ctx, t.data.world, t.tools)
-	default:
-		err = fmt.Errorf("model.path is empty and data.source is not synthetic: a tokenizer is needed (give model.path)")
-	}
-	if err != nil {
-		return fmt.Errorf("tokenizer: %w", err)
-	}
-	if t.cf, err = tokenizer.NewChatFormat(t.tok); err != nil {
-		return err
-	}
-	t.chat = rollout.NewChat(t.cf)
-	return nil
+	t.agent, err = agent.New(ctx, agent.Spec{Config: t.cfg, Index: t.data.indexPath, TokenizerDir: dir, World: t.data.world,
+		ShowSchemas:  agent.SchemasShown(t.cfg),
+		RewardErrors: func(err error) { t.log.Warn().Err(err).Msg("external reward failed (counted 0)") }})
+	return err
 }
 
 // Close releases models, engine and store (flushing pending writes).
 func (t *Trainer) Close() error {
 	var first error
-	if t.toolset != nil {
-		t.toolset.Close()
-		t.toolset = nil
-	}
+	t.agent.Close()
 	if t.writer != nil {
 		first = t.writer.Close()
 		t.writer = nil
@@ -273,7 +229,6 @@ func (t *Trainer) Close() error {
 		t.store = nil
 	}
 	t.engine.Free()
-	t.rolloutModel.Free()
 	t.learner.Close()
 	return first
 }
@@ -319,13 +274,4 @@ func (t *Trainer) StorePath() string {
 		return ""
 	}
 	return t.store.Path()
-}
-
-// syncRollout copies the policy's current weights into the rollout model,
-// when rollouts decode in another precision.
-func (t *Trainer) syncRollout() error {
-	if t.rolloutModel == nil {
-		return nil
-	}
-	return t.rolloutModel.CopyWeightsFrom(t.learner.Policy())
 }

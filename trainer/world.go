@@ -2,17 +2,14 @@ package trainer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tasks"
 	"github.com/agentrl/agentrl/envs/tools/search"
-	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
@@ -73,68 +70,4 @@ func loadData(ctx context.Context, cfg config.Config, runDir string) (*data, err
 		d.eval = d.eval[:n]
 	}
 	return d, nil
-}
-
-// buildWordTokenizer makes the tiny word-level tokenizer of the synthetic
-// world: every piece of every text the agent can see or say (the world's
-// texts, rendered prompts and demonstrations, search results).
-func buildWordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool) (*tokenizer.Tokenizer, error) {
-	boot, err := tokenizer.BuildWordLevel(nil, protocol.SpecialTokens())
-	if err != nil {
-		return nil, err
-	}
-	cf, err := tokenizer.NewChatFormat(boot)
-	if err != nil {
-		return nil, err
-	}
-	schemas, err := envs.Schemas(tools)
-	if err != nil {
-		return nil, err
-	}
-	texts := w.Texts()
-	for _, split := range [][]envs.Task{w.Train, w.Test} {
-		for _, t := range split {
-			msgs, err := demoMessages(ctx, w, t, tools, false)
-			if err != nil {
-				return nil, err
-			}
-			s, err := cf.RenderText(msgs, schemas, false)
-			if err != nil {
-				return nil, err
-			}
-			texts = append(texts, s)
-			rag, err := ragUser(ctx, tools, t)
-			if err != nil {
-				return nil, err
-			}
-			s, err = cf.RenderText([]tokenizer.Message{{Role: "system", Content: protocol.RAGSystemPrompt}, {Role: "user", Content: rag}}, nil, true)
-			if err != nil {
-				return nil, err
-			}
-			texts = append(texts, s)
-		}
-	}
-	// Error observations the agent may meet.
-	texts = append(texts, "Error: ", "No results.", "[truncated", "chars]")
-	return tokenizer.BuildWordLevel(texts, protocol.SpecialTokens())
-}
-
-// toolByName finds an enabled tool.
-func toolByName(tools []envs.Tool, name string) envs.Tool {
-	for _, t := range tools {
-		if t.Name() == name {
-			return t
-		}
-	}
-	return nil
-}
-
-// callTool runs a tool directly (demonstrations, naive RAG).
-func callTool(ctx context.Context, tools []envs.Tool, name string, args any) (envs.Result, error) {
-	t := toolByName(tools, name)
-	if t == nil {
-		return envs.Result{}, fmt.Errorf("tool %q is not enabled", name)
-	}
-	b, _ := json.Marshal(args)
-	return t.Call(ctx, b)
 }

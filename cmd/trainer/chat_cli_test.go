@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/envs/tools/all"
 )
 
 // outcomeLine is how chat ends an episode: the answer, why there is none,
@@ -65,15 +65,14 @@ func TestChatErrors(t *testing.T) {
 	fails(t, []string{noIndex}, "chat", "--model", model, "--index", noIndex)
 }
 
-// TestChatWithEveryRegisteredTool enables, in one chat, every tool this
-// test binary has registered (cmd/trainer imports envs/tools/all, so they
-// are the binary's tools too): a tool package that is not linked into
-// bin/trainer fails with "unknown tool".
+// TestChatWithEveryRegisteredTool enables, in one chat, every built-in tool
+// of the registry (envs/tools/all): each can be built from the flags and
+// the defaults of the tools section.
 func TestChatWithEveryRegisteredTool(t *testing.T) {
-	names := envs.DefaultRegistry.Names()
+	names := all.Names()
 	for _, want := range []string{"calculator", "lookup", "search"} {
 		if !slices.Contains(names, want) {
-			t.Fatalf("tool %q is not registered in cmd/trainer (registered: %v): is envs/tools/all imported?", want, names)
+			t.Fatalf("tool %q is not in the registry (registered: %v)", want, names)
 		}
 	}
 	run := trainedRun(t)

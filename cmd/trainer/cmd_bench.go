@@ -73,7 +73,7 @@ func benchCommand() *cli.Command {
 			},
 			{
 				Name:  "train",
-				Usage: "forward with grad, clipped PPO loss on half of each sequence, backward, clip, AdamW (random weights); one JSON line",
+				Usage: "the learner's Update on a GRPO batch: old-logprob recompute, advantages, forward, PPO loss, backward, clip, AdamW (random weights); one JSON line",
 				Flags: modelFlags(tr),
 				Action: func(c *cli.Context) error {
 					r, err := bench.Train(benchConfig(c))

@@ -13,13 +13,10 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer"
+	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/config"
-	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -71,41 +68,25 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	dir := cc.model
-	tok, err := tokenizer.Load(dir)
+	a, err := agent.New(context.Background(), agent.Spec{Config: cc.cfg, Index: cc.index, TokenizerDir: dir, ShowSchemas: cc.showSchemas})
 	if err != nil {
 		return err
 	}
-	cf, err := tokenizer.NewChatFormat(tok)
-	if err != nil {
-		return err
-	}
+	defer a.Close()
 	m, err := torch.LoadModel(dir, torch.Float32, dev, false)
 	if err != nil {
 		return err
 	}
 	defer m.Free()
-	ecfg := cc.cfg.Env
-	e, err := torch.NewEngine(m, 1, ecfg.MaxTokens+1)
+	ecfg := a.Env
+	e, err := agent.NewEngine(m, torch.Float32, agent.Mode{}, 1, ecfg.MaxTokens+1)
 	if err != nil {
 		return err
 	}
 	defer e.Free()
-	ts, err := trainer.BuildTools(context.Background(), cc.cfg.Tools, cc.index)
-	if err != nil {
-		return err
-	}
-	defer ts.Close()
-	tools := ts.Tools
 	var names []string
-	for _, t := range tools {
+	for _, t := range a.Tools {
 		names = append(names, t.Name())
-	}
-	schemas, err := envs.Schemas(tools)
-	if err != nil {
-		return err
-	}
-	if !cc.showSchemas {
-		schemas = nil
 	}
 	color := false
 	if f, ok := out.(*os.File); ok {
@@ -136,14 +117,14 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 		}
 		task := envs.Task{ID: fmt.Sprintf("chat-%d", n), Question: q}
 		factory := func(t envs.Task) (rollout.Setup, error) {
-			env, err := envs.NewToolEnv(t, tools, ecfg)
+			s, err := a.Episode(t)
 			if err != nil {
-				return rollout.Setup{}, err
+				return s, err
 			}
-			return rollout.Setup{System: protocol.SystemPrompt, User: q, Tools: schemas,
-				Env: &showingEnv{env: env, out: out, paint: paint}}, nil
+			s.Env = &showingEnv{env: s.Env, out: out, paint: paint}
+			return s, nil
 		}
-		trs, _, err := rollout.Run(context.Background(), engine.Decoder{Engine: e}, rollout.NewChat(cf), factory,
+		trs, _, err := rollout.Run(context.Background(), e.Decoder(), a.Chat, factory,
 			[]rollout.Request{{Task: task, Samples: 1}}, rollout.Options{
 				Sampling: rollout.Sampling{Temperature: c.Float64("temperature")}, MaxTurnTokens: ecfg.MaxTurnTokens,
 				MaxTotalTokens: ecfg.MaxTokens, Seed: uint64(time.Now().UnixNano()), Iteration: n, Split: trajectory.Eval})
@@ -187,7 +168,7 @@ func chatConfigOf(c *cli.Context) (chatSetup, error) {
 		if err != nil {
 			return cs, fmt.Errorf("chat --of %s: %w", run, err)
 		}
-		cs.cfg, cs.showSchemas = saved, trainer.SchemasShown(saved)
+		cs.cfg, cs.showSchemas = saved, agent.SchemasShown(saved)
 		if cs.model == "" {
 			cs.model = filepath.Join(runDir, "final")
 		}
@@ -243,7 +224,7 @@ func exists(path string) bool {
 // showingEnv prints each turn and its tool calls as the episode runs; a
 // tool's response is shown with its control characters escaped.
 type showingEnv struct {
-	env   *envs.ToolEnv
+	env   rollout.Episode
 	out   io.Writer
 	paint func(code, s string) string
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	_ "github.com/agentrl/agentrl/envs/tools/all" // every tool package, registered by name
 	"github.com/agentrl/agentrl/torch"
 )
 

@@ -1,5 +1,6 @@
-// Package bench measures the policy model's two hot paths on random weights:
-// generation through the KV-cache engine and one PPO update.
+// Package bench measures the policy model's hot paths on random weights:
+// generation through the KV-cache engine, the learner's update, and
+// multi-turn rollouts through the agent's decode engine.
 //
 // Generate prefills Batch random prompts of PromptLen tokens into slots
 // 0..Batch-1 (one Prefill call per slot, as the rollout scheduler does) and
@@ -16,12 +17,19 @@
 // (BoundFraction); with Config.Profile, one step's time by phase (StepMs).
 // Config.Decode picks the engine's decode path (see torch.DecodePath).
 //
-// Train runs one update on [Batch, SeqLen] random tokens: the training
-// forward with autograd (logprobs of the taken tokens), the clipped PPO
-// loss against detached old logprobs with fixed random advantages over a
-// mask covering the second half of each sequence, backward, gradient
-// clipping at norm 1 and an AdamW step. Its TokensPerS is Batch*SeqLen over
-// the time of one update.
+// Train times the learner's Update (trainer/learner), the one the trainer
+// runs every iteration, on Batch trajectories of SeqLen random tokens: a
+// prompt of the first half (plus 0-2 tokens), then policy tokens with
+// behaviour logprobs, rewards 0, 1, 2, 0, ... in Batch/4 GRPO groups (at
+// least one). One
+// update recomputes the old logprobs without gradients (PrepareS), computes
+// the GRPO advantages (AdvantagesS), and takes one optimizer step over the
+// whole batch: the training forward with autograd and the clipped PPO
+// loss over the policy tokens with its diagnostics (ForwardS), backward
+// (BackwardS), gradient clipping at norm 1 and an AdamW step (OptimS). Its
+// TokensPerS is Batch*SeqLen over the whole Update. The PyTorch reference
+// (refbench.py train) times the optimizer step alone: compare it with
+// ForwardS+BackwardS+OptimS, or add a no-grad forward to it.
 //
 // Both build a Qwen2-style model (q/k/v biases, untied lm_head, head_dim =
 // Hidden/Heads) in float32 on the CPU, run one warm-up and then Repeats

@@ -7,7 +7,7 @@ import "sort"
 // JSON.
 type Result struct {
 	Mode       string    `json:"mode"`         // "generate" or "train"
-	TokensPerS float64   `json:"tokens_per_s"` // generate: end to end incl. prefill; train: per update
+	TokensPerS float64   `json:"tokens_per_s"` // generate: end to end incl. prefill; train: per whole Update
 	Config     Config    `json:"config"`       // as run, with Threads resolved
 	MedianS    float64   `json:"median_s"`     // one whole run
 	RunsS      []float64 `json:"runs_s"`       // every measured run, in order
@@ -32,12 +32,14 @@ type Result struct {
 	// products, attention, sampling, other; medians over the runs.
 	StepMs *StepPhases `json:"step_ms,omitempty"`
 
-	// Train.
-	ForwardS  float64 `json:"forward_s,omitempty"`  // training forward with autograd
-	BackwardS float64 `json:"backward_s,omitempty"` // loss composition and backward
-	OptimS    float64 `json:"optim_s,omitempty"`    // grad clip, AdamW step, zero grad
-	Loss      float64 `json:"loss,omitempty"`       // PPO loss of the last run
-	GradNorm  float64 `json:"grad_norm,omitempty"`  // gradient norm before clipping, last run
+	// Train: the phases of the learner's Update (learner.Timing).
+	PrepareS    float64 `json:"prepare_s,omitempty"`    // old logprobs recomputed without gradients
+	AdvantagesS float64 `json:"advantages_s,omitempty"` // the estimator's advantages (GRPO)
+	ForwardS    float64 `json:"forward_s,omitempty"`    // training forward with autograd and the loss
+	BackwardS   float64 `json:"backward_s,omitempty"`   // backward and the read-back of the loss and diagnostics
+	OptimS      float64 `json:"optim_s,omitempty"`      // grad clip, AdamW step, zero grad
+	Loss        float64 `json:"loss,omitempty"`         // PPO loss of the last run
+	GradNorm    float64 `json:"grad_norm,omitempty"`    // gradient norm before clipping, last run
 }
 
 // StepPhases is a decode step's time by phase (see torch.StepProfile).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
@@ -93,7 +94,7 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 		return RolloutResult{}, err
 	}
 	defer m.Free()
-	e, err := torch.NewEngine(m, cfg.Slots, maxLen)
+	e, err := agent.NewEngine(m, torch.Float32, agent.Mode{}, cfg.Slots, maxLen)
 	if err != nil {
 		return RolloutResult{}, err
 	}
@@ -114,7 +115,7 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 	}
 	end := int32(cfg.Model.Vocab - 1)
 	run := func(latency time.Duration) (time.Duration, rollout.Stats, error) {
-		dec := &scheduledDecoder{Decoder: engine.Decoder{Engine: e}, sched: sched, end: end, slotTraj: make([]int, cfg.Slots), pos: make([][2]int, cfg.Slots)}
+		dec := &scheduledDecoder{Decoder: e.Decoder(), sched: sched, end: end, slotTraj: make([]int, cfg.Slots), pos: make([][2]int, cfg.Slots)}
 		ch := &benchChat{prompts: prompts, end: end, obs: cfg.ObsTokens, vocab: cfg.Model.Vocab}
 		reqs := make([]rollout.Request, cfg.Trajectories)
 		for i := range reqs {

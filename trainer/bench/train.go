@@ -2,12 +2,14 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
-	"github.com/agentrl/agentrl/trainer/loss"
+	"github.com/agentrl/agentrl/trainer/learner"
+	"github.com/agentrl/agentrl/trajectory"
 )
 
 // clipEps is PPO's ratio clip range and maxGradNorm the gradient clip.
@@ -16,8 +18,8 @@ const (
 	maxGradNorm = 1.0
 )
 
-// Train benchmarks one PPO update on [Batch, SeqLen] random tokens (see the
-// package doc for what it includes).
+// Train benchmarks the learner's Update on Batch trajectories of SeqLen
+// tokens (see the package doc for what it includes).
 func Train(cfg Config) (Result, error) {
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
@@ -37,8 +39,9 @@ func Train(cfg Config) (Result, error) {
 
 // trainRun is the timing and outcome of one update.
 type trainRun struct {
-	forward, backward, optim, cpu time.Duration
-	loss, gradNorm                float64
+	wall, cpu      time.Duration
+	timing         learner.Timing
+	loss, gradNorm float64
 }
 
 func train(cfg Config) (Result, error) {
@@ -46,45 +49,21 @@ func train(cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("bench train: model: %w", err)
 	}
-	defer m.Free()
-	params, err := m.Params()
+	l, err := learner.New(m, nil, learner.NoCritic, trainSettings(cfg), nil, rand.New(rand.NewPCG(3, 4)))
 	if err != nil {
-		return Result{}, fmt.Errorf("bench train: params: %w", err)
+		m.Free()
+		return Result{}, fmt.Errorf("bench train: learner: %w", err)
 	}
-	defer func() {
-		for _, p := range params {
-			p.Free()
-		}
-	}()
-	group := torch.DefaultAdamW
-	group.LR = 1e-5
-	opt, err := torch.NewAdamW(params, nil, []torch.AdamWGroup{group})
-	if err != nil {
-		return Result{}, fmt.Errorf("bench train: optimizer: %w", err)
-	}
-	defer opt.Free()
-
-	r := rand.New(rand.NewPCG(3, 4))
-	b := fullBatch(randomTokens(r, cfg.Batch*cfg.SeqLen, cfg.Vocab), cfg.Batch, cfg.SeqLen)
-	adv, mask := lossInputs(cfg)
-	n := algo.Norm{Sequences: float64(cfg.Batch)}
-	for _, v := range mask {
-		n.Tokens += float64(v)
-	}
-	fixed := torch.NewScopeOn(m.Device)
-	defer fixed.Close()
-	advT := fixed.Float32(adv, int64(cfg.Batch), int64(cfg.SeqLen-1))
-	maskT := fixed.Float32(mask, int64(cfg.Batch), int64(cfg.SeqLen-1))
-	if err := fixed.Err(); err != nil {
-		return Result{}, fmt.Errorf("bench train: loss inputs: %w", err)
-	}
-
+	defer l.Close()
+	batch := trainBatch(cfg)
 	runs := make([]trainRun, 0, cfg.Repeats)
 	for i := 0; i <= cfg.Repeats; i++ {
-		run, err := update(m, opt, b, advT, maskT, n)
+		cpu0, t0 := cpuTime(), time.Now()
+		r, err := l.Update(1, batch)
 		if err != nil {
 			return Result{}, fmt.Errorf("bench train run %d: %w", i, err)
 		}
+		run := trainRun{wall: time.Since(t0), cpu: cpuTime() - cpu0, timing: r.Timing, loss: r.PolicyLoss, gradNorm: r.GradNorm}
 		if i > 0 { // run 0 warms up
 			runs = append(runs, run)
 		}
@@ -92,91 +71,55 @@ func train(cfg Config) (Result, error) {
 	return trainResult(cfg, runs), nil
 }
 
-// fullBatch is a batch of unpadded sequences at positions 0..T-1.
-func fullBatch(ids []int64, B, T int) torch.Batch {
-	attn := make([]int64, B*T)
-	pos := make([]int64, B*T)
-	for i := range attn {
-		attn[i], pos[i] = 1, int64(i%T)
-	}
-	return torch.Batch{B: B, T: T, IDs: ids, Attn: attn, Positions: pos}
+// trainSettings are GRPO's update as one optimizer step over the whole
+// batch: PPO's clipped surrogate (clip clipEps both ways, token means over
+// the policy's tokens), no KL term, no entropy bonus, AdamW at lr 1e-5
+// after clipping the gradient norm at maxGradNorm.
+func trainSettings(cfg Config) learner.Settings {
+	group := torch.DefaultAdamW
+	group.LR = 1e-5
+	return learner.Settings{Estimator: "grpo", Advantage: algo.DefaultOptions(), KLEstimator: "k3", FilterKeepRatio: 1,
+		Loss: algo.LossConfig{ClipLow: clipEps, ClipHigh: clipEps, Agg: "token-mean"}, Epochs: 1,
+		MiniBatch: cfg.Batch, MicroBatch: cfg.Batch, LossMask: true, MaxGradNorm: maxGradNorm, Temperature: 1,
+		PolicyOptim: group, CriticOptim: group}
 }
 
-// lossInputs returns the fixed advantages (standard normal) and the loss
-// mask, both [Batch, SeqLen-1] row-major. Entry t scores token t+1; the mask
-// selects the tokens of the second half, t+1 >= SeqLen/2.
-func lossInputs(cfg Config) (adv, mask []float32) {
+// trainBatch is the benchmark's batch: Batch trajectories of SeqLen random
+// tokens in Batch/4 groups (at least one), trajectory i a prompt of
+// SeqLen/2 + i%3 tokens (at most SeqLen-1) and one turn of policy tokens
+// with uniform behaviour logprobs, rewarded i%3.
+func trainBatch(cfg Config) []*trajectory.Trajectory {
 	r := rand.New(rand.NewPCG(5, 6))
-	n := cfg.SeqLen - 1
-	adv = make([]float32, cfg.Batch*n)
-	mask = make([]float32, cfg.Batch*n)
-	for i := range adv {
-		adv[i] = float32(r.NormFloat64())
-		if i%n+1 >= cfg.SeqLen/2 {
-			mask[i] = 1
+	groups := max(1, cfg.Batch/4)
+	batch := make([]*trajectory.Trajectory, cfg.Batch)
+	for i := range batch {
+		t := &trajectory.Trajectory{ID: fmt.Sprint(i), Group: i * groups / cfg.Batch, Outcome: float64(i % 3),
+			PromptLen: min(cfg.SeqLen/2+i%3, cfg.SeqLen-1), Turns: []trajectory.Turn{{}}}
+		t.Reward = t.Outcome
+		for j, id := range randomTokens(r, cfg.SeqLen, cfg.Vocab) {
+			t.Tokens = append(t.Tokens, int32(id))
+			if j < t.PromptLen {
+				t.Mask, t.TurnOf, t.Logprobs = append(t.Mask, 0), append(t.TurnOf, -1), append(t.Logprobs, 0)
+			} else {
+				t.Mask, t.TurnOf, t.Logprobs = append(t.Mask, 1), append(t.TurnOf, 0), append(t.Logprobs, float32(-math.Log(float64(cfg.Vocab))))
+			}
 		}
+		batch[i] = t
 	}
-	return adv, mask
-}
-
-// ppoLoss is the trainer's own PPO loss, loss.PolicyLoss, with the
-// symmetric clip clipEps and no dual clip, averaged over the n.Tokens
-// tokens of mask:
-//
-//	-mean_mask min(r*A, clip(r, 1-eps, 1+eps)*A),  r = exp(logp - old)
-func ppoLoss(s *torch.Scope, logp, old, adv, mask *torch.Tensor, n algo.Norm) *torch.Tensor {
-	cfg := algo.LossConfig{ClipLow: clipEps, ClipHigh: clipEps, Agg: "token-mean"}
-	return loss.PolicyLoss(s, logp, old, adv, mask, cfg, n)
-}
-
-// update runs and times one PPO update. The old logprobs are the detached
-// current ones (the first epoch of a PPO update, ratio 1).
-func update(m *torch.Model, opt *torch.AdamW, b torch.Batch, adv, mask *torch.Tensor, n algo.Norm) (trainRun, error) {
-	s := torch.NewScopeOn(m.Device)
-	defer s.Close()
-	cpu0, t0 := cpuTime(), time.Now()
-	out, err := m.Forward(b, torch.ForwardOptions{Grad: true})
-	if err != nil {
-		return trainRun{}, err
-	}
-	s.Own(out.LogProbs)
-	t1 := time.Now()
-	loss := ppoLoss(s, out.LogProbs, s.Detach(out.LogProbs), adv, mask, n)
-	if err := s.Err(); err != nil {
-		return trainRun{}, fmt.Errorf("loss: %w", err)
-	}
-	if err := loss.Backward(); err != nil {
-		return trainRun{}, err
-	}
-	t2 := time.Now()
-	norm, err := opt.ClipGradNorm(maxGradNorm)
-	if err != nil {
-		return trainRun{}, err
-	}
-	if err := opt.Step(); err != nil {
-		return trainRun{}, err
-	}
-	if err := opt.ZeroGrad(); err != nil {
-		return trainRun{}, err
-	}
-	t3, cpu := time.Now(), cpuTime()-cpu0
-	lv, err := loss.Item()
-	if err != nil {
-		return trainRun{}, err
-	}
-	return trainRun{forward: t1.Sub(t0), backward: t2.Sub(t1), optim: t3.Sub(t2), cpu: cpu, loss: lv, gradNorm: norm}, nil
+	return batch
 }
 
 func trainResult(cfg Config, runs []trainRun) Result {
-	var total, fwd, bwd, opt, cpu []float64
+	var total, prep, adv, fwd, bwd, opt, cpu []float64
 	for _, r := range runs {
-		f, b, o := r.forward.Seconds(), r.backward.Seconds(), r.optim.Seconds()
-		total, fwd, bwd, opt = append(total, f+b+o), append(fwd, f), append(bwd, b), append(opt, o)
-		cpu = append(cpu, r.cpu.Seconds())
+		total, cpu = append(total, r.wall.Seconds()), append(cpu, r.cpu.Seconds())
+		prep, adv = append(prep, r.timing.Prepare.Seconds()), append(adv, r.timing.Advantages.Seconds())
+		fwd, bwd, opt = append(fwd, r.timing.Forward.Seconds()), append(bwd, r.timing.Backward.Seconds()), append(opt, r.timing.Optim.Seconds())
 	}
 	last := runs[len(runs)-1]
 	res := Result{Mode: "train", Config: cfg, RunsS: total, MedianS: median(total), CPUS: median(cpu),
-		ForwardS: median(fwd), BackwardS: median(bwd), OptimS: median(opt), Loss: last.loss, GradNorm: last.gradNorm}
+		PrepareS: median(prep), AdvantagesS: median(adv), ForwardS: median(fwd), BackwardS: median(bwd), OptimS: median(opt),
+		Loss: last.loss, GradNorm: last.gradNorm}
 	res.TokensPerS = float64(cfg.Batch*cfg.SeqLen) / res.MedianS
 	return res
 }

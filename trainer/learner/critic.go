@@ -19,6 +19,7 @@ func (l *Learner) criticStep(mini []*trajectory.Trajectory, data Data, st *Stats
 	if err != nil {
 		return err
 	}
+	st.Timing.add(r.Timing)
 	if !r.Taken {
 		st.Skipped++
 		return nil

@@ -22,6 +22,7 @@ func (l *Learner) policyStep(mini []*trajectory.Trajectory, data Data, trainPoli
 	if err != nil {
 		return err
 	}
+	st.Timing.add(r.Timing)
 	if !r.Taken {
 		st.Skipped++
 		for _, t := range mini {

@@ -1,5 +1,7 @@
 package learner
 
+import "time"
+
 // Stats are an update's diagnostics: the losses are means over optimizer
 // steps of each mini-batch's loss, the per-token figures (entropy, clip
 // fractions, approximate KL) means over the loss tokens. While
@@ -12,7 +14,28 @@ type Stats struct {
 	SkippedIDs                             []string
 	Tokens                                 int     // loss tokens processed (per epoch pass)
 	LR                                     float64 // the policy learning rate of the last step
+	Timing                                 Timing  // where this rank's time went
 	policySteps, criticSteps               int     // policySteps counts skipped steps too
+}
+
+// Timing is where an update's wall time went, by phase. On a GPU, work
+// still queued when a phase ends is counted in the phase that waits for
+// it.
+type Timing struct {
+	Prepare    time.Duration // old and reference logprobs and values, without gradients
+	Advantages time.Duration // the KL to the reference and the estimator
+	Forward    time.Duration // the micro-batches' training forwards and losses
+	Backward   time.Duration // their backward passes and the read-back of their scalars
+	Optim      time.Duration // all-reduce, gradient clipping and the optimizer steps
+}
+
+// add adds the phases of o to t.
+func (t *Timing) add(o Timing) {
+	t.Prepare += o.Prepare
+	t.Advantages += o.Advantages
+	t.Forward += o.Forward
+	t.Backward += o.Backward
+	t.Optim += o.Optim
 }
 
 // finish turns the sums into means, after adding up the ranks' sums.

@@ -3,6 +3,7 @@ package learner
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/dist"
@@ -66,6 +67,7 @@ type stepResult struct {
 	Taken    bool    // false: a non-finite loss or gradient norm on some rank skipped it
 	GradNorm float64 // the norm before clipping, the same on every rank
 	Loss     float64 // this rank's sum of its micro-batch losses
+	Timing   Timing  // this rank's forward, backward and optimizer time
 }
 
 // step is one optimizer step on a mini-batch: this rank's shard of mini is
@@ -78,35 +80,44 @@ func (k stepper) step(mini []*trajectory.Trajectory, loss lossFunc) (stepResult,
 	nonFinite := false
 	mine := dist.Shard(k.dist, mini)
 	for _, mb := range MicroBatches(mine, k.micro) {
-		v, err := k.microStep(PadBatch(Pick(mine, mb)), loss)
+		v, err := k.microStep(PadBatch(Pick(mine, mb)), loss, &r.Timing)
 		if err != nil {
 			return r, err
 		}
 		r.Loss += v
 		nonFinite = nonFinite || !finite(v)
 	}
+	start := time.Now()
+	err := k.apply(&r, nonFinite)
+	r.Timing.Optim = time.Since(start)
+	return r, err
+}
+
+// apply sums the gradients over the ranks, clips their norm and takes the
+// step into r, or drops the gradients when a loss (nonFinite, on any rank)
+// or the norm is not finite.
+func (k stepper) apply(r *stepResult, nonFinite bool) error {
 	grads, err := k.opt.GradTensors()
 	if err != nil {
-		return r, err
+		return err
 	}
 	if err := k.dist.AllReduceGrads(grads); err != nil {
-		return r, err
+		return err
 	}
-	nonFinite, err = k.dist.Any(nonFinite)
-	if err != nil {
-		return r, err
+	if nonFinite, err = k.dist.Any(nonFinite); err != nil {
+		return err
 	}
 	if r.GradNorm, err = k.opt.ClipGradNormWith(k.maxGradNorm, k.dist.Largest); err != nil {
-		return r, err
+		return err
 	}
 	if nonFinite || !finite(r.GradNorm) {
-		return r, k.opt.ZeroGrad()
+		return k.opt.ZeroGrad()
 	}
 	r.Taken = true
 	if err := k.opt.Step(); err != nil {
-		return r, err
+		return err
 	}
-	return r, k.opt.ZeroGrad()
+	return k.opt.ZeroGrad()
 }
 
 // microStep builds one micro-batch's loss in a scope on the model's
@@ -114,11 +125,13 @@ func (k stepper) step(mini []*trajectory.Trajectory, loss lossFunc) (stepResult,
 // optimizer's f32 accumulators for bf16/f16 parameters). A non-finite loss
 // is back-propagated all the same, so that the step never waits on the
 // device for the loss's value; the ranks then agree to drop the step's
-// gradients. It returns the loss.
-func (k stepper) microStep(p Padded, loss lossFunc) (float64, error) {
+// gradients. It returns the loss, and adds its forward and backward time
+// to tm.
+func (k stepper) microStep(p Padded, loss lossFunc, tm *Timing) (float64, error) {
 	s := torch.NewScopeOn(k.dev)
 	defer s.Close()
 	var r report
+	start := time.Now()
 	l, err := loss(s, p, &r)
 	if err != nil {
 		return 0, err
@@ -126,6 +139,7 @@ func (k stepper) microStep(p Padded, loss lossFunc) (float64, error) {
 	if err := s.Err(); err != nil {
 		return 0, fmt.Errorf("%s loss: %w", k.name, err)
 	}
+	forwarded := time.Now()
 	if err := l.Backward(); err != nil {
 		return 0, OOMHint(fmt.Errorf("%s backward of %d trajectories (%d tokens): %w", k.name, len(p.Trs), p.Batch.T, err))
 	}
@@ -136,6 +150,8 @@ func (k stepper) microStep(p Padded, loss lossFunc) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s loss: %w", k.name, err)
 	}
+	tm.Forward += forwarded.Sub(start)
+	tm.Backward += time.Since(forwarded)
 	return v, nil
 }
 

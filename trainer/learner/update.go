@@ -3,6 +3,7 @@ package learner
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
@@ -35,17 +36,20 @@ type Report struct {
 // each split into micro-batches whose gradients accumulate before one
 // optimizer step. Iterations up to the critic's warm-up train the critic
 // alone. A non-finite loss or gradient norm skips its step (its gradients
-// are dropped) and records the mini-batch's trajectory ids.
+// are dropped) and records the mini-batch's trajectory ids. The report's
+// Timing says where the time went.
 func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Report, error) {
 	var r Report
 	// RAGEN filters rollouts before computing anything on them.
 	r.GroupRewardStd = algo.GroupRewardStd(batch)
 	train, dropped := algo.FilterGroupsByVariance(batch, l.s.FilterKeepRatio)
 	r.Trained, r.GroupsDropped = train, dropped
+	start := time.Now()
 	data, err := l.prepare(train)
 	if err != nil {
 		return r, err
 	}
+	prepared := time.Now()
 	r.LogprobMismatch = logprobMismatch(train, data)
 	kl, err := l.referenceKL(train, data, &r)
 	if err != nil {
@@ -61,10 +65,12 @@ func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Report, erro
 	if err := est.Advantages(train, kl, l.s.Advantage); err != nil {
 		return r, err
 	}
+	advantaged := time.Now()
 	trainPolicy := iter > l.s.CriticWarmup || l.critic == nil
 	if r.Stats, err = l.epochs(train, data, trainPolicy); err != nil {
 		return r, err
 	}
+	r.Timing.Prepare, r.Timing.Advantages = prepared.Sub(start), advantaged.Sub(prepared)
 	l.steps += r.Steps
 	return r, nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/agentrl/agentrl/envs"
 )
@@ -13,23 +11,11 @@ import (
 // Name is the tool's registered name.
 const Name = "calculator"
 
-func init() { envs.Register(Name, New) }
-
 // Tool is the calculator tool.
 type Tool struct{}
 
-// New builds the calculator. It takes no configuration and refuses any key.
-func New(cfg map[string]any) (envs.Tool, error) {
-	if len(cfg) > 0 {
-		keys := make([]string, 0, len(cfg))
-		for k := range cfg {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		return nil, fmt.Errorf("calculator takes no configuration, got keys %s", strings.Join(keys, ", "))
-	}
-	return Tool{}, nil
-}
+// New returns the calculator, which has no settings.
+func New() Tool { return Tool{} }
 
 // Name returns "calculator".
 func (Tool) Name() string { return Name }

@@ -9,22 +9,8 @@ import (
 	"github.com/agentrl/agentrl/envs"
 )
 
-func TestRegistered(t *testing.T) {
-	tools, err := envs.Build([]string{Name}, nil)
-	if err != nil {
-		t.Fatalf("build from the default registry: %v", err)
-	}
-	if len(tools) != 1 || tools[0].Name() != "calculator" {
-		t.Fatalf("built %v", tools)
-	}
-	if _, err := envs.Build([]string{Name}, map[string]map[string]any{Name: {"precision": 3}}); err == nil ||
-		!strings.Contains(err.Error(), "precision") {
-		t.Errorf("config key accepted: %v", err)
-	}
-}
-
 func TestCall(t *testing.T) {
-	tool, _ := New(nil)
+	tool := New()
 	res, err := tool.Call(context.Background(), json.RawMessage(`{"expression":"(3 + 4.5) * 2^10"}`))
 	// (7.5) * 1024 = 7680
 	if err != nil || res.Content != "7680" || !res.OK {
@@ -42,7 +28,7 @@ func TestCall(t *testing.T) {
 }
 
 func TestParametersSchema(t *testing.T) {
-	tool, _ := New(nil)
+	tool := New()
 	s, err := envs.CompileSchema(tool.Parameters())
 	if err != nil {
 		t.Fatalf("schema does not compile: %v", err)

@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os/exec"
 	"strings"
 	"time"
@@ -22,52 +21,25 @@ const Name = "code"
 // MaxCode bounds the length of a snippet, in characters.
 const MaxCode = 20000
 
-func init() { envs.Register(Name, New) }
-
 // Tool is the code tool.
 type Tool struct{ sb *Sandbox }
 
-// Defaults of the configuration keys.
-var defaults = Sandbox{Bwrap: "bwrap", Python: "/usr/bin/python3", Prlimit: "/usr/bin/prlimit",
-	Limits: Limits{CPU: 5 * time.Second, Wall: 10 * time.Second, MemoryMB: 512, Processes: 16, DiskMB: 16, MaxOutput: 4000}}
+// DefaultSandbox is the sandbox of the defaults of tools.code: bwrap from
+// PATH, /usr/bin/python3 and /usr/bin/prlimit, 5 s of CPU time, 10 s of
+// wall time, 512 MiB of address space, 16 processes, 16 MiB of disk and
+// 4000 bytes of each output stream.
+func DefaultSandbox() Sandbox {
+	return Sandbox{Bwrap: "bwrap", Python: "/usr/bin/python3", Prlimit: "/usr/bin/prlimit",
+		Limits: Limits{CPU: 5 * time.Second, Wall: 10 * time.Second, MemoryMB: 512, Processes: 16, DiskMB: 16, MaxOutput: 4000}}
+}
 
-// configKeys are the keys New understands.
-var configKeys = []string{"bwrap", "python", "cpu_time", "wall_time", "memory_mb", "processes", "disk_mb", "max_output"}
-
-// New builds the tool from its configuration: "bwrap", "python" (paths),
-// "cpu_time" and "wall_time" (durations, or seconds as numbers),
-// "memory_mb", "processes", "disk_mb" and "max_output" (bytes of stdout
-// and of stderr each), with the defaults above for keys not given. It
-// checks that bwrap, the interpreter and prlimit exist, and runs an empty
-// program in the sandbox, so that a machine where it cannot work (user
-// namespaces disabled, say) is reported before training starts.
-func New(cfg map[string]any) (envs.Tool, error) {
-	sb := defaults
-	for k, v := range cfg {
-		var err error
-		switch k {
-		case "bwrap":
-			sb.Bwrap, err = str(v)
-		case "python":
-			sb.Python, err = str(v)
-		case "cpu_time":
-			sb.Limits.CPU, err = duration(v)
-		case "wall_time":
-			sb.Limits.Wall, err = duration(v)
-		case "memory_mb":
-			sb.Limits.MemoryMB, err = positive(v)
-		case "processes":
-			sb.Limits.Processes, err = positive(v)
-		case "disk_mb":
-			sb.Limits.DiskMB, err = positive(v)
-		case "max_output":
-			sb.Limits.MaxOutput, err = positive(v)
-		default:
-			err = fmt.Errorf("unknown key (known: %s)", strings.Join(configKeys, ", "))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("code: %s: %w", k, err)
-		}
+// New builds the tool over sb. It checks that every limit is positive,
+// that bwrap, the interpreter and prlimit exist, and runs an empty program
+// in the sandbox, so that a machine where it cannot work (user namespaces
+// disabled, say) is reported before training starts.
+func New(sb Sandbox) (*Tool, error) {
+	if err := sb.Limits.check(); err != nil {
+		return nil, fmt.Errorf("code: %w", err)
 	}
 	bwrap, err := exec.LookPath(sb.Bwrap)
 	if err != nil {
@@ -160,55 +132,23 @@ func render(out Output, l Limits) string {
 	return strings.Join(parts, "\n")
 }
 
-func str(v any) (string, error) {
-	s, ok := v.(string)
-	if !ok || s == "" {
-		return "", fmt.Errorf("want a non-empty string, got %v", v)
-	}
-	return s, nil
-}
-
-// duration accepts a time.Duration, a duration string ("5s") or a number
-// of seconds.
-func duration(v any) (time.Duration, error) {
-	var d time.Duration
-	switch x := v.(type) {
-	case time.Duration:
-		d = x
-	case string:
-		var err error
-		if d, err = time.ParseDuration(x); err != nil {
-			return 0, err
+// check reports the first limit that is not positive.
+func (l Limits) check() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"CPU", l.CPU}, {"Wall", l.Wall}} {
+		if d.v <= 0 {
+			return fmt.Errorf("limit %s is %s, want a positive duration", d.name, d.v)
 		}
-	case int:
-		d = time.Duration(x) * time.Second
-	case float64:
-		d = time.Duration(x * float64(time.Second))
-	default:
-		return 0, fmt.Errorf("want a duration, got %v", v)
 	}
-	if d <= 0 {
-		return 0, fmt.Errorf("want a positive duration, got %s", d)
-	}
-	return d, nil
-}
-
-// positive accepts a whole number >= 1 in the forms YAML and JSON produce.
-func positive(v any) (int, error) {
-	var n int
-	switch x := v.(type) {
-	case int:
-		n = x
-	case float64:
-		if x != math.Trunc(x) || math.Abs(x) > 1<<31 {
-			return 0, fmt.Errorf("want a whole number, got %v", v)
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"MemoryMB", l.MemoryMB}, {"Processes", l.Processes}, {"DiskMB", l.DiskMB}, {"MaxOutput", l.MaxOutput}} {
+		if n.v < 1 {
+			return fmt.Errorf("limit %s is %d, want at least 1", n.name, n.v)
 		}
-		n = int(x)
-	default:
-		return 0, fmt.Errorf("want a whole number, got %v", v)
 	}
-	if n < 1 {
-		return 0, fmt.Errorf("want at least 1, got %d", n)
-	}
-	return n, nil
+	return nil
 }

@@ -15,19 +15,20 @@ import (
 	"github.com/agentrl/agentrl/envs"
 )
 
-// newTool builds the tool with tight limits, or skips where bubblewrap
-// or Python is missing.
-func newTool(t *testing.T, cfg map[string]any) *Tool {
+// newTool builds the tool with tight limits, changed by tweak (when not
+// nil), or skips where bubblewrap or Python is missing.
+func newTool(t *testing.T, tweak func(*Limits)) *Tool {
 	t.Helper()
-	base := map[string]any{"cpu_time": "2s", "wall_time": "4s", "memory_mb": 256, "processes": 16, "max_output": 200}
-	for k, v := range cfg {
-		base[k] = v
+	sb := DefaultSandbox()
+	sb.Limits = Limits{CPU: 2 * time.Second, Wall: 4 * time.Second, MemoryMB: 256, Processes: 16, DiskMB: 16, MaxOutput: 200}
+	if tweak != nil {
+		tweak(&sb.Limits)
 	}
-	tl, err := New(base)
+	tl, err := New(sb)
 	if err != nil {
 		t.Skipf("no sandbox here: %v", err)
 	}
-	return tl.(*Tool)
+	return tl
 }
 
 func run(t *testing.T, tl *Tool, code string) envs.Result {
@@ -60,7 +61,7 @@ func TestRunsPython(t *testing.T) {
 }
 
 func TestInfiniteLoopHitsCPULimit(t *testing.T) {
-	tl := newTool(t, map[string]any{"cpu_time": 1, "wall_time": "10s"})
+	tl := newTool(t, func(l *Limits) { l.CPU, l.Wall = time.Second, 10*time.Second })
 	start := time.Now()
 	r := run(t, tl, "while True: pass")
 	// RLIMIT_CPU sends SIGXCPU at the soft limit (1 s of CPU).
@@ -70,7 +71,7 @@ func TestInfiniteLoopHitsCPULimit(t *testing.T) {
 }
 
 func TestSleepHitsWallLimit(t *testing.T) {
-	tl := newTool(t, map[string]any{"wall_time": "500ms"})
+	tl := newTool(t, func(l *Limits) { l.Wall = 500 * time.Millisecond })
 	start := time.Now()
 	r := run(t, tl, "import time\nprint('before', flush=True)\ntime.sleep(60)")
 	if r.OK || r.Content != "before\n[wall time limit 500ms reached]" || time.Since(start) > 5*time.Second {
@@ -99,7 +100,7 @@ func TestLargeOutputIsCut(t *testing.T) {
 // when the call returns (the children exec "sleep 987654", which would
 // show up in the host's /proc if they survived).
 func TestForkBombIsContained(t *testing.T) {
-	tl := newTool(t, map[string]any{"wall_time": "3s", "processes": 16})
+	tl := newTool(t, func(l *Limits) { l.Wall, l.Processes = 3*time.Second, 16 })
 	r := run(t, tl, `
 import os
 n = 0
@@ -150,7 +151,7 @@ func sleepers() int {
 // Writes land in the sandbox's own tmpfs: the host's folders are not
 // there (or read-only), and nothing is left behind.
 func TestFilesystemIsThrowaway(t *testing.T) {
-	tl := newTool(t, map[string]any{"disk_mb": 1, "max_output": 2000})
+	tl := newTool(t, func(l *Limits) { l.DiskMB, l.MaxOutput = 1, 2000 })
 	host := t.TempDir()
 	r := run(t, tl, fmt.Sprintf(`
 import os
@@ -220,18 +221,18 @@ for host in ["127.0.0.1", "1.1.1.1"]:
 }
 
 func TestConfigErrors(t *testing.T) {
-	for want, cfg := range map[string]map[string]any{
-		"code: nope: unknown key":                               {"nope": 1},
-		"code: memory_mb: want at least 1":                      {"memory_mb": 0},
-		"code: cpu_time: time: invalid duration":                {"cpu_time": "fast"},
-		"code: /opt/python3 is not under /usr":                  {"python": "/opt/python3"},
-		"the sandbox needs bubblewrap":                          {"bwrap": "/nonexistent/bwrap"},
-		"code: processes: want a whole number, got":             {"processes": 1.5},
-		"code: the sandbox does not work here: [exit status 1]": {"python": "/usr/bin/false"},
+	for want, tweak := range map[string]func(*Sandbox){
+		"code: limit MemoryMB is 0, want at least 1":            func(sb *Sandbox) { sb.Limits.MemoryMB = 0 },
+		"code: limit CPU is 0s, want a positive duration":       func(sb *Sandbox) { sb.Limits.CPU = 0 },
+		"code: /opt/python3 is not under /usr":                  func(sb *Sandbox) { sb.Python = "/opt/python3" },
+		"the sandbox needs bubblewrap":                          func(sb *Sandbox) { sb.Bwrap = "/nonexistent/bwrap" },
+		"code: the sandbox does not work here: [exit status 1]": func(sb *Sandbox) { sb.Python = "/usr/bin/false" },
 	} {
-		_, err := New(cfg)
+		sb := DefaultSandbox()
+		tweak(&sb)
+		_, err := New(sb)
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%v: %v, want %q", cfg, err, want)
+			t.Errorf("%+v: %v, want %q", sb, err, want)
 		}
 	}
 }
@@ -243,7 +244,7 @@ func TestConfigErrors(t *testing.T) {
 // sandbox holds them.
 func TestWritablePlacesShareTheDiskLimit(t *testing.T) {
 	const diskMB, triesMB = 4, 48
-	tl := newTool(t, map[string]any{"disk_mb": diskMB, "wall_time": "8s", "max_output": 4000})
+	tl := newTool(t, func(l *Limits) { l.DiskMB, l.Wall, l.MaxOutput = diskMB, 8*time.Second, 4000 })
 	before, ok := hostShmem()
 	if !ok {
 		t.Skip("no Shmem line in /proc/meminfo to measure the host's memory by")

@@ -1,4 +1,4 @@
-package trainer
+package agent
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
-	_ "github.com/agentrl/agentrl/envs/tools/all"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
@@ -29,7 +28,7 @@ func TestBuildToolsJoinsAllKinds(t *testing.T) {
 	defer srv.Close()
 	cfg := config.Default()
 	for _, s := range []string{"tools.enabled=[calculator]",
-		"tools.mcp=[{name: t, command: /usr/bin/python3, args: [../envs/tools/mcp/testdata/server.py], tools: [echo, add], prefix: 'x_'}]",
+		"tools.mcp=[{name: t, command: /usr/bin/python3, args: [../../envs/tools/mcp/testdata/server.py], tools: [echo, add], prefix: 'x_'}]",
 		"tools.http=[{name: ping, url: '" + srv.URL + "', description: Ping.}]"} {
 		if err := cfg.Set(s); err != nil {
 			t.Fatal(err)
@@ -38,7 +37,7 @@ func TestBuildToolsJoinsAllKinds(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := BuildTools(context.Background(), cfg.Tools, "")
+	ts, err := buildTools(context.Background(), cfg.Tools, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,16 +63,16 @@ func TestBuildToolsJoinsAllKinds(t *testing.T) {
 
 	// Two tools called the same: refused, and the started server stopped.
 	cfg.Set("tools.http=[{name: x_echo, url: 'http://h/'}]")
-	if _, err := BuildTools(context.Background(), cfg.Tools, ""); err == nil || !strings.Contains(err.Error(), `two tools are called "x_echo"`) {
+	if _, err := buildTools(context.Background(), cfg.Tools, ""); err == nil || !strings.Contains(err.Error(), `two tools are called "x_echo"`) {
 		t.Fatalf("clash: %v", err)
 	}
 }
 
 func TestExternalScorer(t *testing.T) {
-	if s, err := ExternalScorer(config.Default().Env.Rewards.External); s != nil || err != nil {
+	if s, err := externalScorer(config.Default().Env.Rewards.External); s != nil || err != nil {
 		t.Fatalf("a scorer without configuration: %v %v", s, err)
 	}
-	s, err := ExternalScorer(reward.External{Command: []string{"/bin/sh", "-c", `cat >/dev/null; echo '{"reward": 0.5}'`}, MaxOutputMB: 1})
+	s, err := externalScorer(reward.External{Command: []string{"/bin/sh", "-c", `cat >/dev/null; echo '{"reward": 0.5}'`}, MaxOutputMB: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +81,7 @@ func TestExternalScorer(t *testing.T) {
 		t.Fatalf("%v %v", r, err)
 	}
 	// A program that is not there is refused at start-up, naming the key.
-	_, err = ExternalScorer(reward.External{Command: []string{"/nonexistent/score.py"}, MaxOutputMB: 1})
+	_, err = externalScorer(reward.External{Command: []string{"/nonexistent/score.py"}, MaxOutputMB: 1})
 	if err == nil || !strings.Contains(err.Error(), `env.rewards.external.command: reward program "/nonexistent/score.py" cannot be run`) {
 		t.Fatalf("missing program: %v", err)
 	}
@@ -114,12 +113,12 @@ func TestBuildToolsCapsMCPMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := BuildTools(context.Background(), cfg.Tools, "")
+	_, err := buildTools(context.Background(), cfg.Tools, "")
 	if err == nil || !strings.Contains(err.Error(), "the response is over 1048576 bytes (tools.mcp[].max_message_mb)") {
 		t.Fatalf("%v", err)
 	}
 	cfg.Tools.MCP[0].MaxMessageMB = 3
-	ts, err := BuildTools(context.Background(), cfg.Tools, "")
+	ts, err := buildTools(context.Background(), cfg.Tools, "")
 	if err != nil {
 		t.Fatal(err)
 	}

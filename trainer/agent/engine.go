@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/engine"
+)
+
+// Mode is how a model runs its forward passes: with activation
+// checkpointing (model.checkpointing), and under bf16 autocast
+// (device.autocast).
+type Mode struct{ Checkpointing, Autocast bool }
+
+// ModeOf is the mode of cfg's models.
+func ModeOf(cfg config.Config) Mode {
+	return Mode{Checkpointing: cfg.Model.Checkpointing, Autocast: cfg.Device.Autocast}
+}
+
+// Apply sets the mode of m.
+func (md Mode) Apply(m *torch.Model) error {
+	if err := m.SetCheckpointing(md.Checkpointing); err != nil {
+		return err
+	}
+	return m.SetAutocast(md.Autocast, torch.BFloat16)
+}
+
+// TinyConfig is the Qwen2-style config of a model created from scratch
+// (model.tiny) for tok's vocabulary.
+func TinyConfig(c config.TinyConfig, tok *tokenizer.Tokenizer) torch.Config {
+	return torch.Config{ModelType: "qwen2", Vocab: tok.VocabSize(), Hidden: c.Hidden, Intermediate: c.Intermediate,
+		Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.Hidden / max(c.Heads, 1), RMSEps: 1e-6,
+		RopeTheta: 10000, MaxPositions: c.MaxPositions, BOS: int(tok.EOS()), EOS: int(tok.EOS())}
+}
+
+// Engine is the KV-cache engine an agent decodes with: over the policy
+// itself, or over a copy of it in another precision (rollout.dtype), which
+// Sync refreshes from the policy.
+type Engine struct {
+	*torch.Engine
+	policy, copy *torch.Model // copy is nil when the engine decodes from the policy
+}
+
+// NewEngine makes the engine of slots sequences of up to maxLen tokens
+// over policy, decoding in dtype: from policy itself when that is its
+// precision, else from a copy in dtype (in mode), refreshed by Sync.
+func NewEngine(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int) (*Engine, error) {
+	e := &Engine{policy: policy}
+	decoder := policy
+	if dtype != policy.DType {
+		var err error
+		if e.copy, err = torch.NewModel(policy.Config, dtype, policy.Device, false); err != nil {
+			return nil, err
+		}
+		if err := mode.Apply(e.copy); err != nil {
+			e.Free()
+			return nil, err
+		}
+		decoder = e.copy
+	}
+	var err error
+	if e.Engine, err = torch.NewEngine(decoder, slots, maxLen); err != nil {
+		e.Free()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Sync copies the policy's current weights into the copy the engine
+// decodes from, when it decodes from a copy.
+func (e *Engine) Sync() error {
+	if e.copy == nil {
+		return nil
+	}
+	return e.copy.CopyWeightsFrom(e.policy)
+}
+
+// Decoder is the engine as the rollout scheduler's Decoder.
+func (e *Engine) Decoder() engine.Decoder { return engine.Decoder{Engine: e.Engine} }
+
+// Free frees the engine and the copy (not the policy).
+func (e *Engine) Free() {
+	if e == nil {
+		return
+	}
+	e.Engine.Free()
+	e.copy.Free()
+	e.Engine, e.copy = nil, nil
+}
