@@ -18,7 +18,7 @@ func configCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "print",
-				Usage: "print every key with its default and doc (--markdown for the README table, --yaml for a full default file)",
+				Usage: "print every key with its default and doc (--markdown for the table in docs/configuration.md, --yaml for a full default file)",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "markdown", Usage: "print a Markdown table"},
 					&cli.BoolFlag{Name: "yaml", Usage: "print the default config as YAML"},

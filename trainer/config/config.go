@@ -1,7 +1,7 @@
 // Package config is the trainer's configuration: one YAML file whose every
 // key has a default and a one-line description, both kept in the struct
-// tags below (default:"..." and doc:"..."), so Default, Docs, the README
-// table and the command-line flags all come from the same source.
+// tags below (default:"..." and doc:"..."), so Default, Docs, the docs'
+// configuration table and the command-line flags all come from the same source.
 //
 // Precedence, lowest first: built-in defaults, the YAML file (Load),
 // per-key flags (ApplyFlags), then --set key=value overrides (Set).

@@ -14,8 +14,8 @@ type KeyDoc struct {
 }
 
 // Docs documents every leaf key in file order, for `config print` and the
-// README table; an entry list is followed by the keys of its entries
-// ("tools.mcp[].name").
+// configuration table (docs/configuration.md); an entry list is followed
+// by the keys of its entries ("tools.mcp[].name").
 func Docs() []KeyDoc {
 	c := Default()
 	var out []KeyDoc
