@@ -233,7 +233,3 @@ func (o *AdamW) SetState(i int, st ParamState) error {
 
 // NumParams is the number of parameters the optimizer updates.
 func (o *AdamW) NumParams() int { return len(o.params) }
-
-// Params are the parameters the optimizer updates, in its order (shared
-// handles: the caller must not free them).
-func (o *AdamW) Params() []*Tensor { return o.params }
