@@ -568,17 +568,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer back.Free()
-	for _, n := range m.Names() {
-		a, _ := m.Param(n)
-		b, _ := back.Param(n)
-		ab, _ := a.Bytes(Float32)
-		bb, _ := b.Bytes(Float32)
-		a.Free()
-		b.Free()
-		if string(ab) != string(bb) {
-			t.Fatalf("%s differs after save/load", n)
-		}
-	}
+	sameWeights(t, m, back)
 	// Remove one tensor / change one shape and save the file again.
 	r, err := safetensors.Open(dir)
 	if err != nil {
@@ -912,5 +902,22 @@ func TestLoadIsStrict(t *testing.T) {
 	}
 	if err := write(f32("model.extra.weight", 3)); err == nil || !strings.Contains(err.Error(), "model.extra.weight") {
 		t.Errorf("a stray tensor: %v, want an error naming it", err)
+	}
+}
+
+// sameWeights fails unless b holds every weight of a, bit for bit (as
+// after a save and a load).
+func sameWeights(t *testing.T, a, b *Model) {
+	t.Helper()
+	for _, n := range a.Names() {
+		x, _ := a.Param(n)
+		y, _ := b.Param(n)
+		xb, _ := x.Bytes(Float32)
+		yb, _ := y.Bytes(Float32)
+		x.Free()
+		y.Free()
+		if string(xb) != string(yb) {
+			t.Fatalf("%s differs after save/load", n)
+		}
 	}
 }

@@ -151,17 +151,7 @@ func TestQwen3SaveLoadRoundTrip(t *testing.T) {
 	if !slices.Equal(back.Names(), m.Names()) {
 		t.Fatalf("reloaded names %v, saved %v", back.Names(), m.Names())
 	}
-	for _, n := range m.Names() {
-		a, _ := m.Param(n)
-		c, _ := back.Param(n)
-		ab, _ := a.Bytes(Float32)
-		cb, _ := c.Bytes(Float32)
-		a.Free()
-		c.Free()
-		if string(ab) != string(cb) {
-			t.Fatalf("%s differs after save/load", n)
-		}
-	}
+	sameWeights(t, m, back)
 	ids := seq(11, 4)
 	if d := maxDiff32(fullLogits(t, back, ids), fullLogits(t, m, ids)); d != 0 {
 		t.Fatalf("reloaded model's logits differ by %g", d)

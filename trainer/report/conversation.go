@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -158,19 +157,11 @@ func (r *renderer) mask(t *trajectory.Trajectory, decode func([]int32) string) {
 // shortNum formats a float shortly (four significant digits).
 func shortNum(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
 
-// components formats reward components as ", name=value ..." in name order.
+// components formats reward components as " (name=value, ...)" in name
+// order.
 func components(c map[string]float64) string {
 	if len(c) == 0 {
 		return ""
 	}
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + shortNum(c[k])
-	}
-	return " (" + strings.Join(parts, ", ") + ")"
+	return " (" + joinComponents(c, func(k string, v float64) string { return k + "=" + shortNum(v) }) + ")"
 }

@@ -85,6 +85,12 @@ func sampleViews(samples []sample) []sampleView {
 
 // componentList formats reward components as "name value, ..." by name.
 func componentList(c map[string]float64) string {
+	return joinComponents(c, func(k string, v float64) string { return k + " " + num(v) })
+}
+
+// joinComponents formats each reward component with f, in name order,
+// joined by ", ".
+func joinComponents(c map[string]float64, f func(name string, v float64) string) string {
 	keys := make([]string, 0, len(c))
 	for k := range c {
 		keys = append(keys, k)
@@ -92,7 +98,7 @@ func componentList(c map[string]float64) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + " " + num(c[k])
+		parts[i] = f(k, c[k])
 	}
 	return strings.Join(parts, ", ")
 }
