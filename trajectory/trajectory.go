@@ -48,6 +48,15 @@ type Trajectory struct {
 	Advantages []float32 // per-token advantages, filled by the algorithm
 	Returns    []float32 // per-token returns (value targets), filled by the algorithm
 
+	// TrainLogprobs is the log-probability of each action token under the
+	// training forward of the policy that sampled it (the recomputed "old"
+	// logprobs), 0 elsewhere; nil when not computed. Against Logprobs it
+	// measures the rollout/training mismatch.
+	TrainLogprobs []float32
+	// Entropies is the policy's entropy at each action token under the
+	// training forward, 0 elsewhere; nil when not computed.
+	Entropies []float32
+
 	Turns []Turn
 }
 

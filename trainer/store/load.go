@@ -120,8 +120,8 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Traje
 
 // loadTokens decodes the token blobs of the selected trajectories.
 func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
-	rows, err := tx.Query(`SELECT tid, ids, logprobs, mask, turn_of, critic_values, advantages, returns
-		FROM trajectory_tokens WHERE `+sub, args...)
+	rows, err := tx.Query(`SELECT tid, ids, logprobs, mask, turn_of, critic_values, advantages, returns,
+		train_logprobs, entropies FROM trajectory_tokens WHERE `+sub, args...)
 	if err != nil {
 		return err
 	}
@@ -130,8 +130,9 @@ func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.
 		var (
 			tid                                    int64
 			ids, lp, mask, turnOf, vals, adv, rets []byte
+			trainLP, ent                           []byte
 		)
-		if err := rows.Scan(&tid, &ids, &lp, &mask, &turnOf, &vals, &adv, &rets); err != nil {
+		if err := rows.Scan(&tid, &ids, &lp, &mask, &turnOf, &vals, &adv, &rets, &trainLP, &ent); err != nil {
 			return err
 		}
 		t := byTID[tid]
@@ -139,13 +140,15 @@ func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.
 			continue
 		}
 		t.Mask = mask
-		var errs [6]error
+		var errs [8]error
 		t.Tokens, errs[0] = decodeInt32(ids)
 		t.Logprobs, errs[1] = decodeFloat32(lp)
 		t.TurnOf, errs[2] = decodeInt16(turnOf)
 		t.Values, errs[3] = decodeFloat32(vals)
 		t.Advantages, errs[4] = decodeFloat32(adv)
 		t.Returns, errs[5] = decodeFloat32(rets)
+		t.TrainLogprobs, errs[6] = decodeFloat32(trainLP)
+		t.Entropies, errs[7] = decodeFloat32(ent)
 		if err := errors.Join(errs[:]...); err != nil {
 			return fmt.Errorf("trajectory %s tokens: %w", t.ID, err)
 		}

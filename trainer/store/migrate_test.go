@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,8 +24,8 @@ func TestOpenCreatesVersionedWALStore(t *testing.T) {
 	if err := s.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
 		t.Fatal(err)
 	}
-	if v != 2 || SchemaVersion() != 2 || mode != "wal" {
-		t.Errorf("user_version %d, SchemaVersion %d, journal_mode %q; want 2, 2, wal", v, SchemaVersion(), mode)
+	if v != 3 || SchemaVersion() != 3 || mode != "wal" {
+		t.Errorf("user_version %d, SchemaVersion %d, journal_mode %q; want 3, 3, wal", v, SchemaVersion(), mode)
 	}
 	// Reopening an up-to-date store applies nothing and succeeds.
 	s2, err := Open(path)
@@ -45,7 +46,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 	}
 	s.Close()
 	_, err = Open(path)
-	if err == nil || !strings.Contains(err.Error(), "schema version 99 is newer than this build's 2") || !strings.Contains(err.Error(), path) {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("schema version 99 is newer than this build's %d", SchemaVersion())) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("Open of a version-99 store: %v; want an error naming the path and both versions", err)
 	}
 }

@@ -224,8 +224,8 @@ func TestOpenMigratesV1Store(t *testing.T) {
 	}
 	defer s.Close()
 	var v int
-	if err := s.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != 2 {
-		t.Fatalf("user_version %d, %v; want 2", v, err)
+	if err := s.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion() {
+		t.Fatalf("user_version %d, %v; want %d", v, err, SchemaVersion())
 	}
 
 	got, err := s.Get("0-train-0-0")

@@ -203,3 +203,12 @@ SELECT t.run,
 FROM tool_calls c JOIN trajectories t USING (tid)
 GROUP BY t.run, 2;
 `
+
+// schemaV3 stores two more per-token arrays of the training forward: the
+// recomputed log-probabilities of the action tokens (against the behaviour
+// logprobs they measure the rollout/training mismatch) and the policy's
+// entropy there. Older rows keep NULL: not computed.
+const schemaV3 = `
+ALTER TABLE trajectory_tokens ADD COLUMN train_logprobs BLOB;
+ALTER TABLE trajectory_tokens ADD COLUMN entropies BLOB;
+`

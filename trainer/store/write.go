@@ -103,6 +103,8 @@ func validate(t *trajectory.Trajectory, iter int) error {
 		{"Values", len(t.Values), t.Values == nil, true},
 		{"Advantages", len(t.Advantages), t.Advantages == nil, true},
 		{"Returns", len(t.Returns), t.Returns == nil, true},
+		{"TrainLogprobs", len(t.TrainLogprobs), t.TrainLogprobs == nil, true},
+		{"Entropies", len(t.Entropies), t.Entropies == nil, true},
 	} {
 		if a.isNil && (a.optional || n == 0) {
 			continue
@@ -140,7 +142,7 @@ func prepareInserts(tx *sql.Tx) (*inserts, error) {
 		return nil, err
 	}
 	if w.tokens, err = tx.Prepare(`INSERT INTO trajectory_tokens (tid, ids, logprobs, mask, turn_of,
-		critic_values, advantages, returns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		critic_values, advantages, returns, train_logprobs, entropies) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		w.close()
 		return nil, err
 	}
@@ -193,7 +195,8 @@ func (w *inserts) insert(run string, t *trajectory.Trajectory) error {
 		}
 	}
 	if _, err := w.tokens.Exec(tid, encodeInt32(t.Tokens), encodeFloat32(t.Logprobs), encodeUint8(t.Mask),
-		encodeInt16(t.TurnOf), encodeFloat32(t.Values), encodeFloat32(t.Advantages), encodeFloat32(t.Returns)); err != nil {
+		encodeInt16(t.TurnOf), encodeFloat32(t.Values), encodeFloat32(t.Advantages), encodeFloat32(t.Returns),
+		encodeFloat32(t.TrainLogprobs), encodeFloat32(t.Entropies)); err != nil {
 		return fmt.Errorf("tokens: %w", err)
 	}
 	return nil
