@@ -9,12 +9,17 @@ import (
 
 // LossConfig configures the policy, KL, entropy and value losses.
 type LossConfig struct {
-	// ClipLow and ClipHigh bound the ratio to [1-ClipLow, 1+ClipHigh].
+	// PolicyLoss names the policy loss (one of PolicyLosses): "ppo",
+	// "gspo" or "cispo" (trainer/loss registers each under its name).
+	PolicyLoss string
+	// ClipLow and ClipHigh bound the ratio to [1-ClipLow, 1+ClipHigh]:
+	// the token ratio of ppo, the sequence ratio of gspo (whose paper uses
+	// 3e-4 and 4e-4), the importance-sampling weight of cispo.
 	// ClipHigh > ClipLow is DAPO's clip-higher (Yu et al. 2025,
 	// arXiv:2503.14476, Sec. 3.1), which leaves low-probability tokens room
 	// to grow and so delays entropy collapse.
 	ClipLow, ClipHigh float64
-	// DualClip > 1 bounds the loss of negative-advantage tokens by
+	// DualClip > 1 bounds the ppo loss of negative-advantage tokens by
 	// -A * DualClip (Ye et al. 2020, "Mastering Complex Control in MOBA
 	// Games", arXiv:1912.09729, Eq. 5; verl: clip_ratio_c); 0 is off.
 	DualClip float64
@@ -39,6 +44,11 @@ type LossConfig struct {
 	VFCoef, ValueClip float64
 }
 
+// PolicyLosses are the names PolicyLoss accepts, as trainer/loss
+// registers them: PPO's clipped surrogate, GSPO's sequence-level ratio and
+// CISPO's clipped importance-sampling weight.
+var PolicyLosses = []string{"ppo", "gspo", "cispo"}
+
 // LossAggs are the names Agg accepts.
 var LossAggs = []string{"token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"}
 
@@ -55,6 +65,9 @@ func (c LossConfig) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
+	if !slices.Contains(PolicyLosses, c.PolicyLoss) {
+		bad("policy_loss", "%q, want one of %s", c.PolicyLoss, strings.Join(PolicyLosses, ", "))
+	}
 	if c.ClipLow <= 0 || c.ClipLow >= 1 {
 		bad("clip_low", "%v, want in (0, 1)", c.ClipLow)
 	}
@@ -63,6 +76,8 @@ func (c LossConfig) Validate() error {
 	}
 	if c.DualClip != 0 && c.DualClip <= 1 {
 		bad("dual_clip", "%v, want 0 (off) or > 1", c.DualClip)
+	} else if c.DualClip != 0 && c.PolicyLoss != "ppo" {
+		bad("dual_clip", "%v, but dual clip bounds the ppo loss only (policy_loss is %q)", c.DualClip, c.PolicyLoss)
 	}
 	if !slices.Contains(LossAggs, c.Agg) {
 		bad("loss_agg", "%q, want one of %s", c.Agg, strings.Join(LossAggs, ", "))

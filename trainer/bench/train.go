@@ -79,7 +79,7 @@ func trainSettings(cfg Config) learner.Settings {
 	group := torch.DefaultAdamW
 	group.LR = 1e-5
 	return learner.Settings{Estimator: "grpo", Advantage: algo.DefaultOptions(), KLEstimator: "k3", FilterKeepRatio: 1,
-		Loss: algo.LossConfig{ClipLow: clipEps, ClipHigh: clipEps, Agg: "token-mean"}, Epochs: 1,
+		Loss: algo.LossConfig{PolicyLoss: "ppo", ClipLow: clipEps, ClipHigh: clipEps, Agg: "token-mean"}, Epochs: 1,
 		MiniBatch: cfg.Batch, MicroBatch: cfg.Batch, LossMask: true, MaxGradNorm: maxGradNorm, Temperature: 1,
 		PolicyOptim: group, CriticOptim: group}
 }

@@ -170,9 +170,10 @@ type AlgorithmConfig struct {
 	// Options are the estimators' settings (gamma, lambda, norm_by_std,
 	// eps, whiten, kl_coef, advantage_mask), keys of this section.
 	algo.Options    `yaml:",inline"`
-	ClipLow         float64 `yaml:"clip_low" default:"0.2" doc:"PPO ratio clip below: 1 - clip_low"`
-	ClipHigh        float64 `yaml:"clip_high" default:"0.28" doc:"PPO ratio clip above: 1 + clip_high (DAPO clip-higher)"`
-	DualClip        float64 `yaml:"dual_clip" default:"0" doc:"dual-clip bound c > 1 for negative advantages (0 = off)"`
+	PolicyLoss      string  `yaml:"policy_loss" default:"ppo" enum:"ppo|gspo|cispo" doc:"policy loss: PPO's clipped token ratio, GSPO's clipped sequence ratio (arXiv:2507.18071; its paper clips at 3e-4/4e-4 with seq-mean-token-mean), or CISPO's clipped, stop-gradient importance weight on log-probabilities (arXiv:2506.13585)"`
+	ClipLow         float64 `yaml:"clip_low" default:"0.2" doc:"ratio clip below: 1 - clip_low (the token ratio of ppo, the sequence ratio of gspo, the IS weight of cispo)"`
+	ClipHigh        float64 `yaml:"clip_high" default:"0.28" doc:"ratio clip above: 1 + clip_high (DAPO clip-higher)"`
+	DualClip        float64 `yaml:"dual_clip" default:"0" doc:"dual-clip bound c > 1 for negative advantages, ppo only (0 = off)"`
 	LossAgg         string  `yaml:"loss_agg" default:"token-mean" enum:"token-mean|seq-mean-token-sum|seq-mean-token-mean|seq-mean-token-sum-norm" doc:"how token losses are averaged (seq-mean-token-sum-norm: Dr. GRPO, token sums over the constant env.max_tokens)"`
 	KLEstimator     string  `yaml:"kl_estimator" default:"k3" doc:"single-sample KL estimator: k1, k2 or k3"`
 	KLMode          string  `yaml:"kl_mode" default:"loss" enum:"loss|reward|off" doc:"KL as a loss term, as a reward penalty, or not at all"`

@@ -34,6 +34,7 @@ env.rewards.external.max_output_mb
 rollout.batch_size rollout.group_size rollout.slots rollout.temperature rollout.top_p rollout.top_k rollout.eval_temperature rollout.dtype rollout.deterministic
 algorithm.estimator algorithm.gamma algorithm.lambda algorithm.norm_by_std algorithm.eps algorithm.whiten
 algorithm.kl_coef algorithm.advantage_mask
+algorithm.policy_loss
 algorithm.clip_low algorithm.clip_high algorithm.dual_clip algorithm.loss_agg
 algorithm.kl_estimator algorithm.kl_mode algorithm.entropy_coef algorithm.vf_coef algorithm.value_clip
 algorithm.epochs algorithm.mini_batch algorithm.micro_batch algorithm.loss_mask
@@ -98,7 +99,7 @@ func TestMarkdownTable(t *testing.T) {
 			t.Errorf("row has %d cell borders: %q", n, l)
 		}
 	}
-	if !strings.Contains(MarkdownTable(), "| `algorithm.clip_high` | float | `0.28` | PPO ratio clip above") {
+	if !strings.Contains(MarkdownTable(), "| `algorithm.clip_high` | float | `0.28` | ratio clip above") {
 		t.Error("clip_high row missing")
 	}
 }

@@ -8,7 +8,7 @@ import "github.com/agentrl/agentrl/trainer/algo"
 // (it also needs a reference model).
 func (c Config) Loss() algo.LossConfig {
 	a := c.Algorithm
-	return algo.LossConfig{ClipLow: a.ClipLow, ClipHigh: a.ClipHigh, DualClip: a.DualClip, Agg: a.LossAgg,
+	return algo.LossConfig{PolicyLoss: a.PolicyLoss, ClipLow: a.ClipLow, ClipHigh: a.ClipHigh, DualClip: a.DualClip, Agg: a.LossAgg,
 		Horizon: c.Env.MaxTokens, KLCoef: a.KLCoef, KLEstimator: a.KLEstimator,
 		EntropyCoef: a.EntropyCoef, VFCoef: a.VFCoef, ValueClip: a.ValueClip}
 }

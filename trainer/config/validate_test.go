@@ -54,6 +54,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"algorithm.clip_low", func(c *Config) { c.Algorithm.ClipLow = 0 }, "want in (0, 1)"},
 		{"algorithm.clip_high", func(c *Config) { c.Algorithm.ClipHigh = 0 }, "want > 0"},
 		{"algorithm.dual_clip", func(c *Config) { c.Algorithm.DualClip = 0.5 }, "want 0 (off) or > 1"},
+		{"algorithm.dual_clip", func(c *Config) { c.Algorithm.DualClip, c.Algorithm.PolicyLoss = 3, "gspo" }, "bounds the ppo loss only"},
+		{"algorithm.policy_loss", func(c *Config) { c.Algorithm.PolicyLoss = "trpo" }, "want one of ppo, gspo, cispo"},
 		{"algorithm.loss_agg", func(c *Config) { c.Algorithm.LossAgg = "sum" }, "token-mean"},
 		{"algorithm.kl_estimator", func(c *Config) { c.Algorithm.KLEstimator = "k4" }, "k4"},
 		{"algorithm.kl_mode", func(c *Config) { c.Algorithm.KLMode = "both" }, "loss, reward, off"},

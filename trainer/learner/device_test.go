@@ -69,7 +69,7 @@ func TestPolicyLossesOnTheModelsDevice(t *testing.T) {
 	m := metaModel(t, true)
 	trs, data := metaBatch()
 	for _, shared := range []bool{false, true} {
-		l := &Learner{policy: m, ref: m, s: Settings{LossMask: true, Temperature: 1, Loss: algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.2,
+		l := &Learner{policy: m, ref: m, s: Settings{LossMask: true, Temperature: 1, Loss: algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2,
 			DualClip: 3, Agg: "token-mean", KLEstimator: "k3", KLInLoss: true, KLCoef: 0.1, EntropyCoef: 0.01, VFCoef: 0.5, ValueClip: 0.2}}}
 		if shared {
 			l.critic, l.mode = m, SharedCritic

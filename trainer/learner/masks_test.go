@@ -81,8 +81,12 @@ func TestLossMaskSwitchOnHandWorkedTrajectory(t *testing.T) {
 		vals := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Values[j] })
 		ret := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Returns[j] })
 		n := Norm([]*trajectory.Trajectory{tr}, tc.lossMask)
-		cfg := algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean", KLEstimator: "k3"}
-		pl := item(s, loss.PolicyLoss(s, logp, logp, adv, mask, cfg, n))
+		cfg := algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean", KLEstimator: "k3"}
+		pg, err := loss.PolicyLoss(s, loss.PolicyInputs{LogP: logp, OldLogP: logp, Adv: adv, Mask: mask}, cfg, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl := item(s, pg.Loss)
 		vl := item(s, loss.ValueLoss(s, vals, vals, ret, mask, 0.2, "token-mean", n))
 		if err := s.Err(); err != nil {
 			t.Fatal(err)

@@ -39,8 +39,8 @@ func (l *Learner) policyStep(mini []*trajectory.Trajectory, data Data, trainPoli
 	return nil
 }
 
-// policyLoss is one micro-batch's loss of the policy: PPO's clipped
-// surrogate, the KL-to-reference term and the entropy bonus when they are
+// policyLoss is one micro-batch's loss of the policy: the policy loss
+// algorithm.policy_loss names, the KL-to-reference term and the entropy bonus when they are
 // on, and a shared value head's weighted value loss. Its terms and the
 // micro-batch's diagnostics are reported to st through rep.
 func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, trainPolicy bool, st *Stats, rep *report) (*torch.Tensor, error) {
@@ -60,9 +60,14 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, t
 	if trainPolicy {
 		old := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
 		adv := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Advantages[j] })
-		pg := loss.PolicyLoss(s, o.LogProbs, old, adv, mask, c.Loss, n)
-		total = s.Add(total, pg)
-		rep.add(pg, func(v float64) { st.PolicyLoss += v })
+		pg, err := loss.PolicyLoss(s, loss.PolicyInputs{LogP: o.LogProbs, OldLogP: old, Adv: adv, Mask: mask}, c.Loss, n)
+		if err != nil {
+			return nil, err
+		}
+		total = s.Add(total, pg.Loss)
+		rep.add(pg.ClipLow, func(v float64) { st.ClipFracLow += v })
+		rep.add(pg.ClipHigh, func(v float64) { st.ClipFracHigh += v })
+		rep.add(pg.Loss, func(v float64) { st.PolicyLoss += v })
 		if c.Loss.KLInLoss && c.Loss.KLCoef != 0 && l.ref != nil {
 			ref := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Ref[j] })
 			kl := loss.KLLoss(s, o.LogProbs, ref, mask, c.Loss.KLEstimator, c.Loss.Agg, n)
@@ -73,9 +78,7 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, t
 			ent := loss.Aggregate(s, o.Entropy, mask, c.Loss.Agg, n)
 			total = s.Sub(total, s.MulScalar(ent, c.Loss.EntropyCoef))
 		}
-		d := loss.Diagnose(s, o.LogProbs, old, adv, o.Entropy, mask, c.Loss.ClipLow, c.Loss.ClipHigh)
-		rep.add(d.ClipLow, func(v float64) { st.ClipFracLow += v })
-		rep.add(d.ClipHigh, func(v float64) { st.ClipFracHigh += v })
+		d := loss.Diagnose(s, o.LogProbs, old, o.Entropy, mask)
 		rep.add(d.ApproxKL, func(v float64) { st.ApproxKL += v })
 		rep.add(d.Entropy, func(v float64) { st.Entropy += v })
 		rep.add(d.Tokens, func(v float64) { st.Tokens += int(v) })

@@ -1,7 +1,8 @@
 // Package loss holds the RL losses as differentiable tensor expressions
-// over the logprobs and values the model returns: PPO's clipped surrogate,
-// the KL-to-reference term, PPO2's clipped value loss, and the token
-// aggregations (verl's agg_loss) they share. They are composed from the
+// over the logprobs and values the model returns: the policy losses,
+// registered by name as the estimators are (PPO's clipped surrogate, GSPO,
+// CISPO), the KL-to-reference term, PPO2's clipped value loss, and the
+// token aggregations (verl's agg_loss) they share. They are composed from the
 // small set of torch.Scope ops so that each reads like its paper; their
 // settings (algo.LossConfig) and normalisers (algo.Norm) are pure Go in
 // trainer/algo.
@@ -36,28 +37,6 @@ func Aggregate(s *torch.Scope, x, mask *torch.Tensor, agg string, n algo.Norm) *
 	default: // token-mean
 		return s.DivScalar(s.MaskedSum(x, mask), n.Tokens)
 	}
-}
-
-// PolicyLoss is PPO's clipped surrogate (Schulman et al. 2017,
-// arXiv:1707.06347, Eq. 7) with separate low/high clip and optional dual
-// clip, as a loss to minimise:
-//
-//	r_t     = exp(logp_t - oldLogp_t)
-//	L_t     = max(-A_t r_t, -A_t clip(r_t, 1-eps_low, 1+eps_high))
-//	L_t     = min(L_t, -A_t c)          where A_t < 0 and dual clip c > 1
-//
-// All tensors are [B,T]; mask selects the tokens that count.
-func PolicyLoss(s *torch.Scope, logp, oldLogp, adv, mask *torch.Tensor, cfg algo.LossConfig, n algo.Norm) *torch.Tensor {
-	ratio := s.Exp(s.Clamp(s.Sub(logp, oldLogp), -algo.MaxLogRatio, algo.MaxLogRatio))
-	negAdv := s.Neg(adv)
-	pg1 := s.Mul(negAdv, ratio)
-	pg2 := s.Mul(negAdv, s.Clamp(ratio, 1-cfg.ClipLow, 1+cfg.ClipHigh))
-	pg := s.Maximum(pg1, pg2)
-	if cfg.DualClip > 1 {
-		pg3 := s.MulScalar(negAdv, cfg.DualClip)
-		pg = s.Where(s.LtScalar(adv, 0), s.Minimum(pg, pg3), pg)
-	}
-	return Aggregate(s, pg, mask, cfg.Agg, n)
 }
 
 // TokenKL is the per-token estimate of KL(pi || pi_ref) from each sampled

