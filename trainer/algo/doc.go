@@ -18,6 +18,12 @@
 //     verl: compute_reinforce_plus_plus_outcome_advantage and
 //     compute_reinforce_plus_plus_baseline_outcome_advantage; OpenRLHF:
 //     openrlhf/trainer/ppo_utils/experience_maker.py get_cumulative_returns.
+//   - GiGPO: Feng et al. 2025, "Group-in-Group Policy Optimization for LLM
+//     Agent Training", arXiv:2505.10978, Sec. 3. verl-agent:
+//     gigpo/core_gigpo.py compute_gigpo_outcome_advantage.
+//   - Turn-level leave-one-out advantages (turn_rloo): the RLOO baseline
+//     per turn index; why it stays unbiased when episodes differ in length
+//     is in turn_rloo.go (cf. verl's RFC #7244 on per-turn normalisation).
 //   - Variance filter and echo trap: Wang et al. 2025, "RAGEN: Understanding
 //     Self-Evolution in LLM Agents via Multi-Turn Reinforcement Learning"
 //     (StarPO-S), arXiv:2504.20073; RAGEN: ragen/trainer/rollout_filter.py.

@@ -21,17 +21,10 @@ func GRPO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	}
 	s := scores(batch, kl, opt.KLCoef)
 	for _, g := range groupsOf(batch) {
-		mean, std := meanStd(s, g)
+		adv := relative(s, g, opt)
 		for _, k := range g {
-			a := 0.0
-			if len(g) > 1 {
-				a = s[k] - mean
-				if opt.NormByStd {
-					a /= std + opt.Eps
-				}
-			}
 			resetOutputs(batch[k])
-			broadcast(batch[k], opt, a)
+			broadcast(batch[k], opt, adv[k])
 		}
 	}
 	return nil

@@ -17,6 +17,13 @@ type Options struct {
 	NormByStd bool `yaml:"norm_by_std" default:"true" doc:"divide GRPO advantages by the group std (false = Dr. GRPO)"`
 	// Eps keeps the grpo division finite when a group's std is 0.
 	Eps float64 `yaml:"eps" default:"1e-6" doc:"added to the group std before dividing"`
+	// TurnGamma is the per-turn discount of the turn-level estimators
+	// (gigpo, turn_rloo): a turn's return is its reward plus TurnGamma times
+	// the next turn's return. GiGPO's paper uses 0.95.
+	TurnGamma float64 `yaml:"turn_gamma" default:"0.95" doc:"per-turn discount of the step returns of gigpo and turn_rloo"`
+	// StepWeight is GiGPO's omega: the weight of the step-level advantage
+	// added to the episode-level one (1 in the paper).
+	StepWeight float64 `yaml:"step_weight" default:"1.0" doc:"GiGPO's omega: weight of the step-level (anchor-state) advantage"`
 	// Whiten standardises the gae advantages over the batch's credited
 	// tokens after the returns are taken, as verl's
 	// compute_gae_advantage_return does. reinforce_pp and

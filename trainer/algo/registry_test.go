@@ -9,7 +9,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	want := []string{"gae", "grpo", "reinforce_pp", "reinforce_pp_baseline", "rloo"}
+	want := []string{"gae", "gigpo", "grpo", "reinforce_pp", "reinforce_pp_baseline", "rloo", "turn_rloo"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
@@ -46,12 +46,13 @@ func TestRegisterDuplicatePanics(t *testing.T) {
 }
 
 // What each estimator needs: only GAE a value function; the
-// group-relative ones (GRPO, RLOO, REINFORCE++ with the group baseline)
-// groups of at least 2.
+// group-relative ones (GRPO, RLOO, REINFORCE++ with the group baseline,
+// GiGPO, the turn-level leave-one-out) groups of at least 2.
 func TestRegistryNeeds(t *testing.T) {
 	for name, want := range map[string][2]bool{
 		"gae": {true, false}, "grpo": {false, true}, "rloo": {false, true},
 		"reinforce_pp": {false, false}, "reinforce_pp_baseline": {false, true},
+		"gigpo": {false, true}, "turn_rloo": {false, true},
 	} {
 		e, err := Get(name)
 		if err != nil {

@@ -166,9 +166,10 @@ type RolloutConfig struct {
 
 // AlgorithmConfig picks the advantage estimator and shapes the losses.
 type AlgorithmConfig struct {
-	Estimator string `yaml:"estimator" default:"grpo" doc:"advantage estimator: gae, grpo, rloo, reinforce_pp or reinforce_pp_baseline"`
+	Estimator string `yaml:"estimator" default:"grpo" doc:"advantage estimator: gae, grpo, rloo, reinforce_pp, reinforce_pp_baseline, gigpo (episode- plus anchor-state step-level advantages) or turn_rloo (per-turn returns with a leave-one-out per-turn baseline, for process rewards)"`
 	// Options are the estimators' settings (gamma, lambda, norm_by_std,
-	// eps, whiten, kl_coef, advantage_mask), keys of this section.
+	// eps, turn_gamma, step_weight, whiten, kl_coef, advantage_mask), keys
+	// of this section.
 	algo.Options    `yaml:",inline"`
 	PolicyLoss      string  `yaml:"policy_loss" default:"ppo" enum:"ppo|gspo|cispo" doc:"policy loss: PPO's clipped token ratio, GSPO's clipped sequence ratio (arXiv:2507.18071; its paper clips at 3e-4/4e-4 with seq-mean-token-mean), or CISPO's clipped, stop-gradient importance weight on log-probabilities (arXiv:2506.13585)"`
 	ClipLow         float64 `yaml:"clip_low" default:"0.2" doc:"ratio clip below: 1 - clip_low (the token ratio of ppo, the sequence ratio of gspo, the IS weight of cispo)"`

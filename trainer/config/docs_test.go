@@ -32,7 +32,8 @@ env.rewards.invalid_call env.rewards.repeat_call
 env.rewards.external.command env.rewards.external.url env.rewards.external.timeout env.rewards.external.weight
 env.rewards.external.max_output_mb
 rollout.batch_size rollout.group_size rollout.slots rollout.temperature rollout.top_p rollout.top_k rollout.eval_temperature rollout.dtype rollout.deterministic
-algorithm.estimator algorithm.gamma algorithm.lambda algorithm.norm_by_std algorithm.eps algorithm.whiten
+algorithm.estimator algorithm.gamma algorithm.lambda algorithm.norm_by_std algorithm.eps algorithm.turn_gamma
+algorithm.step_weight algorithm.whiten
 algorithm.kl_coef algorithm.advantage_mask
 algorithm.policy_loss
 algorithm.clip_low algorithm.clip_high algorithm.dual_clip algorithm.loss_agg

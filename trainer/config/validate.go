@@ -160,6 +160,8 @@ func (c *Config) validateAlgorithm(p *problems) {
 	}
 	p.closedRange("algorithm.gamma", a.Gamma, 0, 1)
 	p.closedRange("algorithm.lambda", a.Lambda, 0, 1)
+	p.closedRange("algorithm.turn_gamma", a.TurnGamma, 0, 1)
+	p.atLeastF("algorithm.step_weight", a.StepWeight, 0)
 	if a.Eps <= 0 {
 		p.add("algorithm.eps", "%v, want > 0", a.Eps)
 	}
