@@ -98,6 +98,26 @@ func TestDefaultJobSmall(t *testing.T) {
 	if len(train) != 8 {
 		t.Fatalf("iteration 1 stored %d training trajectories, want 4 prompts x 2 samples", len(train))
 	}
+	// The training forward's logprobs and entropies are stored for the
+	// trajectories learned from, on their action tokens: logprobs within
+	// rounding of the behaviour ones (the engine decodes the same f32
+	// weights), entropies positive.
+	learned := 0
+	for _, x := range train {
+		if x.TrainLogprobs == nil {
+			continue
+		}
+		learned++
+		for j, m := range x.Mask {
+			lp, ent := x.TrainLogprobs[j], x.Entropies[j]
+			if m == 0 && (lp != 0 || ent != 0) || m == 1 && (math.Abs(float64(lp-x.Logprobs[j])) > 1e-3 || !(ent > 0)) {
+				t.Fatalf("%s token %d (mask %d): stored train logprob %v (behaviour %v), entropy %v", x.ID, j, m, lp, x.Logprobs[j], ent)
+			}
+		}
+	}
+	if learned == 0 {
+		t.Fatal("no stored training trajectory has the training forward's logprobs")
+	}
 	if _, err := os.Stat(filepath.Join(dir, "small", "final", "model.safetensors")); err != nil {
 		t.Fatalf("final policy not exported: %v", err)
 	}
@@ -136,7 +156,10 @@ func checkInvariants(t *testing.T, x *trajectory.Trajectory) {
 // Rollouts decoding from a bf16 copy of an f32 policy: the copy is
 // refreshed before every rollout, so the behaviour logprobs stay within bf16
 // rounding of the training forward's (a stale or never-filled copy would be
-// far off), and the job completes.
+// far off), and the job completes. The mismatch telemetry sees it: a
+// positive KL below the warning threshold (a correct pipeline never
+// reaches it), ratios on both sides of 1; and the correction, on by
+// default for bf16 rollouts, weighs the tokens about 1.
 func TestRolloutInBF16(t *testing.T) {
 	cfg := smallConfig(t.TempDir())
 	cfg.Rollout.DType = "bf16"
@@ -150,6 +173,13 @@ func TestRolloutInBF16(t *testing.T) {
 		seen++
 		if !(v > 0 && v < 0.25) {
 			t.Fatalf("iteration %d: behaviour vs training logprobs differ by up to %v; want bf16 rounding (0 < d < 0.25)", m.Iteration, v)
+		}
+		kl, hi, lo, w := m.Metrics["mismatch_kl"], m.Metrics["mismatch_ratio_max"], m.Metrics["mismatch_ratio_min"], m.Metrics["rollout_weight_mean"]
+		t.Logf("iteration %d: mismatch KL %.3g, ratio [%.4g, %.4g], beyond bound %.3g, mean weight %.6g, max gap %.3g",
+			m.Iteration, kl, lo, hi, m.Metrics["mismatch_beyond_bound"], w, v)
+		if !(kl > 0 && kl < cfg.Algorithm.MismatchWarnKL) || !(hi > 1 && lo < 1) || !(w > 0.9 && w < 1.1) {
+			t.Fatalf("iteration %d: mismatch KL %v, ratio [%v, %v], mean weight %v; want 0 < KL < %v, ratios around 1, weights about 1",
+				m.Iteration, kl, lo, hi, w, cfg.Algorithm.MismatchWarnKL)
 		}
 	}
 	if seen != cfg.Run.Iterations {

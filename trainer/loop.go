@@ -445,7 +445,9 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	}
 	m[metric.TimeIterationS] = time.Since(start).Seconds()
 	ev := t.log.Info().Int("iteration", iter).Float64("reward", m[metric.RewardMean]).Float64("em", m[metric.EM]).
-		Float64("entropy", m[metric.Entropy]).Float64("approx_kl", m[metric.ApproxKL]).Float64("tok/s", m[metric.TokensPerSRollout]).
+		Float64("entropy", m[metric.Entropy]).Float64("approx_kl", m[metric.ApproxKL]).Float64("mismatch_kl", m[metric.MismatchKL]).
+		Float64("mismatch_ratio_min", m[metric.MismatchRatioMin]).Float64("mismatch_ratio_max", m[metric.MismatchRatioMax]).
+		Float64("mismatch_beyond", m[metric.MismatchBeyond]).Float64("tok/s", m[metric.TokensPerSRollout]).
 		Float64("s", m[metric.TimeIterationS])
 	if v, ok := m[metric.Eval+metric.EM]; ok {
 		ev = ev.Float64("eval_em", v)
@@ -471,6 +473,11 @@ func (t *Trainer) learn(iter int, train []*trajectory.Trajectory, m map[string]f
 	}
 	t.state.OptSteps = t.learner.Steps()
 	updateMetrics(m, r, t.learner.Critic() != nil)
+	mm := r.Mismatch
+	if w := mm.Warning(iter, t.cfg.Algorithm.MismatchWarnKL); w != "" {
+		t.log.Warn().Int("iteration", iter).Float64("mismatch_kl", mm.KL).Float64("ratio_max", mm.RatioMax).
+			Float64("ratio_min", mm.RatioMin).Float64("beyond_bound", mm.BeyondBound).Msg(w)
+	}
 	if err := t.echoTrap(iter, m); err != nil {
 		return err
 	}

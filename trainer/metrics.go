@@ -105,7 +105,12 @@ func b2f(b bool) float64 {
 func updateMetrics(m map[string]float64, r learner.Report, critic bool) {
 	m[metric.GroupRewardStd] = r.GroupRewardStd
 	m[metric.GroupsDropped] = float64(r.GroupsDropped)
-	m[metric.LogprobMismatchMax] = r.LogprobMismatch
+	mm := r.Mismatch
+	m[metric.LogprobMismatchMax] = mm.MaxAbsDiff
+	m[metric.MismatchKL], m[metric.MismatchRatioMax], m[metric.MismatchRatioMin], m[metric.MismatchBeyond] = mm.KL, mm.RatioMax, mm.RatioMin, mm.BeyondBound
+	if !math.IsNaN(r.WeightMean) {
+		m[metric.RolloutWeightMean] = r.WeightMean
+	}
 	if r.HasRef {
 		m[metric.KLRef] = r.KLRef
 	}

@@ -12,3 +12,18 @@ func (c Config) Loss() algo.LossConfig {
 		Horizon: c.Env.MaxTokens, KLCoef: a.KLCoef, KLEstimator: a.KLEstimator,
 		EntropyCoef: a.EntropyCoef, VFCoef: a.VFCoef, ValueClip: a.ValueClip}
 }
+
+// RolloutCorrection is algorithm.rollout_correction with auto resolved:
+// truncated importance sampling per token ("tis") when the rollouts decode
+// in another precision than the training forward computes in
+// (rollout.dtype set and different from device.dtype), "off" otherwise.
+func (c Config) RolloutCorrection() string {
+	rc := c.Algorithm.RolloutCorrection
+	if rc != "auto" {
+		return rc
+	}
+	if dt := c.Rollout.DType; dt != "auto" && dt != c.Device.DType {
+		return "tis"
+	}
+	return "off"
+}

@@ -189,6 +189,10 @@ func (c *Config) validateAlgorithm(p *problems) {
 		p.add("algorithm.filter_keep_ratio", "%v, want in (0, 1]", a.FilterKeepRatio)
 	}
 	p.atLeast("algorithm.critic_warmup", a.CriticWarmup, 0)
+	if !(a.RolloutCorrectionBound > 1) {
+		p.add("algorithm.rollout_correction_bound", "%v, want > 1", a.RolloutCorrectionBound)
+	}
+	p.atLeastF("algorithm.mismatch_warn_kl", a.MismatchWarnKL, 0)
 }
 
 func (c *Config) validateOptim(p *problems) {

@@ -6,28 +6,32 @@ import (
 
 // TokenData are the per-token arrays an update needs besides the
 // trajectory's own (index j holds token j's): the old policy's logprobs
-// (recomputed before the update), the reference's logprobs (KL term) and
-// the values before the update.
+// (recomputed before the update), the reference's logprobs (KL term), the
+// values before the update, and the rollout correction's weights on the
+// policy-gradient term (nil without a correction).
 type TokenData struct {
-	Old, Ref, Values []float32
+	Old, Ref, Values, Weight []float32
 }
 
 // Data holds each trajectory's TokenData.
 type Data map[*trajectory.Trajectory]*TokenData
 
 // prepare computes, without gradients, the data of trs an update needs:
-// the policy's logprobs at the sampling temperature, the reference's when
-// there is one, and the critic's values when there is one (also set as
-// the trajectories' Values, which the estimators read).
+// the policy's logprobs at the sampling temperature (also kept on the
+// action tokens as the trajectories' TrainLogprobs, with the policy's
+// entropies as their Entropies, for the store), the reference's when there
+// is one, and the critic's values when there is one (also set as the
+// trajectories' Values, which the estimators read).
 func (l *Learner) prepare(trs []*trajectory.Trajectory) (Data, error) {
 	c := l.s
-	old, err := TokenLogprobs(l.dist, l.policy, trs, c.Temperature, c.MicroBatch)
+	old, ent, err := TokenLogprobsEntropies(l.dist, l.policy, trs, c.Temperature, c.MicroBatch)
 	if err != nil {
 		return nil, err
 	}
 	data := make(Data, len(trs))
 	for i, t := range trs {
 		data[t] = &TokenData{Old: old[i]}
+		t.TrainLogprobs, t.Entropies = onActions(t, old[i]), onActions(t, ent[i])
 	}
 	if l.ref != nil {
 		ref, err := TokenLogprobs(l.dist, l.ref, trs, c.Temperature, c.MicroBatch)
@@ -49,4 +53,16 @@ func (l *Learner) prepare(trs []*trajectory.Trajectory) (Data, error) {
 		}
 	}
 	return data, nil
+}
+
+// onActions is a copy of x holding its values on t's action tokens and 0
+// elsewhere.
+func onActions(t *trajectory.Trajectory, x []float32) []float32 {
+	out := make([]float32, len(t.Tokens))
+	for j, m := range t.Mask {
+		if m == 1 && j < len(x) {
+			out[j] = x[j]
+		}
+	}
+	return out
 }

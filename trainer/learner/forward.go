@@ -15,22 +15,46 @@ import (
 // ratio and the reference's logprobs of the KL term. In a data-parallel
 // job each rank computes its share and every rank receives all.
 func TokenLogprobs(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, temperature float64, micro int) ([][]float32, error) {
-	return sharded(g, trs, func(mine []*trajectory.Trajectory) ([][]float32, error) {
+	rows, err := sharded(g, trs, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
 		return forwardEach(m, mine, micro, torch.ForwardOptions{Temperature: temperature}, func(o torch.Output) *torch.Tensor { return o.LogProbs })
 	})
+	return column(rows, 0), err
+}
+
+// TokenLogprobsEntropies is TokenLogprobs with the policy's entropy at
+// every position too (index j holds the entropy of the distribution token
+// j was drawn from), from the same forward pass.
+func TokenLogprobsEntropies(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, temperature float64, micro int) (logprobs, entropies [][]float32, err error) {
+	rows, err := sharded(g, trs, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
+		return forwardEach(m, mine, micro, torch.ForwardOptions{Temperature: temperature, Entropy: true},
+			func(o torch.Output) *torch.Tensor { return o.LogProbs }, func(o torch.Output) *torch.Tensor { return o.Entropy })
+	})
+	return column(rows, 0), column(rows, 1), err
 }
 
 // TokenValues computes the critic's value for every token (index j holds
 // V before token j), sharded like TokenLogprobs.
 func TokenValues(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, micro int) ([][]float32, error) {
-	return sharded(g, trs, func(mine []*trajectory.Trajectory) ([][]float32, error) {
+	rows, err := sharded(g, trs, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
 		return forwardEach(m, mine, micro, torch.ForwardOptions{Values: true, ValuesOnly: true}, func(o torch.Output) *torch.Tensor { return o.Values })
 	})
+	return column(rows, 0), err
+}
+
+// column is the c-th output of every trajectory (nil rows give nil).
+func column(rows [][][]float32, c int) [][]float32 {
+	out := make([][]float32, len(rows))
+	for i, r := range rows {
+		if r != nil {
+			out[i] = r[c]
+		}
+	}
+	return out
 }
 
 // sharded runs f on this rank's share of trs (dist.Shard) and gathers the
 // rows of every rank back into trs's order.
-func sharded(g *dist.Group, trs []*trajectory.Trajectory, f func([]*trajectory.Trajectory) ([][]float32, error)) ([][]float32, error) {
+func sharded[T any](g *dist.Group, trs []*trajectory.Trajectory, f func([]*trajectory.Trajectory) ([]T, error)) ([]T, error) {
 	if g.World() == 1 {
 		return f(trs)
 	}
@@ -42,7 +66,7 @@ func sharded(g *dist.Group, trs []*trajectory.Trajectory, f func([]*trajectory.T
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]float32, len(trs))
+	out := make([]T, len(trs))
 	for r, rows := range parts {
 		for k, row := range rows {
 			out[r+k*g.World()] = row
@@ -51,22 +75,31 @@ func sharded(g *dist.Group, trs []*trajectory.Trajectory, f func([]*trajectory.T
 	return out, nil
 }
 
-func forwardEach(m *torch.Model, trs []*trajectory.Trajectory, micro int, opt torch.ForwardOptions, pickOut func(torch.Output) *torch.Tensor) ([][]float32, error) {
-	out := make([][]float32, len(trs))
+// forwardEach runs m without gradients over trs in micro-batches and
+// returns, per trajectory, one row per picked output (token j's value at
+// index j).
+func forwardEach(m *torch.Model, trs []*trajectory.Trajectory, micro int, opt torch.ForwardOptions, picks ...func(torch.Output) *torch.Tensor) ([][][]float32, error) {
+	out := make([][][]float32, len(trs))
+	for i := range out {
+		out[i] = make([][]float32, len(picks))
+	}
 	for _, mb := range MicroBatches(trs, micro) {
 		p := PadBatch(Pick(trs, mb))
 		o, err := m.Forward(p.Batch, opt)
 		if err != nil {
 			return nil, OOMHint(fmt.Errorf("forward of %d trajectories (%d tokens): %w", len(mb), p.Batch.T, err))
 		}
-		v, err := pickOut(o).Float32s()
+		for c, pick := range picks {
+			v, err := pick(o).Float32s()
+			if err != nil {
+				o.Free()
+				return nil, err
+			}
+			for i, row := range p.Unpack(v) {
+				out[mb[i]][c] = row
+			}
+		}
 		o.Free()
-		if err != nil {
-			return nil, err
-		}
-		for i, row := range p.Unpack(v) {
-			out[mb[i]] = row
-		}
 	}
 	return out, nil
 }

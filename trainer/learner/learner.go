@@ -36,6 +36,14 @@ type Settings struct {
 	MaxGradNorm float64
 	Temperature float64 // the sampling temperature, at which logprobs are recomputed
 
+	// RolloutCorrection corrects the policy-gradient term for the rollout
+	// engine's distribution differing from the training forward's: "off"
+	// (or ""), "tis", "tis_seq", "mis" or "mis_seq" (algo.RolloutWeights).
+	RolloutCorrection string
+	// RolloutBound is its bound C (> 1), also the bound the mismatch
+	// telemetry counts tokens beyond.
+	RolloutBound float64
+
 	// PolicyOptim is the policy's AdamW group; CriticOptim a value head's
 	// (a second group of the policy's optimizer when shared) or a separate
 	// critic's.

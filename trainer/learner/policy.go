@@ -60,7 +60,11 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, t
 	if trainPolicy {
 		old := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
 		adv := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Advantages[j] })
-		pg, err := loss.PolicyLoss(s, loss.PolicyInputs{LogP: o.LogProbs, OldLogP: old, Adv: adv, Mask: mask}, c.Loss, n)
+		in := loss.PolicyInputs{LogP: o.LogProbs, OldLogP: old, Adv: adv, Mask: mask}
+		if data[p.Trs[0]].Weight != nil {
+			in.Weight = grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Weight[j] })
+		}
+		pg, err := loss.PolicyLoss(s, in, c.Loss, n)
 		if err != nil {
 			return nil, err
 		}

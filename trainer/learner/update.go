@@ -20,10 +20,14 @@ type Report struct {
 	Trained        []*trajectory.Trajectory
 	GroupRewardStd float64 // the mean within-group reward std of the whole batch
 	GroupsDropped  int     // groups the variance filter dropped
-	// LogprobMismatch is the largest gap between a policy token's
-	// behaviour logprob (recorded while sampling) and the recomputed one:
-	// 0 when rollout and training compute the same distribution.
-	LogprobMismatch float64
+	// Mismatch compares the behaviour logprobs (recorded while sampling)
+	// with the recomputed ones over the policy's tokens: the rollout/
+	// training mismatch (its MaxAbsDiff is 0 when rollout and training
+	// compute the same distribution).
+	Mismatch algo.Mismatch
+	// WeightMean is the mean rollout-correction weight over the policy's
+	// tokens, NaN without a correction.
+	WeightMean float64
 	// KLRef is the mean per-token KL of the policy to the reference (k1,
 	// k2 or k3 as set); HasRef is false when there is no reference.
 	KLRef  float64
@@ -50,7 +54,10 @@ func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Report, erro
 		return r, err
 	}
 	prepared := time.Now()
-	r.LogprobMismatch = logprobMismatch(train, data)
+	r.Mismatch = mismatch(train, data, l.s.RolloutBound)
+	if r.WeightMean, err = l.correct(train, data); err != nil {
+		return r, err
+	}
 	kl, err := l.referenceKL(train, data, &r)
 	if err != nil {
 		return r, err
@@ -75,18 +82,43 @@ func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Report, erro
 	return r, nil
 }
 
-// logprobMismatch is the largest gap between the behaviour logprobs and
-// the recomputed ones over the policy's tokens.
-func logprobMismatch(train []*trajectory.Trajectory, data Data) float64 {
-	var worst float64
+// mismatch measures the rollout/training mismatch of the batch: the
+// behaviour logprobs against the recomputed old ones, on the action
+// tokens.
+func mismatch(train []*trajectory.Trajectory, data Data, bound float64) algo.Mismatch {
+	behaviour, old, masks := make([][]float32, len(train)), make([][]float32, len(train)), make([][]uint8, len(train))
+	for i, tr := range train {
+		behaviour[i], old[i], masks[i] = tr.Logprobs, data[tr].Old, tr.Mask
+	}
+	return algo.MeasureMismatch(behaviour, old, masks, bound)
+}
+
+// correct sets each trajectory's rollout-correction weights (the
+// settings' RolloutCorrection, none when "" or "off") and returns their
+// mean over the action tokens (NaN without a correction).
+func (l *Learner) correct(train []*trajectory.Trajectory, data Data) (float64, error) {
+	mode := l.s.RolloutCorrection
+	if mode == "" || mode == "off" {
+		return math.NaN(), nil
+	}
+	sum, n := 0.0, 0
 	for _, tr := range train {
-		for j, mk := range tr.Mask {
-			if mk == 1 {
-				worst = math.Max(worst, math.Abs(float64(tr.Logprobs[j]-data[tr].Old[j])))
+		w, err := algo.RolloutWeights(tr.Logprobs, data[tr].Old, tr.Mask, mode, l.s.RolloutBound)
+		if err != nil {
+			return 0, fmt.Errorf("trajectory %s: %w", tr.ID, err)
+		}
+		data[tr].Weight = w
+		for j, m := range tr.Mask {
+			if m == 1 {
+				sum += float64(w[j])
+				n++
 			}
 		}
 	}
-	return worst
+	if n == 0 {
+		return math.NaN(), nil
+	}
+	return sum / float64(n), nil
 }
 
 // referenceKL is the per-token KL of the old policy to the reference,

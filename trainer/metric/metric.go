@@ -36,6 +36,11 @@ const (
 	GroupRewardStd     = "group_reward_std"
 	GroupsDropped      = "groups_dropped"
 	LogprobMismatchMax = "logprob_mismatch_max"
+	MismatchKL         = "mismatch_kl"
+	MismatchRatioMax   = "mismatch_ratio_max"
+	MismatchRatioMin   = "mismatch_ratio_min"
+	MismatchBeyond     = "mismatch_beyond_bound"
+	RolloutWeightMean  = "rollout_weight_mean"
 	KLRef              = "kl_ref"
 	PolicyLoss         = "policy_loss"
 	KLLoss             = "kl_loss"
@@ -106,6 +111,11 @@ var Defs = []Def{
 	{GroupRewardStd, "mean within-group reward std (ddof 1) over groups of two or more, before the variance filter: the echo-trap signal", false},
 	{GroupsDropped, "groups the variance filter (algorithm.filter_keep_ratio) dropped", false},
 	{LogprobMismatchMax, "largest gap between a sampled token's logprob and the training forward's (0 when rollouts and training agree)", false},
+	{MismatchKL, "rollout/training mismatch: mean k3 estimate of KL(behaviour || training forward) over the action tokens, r = pi_train/pi_behaviour", false},
+	{MismatchRatioMax, "largest ratio pi_train/pi_behaviour of an action token", false},
+	{MismatchRatioMin, "smallest ratio pi_train/pi_behaviour of an action token", false},
+	{MismatchBeyond, "fraction of action tokens whose ratio pi_train/pi_behaviour lies outside [1/C, C] (C = algorithm.rollout_correction_bound)", false},
+	{RolloutWeightMean, "mean rollout-correction weight over the action tokens (with algorithm.rollout_correction on)", false},
 	{KLRef, "mean k-estimator KL to the reference over the action tokens", false},
 	{PolicyLoss, "policy loss (algorithm.policy_loss: ppo, gspo or cispo), mean over optimizer steps", false},
 	{KLLoss, "KL-to-reference loss term, mean over optimizer steps (kl_mode loss)", false},
@@ -154,6 +164,8 @@ var Charts = []Chart{
 	{"reward", "Train reward", []Series{{RewardMean, "mean reward (train)"}}},
 	{"eval", "Evaluation EM / F1", []Series{{Eval + EM, "EM"}, {Eval + F1, "F1"}}},
 	{"kl", "KL divergence", []Series{{KLRef, "KL to reference"}, {ApproxKL, "approx KL (old to new policy)"}}},
+	{"mismatch", "Rollout/training mismatch", []Series{{MismatchKL, "k3 KL(behaviour || training)"}, {MismatchBeyond, "fraction of tokens beyond [1/C, C]"}}},
+	{"mismatch_ratio", "Ratio π_train/π_behaviour", []Series{{MismatchRatioMax, "largest"}, {MismatchRatioMin, "smallest"}}},
 	{"entropy", "Policy entropy", []Series{{Entropy, "entropy (nats per token)"}}},
 	{"clip", "Clip fraction", []Series{{ClipFracLow, "low (ratio < 1-ε)"}, {ClipFracHigh, "high (ratio > 1+ε)"}}},
 	{"response_len", "Response length (tokens)", []Series{{ResponseLenMean, "mean response length"}}},

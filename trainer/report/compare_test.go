@@ -29,7 +29,8 @@ func TestCompare(t *testing.T) {
 	}
 	// One chart per logged key of the plot table, each with both runs: run-a
 	// in the first colour, run-b in the second.
-	keys := []string{"reward_mean", "eval_em", "eval_f1", "kl_ref", "approx_kl", "clip_frac_low", "clip_frac_high",
+	keys := []string{"reward_mean", "eval_em", "eval_f1", "kl_ref", "approx_kl", "mismatch_kl", "mismatch_beyond_bound",
+		"mismatch_ratio_max", "mismatch_ratio_min", "clip_frac_low", "clip_frac_high",
 		"response_len_mean", "turns_mean", "tool_calls_mean", "tokens_per_s_rollout", "tokens_per_s_update"}
 	for _, k := range keys {
 		name := "compare_" + k + ".png"

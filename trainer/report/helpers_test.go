@@ -34,17 +34,21 @@ type fakeRun struct {
 // entropy is never logged, so its plot must be left out.
 func fakeMetrics(i int, scale float64) map[string]float64 {
 	m := map[string]float64{
-		"reward_mean":          0.1 * float64(i),
-		"kl_ref":               0.01 * float64(i),
-		"approx_kl":            0.002 * float64(i+1),
-		"clip_frac_low":        0.01,
-		"clip_frac_high":       0.02 + 0.01*float64(i),
-		"response_len_mean":    100 + 10*float64(i),
-		"turns_mean":           2 + 0.1*float64(i),
-		"tool_calls_mean":      1.5,
-		"tokens_per_s_rollout": 1000 + 100*float64(i),
-		"tokens_per_s_update":  3000,
-		"loss":                 1 / float64(i+1),
+		"reward_mean":           0.1 * float64(i),
+		"kl_ref":                0.01 * float64(i),
+		"approx_kl":             0.002 * float64(i+1),
+		"clip_frac_low":         0.01,
+		"clip_frac_high":        0.02 + 0.01*float64(i),
+		"response_len_mean":     100 + 10*float64(i),
+		"turns_mean":            2 + 0.1*float64(i),
+		"tool_calls_mean":       1.5,
+		"tokens_per_s_rollout":  1000 + 100*float64(i),
+		"tokens_per_s_update":   3000,
+		"loss":                  1 / float64(i+1),
+		"mismatch_kl":           1e-4 * float64(i+1),
+		"mismatch_beyond_bound": 0.001 * float64(i),
+		"mismatch_ratio_max":    1.05 + 0.01*float64(i),
+		"mismatch_ratio_min":    0.95 - 0.01*float64(i),
 	}
 	if i == 3 {
 		m["approx_kl"] = math.NaN()

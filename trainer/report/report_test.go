@@ -20,7 +20,7 @@ const demoConfig = `{"lr":1e-6,"algo":"grpo","note":"</pre><script>alert(2)</scr
 
 // runPlots are the PNGs a report of fakeMetrics must have: every plot of
 // the table but entropy, which is never logged.
-var runPlots = []string{"reward.png", "eval.png", "kl.png", "clip.png", "response_len.png", "turns.png", "throughput.png"}
+var runPlots = []string{"reward.png", "eval.png", "kl.png", "mismatch.png", "mismatch_ratio.png", "clip.png", "response_len.png", "turns.png", "throughput.png"}
 
 // dataURI matches the embedded images of a page.
 var dataURI = regexp.MustCompile(`src="data:image/png;base64,([A-Za-z0-9+/=]+)"`)
@@ -36,7 +36,7 @@ func TestWritePlots(t *testing.T) {
 	if html != filepath.Join(out, "report.html") {
 		t.Errorf("Write returned %s, want %s", html, filepath.Join(out, "report.html"))
 	}
-	twoSeries := map[string]bool{"eval.png": true, "kl.png": true, "clip.png": true, "turns.png": true, "throughput.png": true}
+	twoSeries := map[string]bool{"eval.png": true, "kl.png": true, "mismatch.png": true, "mismatch_ratio.png": true, "clip.png": true, "turns.png": true, "throughput.png": true}
 	for _, name := range runPlots {
 		img := readPNG(t, filepath.Join(out, name))
 		if img.Bounds() != image.Rect(0, 0, 580, 330) {
