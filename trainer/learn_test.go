@@ -220,13 +220,19 @@ func banditGoodProb(t *testing.T, tr *Trainer) [2]float64 {
 	return p
 }
 
-// Every estimator raises the bandit's mean reward from about 1/16 to well
-// above 1/2 in both contexts within banditIters iterations, through the
-// real rollout, advantage, loss and optimizer code.
+// Every estimator, and GRPO with each policy loss, raises the bandit's
+// mean reward from about 1/16 to well above 1/2 in both contexts within
+// banditIters iterations, through the real rollout, advantage, loss and
+// optimizer code.
 func TestLearnBandit(t *testing.T) {
-	for _, est := range []string{"gae", "grpo", "rloo", "reinforce_pp", "reinforce_pp_baseline"} {
-		t.Run(est, func(t *testing.T) {
-			tr := newBandit(t, est)
+	type run struct{ name, est, loss string }
+	runs := []run{{"gae", "gae", "ppo"}, {"grpo", "grpo", "ppo"}, {"rloo", "rloo", "ppo"}, {"reinforce_pp", "reinforce_pp", "ppo"},
+		{"reinforce_pp_baseline", "reinforce_pp_baseline", "ppo"}, {"gigpo", "gigpo", "ppo"}, {"turn_rloo", "turn_rloo", "ppo"},
+		{"grpo+gspo", "grpo", "gspo"}, {"grpo+cispo", "grpo", "cispo"}}
+	for _, r := range runs {
+		est := r.est
+		t.Run(r.name, func(t *testing.T) {
+			tr := newBandit(t, est, func(c *config.Config) { c.Algorithm.PolicyLoss = r.loss })
 			// Weights ~ N(0, 0.02) and hidden 32 give logits of std about
 			// 0.02*sqrt(32) = 0.11 around one mean: p(good) = 1/16 = 0.0625
 			// within a factor e^(±0.3); 0.1 is a loose upper bound.
@@ -240,7 +246,7 @@ func TestLearnBandit(t *testing.T) {
 				_, means[it-1] = banditIteration(t, tr, it)
 			}
 			p := banditGoodProb(t, tr)
-			t.Logf("%s: mean reward (context 0, 1) by iteration %.2f; p(good) at the end %.3f", est, means, p)
+			t.Logf("%s: mean reward (context 0, 1) by iteration %.2f; p(good) at the end %.3f", r.name, means, p)
 			for c := range 2 {
 				// The first two iterations sample 32 episodes of the context
 				// at p about 1/16: 2 hits expected; 8 or more (0.25) has
