@@ -74,7 +74,8 @@ func multiples(lo, hi, step float64) []float64 {
 
 // tickLabel formats a tick value with as many decimals as its step needs:
 // thousands and millions as "15k" and "2.5M" once the step is coarse
-// enough, and tiny steps in exponent form.
+// enough, and tiny steps in exponent form unless the values are far from
+// zero (a ratio near 1 that moves by 1e-6 keeps its digits: "1.000002").
 func tickLabel(v, step float64) string {
 	if math.Abs(v) < step*1e-6 {
 		v = 0 // no "-0" or "1e-17" from rounding
@@ -85,7 +86,7 @@ func tickLabel(v, step float64) string {
 		return decimals(v/1e6, step/1e6) + "M"
 	case a >= 1e4 && step >= 100:
 		return decimals(v/1e3, step/1e3) + "k"
-	case step < 1e-5:
+	case step < 1e-5 && a < 1e3*step:
 		return strconv.FormatFloat(v, 'e', 1, 64)
 	}
 	return decimals(v, step)

@@ -82,7 +82,9 @@ func TestTickLabel(t *testing.T) {
 		{12345, 1, "12345"},   // a fine step keeps every digit
 		{2e7, 5e6, "20M"},     // millions
 		{0.0003, 0.0001, "0.0003"},
-		{3e-6, 1e-6, "3.0e-06"}, // tiny steps in exponent form
+		{3e-6, 1e-6, "3.0e-06"},      // tiny steps in exponent form
+		{1.000002, 2e-6, "1.000002"}, // unless the values are far from zero
+		{0.999996, 2e-6, "0.999996"},
 	} {
 		if got := tickLabel(c.v, c.step); got != c.want {
 			t.Errorf("tickLabel(%g, %g) = %q, want %q", c.v, c.step, got, c.want)
