@@ -27,17 +27,26 @@ type Spec struct {
 	Estimator     string
 	AdvantageMask bool
 	LossMask      bool
+	Set           []string // further settings of the row, as --set key=value
 }
 
-// PaperSpecs are the RL rows of the table: the four algorithms, then PPO
-// without the advantage mask and without the loss mask.
+// PaperSpecs are the RL rows of the table: the four algorithms, PPO
+// without the advantage mask and without the loss mask, then GiGPO, GRPO
+// with GSPO's loss (its paper's clip range and per-sequence mean), and
+// GRPO decoding its rollouts in bf16 without and with truncated
+// importance sampling.
 var PaperSpecs = []Spec{
-	{"PPO", "gae", true, true},
-	{"GRPO", "grpo", true, true},
-	{"REINFORCE++", "reinforce_pp", true, true},
-	{"RLOO", "rloo", true, true},
-	{"PPO w/o advantage mask", "gae", false, true},
-	{"PPO w/o loss mask", "gae", true, false},
+	{"PPO", "gae", true, true, nil},
+	{"GRPO", "grpo", true, true, nil},
+	{"REINFORCE++", "reinforce_pp", true, true, nil},
+	{"RLOO", "rloo", true, true, nil},
+	{"PPO w/o advantage mask", "gae", false, true, nil},
+	{"PPO w/o loss mask", "gae", true, false, nil},
+	{"GiGPO", "gigpo", true, true, nil},
+	{"GRPO w/ GSPO loss", "grpo", true, true, []string{"algorithm.policy_loss=gspo", "algorithm.clip_low=0.0003",
+		"algorithm.clip_high=0.0004", "algorithm.loss_agg=seq-mean-token-mean"}},
+	{"GRPO w/ bf16 rollouts", "grpo", true, true, []string{"rollout.dtype=bf16", "algorithm.rollout_correction=off"}},
+	{"GRPO w/ bf16 rollouts + TIS", "grpo", true, true, []string{"rollout.dtype=bf16", "algorithm.rollout_correction=tis"}},
 }
 
 // Baselines are the rows measured before RL.
@@ -122,6 +131,11 @@ func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
 			rc.Algorithm.Estimator = spec.Estimator
 			rc.Algorithm.AdvantageMask = spec.AdvantageMask
 			rc.Algorithm.LossMask = spec.LossMask
+			for _, kv := range spec.Set {
+				if err := rc.Set(kv); err != nil {
+					return nil, fmt.Errorf("row %s: %w", spec.Name, err)
+				}
+			}
 			rc.Eval.Baselines = i == 0 // naive RAG once per seed
 			if o.OnRun != nil {
 				o.OnRun(rc.Run.Name, n, total)
