@@ -19,7 +19,7 @@
 //     compute_reinforce_plus_plus_baseline_outcome_advantage; OpenRLHF:
 //     openrlhf/trainer/ppo_utils/experience_maker.py get_cumulative_returns.
 //   - GiGPO: Feng et al. 2025, "Group-in-Group Policy Optimization for LLM
-//     Agent Training", arXiv:2505.10978, Sec. 3. verl-agent:
+//     Agent Training", arXiv:2505.10978. verl-agent:
 //     gigpo/core_gigpo.py compute_gigpo_outcome_advantage.
 //   - Turn-level leave-one-out advantages (turn_rloo): the RLOO baseline
 //     per turn index; why it stays unbiased when episodes differ in length

@@ -7,22 +7,22 @@ import (
 )
 
 // GiGPO is Group-in-Group Policy Optimization (Feng et al. 2025, "Group-in-
-// Group Policy Optimization for LLM Agent Training", arXiv:2505.10978,
-// Sec. 3; verl-agent: gigpo/core_gigpo.py), registered as "gigpo". A step
-// is a turn in which the policy acted. Two group-relative advantages are
-// added:
+// Group Policy Optimization for LLM Agent Training", arXiv:2505.10978;
+// verl-agent: gigpo/core_gigpo.py compute_gigpo_outcome_advantage),
+// registered as "gigpo". A step is a turn in which the policy acted. Two
+// group-relative advantages are added:
 //
-//	episode level: A^E_i     = relative(R(tau_i))  among the group's trajectories  (Eq. 3)
+//	episode level: A^E_i     = relative(R(tau_i))  among the group's trajectories
 //	step level:    A^S_{i,k} = relative(R_{i,k})   among the steps of the group that
-//	                                               share the anchor state of step k (Eq. 7)
-//	               A_{i,k}   = A^E_i + omega * A^S_{i,k}                              (Eq. 8)
+//	                                               share the anchor state of step k
+//	               A_{i,k}   = A^E_i + omega * A^S_{i,k}
 //
 // where relative(x) = (x - mean) / (std + eps), or x - mean with
 // NormByStd off (the paper's F_norm = 1), R(tau_i) is the trajectory's
 // score (as GRPO's), and R_{i,k} = r_{i,k} + TurnGamma * R_{i,k+1} is the
-// discounted return of step k (Eq. 6), r_{i,k} the turn's reward (its
-// process reward, the outcome at the last step, minus the KL penalty of
-// its tokens). omega is StepWeight. A group of one (trajectories or
+// discounted return of step k, r_{i,k} the turn's reward (its process
+// reward, the outcome at the last step, minus the KL penalty of its
+// tokens). omega is StepWeight. A group of one (trajectories or
 // steps) gives 0 at its level.
 //
 // The anchor state of a step is the whole token history before its first

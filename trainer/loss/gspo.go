@@ -10,10 +10,10 @@ import (
 // sequence is the geometric mean of its tokens' ratios over the tokens
 // the loss counts (the mask),
 //
-//	s_i = exp( 1/|y_i| * sum_t (logp_t - oldLogp_t) )       (Eq. 7)
+//	s_i = exp( 1/|y_i| * sum_t (logp_t - oldLogp_t) )
 //
 // clipped at the sequence level like PPO's. The form here is the paper's
-// GSPO-token (Eq. 13-14), which allows per-token advantages (GiGPO's
+// GSPO-token, which allows per-token advantages (GiGPO's
 // step-level ones, turn-level ones):
 //
 //	s_{i,t} = sg[s_i] * exp(logp_t - sg[logp_t])   (value s_i, d s_{i,t}/d logp_t = s_i)
