@@ -260,6 +260,10 @@ func (s *Server) listPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusInternalServerError, "%v", err)
 		return
 	}
+	if f.Page > p.Pages {
+		s.fail(w, r, http.StatusNotFound, "page %d: the %d trajectories that match fill %d", f.Page, p.Total, p.Pages)
+		return
+	}
 	for _, k := range p.Sorts {
 		desc := "desc"
 		if f.Sort == k && f.Desc {
