@@ -123,9 +123,15 @@ func validStop(s string) bool {
 }
 
 // where builds the filter's condition on the trajectories table and its
-// arguments: every value a ? placeholder.
-func (f filter) where(run string) (string, []any) {
-	conds, args := []string{"run = ?"}, []any{run}
+// arguments: every value a ? placeholder. With runIndex false the run's
+// condition is written +run, which keeps SQLite from choosing an index
+// that starts with run: scanning the table in tid order is then the plan.
+func (f filter) where(run string, runIndex bool) (string, []any) {
+	runCond := "run = ?"
+	if !runIndex {
+		runCond = "+run = ?"
+	}
+	conds, args := []string{runCond}, []any{run}
 	add := func(cond string, vs ...any) { conds, args = append(conds, cond), append(args, vs...) }
 	if f.Iteration != "" {
 		n, _ := strconv.Atoi(f.Iteration)
@@ -288,10 +294,19 @@ func (r *runSource) fillList(p *listPage, run string) error {
 		return fmt.Errorf("list trajectories of %s: %w", r.Path, err)
 	}
 	defer tx.Rollback()
-	where, args := p.F.where(run)
+	// Plans for a large store (BenchmarkPages). The count reads the
+	// run's index when it alone decides (no filter, or an iteration's
+	// rows), and otherwise scans the table once, which beats looking up
+	// every row of the run through an index. The page follows an index on
+	// run only to an iteration's rows or in reward order; else it reads the
+	// table in tid order and stops after the page.
+	f := p.F
+	unfiltered := f == filter{Sort: f.Sort, Desc: f.Desc, Page: f.Page}
+	where, args := f.where(run, unfiltered || f.Iteration != "")
 	if err := tx.QueryRow("SELECT COUNT(*) FROM trajectories WHERE "+where, args...).Scan(&p.Total); err != nil {
 		return fmt.Errorf("count trajectories of %s: %w", r.Path, err)
 	}
+	where, args = f.where(run, f.Iteration != "" || f.Sort == "reward")
 	p.Pages = max(1, (p.Total+pageSize-1)/pageSize)
 	p.First = (p.F.Page-1)*pageSize + 1
 	rows, err := tx.Query(`SELECT tid, id, iteration, split, task_id, hops, group_idx, sample_idx, question, answer,
@@ -318,8 +333,18 @@ func (r *runSource) fillList(p *listPage, run string) error {
 	if p.Iterations, err = ints(tx, "SELECT iteration FROM iterations WHERE run = ? ORDER BY iteration", run); err != nil {
 		return fmt.Errorf("iterations of %s: %w", r.Path, err)
 	}
-	if p.Tools, err = strs(tx, "SELECT DISTINCT tool FROM tool_calls WHERE tool <> '' ORDER BY tool"); err != nil {
+	if p.Tools, err = strs(tx, toolsSQL); err != nil {
 		return fmt.Errorf("tools of %s: %w", r.Path, err)
 	}
 	return nil
 }
+
+// toolsSQL lists the distinct tool names in order, jumping from one to the
+// next through the index on tool_calls(tool): a few index lookups, where
+// SELECT DISTINCT would read every call.
+const toolsSQL = `WITH RECURSIVE t(tool) AS (
+    SELECT MIN(tool) FROM tool_calls WHERE tool > ''
+    UNION ALL
+    SELECT (SELECT MIN(tool) FROM tool_calls WHERE tool > t.tool) FROM t WHERE t.tool IS NOT NULL
+)
+SELECT tool FROM t WHERE tool IS NOT NULL`
