@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // screenshotDir is where the browser test keeps a screenshot of each view
@@ -242,5 +244,53 @@ func TestBrowser(t *testing.T) {
 	navigated("COUNT")
 	if n := text("#result tbody td"); !strings.Contains(refusal, "refused") || n != "12" {
 		t.Errorf("DELETE: %q, then %s trajectories; want a refusal and 12", refusal, n)
+	}
+}
+
+// The runs page of a live run reloads itself when the trainer writes an
+// iteration (it polls /api/state every 5 s): the runs table then shows the
+// new iteration, with no action from the person watching.
+func TestBrowserLiveRefresh(t *testing.T) {
+	ctx := browser(t)
+	path := filepath.Join(t.TempDir(), "live", "store.db")
+	w, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.BeginRun(store.RunInfo{Name: "live"}); err != nil {
+		t.Fatal(err)
+	}
+	writeIterations(t, w, 0, 1)
+	ts := newTestServer(t, Source{Label: "live", Path: path})
+	lastIteration := func() string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#runs tbody tr').cells[3].textContent`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#runs")),
+		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := lastIteration(); got != "1" {
+		t.Fatalf("last iteration %q before the write, want 1", got)
+	}
+	writeIterations(t, w, 2, 2)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		reloaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.readyState === 'complete' && window.notReloaded === undefined`))
+		if err == nil && reloaded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the runs page did not reload within 20 s of a new iteration")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := lastIteration(); got != "2" {
+		t.Errorf("last iteration %q after the reload, want 2", got)
 	}
 }
