@@ -255,3 +255,39 @@ func TestExamplesMatchDocs(t *testing.T) {
 		}
 	}
 }
+
+// The table pages on the server: one generated iteration holds 1,000
+// trajectories (100 groups of 8 training samples, then 200 evaluation
+// episodes), 20 pages of 50.
+func TestPagination(t *testing.T) {
+	ts := newTestServer(t, Source{Label: "gen", Path: genStore(t, t.TempDir(), 1)})
+	pageIDs := func(page string) ([]string, string) {
+		t.Helper()
+		status, body := get(t, ts.URL+"/r/0/trajectories?page="+page)
+		if status != http.StatusOK {
+			t.Fatalf("page %s: status %d", page, status)
+		}
+		return ids(body), body
+	}
+	first, body := pageIDs("1")
+	// Written order: group g's samples 0-7 are rows 8g+1 to 8g+8, so page 1
+	// ends at group 6, sample 1 (row 50 = 8*6 + 2).
+	if len(first) != 50 || first[0] != "0-train-0-0" || first[49] != "0-train-6-1" {
+		t.Errorf("page 1: %d rows from %v to %v, want 50 from 0-train-0-0 to 0-train-6-1", len(first), first[0], first[len(first)-1])
+	}
+	if !strings.Contains(body, `<b>1000</b> trajectories match`) || !strings.Contains(body, `id="next" href="?page=2"`) || strings.Contains(body, `id="prev"`) {
+		t.Error("page 1 does not count 1000 rows, link to page 2 and no previous page")
+	}
+	// The last page holds rows 951-1000: evaluation episodes 150-199
+	// (rows 801-1000).
+	last, body := pageIDs("20")
+	if len(last) != 50 || last[0] != "0-eval-150-0" || last[49] != "0-eval-199-0" {
+		t.Errorf("page 20: %d rows from %v to %v, want 50 from 0-eval-150-0 to 0-eval-199-0", len(last), last[0], last[len(last)-1])
+	}
+	if strings.Contains(body, `id="next"`) || !strings.Contains(body, `id="prev" href="?page=19"`) {
+		t.Error("page 20 links to a next page, or not to page 19")
+	}
+	if status, _ := get(t, ts.URL+"/r/0/trajectories?page=21"); status != http.StatusNotFound {
+		t.Errorf("page 21 of 20: status %d, want 404", status)
+	}
+}
