@@ -35,7 +35,7 @@ SHIM_SRC := $(wildcard cgo/*.cpp)
 SHIM_HDR := $(wildcard cgo/*.h)
 GO_SRC := $(shell find . -name '*.go' -not -path './third_party/*' 2>/dev/null) go.mod go.sum
 
-APT_PKGS := libtorch-dev libgloo-dev libopenblas0-pthread g++ libsqlite3-dev chromium bubblewrap
+APT_PKGS := libtorch-dev libgloo-dev libopenblas0-pthread g++ libsqlite3-dev chromium bubblewrap python3-protobuf
 # Published MCP servers the tests run when node is installed (envs/tools/mcp):
 # the filesystem server (stdio) and the reference server of the TypeScript SDK
 # (streamable HTTP).

@@ -94,6 +94,40 @@ func TestDefaultJobSmall(t *testing.T) {
 			}
 		}
 	}
+	// TensorBoard has every finite metric of every iteration as a scalar
+	// at the iteration's step, as float32: the training metrics, the
+	// evaluation, the baselines at iteration 0, the timings.
+	files, _ := filepath.Glob(filepath.Join(dir, "small", "tb", "events.out.tfevents.*"))
+	if len(files) != 1 {
+		t.Fatalf("event files %v, want one in <run>/tb", files)
+	}
+	tb, err := readScalars(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range ms {
+		n := 0
+		for k, v := range it.Metrics {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			n++
+			if got, ok := tb[int64(it.Iteration)][k]; !ok || got != float32(v) {
+				t.Errorf("TensorBoard at step %d: %s = %v (%v), want %v", it.Iteration, k, got, ok, float32(v))
+			}
+		}
+		if len(tb[int64(it.Iteration)]) != n {
+			t.Errorf("TensorBoard at step %d has %d scalars, want the %d finite metrics", it.Iteration, len(tb[int64(it.Iteration)]), n)
+		}
+	}
+	for step, k := range map[int64]string{0: metric.NaiveRAG + metric.EM, 1: metric.RewardMean, 2: metric.Eval + metric.EM} {
+		if _, ok := tb[step][k]; !ok {
+			t.Errorf("TensorBoard has no %s at step %d", k, step)
+		}
+	}
+	if _, ok := tb[1][metric.TimeIterationS]; !ok {
+		t.Errorf("TensorBoard has no %s at step 1", metric.TimeIterationS)
+	}
 	train, _ := s.LoadIteration(1, trajectory.Train)
 	if len(train) != 8 {
 		t.Fatalf("iteration 1 stored %d training trajectories, want 4 prompts x 2 samples", len(train))

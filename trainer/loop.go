@@ -21,6 +21,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
+	"github.com/agentrl/agentrl/trainer/tensorboard"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -54,6 +55,9 @@ func (t *Trainer) openStore(gitRev string, resumed bool) error {
 		t.log.Warn().Int("iterations", n).Int("after", after).Msg("dropped stored iterations that the checkpoint does not cover; they are redone")
 	}
 	t.writer = store.NewWriter(s, max(1, t.cfg.Store.WriterDepth))
+	if t.tb, err = tensorboard.Create(filepath.Join(t.dir, "tb")); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -100,6 +104,7 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*Results, erro
 		}
 	}
 	stopped := false
+	loopStart, done := time.Now(), 0 // for the estimate of the time left
 	for t.state.Iteration < t.cfg.Run.Iterations && !stopped {
 		// A stop asked of any rank stops them all after the same iteration.
 		var err error
@@ -118,6 +123,11 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*Results, erro
 			return nil, fmt.Errorf("iteration %d: %w", iter, err)
 		}
 		t.state.Iteration = iter
+		done++
+		if left := t.cfg.Run.Iterations - iter; left > 0 {
+			t.log.Info().Int("iteration", iter).Int("of", t.cfg.Run.Iterations).
+				Str("time_left", timeLeft(time.Since(loopStart), done, left).Round(time.Second).String()).Msg("estimated time left")
+		}
 		last := iter == t.cfg.Run.Iterations
 		if last || (t.cfg.Run.SaveEvery > 0 && iter%t.cfg.Run.SaveEvery == 0) {
 			if err := t.checkpoint(); err != nil {
@@ -151,10 +161,15 @@ func (t *Trainer) agreeOnState() error {
 }
 
 // submit hands an iteration's metrics and trajectories to the store
-// writer; only rank 0 has one (it holds every rank's trajectories).
+// writer, and the metrics to TensorBoard (one scalar per metric, at the
+// iteration as step); only rank 0 has them (it holds every rank's
+// trajectories).
 func (t *Trainer) submit(iter int, m map[string]float64, trs []*trajectory.Trajectory) error {
 	if !t.dist.Leader() {
 		return nil
+	}
+	if err := t.tb.Scalars(int64(iter), time.Now(), m); err != nil {
+		return err
 	}
 	return t.writer.Submit(iter, m, trs)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/store"
+	"github.com/agentrl/agentrl/trainer/tensorboard"
 )
 
 // Bar is a progress bar (the CLI's, or none).
@@ -46,9 +47,10 @@ type Trainer struct {
 	learner *learner.Learner // owns the policy, critic, reference and their optimizers
 	engine  *agent.Engine    // decodes the rollouts, from the policy or a copy in rollout.dtype
 
-	store  *store.Store  // rank 0 only
-	writer *store.Writer // rank 0 only
-	dist   *dist.Group   // nil: a single process
+	store  *store.Store        // rank 0 only
+	writer *store.Writer       // rank 0 only
+	tb     *tensorboard.Writer // rank 0 only: <run>/tb, the metrics for TensorBoard
+	dist   *dist.Group         // nil: a single process
 
 	pcg    *rand.PCG
 	rng    *rand.Rand
@@ -227,6 +229,12 @@ func (t *Trainer) Close() error {
 			first = err
 		}
 		t.store = nil
+	}
+	if t.tb != nil {
+		if err := t.tb.Close(); first == nil {
+			first = err
+		}
+		t.tb = nil
 	}
 	t.engine.Free()
 	t.learner.Close()

@@ -35,7 +35,7 @@ func main() {
 		Commands: []*cli.Command{
 			trainCommand(), sftCommand(), evalCommand(), indexCommand(), searchCommand(),
 			rolloutsCommand(), reportCommand(), benchCommand(), configCommand(), chatCommand(),
-			experimentCommand(),
+			experimentCommand(), inspectCommand(),
 		},
 		EnableBashCompletion: true,
 		Version:              buildInfo(),

@@ -48,10 +48,38 @@ const (
 	markerMax     = 40  // series with at most this many points get dots
 )
 
-// chart is a line plot: several series over the iterations of a run.
+// chart is a line plot: several series over the iterations of a run, and
+// reference lines (baselines) across it.
 type chart struct {
 	title  string
 	series []series
+	refs   []refLine
+}
+
+// refLine is a constant drawn as a dashed horizontal line across the plot.
+type refLine struct {
+	label string
+	color color.RGBA
+	y     float64
+}
+
+// legendItem is one legend entry: a solid or a dashed line swatch.
+type legendItem struct {
+	label  string
+	color  color.RGBA
+	dashed bool
+}
+
+// legend lists the chart's series, then its reference lines.
+func (c chart) legend() []legendItem {
+	var items []legendItem
+	for _, s := range c.series {
+		items = append(items, legendItem{label: s.label, color: s.color})
+	}
+	for _, r := range c.refs {
+		items = append(items, legendItem{label: r.label, color: r.color, dashed: true})
+	}
+	return items
 }
 
 // series is one curve: y[i] at iteration x[i], x ascending. A NaN y is a
@@ -80,8 +108,9 @@ func (f frame) py(v float64) float64 {
 	return float64(f.plot.Max.Y) - 0.5 - (v-f.y.lo)/(f.y.hi-f.y.lo)*float64(f.plot.Dy()-1)
 }
 
-// extent returns the range of the finite points of the chart's series,
-// and false when there are none.
+// extent returns the range of the finite points of the chart's series
+// (the reference lines widen the value range), and false when there are
+// none.
 func (c chart) extent() (xmin, xmax, ymin, ymax float64, ok bool) {
 	xmin, ymin = math.Inf(1), math.Inf(1)
 	xmax, ymax = math.Inf(-1), math.Inf(-1)
@@ -93,6 +122,11 @@ func (c chart) extent() (xmin, xmax, ymin, ymax float64, ok bool) {
 			xmin, xmax = math.Min(xmin, s.x[i]), math.Max(xmax, s.x[i])
 			ymin, ymax = math.Min(ymin, y), math.Max(ymax, y)
 			ok = true
+		}
+	}
+	for _, r := range c.refs {
+		if ok && !math.IsNaN(r.y) && !math.IsInf(r.y, 0) {
+			ymin, ymax = math.Min(ymin, r.y), math.Max(ymax, r.y)
 		}
 	}
 	return xmin, xmax, ymin, ymax, ok
@@ -131,7 +165,7 @@ func render(c chart, w, h int) (*image.RGBA, frame, error) {
 
 	const pad = 12
 	drawText(img, fc.title, pad, pad+titleSize, c.title, titleInk)
-	legendBottom := drawLegend(img, fc, c.series, pad, pad+titleSize+8, w-pad)
+	legendBottom := drawLegend(img, fc, c.legend(), pad, pad+titleSize+8, w-pad)
 
 	labelW := 0
 	for _, t := range f.y.ticks {
@@ -148,6 +182,11 @@ func render(c chart, w, h int) (*image.RGBA, frame, error) {
 		drawText(img, fc.label, (f.plot.Min.X+f.plot.Max.X-textWidth(fc.label, msg))/2,
 			(f.plot.Min.Y+f.plot.Max.Y)/2, msg, labelGray)
 	}
+	if ok {
+		for _, r := range c.refs {
+			drawRef(img, f, r)
+		}
+	}
 	for _, s := range c.series {
 		drawSeries(img, f, s)
 	}
@@ -156,10 +195,10 @@ func render(c chart, w, h int) (*image.RGBA, frame, error) {
 	return img, f, nil
 }
 
-// drawLegend writes one entry per series (a line swatch and the label) in
+// drawLegend writes one entry per item (a line swatch and the label) in
 // rows from (x0, top), wrapping at right, and returns the bottom of the
 // last row.
-func drawLegend(img *image.RGBA, fc faces, ss []series, x0, top, right int) int {
+func drawLegend(img *image.RGBA, fc faces, ss []legendItem, x0, top, right int) int {
 	const rowH, swatch = 18, 18
 	x, y := x0, top
 	for _, s := range ss {
@@ -169,8 +208,12 @@ func drawLegend(img *image.RGBA, fc faces, ss []series, x0, top, right int) int 
 		}
 		cy := float64(y) + rowH/2
 		cov := newCoverage(img.Bounds())
-		cov.segment(float64(x), cy, float64(x+swatch), cy, lineHalfWidth)
-		cov.disc(float64(x)+swatch/2, cy, markerRadius)
+		if s.dashed {
+			dashes(cov, float64(x), float64(x+swatch), cy)
+		} else {
+			cov.segment(float64(x), cy, float64(x+swatch), cy, lineHalfWidth)
+			cov.disc(float64(x)+swatch/2, cy, markerRadius)
+		}
 		cov.paint(img, s.color)
 		drawText(img, fc.label, x+swatch+6, y+13, s.label, labelGray)
 		x += wItem + 16
@@ -230,4 +273,24 @@ func drawSeries(img *image.RGBA, f frame, s series) {
 		}
 	}
 	cov.paint(img, s.color)
+}
+
+// Dash pattern of reference lines, in pixels.
+const dashOn, dashOff = 6, 4
+
+// dashes covers a dashed horizontal line from x0 to x1 at height y.
+func dashes(cov *coverage, x0, x1, y float64) {
+	for x := x0; x < x1; x += dashOn + dashOff {
+		cov.segment(x, y, math.Min(x+dashOn, x1), y, lineHalfWidth)
+	}
+}
+
+// drawRef draws a reference line across the plot at its value.
+func drawRef(img *image.RGBA, f frame, r refLine) {
+	if math.IsNaN(r.y) || math.IsInf(r.y, 0) {
+		return
+	}
+	cov := newCoverage(img.Bounds())
+	dashes(cov, float64(f.plot.Min.X), float64(f.plot.Max.X), f.py(r.y))
+	cov.paint(img, r.color)
 }

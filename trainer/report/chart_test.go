@@ -5,6 +5,9 @@ import (
 	"image/color"
 	"math"
 	"testing"
+
+	"github.com/agentrl/agentrl/trainer/metric"
+	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // pixelAt returns the pixel that holds the continuous point (x, y).
@@ -154,5 +157,75 @@ func TestRenderEmpty(t *testing.T) {
 func TestRenderTooSmall(t *testing.T) {
 	if _, _, err := render(chart{title: "tiny"}, 40, 30); err == nil {
 		t.Error("a 40x30 chart rendered without error")
+	}
+}
+
+func TestRenderReferenceLine(t *testing.T) {
+	// One series from 0 to 1 over iterations 0..4 and a baseline at 2,
+	// above it: the value axis must reach it. Data y in [0, 2] pads 5% of
+	// the range each side: axis [-0.1, 2.1].
+	series0, base := seriesColor(0), seriesColor(1)
+	c := chart{title: "With a baseline",
+		series: []series{{label: "em", color: series0, x: []float64{0, 1, 2, 3, 4}, y: []float64{0, 0.25, 0.5, 0.75, 1}}},
+		refs:   []refLine{{label: "naive RAG EM", color: base, y: 2}}}
+	img, f, err := render(c, chartW, chartH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !approx(f.y.lo, -0.1) || !approx(f.y.hi, 2.1) {
+		t.Fatalf("value axis [%g, %g], want [-0.1, 2.1]", f.y.lo, f.y.hi)
+	}
+	p := f.plot
+	row := int(math.Floor(float64(p.Max.Y) - 0.5 - (2+0.1)/2.2*float64(p.Dy()-1)))
+	// Dashes of 6 px every 10 px from the plot's left edge: the pixel 3 px
+	// in lies on the first dash, the one 8 px in in the first gap (2.5 px
+	// from the dash's end, beyond the 1.1 px half width).
+	if got := img.RGBAAt(p.Min.X+3, row); got != base {
+		t.Errorf("pixel (%d, %d) on the first dash is %v, want %v", p.Min.X+3, row, got, base)
+	}
+	if near(img.RGBAAt(p.Min.X+8, row), base, 40) {
+		t.Errorf("pixel (%d, %d) in the first gap has the baseline's colour", p.Min.X+8, row)
+	}
+	// The line runs across the plot: the last dash starts at Min.X + 10k.
+	if n := countColor(img, image.Rect(p.Max.X-12, row, p.Max.X, row+1), base, 0); n == 0 {
+		t.Errorf("no baseline pixel in the last 12 columns of row %d", row)
+	}
+	// The legend shows it above the plot.
+	if countColor(img, image.Rect(0, 0, chartW, p.Min.Y-2), base, 0) == 0 {
+		t.Error("no legend entry of the baseline's colour above the plot")
+	}
+}
+
+func TestReferenceLinesFromIterationZero(t *testing.T) {
+	// Iteration 0 holds the baselines: naive RAG EM 0.25 and the policy's
+	// own EM before RL 0.5; later evaluations (0.75) are the curve, not a
+	// baseline.
+	iters := []store.IterationMetrics{
+		{Iteration: 0, Metrics: map[string]float64{metric.NaiveRAG + metric.EM: 0.25, metric.Eval + metric.EM: 0.5}},
+		{Iteration: 1, Metrics: map[string]float64{metric.Eval + metric.EM: 0.75}},
+	}
+	var eval *chart
+	for _, nc := range runCharts(iters) {
+		if nc.file == "eval.png" {
+			eval = &nc.c
+		}
+	}
+	if eval == nil {
+		t.Fatal("no eval chart")
+	}
+	want := []refLine{{"naive RAG EM", seriesColor(1), 0.25}, {"base tool call EM", seriesColor(2), 0.5}}
+	if len(eval.refs) != len(want) {
+		t.Fatalf("reference lines %+v, want %+v", eval.refs, want)
+	}
+	for i := range want {
+		if eval.refs[i] != want[i] {
+			t.Errorf("reference line %d is %+v, want %+v", i, eval.refs[i], want[i])
+		}
+	}
+	// Without iteration 0 there is no baseline to draw.
+	for _, nc := range runCharts(iters[1:]) {
+		if len(nc.c.refs) != 0 {
+			t.Errorf("chart %s has reference lines %+v without iteration 0", nc.file, nc.c.refs)
+		}
 	}
 }

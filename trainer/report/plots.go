@@ -28,6 +28,31 @@ func metricSeries(iters []store.IterationMetrics, key string) (x, y []float64, o
 	return x, y, ok
 }
 
+// references are the baselines a chart of one run draws as dashed lines,
+// by chart file: the value a metric had at iteration 0, where the trainer
+// stores its evaluations before RL (the naive-RAG baseline, and the policy
+// itself with its tools, "base tool call").
+var references = map[string][]metric.Series{
+	"eval": {
+		{Key: metric.NaiveRAG + metric.EM, Label: "naive RAG EM"},
+		{Key: metric.Eval + metric.EM, Label: "base tool call EM"},
+	},
+}
+
+// referenceLines returns the reference lines of the chart saved as file,
+// coloured after its n series; a baseline not stored is left out.
+func referenceLines(iters []store.IterationMetrics, file string, n int) []refLine {
+	var out []refLine
+	for _, k := range references[file] {
+		for _, it := range iters {
+			if v, ok := it.Metrics[k.Key]; ok && it.Iteration == 0 && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				out = append(out, refLine{label: k.Label, color: seriesColor(n + len(out)), y: v})
+			}
+		}
+	}
+	return out
+}
+
 // namedChart is a chart and the file it is saved to.
 type namedChart struct {
 	file string
@@ -46,6 +71,7 @@ func runCharts(iters []store.IterationMetrics) []namedChart {
 			}
 		}
 		if len(c.series) > 0 {
+			c.refs = referenceLines(iters, p.File, len(c.series))
 			out = append(out, namedChart{file: p.File + ".png", c: c})
 		}
 	}

@@ -28,6 +28,12 @@ type runInfo struct {
 // exist (opening a missing path would create an empty store) and hold
 // exactly one run.
 func loadRun(path string) (*runData, error) {
+	return readRun(path, true)
+}
+
+// readRun reads a run's report data, with its sample trajectories when
+// withSamples is set.
+func readRun(path string, withSamples bool) (*runData, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("report: store %s: %w", path, err)
 	}
@@ -46,6 +52,9 @@ func loadRun(path string) (*runData, error) {
 	}
 	if r.hops, err = readHopTable(path, info.name, r.iters); err != nil {
 		return nil, err
+	}
+	if !withSamples {
+		return r, nil
 	}
 	if r.samples, err = pickSamples(s, r.iters); err != nil {
 		return nil, fmt.Errorf("report on %s: %w", path, err)

@@ -212,3 +212,12 @@ const schemaV3 = `
 ALTER TABLE trajectory_tokens ADD COLUMN train_logprobs BLOB;
 ALTER TABLE trajectory_tokens ADD COLUMN entropies BLOB;
 `
+
+// schemaV4 adds the indexes that trainer inspect's trajectory table needs
+// on a large store: the trajectories that called a tool (and the distinct
+// tool names, by skipping through the index), and the trajectories of a
+// run by reward (its sort).
+const schemaV4 = `
+CREATE INDEX tool_calls_by_tool ON tool_calls(tool, tid);
+CREATE INDEX trajectories_by_reward ON trajectories(run, reward);
+`
