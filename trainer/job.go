@@ -231,7 +231,7 @@ func PrintResults(w io.Writer, r *Results) {
 	}
 	fmt.Fprintf(w, " %8s %8s", "EM", "F1")
 	if len(r.OOD) > 0 {
-		fmt.Fprintf(w, " %8s", "OOD EM")
+		fmt.Fprintf(w, " %8s", "OOD-EM")
 	}
 	fmt.Fprintln(w)
 	for _, m := range r.Methods {

@@ -127,6 +127,7 @@ func paperMarkdown(t *experiment.Table, runsDir, command, out, html string) stri
 	for _, c := range t.Claims() {
 		fmt.Fprintf(&b, "- %s\n", c.Markdown())
 	}
-	b.WriteString("\nWith 3 seeds and 100 test questions (about 33 per hop count), a difference below a few points is noise.\n")
+	fmt.Fprintf(&b, "\nWith %d seeds and the default world's 100 test questions (about 33 per hop count) and 60 out-of-domain ones, "+
+		"a difference below a few points is noise.\n", len(t.Seeds))
 	return b.String()
 }

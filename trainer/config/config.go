@@ -41,8 +41,8 @@ type RunConfig struct {
 	Name       string `yaml:"name" default:"default" doc:"run name; outputs go to <run.dir>/<run.name>"`
 	Dir        string `yaml:"dir" default:"runs" doc:"folder holding all runs"`
 	Seed       int    `yaml:"seed" default:"1" doc:"seed of every random choice of the run"`
-	Iterations int    `yaml:"iterations" default:"40" doc:"RL iterations (rollout + update) to run"`
-	EvalEvery  int    `yaml:"eval_every" default:"10" doc:"evaluate every N iterations (0 = only at the end)"`
+	Iterations int    `yaml:"iterations" default:"80" doc:"RL iterations (rollout + update) to run"`
+	EvalEvery  int    `yaml:"eval_every" default:"20" doc:"evaluate every N iterations (0 = only at the end)"`
 	SaveEvery  int    `yaml:"save_every" default:"10" doc:"checkpoint every N iterations (0 = only at the end)"`
 	Resume     bool   `yaml:"resume" default:"false" doc:"continue from the run's latest checkpoint"`
 }
