@@ -22,9 +22,8 @@ func experimentCommand() *cli.Command {
 		Usage: "run a named experiment",
 		Subcommands: []*cli.Command{{
 			Name: "paper",
-			Usage: "the Agent-R1 comparison at CPU scale: Naive RAG, Base Tool Call and the RL rows (PPO, GRPO, REINFORCE++, RLOO, " +
-				"PPO without each mask, PPO with GAE lambda 0.95 with and without the advantage mask), over seeds; writes the table, " +
-				"the claims checked seed by seed and the curves to --out",
+			Usage: "the Agent-R1 comparison at CPU scale: Naive RAG, Base Tool Call and every RL row of experiment.PaperSpecs " +
+				"(the algorithms and the mask ablations), over seeds; writes the table, the claims checked seed by seed and the curves to --out",
 			Description: "Example:\n  trainer experiment paper --seeds 1,2 --out docs/results.md\n" +
 				"Config flags change the base config of every run (e.g. --iterations 20).",
 			Flags: append(configFlags(),

@@ -5,13 +5,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/experiment"
 )
 
 // `trainer experiment paper` end to end at the tiny size: one warm start
 // and one run per row for each of 2 seeds, then docs/results.md's form:
 // the table with its out-of-domain column (2 baselines + 8 RL rows), the
 // curves, and the claims checked seed by seed (4 algorithms reaching 2.5x
-// naive RAG, base tool call below naive RAG, 3 ablations).
+// naive RAG, base tool call below naive RAG, 3 ablations, with the rows
+// of experiment.PaperSpecs as they stand).
 func TestExperimentPaperTiny(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "docs", "results.md")
@@ -31,11 +34,31 @@ func TestExperimentPaperTiny(t *testing.T) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
 		}
 	}
-	if rows := strings.Count(md, " ± "); rows < 10*4 {
-		t.Errorf("%d mean ± std cells, want at least 10 rows x 4 columns:\n%s", rows, md)
+	// Every row of the table: the 2 baselines and the RL rows; every claim:
+	// one per algorithm row, one for the base tool call, one per ablation.
+	claims := 1
+	for _, s := range experiment.PaperSpecs {
+		if !strings.Contains(md, "| "+s.Name+" |") {
+			t.Errorf("results.md has no row %q", s.Name)
+		}
+		if s.Algorithm {
+			claims++
+		}
+		if s.Ablates != "" {
+			claims++
+		}
 	}
-	if n := strings.Count(md, "\n- ") - 6; n != 8 { // 6 bullets describe the run
-		t.Errorf("%d claims, want 8:\n%s", n, md)
+	cells := 0
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "| ") {
+			cells += strings.Count(l, " ± ")
+		}
+	}
+	if want := (2 + len(experiment.PaperSpecs)) * 4; cells != want {
+		t.Errorf("%d mean ± std cells, want %d (rows x 1-hop, 2-hop, Avg, OOD):\n%s", cells, want, md)
+	}
+	if n := strings.Count(md, "\n- ") - 6; n != claims { // 6 bullets describe the run
+		t.Errorf("%d claims, want %d:\n%s", n, claims, md)
 	}
 	if !strings.Contains(r.stdout, "| OOD EM |") {
 		t.Errorf("stdout lacks the table:\n%s", r)
