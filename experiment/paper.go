@@ -1,6 +1,7 @@
 // Package experiment runs the paper's comparison at small scale: the
-// naive-RAG and base-tool-call baselines, PPO, GRPO, REINFORCE++ and RLOO,
-// and the mask ablations of PPO, over several seeds, and writes the table.
+// naive-RAG and base-tool-call baselines and the RL rows of PaperSpecs,
+// over several seeds, and writes the table and the paper's claims checked
+// seed by seed.
 package experiment
 
 import (
@@ -21,36 +22,66 @@ import (
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
-// Spec is one RL configuration of the comparison.
+// Spec is one RL row of the comparison: a run from the seed's warm start
+// with config overrides.
 type Spec struct {
-	Name          string // run-name stem and table row
-	Estimator     string
-	AdvantageMask bool
-	LossMask      bool
-	Set           []string // further settings of the row, as --set key=value
+	Name string   // table row and run-name stem
+	Set  []string // overrides of the base config, "key=value" as --set takes them
+	// Algorithm marks an RL algorithm's row: the claims check that it
+	// reaches 2.5x naive RAG's average EM.
+	Algorithm bool
+	// Ablates names the row this one removes something from: the claims
+	// check that row is ahead of this one ("" = none).
+	Ablates string
 }
 
-// PaperSpecs are the RL rows of the table: the four algorithms, PPO
-// without the advantage mask and without the loss mask, then GiGPO, GRPO
-// with GSPO's loss (its paper's clip range and per-sequence mean), and
-// GRPO decoding its rollouts in bf16 without and with truncated
-// importance sampling.
+// PaperSpecs are the RL rows of the table, in table order: the four
+// algorithms, PPO without each mask, PPO with GAE lambda 0.95 (where GAE
+// no longer telescopes, so the critic's values on tool tokens can matter)
+// with and without the advantage mask, then GiGPO, GRPO with GSPO's loss
+// (its paper's clip range and per-sequence mean), and GRPO decoding its
+// rollouts in bf16 with and without truncated importance sampling. A row
+// is one entry; the claims follow Algorithm and Ablates.
 var PaperSpecs = []Spec{
-	{"PPO", "gae", true, true, nil},
-	{"GRPO", "grpo", true, true, nil},
-	{"REINFORCE++", "reinforce_pp", true, true, nil},
-	{"RLOO", "rloo", true, true, nil},
-	{"PPO w/o advantage mask", "gae", false, true, nil},
-	{"PPO w/o loss mask", "gae", true, false, nil},
-	{"GiGPO", "gigpo", true, true, nil},
-	{"GRPO w/ GSPO loss", "grpo", true, true, []string{"algorithm.policy_loss=gspo", "algorithm.clip_low=0.0003",
-		"algorithm.clip_high=0.0004", "algorithm.loss_agg=seq-mean-token-mean"}},
-	{"GRPO w/ bf16 rollouts", "grpo", true, true, []string{"rollout.dtype=bf16", "algorithm.rollout_correction=off"}},
-	{"GRPO w/ bf16 rollouts + TIS", "grpo", true, true, []string{"rollout.dtype=bf16", "algorithm.rollout_correction=tis"}},
+	{Name: "PPO", Set: []string{"algorithm.estimator=gae"}, Algorithm: true},
+	{Name: "GRPO", Set: []string{"algorithm.estimator=grpo"}, Algorithm: true},
+	{Name: "REINFORCE++", Set: []string{"algorithm.estimator=reinforce_pp"}, Algorithm: true},
+	{Name: "RLOO", Set: []string{"algorithm.estimator=rloo"}, Algorithm: true},
+	{Name: "PPO w/o advantage mask", Set: []string{"algorithm.estimator=gae", "algorithm.advantage_mask=false"}, Ablates: "PPO"},
+	{Name: "PPO w/o loss mask", Set: []string{"algorithm.estimator=gae", "algorithm.loss_mask=false"}, Ablates: "PPO"},
+	{Name: "PPO λ=0.95", Set: []string{"algorithm.estimator=gae", "algorithm.lambda=0.95"}},
+	{Name: "PPO λ=0.95 w/o advantage mask", Set: []string{"algorithm.estimator=gae", "algorithm.lambda=0.95", "algorithm.advantage_mask=false"}, Ablates: "PPO λ=0.95"},
+	{Name: "GiGPO", Set: []string{"algorithm.estimator=gigpo"}, Algorithm: true},
+	{Name: "GRPO w/ GSPO loss", Set: []string{"algorithm.estimator=grpo", "algorithm.policy_loss=gspo",
+		"algorithm.clip_low=0.0003", "algorithm.clip_high=0.0004", "algorithm.loss_agg=seq-mean-token-mean"}, Algorithm: true},
+	{Name: "GRPO w/ bf16 rollouts + TIS", Set: []string{"algorithm.estimator=grpo", "rollout.dtype=bf16",
+		"algorithm.rollout_correction=tis"}},
+	{Name: "GRPO w/ bf16 rollouts", Set: []string{"algorithm.estimator=grpo", "rollout.dtype=bf16",
+		"algorithm.rollout_correction=off"}, Ablates: "GRPO w/ bf16 rollouts + TIS"},
 }
 
 // Baselines are the rows measured before RL.
 var Baselines = []string{"Naive RAG", "Base Tool Call"}
+
+// specConfig is the config of spec's run for one seed: base with the
+// spec's overrides, the warm-started model, and the baselines evaluated in
+// the seed's first run only.
+func specConfig(base config.Config, spec Spec, seed int, sftDir string, first bool) (config.Config, error) {
+	rc := base
+	for _, kv := range spec.Set {
+		if err := rc.Set(kv); err != nil {
+			return rc, fmt.Errorf("row %s: %w", spec.Name, err)
+		}
+	}
+	rc.Run.Seed = seed
+	rc.Run.Name = runName(spec.Name, seed)
+	rc.Model.Path = sftDir
+	rc.Eval.Baselines = first
+	if err := rc.Validate(); err != nil {
+		return rc, fmt.Errorf("row %s: %w", spec.Name, err)
+	}
+	return rc, nil
+}
 
 // Cell is a mean and spread over seeds, with the per-seed values in seed
 // order (so methods can be compared seed by seed).
@@ -60,11 +91,12 @@ type Cell struct {
 	Values    []float64
 }
 
-// Table is the outcome: per method, EM per hop count and on average.
+// Table is the outcome: per method, EM per hop count, on average over the
+// evaluation split, and on the out-of-domain split.
 type Table struct {
 	Methods []string
 	Hops    []int
-	EM      map[string]map[string]Cell // method -> "hop1".."hopN", "avg"
+	EM      map[string]map[string]Cell // method -> "hop1".."hopN", "avg", "ood"
 	Runs    map[string][]string        // method -> run names (for curves)
 	Seeds   []int
 	Wall    time.Duration
@@ -79,6 +111,8 @@ type Options struct {
 	OnRun func(name string, i, total int)
 }
 
+// runName is the run of a row and seed: the row's name in lowercase
+// letters and digits, "+" as p, "λ" as lambda, anything else a single "-".
 func runName(stem string, seed int) string {
 	s := ""
 	for _, r := range stem {
@@ -89,16 +123,24 @@ func runName(stem string, seed int) string {
 			s += string(r + 'a' - 'A')
 		case r == '+':
 			s += "p"
-		default:
+		case r == 'λ':
+			s += "lambda"
+		case !strings.HasSuffix(s, "-"):
 			s += "-"
 		}
 	}
-	return fmt.Sprintf("paper-%s-s%d", s, seed)
+	return fmt.Sprintf("paper-%s-s%d", strings.Trim(s, "-"), seed)
 }
 
-// Run warm-starts one model per seed, trains every spec from it, and
-// collects the table from the runs' stores.
+// Run warm-starts one model per seed, trains every spec from it (the
+// seed's first run also evaluates the baselines), and collects the table
+// from the runs' stores.
 func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
+	for _, spec := range PaperSpecs { // a broken row fails before any training
+		if _, err := specConfig(base, spec, 1, "", true); err != nil {
+			return nil, err
+		}
+	}
 	total := len(o.Seeds) * (1 + len(PaperSpecs))
 	n := 0
 	for _, seed := range o.Seeds {
@@ -125,18 +167,10 @@ func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
 			return nil, fmt.Errorf("warm start of seed %d: %w", seed, err)
 		}
 		for i, spec := range PaperSpecs {
-			rc := cfg
-			rc.Run.Name = runName(spec.Name, seed)
-			rc.Model.Path = sftDir
-			rc.Algorithm.Estimator = spec.Estimator
-			rc.Algorithm.AdvantageMask = spec.AdvantageMask
-			rc.Algorithm.LossMask = spec.LossMask
-			for _, kv := range spec.Set {
-				if err := rc.Set(kv); err != nil {
-					return nil, fmt.Errorf("row %s: %w", spec.Name, err)
-				}
+			rc, err := specConfig(base, spec, seed, sftDir, i == 0) // naive RAG once per seed
+			if err != nil {
+				return nil, err
 			}
-			rc.Eval.Baselines = i == 0 // naive RAG once per seed
 			if o.OnRun != nil {
 				o.OnRun(rc.Run.Name, n, total)
 			}
@@ -190,6 +224,9 @@ func Collect(runsDir string, seeds []int) (*Table, error) {
 					} else if h, ok := strings.CutPrefix(k, metric.EMHopPrefix); ok {
 						add(method, "hop"+h, v)
 					}
+				}
+				if v, ok := res.OOD[method][metric.EM]; ok {
+					add(method, "ood", v)
 				}
 			}
 			for _, h := range res.Hops {

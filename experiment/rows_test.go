@@ -7,7 +7,7 @@ import (
 )
 
 // Every row's settings name real keys and give a configuration that
-// validates, and rows have distinct run names. The bf16 rows differ only
+// validates (specConfig validates), and rows have distinct run names. The bf16 rows differ only
 // in the correction: off, and token-level truncated IS.
 func TestPaperRowsApply(t *testing.T) {
 	names := map[string]string{}
@@ -17,15 +17,9 @@ func TestPaperRowsApply(t *testing.T) {
 			t.Errorf("rows %q and %q share the run name %s", prev, spec.Name, runName(spec.Name, 1))
 		}
 		names[runName(spec.Name, 1)] = spec.Name
-		cfg := config.Default()
-		cfg.Algorithm.Estimator, cfg.Algorithm.AdvantageMask, cfg.Algorithm.LossMask = spec.Estimator, spec.AdvantageMask, spec.LossMask
-		for _, kv := range spec.Set {
-			if err := cfg.Set(kv); err != nil {
-				t.Fatalf("row %s: %v", spec.Name, err)
-			}
-		}
-		if err := cfg.Validate(); err != nil {
-			t.Errorf("row %s: %v", spec.Name, err)
+		cfg, err := specConfig(config.Default(), spec, 1, "runs/sft", false)
+		if err != nil {
+			t.Fatal(err)
 		}
 		correction[spec.Name] = cfg.RolloutCorrection()
 	}

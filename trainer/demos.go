@@ -31,6 +31,44 @@ func scriptedDemos(ctx context.Context, w *synth.World, tasks []envs.Task, tools
 	return out, nil
 }
 
+// generalDemos renders n warm-start demonstrations of general skills only
+// (sft.warm_start general): the even ones reading (the naive-RAG prompt of
+// a training question of any hop count, with its supporting passages),
+// the odd ones the tool-call format on a 1-hop training question (of
+// every four, one searches the question's text, one the name it
+// mentions, one retries after a search that finds nothing, and one
+// alternates between the first two). Tasks are taken in a shuffled
+// order, cycling. None searches for what a tool response revealed.
+func generalDemos(ctx context.Context, w *synth.World, tasks []envs.Task, tools []envs.Tool, n int, rng *rand.Rand) ([][]tokenizer.Message, error) {
+	var oneHop []envs.Task
+	for _, t := range tasks {
+		if t.Hops == 1 {
+			oneHop = append(oneHop, t)
+		}
+	}
+	if len(tasks) == 0 || len(oneHop) == 0 {
+		return nil, fmt.Errorf("warm start: no training questions (%d) or no 1-hop ones (%d) to demonstrate on", len(tasks), len(oneHop))
+	}
+	reading, searching := rng.Perm(len(tasks)), rng.Perm(len(oneHop))
+	var out [][]tokenizer.Message
+	for i := range n {
+		var msgs []tokenizer.Message
+		var err error
+		if i%2 == 0 {
+			msgs, err = agent.ReadingDemonstration(ctx, w, tasks[reading[(i/2)%len(reading)]], tools, rng)
+		} else {
+			j := i / 2
+			queries := [4]int{agent.QueryQuestion, agent.QueryName, agent.QueryRetry, agent.QueryQuestion + (j/4)%2}[j%4]
+			msgs, err = agent.SearchDemonstration(ctx, oneHop[searching[j%len(searching)]], tools, queries)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msgs)
+	}
+	return out, nil
+}
+
 // demoFileMessage is one message of a demonstrations file: our form
 // ({"name", "arguments"}) or OpenAI's ({"function": {"name", "arguments"}},
 // arguments possibly a JSON string) for tool calls.

@@ -39,6 +39,10 @@ func (t *Trainer) Evaluate(ctx context.Context) (*Results, error) {
 	if m, ok := r.Metrics["Base Tool Call"]; ok {
 		delete(r.Metrics, "Base Tool Call")
 		r.Metrics["Policy"] = m
+		if o, ok := r.OOD["Base Tool Call"]; ok {
+			delete(r.OOD, "Base Tool Call")
+			r.OOD["Policy"] = o
+		}
 		for i, name := range r.Methods {
 			if name == "Base Tool Call" {
 				r.Methods[i] = "Policy"

@@ -223,20 +223,32 @@ func placeRank(cfg *config.Config, env dist.Env) {
 }
 
 // PrintResults prints the final table: exact match per hop count and on
-// average, per method.
+// average, per method, and on the out-of-domain split when there is one.
 func PrintResults(w io.Writer, r *Results) {
 	fmt.Fprintf(w, "\nResults (exact match on the evaluation split):\n\n%-18s", "method")
 	for _, h := range r.Hops {
 		fmt.Fprintf(w, " %8s", fmt.Sprintf("%d-hop", h))
 	}
-	fmt.Fprintf(w, " %8s %8s\n", "EM", "F1")
+	fmt.Fprintf(w, " %8s %8s", "EM", "F1")
+	if len(r.OOD) > 0 {
+		fmt.Fprintf(w, " %8s", "OOD-EM")
+	}
+	fmt.Fprintln(w)
 	for _, m := range r.Methods {
 		mm := r.Metrics[m]
 		fmt.Fprintf(w, "%-18s", m)
 		for _, h := range r.Hops {
 			fmt.Fprintf(w, " %8.3f", mm[metric.EMHop(h)])
 		}
-		fmt.Fprintf(w, " %8.3f %8.3f\n", mm[metric.EM], mm[metric.F1])
+		fmt.Fprintf(w, " %8.3f %8.3f", mm[metric.EM], mm[metric.F1])
+		if len(r.OOD) > 0 {
+			if o, ok := r.OOD[m]; ok {
+				fmt.Fprintf(w, " %8.3f", o[metric.EM])
+			} else {
+				fmt.Fprintf(w, " %8s", "–")
+			}
+		}
+		fmt.Fprintln(w)
 	}
 }
 

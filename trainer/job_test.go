@@ -27,6 +27,7 @@ func smallConfig(dir string) config.Config {
 	c.Data.Synthetic.Entities = 24
 	c.Data.Synthetic.Questions = 40
 	c.Data.Synthetic.MaxHops = 2
+	c.Data.Synthetic.OODQuestions = 4
 	c.Model.Tiny.Hidden = 32
 	c.Model.Tiny.Intermediate = 64
 	c.Model.Tiny.Heads = 2
@@ -64,6 +65,14 @@ func TestDefaultJobSmall(t *testing.T) {
 	}
 	if len(res.Methods) != 3 {
 		t.Fatalf("results table has methods %v, want naive RAG, base tool call and RL", res.Methods)
+	}
+	// Each method is evaluated on the out-of-domain split too: its 4
+	// questions, each an EM of 0 or 1, so the EM is a multiple of 1/4.
+	for _, m := range res.Methods {
+		o, ok := res.OOD[m]
+		if em := o[metric.EM] * 4; !ok || o[metric.N] != 4 || em != math.Round(em) {
+			t.Errorf("%s: out-of-domain metrics %v, want EM over 4 questions", m, o)
+		}
 	}
 	s, err := store.Open(storePath)
 	if err != nil {

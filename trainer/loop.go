@@ -9,6 +9,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
@@ -80,6 +81,7 @@ func asked(stop <-chan struct{}) bool {
 type Results struct {
 	Methods []string                      // in table order
 	Metrics map[string]map[string]float64 // method -> eval metrics (em, f1, em_hop1, ...)
+	OOD     map[string]map[string]float64 // method -> the same on the out-of-domain split (none without one)
 	Hops    []int
 }
 
@@ -244,7 +246,8 @@ func gatherBatch(g *dist.Group, trs []*trajectory.Trajectory, rs rollout.Stats) 
 }
 
 // warmStart is the supervised warm start: scripted demonstrations of the
-// synthetic world (or sft.data), masked NLL on the assistant's tokens.
+// synthetic world (general skills or the multi-hop expert, by
+// sft.warm_start) or sft.data, masked NLL on the assistant's tokens.
 func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	c := t.cfg.SFT
 	var demos [][]tokenizer.Message
@@ -252,8 +255,10 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	switch {
 	case c.Data != "":
 		demos, err = LoadDemos(c.Data)
-	case t.fresh && t.data.world != nil && c.Demos > 0:
+	case t.fresh && t.data.world != nil && c.Demos > 0 && c.WarmStart == "expert":
 		demos, err = scriptedDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, c.ImperfectFraction, t.rng)
+	case t.fresh && t.data.world != nil && c.Demos > 0:
+		demos, err = generalDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, t.rng)
 	default:
 		return nil
 	}
@@ -303,39 +308,70 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 }
 
 // iterationZero evaluates the policy before RL (the "base tool call"
-// baseline) and the naive-RAG baseline, stored as iteration 0.
+// baseline) and the naive-RAG baseline, on the evaluation split and on the
+// out-of-domain one, stored as iteration 0.
 func (t *Trainer) iterationZero(ctx context.Context) error {
 	m := map[string]float64{}
-	base, bm, err := t.evaluate(ctx, 0, "", t.agent.Episode)
+	sets := t.evalSets(ctx, false)
+	if t.cfg.Eval.Baselines && t.agent.Tool(search.SearchName) != nil {
+		sets = append(sets, t.evalSets(ctx, true)...)
+	}
+	all, err := t.evaluateSets(ctx, 0, sets, m)
 	if err != nil {
 		return err
-	}
-	for k, v := range bm {
-		m[k] = v
-	}
-	all := base
-	if t.cfg.Eval.Baselines && t.agent.Tool(search.SearchName) != nil {
-		rag, rm, err := t.evaluate(ctx, 0, "rag", t.agent.RAGEpisodes(ctx))
-		if err != nil {
-			return err
-		}
-		for k, v := range rm {
-			m[k] = v
-		}
-		all = append(all, rag...)
 	}
 	t.log.Info().Int("iteration", 0).Float64("eval_em", m[metric.Eval+metric.EM]).Float64("naive_rag_em", m[metric.NaiveRAG+metric.EM]).Msg("baselines evaluated")
 	return t.submit(0, m, all)
 }
 
-// evaluate runs greedy (eval temperature) episodes over the eval tasks.
-// tag "" is the policy itself (metrics eval/*), "rag" the naive-RAG
-// baseline (baseline/naive_rag/*).
-func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.Factory) ([]*trajectory.Trajectory, map[string]float64, error) {
+// evalSet is one evaluation pass: its tasks, the episode factory, the
+// prefix of its metrics and the tag in its trajectories' IDs.
+type evalSet struct {
+	tasks   []envs.Task
+	factory rollout.Factory
+	prefix  string
+	tag     string // "" for the policy on the evaluation split
+}
+
+// evalSets are the policy's evaluation passes (rag: the naive-RAG
+// baseline's): the evaluation split, then the out-of-domain split when
+// the data has one.
+func (t *Trainer) evalSets(ctx context.Context, rag bool) []evalSet {
+	f, pre, preOOD, tag := rollout.Factory(t.agent.Episode), metric.Eval, metric.EvalOOD, ""
+	if rag {
+		f, pre, preOOD, tag = t.agent.RAGEpisodes(ctx), metric.NaiveRAG, metric.NaiveRAGOOD, "rag"
+	}
+	sets := []evalSet{{t.data.eval, f, pre, tag}}
+	if len(t.data.ood) > 0 {
+		sets = append(sets, evalSet{t.data.ood, f, preOOD, strings.TrimPrefix(tag+"-ood", "-")})
+	}
+	return sets
+}
+
+// evaluateSets runs the passes, adds their metrics to m and returns their
+// trajectories.
+func (t *Trainer) evaluateSets(ctx context.Context, iter int, sets []evalSet, m map[string]float64) ([]*trajectory.Trajectory, error) {
+	var all []*trajectory.Trajectory
+	for _, s := range sets {
+		trs, em, err := t.evaluate(ctx, iter, s)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range em {
+			m[k] = v
+		}
+		all = append(all, trs...)
+	}
+	return all, nil
+}
+
+// evaluate runs greedy (eval temperature) episodes over one evaluation
+// pass's tasks (at most eval.max_eval of them).
+func (t *Trainer) evaluate(ctx context.Context, iter int, s evalSet) ([]*trajectory.Trajectory, map[string]float64, error) {
 	if err := t.engine.Sync(); err != nil {
 		return nil, nil, err
 	}
-	tasks := t.data.eval
+	tasks := s.tasks
 	if n := t.cfg.Eval.MaxEval; n > 0 && n < len(tasks) {
 		tasks = tasks[:n]
 	}
@@ -347,22 +383,20 @@ func (t *Trainer) evaluate(ctx context.Context, iter int, tag string, f rollout.
 		reqs[i] = rollout.Request{Task: task, Group: i, Samples: 1}
 	}
 	label := "eval"
-	if tag != "" {
-		label = "eval " + tag
+	if s.tag != "" {
+		label = "eval " + s.tag
 	}
-	trs, _, err := t.rollouts(ctx, fmt.Sprintf("iter %d %s", iter, label), f, reqs, t.rolloutOptions(iter, trajectory.Eval, rollout.Options{
+	trs, _, err := t.rollouts(ctx, fmt.Sprintf("iter %d %s", iter, label), s.factory, reqs, t.rolloutOptions(iter, trajectory.Eval, rollout.Options{
 		Sampling: rollout.Sampling{Temperature: t.cfg.Rollout.EvalTemperature}}))
 	if err != nil {
 		return nil, nil, err
 	}
-	prefix := metric.Eval
-	if tag != "" {
-		prefix = metric.NaiveRAG
+	if s.tag != "" {
 		for _, tr := range trs {
-			tr.ID = fmt.Sprintf("%d-eval-%s-%d-%d", iter, tag, tr.Group, tr.Sample)
+			tr.ID = fmt.Sprintf("%d-eval-%s-%d-%d", iter, s.tag, tr.Group, tr.Sample)
 		}
 	}
-	return trs, episodeMetrics(prefix, trs), nil
+	return trs, episodeMetrics(s.prefix, trs), nil
 }
 
 func (t *Trainer) rolloutOptions(iter int, split trajectory.Split, o rollout.Options) rollout.Options {
@@ -444,12 +478,9 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	m[metric.TimeUpdateS] = time.Since(tUpdate).Seconds()
 	all := trs
 	if iter == cfg.Run.Iterations || (cfg.Run.EvalEvery > 0 && iter%cfg.Run.EvalEvery == 0) {
-		evalTrs, em, err := t.evaluate(ctx, iter, "", t.agent.Episode)
+		evalTrs, err := t.evaluateSets(ctx, iter, t.evalSets(ctx, false), m)
 		if err != nil {
 			return err
-		}
-		for k, v := range em {
-			m[k] = v
 		}
 		all = append(all, evalTrs...)
 	}
@@ -555,7 +586,7 @@ func ReadResults(storePath, rl string) (*Results, error) {
 }
 
 func resultsOf(ms []store.IterationMetrics, rl string) *Results {
-	r := &Results{Metrics: map[string]map[string]float64{}}
+	r := &Results{Metrics: map[string]map[string]float64{}, OOD: map[string]map[string]float64{}}
 	pickPrefix := func(m map[string]float64, prefix string) map[string]float64 {
 		out := map[string]float64{}
 		for k, v := range m {
@@ -565,22 +596,30 @@ func resultsOf(ms []store.IterationMetrics, rl string) *Results {
 		}
 		return out
 	}
+	ood := func(method string, m map[string]float64, prefix string) {
+		if o := pickPrefix(m, prefix); len(o) > 0 {
+			r.OOD[method] = o
+		}
+	}
 	var last map[string]float64
 	for _, it := range ms {
 		if it.Iteration == 0 {
 			if rag := pickPrefix(it.Metrics, metric.NaiveRAG); len(rag) > 0 {
 				r.Methods = append(r.Methods, "Naive RAG")
 				r.Metrics["Naive RAG"] = rag
+				ood("Naive RAG", it.Metrics, metric.NaiveRAGOOD)
 			}
 			r.Methods = append(r.Methods, "Base Tool Call")
 			r.Metrics["Base Tool Call"] = pickPrefix(it.Metrics, metric.Eval)
+			ood("Base Tool Call", it.Metrics, metric.EvalOOD)
 		} else if _, ok := it.Metrics[metric.Eval+metric.EM]; ok {
-			last = pickPrefix(it.Metrics, metric.Eval)
+			last = it.Metrics
 		}
 	}
 	if last != nil {
 		r.Methods = append(r.Methods, rl)
-		r.Metrics[rl] = last
+		r.Metrics[rl] = pickPrefix(last, metric.Eval)
+		ood(rl, last, metric.EvalOOD)
 	}
 	for h := 1; h <= 4; h++ {
 		for _, mm := range r.Metrics {

@@ -43,4 +43,17 @@ func TestPrintResults(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("PrintResults =\n%q\nwant\n%q", b.String(), want)
 	}
+	// With an out-of-domain split, its EM is a last column, one word like
+	// the others ("–" for a method not evaluated on it).
+	b.Reset()
+	PrintResults(&b, &Results{Methods: []string{"Naive RAG", "RL (grpo)"}, Hops: []int{1},
+		Metrics: map[string]map[string]float64{"Naive RAG": {metric.EMHop(1): 0.5, metric.EM: 0.5, metric.F1: 0.5}, "RL (grpo)": {metric.EMHop(1): 0.75, metric.EM: 0.75, metric.F1: 0.8}},
+		OOD:     map[string]map[string]float64{"RL (grpo)": {metric.EM: 0.125}}})
+	want = "\nResults (exact match on the evaluation split):\n\n" +
+		"method                1-hop       EM       F1   OOD-EM\n" +
+		"Naive RAG             0.500    0.500    0.500        –\n" +
+		"RL (grpo)             0.750    0.750    0.800    0.125\n"
+	if b.String() != want {
+		t.Errorf("PrintResults with OOD =\n%q\nwant\n%q", b.String(), want)
+	}
 }

@@ -18,6 +18,7 @@ type data struct {
 	world     *synth.World // nil for dataset files
 	train     []envs.Task
 	eval      []envs.Task
+	ood       []envs.Task // the synthetic world's out-of-domain questions, evaluated apart
 	indexPath string
 }
 
@@ -29,11 +30,11 @@ func loadData(ctx context.Context, cfg config.Config, runDir string) (*data, err
 	case "synthetic":
 		sc := cfg.Data.Synthetic
 		w, err := synth.Generate(synth.Config{Seed: int64(sc.Seed), Entities: sc.Entities, Questions: sc.Questions,
-			MaxHops: sc.MaxHops, TestFraction: sc.TestFraction})
+			MaxHops: sc.MaxHops, TestFraction: sc.TestFraction, OODQuestions: sc.OODQuestions})
 		if err != nil {
 			return nil, err
 		}
-		d.world, d.train, d.eval = w, w.Train, w.Test
+		d.world, d.train, d.eval, d.ood = w, w.Train, w.Test, w.OOD
 		if d.indexPath == "" {
 			d.indexPath = filepath.Join(runDir, "index.db")
 			if _, err := os.Stat(d.indexPath); err != nil {
@@ -68,6 +69,9 @@ func loadData(ctx context.Context, cfg config.Config, runDir string) (*data, err
 	}
 	if n := cfg.Data.MaxEval; n > 0 && n < len(d.eval) {
 		d.eval = d.eval[:n]
+	}
+	if n := cfg.Data.MaxEval; n > 0 && n < len(d.ood) {
+		d.ood = d.ood[:n]
 	}
 	return d, nil
 }

@@ -48,10 +48,20 @@ func resultsTable(t *testing.T, out string) (map[string]map[string]float64, []st
 
 // checkResults wants the given methods, hop columns among 1-hop and 2-hop
 // (the tiny world has at most 2), values in [0, 1] and an EM that is a
-// multiple of 1/4 (4 evaluation questions).
+// multiple of 1/4 (4 evaluation questions), on the evaluation split and
+// on the out-of-domain one when there is one.
 func checkResults(t *testing.T, out string, methods ...string) {
 	t.Helper()
 	rows, cols := resultsTable(t, out)
+	// Out-of-domain questions (at most 4 evaluated) make a last column.
+	if len(cols) > 0 && cols[len(cols)-1] == "OOD-EM" {
+		for _, m := range methods {
+			if q := rows[m]["OOD-EM"] * 4; q != float64(int(q)) {
+				t.Errorf("%s OOD-EM = %v, want a multiple of 1/4", m, rows[m]["OOD-EM"])
+			}
+		}
+		cols = cols[:len(cols)-1]
+	}
 	if len(cols) < 3 || cols[len(cols)-2] != "EM" || cols[len(cols)-1] != "F1" {
 		t.Fatalf("columns %v, want hop columns then EM F1", cols)
 	}

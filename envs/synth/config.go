@@ -12,6 +12,11 @@ type Config struct {
 	Questions    int     // number of questions, train and test together
 	MaxHops      int     // questions have 1..MaxHops hops (at most 4), in equal shares
 	TestFraction float64 // share of the questions held out for test, in [0, 1)
+	// OODQuestions is the number of out-of-domain questions (World.OOD):
+	// 2..MaxHops hops, each composing relations in a way that no train or
+	// test question does (see heldOut). 0 draws none and leaves the
+	// in-domain questions free to use every composition.
+	OODQuestions int
 }
 
 // DefaultConfig is a world a small model can learn on a CPU: 200 entities,
@@ -30,6 +35,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("synth config: MaxHops = %d, want 1 to 4", c.MaxHops)
 	case !(c.TestFraction >= 0 && c.TestFraction < 1):
 		return fmt.Errorf("synth config: TestFraction = %v, want 0 <= f < 1", c.TestFraction)
+	case c.OODQuestions < 0:
+		return fmt.Errorf("synth config: OODQuestions = %d, want 0 or more", c.OODQuestions)
+	case c.OODQuestions > 0 && c.MaxHops < 2:
+		return fmt.Errorf("synth config: OODQuestions = %d needs MaxHops >= 2 (out-of-domain questions compose two relations), got %d", c.OODQuestions, c.MaxHops)
 	}
 	return nil
 }

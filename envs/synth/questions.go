@@ -99,18 +99,21 @@ func (w *World) draw(rng *rand.Rand, hops int) (c chain, ok bool) {
 }
 
 // makeQuestions draws Config.Questions distinct chains, hops cycling
-// 1..MaxHops, and splits them at random into train and test.
+// 1..MaxHops, and splits them at random into train and test; then the
+// out-of-domain questions (makeOOD).
 //
 // A question of two or more hops is kept only if its answer appears in no
 // passage that shares a word with the question. Question words other than
 // the start entity's name never occur in passages (see language.go), and
 // name words are unique to their entity, so those passages are the start
 // entity's own and the ones that mention it: whatever a search for the
-// question text returns, the answer is not in it.
+// question text returns, the answer is not in it. With out-of-domain
+// questions asked for, no in-domain chain follows a held-out composition.
 func (w *World) makeQuestions(rng *rand.Rand) error {
 	mentions := w.mentionIndex()
 	seen := map[string]bool{}
 	w.chains = map[string]chain{}
+	avoid := w.Config.OODQuestions > 0
 	var tasks []envs.Task
 	for i := range w.Config.Questions {
 		hops := 1 + i%w.Config.MaxHops
@@ -119,7 +122,7 @@ func (w *World) makeQuestions(rng *rand.Rand) error {
 		for range maxDraws {
 			var ok bool
 			c, ok = w.draw(rng, hops)
-			if ok && !seen[c.key()] && (hops == 1 || !w.leaks(c, mentions)) {
+			if ok && !seen[c.key()] && (hops == 1 || !w.leaks(c, mentions)) && !(avoid && c.composesHeldOut()) {
 				found = true
 				break
 			}
@@ -128,18 +131,7 @@ func (w *World) makeQuestions(rng *rand.Rand) error {
 			return errTooSmall(hops, i, w.Config.Questions)
 		}
 		seen[c.key()] = true
-		t := envs.Task{
-			ID:       fmt.Sprintf("synth-%d-%05d", w.Config.Seed, i),
-			Dataset:  "synthetic",
-			Question: w.question(c, openers[rng.IntN(len(openers))]),
-			Answers:  []string{w.answer(c)},
-			Hops:     c.hops(),
-		}
-		for _, e := range c.path[:c.hops()] {
-			t.Support = append(t.Support, w.Entities[e].Name)
-		}
-		w.chains[t.ID] = c
-		tasks = append(tasks, t)
+		tasks = append(tasks, w.task(c, fmt.Sprintf("synth-%d-%05d", w.Config.Seed, i), rng))
 	}
 	rng.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i] })
 	nTest := w.Config.testCount()
@@ -150,7 +142,7 @@ func (w *World) makeQuestions(rng *rand.Rand) error {
 	for i := range w.Test {
 		w.Test[i].Meta = map[string]string{"split": "test"}
 	}
-	return nil
+	return w.makeOOD(rng, seen)
 }
 
 // mentionIndex maps each lowercase word to the passages containing it.

@@ -22,7 +22,9 @@ func generate(t testing.TB, cfg Config) *World {
 	return w
 }
 
-func allTasks(w *World) []envs.Task { return append(append([]envs.Task{}, w.Train...), w.Test...) }
+func allTasks(w *World) []envs.Task {
+	return append(append(append([]envs.Task{}, w.Train...), w.Test...), w.OOD...)
+}
 
 func TestGenerateIsDeterministic(t *testing.T) {
 	cfg := DefaultConfig()
@@ -201,7 +203,7 @@ func TestQuestionWordsAreNotInPassages(t *testing.T) {
 }
 
 func TestMultiHopAnswerNotFoundBySearchingTheQuestion(t *testing.T) {
-	for _, cfg := range []Config{DefaultConfig(), {Seed: 7, Entities: 60, Questions: 300, MaxHops: 4, TestFraction: 0.5}} {
+	for _, cfg := range []Config{DefaultConfig(), {Seed: 7, Entities: 60, Questions: 300, MaxHops: 4, TestFraction: 0.5, OODQuestions: 60}} {
 		w := generate(t, cfg)
 		idx := worldIndex(t, w)
 		oneHop, oneHopFound := 0, 0
@@ -276,6 +278,8 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.MaxHops = 5 }, "MaxHops"},
 		{func(c *Config) { c.TestFraction = 1 }, "TestFraction"},
 		{func(c *Config) { c.TestFraction = math.NaN() }, "TestFraction"},
+		{func(c *Config) { c.OODQuestions = -1 }, "OODQuestions"},
+		{func(c *Config) { c.OODQuestions, c.MaxHops = 10, 1 }, "MaxHops >= 2"},
 		// 12 entities cannot carry 2000 distinct questions.
 		{func(c *Config) { c.Entities, c.Questions = 12, 2000 }, "use more Entities"},
 	}
@@ -285,5 +289,97 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := Generate(cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("config %+v: err = %v, want it to mention %q", cfg, err, c.want)
 		}
+	}
+}
+
+// The phrases of the held-out compositions, as questions word them
+// (outermost relation first): born_in then located_in is "the nation of
+// the birthplace of X", works_for then based_in is "the headquarters of
+// the employer of X".
+var heldOutPhrases = []string{"nation of the birthplace of", "headquarters of the employer of"}
+
+func heldOutPhrase(question string) bool {
+	for _, p := range heldOutPhrases {
+		if strings.Contains(question, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestOutOfDomainSplit(t *testing.T) {
+	// The default job's world: 80 entities, 400 in-domain questions of 1-3
+	// hops, a quarter held out, and 60 out-of-domain questions.
+	cfg := Config{Seed: 7, Entities: 80, Questions: 400, MaxHops: 3, TestFraction: 0.25, OODQuestions: 60}
+	w := generate(t, cfg)
+	if len(w.Train) != 300 || len(w.Test) != 100 || len(w.OOD) != 60 {
+		t.Fatalf("train %d test %d ood %d, want 300, 100 and 60", len(w.Train), len(w.Test), len(w.OOD))
+	}
+	// Hops cycle 2, 3 over out-of-domain question 0..59: 30 of each.
+	hops := map[int]int{}
+	questions := map[string]bool{}
+	for _, task := range append(append([]envs.Task{}, w.Train...), w.Test...) {
+		questions[task.Question] = true
+		if heldOutPhrase(task.Question) {
+			t.Errorf("in-domain %s question %q composes a held-out pair", task.Meta["split"], task.Question)
+		}
+	}
+	for _, task := range w.OOD {
+		hops[task.Hops]++
+		if !heldOutPhrase(task.Question) {
+			t.Errorf("out-of-domain question %q composes no held-out pair", task.Question)
+		}
+		if questions[task.Question] {
+			t.Errorf("out-of-domain question %q is also in-domain", task.Question)
+		}
+		questions[task.Question] = true
+		if task.Meta["split"] != "ood" || !strings.Contains(task.ID, "-ood-") {
+			t.Errorf("out-of-domain task %s has split %q", task.ID, task.Meta["split"])
+		}
+		d, err := w.Demonstration(task)
+		if err != nil || d.Answer != task.Answers[0] || len(d.Steps) != task.Hops {
+			t.Errorf("%s: demonstration %+v (%v)", task.ID, d, err)
+		}
+	}
+	if want := map[int]int{2: 30, 3: 30}; !reflect.DeepEqual(hops, want) {
+		t.Errorf("out-of-domain hops = %v, want %v", hops, want)
+	}
+	// Each relation of a held-out pair is still asked about in training,
+	// in other compositions or alone.
+	for _, noun := range []string{"nation", "birthplace", "headquarters", "employer"} {
+		n := 0
+		for _, task := range w.Train {
+			if strings.Contains(task.Question, " "+noun+" of ") {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("no training question asks about the %s", noun)
+		}
+	}
+	// Not vacuous: without out-of-domain questions the same world's
+	// in-domain questions do use the held-out compositions.
+	cfg.OODQuestions = 0
+	free := generate(t, cfg)
+	n := 0
+	for _, task := range allTasks(free) {
+		if heldOutPhrase(task.Question) {
+			n++
+		}
+	}
+	if n == 0 || len(free.OOD) != 0 {
+		t.Errorf("OODQuestions 0: %d in-domain questions with a held-out composition (want some), %d out-of-domain", n, len(free.OOD))
+	}
+}
+
+func TestPassageByTitle(t *testing.T) {
+	w := generate(t, Config{Seed: 2, Entities: 24, Questions: 20, MaxHops: 2})
+	e := w.Entities[5]
+	p, ok := w.Passage(e.Name)
+	if !ok || p.Title != e.Name || !strings.HasPrefix(p.Text, e.Name+" ") {
+		t.Fatalf("Passage(%q) = %+v, %v", e.Name, p, ok)
+	}
+	if _, ok := w.Passage("Nobody"); ok {
+		t.Fatal("a passage for a name of no entity")
 	}
 }

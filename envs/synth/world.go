@@ -66,7 +66,8 @@ type Entity struct {
 }
 
 // World is a generated world: its entities, one passage per entity (title =
-// entity name), and questions split into train and test. The split is by
+// entity name), and questions split into train and test, plus the
+// out-of-domain questions (OOD) when Config.OODQuestions asks for them. The split is by
 // question: no question (no chain of relations from a start entity) is in
 // both, but the entities and passages are shared, so a test question asks
 // something new about entities that train questions also mention. Index
@@ -77,6 +78,16 @@ type World struct {
 	Passages []search.Passage
 	Train    []envs.Task
 	Test     []envs.Task
+	OOD      []envs.Task      // questions of a held-out composition; none in Train or Test
 	chains   map[string]chain // task ID -> how it is answered
 	byName   map[string]int   // entity name -> index in Entities
+}
+
+// Passage returns the passage titled title (an entity's name).
+func (w *World) Passage(title string) (search.Passage, bool) {
+	i, ok := w.byName[title]
+	if !ok {
+		return search.Passage{}, false
+	}
+	return w.Passages[i], true
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 
 	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
@@ -50,7 +52,104 @@ func ragUser(ctx context.Context, tools []envs.Tool, t envs.Task) (string, error
 	if err != nil {
 		return "", fmt.Errorf("naive RAG retrieval for %s: %w", t.ID, err)
 	}
-	return "Question: " + t.Question + "\nPassages:\n" + res.Content, nil
+	return ragPrompt(t.Question, res.Content), nil
+}
+
+// ragPrompt is the naive-RAG user message of a question and its passages,
+// rendered as the search tool renders them.
+func ragPrompt(question, passages string) string {
+	return "Question: " + question + "\nPassages:\n" + passages
+}
+
+// ReadingDemonstration is a warm-start demonstration of reading: the
+// naive-RAG prompt of task t, whose passages are the question's supporting
+// passages (one per hop) and those a search for the question's text
+// returns, in an order drawn from rng, answered in one turn. No search is
+// made by the assistant.
+func ReadingDemonstration(ctx context.Context, w *synth.World, t envs.Task, tools []envs.Tool, rng *rand.Rand) ([]tokenizer.Message, error) {
+	res, err := callTool(ctx, tools, search.SearchName, map[string]string{"query": t.Question})
+	if err != nil {
+		return nil, fmt.Errorf("reading demonstration of %s: %w", t.ID, err)
+	}
+	var ps []search.Passage
+	seen := map[string]bool{}
+	for _, title := range append(append([]string{}, t.Support...), res.Refs...) {
+		p, ok := w.Passage(title)
+		if !ok {
+			return nil, fmt.Errorf("reading demonstration of %s: no passage titled %q", t.ID, title)
+		}
+		if !seen[title] {
+			seen[title] = true
+			ps = append(ps, p)
+		}
+	}
+	rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
+	return []tokenizer.Message{
+		{Role: "system", Content: protocol.RAGSystemPrompt},
+		{Role: "user", Content: ragPrompt(t.Question, search.FormatDocs(ps))},
+		{Role: "assistant", Content: protocol.Answer(t.Answers[0])},
+	}, nil
+}
+
+// The queries of a SearchDemonstration.
+const (
+	QueryQuestion = iota // one search for the question's text, falling back to the name
+	QueryName            // one search for the name the question mentions
+	QueryRetry           // a search for the question's other words (no results), then the name
+)
+
+// SearchDemonstration is a warm-start demonstration of the tool-call
+// format on a 1-hop task: the searches an untrained model writes (the
+// question's text, or the name it mentions; or, with QueryRetry, the
+// question without the name first), their real results, then the answer
+// read off the last result. Every query is made of the question's words,
+// never of a tool response's. A task of more than one hop is an error.
+func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, queries int) ([]tokenizer.Message, error) {
+	if t.Hops != 1 || len(t.Support) != 1 || len(t.Answers) == 0 {
+		return nil, fmt.Errorf("search demonstration of %s: want a 1-hop question with its supporting passage, got %d hops", t.ID, t.Hops)
+	}
+	name, answer := t.Support[0], t.Answers[0]
+	msgs := []tokenizer.Message{{Role: "system", Content: protocol.SystemPrompt}, {Role: "user", Content: t.Question}}
+	search1 := func(query string) (string, error) {
+		args, _ := json.Marshal(map[string]string{"query": query})
+		res, err := callTool(ctx, tools, search.SearchName, map[string]string{"query": query})
+		if err != nil {
+			return "", fmt.Errorf("search demonstration of %s: %w", t.ID, err)
+		}
+		msgs = append(msgs, tokenizer.Message{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{Name: search.SearchName, Arguments: args}}},
+			tokenizer.Message{Role: "tool", Content: res.Content})
+		return res.Content, nil
+	}
+	var queryList []string
+	switch queries {
+	case QueryQuestion:
+		res, err := callTool(ctx, tools, search.SearchName, map[string]string{"query": t.Question})
+		if err != nil {
+			return nil, fmt.Errorf("search demonstration of %s: %w", t.ID, err)
+		}
+		queryList = []string{name}
+		if strings.Contains(res.Content, answer) {
+			queryList = []string{t.Question}
+		}
+	case QueryName:
+		queryList = []string{name}
+	case QueryRetry:
+		rest := strings.TrimSuffix(strings.TrimSuffix(t.Question, "."), " of "+name)
+		queryList = []string{rest, name}
+	default:
+		return nil, fmt.Errorf("search demonstration of %s: unknown queries %d", t.ID, queries)
+	}
+	var last string
+	for _, q := range queryList {
+		var err error
+		if last, err = search1(q); err != nil {
+			return nil, err
+		}
+	}
+	if !strings.Contains(last, answer) {
+		return nil, fmt.Errorf("search demonstration of %s: the search for %q does not return the answer %q", t.ID, queryList[len(queryList)-1], answer)
+	}
+	return append(msgs, tokenizer.Message{Role: "assistant", Content: protocol.Answer(answer)}), nil
 }
 
 // wordTokenizer makes the tiny word-level tokenizer of the synthetic
@@ -70,7 +169,7 @@ func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool) (*tok
 		return nil, err
 	}
 	texts := w.Texts()
-	for _, split := range [][]envs.Task{w.Train, w.Test} {
+	for _, split := range [][]envs.Task{w.Train, w.Test, w.OOD} {
 		for _, t := range split {
 			msgs, err := Demonstration(ctx, w, t, tools, false)
 			if err != nil {

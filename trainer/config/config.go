@@ -41,8 +41,8 @@ type RunConfig struct {
 	Name       string `yaml:"name" default:"default" doc:"run name; outputs go to <run.dir>/<run.name>"`
 	Dir        string `yaml:"dir" default:"runs" doc:"folder holding all runs"`
 	Seed       int    `yaml:"seed" default:"1" doc:"seed of every random choice of the run"`
-	Iterations int    `yaml:"iterations" default:"40" doc:"RL iterations (rollout + update) to run"`
-	EvalEvery  int    `yaml:"eval_every" default:"10" doc:"evaluate every N iterations (0 = only at the end)"`
+	Iterations int    `yaml:"iterations" default:"80" doc:"RL iterations (rollout + update) to run"`
+	EvalEvery  int    `yaml:"eval_every" default:"20" doc:"evaluate every N iterations (0 = only at the end)"`
 	SaveEvery  int    `yaml:"save_every" default:"10" doc:"checkpoint every N iterations (0 = only at the end)"`
 	Resume     bool   `yaml:"resume" default:"false" doc:"continue from the run's latest checkpoint"`
 }
@@ -89,10 +89,11 @@ type DataConfig struct {
 // SyntheticConfig shapes the generated multi-hop question world.
 type SyntheticConfig struct {
 	Seed         int     `yaml:"seed" default:"7" doc:"seed of the generated world"`
-	Entities     int     `yaml:"entities" default:"60" doc:"entities in the world"`
+	Entities     int     `yaml:"entities" default:"80" doc:"entities in the world"`
 	MaxHops      int     `yaml:"max_hops" default:"3" doc:"most hops a question needs"`
 	TestFraction float64 `yaml:"test_fraction" default:"0.25" doc:"fraction of questions held out for evaluation"`
 	Questions    int     `yaml:"questions" default:"400" doc:"questions generated"`
+	OODQuestions int     `yaml:"ood_questions" default:"60" doc:"out-of-domain questions, evaluated as their own split: 2 to max_hops hops, each composing relations in a way no training or test question does (0 = none, and in-domain questions use every composition)"`
 }
 
 // ToolsConfig enables and configures tools.
@@ -212,11 +213,12 @@ type OptimConfig struct {
 // SFTConfig sets the supervised warm-up.
 type SFTConfig struct {
 	Data              string  `yaml:"data" default:"" doc:"demonstrations file (\"\" = scripted demonstrations of the synthetic world)"`
+	WarmStart         string  `yaml:"warm_start" default:"general" enum:"general|expert" doc:"what the synthetic world's scripted demonstrations teach: general skills (reading passages in the naive-RAG prompt, single searches of 1-hop questions; not the multi-hop search strategy) or the multi-hop expert (one search per hop)"`
 	Epochs            int     `yaml:"epochs" default:"8" doc:"passes over the demonstrations"`
 	LR                float64 `yaml:"lr" default:"1e-3" doc:"learning rate"`
 	Batch             int     `yaml:"batch" default:"16" doc:"demonstrations per optimiser step"`
 	Demos             int     `yaml:"demos" default:"800" doc:"scripted demonstrations generated"`
-	ImperfectFraction float64 `yaml:"imperfect_fraction" default:"0.3" doc:"fraction of scripted demonstrations with a detour or mistake"`
+	ImperfectFraction float64 `yaml:"imperfect_fraction" default:"0.3" doc:"fraction of the expert's demonstrations (sft.warm_start expert) that stop after the first hop and answer wrongly"`
 }
 
 // StoreConfig locates the trajectory store.

@@ -27,7 +27,7 @@ func TestDefaultValues(t *testing.T) {
 		got, want any
 	}{
 		{"run.name", c.Run.Name, "default"},
-		{"run.iterations", c.Run.Iterations, 40},
+		{"run.iterations", c.Run.Iterations, 80},
 		{"run.resume", c.Run.Resume, false},
 		{"model.tiny.kv_heads", c.Model.Tiny.KVHeads, 2},
 		{"model.critic", c.Model.Critic, "separate"},

@@ -18,7 +18,7 @@ device.device device.dtype device.threads device.autocast
 model.path model.tiny.hidden model.tiny.intermediate model.tiny.layers model.tiny.heads
 model.tiny.kv_heads model.tiny.max_positions model.critic model.critic_path model.checkpointing model.ref_path
 data.source data.train data.eval data.format data.max_train data.max_eval
-data.synthetic.seed data.synthetic.entities data.synthetic.max_hops data.synthetic.test_fraction data.synthetic.questions
+data.synthetic.seed data.synthetic.entities data.synthetic.max_hops data.synthetic.test_fraction data.synthetic.questions data.synthetic.ood_questions
 tools.enabled tools.schemas tools.search.index tools.search.k
 tools.code.python tools.code.cpu_time tools.code.wall_time tools.code.memory_mb tools.code.processes
 tools.code.disk_mb tools.code.max_output
@@ -43,7 +43,7 @@ algorithm.filter_keep_ratio algorithm.critic_warmup
 algorithm.rollout_correction algorithm.rollout_correction_bound algorithm.mismatch_warn_kl
 optim.lr optim.critic_lr optim.beta1 optim.beta2 optim.eps optim.weight_decay optim.warmup_steps
 optim.schedule optim.min_lr_ratio optim.max_grad_norm
-sft.data sft.epochs sft.lr sft.batch sft.demos sft.imperfect_fraction
+sft.data sft.warm_start sft.epochs sft.lr sft.batch sft.demos sft.imperfect_fraction
 store.path store.writer_depth
 logging.level logging.format
 eval.baselines eval.max_eval

@@ -77,17 +77,21 @@ const (
 )
 
 // Prefixes of the episode metrics of the evaluation split and of the
-// naive-RAG baseline (iteration 0).
+// naive-RAG baseline (iteration 0), and of the same two on the
+// out-of-domain split (the synthetic world's held-out compositions).
 const (
-	Eval     = "eval/"
-	NaiveRAG = "baseline/naive_rag/"
+	Eval        = "eval/"
+	NaiveRAG    = "baseline/naive_rag/"
+	EvalOOD     = "eval_ood/"
+	NaiveRAGOOD = "baseline/naive_rag_ood/"
 )
 
 // Def declares one metric.
 type Def struct {
 	Name string
 	Doc  string
-	// Episode: also recorded under the Eval and NaiveRAG prefixes.
+	// Episode: also recorded under the Eval, NaiveRAG, EvalOOD and
+	// NaiveRAGOOD prefixes.
 	Episode bool
 }
 
@@ -162,7 +166,7 @@ type Series struct{ Key, Label string }
 // Charts are the report's charts, in page order.
 var Charts = []Chart{
 	{"reward", "Train reward", []Series{{RewardMean, "mean reward (train)"}}},
-	{"eval", "Evaluation EM / F1", []Series{{Eval + EM, "EM"}, {Eval + F1, "F1"}}},
+	{"eval", "Evaluation EM / F1", []Series{{Eval + EM, "EM"}, {Eval + F1, "F1"}, {EvalOOD + EM, "EM (out of domain)"}}},
 	{"kl", "KL divergence", []Series{{KLRef, "KL to reference"}, {ApproxKL, "approx KL (old to new policy)"}}},
 	{"mismatch", "Rollout/training mismatch", []Series{{MismatchKL, "k3 KL(behaviour || training)"}, {MismatchBeyond, "fraction of tokens beyond [1/C, C]"}}},
 	{"mismatch_ratio", "Ratio π_train/π_behaviour", []Series{{MismatchRatioMax, "largest"}, {MismatchRatioMin, "smallest"}}},
@@ -194,10 +198,10 @@ func EMHop(h int) string { return EMHopPrefix + strconv.Itoa(h) }
 var hopEM = regexp.MustCompile(`^em_hop[0-9]+$`)
 
 // Declared reports whether name is a declared metric: one of Defs, an
-// episode metric under the Eval or NaiveRAG prefix, or em_hopN.
+// episode metric under an evaluation prefix, or em_hopN.
 func Declared(name string) bool {
 	episode := false
-	for _, p := range []string{Eval, NaiveRAG} {
+	for _, p := range []string{Eval, NaiveRAG, EvalOOD, NaiveRAGOOD} {
 		if rest, ok := strings.CutPrefix(name, p); ok {
 			name, episode = rest, true
 		}

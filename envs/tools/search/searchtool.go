@@ -71,16 +71,26 @@ func (t *searchTool) Call(ctx context.Context, args json.RawMessage) (envs.Resul
 	if len(hits) == 0 {
 		return envs.Result{Content: "No results.", OK: true}, nil
 	}
-	var b strings.Builder
+	ps := make([]Passage, len(hits))
 	refs := make([]string, len(hits))
 	for i, h := range hits {
+		ps[i] = Passage{Title: h.Title, Text: h.Text}
+		refs[i] = h.Title
+	}
+	return envs.Result{Content: FormatDocs(ps), OK: true, Refs: refs}, nil
+}
+
+// FormatDocs writes passages as the search tool returns them, one per
+// line: "Doc 1 (Title: t) text", "Doc 2 ...".
+func FormatDocs(ps []Passage) string {
+	var b strings.Builder
+	for i, p := range ps {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "Doc %d %s", i+1, render(h.Title, h.Text))
-		refs[i] = h.Title
+		fmt.Fprintf(&b, "Doc %d %s", i+1, render(p.Title, p.Text))
 	}
-	return envs.Result{Content: b.String(), OK: true, Refs: refs}, nil
+	return b.String()
 }
 
 // render formats one passage as "(Title: t) text" on a single line.

@@ -1,0 +1,210 @@
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/envs/synth"
+	"github.com/agentrl/agentrl/envs/tools/search"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/agent"
+	"github.com/agentrl/agentrl/trainer/config"
+)
+
+// demoWorld is the default job's world (80 entities, 400 questions of 1-3
+// hops, a quarter held out, 60 out-of-domain questions) with the search
+// tool over its passages, returning 2 passages as the default config does.
+func demoWorld(t *testing.T) (*synth.World, []envs.Tool) {
+	t.Helper()
+	w, err := synth.Generate(synth.Config{Seed: 7, Entities: 80, Questions: 400, MaxHops: 3, TestFraction: 0.25, OODQuestions: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "index.db")
+	if err := search.BuildIndex(context.Background(), path, w.Passages, nil); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := search.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	return w, []envs.Tool{search.NewSearchTool(idx, 2)}
+}
+
+// lowerWords splits text into lowercase words of letters.
+func lowerWords(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) })
+}
+
+// searchQueries are the queries of a demonstration's search calls and the
+// tool responses that follow each.
+func searchQueries(t *testing.T, msgs []tokenizer.Message) (queries, responses []string) {
+	t.Helper()
+	for i, m := range msgs {
+		for _, c := range m.ToolCalls {
+			var a struct{ Query string }
+			if c.Name != search.SearchName || json.Unmarshal(c.Arguments, &a) != nil || i+1 >= len(msgs) || msgs[i+1].Role != "tool" {
+				t.Fatalf("malformed call %+v in %+v", c, msgs)
+			}
+			queries, responses = append(queries, a.Query), append(responses, msgs[i+1].Content)
+		}
+	}
+	return queries, responses
+}
+
+// heldOutPhrases word the out-of-domain split's held-out compositions as
+// questions do: born_in then located_in, works_for then based_in.
+var heldOutPhrases = []string{"nation of the birthplace of", "headquarters of the employer of"}
+
+// The general warm start (sft.warm_start general) teaches reading and the
+// tool-call format, and never a multi-hop search: 200 demonstrations
+// alternate reading (100) and searching (100); of every four search
+// demonstrations one is a retry, so 25 have two searches and 75 one.
+func TestGeneralDemosTeachReadingAndSingleSearchesOnly(t *testing.T) {
+	ctx := context.Background()
+	w, tools := demoWorld(t)
+	train := map[string]envs.Task{}
+	for _, task := range w.Train {
+		train[task.Question] = task
+	}
+	demos, err := generalDemos(ctx, w, w.Train, tools, 200, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reading, searching, retries := 0, 0, 0
+	readHops := map[int]int{}
+	for i, msgs := range demos {
+		q := msgs[1].Content
+		if msgs[0].Content == protocol.RAGSystemPrompt {
+			q, _, _ = strings.Cut(strings.TrimPrefix(q, "Question: "), "\nPassages:\n")
+		}
+		task, ok := train[q]
+		if !ok {
+			t.Fatalf("demo %d: question %q is not a training question", i, q)
+		}
+		for _, p := range heldOutPhrases {
+			if strings.Contains(q, p) {
+				t.Errorf("demo %d: question %q has a held-out composition", i, q)
+			}
+		}
+		last := msgs[len(msgs)-1]
+		if last.Role != "assistant" || last.Content != protocol.Answer(task.Answers[0]) || len(last.ToolCalls) != 0 {
+			t.Errorf("demo %d ends with %+v, want the answer %q", i, last, task.Answers[0])
+		}
+		switch msgs[0].Content {
+		case protocol.RAGSystemPrompt: // reading: the naive-RAG prompt, answered at once
+			reading++
+			readHops[task.Hops]++
+			user := msgs[1].Content
+			if len(msgs) != 3 || !strings.HasPrefix(user, "Question: "+task.Question+"\nPassages:\nDoc 1 (Title: ") || !strings.Contains(user, task.Answers[0]) {
+				t.Errorf("reading demo %d: %+v", i, msgs)
+			}
+			for _, title := range task.Support {
+				if !strings.Contains(user, "(Title: "+title+")") {
+					t.Errorf("reading demo %d lacks the supporting passage %q", i, title)
+				}
+			}
+		case protocol.SystemPrompt: // the tool-call format on a 1-hop question
+			searching++
+			if task.Hops != 1 {
+				t.Errorf("search demo %d is of a %d-hop question", i, task.Hops)
+			}
+			queries, responses := searchQueries(t, msgs)
+			if len(queries) == 0 || len(queries) > 2 || len(msgs) != 3+2*len(queries) {
+				t.Fatalf("search demo %d: %d searches in %d messages", i, len(queries), len(msgs))
+			}
+			// No query comes from a tool response: every word of every
+			// query is a word of the question (names revealed by a search
+			// result never are).
+			qw := map[string]bool{}
+			for _, x := range lowerWords(task.Question) {
+				qw[x] = true
+			}
+			for _, query := range queries {
+				for _, x := range lowerWords(query) {
+					if !qw[x] {
+						t.Errorf("search demo %d: query %q has %q, not a word of the question %q", i, query, x, task.Question)
+					}
+				}
+			}
+			if len(queries) == 2 {
+				retries++
+				if responses[0] != "No results." || queries[1] != task.Support[0] {
+					t.Errorf("search demo %d: two searches that are not a retry after no results: %q -> %q", i, queries, responses)
+				}
+			}
+			if !strings.Contains(responses[len(responses)-1], task.Answers[0]) {
+				t.Errorf("search demo %d answers %q, which its last search did not return", i, task.Answers[0])
+			}
+		default:
+			t.Fatalf("demo %d: system prompt %q", i, msgs[0].Content)
+		}
+	}
+	if reading != 100 || searching != 100 || retries != 25 {
+		t.Errorf("%d reading, %d search demos (%d retries), want 100, 100 (25)", reading, searching, retries)
+	}
+	if readHops[1] == 0 || readHops[2] == 0 || readHops[3] == 0 {
+		t.Errorf("reading demos by hop count %v, want every training hop count", readHops)
+	}
+}
+
+// The check above would catch the multi-hop strategy: the expert setting's
+// demonstrations (sft.warm_start expert) search for names that only a
+// previous tool response gave.
+func TestExpertDemosChainSearches(t *testing.T) {
+	ctx := context.Background()
+	w, tools := demoWorld(t)
+	demos, err := scriptedDemos(ctx, w, w.Train, tools, 60, 0, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chained := 0
+	for _, msgs := range demos {
+		queries, responses := searchQueries(t, msgs)
+		for k := 1; k < len(queries); k++ {
+			if !strings.Contains(msgs[1].Content, queries[k]) && strings.Contains(responses[k-1], queries[k]) {
+				chained++
+			}
+		}
+	}
+	if chained == 0 {
+		t.Fatal("no expert demonstration searches for a name a previous result gave")
+	}
+}
+
+// A search demonstration of a multi-hop question is refused.
+func TestSearchDemonstrationWantsOneHop(t *testing.T) {
+	w, tools := demoWorld(t)
+	for _, task := range w.Train {
+		if task.Hops == 2 {
+			if _, err := agent.SearchDemonstration(context.Background(), task, tools, agent.QueryName); err == nil || !strings.Contains(err.Error(), "1-hop") {
+				t.Fatalf("2-hop task: err = %v, want a 1-hop error", err)
+			}
+			return
+		}
+	}
+	t.Fatal("no 2-hop training question")
+}
+
+// The default config asks for the general warm start and out-of-domain
+// questions; the expert setting is reachable.
+func TestWarmStartSetting(t *testing.T) {
+	cfg := config.Default()
+	if cfg.SFT.WarmStart != "general" || cfg.Data.Synthetic.OODQuestions != 60 {
+		t.Fatalf("default sft.warm_start %q, ood_questions %d", cfg.SFT.WarmStart, cfg.Data.Synthetic.OODQuestions)
+	}
+	if err := cfg.Set("sft.warm_start=expert"); err != nil || cfg.Validate() != nil {
+		t.Fatalf("expert setting: %v / %v", err, cfg.Validate())
+	}
+	if err := cfg.Set("sft.warm_start=oracle"); err == nil && cfg.Validate() == nil {
+		t.Fatal("sft.warm_start oracle accepted")
+	}
+}
