@@ -14,10 +14,10 @@ import (
 
 // served is a live gateway over the trained tiny model.
 type served struct {
-	srv    *httptest.Server
-	eng    *gateway.Engine
-	h      *gateway.Handler
-	model  *gatewaytest.Model
+	srv   *httptest.Server
+	eng   *gateway.Engine
+	h     *gateway.Handler
+	model *gatewaytest.Model
 }
 
 // serve starts an engine of slots slots (stopping at the chat format's

@@ -34,8 +34,8 @@ const (
 	// model learned it.
 	Reply = "<think>\n\n</think>\n\n" + Answer
 	// Call is the model's first turn, up to the "</tool_call>" it stops at.
-	Call = "<tool_call>\n{\"name\": \"search\", \"arguments\": " + QueryArgs + "}\n</tool_call>"
-	ToolName  = "search"
+	Call     = "<tool_call>\n{\"name\": \"search\", \"arguments\": " + QueryArgs + "}\n</tool_call>"
+	ToolName = "search"
 	// ToolJSON is the search tool as a request's tools entry.
 	ToolJSON = `{"type": "function", "function": {"name": "search", "description": "Search the corpus.", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}`
 )
