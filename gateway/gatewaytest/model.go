@@ -36,8 +36,10 @@ const (
 	// Call is the model's first turn, up to the "</tool_call>" it stops at.
 	Call     = "<tool_call>\n{\"name\": \"search\", \"arguments\": " + QueryArgs + "}\n</tool_call>"
 	ToolName = "search"
-	// ToolJSON is the search tool as a request's tools entry.
-	ToolJSON = `{"type": "function", "function": {"name": "search", "description": "Search the corpus.", "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}`
+	// ToolJSON is the search tool as a request's tools entry, exactly as
+	// the Agents SDK (@openai/agents) sends a function tool with a zod
+	// schema, so that every client renders the same prompt.
+	ToolJSON = `{"type":"function","function":{"name":"search","description":"Search the corpus.","parameters":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"query":{"type":"string"}},"required":["query"],"additionalProperties":false},"strict":true}}`
 )
 
 // Messages is the learned conversation up to the answer.
