@@ -18,6 +18,14 @@ import (
 // and the raw answer.
 func post(t *testing.T, url string, body any, key string) (int, []byte) {
 	t.Helper()
+	status, out, err := postRaw(url, body, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, out
+}
+
+func postRaw(url string, body any, key string) (int, []byte, error) {
 	var b []byte
 	if s, ok := body.(string); ok {
 		b = []byte(s)
@@ -31,11 +39,11 @@ func post(t *testing.T, url string, body any, key string) (int, []byte) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
+	out, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, out, err
 }
 
 // firstTurn is the learned conversation's opening request: system, user
