@@ -24,8 +24,8 @@ func TestOpenCreatesVersionedWALStore(t *testing.T) {
 	if err := s.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
 		t.Fatal(err)
 	}
-	if v != 3 || SchemaVersion() != 3 || mode != "wal" {
-		t.Errorf("user_version %d, SchemaVersion %d, journal_mode %q; want 3, 3, wal", v, SchemaVersion(), mode)
+	if v != SchemaVersion() || SchemaVersion() != len(migrations) || mode != "wal" {
+		t.Errorf("user_version %d, SchemaVersion %d, journal_mode %q; want %d, %d, wal", v, SchemaVersion(), mode, len(migrations), len(migrations))
 	}
 	// Reopening an up-to-date store applies nothing and succeeds.
 	s2, err := Open(path)
