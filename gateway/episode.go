@@ -24,10 +24,11 @@ type Episode struct {
 	// Seed derives each request's sampling seed.
 	Seed uint64
 
-	mu       sync.Mutex
-	ledger   Ledger
-	requests []RequestRecord
-	bad      *openai.Error
+	mu         sync.Mutex
+	ledger     Ledger
+	requests   []RequestRecord
+	bad        *openai.Error
+	overBudget bool
 }
 
 // RequestRecord is what the store keeps of one request of an episode.
@@ -50,11 +51,16 @@ func (e *Episode) nextSeed() uint64 {
 }
 
 // refused records a request answered with an error: the first such error
-// makes the episode fail as a malformed request.
+// makes the episode fail as a malformed request, except a prompt past the
+// token budget, which ends the episode as the budget does in the built-in
+// loop (OverBudget).
 func (e *Episode) refused(err *openai.Error, started time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.bad == nil {
+	switch {
+	case err.Code == "context_length_exceeded":
+		e.overBudget = true
+	case e.bad == nil:
 		e.bad = err
 	}
 	e.requests = append(e.requests, RequestRecord{Index: len(e.requests), Segment: -1, Status: err.Status,
@@ -80,6 +86,14 @@ func (e *Episode) Record() (*Ledger, []RequestRecord, *openai.Error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return &e.ledger, append([]RequestRecord(nil), e.requests...), e.bad
+}
+
+// OverBudget reports whether a request of the episode was refused for a
+// prompt that left no room under the token budget.
+func (e *Episode) OverBudget() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.overBudget
 }
 
 // Keys maps the API keys of the episodes in flight to them. A key is valid
