@@ -73,7 +73,9 @@ func (e *Episode) completed(prompt []int32, toks []Token, fin Finish, text, fini
 	defer e.mu.Unlock()
 	rec := RequestRecord{Index: len(e.requests), PromptTokens: len(prompt), CompletionTokens: len(toks), Segment: -1,
 		Finish: finish, Status: 200, LatencyMS: ms(time.Since(started))}
-	if fin != Cancelled && fin != Failed {
+	// Only a finished completion is what the program was given; one cut
+	// short by a client that went away (still Running, or Cancelled) was not.
+	if fin == EndToken || fin == StopMatch || fin == Length {
 		rec.Link = e.ledger.Add(prompt, toks, text)
 		rec.Segment = len(e.ledger.Segments) - 1
 	}

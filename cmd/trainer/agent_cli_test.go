@@ -142,3 +142,22 @@ func livePids(t *testing.T, dir string) []int {
 	}
 	return out
 }
+
+// Ctrl-C during an agent program run finishes the iteration (the programs,
+// in their own process group, do not see the terminal's signal: none of
+// the stored episodes failed or was cancelled) and stops cleanly.
+func TestTrainAgentProgramInterrupt(t *testing.T) {
+	t.Parallel()
+	runs := filepath.Join(t.TempDir(), "runs")
+	args := agentArgs(t, runs, "int", "--iterations", "100000", "--set", "agent.env=[SLEEP=0.3]")
+	got := signalled(t, []signalAt{{`"message":"iteration"`, os.Interrupt}}, args...)
+	if got.code != 0 || !strings.Contains(got.stderr, "checkpoint written") {
+		t.Fatalf("want a clean stop after the interrupt:\n%s", got)
+	}
+	r := ok(t, "rollouts", "sql", "--store", filepath.Join(runs, "int", "store.db"),
+		"SELECT COUNT(*), SUM(stop IN ('cancelled', 'error', 'program_exit', 'program_timeout', 'no_answer', 'output_flood', 'bad_request')) FROM trajectories WHERE split = 'train'")
+	f := strings.Fields(lines(r.stdout)[1])
+	if atoi(t, f[0]) < 4 || f[1] != "0" {
+		t.Fatalf("stored training episodes after the interrupt (count, failed): %v", f)
+	}
+}
