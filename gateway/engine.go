@@ -39,6 +39,11 @@ type Job struct {
 	// Stop, when set, is called after each token with the choice's
 	// completion so far; true ends the choice (FinishStop).
 	Stop func(choice int, completion []int32) bool
+	// Session, when not "", names a conversation whose requests come one
+	// after another (an agent episode): a finished one-choice job keeps its
+	// slot, and the session's next job whose prompt extends that slot's
+	// prompt and completion prefills only the new tokens (see session.go).
+	Session string
 }
 
 // Finish says why a choice ended.
@@ -143,7 +148,12 @@ type Engine struct {
 	tokBuf  []int64
 	lpBuf   []float32
 
-	steps, generated, busy atomic.Int64
+	steps, generated, busy, prefilled atomic.Int64
+
+	sessions map[string]*held // sessions holding an idle slot (Run's goroutine)
+	heldBy   []*held          // per slot: the session holding it idle, or nil
+	lastUse  int64            // counts session holds, to evict the oldest first
+	closing  []string         // sessions ended by EndSession, under mu
 }
 
 // Stats are the decode calls the engine made and the tokens they sampled
@@ -153,7 +163,8 @@ func (e *Engine) Stats() (steps, generated int64) { return e.steps.Load(), e.gen
 // NewEngine serves dec; stops are the token ids that end a completion.
 func NewEngine(dec Decoder, stops []int32) *Engine {
 	e := &Engine{dec: dec, stops: map[int32]bool{}, wake: make(chan struct{}, 1),
-		free: make([]bool, dec.Slots()), bySlot: make([]*Result, dec.Slots()), choice: make([]int, dec.Slots())}
+		free: make([]bool, dec.Slots()), bySlot: make([]*Result, dec.Slots()), choice: make([]int, dec.Slots()),
+		sessions: map[string]*held{}, heldBy: make([]*held, dec.Slots())}
 	for _, s := range stops {
 		e.stops[s] = true
 	}
@@ -162,6 +173,9 @@ func NewEngine(dec Decoder, stops []int32) *Engine {
 	}
 	return e
 }
+
+// Prefilled is the number of prompt tokens the engine prefilled.
+func (e *Engine) Prefilled() int64 { return e.prefilled.Load() }
 
 // Busy is the number of slots decoding now.
 func (e *Engine) Busy() int { return int(e.busy.Load()) }
@@ -209,7 +223,12 @@ func (e *Engine) Run(ctx context.Context) error {
 		e.mu.Lock()
 		e.waiting = append(e.waiting, e.queue...)
 		e.queue = nil
+		closing := e.closing
+		e.closing = nil
 		e.mu.Unlock()
+		for _, id := range closing {
+			e.drop(id)
+		}
 		if ctx.Err() != nil {
 			e.shutdown(ctx.Err())
 			return nil
@@ -248,6 +267,9 @@ func (e *Engine) shutdown(err error) {
 		if r != nil {
 			e.end(sl, Cancelled)
 		}
+	}
+	for id := range e.sessions {
+		e.drop(id)
 	}
 	for _, r := range e.waiting {
 		r.mu.Lock()
@@ -290,17 +312,15 @@ func (e *Engine) dropCancelled() {
 func (e *Engine) admit() {
 	for len(e.waiting) > 0 {
 		r := e.waiting[0]
-		var slots []int
-		for sl, f := range e.free {
-			if f && len(slots) < r.job.N {
-				slots = append(slots, sl)
-			}
+		slots, cached := e.reuse(r.job)
+		if slots == nil {
+			slots = e.freeSlots(r.job.N)
 		}
-		if len(slots) < r.job.N {
+		if slots == nil {
 			return
 		}
 		e.waiting = e.waiting[1:]
-		if err := e.start(r, slots); err != nil {
+		if err := e.start(r, slots, cached); err != nil {
 			r.mu.Lock()
 			r.err = err
 			r.mu.Unlock()
@@ -321,11 +341,40 @@ func (e *Engine) admit() {
 	}
 }
 
-func (e *Engine) start(r *Result, slots []int) error {
-	ids := make([]int64, len(r.job.Prompt))
-	for i, v := range r.job.Prompt {
+// freeSlots returns n slots to start a job in, taking idle sessions' slots
+// (the longest idle first) when too few are free; nil when there are not
+// enough.
+func (e *Engine) freeSlots(n int) []int {
+	var slots []int
+	for sl, f := range e.free {
+		if f && len(slots) < n {
+			slots = append(slots, sl)
+		}
+	}
+	for len(slots) < n {
+		var oldest *held
+		for _, h := range e.sessions {
+			if oldest == nil || h.used < oldest.used {
+				oldest = h
+			}
+		}
+		if oldest == nil {
+			return nil
+		}
+		e.drop(oldest.id)
+		slots = append(slots, oldest.slot)
+	}
+	return slots
+}
+
+// start places r in slots and prefills its prompt, after the first
+// cached tokens that slots[0] already holds.
+func (e *Engine) start(r *Result, slots []int, cached int) error {
+	ids := make([]int64, len(r.job.Prompt)-cached)
+	for i, v := range r.job.Prompt[cached:] {
 		ids[i] = int64(v)
 	}
+	e.prefilled.Add(int64(len(ids)))
 	r.slots = slots
 	for i, sl := range slots {
 		e.free[sl], e.bySlot[sl], e.choice[sl] = false, r, i
@@ -455,9 +504,12 @@ func (e *Engine) end(sl int, f Finish) { e.publish(sl, nil, f) }
 func (e *Engine) publish(sl int, tok *Token, f Finish) {
 	r, c := e.bySlot[sl], e.choice[sl]
 	if f != Running {
-		e.dec.Release(sl)
-		e.bySlot[sl], e.free[sl] = nil, true
+		e.bySlot[sl] = nil
 		e.busy.Add(-1)
+		if f != EndToken && f != StopMatch && f != Length || !e.hold(r, sl, tok) {
+			e.dec.Release(sl)
+			e.free[sl] = true
+		}
 	}
 	r.mu.Lock()
 	if tok != nil {

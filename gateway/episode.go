@@ -23,6 +23,10 @@ type Episode struct {
 	MaxTotalTokens int
 	// Seed derives each request's sampling seed.
 	Seed uint64
+	// ID, when not "", names the episode's session in the engine: its
+	// requests continue in the slot of the previous one when they extend
+	// it, and Engine.EndSession(ID) gives the slot up.
+	ID string
 
 	mu         sync.Mutex
 	ledger     Ledger

@@ -170,6 +170,9 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 		seeds[i] = mix(base, uint64(i), 1)
 	}
 	job := Job{Prompt: prompt, N: req.N, Sampling: sampling, MaxTokens: maxTok, Seeds: seeds}
+	if ep != nil {
+		job.Session = ep.ID
+	}
 	if req.Logprobs {
 		job.TopLogprobs = req.TopLogprobs
 	}

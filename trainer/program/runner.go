@@ -83,7 +83,7 @@ func (r *Runner) Rollout(ctx context.Context, dec gateway.Decoder, reqs []rollou
 					trs = []*trajectory.Trajectory{newTraj(req, s, opt)}
 					trs[0].Stop = trajectory.StopCancelled
 				} else {
-					trs = r.episode(ctx, base, keys, req, s, opt)
+					trs = r.episode(ctx, base, keys, eng, req, s, opt)
 					<-sem
 				}
 				mu.Lock()
@@ -112,17 +112,18 @@ func (r *Runner) Rollout(ctx context.Context, dec gateway.Decoder, reqs []rollou
 // episode runs the program once for task req.Task and returns the
 // episode's trajectories: one per ledger segment, or one without tokens
 // when the program made no request.
-func (r *Runner) episode(ctx context.Context, base string, keys *gateway.Keys, req rollout.Request, sample int, opt rollout.Options) []*trajectory.Trajectory {
+func (r *Runner) episode(ctx context.Context, base string, keys *gateway.Keys, eng *gateway.Engine, req rollout.Request, sample int, opt rollout.Options) []*trajectory.Trajectory {
 	started := time.Now()
 	tr := newTraj(req, sample, opt)
 	ep := &gateway.Episode{Sampling: opt.Sampling, MaxTurnTokens: opt.MaxTurnTokens, MaxTotalTokens: opt.MaxTotalTokens,
-		Seed: seedOf(opt, req.Group, sample)}
+		Seed: seedOf(opt, req.Group, sample), ID: tr.ID}
 	key := keys.Open(ep)
 	task := taskJSON(req.Task)
 	env := append(append([]string(nil), r.Cfg.Env...), "OPENAI_BASE_URL="+base, "OPENAI_API_KEY="+key,
 		"OPENAI_MODEL="+r.Cfg.Model, "AGENTRL_TASK="+string(task), "AGENTRL_EPISODE="+tr.ID)
 	res := run(ctx, r.Cfg.Command, r.Cfg.Dir, env, append(task, '\n'), r.Cfg.Timeout, r.Cfg.MaxStdout, r.Cfg.StderrTail)
 	keys.Close(key)
+	eng.EndSession(ep.ID)
 	ledger, requests, bad := ep.Record()
 
 	tr.Stop, tr.Error = res.stop, res.err
