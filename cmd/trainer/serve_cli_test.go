@@ -17,11 +17,11 @@ import (
 // call, and Ctrl-C stops it cleanly; serving beyond loopback without an
 // API key is refused before anything loads.
 func TestServe(t *testing.T) {
-	m := gatewaytest.Build(t)
-	fails(t, []string{"reaches beyond this machine", "--api-key"}, "serve", "--model", m.Dir, "--host", "0.0.0.0")
+	dir := gatewaytest.Build(t).Folder(t)
+	fails(t, []string{"reaches beyond this machine", "--api-key"}, "serve", "--model", dir, "--host", "0.0.0.0")
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
-	cmd := command(ctx, "serve", "--model", m.Dir, "--name", "tiny", "--port", "0", "--slots", "2", "--context", "256", "--threads", "1")
+	cmd := command(ctx, "serve", "--model", dir, "--name", "tiny", "--port", "0", "--slots", "2", "--context", "256", "--threads", "1")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

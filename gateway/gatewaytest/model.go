@@ -2,16 +2,14 @@
 // tiny policy that has learned one tool-using conversation: asked
 // Question with the search tool, it calls search, and shown the tool's
 // answer, it answers. It is a word-level Qwen2-style model trained by the
-// learner's supervised step until greedy decoding reproduces the
-// conversation, saved as a Hugging Face folder.
+// learner's supervised step until its loss on the conversation is below
+// 0.01 (greedy decoding then reproduces it); Folder saves it.
 package gatewaytest
 
 import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -55,7 +53,6 @@ func Messages() []tokenizer.Message {
 
 // Model is the trained policy.
 type Model struct {
-	Dir    string // the saved Hugging Face folder (config, weights, tokenizer)
 	Tok    *tokenizer.Tokenizer
 	Format *tokenizer.ChatFormat
 	Policy *torch.Model
@@ -127,15 +124,19 @@ func build() (*Model, error) {
 		m.Free()
 		return nil, fmt.Errorf("gatewaytest: the tiny model did not learn its conversation (loss %.4f)", st.LastLoss)
 	}
-	dir, err := os.MkdirTemp("", "agentrl-gatewaytest-")
-	if err != nil {
-		return nil, err
+	return &Model{Tok: tok, Format: cf, Policy: m}, nil
+}
+
+// Folder saves the model as a Hugging Face folder (config, weights,
+// tokenizer) in a temporary folder of t and returns it.
+func (m *Model) Folder(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := m.Policy.Save(dir); err != nil {
+		t.Fatal(err)
 	}
-	if err := m.Save(dir); err != nil {
-		return nil, err
+	if err := m.Tok.Save(dir); err != nil {
+		t.Fatal(err)
 	}
-	if err := tok.Save(dir); err != nil {
-		return nil, err
-	}
-	return &Model{Dir: filepath.Clean(dir), Tok: tok, Format: cf, Policy: m}, nil
+	return dir
 }
