@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -52,8 +54,16 @@ func (c *Config) validateAgent(p *problems) {
 			p.add("agent.env", "%q, want KEY=VALUE", e)
 		}
 	}
-	if len(a.Command) > 0 && a.Command[0] == "" {
-		p.add("agent.command", "the program is \"\"")
+	if len(a.Command) > 0 {
+		name := a.Command[0]
+		if a.Dir != "" && strings.Contains(name, "/") && !filepath.IsAbs(name) {
+			name = filepath.Join(a.Dir, name)
+		}
+		if name == "" {
+			p.add("agent.command", "the program is \"\"")
+		} else if _, err := exec.LookPath(name); err != nil {
+			p.add("agent.command", "the program %q cannot be run: %v", a.Command[0], err)
+		}
 	}
 }
 
