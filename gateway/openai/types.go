@@ -4,8 +4,6 @@
 // response, the streamed chunks, the model list and the error object.
 package openai
 
-import "encoding/json"
-
 // Message is one message of a request or of an answer.
 type Message struct {
 	Role       string     `json:"role"`
@@ -13,7 +11,7 @@ type Message struct {
 	Name       string     `json:"name,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
-	Refusal    *string    `json:"refusal,omitempty"`
+	Refusal    *string    `json:"refusal"` // always null: the gateway does not refuse
 }
 
 // ToolCall is a function call of an assistant message. Index is set only
@@ -30,13 +28,6 @@ type ToolCall struct {
 type FunctionCall struct {
 	Name      string `json:"name,omitempty"`
 	Arguments string `json:"arguments"`
-}
-
-// Tool is one entry of a request's tools: its function's schema, kept as
-// sent so that the chat template renders it as the client wrote it.
-type Tool struct {
-	Type     string          `json:"type"`
-	Function json.RawMessage `json:"function"`
 }
 
 // TopLogprob is one of the most likely tokens at a position.
