@@ -289,8 +289,10 @@ func sse(t *testing.T, body []byte) ([]map[string]any, bool) {
 
 // Streaming: chat.completion.chunk events sharing one id, the role first,
 // the tool call whole with its index, finish_reason "tool_calls", the usage
-// in a last chunk with no choices, then "data: [DONE]"; the answer's
-// content deltas add up to the answer.
+// in a last chunk with no choices (and "usage": null on the others, as the
+// API documents for stream_options.include_usage), then "data: [DONE]";
+// the answer's content deltas add up to the answer, and without
+// include_usage no chunk has a usage field.
 func TestStreaming(t *testing.T) {
 	s := serve(t, 1, false, nil)
 	status, body := post(t, s.srv.URL, firstTurn(map[string]any{"stream": true, "stream_options": map[string]any{"include_usage": true}}), "")
@@ -309,6 +311,9 @@ func TestStreaming(t *testing.T) {
 			t.Fatalf("chunk %d: %v", i, c)
 		}
 		choices := c["choices"].([]any)
+		if u, ok := c["usage"]; !ok || (u == nil) != (i < len(chunks)-1) {
+			t.Fatalf("chunk %d: usage %v (present %v), want null on every chunk but the last", i, u, ok)
+		}
 		if i == len(chunks)-1 {
 			u := c["usage"].(map[string]any)
 			if len(choices) != 0 || u["completion_tokens"].(float64) < 1 || u["total_tokens"].(float64) != u["prompt_tokens"].(float64)+u["completion_tokens"].(float64) {
@@ -344,6 +349,11 @@ func TestStreaming(t *testing.T) {
 		}
 		if fr, ok := ch["finish_reason"].(string); ok {
 			finish = fr
+		}
+	}
+	for _, c := range chunks {
+		if _, ok := c["usage"]; ok {
+			t.Fatalf("a usage field without include_usage: %v", c)
 		}
 	}
 	if !done || content.String() != gatewaytest.Reply || finish != "stop" {

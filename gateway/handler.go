@@ -307,8 +307,12 @@ func (c *call) stream(w http.ResponseWriter, ctx context.Context) {
 		return true
 	}
 	chunk := func(choices ...openai.ChunkChoice) openai.Chunk {
-		return openai.Chunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.h.Model,
+		ch := openai.Chunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.h.Model,
 			SystemFingerprint: fingerprint, Choices: choices}
+		if c.req.IncludeUsage {
+			ch.Usage = openai.UsageNull
+		}
+		return ch
 	}
 	n := c.req.N
 	sent, sentToks, ended := make([]int, n), make([]int, n), make([]bool, n)
@@ -375,9 +379,9 @@ func (c *call) stream(w http.ResponseWriter, ctx context.Context) {
 		}
 	}
 	if c.req.IncludeUsage {
-		u := c.usage()
+		u, _ := json.Marshal(c.usage())
 		last := chunk()
-		last.Choices, last.Usage = []openai.ChunkChoice{}, &u
+		last.Choices, last.Usage = []openai.ChunkChoice{}, u
 		send(last)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")

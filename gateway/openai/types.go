@@ -4,6 +4,8 @@
 // response, the streamed chunks, the model list and the error object.
 package openai
 
+import "encoding/json"
+
 // Message is one message of a request or of an answer.
 type Message struct {
 	Role       string     `json:"role"`
@@ -95,17 +97,21 @@ type ChunkChoice struct {
 }
 
 // Chunk is one server-sent event of a streamed answer
-// (object "chat.completion.chunk"); the last one carries the usage when
-// stream_options.include_usage asks for it, with no choices.
+// (object "chat.completion.chunk"). When stream_options.include_usage asks
+// for the usage, a last chunk with no choices carries it and every other
+// chunk has "usage": null (UsageNull); otherwise there is no usage field.
 type Chunk struct {
-	ID                string        `json:"id"`
-	Object            string        `json:"object"`
-	Created           int64         `json:"created"`
-	Model             string        `json:"model"`
-	SystemFingerprint string        `json:"system_fingerprint"`
-	Choices           []ChunkChoice `json:"choices"`
-	Usage             *Usage        `json:"usage,omitempty"`
+	ID                string          `json:"id"`
+	Object            string          `json:"object"`
+	Created           int64           `json:"created"`
+	Model             string          `json:"model"`
+	SystemFingerprint string          `json:"system_fingerprint"`
+	Choices           []ChunkChoice   `json:"choices"`
+	Usage             json.RawMessage `json:"usage,omitempty"`
 }
+
+// UsageNull is a chunk's usage before the last chunk.
+var UsageNull = json.RawMessage("null")
 
 // Model is one entry of GET /v1/models.
 type Model struct {
