@@ -70,7 +70,13 @@ async function main() {
   const client = new OpenAI({ maxRetries: 0 });
   const messages = [{ role: 'system', content: SYSTEM }, { role: 'user', content: task.question }];
   for (let turn = 0; turn < Number(process.env.MAX_TURNS || 4); turn++) {
-    const c = await client.chat.completions.create({ model: process.env.OPENAI_MODEL, messages, tools: [SEARCH] });
+    let c;
+    try {
+      c = await client.chat.completions.create({ model: process.env.OPENAI_MODEL, messages, tools: [SEARCH] });
+    } catch (e) {
+      if (e.status === 400 && e.code === 'context_length_exceeded') break; // the episode's token budget is spent
+      throw e;
+    }
     const msg = c.choices[0].message;
     const m = /<answer>([\s\S]*?)<\/answer>/.exec(msg.content || '');
     if (m) {
