@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -117,10 +119,9 @@ func serve(c *cli.Context) error {
 	}
 	eng := gateway.NewEngine(e.Decoder(), format.StopIDs())
 	h := &gateway.Handler{Engine: eng, Format: format, Model: name, APIKey: key, Created: modTime(dir)}
-	ctx, stop, release := signalContext()
-	defer release()
-	ctx, cancel := context.WithCancel(ctx)
-	go func() { <-stop; cancel() }()
+	// Ctrl-C (or SIGTERM) stops serving: requests in flight end.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	fmt.Fprintf(c.App.Writer, "serving %s on http://%s/v1 (%d slots, %d tokens each); Ctrl-C stops\n", name, ln.Addr(), c.Int("slots"), window)
 	return gateway.Serve(ctx, eng, h, ln)
 }
