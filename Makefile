@@ -40,6 +40,10 @@ APT_PKGS := libtorch-dev libgloo-dev libopenblas0-pthread g++ libsqlite3-dev chr
 # the filesystem server (stdio) and the reference server of the TypeScript SDK
 # (streamable HTTP).
 NPM_MCP := @modelcontextprotocol/server-filesystem@2026.8.31 @modelcontextprotocol/server-everything@2026.8.31
+# Published OpenAI clients the gateway's tests and the example agent run
+# against `trainer serve` (gateway, examples/agents): the official SDK and
+# the Agents SDK (zod is its peer dependency).
+NPM_OPENAI := openai@7.57.0 @openai/agents@0.20.0 zod@4.1.12
 TEST_TIMEOUT ?= 20m
 
 export GOFLAGS := -tags=sqlite_fts5
@@ -62,6 +66,12 @@ deps:
 	  timeout 300 npm install --prefix third_party/npm --no-audit --no-fund --silent $(NPM_MCP) \
 	  || echo "deps: npm install failed; the tests of published MCP servers will skip"; \
 	else echo "deps: no npm; the tests of published MCP servers will skip"; fi
+	@if [ -f third_party/npm/node_modules/openai/package.json ] && [ -f third_party/npm/node_modules/@openai/agents/package.json ]; then \
+	  echo "deps: $(NPM_OPENAI) present"; \
+	elif command -v npm >/dev/null; then echo "deps: npm install $(NPM_OPENAI) (into third_party/npm)"; \
+	  timeout 300 npm install --prefix third_party/npm --no-audit --no-fund --silent $(NPM_OPENAI) \
+	  || echo "deps: npm install failed; the tests of the published OpenAI clients will skip"; \
+	else echo "deps: no npm; the tests of the published OpenAI clients will skip"; fi
 
 build: bin/trainer
 

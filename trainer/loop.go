@@ -178,10 +178,12 @@ func (t *Trainer) submit(iter int, m map[string]float64, trs []*trajectory.Traje
 
 // rollouts runs this rank's share of reqs (every World-th request, from
 // its Rank-th) and gathers every rank's trajectories and stats, so each
-// rank holds the whole batch, ordered by group and sample. A batch in
-// which every episode failed (a broken tool, an env that cannot start) is
-// an error naming the first failure: there is nothing to learn from or
-// evaluate, and every rank stops alike.
+// rank holds the whole batch, ordered by group and sample. f nil plays the
+// policy's own episodes: the agent program's (agent.command) through the
+// gateway, else the agent's ToolEnv ones. A batch in which every episode
+// failed (a broken tool, an env that cannot start, an agent program that
+// crashes) is an error naming the first failure: there is nothing to learn
+// from or evaluate, and every rank stops alike.
 func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory, reqs []rollout.Request, o rollout.Options) ([]*trajectory.Trajectory, rollout.Stats, error) {
 	mine := dist.Shard(t.dist, reqs)
 	n := 0
@@ -190,7 +192,17 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 	}
 	bar := t.bar(label, n)
 	o.OnDone = func(*trajectory.Trajectory) { bar.Add(1) }
-	trs, rs, err := rollout.Run(ctx, t.engine.Decoder(), t.agent.Chat, f, mine, o)
+	var trs []*trajectory.Trajectory
+	var rs rollout.Stats
+	var err error
+	switch {
+	case f == nil && t.program != nil:
+		trs, rs, err = t.program.Rollout(ctx, t.engine.Decoder(), mine, o)
+	case f == nil:
+		trs, rs, err = rollout.Run(ctx, t.engine.Decoder(), t.agent.Chat, t.agent.Episode, mine, o)
+	default:
+		trs, rs, err = rollout.Run(ctx, t.engine.Decoder(), t.agent.Chat, f, mine, o)
+	}
 	bar.Done()
 	if err != nil {
 		return nil, rs, err
@@ -205,10 +217,10 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 }
 
 // allFailed reports whether trs holds episodes and every one of them
-// ended in an error.
+// failed (an error, or an agent program's failure).
 func allFailed(trs []*trajectory.Trajectory) bool {
 	for _, tr := range trs {
-		if tr.Stop != trajectory.StopError {
+		if !tr.Stop.Failed() {
 			return false
 		}
 	}
@@ -337,7 +349,8 @@ type evalSet struct {
 // baseline's): the evaluation split, then the out-of-domain split when
 // the data has one.
 func (t *Trainer) evalSets(ctx context.Context, rag bool) []evalSet {
-	f, pre, preOOD, tag := rollout.Factory(t.agent.Episode), metric.Eval, metric.EvalOOD, ""
+	var f rollout.Factory // nil: the policy's own episodes (see rollouts)
+	pre, preOOD, tag := metric.Eval, metric.EvalOOD, ""
 	if rag {
 		f, pre, preOOD, tag = t.agent.RAGEpisodes(ctx), metric.NaiveRAG, metric.NaiveRAGOOD, "rag"
 	}
@@ -457,7 +470,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	for i, task := range tasks {
 		reqs[i] = rollout.Request{Task: task, Group: i, Samples: cfg.Rollout.GroupSize}
 	}
-	trs, rs, err := t.rollouts(ctx, fmt.Sprintf("iter %d rollout", iter), t.agent.Episode, reqs, t.rolloutOptions(iter, trajectory.Train, rollout.Options{
+	trs, rs, err := t.rollouts(ctx, fmt.Sprintf("iter %d rollout", iter), nil, reqs, t.rolloutOptions(iter, trajectory.Train, rollout.Options{
 		Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature, TopK: cfg.Rollout.TopK, TopP: cfg.Rollout.TopP}}))
 	if err != nil {
 		return err
@@ -468,7 +481,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	tUpdate := time.Now()
 	var train []*trajectory.Trajectory
 	for _, tr := range trs {
-		if tr.Stop != trajectory.StopError && tr.Stop != trajectory.StopCancelled && tr.ActionTokens() > 0 {
+		if !tr.Stop.Failed() && tr.Stop != trajectory.StopCancelled && tr.ActionTokens() > 0 {
 			train = append(train, tr)
 		}
 	}

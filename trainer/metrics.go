@@ -40,7 +40,25 @@ func episodeMetrics(prefix string, trs []*trajectory.Trajectory) map[string]floa
 	var reward, resp, turns, calls, okCalls, trunc, errs acc
 	comps := map[string]*acc{}
 	hops := map[int]*acc{}
+	extended, split := 0, 0 // gateway requests that extended an agent program's ledger, and that did not
+	type key struct{ group, sample int }
+	seen := map[key]bool{}
 	for _, t := range trs {
+		// An agent program's episode may be several trajectories (ledger
+		// segments) of one group and sample: it counts once.
+		if k := (key{t.Group, t.Sample}); seen[k] {
+			continue
+		} else {
+			seen[k] = true
+		}
+		for _, r := range t.Requests {
+			switch r.Link {
+			case "extend":
+				extended++
+			case "split":
+				split++
+			}
+		}
 		reward.add(t.Reward)
 		resp.add(float64(t.ActionTokens()))
 		turns.add(float64(len(t.Turns)))
@@ -58,7 +76,7 @@ func episodeMetrics(prefix string, trs []*trajectory.Trajectory) map[string]floa
 			okCalls.add(float64(ok) / float64(n))
 		}
 		trunc.add(b2f(t.Stop.Truncated()))
-		errs.add(b2f(t.Stop == trajectory.StopError))
+		errs.add(b2f(t.Stop.Failed()))
 		for k, v := range t.Components {
 			if comps[k] == nil {
 				comps[k] = &acc{}
@@ -89,7 +107,10 @@ func episodeMetrics(prefix string, trs []*trajectory.Trajectory) map[string]floa
 	m[prefix+metric.ToolSuccess] = okCalls.mean()
 	m[prefix+metric.TruncationRate] = trunc.mean()
 	m[prefix+metric.ErrorRate] = errs.mean()
-	m[prefix+metric.N] = float64(len(trs))
+	m[prefix+metric.N] = float64(len(seen))
+	if extended+split > 0 {
+		m[prefix+metric.PrefixMatchRate] = float64(extended) / float64(extended+split)
+	}
 	return m
 }
 

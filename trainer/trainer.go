@@ -15,6 +15,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/learner"
+	"github.com/agentrl/agentrl/trainer/program"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trainer/tensorboard"
 )
@@ -46,6 +47,7 @@ type Trainer struct {
 
 	learner *learner.Learner // owns the policy, critic, reference and their optimizers
 	engine  *agent.Engine    // decodes the rollouts, from the policy or a copy in rollout.dtype
+	program *program.Runner  // runs agent.command's episodes through the gateway; nil: the built-in loop
 
 	store  *store.Store        // rank 0 only
 	writer *store.Writer       // rank 0 only
@@ -213,6 +215,9 @@ func (t *Trainer) buildAgent(ctx context.Context, ck string) error {
 	t.agent, err = agent.New(ctx, agent.Spec{Config: t.cfg, Index: t.data.indexPath, TokenizerDir: dir, World: t.data.world,
 		ShowSchemas:  agent.SchemasShown(t.cfg),
 		RewardErrors: func(err error) { t.log.Warn().Err(err).Msg("external reward failed (counted 0)") }})
+	if err == nil && len(t.cfg.Agent.Command) > 0 {
+		t.program = &program.Runner{Cfg: t.cfg.Agent, Format: t.agent.Format, Rewards: t.cfg.Env.Rewards}
+	}
 	return err
 }
 

@@ -58,6 +58,10 @@ type Trajectory struct {
 	Entropies []float32
 
 	Turns []Turn
+
+	// Requests are the gateway requests of an agent program's episode
+	// (agent.command), kept on its first segment; nil otherwise.
+	Requests []Request
 }
 
 // ActionTokens counts the tokens the policy generated.

@@ -34,7 +34,7 @@ func main() {
 			"world, a tiny model, a supervised warm start, GRPO, evaluation against baselines and a report.",
 		Commands: []*cli.Command{
 			trainCommand(), sftCommand(), evalCommand(), indexCommand(), searchCommand(),
-			rolloutsCommand(), reportCommand(), benchCommand(), configCommand(), chatCommand(),
+			rolloutsCommand(), reportCommand(), benchCommand(), configCommand(), chatCommand(), serveCommand(),
 			experimentCommand(), inspectCommand(),
 		},
 		EnableBashCompletion: true,

@@ -34,6 +34,22 @@ type Config struct {
 	Logging   LoggingConfig   `yaml:"logging" doc:"log level and format"`
 	Eval      EvalConfig      `yaml:"eval" doc:"evaluation during and after training"`
 	Dist      DistConfig      `yaml:"dist" doc:"data-parallel training across processes (c10d)"`
+	Agent     AgentConfig     `yaml:"agent" doc:"an agent program in any language, run per episode through the OpenAI-compatible gateway in place of the built-in ToolEnv loop"`
+}
+
+// AgentConfig runs an agent program once per episode: it gets the task
+// (AGENTRL_TASK and stdin, JSON) and OPENAI_BASE_URL / OPENAI_API_KEY /
+// OPENAI_MODEL naming its episode on the gateway, and prints its answer
+// (or a JSON object with "answer" and optionally "reward").
+type AgentConfig struct {
+	Command    []string      `yaml:"command" default:"[]" doc:"the agent program and its arguments, run once per episode in place of the built-in ToolEnv loop ([] = the built-in loop)"`
+	Dir        string        `yaml:"dir" default:"" doc:"working folder of the program (\"\" = the trainer's)"`
+	Env        []string      `yaml:"env" default:"[]" doc:"KEY=VALUE entries added to the program's environment"`
+	Timeout    time.Duration `yaml:"timeout" default:"120s" doc:"wall time of one episode; then the program's process group is killed (stop program_timeout)"`
+	Parallel   int           `yaml:"parallel" default:"0" doc:"programs running at once (0 = rollout.slots)"`
+	MaxStdout  int           `yaml:"max_stdout" default:"65536" doc:"bytes of stdout an episode may print; more ends it (stop output_flood)"`
+	StderrTail int           `yaml:"stderr_tail" default:"2000" doc:"bytes of the end of the program's stderr kept with a failed episode"`
+	Model      string        `yaml:"model" default:"policy" doc:"the model name the gateway serves the policy under (OPENAI_MODEL)"`
 }
 
 // RunConfig names the run and sets its length.

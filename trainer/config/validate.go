@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -34,7 +36,35 @@ func (c Config) Validate() error {
 	p.atLeast("store.writer_depth", c.Store.WriterDepth, 1)
 	p.atLeast("eval.max_eval", c.Eval.MaxEval, 0)
 	c.validateDist(&p)
+	c.validateAgent(&p)
 	return errors.Join(p...)
+}
+
+func (c *Config) validateAgent(p *problems) {
+	a := c.Agent
+	p.atLeast("agent.parallel", a.Parallel, 0)
+	p.atLeast("agent.max_stdout", a.MaxStdout, 1)
+	p.atLeast("agent.stderr_tail", a.StderrTail, 0)
+	p.nonEmpty("agent.model", a.Model)
+	if a.Timeout <= 0 {
+		p.add("agent.timeout", "%s, want a positive duration", a.Timeout)
+	}
+	for _, e := range a.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			p.add("agent.env", "%q, want KEY=VALUE", e)
+		}
+	}
+	if len(a.Command) > 0 {
+		name := a.Command[0]
+		if a.Dir != "" && strings.Contains(name, "/") && !filepath.IsAbs(name) {
+			name = filepath.Join(a.Dir, name)
+		}
+		if name == "" {
+			p.add("agent.command", "the program is \"\"")
+		} else if _, err := exec.LookPath(name); err != nil {
+			p.add("agent.command", "the program %q cannot be run: %v", a.Command[0], err)
+		}
+	}
 }
 
 func (c *Config) validateRun(p *problems) {

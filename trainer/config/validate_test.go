@@ -17,6 +17,11 @@ func TestValidateNamesTheKey(t *testing.T) {
 	}{
 		{"run.name", func(c *Config) { c.Run.Name = "a/b" }, "folder name"},
 		{"run.iterations", func(c *Config) { c.Run.Iterations = 0 }, "want at least 1"},
+		{"agent.timeout", func(c *Config) { c.Agent.Timeout = 0 }, "want a positive duration"},
+		{"agent.env", func(c *Config) { c.Agent.Env = []string{"NOVALUE"} }, "want KEY=VALUE"},
+		{"agent.max_stdout", func(c *Config) { c.Agent.MaxStdout = 0 }, "want at least 1"},
+		{"agent.command", func(c *Config) { c.Agent.Command = []string{""} }, "the program is"},
+		{"agent.command", func(c *Config) { c.Agent.Command = []string{"/nonexistent/agent.js"} }, `the program "/nonexistent/agent.js" cannot be run`},
 		{"device.device", func(c *Config) { c.Device.Device = "gpu" }, "want cpu, cuda or cuda:N"},
 		{"device.dtype", func(c *Config) { c.Device.DType = "f8" }, "want one of f32, bf16, f16"},
 		{"dist.backend", func(c *Config) { c.Dist.Backend = "nccl" }, "nccl needs device.device cuda"},

@@ -31,6 +31,7 @@ const (
 	TruncationRate  = "truncation_rate"
 	ErrorRate       = "error_rate"
 	N               = "n"
+	PrefixMatchRate = "prefix_match_rate"
 
 	// The update.
 	GroupRewardStd     = "group_reward_std"
@@ -110,8 +111,9 @@ var Defs = []Def{
 	{ToolCallsMean, "mean number of tool calls (malformed ones included)", true},
 	{ToolSuccess, "mean fraction of a trajectory's tool calls that succeeded", true},
 	{TruncationRate, "fraction of trajectories stopped by a token or turn limit", true},
-	{ErrorRate, "fraction of trajectories ended by an environment error", true},
-	{N, "number of trajectories", true},
+	{ErrorRate, "fraction of episodes that failed: an environment error, or an agent program's failure (agent.command)", true},
+	{N, "number of episodes (an agent program's episode of several ledger segments counts once)", true},
+	{PrefixMatchRate, "agent programs (agent.command): fraction of an episode's requests after its first whose rendered prompt extended the previous prompt and completion token for token (the rest start new segments)", true},
 	{GroupRewardStd, "mean within-group reward std (ddof 1) over groups of two or more, before the variance filter: the echo-trap signal", false},
 	{GroupsDropped, "groups the variance filter (algorithm.filter_keep_ratio) dropped", false},
 	{LogprobMismatchMax, "largest gap between a sampled token's logprob and the training forward's (0 when rollouts and training agree)", false},

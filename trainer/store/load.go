@@ -77,7 +77,36 @@ func (s *Store) load(where string, args []any) ([]*trajectory.Trajectory, error)
 	if err := loadCalls(tx, sub, args, byTID); err != nil {
 		return nil, err
 	}
+	if err := loadRequests(tx, sub, args, byTID); err != nil {
+		return nil, err
+	}
 	return ts, nil
+}
+
+// loadRequests reads the gateway requests of the selected trajectories, in
+// request order.
+func loadRequests(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
+	rows, err := tx.Query(`SELECT tid, idx, prompt_tokens, completion_tokens, link, segment, finish, status, latency_ms
+		FROM gateway_requests WHERE `+sub+` ORDER BY tid, idx`, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			tid     int64
+			r       trajectory.Request
+			latency sql.NullFloat64
+		)
+		if err := rows.Scan(&tid, &r.Index, &r.PromptTokens, &r.CompletionTokens, &r.Link, &r.Segment, &r.Finish, &r.Status, &latency); err != nil {
+			return err
+		}
+		r.LatencyMS = orNaN(latency)
+		if t := byTID[tid]; t != nil {
+			t.Requests = append(t.Requests, r)
+		}
+	}
+	return rows.Err()
 }
 
 // loadTrajectories reads the trajectory rows and indexes them by tid.

@@ -221,3 +221,21 @@ const schemaV4 = `
 CREATE INDEX tool_calls_by_tool ON tool_calls(tool, tid);
 CREATE INDEX trajectories_by_reward ON trajectories(run, reward);
 `
+
+// schemaV5 adds the gateway requests of agent program episodes
+// (agent.command): one row per request, on the episode's first segment,
+// with how the token ledger took it.
+const schemaV5 = `
+CREATE TABLE gateway_requests (
+    tid               INTEGER NOT NULL REFERENCES trajectories(tid) ON DELETE CASCADE,
+    idx               INTEGER NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    link              TEXT NOT NULL,
+    segment           INTEGER NOT NULL,
+    finish            TEXT NOT NULL,
+    status            INTEGER NOT NULL,
+    latency_ms        REAL,
+    PRIMARY KEY (tid, idx)
+);
+`

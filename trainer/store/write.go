@@ -118,10 +118,10 @@ func validate(t *trajectory.Trajectory, iter int) error {
 
 // inserts holds the prepared statements of one iteration's transaction.
 type inserts struct {
-	traj, turn, call, tokens *sql.Stmt
+	traj, turn, call, tokens, request *sql.Stmt
 }
 
-// prepareInserts prepares the four row inserts on tx.
+// prepareInserts prepares the row inserts on tx.
 func prepareInserts(tx *sql.Tx) (*inserts, error) {
 	w := &inserts{}
 	var err error
@@ -146,12 +146,17 @@ func prepareInserts(tx *sql.Tx) (*inserts, error) {
 		w.close()
 		return nil, err
 	}
+	if w.request, err = tx.Prepare(`INSERT INTO gateway_requests (tid, idx, prompt_tokens, completion_tokens, link,
+		segment, finish, status, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		w.close()
+		return nil, err
+	}
 	return w, nil
 }
 
 // close releases the statements that were prepared.
 func (w *inserts) close() {
-	for _, st := range []*sql.Stmt{w.traj, w.turn, w.call, w.tokens} {
+	for _, st := range []*sql.Stmt{w.traj, w.turn, w.call, w.tokens, w.request} {
 		if st != nil {
 			st.Close()
 		}
@@ -198,6 +203,12 @@ func (w *inserts) insert(run string, t *trajectory.Trajectory) error {
 		encodeInt16(t.TurnOf), encodeFloat32(t.Values), encodeFloat32(t.Advantages), encodeFloat32(t.Returns),
 		encodeFloat32(t.TrainLogprobs), encodeFloat32(t.Entropies)); err != nil {
 		return fmt.Errorf("tokens: %w", err)
+	}
+	for _, r := range t.Requests {
+		if _, err := w.request.Exec(tid, r.Index, r.PromptTokens, r.CompletionTokens, r.Link, r.Segment, r.Finish,
+			r.Status, r.LatencyMS); err != nil {
+			return fmt.Errorf("gateway request %d: %w", r.Index, err)
+		}
 	}
 	return nil
 }

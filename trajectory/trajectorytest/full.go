@@ -38,5 +38,10 @@ func Full() *trajectory.Trajectory {
 				{ParseError: "unexpected end of JSON input", Result: "error: could not parse tool call"},
 			}},
 		},
+		Requests: []trajectory.Request{
+			{Index: 0, PromptTokens: 3, CompletionTokens: 2, Link: "start", Segment: 0, Finish: "tool_calls", Status: 200, LatencyMS: 41.5},
+			{Index: 1, Status: 400, Segment: -1, LatencyMS: 0.25},
+			{Index: 2, PromptTokens: 5, CompletionTokens: 1, Link: "extend", Segment: 0, Finish: "stop", Status: 200, LatencyMS: 7},
+		},
 	}
 }

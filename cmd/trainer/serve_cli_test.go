@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/gateway/gatewaytest"
+)
+
+// trainer serve answers the OpenAI API on loopback with the model's tool
+// call, and Ctrl-C stops it cleanly; serving beyond loopback without an
+// API key is refused before anything loads.
+func TestServe(t *testing.T) {
+	dir := gatewaytest.Build(t).Folder(t)
+	fails(t, []string{"reaches beyond this machine", "--api-key"}, "serve", "--model", dir, "--host", "0.0.0.0")
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	cmd := command(ctx, "serve", "--model", dir, "--name", "tiny", "--port", "0", "--slots", "2", "--context", "256", "--threads", "1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := regexp.MustCompile(`on (http://\S+/v1)`).FindStringSubmatch(line)
+	if url == nil {
+		t.Fatalf("no address in %q", line)
+	}
+	body := `{"model": "tiny", "temperature": 0, "tools": [` + gatewaytest.ToolJSON + `], "messages": [{"role": "system", "content": "` +
+		gatewaytest.System + `"}, {"role": "user", "content": "` + gatewaytest.Question + `"}]}`
+	resp, err := http.Post(url[1]+"/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+			Message      struct {
+				ToolCalls []struct {
+					Function struct{ Name, Arguments string }
+				} `json:"tool_calls"`
+			}
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&c)
+	resp.Body.Close()
+	if len(c.Choices) != 1 || c.Choices[0].FinishReason != "tool_calls" || c.Choices[0].Message.ToolCalls[0].Function.Arguments != gatewaytest.QueryArgs {
+		t.Fatalf("answer %+v", c)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve after Ctrl-C: %v", err)
+	}
+}

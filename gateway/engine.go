@@ -1,0 +1,563 @@
+// Package gateway serves a policy over the OpenAI Chat Completions API and
+// records, token for token, what agent programs that call it were shown and
+// generated. Engine is the serving scheduler: requests arrive at any time
+// and decode together in the KV-cache engine's slots (continuous
+// batching); Handler is the HTTP side; Ledger turns an episode's requests
+// into trajectories.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentrl/agentrl/trainer/rollout"
+)
+
+// Decoder is what the engine needs from a policy: the rollout scheduler's
+// KV-cache slots, and the logits of a slot's next step (for top_logprobs).
+type Decoder interface {
+	rollout.Decoder
+	PendingLogits(slot int) ([]float32, error)
+}
+
+// Job asks for N completions of one prompt; they share the prompt's
+// prefill.
+type Job struct {
+	Prompt    []int32
+	N         int
+	Sampling  rollout.Sampling
+	MaxTokens int      // completion tokens per choice, at least 1
+	Seeds     []uint64 // one per choice
+	// TopLogprobs is how many of the most likely tokens to report at each
+	// position (0: none).
+	TopLogprobs int
+	// Stop, when set, is called after each token with the choice's
+	// completion so far; true ends the choice (FinishStop).
+	Stop func(choice int, completion []int32) bool
+	// Session, when not "", names a conversation whose requests come one
+	// after another (an agent episode): a finished one-choice job keeps its
+	// slot, and the session's next job whose prompt extends that slot's
+	// prompt and completion prefills only the new tokens (see session.go).
+	Session string
+}
+
+// Finish says why a choice ended.
+type Finish int
+
+// The ways a choice ends.
+const (
+	Running   Finish = iota
+	EndToken         // a stop token (kept as the completion's last token)
+	StopMatch        // Job.Stop said so
+	Length           // MaxTokens, or the slot's cache is full
+	Cancelled        // the request's context ended (the client went away)
+	Failed           // the decoder failed
+)
+
+// Alt is one of the most likely tokens at a position.
+type Alt struct {
+	ID      int32
+	Logprob float32
+}
+
+// Token is one generated token: the behaviour log-probability the engine
+// recorded while sampling it, and the alternatives when asked for.
+type Token struct {
+	ID      int32
+	Logprob float32
+	Top     []Alt
+}
+
+// Result is a job's completions as they grow. Read it with Snapshot after
+// Updated fires, or Wait for the end.
+type Result struct {
+	job     Job
+	ctx     context.Context
+	updated chan struct{}
+
+	mu      sync.Mutex
+	tokens  [][]Token
+	finish  []Finish
+	err     error
+	slots   []int
+	pending int // choices not yet finished
+}
+
+// Updated fires (is sent on, never closed) whenever tokens were added or a
+// choice finished.
+func (r *Result) Updated() <-chan struct{} { return r.updated }
+
+// Snapshot returns choice i's tokens so far and how it ended (Running
+// while it goes on).
+func (r *Result) Snapshot(i int) ([]Token, Finish) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tokens[i][:len(r.tokens[i]):len(r.tokens[i])], r.finish[i]
+}
+
+// Done reports whether every choice has finished, and the decoder's error
+// when it failed.
+func (r *Result) Done() (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pending == 0, r.err
+}
+
+// Wait blocks until every choice has finished or ctx ends.
+func (r *Result) Wait(ctx context.Context) error {
+	for {
+		if done, err := r.Done(); done {
+			return err
+		}
+		select {
+		case <-r.updated:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (r *Result) notify() {
+	select {
+	case r.updated <- struct{}{}:
+	default:
+	}
+}
+
+// Engine decodes jobs together in a decoder's slots. Run drives it on the
+// goroutine that owns the decoder; Submit may be called from any goroutine.
+type Engine struct {
+	dec   Decoder
+	stops map[int32]bool
+
+	mu     sync.Mutex
+	queue  []*Result
+	wake   chan struct{}
+	closed error
+
+	// owned by Run's goroutine
+	free    []bool
+	bySlot  []*Result
+	choice  []int // the choice each busy slot decodes
+	waiting []*Result
+	tokBuf  []int64
+	lpBuf   []float32
+
+	steps, generated, busy, prefilled atomic.Int64
+
+	sessions map[string]*held // sessions holding an idle slot (Run's goroutine)
+	heldBy   []*held          // per slot: the session holding it idle, or nil
+	lastUse  int64            // counts session holds, to evict the oldest first
+	closing  []string         // sessions ended by EndSession, under mu
+}
+
+// Stats are the decode calls the engine made and the tokens they sampled
+// since it started: Generated/Steps is the mean batch.
+func (e *Engine) Stats() (steps, generated int64) { return e.steps.Load(), e.generated.Load() }
+
+// NewEngine serves dec; stops are the token ids that end a completion.
+func NewEngine(dec Decoder, stops []int32) *Engine {
+	e := &Engine{dec: dec, stops: map[int32]bool{}, wake: make(chan struct{}, 1),
+		free: make([]bool, dec.Slots()), bySlot: make([]*Result, dec.Slots()), choice: make([]int, dec.Slots()),
+		sessions: map[string]*held{}, heldBy: make([]*held, dec.Slots())}
+	for _, s := range stops {
+		e.stops[s] = true
+	}
+	for i := range e.free {
+		e.free[i] = true
+	}
+	return e
+}
+
+// Prefilled is the number of prompt tokens the engine prefilled.
+func (e *Engine) Prefilled() int64 { return e.prefilled.Load() }
+
+// Busy is the number of slots decoding now.
+func (e *Engine) Busy() int { return int(e.busy.Load()) }
+
+// Slots is how many sequences decode together at most.
+func (e *Engine) Slots() int { return e.dec.Slots() }
+
+// Window is the most tokens a sequence may hold, prompt and completion.
+func (e *Engine) Window() int { return e.dec.MaxLen() }
+
+// Submit queues a job; ctx ending cancels it and frees its slots.
+func (e *Engine) Submit(ctx context.Context, j Job) (*Result, error) {
+	switch {
+	case j.N < 1 || j.N > e.dec.Slots():
+		return nil, fmt.Errorf("gateway: %d choices asked; this server decodes at most %d at once", j.N, e.dec.Slots())
+	case len(j.Seeds) != j.N:
+		return nil, fmt.Errorf("gateway: %d seeds for %d choices", len(j.Seeds), j.N)
+	case len(j.Prompt) == 0:
+		return nil, errors.New("gateway: empty prompt")
+	case j.MaxTokens < 1:
+		return nil, fmt.Errorf("gateway: max tokens %d, want at least 1", j.MaxTokens)
+	case len(j.Prompt)+j.MaxTokens > e.dec.MaxLen():
+		return nil, fmt.Errorf("gateway: %d prompt and %d completion tokens exceed the window of %d", len(j.Prompt), j.MaxTokens, e.dec.MaxLen())
+	}
+	r := &Result{job: j, ctx: ctx, updated: make(chan struct{}, 1), tokens: make([][]Token, j.N),
+		finish: make([]Finish, j.N), pending: j.N}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed != nil {
+		return nil, e.closed
+	}
+	e.queue = append(e.queue, r)
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+	return r, nil
+}
+
+// Run decodes until ctx ends; then every job still queued or decoding ends
+// Cancelled and later Submits fail. It must run on the goroutine that owns
+// the decoder. A decoder error fails the jobs it touched and Run goes on.
+func (e *Engine) Run(ctx context.Context) error {
+	for {
+		e.mu.Lock()
+		e.waiting = append(e.waiting, e.queue...)
+		e.queue = nil
+		closing := e.closing
+		e.closing = nil
+		e.mu.Unlock()
+		for _, id := range closing {
+			e.drop(id)
+		}
+		if ctx.Err() != nil {
+			e.shutdown(ctx.Err())
+			return nil
+		}
+		e.dropCancelled()
+		e.admit()
+		active := e.active()
+		if len(active) == 0 {
+			select {
+			case <-e.wake:
+			case <-ctx.Done():
+			case <-e.anyCancelled():
+			}
+			continue
+		}
+		e.step(active)
+	}
+}
+
+// anyCancelled is a channel that is ready when a waiting job's context
+// ends (the first one's: they are checked again on each pass).
+func (e *Engine) anyCancelled() <-chan struct{} {
+	if len(e.waiting) > 0 {
+		return e.waiting[0].ctx.Done()
+	}
+	return nil
+}
+
+func (e *Engine) shutdown(err error) {
+	e.mu.Lock()
+	e.closed = fmt.Errorf("gateway: the engine stopped: %w", err)
+	e.waiting = append(e.waiting, e.queue...)
+	e.queue = nil
+	e.mu.Unlock()
+	for sl, r := range e.bySlot {
+		if r != nil {
+			e.end(sl, Cancelled)
+		}
+	}
+	for id := range e.sessions {
+		e.drop(id)
+	}
+	for _, r := range e.waiting {
+		r.mu.Lock()
+		for i := range r.finish {
+			r.finish[i] = Cancelled
+		}
+		r.pending = 0
+		r.mu.Unlock()
+		r.notify()
+	}
+	e.waiting = nil
+}
+
+// dropCancelled ends the choices of jobs whose context ended.
+func (e *Engine) dropCancelled() {
+	for sl, r := range e.bySlot {
+		if r != nil && r.ctx.Err() != nil {
+			e.end(sl, Cancelled)
+		}
+	}
+	kept := e.waiting[:0]
+	for _, r := range e.waiting {
+		if r.ctx.Err() == nil {
+			kept = append(kept, r)
+			continue
+		}
+		r.mu.Lock()
+		for i := range r.finish {
+			r.finish[i] = Cancelled
+		}
+		r.pending = 0
+		r.mu.Unlock()
+		r.notify()
+	}
+	e.waiting = kept
+}
+
+// admit starts waiting jobs, first come first served, while their choices
+// fit in the free slots: the prompt is prefilled once and copied.
+func (e *Engine) admit() {
+	for len(e.waiting) > 0 {
+		r := e.waiting[0]
+		slots, cached := e.reuse(r.job)
+		if slots == nil {
+			slots = e.freeSlots(r.job.N)
+		}
+		if slots == nil {
+			return
+		}
+		e.waiting = e.waiting[1:]
+		if err := e.start(r, slots, cached); err != nil {
+			r.mu.Lock()
+			r.err = err
+			r.mu.Unlock()
+			for _, sl := range slots {
+				if e.bySlot[sl] == r {
+					e.end(sl, Failed)
+				}
+			}
+			r.mu.Lock()
+			for i := range r.finish {
+				if r.finish[i] == Running {
+					r.finish[i], r.pending = Failed, r.pending-1
+				}
+			}
+			r.mu.Unlock()
+			r.notify()
+		}
+	}
+}
+
+// freeSlots returns n slots to start a job in, taking idle sessions' slots
+// (the longest idle first) when too few are free; nil when there are not
+// enough.
+func (e *Engine) freeSlots(n int) []int {
+	var slots []int
+	for sl, f := range e.free {
+		if f && len(slots) < n {
+			slots = append(slots, sl)
+		}
+	}
+	for len(slots) < n {
+		var oldest *held
+		for _, h := range e.sessions {
+			if oldest == nil || h.used < oldest.used {
+				oldest = h
+			}
+		}
+		if oldest == nil {
+			return nil
+		}
+		e.drop(oldest.id)
+		slots = append(slots, oldest.slot)
+	}
+	return slots
+}
+
+// start places r in slots and prefills its prompt, after the first
+// cached tokens that slots[0] already holds.
+func (e *Engine) start(r *Result, slots []int, cached int) error {
+	ids := make([]int64, len(r.job.Prompt)-cached)
+	for i, v := range r.job.Prompt[cached:] {
+		ids[i] = int64(v)
+	}
+	e.prefilled.Add(int64(len(ids)))
+	r.slots = slots
+	for i, sl := range slots {
+		e.free[sl], e.bySlot[sl], e.choice[sl] = false, r, i
+		e.busy.Add(1)
+	}
+	if err := e.dec.Prefill(slots[0], ids); err != nil {
+		return fmt.Errorf("prefill: %w", err)
+	}
+	for _, sl := range slots[1:] {
+		if err := e.dec.CopySlot(slots[0], sl); err != nil {
+			return fmt.Errorf("copy prompt: %w", err)
+		}
+	}
+	for i, sl := range slots {
+		if err := e.dec.Seed(sl, r.job.Seeds[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) active() []int {
+	var out []int
+	for sl, r := range e.bySlot {
+		if r != nil {
+			out = append(out, sl)
+		}
+	}
+	return out
+}
+
+// step runs one decode call per distinct sampling setting among the active
+// slots (one call when all agree, as in a benchmark or a training run).
+func (e *Engine) step(active []int) {
+	groups := map[rollout.Sampling][]int{}
+	var keys []rollout.Sampling
+	for _, sl := range active {
+		s := e.bySlot[sl].job.Sampling
+		if _, ok := groups[s]; !ok {
+			keys = append(keys, s)
+		}
+		groups[s] = append(groups[s], sl)
+	}
+	touched := map[*Result]bool{}
+	for _, s := range keys {
+		slots := groups[s]
+		tops := make([][]Alt, len(slots))
+		failed := false
+		for i, sl := range slots {
+			if k := e.bySlot[sl].job.TopLogprobs; k > 0 {
+				logits, err := e.dec.PendingLogits(sl)
+				if err != nil {
+					e.fail(slots, err)
+					failed = true
+					break
+				}
+				tops[i] = topK(logits, s.Temperature, k)
+			}
+		}
+		if failed {
+			continue
+		}
+		n := len(slots)
+		if cap(e.tokBuf) < n {
+			e.tokBuf, e.lpBuf = make([]int64, n), make([]float32, n)
+		}
+		toks, lps := e.tokBuf[:n], e.lpBuf[:n]
+		if err := e.dec.Step(slots, s, toks, lps); err != nil {
+			e.fail(slots, err)
+			continue
+		}
+		e.steps.Add(1)
+		e.generated.Add(int64(n))
+		for i, sl := range slots {
+			r, c := e.bySlot[sl], e.choice[sl]
+			tok := Token{ID: int32(toks[i]), Logprob: lps[i], Top: tops[i]}
+			r.mu.Lock()
+			gen := len(r.tokens[c]) + 1
+			var completion []int32
+			if r.job.Stop != nil {
+				completion = make([]int32, 0, gen)
+				for _, t := range r.tokens[c] {
+					completion = append(completion, t.ID)
+				}
+				completion = append(completion, tok.ID)
+			}
+			r.mu.Unlock()
+			f := Running
+			switch {
+			case e.stops[tok.ID]:
+				f = EndToken
+			case r.job.Stop != nil && r.job.Stop(c, completion):
+				f = StopMatch
+			case gen >= r.job.MaxTokens || len(r.job.Prompt)+gen >= e.dec.MaxLen():
+				f = Length
+			}
+			// The token and the choice's end are published together, so a
+			// reader never sees a stop token on a running choice.
+			e.publish(sl, &tok, f)
+			touched[r] = true
+		}
+	}
+	for r := range touched {
+		r.notify()
+	}
+}
+
+// fail ends the jobs of slots with the decoder's error.
+func (e *Engine) fail(slots []int, err error) {
+	for _, sl := range slots {
+		if r := e.bySlot[sl]; r != nil {
+			r.mu.Lock()
+			if r.err == nil {
+				r.err = fmt.Errorf("decode: %w", err)
+			}
+			r.mu.Unlock()
+			e.end(sl, Failed)
+		}
+	}
+}
+
+// end finishes the choice in slot sl and frees the slot.
+func (e *Engine) end(sl int, f Finish) { e.publish(sl, nil, f) }
+
+// publish appends tok (when not nil) to the choice in slot sl and, unless
+// f is Running, finishes the choice and frees the slot, under one lock.
+func (e *Engine) publish(sl int, tok *Token, f Finish) {
+	r, c := e.bySlot[sl], e.choice[sl]
+	if f != Running {
+		e.bySlot[sl] = nil
+		e.busy.Add(-1)
+		if f != EndToken && f != StopMatch && f != Length || !e.hold(r, sl, tok) {
+			e.dec.Release(sl)
+			e.free[sl] = true
+		}
+	}
+	r.mu.Lock()
+	if tok != nil {
+		r.tokens[c] = append(r.tokens[c], *tok)
+	}
+	if f != Running && r.finish[c] == Running {
+		r.finish[c] = f
+		r.pending--
+	}
+	r.mu.Unlock()
+	if f != Running {
+		r.notify()
+	}
+}
+
+// topK is the k most likely tokens under log softmax(logits/T) (T = 1 when
+// greedy), the distribution the engine records logprobs from.
+func topK(logits []float32, temperature float64, k int) []Alt {
+	t := temperature
+	if t <= 0 {
+		t = 1
+	}
+	mx := math.Inf(-1)
+	for _, v := range logits {
+		mx = math.Max(mx, float64(v)/t)
+	}
+	sum := 0.0
+	for _, v := range logits {
+		sum += math.Exp(float64(v)/t - mx)
+	}
+	lse := mx + math.Log(sum)
+	// The k largest, by insertion into a short sorted list (k <= 20).
+	var idx []int
+	for i, v := range logits {
+		if len(idx) == k && v <= logits[idx[k-1]] {
+			continue
+		}
+		j := sort.Search(len(idx), func(j int) bool { return logits[idx[j]] < v })
+		if len(idx) < k {
+			idx = append(idx, 0)
+		}
+		copy(idx[j+1:], idx[j:len(idx)-1])
+		idx[j] = i
+	}
+	k = min(k, len(idx))
+	out := make([]Alt, k)
+	for i := 0; i < k; i++ {
+		out[i] = Alt{ID: int32(idx[i]), Logprob: float32(float64(logits[idx[i]])/t - lse)}
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrl/agentrl/gateway"
+	"github.com/agentrl/agentrl/gateway/gatewaytest"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/engine"
+	"github.com/agentrl/agentrl/trainer/rollout"
+)
+
+// Jobs queued together decode together, and each one's tokens are those
+// it gets alone: four jobs of 20 tokens (no stop ids, so each runs to its
+// limit) submitted before the engine starts take 20 decode calls of 4
+// slots, not 80; then each runs again alone with the same seed and samples
+// the same tokens (each slot has its own random stream), logprobs within
+// 1e-4.
+func TestJobsDecodeTogetherAsAlone(t *testing.T) {
+	m := gatewaytest.Build(t)
+	prompt, _, err := m.Format.Render([]tokenizer.Message{{Role: "user", Content: "Say hello in one word."}}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(slots int, seeds []uint64) ([][]gateway.Token, int64) {
+		te, err := torch.NewEngine(m.Policy, slots, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer te.Free()
+		eng := gateway.NewEngine(engine.Decoder{Engine: te}, nil)
+		var rs []*gateway.Result
+		for _, s := range seeds {
+			r, err := eng.Submit(context.Background(), gateway.Job{Prompt: prompt, N: 1, Sampling: rollout.Sampling{Temperature: 1},
+				MaxTokens: 20, Seeds: []uint64{s}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			defer close(done)
+			eng.Run(ctx)
+		}()
+		var out [][]gateway.Token
+		for _, r := range rs {
+			if err := r.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			toks, fin := r.Snapshot(0)
+			if fin != gateway.Length || len(toks) != 20 {
+				t.Fatalf("finish %v after %d tokens", fin, len(toks))
+			}
+			out = append(out, toks)
+		}
+		cancel()
+		<-done
+		steps, gen := eng.Stats()
+		if gen != int64(20*len(seeds)) {
+			t.Fatalf("%d tokens generated", gen)
+		}
+		return out, steps
+	}
+	seeds := []uint64{1, 2, 3, 4}
+	together, steps := run(4, seeds)
+	if steps != 20 {
+		t.Fatalf("4 jobs of 20 tokens took %d decode calls, want 20", steps)
+	}
+	for i, s := range seeds {
+		alone, _ := run(1, []uint64{s})
+		for j := range alone[0] {
+			a, b := alone[0][j], together[i][j]
+			if a.ID != b.ID || math.Abs(float64(a.Logprob-b.Logprob)) > 1e-4 {
+				t.Fatalf("seed %d token %d: alone %+v, together %+v", s, j, a, b)
+			}
+		}
+	}
+	if slices.EqualFunc(together[0], together[1], func(a, b gateway.Token) bool { return a.ID == b.ID }) {
+		t.Fatalf("seeds 1 and 2 sampled the same tokens")
+	}
+}
+
+// Concurrent HTTP clients are all answered, and their requests share
+// decode calls (more tokens than calls).
+func TestConcurrentClients(t *testing.T) {
+	s := serve(t, 8, true, nil)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			c := postOK(t, s.srv.URL, map[string]any{"model": "tiny", "messages": []map[string]any{{"role": "user", "content": "Say hello in one word."}},
+				"max_tokens": 40, "seed": i}, "")
+			if c.Usage.CompletionTokens != 40 || c.Choices[0].FinishReason != "length" {
+				errs <- "short answer"
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	steps, gen := s.eng.Stats()
+	if gen != 8*40 || steps >= gen {
+		t.Fatalf("%d tokens in %d decode calls", gen, steps)
+	}
+}
+
+// A client that goes away mid-stream frees its slot: on a one-slot engine
+// with no stop ids (so nothing ends the first stream before its 200
+// tokens but the disconnect), the client reads two chunks and hangs up;
+// the slot is freed well before 200 tokens and a second request is served.
+func TestDisconnectFreesSlot(t *testing.T) {
+	s := serve(t, 1, true, nil)
+	body := `{"model": "tiny", "messages": [{"role": "user", "content": "Say hello in one word."}], "max_tokens": 200, "stream": true}`
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", s.srv.URL+"/v1/chat/completions", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(resp.Body)
+	for n := 0; n < 2; {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(line, "data: ") {
+			n++
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.eng.Busy() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, gen := s.eng.Stats(); s.eng.Busy() != 0 || gen >= 200 {
+		t.Fatalf("busy %d after the client left, %d tokens generated", s.eng.Busy(), gen)
+	}
+	c := postOK(t, s.srv.URL, json.RawMessage(strings.Replace(body, `"stream": true`, `"stream": false`, 1)), "")
+	if c.Usage.CompletionTokens != 200 {
+		t.Fatalf("second request: %+v", c.Usage)
+	}
+}

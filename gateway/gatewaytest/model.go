@@ -1,0 +1,142 @@
+// Package gatewaytest builds, for the gateway's tests and the CLI's, a real
+// tiny policy that has learned one tool-using conversation: asked
+// Question with the search tool, it calls search, and shown the tool's
+// answer, it answers. It is a word-level Qwen2-style model trained by the
+// learner's supervised step until its loss on the conversation is below
+// 0.01 (greedy decoding then reproduces it); Folder saves it.
+package gatewaytest
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/learner"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// The conversation the model learns.
+const (
+	System    = "Answer the question. Search for the facts you need."
+	Question  = "Where was the composer of Kamo born?"
+	QueryArgs = `{"query": "Kamo composer"}`
+	Response  = "Kamo was written by Ivo Sava, born in Tarn."
+	Answer    = "<answer>Tarn</answer>"
+	// Reply is the model's last turn: the chat template (Qwen3's) puts an
+	// empty thinking block before the last assistant message, and the
+	// model learned it.
+	Reply = "<think>\n\n</think>\n\n" + Answer
+	// Call is the model's first turn, up to the "</tool_call>" it stops at.
+	Call     = "<tool_call>\n{\"name\": \"search\", \"arguments\": " + QueryArgs + "}\n</tool_call>"
+	ToolName = "search"
+	// ToolJSON is the search tool as a request's tools entry, exactly as
+	// the Agents SDK (@openai/agents) sends a function tool with a zod
+	// schema, so that every client renders the same prompt.
+	ToolJSON = `{"type":"function","function":{"name":"search","description":"Search the corpus.","parameters":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"query":{"type":"string"}},"required":["query"],"additionalProperties":false},"strict":true}}`
+)
+
+// Messages is the learned conversation up to the answer.
+func Messages() []tokenizer.Message {
+	return []tokenizer.Message{
+		{Role: "system", Content: System},
+		{Role: "user", Content: Question},
+		{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{Name: ToolName, Arguments: json.RawMessage(QueryArgs)}}},
+		{Role: "tool", Content: Response},
+		{Role: "assistant", Content: Answer},
+	}
+}
+
+// Model is the trained policy.
+type Model struct {
+	Tok    *tokenizer.Tokenizer
+	Format *tokenizer.ChatFormat
+	Policy *torch.Model
+}
+
+var (
+	once   sync.Once
+	shared *Model
+	errB   error
+)
+
+// Build returns the model, trained once per test binary; it skips the test
+// when libtorch is not there.
+func Build(t testing.TB) *Model {
+	t.Helper()
+	if err := torch.Check(); err != nil {
+		t.Skipf("libtorch shim not available: %v", err)
+	}
+	once.Do(func() { shared, errB = build() })
+	if errB != nil {
+		t.Fatal(errB)
+	}
+	return shared
+}
+
+func build() (*Model, error) {
+	tools := []json.RawMessage{json.RawMessage(ToolJSON)}
+	boot, err := tokenizer.BuildWordLevel(nil, protocol.SpecialTokens())
+	if err != nil {
+		return nil, err
+	}
+	bf, err := tokenizer.NewChatFormat(boot)
+	if err != nil {
+		return nil, err
+	}
+	text, err := bf.RenderText(Messages(), tools, false)
+	if err != nil {
+		return nil, err
+	}
+	// Words the clients' tests send besides the conversation.
+	extra := "Say hello in one word. Hello there! What is the weather in Paris? You are a helpful assistant."
+	tok, err := tokenizer.BuildWordLevel([]string{text, extra}, protocol.SpecialTokens())
+	if err != nil {
+		return nil, err
+	}
+	cf, err := tokenizer.NewChatFormat(tok)
+	if err != nil {
+		return nil, err
+	}
+	ids, mask, err := cf.Render(Messages(), tools, false)
+	if err != nil {
+		return nil, err
+	}
+	cfg := torch.Config{ModelType: "qwen2", Vocab: tok.VocabSize(), Hidden: 32, Intermediate: 64, Layers: 2, Heads: 4,
+		KVHeads: 2, HeadDim: 8, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 512, BOS: int(tok.EOS()), EOS: int(tok.EOS())}
+	m, err := torch.NewRandomModel(cfg, torch.Float32, torch.CPU, false, 7)
+	if err != nil {
+		return nil, err
+	}
+	seq := &trajectory.Trajectory{Tokens: ids, Mask: mask, Logprobs: make([]float32, len(ids)), TurnOf: make([]int16, len(ids))}
+	seqs := []*trajectory.Trajectory{seq, seq, seq, seq}
+	st, err := learner.SFT(m, nil, seqs, learner.SFTConfig{Epochs: 150, Batch: 4, Micro: 4, LR: 1e-2, MaxGradNorm: 1},
+		rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		m.Free()
+		return nil, err
+	}
+	if st.LastLoss > 0.01 {
+		m.Free()
+		return nil, fmt.Errorf("gatewaytest: the tiny model did not learn its conversation (loss %.4f)", st.LastLoss)
+	}
+	return &Model{Tok: tok, Format: cf, Policy: m}, nil
+}
+
+// Folder saves the model as a Hugging Face folder (config, weights,
+// tokenizer) in a temporary folder of t and returns it.
+func (m *Model) Folder(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := m.Policy.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Tok.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

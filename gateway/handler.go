@@ -1,0 +1,413 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentrl/agentrl/gateway/openai"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/rollout"
+)
+
+// MaxBody is the largest request body the handler reads.
+const MaxBody = 32 << 20
+
+// Handler answers the OpenAI Chat Completions API (POST
+// /v1/chat/completions, GET /v1/models) from an Engine.
+type Handler struct {
+	Engine *Engine
+	Format *tokenizer.ChatFormat
+	// Model is the name the model is served under; requests must name it.
+	Model string
+	// APIKey, when not "", is the bearer key every request must carry.
+	APIKey string
+	// Keys, when set, makes every request belong to the episode its key
+	// names (training agent programs); APIKey is then unused.
+	Keys    *Keys
+	Created int64 // the model's "created" time
+}
+
+// ServeHTTP routes a request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	started := time.Now()
+	ep, e := h.authorize(r)
+	if e != nil {
+		e.Write(w)
+		return
+	}
+	switch path := strings.TrimSuffix(r.URL.Path, "/"); path {
+	case "/v1/models", "/models":
+		if r.Method != http.MethodGet {
+			openai.MethodNotAllowed(r.Method, path).Write(w)
+			return
+		}
+		writeJSON(w, openai.ModelList{Object: "list", Data: []openai.Model{h.model()}})
+	case "/v1/models/" + h.Model, "/models/" + h.Model:
+		writeJSON(w, h.model())
+	case "/v1/chat/completions", "/chat/completions":
+		if r.Method != http.MethodPost {
+			openai.MethodNotAllowed(r.Method, path).Write(w)
+			return
+		}
+		if e := h.chat(w, r, ep, started); e != nil {
+			if ep != nil {
+				ep.refused(e, started)
+			}
+			e.Write(w)
+		}
+	default:
+		openai.NotFound(r.Method, r.URL.Path).Write(w)
+	}
+}
+
+func (h *Handler) model() openai.Model {
+	return openai.Model{ID: h.Model, Object: "model", Created: h.Created, OwnedBy: "agentrl"}
+}
+
+// authorize checks the bearer key: against APIKey, or as an episode's key
+// when Keys is set.
+func (h *Handler) authorize(r *http.Request) (*Episode, *openai.Error) {
+	if h.Keys == nil && h.APIKey == "" {
+		return nil, nil
+	}
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	key = strings.TrimSpace(key)
+	if !ok || key == "" {
+		return nil, openai.Unauthorized("You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
+	}
+	if h.Keys != nil {
+		if ep, ok := h.Keys.Lookup(key); ok {
+			return ep, nil
+		}
+	} else if subtle.ConstantTimeCompare([]byte(key), []byte(h.APIKey)) == 1 {
+		return nil, nil
+	}
+	return nil, openai.Unauthorized("Incorrect API key provided: " + redact(key) + ".")
+}
+
+// redact shows a key's first and last characters only.
+func redact(key string) string {
+	if len(key) <= 8 {
+		return "****"
+	}
+	return key[:3] + "****" + key[len(key)-4:]
+}
+
+// chat answers one chat completion request; a refusal is returned, not
+// written.
+func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, started time.Time) *openai.Error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if err != nil {
+		return openai.BadRequest("", "invalid_body", "could not read the request body: %v", err)
+	}
+	if len(body) > MaxBody {
+		return &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest, Code: "request_too_large",
+			Message: fmt.Sprintf("The request body is larger than %d bytes.", MaxBody)}
+	}
+	req, e := openai.ParseRequest(body)
+	if e != nil {
+		return e
+	}
+	if req.Model != h.Model {
+		return openai.BadRequest("model", "model_not_found", "The model `%s` does not exist or you do not have access to it; this server serves `%s`.", req.Model, h.Model)
+	}
+	msgs := make([]tokenizer.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = tokenizer.Message{Role: m.Role}
+		if m.Content != nil {
+			msgs[i].Content = *m.Content
+		}
+		for _, c := range m.ToolCalls {
+			args, _ := json.Marshal(c.Function.Arguments) // a string: rendered as the text it holds
+			msgs[i].ToolCalls = append(msgs[i].ToolCalls, tokenizer.ToolCall{Name: c.Function.Name, Arguments: args})
+		}
+	}
+	prompt, _, err := h.Format.Render(msgs, req.Tools, true)
+	if err != nil {
+		return openai.BadRequest("messages", "invalid_value", "Invalid 'messages': %v", err)
+	}
+	window, maxTok := h.Engine.Window(), req.MaxTokens
+	sampling := rollout.Sampling{Temperature: req.Temperature, TopP: req.TopP}
+	if ep != nil {
+		if req.N != 1 {
+			return openai.BadRequest("n", "invalid_value", "Invalid 'n': an agent episode takes one choice per request, got %d.", req.N)
+		}
+		sampling = ep.Sampling
+		window = min(window, ep.MaxTotalTokens)
+		if maxTok == 0 || maxTok > ep.MaxTurnTokens {
+			maxTok = ep.MaxTurnTokens
+		}
+		maxTok = min(maxTok, window-len(prompt))
+	}
+	if len(prompt) >= window || len(prompt)+maxTok > window {
+		return openai.BadRequest("messages", "context_length_exceeded",
+			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			window, len(prompt)+max(maxTok, 1), len(prompt), max(maxTok, 1))
+	}
+	if maxTok == 0 {
+		maxTok = window - len(prompt)
+	}
+	if req.N > h.Engine.Slots() {
+		return openai.BadRequest("n", "integer_above_max_value", "Invalid 'n': this server decodes at most %d choices at once, got %d.", h.Engine.Slots(), req.N)
+	}
+	seeds := make([]uint64, req.N)
+	base := randomSeed()
+	switch {
+	case ep != nil:
+		base = ep.nextSeed()
+	case req.Seed != nil:
+		base = uint64(*req.Seed)
+	}
+	for i := range seeds {
+		seeds[i] = mix(base, uint64(i), 1)
+	}
+	job := Job{Prompt: prompt, N: req.N, Sampling: sampling, MaxTokens: maxTok, Seeds: seeds}
+	if ep != nil {
+		job.Session = ep.ID
+	}
+	if req.Logprobs {
+		job.TopLogprobs = req.TopLogprobs
+	}
+	if len(req.Stop) > 0 {
+		tok := h.Format.Tokenizer()
+		job.Stop = func(_ int, completion []int32) bool {
+			_, found := cutAtStop(tok.Decode(completion, false), req.Stop)
+			return found
+		}
+	}
+	res, err := h.Engine.Submit(r.Context(), job)
+	if err != nil {
+		return openai.ServerError(err)
+	}
+	c := &call{h: h, req: req, prompt: prompt, res: res, id: "chatcmpl-" + callID()[5:], created: time.Now().Unix(),
+		toolsOn: len(req.Tools) > 0 && req.ToolChoice != "none"}
+	if req.Stream {
+		c.stream(w, r.Context())
+	} else if e := c.complete(w, r.Context()); e != nil {
+		return e
+	}
+	if ep != nil {
+		toks, fin := res.Snapshot(0)
+		o := c.output(0)
+		text := h.Format.Tokenizer().Decode(tokenIDs(toks), false)
+		ep.completed(prompt, toks, fin, text, o.finish, started)
+	}
+	return nil
+}
+
+// call is one request being answered.
+type call struct {
+	h       *Handler
+	req     *openai.Request
+	prompt  []int32
+	res     *Result
+	id      string
+	created int64
+	toolsOn bool
+}
+
+// text is choice i's text so far, cut at a stop string, and the ids it
+// was decoded from.
+func (c *call) text(i int) (string, []Token, Finish) {
+	toks, fin := c.res.Snapshot(i)
+	ids := textIDs(c.h.Format, tokenIDs(toks), fin)
+	text, _ := cutAtStop(c.h.Format.Tokenizer().Decode(ids, false), c.req.Stop)
+	return text, toks[:len(ids)], fin
+}
+
+// output is finished choice i as the API shows it.
+func (c *call) output(i int) output {
+	text, _, fin := c.text(i)
+	return makeOutput(text, fin, c.toolsOn)
+}
+
+// logprobs are the entries of toks.
+func (c *call) logprobs(toks []Token) []openai.TokenLogprob {
+	tok := c.h.Format.Tokenizer()
+	entry := func(id int32) (string, []int) {
+		s := tok.Decode([]int32{id}, false)
+		b := make([]int, len(s))
+		for i := 0; i < len(s); i++ {
+			b[i] = int(s[i])
+		}
+		return s, b
+	}
+	out := make([]openai.TokenLogprob, len(toks))
+	for i, t := range toks {
+		s, b := entry(t.ID)
+		out[i] = openai.TokenLogprob{Token: s, Logprob: float64(t.Logprob), Bytes: b, TopLogprobs: []openai.TopLogprob{}}
+		for _, a := range t.Top {
+			s, b := entry(a.ID)
+			out[i].TopLogprobs = append(out[i].TopLogprobs, openai.TopLogprob{Token: s, Logprob: float64(a.Logprob), Bytes: b})
+		}
+	}
+	return out
+}
+
+func (c *call) usage() openai.Usage {
+	u := openai.Usage{PromptTokens: len(c.prompt)}
+	for i := 0; i < c.req.N; i++ {
+		toks, _ := c.res.Snapshot(i)
+		u.CompletionTokens += len(toks)
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+// complete answers with one chat.completion object when every choice has
+// finished.
+func (c *call) complete(w http.ResponseWriter, ctx context.Context) *openai.Error {
+	if err := c.res.Wait(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // the client went away; the engine freed its slots
+		}
+		return openai.ServerError(err)
+	}
+	out := openai.Completion{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.h.Model,
+		SystemFingerprint: fingerprint, Usage: c.usage()}
+	for i := 0; i < c.req.N; i++ {
+		o := c.output(i)
+		ch := openai.Choice{Index: i, FinishReason: o.finish,
+			Message: openai.Message{Role: "assistant", Content: o.content, ToolCalls: o.toolCalls}}
+		if c.req.Logprobs {
+			_, toks, _ := c.text(i)
+			ch.Logprobs = &openai.Logprobs{Content: c.logprobs(toks), Refusal: nil}
+		}
+		out.Choices = append(out.Choices, ch)
+	}
+	writeJSON(w, out)
+	return nil
+}
+
+// stream answers with server-sent chat.completion.chunk events as the
+// choices grow, then the usage (when asked for) and "data: [DONE]". A
+// client that goes away cancels the job, which frees its slots.
+func (c *call) stream(w http.ResponseWriter, ctx context.Context) {
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return true
+	}
+	chunk := func(choices ...openai.ChunkChoice) openai.Chunk {
+		ch := openai.Chunk{ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.h.Model,
+			SystemFingerprint: fingerprint, Choices: choices}
+		if c.req.IncludeUsage {
+			ch.Usage = openai.UsageNull
+		}
+		return ch
+	}
+	n := c.req.N
+	sent, sentToks, ended := make([]int, n), make([]int, n), make([]bool, n)
+	empty := ""
+	for i := 0; i < n; i++ {
+		if !send(chunk(openai.ChunkChoice{Index: i, Delta: openai.Delta{Role: "assistant", Content: &empty}})) {
+			return
+		}
+	}
+	for {
+		done, err := c.res.Done()
+		for i := 0; i < n; i++ {
+			if ended[i] {
+				continue
+			}
+			text, toks, fin := c.text(i)
+			upto := len(text)
+			var o output
+			if fin == Running {
+				upto = streamable(text, c.req.Stop, c.toolsOn)
+			} else {
+				o = makeOutput(text, fin, c.toolsOn)
+				upto = 0
+				if o.content != nil {
+					upto = len(*o.content)
+				}
+			}
+			var ch openai.ChunkChoice
+			ch.Index = i
+			if upto > sent[i] {
+				d := text[sent[i]:upto]
+				ch.Delta.Content = &d
+				sent[i] = upto
+			}
+			if c.req.Logprobs && len(toks) > sentToks[i] {
+				ch.Logprobs = &openai.Logprobs{Content: c.logprobs(toks[sentToks[i]:])}
+				sentToks[i] = len(toks)
+			}
+			if fin != Running {
+				for j := range o.toolCalls {
+					tc := o.toolCalls[j]
+					tc.Index = &j
+					ch.Delta.ToolCalls = append(ch.Delta.ToolCalls, tc)
+				}
+				ch.FinishReason = &o.finish
+				ended[i] = true
+			}
+			if ch.Delta.Content != nil || ch.Logprobs != nil || ch.FinishReason != nil {
+				if !send(chunk(ch)) {
+					return
+				}
+			}
+		}
+		if done {
+			if err != nil {
+				fmt.Fprintf(w, "data: %s\n\n", openai.ServerError(err).Body())
+			}
+			break
+		}
+		select {
+		case <-c.res.Updated():
+		case <-ctx.Done():
+			return
+		}
+	}
+	if c.req.IncludeUsage {
+		u, _ := json.Marshal(c.usage())
+		last := chunk()
+		last.Choices, last.Usage = []openai.ChunkChoice{}, u
+		send(last)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if fl != nil {
+		fl.Flush()
+	}
+}
+
+// fingerprint names the serving backend in system_fingerprint.
+const fingerprint = "fp_agentrl"
+
+func tokenIDs(toks []Token) []int32 {
+	out := make([]int32, len(toks))
+	for i, t := range toks {
+		out[i] = t.ID
+	}
+	return out
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func randomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
