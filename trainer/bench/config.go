@@ -27,6 +27,9 @@ type Config struct {
 	// LogitsChunk is the model's logits chunk in Train's forwards (see
 	// torch.Model.SetLogitsChunk): 0 computes the logits whole.
 	LogitsChunk int `json:"logits_chunk"`
+	// Checkpointing turns on activation checkpointing in Train's forward
+	// (model.checkpointing).
+	Checkpointing bool `json:"checkpointing,omitempty"`
 	// EngineDType is the precision generation decodes in ("" or "f32": the
 	// model's f32 weights; "bf16": a bf16 copy of them, as rollout.dtype
 	// does in training).

@@ -33,7 +33,8 @@
 //
 // Train also reports the process's peak resident memory (PeakRSSMB), and
 // computes the LM head's logits in chunks of Config.LogitsChunk tokens
-// (0: whole), as model.logits_chunk does in training.
+// (0: whole), as model.logits_chunk does in training, with activation
+// checkpointing when Config.Checkpointing.
 //
 // Both build a Qwen2-style model (q/k/v biases, an lm_head untied unless
 // Config.Tied, head_dim = Hidden/Heads) in float32 on the CPU, run one warm-up and then Repeats

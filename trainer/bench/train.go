@@ -49,6 +49,10 @@ func train(cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("bench train: model: %w", err)
 	}
+	if err := m.SetCheckpointing(cfg.Checkpointing); err != nil {
+		m.Free()
+		return Result{}, fmt.Errorf("bench train: %w", err)
+	}
 	if err := m.SetLogitsChunk(cfg.LogitsChunk); err != nil {
 		m.Free()
 		return Result{}, fmt.Errorf("bench train: %w", err)
