@@ -33,6 +33,8 @@
 // V floats per token is too much.
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
+
 #include "model.h"
 
 namespace ar {
