@@ -53,6 +53,14 @@ at::Tensor chunk_logits(const at::Tensor &hc, const at::Tensor &wc, double tempe
   return z.div_(temperature);
 }
 
+// log_sum_exp is each row's log sum_j exp(z_j) for z [c,V], shifted by the
+// row's maximum. (at::logsumexp has no kernel on the meta device in
+// libtorch 1.13, which tests use as a second device.)
+at::Tensor log_sum_exp(const at::Tensor &z) {
+  at::Tensor m = z.amax(1, true);
+  return (z - m).exp_().sum(1).log_().add_(m.squeeze(1));
+}
+
 // forward_chunks fills lp [N], ent [N] (when defined) and lse [N] for rows
 // h [N,H] in the compute dtype.
 void forward_chunks(const at::Tensor &h, const at::Tensor &wc, const at::Tensor &targets, double temperature,
@@ -61,7 +69,7 @@ void forward_chunks(const at::Tensor &h, const at::Tensor &wc, const at::Tensor 
   for (int64_t s = 0; s < N; s += chunk) {
     const int64_t c = std::min(chunk, N - s);
     at::Tensor z = chunk_logits(h.narrow(0, s, c), wc, temperature);
-    at::Tensor l = at::logsumexp(z, 1);
+    at::Tensor l = log_sum_exp(z);
     lse.narrow(0, s, c).copy_(l);
     lp.narrow(0, s, c).copy_(z.gather(1, targets.narrow(0, s, c).unsqueeze(1)).squeeze(1) - l);
     if (ent.defined()) {
