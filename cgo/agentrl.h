@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 7
+#define AR_ABI_VERSION 8
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -240,6 +240,12 @@ int ar_model_param(ar_model m, const char *name, ar_tensor *out, char **err);
 /* Activation checkpointing for the training forward: keep only each
  * layer's input and recompute the layer in the backward pass. */
 int ar_model_set_checkpointing(ar_model m, int on, char **err);
+/* Chunked logits for ar_model_forward: the taken tokens' log-probabilities
+ * and the entropies are computed from the last hidden states tokens rows at
+ * a time, and recomputed that way in the backward pass, so no
+ * [tokens, vocab] tensor is kept whole. 0: the whole [B,T-1,V] logits at
+ * once. Negative is an error. */
+int ar_model_set_logits_chunk(ar_model m, int64_t tokens, char **err);
 /* Mixed precision: the training forward, the logprob forward and the decode
  * engine run under autocast to dtype (AR_BF16 or AR_F16) on the model's
  * device type; weights and gradients stay in the model's dtype. -1: off. */

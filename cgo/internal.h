@@ -20,6 +20,16 @@ int ar_model_logits(ar_model m, const int64_t *ids, const int64_t *attn,
                     const int64_t *positions, int64_t B, int64_t T,
                     ar_tensor *out, char **err);
 
+/* The chunked computation behind ar_model_forward, on its own: for hidden
+ * states h [N,H], an LM head w [V,H] and targets [N] (int64), logprobs [N]
+ * receives log softmax(h w^T / temperature)[n, targets[n]] and entropy
+ * (when not NULL) each row's entropy, chunk rows at a time (chunk > 0).
+ * flags as ar_model_forward's: graphs back to h and w with AR_FORWARD_GRAD,
+ * the entropy's too with AR_FORWARD_ENTROPY_GRAD. For tests. */
+int ar_token_logprobs(ar_tensor h, ar_tensor w, ar_tensor targets,
+                      double temperature, int64_t chunk, int flags,
+                      ar_tensor *logprobs, ar_tensor *entropy, char **err);
+
 /* Pending logits of a slot ([V] floats), for tests. */
 int ar_engine_logits(ar_engine e, int slot, float *dst, int64_t vocab,
                      char **err);

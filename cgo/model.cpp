@@ -403,6 +403,13 @@ int ar_model_set_checkpointing(ar_model m, int on, char **err) {
   return guard(err, [&] { m->checkpointing = on != 0; });
 }
 
+int ar_model_set_logits_chunk(ar_model m, int64_t tokens, char **err) {
+  return guard(err, [&] {
+    TORCH_CHECK(tokens >= 0, "logits chunk must be 0 (whole) or a positive number of tokens, got ", tokens);
+    m->logits_chunk = tokens;
+  });
+}
+
 int ar_model_copy_weights(ar_model dst, ar_model src, char **err) {
   return guard(err, [&] {
     DeviceScope on(dst->dev);
@@ -451,12 +458,19 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
       at::Tensor idt = ids_tensor(ids, B, T, m->dev);
       at::Tensor h = hidden(*m, idt, ids_tensor(attn, B, T, m->dev), ids_tensor(positions, B, T, m->dev));
       at::Tensor hs = h.narrow(1, 0, T - 1);
-      if (logprobs != nullptr || entropy != nullptr) {
+      const bool entropy_grad = grad && (flags & AR_FORWARD_ENTROPY_GRAD) != 0;
+      if ((logprobs != nullptr || entropy != nullptr) && m->logits_chunk > 0) {
+        at::Tensor targets = idt.narrow(1, 1, T - 1).reshape({-1});
+        auto [l, e] = token_logprobs(hs.reshape({-1, hs.size(2)}), m->lm_head, targets, temperature, m->logits_chunk,
+                                     entropy != nullptr, entropy_grad, m->autocast);
+        lp = l.view({B, T - 1});
+        if (entropy != nullptr) ent = e.view({B, T - 1});
+      } else if (logprobs != nullptr || entropy != nullptr) {
         at::Tensor logits = m->logits(hs).to(at::kFloat) / temperature;  // [B,T-1,V]
         at::Tensor logp = at::log_softmax(logits, -1);
         if (logprobs != nullptr) lp = logp.gather(-1, idt.narrow(1, 1, T - 1).unsqueeze(-1)).squeeze(-1);
         if (entropy != nullptr) {
-          c10::AutoGradMode entropy_grad(grad && (flags & AR_FORWARD_ENTROPY_GRAD) != 0);
+          c10::AutoGradMode entropy_grad_mode(entropy_grad);
           ent = -(logp.exp() * logp).sum(-1);
         }
       }

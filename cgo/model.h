@@ -13,6 +13,10 @@
 
 #include "common.h"
 
+// kDefaultLogitsChunk is a model's logits chunk until set: 256 tokens keep
+// a chunk of Qwen's 151,936-entry vocabulary at 156 MB in f32.
+constexpr int64_t kDefaultLogitsChunk = 256;
+
 struct ar_model_s {
   // Layer holds the parameters of one decoder layer, each named after its
   // HF key under model.layers.{i} (kLayerParams, below, gives every one its
@@ -36,6 +40,9 @@ struct ar_model_s {
   std::vector<Layer> layers;
   at::Tensor inv_freq;  // [head_dim/2] float32: rope_theta^(-2j/head_dim)
   bool checkpointing = false;  // recompute layer activations in the backward pass
+  // Tokens per chunk of the logits in the training forward (token_logprobs);
+  // 0 computes the whole [B,T-1,V] logits at once.
+  int64_t logits_chunk = kDefaultLogitsChunk;
   // Mixed precision: the forward runs under autocast to this dtype (matmuls
   // in it, reductions in float32) while weights stay in dtype; Undefined is off.
   at::ScalarType autocast = at::ScalarType::Undefined;
@@ -133,6 +140,18 @@ void position_qk(const ar_model_s &m, const Layer &l, at::Tensor &q, at::Tensor 
 // by position_qk.
 void qkv(const ar_model_s &m, const Layer &l, const at::Tensor &h, const at::Tensor &cos, const at::Tensor &sin,
          at::Tensor &q, at::Tensor &k, at::Tensor &v);
+
+// token_logprobs is the log-probability of each target under
+// softmax(h w^T / temperature) and, when entropy, each row's entropy
+// (undefined otherwise), for hidden states h [N,H], an LM head w [V,H] and
+// targets [N], computed chunk rows at a time (logprobs.cpp). The logits'
+// products run in autocast's dtype when it is defined, then in float32.
+// With grad mode on, both results have a graph back to h and w (the
+// entropy's only when entropy_grad) whose backward recomputes each chunk's
+// logits instead of keeping them.
+std::pair<at::Tensor, at::Tensor> token_logprobs(const at::Tensor &h, const at::Tensor &w, const at::Tensor &targets,
+                                                 double temperature, int64_t chunk, bool entropy, bool entropy_grad,
+                                                 at::ScalarType autocast);
 }  // namespace ar
 
 // AutocastScope runs its lifetime under autocast to dtype on dev's device

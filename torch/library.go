@@ -10,7 +10,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 7
+const abiVersion = 8
 
 var (
 	checkOnce sync.Once

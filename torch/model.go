@@ -454,3 +454,48 @@ func (m *Model) SetCheckpointing(on bool) error {
 	var msg *C.char
 	return check("model_set_checkpointing", C.ar_model_set_checkpointing(m.h, cbool(on), &msg), msg)
 }
+
+// SetLogitsChunk sets how many tokens of the training forward's logits are
+// computed at a time: the taken tokens' log-probabilities and the entropies
+// come from the last hidden states in chunks of that many tokens, recomputed
+// the same way in the backward pass, so the [tokens, vocabulary] logits are
+// never held whole. 0 computes them whole. Models start at 256.
+func (m *Model) SetLogitsChunk(tokens int) error {
+	if tokens < 0 {
+		return fmt.Errorf("model logits chunk: want 0 (whole) or a positive number of tokens, got %d", tokens)
+	}
+	var msg *C.char
+	return check("model_set_logits_chunk", C.ar_model_set_logits_chunk(m.h, C.int64_t(tokens), &msg), msg)
+}
+
+// tokenLogprobs is the chunked computation behind Forward on its own (the
+// seam its tests use): for hidden states h [N,H], an LM head w [V,H] and
+// targets [N] (int64), the log-probability of each target under
+// softmax(h w^T / temperature) and, with opt.Entropy, each row's entropy,
+// chunk rows at a time; opt.Grad and opt.EntropyGrad as in Forward.
+func tokenLogprobs(h, w, targets *Tensor, temperature float64, chunk int, opt ForwardOptions) (logprobs, entropy *Tensor, err error) {
+	var hh, wh, th C.ar_tensor
+	if hh, err = h.handle("token_logprobs"); err != nil {
+		return nil, nil, err
+	}
+	if wh, err = w.handle("token_logprobs"); err != nil {
+		return nil, nil, err
+	}
+	if th, err = targets.handle("token_logprobs"); err != nil {
+		return nil, nil, err
+	}
+	var lp, ent C.ar_tensor
+	pEnt := (*C.ar_tensor)(nil)
+	if opt.Entropy {
+		pEnt = &ent
+	}
+	var msg *C.char
+	rc := C.ar_token_logprobs(hh, wh, th, C.double(temperature), C.int64_t(chunk), forwardFlags(opt), &lp, pEnt, &msg)
+	if err := check("token_logprobs", rc, msg); err != nil {
+		return nil, nil, err
+	}
+	if opt.Entropy {
+		entropy = wrap(ent)
+	}
+	return wrap(lp), entropy, nil
+}

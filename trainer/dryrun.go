@@ -114,10 +114,40 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	}
 	c := r.Model
 	m.KVCache = 2 * int64(c.Layers) * int64(cfg.Rollout.Slots) * int64(cfg.Env.MaxTokens+1) * int64(c.KVHeads*c.HeadDim) * b
-	// Training activations of one micro-batch: per layer roughly 16 hidden-
-	// sized tensors per token plus the attention scores, and the logits.
-	tok2 := int64(cfg.Algorithm.MicroBatch) * int64(cfg.Env.MaxTokens)
-	m.Activations = int64(c.Layers)*tok2*(16*int64(c.Hidden)+int64(c.Heads)*int64(cfg.Env.MaxTokens))*4 + 3*tok2*int64(c.Vocab)*4
+	m.Activations = activationBytes(c, cfg.Algorithm.MicroBatch, cfg.Env.MaxTokens, cfg.Model.LogitsChunk, cfg.Model.Checkpointing)
 	m.Total = m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations
 	return r, nil
+}
+
+// activationBytes estimates what the training forward of one micro-batch
+// of micro sequences of seq tokens keeps for its backward pass, in float32,
+// and the LM head's share of the backward's peak.
+//
+// A decoder layer keeps, per token, about 10 hidden-sized tensors (the
+// residual input, the two RMSNorms' normalised values and outputs, q
+// before and after RoPE, the attention output), 6 of the key/value width
+// (k, v and k's RoPE), 4 of the MLP's intermediate size (gate, its SiLU,
+// up and their product) and a row of attention probabilities per head.
+// With activation checkpointing only each layer's input is kept, and one
+// layer's activations exist at a time, while its backward recomputes them.
+//
+// The LM head's logits whole (logitsChunk 0) are three [tokens, vocab]
+// tensors at the backward's peak (the log-softmax kept by the forward, its
+// gradient and the gradient of the logits). In chunks, two [chunk, vocab]
+// buffers at a time, the LM head's gradient [vocab, hidden] before it is
+// added to the parameter's, and the hidden states [tokens, hidden].
+func activationBytes(c torch.Config, micro, seq, logitsChunk int, checkpointing bool) int64 {
+	tok := int64(micro) * int64(seq)
+	h, inter, v := int64(c.Hidden), int64(c.Intermediate), int64(c.Vocab)
+	kv := int64(c.KVHeads) * int64(c.HeadDim)
+	perLayer := tok * (10*h + 6*kv + 4*inter + int64(c.Heads)*int64(seq)) * 4
+	layers := int64(c.Layers) * perLayer
+	if checkpointing {
+		layers = int64(c.Layers)*tok*h*4 + perLayer
+	}
+	logits := 3 * tok * v * 4
+	if logitsChunk > 0 {
+		logits = 2*min(int64(logitsChunk), tok)*v*4 + v*h*4 + tok*h*4
+	}
+	return layers + logits
 }

@@ -23,13 +23,17 @@ func modelFlags(d bench.Config) []cli.Flag {
 		&cli.IntFlag{Name: "seq-len", Value: d.SeqLen, Usage: "sequence length (train)"},
 		&cli.IntFlag{Name: "threads", Value: d.Threads, Usage: "CPU cores in total for libtorch and BLAS (0 = all)"},
 		&cli.IntFlag{Name: "repeats", Value: d.Repeats, Usage: "measured runs after one warm-up (the median is reported)"},
+		&cli.BoolFlag{Name: "checkpointing", Usage: "activation checkpointing in train's forward, as model.checkpointing"},
+		&cli.BoolFlag{Name: "tied", Usage: "tie the LM head to the embedding (as Qwen2.5-0.5B does)"},
+		&cli.IntFlag{Name: "logits-chunk", Value: d.LogitsChunk, Usage: "tokens per chunk of the LM head's logits in train's forwards (0 = whole), as model.logits_chunk"},
 	}
 }
 
 func benchConfig(c *cli.Context) bench.Config {
 	return bench.Config{Vocab: c.Int("vocab"), Hidden: c.Int("hidden"), Inter: c.Int("inter"), Layers: c.Int("layers"),
 		Heads: c.Int("heads"), KVHeads: c.Int("kv-heads"), Batch: c.Int("batch"), PromptLen: c.Int("prompt-len"),
-		NewTokens: c.Int("new-tokens"), SeqLen: c.Int("seq-len"), Threads: c.Int("threads"), Repeats: c.Int("repeats")}
+		NewTokens: c.Int("new-tokens"), SeqLen: c.Int("seq-len"), Threads: c.Int("threads"), Repeats: c.Int("repeats"),
+		Tied: c.Bool("tied"), Checkpointing: c.Bool("checkpointing"), LogitsChunk: c.Int("logits-chunk")}
 }
 
 func printJSON(v any) error {

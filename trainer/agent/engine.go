@@ -8,18 +8,26 @@ import (
 )
 
 // Mode is how a model runs its forward passes: with activation
-// checkpointing (model.checkpointing), and under bf16 autocast
-// (device.autocast).
-type Mode struct{ Checkpointing, Autocast bool }
+// checkpointing (model.checkpointing), under bf16 autocast
+// (device.autocast), and with the LM head's logits computed in chunks of
+// LogitsChunk tokens (model.logits_chunk; 0 = whole). The zero Mode
+// computes the logits whole.
+type Mode struct {
+	Checkpointing, Autocast bool
+	LogitsChunk             int
+}
 
 // ModeOf is the mode of cfg's models.
 func ModeOf(cfg config.Config) Mode {
-	return Mode{Checkpointing: cfg.Model.Checkpointing, Autocast: cfg.Device.Autocast}
+	return Mode{Checkpointing: cfg.Model.Checkpointing, Autocast: cfg.Device.Autocast, LogitsChunk: cfg.Model.LogitsChunk}
 }
 
 // Apply sets the mode of m.
 func (md Mode) Apply(m *torch.Model) error {
 	if err := m.SetCheckpointing(md.Checkpointing); err != nil {
+		return err
+	}
+	if err := m.SetLogitsChunk(md.LogitsChunk); err != nil {
 		return err
 	}
 	return m.SetAutocast(md.Autocast, torch.BFloat16)

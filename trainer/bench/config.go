@@ -22,6 +22,14 @@ type Config struct {
 	SeqLen    int `json:"seq_len"`
 	Threads   int `json:"threads"` // 0 = all cores
 	Repeats   int `json:"repeats"` // measured runs after one warm-up
+	// Tied ties the LM head to the embedding, as Qwen2.5's small models do.
+	Tied bool `json:"tied,omitempty"`
+	// LogitsChunk is the model's logits chunk in Train's forwards (see
+	// torch.Model.SetLogitsChunk): 0 computes the logits whole.
+	LogitsChunk int `json:"logits_chunk"`
+	// Checkpointing turns on activation checkpointing in Train's forward
+	// (model.checkpointing).
+	Checkpointing bool `json:"checkpointing,omitempty"`
 	// EngineDType is the precision generation decodes in ("" or "f32": the
 	// model's f32 weights; "bf16": a bf16 copy of them, as rollout.dtype
 	// does in training).
@@ -38,6 +46,10 @@ type Config struct {
 	// Profile adds the decode step's time by phase (step_ms) to the result.
 	Profile bool `json:"-"`
 }
+
+// DefaultLogitsChunk is the presets' and the CLI's logits chunk, the
+// default of model.logits_chunk.
+const DefaultLogitsChunk = 256
 
 // Preset returns a named configuration ("small" or "medium") for mode
 // ("generate" or "train"), with 2 threads and 3 repeats.
@@ -62,7 +74,7 @@ func Preset(name, mode string) (Config, error) {
 	if mode != "generate" && mode != "train" {
 		return Config{}, fmt.Errorf("bench preset %q: mode %q: want generate or train", name, mode)
 	}
-	c.Threads, c.Repeats = 2, 3
+	c.Threads, c.Repeats, c.LogitsChunk = 2, 3, DefaultLogitsChunk
 	return c, nil
 }
 
@@ -77,6 +89,9 @@ func (c Config) validate() error {
 		if p.v <= 0 {
 			return fmt.Errorf("bench config: %s must be positive, got %d", p.name, p.v)
 		}
+	}
+	if c.LogitsChunk < 0 {
+		return fmt.Errorf("bench config: logits_chunk must not be negative, got %d", c.LogitsChunk)
 	}
 	if c.Threads < 0 {
 		return fmt.Errorf("bench config: threads must not be negative, got %d", c.Threads)
@@ -99,5 +114,5 @@ func (c Config) threads() int {
 func (c Config) model(maxPositions int) torch.Config {
 	return torch.Config{ModelType: "qwen2", Vocab: c.Vocab, Hidden: c.Hidden, Intermediate: c.Inter,
 		Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.Hidden / c.Heads,
-		RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: maxPositions}
+		RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: maxPositions, TieEmbeddings: c.Tied}
 }

@@ -20,6 +20,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"prompt", func(c *Config) { c.PromptLen = 0 }, Generate, "prompt_len"},
 		{"new", func(c *Config) { c.NewTokens = 0 }, Generate, "new_tokens"},
 		{"seq", func(c *Config) { c.SeqLen = 1 }, Train, "seq_len"},
+		{"logits_chunk", func(c *Config) { c.LogitsChunk = -1 }, Train, "logits_chunk"},
 		{"torch", func(c *Config) { c.KVHeads = 3 }, Generate, "num_key_value_heads"},
 	}
 	for _, c := range cases {
@@ -38,7 +39,7 @@ func TestPresets(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Vocab: 2048, Hidden: 256, Inter: 688, Layers: 4, Heads: 8, KVHeads: 4,
-		Batch: 16, PromptLen: 64, NewTokens: 128, SeqLen: 256, Threads: 2, Repeats: 3}
+		Batch: 16, PromptLen: 64, NewTokens: 128, SeqLen: 256, Threads: 2, Repeats: 3, LogitsChunk: 256}
 	if g != want {
 		t.Errorf("small generate %+v, want %+v", g, want)
 	}
@@ -47,7 +48,7 @@ func TestPresets(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = Config{Vocab: 32000, Hidden: 768, Inter: 2048, Layers: 12, Heads: 12, KVHeads: 4,
-		Batch: 4, PromptLen: 128, NewTokens: 64, SeqLen: 512, Threads: 2, Repeats: 3}
+		Batch: 4, PromptLen: 128, NewTokens: 64, SeqLen: 512, Threads: 2, Repeats: 3, LogitsChunk: 256}
 	if tr != want {
 		t.Errorf("medium train %+v, want %+v", tr, want)
 	}

@@ -31,8 +31,13 @@
 // (refbench.py train) times the optimizer step alone: compare it with
 // ForwardS+BackwardS+OptimS, or add a no-grad forward to it.
 //
-// Both build a Qwen2-style model (q/k/v biases, untied lm_head, head_dim =
-// Hidden/Heads) in float32 on the CPU, run one warm-up and then Repeats
+// Train also reports the process's peak resident memory (PeakRSSMB), and
+// computes the LM head's logits in chunks of Config.LogitsChunk tokens
+// (0: whole), as model.logits_chunk does in training, with activation
+// checkpointing when Config.Checkpointing.
+//
+// Both build a Qwen2-style model (q/k/v biases, an lm_head untied unless
+// Config.Tied, head_dim = Hidden/Heads) in float32 on the CPU, run one warm-up and then Repeats
 // measured runs, and report medians, with the process CPU time beside the
 // wall time. All libtorch work runs on one torch.Worker after
 // torch.SetThreads(Threads), Threads 0 meaning every core.

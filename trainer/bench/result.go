@@ -40,6 +40,7 @@ type Result struct {
 	OptimS      float64 `json:"optim_s,omitempty"`      // grad clip, AdamW step, zero grad
 	Loss        float64 `json:"loss,omitempty"`         // PPO loss of the last run
 	GradNorm    float64 `json:"grad_norm,omitempty"`    // gradient norm before clipping, last run
+	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`  // the process's peak resident memory after the runs, MB
 }
 
 // StepPhases is a decode step's time by phase (see torch.StepProfile).

@@ -60,7 +60,8 @@ func jsonLine(t *testing.T, r Result, cfg Config, mode string) map[string]any {
 	}
 	want := map[string]int{"vocab": cfg.Vocab, "hidden": cfg.Hidden, "inter": cfg.Inter, "layers": cfg.Layers,
 		"heads": cfg.Heads, "kv_heads": cfg.KVHeads, "batch": cfg.Batch, "prompt_len": cfg.PromptLen,
-		"new_tokens": cfg.NewTokens, "seq_len": cfg.SeqLen, "threads": cfg.Threads, "repeats": cfg.Repeats}
+		"new_tokens": cfg.NewTokens, "seq_len": cfg.SeqLen, "threads": cfg.Threads, "repeats": cfg.Repeats,
+		"logits_chunk": cfg.LogitsChunk}
 	for k, v := range want {
 		if got, ok := c[k].(float64); !ok || int(got) != v {
 			t.Errorf("config.%s = %v, want %d", k, c[k], v)

@@ -49,6 +49,14 @@ func train(cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("bench train: model: %w", err)
 	}
+	if err := m.SetCheckpointing(cfg.Checkpointing); err != nil {
+		m.Free()
+		return Result{}, fmt.Errorf("bench train: %w", err)
+	}
+	if err := m.SetLogitsChunk(cfg.LogitsChunk); err != nil {
+		m.Free()
+		return Result{}, fmt.Errorf("bench train: %w", err)
+	}
 	l, err := learner.New(m, nil, learner.NoCritic, trainSettings(cfg), nil, rand.New(rand.NewPCG(3, 4)))
 	if err != nil {
 		m.Free()
@@ -68,7 +76,9 @@ func train(cfg Config) (Result, error) {
 			runs = append(runs, run)
 		}
 	}
-	return trainResult(cfg, runs), nil
+	res := trainResult(cfg, runs)
+	res.PeakRSSMB = peakRSSMB()
+	return res, nil
 }
 
 // trainSettings are GRPO's update as one optimizer step over the whole

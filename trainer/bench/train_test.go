@@ -12,7 +12,7 @@ func TestTrainTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj := jsonLine(t, r, cfg, "train")
-	positive(t, obj, "tokens_per_s", "median_s", "cpu_s", "prepare_s", "forward_s", "backward_s", "optim_s", "grad_norm")
+	positive(t, obj, "tokens_per_s", "median_s", "cpu_s", "prepare_s", "forward_s", "backward_s", "optim_s", "grad_norm", "peak_rss_mb")
 	for _, k := range []string{"decode_tokens_per_s", "prefill_s", "ms_per_step"} {
 		if _, ok := obj[k]; ok {
 			t.Errorf("train result carries the generate field %s", k)
@@ -40,5 +40,30 @@ func TestTrainTiny(t *testing.T) {
 	// policy tokens: -(4*-1 + 3*0 + 2*1) / 9 / (1 + 1e-6).
 	if want := 2.0 / 9 / (1 + 1e-6); math.Abs(r.Loss-want) > 1e-5 {
 		t.Errorf("loss %v, want %v", r.Loss, want)
+	}
+}
+
+// The update is the same with the logits whole, in chunks of 5 tokens
+// (which divide neither a sequence's 7 positions nor the 21 of the batch)
+// and tied to the embedding: the loss (2/9 by hand, above) and the
+// gradient norm agree within 1e-5.
+func TestTrainLogitsChunks(t *testing.T) {
+	for _, tied := range []bool{false, true} {
+		var first Result
+		for i, chunk := range []int{0, 5} {
+			cfg := tiny()
+			cfg.Repeats, cfg.Tied, cfg.LogitsChunk = 1, tied, chunk
+			r, err := Train(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = r
+				continue
+			}
+			if math.Abs(r.Loss-first.Loss) > 1e-5 || math.Abs(r.GradNorm-first.GradNorm) > 1e-5*math.Max(1, first.GradNorm) {
+				t.Errorf("tied %v, chunk %d: loss %v, grad norm %v; whole logits: %v, %v", tied, chunk, r.Loss, r.GradNorm, first.Loss, first.GradNorm)
+			}
+		}
 	}
 }

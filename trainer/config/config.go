@@ -78,6 +78,7 @@ type ModelConfig struct {
 	Critic        string     `yaml:"critic" default:"separate" enum:"separate|shared" doc:"value head on a separate model or on the policy trunk"`
 	CriticPath    string     `yaml:"critic_path" default:"" doc:"model folder of a separate critic (\"\" = start from the policy's weights)"`
 	Checkpointing bool       `yaml:"checkpointing" default:"false" doc:"activation checkpointing in the training forward: recompute each layer in the backward pass (less memory, about a third more compute)"`
+	LogitsChunk   int        `yaml:"logits_chunk" default:"256" doc:"tokens per chunk of the LM head in the training, logprob and reference forwards: the taken tokens' logprobs and entropies are computed a chunk at a time and recomputed in the backward pass, so the [tokens x vocabulary] logits are never held whole (0 = all at once)"`
 	RefPath       string     `yaml:"ref_path" default:"" doc:"model folder of the KL reference (\"\" = copy of the initial policy)"`
 }
 

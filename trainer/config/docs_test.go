@@ -16,7 +16,7 @@ var wantKeys = strings.Fields(`
 run.name run.dir run.seed run.iterations run.eval_every run.save_every run.resume
 device.device device.dtype device.threads device.autocast
 model.path model.tiny.hidden model.tiny.intermediate model.tiny.layers model.tiny.heads
-model.tiny.kv_heads model.tiny.max_positions model.critic model.critic_path model.checkpointing model.ref_path
+model.tiny.kv_heads model.tiny.max_positions model.critic model.critic_path model.checkpointing model.logits_chunk model.ref_path
 data.source data.train data.eval data.format data.max_train data.max_eval
 data.synthetic.seed data.synthetic.entities data.synthetic.max_hops data.synthetic.test_fraction data.synthetic.questions data.synthetic.ood_questions
 tools.enabled tools.schemas tools.search.index tools.search.k
