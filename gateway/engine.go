@@ -122,6 +122,18 @@ func (r *Result) Wait(ctx context.Context) error {
 	}
 }
 
+// cancel ends every choice of a job that never started as Cancelled.
+func (r *Result) cancel() {
+	r.mu.Lock()
+	for i := range r.finish {
+		r.finish[i] = Cancelled
+	}
+	r.pending = 0
+	r.mu.Unlock()
+	r.notify()
+}
+
+// notify wakes a waiter of r without blocking.
 func (r *Result) notify() {
 	select {
 	case r.updated <- struct{}{}:
@@ -272,13 +284,7 @@ func (e *Engine) shutdown(err error) {
 		e.drop(id)
 	}
 	for _, r := range e.waiting {
-		r.mu.Lock()
-		for i := range r.finish {
-			r.finish[i] = Cancelled
-		}
-		r.pending = 0
-		r.mu.Unlock()
-		r.notify()
+		r.cancel()
 	}
 	e.waiting = nil
 }
@@ -296,13 +302,7 @@ func (e *Engine) dropCancelled() {
 			kept = append(kept, r)
 			continue
 		}
-		r.mu.Lock()
-		for i := range r.finish {
-			r.finish[i] = Cancelled
-		}
-		r.pending = 0
-		r.mu.Unlock()
-		r.notify()
+		r.cancel()
 	}
 	e.waiting = kept
 }

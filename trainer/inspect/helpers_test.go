@@ -5,9 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/agentrl/agentrl/trainer/metric"
@@ -152,27 +150,4 @@ func get(t testing.TB, url string) (int, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, string(b)
-}
-
-// readOnlyDir makes dir read-only for this test: a read-only bind mount
-// over it as root (root ignores permission bits), chmod 0555 otherwise.
-func readOnlyDir(t *testing.T, dir string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if err := os.Chmod(dir, 0o555); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Chmod(dir, 0o755) })
-		return
-	}
-	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
-		t.Skipf("cannot bind-mount %s read-only as root (%v): skipping the read-only folder test", dir, err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, 0) })
-	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
-		t.Skipf("cannot remount %s read-only (%v): skipping the read-only folder test", dir, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "probe"), nil, 0o644); err == nil {
-		t.Fatalf("%s is still writable", dir)
-	}
 }

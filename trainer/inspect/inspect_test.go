@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/internal/readonlytest"
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
@@ -186,7 +187,7 @@ func TestLiveRun(t *testing.T) {
 func TestReadOnlyFolder(t *testing.T) {
 	dir := t.TempDir()
 	path := writeFixture(t, dir, "demo", 2)
-	readOnlyDir(t, dir)
+	readonlytest.Dir(t, dir)
 	ts := newTestServer(t, Source{Label: "demo", Path: path})
 	for _, p := range []string{"/", "/chart/0.png", "/r/0/trajectories?tool=search", "/r/0/t/5",
 		"/r/0/sql?q=" + url.QueryEscape("SELECT * FROM reward_by_iteration")} {

@@ -7,8 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/agentrl/agentrl/internal/readonlytest"
 )
 
 // foreignDB writes an SQLite database that is not a store (a table of
@@ -120,29 +121,6 @@ func writtenStore(t *testing.T, dir string) string {
 	return path
 }
 
-// readOnlyDir makes dir read-only for this test: a read-only bind mount
-// over it as root (root ignores permission bits), chmod 0555 otherwise.
-func readOnlyDir(t *testing.T, dir string) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if err := os.Chmod(dir, 0o555); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Chmod(dir, 0o755) })
-		return
-	}
-	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND, ""); err != nil {
-		t.Skipf("cannot bind-mount %s read-only as root (%v): skipping the read-only folder test", dir, err)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, 0) })
-	if err := syscall.Mount(dir, dir, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
-		t.Skipf("cannot remount %s read-only (%v): skipping the read-only folder test", dir, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "probe"), nil, 0o644); err == nil {
-		t.Fatalf("%s is still writable", dir)
-	}
-}
-
 // A cleanly closed store can be read in a read-only folder, where SQLite
 // cannot create a WAL's shared-memory file. A store whose WAL still holds
 // transactions (its writer was killed) is refused there with a message
@@ -176,8 +154,8 @@ func TestReadOnlyFolder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	readOnlyDir(t, dir)
-	readOnlyDir(t, copyDir)
+	readonlytest.Dir(t, dir)
+	readonlytest.Dir(t, copyDir)
 
 	s, err := OpenReadOnly(path)
 	if err != nil {
