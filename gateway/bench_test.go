@@ -1,10 +1,8 @@
 package gateway_test
 
 import (
-	"context"
 	"fmt"
 	"net/http/httptest"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,15 +40,9 @@ func BenchmarkClients(b *testing.B) {
 			}
 			defer te.Free()
 			eng := gateway.NewEngine(engine.Decoder{Engine: te}, nil)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() {
-				runtime.LockOSThread()
-				defer close(done)
-				eng.Run(ctx)
-			}()
+			stop := runEngine(eng)
 			srv := httptest.NewServer(&gateway.Handler{Engine: eng, Format: fix.Format, Model: "small"})
-			defer func() { srv.Close(); cancel(); <-done }()
+			defer func() { srv.Close(); stop() }()
 			body := map[string]any{"model": "small", "messages": []map[string]any{{"role": "user", "content": "Say hello in one word."}},
 				"max_tokens": 128, "temperature": 1}
 			var tokens atomic.Int64

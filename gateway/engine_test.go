@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"math"
 	"net/http"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -49,13 +48,7 @@ func TestJobsDecodeTogetherAsAlone(t *testing.T) {
 			}
 			rs = append(rs, r)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			runtime.LockOSThread()
-			defer close(done)
-			eng.Run(ctx)
-		}()
+		stop := runEngine(eng)
 		var out [][]gateway.Token
 		for _, r := range rs {
 			if err := r.Wait(context.Background()); err != nil {
@@ -67,8 +60,7 @@ func TestJobsDecodeTogetherAsAlone(t *testing.T) {
 			}
 			out = append(out, toks)
 		}
-		cancel()
-		<-done
+		stop()
 		steps, gen := eng.Stats()
 		if gen != int64(20*len(seeds)) {
 			t.Fatalf("%d tokens generated", gen)

@@ -1,9 +1,7 @@
 package gateway_test
 
 import (
-	"context"
 	"net/http/httptest"
-	"runtime"
 	"testing"
 
 	"github.com/agentrl/agentrl/gateway"
@@ -35,13 +33,7 @@ func serve(t *testing.T, slots int, noStops bool, edit func(*gateway.Handler)) *
 		stops = nil
 	}
 	eng := gateway.NewEngine(engine.Decoder{Engine: te}, stops)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer close(done)
-		eng.Run(ctx)
-	}()
+	stop := runEngine(eng)
 	h := &gateway.Handler{Engine: eng, Format: m.Format, Model: "tiny"}
 	if edit != nil {
 		edit(h)
@@ -49,8 +41,7 @@ func serve(t *testing.T, slots int, noStops bool, edit func(*gateway.Handler)) *
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()
-		cancel()
-		<-done
+		stop()
 		te.Free()
 	})
 	return &served{srv: srv, eng: eng, h: h, model: m}

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"math"
-	"runtime"
 	"testing"
 
 	"github.com/agentrl/agentrl/gateway"
@@ -36,14 +35,8 @@ func TestSessionContinuesItsSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 		eng := gateway.NewEngine(engine.Decoder{Engine: te}, nil)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			runtime.LockOSThread()
-			defer close(done)
-			eng.Run(ctx)
-		}()
-		return eng, func() { cancel(); <-done; te.Free() }
+		stop := runEngine(eng)
+		return eng, func() { stop(); te.Free() }
 	}
 	run := func(eng *gateway.Engine, prompt []int32, session string) []gateway.Token {
 		r, err := eng.Submit(context.Background(), gateway.Job{Prompt: prompt, N: 1, Sampling: rollout.Sampling{Temperature: 1},

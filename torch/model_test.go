@@ -430,30 +430,18 @@ func TestSamplingSeeded(t *testing.T) {
 	}
 	hot := Sampling{Temperature: 2}
 	a, b, c := run(1, hot), run(1, hot), run(2, hot)
-	if !equal(a, b) {
+	if !slices.Equal(a, b) {
 		t.Fatalf("same seed, different tokens: %v %v", a, b)
 	}
-	if equal(a, c) {
+	if slices.Equal(a, c) {
 		t.Fatalf("different seeds gave identical 20-token samples at temperature 2: %v", a)
 	}
-	if g, k1 := run(1, Sampling{}), run(9, Sampling{Temperature: 1, TopK: 1}); !equal(g, k1) {
+	if g, k1 := run(1, Sampling{}), run(9, Sampling{Temperature: 1, TopK: 1}); !slices.Equal(g, k1) {
 		t.Fatalf("top-k 1 differs from greedy: %v %v", g, k1)
 	}
-	if g, p := run(1, Sampling{}), run(9, Sampling{Temperature: 1, TopP: 1e-9}); !equal(g, p) {
+	if g, p := run(1, Sampling{}), run(9, Sampling{Temperature: 1, TopP: 1e-9}); !slices.Equal(g, p) {
 		t.Fatalf("top-p ~0 differs from greedy: %v %v", g, p)
 	}
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // The training forward's logprobs and entropies against a direct

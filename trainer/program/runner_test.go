@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,7 +89,7 @@ func TestProgramEpisode(t *testing.T) {
 			}
 		}
 		want := append(m.Tok.Encode(gatewaytest.Call), m.Tok.Encode(gatewaytest.Reply+"<|im_end|>")...)
-		if !slicesEqual(action, want) || len(tr.Turns) != 2 || tr.PromptLen != tr.Requests[0].PromptTokens {
+		if !slices.Equal(action, want) || len(tr.Turns) != 2 || tr.PromptLen != tr.Requests[0].PromptTokens {
 			t.Fatalf("action tokens %q, turns %d", m.Tok.Decode(action, false), len(tr.Turns))
 		}
 	}
@@ -119,18 +120,6 @@ func ids(trs []*trajectory.Trajectory) []string {
 		out = append(out, t.ID)
 	}
 	return out
-}
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Every failure is an episode with reward 0 and its stop reason, and the
