@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 8
+#define AR_ABI_VERSION 9
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -169,31 +169,50 @@ int ar_transpose(ar_tensor a, int64_t d0, int64_t d1, ar_tensor *out,
 /* AdamW over a list of parameter tensors split into groups: group[i] is the
  * group of params[i]; lr/beta1/beta2/eps/weight_decay are per group. A bf16
  * or f16 parameter gets f32 master weights, an f32 gradient accumulator and
- * f32 moments; the parameter receives the master rounded after each step. */
+ * f32 moments; the parameter receives the master rounded after each step.
+ * Parameters must be contiguous. */
 int ar_adamw_new(const ar_tensor *params, const int *group, int nparams,
                  const double *lr, const double *beta1, const double *beta2,
                  const double *eps, const double *weight_decay, int ngroups,
                  ar_adamw *out, char **err);
 int ar_adamw_free(ar_adamw o);
+/* Attaches the process group d (before the first step or state load):
+ * ar_adamw_reduce_grads then sums the gradients over its ranks. stage 0
+ * keeps whole state on every rank; 1 and 2 (ZeRO) shard the f32 masters
+ * and moments: the parameters, flattened in order into one vector padded to
+ * a multiple of the world size N, are cut into N equal ranges, and each
+ * rank keeps and updates its own; the step all-gathers the weights. Stage
+ * 1 all-reduces the gradients, stage 2 reduce-scatters them (each rank
+ * keeps its range's sum). Collectives move at most about bucket_bytes at a
+ * time. The optimizer keeps d; it must outlive the optimizer's use. */
+int ar_adamw_shard(ar_adamw o, ar_dist d, int stage, int64_t bucket_bytes,
+                   char **err);
 int ar_adamw_set_lr(ar_adamw o, int group, double lr, char **err);
 /* Moves the gradients of bf16/f16 parameters into their f32 accumulators
- * (call after each backward pass; every call below does it first too). */
+ * (call after each backward pass). */
 int ar_adamw_accumulate(ar_adamw o, char **err);
-/* The tensors whose .grad holds each parameter's gradient, in parameter
- * order (the f32 master of a bf16/f16 one, else the parameter itself): n
- * new handles into out, for the data-parallel gradient all-reduce. */
-int ar_adamw_grad_tensors(ar_adamw o, ar_tensor *out, int n, char **err);
-/* One update of every parameter that has a gradient. */
+/* Reduces the gradients over the attached group's ranks (a collective):
+ * required before grad_norm, scale_grads and step when a group is
+ * attached. A parameter no rank has a gradient for keeps none. */
+int ar_adamw_reduce_grads(ar_adamw o, char **err);
+/* One update of every parameter that has a gradient (with a sharded
+ * state, a collective). */
 int ar_adamw_step(ar_adamw o, char **err);
 int ar_adamw_zero_grad(ar_adamw o, char **err);
-/* The global L2 norm of all gradients (0 when there are none). */
+/* The global L2 norm of all gradients (0 when there are none), the same on
+ * every rank of an attached group (a collective). */
 int ar_adamw_grad_norm(ar_adamw o, double *norm, char **err);
 /* Multiplies every gradient by coef (gradient clipping). */
 int ar_adamw_scale_grads(ar_adamw o, double coef, char **err);
+/* Bytes of the state this rank holds: moments and f32 master weights. */
+int ar_adamw_state_bytes(ar_adamw o, int64_t *bytes, char **err);
 /* State access for checkpoints: step count of param i, its first/second
- * moment tensors and its f32 master weights (new handles; NULL when the
- * param has no such state). set_state's master may be NULL: a bf16/f16
- * parameter then takes its master from its own values. */
+ * moment tensors and its f32 master weights, whole and in the parameter's
+ * shape (new handles; NULL when the param has no such state); with a
+ * sharded state every rank must call it for the same i (a collective).
+ * set_state takes the whole state and keeps this rank's range; its master
+ * may be NULL: a bf16/f16 parameter then takes its master from its own
+ * values. */
 int ar_adamw_get_state(ar_adamw o, int i, int64_t *step, ar_tensor *m,
                        ar_tensor *v, ar_tensor *master, char **err);
 int ar_adamw_set_state(ar_adamw o, int i, int64_t step, ar_tensor m,

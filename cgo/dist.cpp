@@ -33,6 +33,7 @@
 #include <deque>
 #include <vector>
 
+#include "collectives.h"
 #include "common.h"
 
 struct ar_kvstore_s {
@@ -119,6 +120,118 @@ bool widen(ar_dist d, const at::Tensor &t) {
 }
 
 }  // namespace
+
+namespace ar {
+
+int dist_rank(ar_dist d) { return d->rank; }
+int dist_world(ar_dist d) { return d->world; }
+at::Device dist_device(ar_dist d) { return d->dev; }
+
+void dist_allreduce_f64(ar_dist d, double *vals, int n, int op) { reduce_f64(d, vals, n, op); }
+
+void dist_allreduce_tensors(ar_dist d, const std::vector<at::Tensor> &grads, int64_t bucket_bytes) {
+  at::NoGradGuard ng;
+  // Buckets: runs of gradients with one dtype and device, each at most
+  // bucket_bytes (a larger tensor is a bucket by itself).
+  std::vector<std::vector<size_t>> buckets;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < grads.size(); i++) {
+    int64_t b = grads[i].numel() * grads[i].element_size();
+    bool fresh = buckets.empty() || bytes + b > bucket_bytes ||
+                 grads[i].scalar_type() != grads[buckets.back()[0]].scalar_type() ||
+                 grads[i].device() != grads[buckets.back()[0]].device();
+    if (fresh) {
+      buckets.emplace_back();
+      bytes = 0;
+    }
+    buckets.back().push_back(i);
+    bytes += b;
+  }
+  // Two buckets in flight at a time: one is summed while the next is
+  // packed, and the extra memory stays at two buckets.
+  struct Flight {
+    size_t k;
+    at::Tensor flat;
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+  std::deque<Flight> flying;
+  auto land = [&] {
+    Flight &f = flying.front();
+    f.work->wait();
+    int64_t off = 0;
+    for (size_t i : buckets[f.k]) {
+      int64_t m = grads[i].numel();
+      grads[i].copy_(f.flat.narrow(0, off, m).view(grads[i].sizes()));
+      off += m;
+    }
+    flying.pop_front();
+  };
+  c10d::AllreduceOptions o;
+  o.reduceOp = c10d::ReduceOp::SUM;
+  for (size_t k = 0; k < buckets.size(); k++) {
+    std::vector<at::Tensor> parts;
+    for (size_t i : buckets[k]) parts.push_back(grads[i].reshape({-1}));
+    at::Tensor flat = at::cat(parts);
+    if (widen(d, flat)) flat = flat.to(at::kFloat);
+    std::vector<at::Tensor> v{flat};
+    on_group(d, [&](auto &pg) { flying.push_back({k, flat, pg.allreduce(v, o)}); });
+    if (flying.size() > 1) land();
+  }
+  while (!flying.empty()) land();
+}
+
+void dist_reduce_scatter(ar_dist d, const at::Tensor &in, const at::Tensor &out) {
+  at::NoGradGuard ng;
+  const int64_t len = out.numel();
+  TORCH_CHECK(in.dim() == 1 && out.dim() == 1 && in.numel() == len * d->world, "reduce_scatter: ", in.numel(),
+              " elements in, ", len, " out, world ", d->world);
+  at::Tensor buf = widen(d, in) ? in.to(at::kFloat) : in.contiguous();
+  Works works;
+#ifdef AR_HAVE_NCCL
+  if (d->nccl) {
+    // NCCL has reduce_scatter, with this signature in 1.13 and 2.x.
+    std::vector<at::Tensor> outs{out};
+    std::vector<std::vector<at::Tensor>> ins(1);
+    for (int r = 0; r < d->world; r++) ins[0].push_back(buf.narrow(0, r * len, len));
+    works.push_back(d->nccl->reduce_scatter(outs, ins, c10d::ReduceScatterOptions()));
+    wait_all(works);
+    return;
+  }
+#endif
+  // Gloo in libtorch 1.13 has no reduce_scatter: one reduce per rank, that
+  // rank as the root, over its segment; the root's segment receives the sum.
+  std::vector<std::vector<at::Tensor>> segs;
+  for (int r = 0; r < d->world; r++) segs.push_back({buf.narrow(0, r * len, len)});
+  on_group(d, [&](auto &pg) {
+    for (int r = 0; r < d->world; r++) {
+      c10d::ReduceOptions o;
+      o.rootRank = r;
+      o.reduceOp = c10d::ReduceOp::SUM;
+      works.push_back(pg.reduce(segs[r], o));
+    }
+  });
+  wait_all(works);
+  out.copy_(segs[d->rank][0]);
+}
+
+void dist_allgather(ar_dist d, const at::Tensor &in, const at::Tensor &out) {
+  at::NoGradGuard ng;
+  const int64_t len = in.numel();
+  TORCH_CHECK(in.dim() == 1 && out.dim() == 1 && out.numel() == len * d->world, "allgather: ", len,
+              " elements in, ", out.numel(), " out, world ", d->world);
+  bool wide = widen(d, in);
+  at::Tensor src = wide ? in.to(at::kFloat) : in.contiguous();
+  at::Tensor dst = wide ? at::empty({out.numel()}, src.options()) : out;
+  std::vector<std::vector<at::Tensor>> outs(1);
+  for (int r = 0; r < d->world; r++) outs[0].push_back(dst.narrow(0, r * len, len));
+  std::vector<at::Tensor> ins{src};
+  Works works;
+  on_group(d, [&](auto &pg) { works.push_back(pg.allgather(outs, ins)); });
+  wait_all(works);
+  if (wide) out.copy_(dst);
+}
+
+}  // namespace ar
 
 extern "C" {
 
@@ -252,53 +365,7 @@ int ar_dist_allreduce_grads(ar_dist d, const ar_tensor *params, int n,
       if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
       grads.push_back(p.grad());
     }
-    // Buckets: runs of gradients with one dtype and device, each at most
-    // bucket_bytes (a larger tensor is a bucket by itself).
-    std::vector<std::vector<size_t>> buckets;
-    int64_t bytes = 0;
-    for (size_t i = 0; i < grads.size(); i++) {
-      int64_t b = grads[i].numel() * grads[i].element_size();
-      bool fresh = buckets.empty() || bytes + b > bucket_bytes ||
-                   grads[i].scalar_type() != grads[buckets.back()[0]].scalar_type() ||
-                   grads[i].device() != grads[buckets.back()[0]].device();
-      if (fresh) {
-        buckets.emplace_back();
-        bytes = 0;
-      }
-      buckets.back().push_back(i);
-      bytes += b;
-    }
-    // Two buckets in flight at a time: one is summed while the next is
-    // packed, and the extra memory stays at two buckets.
-    struct Flight {
-      size_t k;
-      at::Tensor flat;
-      c10::intrusive_ptr<c10d::Work> work;
-    };
-    std::deque<Flight> flying;
-    auto land = [&] {
-      Flight &f = flying.front();
-      f.work->wait();
-      int64_t off = 0;
-      for (size_t i : buckets[f.k]) {
-        int64_t m = grads[i].numel();
-        grads[i].copy_(f.flat.narrow(0, off, m).view(grads[i].sizes()));
-        off += m;
-      }
-      flying.pop_front();
-    };
-    c10d::AllreduceOptions o;
-    o.reduceOp = c10d::ReduceOp::SUM;
-    for (size_t k = 0; k < buckets.size(); k++) {
-      std::vector<at::Tensor> parts;
-      for (size_t i : buckets[k]) parts.push_back(grads[i].reshape({-1}));
-      at::Tensor flat = at::cat(parts);
-      if (widen(d, flat)) flat = flat.to(at::kFloat);
-      std::vector<at::Tensor> v{flat};
-      on_group(d, [&](auto &pg) { flying.push_back({k, flat, pg.allreduce(v, o)}); });
-      if (flying.size() > 1) land();
-    }
-    while (!flying.empty()) land();
+    ar::dist_allreduce_tensors(d, grads, bucket_bytes);
   });
 }
 

@@ -27,10 +27,14 @@ var DefaultAdamW = AdamWGroup{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Wei
 // backward pass), the update and the moments are f32, and the parameter
 // receives the master rounded to its dtype after each step. Without them a
 // small step (lr 1e-6 on a weight near 0.02) would round to nothing.
+//
+// With a process group attached (Shard), ReduceGrads sums the gradients
+// over its ranks, and ZeRO stages 1 and 2 keep on each rank only its 1/N
+// of the master weights and moments (see ar_adamw_shard in agentrl.h).
 type AdamW struct {
 	h      C.ar_adamw
 	params []*Tensor
-	grads  []*Tensor // the tensors holding each parameter's gradient, made on first use
+	group  *Group // attached by Shard; kept alive while the optimizer uses it
 }
 
 // NewAdamW makes an optimizer: params[i] belongs to groups[group[i]]. With
@@ -81,10 +85,6 @@ func NewAdamW(params []*Tensor, group []int, groups []AdamWGroup) (*AdamW, error
 // Free releases the optimizer and its state.
 func (o *AdamW) Free() {
 	if o != nil && o.h != nil {
-		for _, g := range o.grads {
-			g.Free()
-		}
-		o.grads = nil
 		C.ar_adamw_free(o.h)
 		o.h = nil
 	}
@@ -98,24 +98,32 @@ func (o *AdamW) Accumulate() error {
 	return check("adamw_accumulate", C.ar_adamw_accumulate(o.h, &msg), msg)
 }
 
-// GradTensors are the tensors whose gradients the optimizer steps on, in
-// parameter order: a bf16/f16 parameter's f32 master, any other parameter
-// itself. A data-parallel job all-reduces their gradients. The optimizer
-// owns them.
-func (o *AdamW) GradTensors() ([]*Tensor, error) {
-	if o.grads == nil {
-		n := len(o.params)
-		hs := make([]C.ar_tensor, n)
-		var msg *C.char
-		if err := check("adamw_grad_tensors", C.ar_adamw_grad_tensors(o.h, &hs[0], C.int(n), &msg), msg); err != nil {
-			return nil, err
-		}
-		for _, h := range hs {
-			o.grads = append(o.grads, wrap(h))
-		}
-		return o.grads, nil
+// Shard attaches the process group g: ReduceGrads then sums the gradients
+// over its ranks. With stage 0 every rank keeps the whole state; with 1
+// and 2 (ZeRO) each keeps its 1/N of the f32 master weights and moments,
+// stage 1 all-reducing the gradients and stage 2 reduce-scattering them;
+// Step then all-gathers the updated weights. Collectives move about
+// bucketBytes at a time. Call it before the first step or SetState.
+func (o *AdamW) Shard(g *Group, stage int, bucketBytes int64) error {
+	if g == nil || g.h == nil {
+		return fmt.Errorf("adamw: shard over a closed process group")
 	}
-	return o.grads, o.Accumulate()
+	var msg *C.char
+	if err := check("adamw_shard", C.ar_adamw_shard(o.h, g.h, C.int(stage), C.int64_t(bucketBytes), &msg), msg); err != nil {
+		return err
+	}
+	o.group = g
+	return nil
+}
+
+// ReduceGrads sums the gradients over the attached group's ranks (every
+// rank calls it): whole, or with ZeRO stage 2 only this rank's range. A
+// parameter no rank has a gradient for keeps none and is not stepped. It
+// must come before ClipGradNorm and Step when a group is attached; it only
+// accumulates without one.
+func (o *AdamW) ReduceGrads() error {
+	var msg *C.char
+	return check("adamw_reduce_grads", C.ar_adamw_reduce_grads(o.h, &msg), msg)
 }
 
 // SetLR changes the learning rate of one group (schedules call it per step).
@@ -137,29 +145,18 @@ func (o *AdamW) ZeroGrad() error {
 }
 
 // ClipGradNorm scales the gradients so their global L2 norm is at most
-// maxNorm (maxNorm <= 0 only measures) and returns the norm before clipping.
+// maxNorm (maxNorm <= 0 only measures) and returns the norm before
+// clipping. With a group attached the norm is the same on every rank: the
+// largest of the ranks' (stage 0: their thread counts may order the sums
+// differently), or the root of the sum of the ranks' squared sums over
+// their ranges (ZeRO).
 func (o *AdamW) ClipGradNorm(maxNorm float64) (float64, error) {
-	return o.ClipGradNormWith(maxNorm, nil)
-}
-
-// ClipGradNormWith is ClipGradNorm with the measured norm passed through
-// agree (when not nil) before it is used: data-parallel ranks, whose
-// gradients are equal but whose norms may differ in the last bits (the
-// reduction order follows the thread count), agree on one value and so
-// scale by the same factor and stay identical.
-func (o *AdamW) ClipGradNormWith(maxNorm float64, agree func(float64) (float64, error)) (float64, error) {
 	var n C.double
 	var msg *C.char
 	if err := check("grad_norm", C.ar_adamw_grad_norm(o.h, &n, &msg), msg); err != nil {
 		return 0, err
 	}
 	total := float64(n)
-	if agree != nil {
-		var err error
-		if total, err = agree(total); err != nil {
-			return 0, err
-		}
-	}
 	// Like torch.nn.utils.clip_grad_norm_: scale by maxNorm/(total+1e-6)
 	// when that is below 1; a non-finite norm is left for the caller to see.
 	if maxNorm > 0 && !math.IsNaN(total) && !math.IsInf(total, 0) {
@@ -170,6 +167,17 @@ func (o *AdamW) ClipGradNormWith(maxNorm float64, agree func(float64) (float64, 
 		}
 	}
 	return total, nil
+}
+
+// StateBytes is the size of the state this rank holds: the moments and
+// the f32 master weights (with ZeRO, this rank's range of them).
+func (o *AdamW) StateBytes() (int64, error) {
+	var n C.int64_t
+	var msg *C.char
+	if err := check("adamw_state_bytes", C.ar_adamw_state_bytes(o.h, &n, &msg), msg); err != nil {
+		return 0, err
+	}
+	return int64(n), nil
 }
 
 // ParamState is the optimizer state of one parameter, for checkpoints.
@@ -188,7 +196,9 @@ func (st ParamState) Free() {
 	st.Master.Free()
 }
 
-// State returns the state of parameter i (the caller frees it).
+// State returns the whole state of parameter i (the caller frees it). With
+// a sharded state it gathers the ranks' ranges: every rank must call it
+// for the same i.
 func (o *AdamW) State(i int) (ParamState, error) {
 	var step C.int64_t
 	var m, v, master C.ar_tensor
@@ -208,8 +218,9 @@ func (o *AdamW) State(i int) (ParamState, error) {
 	return ps, nil
 }
 
-// SetState restores the state of parameter i (copied; the caller keeps
-// ownership of the tensors). A bf16/f16 parameter without a Master takes
+// SetState restores the state of parameter i from its whole state (copied;
+// the caller keeps ownership of the tensors); a sharded optimizer keeps its
+// range. A bf16/f16 parameter without a Master takes
 // its master weights from its own values; with one, it is set to the
 // master rounded to its dtype.
 func (o *AdamW) SetState(i int, st ParamState) error {

@@ -112,8 +112,14 @@ func (t *Trainer) checkpoint() error {
 	if err := t.agreeOnWeights(); err != nil {
 		return err
 	}
+	// With ZeRO every rank holds a range of the optimizer state: all take
+	// part in gathering it whole.
+	opt, err := t.learner.GatherOptimizers()
+	if err != nil {
+		return err
+	}
 	if !t.dist.Leader() {
-		return nil // rank 0 writes it; every rank holds the same state
+		return nil // rank 0 writes it; every rank holds the same weights
 	}
 	// The store must hold every iteration the checkpoint covers: a resume
 	// redoes only what comes after it.
@@ -140,7 +146,7 @@ func (t *Trainer) checkpoint() error {
 	if err := t.exportPolicy(filepath.Join(tmp, "policy")); err != nil {
 		return err
 	}
-	if err := t.learner.Save(tmp); err != nil {
+	if err := t.learner.Save(tmp, opt); err != nil {
 		return err
 	}
 	rs, err := t.pcg.MarshalBinary()

@@ -166,7 +166,7 @@ func (t *Trainer) learnerSettings() learner.Settings {
 		Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
 		MaxGradNorm: o.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
 		RolloutCorrection: cfg.RolloutCorrection(), RolloutBound: a.RolloutCorrectionBound,
-		PolicyOptim: policy, CriticOptim: critic,
+		PolicyOptim: policy, CriticOptim: critic, Zero: cfg.Dist.Zero,
 		LR: func(step int) (float64, float64) {
 			f := t.lrAt(step)
 			return o.LR * f, o.CriticLR * f

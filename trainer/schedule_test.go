@@ -46,7 +46,11 @@ func TestScheduleReachesSeparateCritic(t *testing.T) {
 	}
 	// Far past the schedule's end: the run's state as a resume restores it.
 	dir := t.TempDir()
-	if err := tr.learner.Save(dir); err != nil {
+	st, err := tr.learner.GatherOptimizers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.learner.Save(dir, st); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.learner.Load(dir, 1<<20); err != nil {

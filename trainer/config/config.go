@@ -265,4 +265,5 @@ type DistConfig struct {
 	Timeout           time.Duration `yaml:"timeout" default:"5m" doc:"how long ranks wait for each other at the rendezvous, and for a missing heartbeat, before the job stops with an error"`
 	CollectiveTimeout time.Duration `yaml:"collective_timeout" default:"30m" doc:"how long one collective may wait for the other ranks (they wait there while rank 0 writes a checkpoint); a dead rank is found sooner, by its closed connections or its heartbeat"`
 	BucketMB          float64       `yaml:"bucket_mb" default:"25" doc:"size of the flat buckets the gradient all-reduce sends, in MiB"`
+	Zero              int           `yaml:"zero" default:"0" doc:"ZeRO stage: 0 keeps the whole optimizer state on every rank; 1 shards the f32 master weights and AdamW moments across the ranks; 2 reduce-scatters the gradients too (docs/distributed.md)"`
 }

@@ -47,7 +47,7 @@ sft.data sft.warm_start sft.epochs sft.lr sft.batch sft.demos sft.imperfect_frac
 store.path store.writer_depth
 logging.level logging.format
 eval.baselines eval.max_eval
-dist.nproc dist.backend dist.timeout dist.collective_timeout dist.bucket_mb
+dist.nproc dist.backend dist.timeout dist.collective_timeout dist.bucket_mb dist.zero
 agent.command agent.dir agent.env agent.timeout agent.parallel agent.max_stdout agent.stderr_tail agent.model`)
 
 func TestDocsCoverEveryKey(t *testing.T) {

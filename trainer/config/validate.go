@@ -345,6 +345,9 @@ func (c *Config) validateDist(p *problems) {
 	if d.BucketMB <= 0 {
 		p.add("dist.bucket_mb", "%g, want > 0", d.BucketMB)
 	}
+	if d.Zero < 0 || d.Zero > 2 {
+		p.add("dist.zero", "%d, want 0, 1 or 2", d.Zero)
+	}
 	if d.Backend == "nccl" && !strings.HasPrefix(c.Device.Device, "cuda") {
 		p.add("dist.backend", "nccl needs device.device cuda or cuda:N (it is %q): use gloo or auto on the CPU", c.Device.Device)
 	}

@@ -27,6 +27,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"dist.backend", func(c *Config) { c.Dist.Backend = "nccl" }, "nccl needs device.device cuda"},
 		{"dist.timeout", func(c *Config) { c.Dist.Timeout = 0 }, "want a positive duration"},
 		{"dist.nproc", func(c *Config) { c.Dist.NProc = 0 }, "want at least 1"},
+		{"dist.zero", func(c *Config) { c.Dist.Zero = 3 }, "3, want 0, 1 or 2"},
+		{"dist.zero", func(c *Config) { c.Dist.Zero = -1 }, "-1, want 0, 1 or 2"},
 		{"model.critic", func(c *Config) { c.Model.Critic = "both" }, "want one of separate, shared"},
 		{"model.tiny.heads", func(c *Config) { c.Model.Tiny.Heads = 6 }, "6 does not divide model.tiny.hidden 128"},
 		{"model.tiny.heads", func(c *Config) { c.Model.Tiny.Hidden, c.Model.Tiny.Heads, c.Model.Tiny.KVHeads = 12, 4, 1 }, "odd head size 3"},

@@ -187,12 +187,16 @@ func Shard[T any](g *Group, xs []T) []T {
 	return out
 }
 
-// AllReduceGrads sums the gradients of params over the ranks (bucketed).
-func (g *Group) AllReduceGrads(params []*torch.Tensor) error {
+// ShardOptimizer hands o the group, so that o.ReduceGrads sums its
+// gradients over the ranks (bucketed), with zero (dist.zero) saying how its
+// state is held: 0 whole on every rank, 1 and 2 sharded (ZeRO), 2 with the
+// gradients reduce-scattered too. In a single process it does nothing: one
+// shard is plain AdamW.
+func (g *Group) ShardOptimizer(o *torch.AdamW, zero int) error {
 	if g.World() == 1 {
 		return nil
 	}
-	return g.wrap("gradient all-reduce", g.g.AllReduceGrads(params, g.bucket))
+	return o.Shard(g.g, zero, g.bucket)
 }
 
 // Sum adds vals over the ranks, in place.
@@ -201,19 +205,6 @@ func (g *Group) Sum(vals []float64) error {
 		return nil
 	}
 	return g.wrap("all-reduce", g.g.AllReduce(vals, torch.Sum))
-}
-
-// Largest returns the largest of the ranks' values of v (v itself in a
-// single process): ranks agree on a gradient norm with it.
-func (g *Group) Largest(v float64) (float64, error) {
-	if g.World() == 1 {
-		return v, nil
-	}
-	x := []float64{v}
-	if err := g.g.AllReduce(x, torch.Max); err != nil {
-		return 0, g.wrap("all-reduce of the gradient norm", err)
-	}
-	return x[0], nil
 }
 
 // Any reports whether flag is set on any rank.

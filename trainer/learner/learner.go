@@ -48,6 +48,10 @@ type Settings struct {
 	// (a second group of the policy's optimizer when shared) or a separate
 	// critic's.
 	PolicyOptim, CriticOptim torch.AdamWGroup
+	// Zero is the ZeRO stage of the optimizers in a data-parallel job
+	// (dist.zero): 0 whole state on every rank, 1 sharded masters and
+	// moments, 2 reduce-scattered gradients too.
+	Zero int
 	// LR gives the learning rates of the optimizer step that follows step
 	// earlier policy steps of the run: the schedule advances per optimizer
 	// step, not per iteration. Nil keeps the groups' rates.
@@ -94,7 +98,7 @@ func New(policy, critic *torch.Model, mode CriticMode, s Settings, g *dist.Group
 
 // buildOptimizers makes AdamW for the policy (its value head, when shared,
 // in a second group at the critic's learning rate) and for a separate
-// critic.
+// critic, and hands them the data-parallel group.
 func (l *Learner) buildOptimizers() error {
 	var err error
 	if l.params, err = l.policy.Params(); err != nil {
@@ -109,14 +113,19 @@ func (l *Learner) buildOptimizers() error {
 	if l.opt, err = torch.NewAdamW(l.params, groups, []torch.AdamWGroup{l.s.PolicyOptim, l.s.CriticOptim}); err != nil {
 		return err
 	}
+	if err := l.dist.ShardOptimizer(l.opt, l.s.Zero); err != nil {
+		return err
+	}
 	if l.mode != SeparateCritic {
 		return nil
 	}
 	if l.criticParam, err = l.critic.Params(); err != nil {
 		return err
 	}
-	l.criticOpt, err = torch.NewAdamW(l.criticParam, nil, []torch.AdamWGroup{l.s.CriticOptim})
-	return err
+	if l.criticOpt, err = torch.NewAdamW(l.criticParam, nil, []torch.AdamWGroup{l.s.CriticOptim}); err != nil {
+		return err
+	}
+	return l.dist.ShardOptimizer(l.criticOpt, l.s.Zero)
 }
 
 // Close frees the optimizers and the models.

@@ -19,11 +19,43 @@ const (
 // CriticDir is where Save puts a separate critic's weights under dir.
 func CriticDir(dir string) string { return filepath.Join(dir, criticDir) }
 
+// OptimizerState is the optimizers' state, whole, as Save writes it.
+type OptimizerState struct {
+	policy, critic optimizerFileData
+}
+
+// optimizerFileData is one optimizer's safetensors file: its tensors and
+// metadata.
+type optimizerFileData struct {
+	tensors []safetensors.Tensor
+	meta    map[string]string
+}
+
+// GatherOptimizers collects the optimizers' whole state for Save. With
+// ZeRO each rank holds a range of it: every rank must call it (the ranges
+// are gathered), and only rank 0 keeps the result; the others get an empty
+// state. The file format is the same whatever the number of ranks.
+func (l *Learner) GatherOptimizers() (*OptimizerState, error) {
+	keep := l.dist.Leader()
+	st := &OptimizerState{}
+	var err error
+	if st.policy, err = gatherOptimizer(l.opt, l.policy.Names(), keep); err != nil {
+		return nil, err
+	}
+	if l.mode == SeparateCritic {
+		if st.critic, err = gatherOptimizer(l.criticOpt, l.critic.Names(), keep); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
 // Save writes the learner's state into the folder dir: the policy's
-// optimizer state, and a separate critic's weights and optimizer state.
-// The policy's weights are the caller's to export (with its tokenizer).
-func (l *Learner) Save(dir string) error {
-	if err := saveOptimizer(l.opt, l.policy.Names(), filepath.Join(dir, optimizerFile)); err != nil {
+// optimizer state st (GatherOptimizers'), and a separate critic's weights
+// and optimizer state. The policy's weights are the caller's to export
+// (with its tokenizer).
+func (l *Learner) Save(dir string, st *OptimizerState) error {
+	if err := safetensors.Write(filepath.Join(dir, optimizerFile), st.policy.tensors, st.policy.meta); err != nil {
 		return err
 	}
 	if l.mode != SeparateCritic {
@@ -32,7 +64,7 @@ func (l *Learner) Save(dir string) error {
 	if err := l.critic.Save(CriticDir(dir)); err != nil {
 		return err
 	}
-	return saveOptimizer(l.criticOpt, l.critic.Names(), filepath.Join(dir, criticOptimizerFile))
+	return safetensors.Write(filepath.Join(dir, criticOptimizerFile), st.critic.tensors, st.critic.meta)
 }
 
 // Load restores the optimizer state Save wrote into dir and the number of
@@ -51,18 +83,25 @@ func (l *Learner) Load(dir string, steps int) error {
 	return nil
 }
 
-// saveOptimizer writes AdamW's moments as <param>.exp_avg/.exp_avg_sq
+// gatherOptimizer collects AdamW's moments as <param>.exp_avg/.exp_avg_sq
 // tensors, a bf16/f16 parameter's f32 master weights as <param>.master,
-// and each parameter's step count in the metadata.
-func saveOptimizer(o *torch.AdamW, names []string, path string) error {
-	var ts []safetensors.Tensor
-	meta := map[string]string{}
+// and each parameter's step count in the metadata; without keep it takes
+// part in the gathering and keeps nothing.
+func gatherOptimizer(o *torch.AdamW, names []string, keep bool) (optimizerFileData, error) {
+	var f optimizerFileData
+	if keep {
+		f.meta = map[string]string{}
+	}
 	for i, n := range names {
 		st, err := o.State(i)
 		if err != nil {
-			return err
+			return f, err
 		}
-		meta[n] = strconv.FormatInt(st.Step, 10)
+		if !keep {
+			st.Free()
+			continue
+		}
+		f.meta[n] = strconv.FormatInt(st.Step, 10)
 		for _, x := range []struct {
 			suffix string
 			t      *torch.Tensor
@@ -73,20 +112,21 @@ func saveOptimizer(o *torch.AdamW, names []string, path string) error {
 			shape, err := x.t.Shape()
 			if err != nil {
 				st.Free()
-				return err
+				return f, err
 			}
 			b, err := x.t.Bytes(torch.Float32)
 			if err != nil {
 				st.Free()
-				return err
+				return f, err
 			}
-			ts = append(ts, safetensors.Tensor{Name: n + x.suffix, DType: safetensors.F32, Shape: shape, Data: b})
+			f.tensors = append(f.tensors, safetensors.Tensor{Name: n + x.suffix, DType: safetensors.F32, Shape: shape, Data: b})
 		}
 		st.Free()
 	}
-	return safetensors.Write(path, ts, meta)
+	return f, nil
 }
 
+// loadOptimizer reads the whole state into o, which keeps its range of it.
 func loadOptimizer(o *torch.AdamW, names []string, path string) error {
 	r, err := safetensors.Open(path)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/torch/safetensors"
 	"github.com/agentrl/agentrl/torch/torchtest"
 )
 
@@ -31,7 +32,11 @@ func TestOptimizerStateKeepsMasterWeights(t *testing.T) {
 	opt := adamw(p)
 	torchtest.LinearSteps(t, opt, p, []float32{1, -1, 2}, 30)
 	path := filepath.Join(t.TempDir(), "optimizer.safetensors")
-	if err := saveOptimizer(opt, []string{"w"}, path); err != nil {
+	f, err := gatherOptimizer(opt, []string{"w"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := safetensors.Write(path, f.tensors, f.meta); err != nil {
 		t.Fatal(err)
 	}
 	// The resumed parameter is loaded from the bf16 checkpoint: the

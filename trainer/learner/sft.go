@@ -16,6 +16,7 @@ import (
 type SFTConfig struct {
 	Epochs, Batch, Micro int
 	LR, MaxGradNorm      float64
+	Zero                 int // the optimizer's ZeRO stage over g's ranks (dist.zero)
 	// Before is called before every optimizer step; an error (a stop, a
 	// cancelled context) ends the run with it. Nil never stops.
 	Before func() error
@@ -60,6 +61,9 @@ func SFT(m *torch.Model, g *dist.Group, seqs []*trajectory.Trajectory, cfg SFTCo
 		return st, err
 	}
 	defer opt.Free()
+	if err := g.ShardOptimizer(opt, cfg.Zero); err != nil {
+		return st, err
+	}
 	k := stepper{name: "sft", dev: m.Device, opt: opt, dist: g, micro: cfg.Micro, maxGradNorm: cfg.MaxGradNorm}
 	idx := rng.Perm(len(seqs))
 	total := (len(seqs) + cfg.Batch - 1) / cfg.Batch * cfg.Epochs

@@ -93,21 +93,19 @@ func (k stepper) step(mini []*trajectory.Trajectory, loss lossFunc) (stepResult,
 	return r, err
 }
 
-// apply sums the gradients over the ranks, clips their norm and takes the
-// step into r, or drops the gradients when a loss (nonFinite, on any rank)
-// or the norm is not finite.
+// apply sums the gradients over the ranks (whole, or with ZeRO stage 2
+// each rank its range: the optimizer holds the group), clips their norm
+// and takes the step into r, or drops the gradients when a loss
+// (nonFinite, on any rank) or the norm is not finite.
 func (k stepper) apply(r *stepResult, nonFinite bool) error {
-	grads, err := k.opt.GradTensors()
-	if err != nil {
-		return err
+	if err := k.opt.ReduceGrads(); err != nil {
+		return fmt.Errorf("%s gradient reduction over the ranks: %w", k.name, err)
 	}
-	if err := k.dist.AllReduceGrads(grads); err != nil {
-		return err
-	}
+	var err error
 	if nonFinite, err = k.dist.Any(nonFinite); err != nil {
 		return err
 	}
-	if r.GradNorm, err = k.opt.ClipGradNormWith(k.maxGradNorm, k.dist.Largest); err != nil {
+	if r.GradNorm, err = k.opt.ClipGradNorm(k.maxGradNorm); err != nil {
 		return err
 	}
 	if nonFinite || !finite(r.GradNorm) {
