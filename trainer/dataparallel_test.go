@@ -25,13 +25,19 @@ import (
 
 // The data-parallel test: two processes (this test binary, as
 // TestDataParallelRank) each hold half of a fixed batch, gather it, and
-// learn from it k times over Gloo on loopback; their weights must equal
-// those of one process learning from the whole batch, within 1e-5, and
-// be bit-identical to each other.
+// learn from it k times over Gloo on loopback, with the optimizer state
+// whole on each rank (dist.zero 0) and sharded (ZeRO 1 and 2); their
+// weights must equal those of one process learning from the whole batch,
+// within 1e-5, with the same optimizer step counts, and be bit-identical
+// to each other. Checkpoints cross between the two: one written by two
+// ZeRO-2 ranks resumes in one process (dist.zero 0), one written by one
+// process resumes on two ZeRO-2 ranks, each ending like the uninterrupted
+// run it continues.
 const (
 	dpUpdates = 3 // learn calls (k), each 2 epochs over 3 mini-batches
 	dpGroups  = 5 // an odd count: the ranks' shares differ in size
 	dpSamples = 4
+	dpSaveAt  = 1 // the resumed runs' checkpoint is taken after this learn call
 )
 
 // dpEstimators cover the critic-free path (grpo), PPO with a value head on
@@ -39,6 +45,15 @@ const (
 // critic warm-up (gae-warmup), where the untied lm_head gets no gradient
 // on any rank and must not be stepped (weight decay would move it).
 var dpEstimators = []string{"grpo", "gae", "gae-warmup"}
+
+// dpStages are the dist.zero settings the ranks run.
+var dpStages = []int{0, 1, 2}
+
+// dpResumed is the estimator and ZeRO stage of the resume tests.
+const (
+	dpResumedEstimator = "gae"
+	dpResumedStage     = 2
+)
 
 // dpBatch is a fixed batch of two-turn trajectories: a two-token prompt, a
 // first turn, a tool response (mask 0), a second turn; lengths, tokens and
@@ -70,12 +85,10 @@ func dpBatch() []*trajectory.Trajectory {
 	return out
 }
 
-// dpLearn runs dpUpdates learn calls on batch with the trainer of g (nil:
-// one process) and returns the policy's weights followed by the optimizer's
-// step count of each parameter (a parameter stepped in one setting and not
-// in the other shows there, even where weight decay barely moves it).
-func dpLearn(t *testing.T, estimator string, g *dist.Group, batch []*trajectory.Trajectory) []float32 {
-	tr := newBandit(t, strings.TrimSuffix(estimator, "-warmup"), func(c *config.Config) {
+// dpTrainer is the bandit trainer of the data-parallel tests on g (nil:
+// one process), with the optimizer state as dist.zero says.
+func dpTrainer(t *testing.T, estimator string, zero int, g *dist.Group) *Trainer {
+	tr := newBanditOn(t, g, strings.TrimSuffix(estimator, "-warmup"), func(c *config.Config) {
 		c.Algorithm.MiniBatch = 8
 		c.Algorithm.MicroBatch = 3
 		c.Algorithm.Epochs = 2
@@ -85,23 +98,35 @@ func dpLearn(t *testing.T, estimator string, g *dist.Group, batch []*trajectory.
 		// 1e-4, 5e-6 at 1e-3 and 4e-5 at the bandit's 1e-2 (linear in lr).
 		c.Optim.LR, c.Optim.CriticLR = 1e-4, 1e-4
 		c.Optim.WeightDecay = 0.1
+		c.Dist.Zero = zero
 		if strings.HasSuffix(estimator, "-warmup") {
 			c.Algorithm.CriticWarmup = 100
 		}
 	})
-	tr.dist = g
 	if err := tr.syncReplicas(); err != nil {
 		t.Fatal(err)
 	}
-	for k := 1; k <= dpUpdates; k++ {
+	return tr
+}
+
+// dpRun makes learn calls from to to (inclusive) on batch.
+func dpRun(t *testing.T, tr *Trainer, batch []*trajectory.Trajectory, from, to int) {
+	for k := from; k <= to; k++ {
 		m := map[string]float64{}
 		if err := tr.learn(k, batch, m); err != nil {
-			t.Fatalf("%s update %d: %v", estimator, k, err)
+			t.Fatalf("update %d: %v", k, err)
 		}
 		if m["groups_dropped"] != 0 || !(m["grad_norm"] > 0) {
-			t.Fatalf("%s update %d: metrics %v", estimator, k, m)
+			t.Fatalf("update %d: metrics %v", k, m)
 		}
 	}
+}
+
+// dpOutput is the policy's weights followed by the optimizer's step count
+// of each parameter (a parameter stepped in one setting and not in the
+// other shows there, even where weight decay barely moves it). With a
+// sharded state every rank must call it.
+func dpOutput(t *testing.T, tr *Trainer) []float32 {
 	out := flatWeights(t, tr.learner.Policy())
 	opt, _ := tr.learner.Optimizers()
 	for i := 0; i < opt.NumParams(); i++ {
@@ -109,11 +134,73 @@ func dpLearn(t *testing.T, estimator string, g *dist.Group, batch []*trajectory.
 		if err != nil {
 			t.Fatal(err)
 		}
-		st.M.Free()
-		st.V.Free()
+		st.Free()
 		out = append(out, float32(st.Step))
 	}
 	return out
+}
+
+// dpLearn runs dpUpdates learn calls on batch with the trainer of g (nil:
+// one process) and returns dpOutput.
+func dpLearn(t *testing.T, estimator string, zero int, g *dist.Group, batch []*trajectory.Trajectory) []float32 {
+	tr := dpTrainer(t, estimator, zero, g)
+	dpRun(t, tr, batch, 1, dpUpdates)
+	return dpOutput(t, tr)
+}
+
+// dpSave writes a checkpoint of tr into dir as the trainer does: the
+// policy, the optimizer state gathered whole (every rank takes part), the
+// optimizer step count and the RNG; rank 0 writes.
+func dpSave(t *testing.T, tr *Trainer, dir string) {
+	st, err := tr.learner.GatherOptimizers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tr.dist.Leader() {
+		return
+	}
+	if err := tr.learner.Policy().Save(filepath.Join(dir, "policy")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.learner.Save(dir, st); err != nil {
+		t.Fatal(err)
+	}
+	rng, err := tr.pcg.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rng"), rng, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "steps"), []byte(strconv.Itoa(tr.learner.Steps())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dpLoad restores what dpSave wrote into tr, as a resume does.
+func dpLoad(t *testing.T, tr *Trainer, dir string) {
+	m, err := torch.LoadModel(filepath.Join(dir, "policy"), torch.Float32, torch.CPU, tr.sharedCritic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	if err := tr.learner.Policy().CopyWeightsFrom(m); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "steps"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, _ := strconv.Atoi(string(b))
+	if err := tr.learner.Load(dir, steps); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(filepath.Join(dir, "rng")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.pcg.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestDataParallelMatchesOneProcess(t *testing.T) {
@@ -125,6 +212,10 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := t.TempDir()
+	// The checkpoint of one process that two ranks resume from.
+	one := dpTrainer(t, dpResumedEstimator, 0, nil)
+	dpRun(t, one, dpBatch(), 1, dpSaveAt)
+	dpSave(t, one, filepath.Join(out, "one"))
 	var wg sync.WaitGroup
 	logs := make([]string, 2)
 	errs := make([]error, 2)
@@ -141,7 +232,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 	}
 	single := map[string][]float32{}
 	for _, est := range dpEstimators {
-		single[est] = dpLearn(t, est, nil, dpBatch())
+		single[est] = dpLearn(t, est, 0, nil, dpBatch())
 	}
 	wg.Wait()
 	for r := range errs {
@@ -149,32 +240,51 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 			t.Fatalf("rank %d: %v\n%s", r, errs[r], logs[r])
 		}
 	}
-	for _, est := range dpEstimators {
-		ranks := make([][]float32, 2)
-		for r := range ranks {
-			ranks[r] = readFloats(t, filepath.Join(out, fmt.Sprintf("%s-%d.bin", est, r)))
-		}
-		if i := firstBitDiff(ranks[0], ranks[1]); i >= 0 {
-			t.Errorf("%s: the ranks' weights differ at element %d: %v vs %v", est, i, ranks[0][i], ranks[1][i])
-		}
-		if len(ranks[0]) != len(single[est]) {
-			t.Fatalf("%s: %d weights, one process has %d", est, len(ranks[0]), len(single[est]))
-		}
-		var worst, moved float64
-		start := dpInitial(t, est)
-		for i, w := range single[est] {
-			worst = math.Max(worst, math.Abs(float64(ranks[0][i]-w)))
-			if i < len(start) {
-				moved = math.Max(moved, math.Abs(float64(w-start[i])))
+	for _, zero := range dpStages {
+		for _, est := range dpEstimators {
+			ranks := make([][]float32, 2)
+			for r := range ranks {
+				ranks[r] = readFloats(t, filepath.Join(out, fmt.Sprintf("%s-%d-%d.bin", est, zero, r)))
 			}
+			what := fmt.Sprintf("%s, dist.zero %d", est, zero)
+			if i := firstBitDiff(ranks[0], ranks[1]); i >= 0 {
+				t.Errorf("%s: the ranks' weights differ at element %d: %v vs %v", what, i, ranks[0][i], ranks[1][i])
+			}
+			dpCompare(t, what, ranks[0], single[est], dpInitial(t, est))
 		}
-		t.Logf("%s: max |2 ranks - 1 process| = %.2g; the update moved weights by up to %.2g", est, worst, moved)
-		if worst > 1e-5 {
-			t.Errorf("%s: 2 ranks and 1 process differ by %g (> 1e-5)", est, worst)
+	}
+	// Two ZeRO-2 ranks' checkpoint, resumed in one process with the whole
+	// state (dist.zero 0): the file format does not depend on the ranks.
+	two := readFloats(t, filepath.Join(out, fmt.Sprintf("%s-%d-0.bin", dpResumedEstimator, dpResumedStage)))
+	tr := dpTrainer(t, dpResumedEstimator, 0, nil)
+	dpLoad(t, tr, filepath.Join(out, "two"))
+	dpRun(t, tr, dpBatch(), dpSaveAt+1, dpUpdates)
+	dpCompare(t, "one process resumed from two ZeRO-2 ranks' checkpoint, against the two ranks", dpOutput(t, tr), two, nil)
+	resumed := readFloats(t, filepath.Join(out, "resumed-0.bin"))
+	dpCompare(t, "two ZeRO-2 ranks resumed from one process's checkpoint, against one process", resumed, single[dpResumedEstimator], nil)
+}
+
+// dpCompare checks got against want within 1e-5 (weights, then step
+// counts, which must be equal), and, given the weights before the update,
+// that the update moved them enough for the comparison to prove anything.
+func dpCompare(t *testing.T, what string, got, want, start []float32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
+	}
+	var worst, moved float64
+	for i, w := range want {
+		worst = math.Max(worst, math.Abs(float64(got[i]-w)))
+		if i < len(start) {
+			moved = math.Max(moved, math.Abs(float64(w-start[i])))
 		}
-		if moved < 5e-4 {
-			t.Errorf("%s: the updates barely moved the weights (%g): the comparison would prove nothing", est, moved)
-		}
+	}
+	t.Logf("%s: max difference %.2g", what, worst)
+	if worst > 1e-5 {
+		t.Errorf("%s: differs by %g (> 1e-5)", what, worst)
+	}
+	if start != nil && moved < 5e-4 {
+		t.Errorf("%s: the updates barely moved the weights (%g): the comparison would prove nothing", what, moved)
 	}
 }
 
@@ -199,30 +309,41 @@ func TestDataParallelRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, est := range dpEstimators {
-		// This rank holds the groups of its parity, as after its rollouts.
-		var mine []*trajectory.Trajectory
-		for _, tr := range dpBatch() {
-			if tr.Group%2 == env.Rank {
-				mine = append(mine, tr)
-			}
+	// This rank holds the groups of its parity, as after its rollouts.
+	var mine []*trajectory.Trajectory
+	for _, tr := range dpBatch() {
+		if tr.Group%2 == env.Rank {
+			mine = append(mine, tr)
 		}
-		batch, _, err := gatherBatch(g, mine, rollout.Stats{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(batch) != dpGroups*dpSamples {
-			t.Fatalf("gathered %d trajectories, want %d", len(batch), dpGroups*dpSamples)
-		}
-		w := dpLearn(t, est, g, batch)
+	}
+	batch, _, err := gatherBatch(g, mine, rollout.Stats{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(batch) != dpGroups*dpSamples {
+		t.Fatalf("gathered %d trajectories, want %d", len(batch), dpGroups*dpSamples)
+	}
+	write := func(name string, w []float32) {
 		b := make([]byte, 4*len(w))
 		for i, v := range w {
 			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
 		}
-		if err := os.WriteFile(filepath.Join(out, est+"-"+strconv.Itoa(env.Rank)+".bin"), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	for _, zero := range dpStages {
+		for _, est := range dpEstimators {
+			write(fmt.Sprintf("%s-%d-%d.bin", est, zero, env.Rank), dpLearn(t, est, zero, g, batch))
+		}
+	}
+	tr := dpTrainer(t, dpResumedEstimator, dpResumedStage, g)
+	dpRun(t, tr, batch, 1, dpSaveAt)
+	dpSave(t, tr, filepath.Join(out, "two"))
+	tr = dpTrainer(t, dpResumedEstimator, dpResumedStage, g)
+	dpLoad(t, tr, filepath.Join(out, "one"))
+	dpRun(t, tr, batch, dpSaveAt+1, dpUpdates)
+	write(fmt.Sprintf("resumed-%d.bin", env.Rank), dpOutput(t, tr))
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}

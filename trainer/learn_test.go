@@ -15,6 +15,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
@@ -120,6 +121,13 @@ func banditConfig(estimator string) config.Config {
 // tweaks change the config first.
 func newBandit(t *testing.T, estimator string, tweaks ...func(*config.Config)) *Trainer {
 	t.Helper()
+	return newBanditOn(t, nil, estimator, tweaks...)
+}
+
+// newBanditOn is newBandit as a rank of the data-parallel group g (nil:
+// one process): its learner and optimizers work over g.
+func newBanditOn(t *testing.T, g *dist.Group, estimator string, tweaks ...func(*config.Config)) *Trainer {
+	t.Helper()
 	if err := torch.Check(); err != nil {
 		t.Skipf("libtorch shim not available: %v", err)
 	}
@@ -141,7 +149,8 @@ func newBandit(t *testing.T, estimator string, tweaks ...func(*config.Config)) *
 			t.Fatal(err)
 		}
 	}
-	if tr.learner, err = learner.New(policy, critic, tr.criticMode(), tr.learnerSettings(), nil, tr.rng); err != nil {
+	tr.dist = g
+	if tr.learner, err = learner.New(policy, critic, tr.criticMode(), tr.learnerSettings(), g, tr.rng); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close() })
