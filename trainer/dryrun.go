@@ -10,6 +10,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/dist"
 )
 
 // DryRunReport is what `trainer train --dry-run` checked.
@@ -21,8 +22,12 @@ type DryRunReport struct {
 	Vocab                 int // tokenizer size
 	Model                 torch.Config
 	Params                int64
-	Memory                MemoryEstimate
-	Warnings              []string
+	Memory                MemoryEstimate // per rank
+	// World is the number of data-parallel ranks (WORLD_SIZE under a
+	// launcher, else dist.nproc) and Zero the ZeRO stage (dist.zero) the
+	// estimate is for.
+	World, Zero int
+	Warnings    []string
 }
 
 // MemoryEstimate is a rough device-memory budget in bytes.
@@ -102,21 +107,50 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		return nil, err
 	}
 	b := int64(dt.Size())
+	r.World, r.Zero = cfg.Dist.NProc, cfg.Dist.Zero
+	if env, ok, err := dist.FromEnv(); err == nil && ok {
+		r.World = env.World
+	}
 	m := &r.Memory
 	m.Weights = r.Params * b
-	m.Grads = r.Params * b
-	m.Optimizer = r.Params * b * 2
+	m.Grads, m.Optimizer = trainingState(r.Params, b, r.World, r.Zero)
 	if cfg.Algorithm.KLCoef != 0 && cfg.Algorithm.KLMode != "off" {
 		m.Reference = m.Weights
 	}
 	if est, _ := algo.Get(cfg.Algorithm.Estimator); est.Critic && cfg.Model.Critic == "separate" {
-		m.Critic = 4 * m.Weights
+		m.Critic = m.Weights + m.Grads + m.Optimizer
 	}
 	c := r.Model
 	m.KVCache = 2 * int64(c.Layers) * int64(cfg.Rollout.Slots) * int64(cfg.Env.MaxTokens+1) * int64(c.KVHeads*c.HeadDim) * b
 	m.Activations = activationBytes(c, cfg.Algorithm.MicroBatch, cfg.Env.MaxTokens, cfg.Model.LogitsChunk, cfg.Model.Checkpointing)
 	m.Total = m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations
 	return r, nil
+}
+
+// trainingState is the gradients and the optimizer state one rank holds
+// for params parameters of b bytes each. Whole: the gradients in the
+// parameters' dtype, plus the f32 accumulator of a bf16/f16 parameter
+// (b < 4); AdamW's two f32 moments, plus the f32 master weights of a
+// bf16/f16 parameter. With ZeRO over world ranks a rank holds its share of
+// the flat vector padded to a multiple of world, ceil(params/world)
+// elements: of the optimizer state from stage 1, of the gradients too from
+// stage 2 (as DeepSpeed counts; this trainer's stage 2 still sums a step's
+// micro-batch gradients whole before the reduce-scatter, see
+// docs/distributed.md).
+func trainingState(params, b int64, world, zero int) (grads, optimizer int64) {
+	shard := params
+	if world > 1 && zero >= 1 {
+		shard = (params + int64(world) - 1) / int64(world)
+	}
+	gradBytes, optBytes := b, int64(8)
+	if b < 4 {
+		gradBytes, optBytes = b+4, 12
+	}
+	grads, optimizer = params*gradBytes, shard*optBytes
+	if zero >= 2 {
+		grads = shard * gradBytes
+	}
+	return grads, optimizer
 }
 
 // activationBytes estimates what the training forward of one micro-batch

@@ -305,3 +305,37 @@ func TestActivationBytes(t *testing.T) {
 		}
 	}
 }
+
+// The gradients and optimizer state a rank holds, for the fixture's
+// 135744 parameters, worked by hand. In f32 (4 bytes): whole, gradients
+// 135744*4 = 542976 and two f32 moments 2*542976 = 1085952. Over 8 ranks
+// each owns ceil(135744/8) = 16968 elements: stage 1 keeps the moments of
+// those, 2*16968*4 = 135744 bytes, and the whole gradients; stage 2 the
+// gradients of those too, 16968*4 = 67872. Over 5 ranks 135744/5 =
+// 27148.8, so the flat vector is padded to 135745 and a rank owns 27149:
+// moments 2*27149*4 = 217192. In bf16 a parameter has a 2-byte gradient
+// and a 4-byte f32 accumulator, two f32 moments and an f32 master (12
+// bytes): whole 135744*6 = 814464 and 135744*12 = 1628928; over 8 ranks at
+// stage 2, 16968*6 = 101808 and 16968*12 = 203616. One rank is plain AdamW
+// at any stage.
+func TestTrainingStateZeRO(t *testing.T) {
+	for _, c := range []struct {
+		b                int64
+		world, zero      int
+		grads, optimizer int64
+	}{
+		{4, 1, 0, 542976, 1085952},
+		{4, 1, 2, 542976, 1085952},
+		{4, 8, 0, 542976, 1085952},
+		{4, 8, 1, 542976, 135744},
+		{4, 8, 2, 67872, 135744},
+		{4, 5, 1, 542976, 217192},
+		{2, 1, 0, 814464, 1628928},
+		{2, 8, 2, 101808, 203616},
+	} {
+		g, o := trainingState(fixtureParams, c.b, c.world, c.zero)
+		if g != c.grads || o != c.optimizer {
+			t.Errorf("%d bytes, %d ranks, stage %d: grads %d optimizer %d, want %d and %d", c.b, c.world, c.zero, g, o, c.grads, c.optimizer)
+		}
+	}
+}

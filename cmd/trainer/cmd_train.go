@@ -119,7 +119,11 @@ func dryRun(c *cli.Context, cfg config.Config) error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	fmt.Printf("memory:    ~%s on %s (", gb(m.Total), cfg.Device.Device)
+	where := cfg.Device.Device
+	if r.World > 1 || r.Zero > 0 {
+		where = fmt.Sprintf("%s per rank, %d ranks, ZeRO stage %d", where, r.World, r.Zero)
+	}
+	fmt.Printf("memory:    ~%s on %s (", gb(m.Total), where)
 	for i, k := range keys {
 		if i > 0 {
 			fmt.Print(", ")
