@@ -352,7 +352,8 @@ func (b Batch) check() error {
 	return nil
 }
 
-// Logits runs the full sequence and returns logits [B,T,V] (f32, no grad).
+// Logits runs the full sequence and returns logits [B,T,V] (f32, f64 for a
+// Float64 model; no grad).
 func (m *Model) Logits(b Batch) (*Tensor, error) {
 	if err := b.check(); err != nil {
 		return nil, err
