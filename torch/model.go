@@ -108,7 +108,8 @@ func (m *Model) Free() {
 	}
 }
 
-// Names lists the parameters in a fixed order (HF keys, then the value head).
+// Names lists the parameters in a fixed order (HF keys, then the value head;
+// a LoRA model's adapters under PEFT's keys, then its value head).
 func (m *Model) Names() []string { return append([]string(nil), m.names...) }
 
 // Param returns a handle sharing the storage of a parameter (the caller
