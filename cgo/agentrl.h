@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 8
+#define AR_ABI_VERSION 9
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -270,8 +270,66 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn,
  * graph, so a [B,T,V] product is not kept for a backward that never comes). */
 enum { AR_FORWARD_GRAD = 1, AR_FORWARD_ENTROPY_GRAD = 2 };
 
+/* ---- LoRA adapters ------------------------------------------------------ */
+
+/* The projections of a decoder layer an adapter can sit on, one bit each,
+ * in the order of the Hugging Face module names q_proj, k_proj, v_proj,
+ * o_proj, gate_proj, up_proj, down_proj. */
+enum {
+  AR_LORA_Q_PROJ = 1 << 0,
+  AR_LORA_K_PROJ = 1 << 1,
+  AR_LORA_V_PROJ = 1 << 2,
+  AR_LORA_O_PROJ = 1 << 3,
+  AR_LORA_GATE_PROJ = 1 << 4,
+  AR_LORA_UP_PROJ = 1 << 5,
+  AR_LORA_DOWN_PROJ = 1 << 6
+};
+#define AR_LORA_TARGETS 7
+
+/* PEFT's LoraConfig: rank r, lora_alpha, lora_dropout and the targets
+ * (AR_LORA_* bits). */
+typedef struct {
+  int64_t rank;
+  double alpha;
+  double dropout;
+  int targets;
+} ar_lora_config;
+
+/* A LoRA model over base: it shares base's weight storage (no copy; the
+ * base may be freed before it) without gradients, and holds per layer and
+ * target an adapter A [r, in] (Kaiming-uniform with a = sqrt(5), drawn from
+ * seed) and B [out, r] (zeros), in float32 (float64 over a float64 base),
+ * applied as W x + b + (alpha / r) B A dropout(x); dropout only in a
+ * forward with grad. With value_head it has a value head of its own in the
+ * adapters' dtype (weight N(0, 0.02) from seed, bias 0). Its parameter
+ * names and tensors (ar_model_param_names, ar_model_param, set_param,
+ * init_random, copy_weights) are the adapters under PEFT's saved keys,
+ * base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight, ..._B,
+ * layer by layer and target by target, then the value head's. Settings
+ * (checkpointing, logits chunk, autocast) start as base's. Activation
+ * checkpointing with dropout > 0 is refused by a forward with grad (the
+ * recomputed layer would draw another mask). */
+int ar_model_lora_new(ar_model base, const ar_lora_config *cfg,
+                      int value_head, uint64_t seed, ar_model *out,
+                      char **err);
+/* Switches a LoRA model's adapters on (the default) or off (the forward is
+ * then the base's). */
+int ar_model_set_adapters(ar_model m, int on, char **err);
+/* A plain model of the LoRA model's base config (no value head, the base's
+ * dtype) whose target weights are new tensors W + (alpha / r) B A,
+ * computed in float32 (float64 over a float64 base) and rounded once to the
+ * base's dtype, whatever the adapters' switch; every other weight shares
+ * the base's storage (writing it writes the base). */
+int ar_model_merged_new(ar_model lora, ar_model *out, char **err);
+/* Recomputes dst's target weights from lora's current adapters, in place
+ * (an engine on dst sees the change through the version counters). dst is
+ * a model of the same config and dtype whose target weights are its own. */
+int ar_model_merge_lora(ar_model dst, ar_model lora, char **err);
+
 /* ---- KV-cache decode engine --------------------------------------------- */
 
+/* An engine over a plain model (a LoRA model is refused: decode from
+ * ar_model_merged_new's merged copy). */
 int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out,
                   char **err);
 int ar_engine_free(ar_engine e);

@@ -514,6 +514,9 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
     DeviceScope on(m->dev);
     TORCH_CHECK(slots > 0, "engine needs at least one slot");
     TORCH_CHECK(max_len > 0, "engine max_len must be positive");
+    TORCH_CHECK(m->lora.rank == 0,
+                "engine: the model is a LoRA model, whose adapters the decode paths do not run; decode from its "
+                "merged copy (ar_model_merged_new)");
     auto e = std::make_unique<ar_engine_s>();
     e->m = m;
     e->slots = slots;

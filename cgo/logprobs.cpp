@@ -114,7 +114,10 @@ struct ChunkedLogprobs : public torch::autograd::Function<ChunkedLogprobs> {
     const at::ScalarType cd = compute_dtype(w, ac);
     at::Tensor hc = h.to(cd), wc = w.to(cd);
     at::Tensor gh = at::empty_like(h);
-    at::Tensor gw = at::zeros_like(w);
+    // A frozen LM head (a LoRA model's) takes no gradient: its [V,H]
+    // product is skipped.
+    const bool want_gw = ctx->needs_input_grad(1);
+    at::Tensor gw = want_gw ? at::zeros_like(w) : at::Tensor();
     const int64_t N = h.size(0);
     for (int64_t s = 0; s < N; s += chunk) {
       const int64_t c = std::min(chunk, N - s);
@@ -133,6 +136,7 @@ struct ChunkedLogprobs : public torch::autograd::Function<ChunkedLogprobs> {
       dz.scatter_add_(1, targets.narrow(0, s, c).unsqueeze(1), gl);  // + g onehot_y
       dz = dz.div_(temperature).to(cd);
       gh.narrow(0, s, c).copy_(at::mm(dz, wc));
+      if (!want_gw) continue;
       if (cd == gw.scalar_type())
         gw.addmm_(dz.t(), hs);
       else

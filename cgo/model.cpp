@@ -82,9 +82,9 @@ void qkv(const ar_model_s &m, const Layer &l, const at::Tensor &h, const at::Ten
          at::Tensor &q, at::Tensor &k, at::Tensor &v) {
   const auto &c = m.cfg;
   int64_t B = h.size(0), T = h.size(1);
-  q = linear(h, l.q_proj, l.q_bias).view({B, T, c.heads, c.head_dim}).transpose(1, 2);
-  k = linear(h, l.k_proj, l.k_bias).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
-  v = linear(h, l.v_proj, l.v_bias).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+  q = m.adapt(l, kLoraQ, h, linear(h, l.q_proj, l.q_bias)).view({B, T, c.heads, c.head_dim}).transpose(1, 2);
+  k = m.adapt(l, kLoraK, h, linear(h, l.k_proj, l.k_bias)).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+  v = m.adapt(l, kLoraV, h, linear(h, l.v_proj, l.v_bias)).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
   position_qk(m, l, q, k, cos, sin);
 }
 
@@ -125,11 +125,25 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
 
 at::Tensor ar_model_s::attention(const Layer &l, const at::Tensor &q, const at::Tensor &k,
                                  const at::Tensor &v, const at::Tensor &mask) const {
-  return linear(attend(q, k, v, mask), l.o_proj, at::Tensor());
+  at::Tensor a = attend(q, k, v, mask);
+  return adapt(l, kLoraO, a, linear(a, l.o_proj, at::Tensor()));
 }
 
 at::Tensor ar_model_s::mlp(const Layer &l, const at::Tensor &x) const {
-  return at::linear(at::silu(at::linear(x, l.gate_proj)) * at::linear(x, l.up_proj), l.down_proj);
+  at::Tensor a = at::silu(adapt(l, kLoraGate, x, at::linear(x, l.gate_proj))) *
+                 adapt(l, kLoraUp, x, at::linear(x, l.up_proj));
+  return adapt(l, kLoraDown, a, at::linear(a, l.down_proj));
+}
+
+// LoRA (Hu et al. 2021, arXiv:2106.09685) as PEFT's Linear computes it:
+// result + lora_B(lora_A(dropout(x))) * scaling, the adapters in their own
+// dtype (float32 over a bf16 base) and the update cast to the result's.
+at::Tensor ar_model_s::adapt(const Layer &l, int target, const at::Tensor &x, const at::Tensor &y) const {
+  const Layer::Adapter &ad = l.lora[target];
+  if (!lora.on || !ad.a.defined()) return y;
+  at::Tensor xa = x.to(lora.dtype);
+  if (lora.dropout > 0 && at::GradMode::is_enabled()) xa = at::dropout(xa, lora.dropout, /*train=*/true);
+  return y + at::linear(at::linear(xa, ad.a), ad.b).mul(lora.scale).to(y.scalar_type());
 }
 
 at::Tensor ar_model_s::logits(const at::Tensor &h) const { return at::linear(h, lm_head); }
@@ -203,11 +217,20 @@ at::Tensor layer_forward(const ar_model_s &m, const Layer &l, at::Tensor x, cons
   return x + m.mlp(l, rms_norm(x, l.post_attention_layernorm, m.cfg.rms_eps));
 }
 
-// The parameters layer l has, in table order.
+// The tensors of layer l that take gradients: its parameters in table
+// order, then its LoRA adapters, each where defined and requiring grad (a
+// LoRA model's base weights are frozen: autograd::grad refuses inputs
+// without grad).
 std::vector<at::Tensor> layer_params(const Layer &l) {
   std::vector<at::Tensor> out;
-  for (const auto &p : kLayerParams)
-    if ((l.*p.slot).defined()) out.push_back(l.*p.slot);
+  auto add = [&](const at::Tensor &t) {
+    if (t.defined() && t.requires_grad()) out.push_back(t);
+  };
+  for (const auto &p : kLayerParams) add(l.*p.slot);
+  for (const auto &ad : l.lora) {
+    add(ad.a);
+    add(ad.b);
+  }
   return out;
 }
 
@@ -446,6 +469,10 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
     TORCH_CHECK(T >= 2, "forward needs sequences of at least 2 tokens, got ", T);
     TORCH_CHECK(temperature > 0, "temperature must be positive, got ", temperature);
     TORCH_CHECK(values == nullptr || m->v_head_w.defined(), "values requested but the model has no value head");
+    TORCH_CHECK(!(grad && m->checkpointing && m->lora.rank > 0 && m->lora.on && m->lora.dropout > 0),
+                "LoRA dropout ", m->lora.dropout,
+                " with activation checkpointing: the backward pass would recompute each layer with another dropout "
+                "mask than its forward; set the LoRA dropout to 0 or turn checkpointing off");
     apply_threads();
     at::Tensor lp, ent, val;
     {
@@ -474,7 +501,9 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
           ent = -(logp.exp() * logp).sum(-1);
         }
       }
-      if (values != nullptr) val = linear(hs, m->v_head_w, m->v_head_b).squeeze(-1).to(at::kFloat);
+      // (A LoRA model's value head is float32: it reads the hidden states so.)
+      if (values != nullptr)
+        val = linear(hs.to(m->v_head_w.scalar_type()), m->v_head_w, m->v_head_b).squeeze(-1).to(at::kFloat);
     }
     auto out = [&](const at::Tensor &t) { return grad ? t : t.clone(); };
     if (logprobs != nullptr) *logprobs = wrap(out(lp));

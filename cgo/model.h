@@ -28,6 +28,23 @@ struct ar_model_s {
     at::Tensor q_norm, k_norm;
     at::Tensor post_attention_layernorm;
     at::Tensor gate_proj, up_proj, down_proj;
+    // The LoRA adapters of each target (ar::LoraTarget), undefined where
+    // the layer has none (every plain model): a [r, in] and b [out, r].
+    struct Adapter {
+      at::Tensor a, b;
+    };
+    Adapter lora[AR_LORA_TARGETS];
+  };
+
+  // Lora is a LoRA model's adapter settings (rank 0: a plain model). The
+  // base weights it shares are frozen (no gradient); its names/params are
+  // the adapters, then the value head.
+  struct Lora {
+    int64_t rank = 0;
+    double alpha = 0, dropout = 0, scale = 0;  // scale = alpha / rank
+    int targets = 0;                           // AR_LORA_* bits
+    bool on = true;                            // ar_model_set_adapters
+    at::ScalarType dtype = at::kFloat;         // the adapters' (f64 over an f64 base)
   };
 
   ar_model_config cfg;
@@ -46,6 +63,7 @@ struct ar_model_s {
   // Mixed precision: the forward runs under autocast to this dtype (matmuls
   // in it, reductions in float32) while weights stay in dtype; Undefined is off.
   at::ScalarType autocast = at::ScalarType::Undefined;
+  Lora lora;
 
   // Rotary tables for positions [B,T] -> cos, sin [B,1,T,head_dim] in dtype.
   std::pair<at::Tensor, at::Tensor> rope(const at::Tensor &positions) const;
@@ -56,6 +74,11 @@ struct ar_model_s {
   at::Tensor attention(const Layer &l, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
                        const at::Tensor &mask) const;
   at::Tensor mlp(const Layer &l, const at::Tensor &x) const;
+  // adapt is a target's base projection y of x plus its LoRA update,
+  // y + (scale * B A dropout(x)) in the adapters' dtype, cast to y's; y as
+  // it is when the layer has no adapter there or the adapters are off.
+  // Dropout only with grad mode on (PEFT's train mode).
+  at::Tensor adapt(const Layer &l, int target, const at::Tensor &x, const at::Tensor &y) const;
   at::Tensor logits(const at::Tensor &h) const;
 };
 
@@ -120,6 +143,24 @@ inline const Param<ar_model_s> kHeadParams[] = {
     {"lm_head.weight",                      &ar_model_s::lm_head,  {kVocab, kHidden}, kUntied},
     {AR_VALUE_HEAD_PREFIX "summary.weight", &ar_model_s::v_head_w, {kOne, kHidden},   kValueHead},
     {AR_VALUE_HEAD_PREFIX "summary.bias",   &ar_model_s::v_head_b, {kOne},            kValueHead},
+};
+
+// LoraTarget indexes a layer's adapters, in the order of the AR_LORA_*
+// bits and of kLayerParams.
+enum LoraTarget { kLoraQ, kLoraK, kLoraV, kLoraO, kLoraGate, kLoraUp, kLoraDown };
+
+// LoraSite is where a target's adapter sits: the module's key under
+// model.layers.{i}. (PEFT names the adapters after it) and the base weight
+// [out, in] it adapts.
+struct LoraSite {
+  const char *module;
+  at::Tensor Layer::*weight;
+};
+inline const LoraSite kLoraSites[AR_LORA_TARGETS] = {
+    {"self_attn.q_proj", &Layer::q_proj}, {"self_attn.k_proj", &Layer::k_proj},
+    {"self_attn.v_proj", &Layer::v_proj}, {"self_attn.o_proj", &Layer::o_proj},
+    {"mlp.gate_proj", &Layer::gate_proj}, {"mlp.up_proj", &Layer::up_proj},
+    {"mlp.down_proj", &Layer::down_proj},
 };
 
 // has says whether config c has the parameters of rows marked w.

@@ -10,7 +10,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 8
+const abiVersion = 9
 
 var (
 	checkOnce sync.Once

@@ -31,6 +31,7 @@ type Model struct {
 	Device    Device
 	ValueHead bool
 	names     []string
+	lora      *LoRA // the adapters' shape of a LoRA model (NewLoRAModel), nil otherwise
 }
 
 // NewModel allocates a model with zero weights (set them with LoadWeights
@@ -55,11 +56,20 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 		return nil, err
 	}
 	m := &Model{h: h, Config: cfg, DType: dt, Device: dev, ValueHead: valueHead}
-	var names **C.char
-	var n C.int
-	if err := check("model_param_names", C.ar_model_param_names(h, &names, &n, &msg), msg); err != nil {
+	if err := m.readNames(); err != nil {
 		m.Free()
 		return nil, err
+	}
+	return m, nil
+}
+
+// readNames fills m.names from the shim.
+func (m *Model) readNames() error {
+	var names **C.char
+	var n C.int
+	var msg *C.char
+	if err := check("model_param_names", C.ar_model_param_names(m.h, &names, &n, &msg), msg); err != nil {
+		return err
 	}
 	arr := unsafe.Slice(names, int(n))
 	for _, p := range arr {
@@ -67,7 +77,7 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 		C.free(unsafe.Pointer(p))
 	}
 	C.free(unsafe.Pointer(names))
-	return m, nil
+	return nil
 }
 
 // NewRandomModel makes a model with weights drawn from N(0, 0.02) (norms 1,
@@ -267,8 +277,13 @@ var stOfDType = map[DType]safetensors.DType{Float32: safetensors.F32, Float16: s
 // Save writes the model as a Hugging Face folder: config.json and
 // model.safetensors (sharded above 5 GB) in the model's dtype, plus
 // value_head.safetensors when the model has a value head. Other files in
-// dir (tokenizer, optimizer state) are left alone.
+// dir (tokenizer, optimizer state) are left alone. A LoRA model is an
+// error: its adapters are saved with peft.Save, or merged (NewMergedModel)
+// and saved whole.
 func (m *Model) Save(dir string) error {
+	if m.lora != nil {
+		return errors.New("save model: a LoRA model is saved with peft.Save (or merged with NewMergedModel, then saved)")
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}

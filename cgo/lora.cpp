@@ -1,0 +1,185 @@
+// lora.cpp: LoRA models (Hu et al. 2021, arXiv:2106.09685) laid out as
+// PEFT lays them out, and the merged copies the decode engine runs on.
+//
+// A LoRA model is an ar_model_s whose weights are its base's tensors,
+// detached (the same storage and version counter, no autograd history, no
+// gradient), plus per layer and target an adapter A [r, in], B [out, r]:
+// the forward (model.cpp, ar_model_s::adapt) adds (alpha / r) B A x to the
+// target's projection W x + b. Only the adapters and the value head are
+// its parameters, so an optimizer over them never sees the base.
+//
+// A merged model is a plain model whose target weights are W + (alpha/r) B A
+// and whose other weights are the base's: the engine decodes from it at
+// full speed, and ar_model_merge_lora rewrites its targets in place when
+// the adapters change.
+#include <cmath>
+
+#include "model.h"
+
+using namespace ar;
+
+namespace {
+
+constexpr int kAllTargets = (1 << AR_LORA_TARGETS) - 1;
+
+// frozen shares t's storage and version counter, without gradient.
+at::Tensor frozen(const at::Tensor &t) { return t.defined() ? t.detach() : t; }
+
+// share_base gives m base's config, settings and frozen weights.
+void share_base(ar_model_s &m, const ar_model_s &base) {
+  m.cfg = base.cfg;
+  m.dtype = base.dtype;
+  m.dev = base.dev;
+  m.inv_freq = base.inv_freq;
+  m.checkpointing = base.checkpointing;
+  m.logits_chunk = base.logits_chunk;
+  m.autocast = base.autocast;
+  m.embed = frozen(base.embed);
+  m.norm = frozen(base.norm);
+  m.lm_head = base.cfg.tie_embeddings ? m.embed : frozen(base.lm_head);
+  m.layers.resize(base.layers.size());
+  for (size_t i = 0; i < base.layers.size(); i++)
+    for (const auto &p : kLayerParams) m.layers[i].*p.slot = frozen(base.layers[i].*p.slot);
+}
+
+// list_params names the tensors in owner's slots for the rows m's config
+// has, as ar_model_new names the ones it creates.
+template <class Owner, size_t N>
+void list_params(ar_model_s &m, Owner &owner, const Param<Owner> (&rows)[N], const std::string &prefix) {
+  for (const auto &r : rows) {
+    if (!has(r.when, m.cfg)) continue;
+    m.names.push_back(prefix + r.key);
+    m.params[m.names.back()] = owner.*r.slot;
+  }
+}
+
+std::string layer_key(size_t i, int target) {
+  return "model.layers." + std::to_string(i) + "." + kLoraSites[target].module + ".weight";
+}
+
+// merged_weight is W + scale B A for target t of layer l of a LoRA model,
+// computed in float32 (float64 for an f64 base) and rounded once to W's
+// dtype: always a new tensor.
+at::Tensor merged_weight(const ar_model_s &lora, const Layer &l, int t) {
+  const at::Tensor &w = l.*kLoraSites[t].weight;
+  const Layer::Adapter &ad = l.lora[t];
+  const at::ScalarType ct = at::promote_types(at::kFloat, w.scalar_type());
+  at::Tensor delta = at::mm(ad.b.to(ct), ad.a.to(ct));
+  return w.to(ct).add(delta, lora.lora.scale).to(w.scalar_type());
+}
+
+void check_lora(const ar_model_s &m, const char *op) {
+  TORCH_CHECK(m.lora.rank > 0, op, ": the model is not a LoRA model");
+}
+
+}  // namespace
+
+extern "C" {
+
+int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, uint64_t seed, ar_model *out,
+                      char **err) {
+  return guard(err, [&] {
+    const auto &c = *cfg;
+    TORCH_CHECK(base->lora.rank == 0, "lora_new: the base is itself a LoRA model");
+    TORCH_CHECK(c.rank > 0, "lora rank must be positive, got ", c.rank);
+    TORCH_CHECK(c.alpha > 0, "lora alpha must be positive, got ", c.alpha);
+    TORCH_CHECK(c.dropout >= 0 && c.dropout < 1, "lora dropout must be in [0, 1), got ", c.dropout);
+    TORCH_CHECK(c.targets > 0 && (c.targets & ~kAllTargets) == 0,
+                "lora targets: want a nonempty set of AR_LORA_* bits, got ", c.targets);
+    DeviceScope on(base->dev);
+    auto m = std::make_unique<ar_model_s>();
+    share_base(*m, *base);
+    m->cfg.value_head = value_head != 0;
+    m->lora.rank = c.rank;
+    m->lora.alpha = c.alpha;
+    m->lora.dropout = c.dropout;
+    m->lora.scale = c.alpha / static_cast<double>(c.rank);
+    m->lora.targets = c.targets;
+    m->lora.dtype = base->dtype == at::kDouble ? at::kDouble : at::kFloat;
+    // Drawn on the CPU from seed, then moved: the same values on any device.
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+    const auto host = at::TensorOptions().dtype(m->lora.dtype);
+    auto add = [&](const std::string &name, const at::Tensor &drawn) {
+      at::Tensor t = drawn.to(m->dev);
+      t.set_requires_grad(true);
+      m->names.push_back(name);
+      m->params[name] = t;
+      return t;
+    };
+    for (size_t i = 0; i < m->layers.size(); i++) {
+      Layer &l = m->layers[i];
+      for (int t = 0; t < AR_LORA_TARGETS; t++) {
+        if ((c.targets & (1 << t)) == 0) continue;
+        const at::Tensor &w = l.*kLoraSites[t].weight;  // [out, in]
+        const int64_t out_dim = w.size(0), in_dim = w.size(1);
+        // PEFT's init of lora_A: nn.init.kaiming_uniform_(a=sqrt(5)), whose
+        // bound gain * sqrt(3 / fan_in) with gain sqrt(2 / (1 + 5)) is
+        // 1 / sqrt(in); lora_B starts at zero.
+        const double bound = 1.0 / std::sqrt(static_cast<double>(in_dim));
+        const std::string key =
+            "base_model.model.model.layers." + std::to_string(i) + "." + kLoraSites[t].module + ".lora_";
+        l.lora[t].a = add(key + "A.weight", at::empty({c.rank, in_dim}, host).uniform_(-bound, bound, gen));
+        l.lora[t].b = add(key + "B.weight", at::zeros({out_dim, c.rank}, host));
+      }
+    }
+    if (value_head != 0) {
+      m->v_head_w = add(AR_VALUE_HEAD_PREFIX "summary.weight", at::empty({1, m->cfg.hidden}, host).normal_(0, 0.02, gen));
+      m->v_head_b = add(AR_VALUE_HEAD_PREFIX "summary.bias", at::zeros({1}, host));
+    }
+    *out = m.release();
+  });
+}
+
+int ar_model_set_adapters(ar_model m, int on, char **err) {
+  return guard(err, [&] {
+    check_lora(*m, "set_adapters");
+    m->lora.on = on != 0;
+  });
+}
+
+int ar_model_merged_new(ar_model lora, ar_model *out, char **err) {
+  return guard(err, [&] {
+    check_lora(*lora, "merged_new");
+    DeviceScope on(lora->dev);
+    c10::NoGradGuard no_grad;
+    auto m = std::make_unique<ar_model_s>();
+    share_base(*m, *lora);
+    m->cfg.value_head = 0;
+    for (size_t i = 0; i < m->layers.size(); i++)
+      for (int t = 0; t < AR_LORA_TARGETS; t++)
+        if (lora->layers[i].lora[t].a.defined()) m->layers[i].*kLoraSites[t].weight = merged_weight(*lora, lora->layers[i], t);
+    list_params(*m, *m, kEmbedParams, "");
+    for (size_t i = 0; i < m->layers.size(); i++)
+      list_params(*m, m->layers[i], kLayerParams, "model.layers." + std::to_string(i) + ".");
+    list_params(*m, *m, kHeadParams, "");
+    *out = m.release();
+  });
+}
+
+int ar_model_merge_lora(ar_model dst, ar_model lora, char **err) {
+  return guard(err, [&] {
+    check_lora(*lora, "merge_lora");
+    TORCH_CHECK(dst->lora.rank == 0, "merge_lora: the destination is a LoRA model, not a plain one");
+    TORCH_CHECK(dst->layers.size() == lora->layers.size(), "merge_lora: the destination has ", dst->layers.size(),
+                " layers, the LoRA model ", lora->layers.size());
+    TORCH_CHECK(dst->dtype == lora->dtype, "merge_lora: the destination is ", dst->dtype, ", the LoRA model's base ",
+                lora->dtype);
+    DeviceScope on(dst->dev);
+    c10::NoGradGuard no_grad;
+    for (size_t i = 0; i < lora->layers.size(); i++) {
+      for (int t = 0; t < AR_LORA_TARGETS; t++) {
+        if (!lora->layers[i].lora[t].a.defined()) continue;
+        at::Tensor &w = dst->layers[i].*kLoraSites[t].weight;
+        const at::Tensor &base = lora->layers[i].*kLoraSites[t].weight;
+        TORCH_CHECK(w.sizes() == base.sizes(), "merge_lora: ", layer_key(i, t), " is ", w.sizes(),
+                    " in the destination, ", base.sizes(), " in the LoRA model's base");
+        TORCH_CHECK(!w.is_alias_of(base), "merge_lora: the destination's ", layer_key(i, t),
+                    " is the LoRA model's base weight itself, which merging would change; merge into a copy made "
+                    "by ar_model_merged_new");
+        w.copy_(merged_weight(*lora, lora->layers[i], t));
+      }
+    }
+  });
+}
+
+}  // extern "C"

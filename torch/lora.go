@@ -1,0 +1,162 @@
+package torch
+
+// #include <stdlib.h>
+// #include "agentrl.h"
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// LoRA is the shape of a model's adapters, as PEFT's LoraConfig: rank r, lora_alpha,
+// lora_dropout and the projections adapted (Hugging Face module names).
+type LoRA struct {
+	Rank    int
+	Alpha   float64
+	Dropout float64
+	Targets []string // subset of LoRATargets, in any order
+}
+
+// LoRATargets are the module names an adapter can sit on, in a layer's table order;
+// PEFT's "all-linear" means all of them (the LM head is never adapted).
+var LoRATargets = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+// Validate reports a bad rank, alpha, dropout or target name, naming it.
+func (c LoRA) Validate() error {
+	if c.Rank <= 0 {
+		return fmt.Errorf("lora rank must be positive, got %d", c.Rank)
+	}
+	if !(c.Alpha > 0) {
+		return fmt.Errorf("lora alpha must be positive, got %v", c.Alpha)
+	}
+	if !(c.Dropout >= 0 && c.Dropout < 1) {
+		return fmt.Errorf("lora dropout must be in [0, 1), got %v", c.Dropout)
+	}
+	if len(c.Targets) == 0 {
+		return fmt.Errorf("lora targets: none given; want some of %s", strings.Join(LoRATargets, ", "))
+	}
+	for i, t := range c.Targets {
+		if !slices.Contains(LoRATargets, t) {
+			return fmt.Errorf("lora target %q: want one of %s", t, strings.Join(LoRATargets, ", "))
+		}
+		if slices.Contains(c.Targets[:i], t) {
+			return fmt.Errorf("lora target %q is named twice", t)
+		}
+	}
+	return nil
+}
+
+// Scale is alpha / rank.
+func (c LoRA) Scale() float64 { return c.Alpha / float64(c.Rank) }
+
+// targetBits are c's targets as the ABI's AR_LORA_* bits (bit i is
+// LoRATargets[i]); c must be valid.
+func (c LoRA) targetBits() C.int {
+	var bits C.int
+	for _, t := range c.Targets {
+		bits |= 1 << slices.Index(LoRATargets, t)
+	}
+	return bits
+}
+
+// clone is a copy of c that shares no slice with it.
+func (c LoRA) clone() *LoRA {
+	c.Targets = slices.Clone(c.Targets)
+	return &c
+}
+
+// NewLoRAModel returns a model over base's weights -- shared, not copied, and frozen:
+// they get no gradient -- with adapters per c on every layer's targets, in float32
+// whatever base's dtype (float64 over a float64 base, for precision tests),
+// initialised as PEFT does (lora_A Kaiming-uniform with a=sqrt(5)
+// from seed, lora_B zero, so the model equals base at first) and, with valueHead, a float32
+// value head of its own. Its Names, Params, Param and SetParam see only the adapters,
+// named with PEFT's saved keys
+//
+//	base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight   [r, in]
+//	base_model.model.model.layers.{i}.self_attn.q_proj.lora_B.weight   [out, r]
+//	... mlp.gate_proj / mlp.up_proj / mlp.down_proj likewise
+//
+// followed by the value head's v_head.summary.weight / .bias when it has one.
+// Forward computes W x + b + (alpha/r) B A dropout(x) on the targets (dropout only with
+// grad on, as PEFT's train mode). The caller still owns and frees base; the LoRA model
+// keeps the shared weights alive on its own. Its settings (checkpointing, logits
+// chunk, autocast) start as base's; it cannot run an Engine (use NewMergedModel).
+func NewLoRAModel(base *Model, c LoRA, valueHead bool, seed uint64) (*Model, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if base == nil || base.h == nil {
+		return nil, errors.New("lora model: no base model")
+	}
+	if base.lora != nil {
+		return nil, errors.New("lora model: the base is itself a LoRA model")
+	}
+	cc := C.ar_lora_config{rank: C.int64_t(c.Rank), alpha: C.double(c.Alpha), dropout: C.double(c.Dropout), targets: c.targetBits()}
+	var h C.ar_model
+	var msg *C.char
+	if err := check("model_lora_new", C.ar_model_lora_new(base.h, &cc, cbool(valueHead), C.uint64_t(seed), &h, &msg), msg); err != nil {
+		return nil, err
+	}
+	m := &Model{h: h, Config: base.Config, DType: base.DType, Device: base.Device, ValueHead: valueHead, lora: c.clone()}
+	if err := m.readNames(); err != nil {
+		m.Free()
+		return nil, err
+	}
+	return m, nil
+}
+
+// LoRA is the adapters' shape, nil for a plain model.
+func (m *Model) LoRA() *LoRA {
+	if m.lora == nil {
+		return nil
+	}
+	return m.lora.clone()
+}
+
+// SetAdapters switches the adapters on (the default) or off; off, Forward equals base's.
+func (m *Model) SetAdapters(on bool) error {
+	if m.lora == nil {
+		return errors.New("set adapters: not a LoRA model")
+	}
+	var msg *C.char
+	return check("model_set_adapters", C.ar_model_set_adapters(m.h, cbool(on), &msg), msg)
+}
+
+// NewMergedModel returns a plain model of base's config (no value head, lora's dtype of
+// the base) whose target weights are W + (alpha/r) B A, computed in float32 and rounded
+// to the base's dtype once, and whose other weights are shared with the base. The decode
+// engine runs on it. The adapters are merged whether switched on or off. Writing one
+// of its shared weights (SetParam, CopyWeightsFrom) writes the base's.
+func NewMergedModel(lora *Model) (*Model, error) {
+	if lora == nil || lora.lora == nil {
+		return nil, errors.New("merged model: not a LoRA model")
+	}
+	var h C.ar_model
+	var msg *C.char
+	if err := check("model_merged_new", C.ar_model_merged_new(lora.h, &h, &msg), msg); err != nil {
+		return nil, err
+	}
+	m := &Model{h: h, Config: lora.Config, DType: lora.DType, Device: lora.Device}
+	if err := m.readNames(); err != nil {
+		m.Free()
+		return nil, err
+	}
+	return m, nil
+}
+
+// MergeFrom recomputes dst's target weights from lora's current adapters, in place
+// (the engine's fused copies see the change through the version counters).
+func (dst *Model) MergeFrom(lora *Model) error {
+	if lora == nil || lora.lora == nil {
+		return errors.New("merge: the source is not a LoRA model")
+	}
+	if dst.lora != nil {
+		return errors.New("merge: the destination is a LoRA model, not a merged one")
+	}
+	var msg *C.char
+	return check("model_merge_lora", C.ar_model_merge_lora(dst.h, lora.h, &msg), msg)
+}
