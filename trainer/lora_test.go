@@ -155,17 +155,22 @@ func TestLoRAModels(t *testing.T) {
 }
 
 // A LoRA run's final export is a PEFT adapter folder (with the tokenizer)
-// naming its base, the run's saved base/.
+// naming its base, the run's saved base/; with a shared critic the policy's
+// value head is beside the adapters (as beside a full model), and the
+// learner trains the adapters and the head: 4096 + 33 numbers.
 func TestLoRAExportsAdapters(t *testing.T) {
 	if err := torch.Check(); err != nil {
 		t.Skipf("libtorch shim not available: %v", err)
 	}
 	dir := t.TempDir()
 	cfg := loraConfig(dir)
-	cfg.Algorithm.Estimator, cfg.Rollout.GroupSize = "grpo", 2
+	cfg.Model.Critic = "shared"
 	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if l := tr.learner; l.Critic() != l.Policy() || !l.Policy().ValueHead || numbers(t, l.Params()) != 4096+33 {
+		t.Errorf("shared critic: the value head is not on the policy's adapters, or the learner trains other numbers")
 	}
 	if _, err := tr.Run(context.Background(), nil); err != nil {
 		tr.Close()
@@ -175,13 +180,13 @@ func TestLoRAExportsAdapters(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := filepath.Join(RunDir(cfg), "final")
-	for _, f := range []string{"adapter_config.json", "adapter_model.safetensors", "tokenizer.json"} {
+	for _, f := range []string{"adapter_config.json", "adapter_model.safetensors", "tokenizer.json", "value_head.safetensors"} {
 		if !pathExists(filepath.Join(final, f)) {
 			t.Errorf("final/ has no %s", f)
 		}
 	}
-	if pathExists(filepath.Join(final, "model.safetensors")) || pathExists(filepath.Join(final, "value_head.safetensors")) {
-		t.Error("final/ holds full weights or a value head beside the adapters")
+	if pathExists(filepath.Join(final, "model.safetensors")) {
+		t.Error("final/ holds full weights beside the adapters")
 	}
 	b, err := os.ReadFile(filepath.Join(final, "adapter_config.json"))
 	if err != nil {

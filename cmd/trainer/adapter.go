@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/agentrl/agentrl/torch"
@@ -67,10 +66,4 @@ func loraFromAdapter(cfg *config.Config, adapter string) error {
 	l := &cfg.Model.LoRA
 	l.Rank, l.Alpha, l.Dropout, l.TargetModules, l.Path, l.Merge = ac.LoRA.Rank, ac.LoRA.Alpha, ac.LoRA.Dropout, ac.LoRA.Targets, adapter, false
 	return nil
-}
-
-// dirExists reports whether dir is a folder.
-func dirExists(dir string) bool {
-	st, err := os.Stat(dir)
-	return err == nil && st.IsDir()
 }
