@@ -97,6 +97,11 @@ func TestLoRARunCommands(t *testing.T) {
 		checkResults(t, ok(t, eargs...).stdout, "Naive RAG", "Policy")
 	})
 
+	// trainer sft trains the whole model: it refuses model.lora.
+	sargs := append([]string{"sft", "--run-dir", t.TempDir(), "--name", "sft", "--out", filepath.Join(t.TempDir(), "sft"),
+		"--set", "model.lora.rank=4"}, tinyRun...)
+	fails(t, []string{"sft: model.lora is set", "the warm start trains the whole model"}, sargs...)
+
 	t.Run("serve", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 		defer cancel()
