@@ -5,7 +5,7 @@
 // or in the backward pass.
 //
 // For a row h (one token) and the LM head W [V,H]:
-//   z = W h / T                 (T the temperature; z in float32)
+//   z = W h / T                 (T the temperature; z in float32, float64 for float64 h)
 //   lse = log sum_j exp(z_j)
 //   log p_j = z_j - lse,  p_j = exp(log p_j)
 //   lp = log p_y                (y the taken token)
@@ -46,10 +46,10 @@ at::ScalarType compute_dtype(const at::Tensor &w, at::ScalarType autocast) {
   return autocast != at::ScalarType::Undefined ? autocast : w.scalar_type();
 }
 
-// chunk_logits is z = hc wc^T / temperature [c,V] in float32, for hc and wc
-// in the compute dtype.
+// chunk_logits is z = hc wc^T / temperature [c,V] in float32 (float64 for
+// float64 inputs), for hc and wc in the compute dtype.
 at::Tensor chunk_logits(const at::Tensor &hc, const at::Tensor &wc, double temperature) {
-  at::Tensor z = at::linear(hc, wc).to(at::kFloat);  // a fresh tensor: safe to change in place
+  at::Tensor z = at::linear(hc, wc).to(acc_type(hc.scalar_type()));  // a fresh tensor: safe to change in place
   return z.div_(temperature);
 }
 
@@ -87,9 +87,10 @@ struct ChunkedLogprobs : public torch::autograd::Function<ChunkedLogprobs> {
                             bool entropy_grad, int64_t autocast) {
     const auto ac = static_cast<at::ScalarType>(autocast);
     const int64_t N = h.size(0);
-    at::Tensor out = at::empty({entropy ? 2 : 1, N}, h.options().dtype(at::kFloat));
+    const auto acc = h.options().dtype(acc_type(h.scalar_type()));
+    at::Tensor out = at::empty({entropy ? 2 : 1, N}, acc);
     at::Tensor lp = out.select(0, 0), ent = entropy ? out.select(0, 1) : at::Tensor();
-    at::Tensor lse = at::empty({N}, h.options().dtype(at::kFloat));
+    at::Tensor lse = at::empty({N}, acc);
     const at::ScalarType cd = compute_dtype(w, ac);
     forward_chunks(h.to(cd), w.to(cd), targets, temperature, chunk, lp, ent, lse);
     ctx->save_for_backward({h, w, targets, lse});
@@ -163,9 +164,10 @@ std::pair<at::Tensor, at::Tensor> token_logprobs(const at::Tensor &h, const at::
   TORCH_CHECK(temperature > 0, "temperature must be positive, got ", temperature);
   if (!at::GradMode::is_enabled()) {
     const int64_t N = h.size(0);
-    at::Tensor lp = at::empty({N}, h.options().dtype(at::kFloat));
-    at::Tensor ent = entropy ? at::empty({N}, h.options().dtype(at::kFloat)) : at::Tensor();
-    at::Tensor lse = at::empty({N}, h.options().dtype(at::kFloat));
+    const auto acc = h.options().dtype(acc_type(h.scalar_type()));
+    at::Tensor lp = at::empty({N}, acc);
+    at::Tensor ent = entropy ? at::empty({N}, acc) : at::Tensor();
+    at::Tensor lse = at::empty({N}, acc);
     const at::ScalarType cd = compute_dtype(w, autocast);
     forward_chunks(h.to(cd), w.to(cd), targets, temperature, chunk, lp, ent, lse);
     return {lp, ent};

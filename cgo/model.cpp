@@ -24,7 +24,7 @@ using namespace ar;
 namespace ar {
 
 at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps) {
-  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor xf = x.to(acc_type(x.scalar_type()));
   at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, true) + eps);
   return w * (xf * r).to(x.scalar_type());
 }
@@ -115,7 +115,7 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
 #endif
   at::Tensor qg = q.reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
   at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)).view({B, cfg.kv_heads, g, T, L});
-  scores = scores.to(at::kFloat) * (1.0 / std::sqrt(static_cast<double>(cfg.head_dim))) + mask;
+  scores = scores.to(acc_type(scores.scalar_type())) * (1.0 / std::sqrt(static_cast<double>(cfg.head_dim))) + mask;
   at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type()).view({B, cfg.kv_heads, g * T, L});
   return at::matmul(probs, v)                          // [B,kv,g*T,hd]
       .view({B, cfg.heads, T, cfg.head_dim})           // head = kv*g + j
@@ -455,7 +455,7 @@ int ar_model_logits(ar_model m, const int64_t *ids, const int64_t *attn, const i
     apply_threads();
     at::Tensor h = hidden(*m, ids_tensor(ids, B, T, m->dev), ids_tensor(attn, B, T, m->dev),
                           ids_tensor(positions, B, T, m->dev));
-    at::Tensor l = m->logits(h).to(at::kFloat);
+    at::Tensor l = m->logits(h).to(acc_type(m->dtype));
     { c10::InferenceMode off(false); *out = wrap(l.clone()); }
   });
 }
@@ -493,7 +493,7 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
         lp = l.view({B, T - 1});
         if (entropy != nullptr) ent = e.view({B, T - 1});
       } else if (logprobs != nullptr || entropy != nullptr) {
-        at::Tensor logits = m->logits(hs).to(at::kFloat) / temperature;  // [B,T-1,V]
+        at::Tensor logits = m->logits(hs).to(acc_type(m->dtype)) / temperature;  // [B,T-1,V]
         at::Tensor logp = at::log_softmax(logits, -1);
         if (logprobs != nullptr) lp = logp.gather(-1, idt.narrow(1, 1, T - 1).unsqueeze(-1)).squeeze(-1);
         if (entropy != nullptr) {
@@ -503,7 +503,7 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
       }
       // (A LoRA model's value head is float32: it reads the hidden states so.)
       if (values != nullptr)
-        val = linear(hs.to(m->v_head_w.scalar_type()), m->v_head_w, m->v_head_b).squeeze(-1).to(at::kFloat);
+        val = linear(hs.to(m->v_head_w.scalar_type()), m->v_head_w, m->v_head_b).squeeze(-1).to(acc_type(m->dtype));
     }
     auto out = [&](const at::Tensor &t) { return grad ? t : t.clone(); };
     if (logprobs != nullptr) *logprobs = wrap(out(lp));

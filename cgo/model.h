@@ -163,6 +163,12 @@ inline const LoraSite kLoraSites[AR_LORA_TARGETS] = {
     {"mlp.down_proj", &Layer::down_proj},
 };
 
+// acc_type is the dtype norms, attention scores, logits and the forward's
+// outputs are computed in for tensors of dtype t: float32, or float64 for
+// a float64 model (which so computes in float64 throughout: the reference
+// of precision tests).
+inline at::ScalarType acc_type(at::ScalarType t) { return at::promote_types(at::kFloat, t); }
+
 // has says whether config c has the parameters of rows marked w.
 bool has(When w, const ar_model_config &c);
 // shape is a row's shape for config c.

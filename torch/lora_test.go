@@ -206,3 +206,562 @@ func TestLoRAFreshEqualsBaseAndAdaptersOff(t *testing.T) {
 		t.Fatalf("adapters back on moved the logits by only %v", d)
 	}
 }
+
+// loraModules are the module paths under model.layers.{i} of LoRATargets.
+var loraModules = map[string]string{"q_proj": "self_attn.q_proj", "k_proj": "self_attn.k_proj", "v_proj": "self_attn.v_proj",
+	"o_proj": "self_attn.o_proj", "gate_proj": "mlp.gate_proj", "up_proj": "mlp.up_proj", "down_proj": "mlp.down_proj"}
+
+// paramF64 is a parameter's values (in float64) and shape.
+func paramF64(t *testing.T, m *Model, name string) ([]float64, []int64) {
+	t.Helper()
+	p, err := m.Param(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Free()
+	shape, _ := p.Shape()
+	vals, err := p.Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vals, shape
+}
+
+// setF64 sets a parameter to vals.
+func setF64(t *testing.T, m *Model, name string, vals []float64, shape []int64) {
+	t.Helper()
+	v, err := FromFloat64(vals, shape...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Free()
+	if err := m.SetParam(name, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// batchLogits64 is the model's logits of b in float64.
+func batchLogits64(t *testing.T, m *Model, b Batch) []float64 {
+	t.Helper()
+	l, err := m.Logits(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Free()
+	v, err := l.Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// padBatch is two sequences of 9 tokens, the second right-padded after 6.
+func padBatch() Batch {
+	b := Batch{B: 2, T: 9, IDs: append(seq(9, 3), seq(9, 8)...)}
+	for r := 0; r < 2; r++ {
+		for p := 0; p < 9; p++ {
+			attn := int64(1)
+			if r == 1 && p >= 6 {
+				attn = 0
+			}
+			b.Attn, b.Positions = append(b.Attn, attn), append(b.Positions, int64(p))
+		}
+	}
+	return b
+}
+
+// The LoRA forward against a float64 reference: a plain float64 model
+// whose target weights are W + (alpha/r) B A, multiplied out here in Go,
+// computes (W + s B A) x = W x + s B (A x), which the LoRA model must
+// compute by its own path (base projection plus adapter) to float64
+// rounding: logits and the next tokens' log-probabilities (log-softmax
+// in Go) within 1e-9. Two layers of the Qwen2 tiny config, q/k/v biases
+// nonzero, rank 3, alpha 5 (scale 5/3), B nonzero, on all targets and on
+// v_proj and down_proj only (the others left as the base's). The
+// adapters move the logits by more than 1e-3, so a missed target shows.
+func TestLoRAForwardMatchesFloat64Reference(t *testing.T) {
+	for name, targets := range map[string][]string{"all-linear": LoRATargets, "v_proj+down_proj": {"v_proj", "down_proj"}} {
+		t.Run(name, func(t *testing.T) {
+			cfg := tinyConfig()
+			base, _ := NewRandomModel(cfg, Float64, CPU, false, 17)
+			defer base.Free()
+			withBiases(t, base)
+			sharpenAttention(t, base, 8)
+			c := LoRA{Rank: 3, Alpha: 5, Targets: targets}
+			m := newLoRA(t, base, c, false)
+			defer m.Free()
+			setRandomB(t, m)
+			ref, _ := NewModel(cfg, Float64, CPU, false)
+			defer ref.Free()
+			if err := ref.CopyWeightsFrom(base); err != nil {
+				t.Fatal(err)
+			}
+			s := 5.0 / 3
+			for i := 0; i < cfg.Layers; i++ {
+				for _, tg := range targets {
+					key := fmt.Sprintf("model.layers.%d.%s", i, loraModules[tg])
+					w, ws := paramF64(t, base, key+".weight")
+					a, as := paramF64(t, m, "base_model.model."+key+".lora_A.weight")
+					bm, _ := paramF64(t, m, "base_model.model."+key+".lora_B.weight")
+					out, in, r := int(ws[0]), int(ws[1]), int(as[0])
+					for o := 0; o < out; o++ {
+						for j := 0; j < in; j++ {
+							var d float64
+							for k := 0; k < r; k++ {
+								d += bm[o*r+k] * a[k*in+j]
+							}
+							w[o*in+j] += s * d
+						}
+					}
+					setF64(t, ref, key+".weight", w, ws)
+				}
+			}
+			b := padBatch()
+			got, want, plain := batchLogits64(t, m, b), batchLogits64(t, ref, b), batchLogits64(t, base, b)
+			var worst, moved float64
+			for i := range want {
+				worst = math.Max(worst, math.Abs(got[i]-want[i]))
+				moved = math.Max(moved, math.Abs(want[i]-plain[i]))
+			}
+			if worst > 1e-9 || moved < 1e-3 {
+				t.Fatalf("logits differ from the reference by %v (want <= 1e-9); the adapters move them by %v", worst, moved)
+			}
+			V := cfg.Vocab
+			logprob := func(l []float64, row, p int) float64 {
+				z := l[(row*b.T+p)*V : (row*b.T+p+1)*V]
+				var mx, sum float64 = math.Inf(-1), 0
+				for _, x := range z {
+					mx = math.Max(mx, x)
+				}
+				for _, x := range z {
+					sum += math.Exp(x - mx)
+				}
+				return z[b.IDs[row*b.T+p+1]] - mx - math.Log(sum)
+			}
+			for row := 0; row < b.B; row++ {
+				for p := 0; p+1 < b.T && b.Attn[row*b.T+p+1] == 1; p++ {
+					if d := math.Abs(logprob(got, row, p) - logprob(want, row, p)); d > 1e-9 {
+						t.Fatalf("logprob [%d,%d] differs from the reference by %v", row, p, d)
+					}
+				}
+			}
+		})
+	}
+}
+
+// lossGrads runs the training forward of b with grad, backpropagates
+// S = sum of logprobs + sum of values, and returns the gradient of every
+// parameter of m (nil where none), then zeroes them.
+func lossGrads(t *testing.T, m *Model, b Batch) map[string][]float64 {
+	t.Helper()
+	s := NewScope()
+	defer s.Close()
+	o, err := m.Forward(b, ForwardOptions{Grad: true, Values: m.ValueHead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Own(o.LogProbs, o.Values)
+	loss := s.Sum(o.LogProbs)
+	if m.ValueHead {
+		loss = s.Add(loss, s.Sum(o.Values))
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float64{}
+	for _, n := range m.Names() {
+		p := s.Adopt(m.Param(n))
+		if g := s.Adopt(p.Grad()); g != nil {
+			out[n], _ = g.Float64s()
+		}
+		if err := p.ZeroGrad(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// lossValue is S of lossGrads without grad, in float64.
+func lossValue(t *testing.T, m *Model, b Batch) float64 {
+	t.Helper()
+	o, err := m.Forward(b, ForwardOptions{Values: m.ValueHead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Free()
+	var sum float64
+	for _, x := range []*Tensor{o.LogProbs, o.Values} {
+		if x == nil {
+			continue
+		}
+		v, _ := x.Float64s()
+		for _, e := range v {
+			sum += e
+		}
+	}
+	return sum
+}
+
+// Gradients land on the adapters (and the LoRA model's value head) only:
+// the base's weights get none. At PEFT's init B = 0, so
+// dS/dA = s B^T (dS/dy) x^T = 0 for every A while dS/dB = s (dS/dy) (A x)^T
+// is not. With B nonzero, the gradients of entries of A, B and the value
+// head match central finite differences of S to a relative 1e-6, in
+// float64 throughout at step h = 1e-5: the truncation error (h^2/6 times the third derivative) is
+// about 2.6e-8 relative here (2.6e-6 measured at h = 1e-4, 2.6e-4 at
+// 1e-3: it scales as h^2), the rounding error ~1e-16 |S| / h ~ 1e-10.
+func TestLoRAGradientsOnAdaptersOnly(t *testing.T) {
+	cfg := tinyConfig()
+	base, _ := NewRandomModel(cfg, Float64, CPU, false, 23)
+	defer base.Free()
+	withBiases(t, base)
+	sharpenAttention(t, base, 4)
+	m := newLoRA(t, base, LoRA{Rank: 2, Alpha: 3, Targets: LoRATargets}, true)
+	defer m.Free()
+	b := padBatch()
+	g0 := lossGrads(t, m, b)
+	for _, n := range m.Names() {
+		g, ok := g0[n]
+		if !ok {
+			t.Fatalf("%s has no gradient", n)
+		}
+		nonzero := slices.ContainsFunc(g, func(v float64) bool { return v != 0 })
+		if strings.HasSuffix(n, "lora_A.weight") && nonzero {
+			t.Fatalf("%s has a nonzero gradient while B = 0", n)
+		}
+		if strings.HasSuffix(n, "lora_B.weight") && !nonzero {
+			t.Fatalf("%s has a zero gradient at init", n)
+		}
+	}
+	for _, n := range base.Names() {
+		p, _ := base.Param(n)
+		g, err := p.Grad()
+		p.Free()
+		if err != nil || g != nil {
+			g.Free()
+			t.Fatalf("base weight %s has a gradient (%v)", n, err)
+		}
+	}
+	setRandomB(t, m)
+	g := lossGrads(t, m, b)
+	for _, name := range []string{
+		"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight",
+		"base_model.model.model.layers.0.self_attn.k_proj.lora_B.weight",
+		"base_model.model.model.layers.0.self_attn.o_proj.lora_A.weight",
+		"base_model.model.model.layers.1.self_attn.v_proj.lora_A.weight",
+		"base_model.model.model.layers.1.mlp.gate_proj.lora_B.weight",
+		"base_model.model.model.layers.1.mlp.up_proj.lora_A.weight",
+		"base_model.model.model.layers.1.mlp.down_proj.lora_B.weight",
+		"v_head.summary.weight",
+	} {
+		vals, shape := paramF64(t, m, name)
+		// The entry of the largest gradient and a fixed one.
+		top := 0
+		for i, v := range g[name] {
+			if math.Abs(v) > math.Abs(g[name][top]) {
+				top = i
+			}
+		}
+		for _, idx := range []int{top, 5} {
+			const h = 1e-5
+			orig := vals[idx]
+			vals[idx] = orig + h
+			setF64(t, m, name, vals, shape)
+			up := lossValue(t, m, b)
+			vals[idx] = orig - h
+			setF64(t, m, name, vals, shape)
+			dn := lossValue(t, m, b)
+			vals[idx] = orig
+			setF64(t, m, name, vals, shape)
+			fd := (up - dn) / (2 * h)
+			if rel := math.Abs(g[name][idx]-fd) / math.Max(math.Abs(fd), 1e-3); rel > 1e-6 {
+				t.Errorf("dS/d %s[%d] = %v, finite difference %v (relative error %.2g)", name, idx, g[name][idx], fd, rel)
+			}
+		}
+	}
+}
+
+// scaleB multiplies every lora_B by f.
+func scaleB(t *testing.T, m *Model, f float32) {
+	t.Helper()
+	editParams(t, m, []string{"lora_B.weight"}, func(_ int, vals []float32) {
+		for i := range vals {
+			vals[i] *= f
+		}
+	})
+}
+
+// decodeAgainst prefills prompt into slot 0 of e and decodes greedily for
+// steps tokens, holding each step's pending logits and recorded logprob to
+// the LoRA model's full-sequence logits of the tokens so far (within
+// 1e-5), and returns the pending logits after the prompt.
+func decodeAgainst(t *testing.T, e *Engine, lora *Model, prompt []int64, steps int) []float32 {
+	t.Helper()
+	V := lora.Config.Vocab
+	if err := e.Release(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Prefill(0, prompt); err != nil {
+		t.Fatal(err)
+	}
+	ids := slices.Clone(prompt)
+	var first []float32
+	for step := 0; step <= steps; step++ {
+		pend, err := e.PendingLogits(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := fullLogits(t, lora, ids)
+		want := full[(len(ids)-1)*V:]
+		if d := maxDiff32(pend, want); d > 1e-5 {
+			t.Fatalf("step %d: engine logits differ from the LoRA forward by %v", step, d)
+		}
+		if step == 0 {
+			first = pend
+		}
+		if step == steps {
+			break
+		}
+		tok, lp := []int64{0}, []float32{0}
+		if err := e.Step([]int{0}, Sampling{}, tok, lp); err != nil {
+			t.Fatal(err)
+		}
+		if d := math.Abs(float64(lp[0]) - logSoftmaxAt(want, int(tok[0]))); d > 1e-5 {
+			t.Fatalf("step %d: recorded logprob %v, the LoRA forward's %v", step, lp[0], logSoftmaxAt(want, int(tok[0])))
+		}
+		ids = append(ids, tok[0])
+	}
+	return first
+}
+
+// A merged model computes what the LoRA model computes: its logits within
+// 1e-5 in f32 (W + s B A rounded once against W x + s B (A x)), and an
+// engine on it decodes greedily with the LoRA forward's logits and
+// logprobs, on every CPU decode path (the hand-written kernels where the
+// CPU has AVX-512, fused, unfused). After the adapters change (B scaled by
+// -1.5, which moves the logits by more than 1e-3), MergeFrom rewrites the
+// merged targets in place and the same engine follows: the fused path's
+// concatenated q/k/v and gate/up copies refresh. The merged model is a
+// plain model (HF names, the base's config, no value head); merging into
+// the base itself is refused.
+func TestLoRAMergedModelAndEngine(t *testing.T) {
+	cfg := kernelConfig()
+	base, _ := NewRandomModel(cfg, Float32, CPU, false, 31)
+	defer base.Free()
+	withBiases(t, base)
+	sharpenAttention(t, base, 4)
+	lora := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: LoRATargets}, true)
+	defer lora.Free()
+	setRandomB(t, lora)
+	merged, err := NewMergedModel(lora)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer merged.Free()
+	if !slices.Equal(merged.Names(), base.Names()) || merged.ValueHead || merged.LoRA() != nil || merged.DType != Float32 {
+		t.Fatalf("merged model: names %v, value head %v, lora %v, dtype %s", merged.Names(), merged.ValueHead, merged.LoRA(), merged.DType)
+	}
+	ids := seq(10, 6)
+	if d := maxDiff32(fullLogits(t, merged, ids), fullLogits(t, lora, ids)); d > 1e-5 {
+		t.Fatalf("merged logits differ from the LoRA model's by %v", d)
+	}
+	if err := base.MergeFrom(lora); err == nil || !strings.Contains(err.Error(), "base weight itself") {
+		t.Fatalf("merging into the base: %v", err)
+	}
+	prompt := seq(5, 2)
+	for _, p := range []DecodePath{DecodeKernels, DecodeFused, DecodeUnfused} {
+		t.Run(p.String(), func(t *testing.T) {
+			if p == DecodeKernels {
+				kernelsOrSkip(t, merged)
+			}
+			e := newEngineOn(t, merged, 2, p)
+			defer e.Free()
+			before := decodeAgainst(t, e, lora, prompt, 4)
+			scaleB(t, lora, -1.5)
+			if err := merged.MergeFrom(lora); err != nil {
+				t.Fatal(err)
+			}
+			after := decodeAgainst(t, e, lora, prompt, 4)
+			if d := maxDiff32(before, after); d < 1e-3 {
+				t.Fatalf("the changed adapters moved the logits by only %v", d)
+			}
+		})
+	}
+}
+
+// Activation checkpointing changes memory, not math, for a LoRA model too:
+// the recomputed layers hand the adapters (and the value head) the same
+// gradients within 1e-6, for a Qwen2 and a Qwen3; the frozen base weights
+// are left out of the recomputation's inputs. LoRA dropout with
+// checkpointing is refused (the recomputation would draw another mask).
+func TestLoRACheckpointingSameGradients(t *testing.T) {
+	for name, cfg := range map[string]Config{"qwen2": tinyConfig(), "qwen3": qwen3Config()} {
+		t.Run(name, func(t *testing.T) {
+			base, _ := NewRandomModel(cfg, Float32, CPU, false, 13)
+			defer base.Free()
+			m := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: LoRATargets}, true)
+			defer m.Free()
+			setRandomB(t, m)
+			b := padBatch()
+			plain := lossGrads(t, m, b)
+			if err := m.SetCheckpointing(true); err != nil {
+				t.Fatal(err)
+			}
+			ck := lossGrads(t, m, b)
+			for _, n := range m.Names() {
+				if plain[n] == nil || ck[n] == nil {
+					t.Fatalf("%s: no gradient (checkpointing off %v, on %v)", n, plain[n] != nil, ck[n] != nil)
+				}
+				for i := range plain[n] {
+					if math.Abs(plain[n][i]-ck[n][i]) > 1e-6 {
+						t.Fatalf("%s[%d]: %v without checkpointing, %v with", n, i, plain[n][i], ck[n][i])
+					}
+				}
+			}
+		})
+	}
+	base, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 13)
+	defer base.Free()
+	m := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Dropout: 0.1, Targets: LoRATargets}, false)
+	defer m.Free()
+	if err := m.SetCheckpointing(true); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.Forward(padBatch(), ForwardOptions{Grad: true})
+	if err == nil || !strings.Contains(err.Error(), "LoRA dropout 0.1 with activation checkpointing") {
+		t.Fatalf("dropout with checkpointing: %v", err)
+	}
+}
+
+// LoRA dropout acts in a forward with grad only (PEFT's train mode):
+// without grad a model with dropout 0.5 computes what the same adapters
+// without dropout compute, bit for bit; with grad it draws masks, so its
+// logprobs differ.
+func TestLoRADropoutOnlyWithGrad(t *testing.T) {
+	base, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 19)
+	defer base.Free()
+	drop := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Dropout: 0.5, Targets: LoRATargets}, false)
+	defer drop.Free()
+	setRandomB(t, drop)
+	none := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: LoRATargets}, false)
+	defer none.Free()
+	if err := none.CopyWeightsFrom(drop); err != nil {
+		t.Fatal(err)
+	}
+	logprobs := func(m *Model, grad bool) []float32 {
+		o, err := m.Forward(padBatch(), ForwardOptions{Grad: grad})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Free()
+		v, _ := o.LogProbs.Float32s()
+		return v
+	}
+	want := logprobs(none, false)
+	if got := logprobs(drop, false); !slices.Equal(got, want) {
+		t.Fatalf("dropout acted without grad: %v", maxDiff32(got, want))
+	}
+	if d := maxDiff32(logprobs(drop, true), want); d < 1e-4 {
+		t.Fatalf("dropout 0.5 with grad moved the logprobs by only %v", d)
+	}
+}
+
+// A bf16 base trains through float32 adapters: the forward runs in bf16
+// with the adapters' products in f32, the adapters' gradients are f32,
+// finite and nonzero, and one AdamW step over them (no master weights
+// needed) changes every A and B. The base's bf16 weights stay as they
+// were. The merged model is bf16, its targets W + s B A rounded once:
+// within bf16's relative rounding 2^-8 of the product worked out in Go.
+func TestLoRAOverBF16Base(t *testing.T) {
+	cfg := tinyConfig()
+	base, _ := NewRandomModel(cfg, BFloat16, CPU, false, 29)
+	defer base.Free()
+	m := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: LoRATargets}, false)
+	defer m.Free()
+	setRandomB(t, m)
+	const q = "model.layers.0.self_attn.q_proj.weight"
+	w0, _ := paramF64(t, base, q)
+	grads := lossGrads(t, m, padBatch())
+	for _, n := range m.Names() {
+		g := grads[n]
+		if g == nil || !slices.ContainsFunc(g, func(v float64) bool { return v != 0 }) {
+			t.Fatalf("%s: no gradient", n)
+		}
+		if slices.ContainsFunc(g, func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }) {
+			t.Fatalf("%s: gradient not finite", n)
+		}
+	}
+	ps, err := m.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string][]float64{}
+	for i, p := range ps {
+		before[m.Names()[i]], _ = p.Float64s()
+	}
+	opt, err := NewAdamW(ps, nil, []AdamWGroup{DefaultAdamW})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		opt.Free()
+		for _, p := range ps {
+			p.Free()
+		}
+	}()
+	s := NewScope()
+	o, err := m.Forward(padBatch(), ForwardOptions{Grad: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Own(o.LogProbs)
+	if err := s.Sum(o.LogProbs).Backward(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for i, p := range ps {
+		g, err := p.Grad()
+		if err != nil || g == nil || g.DType() != Float32 {
+			t.Fatalf("%s: gradient %v (%v), want f32", m.Names()[i], g, err)
+		}
+		g.Free()
+	}
+	if err := opt.Step(); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		after, _ := p.Float64s()
+		if slices.Equal(after, before[m.Names()[i]]) {
+			t.Fatalf("%s: unchanged by the AdamW step", m.Names()[i])
+		}
+	}
+	if w, _ := paramF64(t, base, q); !slices.Equal(w, w0) {
+		t.Fatal("training the adapters changed the base")
+	}
+	merged, err := NewMergedModel(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer merged.Free()
+	if merged.DType != BFloat16 {
+		t.Fatalf("merged dtype %s, want bf16", merged.DType)
+	}
+	a, as := paramF64(t, m, "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight")
+	bm, _ := paramF64(t, m, "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight")
+	got, ws := paramF64(t, merged, q)
+	in, r := int(ws[1]), int(as[0])
+	for o := 0; o < int(ws[0]); o++ {
+		for j := 0; j < in; j++ {
+			x := w0[o*in+j]
+			for k := 0; k < r; k++ {
+				x += 2 * bm[o*r+k] * a[k*in+j]
+			}
+			if d := math.Abs(got[o*in+j] - x); d > math.Abs(x)/256+1e-12 {
+				t.Fatalf("merged %s[%d,%d] = %v, W + s B A = %v", q, o, j, got[o*in+j], x)
+			}
+		}
+	}
+}

@@ -108,7 +108,8 @@ func (m *Model) Free() {
 	}
 }
 
-// Names lists the parameters in a fixed order (HF keys, then the value head).
+// Names lists the parameters in a fixed order (HF keys, then the value head;
+// a LoRA model's adapters under PEFT's keys, then its value head).
 func (m *Model) Names() []string { return append([]string(nil), m.names...) }
 
 // Param returns a handle sharing the storage of a parameter (the caller
@@ -352,7 +353,8 @@ func (b Batch) check() error {
 	return nil
 }
 
-// Logits runs the full sequence and returns logits [B,T,V] (f32, no grad).
+// Logits runs the full sequence and returns logits [B,T,V] (f32, f64 for a
+// Float64 model; no grad).
 func (m *Model) Logits(b Batch) (*Tensor, error) {
 	if err := b.check(); err != nil {
 		return nil, err

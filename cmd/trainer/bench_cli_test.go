@@ -102,8 +102,35 @@ func TestBenchRollout(t *testing.T) {
 	}
 }
 
+// --lora-rank, --lora-alpha and --lora-targets reach both benchmarks and
+// their lines say what ran. Rank-4 adapters on all seven projections of
+// tinyBench's one layer (hidden 32, 2 heads of 16, 1 kv head, inter 64)
+// hold q 4*32 + 32*4 = 256, k and v 4*32 + 16*4 = 192 each, o 256, gate
+// and up 4*32 + 64*4 = 384 each and down 4*64 + 32*4 = 384 values: 2048.
+func TestBenchLoRA(t *testing.T) {
+	t.Parallel() // independent of the shared run
+	tr := benchLine(t, append([]string{"train", "--lora-rank", "4"}, tinyBench...)...)
+	cfg, _ := tr["config"].(map[string]any)
+	if num(t, tr, "trainable_params") != 2048 || cfg["lora_rank"] != 4.0 || cfg["lora_alpha"] != 8.0 || len(cfg["lora_targets"].([]any)) != 7 {
+		t.Errorf("train --lora-rank 4: trainable_params %v, config %v", tr["trainable_params"], cfg)
+	}
+	gen := benchLine(t, append([]string{"generate", "--lora-rank", "2", "--lora-alpha", "16", "--lora-targets", "q_proj, down_proj",
+		"--bandwidth-gbs", "10"}, tinyBench...)...)
+	cfg, _ = gen["config"].(map[string]any)
+	if ts, _ := cfg["lora_targets"].([]any); cfg["lora_rank"] != 2.0 || cfg["lora_alpha"] != 16.0 || len(ts) != 2 || ts[0] != "q_proj" || ts[1] != "down_proj" {
+		t.Errorf("generate --lora-rank 2 --lora-alpha 16 --lora-targets q_proj,down_proj: config %v", cfg)
+	}
+	num(t, gen, "decode_tokens_per_s")
+	full := benchLine(t, append([]string{"train"}, tinyBench...)...)
+	if cfg, _ := full["config"].(map[string]any); cfg["lora_rank"] != nil || cfg["lora_targets"] != nil {
+		t.Errorf("a full fine-tune's config carries LoRA settings: %v", cfg)
+	}
+}
+
 func TestBenchBadConfig(t *testing.T) {
 	t.Parallel() // independent of the shared run
 	fails(t, []string{"vocab", "positive"}, "bench", "generate", "--vocab", "0")
 	fails(t, []string{"hidden", "heads"}, "bench", "train", "--hidden", "32", "--heads", "3")
+	fails(t, []string{`lora target "qproj"`}, "bench", "train", "--lora-rank", "4", "--lora-targets", "qproj")
+	fails(t, []string{"lora_rank", "negative"}, "bench", "generate", "--lora-rank", "-2")
 }

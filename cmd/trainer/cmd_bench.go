@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -36,6 +37,26 @@ func benchConfig(c *cli.Context) bench.Config {
 		Tied: c.Bool("tied"), Checkpointing: c.Bool("checkpointing"), LogitsChunk: c.Int("logits-chunk")}
 }
 
+// loraFlags are the LoRA settings of bench train and generate.
+func loraFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "lora-rank", Usage: "LoRA rank: train trains adapters of this rank over the random base, generate decodes from the merged weights (0 = full fine-tuning)"},
+		&cli.Float64Flag{Name: "lora-alpha", Usage: "LoRA alpha (0 = twice the rank)"},
+		&cli.StringFlag{Name: "lora-targets", Value: "all-linear", Usage: "adapted projections, comma-separated (q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj), or all-linear"},
+	}
+}
+
+// withLoRA sets cfg's LoRA settings from the flags of loraFlags.
+func withLoRA(c *cli.Context, cfg bench.Config) bench.Config {
+	cfg.LoRARank, cfg.LoRAAlpha = c.Int("lora-rank"), c.Float64("lora-alpha")
+	if t := strings.TrimSpace(c.String("lora-targets")); t != "all-linear" {
+		for _, name := range strings.Split(t, ",") {
+			cfg.LoRATargets = append(cfg.LoRATargets, strings.TrimSpace(name))
+		}
+	}
+	return cfg
+}
+
 func printJSON(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -58,14 +79,14 @@ func benchCommand() *cli.Command {
 				Usage: "batched sampling of --new-tokens after --prompt-len prompts (random weights); prints one JSON line",
 				Description: "Example (the medium config):\n  trainer bench generate --vocab 32000 --hidden 768 --inter 2048 --layers 12 " +
 					"--heads 12 --kv-heads 4 --batch 8 --prompt-len 128 --new-tokens 64 --threads 2",
-				Flags: append(modelFlags(gen),
+				Flags: append(append(modelFlags(gen), loraFlags()...),
 					&cli.StringFlag{Name: "engine-dtype", Value: "f32", Usage: "precision of the decode engine: f32, or bf16 (a bf16 copy of the weights)"},
 					&cli.StringFlag{Name: "decode", Value: "auto", Usage: "decode path: auto, kernels (hand-written CPU step), fused (libtorch, fused weights) or unfused (libtorch, as before the kernels)"},
 					&cli.Float64Flag{Name: "bandwidth-gbs", Usage: "memory read bandwidth (GB/s) for bound_fraction, e.g. refbench peak's sum_gbs_read (0 = measure in-process)"},
 					&cli.BoolFlag{Name: "profile", Usage: "add step_ms: one decode step's time by phase (products, attention, sampling, other)"},
 				),
 				Action: func(c *cli.Context) error {
-					cfg := benchConfig(c)
+					cfg := withLoRA(c, benchConfig(c))
 					cfg.EngineDType = c.String("engine-dtype")
 					cfg.Decode, cfg.BandwidthGBs, cfg.Profile = c.String("decode"), c.Float64("bandwidth-gbs"), c.Bool("profile")
 					r, err := bench.Generate(cfg)
@@ -78,9 +99,9 @@ func benchCommand() *cli.Command {
 			{
 				Name:  "train",
 				Usage: "the learner's Update on a GRPO batch: old-logprob recompute, advantages, forward, PPO loss, backward, clip, AdamW (random weights); one JSON line",
-				Flags: modelFlags(tr),
+				Flags: append(modelFlags(tr), loraFlags()...),
 				Action: func(c *cli.Context) error {
-					r, err := bench.Train(benchConfig(c))
+					r, err := bench.Train(withLoRA(c, benchConfig(c)))
 					if err != nil {
 						return err
 					}

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"runtime"
+	"slices"
 
 	"github.com/agentrl/agentrl/torch"
 )
@@ -45,6 +46,16 @@ type Config struct {
 	BandwidthGBs float64 `json:"-"`
 	// Profile adds the decode step's time by phase (step_ms) to the result.
 	Profile bool `json:"-"`
+	// LoRARank > 0 benchmarks LoRA adapters of that rank over the random
+	// base (torch.NewLoRAModel): Train trains the adapters alone (the
+	// optimizer holds only them), Generate decodes from the merged weights
+	// (torch.NewMergedModel). 0 is full fine-tuning.
+	LoRARank int `json:"lora_rank,omitempty"`
+	// LoRAAlpha is lora_alpha (0: twice the rank), LoRATargets the adapted
+	// projections (none: all of torch.LoRATargets, PEFT's all-linear); the
+	// result's config holds them resolved.
+	LoRAAlpha   float64  `json:"lora_alpha,omitempty"`
+	LoRATargets []string `json:"lora_targets,omitempty"`
 }
 
 // DefaultLogitsChunk is the presets' and the CLI's logits chunk, the
@@ -99,7 +110,39 @@ func (c Config) validate() error {
 	if c.Hidden%c.Heads != 0 {
 		return fmt.Errorf("bench config: hidden (%d) must be a multiple of heads (%d)", c.Hidden, c.Heads)
 	}
+	if c.LoRARank < 0 {
+		return fmt.Errorf("bench config: lora_rank must not be negative (0 is full fine-tuning), got %d", c.LoRARank)
+	}
+	if l := c.lora(); l != nil {
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("bench config: %w", err)
+		}
+	}
 	return nil
+}
+
+// withLoRADefaults resolves LoRAAlpha 0 to twice the rank and no
+// LoRATargets to all of them, when LoRARank > 0.
+func (c Config) withLoRADefaults() Config {
+	if c.LoRARank <= 0 {
+		return c
+	}
+	if c.LoRAAlpha == 0 {
+		c.LoRAAlpha = 2 * float64(c.LoRARank)
+	}
+	if len(c.LoRATargets) == 0 {
+		c.LoRATargets = slices.Clone(torch.LoRATargets)
+	}
+	return c
+}
+
+// lora is the adapters' shape (after withLoRADefaults), nil for full
+// fine-tuning.
+func (c Config) lora() *torch.LoRA {
+	if c.LoRARank <= 0 {
+		return nil
+	}
+	return &torch.LoRA{Rank: c.LoRARank, Alpha: c.LoRAAlpha, Targets: c.LoRATargets}
 }
 
 // threads resolves Threads 0 to the number of cores.

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -40,7 +41,7 @@ func TestPresets(t *testing.T) {
 	}
 	want := Config{Vocab: 2048, Hidden: 256, Inter: 688, Layers: 4, Heads: 8, KVHeads: 4,
 		Batch: 16, PromptLen: 64, NewTokens: 128, SeqLen: 256, Threads: 2, Repeats: 3, LogitsChunk: 256}
-	if g != want {
+	if !reflect.DeepEqual(g, want) {
 		t.Errorf("small generate %+v, want %+v", g, want)
 	}
 	tr, err := Preset("medium", "train")
@@ -49,7 +50,7 @@ func TestPresets(t *testing.T) {
 	}
 	want = Config{Vocab: 32000, Hidden: 768, Inter: 2048, Layers: 12, Heads: 12, KVHeads: 4,
 		Batch: 4, PromptLen: 128, NewTokens: 64, SeqLen: 512, Threads: 2, Repeats: 3, LogitsChunk: 256}
-	if tr != want {
+	if !reflect.DeepEqual(tr, want) {
 		t.Errorf("medium train %+v, want %+v", tr, want)
 	}
 	if _, err := Preset("large", "train"); err == nil || !strings.Contains(err.Error(), "large") {

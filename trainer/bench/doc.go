@@ -36,6 +36,12 @@
 // (0: whole), as model.logits_chunk does in training, with activation
 // checkpointing when Config.Checkpointing.
 //
+// With Config.LoRARank > 0 both benchmark LoRA over the random model:
+// Train updates adapters (torch.NewLoRAModel) while the base stays frozen,
+// the optimizer holding the adapters alone (Result.TrainableParams counts
+// them), and Generate decodes from the merged weights
+// (torch.NewMergedModel), as rollouts of LoRA training do.
+//
 // Both build a Qwen2-style model (q/k/v biases, an lm_head untied unless
 // Config.Tied, head_dim = Hidden/Heads) in float32 on the CPU, run one warm-up and then Repeats
 // measured runs, and report medians, with the process CPU time beside the

@@ -12,6 +12,7 @@ import (
 // tokens prefilled into slots 0..Batch-1, then NewTokens decode steps of all
 // slots together at temperature 1 (see the package doc for the rates).
 func Generate(cfg Config) (Result, error) {
+	cfg = cfg.withLoRADefaults()
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
 	}
@@ -56,6 +57,14 @@ func generate(cfg Config) (Result, error) {
 			return Result{}, err
 		}
 		m = cp
+	}
+	if l := cfg.lora(); l != nil {
+		merged, err := mergedModel(m, *l)
+		if err != nil {
+			return Result{}, fmt.Errorf("bench generate: %w", err)
+		}
+		defer merged.Free()
+		m = merged
 	}
 	e, err := torch.NewEngine(m, cfg.Batch, maxLen)
 	if err != nil {
@@ -107,6 +116,18 @@ func generate(cfg Config) (Result, error) {
 	res.BoundTokensPerS = float64(cfg.Batch) * res.ReadGBs * 1e9 / float64(res.WeightBytesPerStep)
 	res.BoundFraction = res.DecodeTokensPerS / res.BoundTokensPerS
 	return res, nil
+}
+
+// mergedModel is the model rollouts decode from when training adapters l
+// over base: base's weights with l's fresh adapters merged into the
+// targets (new tensors; the rest shared with base).
+func mergedModel(base *torch.Model, l torch.LoRA) (*torch.Model, error) {
+	lm, err := torch.NewLoRAModel(base, l, false, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer lm.Free()
+	return torch.NewMergedModel(lm)
 }
 
 var decodePaths = map[string]torch.DecodePath{"auto": torch.DecodeAuto, "kernels": torch.DecodeKernels,

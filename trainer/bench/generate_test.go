@@ -1,6 +1,9 @@
 package bench
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestGenerateTiny(t *testing.T) {
 	cfg := tiny()
@@ -76,5 +79,24 @@ func TestGenerateResolvesAllThreads(t *testing.T) {
 	}
 	if r.Config.Threads != cfg.threads() || r.Config.Threads < 1 {
 		t.Errorf("threads 0 ran as %d, want the core count %d", r.Config.Threads, cfg.threads())
+	}
+}
+
+// With --lora-rank generation decodes from the merged weights of fresh
+// adapters on q_proj and v_proj: it runs on the fused path like the base
+// (head_dim 8), reads as many weight bytes per step (75392, worked out in
+// TestGenerateTiny), and its config says what it measured.
+func TestGenerateLoRA(t *testing.T) {
+	cfg := tiny()
+	cfg.Repeats, cfg.BandwidthGBs, cfg.LoRARank, cfg.LoRATargets = 1, 10, 4, []string{"v_proj", "q_proj"}
+	r, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.DecodePath != "fused" || r.WeightBytesPerStep != 75392 || !(r.DecodeTokensPerS > 0) {
+		t.Errorf("decode path %q, weight bytes %d, decode rate %v", r.DecodePath, r.WeightBytesPerStep, r.DecodeTokensPerS)
+	}
+	if c := r.Config; c.LoRARank != 4 || c.LoRAAlpha != 8 || !slices.Equal(c.LoRATargets, []string{"v_proj", "q_proj"}) {
+		t.Errorf("config lora %d %v %v", c.LoRARank, c.LoRAAlpha, c.LoRATargets)
 	}
 }

@@ -41,6 +41,9 @@ type Result struct {
 	Loss        float64 `json:"loss,omitempty"`         // PPO loss of the last run
 	GradNorm    float64 `json:"grad_norm,omitempty"`    // gradient norm before clipping, last run
 	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`  // the process's peak resident memory after the runs, MB
+	// TrainableParams counts the values the optimizer trains: every weight,
+	// or with LoRA the adapters alone.
+	TrainableParams int64 `json:"trainable_params,omitempty"`
 }
 
 // StepPhases is a decode step's time by phase (see torch.StepProfile).

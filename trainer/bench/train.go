@@ -21,6 +21,7 @@ const (
 // Train benchmarks the learner's Update on Batch trajectories of SeqLen
 // tokens (see the package doc for what it includes).
 func Train(cfg Config) (Result, error) {
+	cfg = cfg.withLoRADefaults()
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
 	}
@@ -48,6 +49,20 @@ func train(cfg Config) (Result, error) {
 	m, err := torch.NewRandomModel(cfg.model(cfg.SeqLen), torch.Float32, torch.CPU, false, 1)
 	if err != nil {
 		return Result{}, fmt.Errorf("bench train: model: %w", err)
+	}
+	if l := cfg.lora(); l != nil {
+		// The LoRA model keeps the base's weights alive on its own.
+		lm, err := torch.NewLoRAModel(m, *l, false, 1)
+		m.Free()
+		if err != nil {
+			return Result{}, fmt.Errorf("bench train: %w", err)
+		}
+		m = lm
+	}
+	trainable, err := paramCount(m)
+	if err != nil {
+		m.Free()
+		return Result{}, fmt.Errorf("bench train: %w", err)
 	}
 	if err := m.SetCheckpointing(cfg.Checkpointing); err != nil {
 		m.Free()
@@ -78,7 +93,23 @@ func train(cfg Config) (Result, error) {
 	}
 	res := trainResult(cfg, runs)
 	res.PeakRSSMB = peakRSSMB()
+	res.TrainableParams = trainable
 	return res, nil
+}
+
+// paramCount is the number of values in m's parameters: what the
+// optimizer trains (a LoRA model's adapters only).
+func paramCount(m *torch.Model) (int64, error) {
+	ps, err := m.Params()
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, p := range ps {
+		n += p.Numel()
+		p.Free()
+	}
+	return n, nil
 }
 
 // trainSettings are GRPO's update as one optimizer step over the whole
