@@ -14,8 +14,10 @@ import (
 
 // A checkpoint is a folder <run>/checkpoints/iter-NNNNNN holding:
 //
-//	policy/                  the policy as a Hugging Face folder, with its tokenizer
-//	critic/                  a separate critic (value head in value_head.safetensors)
+//	policy/                  the policy as a Hugging Face folder, with its tokenizer; with
+//	                         model.lora a PEFT adapter folder (the base is model.path or <run>/base)
+//	critic/                  a separate critic (value head in value_head.safetensors); with
+//	                         model.lora its adapters as a PEFT folder
 //	optimizer.safetensors    AdamW moments per parameter (<name>.exp_avg, .exp_avg_sq), the f32
 //	                         master weights of bf16/f16 parameters (<name>.master), steps in the metadata
 //	critic_optimizer.safetensors
@@ -192,7 +194,11 @@ func (t *Trainer) exportFinal() error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
-	if err := t.exportPolicy(tmp); err != nil {
+	export := t.exportPolicy
+	if t.base != nil && t.cfg.Model.LoRA.Merge {
+		export = func(dir string) error { return t.exportAdapters(dir, true) }
+	}
+	if err := export(tmp); err != nil {
 		return err
 	}
 	stage("final")
@@ -202,8 +208,12 @@ func (t *Trainer) exportFinal() error {
 	return os.Rename(tmp, final)
 }
 
-// exportPolicy writes the policy and its tokenizer as a Hugging Face folder.
+// exportPolicy writes the policy and its tokenizer as a Hugging Face
+// folder, or with LoRA as a PEFT adapter folder.
 func (t *Trainer) exportPolicy(dir string) error {
+	if t.base != nil {
+		return t.exportAdapters(dir, false)
+	}
 	if err := t.learner.Policy().Save(dir); err != nil {
 		return err
 	}

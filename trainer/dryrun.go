@@ -30,9 +30,10 @@ type DryRunReport struct {
 	Warnings    []string
 }
 
-// MemoryEstimate is a rough device-memory budget in bytes.
+// MemoryEstimate is a rough device-memory budget in bytes. Merged is the
+// LoRA decode model's copy of the target weights (0 without LoRA).
 type MemoryEstimate struct {
-	Weights, Grads, Optimizer, Reference, Critic, KVCache, Activations, Total int64
+	Weights, Grads, Optimizer, Reference, Critic, KVCache, Activations, Merged, Total int64
 }
 
 // paramCount is the number of weights of a Qwen2/Llama config.
@@ -123,7 +124,10 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	c := r.Model
 	m.KVCache = 2 * int64(c.Layers) * int64(cfg.Rollout.Slots) * int64(cfg.Env.MaxTokens+1) * int64(c.KVHeads*c.HeadDim) * b
 	m.Activations = activationBytes(c, cfg.Algorithm.MicroBatch, cfg.Env.MaxTokens, cfg.Model.LogitsChunk, cfg.Model.Checkpointing)
-	m.Total = m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations
+	if cfg.Model.LoRA.On() {
+		loraMemory(m, c, cfg, r.Params, b)
+	}
+	m.Total = m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations + m.Merged
 	return r, nil
 }
 

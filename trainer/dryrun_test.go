@@ -26,12 +26,17 @@ type exampleSpec struct {
 	group     int
 	miniBatch int // trajectories: 64 questions x group
 	klMode    string
-	critic    bool // a separate critic model is trained
+	critic    bool    // a separate critic model is trained
+	lr        float64 // the policy's learning rate: Agent-R1's 1e-6 for full fine-tuning
+	lora      int     // the adapters' rank (0: full fine-tuning)
 }
 
 var exampleConfigs = []exampleSpec{
-	{file: "qwen2.5-3b-hotpotqa-grpo.yaml", estimator: "grpo", group: 5, miniBatch: 64 * 5, klMode: "loss"},
-	{file: "qwen2.5-3b-hotpotqa-ppo.yaml", estimator: "gae", group: 1, miniBatch: 64, klMode: "reward", critic: true},
+	{file: "qwen2.5-3b-hotpotqa-grpo.yaml", estimator: "grpo", group: 5, miniBatch: 64 * 5, klMode: "loss", lr: 1e-6},
+	{file: "qwen2.5-3b-hotpotqa-ppo.yaml", estimator: "gae", group: 1, miniBatch: 64, klMode: "reward", critic: true, lr: 1e-6},
+	// LoRA r=16 on all linear layers learns at 1e-5 (ten times the full
+	// fine-tune's, as LoRA recipes do).
+	{file: "qwen2.5-3b-hotpotqa-ppo-lora.yaml", estimator: "gae", group: 1, miniBatch: 64, klMode: "reward", critic: true, lr: 1e-5, lora: 16},
 }
 
 // The fixture qwen2-tiny-a (its README and config.json): vocab 384, hidden
@@ -114,6 +119,19 @@ func TestDryRunExamples(t *testing.T) {
 	}
 }
 
+// Every config in examples/ is dry-run by TestDryRunExamples.
+func TestExampleConfigsListed(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "examples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples/*.yaml (%v)", err)
+	}
+	for _, f := range files {
+		if !slices.ContainsFunc(exampleConfigs, func(e exampleSpec) bool { return e.file == filepath.Base(f) }) {
+			t.Errorf("%s is not in exampleConfigs: TestDryRunExamples does not check it", f)
+		}
+	}
+}
+
 // checkAsShipped checks the example as a user gets it: valid, aimed at the
 // Docker image's volumes and a CUDA device, with Agent-R1's settings.
 func checkAsShipped(t *testing.T, cfg config.Config, ex exampleSpec) {
@@ -138,9 +156,12 @@ func checkAsShipped(t *testing.T, cfg config.Config, ex exampleSpec) {
 		t.Errorf("eval %s, want MuSiQue (out of domain)", cfg.Data.Eval[0])
 	}
 	a, o := cfg.Algorithm, cfg.Optim
-	if cfg.Rollout.BatchSize != 128 || a.MiniBatch != ex.miniBatch || o.LR != 1e-6 || a.KLCoef != 0.001 || cfg.Env.MaxTurns != 5 {
-		t.Errorf("batch %d, mini-batch %d, lr %g, kl %g, turns %d; want 128, %d, 1e-6, 0.001, 5",
-			cfg.Rollout.BatchSize, a.MiniBatch, o.LR, a.KLCoef, cfg.Env.MaxTurns, ex.miniBatch)
+	if cfg.Rollout.BatchSize != 128 || a.MiniBatch != ex.miniBatch || o.LR != ex.lr || a.KLCoef != 0.001 || cfg.Env.MaxTurns != 5 {
+		t.Errorf("batch %d, mini-batch %d, lr %g, kl %g, turns %d; want 128, %d, %g, 0.001, 5",
+			cfg.Rollout.BatchSize, a.MiniBatch, o.LR, a.KLCoef, cfg.Env.MaxTurns, ex.miniBatch, ex.lr)
+	}
+	if l := cfg.Model.LoRA; l.Rank != ex.lora || (ex.lora > 0 && !slices.Equal(l.TargetModules, []string{"all-linear"})) {
+		t.Errorf("model.lora rank %d on %v, want %d (all-linear when on)", l.Rank, l.TargetModules, ex.lora)
 	}
 	if a.Estimator != ex.estimator || cfg.Rollout.GroupSize != ex.group || a.KLMode != ex.klMode {
 		t.Errorf("estimator %s, group %d, kl mode %s; want %s, %d, %s", a.Estimator, cfg.Rollout.GroupSize, a.KLMode, ex.estimator, ex.group, ex.klMode)
@@ -157,6 +178,10 @@ func checkAsShipped(t *testing.T, cfg config.Config, ex exampleSpec) {
 // layer, slot and position of the budget.
 func checkMemory(t *testing.T, m MemoryEstimate, cfg config.Config, ex exampleSpec) {
 	t.Helper()
+	if ex.lora > 0 {
+		checkLoRAMemory(t, m, cfg)
+		return
+	}
 	w := int64(fixtureParams * 4)
 	var critic int64
 	if ex.critic {
@@ -337,5 +362,62 @@ func TestTrainingStateZeRO(t *testing.T) {
 		if g != c.grads || o != c.optimizer {
 			t.Errorf("%d bytes, %d ranks, stage %d: grads %d optimizer %d, want %d and %d", c.b, c.world, c.zero, g, o, c.grads, c.optimizer)
 		}
+	}
+}
+
+// The fixture's adapters at r=16 on all linear layers (hidden 64, q and o
+// 64 -> 64, k and v 64 -> 32, gate and up 64 -> 160, down 160 -> 64), by
+// hand: r (in + out) per target, 2048 + 1536 + 1536 + 2048 + 3584 * 3 =
+// 17920 a layer, 35840 for 2. The target weights, in x out: 4096 + 2048 +
+// 2048 + 4096 + 10240 * 3 = 43008 a layer, 86016 for 2. The value head:
+// 64 + 1 = 65.
+const (
+	fixtureAdapters = 35840
+	fixtureTargets  = 86016
+	fixtureHead     = 65
+)
+
+// checkLoRAMemory checks the LoRA example's estimate on the fixture in
+// f32: the base's weights once and the policy's adapters, their gradients
+// and two AdamW moments, no reference, the critic's adapters and value
+// head with theirs, the merged copy of the target weights, and the KV
+// cache and activations of a full fine-tune.
+func checkLoRAMemory(t *testing.T, m MemoryEstimate, cfg config.Config) {
+	t.Helper()
+	kv := int64(2*fixtureLayers*cfg.Rollout.Slots*(cfg.Env.MaxTokens+1)*fixtureKVWidth) * 4
+	want := MemoryEstimate{
+		Weights: (fixtureParams + fixtureAdapters) * 4, Grads: fixtureAdapters * 4, Optimizer: 2 * fixtureAdapters * 4,
+		Critic: 4 * (fixtureAdapters + fixtureHead) * 4, KVCache: kv, Merged: fixtureTargets * 4, Activations: m.Activations,
+	}
+	want.Total = want.Weights + want.Grads + want.Optimizer + want.Critic + want.KVCache + want.Merged + want.Activations
+	if m != want {
+		t.Errorf("memory %+v, want %+v", m, want)
+	}
+	if m.Activations <= 0 {
+		t.Errorf("activations %d, want > 0", m.Activations)
+	}
+}
+
+// loraMemory with a bf16 base (2 bytes a weight) and the value head on the
+// policy: the fixture's 135744 weights at 2 bytes, the adapters and the
+// head in f32, (35840 + 65) * 4 = 143620 bytes, as much again in
+// gradients and twice in moments, no critic of its own, and the merged
+// targets at 2 bytes, 172032.
+func TestLoRAMemoryBF16Shared(t *testing.T) {
+	c := torch.Config{Vocab: 384, Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16}
+	cfg := config.Default()
+	cfg.Model.LoRA.Rank, cfg.Model.LoRA.TargetModules = 16, []string{"all-linear"}
+	cfg.Algorithm.Estimator, cfg.Model.Critic = "gae", "shared"
+	var m MemoryEstimate
+	loraMemory(&m, c, cfg, fixtureParams, 2)
+	want := MemoryEstimate{Weights: 271488 + 143620, Grads: 143620, Optimizer: 287240, Merged: 172032}
+	if m != want {
+		t.Errorf("memory %+v, want %+v", m, want)
+	}
+	// q_proj and v_proj alone, r 8: 8 (64 + 64) + 8 (64 + 32) = 1792 a
+	// layer, 3584 in all; targets 4096 + 2048 = 6144 a layer, 12288.
+	cfg.Model.LoRA.Rank, cfg.Model.LoRA.TargetModules = 8, []string{"v_proj", "q_proj"}
+	if a, w := loraCounts(c, 8, cfg.Model.LoRA.Targets()); a != 3584 || w != 12288 {
+		t.Errorf("q_proj, v_proj at r 8: %d adapter numbers, %d target weights; want 3584, 12288", a, w)
 	}
 }

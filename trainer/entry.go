@@ -9,6 +9,9 @@ import (
 // world's scripted demonstrations) and writes the policy as a Hugging Face
 // folder to out.
 func (t *Trainer) SFT(ctx context.Context, out string) error {
+	if t.base != nil {
+		return fmt.Errorf("sft: model.lora is set, but the warm start trains the whole model: run trainer sft without model.lora, then train adapters over its output")
+	}
 	if t.cfg.SFT.Data == "" && (t.data.world == nil || t.cfg.SFT.Demos <= 0) {
 		return fmt.Errorf("sft: no demonstrations: give sft.data (a JSONL file), or use the synthetic world")
 	}

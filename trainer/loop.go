@@ -97,6 +97,9 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*Results, erro
 		if err := t.freezeReference(); err != nil {
 			return nil, err
 		}
+		if err := t.saveBase(); err != nil {
+			return nil, err
+		}
 		if err := t.iterationZero(ctx); err != nil {
 			return nil, err
 		}
@@ -283,7 +286,7 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	}
 	total := (len(seqs) + c.Batch - 1) / c.Batch * c.Epochs
 	bar := t.bar("warm start (SFT)", total)
-	st, err := learner.SFT(t.learner.Policy(), t.dist, seqs, learner.SFTConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
+	st, err := learner.SFT(t.warmStartModel(), t.dist, seqs, learner.SFTConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
 		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm, Zero: t.cfg.Dist.Zero,
 		Before: func() error {
 			if err := ctx.Err(); err != nil {
@@ -313,6 +316,10 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	}
 	t.log.Info().Int("demos", st.Sequences).Int("dropped_too_long", dropped).Int("steps", st.Steps).Int("skipped", st.Skipped).
 		Float64("loss_first", st.FirstLoss).Float64("loss_last", st.LastLoss).Msg("warm start done")
+	if t.base != nil {
+		t.baseTrained = true // the adapters (and a LoRA critic's) sit on it as it is now
+		return nil
+	}
 	if t.learner.Mode() == learner.SeparateCritic {
 		return t.learner.Critic().CopyWeightsFrom(t.learner.Policy())
 	}
@@ -523,6 +530,9 @@ func (t *Trainer) learn(iter int, train []*trajectory.Trajectory, m map[string]f
 		return nil
 	}
 	if err := torch.EmptyCache(); err != nil {
+		return err
+	}
+	if err := t.seedDropout(iter); err != nil {
 		return err
 	}
 	t0 := time.Now()

@@ -31,6 +31,9 @@ func (t *Trainer) sharedCritic() bool { return t.needsCritic() && t.cfg.Model.Cr
 // loadModels loads or creates the policy, the critic and the reference,
 // and hands them to the learner, which builds their optimizers.
 func (t *Trainer) loadModels(ck string) error {
+	if t.cfg.Model.LoRA.On() {
+		return t.loadLoRAModels(ck)
+	}
 	policy, err := t.loadPolicy(ck)
 	if err != nil {
 		return err
@@ -176,7 +179,8 @@ func (t *Trainer) learnerSettings() learner.Settings {
 
 // freezeReference makes the KL reference a frozen copy of the policy as it
 // is now (after the warm start) and saves it with the run, so a resumed
-// run uses the same reference.
+// run uses the same reference. With LoRA the reference is the base, set
+// when the models were loaded.
 func (t *Trainer) freezeReference() error {
 	if !t.needsRef() || t.learner.Reference() != nil {
 		return nil

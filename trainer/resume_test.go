@@ -34,6 +34,7 @@ const (
 	resumePauseEnv = "AGENTRL_RESUME_CHILD_PAUSE" // the iterations whose rollout the child pauses in
 	resumeStopEnv  = "AGENTRL_RESUME_CHILD_STOP"  // the iteration in whose rollout the child is asked to stop (Ctrl-C)
 	resumeKillEnv  = "AGENTRL_RESUME_CHILD_KILL"  // "stage:n": the child SIGKILLs itself at the n-th checkpoint stage
+	resumeLoRAEnv  = "AGENTRL_RESUME_LORA"        // set: resumeConfig trains LoRA adapters (TestResumeLoRA)
 	resumeIters    = 4
 )
 
@@ -63,6 +64,14 @@ func resumeConfig(dir string) config.Config {
 	c.Optim.WarmupSteps = 2
 	c.Eval.MaxEval = 4
 	c.Eval.Baselines = false
+	if os.Getenv(resumeLoRAEnv) != "" {
+		// Adapters over the warm-started tiny base (saved as <run>/base),
+		// a critic of its own adapters, the KL to the base, and dropout,
+		// whose masks a resume must draw again alike.
+		c.Run.Name = "resume-lora"
+		c.Model.LoRA.Rank, c.Model.LoRA.Alpha, c.Model.LoRA.Dropout = 4, 8, 0.1
+		c.Optim.LR, c.Optim.CriticLR = 1e-3, 1e-3
+	}
 	return c
 }
 
@@ -398,6 +407,65 @@ func TestResume(t *testing.T) {
 		}
 		sameRun(t, ref, run)
 	})
+}
+
+// TestResumeLoRA is TestResume's first case for a LoRA run (adapters over
+// the warm-started base, a separate critic's adapters, the KL to the base,
+// dropout): killed mid-iteration 3, resumed from iteration 2's checkpoint
+// (whose policy/ and critic/ are PEFT adapter folders), it ends as the
+// uninterrupted run, bit for bit: final adapters, checkpoint, store.
+func TestResumeLoRA(t *testing.T) {
+	if err := torch.Check(); err != nil {
+		t.Skipf("libtorch shim not available: %v", err)
+	}
+	t.Setenv(resumeLoRAEnv, "1") // read by resumeConfig, here and in the child
+	// Both runs train in the same folder (the uninterrupted one is moved
+	// aside after), as the adapter folders name their base by its path.
+	dir := t.TempDir()
+	run := RunDir(resumeConfig(dir))
+	trainResumeConfig(t, dir, false)
+	ref := filepath.Join(t.TempDir(), "ref")
+	if err := os.Rename(run, ref); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"base/config.json", "final/adapter_config.json", "final/adapter_model.safetensors",
+		"checkpoints/iter-000004/policy/adapter_model.safetensors", "checkpoints/iter-000004/critic/adapter_model.safetensors",
+		"checkpoints/iter-000004/critic/value_head.safetensors"} {
+		if !pathExists(filepath.Join(ref, f)) {
+			t.Errorf("the LoRA run has no %s", f)
+		}
+	}
+	if pathExists(filepath.Join(ref, "ref")) {
+		t.Error("the LoRA run saved a ref/ copy: its reference is the base")
+	}
+	// The adapters trained: lora_B, zero at the start, is not any more.
+	r, err := safetensors.Open(filepath.Join(ref, "final", "adapter_model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	trained := false
+	for _, n := range r.Names() {
+		if strings.Contains(n, ".lora_B.") {
+			v, err := r.Float32s(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			trained = trained || slices.ContainsFunc(v, func(x float32) bool { return x != 0 })
+		}
+	}
+	if !trained {
+		t.Fatal("every lora_B of the final adapters is still zero: the run trained nothing to compare")
+	}
+	c := startChild(t, dir, "3")
+	c.waitFor(t, "pause in the rollout of iteration 3", func() bool { return pathExists(pausedFile(run, 3)) })
+	c.kill(t)
+	if !latestIs(run, 2) {
+		t.Fatalf("the killed run's latest checkpoint is not iteration 2")
+	}
+	trainResumeConfig(t, dir, true)
+	sameRun(t, ref, run)
+	sameFiles(t, filepath.Join(ref, "base"), filepath.Join(run, "base"))
 }
 
 // sameRun checks that a resumed run ended exactly as the uninterrupted

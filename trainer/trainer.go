@@ -64,6 +64,12 @@ type Trainer struct {
 	// fresh is true when the policy was created here (not loaded), so a
 	// warm start makes sense.
 	fresh bool
+	// base is the frozen model under the adapters with model.lora (nil
+	// without); baseDir the folder it was read from or saved to, and
+	// baseTrained says a warm start trained it (lora.go).
+	base        *torch.Model
+	baseDir     string
+	baseTrained bool
 }
 
 // runState is what a checkpoint needs besides the weights to continue a run
@@ -243,6 +249,7 @@ func (t *Trainer) Close() error {
 	}
 	t.engine.Free()
 	t.learner.Close()
+	t.base.Free() // the learner's reference when there is one: freed once
 	return first
 }
 

@@ -28,6 +28,7 @@ func chatCommand() *cli.Command {
 		Description: "Each line you type is a question; the agent's turns, tool calls and tool responses are shown as\n" +
 			"they happen.\n\nExamples:\n  trainer chat --of default   # run 'default''s final policy, shown what it was trained on\n" +
 			"  trainer chat --model runs/default/final --index runs/default/index.db\n" +
+			"  trainer chat --model Qwen2.5-3B-Instruct --adapter runs/lora/final   # a base plus a PEFT LoRA adapter\n" +
 			"  trainer chat --model Qwen2.5-3B-Instruct --tools search,calculator --index wiki.db --temperature 0.7\n" +
 			"  trainer chat --model DIR --config tools.yaml   # the tools.* and env.* of a trainer config: MCP servers, HTTP tools, code\n\n" +
 			"With --of RUN the run's saved config (<run-dir>/RUN/config.yaml) sets the tools (tools.*), whether their\n" +
@@ -37,6 +38,7 @@ func chatCommand() *cli.Command {
 			&cli.StringFlag{Name: "of", Usage: "chat with the final policy of run `RUN` under the run's saved config (its tools, schemas, env limits, rewards)"},
 			&cli.StringFlag{Name: "run-dir", Value: config.Default().Run.Dir, Usage: "folder holding the runs, for --of", TakesFile: true},
 			&cli.StringFlag{Name: "model", Usage: "Hugging Face model `DIR` (with its tokenizer); with --of, default: the run's final policy", TakesFile: true},
+			&cli.StringFlag{Name: "adapter", Usage: adapterFlagUsage, TakesFile: true},
 			&cli.StringSliceFlag{Name: "tools", Value: cli.NewStringSlice("search"), Usage: "registered tools the agent may call (with --of or --config, default: its tools.enabled)"},
 			&cli.StringFlag{Name: "config", Usage: "trainer config `FILE` whose tools and env sections are used: tools.enabled, tools.mcp servers, tools.http tools, tools.code limits, env limits and rewards", TakesFile: true},
 			&cli.StringFlag{Name: "index", Usage: "search index `DB` (for search and lookup; with --of or --config, default: its tools.search.index, or the run's index.db)", TakesFile: true},
@@ -73,11 +75,11 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 		return err
 	}
 	defer a.Close()
-	m, err := torch.LoadModel(dir, torch.Float32, dev, false)
+	m, free, err := loadPolicy(dir, cc.adapter, torch.Float32, dev)
 	if err != nil {
 		return err
 	}
-	defer m.Free()
+	defer free()
 	ecfg := a.Env
 	e, err := agent.NewEngine(m, torch.Float32, agent.Mode{}, 1, ecfg.MaxTokens+1)
 	if err != nil {
@@ -99,7 +101,11 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 		return "\x1b[" + code + "m" + s + "\x1b[0m"
 	}
 	sc := bufio.NewScanner(in)
-	fmt.Fprintf(out, "agentrl chat: %s with tools %s. Ask a question (Ctrl-D to quit).\n", dir, strings.Join(names, ", "))
+	label := dir
+	if cc.adapter != "" {
+		label = dir + " + adapter " + cc.adapter
+	}
+	fmt.Fprintf(out, "agentrl chat: %s with tools %s. Ask a question (Ctrl-D to quit).\n", label, strings.Join(names, ", "))
 	shown := "shown"
 	if !cc.showSchemas {
 		shown = "hidden"
@@ -148,6 +154,7 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 // system prompt lists the tools' schemas.
 type chatSetup struct {
 	model       string
+	adapter     string // a PEFT adapter folder over model ("" = none)
 	cfg         config.Config
 	index       string
 	showSchemas bool
@@ -157,7 +164,7 @@ type chatSetup struct {
 // the run named by --of (and its final policy), the trainer config of
 // --config, or the built-in defaults.
 func chatConfigOf(c *cli.Context) (chatSetup, error) {
-	cs := chatSetup{model: c.String("model"), cfg: config.Default(), showSchemas: true}
+	cs := chatSetup{model: c.String("model"), adapter: c.String("adapter"), cfg: config.Default(), showSchemas: true}
 	run, runDir := c.String("of"), ""
 	switch {
 	case run != "" && c.IsSet("config"):
@@ -170,7 +177,9 @@ func chatConfigOf(c *cli.Context) (chatSetup, error) {
 		}
 		cs.cfg, cs.showSchemas = saved, agent.SchemasShown(saved)
 		if cs.model == "" {
-			cs.model = filepath.Join(runDir, "final")
+			if cs.model, cs.adapter, err = runFinal(runDir); err != nil {
+				return cs, fmt.Errorf("chat --of %s: %w", run, err)
+			}
 		}
 	case c.IsSet("config"):
 		full, err := config.Load(c.String("config"))

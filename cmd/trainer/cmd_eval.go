@@ -16,9 +16,11 @@ func evalCommand() *cli.Command {
 		Name:  "eval",
 		Usage: "evaluate a policy (greedy) on the evaluation split, with the naive-RAG baseline",
 		Description: "Examples:\n  trainer eval --of default              # the final policy of run 'default', with its config\n" +
-			"  trainer eval --model-path runs/default/final --run-name my-eval",
+			"  trainer eval --model-path runs/default/final --run-name my-eval\n" +
+			"  trainer eval --model-path Qwen2.5-3B-Instruct --adapter runs/lora/final --run-name lora-eval",
 		Flags: append(configFlags(),
-			&cli.StringFlag{Name: "of", Usage: "evaluate the final policy of run `RUN` with the run's saved config"},
+			&cli.StringFlag{Name: "of", Usage: "evaluate the final policy of run `RUN` with the run's saved config (a LoRA run's: its base with its adapters)"},
+			&cli.StringFlag{Name: "adapter", Usage: adapterFlagUsage + "; sets model.lora from its adapter_config.json", TakesFile: true},
 		),
 		Action: func(c *cli.Context) error {
 			cfg := config.Default()
@@ -33,11 +35,25 @@ func evalCommand() *cli.Command {
 					return fmt.Errorf("eval --of %s: %w", run, err)
 				}
 				cfg = saved
-				cfg.Model.Path = filepath.Join(dir, "final")
+				model, adapter, err := runFinal(dir)
+				if err != nil {
+					return fmt.Errorf("eval --of %s: %w", run, err)
+				}
+				cfg.Model.Path, cfg.Model.LoRA = model, config.Default().Model.LoRA
+				if adapter != "" {
+					if err := loraFromAdapter(&cfg, adapter); err != nil {
+						return err
+					}
+				}
 				cfg.Run.Name = run + "-eval"
 			}
 			if err := config.ApplyFlags(c, &cfg); err != nil {
 				return err
+			}
+			if a := c.String("adapter"); a != "" {
+				if err := loraFromAdapter(&cfg, a); err != nil {
+					return err
+				}
 			}
 			cfg.Run.Resume, cfg.SFT.Data = false, ""
 			if cfg.Model.Path == "" {

@@ -29,11 +29,13 @@ func serveCommand() *cli.Command {
 			"127.0.0.1 unless --host says otherwise, and another address needs an API key that clients must send.\n\n" +
 			"Examples:\n  trainer serve --of default                  # run 'default''s final policy on http://127.0.0.1:8000/v1\n" +
 			"  trainer serve --model Qwen2.5-3B-Instruct --port 9000 --slots 32\n" +
+			"  trainer serve --model Qwen2.5-3B-Instruct --adapter runs/lora/final   # a base plus a PEFT LoRA adapter\n" +
 			"  AGENTRL_API_KEY=sk-... trainer serve --model DIR --host 0.0.0.0\n\n" +
 			"Then: OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_API_KEY=none any OpenAI client, model name as --name.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Usage: "Hugging Face model `DIR` (with its tokenizer)", TakesFile: true},
-			&cli.StringFlag{Name: "of", Usage: "serve the final policy of run `RUN`"},
+			&cli.StringFlag{Name: "adapter", Usage: adapterFlagUsage, TakesFile: true},
+			&cli.StringFlag{Name: "of", Usage: "serve the final policy of run `RUN` (a LoRA run's: its base with its adapters)"},
 			&cli.StringFlag{Name: "run-dir", Value: config.Default().Run.Dir, Usage: "folder holding the runs, for --of", TakesFile: true},
 			&cli.StringFlag{Name: "name", Usage: "the model's name in the API (default: the run's name, or the model folder's)"},
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on; beyond loopback an API key is required"},
@@ -50,17 +52,23 @@ func serveCommand() *cli.Command {
 }
 
 func serve(c *cli.Context) error {
-	dir, name := c.String("model"), c.String("name")
+	dir, adapter, name := c.String("model"), c.String("adapter"), c.String("name")
 	switch run := c.String("of"); {
-	case run != "" && dir != "":
-		return exitErr("serve: give --of RUN or --model DIR, not both")
+	case run != "" && (dir != "" || adapter != ""):
+		return exitErr("serve: give --of RUN or --model DIR (and --adapter DIR), not both")
 	case run != "":
-		dir = filepath.Join(c.String("run-dir"), run, "final")
+		var err error
+		if dir, adapter, err = runFinal(filepath.Join(c.String("run-dir"), run)); err != nil {
+			return fmt.Errorf("serve --of %s: %w", run, err)
+		}
 		if name == "" {
 			name = run
 		}
 	case dir == "":
 		return exitErr("serve: give --of RUN or --model DIR")
+	}
+	if name == "" && adapter != "" {
+		name = filepath.Base(filepath.Clean(adapter))
 	}
 	if name == "" {
 		name = filepath.Base(filepath.Clean(dir))
@@ -93,11 +101,17 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := torch.LoadModel(dir, torch.Float32, dev, false)
+	// A plain model decodes from a copy in dtype; a base with adapters is
+	// loaded in dtype and decodes from its merged weights.
+	ldt := torch.Float32
+	if adapter != "" {
+		ldt = dtype
+	}
+	m, free, err := loadPolicy(dir, adapter, ldt, dev)
 	if err != nil {
 		return err
 	}
-	defer m.Free()
+	defer free()
 	window := c.Int("context")
 	if window == 0 {
 		window = min(m.Config.MaxPositions, 4096)

@@ -114,6 +114,9 @@ func dryRun(c *cli.Context, cfg config.Config) error {
 	m := r.Memory
 	parts := map[string]int64{"weights": m.Weights, "grads": m.Grads, "optimizer": m.Optimizer, "reference": m.Reference,
 		"critic": m.Critic, "kv cache": m.KVCache, "activations": m.Activations}
+	if m.Merged > 0 {
+		parts["merged decode weights"] = m.Merged
+	}
 	keys := make([]string, 0, len(parts))
 	for k := range parts {
 		keys = append(keys, k)

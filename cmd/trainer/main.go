@@ -35,7 +35,7 @@ func main() {
 		Commands: []*cli.Command{
 			trainCommand(), sftCommand(), evalCommand(), indexCommand(), searchCommand(),
 			rolloutsCommand(), reportCommand(), benchCommand(), configCommand(), chatCommand(), serveCommand(),
-			experimentCommand(), inspectCommand(),
+			experimentCommand(), inspectCommand(), mergeCommand(),
 		},
 		EnableBashCompletion: true,
 		Version:              buildInfo(),

@@ -42,8 +42,10 @@ func TinyConfig(c config.TinyConfig, tok *tokenizer.Tokenizer) torch.Config {
 }
 
 // Engine is the KV-cache engine an agent decodes with: over the policy
-// itself, or over a copy of it in another precision (rollout.dtype), which
-// Sync refreshes from the policy.
+// itself, or over a copy of it in another precision (rollout.dtype), or,
+// for a policy with LoRA adapters, over a model of its merged weights
+// (torch.NewMergedModel: the adapters are never run per token), which Sync
+// refreshes from the policy.
 type Engine struct {
 	*torch.Engine
 	policy, copy *torch.Model // copy is nil when the engine decodes from the policy
@@ -51,13 +53,20 @@ type Engine struct {
 
 // NewEngine makes the engine of slots sequences of up to maxLen tokens
 // over policy, decoding in dtype: from policy itself when that is its
-// precision, else from a copy in dtype (in mode), refreshed by Sync.
+// precision, else from a copy in dtype (in mode), refreshed by Sync. A
+// LoRA policy decodes from its merged weights, in its base's dtype
+// (dtype is not used).
 func NewEngine(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int) (*Engine, error) {
 	e := &Engine{policy: policy}
 	decoder := policy
-	if dtype != policy.DType {
+	if policy.LoRA() != nil || dtype != policy.DType {
 		var err error
-		if e.copy, err = torch.NewModel(policy.Config, dtype, policy.Device, false); err != nil {
+		if policy.LoRA() != nil {
+			e.copy, err = torch.NewMergedModel(policy)
+		} else {
+			e.copy, err = torch.NewModel(policy.Config, dtype, policy.Device, false)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if err := mode.Apply(e.copy); err != nil {
@@ -75,10 +84,14 @@ func NewEngine(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen 
 }
 
 // Sync copies the policy's current weights into the copy the engine
-// decodes from, when it decodes from a copy.
+// decodes from, when it decodes from a copy: for a LoRA policy, merges its
+// current adapters into the target weights.
 func (e *Engine) Sync() error {
-	if e.copy == nil {
+	switch {
+	case e.copy == nil:
 		return nil
+	case e.policy.LoRA() != nil:
+		return e.copy.MergeFrom(e.policy)
 	}
 	return e.copy.CopyWeightsFrom(e.policy)
 }

@@ -79,7 +79,19 @@ type ModelConfig struct {
 	CriticPath    string     `yaml:"critic_path" default:"" doc:"model folder of a separate critic (\"\" = start from the policy's weights)"`
 	Checkpointing bool       `yaml:"checkpointing" default:"false" doc:"activation checkpointing in the training forward: recompute each layer in the backward pass (less memory, about a third more compute)"`
 	LogitsChunk   int        `yaml:"logits_chunk" default:"256" doc:"tokens per chunk of the LM head in the training, logprob and reference forwards: the taken tokens' logprobs and entropies are computed a chunk at a time and recomputed in the backward pass, so the [tokens x vocabulary] logits are never held whole (0 = all at once)"`
-	RefPath       string     `yaml:"ref_path" default:"" doc:"model folder of the KL reference (\"\" = copy of the initial policy)"`
+	RefPath       string     `yaml:"ref_path" default:"" doc:"model folder of the KL reference (\"\" = copy of the initial policy; with model.lora, the base itself, adapters off)"`
+	LoRA          LoRAConfig `yaml:"lora" doc:"low-rank adapters (PEFT's LoRA) over a frozen base: only the adapters train (docs/lora.md)"`
+}
+
+// LoRAConfig trains low-rank adapters over the frozen base model, as PEFT's
+// LoraConfig: rank r, lora_alpha, lora_dropout, target_modules.
+type LoRAConfig struct {
+	Rank          int      `yaml:"rank" default:"0" doc:"adapter rank r (0 = off: full fine-tuning)"`
+	Alpha         float64  `yaml:"alpha" default:"32" doc:"lora_alpha: the adapters' update is scaled by alpha / rank"`
+	Dropout       float64  `yaml:"dropout" default:"0" doc:"lora_dropout on the adapters' input while training, in [0, 1) (> 0 needs model.checkpointing off)"`
+	TargetModules []string `yaml:"target_modules" default:"[all-linear]" doc:"projections adapted, by Hugging Face name (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj), or all-linear for all of them (the LM head never)"`
+	Path          string   `yaml:"path" default:"" doc:"PEFT adapter folder to start from (adapter_config.json, adapter_model.safetensors) over model.path; its r, lora_alpha, lora_dropout and target_modules must equal the keys above (\"\" = fresh adapters)"`
+	Merge         bool     `yaml:"merge" default:"false" doc:"the final export (<run>/final) is a full Hugging Face model folder with the adapters merged in, instead of the PEFT adapter folder"`
 }
 
 // TinyConfig is the shape of a freshly created Qwen2-style model.

@@ -116,6 +116,7 @@ func (c *Config) validateModel(p *problems) {
 	if c.Model.Critic == "shared" && c.Model.CriticPath != "" {
 		p.add("model.critic_path", "%q, but model.critic is shared (the value head sits on the policy)", c.Model.CriticPath)
 	}
+	c.validateLoRA(p)
 }
 
 func (c *Config) validateData(p *problems) {

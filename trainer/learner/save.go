@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/torch/peft"
 	"github.com/agentrl/agentrl/torch/safetensors"
 )
 
@@ -13,7 +14,7 @@ import (
 const (
 	optimizerFile       = "optimizer.safetensors"        // the policy's AdamW
 	criticOptimizerFile = "critic_optimizer.safetensors" // a separate critic's AdamW
-	criticDir           = "critic"                       // a separate critic, as a Hugging Face folder
+	criticDir           = "critic"                       // a separate critic, as a Hugging Face folder (LoRA: a PEFT adapter folder)
 )
 
 // CriticDir is where Save puts a separate critic's weights under dir.
@@ -61,7 +62,7 @@ func (l *Learner) Save(dir string, st *OptimizerState) error {
 	if l.mode != SeparateCritic {
 		return nil
 	}
-	if err := l.critic.Save(CriticDir(dir)); err != nil {
+	if err := saveCritic(l.critic, CriticDir(dir)); err != nil {
 		return err
 	}
 	return safetensors.Write(filepath.Join(dir, criticOptimizerFile), st.critic.tensors, st.critic.meta)
@@ -81,6 +82,15 @@ func (l *Learner) Load(dir string, steps int) error {
 	}
 	l.steps = steps
 	return nil
+}
+
+// saveCritic writes a separate critic as a Hugging Face folder, or a LoRA
+// critic as a PEFT adapter folder (naming no base: it is the policy's).
+func saveCritic(c *torch.Model, dir string) error {
+	if c.LoRA() != nil {
+		return peft.Save(dir, c, "")
+	}
+	return c.Save(dir)
 }
 
 // gatherOptimizer collects AdamW's moments as <param>.exp_avg/.exp_avg_sq

@@ -1,0 +1,212 @@
+package peft
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/torch/safetensors"
+)
+
+// Save writes lora's adapters to the folder dir as PEFT does:
+// adapter_config.json (baseName as base_model_name_or_path) and
+// adapter_model.safetensors, and a value head in value_head.safetensors.
+// Each file is written atomically; other files in dir are left alone.
+func Save(dir string, lora *torch.Model, baseName string) error {
+	c := lora.LoRA()
+	if c == nil {
+		return fmt.Errorf("peft save %s: the model has no adapters", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("peft save: %w", err)
+	}
+	var adapters, head []safetensors.Tensor
+	for _, name := range lora.Names() {
+		st, err := tensorOf(lora, name)
+		if err != nil {
+			return fmt.Errorf("peft save %s: %w", dir, err)
+		}
+		if torch.IsValueHead(name) {
+			head = append(head, st)
+		} else {
+			adapters = append(adapters, st)
+		}
+	}
+	meta := map[string]string{"format": "pt"}
+	if err := safetensors.Write(filepath.Join(dir, WeightsFile), adapters, meta); err != nil {
+		return fmt.Errorf("peft save: %w", err)
+	}
+	if len(head) > 0 {
+		if err := safetensors.Write(filepath.Join(dir, torch.ValueHeadFile), head, meta); err != nil {
+			return fmt.Errorf("peft save: %w", err)
+		}
+	}
+	if err := writeConfig(dir, *c, baseName); err != nil {
+		return fmt.Errorf("peft save: %w", err)
+	}
+	return nil
+}
+
+// tensorOf is a parameter of m in f32, as a safetensors tensor.
+func tensorOf(m *torch.Model, name string) (safetensors.Tensor, error) {
+	p, err := m.Param(name)
+	if err != nil {
+		return safetensors.Tensor{}, err
+	}
+	defer p.Free()
+	shape, err := p.Shape()
+	if err != nil {
+		return safetensors.Tensor{}, err
+	}
+	b, err := p.Bytes(torch.Float32)
+	if err != nil {
+		return safetensors.Tensor{}, fmt.Errorf("tensor %s: %w", name, err)
+	}
+	return safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: shape, Data: b}, nil
+}
+
+// adapterKey is PEFT's saved key of one adapter matrix.
+var adapterKey = regexp.MustCompile(`^base_model\.model\.model\.layers\.(\d+)\.(self_attn|mlp)\.([a-z_]+)\.lora_([AB])(\.[^.]+)?\.weight$`)
+
+// Load reads the adapter folder dir into a new LoRA model over base
+// (torch.NewLoRAModel with the folder's config; with valueHead, a value
+// head read from value_head.safetensors when the folder has one, else
+// fresh from seed). A folder that does not fit base is refused with an
+// error naming what differs: a target module base lacks, a layer beyond
+// base's, a tensor whose shape is not the rank over base's projection, a
+// missing or unexpected key, a rank that disagrees with the tensors.
+func Load(dir string, base *torch.Model, valueHead bool, seed uint64) (*torch.Model, error) {
+	if _, err := os.Stat(filepath.Join(dir, WeightsFile)); errors.Is(err, os.ErrNotExist) {
+		if _, berr := os.Stat(filepath.Join(dir, binFile)); berr == nil {
+			return nil, fmt.Errorf("adapter folder %s holds %s (a pickle), which agentrl does not read: convert it to %s (PEFT's save_pretrained writes safetensors by default)", dir, binFile, WeightsFile)
+		}
+		return nil, fmt.Errorf("adapter folder %s: no %s", dir, WeightsFile)
+	}
+	c, err := ReadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, WeightsFile)
+	r, err := safetensors.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if err := checkKeys(path, r.Names(), c.LoRA, base.Config.Layers); err != nil {
+		return nil, err
+	}
+	m, err := torch.NewLoRAModel(base, c.LoRA, valueHead, seed)
+	if err != nil {
+		return nil, fmt.Errorf("adapter folder %s: %w", dir, err)
+	}
+	if err := loadTensors(m, r, path, false, c.LoRA.Rank); err != nil {
+		m.Free()
+		return nil, err
+	}
+	if valueHead {
+		vh := filepath.Join(dir, torch.ValueHeadFile)
+		if _, err := os.Stat(vh); err == nil {
+			hr, err := safetensors.Open(vh)
+			if err == nil {
+				err = loadTensors(m, hr, vh, true, c.LoRA.Rank)
+				hr.Close()
+			}
+			if err != nil {
+				m.Free()
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// checkKeys checks the file's keys against the config and the base before
+// any model is made: every key an adapter matrix of a listed target on a
+// layer the base has, with no adapter name in it.
+func checkKeys(path string, names []string, c torch.LoRA, layers int) error {
+	for _, n := range names {
+		k := adapterKey.FindStringSubmatch(n)
+		if k == nil {
+			return fmt.Errorf("%s: unexpected tensor %s: not an adapter matrix of a decoder layer (base_model.model.model.layers.{i}.self_attn|mlp.<module>.lora_A|lora_B.weight)", path, n)
+		}
+		i, _ := strconv.Atoi(k[1])
+		switch {
+		case k[5] != "":
+			return fmt.Errorf("%s: tensor %s carries an adapter name (%s); PEFT saves the keys without it", path, n, strings.TrimPrefix(k[5], "."))
+		case !slices.Contains(torch.LoRATargets, k[3]):
+			return fmt.Errorf("%s: tensor %s adapts %s, a module the base does not have (it has %s)", path, n, k[3], strings.Join(torch.LoRATargets, ", "))
+		case !slices.Contains(c.Targets, k[3]):
+			return fmt.Errorf("%s: tensor %s adapts %s, which target_modules (%s) does not list", path, n, k[3], strings.Join(c.Targets, ", "))
+		case i >= layers:
+			return fmt.Errorf("%s: tensor %s is on layer %d, but the base has %d layers (0..%d)", path, n, i, layers, layers-1)
+		}
+	}
+	return nil
+}
+
+// loadTensors sets m's adapter parameters (head: its value head's) from r,
+// checking that each is there with the shape m expects, and that r holds
+// no other.
+func loadTensors(m *torch.Model, r *safetensors.Reader, path string, head bool, rank int) error {
+	want := map[string]bool{}
+	for _, name := range m.Names() {
+		if torch.IsValueHead(name) != head {
+			continue
+		}
+		want[name] = true
+		info, ok := r.Info(name)
+		if !ok {
+			return fmt.Errorf("%s: tensor %s is missing", path, name)
+		}
+		p, err := m.Param(name)
+		if err != nil {
+			return err
+		}
+		shape, err := p.Shape()
+		p.Free()
+		if err != nil {
+			return err
+		}
+		if !slices.Equal(info.Shape, shape) {
+			return shapeError(path, name, info.Shape, shape, rank)
+		}
+		vals, err := r.Float32s(name)
+		if err != nil {
+			return err
+		}
+		t, err := torch.FromFloat32(vals, info.Shape...)
+		if err != nil {
+			return err
+		}
+		err = m.SetParam(name, t)
+		t.Free()
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	for _, n := range r.Names() {
+		if !want[n] {
+			return fmt.Errorf("%s: unexpected tensor %s", path, n)
+		}
+	}
+	return nil
+}
+
+// shapeError names how a tensor's shape differs from the one the base and
+// the rank give: lora_A is [r, in], lora_B [out, r].
+func shapeError(path, name string, got, want []int64, rank int) error {
+	rankDim := 0
+	if strings.Contains(name, ".lora_B.") {
+		rankDim = 1
+	}
+	if len(got) == 2 && len(want) == 2 && got[rankDim] != want[rankDim] && got[1-rankDim] == want[1-rankDim] {
+		return fmt.Errorf("%s: tensor %s has rank %d (shape %v), but adapter_config.json says r = %d", path, name, got[rankDim], got, rank)
+	}
+	return fmt.Errorf("%s: tensor %s has shape %v, but over the base's projection at rank %d it is %v", path, name, got, rank, want)
+}

@@ -1,0 +1,184 @@
+// Package peft reads and writes LoRA adapters as Hugging Face PEFT's
+// adapter folders, which transformers (PeftModel.from_pretrained) and vLLM
+// (LoRARequest) load:
+//
+//	adapter_config.json        PEFT's LoraConfig (peft_type LORA, r, lora_alpha, target_modules, ...)
+//	adapter_model.safetensors  the adapters, f32, under PEFT's saved keys:
+//	                           base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight [r, in]
+//	                           base_model.model.model.layers.{i}.self_attn.q_proj.lora_B.weight [out, r]
+//	                           (mlp.gate_proj, mlp.up_proj, mlp.down_proj likewise); no adapter
+//	                           name ("default") in the keys, as PEFT strips it when saving
+//	value_head.safetensors     a critic's value head (v_head.summary.weight, .bias), beside the
+//	                           adapters as beside a full model (torch.ValueHeadFile): PEFT and
+//	                           vLLM never read it, and vLLM would refuse an unknown key inside
+//	                           adapter_model.safetensors
+//
+// Only safetensors adapters are read: adapter_model.bin (a pickle) is refused.
+package peft
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentrl/agentrl/internal/atomicfile"
+	"github.com/agentrl/agentrl/torch"
+)
+
+// The files of an adapter folder.
+const (
+	ConfigFile  = "adapter_config.json"
+	WeightsFile = "adapter_model.safetensors"
+	binFile     = "adapter_model.bin"
+)
+
+// allLinear is PEFT's target_modules shorthand for every linear layer but
+// the output layer.
+const allLinear = "all-linear"
+
+// fileConfig is adapter_config.json: the keys of PEFT's LoraConfig that
+// agentrl writes, in the sorted order PEFT writes them, each as PEFT
+// spells it. Read back, the keys that would change what the adapters
+// compute (bias, fan_in_fan_out, use_rslora, use_dora, rank and alpha
+// patterns, layers_to_transform, modules_to_save) must have the values
+// agentrl implements.
+type fileConfig struct {
+	AlphaPattern        map[string]float64 `json:"alpha_pattern"`
+	AutoMapping         json.RawMessage    `json:"auto_mapping"`
+	BaseModelNameOrPath string             `json:"base_model_name_or_path"`
+	Bias                string             `json:"bias"`
+	FanInFanOut         bool               `json:"fan_in_fan_out"`
+	InferenceMode       bool               `json:"inference_mode"`
+	InitLoraWeights     json.RawMessage    `json:"init_lora_weights"`
+	LayersPattern       json.RawMessage    `json:"layers_pattern"`
+	LayersToTransform   json.RawMessage    `json:"layers_to_transform"`
+	LoraAlpha           float64            `json:"lora_alpha"`
+	LoraDropout         float64            `json:"lora_dropout"`
+	ModulesToSave       []string           `json:"modules_to_save"`
+	PeftType            string             `json:"peft_type"`
+	R                   int                `json:"r"`
+	RankPattern         map[string]int     `json:"rank_pattern"`
+	Revision            *string            `json:"revision"`
+	TargetModules       json.RawMessage    `json:"target_modules"`
+	TaskType            string             `json:"task_type"`
+	UseDora             bool               `json:"use_dora"`
+	UseRslora           bool               `json:"use_rslora"`
+}
+
+// Config is what an adapter folder says of its adapters: their shape and
+// the base they were trained on (base_model_name_or_path, as written).
+type Config struct {
+	LoRA torch.LoRA
+	Base string
+}
+
+// ReadConfig reads dir's adapter_config.json, refusing what agentrl cannot
+// compute the same way (a bias, DoRA, rsLoRA, per-module ranks, a subset
+// of layers, extra trained modules, target modules it has no adapter for).
+func ReadConfig(dir string) (Config, error) {
+	path := filepath.Join(dir, ConfigFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("adapter folder %s: %w", dir, err)
+	}
+	var f fileConfig
+	if err := json.Unmarshal(b, &f); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	bad := func(format string, args ...any) (Config, error) {
+		return Config{}, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case f.PeftType != "LORA":
+		return bad("peft_type %q, want LORA", f.PeftType)
+	case f.TaskType != "" && f.TaskType != "CAUSAL_LM":
+		return bad("task_type %q, want CAUSAL_LM", f.TaskType)
+	case f.Bias != "" && f.Bias != "none":
+		return bad("bias %q: trained biases are not supported, want none", f.Bias)
+	case f.FanInFanOut:
+		return bad("fan_in_fan_out true (Conv1D layers of GPT-2), want false")
+	case f.UseRslora:
+		return bad("use_rslora true (scale alpha/sqrt(r)): not supported, want false")
+	case f.UseDora:
+		return bad("use_dora true: DoRA is not supported, want false")
+	case len(f.RankPattern) > 0 || len(f.AlphaPattern) > 0:
+		return bad("rank_pattern or alpha_pattern set: per-module ranks are not supported")
+	case len(f.ModulesToSave) > 0:
+		return bad("modules_to_save %v: fully trained extra modules are not supported", f.ModulesToSave)
+	case !isNull(f.LayersToTransform):
+		return bad("layers_to_transform %s: adapters on a subset of layers are not supported", f.LayersToTransform)
+	}
+	targets, err := parseTargets(f.TargetModules)
+	if err != nil {
+		return bad("%v", err)
+	}
+	c := Config{LoRA: torch.LoRA{Rank: f.R, Alpha: f.LoraAlpha, Dropout: f.LoraDropout, Targets: targets}, Base: f.BaseModelNameOrPath}
+	if err := c.LoRA.Validate(); err != nil {
+		return bad("%v", err)
+	}
+	return c, nil
+}
+
+func isNull(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s == "" || s == "null"
+}
+
+// parseTargets reads target_modules: a list of module names, or a string
+// (all-linear, or one module name; PEFT's regular expressions are not
+// supported). The names come back in a layer's order (torch.LoRATargets).
+func parseTargets(raw json.RawMessage) ([]string, error) {
+	var names []string
+	if err := json.Unmarshal(raw, &names); err != nil {
+		var one string
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return nil, fmt.Errorf("target_modules %s, want a list of module names or a string", raw)
+		}
+		if one == allLinear {
+			return slices.Clone(torch.LoRATargets), nil
+		}
+		names = []string{one}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("target_modules is empty")
+	}
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(torch.LoRATargets, n) {
+			return nil, fmt.Errorf("target module %q: the base has no such projection, want some of %s", n, strings.Join(torch.LoRATargets, ", "))
+		}
+	}
+	for _, t := range torch.LoRATargets {
+		if slices.Contains(names, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// writeConfig writes adapter_config.json for c, atomically.
+func writeConfig(dir string, c torch.LoRA, base string) error {
+	targets, err := json.Marshal(c.Targets)
+	if err != nil {
+		return err
+	}
+	f := fileConfig{
+		AlphaPattern: map[string]float64{}, RankPattern: map[string]int{}, AutoMapping: json.RawMessage("null"),
+		BaseModelNameOrPath: base, Bias: "none", InferenceMode: true, InitLoraWeights: json.RawMessage("true"),
+		LayersPattern: json.RawMessage("null"), LayersToTransform: json.RawMessage("null"),
+		LoraAlpha: c.Alpha, LoraDropout: c.Dropout, PeftType: "LORA", R: c.Rank,
+		TargetModules: targets, TaskType: "CAUSAL_LM",
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(filepath.Join(dir, ConfigFile), func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+}
