@@ -46,23 +46,32 @@ func TestCollectivesGloo(t *testing.T) {
 	}
 }
 
+// joinTestGroup joins rank of the two-rank Gloo group a parent test
+// started (its store's port in AGENTRL_TEST_PORT); both close when the
+// test ends.
+func joinTestGroup(t *testing.T, rank int) (*KVStore, *Group) {
+	t.Helper()
+	port, _ := strconv.Atoi(os.Getenv("AGENTRL_TEST_PORT"))
+	s, err := NewKVStore("127.0.0.1", port, rank == 0, 2, 30*time.Second, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	g, err := NewGroup(s, Gloo, rank, 2, CPU, Network{Host: "127.0.0.1"}, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	return s, g
+}
+
 func TestCollectivesWorker(t *testing.T) {
 	rs := os.Getenv("AGENTRL_TEST_RANK")
 	if rs == "" {
 		t.Skip("run by TestCollectivesGloo in a child process")
 	}
 	rank, _ := strconv.Atoi(rs)
-	port, _ := strconv.Atoi(os.Getenv("AGENTRL_TEST_PORT"))
-	s, err := NewKVStore("127.0.0.1", port, rank == 0, 2, 30*time.Second, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	g, err := NewGroup(s, Gloo, rank, 2, CPU, Network{Host: "127.0.0.1"}, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	s, g := joinTestGroup(t, rank)
 
 	// Store: both ranks add to one counter; a value set by rank 0 is read by 1.
 	if _, err := s.Add("count", int64(rank+1)); err != nil {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 )
 
 // The ZeRO tests train four parameters of 15 + 7 + 6 + 3 = 31 elements
@@ -357,17 +356,7 @@ func TestZeroWorker(t *testing.T) {
 		t.Skip("run by TestZeroMatchesOneProcess in a child process")
 	}
 	rank, _ := strconv.Atoi(os.Getenv("AGENTRL_TEST_RANK"))
-	port, _ := strconv.Atoi(os.Getenv("AGENTRL_TEST_PORT"))
-	s, err := NewKVStore("127.0.0.1", port, rank == 0, 2, 30*time.Second, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	g, err := NewGroup(s, Gloo, rank, 2, CPU, Network{Host: "127.0.0.1"}, 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
+	_, g := joinTestGroup(t, rank)
 	var fromOne zeroState
 	readJSON(t, filepath.Join(dir, "one-3.json"), &fromOne)
 	for _, stage := range []int{1, 2} {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"math"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -105,24 +103,12 @@ func TestLoRARunCommands(t *testing.T) {
 	t.Run("serve", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 		defer cancel()
-		cmd := command(ctx, "serve", "--of", "lora", "--run-dir", runs, "--port", "0", "--slots", "2", "--context", "128", "--threads", "1")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		url := regexp.MustCompile(`on (http://\S+/v1)`).FindStringSubmatch(line)
-		if url == nil || !strings.HasPrefix(line, "serving lora ") {
-			t.Fatalf("no address, or not the run's name, in %q", line)
+		cmd, line, base := startServe(t, ctx, "--of", "lora", "--run-dir", runs, "--port", "0", "--slots", "2", "--context", "128", "--threads", "1")
+		if !strings.HasPrefix(line, "serving lora ") {
+			t.Fatalf("not the run's name in %q", line)
 		}
 		body := `{"model": "lora", "temperature": 0, "max_tokens": 3, "messages": [{"role": "user", "content": "Kamo"}]}`
-		resp, err := http.Post(url[1]+"/chat/completions", "application/json", strings.NewReader(body))
+		resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,25 +22,10 @@ func TestServe(t *testing.T) {
 	fails(t, []string{"reaches beyond this machine", "--api-key"}, "serve", "--model", dir, "--host", "0.0.0.0")
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
-	cmd := command(ctx, "serve", "--model", dir, "--name", "tiny", "--port", "0", "--slots", "2", "--context", "256", "--threads", "1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := regexp.MustCompile(`on (http://\S+/v1)`).FindStringSubmatch(line)
-	if url == nil {
-		t.Fatalf("no address in %q", line)
-	}
+	cmd, _, base := startServe(t, ctx, "--model", dir, "--name", "tiny", "--port", "0", "--slots", "2", "--context", "256", "--threads", "1")
 	body := `{"model": "tiny", "temperature": 0, "tools": [` + gatewaytest.ToolJSON + `], "messages": [{"role": "system", "content": "` +
 		gatewaytest.System + `"}, {"role": "user", "content": "` + gatewaytest.Question + `"}]}`
-	resp, err := http.Post(url[1]+"/chat/completions", "application/json", strings.NewReader(body))
+	resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,4 +50,28 @@ func TestServe(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("serve after Ctrl-C: %v", err)
 	}
+}
+
+// startServe starts `trainer serve` with args and waits for its first
+// line, which names the address it serves on: it returns the running
+// command, that line and the API's base URL (http://host:port/v1).
+func startServe(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, string, string) {
+	t.Helper()
+	cmd := command(ctx, append([]string{"serve"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := regexp.MustCompile(`on (http://\S+/v1)`).FindStringSubmatch(line)
+	if url == nil {
+		t.Fatalf("no address in %q", line)
+	}
+	return cmd, line, url[1]
 }
