@@ -26,12 +26,20 @@ func freePort(t *testing.T) int {
 // TestCollectivesWorker) that meet at a TCPStore on loopback and check
 // every collective against values worked out by hand.
 func TestCollectivesGloo(t *testing.T) {
+	runTwoRanks(t, "TestCollectivesWorker")
+}
+
+// runTwoRanks runs the test named worker in two processes of this test
+// binary, ranks 0 and 1 (AGENTRL_TEST_RANK), with a free port for their
+// store (AGENTRL_TEST_PORT) and env added, and fails t unless both pass.
+func runTwoRanks(t *testing.T, worker string, env ...string) {
+	t.Helper()
 	port := freePort(t)
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
 	for r := 0; r < 2; r++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCollectivesWorker$", "-test.v")
-		cmd.Env = append(os.Environ(), "AGENTRL_TEST_RANK="+strconv.Itoa(r), "AGENTRL_TEST_PORT="+strconv.Itoa(port))
+		cmd := exec.Command(os.Args[0], "-test.run=^"+worker+"$", "-test.v")
+		cmd.Env = append(append(os.Environ(), "AGENTRL_TEST_RANK="+strconv.Itoa(r), "AGENTRL_TEST_PORT="+strconv.Itoa(port)), env...)
 		var b bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &b, &b
 		if err := cmd.Start(); err != nil {
@@ -39,10 +47,15 @@ func TestCollectivesGloo(t *testing.T) {
 		}
 		cmds, outs = append(cmds, cmd), append(outs, &b)
 	}
+	failed := false
 	for r, cmd := range cmds {
-		if err := cmd.Wait(); err != nil || !bytes.Contains(outs[r].Bytes(), []byte("--- PASS: TestCollectivesWorker")) {
+		if err := cmd.Wait(); err != nil || !bytes.Contains(outs[r].Bytes(), []byte("--- PASS: "+worker)) {
 			t.Errorf("rank %d: %v\n%s", r, err, outs[r])
+			failed = true
 		}
+	}
+	if failed {
+		t.FailNow()
 	}
 }
 

@@ -1,12 +1,10 @@
 package torch
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -265,24 +263,7 @@ func TestZeroMatchesOneProcess(t *testing.T) {
 	saved.Norms = three
 	writeJSON(t, filepath.Join(dir, "one-3.json"), saved)
 
-	port := freePort(t)
-	var cmds []*exec.Cmd
-	var outs []*bytes.Buffer
-	for r := 0; r < 2; r++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestZeroWorker$", "-test.v")
-		cmd.Env = append(os.Environ(), "AGENTRL_TEST_RANK="+strconv.Itoa(r), "AGENTRL_TEST_PORT="+strconv.Itoa(port), "AGENTRL_ZERO_DIR="+dir)
-		var b bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &b, &b
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds, outs = append(cmds, cmd), append(outs, &b)
-	}
-	for r, cmd := range cmds {
-		if err := cmd.Wait(); err != nil || !bytes.Contains(outs[r].Bytes(), []byte("--- PASS: TestZeroWorker")) {
-			t.Fatalf("rank %d: %v\n%s", r, err, outs[r])
-		}
-	}
+	runTwoRanks(t, "TestZeroWorker", "AGENTRL_ZERO_DIR="+dir)
 	for _, stage := range []int{1, 2} {
 		var ranks [2]zeroState
 		for r := range ranks {
