@@ -8,11 +8,7 @@ import (
 // Each rule of model.lora, broken alone on a LoRA config (rank 16,
 // all-linear), is reported once, naming its key.
 func TestValidateLoRANamesTheKey(t *testing.T) {
-	cases := []struct {
-		key     string
-		breakIt func(c *Config)
-		msg     string
-	}{
+	cases := []brokenRule{
 		{"model.lora.rank", func(c *Config) { c.Model.LoRA.Rank = -1 }, "want at least 0"},
 		{"model.lora.alpha", func(c *Config) { c.Model.LoRA.Alpha = 0 }, "want > 0"},
 		{"model.lora.dropout", func(c *Config) { c.Model.LoRA.Dropout = 1 }, "want in [0, 1)"},
@@ -30,18 +26,11 @@ func TestValidateLoRANamesTheKey(t *testing.T) {
 		{"model.critic_path", func(c *Config) { c.Model.CriticPath = "critic" }, "second adapter set"},
 		{"rollout.dtype", func(c *Config) { c.Rollout.DType = "bf16" }, "merged weights"},
 	}
-	for _, tc := range cases {
+	checkBrokenRules(t, func() Config {
 		c := Default()
 		c.Model.LoRA.Rank = 16
-		tc.breakIt(&c)
-		err := c.Validate()
-		wantErr(t, err, tc.key+": ", tc.msg)
-		if err != nil {
-			if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != 1 {
-				t.Errorf("%s: %d problems reported, want 1: %v", tc.key, n, err)
-			}
-		}
-	}
+		return c
+	}, cases)
 }
 
 // LoRA is off by default; a LoRA config with the defaults (all-linear),

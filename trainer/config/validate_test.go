@@ -10,11 +10,7 @@ import (
 // TestValidateNamesTheKey breaks one rule at a time and checks that the
 // error names the key (and only one problem is reported).
 func TestValidateNamesTheKey(t *testing.T) {
-	cases := []struct {
-		key     string
-		breakIt func(c *Config)
-		msg     string
-	}{
+	cases := []brokenRule{
 		{"run.name", func(c *Config) { c.Run.Name = "a/b" }, "folder name"},
 		{"run.iterations", func(c *Config) { c.Run.Iterations = 0 }, "want at least 1"},
 		{"agent.timeout", func(c *Config) { c.Agent.Timeout = 0 }, "want a positive duration"},
@@ -84,8 +80,23 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"logging.level", func(c *Config) { c.Logging.Level = "loud" }, "trace, debug, info, warn, error"},
 		{"logging.format", func(c *Config) { c.Logging.Format = "xml" }, "auto, console, json"},
 	}
+	checkBrokenRules(t, Default, cases)
+}
+
+// brokenRule is a config rule broken alone: breakIt breaks it, and the
+// error must name key and say msg.
+type brokenRule struct {
+	key     string
+	breakIt func(c *Config)
+	msg     string
+}
+
+// checkBrokenRules breaks each rule on a fresh config from valid and checks
+// that Validate reports exactly one problem, naming the rule's key.
+func checkBrokenRules(t *testing.T, valid func() Config, cases []brokenRule) {
+	t.Helper()
 	for _, tc := range cases {
-		c := Default()
+		c := valid()
 		tc.breakIt(&c)
 		err := c.Validate()
 		wantErr(t, err, tc.key+": ", tc.msg)
