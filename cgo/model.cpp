@@ -143,7 +143,13 @@ at::Tensor ar_model_s::adapt(const Layer &l, int target, const at::Tensor &x, co
   if (!lora.on || !ad.a.defined()) return y;
   at::Tensor xa = x.to(lora.dtype);
   if (lora.dropout > 0 && at::GradMode::is_enabled()) xa = at::dropout(xa, lora.dropout, /*train=*/true);
-  return y + at::linear(at::linear(xa, ad.a), ad.b).mul(lora.scale).to(y.scalar_type());
+  at::Tensor ax = at::linear(xa, ad.a);  // [..., r]
+  if (y.scalar_type() != lora.dtype) return y + at::linear(ax, ad.b).mul(lora.scale).to(y.scalar_type());
+  // One GEMM that adds scale (A x) B^T to y: no [.., out] temporaries for
+  // the product, its scaling and the sum, whose passes over memory (and the
+  // scaling's in the backward) were most of what the adapters cost.
+  const int64_t out = y.size(-1), r = ax.size(-1);
+  return at::addmm(y.reshape({-1, out}), ax.reshape({-1, r}), ad.b.t(), 1, lora.scale).view(y.sizes());
 }
 
 at::Tensor ar_model_s::logits(const at::Tensor &h) const { return at::linear(h, lm_head); }
