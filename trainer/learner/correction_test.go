@@ -57,10 +57,13 @@ func behaviourBatch(t *testing.T, l *Learner) []*trajectory.Trajectory {
 // With identical engines the token-level truncated IS leaves the update
 // as it is: every weight is exactly 1 (mean 1), the mismatch KL is 0 and
 // the ratios are 1, and the policy loss and gradient norm equal those of
-// the update without a correction, bit for bit. The recompute pass keeps
-// its logprobs and entropies on the action tokens for the store.
+// the update without a correction, bit for bit (both with the old
+// logprobs recomputed: without a correction the update would take them
+// from its step). The recompute pass keeps its logprobs and entropies on
+// the action tokens for the store.
 func TestCorrectionWithIdenticalEnginesChangesNothing(t *testing.T) {
 	on, off := tinyLearner(t, "tis"), tinyLearner(t, "off")
+	off.s.OldLogprobs = "recompute"
 	a, b := behaviourBatch(t, on), behaviourBatch(t, off)
 	ra, err := on.Update(1, a)
 	if err != nil {
