@@ -108,11 +108,10 @@ func (l *Learner) oldLogprobs(s *torch.Scope, p Padded, o torch.Output, data Dat
 		return s.Float32(p.Grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] }), int64(len(p.Trs)), int64(p.Width()))
 	}
 	old := s.Detach(o.LogProbs)
-	var lp [][]float32
-	rep.addRows(old, func(v []float32) { lp = p.Unpack(v) })
-	rep.addRows(o.Entropy, func(v []float32) {
-		for i, ent := range p.Unpack(v) {
-			data.setOld(p.Trs[i], lp[i], ent)
+	rep.addRows(s.Stack(0, old, s.Detach(o.Entropy)), func(v []float32) {
+		lp, ent := p.Unpack(v[:len(v)/2]), p.Unpack(v[len(v)/2:])
+		for i, t := range p.Trs {
+			data.setOld(t, lp[i], ent[i])
 		}
 	})
 	return old
