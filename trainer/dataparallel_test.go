@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,10 +42,21 @@ const (
 )
 
 // dpEstimators cover the critic-free path (grpo), PPO with a value head on
-// the policy (gae), whose value loss is all-reduced too, and PPO during
+// the policy (gae), whose value loss is all-reduced too, PPO during
 // critic warm-up (gae-warmup), where the untied lm_head gets no gradient
-// on any rank and must not be stepped (weight decay would move it).
-var dpEstimators = []string{"grpo", "gae", "gae-warmup"}
+// on any rank and must not be stepped (weight decay would move it), and
+// GRPO in one step over the whole batch (dpOnPolicy), whose old logprobs
+// come from the step's training forward, each rank's from its shard.
+var dpEstimators = []string{"grpo", "gae", "gae-warmup", dpOnPolicy}
+
+// dpOnPolicy is GRPO with one epoch of one mini-batch of the whole batch.
+const dpOnPolicy = "grpo-onestep"
+
+// dpEstimator is the estimator of an entry of dpEstimators.
+func dpEstimator(entry string) string {
+	est, _, _ := strings.Cut(entry, "-")
+	return est
+}
 
 // dpStages are the dist.zero settings the ranks run.
 var dpStages = []int{0, 1, 2}
@@ -88,7 +100,7 @@ func dpBatch() []*trajectory.Trajectory {
 // dpTrainer is the bandit trainer of the data-parallel tests on g (nil:
 // one process), with the optimizer state as dist.zero says.
 func dpTrainer(t *testing.T, estimator string, zero int, g *dist.Group) *Trainer {
-	tr := newBanditOn(t, g, strings.TrimSuffix(estimator, "-warmup"), func(c *config.Config) {
+	tr := newBanditOn(t, g, dpEstimator(estimator), func(c *config.Config) {
 		c.Algorithm.MiniBatch = 8
 		c.Algorithm.MicroBatch = 3
 		c.Algorithm.Epochs = 2
@@ -101,6 +113,13 @@ func dpTrainer(t *testing.T, estimator string, zero int, g *dist.Group) *Trainer
 		c.Dist.Zero = zero
 		if strings.HasSuffix(estimator, "-warmup") {
 			c.Algorithm.CriticWarmup = 100
+		}
+		if estimator == dpOnPolicy {
+			// One step per update instead of six: a higher rate, so that
+			// three of them move the weights as far (the rounding grows
+			// with it, see above).
+			c.Algorithm.Epochs, c.Algorithm.MiniBatch = 1, dpGroups*dpSamples
+			c.Optim.LR = 3e-4
 		}
 	})
 	if err := tr.syncReplicas(); err != nil {
@@ -234,6 +253,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 	for _, est := range dpEstimators {
 		single[est] = dpLearn(t, est, 0, nil, dpBatch())
 	}
+	singleOld := dpOnPolicyUpdate(t, nil, dpBatch())
 	wg.Wait()
 	for r := range errs {
 		if errs[r] != nil || !strings.Contains(logs[r], "--- PASS: TestDataParallelRank") {
@@ -251,6 +271,14 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 				t.Errorf("%s: the ranks' weights differ at element %d: %v vs %v", what, i, ranks[0][i], ranks[1][i])
 			}
 			dpCompare(t, what, ranks[0], single[est], dpInitial(t, est))
+		}
+	}
+	// Every rank holds every trajectory's old logprobs and entropies from
+	// an on-policy update, though each computed its shard's only.
+	for r := 0; r < 2; r++ {
+		got := readFloats(t, filepath.Join(out, fmt.Sprintf("onpolicy-%d.bin", r)))
+		if d := maxAbsDiff(got, singleOld); d > 1e-5 {
+			t.Errorf("rank %d: the on-policy update's train logprobs and entropies differ from one process's by %g (> 1e-5)", r, d)
 		}
 	}
 	// Two ZeRO-2 ranks' checkpoint, resumed in one process with the whole
@@ -290,7 +318,7 @@ func dpCompare(t *testing.T, what string, got, want, start []float32) {
 
 // dpInitial is the weights before any update.
 func dpInitial(t *testing.T, estimator string) []float32 {
-	return flatWeights(t, newBandit(t, strings.TrimSuffix(estimator, "-warmup")).learner.Policy())
+	return flatWeights(t, newBandit(t, dpEstimator(estimator)).learner.Policy())
 }
 
 // TestDataParallelRank is one rank of TestDataParallelMatchesOneProcess.
@@ -337,6 +365,7 @@ func TestDataParallelRank(t *testing.T) {
 			write(fmt.Sprintf("%s-%d-%d.bin", est, zero, env.Rank), dpLearn(t, est, zero, g, batch))
 		}
 	}
+	write(fmt.Sprintf("onpolicy-%d.bin", env.Rank), dpOnPolicyUpdate(t, g, batch))
 	tr := dpTrainer(t, dpResumedEstimator, dpResumedStage, g)
 	dpRun(t, tr, batch, 1, dpSaveAt)
 	dpSave(t, tr, filepath.Join(out, "two"))
@@ -347,6 +376,43 @@ func TestDataParallelRank(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dpOnPolicyUpdate runs one update of dpOnPolicy on batch with the learner
+// of g (nil: one process), checks that it took the old logprobs from its
+// step, and returns the trajectories' TrainLogprobs and Entropies, in the
+// order of their ids.
+func dpOnPolicyUpdate(t *testing.T, g *dist.Group, batch []*trajectory.Trajectory) []float32 {
+	tr := dpTrainer(t, dpOnPolicy, 0, g)
+	r, err := tr.learner.Update(1, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OldFromStep {
+		t.Fatal("the on-policy update recomputed the old logprobs; want them from the step")
+	}
+	sorted := slices.Clone(batch)
+	slices.SortFunc(sorted, func(a, b *trajectory.Trajectory) int { return strings.Compare(a.ID, b.ID) })
+	var out []float32
+	for _, x := range sorted {
+		if len(x.TrainLogprobs) != len(x.Tokens) || len(x.Entropies) != len(x.Tokens) {
+			t.Fatalf("%s: %d train logprobs and %d entropies for %d tokens", x.ID, len(x.TrainLogprobs), len(x.Entropies), len(x.Tokens))
+		}
+		out = append(append(out, x.TrainLogprobs...), x.Entropies...)
+	}
+	return out
+}
+
+// maxAbsDiff is the largest |a[i] - b[i]|, +Inf when the lengths differ.
+func maxAbsDiff(a, b []float32) float64 {
+	if len(a) != len(b) {
+		return math.Inf(1)
+	}
+	d := 0.0
+	for i := range a {
+		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
+	}
+	return d
 }
 
 func readFloats(t *testing.T, path string) []float32 {

@@ -541,6 +541,8 @@ func (t *Trainer) learn(iter int, train []*trajectory.Trajectory, m map[string]f
 		return err
 	}
 	t.state.OptSteps = t.learner.Steps()
+	t.log.Debug().Int("iteration", iter).Bool("old_logprobs_from_step", r.OldFromStep).
+		Dur("prepare", r.Timing.Prepare).Msg("update")
 	updateMetrics(m, r, t.learner.Critic() != nil)
 	mm := r.Mismatch
 	if w := mm.Warning(iter, t.cfg.Algorithm.MismatchWarnKL); w != "" {

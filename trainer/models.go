@@ -168,7 +168,7 @@ func (t *Trainer) learnerSettings() learner.Settings {
 		FilterKeepRatio: a.FilterKeepRatio, CriticWarmup: a.CriticWarmup,
 		Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
 		MaxGradNorm: o.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
-		RolloutCorrection: cfg.RolloutCorrection(), RolloutBound: a.RolloutCorrectionBound,
+		RolloutCorrection: cfg.RolloutCorrection(), RolloutBound: a.RolloutCorrectionBound, OldLogprobs: a.OldLogprobs,
 		PolicyOptim: policy, CriticOptim: critic, Zero: cfg.Dist.Zero,
 		LR: func(step int) (float64, float64) {
 			f := t.lrAt(step)

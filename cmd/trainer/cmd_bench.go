@@ -98,7 +98,7 @@ func benchCommand() *cli.Command {
 			},
 			{
 				Name:  "train",
-				Usage: "the learner's Update on a GRPO batch: old-logprob recompute, advantages, forward, PPO loss, backward, clip, AdamW (random weights); one JSON line",
+				Usage: "the learner's Update on a GRPO batch: advantages, forward, PPO loss, backward, clip, AdamW, in one step over the batch whose forward also gives the old logprobs (no recompute pass; random weights); one JSON line",
 				Flags: append(modelFlags(tr), loraFlags()...),
 				Action: func(c *cli.Context) error {
 					r, err := bench.Train(withLoRA(c, benchConfig(c)))

@@ -22,14 +22,18 @@
 // prompt of the first half (plus 0-2 tokens), then policy tokens with
 // behaviour logprobs, rewards 0, 1, 2, 0, ... in Batch/4 GRPO groups (at
 // least one). One
-// update recomputes the old logprobs without gradients (PrepareS), computes
-// the GRPO advantages (AdvantagesS), and takes one optimizer step over the
-// whole batch: the training forward with autograd and the clipped PPO
-// loss over the policy tokens with its diagnostics (ForwardS), backward
-// (BackwardS), gradient clipping at norm 1 and an AdamW step (OptimS). Its
-// TokensPerS is Batch*SeqLen over the whole Update. The PyTorch reference
+// update computes the GRPO advantages (AdvantagesS) and takes one
+// optimizer step over the whole batch: the training forward with autograd
+// and the clipped PPO loss over the policy tokens with its diagnostics
+// (ForwardS), backward (BackwardS), gradient clipping at norm 1 and an
+// AdamW step (OptimS). With these settings (one epoch, one mini-batch of
+// the whole batch, no rollout correction, no reference) the update is
+// on-policy, so it takes the old logprobs from its training forward
+// (OldFromStep, algorithm.old_logprobs auto) and runs no recompute pass
+// without gradients before the step: PrepareS is near 0. Its TokensPerS
+// is Batch*SeqLen over the whole Update. The PyTorch reference
 // (refbench.py train) times the optimizer step alone: compare it with
-// ForwardS+BackwardS+OptimS, or add a no-grad forward to it.
+// ForwardS+BackwardS+OptimS.
 //
 // Train also reports the process's peak resident memory (PeakRSSMB), and
 // computes the LM head's logits in chunks of Config.LogitsChunk tokens

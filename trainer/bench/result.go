@@ -33,7 +33,7 @@ type Result struct {
 	StepMs *StepPhases `json:"step_ms,omitempty"`
 
 	// Train: the phases of the learner's Update (learner.Timing).
-	PrepareS    float64 `json:"prepare_s,omitempty"`    // old logprobs recomputed without gradients
+	PrepareS    float64 `json:"prepare_s,omitempty"`    // no-gradient passes before the step: none when OldFromStep
 	AdvantagesS float64 `json:"advantages_s,omitempty"` // the estimator's advantages (GRPO)
 	ForwardS    float64 `json:"forward_s,omitempty"`    // training forward with autograd and the loss
 	BackwardS   float64 `json:"backward_s,omitempty"`   // backward and the read-back of the loss and diagnostics
@@ -41,6 +41,9 @@ type Result struct {
 	Loss        float64 `json:"loss,omitempty"`         // PPO loss of the last run
 	GradNorm    float64 `json:"grad_norm,omitempty"`    // gradient norm before clipping, last run
 	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`  // the process's peak resident memory after the runs, MB
+	// OldFromStep: the update took the old logprobs from its step's
+	// training forward instead of recomputing them (learner.Report).
+	OldFromStep bool `json:"old_from_step,omitempty"`
 	// TrainableParams counts the values the optimizer trains: every weight,
 	// or with LoRA the adapters alone.
 	TrainableParams int64 `json:"trainable_params,omitempty"`

@@ -43,6 +43,7 @@ type trainRun struct {
 	wall, cpu      time.Duration
 	timing         learner.Timing
 	loss, gradNorm float64
+	oldFromStep    bool
 }
 
 func train(cfg Config) (Result, error) {
@@ -86,7 +87,8 @@ func train(cfg Config) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("bench train run %d: %w", i, err)
 		}
-		run := trainRun{wall: time.Since(t0), cpu: cpuTime() - cpu0, timing: r.Timing, loss: r.PolicyLoss, gradNorm: r.GradNorm}
+		run := trainRun{wall: time.Since(t0), cpu: cpuTime() - cpu0, timing: r.Timing, loss: r.PolicyLoss, gradNorm: r.GradNorm,
+			oldFromStep: r.OldFromStep}
 		if i > 0 { // run 0 warms up
 			runs = append(runs, run)
 		}
@@ -160,7 +162,7 @@ func trainResult(cfg Config, runs []trainRun) Result {
 	last := runs[len(runs)-1]
 	res := Result{Mode: "train", Config: cfg, RunsS: total, MedianS: median(total), CPUS: median(cpu),
 		PrepareS: median(prep), AdvantagesS: median(adv), ForwardS: median(fwd), BackwardS: median(bwd), OptimS: median(opt),
-		Loss: last.loss, GradNorm: last.gradNorm}
+		Loss: last.loss, GradNorm: last.gradNorm, OldFromStep: last.oldFromStep}
 	res.TokensPerS = float64(cfg.Batch*cfg.SeqLen) / res.MedianS
 	return res
 }

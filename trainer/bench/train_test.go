@@ -16,7 +16,11 @@ func TestTrainTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj := jsonLine(t, r, cfg, "train")
-	positive(t, obj, "tokens_per_s", "median_s", "cpu_s", "prepare_s", "forward_s", "backward_s", "optim_s", "grad_norm", "peak_rss_mb")
+	positive(t, obj, "tokens_per_s", "median_s", "cpu_s", "forward_s", "backward_s", "optim_s", "grad_norm", "peak_rss_mb")
+	// One step over the whole batch: the old logprobs come from it.
+	if obj["old_from_step"] != true {
+		t.Errorf("old_from_step %v, want true (GRPO in one step over the batch)", obj["old_from_step"])
+	}
 	for _, k := range []string{"decode_tokens_per_s", "prefill_s", "ms_per_step"} {
 		if _, ok := obj[k]; ok {
 			t.Errorf("train result carries the generate field %s", k)
@@ -39,8 +43,8 @@ func TestTrainTiny(t *testing.T) {
 		}
 	}
 	// GRPO: mean 1 and Bessel std 1, so A = -1, 0, 1 over (1 + 1e-6). The
-	// old logprobs are recomputed from the same weights, so the ratio is 1
-	// and the loss is minus the token mean of the advantages over the 9
+	// old logprobs are the step's own logprobs, so the ratio is 1 and the
+	// loss is minus the token mean of the advantages over the 9
 	// policy tokens: -(4*-1 + 3*0 + 2*1) / 9 / (1 + 1e-6).
 	if want := 2.0 / 9 / (1 + 1e-6); math.Abs(r.Loss-want) > 1e-5 {
 		t.Errorf("loss %v, want %v", r.Loss, want)

@@ -223,6 +223,8 @@ type AlgorithmConfig struct {
 	RolloutCorrection      string  `yaml:"rollout_correction" default:"auto" enum:"auto|off|tis|tis_seq|mis|mis_seq" doc:"correction of the rollout/training mismatch on the policy-gradient term: truncated importance sampling (weight min(r, C), r = pi_train/pi_behaviour, per token or per sequence) or masked importance sampling (tokens or sequences with r outside [1/C, C] dropped); auto = tis when rollout.dtype differs from device.dtype, else off"`
 	RolloutCorrectionBound float64 `yaml:"rollout_correction_bound" default:"2.0" doc:"C of the rollout correction, and the bound the mismatch telemetry counts tokens beyond (> 1)"`
 	MismatchWarnKL         float64 `yaml:"mismatch_warn_kl" default:"0.05" doc:"warn when an iteration's rollout/training mismatch KL exceeds this, which a correct pipeline never reaches (0 = never)"`
+	// OldLogprobs says where PPO's old logprobs come from (learner.Settings.OldLogprobs).
+	OldLogprobs string `yaml:"old_logprobs" default:"auto" enum:"auto|recompute" doc:"where PPO's old logprobs come from: auto = from the training forward of the update's single optimizer step when the update is on-policy (epochs 1, mini_batch covering the batch, the policy training, no rollout correction, no KL in the reward, no LoRA dropout), skipping a no-gradient forward over the batch, else recomputed; recompute = always recomputed in a pass of their own before the step"`
 }
 
 // OptimConfig sets the optimiser and its learning-rate schedule.

@@ -41,7 +41,7 @@ algorithm.clip_low algorithm.clip_high algorithm.dual_clip algorithm.loss_agg
 algorithm.kl_estimator algorithm.kl_mode algorithm.entropy_coef algorithm.vf_coef algorithm.value_clip
 algorithm.epochs algorithm.mini_batch algorithm.micro_batch algorithm.loss_mask
 algorithm.filter_keep_ratio algorithm.critic_warmup
-algorithm.rollout_correction algorithm.rollout_correction_bound algorithm.mismatch_warn_kl
+algorithm.rollout_correction algorithm.rollout_correction_bound algorithm.mismatch_warn_kl algorithm.old_logprobs
 optim.lr optim.critic_lr optim.beta1 optim.beta2 optim.eps optim.weight_decay optim.warmup_steps
 optim.schedule optim.min_lr_ratio optim.max_grad_norm
 sft.data sft.warm_start sft.epochs sft.lr sft.batch sft.demos sft.imperfect_fraction

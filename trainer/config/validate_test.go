@@ -66,6 +66,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"algorithm.rollout_correction", func(c *Config) { c.Algorithm.RolloutCorrection = "is" }, "want one of auto, off, tis, tis_seq, mis, mis_seq"},
 		{"algorithm.rollout_correction_bound", func(c *Config) { c.Algorithm.RolloutCorrectionBound = 1 }, "want > 1"},
 		{"algorithm.mismatch_warn_kl", func(c *Config) { c.Algorithm.MismatchWarnKL = -1 }, "want at least 0"},
+		{"algorithm.old_logprobs", func(c *Config) { c.Algorithm.OldLogprobs = "reuse" }, "want one of auto, recompute"},
 		{"algorithm.loss_agg", func(c *Config) { c.Algorithm.LossAgg = "sum" }, "token-mean"},
 		{"algorithm.kl_estimator", func(c *Config) { c.Algorithm.KLEstimator = "k4" }, "k4"},
 		{"algorithm.kl_mode", func(c *Config) { c.Algorithm.KLMode = "both" }, "loss, reward, off"},

@@ -14,19 +14,35 @@ import (
 // weights for the same seed) with the given rollout correction.
 func tinyLearner(t *testing.T, correction string) *Learner {
 	t.Helper()
+	return tinyLearnerWith(t, tinyPolicy(t, false, 7), NoCritic, func(s *Settings) { s.RolloutCorrection = correction })
+}
+
+// tinyPolicy is a small random policy on the CPU (the same weights for the
+// same seed), with a value head when valueHead.
+func tinyPolicy(t *testing.T, valueHead bool, seed uint64) *torch.Model {
+	t.Helper()
 	if err := torch.Check(); err != nil {
 		t.Skipf("libtorch shim not available: %v", err)
 	}
 	m, err := torch.NewRandomModel(torch.Config{ModelType: "qwen2", Vocab: 64, Hidden: 16, Intermediate: 32, Layers: 1,
-		Heads: 2, KVHeads: 1, HeadDim: 8, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 32}, torch.Float32, torch.CPU, false, 7)
+		Heads: 2, KVHeads: 1, HeadDim: 8, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 32}, torch.Float32, torch.CPU, valueHead, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := New(m, nil, NoCritic, Settings{Estimator: "grpo", Advantage: algo.DefaultOptions(), KLEstimator: "k3", FilterKeepRatio: 1,
+	return m
+}
+
+// tinyLearnerWith is the learner of policy m (which it owns from then on)
+// with the critic mode and the settings of tinyLearner (GRPO, PPO's loss,
+// one step over a batch of up to 4, no correction) as tweak changes them.
+func tinyLearnerWith(t *testing.T, m *torch.Model, mode CriticMode, tweak func(*Settings)) *Learner {
+	t.Helper()
+	s := Settings{Estimator: "grpo", Advantage: algo.DefaultOptions(), KLEstimator: "k3", FilterKeepRatio: 1,
 		Loss:   algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean", KLEstimator: "k3"},
 		Epochs: 1, MiniBatch: 4, MicroBatch: 4, LossMask: true, MaxGradNorm: 1, Temperature: 1,
-		PolicyOptim: torch.DefaultAdamW, CriticOptim: torch.DefaultAdamW, RolloutCorrection: correction, RolloutBound: 2},
-		nil, rand.New(rand.NewPCG(1, 2)))
+		PolicyOptim: torch.DefaultAdamW, CriticOptim: torch.DefaultAdamW, RolloutCorrection: "off", RolloutBound: 2}
+	tweak(&s)
+	l, err := New(m, nil, mode, s, nil, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		m.Free()
 		t.Fatal(err)
@@ -57,10 +73,13 @@ func behaviourBatch(t *testing.T, l *Learner) []*trajectory.Trajectory {
 // With identical engines the token-level truncated IS leaves the update
 // as it is: every weight is exactly 1 (mean 1), the mismatch KL is 0 and
 // the ratios are 1, and the policy loss and gradient norm equal those of
-// the update without a correction, bit for bit. The recompute pass keeps
-// its logprobs and entropies on the action tokens for the store.
+// the update without a correction, bit for bit (both with the old
+// logprobs recomputed: without a correction the update would take them
+// from its step). The recompute pass keeps its logprobs and entropies on
+// the action tokens for the store.
 func TestCorrectionWithIdenticalEnginesChangesNothing(t *testing.T) {
 	on, off := tinyLearner(t, "tis"), tinyLearner(t, "off")
+	off.s.OldLogprobs = "recompute"
 	a, b := behaviourBatch(t, on), behaviourBatch(t, off)
 	ra, err := on.Update(1, a)
 	if err != nil {

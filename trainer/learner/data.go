@@ -6,7 +6,8 @@ import (
 
 // TokenData are the per-token arrays an update needs besides the
 // trajectory's own (index j holds token j's): the old policy's logprobs
-// (recomputed before the update), the reference's logprobs (KL term), the
+// (recomputed before the update, or nil until the update's one step fills
+// them: oldFromStep), the reference's logprobs (KL term), the
 // values before the update, and the rollout correction's weights on the
 // policy-gradient term (nil without a correction).
 type TokenData struct {
@@ -17,21 +18,24 @@ type TokenData struct {
 type Data map[*trajectory.Trajectory]*TokenData
 
 // prepare computes, without gradients, the data of trs an update needs:
-// the policy's logprobs at the sampling temperature (also kept on the
-// action tokens as the trajectories' TrainLogprobs, with the policy's
-// entropies as their Entropies, for the store), the reference's when there
-// is one, and the critic's values when there is one (also set as the
-// trajectories' Values, which the estimators read).
-func (l *Learner) prepare(trs []*trajectory.Trajectory) (Data, error) {
+// unless fromStep, the policy's logprobs at the sampling temperature
+// (setOld), the reference's when there is one, and the critic's values
+// when there is one (also set as the trajectories' Values, which the
+// estimators read).
+func (l *Learner) prepare(trs []*trajectory.Trajectory, fromStep bool) (Data, error) {
 	c := l.s
-	old, ent, err := TokenLogprobsEntropies(l.dist, l.policy, trs, c.Temperature, c.MicroBatch)
-	if err != nil {
-		return nil, err
-	}
 	data := make(Data, len(trs))
-	for i, t := range trs {
-		data[t] = &TokenData{Old: old[i]}
-		t.TrainLogprobs, t.Entropies = onActions(t, old[i]), onActions(t, ent[i])
+	for _, t := range trs {
+		data[t] = &TokenData{}
+	}
+	if !fromStep {
+		old, ent, err := TokenLogprobsEntropies(l.dist, l.policy, trs, c.Temperature, c.MicroBatch)
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range trs {
+			data.setOld(t, old[i], ent[i])
+		}
 	}
 	if l.ref != nil {
 		ref, err := TokenLogprobs(l.dist, l.ref, trs, c.Temperature, c.MicroBatch)
@@ -53,6 +57,14 @@ func (l *Learner) prepare(trs []*trajectory.Trajectory) (Data, error) {
 		}
 	}
 	return data, nil
+}
+
+// setOld sets t's old logprobs (token j's at index j) and keeps them on
+// the action tokens as t's TrainLogprobs, with the policy's entropies as
+// its Entropies, for the store.
+func (d Data) setOld(t *trajectory.Trajectory, old, ent []float32) {
+	d[t].Old = old
+	t.TrainLogprobs, t.Entropies = onActions(t, old), onActions(t, ent)
 }
 
 // onActions is a copy of x holding its values on t's action tokens and 0

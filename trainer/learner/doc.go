@@ -10,6 +10,11 @@
 //	  -> epochs of shuffled mini-batches, one optimizer step each
 //	  -> diagnostics
 //
+// An on-policy update, one optimizer step over the whole batch with
+// nothing needing the old logprobs before it (onpolicy.go), skips their
+// pass: the step's training forward gives them, and the mismatch and the
+// KL to the reference are measured after it.
+//
 // Every optimizer step, of the policy, of a separate critic or of the
 // supervised warm start, is the same sequence (step.go):
 //

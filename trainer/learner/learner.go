@@ -43,6 +43,10 @@ type Settings struct {
 	// RolloutBound is its bound C (> 1), also the bound the mismatch
 	// telemetry counts tokens beyond.
 	RolloutBound float64
+	// OldLogprobs is "recompute" to recompute PPO's old logprobs in a
+	// pass of their own before every update; otherwise ("auto", "") an
+	// on-policy update takes them from its training forward (oldFromStep).
+	OldLogprobs string
 
 	// PolicyOptim is the policy's AdamW group; CriticOptim a value head's
 	// (a second group of the policy's optimizer when shared) or a separate

@@ -42,7 +42,9 @@ func (l *Learner) policyStep(mini []*trajectory.Trajectory, data Data, trainPoli
 // policyLoss is one micro-batch's loss of the policy: the policy loss
 // algorithm.policy_loss names, the KL-to-reference term and the entropy bonus when they are
 // on, and a shared value head's weighted value loss. Its terms and the
-// micro-batch's diagnostics are reported to st through rep.
+// micro-batch's diagnostics are reported to st through rep, and so are the
+// training forward's logprobs and entropies when they are the old ones
+// (oldLogprobs).
 func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, trainPolicy bool, st *Stats, rep *report) (*torch.Tensor, error) {
 	c := l.s
 	shared := l.mode == SharedCritic
@@ -58,7 +60,7 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, t
 	mask := grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, c.LossMask) })
 	total := s.Scalar(0)
 	if trainPolicy {
-		old := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
+		old := l.oldLogprobs(s, p, o, data, rep)
 		adv := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Advantages[j] })
 		in := loss.PolicyInputs{LogP: o.LogProbs, OldLogP: old, Adv: adv, Mask: mask}
 		if data[p.Trs[0]].Weight != nil {
@@ -93,4 +95,24 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, t
 		rep.add(vl, func(v float64) { st.ValueLoss += v })
 	}
 	return total, nil
+}
+
+// oldLogprobs is the micro-batch's [B, T-1] grid of old logprobs: the
+// recomputed ones, or, when the update takes them from its step
+// (oldFromStep: prepare left them out), the training forward's own,
+// detached, so that the ratio is exactly 1. Those are then read back with
+// the loss, after the backward, as the trajectories' old logprobs
+// (Data.setOld), with the forward's entropies.
+func (l *Learner) oldLogprobs(s *torch.Scope, p Padded, o torch.Output, data Data, rep *report) *torch.Tensor {
+	if data[p.Trs[0]].Old != nil {
+		return s.Float32(p.Grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] }), int64(len(p.Trs)), int64(p.Width()))
+	}
+	old := s.Detach(o.LogProbs)
+	rep.addRows(s.Stack(0, old, s.Detach(o.Entropy)), func(v []float32) {
+		lp, ent := p.Unpack(v[:len(v)/2]), p.Unpack(v[len(v)/2:])
+		for i, t := range p.Trs {
+			data.setOld(t, lp[i], ent[i])
+		}
+	})
+	return old
 }

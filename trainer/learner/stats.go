@@ -22,8 +22,8 @@ type Stats struct {
 // still queued when a phase ends is counted in the phase that waits for
 // it.
 type Timing struct {
-	Prepare    time.Duration // old and reference logprobs and values, without gradients
-	Advantages time.Duration // the KL to the reference and the estimator
+	Prepare    time.Duration // old (unless from the step) and reference logprobs and values, without gradients
+	Advantages time.Duration // the KL to the reference and the estimator (and the mismatch, after the step, when it gave the old logprobs)
 	Forward    time.Duration // the micro-batches' training forwards and losses
 	Backward   time.Duration // their backward passes and the read-back of their scalars
 	Optim      time.Duration // all-reduce, gradient clipping and the optimizer steps

@@ -15,13 +15,16 @@ import (
 // their sinks whether or not the step is taken.
 type lossFunc func(s *torch.Scope, p Padded, r *report) (*torch.Tensor, error)
 
-// report collects the scalar tensors a micro-batch's loss reports and
-// where each value goes. They are read back together with the loss, in
-// one copy after the backward pass: on a GPU that is one synchronisation
-// per micro-batch, not one per figure or a copy of the logprob grid.
+// report collects the scalar tensors a micro-batch's loss reports, the
+// grids it keeps (the training forward's logprobs when they stand in for
+// the old ones), and where each value goes. They are read back together
+// with the loss, in one copy after the backward pass: on a GPU that is one
+// synchronisation per micro-batch, not one per figure or grid.
 type report struct {
-	ts    []*torch.Tensor
-	sinks []func(float64)
+	ts       []*torch.Tensor
+	sinks    []func(float64)
+	rows     []*torch.Tensor
+	rowSinks []func([]float32)
 }
 
 // add reports the scalar x; sink receives its value.
@@ -30,23 +33,35 @@ func (r *report) add(x *torch.Tensor, sink func(float64)) {
 	r.sinks = append(r.sinks, sink)
 }
 
-// read copies the loss and the reported scalars back in one transfer,
-// hands each report to its sink and returns the loss.
+// addRows reports the grid x; sink receives its values, row-major.
+func (r *report) addRows(x *torch.Tensor, sink func([]float32)) {
+	r.rows = append(r.rows, x)
+	r.rowSinks = append(r.rowSinks, sink)
+}
+
+// read copies the loss, the reported scalars and the reported grids back
+// in one transfer, hands each report to its sink and returns the loss.
 func (r *report) read(s *torch.Scope, loss *torch.Tensor) (float64, error) {
-	scalars := make([]*torch.Tensor, 0, 1+len(r.ts))
-	for _, t := range append([]*torch.Tensor{loss}, r.ts...) {
-		scalars = append(scalars, s.To(s.Detach(s.Reshape(t)), s.Device(), torch.Float32))
+	parts := make([]*torch.Tensor, 0, 1+len(r.ts)+len(r.rows))
+	for _, t := range append(append([]*torch.Tensor{loss}, r.ts...), r.rows...) {
+		parts = append(parts, s.To(s.Detach(s.Reshape(t, -1)), s.Device(), torch.Float32))
 	}
-	stacked := s.Stack(0, scalars...)
+	flat := s.Cat(0, parts...)
 	if err := s.Err(); err != nil {
 		return 0, err
 	}
-	vals, err := stacked.Float32s()
+	vals, err := flat.Float32s()
 	if err != nil {
 		return 0, err
 	}
 	for i, sink := range r.sinks {
 		sink(float64(vals[i+1]))
+	}
+	at := 1 + len(r.ts)
+	for i, sink := range r.rowSinks {
+		n := int(parts[1+len(r.ts)+i].Numel())
+		sink(vals[at : at+n])
+		at += n
 	}
 	return float64(vals[0]), nil
 }

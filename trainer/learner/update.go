@@ -21,10 +21,15 @@ type Report struct {
 	GroupRewardStd float64 // the mean within-group reward std of the whole batch
 	GroupsDropped  int     // groups the variance filter dropped
 	// Mismatch compares the behaviour logprobs (recorded while sampling)
-	// with the recomputed ones over the policy's tokens: the rollout/
-	// training mismatch (its MaxAbsDiff is 0 when rollout and training
-	// compute the same distribution).
+	// with the old ones (the training forward's) over the policy's tokens:
+	// the rollout/training mismatch (its MaxAbsDiff is 0 when rollout and
+	// training compute the same distribution).
 	Mismatch algo.Mismatch
+	// OldFromStep is true when the old logprobs (and the trajectories'
+	// TrainLogprobs and Entropies) came from the training forward of the
+	// update's one optimizer step, false when a pass of their own
+	// recomputed them before it (oldFromStep says when).
+	OldFromStep bool
 	// WeightMean is the mean rollout-correction weight over the policy's
 	// tokens, NaN without a correction.
 	WeightMean float64
@@ -39,28 +44,40 @@ type Report struct {
 // to the reference, the advantages, then epochs of shuffled mini-batches,
 // each split into micro-batches whose gradients accumulate before one
 // optimizer step. Iterations up to the critic's warm-up train the critic
-// alone. A non-finite loss or gradient norm skips its step (its gradients
-// are dropped) and records the mini-batch's trajectory ids. The report's
-// Timing says where the time went.
+// alone. When the update is on-policy (oldFromStep) the old logprobs come
+// from the training forward of its one step instead, and the mismatch and
+// the KL to the reference are measured after it. A non-finite loss or
+// gradient norm skips its step (its gradients are dropped) and records
+// the mini-batch's trajectory ids. The report's Timing says where the
+// time went.
 func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Report, error) {
 	var r Report
 	// RAGEN filters rollouts before computing anything on them.
 	r.GroupRewardStd = algo.GroupRewardStd(batch)
 	train, dropped := algo.FilterGroupsByVariance(batch, l.s.FilterKeepRatio)
 	r.Trained, r.GroupsDropped = train, dropped
+	trainPolicy := iter > l.s.CriticWarmup || l.critic == nil
+	r.OldFromStep = l.oldFromStep(train, trainPolicy)
 	start := time.Now()
-	data, err := l.prepare(train)
+	data, err := l.prepare(train, r.OldFromStep)
 	if err != nil {
 		return r, err
 	}
 	prepared := time.Now()
-	r.Mismatch = mismatch(train, data, l.s.RolloutBound)
+	// Without old logprobs yet (r.OldFromStep), the mismatch and the KL to
+	// the reference are measured after the step, and there is no
+	// correction.
+	if !r.OldFromStep {
+		r.Mismatch = mismatch(train, data, l.s.RolloutBound)
+	}
 	if r.WeightMean, err = l.correct(train, data); err != nil {
 		return r, err
 	}
-	kl, err := l.referenceKL(train, data, &r)
-	if err != nil {
-		return r, err
+	var kl [][]float32
+	if !r.OldFromStep {
+		if kl, err = l.referenceKL(train, data, &r); err != nil {
+			return r, err
+		}
 	}
 	est, err := algo.Get(l.s.Estimator)
 	if err != nil {
@@ -73,11 +90,21 @@ func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Report, erro
 		return r, err
 	}
 	advantaged := time.Now()
-	trainPolicy := iter > l.s.CriticWarmup || l.critic == nil
 	if r.Stats, err = l.epochs(train, data, trainPolicy); err != nil {
 		return r, err
 	}
 	r.Timing.Prepare, r.Timing.Advantages = prepared.Sub(start), advantaged.Sub(prepared)
+	if r.OldFromStep {
+		measured := time.Now()
+		if err := l.gatherOld(train, data); err != nil {
+			return r, err
+		}
+		r.Mismatch = mismatch(train, data, l.s.RolloutBound)
+		if _, err := l.referenceKL(train, data, &r); err != nil {
+			return r, err
+		}
+		r.Timing.Advantages += time.Since(measured)
+	}
 	l.steps += r.Steps
 	return r, nil
 }
