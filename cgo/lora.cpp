@@ -4,7 +4,7 @@
 // A LoRA model is an ar_model_s whose weights are its base's tensors,
 // detached (the same storage and version counter, no autograd history, no
 // gradient), plus per layer and target an adapter A [r, in], B [out, r]:
-// the forward (model.cpp, ar_model_s::adapt) adds (alpha / r) B A x to the
+// the forward (model.cpp, ar_model_s::project) adds (alpha / r) B A x to the
 // target's projection W x + b. Only the adapters and the value head are
 // its parameters, so an optimizer over them never sees the base.
 //
@@ -57,15 +57,10 @@ std::string layer_key(size_t i, int target) {
   return "model.layers." + std::to_string(i) + "." + kLoraSites[target].module + ".weight";
 }
 
-// merged_weight is W + scale B A for target t of layer l of a LoRA model,
-// computed in float32 (float64 for an f64 base) and rounded once to W's
-// dtype: always a new tensor.
-at::Tensor merged_weight(const ar_model_s &lora, const Layer &l, int t) {
-  const at::Tensor &w = l.*kLoraSites[t].weight;
-  const Layer::Adapter &ad = l.lora[t];
-  const at::ScalarType ct = at::promote_types(at::kFloat, w.scalar_type());
-  at::Tensor delta = at::mm(ad.b.to(ct), ad.a.to(ct));
-  return w.to(ct).add(delta, lora.lora.scale).to(w.scalar_type());
+// merged is target t's weight of layer l of a LoRA model with its adapter
+// merged in (merged_weight).
+at::Tensor merged(const ar_model_s &lora, const Layer &l, int t) {
+  return merged_weight(l.*kLoraSites[t].weight, l.lora[t], lora.lora.scale);
 }
 
 void check_lora(const ar_model_s &m, const char *op) {
@@ -145,9 +140,11 @@ int ar_model_merged_new(ar_model lora, ar_model *out, char **err) {
     auto m = std::make_unique<ar_model_s>();
     share_base(*m, *lora);
     m->cfg.value_head = 0;
-    for (size_t i = 0; i < m->layers.size(); i++)
+    for (size_t i = 0; i < m->layers.size(); i++) {
+      const Layer &l = lora->layers[i];
       for (int t = 0; t < AR_LORA_TARGETS; t++)
-        if (lora->layers[i].lora[t].a.defined()) m->layers[i].*kLoraSites[t].weight = merged_weight(*lora, lora->layers[i], t);
+        if (l.lora[t].a.defined()) m->layers[i].*kLoraSites[t].weight = merged(*lora, l, t);
+    }
     list_params(*m, *m, kEmbedParams, "");
     for (size_t i = 0; i < m->layers.size(); i++)
       list_params(*m, m->layers[i], kLayerParams, "model.layers." + std::to_string(i) + ".");
@@ -176,7 +173,7 @@ int ar_model_merge_lora(ar_model dst, ar_model lora, char **err) {
         TORCH_CHECK(!w.is_alias_of(base), "merge_lora: the destination's ", layer_key(i, t),
                     " is the LoRA model's base weight itself, which merging would change; merge into a copy made "
                     "by ar_model_merged_new");
-        w.copy_(merged_weight(*lora, lora->layers[i], t));
+        w.copy_(merged(*lora, lora->layers[i], t));
       }
     }
   });

@@ -82,9 +82,9 @@ void qkv(const ar_model_s &m, const Layer &l, const at::Tensor &h, const at::Ten
          at::Tensor &q, at::Tensor &k, at::Tensor &v) {
   const auto &c = m.cfg;
   int64_t B = h.size(0), T = h.size(1);
-  q = m.adapt(l, kLoraQ, h, linear(h, l.q_proj, l.q_bias)).view({B, T, c.heads, c.head_dim}).transpose(1, 2);
-  k = m.adapt(l, kLoraK, h, linear(h, l.k_proj, l.k_bias)).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
-  v = m.adapt(l, kLoraV, h, linear(h, l.v_proj, l.v_bias)).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+  q = m.project(l, kLoraQ, h, l.q_bias).view({B, T, c.heads, c.head_dim}).transpose(1, 2);
+  k = m.project(l, kLoraK, h, l.k_bias).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
+  v = m.project(l, kLoraV, h, l.v_bias).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
   position_qk(m, l, q, k, cos, sin);
 }
 
@@ -126,30 +126,49 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
 at::Tensor ar_model_s::attention(const Layer &l, const at::Tensor &q, const at::Tensor &k,
                                  const at::Tensor &v, const at::Tensor &mask) const {
   at::Tensor a = attend(q, k, v, mask);
-  return adapt(l, kLoraO, a, linear(a, l.o_proj, at::Tensor()));
+  return project(l, kLoraO, a, at::Tensor());
 }
 
 at::Tensor ar_model_s::mlp(const Layer &l, const at::Tensor &x) const {
-  at::Tensor a = at::silu(adapt(l, kLoraGate, x, at::linear(x, l.gate_proj))) *
-                 adapt(l, kLoraUp, x, at::linear(x, l.up_proj));
-  return adapt(l, kLoraDown, a, at::linear(a, l.down_proj));
+  at::Tensor a = at::silu(project(l, kLoraGate, x, at::Tensor())) * project(l, kLoraUp, x, at::Tensor());
+  return project(l, kLoraDown, a, at::Tensor());
 }
 
-// LoRA (Hu et al. 2021, arXiv:2106.09685) as PEFT's Linear computes it:
-// result + lora_B(lora_A(dropout(x))) * scaling, the adapters in their own
-// dtype (float32 over a bf16 base) and the update cast to the result's.
-at::Tensor ar_model_s::adapt(const Layer &l, int target, const at::Tensor &x, const at::Tensor &y) const {
+// project is target's projection of x, W x + b, and on a LoRA model with
+// an adapter there its update as PEFT's Linear computes it (Hu et al.
+// 2021, arXiv:2106.09685): + scale B A dropout(x), the adapters in their
+// own dtype (float32 over a bf16 base) and the update cast to the
+// result's. With a graph to build, the update is one GEMM accumulating
+// into the projection's output (no temporaries for the product, its
+// scaling and the sum). Without one (the forward of a checkpointed layer,
+// logprob and evaluation passes), the adapter is merged into a copy of W
+// for this product, as the decode model's weights are (merged_weight):
+// one product of x instead of three, equal to the unmerged update up to
+// rounding.
+at::Tensor ar_model_s::project(const Layer &l, int target, const at::Tensor &x, const at::Tensor &b) const {
+  const at::Tensor &w = l.*kLoraSites[target].weight;
   const Layer::Adapter &ad = l.lora[target];
-  if (!lora.on || !ad.a.defined()) return y;
-  at::Tensor xa = x.to(lora.dtype);
-  if (lora.dropout > 0 && at::GradMode::is_enabled()) xa = at::dropout(xa, lora.dropout, /*train=*/true);
-  at::Tensor ax = at::linear(xa, ad.a);  // [..., r]
-  if (y.scalar_type() != lora.dtype) return y + at::linear(ax, ad.b).mul(lora.scale).to(y.scalar_type());
-  // One GEMM that adds scale (A x) B^T to y: no [.., out] temporaries for
-  // the product, its scaling and the sum, whose passes over memory (and the
-  // scaling's in the backward) were most of what the adapters cost.
-  const int64_t out = y.size(-1), r = ax.size(-1);
-  return at::addmm(y.reshape({-1, out}), ax.reshape({-1, r}), ad.b.t(), 1, lora.scale).view(y.sizes());
+  if (!lora.on || !ad.a.defined()) return linear(x, w, b);
+  if (!at::GradMode::is_enabled()) return linear(x, merged_weight(w, ad, lora.scale), b);
+  const int64_t in = x.size(-1);
+  at::Tensor xa = x.to(lora.dtype).reshape({-1, in});
+  if (lora.dropout > 0) xa = at::dropout(xa, lora.dropout, /*train=*/true);
+  at::Tensor y = linear(x.reshape({-1, in}), w, b);  // [N, out], a fresh tensor no backward needs
+  at::Tensor ax = at::mm(xa, ad.a.t());              // [N, r]
+  if (y.scalar_type() == lora.dtype)
+    y.addmm_(ax, ad.b.t(), 1, lora.scale);
+  else
+    y = y + at::mm(ax, ad.b.t()).mul(lora.scale).to(y.scalar_type());
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = y.size(1);
+  return y.view(sizes);
+}
+
+// merged_weight is W + scale B A for adapter ad over W, computed in float32
+// (float64 for an f64 base) and rounded once to W's dtype: a new tensor.
+at::Tensor ar::merged_weight(const at::Tensor &w, const ar_model_s::Layer::Adapter &ad, double scale) {
+  const at::ScalarType ct = at::promote_types(at::kFloat, w.scalar_type());
+  return at::addmm(w.to(ct), ad.b.to(ct), ad.a.to(ct), 1, scale).to(w.scalar_type());
 }
 
 at::Tensor ar_model_s::logits(const at::Tensor &h) const { return at::linear(h, lm_head); }
@@ -214,13 +233,15 @@ at::Tensor full_mask(const at::Tensor &attn) {
   return m.view({attn.size(0), 1, 1, T, T});
 }
 
-// One decoder layer over a full sequence.
+// One decoder layer over a full sequence; without grad, the output goes
+// into out when it is defined.
 at::Tensor layer_forward(const ar_model_s &m, const Layer &l, at::Tensor x, const at::Tensor &cos,
-                         const at::Tensor &sin, const at::Tensor &mask) {
+                         const at::Tensor &sin, const at::Tensor &mask, at::Tensor out = at::Tensor()) {
   at::Tensor q, k, v;
   qkv(m, l, rms_norm(x, l.input_layernorm, m.cfg.rms_eps), cos, sin, q, k, v);
   x = x + m.attention(l, q, k, v, mask);
-  return x + m.mlp(l, rms_norm(x, l.post_attention_layernorm, m.cfg.rms_eps));
+  at::Tensor y = m.mlp(l, rms_norm(x, l.post_attention_layernorm, m.cfg.rms_eps));
+  return out.defined() ? at::add_out(out, x, y) : x + y;
 }
 
 // The tensors of layer l that take gradients: its parameters in table
@@ -244,17 +265,18 @@ std::vector<at::Tensor> layer_params(const Layer &l) {
 // arXiv:1604.06174): the forward keeps only the layer's input, the
 // backward runs the layer again with grad and differentiates it. The
 // layer's parameters are inputs of the node (a tensor list: one input
-// each), so their gradients flow.
+// each), so their gradients flow. The forward writes its output into
+// *out, a tensor hidden() allocated before any layer ran (see there).
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x, at::TensorList params,
                             const at::Tensor &cos, const at::Tensor &sin, const at::Tensor &mask, int64_t model,
-                            int64_t layer) {
+                            int64_t layer, int64_t out) {
     ctx->save_for_backward({x, cos, sin, mask});
     ctx->saved_data["model"] = model;
     ctx->saved_data["layer"] = layer;
     at::NoGradGuard no_grad;
     const auto *m = reinterpret_cast<const ar_model_s *>(model);
-    return layer_forward(*m, m->layers[layer], x, cos, sin, mask);
+    return layer_forward(*m, m->layers[layer], x, cos, sin, mask, *reinterpret_cast<at::Tensor *>(out));
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
@@ -273,9 +295,18 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     std::vector<at::Tensor> inputs{x};
     for (const auto &p : layer_params(l)) inputs.push_back(p);
     // One gradient per forward input: x and each parameter, then none
-    // for cos, sin, mask, model and layer.
+    // for cos, sin, mask, model, layer and out.
     auto out = torch::autograd::grad({y}, inputs, {grad_out[0]}, false, false, true);
-    for (int i = 0; i < 5; i++) out.emplace_back();
+    // The gradients were allocated among the recomputation's temporaries:
+    // copied now that those are freed, they sit together instead of
+    // splitting the memory the next layer's recomputation reuses (see
+    // hidden()).
+    y.reset();
+    x.reset();
+    inputs.clear();
+    for (auto &g : out)
+      if (g.defined()) g = g.clone();
+    for (int i = 0; i < 6; i++) out.emplace_back();
     return out;
   }
 };
@@ -294,11 +325,18 @@ at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &
   auto [cos, sin] = m.rope(pos);
   at::Tensor mask = full_mask(attn);
   bool ckpt = m.checkpointing && at::GradMode::is_enabled();
+  // The checkpoints (each layer's output) are allocated before any layer
+  // runs. On the CPU the heap keeps what is freed (keep_heap, library.cpp):
+  // a checkpoint allocated among a layer's temporaries would split their
+  // freed memory, which the next layer's could then not reuse whole, and
+  // resident memory would grow by about a layer's activations per layer.
+  std::vector<at::Tensor> outs(ckpt ? m.layers.size() : 0);
+  for (auto &o : outs) o = at::empty(x.sizes(), x.options().requires_grad(false));
   for (size_t i = 0; i < m.layers.size(); i++) {
     if (ckpt) {
       std::vector<at::Tensor> params = layer_params(m.layers[i]);
       x = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, reinterpret_cast<int64_t>(&m),
-                                   static_cast<int64_t>(i));
+                                   static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]));
     } else {
       x = layer_forward(m, m.layers[i], x, cos, sin, mask);
     }

@@ -74,11 +74,9 @@ struct ar_model_s {
   at::Tensor attention(const Layer &l, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
                        const at::Tensor &mask) const;
   at::Tensor mlp(const Layer &l, const at::Tensor &x) const;
-  // adapt is a target's base projection y of x plus its LoRA update,
-  // y + (scale * B A dropout(x)) in the adapters' dtype, cast to y's; y as
-  // it is when the layer has no adapter there or the adapters are off.
-  // Dropout only with grad mode on (PEFT's train mode).
-  at::Tensor adapt(const Layer &l, int target, const at::Tensor &x, const at::Tensor &y) const;
+  // project is target's projection of x (weight W of kLoraSites, bias b,
+  // undefined where none) plus, on a LoRA model, its adapter's update.
+  at::Tensor project(const Layer &l, int target, const at::Tensor &x, const at::Tensor &b) const;
   at::Tensor logits(const at::Tensor &h) const;
 };
 
@@ -162,6 +160,11 @@ inline const LoraSite kLoraSites[AR_LORA_TARGETS] = {
     {"mlp.gate_proj", &Layer::gate_proj}, {"mlp.up_proj", &Layer::up_proj},
     {"mlp.down_proj", &Layer::down_proj},
 };
+
+// merged_weight is W + scale B A for the adapter ad over W, in float32
+// (float64 over an f64 W) and rounded once to W's dtype: the decode
+// model's weights and, without grad, a LoRA forward's (model.cpp).
+at::Tensor merged_weight(const at::Tensor &w, const ar_model_s::Layer::Adapter &ad, double scale);
 
 // acc_type is the dtype norms, attention scores, logits and the forward's
 // outputs are computed in for tensors of dtype t: float32, or float64 for

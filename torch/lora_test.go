@@ -594,8 +594,12 @@ func TestLoRAMergedModelAndEngine(t *testing.T) {
 
 // Activation checkpointing changes memory, not math, for a LoRA model too:
 // the recomputed layers hand the adapters (and the value head) the same
-// gradients within 1e-6, for a Qwen2 and a Qwen3; the frozen base weights
-// are left out of the recomputation's inputs. LoRA dropout with
+// gradients, for a Qwen2 and a Qwen3; the frozen base weights are left out
+// of the recomputation's inputs. Same up to float32 rounding: the
+// checkpointed forward runs without a graph, with the adapters merged into
+// the weights (ar_model_s::project), so each layer's input differs from the
+// plain forward's by rounding. Measured: within 2.2e-5 of each tensor's
+// largest entry; the bound is 1e-4 of it. LoRA dropout with
 // checkpointing is refused (the recomputation would draw another mask).
 func TestLoRACheckpointingSameGradients(t *testing.T) {
 	for name, cfg := range map[string]Config{"qwen2": tinyConfig(), "qwen3": qwen3Config()} {
@@ -615,9 +619,13 @@ func TestLoRACheckpointingSameGradients(t *testing.T) {
 				if plain[n] == nil || ck[n] == nil {
 					t.Fatalf("%s: no gradient (checkpointing off %v, on %v)", n, plain[n] != nil, ck[n] != nil)
 				}
+				top := 0.0
+				for _, g := range plain[n] {
+					top = math.Max(top, math.Abs(g))
+				}
 				for i := range plain[n] {
-					if math.Abs(plain[n][i]-ck[n][i]) > 1e-6 {
-						t.Fatalf("%s[%d]: %v without checkpointing, %v with", n, i, plain[n][i], ck[n][i])
+					if math.Abs(plain[n][i]-ck[n][i]) > 1e-4*top {
+						t.Fatalf("%s[%d]: %v without checkpointing, %v with (largest entry %v)", n, i, plain[n][i], ck[n][i], top)
 					}
 				}
 			}

@@ -123,7 +123,9 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	}
 	c := r.Model
 	m.KVCache = 2 * int64(c.Layers) * int64(cfg.Rollout.Slots) * int64(cfg.Env.MaxTokens+1) * int64(c.KVHeads*c.HeadDim) * b
-	m.Activations = activationBytes(c, cfg.Algorithm.MicroBatch, cfg.Env.MaxTokens, cfg.Model.LogitsChunk, cfg.Model.Checkpointing)
+	// A LoRA model's LM head is frozen: it takes no gradient.
+	m.Activations = activationBytes(c, cfg.Algorithm.MicroBatch, cfg.Env.MaxTokens, cfg.Model.LogitsChunk,
+		cfg.Model.Checkpointing, !cfg.Model.LoRA.On())
 	if cfg.Model.LoRA.On() {
 		loraMemory(m, c, cfg, r.Params, b)
 	}
@@ -166,26 +168,32 @@ func trainingState(params, b int64, world, zero int) (grads, optimizer int64) {
 // before and after RoPE, the attention output), 6 of the key/value width
 // (k, v and k's RoPE), 4 of the MLP's intermediate size (gate, its SiLU,
 // up and their product) and a row of attention probabilities per head.
-// With activation checkpointing only each layer's input is kept, and one
-// layer's activations exist at a time, while its backward recomputes them.
+// The backward of a layer holds, besides them, the gradients of its
+// activations: one layer's worth more. With activation checkpointing only
+// each layer's input is kept, and one layer's activations (and their
+// gradients) exist at a time, while its backward recomputes them.
 //
 // The LM head's logits whole (logitsChunk 0) are three [tokens, vocab]
 // tensors at the backward's peak (the log-softmax kept by the forward, its
 // gradient and the gradient of the logits). In chunks, two [chunk, vocab]
 // buffers at a time, the LM head's gradient [vocab, hidden] before it is
-// added to the parameter's, and the hidden states [tokens, hidden].
-func activationBytes(c torch.Config, micro, seq, logitsChunk int, checkpointing bool) int64 {
+// added to the parameter's (when headGrad: not for a frozen head), and the
+// hidden states [tokens, hidden].
+func activationBytes(c torch.Config, micro, seq, logitsChunk int, checkpointing, headGrad bool) int64 {
 	tok := int64(micro) * int64(seq)
 	h, inter, v := int64(c.Hidden), int64(c.Intermediate), int64(c.Vocab)
 	kv := int64(c.KVHeads) * int64(c.HeadDim)
 	perLayer := tok * (10*h + 6*kv + 4*inter + int64(c.Heads)*int64(seq)) * 4
-	layers := int64(c.Layers) * perLayer
+	layers := (int64(c.Layers) + 1) * perLayer
 	if checkpointing {
-		layers = int64(c.Layers)*tok*h*4 + perLayer
+		layers = int64(c.Layers)*tok*h*4 + 2*perLayer
 	}
 	logits := 3 * tok * v * 4
 	if logitsChunk > 0 {
-		logits = 2*min(int64(logitsChunk), tok)*v*4 + v*h*4 + tok*h*4
+		logits = 2*min(int64(logitsChunk), tok)*v*4 + tok*h*4
+		if headGrad {
+			logits += v * h * 4
+		}
 	}
 	return layers + logits
 }

@@ -303,30 +303,34 @@ func safetensorsParams(t *testing.T, path string) int64 {
 // 896, intermediate 4864, 24 layers, 14 heads, 2 kv heads of 64) at a
 // micro-batch of 8 x 250 tokens (2000 tokens), by hand:
 // per layer and token 10*896 + 6*128 + 4*4864 + 14*250 = 32684 floats, so
-// 32684 * 2000 * 4 = 261,472,000 bytes a layer and 6,275,328,000 for 24.
+// 32684 * 2000 * 4 = 261,472,000 bytes a layer; 24 layers and the
+// gradients of one, 25 * 261,472,000 = 6,536,800,000.
 // Logits whole: 3 * 2000 * 151936 * 4 = 3,646,464,000.
 // In chunks of 256: 2 * 256 * 151936 * 4 = 311,164,928, the LM head's
-// gradient 151936 * 896 * 4 = 544,538,624 and the hidden states
-// 2000 * 896 * 4 = 7,168,000: 862,871,552.
+// gradient 151936 * 896 * 4 = 544,538,624 (none for a frozen head) and the
+// hidden states 2000 * 896 * 4 = 7,168,000: 862,871,552.
 // With checkpointing the layers keep their inputs, 24 * 2000 * 896 * 4 =
-// 172,032,000, plus one layer's 261,472,000.
+// 172,032,000, plus one layer's activations and their gradients,
+// 2 * 261,472,000 = 522,944,000.
 func TestActivationBytes(t *testing.T) {
 	c := torch.Config{Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2, HeadDim: 64}
 	cases := []struct {
-		chunk int
-		ckpt  bool
-		want  int64
+		chunk          int
+		ckpt, headGrad bool
+		want           int64
 	}{
-		{0, false, 6275328000 + 3646464000},
-		{256, false, 6275328000 + 862871552},
-		{256, true, 172032000 + 261472000 + 862871552},
+		{0, false, true, 6536800000 + 3646464000},
+		{256, false, true, 6536800000 + 862871552},
+		{256, true, true, 172032000 + 522944000 + 862871552},
+		// A frozen head (LoRA): no [vocab, hidden] gradient.
+		{256, true, false, 172032000 + 522944000 + 862871552 - 544538624},
 		// A chunk larger than the micro-batch holds all its 2000 tokens:
 		// 2 * 2000 * 151936 * 4 = 2,430,976,000.
-		{5000, false, 6275328000 + 2430976000 + 544538624 + 7168000},
+		{5000, false, true, 6536800000 + 2430976000 + 544538624 + 7168000},
 	}
 	for _, k := range cases {
-		if got := activationBytes(c, 8, 250, k.chunk, k.ckpt); got != k.want {
-			t.Errorf("chunk %d, checkpointing %v: %d bytes, want %d", k.chunk, k.ckpt, got, k.want)
+		if got := activationBytes(c, 8, 250, k.chunk, k.ckpt, k.headGrad); got != k.want {
+			t.Errorf("chunk %d, checkpointing %v, head gradient %v: %d bytes, want %d", k.chunk, k.ckpt, k.headGrad, got, k.want)
 		}
 	}
 }
