@@ -277,7 +277,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 	// an on-policy update, though each computed its shard's only.
 	for r := 0; r < 2; r++ {
 		got := readFloats(t, filepath.Join(out, fmt.Sprintf("onpolicy-%d.bin", r)))
-		if d := maxAbsDiff(got, singleOld); d > 1e-5 {
+		if d := maxDiff(got, singleOld); d > 1e-5 {
 			t.Errorf("rank %d: the on-policy update's train logprobs and entropies differ from one process's by %g (> 1e-5)", r, d)
 		}
 	}
@@ -401,18 +401,6 @@ func dpOnPolicyUpdate(t *testing.T, g *dist.Group, batch []*trajectory.Trajector
 		out = append(append(out, x.TrainLogprobs...), x.Entropies...)
 	}
 	return out
-}
-
-// maxAbsDiff is the largest |a[i] - b[i]|, +Inf when the lengths differ.
-func maxAbsDiff(a, b []float32) float64 {
-	if len(a) != len(b) {
-		return math.Inf(1)
-	}
-	d := 0.0
-	for i := range a {
-		d = math.Max(d, math.Abs(float64(a[i]-b[i])))
-	}
-	return d
 }
 
 func readFloats(t *testing.T, path string) []float32 {

@@ -222,6 +222,7 @@ func forwardLogprobs(t *testing.T, m *torch.Model, b torch.Batch) []float32 {
 	return v
 }
 
+// maxDiff is the largest |a[i] - b[i]|, +Inf when the lengths differ.
 func maxDiff(a, b []float32) float64 {
 	d := math.Inf(1)
 	if len(a) == len(b) {
