@@ -60,7 +60,7 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, t
 	mask := grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, c.LossMask) })
 	total := s.Scalar(0)
 	if trainPolicy {
-		old := l.oldLogprobs(s, p, o, data, rep)
+		old := l.oldLogprobs(s, p, o, data, grid, rep)
 		adv := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Advantages[j] })
 		in := loss.PolicyInputs{LogP: o.LogProbs, OldLogP: old, Adv: adv, Mask: mask}
 		if data[p.Trs[0]].Weight != nil {
@@ -103,9 +103,10 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, t
 // detached, so that the ratio is exactly 1. Those are then read back with
 // the loss, after the backward, as the trajectories' old logprobs
 // (Data.setOld), with the forward's entropies.
-func (l *Learner) oldLogprobs(s *torch.Scope, p Padded, o torch.Output, data Data, rep *report) *torch.Tensor {
+func (l *Learner) oldLogprobs(s *torch.Scope, p Padded, o torch.Output, data Data,
+	grid func(func(t *trajectory.Trajectory, j int) float32) *torch.Tensor, rep *report) *torch.Tensor {
 	if data[p.Trs[0]].Old != nil {
-		return s.Float32(p.Grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] }), int64(len(p.Trs)), int64(p.Width()))
+		return grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
 	}
 	old := s.Detach(o.LogProbs)
 	rep.addRows(s.Stack(0, old, s.Detach(o.Entropy)), func(v []float32) {
