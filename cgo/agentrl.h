@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 9
+#define AR_ABI_VERSION 10
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -69,6 +69,9 @@ int ar_manual_seed(uint64_t seed, char **err);
 int ar_cuda_memory(int device, int64_t *allocated, int64_t *reserved,
                    int64_t *peak, char **err);
 int ar_cuda_empty_cache(char **err);
+/* The CPU allocator's large tensors (4 MB and up), in bytes: those in use, the
+ * mappings held (in use plus cached for reuse), and the most ever in use. */
+int ar_host_memory(int64_t *live, int64_t *mapped, int64_t *peak, char **err);
 
 /* ---- tensors ------------------------------------------------------------ */
 

@@ -76,13 +76,13 @@ static void blas_set_threads(int n) {
   if (f != nullptr) f(n);
 }
 
-// Keep freed memory in the heap instead of returning blocks over 32 MB to
-// the kernel with munmap: an update of a medium model otherwise takes over
-// a million page faults (about a quarter of its CPU time) re-mapping the
-// same activation buffers. Resident memory stays at its peak instead. One
-// arena: with one per thread, memory that libtorch's worker threads
-// allocate and free stays in their arenas, where the caller's allocations
-// cannot reuse it (a Qwen2.5-0.5B-shaped update peaked over 1 GB higher).
+// Keep freed memory in the heap instead of returning blocks to the kernel
+// with munmap, which would cost a page fault per 4 KB when they are next
+// used. Tensors of 4 MB and up do not come from this heap but from the host
+// cache (host_memory.cpp), which reuses them the same way without the
+// fragmentation one heap shared with small blocks suffers. One arena: with
+// one per thread, memory that libtorch's worker threads allocate and free
+// stays in their arenas, where the caller's allocations cannot reuse it.
 __attribute__((constructor)) static void keep_heap() {
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);

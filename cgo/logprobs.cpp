@@ -27,6 +27,12 @@
 // head (the embedding) receives grad_W through the autograd graph like any
 // other use of it.
 //
+// A frozen head (a LoRA model's) with no entropy term in the loss needs only
+// grad_h = g (onehot_y - p) W / T, whose every factor but g the forward has
+// at hand. So the forward keeps d lp / d h = (onehot_y - p) W / T per row
+// ([N,H], like h), and the backward scales it by g: one product of a chunk
+// with W instead of the recomputation's two.
+//
 // Only the tokens are chunked: a chunk of c tokens holds c x V floats (two
 // such buffers at a time), which the chunk size alone bounds; splitting the
 // vocabulary too (an online log-sum-exp) would only matter where one row of
@@ -61,21 +67,30 @@ at::Tensor log_sum_exp(const at::Tensor &z) {
   return (z - m).exp_().sum(1).log_().add_(m.squeeze(1));
 }
 
-// forward_chunks fills lp [N], ent [N] (when defined) and lse [N] for rows
-// h [N,H] in the compute dtype.
+// forward_chunks fills lp [N], ent [N] (when defined), lse [N] and dlp_dh
+// [N,H] (when defined: d lp / d h, see the header) for rows h [N,H] in the
+// compute dtype.
 void forward_chunks(const at::Tensor &h, const at::Tensor &wc, const at::Tensor &targets, double temperature,
-                    int64_t chunk, at::Tensor &lp, at::Tensor &ent, at::Tensor &lse) {
+                    int64_t chunk, at::Tensor &lp, at::Tensor &ent, at::Tensor &lse, at::Tensor &dlp_dh) {
   const int64_t N = h.size(0);
   for (int64_t s = 0; s < N; s += chunk) {
     const int64_t c = std::min(chunk, N - s);
     at::Tensor z = chunk_logits(h.narrow(0, s, c), wc, temperature);
     at::Tensor l = log_sum_exp(z);
+    at::Tensor y = targets.narrow(0, s, c).unsqueeze(1);
     lse.narrow(0, s, c).copy_(l);
-    lp.narrow(0, s, c).copy_(z.gather(1, targets.narrow(0, s, c).unsqueeze(1)).squeeze(1) - l);
-    if (ent.defined()) {
-      at::Tensor logp = z.sub_(l.unsqueeze(1));
-      ent.narrow(0, s, c).copy_(logp.exp().mul_(logp).sum(1).neg_());
+    lp.narrow(0, s, c).copy_(z.gather(1, y).squeeze(1) - l);
+    if (!ent.defined() && !dlp_dh.defined()) continue;
+    at::Tensor logp = z.sub_(l.unsqueeze(1));
+    at::Tensor p = logp.exp();
+    if (!dlp_dh.defined()) {
+      ent.narrow(0, s, c).copy_(p.mul_(logp).sum(1).neg_());
+      continue;
     }
+    at::Tensor dz = p.neg_().scatter_add_(1, y, at::ones({c, 1}, p.options()));  // onehot_y - p
+    // With p's buffer taken: sum_j dz_j log p_j = log p_y + H.
+    if (ent.defined()) ent.narrow(0, s, c).copy_(logp.mul_(dz).sum(1).sub_(lp.narrow(0, s, c)));
+    dlp_dh.narrow(0, s, c).copy_(at::mm(dz.div_(temperature).to(wc.scalar_type()), wc));
   }
 }
 
@@ -91,9 +106,15 @@ struct ChunkedLogprobs : public torch::autograd::Function<ChunkedLogprobs> {
     at::Tensor out = at::empty({entropy ? 2 : 1, N}, acc);
     at::Tensor lp = out.select(0, 0), ent = entropy ? out.select(0, 1) : at::Tensor();
     at::Tensor lse = at::empty({N}, acc);
+    const bool precompute = !w.requires_grad() && !(entropy && entropy_grad);
+    at::Tensor dlp_dh = precompute ? at::empty_like(h) : at::Tensor();
     const at::ScalarType cd = compute_dtype(w, ac);
-    forward_chunks(h.to(cd), w.to(cd), targets, temperature, chunk, lp, ent, lse);
-    ctx->save_for_backward({h, w, targets, lse});
+    forward_chunks(h.to(cd), w.to(cd), targets, temperature, chunk, lp, ent, lse, dlp_dh);
+    if (precompute)
+      ctx->save_for_backward({dlp_dh});
+    else
+      ctx->save_for_backward({h, w, targets, lse});
+    ctx->saved_data["precomputed"] = precompute;
     ctx->saved_data["temperature"] = temperature;
     ctx->saved_data["chunk"] = chunk;
     ctx->saved_data["entropy_grad"] = entropy && entropy_grad;
@@ -104,6 +125,14 @@ struct ChunkedLogprobs : public torch::autograd::Function<ChunkedLogprobs> {
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
                                                  torch::autograd::variable_list grad_out) {
     auto saved = ctx->get_saved_variables();
+    // One gradient per forward input: h and w, none for targets,
+    // temperature, chunk, entropy, entropy_grad and autocast.
+    torch::autograd::variable_list out(8);
+    if (ctx->saved_data["precomputed"].toBool()) {
+      at::NoGradGuard no_grad;
+      out[0] = saved[0].mul(grad_out[0].select(0, 0).unsqueeze(1)).to(saved[0].scalar_type());
+      return out;
+    }
     const at::Tensor &h = saved[0], &w = saved[1], &targets = saved[2], &lse = saved[3];
     const double temperature = ctx->saved_data["temperature"].toDouble();
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
@@ -143,10 +172,8 @@ struct ChunkedLogprobs : public torch::autograd::Function<ChunkedLogprobs> {
       else
         gw.add_(at::mm(dz.t(), hs));
     }
-    // One gradient per forward input: h and w, none for targets,
-    // temperature, chunk, entropy, entropy_grad and autocast.
-    torch::autograd::variable_list out{gh, gw};
-    for (int i = 0; i < 6; i++) out.emplace_back();
+    out[0] = gh;
+    out[1] = gw;
     return out;
   }
 };
@@ -167,9 +194,9 @@ std::pair<at::Tensor, at::Tensor> token_logprobs(const at::Tensor &h, const at::
     const auto acc = h.options().dtype(acc_type(h.scalar_type()));
     at::Tensor lp = at::empty({N}, acc);
     at::Tensor ent = entropy ? at::empty({N}, acc) : at::Tensor();
-    at::Tensor lse = at::empty({N}, acc);
+    at::Tensor lse = at::empty({N}, acc), none;
     const at::ScalarType cd = compute_dtype(w, autocast);
-    forward_chunks(h.to(cd), w.to(cd), targets, temperature, chunk, lp, ent, lse);
+    forward_chunks(h.to(cd), w.to(cd), targets, temperature, chunk, lp, ent, lse, none);
     return {lp, ent};
   }
   at::Tensor out = ChunkedLogprobs::apply(h, w, targets, temperature, chunk, entropy, entropy_grad,

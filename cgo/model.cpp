@@ -326,10 +326,11 @@ at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &
   at::Tensor mask = full_mask(attn);
   bool ckpt = m.checkpointing && at::GradMode::is_enabled();
   // The checkpoints (each layer's output) are allocated before any layer
-  // runs. On the CPU the heap keeps what is freed (keep_heap, library.cpp):
-  // a checkpoint allocated among a layer's temporaries would split their
-  // freed memory, which the next layer's could then not reuse whole, and
-  // resident memory would grow by about a layer's activations per layer.
+  // runs. On the CPU a tensor under 4 MB lives in the C heap, which keeps
+  // what is freed (keep_heap, library.cpp): a checkpoint allocated among a
+  // layer's temporaries would split their freed memory, which the next
+  // layer's could then not reuse whole, and resident memory would grow by
+  // about a layer's activations per layer.
   std::vector<at::Tensor> outs(ckpt ? m.layers.size() : 0);
   for (auto &o : outs) o = at::empty(x.sizes(), x.options().requires_grad(false));
   for (size_t i = 0; i < m.layers.size(); i++) {

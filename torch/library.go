@@ -10,7 +10,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 9
+const abiVersion = 10
 
 var (
 	checkOnce sync.Once
@@ -97,8 +97,8 @@ func CUDADeviceCount() (int, error) {
 	return int(n), err
 }
 
-// MemoryStats are the CUDA caching allocator's figures for one device, in
-// bytes; all zero on the CPU.
+// MemoryStats are a caching allocator's figures, in bytes: CUDA's for one
+// device (all zero on the CPU), or the host's (HostMemory).
 type MemoryStats struct {
 	Allocated, Reserved, Peak int64
 }
@@ -108,6 +108,16 @@ func CUDAMemory(d Device) (MemoryStats, error) {
 	var a, r, p C.int64_t
 	var msg *C.char
 	err := check("cuda_memory", C.ar_cuda_memory(C.int(d.code()), &a, &r, &p, &msg), msg)
+	return MemoryStats{int64(a), int64(r), int64(p)}, err
+}
+
+// HostMemory reads the CPU allocator's figures for large tensors (4 MB and
+// up, host_memory.cpp): Allocated in use, Reserved mapped (in use plus kept
+// for reuse), Peak the most ever in use, which Reserved never exceeds.
+func HostMemory() (MemoryStats, error) {
+	var a, r, p C.int64_t
+	var msg *C.char
+	err := check("host_memory", C.ar_host_memory(&a, &r, &p, &msg), msg)
 	return MemoryStats{int64(a), int64(r), int64(p)}, err
 }
 

@@ -43,8 +43,9 @@ type lmResult struct{ lp, ent, gh, gw []float32 }
 // reference (chunk 0), unchunked from libtorch's own ops: z = h w^T / temp,
 // log_softmax, gather, -(exp(logp) logp).sum. With entGrad the entropy
 // term is in the loss; without it the entropy must come back without a
-// graph and the loss is sum(a*lp) alone.
-func runLM(t *testing.T, c lmCase, temp float64, chunk int, entGrad bool) lmResult {
+// graph and the loss is sum(a*lp) alone. A frozen head (a LoRA model's)
+// takes no gradient: gw stays nil.
+func runLM(t *testing.T, c lmCase, temp float64, chunk int, entGrad, frozen bool) lmResult {
 	t.Helper()
 	s := NewScope()
 	defer s.Close()
@@ -55,7 +56,7 @@ func runLM(t *testing.T, c lmCase, temp float64, chunk int, entGrad bool) lmResu
 		t.Fatal(err)
 	}
 	h.SetRequiresGrad(true)
-	w.SetRequiresGrad(true)
+	w.SetRequiresGrad(!frozen)
 	var lp, ent *Tensor
 	if chunk > 0 {
 		var err error
@@ -90,11 +91,13 @@ func runLM(t *testing.T, c lmCase, temp float64, chunk int, entGrad bool) lmResu
 	res.ent, _ = ent.Float32s()
 	gh := s.Adopt(h.Grad())
 	gw := s.Adopt(w.Grad())
-	if gh == nil || gw == nil {
-		t.Fatalf("chunk %d: no gradient for h or w", chunk)
+	if gh == nil || (gw == nil) != frozen {
+		t.Fatalf("chunk %d, frozen head %v: gradient of h %v, of w %v", chunk, frozen, gh != nil, gw != nil)
 	}
 	res.gh, _ = gh.Float32s()
-	res.gw, _ = gw.Float32s()
+	if gw != nil {
+		res.gw, _ = gw.Float32s()
+	}
 	return res
 }
 
@@ -119,21 +122,25 @@ func within(t *testing.T, what string, got, want []float32, tol float64) {
 // The chunked computation equals the unchunked one (libtorch's
 // log_softmax and its autograd) within 1e-5 in f32: the values, and the
 // gradients w.r.t. the hidden states and the LM head, with the entropy's
-// gradient in the loss and without it, at temperatures 1 and 0.7, for
-// chunks of 1 token, of 3 and 4 (which divide neither the 7 tokens nor the
-// 11-entry vocabulary), of all 7 and of more than there are.
+// gradient in the loss and without it, with the head trained and frozen
+// (where, without the entropy's gradient, the forward forms d lp / d h),
+// at temperatures 1 and 0.7, for chunks of 1 token, of 3 and 4 (which
+// divide neither the 7 tokens nor the 11-entry vocabulary), of all 7 and of
+// more than there are.
 func TestTokenLogprobsMatchUnchunked(t *testing.T) {
 	c := randomLMCase(7, 5, 11, 3)
 	for _, temp := range []float64{1, 0.7} {
 		for _, entGrad := range []bool{true, false} {
-			want := runLM(t, c, temp, 0, entGrad)
-			for _, chunk := range []int{1, 3, 4, 7, 100} {
-				got := runLM(t, c, temp, chunk, entGrad)
-				what := fmt.Sprintf("temp %v, entropy grad %v, chunk %d: ", temp, entGrad, chunk)
-				within(t, what+"logprobs", got.lp, want.lp, 1e-5)
-				within(t, what+"entropies", got.ent, want.ent, 1e-5)
-				within(t, what+"grad h", got.gh, want.gh, 1e-5)
-				within(t, what+"grad w", got.gw, want.gw, 1e-5)
+			for _, frozen := range []bool{false, true} {
+				want := runLM(t, c, temp, 0, entGrad, frozen)
+				for _, chunk := range []int{1, 3, 4, 7, 100} {
+					got := runLM(t, c, temp, chunk, entGrad, frozen)
+					what := fmt.Sprintf("temp %v, entropy grad %v, frozen head %v, chunk %d: ", temp, entGrad, frozen, chunk)
+					within(t, what+"logprobs", got.lp, want.lp, 1e-5)
+					within(t, what+"entropies", got.ent, want.ent, 1e-5)
+					within(t, what+"grad h", got.gh, want.gh, 1e-5)
+					within(t, what+"grad w", got.gw, want.gw, 1e-5)
+				}
 			}
 		}
 	}
@@ -152,12 +159,14 @@ func TestTokenLogprobsMatchUnchunked(t *testing.T) {
 func TestTokenLogprobsByHand(t *testing.T) {
 	c := lmCase{n: 1, hid: 1, v: 2, h: []float32{1}, w: []float32{0, float32(math.Log(3))},
 		targets: []int64{0}, a: []float32{1}, b: []float32{1}}
-	got := runLM(t, c, 1, 1, false)
+	got := runLM(t, c, 1, 1, false, false)
 	within(t, "logprob", got.lp, []float32{-1.3862944}, 1e-6)
 	within(t, "entropy", got.ent, []float32{0.5623351}, 1e-6)
 	within(t, "grad h (logprob)", got.gh, []float32{-0.8239592}, 1e-6)
 	within(t, "grad w (logprob)", got.gw, []float32{0.75, -0.75}, 1e-6)
-	got = runLM(t, c, 1, 1, true)
+	got = runLM(t, c, 1, 1, false, true)
+	within(t, "grad h (logprob, frozen head)", got.gh, []float32{-0.8239592}, 1e-6)
+	got = runLM(t, c, 1, 1, true, false)
 	within(t, "grad h (logprob + entropy)", got.gh, []float32{-1.0502621}, 1e-6)
 	within(t, "grad w (logprob + entropy)", got.gw, []float32{0.9559898, -0.9559898}, 1e-6)
 }

@@ -134,8 +134,10 @@ func TestDefaultJobSmall(t *testing.T) {
 			t.Errorf("TensorBoard has no %s at step %d", k, step)
 		}
 	}
-	if _, ok := tb[1][metric.TimeIterationS]; !ok {
-		t.Errorf("TensorBoard has no %s at step 1", metric.TimeIterationS)
+	for _, k := range []string{metric.TimeIterationS, metric.HostMappedGB, metric.HostPeakGB} {
+		if _, ok := tb[1][k]; !ok {
+			t.Errorf("TensorBoard has no %s at step 1", k)
+		}
 	}
 	train, _ := s.LoadIteration(1, trajectory.Train)
 	if len(train) != 8 {

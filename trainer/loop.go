@@ -508,6 +508,8 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		if ms, err := torch.CUDAMemory(t.device); err == nil {
 			m[metric.CUDAAllocatedGB], m[metric.CUDAPeakGB] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
 		}
+	} else if ms, err := torch.HostMemory(); err == nil {
+		m[metric.HostMappedGB], m[metric.HostPeakGB] = float64(ms.Reserved)/1e9, float64(ms.Peak)/1e9
 	}
 	m[metric.TimeIterationS] = time.Since(start).Seconds()
 	ev := t.log.Info().Int("iteration", iter).Float64("reward", m[metric.RewardMean]).Float64("em", m[metric.EM]).

@@ -75,6 +75,8 @@ const (
 	TimeIterationS    = "time_iteration_s"
 	CUDAAllocatedGB   = "cuda_allocated_gb"
 	CUDAPeakGB        = "cuda_peak_gb"
+	HostMappedGB      = "host_mapped_gb"
+	HostPeakGB        = "host_peak_gb"
 )
 
 // Prefixes of the episode metrics of the evaluation split and of the
@@ -153,6 +155,8 @@ var Defs = []Def{
 	{TimeIterationS, "wall time of the whole iteration", false},
 	{CUDAAllocatedGB, "CUDA memory allocated at the end of the iteration (CUDA only)", false},
 	{CUDAPeakGB, "peak CUDA memory (CUDA only)", false},
+	{HostMappedGB, "memory the host cache holds for tensors of 4 MB and up, in use or kept for reuse, at the end of the iteration (CPU only)", false},
+	{HostPeakGB, "the most memory tensors of 4 MB and up have had in use at once (CPU only)", false},
 }
 
 // Chart is one chart of the report and the metrics it draws, each with
