@@ -135,9 +135,11 @@ vet: $(CPU_BUILD)/libagentrl.so
 	@echo "go vet ./..."; $(GO) vet ./...
 	@echo "go vet -tags cuda ./torch/ (the CUDA-only Go paths compile)"; GOFLAGS="-tags=sqlite_fts5,cuda" $(GO) vet ./torch/
 
+# -count=1: Go's test cache does not see libagentrl.so, so after a change to
+# the C++ alone it would report the old results of unchanged Go packages.
 test: deps build vet
-	@echo "go test ./..."
-	@$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	@echo "go test -count=1 ./..."
+	@$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 bench: deps build
 	@echo "go test -bench ./..."
