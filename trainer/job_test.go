@@ -273,7 +273,13 @@ func runJob(t *testing.T, cfg config.Config) ([]store.IterationMetrics, string) 
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(storePath)
+	return storedMetrics(t, storePath), dir
+}
+
+// storedMetrics reads every iteration's metrics from the store at path.
+func storedMetrics(t *testing.T, path string) []store.IterationMetrics {
+	t.Helper()
+	s, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,5 +288,5 @@ func runJob(t *testing.T, cfg config.Config) ([]store.IterationMetrics, string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ms, dir
+	return ms
 }

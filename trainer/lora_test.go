@@ -14,7 +14,6 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/metric"
-	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // trainer/config keeps its own list of target names (it builds without
@@ -138,15 +137,7 @@ func TestLoRAModels(t *testing.T) {
 
 	// The rollouts decode from the merged weights: their logprobs are the
 	// training forward's.
-	s, err := store.Open(filepath.Join(run, "store.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ms, err := s.Metrics()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := storedMetrics(t, filepath.Join(run, "store.db"))
 	for _, m := range ms {
 		if v, ok := m.Metrics[metric.LogprobMismatchMax]; ok && !(v < 1e-4) {
 			t.Errorf("iteration %d: rollout logprobs differ from the training forward's by %g", m.Iteration, v)

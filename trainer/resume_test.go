@@ -491,15 +491,7 @@ func checkStoreCovers(t *testing.T, run string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(filepath.Join(run, "store.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ms, err := s.Metrics()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := storedMetrics(t, filepath.Join(run, "store.db"))
 	stored := map[int]bool{}
 	for _, m := range ms {
 		stored[m.Iteration] = true
