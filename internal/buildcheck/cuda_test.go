@@ -1,6 +1,7 @@
 package buildcheck
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,7 +89,7 @@ func TestMakeCudaLibtorchArchive(t *testing.T) {
 	if err != nil {
 		t.Fatalf("make cuda: %v\n%s", err, out)
 	}
-	if want := "the CUDA libtorch at " + torch + " (a libtorch archive)"; !strings.Contains(out, want) {
+	if want := "libtorch 2.11 at " + torch + " (a libtorch archive)"; !strings.Contains(out, want) {
 		t.Errorf("make cuda output lacks %q:\n%s", want, out)
 	}
 	checkBuild(t, tree, log, torch,
@@ -300,17 +301,34 @@ func checkBuild(t *testing.T, tree, log, torch string, want, notWant []string) {
 	}
 }
 
-// fakeLibtorch lays out at root what cgo/torchflags.sh reads of a libtorch:
-// empty libraries in lib/, torch.h under include/torch/csrc/api/include,
-// and share/cmake/Torch/TorchConfig.cmake holding config. It returns root.
+// fakeLibtorch lays out at root what cgo/torchflags.sh reads of a libtorch
+// 2.11: empty libraries in lib/, torch.h and version.h under
+// include/torch/csrc/api/include, and share/cmake/Torch/TorchConfig.cmake
+// holding config. It returns root.
 func fakeLibtorch(t *testing.T, root, config string) string {
 	t.Helper()
 	for _, lib := range []string{"libtorch_cuda.so", "libc10_cuda.so", "libtorch.so", "libtorch_cpu.so", "libc10.so"} {
 		writeFile(t, filepath.Join(root, "lib", lib), "")
 	}
 	writeFile(t, filepath.Join(root, "include", "torch", "csrc", "api", "include", "torch", "torch.h"), "")
+	writeVersion(t, filepath.Join(root, "include"), 2, 11, false)
 	writeFile(t, filepath.Join(root, "share", "cmake", "Torch", "TorchConfig.cmake"), config+"\n")
 	return root
+}
+
+// writeVersion writes torch/version.h under include as libtorch major.minor
+// does: the defines in torch/csrc/api/include/torch/version.h itself, or,
+// headerOnly (2.9 on), in torch/headeronly/version.h, which it includes.
+func writeVersion(t *testing.T, include string, major, minor int, headerOnly bool) {
+	t.Helper()
+	defines := fmt.Sprintf("#pragma once\n#define TORCH_VERSION_MAJOR %d\n#define TORCH_VERSION_MINOR %d\n#define TORCH_VERSION_PATCH 0\n", major, minor)
+	api := filepath.Join(include, "torch", "csrc", "api", "include", "torch", "version.h")
+	if !headerOnly {
+		writeFile(t, api, defines)
+		return
+	}
+	writeFile(t, api, "#include <torch/headeronly/version.h>\n")
+	writeFile(t, filepath.Join(include, "torch", "headeronly", "version.h"), defines)
 }
 
 // fakeCUDA makes dir/cuda a CUDA_HOME with include/cuda_runtime_api.h.
