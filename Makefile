@@ -17,14 +17,15 @@ CXXWARN := -fPIC -Wall -Wno-unused-parameter -fopenmp
 # archive unpacked, the torch/ folder of a pip-installed PyTorch wheel, or a
 # Debian-style prefix. `make` (CPU) defaults to Debian's libtorch-dev in
 # /usr; `make cuda` to third_party/libtorch (docs/gpu.md). The CUDA build
-# takes the CUDA toolkit at CUDA_HOME; NCCL=off or GLOO=off builds without
+# takes the CUDA headers at CUDA_HOME (by default the nvidia-* wheels' beside
+# a wheel's torch, Debian's, or /usr/local/cuda); NCCL=off or GLOO=off builds without
 # that backend; NCCL_HOME and GLOO_HOME point at headers libtorch lacks;
 # PYTHON is the python whose torch LIBTORCH is, asked for the C++ ABI when
 # libtorch does not say.
 LIBTORCH ?=
 CPU_LIBTORCH := $(or $(LIBTORCH),/usr)
 CUDA_LIBTORCH := $(or $(LIBTORCH),third_party/libtorch)
-CUDA_HOME ?= /usr/local/cuda
+CUDA_HOME ?=
 NCCL ?= auto
 NCCL_HOME ?=
 GLOO ?= auto

@@ -29,8 +29,9 @@
 #     GLOO_HOME/include.
 # What it cannot settle stops it with a message naming where it looked.
 #
-# Environment: CUDA_HOME (the CUDA toolkit, default /usr/local/cuda, cuda
-# mode); NCCL=off or GLOO=off to build without that backend (default auto);
+# Environment: CUDA_HOME (the CUDA toolkit's headers, cuda mode; by default
+# those of the nvidia-* wheels beside a wheel's torch, Debian's, or
+# /usr/local/cuda); NCCL=off or GLOO=off to build without that backend (default auto);
 # NCCL_HOME and GLOO_HOME; PYTHON (the python to ask for the ABI).
 set -euo pipefail
 
@@ -115,11 +116,27 @@ else
 	std_note="libtorch $major.$minor builds with C++17"
 fi
 
-cuda=${CUDA_HOME:-/usr/local/cuda}
+# The CUDA headers: CUDA_HOME when given; else the toolkit headers of the
+# nvidia-* wheels beside a pip-installed torch (nvidia/cu13 from CUDA 13,
+# nvidia/cuda_runtime for CUDA 12: the version torch was built with), the
+# prefix itself for Debian's nvidia-cuda-toolkit, then /usr/local/cuda.
+cuda=""
 if [ "$mode" = cuda ]; then
-	[ -f "$cuda/include/cuda_runtime_api.h" ] ||
-		die "no CUDA headers: looked for $cuda/include/cuda_runtime_api.h" \
-			"Install the CUDA toolkit of this libtorch's CUDA version, or pass CUDA_HOME=<its folder>."
+	if [ -n "${CUDA_HOME:-}" ]; then
+		homes=("$CUDA_HOME")
+	else
+		homes=("$site/nvidia/cu13" "$site/nvidia/cuda_runtime")
+		[ "$libdir" = "$root/lib" ] || homes+=("$root")
+		homes+=(/usr/local/cuda)
+	fi
+	for home in "${homes[@]}"; do
+		if [ -f "$home/include/cuda_runtime_api.h" ]; then
+			cuda=$home
+			break
+		fi
+	done
+	[ -n "$cuda" ] || die "no CUDA headers: looked for include/cuda_runtime_api.h in" "${homes[@]}" \
+		"Install the CUDA toolkit of this libtorch's CUDA version, or pass CUDA_HOME=<its folder>."
 fi
 
 # ---- C++ ABI ----
@@ -229,7 +246,7 @@ auto)
 esac
 cuda_note="none (a CPU build)"
 if [ "$mode" = cuda ]; then
-	inc+=("$cuda/include")
+	[ "$cuda" = /usr ] || inc+=("$cuda/include")
 	cuda_note="$cuda/include"
 fi
 # The system's library folder needs no run path.
