@@ -38,15 +38,16 @@ const (
 )
 
 // knownTemplates maps the SHA-256 of a published chat template (trimmed)
-// to its family. The interop tests render each with transformers.
+// to its family; another size of a model that ships the same text matches
+// too. The interop tests render each with transformers.
 var knownTemplates = map[string]Family{
-	// Qwen/Qwen2.5-7B-Instruct (the Qwen2.5-Instruct sizes share it).
+	// Qwen/Qwen2.5-7B-Instruct.
 	"55b2f4a26ac9ee719330a61a0c39d9e538b0e9322212f048326318cff4f8674a": Qwen25,
-	// Qwen/Qwen3-0.6B (the Qwen3 sizes of the first release share it).
+	// Qwen/Qwen3-0.6B, and the shared Qwen3 tokenizer.
 	"87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5": Qwen3,
 	// meta-llama/Llama-3.1-8B-Instruct and Llama-3.3-70B-Instruct.
 	"93c0e9aa3629bbd77e68dbc0f5621f6e6b23aa8d74b932595cdb8d64684526d7": Llama31,
-	// meta-llama/Llama-3.2-3B-Instruct (and 1B).
+	// meta-llama/Llama-3.2-3B-Instruct.
 	"d82792f95932f1c9cef5c4bd992f171225e3bf8c7b609b4557c9e1ec96be819f": Llama32,
 }
 
