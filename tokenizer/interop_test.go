@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,8 +177,28 @@ var specialTexts = []string{
 	"numbers 3.14159 1,000,000 0x1F 2024-07-26 ½ ² ٣٤٥",
 }
 
+// trickyStrings are n random strings over the characters where the split
+// patterns and the normalizer have edge cases: white space runs and
+// newlines, apostrophes before letters, digit runs, punctuation, letters
+// with combining marks (NFC), CJK, emoji, special-token fragments.
+func trickyStrings(n int) []string {
+	pieces := []string{" ", "  ", "\n", "\r\n", "\t", "\n\n", "'", "'s", "'RE", "'ll", "a", "Z", "word", " the",
+		"0", "12", "345", "1234567", ".", ",", "!?", "...", "\"", "<", "|>", "<|", "_", "-", "e\u0301", "é", "Å", "ﬁ",
+		"日本", "中文", "한", "🤖", "👍🏽", "\u00a0", "\u3000", "Ω", "ǅ", "<|eot_id|>", "<|im_end|>", "<think>"}
+	r := rand.New(rand.NewSource(7))
+	out := make([]string, n)
+	for i := range out {
+		var b strings.Builder
+		for k := 1 + r.Intn(24); k > 0; k-- {
+			b.WriteString(pieces[r.Intn(len(pieces))])
+		}
+		out[i] = b.String()
+	}
+	return out
+}
+
 // TestInteropTokenizerCorpora encodes a sample of every shared corpus file
-// (and texts spelling special tokens) with agentrl's tokenizer and with Hugging
+// (and texts spelling special tokens, and random tricky strings) with agentrl's tokenizer and with Hugging
 // Face tokenizers, for the shared Qwen tokenizer and Llama 3.2's; the ids
 // must be the same, and so must the texts the ids decode to.
 func TestInteropTokenizerCorpora(t *testing.T) {
@@ -192,6 +213,7 @@ func TestInteropTokenizerCorpora(t *testing.T) {
 		texts = append(texts, corpora[f]...)
 	}
 	texts = append(texts, specialTexts...)
+	texts = append(texts, trickyStrings(1000)...)
 	tokenizers := map[string]string{"qwen": filepath.Join(qwenDir(t), "tokenizer.json")}
 	pyinterop.Python(t)
 	tokenizers["llama3.2"] = filepath.Join(llamaTokenizerDir(t, ""), "tokenizer.json")
