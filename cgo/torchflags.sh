@@ -27,6 +27,9 @@
 #     library that torch loads), or NCCL_HOME/include;
 #   - gloo's headers (AGENTRL_GLOO=0|1): libtorch's own include/, or
 #     GLOO_HOME/include.
+# The include folders are passed with -isystem: warnings in libtorch's,
+# CUDA's, NCCL's and gloo's headers are theirs (2.11's CUDAEvent.h trips
+# -Winterference-size), and -Werror then holds our sources alone to zero.
 # What it cannot settle stops it with a message naming where it looked.
 #
 # Environment: CUDA_HOME (the CUDA toolkit's headers, cuda mode; by default
@@ -248,6 +251,12 @@ cuda_note="none (a CPU build)"
 if [ "$mode" = cuda ]; then
 	[ "$cuda" = /usr ] || inc+=("$cuda/include")
 	cuda_note="$cuda/include"
+	# CUDA 13 moved libcu++ and the rest of CCCL (nv/target, cuda/std) to
+	# include/cccl, which nvcc adds by itself and g++ must be told.
+	if [ -d "$cuda/include/cccl" ]; then
+		inc+=("$cuda/include/cccl")
+		cuda_note+=" and $cuda/include/cccl"
+	fi
 fi
 # The system's library folder needs no run path.
 ldflags="-L$libdir"
@@ -264,6 +273,6 @@ cat <<EOF
 ${prefix}_LIBTORCH := $root
 ${prefix}_VERSION := $major.$minor
 ${prefix}_CXXSTD := -std=$std
-${prefix}_CPPFLAGS := -D_GLIBCXX_USE_CXX11_ABI=$abi -DAGENTRL_NCCL=$nccl -DAGENTRL_GLOO=$gloo ${inc[*]/#/-I}
+${prefix}_CPPFLAGS := -D_GLIBCXX_USE_CXX11_ABI=$abi -DAGENTRL_NCCL=$nccl -DAGENTRL_GLOO=$gloo ${inc[*]/#/-isystem}
 ${prefix}_LDFLAGS := $ldflags
 EOF

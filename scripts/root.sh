@@ -49,8 +49,32 @@ mirror=$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)\/*$/\1/p' /etc/apt/sources.list
 [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
 rm -rf "$dir" "$dir.new"
 echo "root: making $dir: Debian $suite ($components) from $mirror with $pkgs" >&2
+hooks=()
+if [ "$name" = trixie-cuda ]; then
+	# libtorch-cuda depends on nvidia-cudnn, whose installation downloads
+	# cuDNN from NVIDIA: offline it fails, and with it libtorch-cuda. An
+	# empty package of that name, installed first, stands in for it (and
+	# says so in its description); scripts/image-check.sh then stubs the
+	# library itself.
+	stand_in=$(mktemp -d)
+	trap 'rm -rf "$stand_in"' EXIT
+	mkdir -p "$stand_in/pkg/DEBIAN"
+	cat >"$stand_in/pkg/DEBIAN/control" <<-EOF
+		Package: nvidia-cudnn
+		Version: 9.0.0.312~cuda12+agentrl.stand.in
+		Architecture: amd64
+		Maintainer: agentrl CI <ci@agentrl.invalid>
+		Description: stand-in for nvidia-cudnn (agentrl CI, offline)
+		 The real package downloads cuDNN from NVIDIA when it is installed,
+		 which fails without internet. This empty package only satisfies
+		 libtorch-cuda's dependency; it holds no cuDNN.
+	EOF
+	dpkg-deb --build "$stand_in/pkg" "$stand_in/nvidia-cudnn.deb" >&2
+	hooks+=(--essential-hook="copy-in $stand_in/nvidia-cudnn.deb /tmp"
+		--essential-hook='chroot "$1" dpkg -i /tmp/nvidia-cudnn.deb && chroot "$1" apt-mark hold nvidia-cudnn')
+fi
 mmdebstrap --variant=apt --components="${components// /,}" \
-	--aptopt='Acquire::Check-Valid-Until "false"' \
+	--aptopt='Acquire::Check-Valid-Until "false"' "${hooks[@]}" \
 	--include="${pkgs// /,}" "$suite" "$dir.new" "$mirror" >&2
 echo "$stamp" >"$dir.new/.agentrl-stamp"
 mv "$dir.new" "$dir"

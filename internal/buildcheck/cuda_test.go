@@ -67,7 +67,7 @@ func TestMakeCudaWheel(t *testing.T) {
 		}
 	}
 	checkBuild(t, tree, log, torch,
-		[]string{"-D_GLIBCXX_USE_CXX11_ABI=0", "-DAGENTRL_NCCL=1", "-DAGENTRL_GLOO=1", "-I" + ncclInc, "-I" + filepath.Join(cuda, "include")},
+		[]string{"-D_GLIBCXX_USE_CXX11_ABI=0", "-DAGENTRL_NCCL=1", "-DAGENTRL_GLOO=1", "-isystem" + ncclInc, "-isystem" + filepath.Join(cuda, "include")},
 		nil)
 }
 
@@ -93,7 +93,7 @@ func TestMakeCudaLibtorchArchive(t *testing.T) {
 		t.Errorf("make cuda output lacks %q:\n%s", want, out)
 	}
 	checkBuild(t, tree, log, torch,
-		[]string{"-D_GLIBCXX_USE_CXX11_ABI=1", "-DAGENTRL_NCCL=1", "-DAGENTRL_GLOO=1", "-I" + filepath.Join(nccl, "include"), "-I" + filepath.Join(gloo, "include")},
+		[]string{"-D_GLIBCXX_USE_CXX11_ABI=1", "-DAGENTRL_NCCL=1", "-DAGENTRL_GLOO=1", "-isystem" + filepath.Join(nccl, "include"), "-isystem" + filepath.Join(gloo, "include")},
 		nil)
 }
 
@@ -149,7 +149,7 @@ func TestMakeCudaWithoutNCCLOrGloo(t *testing.T) {
 	}
 	checkBuild(t, tree, log, torch,
 		[]string{"-D_GLIBCXX_USE_CXX11_ABI=0", "-DAGENTRL_NCCL=0", "-DAGENTRL_GLOO=0"},
-		[]string{"-I" + filepath.Join(site, "nvidia", "nccl", "include")})
+		[]string{"-isystem" + filepath.Join(site, "nvidia", "nccl", "include")})
 }
 
 // When TorchConfig.cmake does not carry the ABI (PyTorch 2.8 and later), it
@@ -259,7 +259,7 @@ func checkBuild(t *testing.T, tree, log, torch string, want, notWant []string) {
 	if err != nil || len(sources) == 0 {
 		t.Fatalf("no cgo/*.cpp in %s: %v", tree, err)
 	}
-	want = append([]string{"-DAGENTRL_CUDA", "-I" + filepath.Join(torch, "include"), "-I" + filepath.Join(torch, "include", "torch", "csrc", "api", "include")}, want...)
+	want = append([]string{"-DAGENTRL_CUDA", "-isystem" + filepath.Join(torch, "include"), "-isystem" + filepath.Join(torch, "include", "torch", "csrc", "api", "include")}, want...)
 	var compiles, links, gos int
 	for _, call := range recorded(t, log) {
 		args := strings.Fields(call)

@@ -99,7 +99,7 @@ func TestMakeCPUAgainstAWheel(t *testing.T) {
 	}
 	compiles, links := cppCalls(t, log)
 	for _, args := range compiles {
-		for _, w := range []string{"-D_GLIBCXX_USE_CXX11_ABI=1", "-DAGENTRL_GLOO=1", "-DAGENTRL_NCCL=0", "-I" + filepath.Join(torch, "include"), "-I" + filepath.Join(gloo, "include")} {
+		for _, w := range []string{"-D_GLIBCXX_USE_CXX11_ABI=1", "-DAGENTRL_GLOO=1", "-DAGENTRL_NCCL=0", "-isystem" + filepath.Join(torch, "include"), "-isystem" + filepath.Join(gloo, "include")} {
 			if !slices.Contains(args, w) {
 				t.Errorf("compile line lacks %s: %s", w, strings.Join(args, " "))
 			}
