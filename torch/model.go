@@ -22,6 +22,9 @@ import (
 // transformers and vLLM as it is.
 const ValueHeadFile = "value_head.safetensors"
 
+// maxHeadDim is the largest head_dim a model may have.
+const maxHeadDim = C.AR_MAX_HEAD_DIM
+
 // Model is a Qwen2/Qwen3/Llama decoder whose weights live in libtorch. Parameter
 // names are the Hugging Face checkpoint keys.
 type Model struct {
@@ -43,12 +46,19 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
+	invFreq, attentionFactor, err := cfg.RopeFrequencies()
+	if err != nil {
+		return nil, fmt.Errorf("model config: %w", err)
+	}
 	cc := C.ar_model_config{
 		vocab: C.int64_t(cfg.Vocab), hidden: C.int64_t(cfg.Hidden), intermediate: C.int64_t(cfg.Intermediate),
 		layers: C.int64_t(cfg.Layers), heads: C.int64_t(cfg.Heads), kv_heads: C.int64_t(cfg.KVHeads),
-		head_dim: C.int64_t(cfg.HeadDim), rms_eps: C.double(cfg.RMSEps), rope_theta: C.double(cfg.RopeTheta),
+		head_dim: C.int64_t(cfg.HeadDim), rms_eps: C.double(cfg.RMSEps), rope_attention_factor: C.double(attentionFactor),
 		tie_embeddings: cbool(cfg.TieEmbeddings), qkv_bias: cbool(cfg.QKVBias()), qk_norm: cbool(cfg.QKNorm()),
 		value_head: cbool(valueHead), max_positions: C.int64_t(cfg.MaxPositions),
+	}
+	for j, f := range invFreq {
+		cc.rope_inv_freq[j] = C.double(f)
 	}
 	var h C.ar_model
 	var msg *C.char
