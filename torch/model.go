@@ -122,6 +122,53 @@ func (m *Model) Free() {
 // a LoRA model's adapters under PEFT's keys, then its value head).
 func (m *Model) Names() []string { return append([]string(nil), m.names...) }
 
+// ParamShape is a parameter's checkpoint key and shape.
+type ParamShape struct {
+	Name  string
+	Shape []int64
+}
+
+// Numel is the number of values of the parameter.
+func (p ParamShape) Numel() int64 {
+	n := int64(1)
+	for _, d := range p.Shape {
+		n *= d
+	}
+	return n
+}
+
+// ParamShapes lists the parameters of the model, in Names order, with
+// their shapes.
+func (m *Model) ParamShapes() ([]ParamShape, error) {
+	out := make([]ParamShape, 0, len(m.names))
+	for _, n := range m.names {
+		p, err := m.Param(n)
+		if err != nil {
+			return nil, err
+		}
+		shape, err := p.Shape()
+		p.Free()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ParamShape{Name: n, Shape: shape})
+	}
+	return out, nil
+}
+
+// ParamShapes lists the parameters a model of cfg has (with valueHead,
+// its value head too), in Names order, with their shapes: those of a
+// model made on the meta device, so from the one table the model's
+// parameters are made from (cgo/model.h), without allocating them.
+func ParamShapes(cfg Config, valueHead bool) ([]ParamShape, error) {
+	m, err := NewModel(cfg, Float32, Meta, valueHead)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Free()
+	return m.ParamShapes()
+}
+
 // Param returns a handle sharing the storage of a parameter (the caller
 // frees the handle, not the weight).
 func (m *Model) Param(name string) (*Tensor, error) {
@@ -222,13 +269,22 @@ func (m *Model) loadFrom(path string, valueHead bool) error {
 		return fmt.Errorf("load weights: %w", err)
 	}
 	defer r.Close()
-	for _, name := range m.names {
+	shapes, err := m.ParamShapes()
+	if err != nil {
+		return err
+	}
+	for _, ps := range shapes {
+		name := ps.Name
 		if IsValueHead(name) != valueHead {
 			continue
 		}
 		info, ok := r.Info(name)
 		if !ok {
 			return fmt.Errorf("load weights from %s: tensor %s is missing", path, name)
+		}
+		if !slices.Equal(info.Shape, ps.Shape) {
+			return fmt.Errorf("load weights from %s: tensor %s has shape %v, the model config.json describes needs %v",
+				info.File, name, info.Shape, ps.Shape)
 		}
 		dt, ok := stDTypes[info.DType]
 		if !ok {
