@@ -609,10 +609,10 @@ func copyFile(t *testing.T, from, to string) {
 func TestConfigErrorsNameTheField(t *testing.T) {
 	cases := map[string]string{
 		`{"model_type":"gpt2","vocab_size":1}`: "model_type",
-		`{"model_type":"qwen2","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":0,"num_attention_heads":2}`:                         "num_hidden_layers",
-		`{"model_type":"llama","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":3}`: "num_key_value_heads",
-		`{"model_type":"qwen2","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"rms_norm_eps":-1}`:       "rms_norm_eps",
-		`{"model_type":"llama","rope_scaling":{"type":"llama3"}}`:                                                                                           "rope_scaling",
+		`{"model_type":"qwen2","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":0,"num_attention_heads":2}`:                                           "num_hidden_layers",
+		`{"model_type":"llama","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":3}`:                   "num_key_value_heads",
+		`{"model_type":"qwen2","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":2,"rms_norm_eps":-1}`: "rms_norm_eps",
+		`{"model_type":"llama","rope_scaling":{"type":"llama3"}}`: "rope_scaling",
 	}
 	for js, field := range cases {
 		if _, err := ParseConfig([]byte(js), "config.json"); err == nil || !strings.Contains(err.Error(), field) {
