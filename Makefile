@@ -9,27 +9,31 @@ CXXFLAGS ?= -O2 -g0
 # -fopenmp: at::parallel_for is inlined from ATen's headers and runs in
 # parallel only when the shim itself is compiled with OpenMP (libtorch's
 # libgomp, one shared pool); without it the decode kernels run serially.
-CXXSTD := -std=c++17 -fPIC -Wall -Wno-unused-parameter -fopenmp
+# The C++ standard comes from the libtorch (cgo/torchflags.sh): C++17, or
+# C++20 from libtorch 2.13.
+CXXWARN := -fPIC -Wall -Wno-unused-parameter -fopenmp
 
-# CPU build: Debian's libtorch-dev.
-CPU_BUILD := build/cpu
-CPU_INC := -I/usr/include/torch/csrc/api/include
-CPU_LIBS := -ltorch -ltorch_cpu -lc10
-
-# CUDA build (docs/gpu.md): the CUDA libtorch at LIBTORCH, either the C++
-# libtorch archive for your CUDA version unpacked or the torch/ folder of a
-# pip-installed CUDA PyTorch wheel, and the CUDA toolkit at CUDA_HOME.
-# NCCL=off or GLOO=off builds without that backend; NCCL_HOME and GLOO_HOME
-# point at headers libtorch lacks; PYTHON is the python whose torch LIBTORCH
-# is, asked for the C++ ABI when libtorch does not say.
-LIBTORCH ?= third_party/libtorch
-CUDA_HOME ?= /usr/local/cuda
+# LIBTORCH is the libtorch to build against (cgo/torchflags.sh): a libtorch
+# archive unpacked, the torch/ folder of a pip-installed PyTorch wheel, or a
+# Debian-style prefix. `make` (CPU) defaults to Debian's libtorch-dev in
+# /usr; `make cuda` to third_party/libtorch (docs/gpu.md). The CUDA build
+# takes the CUDA headers at CUDA_HOME (by default the nvidia-* wheels' beside
+# a wheel's torch, Debian's, or /usr/local/cuda); NCCL=off or GLOO=off builds without
+# that backend; NCCL_HOME and GLOO_HOME point at headers libtorch lacks;
+# PYTHON is the python whose torch LIBTORCH is, asked for the C++ ABI when
+# libtorch does not say.
+LIBTORCH ?=
+CPU_LIBTORCH := $(or $(LIBTORCH),/usr)
+CUDA_LIBTORCH := $(or $(LIBTORCH),third_party/libtorch)
+CUDA_HOME ?=
 NCCL ?= auto
 NCCL_HOME ?=
 GLOO ?= auto
 GLOO_HOME ?=
 PYTHON ?=
+CPU_BUILD := build/cpu
 CUDA_BUILD := build/cuda
+FLAGS_ENV = CUDA_HOME='$(CUDA_HOME)' NCCL='$(NCCL)' NCCL_HOME='$(NCCL_HOME)' GLOO='$(GLOO)' GLOO_HOME='$(GLOO_HOME)' PYTHON='$(PYTHON)'
 
 SHIM_SRC := $(wildcard cgo/*.cpp)
 SHIM_HDR := $(wildcard cgo/*.h)
@@ -48,7 +52,7 @@ TEST_TIMEOUT ?= 20m
 
 export GOFLAGS := -tags=sqlite_fts5
 
-.PHONY: all build deps cuda cuda-flags test vet bench run paper image clean fmt interop
+.PHONY: all build flags deps cuda cuda-flags test vet bench run paper image clean fmt interop
 
 all: build
 
@@ -73,16 +77,38 @@ deps:
 	  || echo "deps: npm install failed; the tests of the published OpenAI clients will skip"; \
 	else echo "deps: no npm; the tests of the published OpenAI clients will skip"; fi
 
-build: bin/trainer
+# cgo/torchflags.sh reads the libtorch (its version and so the C++
+# standard, its C++ ABI, where nccl.h and gloo's headers are) and writes the
+# flags to build/cpu/torch.mk or build/cuda/torch.mk, or stops and says where
+# it looked. A fragment is replaced only when the flags change, so the
+# objects that depend on it are rebuilt only then: switching LIBTORCH
+# rebuilds the shim.
+CPU_MK := $(CPU_BUILD)/torch.mk
+CUDA_MK := $(CUDA_BUILD)/torch.mk
+-include $(CPU_MK) $(CUDA_MK)
 
-$(CPU_BUILD)/obj/%.o: cgo/%.cpp $(SHIM_HDR)
+# flags MODE LIBTORCH FRAGMENT
+define flags
+@mkdir -p $(dir $(3))
+@$(FLAGS_ENV) cgo/torchflags.sh $(1) '$(2)' > $(3).new || { rm -f $(3).new; exit 1; }
+@if cmp -s $(3).new $(3); then rm $(3).new; else mv $(3).new $(3); fi
+endef
+
+flags:
+	$(call flags,cpu,$(CPU_LIBTORCH),$(CPU_MK))
+	@cat $(CPU_MK)
+
+build: flags
+	@$(MAKE) --no-print-directory bin/trainer
+
+$(CPU_BUILD)/obj/%.o: cgo/%.cpp $(SHIM_HDR) $(CPU_MK)
 	@mkdir -p $(dir $@)
-	@echo "c++  $< -> $@ (CPU libtorch)"
-	@$(CXX) $(CXXSTD) $(CXXFLAGS) $(CPU_INC) -Icgo -c $< -o $@
+	@echo "c++  $< -> $@ (libtorch $(CPU_TORCH_VERSION) at $(CPU_TORCH_LIBTORCH), $(CPU_TORCH_CXXSTD))"
+	@$(CXX) $(CPU_TORCH_CXXSTD) $(CXXWARN) $(CXXFLAGS) $(CPU_TORCH_CPPFLAGS) -Icgo -c $< -o $@
 
 $(CPU_BUILD)/libagentrl.so: $(patsubst cgo/%.cpp,$(CPU_BUILD)/obj/%.o,$(SHIM_SRC))
 	@echo "link $@"
-	@$(CXX) -shared -fopenmp -o $@ $^ $(CPU_LIBS) -ldl
+	@$(CXX) -shared -fopenmp -o $@ $^ $(CPU_TORCH_LDFLAGS) -ltorch -ltorch_cpu -lc10 -ldl
 
 bin/trainer: $(CPU_BUILD)/libagentrl.so $(GO_SRC)
 	@mkdir -p bin
@@ -91,37 +117,27 @@ bin/trainer: $(CPU_BUILD)/libagentrl.so $(GO_SRC)
 
 # ---- CUDA ------------------------------------------------------------------
 
-# cgo/torchflags.sh reads the libtorch at LIBTORCH (its C++ ABI, where nccl.h
-# and gloo's headers are) and writes the flags to $(TORCH_MK), or stops and
-# says where it looked. The file is replaced only when the flags change, so
-# the objects that depend on it are rebuilt only then.
-TORCH_MK := $(CUDA_BUILD)/torch.mk
--include $(TORCH_MK)
-
 cuda-flags:
-	@mkdir -p $(CUDA_BUILD)
-	@CUDA_HOME='$(CUDA_HOME)' NCCL='$(NCCL)' NCCL_HOME='$(NCCL_HOME)' GLOO='$(GLOO)' GLOO_HOME='$(GLOO_HOME)' PYTHON='$(PYTHON)' \
-	  cgo/torchflags.sh '$(LIBTORCH)' > $(TORCH_MK).new || { rm -f $(TORCH_MK).new; exit 1; }
-	@if cmp -s $(TORCH_MK).new $(TORCH_MK); then rm $(TORCH_MK).new; else mv $(TORCH_MK).new $(TORCH_MK); fi
-	@cat $(TORCH_MK)
+	$(call flags,cuda,$(CUDA_LIBTORCH),$(CUDA_MK))
+	@cat $(CUDA_MK)
 
 cuda: cuda-flags
 	@$(MAKE) --no-print-directory bin/trainer-cuda
 	@cp bin/trainer-cuda bin/trainer
-	@echo "bin/trainer is the CUDA build (libtorch at $(LIBTORCH))"
+	@echo "bin/trainer is the CUDA build (libtorch at $(CUDA_LIBTORCH))"
 
 # --no-as-needed: nothing references libtorch_cuda directly, and without it
 # the linker drops the library and CUDA is silently unavailable at run time.
 CUDA_LIBS := -Wl,--no-as-needed -ltorch_cuda -lc10_cuda -ltorch -ltorch_cpu -lc10 -Wl,--as-needed
 
-$(CUDA_BUILD)/obj/%.o: cgo/%.cpp $(SHIM_HDR) $(TORCH_MK)
+$(CUDA_BUILD)/obj/%.o: cgo/%.cpp $(SHIM_HDR) $(CUDA_MK)
 	@mkdir -p $(dir $@)
-	@echo "c++  $< -> $@ (CUDA libtorch at $(LIBTORCH))"
-	@$(CXX) $(CXXSTD) $(CXXFLAGS) -DAGENTRL_CUDA $(TORCH_CPPFLAGS) -Icgo -c $< -o $@
+	@echo "c++  $< -> $@ (CUDA libtorch $(CUDA_TORCH_VERSION) at $(CUDA_TORCH_LIBTORCH), $(CUDA_TORCH_CXXSTD))"
+	@$(CXX) $(CUDA_TORCH_CXXSTD) $(CXXWARN) $(CXXFLAGS) -DAGENTRL_CUDA $(CUDA_TORCH_CPPFLAGS) -Icgo -c $< -o $@
 
 $(CUDA_BUILD)/libagentrl.so: $(patsubst cgo/%.cpp,$(CUDA_BUILD)/obj/%.o,$(SHIM_SRC))
 	@echo "link $@"
-	@$(CXX) -shared -fopenmp -o $@ $^ $(TORCH_LDFLAGS) $(CUDA_LIBS) -ldl
+	@$(CXX) -shared -fopenmp -o $@ $^ $(CUDA_TORCH_LDFLAGS) $(CUDA_LIBS) -ldl
 
 bin/trainer-cuda: $(CUDA_BUILD)/libagentrl.so $(GO_SRC)
 	@mkdir -p bin
@@ -130,7 +146,7 @@ bin/trainer-cuda: $(CUDA_BUILD)/libagentrl.so $(GO_SRC)
 
 # ---- checks ----------------------------------------------------------------
 
-vet: $(CPU_BUILD)/libagentrl.so
+vet: build
 	@echo "gofmt -l"; test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; exit 1; }
 	@echo "go vet ./..."; $(GO) vet ./...
 	@echo "go vet -tags cuda ./torch/ (the CUDA-only Go paths compile)"; GOFLAGS="-tags=sqlite_fts5,cuda" $(GO) vet ./torch/
@@ -145,7 +161,7 @@ test: deps build vet
 # PEFT, TensorBoard) and theirs through agentrl. scripts/venv.sh makes (or
 # reuses) the cached Python environment; the tests find it by AGENTRL_PYTHON
 # and skip, saying why, without it (a plain make test).
-INTEROP_PKGS := ./internal/pyinterop/ ./torch/ ./torch/peft/ ./cmd/trainer/
+INTEROP_PKGS := ./internal/pyinterop/ ./tokenizer/ ./torch/ ./torch/peft/ ./cmd/trainer/
 
 interop: deps build
 	@venv=$$(scripts/venv.sh torch-2.15) && echo "go test -run TestInterop (AGENTRL_PYTHON=$$venv/bin/python)" && \

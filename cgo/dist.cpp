@@ -246,7 +246,20 @@ int ar_store_new(const char *host, int port, int is_server, int world,
     if (world > 0) o.numWorkers = static_cast<std::size_t>(world);
     o.waitWorkers = world > 0;
     o.timeout = std::chrono::milliseconds(timeout_ms);
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(std::string(host), o);
+    c10::intrusive_ptr<c10d::TCPStore> tcp;
+#if AR_TORCH_AT_LEAST(2, 4)
+    // From 2.4 TCPStore asks for libuv by default, and a libtorch built
+    // without it (Debian's) refuses: fall back to the classic server then.
+    try {
+      tcp = c10::make_intrusive<c10d::TCPStore>(std::string(host), o);
+    } catch (const c10::Error &e) {
+      if (std::string(e.what_without_backtrace()).find("libuv") == std::string::npos) throw;
+      o.useLibUV = false;
+      tcp = c10::make_intrusive<c10d::TCPStore>(std::string(host), o);
+    }
+#else
+    tcp = c10::make_intrusive<c10d::TCPStore>(std::string(host), o);
+#endif
     tcp->setTimeout(std::chrono::milliseconds(timeout_ms));
     c10::intrusive_ptr<c10d::Store> s = tcp;
     if (prefix != nullptr && prefix[0] != 0) s = c10::make_intrusive<c10d::PrefixStore>(prefix, tcp);

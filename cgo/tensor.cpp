@@ -235,15 +235,14 @@ int ar_clamp(ar_tensor a, double lo, double hi, int has_lo, int has_hi, ar_tenso
 int ar_where(ar_tensor cond, ar_tensor a, ar_tensor b, ar_tensor *out, char **err) {
   return guard(err, [&] {
     at::Tensor c = T(cond).to(at::kBool);
-#if TORCH_VERSION_MAJOR < 2
-    // libtorch 1.13 has no meta kernel for where. On the meta device (no
-    // values, used by tests as a second device) the same shape, dtype and
-    // device checks come from products with the condition.
+    // where.self has no meta kernel (libtorch 1.13 through 2.14 at least).
+    // On the meta device (no values, used by tests as a second device) the
+    // same shape, dtype and device checks come from products with the
+    // condition.
     if (c.is_meta() || T(a).is_meta() || T(b).is_meta()) {
       *out = wrap(T(a) * c + T(b) * ~c);
       return;
     }
-#endif
     *out = wrap(at::where(c, T(a), T(b)));
   });
 }

@@ -7,7 +7,8 @@
 #   torch-2.15  torch 2.15.0 (a full libtorch in its torch/ folder) with
 #               transformers, peft, tensorboard and tokenizers: the newest
 #               libtorch leg and the interop suite (make interop)
-#   torch-2.11  torch 2.11.0: the CUDA build leg and the GPU rehearsal (the
+#   torch-2.11  torch 2.11.0 with the CUDA 13.0 headers (cuda-toolkit[nvcc,cccl]):
+#               the CUDA build leg and the GPU rehearsal (the
 #               GPU machine runs 2.11.0+cu130), with the same libraries
 #
 # The cache folder is AGENTRL_CACHE (default /var/cache/agentrl): wheels in
@@ -19,7 +20,7 @@ cache=${AGENTRL_CACHE:-/var/cache/agentrl}
 libs="transformers==5.24.0 peft==0.21.2 tensorboard==2.21.0 tokenizers==0.23.3 safetensors==0.8.0 numpy"
 case $name in
 torch-2.15) reqs="torch==2.15.0 $libs" ;;
-torch-2.11) reqs="torch==2.11.0 $libs" ;;
+torch-2.11) reqs="torch==2.11.0 cuda-toolkit[nvcc,cccl]==13.0.2 $libs" ;;
 *) echo "scripts/venv.sh: unknown environment $name (torch-2.15, torch-2.11)" >&2; exit 2 ;;
 esac
 dir=$cache/venv/$name

@@ -6,7 +6,9 @@
 // decoder, and added/special tokens. Anything else in a tokenizer.json is
 // refused with an error naming the component.
 //
-// On top of the tokenizer, ChatFormat renders Qwen-style ChatML with tools
-// straight to token ids, turn by turn, with the action mask the RL trainer
-// needs; BuildWordLevel makes tiny vocabularies for CPU demos.
+// On top of the tokenizer, ChatFormat renders conversations as the chat
+// templates of Qwen2.5, Qwen3 and Llama 3.1/3.2/3.3 do (each written by hand,
+// the family recognised from the checkpoint's template, any other template
+// refused) straight to token ids, turn by turn, with the action mask the RL
+// trainer needs; BuildWordLevel makes tiny vocabularies for CPU demos.
 package tokenizer

@@ -10,7 +10,9 @@ import (
 )
 
 // Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json
-// (for the eos and pad tokens and the chat template).
+// (for the eos and pad tokens and the chat template) and dir/chat_template.jinja
+// (where transformers 5 saves the chat template; it takes the place of the
+// config's chat_template, and Save writes it into tokenizer_config.json).
 func Load(dir string) (*Tokenizer, error) {
 	path := filepath.Join(dir, "tokenizer.json")
 	data, err := os.ReadFile(path)
@@ -27,6 +29,18 @@ func Load(dir string) (*Tokenizer, error) {
 	case err == nil:
 		if err := json.Unmarshal(cdata, &config); err != nil {
 			return nil, fmt.Errorf("load %s: %w", cpath, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("load tokenizer: %w", err)
+	}
+	jpath := filepath.Join(dir, "chat_template.jinja")
+	switch jdata, err := os.ReadFile(jpath); {
+	case err == nil:
+		if config == nil {
+			config = map[string]json.RawMessage{}
+		}
+		if config["chat_template"], err = json.Marshal(string(jdata)); err != nil {
+			return nil, fmt.Errorf("load %s: %w", jpath, err)
 		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("load tokenizer: %w", err)
@@ -231,5 +245,31 @@ func (t *Tokenizer) setConfig() error {
 	if t.pad < 0 {
 		t.pad = t.eos
 	}
-	return nil
+	return t.setChatTemplate()
+}
+
+// setChatTemplate reads tokenizer_config.json's chat_template: a string, or
+// a list of {name, template} of which the one named "default" is used.
+func (t *Tokenizer) setChatTemplate() error {
+	raw, ok := t.config["chat_template"]
+	if !ok || isNull(raw) {
+		return nil
+	}
+	if err := json.Unmarshal(raw, &t.chatTemplate); err == nil {
+		return nil
+	}
+	var named []struct {
+		Name     string `json:"name"`
+		Template string `json:"template"`
+	}
+	if err := json.Unmarshal(raw, &named); err != nil {
+		return fmt.Errorf("tokenizer_config.json chat_template is neither a string nor a list of {name, template}: %w", err)
+	}
+	for _, n := range named {
+		if n.Name == "default" {
+			t.chatTemplate = n.Template
+			return nil
+		}
+	}
+	return fmt.Errorf("tokenizer_config.json chat_template: a list of %d named templates with none named \"default\"", len(named))
 }

@@ -17,7 +17,12 @@ import (
 // their order (a repeated key keeps its first place and its last value),
 // non-ASCII text as is, integers as written (-0 as 0), other numbers as
 // Python's repr of the float (1e5 -> 100000.0, 1e16 -> 1e+16).
-func pyJSON(raw []byte) (string, error) {
+func pyJSON(raw []byte) (string, error) { return pyJSONIndent(raw, 0) }
+
+// pyJSONIndent is pyJSON with json.dumps's indent: with indent > 0 every
+// member and element is on its own line, indented by that many spaces a
+// level, separated by "," (not ", "); empty arrays and objects stay [] and {}.
+func pyJSONIndent(raw []byte, indent int) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	v, err := readPyValue(dec)
@@ -27,11 +32,11 @@ func pyJSON(raw []byte) (string, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("unexpected data after the JSON value")
 	}
-	var b strings.Builder
-	if err := writePyValue(&b, v); err != nil {
+	w := pyWriter{indent: indent}
+	if err := w.value(v, 0); err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	return w.b.String(), nil
 }
 
 // pyMember is one key of an object, in order.
@@ -85,7 +90,15 @@ func readPyValue(dec *json.Decoder) (any, error) {
 	return tok, nil
 }
 
-func writePyValue(b *strings.Builder, v any) error {
+// pyWriter prints values read by readPyValue as json.dumps does.
+type pyWriter struct {
+	b      strings.Builder
+	indent int
+}
+
+// value writes v at nesting depth depth.
+func (w *pyWriter) value(v any, depth int) error {
+	b := &w.b
 	switch v := v.(type) {
 	case nil:
 		b.WriteString("null")
@@ -102,31 +115,47 @@ func writePyValue(b *strings.Builder, v any) error {
 	case []any:
 		b.WriteByte('[')
 		for i, e := range v {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			if err := writePyValue(b, e); err != nil {
+			w.separate(i, depth+1)
+			if err := w.value(e, depth+1); err != nil {
 				return err
 			}
 		}
-		b.WriteByte(']')
+		w.close(len(v), depth, ']')
 	case []pyMember:
 		b.WriteByte('{')
 		for i, m := range v {
-			if i > 0 {
-				b.WriteString(", ")
-			}
+			w.separate(i, depth+1)
 			writePyString(b, m.key)
 			b.WriteString(": ")
-			if err := writePyValue(b, m.value); err != nil {
+			if err := w.value(m.value, depth+1); err != nil {
 				return err
 			}
 		}
-		b.WriteByte('}')
+		w.close(len(v), depth, '}')
 	default:
 		return fmt.Errorf("unexpected JSON token %v", v)
 	}
 	return nil
+}
+
+// separate starts the i-th item of a container whose items are at depth.
+func (w *pyWriter) separate(i, depth int) {
+	switch {
+	case w.indent > 0 && i > 0:
+		w.b.WriteString(",\n" + strings.Repeat(" ", w.indent*depth))
+	case w.indent > 0:
+		w.b.WriteString("\n" + strings.Repeat(" ", w.indent*depth))
+	case i > 0:
+		w.b.WriteString(", ")
+	}
+}
+
+// close ends a container of n items at depth.
+func (w *pyWriter) close(n, depth int, c byte) {
+	if w.indent > 0 && n > 0 {
+		w.b.WriteString("\n" + strings.Repeat(" ", w.indent*depth))
+	}
+	w.b.WriteByte(c)
 }
 
 // writePyString quotes s as json.dumps does with ensure_ascii=False.

@@ -33,6 +33,8 @@ type Tokenizer struct {
 	config map[string]json.RawMessage // tokenizer_config.json, nil when absent
 	eos    int32
 	pad    int32
+
+	chatTemplate string // tokenizer_config.json's chat_template, "" when none
 }
 
 // sink collects ids and, when track is set, the end offset of each id in the
@@ -208,6 +210,10 @@ func (t *Tokenizer) IDToken(id int32) string {
 	}
 	return t.tokens[id]
 }
+
+// ChatTemplate returns the Jinja chat template of tokenizer_config.json (or
+// chat_template.jinja), "" when there is none.
+func (t *Tokenizer) ChatTemplate() string { return t.chatTemplate }
 
 // EOS is the id of tokenizer_config.json's eos_token ("<|im_end|>" for
 // Qwen), or -1 when there is none.

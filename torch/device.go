@@ -52,6 +52,9 @@ func ParseDevice(s string) (Device, error) {
 		if err != nil {
 			return CPU, err
 		}
+		if n == 0 {
+			return CPU, fmt.Errorf("device %q: CUDA is not available: this CUDA build of agentrl sees no CUDA device (no GPU, no driver, or CUDA_VISIBLE_DEVICES hides them); use --device cpu", s)
+		}
 		if i >= n {
 			return CPU, fmt.Errorf("device %q: only %d CUDA device(s) visible", s, n)
 		}

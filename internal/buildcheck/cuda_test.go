@@ -1,6 +1,7 @@
 package buildcheck
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,7 +67,7 @@ func TestMakeCudaWheel(t *testing.T) {
 		}
 	}
 	checkBuild(t, tree, log, torch,
-		[]string{"-D_GLIBCXX_USE_CXX11_ABI=0", "-DAGENTRL_NCCL=1", "-DAGENTRL_GLOO=1", "-I" + ncclInc, "-I" + filepath.Join(cuda, "include")},
+		[]string{"-D_GLIBCXX_USE_CXX11_ABI=0", "-DAGENTRL_NCCL=1", "-DAGENTRL_GLOO=1", "-isystem" + ncclInc, "-isystem" + filepath.Join(cuda, "include")},
 		nil)
 }
 
@@ -88,11 +89,11 @@ func TestMakeCudaLibtorchArchive(t *testing.T) {
 	if err != nil {
 		t.Fatalf("make cuda: %v\n%s", err, out)
 	}
-	if want := "the CUDA libtorch at " + torch + " (a libtorch archive)"; !strings.Contains(out, want) {
+	if want := "libtorch 2.11 at " + torch + " (a libtorch archive)"; !strings.Contains(out, want) {
 		t.Errorf("make cuda output lacks %q:\n%s", want, out)
 	}
 	checkBuild(t, tree, log, torch,
-		[]string{"-D_GLIBCXX_USE_CXX11_ABI=1", "-DAGENTRL_NCCL=1", "-DAGENTRL_GLOO=1", "-I" + filepath.Join(nccl, "include"), "-I" + filepath.Join(gloo, "include")},
+		[]string{"-D_GLIBCXX_USE_CXX11_ABI=1", "-DAGENTRL_NCCL=1", "-DAGENTRL_GLOO=1", "-isystem" + filepath.Join(nccl, "include"), "-isystem" + filepath.Join(gloo, "include")},
 		nil)
 }
 
@@ -148,7 +149,7 @@ func TestMakeCudaWithoutNCCLOrGloo(t *testing.T) {
 	}
 	checkBuild(t, tree, log, torch,
 		[]string{"-D_GLIBCXX_USE_CXX11_ABI=0", "-DAGENTRL_NCCL=0", "-DAGENTRL_GLOO=0"},
-		[]string{"-I" + filepath.Join(site, "nvidia", "nccl", "include")})
+		[]string{"-isystem" + filepath.Join(site, "nvidia", "nccl", "include")})
 }
 
 // When TorchConfig.cmake does not carry the ABI (PyTorch 2.8 and later), it
@@ -258,7 +259,7 @@ func checkBuild(t *testing.T, tree, log, torch string, want, notWant []string) {
 	if err != nil || len(sources) == 0 {
 		t.Fatalf("no cgo/*.cpp in %s: %v", tree, err)
 	}
-	want = append([]string{"-DAGENTRL_CUDA", "-I" + filepath.Join(torch, "include"), "-I" + filepath.Join(torch, "include", "torch", "csrc", "api", "include")}, want...)
+	want = append([]string{"-DAGENTRL_CUDA", "-isystem" + filepath.Join(torch, "include"), "-isystem" + filepath.Join(torch, "include", "torch", "csrc", "api", "include")}, want...)
 	var compiles, links, gos int
 	for _, call := range recorded(t, log) {
 		args := strings.Fields(call)
@@ -300,17 +301,34 @@ func checkBuild(t *testing.T, tree, log, torch string, want, notWant []string) {
 	}
 }
 
-// fakeLibtorch lays out at root what cgo/torchflags.sh reads of a libtorch:
-// empty libraries in lib/, torch.h under include/torch/csrc/api/include,
-// and share/cmake/Torch/TorchConfig.cmake holding config. It returns root.
+// fakeLibtorch lays out at root what cgo/torchflags.sh reads of a libtorch
+// 2.11: empty libraries in lib/, torch.h and version.h under
+// include/torch/csrc/api/include, and share/cmake/Torch/TorchConfig.cmake
+// holding config. It returns root.
 func fakeLibtorch(t *testing.T, root, config string) string {
 	t.Helper()
 	for _, lib := range []string{"libtorch_cuda.so", "libc10_cuda.so", "libtorch.so", "libtorch_cpu.so", "libc10.so"} {
 		writeFile(t, filepath.Join(root, "lib", lib), "")
 	}
 	writeFile(t, filepath.Join(root, "include", "torch", "csrc", "api", "include", "torch", "torch.h"), "")
+	writeVersion(t, filepath.Join(root, "include"), 2, 11, false)
 	writeFile(t, filepath.Join(root, "share", "cmake", "Torch", "TorchConfig.cmake"), config+"\n")
 	return root
+}
+
+// writeVersion writes torch/version.h under include as libtorch major.minor
+// does: the defines in torch/csrc/api/include/torch/version.h itself, or,
+// headerOnly (2.9 on), in torch/headeronly/version.h, which it includes.
+func writeVersion(t *testing.T, include string, major, minor int, headerOnly bool) {
+	t.Helper()
+	defines := fmt.Sprintf("#pragma once\n#define TORCH_VERSION_MAJOR %d\n#define TORCH_VERSION_MINOR %d\n#define TORCH_VERSION_PATCH 0\n", major, minor)
+	api := filepath.Join(include, "torch", "csrc", "api", "include", "torch", "version.h")
+	if !headerOnly {
+		writeFile(t, api, defines)
+		return
+	}
+	writeFile(t, api, "#include <torch/headeronly/version.h>\n")
+	writeFile(t, filepath.Join(include, "torch", "headeronly", "version.h"), defines)
 }
 
 // fakeCUDA makes dir/cuda a CUDA_HOME with include/cuda_runtime_api.h.

@@ -1,0 +1,98 @@
+package tokenizer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/agentrl/agentrl/agent/protocol"
+)
+
+// Family is a model family whose chat template agentrl writes by hand.
+//
+// agentrl does not run the checkpoint's Jinja template: a template renders
+// text, and the trainer needs more than text (which tokens the model
+// generated, and which text came from outside and must not become control
+// tokens). Instead each family's layout is written out here, and
+// NewChatFormat recognises a template by the SHA-256 of its text (leading
+// and trailing white space removed). A template that is none of the known
+// ones, even an edited copy of one, is refused: rendering a layout the model
+// was not trained on would train it on the wrong thing without a word.
+type Family string
+
+// The families and the published templates each stands for.
+const (
+	// Qwen25 is Qwen2.5-Instruct's template: a default system message,
+	// Hermes-style tool calls, no thinking.
+	Qwen25 Family = "qwen2.5"
+	// Qwen3 is Qwen3's template (with thinking and enable_thinking); also
+	// the layout of a tokenizer with no chat template.
+	Qwen3 Family = "qwen3"
+	// Llama31 is Llama 3.1-Instruct's template, which Llama 3.3-Instruct
+	// ships unchanged: date line "26 Jul 2024" unless given.
+	Llama31 Family = "llama3.1"
+	// Llama32 is Llama 3.2-Instruct's template: today's date by default,
+	// no built-in tools.
+	Llama32 Family = "llama3.2"
+)
+
+// knownTemplates maps the SHA-256 of a published chat template (trimmed)
+// to its family; another size of a model that ships the same text matches
+// too. The interop tests render each with transformers.
+var knownTemplates = map[string]Family{
+	// Qwen/Qwen2.5-7B-Instruct.
+	"55b2f4a26ac9ee719330a61a0c39d9e538b0e9322212f048326318cff4f8674a": Qwen25,
+	// Qwen/Qwen3-0.6B, and the shared Qwen3 tokenizer.
+	"87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5": Qwen3,
+	// meta-llama/Llama-3.1-8B-Instruct and Llama-3.3-70B-Instruct.
+	"93c0e9aa3629bbd77e68dbc0f5621f6e6b23aa8d74b932595cdb8d64684526d7": Llama31,
+	// meta-llama/Llama-3.2-3B-Instruct.
+	"d82792f95932f1c9cef5c4bd992f171225e3bf8c7b609b4557c9e1ec96be819f": Llama32,
+}
+
+// familySpec is what a family's format needs of the tokenizer.
+type familySpec struct {
+	required []string // added tokens the format writes
+	turnEnd  string   // the token that ends an assistant turn
+	stops    []string // other tokens that end generation, when present
+}
+
+// Llama 3's special tokens.
+const (
+	llamaBOS         = "<|begin_of_text|>"
+	llamaHeaderStart = "<|start_header_id|>"
+	llamaHeaderEnd   = "<|end_header_id|>"
+	llamaEOT         = "<|eot_id|>"
+)
+
+var qwenSpec = familySpec{
+	required: []string{protocol.TurnStart, protocol.TurnEnd},
+	turnEnd:  protocol.TurnEnd,
+	stops:    []string{protocol.EndOfText, protocol.ToolCallClose},
+}
+
+var llamaSpec = familySpec{
+	required: []string{llamaBOS, llamaHeaderStart, llamaHeaderEnd, llamaEOT},
+	turnEnd:  llamaEOT,
+	stops:    []string{"<|eom_id|>", "<|end_of_text|>"},
+}
+
+var familySpecs = map[Family]familySpec{Qwen25: qwenSpec, Qwen3: qwenSpec, Llama31: llamaSpec, Llama32: llamaSpec}
+
+// templateFamily recognises a chat template; "" (no template) is Qwen3's
+// layout.
+func templateFamily(template string) (Family, error) {
+	template = strings.TrimSpace(template)
+	if template == "" {
+		return Qwen3, nil
+	}
+	sum := sha256.Sum256([]byte(template))
+	hash := hex.EncodeToString(sum[:])
+	if f, ok := knownTemplates[hash]; ok {
+		return f, nil
+	}
+	return "", fmt.Errorf("chat format: the tokenizer's chat_template (sha256 %s, %d bytes) is not one agentrl renders: "+
+		"it knows the templates of Qwen2.5-Instruct, Qwen3, and Llama 3.1, 3.2 and 3.3 Instruct, written by hand; "+
+		"an edited or other template is refused rather than rendered differently from how the model was trained", hash, len(template))
+}

@@ -1,0 +1,43 @@
+"""Renders conversations with transformers' apply_chat_template, from a
+tokenizer folder (AutoTokenizer.from_pretrained).
+
+argv: in.json {"dir": folder, "cases": [{"messages", "tools", "gen", "kwargs"}]}, out.json.
+For each case the answer holds the text and ids of the whole conversation,
+or the error the template raised; and for each assistant message i whose
+rendering is a prefix of the whole text, the text the model generated in
+that turn: the conversation up to and including message i less the
+conversation before it with the generation prompt.
+Answer: [{"text", "ids", "error", "generated": {"i": text}}].
+"""
+import json, sys
+from transformers import AutoTokenizer
+
+req = json.load(open(sys.argv[1]))
+tok = AutoTokenizer.from_pretrained(req["dir"])
+
+def render(messages, tools, gen, kwargs):
+    return tok.apply_chat_template(messages, tools=tools, add_generation_prompt=gen, tokenize=False, **kwargs)
+
+out = []
+for case in req["cases"]:
+    msgs, tools, kwargs = case["messages"], case["tools"], case.get("kwargs") or {}
+    try:
+        text = render(msgs, tools, case["gen"], kwargs)
+        enc = tok.apply_chat_template(msgs, tools=tools, add_generation_prompt=case["gen"], tokenize=True, **kwargs)
+        ids = enc["input_ids"] if hasattr(enc, "keys") else enc
+    except Exception as e:  # the template's raise_exception, a bad message
+        out.append({"error": "%s: %s" % (type(e).__name__, e)})
+        continue
+    generated = {}
+    for i, m in enumerate(msgs):
+        if m["role"] != "assistant" or i == 0:
+            continue
+        try:
+            prompt = render(msgs[:i], tools, True, kwargs)
+            full = render(msgs[:i + 1], tools, False, kwargs)
+        except Exception:
+            continue
+        if full.startswith(prompt) and text.startswith(full):
+            generated[str(i)] = full[len(prompt):]
+    out.append({"text": text, "ids": list(ids), "generated": generated})
+json.dump(out, open(sys.argv[2], "w"))
