@@ -142,8 +142,8 @@ func (m *Model) SetAdapters(on bool) error {
 }
 
 // NewMergedModel returns a plain model of base's config (no value head, lora's dtype of
-// the base) whose target weights are W + (alpha/r) B A, computed in float32 and rounded
-// to the base's dtype once (Scale() for alpha/r with RSLoRA), and whose other weights are shared with the base. The decode
+// the base) whose target weights are W + Scale() B A, computed in float32 and rounded
+// to the base's dtype once, and whose other weights are shared with the base. The decode
 // engine runs on it. The adapters are merged whether switched on or off. Writing one
 // of its shared weights (SetParam, CopyWeightsFrom) writes the base's.
 func NewMergedModel(lora *Model) (*Model, error) {
