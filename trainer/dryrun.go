@@ -36,18 +36,11 @@ type MemoryEstimate struct {
 	Weights, Grads, Optimizer, Reference, Critic, KVCache, Activations, Merged, Total int64
 }
 
-// paramCount is the number of weights of a Qwen2/Llama config.
-func paramCount(c torch.Config) int64 {
-	h, i, v, l := int64(c.Hidden), int64(c.Intermediate), int64(c.Vocab), int64(c.Layers)
-	q := int64(c.Heads * c.HeadDim)
-	kv := int64(c.KVHeads * c.HeadDim)
-	per := h*q + 2*h*kv + q*h + 3*h*i + 2*h
-	if c.QKVBias() {
-		per += q + 2*kv
-	}
-	n := v*h + l*per + h
-	if !c.TieEmbeddings {
-		n += v * h
+// paramCount is the number of weights of a model with these parameters.
+func paramCount(shapes []torch.ParamShape) int64 {
+	var n int64
+	for _, p := range shapes {
+		n += p.Numel()
 	}
 	return n
 }
@@ -102,7 +95,12 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	if cfg.Env.MaxTokens > r.Model.MaxPositions && r.Model.MaxPositions > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("env.max_tokens %d exceeds the model's max_position_embeddings %d", cfg.Env.MaxTokens, r.Model.MaxPositions))
 	}
-	r.Params = paramCount(r.Model)
+	// The parameters' shapes come from the table the model is made from.
+	shapes, err := torch.ParamShapes(r.Model, false)
+	if err != nil {
+		return nil, err
+	}
+	r.Params = paramCount(shapes)
 	dt, err := torch.ParseDType(cfg.Device.DType)
 	if err != nil {
 		return nil, err
@@ -127,7 +125,7 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	m.Activations = activationBytes(c, cfg.Algorithm.MicroBatch, cfg.Env.MaxTokens, cfg.Model.LogitsChunk,
 		cfg.Model.Checkpointing, !cfg.Model.LoRA.On())
 	if cfg.Model.LoRA.On() {
-		loraMemory(m, c, cfg, r.Params, b)
+		loraMemory(m, c, shapes, cfg, r.Params, b)
 	}
 	m.Total = m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations + m.Merged
 	return r, nil

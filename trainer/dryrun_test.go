@@ -408,12 +408,17 @@ func checkLoRAMemory(t *testing.T, m MemoryEstimate, cfg config.Config) {
 // gradients and twice in moments, no critic of its own, and the merged
 // targets at 2 bytes, 172032.
 func TestLoRAMemoryBF16Shared(t *testing.T) {
-	c := torch.Config{Vocab: 384, Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16}
+	c := torch.Config{ModelType: "qwen2", Vocab: 384, Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 2,
+		HeadDim: 16, RMSEps: 1e-6, RopeTheta: 10000}
+	shapes, err := torch.ParamShapes(c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := config.Default()
 	cfg.Model.LoRA.Rank, cfg.Model.LoRA.TargetModules = 16, []string{"all-linear"}
 	cfg.Algorithm.Estimator, cfg.Model.Critic = "gae", "shared"
 	var m MemoryEstimate
-	loraMemory(&m, c, cfg, fixtureParams, 2)
+	loraMemory(&m, c, shapes, cfg, fixtureParams, 2)
 	want := MemoryEstimate{Weights: 271488 + 143620, Grads: 143620, Optimizer: 287240, Merged: 172032}
 	if m != want {
 		t.Errorf("memory %+v, want %+v", m, want)
@@ -421,7 +426,64 @@ func TestLoRAMemoryBF16Shared(t *testing.T) {
 	// q_proj and v_proj alone, r 8: 8 (64 + 64) + 8 (64 + 32) = 1792 a
 	// layer, 3584 in all; targets 4096 + 2048 = 6144 a layer, 12288.
 	cfg.Model.LoRA.Rank, cfg.Model.LoRA.TargetModules = 8, []string{"v_proj", "q_proj"}
-	if a, w := loraCounts(c, 8, cfg.Model.LoRA.Targets()); a != 3584 || w != 12288 {
+	if a, w := loraCounts(shapes, 8, cfg.Model.LoRA.Targets()); a != 3584 || w != 12288 {
 		t.Errorf("q_proj, v_proj at r 8: %d adapter numbers, %d target weights; want 3584, 12288", a, w)
+	}
+}
+
+// The dry run counts the parameters of the table the model is made from:
+// for the shared Qwen2 and Qwen3 fixtures, as many as their safetensors
+// hold (Qwen3's q_norm and k_norm included), and for real shapes the
+// published counts, worked by hand:
+//
+//   - Qwen2.5-0.5B (tied, q/k/v biases): embedding 151936*896 =
+//     136134656; a layer 896*896 q + 896 + 2 (896*128 + 128) k, v +
+//     896*896 o + 3*896*4864 MLP + 2*896 norms = 14912384, 24 of them;
+//     final norm 896: 494032768.
+//   - Qwen3-0.6B (tied, head_dim 128, q/k norms): embedding 151936*1024 =
+//     155582464; a layer 2 (1024*2048) q, o + 2 (1024*1024) k, v +
+//     3*1024*3072 MLP + 2*1024 norms + 2*128 q/k norms = 15730944, 28 of
+//     them; final norm 1024: 596049920 (the count without the q/k norms,
+//     596042752, was the dry run's before).
+//   - Llama-3.2-3B (tied): embedding 128256*3072 = 394002432; a layer
+//     2 (3072*3072) q, o + 2 (3072*1024) k, v + 3*3072*8192 MLP + 2*3072
+//     norms = 100669440, 28 of them; final norm 3072: 3212749824.
+func TestDryRunParamCount(t *testing.T) {
+	for _, name := range []string{"qwen2-tiny-a", "qwen3-tiny-a"} {
+		t.Run(name, func(t *testing.T) {
+			dir := fixtures.Path(t, "fixtures", name)
+			c, err := torch.ReadConfig(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shapes, err := torch.ParamShapes(c, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := paramCount(shapes), safetensorsParams(t, filepath.Join(dir, "model.safetensors")); got != want {
+				t.Errorf("dry run counts %d parameters, the checkpoint holds %d", got, want)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name string
+		cfg  torch.Config
+		want int64
+	}{
+		{"Qwen2.5-0.5B", torch.Config{ModelType: "qwen2", Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14,
+			KVHeads: 2, HeadDim: 64, TieEmbeddings: true}, 494032768},
+		{"Qwen3-0.6B", torch.Config{ModelType: "qwen3", Vocab: 151936, Hidden: 1024, Intermediate: 3072, Layers: 28, Heads: 16,
+			KVHeads: 8, HeadDim: 128, TieEmbeddings: true}, 596049920},
+		{"Llama-3.2-3B", torch.Config{ModelType: "llama", Vocab: 128256, Hidden: 3072, Intermediate: 8192, Layers: 28, Heads: 24,
+			KVHeads: 8, HeadDim: 128, TieEmbeddings: true}, 3212749824},
+	} {
+		c.cfg.RMSEps, c.cfg.RopeTheta = 1e-6, 10000
+		shapes, err := torch.ParamShapes(c.cfg, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := paramCount(shapes); got != c.want {
+			t.Errorf("%s: dry run counts %d parameters, want %d", c.name, got, c.want)
+		}
 	}
 }
