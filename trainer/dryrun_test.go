@@ -201,7 +201,17 @@ func checkMemory(t *testing.T, m MemoryEstimate, cfg config.Config, ex exampleSp
 	if m.Activations <= 0 {
 		t.Errorf("activations %d, want > 0", m.Activations)
 	}
-	if sum := m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations; m.Total != sum {
+	// A checkpoint holds the optimizer states (two f32 moments a trained
+	// parameter: the policy's and a separate critic's) and the weights
+	// once more, in host memory: the CPU's here, so counted in the total.
+	trained := int64(fixtureParams)
+	if ex.critic {
+		trained *= 2
+	}
+	if want := trained*8 + fixtureParams*4; m.Checkpoint != want {
+		t.Errorf("checkpoint %d, want %d", m.Checkpoint, want)
+	}
+	if sum := m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations + m.Checkpoint; m.Total != sum {
 		t.Errorf("total %d, want the sum of the parts %d", m.Total, sum)
 	}
 }
@@ -399,8 +409,11 @@ func checkLoRAMemory(t *testing.T, m MemoryEstimate, cfg config.Config) {
 	want := MemoryEstimate{
 		Weights: (fixtureParams + fixtureAdapters) * 4, Grads: fixtureAdapters * 4, Optimizer: 2 * fixtureAdapters * 4,
 		Critic: 4 * (fixtureAdapters + fixtureHead) * 4, KVCache: kv, Merged: fixtureTargets * 4, Activations: m.Activations,
+		// the f32 state of the policy's adapters and the critic's adapters
+		// and head, and the policy's adapters written in f32
+		Checkpoint: (2*fixtureAdapters+fixtureHead)*8 + fixtureAdapters*4,
 	}
-	want.Total = want.Weights + want.Grads + want.Optimizer + want.Critic + want.KVCache + want.Merged + want.Activations
+	want.Total = want.Weights + want.Grads + want.Optimizer + want.Critic + want.KVCache + want.Merged + want.Activations + want.Checkpoint
 	if m != want {
 		t.Errorf("memory %+v, want %+v", m, want)
 	}
@@ -426,7 +439,9 @@ func TestLoRAMemoryBF16Shared(t *testing.T) {
 	cfg.Algorithm.Estimator, cfg.Model.Critic = "gae", "shared"
 	var m MemoryEstimate
 	loraMemory(&m, c, shapes, cfg, fixtureParams, 2)
-	want := MemoryEstimate{Weights: 271488 + 143620, Grads: 143620, Optimizer: 287240, Merged: 172032}
+	// A checkpoint: the adapters' and head's moments, 35905 * 8, and the
+	// adapters and head written in f32, 35905 * 4.
+	want := MemoryEstimate{Weights: 271488 + 143620, Grads: 143620, Optimizer: 287240, Merged: 172032, Checkpoint: 35905 * 12}
 	if m != want {
 		t.Errorf("memory %+v, want %+v", m, want)
 	}
