@@ -183,6 +183,8 @@ func TestConfigRefusesByName(t *testing.T) {
 		{llama + `,"rope_parameters":{"rope_theta":10000.0},"rope_scaling":{"rope_type":"linear","factor":2.0}}`, "rope_scaling"},
 		{llama + `,"rope_parameters":{"full_attention":{"rope_type":"default"}}}`, "full_attention"},
 		{llama + `,"hidden_act":"gelu"}`, "hidden_act"},
+		{llama + `,"rope_theta":0}`, "rope_theta"},
+		{llama + `,"rope_parameters":{"rope_type":"default","rope_theta":-1}}`, "rope_theta"},
 		{llama + `,"mlp_bias":true}`, "mlp_bias"},
 		{llama + `,"attention_bias":true}`, "attention_bias"},
 		{`{"model_type":"qwen3",` + base + `,"attention_bias":true}`, "attention_bias"},

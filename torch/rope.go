@@ -107,9 +107,13 @@ func parseRoPE(raw map[string]any, maxPositions int) (float64, RoPE, error) {
 		}
 		return f, nil
 	}
-	theta, _ := raw["rope_theta"].(float64)
-	if theta == 0 {
-		theta = 10000 // transformers' default_theta
+	theta := 10000.0 // transformers' default_theta
+	if v, ok := raw["rope_theta"]; ok && v != nil {
+		f, ok := v.(float64)
+		if !ok {
+			return 0, RoPE{}, fmt.Errorf("rope_theta must be a number, got %v", v)
+		}
+		theta = f
 	}
 	theta, err := num("rope_theta", theta)
 	if err != nil {

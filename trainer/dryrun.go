@@ -32,8 +32,11 @@ type DryRunReport struct {
 
 // MemoryEstimate is a rough device-memory budget in bytes. Merged is the
 // LoRA decode model's copy of the target weights (0 without LoRA).
+// Checkpoint is the host memory a checkpoint holds while it is written
+// (checkpointBytes); Total counts it on the CPU, where host memory is the
+// device's.
 type MemoryEstimate struct {
-	Weights, Grads, Optimizer, Reference, Critic, KVCache, Activations, Merged, Total int64
+	Weights, Grads, Optimizer, Reference, Critic, KVCache, Activations, Merged, Checkpoint, Total int64
 }
 
 // paramCount is the number of weights of a model with these parameters.
@@ -116,9 +119,12 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	if cfg.Algorithm.KLCoef != 0 && cfg.Algorithm.KLMode != "off" {
 		m.Reference = m.Weights
 	}
+	var criticParams int64
 	if est, _ := algo.Get(cfg.Algorithm.Estimator); est.Critic && cfg.Model.Critic == "separate" {
 		m.Critic = m.Weights + m.Grads + m.Optimizer
+		criticParams = r.Params
 	}
+	m.Checkpoint = checkpointBytes(r.Params+criticParams, r.Params*b, b)
 	c := r.Model
 	m.KVCache = 2 * int64(c.Layers) * int64(cfg.Rollout.Slots) * int64(cfg.Env.MaxTokens+1) * int64(c.KVHeads*c.HeadDim) * b
 	// A LoRA model's LM head is frozen: it takes no gradient.
@@ -128,7 +134,26 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		loraMemory(m, c, shapes, cfg, r.Params, b)
 	}
 	m.Total = m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations + m.Merged
+	if dev, err := torch.ParseDevice(cfg.Device.Device); err == nil && dev == torch.CPU {
+		m.Total += m.Checkpoint
+	}
 	return r, nil
+}
+
+// checkpointBytes is the host memory a checkpoint holds at once (rank 0's,
+// trainer.checkpoint): the optimizer state of trained parameters gathered
+// whole as float32 bytes (AdamW's two moments, and the master weights of
+// a bf16/f16 parameter: b < 4), then, while it is held, a model's weights
+// written as bytes in their dtype (weightBytes: the policy's, then a
+// separate critic's of the same size). On the CPU it adds to the update's
+// peak: the host cache keeps the memory of the update's peak mapped for
+// the next one (docs/memory.md).
+func checkpointBytes(trained, weightBytes, b int64) int64 {
+	opt := int64(8)
+	if b < 4 {
+		opt = 12
+	}
+	return trained*opt + weightBytes
 }
 
 // trainingState is the gradients and the optimizer state one rank holds

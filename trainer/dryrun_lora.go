@@ -46,8 +46,13 @@ func loraMemory(m *MemoryEstimate, c torch.Config, shapes []torch.ParamShape, cf
 	m.Optimizer = 2 * policy * 4
 	m.Reference = 0
 	m.Critic = 0
+	trained := policy
 	if est.Critic && cfg.Model.Critic == "separate" {
 		m.Critic = 4 * (adapters + head) * 4
+		trained += adapters + head
 	}
 	m.Merged = targets * b
+	// A checkpoint gathers the f32 state of the adapters (and heads) and
+	// writes the policy's adapters in f32.
+	m.Checkpoint = checkpointBytes(trained, policy*4, 4)
 }
