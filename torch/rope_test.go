@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/internal/pyinterop"
 )
 
 // ropeConfig is a Llama of head_dim 8 and rope_theta 10000, whose plain
@@ -109,8 +111,8 @@ print(json.dumps(out))
 // yarn: within 1e-6 relative, as transformers computes them in float32
 // (llama3's smoothed band rounds several times: 3 ulp). Skips without
 // the Python environment.
-func TestRopeFrequenciesMatchTransformers(t *testing.T) {
-	py := transformersPython(t)
+func TestInteropRopeFrequencies(t *testing.T) {
+	py := pyinterop.Python(t)
 	base := `"vocab_size":16,"hidden_size":256,"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":1`
 	cases := []struct{ name, js string }{
 		{"qwen2 default", `{"model_type":"qwen2",` + base + `,"rope_parameters":{"rope_type":"default","rope_theta":1000000.0}}`},

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/internal/pyinterop"
 )
 
 // pythonModels makes, for each spec of the list on stdin, a model of
@@ -36,7 +38,7 @@ for s in json.load(sys.stdin):
 `
 
 // transformersModel is one model made by transformers for
-// TestLogitsMatchTransformers, and the config agentrl computed with before
+// TestInteropLogitsRoPETypes, and the config agentrl computed with before
 // this package read transformers 5's configs and RoPE scaling (plain RoPE,
 // rope_theta 10000 unless at the top level): its logits must be far off.
 type transformersModel struct {
@@ -59,8 +61,8 @@ type transformersModel struct {
 // config read as before (plain RoPE, theta 10000) is off by far more than
 // the tolerance on each (about 10), and so is the right theta without the
 // scaling, so these fail on the code that ignored rope_parameters. Skips without the Python environment.
-func TestLogitsMatchTransformers(t *testing.T) {
-	py := transformersPython(t)
+func TestInteropLogitsRoPETypes(t *testing.T) {
+	py := pyinterop.Python(t)
 	shape := func(mt string, extra map[string]any) map[string]any {
 		c := map[string]any{"model_type": mt, "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
 			"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-6,
