@@ -20,12 +20,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/agentrl/agentrl/internal/atomicfile"
+	"github.com/agentrl/agentrl/internal/regular"
 	"github.com/agentrl/agentrl/torch"
 )
 
@@ -81,7 +81,7 @@ type Config struct {
 // of layers, extra trained modules, target modules it has no adapter for).
 func ReadConfig(dir string) (Config, error) {
 	path := filepath.Join(dir, ConfigFile)
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("adapter folder %s: %w", dir, err)
 	}
