@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -229,8 +230,9 @@ func (c *call) output(i int) output {
 	return makeOutput(text, fin, c.toolsOn)
 }
 
-// logprobs are the entries of toks.
-func (c *call) logprobs(toks []Token) []openai.TokenLogprob {
+// logprobs are the entries of toks; a log-probability that is NaN or
+// infinite (broken weights) is an error, as JSON cannot carry it.
+func (c *call) logprobs(toks []Token) ([]openai.TokenLogprob, *openai.Error) {
 	tok := c.h.Format.Tokenizer()
 	entry := func(id int32) (string, []int) {
 		s := tok.Decode([]int32{id}, false)
@@ -242,14 +244,30 @@ func (c *call) logprobs(toks []Token) []openai.TokenLogprob {
 	}
 	out := make([]openai.TokenLogprob, len(toks))
 	for i, t := range toks {
+		if e := finite(t.Logprob, i); e != nil {
+			return nil, e
+		}
 		s, b := entry(t.ID)
 		out[i] = openai.TokenLogprob{Token: s, Logprob: float64(t.Logprob), Bytes: b, TopLogprobs: []openai.TopLogprob{}}
 		for _, a := range t.Top {
+			if e := finite(a.Logprob, i); e != nil {
+				return nil, e
+			}
 			s, b := entry(a.ID)
 			out[i].TopLogprobs = append(out[i].TopLogprobs, openai.TopLogprob{Token: s, Logprob: float64(a.Logprob), Bytes: b})
 		}
 	}
-	return out
+	return out, nil
+}
+
+// finite refuses a log-probability that is NaN or infinite: completion
+// token i's.
+func finite(lp float32, i int) *openai.Error {
+	if !math.IsNaN(float64(lp)) && !math.IsInf(float64(lp), 0) {
+		return nil
+	}
+	return &openai.Error{Status: http.StatusInternalServerError, Type: openai.TypeServer, Code: "non_finite_output",
+		Message: fmt.Sprintf("The model's log-probabilities are not finite (%v at completion token %d): its weights or an adapter's are broken.", lp, i)}
 }
 
 func (c *call) usage() openai.Usage {
@@ -279,7 +297,11 @@ func (c *call) complete(w http.ResponseWriter, ctx context.Context) *openai.Erro
 			Message: openai.Message{Role: "assistant", Content: o.content, ToolCalls: o.toolCalls}}
 		if c.req.Logprobs {
 			_, toks, _ := c.text(i)
-			ch.Logprobs = &openai.Logprobs{Content: c.logprobs(toks), Refusal: nil}
+			lp, e := c.logprobs(toks)
+			if e != nil {
+				return e
+			}
+			ch.Logprobs = &openai.Logprobs{Content: lp, Refusal: nil}
 		}
 		out.Choices = append(out.Choices, ch)
 	}
@@ -296,14 +318,26 @@ func (c *call) stream(w http.ResponseWriter, ctx context.Context) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
-	send := func(v any) bool {
-		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
-		}
+	flush := func() {
 		if fl != nil {
 			fl.Flush()
 		}
+	}
+	// fail ends the stream with an error event.
+	fail := func(e *openai.Error) {
+		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", e.Body())
+		flush()
+	}
+	send := func(v any) bool {
+		b, err := json.Marshal(v)
+		if err != nil {
+			fail(openai.ServerError(err))
+			return false
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		flush()
 		return true
 	}
 	chunk := func(choices ...openai.ChunkChoice) openai.Chunk {
@@ -348,7 +382,12 @@ func (c *call) stream(w http.ResponseWriter, ctx context.Context) {
 				sent[i] = upto
 			}
 			if c.req.Logprobs && len(toks) > sentToks[i] {
-				ch.Logprobs = &openai.Logprobs{Content: c.logprobs(toks[sentToks[i]:])}
+				lp, e := c.logprobs(toks[sentToks[i]:])
+				if e != nil {
+					fail(e)
+					return
+				}
+				ch.Logprobs = &openai.Logprobs{Content: lp}
 				sentToks[i] = len(toks)
 			}
 			if fin != Running {
@@ -385,9 +424,7 @@ func (c *call) stream(w http.ResponseWriter, ctx context.Context) {
 		send(last)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
-	if fl != nil {
-		fl.Flush()
-	}
+	flush()
 }
 
 // fingerprint names the serving backend in system_fingerprint.
@@ -401,9 +438,16 @@ func tokenIDs(toks []Token) []int32 {
 	return out
 }
 
+// writeJSON sends v as a 200, or, when it cannot be encoded, a JSON server
+// error: never an empty 200.
 func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		openai.ServerError(err).Write(w)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(v)
+	w.Write(append(b, '\n'))
 }
 
 func randomSeed() uint64 {
