@@ -6,20 +6,27 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/agentrl/agentrl/gateway/openai"
+	"github.com/agentrl/agentrl/internal/localorigin"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // MaxBody is the largest request body the handler reads.
 const MaxBody = 32 << 20
+
+// DefaultBodyTimeout is how long a request's body may take to arrive when
+// Handler.BodyTimeout is 0.
+const DefaultBodyTimeout = time.Minute
 
 // Handler answers the OpenAI Chat Completions API (POST
 // /v1/chat/completions, GET /v1/models) from an Engine.
@@ -34,11 +41,28 @@ type Handler struct {
 	// names (training agent programs); APIKey is then unused.
 	Keys    *Keys
 	Created int64 // the model's "created" time
+	// Host is the address the server listens on: requests must name it or
+	// a loopback host, and browser requests from other origins are refused
+	// (localorigin.Check). "" is this machine only.
+	Host string
+	// BodyTimeout bounds the time from a request's headers to the end of
+	// its body, read or left unread (0 = DefaultBodyTimeout): a client that
+	// trickles one holds its connection no longer.
+	BodyTimeout time.Duration
 }
 
 // ServeHTTP routes a request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	started := time.Now()
+	body := h.BodyTimeout
+	if body <= 0 {
+		body = DefaultBodyTimeout
+	}
+	http.NewResponseController(w).SetReadDeadline(started.Add(body))
+	if err := localorigin.Check(r, h.Host); err != nil {
+		(&openai.Error{Status: http.StatusForbidden, Type: openai.TypeInvalidRequest, Code: "forbidden_origin", Message: err.Error()}).Write(w)
+		return
+	}
 	ep, e := h.authorize(r)
 	if e != nil {
 		e.Write(w)
@@ -106,9 +130,16 @@ func redact(key string) string {
 // written.
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, started time.Time) *openai.Error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return &openai.Error{Status: http.StatusRequestTimeout, Type: openai.TypeInvalidRequest, Code: "request_timeout",
+			Message: "The request body did not arrive in time."}
+	}
 	if err != nil {
 		return openai.BadRequest("", "invalid_body", "could not read the request body: %v", err)
 	}
+	// Read whole: no deadline while the answer is decoded (the server's
+	// watch for a client that goes away reads the connection).
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if len(body) > MaxBody {
 		return &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest, Code: "request_too_large",
 			Message: fmt.Sprintf("The request body is larger than %d bytes.", MaxBody)}
