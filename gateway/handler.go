@@ -144,7 +144,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 		return &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest, Code: "request_too_large",
 			Message: fmt.Sprintf("The request body is larger than %d bytes.", MaxBody)}
 	}
-	req, e := openai.ParseRequest(body)
+	req, e := openai.ParseRequest(body, h.Engine.Window())
 	if e != nil {
 		return e
 	}
@@ -162,18 +162,25 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 			msgs[i].ToolCalls = append(msgs[i].ToolCalls, tokenizer.ToolCall{Name: c.Function.Name, Arguments: args})
 		}
 	}
-	prompt, _, err := h.Format.Render(msgs, req.Tools, true)
+	window, maxTok := h.Engine.Window(), req.MaxTokens
+	if ep != nil {
+		window = min(window, ep.MaxTotalTokens)
+	}
+	// Encoded no further than the window: a huge body costs no more.
+	prompt, over, err := h.Format.RenderLimit(msgs, req.Tools, true, window)
 	if err != nil {
 		return openai.BadRequest("messages", "invalid_value", "Invalid 'messages': %v", err)
 	}
-	window, maxTok := h.Engine.Window(), req.MaxTokens
+	if over {
+		return openai.BadRequest("messages", "context_length_exceeded",
+			"This model's maximum context length is %d tokens. However, your messages are more than %d tokens. Please reduce the length of the messages.", window, window)
+	}
 	sampling := rollout.Sampling{Temperature: req.Temperature, TopP: req.TopP}
 	if ep != nil {
 		if req.N != 1 {
 			return openai.BadRequest("n", "invalid_value", "Invalid 'n': an agent episode takes one choice per request, got %d.", req.N)
 		}
 		sampling = ep.Sampling
-		window = min(window, ep.MaxTotalTokens)
 		if maxTok == 0 || maxTok > ep.MaxTurnTokens {
 			maxTok = ep.MaxTurnTokens
 		}
