@@ -541,10 +541,12 @@ func topK(logits []float32, temperature float64, k int) []Alt {
 		sum += math.Exp(float64(v)/t - mx)
 	}
 	lse := mx + math.Log(sum)
-	// The k largest, by insertion into a short sorted list (k <= 20).
+	// The k largest, by insertion into a short sorted list (k <= 20). A NaN
+	// (broken weights) is no candidate: it has no place in the order, and
+	// the logprobs, NaN through lse, are refused where they are sent.
 	var idx []int
 	for i, v := range logits {
-		if len(idx) == k && v <= logits[idx[k-1]] {
+		if v != v || len(idx) == k && v <= logits[idx[k-1]] {
 			continue
 		}
 		j := sort.Search(len(idx), func(j int) bool { return logits[idx[j]] < v })

@@ -6,19 +6,27 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/agentrl/agentrl/gateway/openai"
+	"github.com/agentrl/agentrl/internal/localorigin"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // MaxBody is the largest request body the handler reads.
 const MaxBody = 32 << 20
+
+// DefaultBodyTimeout is how long a request's body may take to arrive when
+// Handler.BodyTimeout is 0.
+const DefaultBodyTimeout = time.Minute
 
 // Handler answers the OpenAI Chat Completions API (POST
 // /v1/chat/completions, GET /v1/models) from an Engine.
@@ -33,11 +41,28 @@ type Handler struct {
 	// names (training agent programs); APIKey is then unused.
 	Keys    *Keys
 	Created int64 // the model's "created" time
+	// Host is the address the server listens on: requests must name it or
+	// a loopback host, and browser requests from other origins are refused
+	// (localorigin.Check). "" is this machine only.
+	Host string
+	// BodyTimeout bounds the time from a request's headers to the end of
+	// its body, read or left unread (0 = DefaultBodyTimeout): a client that
+	// trickles one holds its connection no longer.
+	BodyTimeout time.Duration
 }
 
 // ServeHTTP routes a request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	started := time.Now()
+	body := h.BodyTimeout
+	if body <= 0 {
+		body = DefaultBodyTimeout
+	}
+	http.NewResponseController(w).SetReadDeadline(started.Add(body))
+	if err := localorigin.Check(r, h.Host); err != nil {
+		(&openai.Error{Status: http.StatusForbidden, Type: openai.TypeInvalidRequest, Code: "forbidden_origin", Message: err.Error()}).Write(w)
+		return
+	}
 	ep, e := h.authorize(r)
 	if e != nil {
 		e.Write(w)
@@ -105,14 +130,21 @@ func redact(key string) string {
 // written.
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, started time.Time) *openai.Error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return &openai.Error{Status: http.StatusRequestTimeout, Type: openai.TypeInvalidRequest, Code: "request_timeout",
+			Message: "The request body did not arrive in time."}
+	}
 	if err != nil {
 		return openai.BadRequest("", "invalid_body", "could not read the request body: %v", err)
 	}
+	// Read whole: no deadline while the answer is decoded (the server's
+	// watch for a client that goes away reads the connection).
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if len(body) > MaxBody {
 		return &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest, Code: "request_too_large",
 			Message: fmt.Sprintf("The request body is larger than %d bytes.", MaxBody)}
 	}
-	req, e := openai.ParseRequest(body)
+	req, e := openai.ParseRequest(body, h.Engine.Window())
 	if e != nil {
 		return e
 	}
@@ -130,18 +162,25 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 			msgs[i].ToolCalls = append(msgs[i].ToolCalls, tokenizer.ToolCall{Name: c.Function.Name, Arguments: args})
 		}
 	}
-	prompt, _, err := h.Format.Render(msgs, req.Tools, true)
+	window, maxTok := h.Engine.Window(), req.MaxTokens
+	if ep != nil {
+		window = min(window, ep.MaxTotalTokens)
+	}
+	// Encoded no further than the window: a huge body costs no more.
+	prompt, over, err := h.Format.RenderLimit(msgs, req.Tools, true, window)
 	if err != nil {
 		return openai.BadRequest("messages", "invalid_value", "Invalid 'messages': %v", err)
 	}
-	window, maxTok := h.Engine.Window(), req.MaxTokens
+	if over {
+		return openai.BadRequest("messages", "context_length_exceeded",
+			"This model's maximum context length is %d tokens. However, your messages are more than %d tokens. Please reduce the length of the messages.", window, window)
+	}
 	sampling := rollout.Sampling{Temperature: req.Temperature, TopP: req.TopP}
 	if ep != nil {
 		if req.N != 1 {
 			return openai.BadRequest("n", "invalid_value", "Invalid 'n': an agent episode takes one choice per request, got %d.", req.N)
 		}
 		sampling = ep.Sampling
-		window = min(window, ep.MaxTotalTokens)
 		if maxTok == 0 || maxTok > ep.MaxTurnTokens {
 			maxTok = ep.MaxTurnTokens
 		}
@@ -229,8 +268,9 @@ func (c *call) output(i int) output {
 	return makeOutput(text, fin, c.toolsOn)
 }
 
-// logprobs are the entries of toks.
-func (c *call) logprobs(toks []Token) []openai.TokenLogprob {
+// logprobs are the entries of toks; a log-probability that is NaN or
+// infinite (broken weights) is an error, as JSON cannot carry it.
+func (c *call) logprobs(toks []Token) ([]openai.TokenLogprob, *openai.Error) {
 	tok := c.h.Format.Tokenizer()
 	entry := func(id int32) (string, []int) {
 		s := tok.Decode([]int32{id}, false)
@@ -242,14 +282,30 @@ func (c *call) logprobs(toks []Token) []openai.TokenLogprob {
 	}
 	out := make([]openai.TokenLogprob, len(toks))
 	for i, t := range toks {
+		if e := finite(t.Logprob, i); e != nil {
+			return nil, e
+		}
 		s, b := entry(t.ID)
 		out[i] = openai.TokenLogprob{Token: s, Logprob: float64(t.Logprob), Bytes: b, TopLogprobs: []openai.TopLogprob{}}
 		for _, a := range t.Top {
+			if e := finite(a.Logprob, i); e != nil {
+				return nil, e
+			}
 			s, b := entry(a.ID)
 			out[i].TopLogprobs = append(out[i].TopLogprobs, openai.TopLogprob{Token: s, Logprob: float64(a.Logprob), Bytes: b})
 		}
 	}
-	return out
+	return out, nil
+}
+
+// finite refuses a log-probability that is NaN or infinite: completion
+// token i's.
+func finite(lp float32, i int) *openai.Error {
+	if !math.IsNaN(float64(lp)) && !math.IsInf(float64(lp), 0) {
+		return nil
+	}
+	return &openai.Error{Status: http.StatusInternalServerError, Type: openai.TypeServer, Code: "non_finite_output",
+		Message: fmt.Sprintf("The model's log-probabilities are not finite (%v at completion token %d): its weights or an adapter's are broken.", lp, i)}
 }
 
 func (c *call) usage() openai.Usage {
@@ -279,7 +335,11 @@ func (c *call) complete(w http.ResponseWriter, ctx context.Context) *openai.Erro
 			Message: openai.Message{Role: "assistant", Content: o.content, ToolCalls: o.toolCalls}}
 		if c.req.Logprobs {
 			_, toks, _ := c.text(i)
-			ch.Logprobs = &openai.Logprobs{Content: c.logprobs(toks), Refusal: nil}
+			lp, e := c.logprobs(toks)
+			if e != nil {
+				return e
+			}
+			ch.Logprobs = &openai.Logprobs{Content: lp, Refusal: nil}
 		}
 		out.Choices = append(out.Choices, ch)
 	}
@@ -296,14 +356,26 @@ func (c *call) stream(w http.ResponseWriter, ctx context.Context) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("Connection", "keep-alive")
 	w.WriteHeader(http.StatusOK)
-	send := func(v any) bool {
-		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
-		}
+	flush := func() {
 		if fl != nil {
 			fl.Flush()
 		}
+	}
+	// fail ends the stream with an error event.
+	fail := func(e *openai.Error) {
+		fmt.Fprintf(w, "data: %s\n\ndata: [DONE]\n\n", e.Body())
+		flush()
+	}
+	send := func(v any) bool {
+		b, err := json.Marshal(v)
+		if err != nil {
+			fail(openai.ServerError(err))
+			return false
+		}
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		flush()
 		return true
 	}
 	chunk := func(choices ...openai.ChunkChoice) openai.Chunk {
@@ -348,7 +420,12 @@ func (c *call) stream(w http.ResponseWriter, ctx context.Context) {
 				sent[i] = upto
 			}
 			if c.req.Logprobs && len(toks) > sentToks[i] {
-				ch.Logprobs = &openai.Logprobs{Content: c.logprobs(toks[sentToks[i]:])}
+				lp, e := c.logprobs(toks[sentToks[i]:])
+				if e != nil {
+					fail(e)
+					return
+				}
+				ch.Logprobs = &openai.Logprobs{Content: lp}
 				sentToks[i] = len(toks)
 			}
 			if fin != Running {
@@ -385,9 +462,7 @@ func (c *call) stream(w http.ResponseWriter, ctx context.Context) {
 		send(last)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
-	if fl != nil {
-		fl.Flush()
-	}
+	flush()
 }
 
 // fingerprint names the serving backend in system_fingerprint.
@@ -401,9 +476,16 @@ func tokenIDs(toks []Token) []int32 {
 	return out
 }
 
+// writeJSON sends v as a 200, or, when it cannot be encoded, a JSON server
+// error: never an empty 200.
 func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		openai.ServerError(err).Write(w)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(v)
+	w.Write(append(b, '\n'))
 }
 
 func randomSeed() uint64 {

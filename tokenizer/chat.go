@@ -162,16 +162,43 @@ func (c *ChatFormat) Special(name string) (int32, bool) {
 // tool contents and the tools are plain text (see ChatFormat); the ids are
 // those of encoding RenderText's text when they spell no added token.
 func (c *ChatFormat) Render(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool) (ids []int32, mask []uint8, err error) {
+	ids, mask, _, err = c.render(msgs, tools, addGenerationPrompt, 0)
+	return ids, mask, err
+}
+
+// RenderLimit is Render for a conversation that must fit limit tokens
+// (limit > 0): over reports one that does not, found with work and memory
+// bounded by limit rather than by the conversation (every message renders
+// to at least one token, so more messages than limit are over at once);
+// the ids are then a prefix.
+func (c *ChatFormat) RenderLimit(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool, limit int) (ids []int32, over bool, err error) {
+	if len(msgs) > limit {
+		return nil, true, nil
+	}
+	ids, _, over, err = c.render(msgs, tools, addGenerationPrompt, limit)
+	return ids, over, err
+}
+
+// render encodes the turns while there are at most limit ids (limit 0:
+// all of them), and reports whether it stopped.
+func (c *ChatFormat) render(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool, limit int) (ids []int32, mask []uint8, over bool, err error) {
 	turns, err := c.turns(msgs, tools, addGenerationPrompt)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	for _, turn := range turns {
-		i, m := c.tok.encodeSpans(turn)
+		rest := -1
+		if limit > 0 {
+			rest = limit - len(ids)
+		}
+		i, m := c.tok.encodeSpans(turn, rest)
 		ids = append(ids, i...)
 		mask = append(mask, m...)
+		if limit > 0 && len(ids) > limit {
+			return ids, mask, true, nil
+		}
 	}
-	return ids, mask, nil
+	return ids, mask, false, nil
 }
 
 // RenderText returns the text Render encodes: what the chat template
@@ -224,6 +251,6 @@ func (c *ChatFormat) Prompt(system, user string, tools []json.RawMessage) ([]int
 // turn. The responses are plain text: one that spells an added token is
 // encoded as that text, never as the token.
 func (c *ChatFormat) Observation(responses []string, modelClosedTurn bool) []int32 {
-	ids, _ := c.tok.encodeSpans(c.layout.observation(responses, modelClosedTurn))
+	ids, _ := c.tok.encodeSpans(c.layout.observation(responses, modelClosedTurn), -1)
 	return ids
 }

@@ -29,8 +29,9 @@ func overlapsAny(gen []interval, lo, hi int) uint8 {
 // marks each token 1 when any of its bytes comes from a generated span.
 // Text is normalized one span at a time, which is the same as normalizing
 // the whole when spans meet at newlines or added tokens, as they do in the
-// chat format.
-func (t *Tokenizer) encodeSpans(spans []span) (ids []int32, mask []uint8) {
+// chat format. With limit >= 0 it stops once it has more than limit ids
+// (the ids it returns then are a prefix, cut anywhere); -1 is no limit.
+func (t *Tokenizer) encodeSpans(spans []span, limit int) (ids []int32, mask []uint8) {
 	var b strings.Builder
 	var gen, plain, bounds []interval
 	for _, s := range spans {
@@ -46,6 +47,9 @@ func (t *Tokenizer) encodeSpans(spans []span) (ids []int32, mask []uint8) {
 	}
 	text := b.String()
 	t.forEachRawSegment(text, plain, func(lo, hi int, id int32) {
+		if limit >= 0 && len(ids) > limit {
+			return
+		}
 		if id >= 0 {
 			ids = append(ids, id)
 			mask = append(mask, overlapsAny(gen, lo, hi))
@@ -71,7 +75,7 @@ func (t *Tokenizer) encodeSpans(spans []span) (ids []int32, mask []uint8) {
 			}
 			seg.WriteString(part)
 		}
-		e := sink{track: true}
+		e := sink{track: true, capped: limit >= 0, limit: limit - len(ids)}
 		t.appendSegment(&e, seg.String(), 0, segPlain)
 		prev := 0
 		for k, id := range e.ids {

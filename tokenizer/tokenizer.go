@@ -38,11 +38,14 @@ type Tokenizer struct {
 }
 
 // sink collects ids and, when track is set, the end offset of each id in the
-// segment being encoded.
+// segment being encoded. With capped set it stops taking pre-tokens once it
+// holds more than limit ids.
 type sink struct {
-	ids   []int32
-	ends  []int
-	track bool
+	ids    []int32
+	ends   []int
+	track  bool
+	capped bool
+	limit  int
 }
 
 // Encode returns the ids of text. Added and special tokens (such as
@@ -132,7 +135,7 @@ func (t *Tokenizer) appendSegment(e *sink, seg string, base int, plain []interva
 }
 
 func (t *Tokenizer) appendPieces(e *sink, seg string, base int) {
-	for i := 0; i < len(seg); {
+	for i := 0; i < len(seg) && !(e.capped && len(e.ids) > e.limit); {
 		j := t.split.next(seg, i)
 		n := len(e.ids)
 		e.ids = t.model.encode(e.ids, seg[i:j])

@@ -3,8 +3,9 @@ package torch
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
+
+	"github.com/agentrl/agentrl/internal/regular"
 )
 
 // Config is the part of a Hugging Face config.json that shapes a Qwen2,
@@ -48,7 +49,7 @@ var architectures = map[string]string{"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwe
 // ReadConfig reads and validates dir/config.json.
 func ReadConfig(dir string) (Config, error) {
 	path := filepath.Join(dir, "config.json")
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("model config: %w", err)
 	}

@@ -226,7 +226,8 @@ var stDTypes = map[safetensors.DType]DType{
 // LoadModel reads a Hugging Face model folder (config.json and one or many
 // safetensors files) into a model of dtype dt on dev. With valueHead, the
 // value head is read from value_head.safetensors when present, else drawn
-// at random. A missing or misshapen tensor is an error naming it.
+// at random. A missing, misshapen or non-finite (NaN, infinite) tensor is
+// an error naming it.
 func LoadModel(dir string, dt DType, dev Device, valueHead bool) (*Model, error) {
 	cfg, err := ReadConfig(dir)
 	if err != nil {
@@ -293,6 +294,9 @@ func (m *Model) loadFrom(path string, valueHead bool) error {
 		b, err := r.Bytes(name)
 		if err != nil {
 			return fmt.Errorf("load weights: %w", err)
+		}
+		if i := safetensors.FirstNonFinite(info.DType, b); i >= 0 {
+			return fmt.Errorf("load weights from %s: tensor %s is not finite: element %d is NaN or infinite", info.File, name, i)
 		}
 		t, err := FromBytes(b, dt, CPU, info.Shape...)
 		if err != nil {

@@ -412,8 +412,11 @@ func (t *Trainer) evaluate(ctx context.Context, iter int, s evalSet) ([]*traject
 		return nil, nil, err
 	}
 	if s.tag != "" {
+		// The tag goes after the split, keeping the rest (group, sample and
+		// a segment's ".k") so every segment's ID stays unique.
+		untagged := fmt.Sprintf("%d-%s-", iter, trajectory.Eval)
 		for _, tr := range trs {
-			tr.ID = fmt.Sprintf("%d-eval-%s-%d-%d", iter, s.tag, tr.Group, tr.Sample)
+			tr.ID = untagged + s.tag + "-" + strings.TrimPrefix(tr.ID, untagged)
 		}
 	}
 	return trs, episodeMetrics(s.prefix, trs), nil

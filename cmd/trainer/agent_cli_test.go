@@ -161,3 +161,27 @@ func TestTrainAgentProgramInterrupt(t *testing.T) {
 		t.Fatalf("stored training episodes after the interrupt (count, failed): %v", f)
 	}
 }
+
+// An agent program that rewrites its history has every episode split into
+// segments; their IDs stay unique in every split (training, evaluation and
+// the out-of-domain evaluation, whose IDs carry its tag), so the run stores
+// them all (the naive-RAG baseline, not the program's, is left out).
+func TestTrainAgentProgramSegmentsInEverySplit(t *testing.T) {
+	t.Parallel()
+	runs := filepath.Join(t.TempDir(), "runs")
+	ok(t, agentArgs(t, runs, "seg", "--set", "data.synthetic.ood_questions=4", "--set", "agent.env=[REWRITE=1]")...)
+	store := filepath.Join(runs, "seg", "store.db")
+	r := ok(t, "rollouts", "sql", "--store", store,
+		"SELECT split || CASE WHEN id LIKE '%-eval-ood-%' THEN '-ood' ELSE '' END AS s, SUM(id LIKE '%.1'), SUM(id NOT LIKE '%.%') FROM trajectories WHERE id NOT LIKE '%-rag-%' GROUP BY s ORDER BY s")
+	got := map[string][2]int{}
+	for _, l := range lines(r.stdout)[1:] {
+		if f := strings.Fields(l); len(f) == 3 {
+			got[f[0]] = [2]int{atoi(t, f[1]), atoi(t, f[2])}
+		}
+	}
+	for _, s := range []string{"eval", "eval-ood", "train"} {
+		if c := got[s]; c[0] == 0 || c[0] != c[1] {
+			t.Errorf("split %s: %d second segments of %d episodes:\n%s", s, c[0], c[1], r.stdout)
+		}
+	}
+}

@@ -75,6 +75,9 @@ func inspectCommand() *cli.Command {
 			if c.Bool("open") {
 				openBrowser(url)
 			}
+			if srv.Host, _, _ = net.SplitHostPort(c.String("addr")); srv.Host == "" {
+				srv.Host = "0.0.0.0" // ":port" listens on every interface
+			}
 			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -132,7 +132,7 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	eng := gateway.NewEngine(e.Decoder(), format.StopIDs())
-	h := &gateway.Handler{Engine: eng, Format: format, Model: name, APIKey: key, Created: modTime(dir)}
+	h := &gateway.Handler{Engine: eng, Format: format, Model: name, APIKey: key, Created: modTime(dir), Host: host}
 	// Ctrl-C (or SIGTERM) stops serving: requests in flight end.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

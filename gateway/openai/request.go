@@ -36,8 +36,10 @@ type Request struct {
 
 // ParseRequest decodes and checks a request body. A malformed body, a
 // field of the wrong type or out of range, and messages the chat template
-// cannot lay out are each a 400 naming the field.
-func ParseRequest(body []byte) (*Request, *Error) {
+// cannot lay out are each a 400 naming the field. More than maxMessages
+// messages (every message takes at least one token of the context window)
+// are refused as context_length_exceeded before any is decoded.
+func ParseRequest(body []byte, maxMessages int) (*Request, *Error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
 		msg := "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)"
@@ -66,7 +68,7 @@ func ParseRequest(body []byte) (*Request, *Error) {
 	if !ok {
 		return nil, BadRequest("messages", "missing_required_parameter", "Missing required parameter: 'messages'.")
 	}
-	if r.Messages, e = messages(raw); e != nil {
+	if r.Messages, e = messages(raw, maxMessages); e != nil {
 		return nil, e
 	}
 	if raw, ok = get("tools"); ok {
@@ -160,13 +162,16 @@ func ParseRequest(body []byte) (*Request, *Error) {
 // messages decodes and checks the conversation: roles, contents (a string
 // or text parts), the assistant's tool calls and the tool messages' ids,
 // each of which must answer a call of the assistant message before it.
-func messages(raw json.RawMessage) ([]Message, *Error) {
+func messages(raw json.RawMessage, maxMessages int) ([]Message, *Error) {
 	var items []json.RawMessage
 	if json.Unmarshal(raw, &items) != nil {
 		return nil, BadRequest("messages", "invalid_type", "Invalid type for 'messages': expected an array, but got %s instead.", kind(raw))
 	}
 	if len(items) == 0 {
 		return nil, BadRequest("messages", "empty_array", "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.")
+	}
+	if len(items) > maxMessages {
+		return nil, BadRequest("messages", "context_length_exceeded", "This model's maximum context length is %d tokens. However, you sent %d messages, each at least one token. Please reduce the number of messages.", maxMessages, len(items))
 	}
 	out := make([]Message, len(items))
 	calls := map[string]bool{} // ids of the calls the latest assistant message made

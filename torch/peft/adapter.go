@@ -3,6 +3,7 @@ package peft
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -101,6 +102,9 @@ func Load(dir string, base *torch.Model, valueHead bool, seed uint64) (*torch.Mo
 	if err := checkKeys(path, r.Names(), c.LoRA, base.Config.Layers); err != nil {
 		return nil, err
 	}
+	if err := checkShapes(path, r, c.LoRA, base); err != nil {
+		return nil, err
+	}
 	m, err := torch.NewLoRAModel(base, c.LoRA, valueHead, seed)
 	if err != nil {
 		return nil, fmt.Errorf("adapter folder %s: %w", dir, err)
@@ -150,6 +154,49 @@ func checkKeys(path string, names []string, c torch.LoRA, layers int) error {
 	return nil
 }
 
+// baseKey is a base weight an adapter can sit on.
+var baseKey = regexp.MustCompile(`^model\.layers\.\d+\.(self_attn|mlp)\.([a-z_]+)\.weight$`)
+
+// checkShapes checks, from the file's headers alone and before anything is
+// allocated, that every adapter matrix the config asks for is there, a
+// float, and shaped as the rank over base's projection: lora_A [r, in],
+// lora_B [out, r]. A rank the tensors do not have is refused here, so it
+// never sizes an allocation.
+func checkShapes(path string, r *safetensors.Reader, c torch.LoRA, base *torch.Model) error {
+	rank := int64(c.Rank)
+	for _, name := range base.Names() {
+		k := baseKey.FindStringSubmatch(name)
+		if k == nil || !slices.Contains(c.Targets, k[2]) {
+			continue
+		}
+		p, err := base.Param(name)
+		if err != nil {
+			return err
+		}
+		w, err := p.Shape()
+		p.Free()
+		if err != nil {
+			return err
+		}
+		stem := "base_model.model." + strings.TrimSuffix(name, ".weight")
+		for _, m := range []struct {
+			key   string
+			shape []int64
+		}{{stem + ".lora_A.weight", []int64{rank, w[1]}}, {stem + ".lora_B.weight", []int64{w[0], rank}}} {
+			info, ok := r.Info(m.key)
+			switch {
+			case !ok:
+				return fmt.Errorf("%s: tensor %s is missing", path, m.key)
+			case !slices.Contains([]safetensors.DType{safetensors.F32, safetensors.F16, safetensors.BF16, safetensors.F64}, info.DType):
+				return fmt.Errorf("%s: tensor %s is %s, not a float dtype", path, m.key, info.DType)
+			case !slices.Equal(info.Shape, m.shape):
+				return shapeError(path, m.key, info.Shape, m.shape, c.Rank)
+			}
+		}
+	}
+	return nil
+}
+
 // loadTensors sets m's adapter parameters (head: its value head's) from r,
 // checking that each is there with the shape m expects, and that r holds
 // no other.
@@ -180,6 +227,9 @@ func loadTensors(m *torch.Model, r *safetensors.Reader, path string, head bool, 
 		if err != nil {
 			return err
 		}
+		if i := slices.IndexFunc(vals, notFinite); i >= 0 {
+			return fmt.Errorf("%s: tensor %s is not finite: element %d is %v", path, name, i, vals[i])
+		}
 		t, err := torch.FromFloat32(vals, info.Shape...)
 		if err != nil {
 			return err
@@ -197,6 +247,9 @@ func loadTensors(m *torch.Model, r *safetensors.Reader, path string, head bool, 
 	}
 	return nil
 }
+
+// notFinite reports a NaN or an infinity.
+func notFinite(v float32) bool { return v != v || math.IsInf(float64(v), 0) }
 
 // shapeError names how a tensor's shape differs from the one the base and
 // the rank give: lora_A is [r, in], lora_B [out, r].

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -28,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/agentrl/agentrl/internal/atomicfile"
+	"github.com/agentrl/agentrl/internal/regular"
 	"github.com/agentrl/agentrl/torch"
 )
 
@@ -84,7 +84,7 @@ type Config struct {
 // modules it has no adapter for).
 func ReadConfig(dir string) (Config, error) {
 	path := filepath.Join(dir, ConfigFile)
-	b, err := os.ReadFile(path)
+	b, err := regular.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("adapter folder %s: %w", dir, err)
 	}

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/agentrl/agentrl/internal/atomicfile"
+	"github.com/agentrl/agentrl/internal/regular"
 )
 
 // IndexFileName is the file that maps tensor names to shards in a sharded
@@ -29,7 +29,7 @@ func shardFileName(i, n int) string {
 // addIndexed opens the shards listed by an index file and makes the
 // tensors of its weight_map available.
 func (r *Reader) addIndexed(path string) error {
-	raw, err := os.ReadFile(path)
+	raw, err := regular.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read index %s: %w", path, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/agentrl/agentrl/internal/regular"
 )
 
 // SingleFileName is the file name of an unsharded checkpoint in a model folder.
@@ -116,7 +118,7 @@ func (r *Reader) addFile(path string) error {
 // openShard opens a file, reads and validates its header, and keeps the
 // file open for later reads.
 func (r *Reader) openShard(path string) (*shard, error) {
-	f, err := os.Open(path)
+	f, err := regular.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open safetensors %s: %w", path, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/agentrl/agentrl/internal/localorigin"
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
@@ -30,6 +31,10 @@ type Source struct {
 
 // Server serves the app. Its methods are safe for concurrent use.
 type Server struct {
+	// Host is the address the server listens on: requests must name it or
+	// a loopback host, and browser requests from other origins (but links
+	// followed) are refused (localorigin.Check). "" is this machine only.
+	Host string
 	runs []*runSource
 	mux  *http.ServeMux
 }
@@ -79,7 +84,13 @@ func (s *Server) Close() error {
 }
 
 // ServeHTTP serves one request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := localorigin.Check(r, s.Host); err != nil {
+		s.fail(w, r, http.StatusForbidden, "%v", err)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // routes registers the pages; anything else is a 404 page.
 func (s *Server) routes() {

@@ -7,10 +7,12 @@ import (
 	"time"
 )
 
-// SQL box limits: rows shown and time a query may take.
+// SQL box limits: rows shown, the bytes their values may take, and time a
+// query may take.
 const (
-	sqlMaxRows = 1000
-	sqlTimeout = 10 * time.Second
+	sqlMaxRows  = 1000
+	sqlMaxBytes = 32 << 20
+	sqlTimeout  = 10 * time.Second
 )
 
 // sqlPage shows the SQL box, the example queries and a query's result.
@@ -26,9 +28,10 @@ type sqlPage struct {
 	Took      string
 }
 
-// sqlPage handles /r/N/sql?q=QUERY: the query runs on the store's
-// read-only handle, so statements that would write are refused (as
-// `trainer rollouts sql` refuses them), with a 400 status.
+// sqlPage handles /r/N/sql?q=QUERY: the query runs read-only on a
+// connection of its own, so statements that would write are refused (as
+// `trainer rollouts sql` refuses them), with a 400 status, and nothing it
+// does outlives it.
 func (s *Server) sqlPage(w http.ResponseWriter, r *http.Request) {
 	rs := s.run(w, r)
 	if rs == nil {
@@ -40,7 +43,7 @@ func (s *Server) sqlPage(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), sqlTimeout)
 		defer cancel()
 		start := time.Now()
-		cols, rows, truncated, err := rs.st.QueryLimit(ctx, p.Query, sqlMaxRows)
+		cols, rows, truncated, err := rs.st.QueryLimit(ctx, p.Query, sqlMaxRows, sqlMaxBytes)
 		if err != nil {
 			p.Error, status = err.Error(), http.StatusBadRequest
 		} else {

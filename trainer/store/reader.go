@@ -29,12 +29,21 @@ func (s *Store) GetByKey(tid int64) (*trajectory.Trajectory, error) {
 	return ts[0], nil
 }
 
-// QueryLimit runs caller SQL on the read-only handle, as QueryReadOnly
-// does, keeping at most limit rows (more reports truncated) and stopping
-// when ctx ends. Statements that would write are refused with an error
-// wrapping ErrReadOnly.
-func (s *Store) QueryLimit(ctx context.Context, query string, limit int) (cols []string, rows [][]any, truncated bool, err error) {
-	r, err := s.ro.QueryContext(ctx, query)
+// QueryLimit runs caller SQL read-only, as QueryReadOnly does, on a
+// connection of its own that is closed after it (so a BEGIN, SAVEPOINT or
+// PRAGMA it runs leaves nothing behind), stopping when ctx ends. A string
+// or blob over BoxMaxValue bytes is refused before SQLite makes it; rows
+// are kept while there are at most maxRows and their values take at most
+// maxBytes (more reports truncated). Statements that would write are
+// refused with an error wrapping ErrReadOnly.
+func (s *Store) QueryLimit(ctx context.Context, query string, maxRows, maxBytes int) (cols []string, rows [][]any, truncated bool, err error) {
+	db, err := sql.Open(boxDriver, uri(s.path)+roParams)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	r, err := db.QueryContext(ctx, query)
 	if err != nil {
 		return nil, nil, false, explainRefusal(err)
 	}
@@ -42,8 +51,9 @@ func (s *Store) QueryLimit(ctx context.Context, query string, limit int) (cols [
 	if cols, err = r.Columns(); err != nil {
 		return nil, nil, false, err
 	}
+	size := 0
 	for r.Next() {
-		if len(rows) == limit {
+		if len(rows) == maxRows {
 			truncated = true
 			break
 		}
@@ -53,7 +63,14 @@ func (s *Store) QueryLimit(ctx context.Context, query string, limit int) (cols [
 			ptrs[i] = &vals[i]
 		}
 		if err := r.Scan(ptrs...); err != nil {
-			return nil, nil, false, err
+			return nil, nil, false, explainRefusal(err)
+		}
+		for _, v := range vals {
+			size += valueSize(v)
+		}
+		if size > maxBytes {
+			truncated = true
+			break
 		}
 		rows = append(rows, vals)
 	}
@@ -61,4 +78,15 @@ func (s *Store) QueryLimit(ctx context.Context, query string, limit int) (cols [
 		return nil, nil, false, explainRefusal(err)
 	}
 	return cols, rows, truncated, nil
+}
+
+// valueSize is about the memory a scanned value takes.
+func valueSize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return 16 + len(x)
+	case []byte:
+		return 24 + len(x)
+	}
+	return 16
 }

@@ -14,27 +14,51 @@ import (
 // turning query_only off.
 const readOnlyDriver = "sqlite3_agentrl_readonly"
 
+// boxDriver is readOnlyDriver for one caller query on a connection of its
+// own (QueryLimit): it also caps a string or blob at BoxMaxValue bytes
+// (SQLITE_LIMIT_LENGTH) and a result at boxMaxColumns columns, so no
+// value or row that SQLite makes can take more memory than that.
+const boxDriver = "sqlite3_agentrl_box"
+
+// Limits of a query run by QueryLimit.
+const (
+	BoxMaxValue   = 1 << 20 // bytes of one string or blob (SQLITE_LIMIT_LENGTH)
+	boxMaxColumns = 128     // columns of a result or table (SQLITE_LIMIT_COLUMN)
+)
+
 func init() {
 	sql.Register(readOnlyDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		c.RegisterAuthorizer(func(op int, arg1, _, _ string) int {
-			switch {
-			case op == sqlite3.SQLITE_ATTACH, op == sqlite3.SQLITE_DETACH:
-				return sqlite3.SQLITE_DENY
-			case op == sqlite3.SQLITE_PRAGMA && arg1 == "query_only":
-				return sqlite3.SQLITE_DENY
-			}
-			return sqlite3.SQLITE_OK
-		})
+		c.RegisterAuthorizer(readOnlyAuthorizer)
 		return nil
 	}})
+	sql.Register(boxDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		c.RegisterAuthorizer(readOnlyAuthorizer)
+		c.SetLimit(sqlite3.SQLITE_LIMIT_LENGTH, BoxMaxValue)
+		c.SetLimit(sqlite3.SQLITE_LIMIT_COLUMN, boxMaxColumns)
+		return nil
+	}})
+}
+
+// readOnlyAuthorizer refuses ATTACH, DETACH and PRAGMA query_only.
+func readOnlyAuthorizer(op int, arg1, _, _ string) int {
+	switch {
+	case op == sqlite3.SQLITE_ATTACH, op == sqlite3.SQLITE_DETACH:
+		return sqlite3.SQLITE_DENY
+	case op == sqlite3.SQLITE_PRAGMA && arg1 == "query_only":
+		return sqlite3.SQLITE_DENY
+	}
+	return sqlite3.SQLITE_OK
 }
 
 // openReadOnly opens path read-only: the file is opened with mode=ro,
 // every connection runs PRAGMA query_only=1, and the authorizer above
 // holds. It does not create the file.
 func openReadOnly(path string) (*sql.DB, error) {
-	return sql.Open(readOnlyDriver, uri(path)+"?mode=ro&_query_only=1&_busy_timeout=10000")
+	return sql.Open(readOnlyDriver, uri(path)+roParams)
 }
+
+// roParams are the read-only connections' settings.
+const roParams = "?mode=ro&_query_only=1&_busy_timeout=10000"
 
 // QueryReadOnly runs one query against the store at path, opened read-only
 // so that the query cannot change anything: INSERT, UPDATE, DELETE, DROP,
@@ -90,6 +114,9 @@ func explainRefusal(err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) && (se.Code == sqlite3.ErrReadonly || se.Code == sqlite3.ErrAuth) {
 		return fmt.Errorf("%w (sqlite: %v)", ErrReadOnly, err)
+	}
+	if errors.As(err, &se) && se.Code == sqlite3.ErrTooBig {
+		return fmt.Errorf("refused: a value over the %d bytes a query may make (SQLITE_LIMIT_LENGTH) (sqlite: %v)", BoxMaxValue, err)
 	}
 	return err
 }

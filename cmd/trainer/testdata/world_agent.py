@@ -1,7 +1,9 @@
 """A small agent program for the CLI tests: asks the policy the task's
 question through the gateway, tells it "No results." once when it does not
 answer, and prints the answer it gives (or "unknown"). With PIDDIR set it
-records its pid there; with SLEEP it waits that many seconds first."""
+records its pid there; with SLEEP it waits that many seconds first. With
+REWRITE set it first asks once and then rewrites its history (a new system
+message), so every episode is at least two segments."""
 import json, os, sys, time, urllib.request
 
 task = json.loads(sys.stdin.readline())
@@ -20,6 +22,9 @@ def chat(messages):
 
 
 messages = [{"role": "system", "content": "Answer the question."}, {"role": "user", "content": task["question"]}]
+if os.environ.get("REWRITE"):
+    chat(messages)
+    messages[0]["content"] = "Answer the question briefly."
 for turn in range(2):
     text = chat(messages)
     if "<answer>" in text and "</answer>" in text:

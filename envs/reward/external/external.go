@@ -20,6 +20,7 @@ import (
 	"unicode"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/internal/sameorigin"
 )
 
 // answer is what a scorer returns.
@@ -148,9 +149,13 @@ func (c *capped) over() bool { return c.n > c.max }
 // response.
 type HTTP struct {
 	URL       string
-	Client    *http.Client // nil = http.DefaultClient
+	Client    *http.Client // nil = one that follows redirects within URL's origin only (sameorigin.Client)
 	MaxOutput int          // bytes of the response body accepted (0 = DefaultMaxOutput)
 }
+
+// sameOrigin posts episodes, which carry the gold answers, only to the
+// configured URL's origin, even when redirected.
+var sameOrigin = sameorigin.Client()
 
 // String names the scorer as its errors do: "POST" and the URL.
 func (h HTTP) String() string { return "POST " + h.URL }
@@ -168,7 +173,7 @@ func (h HTTP) Score(ctx context.Context, ep envs.Episode) (float64, map[string]f
 	req.Header.Set("Content-Type", "application/json")
 	client := h.Client
 	if client == nil {
-		client = http.DefaultClient
+		client = sameOrigin
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 type Limits struct {
 	CPU       time.Duration // CPU time (RLIMIT_CPU, whole seconds, at least 1)
 	Wall      time.Duration // wall time; the whole sandbox is killed then
-	MemoryMB  int           // address space per process (RLIMIT_AS)
+	MemoryMB  int           // address space per process (RLIMIT_AS); memfd_create and SysV shared memory are refused
 	Processes int           // processes and threads in the sandbox (RLIMIT_NPROC)
 	DiskMB    int           // all the sandbox can write (its one tmpfs, /tmp and /dev/shm), and the largest file (RLIMIT_FSIZE)
 	MaxOutput int           // bytes of stdout and of stderr kept each
@@ -26,7 +26,10 @@ type Limits struct {
 // Sandbox runs Python snippets under bubblewrap: new user, PID, network,
 // IPC and UTS namespaces (so no network but a private loopback), /usr
 // read-only, and the Limits applied with prlimit inside. The host's
-// files other than /usr are not visible. The root and /dev are
+// files other than /usr are not visible. A seccomp filter refuses
+// memfd_create and SysV shared memory, and the file limit is low, so
+// that no anonymous shared memory escapes the limits (seccomp.go). The
+// root and /dev are
 // read-only; the one writable place is a tmpfs of Limits.DiskMB at
 // /dev/shm, which /tmp links to, so that every byte written counts
 // against that size (bwrap's root and /dev are tmpfs without a size).
@@ -52,12 +55,22 @@ type Output struct {
 // nobody is the uid and gid the sandbox runs as when the trainer is root.
 const nobody = 65534
 
+// seccompFD is the descriptor bwrap reads the seccomp filter from (the
+// first of exec.Cmd's ExtraFiles).
+const seccompFD = 3
+
+// maxFiles is the sandbox's RLIMIT_NOFILE: a snippet needs a handful, and
+// each open pipe can hold up to 1 MB of kernel memory outside every other
+// limit.
+const maxFiles = 64
+
 // args is bwrap's command line for one run.
 func (s *Sandbox) args() []string {
 	l := s.Limits
 	cpu := max(1, int((l.CPU+time.Second-1)/time.Second))
 	return []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+		"--seccomp", strconv.Itoa(seccompFD),
 		"--hostname", "sandbox",
 		"--ro-bind", "/usr", "/usr",
 		"--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
@@ -74,6 +87,7 @@ func (s *Sandbox) args() []string {
 		"--nproc=" + strconv.Itoa(l.Processes),
 		"--fsize=" + strconv.Itoa(l.DiskMB<<20),
 		"--core=0",
+		"--nofile=" + strconv.Itoa(maxFiles),
 		"--", s.Python, "-I", "-",
 	}
 }
@@ -87,6 +101,21 @@ func (s *Sandbox) Run(ctx context.Context, code string) (Output, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.Bwrap, s.args()...)
 	cmd.Stdin = strings.NewReader(code)
+	filter, err := seccompFilter()
+	if err != nil {
+		return Output{}, fmt.Errorf("sandbox: %w", err)
+	}
+	fr, fw, err := os.Pipe()
+	if err != nil {
+		return Output{}, fmt.Errorf("sandbox: %w", err)
+	}
+	defer fr.Close()
+	_, err = fw.Write(filter) // a few hundred bytes: within the pipe's buffer
+	fw.Close()
+	if err != nil {
+		return Output{}, fmt.Errorf("sandbox: seccomp filter: %w", err)
+	}
+	cmd.ExtraFiles = []*os.File{fr}
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if os.Geteuid() == 0 {
@@ -98,7 +127,7 @@ func (s *Sandbox) Run(ctx context.Context, code string) (Output, error) {
 	cmd.WaitDelay = time.Second
 	stdout, stderr := &capped{max: s.Limits.MaxOutput}, &capped{max: s.Limits.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	out := Output{Stdout: stdout.buf.String(), Stderr: stderr.buf.String(), Dropped: stdout.dropped + stderr.dropped}
 	var exit *exec.ExitError
 	switch {

@@ -10,13 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/internal/sameorigin"
 )
 
 // Config describes one HTTP tool.
@@ -32,9 +31,6 @@ type Config struct {
 	// a redirect fails the call.
 	CrossOriginRedirects bool
 }
-
-// maxRedirects bounds a chain of redirects, as net/http's default does.
-const maxRedirects = 10
 
 // maxBody bounds a response read.
 const maxBody = 16 << 20
@@ -73,38 +69,8 @@ func New(cfg Config) (*Tool, error) {
 		h.Add(strings.TrimSpace(name), strings.TrimSpace(value))
 	}
 	t := &Tool{cfg: cfg, headers: h}
-	t.client = &http.Client{CheckRedirect: t.checkRedirect}
+	t.client = &http.Client{CheckRedirect: sameorigin.CheckRedirect(cfg.CrossOriginRedirects, h)}
 	return t, nil
-}
-
-// checkRedirect keeps a redirect within the url's origin, or, when
-// CrossOriginRedirects allows leaving it, strips the configured headers
-// from the request to the other origin (net/http copies them, and drops
-// only Authorization and cookies, and only for another host).
-func (t *Tool) checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxRedirects)
-	}
-	if origin(req.URL) == origin(via[0].URL) {
-		return nil
-	}
-	if !t.cfg.CrossOriginRedirects {
-		return fmt.Errorf("redirect to another origin (%s) refused: only redirects within %s are followed",
-			origin(req.URL), origin(via[0].URL))
-	}
-	for name := range t.headers {
-		req.Header.Del(name)
-	}
-	return nil
-}
-
-// origin is a URL's scheme, host and port, the port always written.
-func origin(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	return u.Scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // Name is the configured name.

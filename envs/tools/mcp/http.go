@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/internal/sameorigin"
 )
 
 // httpTransport speaks MCP's streamable HTTP transport: every message is
@@ -32,14 +33,15 @@ type httpTransport struct {
 }
 
 // newHTTPTransport connects to url; headers are "Name: value" lines sent
-// with every request (e.g. an Authorization header). A response body or
-// event stream over maxMessage bytes fails its call.
+// with every request (e.g. an Authorization header), so a redirect to
+// another origin is refused. A response body or event stream over
+// maxMessage bytes fails its call.
 func newHTTPTransport(url string, headers []string, maxMessage int) (*httpTransport, error) {
 	h, err := parseHeaders(headers)
 	if err != nil {
 		return nil, err
 	}
-	return &httpTransport{url: url, headers: h, client: &http.Client{}, maxMessage: maxMessage}, nil
+	return &httpTransport{url: url, headers: h, client: sameorigin.Client(), maxMessage: maxMessage}, nil
 }
 
 // parseHeaders reads "Name: value" lines.

@@ -26,11 +26,14 @@ func (t *tool) Parameters() json.RawMessage { return t.params }
 // result's text (the model sees it, as it would a built-in tool's error);
 // a server that died, could not be reached or started is marked with
 // envs.Failure; a JSON-RPC error (such as invalid params) is a plain
-// error.
+// error. A call that runs out of time says what malformed message the
+// server sent meanwhile, if any.
 func (t *tool) Call(ctx context.Context, args json.RawMessage) (envs.Result, error) {
 	res, err := t.client.callTool(ctx, t.remote, args)
 	switch {
 	case err == nil:
+	case ctx.Err() != nil && err != ctx.Err() && errors.Is(err, ctx.Err()):
+		return envs.Result{}, fmt.Errorf("%s: %w", t.name, err) // with the server's first malformed message
 	case ctx.Err() != nil:
 		return envs.Result{}, ctx.Err()
 	case errors.As(err, new(*rpcError)):

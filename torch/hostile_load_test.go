@@ -1,0 +1,92 @@
+package torch
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentrl/agentrl/torch/safetensors"
+)
+
+// A model folder whose weights hold a NaN or an infinity (here in bf16,
+// as checkpoints are shipped) is refused, naming the tensor.
+func TestLoadRefusesNonFiniteWeights(t *testing.T) {
+	m, _ := NewRandomModel(tinyConfig(), BFloat16, CPU, false, 21)
+	defer m.Free()
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	const victim = "model.layers.0.mlp.up_proj.weight"
+	for _, bits := range []uint16{0x7fc0, 0xff80} { // NaN, -Inf
+		r, err := safetensors.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts []safetensors.Tensor
+		for _, n := range r.Names() {
+			info, _ := r.Info(n)
+			data, _ := r.Bytes(n)
+			if n == victim {
+				data[6], data[7] = byte(bits), byte(bits>>8) // element 3
+			}
+			ts = append(ts, safetensors.Tensor{Name: n, DType: info.DType, Shape: info.Shape, Data: data})
+		}
+		r.Close()
+		bad := t.TempDir()
+		copyFile(t, filepath.Join(dir, "config.json"), filepath.Join(bad, "config.json"))
+		if err := safetensors.Write(filepath.Join(bad, "model.safetensors"), ts, nil); err != nil {
+			t.Fatal(err)
+		}
+		back, err := LoadModel(bad, Float32, CPU, false)
+		if err == nil {
+			back.Free()
+			t.Fatalf("%#04x: loaded", bits)
+		}
+		if !strings.Contains(err.Error(), victim) || !strings.Contains(err.Error(), "not finite") || !strings.Contains(err.Error(), "element 3") {
+			t.Errorf("%#04x: error %q does not name %s's element 3 as not finite", bits, err, victim)
+		}
+	}
+}
+
+// A named pipe in place of model.safetensors or config.json is refused at
+// once, naming it.
+func TestLoadRefusesFIFO(t *testing.T) {
+	m, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 21)
+	defer m.Free()
+	for _, name := range []string{"model.safetensors", "config.json"} {
+		dir := t.TempDir()
+		if err := m.Save(dir); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		os.Remove(p)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skipf("mkfifo: %v", err)
+		}
+		t.Cleanup(func() {
+			if w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+		})
+		done := make(chan error, 1)
+		go func() {
+			back, err := LoadModel(dir, Float32, CPU, false)
+			if err == nil {
+				back.Free()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "not a regular file") {
+				t.Errorf("a FIFO as %s: %v, want a refusal naming it", name, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("a FIFO as %s: LoadModel blocked", name)
+		}
+	}
+}
