@@ -53,6 +53,12 @@ int ar_engine_decode_path(ar_engine e, int *path, char **why, char **err);
 int ar_engine_profile(ar_engine e, double *phases, int64_t *steps, int reset,
                       char **err);
 
+/* What a CUDA model sets for f32 matrix products (TF32 on cuBLAS), and
+ * whether f32 matrix products on the CPU would run reduced (TF32 or bf16
+ * through oneDNN): for the test that the first leaves the second alone. */
+int ar_allow_cuda_tf32_matmul(char **err);
+int ar_cpu_f32_matmul_reduced(int *reduced, char **err);
+
 /* The check a CUDA graph capture ends with, exposed for tests: fails when
  * the replayed logits [S,V] (poisoned with NaN before the replay) were not
  * written, or differ from the eager step's. */

@@ -16,6 +16,7 @@
 #endif
 
 #include "common.h"
+#include "internal.h"
 
 namespace ar {
 
@@ -87,6 +88,26 @@ __attribute__((constructor)) static void keep_heap() {
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_ARENA_MAX, 1);
+}
+
+void allow_cuda_tf32_matmul() {
+  // setAllowTF32CuBLAS, not setFloat32MatmulPrecision("high"): from 2.9 the
+  // latter also sets oneDNN's f32 matrix products on the CPU to TF32.
+  at::globalContext().setAllowTF32CuBLAS(true);
+}
+
+bool cpu_f32_matmul_reduced() {
+  auto &ctx = at::globalContext();
+#if AR_TORCH_AT_LEAST(2, 10)
+  const auto p = ctx.float32Precision(at::Float32Backend::MKLDNN, at::Float32Op::MATMUL);
+  return p == at::Float32Precision::TF32 || p == at::Float32Precision::BF16;
+#elif AR_TORCH_AT_LEAST(2, 9)
+  const std::string p = ctx.float32Precision("mkldnn", "matmul");
+  return p == "tf32" || p == "bf16";
+#else
+  // Before 2.9 only "medium" reaches oneDNN (bf16 products).
+  return ctx.float32MatmulPrecision() == at::Float32MatmulPrecision::MEDIUM;
+#endif
 }
 
 void apply_threads() {
@@ -201,3 +222,11 @@ int ar_cuda_empty_cache(char **err) {
 }
 
 }  // extern "C"
+
+extern "C" int ar_allow_cuda_tf32_matmul(char **err) {
+  return guard(err, [] { allow_cuda_tf32_matmul(); });
+}
+
+extern "C" int ar_cpu_f32_matmul_reduced(int *reduced, char **err) {
+  return guard(err, [&] { *reduced = cpu_f32_matmul_reduced() ? 1 : 0; });
+}

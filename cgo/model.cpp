@@ -381,9 +381,9 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     m->dtype = scalar_type(dtype);
     m->dev = device(dev);
     DeviceScope on(m->dev);
-    // f32 matrix products on CUDA use TF32 tensor cores, as
-    // torch.set_float32_matmul_precision("high") does (off on the CPU).
-    if (m->dev.is_cuda()) at::globalContext().setFloat32MatmulPrecision("high");
+    // f32 matrix products on CUDA use TF32 tensor cores (for the whole
+    // process: libtorch keeps the setting globally); the CPU's do not.
+    if (m->dev.is_cuda()) allow_cuda_tf32_matmul();
     add_params(*m, *m, kEmbedParams, "");
     m->layers.resize(c.layers);
     for (int64_t i = 0; i < c.layers; i++)
