@@ -25,6 +25,8 @@
 #if defined(AGENTRL_CUDA) && defined(AGENTRL_NCCL) && AGENTRL_NCCL
 #define USE_C10D_NCCL
 #define AR_HAVE_NCCL 1
+#include <nccl.h>
+#include <torch/csrc/cuda/nccl.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -35,6 +37,7 @@
 
 #include "collectives.h"
 #include "common.h"
+#include "internal.h"
 
 struct ar_kvstore_s {
   c10::intrusive_ptr<c10d::TCPStore> tcp;
@@ -122,6 +125,18 @@ bool widen(ar_dist d, const at::Tensor &t) {
 }  // namespace
 
 namespace ar {
+
+std::string nccl_header_mismatch(int major, int minor, uint64_t torch_version) {
+  if (torch_version == 0) return "this libtorch was built without NCCL: use dist.backend=gloo";
+  const uint64_t tmajor = torch_version >> 32, tminor = (torch_version >> 16) & 0xffff, tpatch = torch_version & 0xffff;
+  if (tmajor == static_cast<uint64_t>(major) && tminor == static_cast<uint64_t>(minor)) return "";
+  std::string built = std::to_string(tmajor) + "." + std::to_string(tminor) + "." + std::to_string(tpatch);
+  if (tmajor == 1 && tminor == 0 && tpatch == 0) built = "an NCCL it does not name";
+  return "agentrl was compiled with nccl.h of NCCL " + std::to_string(major) + "." + std::to_string(minor) +
+         ", but libtorch was built with NCCL " + built +
+         ": c10d's ProcessGroupNCCL::Options embeds ncclConfig_t, whose size differs between NCCL versions, so the "
+         "two would disagree on its layout; rebuild with the nccl.h of libtorch's NCCL (NCCL_HOME, docs/gpu.md#nccl)";
+}
 
 int dist_rank(ar_dist d) { return d->rank; }
 int dist_world(ar_dist d) { return d->world; }
@@ -333,6 +348,11 @@ int ar_dist_new(ar_kvstore s, int backend, int rank, int world,
     } else if (backend == AR_NCCL) {
 #ifdef AR_HAVE_NCCL
       TORCH_CHECK(d->dev.is_cuda(), "the NCCL backend needs a CUDA device");
+      // c10d's Options embed ncclConfig_t, sized by the nccl.h this file
+      // was compiled with and written by libtorch's constructor, sized by
+      // its own: they must be one NCCL version.
+      std::string bad = ar::nccl_header_mismatch(NCCL_MAJOR, NCCL_MINOR, torch::cuda::nccl::version());
+      TORCH_CHECK(bad.empty(), bad);
       auto o = c10d::ProcessGroupNCCL::Options::create();
       o->timeout = timeout;
       d->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(st, rank, world, o);
@@ -457,3 +477,10 @@ int ar_dist_barrier(ar_dist d, char **err) {
 }
 
 }  // extern "C"
+
+extern "C" int ar_nccl_header_check(int major, int minor, uint64_t torch_version, char **err) {
+  return ar::guard(err, [&] {
+    std::string bad = ar::nccl_header_mismatch(major, minor, torch_version);
+    TORCH_CHECK(bad.empty(), bad);
+  });
+}

@@ -53,6 +53,13 @@ int ar_engine_decode_path(ar_engine e, int *path, char **why, char **err);
 int ar_engine_profile(ar_engine e, double *phases, int64_t *steps, int reset,
                       char **err);
 
+/* The check ar_dist_new makes before it creates an NCCL process group:
+ * fails, saying why, unless nccl.h's NCCL_MAJOR.NCCL_MINOR (major, minor)
+ * is the NCCL libtorch was built with (torch_version as
+ * torch::cuda::nccl::version() encodes it: major << 32 | minor << 16 |
+ * patch; 0 for a libtorch without NCCL). For tests. */
+int ar_nccl_header_check(int major, int minor, uint64_t torch_version, char **err);
+
 /* What a CUDA model sets for f32 matrix products (TF32 on cuBLAS), and
  * whether f32 matrix products on the CPU would run reduced (TF32 or bf16
  * through oneDNN): for the test that the first leaves the second alone. */
