@@ -512,8 +512,15 @@ int ar_dist_broadcast(ar_dist d, const ar_tensor *ts, int n, int root,
 int ar_dist_barrier(ar_dist d, char **err) {
   return ar::guard(err, [&] {
     collective(d, [&] {
+      c10d::BarrierOptions o;
+#ifdef AR_HAVE_NCCL
+      // Without device_ids NCCL guesses the device from the rank (and
+      // warns), which is not this process's device where ranks do not
+      // map one to one onto devices.
+      if (d->nccl) o.device_ids = {d->dev.index()};
+#endif
       Works works;
-      on_group(d, [&](auto &pg) { works.push_back(pg.barrier()); });
+      on_group(d, [&](auto &pg) { works.push_back(pg.barrier(o)); });
       wait_all(works);
     });
   });
