@@ -63,6 +63,9 @@ at::ScalarType scalar_type(int dtype);
 int dtype_code(at::ScalarType st);
 at::Device device(int dev);
 int device_code(const at::Device &d);
+// process_device is the device ar_set_device chose (the CPU until then).
+// CUDA's current device is per thread, and Go calls in from many.
+at::Device process_device();
 
 inline ar_tensor wrap(at::Tensor t) { return new ar_tensor_s{std::move(t)}; }
 

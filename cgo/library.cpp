@@ -22,6 +22,12 @@ namespace ar {
 
 namespace {
 std::atomic<int> g_threads{0};
+std::atomic<int> g_device{-1};  // as ar_set_device made it (-1: the CPU)
+}
+
+at::Device process_device() {
+  const int d = g_device.load(std::memory_order_relaxed);
+  return d < 0 ? at::Device(at::kCPU) : device(d);
 }
 
 at::ScalarType scalar_type(int dtype) {
@@ -161,6 +167,7 @@ int ar_set_device(int device, char **err) {
     if (device < 0) return;
 #ifdef AGENTRL_CUDA
     c10::cuda::set_device(static_cast<c10::DeviceIndex>(device));
+    g_device.store(device, std::memory_order_relaxed);
 #else
     TORCH_CHECK(false, "cuda:", device, " requested but this build of agentrl has no CUDA (build with `make cuda`)");
 #endif
@@ -194,6 +201,14 @@ int ar_cuda_memory(int dev, int64_t *allocated, int64_t *reserved, int64_t *peak
     *allocated = *reserved = *peak = 0;
 #ifdef AGENTRL_CUDA
     if (dev >= 0) {
+      TORCH_CHECK(dev < c10::cuda::device_count(), "cuda:", dev, " requested but ", c10::cuda::device_count(),
+                  " CUDA devices are visible");
+      DeviceScope on(device(dev));
+      // The caching allocator sizes its per-device state when libtorch
+      // initialises CUDA, on the first CUDA tensor; before that its
+      // statistics have no entry for dev. An empty tensor initialises it
+      // (and allocates nothing).
+      (void)at::empty({0}, at::TensorOptions().device(device(dev)));
       auto st = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(dev));
       // Slot 0 of each StatArray is StatType::AGGREGATE (all pools). The
       // enum moved from c10::cuda::CUDACachingAllocator (1.13 to 2.4) to
