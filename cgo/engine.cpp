@@ -233,7 +233,7 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   at::Tensor allowed = keys <= pos.unsqueeze(-1);  // [S,n,L]
   at::Tensor mask = at::zeros({S, n, L}, at::TensorOptions().dtype(at::kFloat).device(m.dev));
   mask.masked_fill_(allowed.logical_not(), -std::numeric_limits<float>::infinity());
-  mask = mask.view({S, 1, 1, n, L});
+  mask = m.attention_mask(mask.view({S, 1, 1, n, L}));
 
   auto [cos, sin] = m.rope(pos);
   at::Tensor x = at::embedding(m.embed, ids);
@@ -394,9 +394,9 @@ at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tenso
   const int64_t R = ids.size(0), L = e.K[0].size(2), nq = c.heads * c.head_dim, nk = c.kv_heads * c.head_dim,
                 I = c.intermediate;
   at::Tensor keys = at::arange(L, pos.options()).view({1, L});
-  at::Tensor mask = at::zeros({R, L}, pos.options().dtype(at::kFloat))
-                        .masked_fill_(keys > pos.unsqueeze(1), -std::numeric_limits<float>::infinity())
-                        .view({R, 1, 1, 1, L});
+  at::Tensor mask = m.attention_mask(at::zeros({R, L}, pos.options().dtype(at::kFloat))
+                                         .masked_fill_(keys > pos.unsqueeze(1), -std::numeric_limits<float>::infinity())
+                                         .view({R, 1, 1, 1, L}));
   auto [cos, sin] = m.rope(pos.unsqueeze(1));
   at::Tensor x = at::embedding(m.embed, ids);  // [R,1,H]
   using at::indexing::Slice;

@@ -53,6 +53,18 @@ int ar_engine_decode_path(ar_engine e, int *path, char **why, char **err);
 int ar_engine_profile(ar_engine e, double *phases, int64_t *steps, int reset,
                       char **err);
 
+/* How a model's attention runs. AUTO: libtorch's
+ * scaled_dot_product_attention (SDPA) on CUDA with libtorch 2.5 and later,
+ * the math below elsewhere. SDPA: the SDPA path everywhere, its grouped
+ * layout included (libtorch before 2.5 computes that layout with plain
+ * ops); for tests on the CPU. MATH: never SDPA. */
+enum { AR_ATTENTION_AUTO = 0, AR_ATTENTION_SDPA, AR_ATTENTION_MATH };
+int ar_model_set_attention(ar_model m, int mode, char **err);
+/* The kernel the model's last SDPA call ran, as libtorch's at::SDPBackend
+ * numbers it (0 math, 1 flash, 2 memory-efficient, 3 cuDNN, 4
+ * overrideable), or -1 when no SDPA call has run. */
+int ar_model_sdpa_backend(ar_model m, int *backend, char **err);
+
 /* The check ar_dist_new makes before it creates an NCCL process group:
  * fails, saying why, unless nccl.h's NCCL_MAJOR.NCCL_MINOR (major, minor)
  * is the NCCL libtorch was built with (torch_version as
