@@ -47,6 +47,11 @@ int ar_engine_set_decode(ar_engine e, int mode, char **err);
  * not NULL it receives a malloc'd reason the kernels cannot run here, or
  * NULL when they can. */
 int ar_engine_decode_path(ar_engine e, int *path, char **why, char **err);
+/* The engine's CUDA graphs: *captured receives how many decode steps are
+ * captured now (one per row count), *off a malloc'd reason decode steps no
+ * longer use graphs (a capture failed), or NULL. 0 and NULL on builds
+ * without CUDA. */
+int ar_engine_cuda_graphs(ar_engine e, int64_t *captured, char **off, char **err);
 /* Wall time of decode steps so far, in seconds, by phase: phases[0]
  * weight products, [1] attention, [2] sampling, [3] other; *steps counts
  * the steps. reset: start again from zero. */
