@@ -6,11 +6,20 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "agentrl.h"
 
 namespace ar {
+
+// nccl_header_mismatch says why the nccl.h of NCCL major.minor that the
+// shim was compiled with does not fit the libtorch whose
+// torch::cuda::nccl::version() (the NCCL it was built with, as major << 32
+// | minor << 16 | patch; 0 without NCCL) is torch_version, or "" when
+// it does.
+std::string nccl_header_mismatch(int major, int minor, uint64_t torch_version);
 
 int dist_rank(ar_dist d);
 int dist_world(ar_dist d);

@@ -63,6 +63,9 @@ at::ScalarType scalar_type(int dtype);
 int dtype_code(at::ScalarType st);
 at::Device device(int dev);
 int device_code(const at::Device &d);
+// process_device is the device ar_set_device chose (the CPU until then).
+// CUDA's current device is per thread, and Go calls in from many.
+at::Device process_device();
 
 inline ar_tensor wrap(at::Tensor t) { return new ar_tensor_s{std::move(t)}; }
 
@@ -94,6 +97,14 @@ class DeviceScope {
 // warns "The CUDA Graph is empty"), and its replays would leave stale
 // logits behind.
 void check_graph_replay(const at::Tensor &eager, const at::Tensor &replayed, int64_t slots);
+
+// allow_cuda_tf32_matmul lets cuBLAS run f32 matrix products on TF32
+// tensor cores, as torch.backends.cuda.matmul.allow_tf32 = True does. It is
+// a process-wide libtorch setting; the CPU's products are left alone.
+void allow_cuda_tf32_matmul();
+// cpu_f32_matmul_reduced says whether libtorch would run f32 matrix
+// products on the CPU (oneDNN) in a reduced precision (TF32 or bf16).
+bool cpu_f32_matmul_reduced();
 
 // apply_threads makes the calling OS thread's intra-op pool match the
 // configured thread count (OpenMP settings are per thread).

@@ -25,6 +25,8 @@
 #if defined(AGENTRL_CUDA) && defined(AGENTRL_NCCL) && AGENTRL_NCCL
 #define USE_C10D_NCCL
 #define AR_HAVE_NCCL 1
+#include <nccl.h>
+#include <torch/csrc/cuda/nccl.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -35,6 +37,7 @@
 
 #include "collectives.h"
 #include "common.h"
+#include "internal.h"
 
 struct ar_kvstore_s {
   c10::intrusive_ptr<c10d::TCPStore> tcp;
@@ -53,6 +56,10 @@ struct ar_dist_s {
 #endif
   int rank = 0, world = 1;
   at::Device dev = at::Device(at::kCPU);
+  // A collective failed (threw): NCCL's communicators may be stuck in it,
+  // and ar_dist_free aborts them instead of shutting them down, which
+  // waits for the pending work.
+  bool failed = false;
 };
 
 namespace {
@@ -78,6 +85,22 @@ void on_group(ar_dist d, F &&f) {
   TORCH_CHECK(false, "process group is closed");
 }
 
+// collective runs f, a collective on d, with d's device current on the
+// calling thread (CUDA keeps the current device per thread, and NCCL's
+// communicators and streams follow it), and marks the group failed when f
+// throws.
+template <class F>
+void collective(ar_dist d, F &&f) {
+  TORCH_CHECK(d != nullptr, "null process group");
+  ar::DeviceScope on(d->dev);
+  try {
+    f();
+  } catch (...) {
+    d->failed = true;
+    throw;
+  }
+}
+
 void wait_all(Works &ws) {
   for (auto &w : ws) w->wait();
 }
@@ -100,15 +123,17 @@ c10d::Store &store(ar_kvstore s) {
 // float32 (exact), and come back rounded once.
 // reduce_f64 reduces n doubles over all ranks, in place.
 void reduce_f64(ar_dist d, double *vals, int n, int op) {
-  at::Tensor t = at::from_blob(vals, {n}, at::kDouble).clone().to(d->dev);
-  std::vector<at::Tensor> v{t};
-  c10d::AllreduceOptions o;
-  o.reduceOp = reduce_op(op);
-  Works works;
-  on_group(d, [&](auto &pg) { works.push_back(pg.allreduce(v, o)); });
-  wait_all(works);
-  at::Tensor r = v[0].to(at::kCPU).contiguous();
-  std::memcpy(vals, r.data_ptr<double>(), sizeof(double) * n);
+  collective(d, [&] {
+    at::Tensor t = at::from_blob(vals, {n}, at::kDouble).clone().to(d->dev);
+    std::vector<at::Tensor> v{t};
+    c10d::AllreduceOptions o;
+    o.reduceOp = reduce_op(op);
+    Works works;
+    on_group(d, [&](auto &pg) { works.push_back(pg.allreduce(v, o)); });
+    wait_all(works);
+    at::Tensor r = v[0].to(at::kCPU).contiguous();
+    std::memcpy(vals, r.data_ptr<double>(), sizeof(double) * n);
+  });
 }
 
 bool widen(ar_dist d, const at::Tensor &t) {
@@ -123,6 +148,18 @@ bool widen(ar_dist d, const at::Tensor &t) {
 
 namespace ar {
 
+std::string nccl_header_mismatch(int major, int minor, uint64_t torch_version) {
+  if (torch_version == 0) return "this libtorch was built without NCCL: use dist.backend=gloo";
+  const uint64_t tmajor = torch_version >> 32, tminor = (torch_version >> 16) & 0xffff, tpatch = torch_version & 0xffff;
+  if (tmajor == static_cast<uint64_t>(major) && tminor == static_cast<uint64_t>(minor)) return "";
+  std::string built = std::to_string(tmajor) + "." + std::to_string(tminor) + "." + std::to_string(tpatch);
+  if (tmajor == 1 && tminor == 0 && tpatch == 0) built = "an NCCL it does not name";
+  return "agentrl was compiled with nccl.h of NCCL " + std::to_string(major) + "." + std::to_string(minor) +
+         ", but libtorch was built with NCCL " + built +
+         ": c10d's ProcessGroupNCCL::Options embeds ncclConfig_t, whose size differs between NCCL versions, so the "
+         "two would disagree on its layout; rebuild with the nccl.h of libtorch's NCCL (NCCL_HOME, docs/gpu.md#nccl)";
+}
+
 int dist_rank(ar_dist d) { return d->rank; }
 int dist_world(ar_dist d) { return d->world; }
 at::Device dist_device(ar_dist d) { return d->dev; }
@@ -130,105 +167,111 @@ at::Device dist_device(ar_dist d) { return d->dev; }
 void dist_allreduce_f64(ar_dist d, double *vals, int n, int op) { reduce_f64(d, vals, n, op); }
 
 void dist_allreduce_tensors(ar_dist d, const std::vector<at::Tensor> &grads, int64_t bucket_bytes) {
-  at::NoGradGuard ng;
-  // Buckets: runs of gradients with one dtype and device, each at most
-  // bucket_bytes (a larger tensor is a bucket by itself).
-  std::vector<std::vector<size_t>> buckets;
-  int64_t bytes = 0;
-  for (size_t i = 0; i < grads.size(); i++) {
-    int64_t b = grads[i].numel() * grads[i].element_size();
-    bool fresh = buckets.empty() || bytes + b > bucket_bytes ||
-                 grads[i].scalar_type() != grads[buckets.back()[0]].scalar_type() ||
-                 grads[i].device() != grads[buckets.back()[0]].device();
-    if (fresh) {
-      buckets.emplace_back();
-      bytes = 0;
+  collective(d, [&] {
+    at::NoGradGuard ng;
+    // Buckets: runs of gradients with one dtype and device, each at most
+    // bucket_bytes (a larger tensor is a bucket by itself).
+    std::vector<std::vector<size_t>> buckets;
+    int64_t bytes = 0;
+    for (size_t i = 0; i < grads.size(); i++) {
+      int64_t b = grads[i].numel() * grads[i].element_size();
+      bool fresh = buckets.empty() || bytes + b > bucket_bytes ||
+                   grads[i].scalar_type() != grads[buckets.back()[0]].scalar_type() ||
+                   grads[i].device() != grads[buckets.back()[0]].device();
+      if (fresh) {
+        buckets.emplace_back();
+        bytes = 0;
+      }
+      buckets.back().push_back(i);
+      bytes += b;
     }
-    buckets.back().push_back(i);
-    bytes += b;
-  }
-  // Two buckets in flight at a time: one is summed while the next is
-  // packed, and the extra memory stays at two buckets.
-  struct Flight {
-    size_t k;
-    at::Tensor flat;
-    c10::intrusive_ptr<c10d::Work> work;
-  };
-  std::deque<Flight> flying;
-  auto land = [&] {
-    Flight &f = flying.front();
-    f.work->wait();
-    int64_t off = 0;
-    for (size_t i : buckets[f.k]) {
-      int64_t m = grads[i].numel();
-      grads[i].copy_(f.flat.narrow(0, off, m).view(grads[i].sizes()));
-      off += m;
+    // Two buckets in flight at a time: one is summed while the next is
+    // packed, and the extra memory stays at two buckets.
+    struct Flight {
+      size_t k;
+      at::Tensor flat;
+      c10::intrusive_ptr<c10d::Work> work;
+    };
+    std::deque<Flight> flying;
+    auto land = [&] {
+      Flight &f = flying.front();
+      f.work->wait();
+      int64_t off = 0;
+      for (size_t i : buckets[f.k]) {
+        int64_t m = grads[i].numel();
+        grads[i].copy_(f.flat.narrow(0, off, m).view(grads[i].sizes()));
+        off += m;
+      }
+      flying.pop_front();
+    };
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::SUM;
+    for (size_t k = 0; k < buckets.size(); k++) {
+      std::vector<at::Tensor> parts;
+      for (size_t i : buckets[k]) parts.push_back(grads[i].reshape({-1}));
+      at::Tensor flat = at::cat(parts);
+      if (widen(d, flat)) flat = flat.to(at::kFloat);
+      std::vector<at::Tensor> v{flat};
+      on_group(d, [&](auto &pg) { flying.push_back({k, flat, pg.allreduce(v, o)}); });
+      if (flying.size() > 1) land();
     }
-    flying.pop_front();
-  };
-  c10d::AllreduceOptions o;
-  o.reduceOp = c10d::ReduceOp::SUM;
-  for (size_t k = 0; k < buckets.size(); k++) {
-    std::vector<at::Tensor> parts;
-    for (size_t i : buckets[k]) parts.push_back(grads[i].reshape({-1}));
-    at::Tensor flat = at::cat(parts);
-    if (widen(d, flat)) flat = flat.to(at::kFloat);
-    std::vector<at::Tensor> v{flat};
-    on_group(d, [&](auto &pg) { flying.push_back({k, flat, pg.allreduce(v, o)}); });
-    if (flying.size() > 1) land();
-  }
-  while (!flying.empty()) land();
+    while (!flying.empty()) land();
+  });
 }
 
 void dist_reduce_scatter(ar_dist d, const at::Tensor &in, const at::Tensor &out) {
-  at::NoGradGuard ng;
-  const int64_t len = out.numel();
-  TORCH_CHECK(in.dim() == 1 && out.dim() == 1 && in.numel() == len * d->world, "reduce_scatter: ", in.numel(),
-              " elements in, ", len, " out, world ", d->world);
-  at::Tensor buf = widen(d, in) ? in.to(at::kFloat) : in.contiguous();
-  Works works;
+  collective(d, [&] {
+    at::NoGradGuard ng;
+    const int64_t len = out.numel();
+    TORCH_CHECK(in.dim() == 1 && out.dim() == 1 && in.numel() == len * d->world, "reduce_scatter: ", in.numel(),
+                " elements in, ", len, " out, world ", d->world);
+    at::Tensor buf = widen(d, in) ? in.to(at::kFloat) : in.contiguous();
+    Works works;
 #ifdef AR_HAVE_NCCL
-  if (d->nccl) {
-    // NCCL has reduce_scatter, with this signature in 1.13 and 2.x.
-    std::vector<at::Tensor> outs{out};
-    std::vector<std::vector<at::Tensor>> ins(1);
-    for (int r = 0; r < d->world; r++) ins[0].push_back(buf.narrow(0, r * len, len));
-    works.push_back(d->nccl->reduce_scatter(outs, ins, c10d::ReduceScatterOptions()));
-    wait_all(works);
-    return;
-  }
-#endif
-  // Gloo in libtorch 1.13 has no reduce_scatter: one reduce per rank, that
-  // rank as the root, over its segment; the root's segment receives the sum.
-  std::vector<std::vector<at::Tensor>> segs;
-  for (int r = 0; r < d->world; r++) segs.push_back({buf.narrow(0, r * len, len)});
-  on_group(d, [&](auto &pg) {
-    for (int r = 0; r < d->world; r++) {
-      c10d::ReduceOptions o;
-      o.rootRank = r;
-      o.reduceOp = c10d::ReduceOp::SUM;
-      works.push_back(pg.reduce(segs[r], o));
+    if (d->nccl) {
+      // NCCL has reduce_scatter, with this signature in 1.13 and 2.x.
+      std::vector<at::Tensor> outs{out};
+      std::vector<std::vector<at::Tensor>> ins(1);
+      for (int r = 0; r < d->world; r++) ins[0].push_back(buf.narrow(0, r * len, len));
+      works.push_back(d->nccl->reduce_scatter(outs, ins, c10d::ReduceScatterOptions()));
+      wait_all(works);
+      return;
     }
+#endif
+    // Gloo in libtorch 1.13 has no reduce_scatter: one reduce per rank, that
+    // rank as the root, over its segment; the root's segment receives the sum.
+    std::vector<std::vector<at::Tensor>> segs;
+    for (int r = 0; r < d->world; r++) segs.push_back({buf.narrow(0, r * len, len)});
+    on_group(d, [&](auto &pg) {
+      for (int r = 0; r < d->world; r++) {
+        c10d::ReduceOptions o;
+        o.rootRank = r;
+        o.reduceOp = c10d::ReduceOp::SUM;
+        works.push_back(pg.reduce(segs[r], o));
+      }
+    });
+    wait_all(works);
+    out.copy_(segs[d->rank][0]);
   });
-  wait_all(works);
-  out.copy_(segs[d->rank][0]);
 }
 
 void dist_allgather(ar_dist d, const at::Tensor &in, const at::Tensor &out) {
-  at::NoGradGuard ng;
-  const int64_t len = in.numel();
-  TORCH_CHECK(in.dim() == 1 && out.dim() == 1 && out.numel() == len * d->world, "allgather: ", len,
-              " elements in, ", out.numel(), " out, world ", d->world);
-  bool wide = widen(d, in);
-  at::Tensor src = wide ? in.to(at::kFloat) : in.contiguous();
-  at::Tensor dst = wide ? at::empty({out.numel()}, src.options()) : out;
-  std::vector<std::vector<at::Tensor>> outs(1);
-  for (int r = 0; r < d->world; r++) outs[0].push_back(dst.narrow(0, r * len, len));
-  std::vector<at::Tensor> ins{src};
-  Works works;
-  on_group(d, [&](auto &pg) { works.push_back(pg.allgather(outs, ins)); });
-  wait_all(works);
-  if (wide) out.copy_(dst);
+  collective(d, [&] {
+    at::NoGradGuard ng;
+    const int64_t len = in.numel();
+    TORCH_CHECK(in.dim() == 1 && out.dim() == 1 && out.numel() == len * d->world, "allgather: ", len,
+                " elements in, ", out.numel(), " out, world ", d->world);
+    bool wide = widen(d, in);
+    at::Tensor src = wide ? in.to(at::kFloat) : in.contiguous();
+    at::Tensor dst = wide ? at::empty({out.numel()}, src.options()) : out;
+    std::vector<std::vector<at::Tensor>> outs(1);
+    for (int r = 0; r < d->world; r++) outs[0].push_back(dst.narrow(0, r * len, len));
+    std::vector<at::Tensor> ins{src};
+    Works works;
+    on_group(d, [&](auto &pg) { works.push_back(pg.allgather(outs, ins)); });
+    wait_all(works);
+    if (wide) out.copy_(dst);
+  });
 }
 
 }  // namespace ar
@@ -333,6 +376,12 @@ int ar_dist_new(ar_kvstore s, int backend, int rank, int world,
     } else if (backend == AR_NCCL) {
 #ifdef AR_HAVE_NCCL
       TORCH_CHECK(d->dev.is_cuda(), "the NCCL backend needs a CUDA device");
+      // c10d's Options embed ncclConfig_t, sized by the nccl.h this file
+      // was compiled with and written by libtorch's constructor, sized by
+      // its own: they must be one NCCL version.
+      std::string bad = ar::nccl_header_mismatch(NCCL_MAJOR, NCCL_MINOR, torch::cuda::nccl::version());
+      TORCH_CHECK(bad.empty(), bad);
+      ar::DeviceScope on(d->dev);
       auto o = c10d::ProcessGroupNCCL::Options::create();
       o->timeout = timeout;
       d->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(st, rank, world, o);
@@ -352,9 +401,15 @@ int ar_dist_free(ar_dist d) {
 #if defined(AR_HAVE_NCCL) && AR_TORCH_AT_LEAST(2, 3)
   // NCCL's communicators are torn down by shutdown(), not by the
   // destructor, which only warns that the process group was not destroyed.
+  // shutdown() waits for the pending collectives, which after a failed one
+  // (a rank gone, a timeout) may never finish: then abort() instead.
   if (d != nullptr && d->nccl) {
     try {
-      d->nccl->shutdown();
+      ar::DeviceScope on(d->dev);
+      if (d->failed)
+        d->nccl->abort();
+      else
+        d->nccl->shutdown();
     } catch (...) {
     }
   }
@@ -366,6 +421,8 @@ int ar_dist_free(ar_dist d) {
 int ar_dist_allreduce_grads(ar_dist d, const ar_tensor *params, int n,
                             int64_t bucket_bytes, char **err) {
   return ar::guard(err, [&] {
+    TORCH_CHECK(d != nullptr, "null process group");
+    ar::DeviceScope on(d->dev);
     at::NoGradGuard ng;
     // Which parameters have a gradient on some rank (one small all-reduce).
     std::vector<double> has(n);
@@ -389,71 +446,91 @@ int ar_dist_allreduce_f64(ar_dist d, double *vals, int n, int op, char **err) {
 int ar_dist_allgather(ar_dist d, const void *data, int64_t n, void **out,
                       int64_t *sizes, char **err) {
   return ar::guard(err, [&] {
-    auto gather = [&](const at::Tensor &in) {
-      std::vector<std::vector<at::Tensor>> outs(1);
-      for (int r = 0; r < d->world; r++) outs[0].push_back(at::empty_like(in));
-      std::vector<at::Tensor> ins{in};
-      Works works;
-      on_group(d, [&](auto &pg) { works.push_back(pg.allgather(outs, ins)); });
-      wait_all(works);
-      return outs[0];
-    };
-    auto len = gather(at::full({1}, n, at::TensorOptions().dtype(at::kLong).device(d->dev)));
-    int64_t most = 0, total = 0;
-    for (int r = 0; r < d->world; r++) {
-      sizes[r] = len[r].to(at::kCPU).item<int64_t>();
-      most = std::max(most, sizes[r]);
-      total += sizes[r];
-    }
-    at::Tensor buf = at::zeros({std::max<int64_t>(most, 1)}, at::kByte);
-    if (n > 0) std::memcpy(buf.data_ptr<uint8_t>(), data, n);
-    auto parts = gather(buf.to(d->dev));
-    auto *dst = static_cast<uint8_t *>(std::malloc(std::max<int64_t>(total, 1)));
-    if (dst == nullptr) throw std::bad_alloc();
-    int64_t off = 0;
-    for (int r = 0; r < d->world; r++) {
-      at::Tensor p = parts[r].to(at::kCPU).contiguous();
-      if (sizes[r] > 0) std::memcpy(dst + off, p.data_ptr<uint8_t>(), sizes[r]);
-      off += sizes[r];
-    }
-    *out = dst;
+    collective(d, [&] {
+      auto gather = [&](const at::Tensor &in) {
+        std::vector<std::vector<at::Tensor>> outs(1);
+        for (int r = 0; r < d->world; r++) outs[0].push_back(at::empty_like(in));
+        std::vector<at::Tensor> ins{in};
+        Works works;
+        on_group(d, [&](auto &pg) { works.push_back(pg.allgather(outs, ins)); });
+        wait_all(works);
+        return outs[0];
+      };
+      auto len = gather(at::full({1}, n, at::TensorOptions().dtype(at::kLong).device(d->dev)));
+      int64_t most = 0, total = 0;
+      for (int r = 0; r < d->world; r++) {
+        sizes[r] = len[r].to(at::kCPU).item<int64_t>();
+        most = std::max(most, sizes[r]);
+        total += sizes[r];
+      }
+      at::Tensor buf = at::zeros({std::max<int64_t>(most, 1)}, at::kByte);
+      if (n > 0) std::memcpy(buf.data_ptr<uint8_t>(), data, n);
+      auto parts = gather(buf.to(d->dev));
+      auto *dst = static_cast<uint8_t *>(std::malloc(std::max<int64_t>(total, 1)));
+      if (dst == nullptr) throw std::bad_alloc();
+      int64_t off = 0;
+      for (int r = 0; r < d->world; r++) {
+        at::Tensor p = parts[r].to(at::kCPU).contiguous();
+        if (sizes[r] > 0) std::memcpy(dst + off, p.data_ptr<uint8_t>(), sizes[r]);
+        off += sizes[r];
+      }
+      *out = dst;
+    });
   });
 }
 
 int ar_dist_broadcast(ar_dist d, const ar_tensor *ts, int n, int root,
                       char **err) {
   return ar::guard(err, [&] {
-    at::NoGradGuard ng;
-    c10d::BroadcastOptions o;
-    o.rootRank = root;
-    std::vector<std::vector<at::Tensor>> vs;
-    for (int i = 0; i < n; i++) {
-      const at::Tensor &t = ar::T(ts[i]);
-      TORCH_CHECK(t.is_contiguous(), "broadcast of a non-contiguous tensor");
-      vs.push_back({widen(d, t) ? t.to(at::kFloat) : t});
-    }
-    Works works;
-    on_group(d, [&](auto &pg) {
-      for (auto &v : vs) works.push_back(pg.broadcast(v, o));
+    collective(d, [&] {
+      at::NoGradGuard ng;
+      c10d::BroadcastOptions o;
+      o.rootRank = root;
+      std::vector<std::vector<at::Tensor>> vs;
+      for (int i = 0; i < n; i++) {
+        const at::Tensor &t = ar::T(ts[i]);
+        TORCH_CHECK(t.is_contiguous(), "broadcast of a non-contiguous tensor");
+        vs.push_back({widen(d, t) ? t.to(at::kFloat) : t});
+      }
+      Works works;
+      on_group(d, [&](auto &pg) {
+        for (auto &v : vs) works.push_back(pg.broadcast(v, o));
+      });
+      wait_all(works);
+      for (int i = 0; i < n; i++) {
+        const at::Tensor &t = ar::T(ts[i]);
+        if (!vs[i][0].is_same(t)) t.copy_(vs[i][0]);
+        // The collective wrote t's memory behind autograd's back: move its
+        // version counter as an in-place op would, so copies keyed on it
+        // (the decode engine's fused weights) see the change.
+        else if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
+      }
     });
-    wait_all(works);
-    for (int i = 0; i < n; i++) {
-      const at::Tensor &t = ar::T(ts[i]);
-      if (!vs[i][0].is_same(t)) t.copy_(vs[i][0]);
-      // The collective wrote t's memory behind autograd's back: move its
-      // version counter as an in-place op would, so copies keyed on it
-      // (the decode engine's fused weights) see the change.
-      else if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
-    }
   });
 }
 
 int ar_dist_barrier(ar_dist d, char **err) {
   return ar::guard(err, [&] {
-    Works works;
-    on_group(d, [&](auto &pg) { works.push_back(pg.barrier()); });
-    wait_all(works);
+    collective(d, [&] {
+      c10d::BarrierOptions o;
+#ifdef AR_HAVE_NCCL
+      // Without device_ids NCCL guesses the device from the rank (and
+      // warns), which is not this process's device where ranks do not
+      // map one to one onto devices.
+      if (d->nccl) o.device_ids = {d->dev.index()};
+#endif
+      Works works;
+      on_group(d, [&](auto &pg) { works.push_back(pg.barrier(o)); });
+      wait_all(works);
+    });
   });
 }
 
 }  // extern "C"
+
+extern "C" int ar_nccl_header_check(int major, int minor, uint64_t torch_version, char **err) {
+  return ar::guard(err, [&] {
+    std::string bad = ar::nccl_header_mismatch(major, minor, torch_version);
+    TORCH_CHECK(bad.empty(), bad);
+  });
+}

@@ -25,11 +25,17 @@
 #include <map>
 #include <random>
 
+#include "common.h"
+
 #ifdef AGENTRL_CUDA
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAGuard.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#if AR_TORCH_AT_LEAST(2, 8)
+#include <ATen/core/CachingHostAllocator.h>
+#endif
+#include <tuple>
 #endif
 
 #include "decode.h"
@@ -66,6 +72,17 @@ struct ar_engine_s {
     at::Tensor rows, pos, ids, logits;
   };
   std::map<int64_t, std::unique_ptr<Graph>> graphs;
+  // The memory pool of this engine's graphs, its own (made on the first
+  // capture): replays of one engine never overlap, those of two may.
+  decltype(at::cuda::graph_pool_handle()) pool{0, 0};
+  // What the graphs were captured under (graph_key): a change drops them.
+  std::tuple<int, int, bool, bool, bool, bool> key{};
+  // Graphs whose capture failed, never replayed: kept for the engine's
+  // life, because the allocators' routing filters of a capture point at
+  // its graph. After a failure decode steps run eagerly; graphs_off says
+  // why ("" while graphs are in use).
+  std::vector<std::unique_ptr<Graph>> failed;
+  std::string graphs_off;
 #endif
 };
 
@@ -233,7 +250,7 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   at::Tensor allowed = keys <= pos.unsqueeze(-1);  // [S,n,L]
   at::Tensor mask = at::zeros({S, n, L}, at::TensorOptions().dtype(at::kFloat).device(m.dev));
   mask.masked_fill_(allowed.logical_not(), -std::numeric_limits<float>::infinity());
-  mask = mask.view({S, 1, 1, n, L});
+  mask = m.attention_mask(mask.view({S, 1, 1, n, L}));
 
   auto [cos, sin] = m.rope(pos);
   at::Tensor x = at::embedding(m.embed, ids);
@@ -361,20 +378,51 @@ void sample(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tensor 
 }
 
 #ifdef AGENTRL_CUDA
-// end_failed_capture ends a capture that threw midway: through libtorch's
-// capture_end when it can (it also stops routing the stream's allocations
-// to the graph's pool), else by ending the stream's capture directly.
-void end_failed_capture(at::cuda::CUDAGraph &graph, const c10::cuda::CUDAStream &stream) {
+// graph_key is what a captured decode step bakes in besides the weights
+// and the cache (which it reads in place): the autocast dtype, the
+// attention mode, and which of libtorch's attention kernels SDPA may
+// choose from (a graph replays the kernels chosen when it was captured).
+std::tuple<int, int, bool, bool, bool, bool> graph_key(const ar_model_s &m) {
+  auto &ctx = at::globalContext();
+  return {static_cast<int>(m.autocast), m.attention_mode, ctx.userEnabledFlashSDP(), ctx.userEnabledMemEfficientSDP(),
+          ctx.userEnabledMathSDP(), ctx.userEnabledCuDNNSDP()};
+}
+
+#if AR_TORCH_AT_LEAST(2, 8)
+// end_host_routing ends the pinned host allocator's routing of a capture's
+// allocations to pool, where the allocator has one (libtorch 2.11 has it;
+// the overload resolution finds out for the releases between).
+template <class A, class P>
+auto end_host_routing(A *a, const P &pool, int) -> decltype(a->end_allocate_to_pool(pool), void()) {
+  a->end_allocate_to_pool(pool);
+}
+template <class A, class P>
+void end_host_routing(A *, const P &, long) {}
+#endif
+
+// end_failed_capture ends a capture that threw midway. libtorch's
+// capture_end ends the stream's capture (cudaStreamEndCapture ends it even
+// when it fails) but, in 2.6 to 2.11, throws before it ends the caching
+// allocators' routing of the capture's allocations to the pool, and the
+// graph's reset() releases the pool only after a capture that ended. Left
+// so, the allocator keeps routing to a pool whose graph is gone, and the
+// next capture into it fails ("already recording to mempool_id"). The
+// routing is ended here (an error where capture_end did end it, ignored).
+void end_failed_capture(ar_engine_s &e, at::cuda::CUDAGraph &graph) {
   try {
     graph.capture_end();
   } catch (...) {
   }
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
-    cudaGraph_t partial = nullptr;
-    if (cudaStreamEndCapture(stream.stream(), &partial) == cudaSuccess && partial != nullptr) cudaGraphDestroy(partial);
+  try {
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(e.m->dev.index(), e.pool);
+  } catch (...) {
   }
-  (void)cudaGetLastError();  // clear the sticky error of the failed capture
+#if AR_TORCH_AT_LEAST(2, 8)
+  try {
+    end_host_routing(at::getHostAllocator(at::kCUDA), e.pool, 0);
+  } catch (...) {
+  }
+#endif
 }
 
 // graph_forward is the fused path's decode step of cache rows 0..R-1 with
@@ -394,9 +442,9 @@ at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tenso
   const int64_t R = ids.size(0), L = e.K[0].size(2), nq = c.heads * c.head_dim, nk = c.kv_heads * c.head_dim,
                 I = c.intermediate;
   at::Tensor keys = at::arange(L, pos.options()).view({1, L});
-  at::Tensor mask = at::zeros({R, L}, pos.options().dtype(at::kFloat))
-                        .masked_fill_(keys > pos.unsqueeze(1), -std::numeric_limits<float>::infinity())
-                        .view({R, 1, 1, 1, L});
+  at::Tensor mask = m.attention_mask(at::zeros({R, L}, pos.options().dtype(at::kFloat))
+                                         .masked_fill_(keys > pos.unsqueeze(1), -std::numeric_limits<float>::infinity())
+                                         .view({R, 1, 1, 1, L}));
   auto [cos, sin] = m.rope(pos.unsqueeze(1));
   at::Tensor x = at::embedding(m.embed, ids);  // [R,1,H]
   using at::indexing::Slice;
@@ -423,41 +471,58 @@ at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tenso
 // allowed on the default one; the eager run does this step's work and lets
 // cuBLAS and the caching allocator set up), captures it into g, and checks
 // with one replay that the graph recorded the step. It returns the eager
-// logits. On any error (out of memory is the likely one: the allocator
-// cannot free cached blocks while capturing) the capture is ended, so the
-// stream leaves capture mode, and the slot count's entry is dropped: the
-// next step of R rows starts again from an eager run.
-at::Tensor capture(ar_engine_s &e, ar_engine_s::Graph &g, int64_t R) {
-  static auto pool = at::cuda::graph_pool_handle();
-  c10::cuda::getCurrentCUDAStream().synchronize();
+// logits, or an undefined tensor when the capture failed (out of memory is
+// the likely cause: cached blocks cannot be freed while capturing). Then
+// the capture is ended and its allocator routing with it, the graph is
+// kept aside (never replayed), the engine's decode steps run eagerly from
+// now on (graphs_off says why), and the caller runs this step eagerly.
+//
+// The capture is thread-local (cudaStreamCaptureModeThreadLocal): Go runs
+// engines and training on many threads, and in the global mode any
+// cudaMalloc, cudaFree or synchronization of another thread would
+// invalidate it. Nothing here empties the allocator's cache.
+at::Tensor capture(ar_engine_s &e, std::unique_ptr<ar_engine_s::Graph> g, int64_t R) {
+  if (e.pool == decltype(e.pool){0, 0}) e.pool = at::cuda::graph_pool_handle();
+  c10::cuda::CUDAStream ambient = c10::cuda::getCurrentCUDAStream();
+  ambient.synchronize();
   c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, e.m->dev.index());
-  c10::cuda::CUDAStreamGuard on_side(side);
   at::Tensor out;
-  try {
-    out = graph_forward(e, g.rows, g.pos, g.ids);
+  {
+    c10::StreamGuard on_side(side);
+    // The eager run: an error here is the step's own.
+    out = graph_forward(e, g->rows, g->pos, g->ids);
     side.synchronize();
-    // Room for the graph's private pool: cached blocks cannot be freed
-    // once the capture has begun.
-    c10::cuda::CUDACachingAllocator::emptyCache();
-    g.graph.capture_begin(pool);
+    // out was made on the side stream and is read and freed on the
+    // ambient one: the allocator must not hand its block to the side
+    // stream again before the ambient stream is done with it.
+    out.record_stream(ambient);
     try {
-      g.logits = graph_forward(e, g.rows, g.pos, g.ids);
-    } catch (...) {
-      end_failed_capture(g.graph, side);
-      throw;
+      bool began = false;
+      try {
+        g->graph.capture_begin(e.pool, cudaStreamCaptureModeThreadLocal);
+        began = true;
+        g->logits = graph_forward(e, g->rows, g->pos, g->ids);
+        g->graph.capture_end();
+      } catch (...) {
+        if (began) end_failed_capture(e, g->graph);
+        throw;
+      }
+      side.synchronize();
+      // The replay repeats the eager step exactly: it writes the same keys
+      // and values to the same cache positions and computes the same logits.
+      g->logits.fill_(std::numeric_limits<float>::quiet_NaN());
+      g->graph.replay();
+      side.synchronize();
+      check_graph_replay(out, g->logits, R);
+    } catch (const std::exception &err) {
+      e.graphs_off = std::string("the CUDA graph capture of the decode step of ") + std::to_string(R) +
+                     " rows failed, decode steps run eagerly: " + err.what();
+      g->logits = at::Tensor();
+      e.failed.push_back(std::move(g));
+      return at::Tensor();
     }
-    g.graph.capture_end();
-    side.synchronize();
-    // The replay repeats the eager step exactly: it writes the same keys
-    // and values to the same cache positions and computes the same logits.
-    g.logits.fill_(std::numeric_limits<float>::quiet_NaN());
-    g.graph.replay();
-    side.synchronize();
-    check_graph_replay(out, g.logits, R);
-  } catch (...) {
-    e.graphs.erase(R);
-    throw;
   }
+  e.graphs[R] = std::move(g);
   return out;
 }
 
@@ -466,11 +531,21 @@ at::Tensor capture(ar_engine_s &e, ar_engine_s::Graph &g, int64_t R) {
 // capturing it on first use. The rows' positions and tokens are copied
 // into the graph's static inputs (rows not in the step get the scratch
 // position); the step's logits [n,V], in the order of slots, are picked
-// from the graph's static output. All graphs share one memory pool
-// (replays never overlap: each output is read on the same stream before
-// the next). Written for CUDA libtorch 2.x and compiled only in `make
-// cuda` builds: never run on a GPU yet.
+// from the graph's static output. An engine's graphs share its own memory
+// pool (its replays never overlap: each output is read on the same stream
+// before the next). It returns an undefined tensor where the step is to
+// run eagerly (a capture failed, now or before). Written for CUDA libtorch
+// 2.x and compiled only in `make cuda` builds: never run on a GPU yet.
 at::Tensor graph_step(ar_engine_s &e, const std::vector<int64_t> &slots, const int64_t *tokens) {
+  if (!e.graphs_off.empty()) return at::Tensor();
+  const auto key = graph_key(*e.m);
+  if (key != e.key) {
+    // Replays may still be running on the stream: let them finish before
+    // the graphs and their pool go.
+    if (!e.graphs.empty()) c10::cuda::getCurrentCUDAStream().synchronize();
+    e.graphs.clear();
+    e.key = key;
+  }
   const int64_t R = *std::max_element(slots.begin(), slots.end()) + 1;
   std::vector<int64_t> pos(R, e.max_len), ids(R, 0);
   for (size_t i = 0; i < slots.size(); i++) {
@@ -481,23 +556,22 @@ at::Tensor graph_step(ar_engine_s &e, const std::vector<int64_t> &slots, const i
   }
   refresh_fused(e);  // in place: captured graphs keep reading the same tensors
   const at::Device dev = e.m->dev;
-  auto &gp = e.graphs[R];
-  const bool fresh = gp == nullptr;
-  if (fresh) {
-    gp = std::make_unique<ar_engine_s::Graph>();
-    auto lopts = at::TensorOptions().dtype(at::kLong).device(dev);
-    gp->rows = at::arange(R, lopts);
-    gp->pos = at::empty({R}, lopts);
-    gp->ids = at::empty({R, 1}, lopts);
-  }
-  gp->pos.copy_(upload(pos.data(), {R}, dev), true);
-  gp->ids.copy_(upload(ids.data(), {R, 1}, dev), true);
   at::Tensor all;
-  if (fresh) {
-    all = capture(e, *gp, R);
+  auto it = e.graphs.find(R);
+  if (it == e.graphs.end()) {
+    auto g = std::make_unique<ar_engine_s::Graph>();
+    auto lopts = at::TensorOptions().dtype(at::kLong).device(dev);
+    g->rows = at::arange(R, lopts);
+    g->pos = upload(pos.data(), {R}, dev).clone();
+    g->ids = upload(ids.data(), {R, 1}, dev).clone();
+    all = capture(e, std::move(g), R);
+    if (!all.defined()) return all;
   } else {
-    gp->graph.replay();
-    all = gp->logits;
+    auto &g = *it->second;
+    g.pos.copy_(upload(pos.data(), {R}, dev), true);
+    g.ids.copy_(upload(ids.data(), {R, 1}, dev), true);
+    g.graph.replay();
+    all = g.logits;
   }
   for (int64_t s : slots) e.len[s] += 1;
   const int64_t n = static_cast<int64_t>(slots.size());
@@ -539,6 +613,17 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
 }
 
 int ar_engine_free(ar_engine e) {
+#ifdef AGENTRL_CUDA
+  // Replays may still be running: let them finish before the graphs and
+  // their pool go.
+  if (e != nullptr && !e->graphs.empty()) {
+    try {
+      DeviceScope on(e->m->dev);
+      c10::cuda::getCurrentCUDAStream().synchronize();
+    } catch (...) {
+    }
+  }
+#endif
   delete e;
   return AR_OK;
 }
@@ -670,6 +755,19 @@ int ar_engine_decode_path(ar_engine e, int *p, char **why, char **err) {
       std::string no = e->fast == nullptr ? e->no_fast : e->m->autocast != at::ScalarType::Undefined ? "autocast is on" : "";
       *why = no.empty() ? nullptr : strdup(no.c_str());
     }
+  });
+}
+
+int ar_engine_cuda_graphs(ar_engine e, int64_t *captured, char **off, char **err) {
+  return guard(err, [&] {
+    *captured = 0;
+    *off = nullptr;
+#ifdef AGENTRL_CUDA
+    *captured = static_cast<int64_t>(e->graphs.size());
+    if (!e->graphs_off.empty()) *off = strdup(e->graphs_off.c_str());
+#else
+    (void)e;
+#endif
   });
 }
 

@@ -47,11 +47,41 @@ int ar_engine_set_decode(ar_engine e, int mode, char **err);
  * not NULL it receives a malloc'd reason the kernels cannot run here, or
  * NULL when they can. */
 int ar_engine_decode_path(ar_engine e, int *path, char **why, char **err);
+/* The engine's CUDA graphs: *captured receives how many decode steps are
+ * captured now (one per row count), *off a malloc'd reason decode steps no
+ * longer use graphs (a capture failed), or NULL. 0 and NULL on builds
+ * without CUDA. */
+int ar_engine_cuda_graphs(ar_engine e, int64_t *captured, char **off, char **err);
 /* Wall time of decode steps so far, in seconds, by phase: phases[0]
  * weight products, [1] attention, [2] sampling, [3] other; *steps counts
  * the steps. reset: start again from zero. */
 int ar_engine_profile(ar_engine e, double *phases, int64_t *steps, int reset,
                       char **err);
+
+/* How a model's attention runs. AUTO: libtorch's
+ * scaled_dot_product_attention (SDPA) on CUDA with libtorch 2.5 and later,
+ * the math below elsewhere. SDPA: the SDPA path everywhere, its grouped
+ * layout included (libtorch before 2.5 computes that layout with plain
+ * ops); for tests on the CPU. MATH: never SDPA. */
+enum { AR_ATTENTION_AUTO = 0, AR_ATTENTION_SDPA, AR_ATTENTION_MATH };
+int ar_model_set_attention(ar_model m, int mode, char **err);
+/* The kernel the model's last SDPA call ran, as libtorch's at::SDPBackend
+ * numbers it (0 math, 1 flash, 2 memory-efficient, 3 cuDNN, 4
+ * overrideable), or -1 when no SDPA call has run. */
+int ar_model_sdpa_backend(ar_model m, int *backend, char **err);
+
+/* The check ar_dist_new makes before it creates an NCCL process group:
+ * fails, saying why, unless nccl.h's NCCL_MAJOR.NCCL_MINOR (major, minor)
+ * is the NCCL libtorch was built with (torch_version as
+ * torch::cuda::nccl::version() encodes it: major << 32 | minor << 16 |
+ * patch; 0 for a libtorch without NCCL). For tests. */
+int ar_nccl_header_check(int major, int minor, uint64_t torch_version, char **err);
+
+/* What a CUDA model sets for f32 matrix products (TF32 on cuBLAS), and
+ * whether f32 matrix products on the CPU would run reduced (TF32 or bf16
+ * through oneDNN): for the test that the first leaves the second alone. */
+int ar_allow_cuda_tf32_matmul(char **err);
+int ar_cpu_f32_matmul_reduced(int *reduced, char **err);
 
 /* The check a CUDA graph capture ends with, exposed for tests: fails when
  * the replayed logits [S,V] (poisoned with NaN before the replay) were not

@@ -16,11 +16,18 @@
 #endif
 
 #include "common.h"
+#include "internal.h"
 
 namespace ar {
 
 namespace {
 std::atomic<int> g_threads{0};
+std::atomic<int> g_device{-1};  // as ar_set_device made it (-1: the CPU)
+}
+
+at::Device process_device() {
+  const int d = g_device.load(std::memory_order_relaxed);
+  return d < 0 ? at::Device(at::kCPU) : device(d);
 }
 
 at::ScalarType scalar_type(int dtype) {
@@ -89,6 +96,26 @@ __attribute__((constructor)) static void keep_heap() {
   mallopt(M_ARENA_MAX, 1);
 }
 
+void allow_cuda_tf32_matmul() {
+  // setAllowTF32CuBLAS, not setFloat32MatmulPrecision("high"): from 2.9 the
+  // latter also sets oneDNN's f32 matrix products on the CPU to TF32.
+  at::globalContext().setAllowTF32CuBLAS(true);
+}
+
+bool cpu_f32_matmul_reduced() {
+  auto &ctx = at::globalContext();
+#if AR_TORCH_AT_LEAST(2, 10)
+  const auto p = ctx.float32Precision(at::Float32Backend::MKLDNN, at::Float32Op::MATMUL);
+  return p == at::Float32Precision::TF32 || p == at::Float32Precision::BF16;
+#elif AR_TORCH_AT_LEAST(2, 9)
+  const std::string p = ctx.float32Precision("mkldnn", "matmul");
+  return p == "tf32" || p == "bf16";
+#else
+  // Before 2.9 only "medium" reaches oneDNN (bf16 products).
+  return ctx.float32MatmulPrecision() == at::Float32MatmulPrecision::MEDIUM;
+#endif
+}
+
 void apply_threads() {
   int n = g_threads.load(std::memory_order_relaxed);
   if (n > 0 && at::get_num_threads() != n) at::set_num_threads(n);
@@ -140,6 +167,7 @@ int ar_set_device(int device, char **err) {
     if (device < 0) return;
 #ifdef AGENTRL_CUDA
     c10::cuda::set_device(static_cast<c10::DeviceIndex>(device));
+    g_device.store(device, std::memory_order_relaxed);
 #else
     TORCH_CHECK(false, "cuda:", device, " requested but this build of agentrl has no CUDA (build with `make cuda`)");
 #endif
@@ -173,6 +201,14 @@ int ar_cuda_memory(int dev, int64_t *allocated, int64_t *reserved, int64_t *peak
     *allocated = *reserved = *peak = 0;
 #ifdef AGENTRL_CUDA
     if (dev >= 0) {
+      TORCH_CHECK(dev < c10::cuda::device_count(), "cuda:", dev, " requested but ", c10::cuda::device_count(),
+                  " CUDA devices are visible");
+      DeviceScope on(device(dev));
+      // The caching allocator sizes its per-device state when libtorch
+      // initialises CUDA, on the first CUDA tensor; before that its
+      // statistics have no entry for dev. An empty tensor initialises it
+      // (and allocates nothing).
+      (void)at::empty({0}, at::TensorOptions().device(device(dev)));
       auto st = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(dev));
       // Slot 0 of each StatArray is StatType::AGGREGATE (all pools). The
       // enum moved from c10::cuda::CUDACachingAllocator (1.13 to 2.4) to
@@ -201,3 +237,11 @@ int ar_cuda_empty_cache(char **err) {
 }
 
 }  // extern "C"
+
+extern "C" int ar_allow_cuda_tf32_matmul(char **err) {
+  return guard(err, [] { allow_cuda_tf32_matmul(); });
+}
+
+extern "C" int ar_cpu_f32_matmul_reduced(int *reduced, char **err) {
+  return guard(err, [&] { *reduced = cpu_f32_matmul_reduced() ? 1 : 0; });
+}

@@ -34,6 +34,7 @@ void share_base(ar_model_s &m, const ar_model_s &base) {
   m.checkpointing = base.checkpointing;
   m.logits_chunk = base.logits_chunk;
   m.autocast = base.autocast;
+  m.attention_mode = base.attention_mode;
   m.embed = frozen(base.embed);
   m.norm = frozen(base.norm);
   m.lm_head = base.cfg.tie_embeddings ? m.embed : frozen(base.lm_head);

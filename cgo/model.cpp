@@ -90,6 +90,34 @@ void qkv(const ar_model_s &m, const Layer &l, const at::Tensor &h, const at::Ten
 
 }  // namespace ar
 
+// libtorch 2.4 replaced the per-device autocast calls (set_enabled,
+// set_autocast_gpu_dtype, set_cpu_enabled, ...) by calls that take the
+// device type, and the old ones print a deprecation warning each time.
+#if AR_TORCH_AT_LEAST(2, 4)
+static bool autocast_enabled(at::DeviceType d) { return at::autocast::is_autocast_enabled(d); }
+static at::ScalarType autocast_dtype(at::DeviceType d) { return at::autocast::get_autocast_dtype(d); }
+static void set_autocast(at::DeviceType d, bool on, at::ScalarType dt) {
+  at::autocast::set_autocast_dtype(d, dt);
+  at::autocast::set_autocast_enabled(d, on);
+}
+#else
+static bool autocast_enabled(at::DeviceType d) {
+  return d == at::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+}
+static at::ScalarType autocast_dtype(at::DeviceType d) {
+  return d == at::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
+}
+static void set_autocast(at::DeviceType d, bool on, at::ScalarType dt) {
+  if (d == at::kCUDA) {
+    at::autocast::set_autocast_gpu_dtype(dt);
+    at::autocast::set_enabled(on);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(dt);
+    at::autocast::set_cpu_enabled(on);
+  }
+}
+#endif
+
 std::pair<at::Tensor, at::Tensor> ar_model_s::rope(const at::Tensor &positions) const {
   at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;  // [B,T,hd/2]
   at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);             // [B,1,T,hd]
@@ -102,24 +130,56 @@ std::pair<at::Tensor, at::Tensor> ar_model_s::rope(const at::Tensor &positions) 
   return {cos.to(dtype), sin.to(dtype)};
 }
 
+// uses_sdpa says whether attention on tensors of device d runs libtorch's
+// scaled_dot_product_attention (ar_model_set_attention).
+static bool uses_sdpa(const ar_model_s &m, const at::Device &d) {
+  if (m.attention_mode == AR_ATTENTION_SDPA) return true;
+#if AR_TORCH_AT_LEAST(2, 5)
+  return m.attention_mode == AR_ATTENTION_AUTO && d.is_cuda();
+#else
+  (void)d;
+  return false;
+#endif
+}
+
+at::Tensor ar_model_s::attention_mask(const at::Tensor &mask) const {
+  if (!uses_sdpa(*this, mask.device())) return mask;
+  const int64_t B = mask.size(0), T = mask.size(3), L = mask.size(4), g = cfg.heads / cfg.kv_heads;
+  const at::DeviceType type = mask.is_cuda() ? at::kCUDA : at::kCPU;
+  const at::ScalarType ct = autocast_enabled(type) ? autocast_dtype(type) : dtype;
+  const int64_t padded = (L + 7) / 8 * 8;
+  at::Tensor bias = at::zeros({B, 1, g, T, padded}, mask.options().dtype(ct));
+  bias.narrow(-1, 0, L).copy_(mask.view({B, 1, 1, T, L}));  // the same mask for each of the g heads of a group
+  return bias.view({B, 1, g * T, padded}).narrow(-1, 0, L);
+}
+
 at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
                               const at::Tensor &mask) const {
   // q [B,heads,T,hd] is viewed as [B,kv,group*T,hd] so each kv head serves
   // its group of query heads without copying the keys.
   int64_t B = q.size(0), T = q.size(2), L = k.size(2);
   int64_t g = cfg.heads / cfg.kv_heads;
+  at::Tensor qg = q.reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
+  if (mask.dim() == 4) {
+    // The SDPA path (attention_mask made the grouped bias [B,1,g*T,L]).
+    // In the grouped layout query and key heads are equal in number and
+    // the bias is additive: the memory-efficient kernel qualifies, where
+    // enable_gqa with a mask leaves only the math backend, which repeats
+    // the keys and values g times and computes in float32.
+    const at::ScalarType ct = mask.scalar_type();
+    at::Tensor qc = qg.to(ct), kc = k.to(ct), vc = v.to(ct);
 #if AR_TORCH_AT_LEAST(2, 5)
-  if (q.is_cuda()) {
-    // libtorch's fused attention (the memory-efficient kernel takes the
-    // padding mask; flash takes none): no [T,L] score matrix in f32, and
-    // grouped-query attention without copying the keys (enable_gqa).
-    at::Tensor allowed = mask.squeeze(2).eq(0);  // [B,1,T,L], true where a key is visible
-    return at::scaled_dot_product_attention(q, k, v, allowed, 0.0, false, c10::nullopt, /*enable_gqa=*/true)
+    sdpa_backend.store(static_cast<int>(at::_fused_sdp_choice(qc, kc, vc, mask)), std::memory_order_relaxed);
+    at::Tensor o = at::scaled_dot_product_attention(qc, kc, vc, mask);
+#else
+    // The same computation with plain ops (libtorch without SDPA).
+    at::Tensor s = at::matmul(qc, kc.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(cfg.head_dim))) + mask;
+    at::Tensor o = at::matmul(at::softmax(s, -1), vc);
+#endif
+    return o.reshape({B, cfg.heads, T, cfg.head_dim})  // head = kv*g + j
         .transpose(1, 2)
         .reshape({B, T, cfg.heads * cfg.head_dim});
   }
-#endif
-  at::Tensor qg = q.reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
   at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)).view({B, cfg.kv_heads, g, T, L});
   scores = scores.to(acc_type(scores.scalar_type())) * (1.0 / std::sqrt(static_cast<double>(cfg.head_dim))) + mask;
   at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type()).view({B, cfg.kv_heads, g * T, L});
@@ -178,34 +238,6 @@ at::Tensor ar::merged_weight(const at::Tensor &w, const ar_model_s::Layer::Adapt
 }
 
 at::Tensor ar_model_s::logits(const at::Tensor &h) const { return at::linear(h, lm_head); }
-
-// libtorch 2.4 replaced the per-device autocast calls (set_enabled,
-// set_autocast_gpu_dtype, set_cpu_enabled, ...) by calls that take the
-// device type, and the old ones print a deprecation warning each time.
-#if AR_TORCH_AT_LEAST(2, 4)
-static bool autocast_enabled(at::DeviceType d) { return at::autocast::is_autocast_enabled(d); }
-static at::ScalarType autocast_dtype(at::DeviceType d) { return at::autocast::get_autocast_dtype(d); }
-static void set_autocast(at::DeviceType d, bool on, at::ScalarType dt) {
-  at::autocast::set_autocast_dtype(d, dt);
-  at::autocast::set_autocast_enabled(d, on);
-}
-#else
-static bool autocast_enabled(at::DeviceType d) {
-  return d == at::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
-}
-static at::ScalarType autocast_dtype(at::DeviceType d) {
-  return d == at::kCUDA ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype();
-}
-static void set_autocast(at::DeviceType d, bool on, at::ScalarType dt) {
-  if (d == at::kCUDA) {
-    at::autocast::set_autocast_gpu_dtype(dt);
-    at::autocast::set_enabled(on);
-  } else {
-    at::autocast::set_autocast_cpu_dtype(dt);
-    at::autocast::set_cpu_enabled(on);
-  }
-}
-#endif
 
 AutocastScope::AutocastScope(const at::Device &dev, at::ScalarType dtype) {
   on_ = dtype != at::ScalarType::Undefined;
@@ -329,7 +361,7 @@ at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &
                   const at::Tensor &pos) {
   at::Tensor x = embed(m, ids);
   auto [cos, sin] = m.rope(pos);
-  at::Tensor mask = full_mask(attn);
+  at::Tensor mask = m.attention_mask(full_mask(attn));
   bool ckpt = m.checkpointing && at::GradMode::is_enabled();
   // The checkpoints (each layer's output) are allocated before any layer
   // runs. On the CPU a tensor under 4 MB lives in the C heap, which keeps
@@ -391,9 +423,9 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     m->dtype = scalar_type(dtype);
     m->dev = device(dev);
     DeviceScope on(m->dev);
-    // f32 matrix products on CUDA use TF32 tensor cores, as
-    // torch.set_float32_matmul_precision("high") does (off on the CPU).
-    if (m->dev.is_cuda()) at::globalContext().setFloat32MatmulPrecision("high");
+    // f32 matrix products on CUDA use TF32 tensor cores (for the whole
+    // process: libtorch keeps the setting globally); the CPU's do not.
+    if (m->dev.is_cuda()) allow_cuda_tf32_matmul();
     add_params(*m, *m, kEmbedParams, "");
     m->layers.resize(c.layers);
     for (int64_t i = 0; i < c.layers; i++)
@@ -474,6 +506,17 @@ int ar_model_set_autocast(ar_model m, int dtype, char **err) {
     TORCH_CHECK(dt == at::kBFloat16 || dt == at::kHalf, "autocast to ", dt, ": want bf16 or f16");
     m->autocast = dt;
   });
+}
+
+int ar_model_set_attention(ar_model m, int mode, char **err) {
+  return guard(err, [&] {
+    TORCH_CHECK(mode >= AR_ATTENTION_AUTO && mode <= AR_ATTENTION_MATH, "unknown attention mode ", mode);
+    m->attention_mode = mode;
+  });
+}
+
+int ar_model_sdpa_backend(ar_model m, int *backend, char **err) {
+  return guard(err, [&] { *backend = m->sdpa_backend.load(std::memory_order_relaxed); });
 }
 
 int ar_model_set_checkpointing(ar_model m, int on, char **err) {

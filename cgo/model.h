@@ -7,11 +7,13 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <atomic>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "common.h"
+#include "internal.h"
 
 // kDefaultLogitsChunk is a model's logits chunk until set: 256 tokens keep
 // a chunk of Qwen's 151,936-entry vocabulary at 156 MB in f32.
@@ -64,13 +66,29 @@ struct ar_model_s {
   // in it, reductions in float32) while weights stay in dtype; Undefined is off.
   at::ScalarType autocast = at::ScalarType::Undefined;
   Lora lora;
+  // How attention runs (AR_ATTENTION_*, internal.h): libtorch's
+  // scaled_dot_product_attention on CUDA, or everywhere (tests), or never.
+  int attention_mode = AR_ATTENTION_AUTO;
+  // The at::SDPBackend the last scaled_dot_product_attention call chose
+  // (-1: none yet), for ar_model_sdpa_backend.
+  mutable std::atomic<int> sdpa_backend{-1};
 
+  // attention_mask turns the additive mask [B,1,1,T,L] of a forward into
+  // the one attend takes: unchanged, or, where attention runs libtorch's
+  // scaled_dot_product_attention, the bias of the grouped layout (see
+  // attend) [B,1,g*T,L] in the dtype attention computes in (autocast's on
+  // this thread, else the model's), its rows padded to a multiple of 8
+  // elements so that the memory-efficient kernel takes it without a copy.
+  // Made once per forward and shared by every layer: a kernel that keeps
+  // its bias for the backward then keeps one, not one per layer.
+  at::Tensor attention_mask(const at::Tensor &mask) const;
   // Rotary tables for positions [B,T] -> cos, sin [B,1,T,head_dim] in dtype,
   // each times cfg.rope_attention_factor.
   std::pair<at::Tensor, at::Tensor> rope(const at::Tensor &positions) const;
   // One decoder layer. x [B,T,H]; attention reads keys/values [B,kv,L,hd]
-  // produced by kv(), masked by the additive mask [B,1,1,T,L].
-  // attend is attention before the output projection: [B,T,heads*hd].
+  // produced by kv(), masked by attention_mask's result for the additive
+  // mask [B,1,1,T,L]. attend is attention before the output projection:
+  // [B,T,heads*hd].
   at::Tensor attend(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, const at::Tensor &mask) const;
   at::Tensor attention(const Layer &l, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
                        const at::Tensor &mask) const;

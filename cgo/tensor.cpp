@@ -161,6 +161,10 @@ int ar_tensor_backward(ar_tensor t, char **err) {
 int ar_tensor_pin(ar_tensor t, ar_tensor *out, char **err) {
   return guard(err, [&] {
 #ifdef AGENTRL_CUDA
+    // Pinned memory belongs to the CUDA context of the current device: the
+    // tensor's, or the process's (ar_set_device), not device 0's by
+    // default on whichever thread Go runs this on.
+    DeviceScope on(T(t).is_cuda() ? T(t).device() : process_device());
     *out = wrap(T(t).to(at::kCPU).pin_memory());
 #else
     *out = wrap(T(t).to(at::kCPU).clone());

@@ -2,6 +2,7 @@ package torch
 
 // #include <stdlib.h>
 // #include "agentrl.h"
+// #include "internal.h"
 import "C"
 
 import (
@@ -251,4 +252,13 @@ func (g *Group) Broadcast(ts []*Tensor, root int) error {
 func (g *Group) Barrier() error {
 	var msg *C.char
 	return check("barrier", C.ar_dist_barrier(g.h, &msg), msg)
+}
+
+// ncclHeaderCheck is the check NewProcessGroup makes before an NCCL group:
+// an error unless the nccl.h of NCCL major.minor the shim was compiled with
+// is the NCCL libtorch was built with (torchVersion as
+// torch::cuda::nccl::version() encodes it: major<<32 | minor<<16 | patch).
+func ncclHeaderCheck(major, minor int, torchVersion uint64) error {
+	var msg *C.char
+	return check("nccl_header_check", C.ar_nccl_header_check(C.int(major), C.int(minor), C.uint64_t(torchVersion), &msg), msg)
 }

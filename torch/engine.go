@@ -180,6 +180,23 @@ func (e *Engine) DecodePath() (DecodePath, string, error) {
 	return DecodePath(p), reason, nil
 }
 
+// CUDAGraphs reports the engine's CUDA graphs: how many decode steps are
+// captured now (one per row count) and, once a capture has failed and
+// decode steps run eagerly, why ("" while graphs are in use). 0 and ""
+// without CUDA.
+func (e *Engine) CUDAGraphs() (captured int, off string, err error) {
+	var n C.int64_t
+	var why, msg *C.char
+	if err := check("engine_cuda_graphs", C.ar_engine_cuda_graphs(e.h, &n, &why, &msg), msg); err != nil {
+		return 0, "", err
+	}
+	if why != nil {
+		off = C.GoString(why)
+		C.free(unsafe.Pointer(why))
+	}
+	return int(n), off, nil
+}
+
 // StepProfile is the wall time of an engine's decode steps by phase, in
 // seconds: weight matrix products (lm_head included), attention (RoPE, the
 // cache write, scores, softmax, values), sampling, and everything else.

@@ -1,6 +1,7 @@
 package torch
 
 // #include "agentrl.h"
+// #include "internal.h"
 import "C"
 
 import (
@@ -160,4 +161,20 @@ func (w *Worker) Do(f func()) {
 func (w *Worker) Close() {
 	close(w.jobs)
 	<-w.done
+}
+
+// allowCUDATF32 applies what a CUDA model sets for f32 matrix products
+// (TF32 on cuBLAS); cpuF32MatmulReduced says whether libtorch would run f32
+// matrix products on the CPU in TF32 or bf16 (oneDNN). For the test that
+// the first leaves the second alone.
+func allowCUDATF32() error {
+	var msg *C.char
+	return check("allow_cuda_tf32_matmul", C.ar_allow_cuda_tf32_matmul(&msg), msg)
+}
+
+func cpuF32MatmulReduced() (bool, error) {
+	var r C.int
+	var msg *C.char
+	err := check("cpu_f32_matmul_reduced", C.ar_cpu_f32_matmul_reduced(&r, &msg), msg)
+	return r != 0, err
 }

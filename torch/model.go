@@ -534,6 +534,53 @@ func (m *Model) SetAutocast(on bool, dt DType) error {
 	return check("model_set_autocast", C.ar_model_set_autocast(m.h, code, &msg), msg)
 }
 
+// AttentionMode says how a model's attention runs.
+type AttentionMode int
+
+// The attention modes: AttentionAuto runs libtorch's
+// scaled_dot_product_attention (SDPA) on CUDA (libtorch 2.5 and later) and
+// plain ops elsewhere; AttentionSDPA takes the SDPA path on every device
+// (for tests: the grouped layout the CUDA path uses, on the CPU);
+// AttentionMath never takes it.
+const (
+	AttentionAuto AttentionMode = iota
+	AttentionSDPA
+	AttentionMath
+)
+
+// SetAttention chooses how the model's attention runs.
+func (m *Model) SetAttention(a AttentionMode) error {
+	var msg *C.char
+	return check("model_set_attention", C.ar_model_set_attention(m.h, C.int(a), &msg), msg)
+}
+
+// SDPABackend names the kernel the model's last scaled_dot_product_attention
+// call ran ("math", "flash", "efficient", "cudnn", "overrideable", as
+// libtorch's at::SDPBackend), or "" when attention has not run through
+// SDPA yet.
+func (m *Model) SDPABackend() (string, error) {
+	var b C.int
+	var msg *C.char
+	if err := check("model_sdpa_backend", C.ar_model_sdpa_backend(m.h, &b, &msg), msg); err != nil {
+		return "", err
+	}
+	switch int(b) {
+	case -1:
+		return "", nil
+	case 0:
+		return "math", nil
+	case 1:
+		return "flash", nil
+	case 2:
+		return "efficient", nil
+	case 3:
+		return "cudnn", nil
+	case 4:
+		return "overrideable", nil
+	}
+	return fmt.Sprintf("SDPBackend(%d)", int(b)), nil
+}
+
 // SetCheckpointing turns activation checkpointing of the training forward
 // on or off: each layer keeps only its input and is recomputed in the
 // backward pass, trading about a third more compute for activation memory.

@@ -2,6 +2,7 @@ package torch
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -129,6 +130,35 @@ func fixtureParity(t *testing.T, dir string) map[string]float64 {
 			}
 		})
 	}
+	// The path attention takes on CUDA: query heads grouped by their key
+	// head as [B,kv,g*T,hd] with the mask repeated for the g heads of a
+	// group, through libtorch's scaled_dot_product_attention (plain ops
+	// before libtorch 2.5), held to the same reference.
+	t.Run("sdpa", func(t *testing.T) {
+		if err := m.SetAttention(AttentionSDPA); err != nil {
+			t.Fatal(err)
+		}
+		defer m.SetAttention(AttentionAuto)
+		for _, c := range full {
+			t.Logf("%s: max |diff| of logits %.2e, of logprobs %.2e", c.Name, fullCaseLogits(t, m, c), fullCaseLogprobs(t, m, c))
+		}
+		for _, p := range []DecodePath{DecodeFused, DecodeUnfused} {
+			for _, c := range decode {
+				t.Logf("%s (%s): max |diff| %.2e", c.Name, p, testDecodeCase(t, m, c, p))
+			}
+		}
+		backend, err := m.SDPABackend()
+		if err != nil {
+			t.Fatal(err)
+		}
+		compiled, _ := Version()
+		var major, minor int
+		fmt.Sscanf(compiled, "%d.%d", &major, &minor)
+		if sdpa := major > 2 || major == 2 && minor >= 5; sdpa != (backend != "") {
+			t.Errorf("libtorch %s: SDPA backend %q reported", compiled, backend)
+		}
+		t.Logf("libtorch %s: SDPA backend %q", compiled, backend)
+	})
 	return worst
 }
 
