@@ -82,9 +82,12 @@ func TestQwen2FixtureParity(t *testing.T) {
 // position of every full case (padding included), the training forward's
 // logprobs of each real next token, and greedy decoding through the
 // KV-cache engine on every decode path (prefill logits, every step's
-// logits, and the tokens). It logs the largest difference of each.
+// logits, and the tokens). It logs the largest difference of each. It runs
+// on $AGENTRL_TEST_DEVICE (the CPU by default; see parityDevice).
 func fixtureParity(t *testing.T, dir string) {
-	m, err := LoadModel(dir, Float32, CPU, false)
+	dev := parityDevice(t)
+	t.Logf("%s on %s", dir, dev)
+	m, err := LoadModel(dir, Float32, dev, false)
 	if err != nil {
 		t.Fatal(err)
 	}
