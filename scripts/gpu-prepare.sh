@@ -19,26 +19,28 @@
 # RUNPATH $ORIGIN/../lib.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The whole build holds the machine's heavy-work lock once (BUILD-LOCK.md).
+if [ -z "${AGENTRL_HEAVY_LOCKED:-}" ] && command -v flock >/dev/null; then
+	exec env AGENTRL_HEAVY_LOCKED=1 flock /tmp/agentrl-heavy.lock "$0" "$@"
+fi
 venv=${AGENTRL_TORCH_VENV:-/var/cache/agentrl/venv/torch-2.11}
 shared=${AGENTRL_SHARED:-../shared}
-lock=(flock /tmp/agentrl-heavy.lock)
-command -v flock >/dev/null || lock=()
 say() { echo "gpu-prepare: $*"; }
 
 torch=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
 say "the CUDA shim against $torch"
-"${lock[@]}" make -j"$(nproc)" cuda-flags LIBTORCH="$torch" GLOO_HOME=/usr >/dev/null
-"${lock[@]}" make -j"$(nproc)" build/cuda/libagentrl.so LIBTORCH="$torch" GLOO_HOME=/usr
+make -j"$(nproc)" cuda-flags LIBTORCH="$torch" GLOO_HOME=/usr >/dev/null
+make -j"$(nproc)" build/cuda/libagentrl.so LIBTORCH="$torch" GLOO_HOME=/usr
 
 rm -rf gpu && mkdir -p gpu/bin gpu/shared/fixtures gpu/shared/data/tokenizers/qwen
 export GOFLAGS=-tags=sqlite_fts5,cuda
 ld='-s -w'
 say "go build -tags cuda -> gpu/bin/trainer"
-"${lock[@]}" go build -trimpath -ldflags="$ld" -o gpu/bin/trainer ./cmd/trainer
+go build -trimpath -ldflags="$ld" -o gpu/bin/trainer ./cmd/trainer
 for pkg in torch trainer/learner; do
 	name=$(basename "$pkg")
 	say "go test -c -tags cuda,sqlite_fts5 ./$pkg/ -> gpu/bin/$name.test"
-	"${lock[@]}" go test -c -trimpath -ldflags="$ld" -o "gpu/bin/$name.test" "./$pkg/"
+	go test -c -trimpath -ldflags="$ld" -o "gpu/bin/$name.test" "./$pkg/"
 done
 for b in gpu/bin/*; do
 	readelf -d "$b" | grep -q 'RUNPATH.*\$ORIGIN/../lib' || { say "$b has no RUNPATH \$ORIGIN/../lib"; exit 1; }
