@@ -28,17 +28,19 @@
 # Environment: AGENTRL_GPU_PYTHON (the machine's python with torch,
 # transformers, peft, tensorboard; default /opt/torch/.venv/bin/python3),
 # OUT (default gpu-out/), JOBS (make -j, default nproc), and the time limit
-# of each step in seconds: T_SHIM T_TORCH T_SANITIZER T_DEFAULT T_05B
-# T_GLOO T_INTEROP; ITERATIONS is the default job's (step 3).
+# of each command in seconds: T_SHIM T_TORCH T_SANITIZER T_DEFAULT T_05B
+# T_GLOO T_INTEROP, all cut to what is left of BUDGET (510 s: the script
+# ends within 9 minutes); ITERATIONS is the default job's (step 3, 5).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PY=${AGENTRL_GPU_PYTHON:-/opt/torch/.venv/bin/python3}
 OUT=${OUT:-$ROOT/gpu-out}
 JOBS=${JOBS:-$(nproc)}
-ITERATIONS=${ITERATIONS:-10}
-T_SHIM=${T_SHIM:-200} T_TORCH=${T_TORCH:-60} T_SANITIZER=${T_SANITIZER:-90} T_DEFAULT=${T_DEFAULT:-60}
-T_05B=${T_05B:-150} T_GLOO=${T_GLOO:-45} T_INTEROP=${T_INTEROP:-90}
+ITERATIONS=${ITERATIONS:-5}
+BUDGET=${BUDGET:-510}
+T_SHIM=${T_SHIM:-200} T_TORCH=${T_TORCH:-60} T_SANITIZER=${T_SANITIZER:-60} T_DEFAULT=${T_DEFAULT:-60}
+T_05B=${T_05B:-150} T_GLOO=${T_GLOO:-45} T_INTEROP=${T_INTEROP:-60}
 W=$(mktemp -d /tmp/gpu-check.XXXXXX)
 mkdir -p "$OUT/logs"
 T0=$(date +%s)
@@ -51,11 +53,17 @@ fig() { FIG+="${FIG:+, }$1 $2"; }
 fail() { say "FAILED: $*"; [ "$STATUS" = ran ] && STATUS="failed: $*"; return 0; }
 # skip WHY: a part of the step that cannot run here.
 skip() { say "skip: $*"; SKIPS+="${SKIPS:+; }$*"; }
-# run LIMIT CMD...: the command under a time limit; its status, 124 when it ran out.
+# run LIMIT CMD...: the command under a time limit, cut to what is left of
+# BUDGET; its status, 124 when it ran out (or the budget is spent).
 run() {
-	local limit=$1
+	local limit=$1 left=$((BUDGET - ($(date +%s) - T0)))
 	shift
-	say "\$ $*"
+	[ "$left" -lt "$limit" ] && limit=$left
+	if [ "$limit" -lt 5 ]; then
+		say "budget of $BUDGET s spent: not running $1"
+		return 124
+	fi
+	say "\$ $* (limit $limit s)"
 	timeout --kill-after=10 "$limit" "$@"
 }
 # step NAME FUNCTION: runs FUNCTION with its output to the console and to
@@ -72,10 +80,13 @@ step() {
 	ROWS+=("| $name | $status | $(($(date +%s) - s)) | ${FIG:--} |")
 	say "==== step $name: $status in $(($(date +%s) - s)) s; $FIG"
 }
-# max_diff PATTERN LOG: the largest number after "max |diff|" on the lines
-# of LOG that match PATTERN.
+# max_diff LOG: the largest number after "max |diff|" in LOG.
 max_diff() {
-	grep -E "$1" "$2" | grep -oE 'max \|diff\|[^0-9]*[0-9.e+-]+' | grep -oE '[0-9.]+e[+-][0-9]+' | sort -g | tail -n 1
+	grep -oE 'max \|diff\|[^0-9]*[0-9.e+-]+' "$1" | grep -oE '[0-9.]+(e[+-][0-9]+)?$' | sort -g | tail -n 1
+}
+# test_log NAME LOG: the lines of go test -v output LOG of the test NAME.
+test_log() {
+	awk -v n="$1" '$0 == "=== RUN   " n {p = 1} p {print} p && index($0, "--- ") == 1 && index($0, ": " n " (") {exit}' "$2"
 }
 
 # ---- setup ---------------------------------------------------------------
@@ -124,7 +135,12 @@ step_shim() {
 	grep -q 'warning:' "$log" && fail "compiler warnings"
 	if ldd build/cuda/libagentrl.so | grep -q libtorch_cuda; then fig ldd libtorch_cuda; else fail "ldd shows no libtorch_cuda"; fi
 	ldd "$TR" | grep libagentrl
-	ldd "$TR" | grep -q "libagentrl.so => $W/lib" || fail "the trainer does not find the shim in \$ORIGIN/../lib"
+	# The binaries' RUNPATH: the build folder where gpu-prepare.sh linked them,
+	# then $ORIGIN/../lib; either way it must be the shim just built.
+	local so
+	so=$(ldd "$TR" | awk '/libagentrl.so/ {print $3}')
+	[ -n "$so" ] && [ "$(readlink -f "$so")" = "$(readlink -f build/cuda/libagentrl.so)" ] ||
+		fail "the trainer loads ${so:-no libagentrl.so}, not build/cuda/libagentrl.so"
 	"$TR" --version
 	if [ "$GPU" = 1 ]; then
 		if run 60 "$TR" train --dry-run --device cuda:0 --run-dir "$W/runs" --name dry; then fig CUDA available; else fail "the trainer does not see CUDA"; fi
@@ -143,8 +159,8 @@ step_torch() {
 	local rc=$?
 	cat "$log"
 	fig device "$DEV"
-	fig qwen2 "$(max_diff 'qwen2|right_padded|explicit|greedy' <(sed -n '/TestQwen2FixtureParity/,/^--- .*TestQwen2FixtureParity/p' "$log"))"
-	fig qwen3 "$(max_diff '.' <(sed -n '/TestQwen3FixtureParity/,/^--- .*TestQwen3FixtureParity/p' "$log"))"
+	fig qwen2-tiny-a "$(max_diff <(test_log TestQwen2FixtureParity "$log"))"
+	fig qwen3-tiny-a "$(max_diff <(test_log TestQwen3FixtureParity "$log"))"
 	if grep -q 'slots: max |diff| to the CPU' "$log"; then
 		fig graph-vs-cpu "$(grep -oE 'logprobs [0-9.e+-]+, pending logits [0-9.e+-]+' "$log" | awk '{print $2, $5}' | tr ' ' '\n' | sort -g | tail -n 1)"
 	fi
@@ -238,7 +254,7 @@ step_gloo() {
 	local port=$((29500 + RANDOM % 1000)) r pids=() rc=0
 	for r in 0 1; do
 		RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-			run "$T_GLOO" "$TR" train --device "$DEV" --dist-backend gloo --iterations 1 --no-report --eval-baselines=false \
+			run "$T_GLOO" "$TR" train --device "$DEV" --dist-backend gloo --iterations 1 --sft-epochs 1 --no-report --eval-baselines=false \
 			--eval-max-eval 8 --run-dir "$W/runs" --name gloo --logging-format console >"$W/gloo-$r.log" 2>&1 &
 		pids+=($!)
 	done
@@ -261,12 +277,12 @@ step_interop() {
 			run "$T_INTEROP" "$W/bin/torch.test" -test.count=1 -test.v -test.run 'TestQwen2FixtureParity') >"$W/parity-05b.log" 2>&1 ||
 			fail "0.5B logits: torch.test exited $?"
 		grep -E 'max \|diff\||FAIL|SKIP|ok|PASS' "$W/parity-05b.log"
-		fig "0.5B f32 vs transformers f64" "$(max_diff . "$W/parity-05b.log")"
+		fig "0.5B f32 vs transformers f64" "$(max_diff "$W/parity-05b.log")"
 	else
 		fail "no 0.5B model (step 4)"
 	fi
 	skip "0.5B bf16 logits (no bf16 comparison written yet)"
-	run "$T_INTEROP" "$TR" train --device "$DEV" --model-lora-rank 8 --iterations 1 --eval-baselines=false --eval-max-eval 8 \
+	run "$T_INTEROP" "$TR" train --device "$DEV" --model-lora-rank 8 --iterations 1 --sft-epochs 1 --eval-baselines=false --eval-max-eval 8 \
 		--run-dir "$W/runs" --name lora --logging-format console >"$W/lora.log" 2>&1 || { tail -n 20 "$W/lora.log"; fail "LoRA run exited"; }
 	tail -n 3 "$W/lora.log"
 	run 60 "$TR" merge --of lora --run-dir "$W/runs" --out "$W/lora-merged" --dtype f32 || fail "trainer merge"
