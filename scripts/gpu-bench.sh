@@ -19,7 +19,8 @@
 # calls that end by reading results back); the references time with CUDA
 # events. The table goes to stdout and $OUT/gpu-bench.md, the JSON lines
 # to $OUT/bench.jsonl. Without a GPU it rehearses at a small size on the
-# CPU (BATCHES, NEW, SEQ override the sizes).
+# CPU (BATCHES, NEW, SEQ override the sizes). BUDGET (240 s) bounds the
+# whole: a command gets at most what is left of it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${AGENTRL_GPU_PYTHON:-/opt/torch/.venv/bin/python3}
@@ -41,22 +42,26 @@ SHAPE=(--vocab 151936 --hidden 896 --inter 4864 --layers 24 --heads 14 --kv-head
 J=$OUT/bench.jsonl
 : >"$J"
 ROWS=()
+# lim N: N seconds, or what is left of BUDGET (240 s) if less (at least 1).
+BUDGET=${BUDGET:-240}
+T0=$(date +%s)
+lim() { local left=$((BUDGET - ($(date +%s) - T0))); [ "$left" -lt "$1" ] && echo $((left > 1 ? left : 1)) || echo "$1"; }
 jget() { "$PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(*(f"{d[k]:.4g}" if isinstance(d.get(k), float) else d.get(k, "?") for k in sys.argv[2:]))' "$@"; }
 last() { grep '^{' "$1" | tail -n 1 | grep . || echo '{}'; }
 say() { echo "[gpu-bench $(date -u +%H:%M:%S)] $*"; }
 
 say "peak"
-timeout 120 "$PY" scripts/gpu/ref_bench.py "$DEV" peak | tee -a "$J" >"$OUT/peak.json"
+timeout "$(lim 120)" "$PY" scripts/gpu/ref_bench.py "$DEV" peak | tee -a "$J" >"$OUT/peak.json"
 peak=$(last "$OUT/peak.json")
 read -r copy tflops < <(jget "$peak" copy_gbs bf16_matmul_tflops)
 ROWS+=("| peak | copy $copy GB/s, bf16 matmul $tflops TFLOP/s | | |")
 
 for b in $BATCHES; do
 	say "decode batch $b"
-	timeout 180 "$TR" bench generate "${SHAPE[@]}" --device "$DEV" --engine-dtype bf16 --batch "$b" --prompt-len 128 \
+	timeout "$(lim 180)" "$TR" bench generate "${SHAPE[@]}" --device "$DEV" --engine-dtype bf16 --batch "$b" --prompt-len 128 \
 		--new-tokens "$NEW" --threads 0 --bandwidth-gbs "${copy/\?/0}" 2>&1 | tee -a "$J" >"$OUT/gen-$b.json"
 	ours=$(last "$OUT/gen-$b.json")
-	timeout 300 "$PY" scripts/gpu/ref_bench.py "$DEV" generate "$b" 128 "$NEW" 2>/dev/null | tee -a "$J" >"$OUT/ref-gen-$b.json"
+	timeout "$(lim 300)" "$PY" scripts/gpu/ref_bench.py "$DEV" generate "$b" 128 "$NEW" 2>/dev/null | tee -a "$J" >"$OUT/ref-gen-$b.json"
 	ref=$(last "$OUT/ref-gen-$b.json")
 	read -r otok odec frac < <(jget "$ours" tokens_per_s decode_tokens_per_s bound_fraction)
 	read -r rtok < <(jget "$ref" tokens_per_s)
@@ -65,10 +70,10 @@ for b in $BATCHES; do
 done
 
 say "update 4 x $SEQ"
-timeout 300 "$TR" bench train "${SHAPE[@]}" --device "$DEV" --dtype bf16 --batch 4 --seq-len "$SEQ" --threads 0 2>&1 |
+timeout "$(lim 300)" "$TR" bench train "${SHAPE[@]}" --device "$DEV" --dtype bf16 --batch 4 --seq-len "$SEQ" --threads 0 2>&1 |
 	tee -a "$J" >"$OUT/train.json"
 ours=$(last "$OUT/train.json")
-timeout 300 "$PY" scripts/gpu/ref_bench.py "$DEV" train 4 "$SEQ" 2>/dev/null | tee -a "$J" >"$OUT/ref-train.json"
+timeout "$(lim 300)" "$PY" scripts/gpu/ref_bench.py "$DEV" train 4 "$SEQ" 2>/dev/null | tee -a "$J" >"$OUT/ref-train.json"
 ref=$(last "$OUT/ref-train.json")
 read -r otok < <(jget "$ours" tokens_per_s)
 read -r rtok rparams < <(jget "$ref" tokens_per_s params)
@@ -78,7 +83,7 @@ ROWS+=("| update 4 x $SEQ | agentrl $otok tok/s (MFU $(mfu "$otok")) | plain ste
 
 if [ "$GPU" = 1 ] && command -v nsys >/dev/null; then
 	say "sdpa: the attention kernels of one training step (nsys)"
-	timeout 180 nsys profile -o "$OUT/train-nsys" --force-overwrite true --stats=true "$TR" bench train "${SHAPE[@]}" \
+	timeout "$(lim 180)" nsys profile -o "$OUT/train-nsys" --force-overwrite true --stats=true "$TR" bench train "${SHAPE[@]}" \
 		--device "$DEV" --dtype bf16 --batch 4 --seq-len "$SEQ" --repeats 1 >"$OUT/nsys.txt" 2>&1
 	kernels=$(grep -oiE '[a-z_:]*(flash|fmha|efficient_attention|attention)[a-z_0-9:]*' "$OUT/nsys.txt" | sort -u | head -n 4 | tr '\n' ' ')
 	rm -f "$OUT"/train-nsys.*
