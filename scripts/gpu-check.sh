@@ -299,7 +299,7 @@ step 6-interop step_interop
 {
 	echo "## gpu-check $(date -u +%Y-%m-%dT%H:%MZ) on $([ "$GPU" = 1 ] && "$PY" -c 'import torch; print(torch.cuda.get_device_name(0))' || echo "the CPU (rehearsal, $(nproc) cores)")"
 	echo
-	echo "torch $("$PY" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)'), transformers $("$PY" -c 'import transformers; print(transformers.__version__)' 2>/dev/null), commit $(cat gpu/commit 2>/dev/null), $(($(date +%s) - T0)) s in all"
+	echo "torch $("$PY" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)'), transformers $("$PY" -c 'import transformers; print(transformers.__version__)' 2>/dev/null), binaries of $(cut -c1-12 gpu/commit 2>/dev/null), tree $(git rev-parse --short=12 HEAD 2>/dev/null || echo '?'), $(($(date +%s) - T0)) s in all"
 	echo
 	echo "| step | result | s | figures |"
 	echo "|---|---|---|---|"
