@@ -162,7 +162,7 @@ step_torch() {
 	fig qwen2-tiny-a "$(max_diff <(test_log TestQwen2FixtureParity "$log"))"
 	fig qwen3-tiny-a "$(max_diff <(test_log TestQwen3FixtureParity "$log"))"
 	if grep -q 'slots: max |diff| to the CPU' "$log"; then
-		fig graph-vs-cpu "$(grep -oE 'logprobs [0-9.e+-]+, pending logits [0-9.e+-]+' "$log" | awk '{print $2, $5}' | tr ' ' '\n' | sort -g | tail -n 1)"
+		fig graph-vs-cpu "$(grep -oE 'logprobs [0-9.e+-]+, pending logits [0-9.e+-]+' "$log" | tr -d , | awk '{print $2; print $5}' | sort -g | tail -n 1)"
 	fi
 	grep -E '^\s+--- SKIP' "$log" | sed 's/^ *//' | while read -r l; do say "$l"; done
 	[ "$DEV" = cpu ] && skip "on cuda:0 (no GPU; ran on the CPU)"
