@@ -52,7 +52,7 @@ TEST_TIMEOUT ?= 20m
 
 export GOFLAGS := -tags=sqlite_fts5
 
-.PHONY: all build flags deps cuda cuda-flags test vet bench run paper image clean fmt
+.PHONY: all build flags deps cuda cuda-flags test vet bench run paper image clean fmt interop
 
 all: build
 
@@ -156,6 +156,16 @@ vet: build
 test: deps build vet
 	@echo "go test -count=1 ./..."
 	@$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# The interop suite: agentrl's files through the real libraries (transformers,
+# PEFT, TensorBoard) and theirs through agentrl. scripts/venv.sh makes (or
+# reuses) the cached Python environment; the tests find it by AGENTRL_PYTHON
+# and skip, saying why, without it (a plain make test).
+INTEROP_PKGS := ./internal/pyinterop/ ./tokenizer/ ./torch/ ./torch/peft/ ./cmd/trainer/
+
+interop: deps build
+	@venv=$$(scripts/venv.sh torch-2.15) && echo "go test -run TestInterop (AGENTRL_PYTHON=$$venv/bin/python)" && \
+	AGENTRL_PYTHON=$$venv/bin/python $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run TestInterop $(INTEROP_PKGS)
 
 bench: deps build
 	@echo "go test -bench ./..."

@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 10
+#define AR_ABI_VERSION 11
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -223,6 +223,9 @@ int ar_adamw_set_state(ar_adamw o, int i, int64_t step, ar_tensor m,
 
 /* ---- model -------------------------------------------------------------- */
 
+/* The largest head_dim a model may have. */
+#define AR_MAX_HEAD_DIM 512
+
 /* The decoder's shape (Qwen2, Qwen3 and Llama share it; qkv_bias and qk_norm
  * tell them apart). */
 typedef struct {
@@ -234,7 +237,13 @@ typedef struct {
   int64_t kv_heads;
   int64_t head_dim;
   double rms_eps;
-  double rope_theta;
+  /* RoPE as the Go side computed it from config.json (torch/rope.go):
+   * inv_freq[j] for j < head_dim/2, the angle of dimensions j and
+   * j + head_dim/2 at position p being p * inv_freq[j], and the factor
+   * that multiplies cos and sin (transformers' attention_scaling, 1 but
+   * for yarn). */
+  double rope_inv_freq[AR_MAX_HEAD_DIM / 2];
+  double rope_attention_factor;
   int tie_embeddings;
   int qkv_bias;
   int qk_norm;    /* RMSNorm of each query and key head before RoPE (Qwen3) */

@@ -663,6 +663,7 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
   const int64_t I = c.intermediate, QKV = (nh + 2 * nkv) * hd;
   const bool bf = m_.dtype == at::kBFloat16;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  const auto attention_factor = static_cast<float>(c.rope_attention_factor);
   const AttendFn attend = kAttend[bf ? 1 : 0][hd / 16 - 1];
   Lap lap{prof};
 
@@ -675,7 +676,8 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
   auto hrows = rows(h_, H), qkvrows = rows(qkv_, QKV), gurows = rows(gu_, 2 * I);
 
   // Embedding rows, and the rotary tables at each slot's position (f32, as
-  // the model computes them: freqs = position * inv_freq).
+  // the model computes them: freqs = position * inv_freq, cos and sin times
+  // the attention factor).
   for (int64_t i = 0; i < S; i++) {
     if (bf) {
       const uint16_t *e = static_cast<const uint16_t *>(m_.embed.data_ptr()) + tokens[i] * H;
@@ -686,8 +688,8 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     const float *inv = m_.inv_freq.data_ptr<float>();
     for (int64_t j = 0; j < half; j++) {
       float f = static_cast<float>(start[i]) * inv[j];
-      cos_[i * half + j] = std::cos(f);
-      sin_[i * half + j] = std::sin(f);
+      cos_[i * half + j] = std::cos(f) * attention_factor;
+      sin_[i * half + j] = std::sin(f) * attention_factor;
     }
   }
   // norm: h = RMSNorm(x) with weights w, after x += h when add.

@@ -93,7 +93,13 @@ void qkv(const ar_model_s &m, const Layer &l, const at::Tensor &h, const at::Ten
 std::pair<at::Tensor, at::Tensor> ar_model_s::rope(const at::Tensor &positions) const {
   at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;  // [B,T,hd/2]
   at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);             // [B,1,T,hd]
-  return {emb.cos().to(dtype), emb.sin().to(dtype)};
+  at::Tensor cos = emb.cos(), sin = emb.sin();
+  const double f = cfg.rope_attention_factor;
+  if (f != 1) {  // in float32 before the cast, as transformers scales them
+    cos.mul_(f);
+    sin.mul_(f);
+  }
+  return {cos.to(dtype), sin.to(dtype)};
 }
 
 at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
@@ -375,7 +381,11 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
                 "model config: num_attention_heads (", c.heads, ") must be a positive multiple of num_key_value_heads (", c.kv_heads, ")");
     TORCH_CHECK(c.head_dim > 0 && c.head_dim % 2 == 0, "model config: head_dim must be positive and even, got ", c.head_dim);
     TORCH_CHECK(c.rms_eps > 0, "model config: rms_norm_eps must be positive");
-    TORCH_CHECK(c.rope_theta > 0, "model config: rope_theta must be positive");
+    TORCH_CHECK(c.head_dim <= AR_MAX_HEAD_DIM, "model config: head_dim ", c.head_dim, " exceeds ", AR_MAX_HEAD_DIM);
+    TORCH_CHECK(c.rope_attention_factor > 0, "model config: the RoPE attention factor must be positive");
+    for (int64_t j = 0; j < c.head_dim / 2; j++)
+      TORCH_CHECK(c.rope_inv_freq[j] > 0 && std::isfinite(c.rope_inv_freq[j]),
+                  "model config: RoPE inverse frequency ", j, " must be positive and finite, got ", c.rope_inv_freq[j]);
     auto m = std::make_unique<ar_model_s>();
     m->cfg = c;
     m->dtype = scalar_type(dtype);
@@ -390,9 +400,8 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
       add_params(*m, m->layers[i], kLayerParams, "model.layers." + std::to_string(i) + ".");
     add_params(*m, *m, kHeadParams, "");
     if (c.tie_embeddings) m->lm_head = m->embed;
-    const int64_t hd = c.head_dim;
-    at::Tensor j = at::arange(0, hd / 2, at::TensorOptions().dtype(at::kFloat));
-    m->inv_freq = at::pow(c.rope_theta, j * (-2.0 / static_cast<double>(hd))).to(m->dev);
+    m->inv_freq = at::from_blob(const_cast<double *>(c.rope_inv_freq), {c.head_dim / 2}, at::kDouble)
+                      .to(m->dev, at::kFloat, false, true);
     *out = m.release();
   });
 }

@@ -55,7 +55,7 @@ struct ar_model_s {
   at::Tensor embed, norm, lm_head;                  // lm_head aliases embed when tied
   at::Tensor v_head_w, v_head_b;                    // the value head (TRL's v_head.summary.*)
   std::vector<Layer> layers;
-  at::Tensor inv_freq;  // [head_dim/2] float32: rope_theta^(-2j/head_dim)
+  at::Tensor inv_freq;  // [head_dim/2] float32: cfg.rope_inv_freq (the angle per position)
   bool checkpointing = false;  // recompute layer activations in the backward pass
   // Tokens per chunk of the logits in the training forward (token_logprobs);
   // 0 computes the whole [B,T-1,V] logits at once.
@@ -65,7 +65,8 @@ struct ar_model_s {
   at::ScalarType autocast = at::ScalarType::Undefined;
   Lora lora;
 
-  // Rotary tables for positions [B,T] -> cos, sin [B,1,T,head_dim] in dtype.
+  // Rotary tables for positions [B,T] -> cos, sin [B,1,T,head_dim] in dtype,
+  // each times cfg.rope_attention_factor.
   std::pair<at::Tensor, at::Tensor> rope(const at::Tensor &positions) const;
   // One decoder layer. x [B,T,H]; attention reads keys/values [B,kv,L,hd]
   // produced by kv(), masked by the additive mask [B,1,1,T,L].

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/ci-leg.sh LEG: runs one leg of the build matrix (.ci/run runs them
-# all, in this order) and prints its time. Legs after `default` expect its
+# all) and prints its time. Legs after `default` expect its
 # `make deps` to have run.
 #
 #   default     make test: Debian bookworm's libtorch 1.13
@@ -40,8 +40,7 @@ torch-2.15)
 	make -j"$(nproc)" build LIBTORCH="$torch" GLOO_HOME=/usr
 	say "go test -count=1 ./... against $(grep -h '^# cgo/torchflags.sh' build/cpu/torch.mk)"
 	go test -count=1 -timeout 30m ./...
-	# Leave the default build as make test made it.
-	make -j"$(nproc)" build
+	say "build/cpu is now built against torch 2.15 (make build rebuilds the default)"
 	;;
 sid-2.14)
 	HOST_GO=1 scripts/in-root.sh sid-cpu 'make -j2 build CXXFLAGS="-O2 -g0 -Werror" && go test -count=1 ./torch/... ./trainer/loss/ ./trainer/learner/'

@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 say() { echo "image-check: $*"; }
 run() { "$here/scripts/in-root.sh" trixie-cuda "$1"; }
 
-run 'if ldconfig -p | grep -q "libcudnn.so.9 "; then echo "image-check: cuDNN: libcudnn.so.9 is installed"; exit 0; fi
+run 'if ldconfig -p | grep -q "libcudnn.so.9 " && ! [ -f /usr/local/lib/libcudnn.so.9 ]; then echo "image-check: cuDNN: libcudnn.so.9 is installed"; exit 0; fi
 	echo "image-check: cuDNN: libcudnn.so.9 is missing (nvidia-cudnn downloads it when installed, which fails offline):"
 	echo "image-check:   building a stub /usr/local/lib/libcudnn.so.9 whose functions abort if called; CPU runs only"
 	lib=/usr/lib/$(gcc -print-multiarch)/libtorch_cuda.so
@@ -32,7 +32,9 @@ run 'if ldconfig -p | grep -q "libcudnn.so.9 "; then echo "image-check: cuDNN: l
 		echo "static void stub(const char *f) { fprintf(stderr, \"agentrl image check: cuDNN stub: %s called; install the real cuDNN (nvidia-cudnn)\\n\", f); abort(); }"
 		while read -r s; do echo "void $s(void) { stub(\"$s\"); }"; done < symbols
 	} > stub.c
-	gcc -shared -fPIC -O1 -Wl,-soname,libcudnn.so.9 -o /usr/local/lib/libcudnn.so.9 stub.c
+	# libtorch_cuda imports them versioned (cudnnCreate@libcudnn.so.9).
+	echo "libcudnn.so.9 { global: *; };" > stub.map
+	gcc -shared -fPIC -O1 -Wl,-soname,libcudnn.so.9 -Wl,--version-script=stub.map -o /usr/local/lib/libcudnn.so.9 stub.c
 	ldconfig
 	echo "image-check:   $(wc -l < symbols) cuDNN functions stubbed"'
 

@@ -3,8 +3,9 @@
 # filesystem NAME (scripts/root.sh makes it) with chroot, in /src/agentrl, a
 # copy of this source tree as git sees it (tracked and untracked files that
 # are not ignored; the copy's build/ and bin/ are kept between calls). /proc,
-# /dev, the host's Go module cache and ../shared (at /src/shared) are
-# mounted in for the command and unmounted after it.
+# /dev, the host's certificate authorities, its Go module cache and
+# ../shared (at /src/shared) are mounted in for the command and unmounted
+# after it.
 #
 # Go: with HOST_GO=1 the host's Go (its GOROOT) is mounted at /usr/local/go
 # and comes first on PATH; otherwise the root's own go runs with
@@ -31,6 +32,9 @@ mount -t proc proc "$root/proc"
 mounted+=("$root/proc")
 bind /dev /dev
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's certificate authorities, so that the root reaches the registries
+# exactly as the host does (through the same TLS-inspecting proxy, if any).
+bind /etc/ssl/certs /etc/ssl/certs
 gomodcache=$(go env GOMODCACHE 2>/dev/null || echo /root/go/pkg/mod)
 mkdir -p "$gomodcache"
 bind "$gomodcache" /root/go/pkg/mod

@@ -8,8 +8,10 @@ import (
 )
 
 // Config is the part of a Hugging Face config.json that shapes a Qwen2,
-// Qwen3 or Llama decoder. Raw keeps every key of the file so Save writes back what it
-// read, with the shape fields updated.
+// Qwen3 or Llama decoder, read from transformers 4 and 5 configs alike.
+// Raw keeps every key of the file so Save writes back what it read, with
+// the shape fields updated. docs/models.md lists every key that changes
+// the math and what is done with it.
 type Config struct {
 	ModelType     string  `json:"model_type"`
 	Vocab         int     `json:"vocab_size"`
@@ -20,19 +22,21 @@ type Config struct {
 	KVHeads       int     `json:"num_key_value_heads"`
 	HeadDim       int     `json:"head_dim"`
 	RMSEps        float64 `json:"rms_norm_eps"`
-	RopeTheta     float64 `json:"rope_theta"`
+	RopeTheta     float64 `json:"-"` // rope_theta, top-level (transformers 4) or in rope_parameters (5)
+	Rope          RoPE    `json:"-"` // the RoPE type and its parameters (plain RoPE when zero)
 	TieEmbeddings bool    `json:"tie_word_embeddings"`
 	MaxPositions  int     `json:"max_position_embeddings"`
-	AttentionBias bool    `json:"attention_bias"` // Llama's q/k/v biases; Qwen2 always has them, Qwen3 never here
-	TorchDType    string  `json:"torch_dtype"`
+	AttentionBias bool    `json:"attention_bias"` // biases on q, k, v and o_proj: refused (Qwen2's q/k/v biases are QKVBias)
+	TorchDType    string  `json:"-"`              // torch_dtype (transformers 4) or dtype (5)
 	BOS           int     `json:"bos_token_id"`
-	EOS           int     `json:"eos_token_id"`
+	EOS           int     `json:"eos_token_id"` // the first of a list
 
 	Raw map[string]any `json:"-"`
 }
 
-// QKVBias reports whether the attention projections q, k, v carry biases.
-func (c Config) QKVBias() bool { return c.ModelType == "qwen2" || c.AttentionBias }
+// QKVBias reports whether the attention projections q, k, v carry biases
+// (Qwen2's always do).
+func (c Config) QKVBias() bool { return c.ModelType == "qwen2" }
 
 // QKNorm reports whether each query and key head is RMSNorm'd before RoPE
 // (Qwen3's self_attn.q_norm and k_norm).
@@ -51,29 +55,52 @@ func ReadConfig(dir string) (Config, error) {
 	return ParseConfig(b, path)
 }
 
-// ParseConfig parses config.json bytes; name is used in messages.
+// ParseConfig parses config.json bytes, as transformers 4 or 5 wrote them;
+// name is used in messages. Defaults are those of transformers' config
+// class for the model_type; a key that changes the math and is not
+// implemented is refused by name.
 func ParseConfig(b []byte, name string) (Config, error) {
 	var raw map[string]any
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
-	// eos_token_id may be a list (Qwen2.5 generation configs); keep the first.
-	if l, ok := raw["eos_token_id"].([]any); ok && len(l) > 0 {
-		raw["eos_token_id"] = l[0]
+	norm := map[string]any{}
+	for k, v := range raw {
+		norm[k] = v
 	}
-	if v, ok := raw["rope_scaling"]; ok && v != nil {
-		return Config{}, fmt.Errorf("%s: rope_scaling %v is not supported (only plain RoPE)", name, v)
+	// bos/eos_token_id may be lists (Llama 3.1's eos); keep the first.
+	for _, k := range []string{"bos_token_id", "eos_token_id"} {
+		if l, ok := raw[k].([]any); ok {
+			norm[k] = nil
+			if len(l) > 0 {
+				norm[k] = l[0]
+			}
+		}
 	}
-	norm, _ := json.Marshal(raw)
-	c := Config{RopeTheta: 10000, RMSEps: 1e-6}
-	if err := json.Unmarshal(norm, &c); err != nil {
+	nb, _ := json.Marshal(norm)
+	c := Config{RMSEps: 1e-6}
+	if err := json.Unmarshal(nb, &c); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
 	c.Raw = raw
-	if c.KVHeads == 0 {
-		c.KVHeads = c.Heads
+	if err := refuseUnsupported(raw); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
-	if _, ok := raw["head_dim"]; !ok && c.ModelType == "qwen3" {
+	var err error
+	if c.RopeTheta, c.Rope, err = parseRoPE(raw, c.MaxPositions); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	c.TorchDType, _ = raw["torch_dtype"].(string)
+	if d, ok := raw["dtype"].(string); ok {
+		c.TorchDType = d // transformers 5's name
+	}
+	if v, ok := raw["num_key_value_heads"]; !ok || v == nil {
+		c.KVHeads = c.Heads // LlamaConfig's default, and every class's for an explicit null
+		if !ok && c.ModelType != "llama" {
+			c.KVHeads = 32 // Qwen2Config's and Qwen3Config's default
+		}
+	}
+	if v, ok := raw["head_dim"]; (!ok || v == nil) && c.ModelType == "qwen3" {
 		c.HeadDim = 128 // Qwen3Config's default, which need not be hidden/heads
 	}
 	if c.HeadDim == 0 && c.Heads > 0 {
@@ -82,7 +109,71 @@ func ParseConfig(b []byte, name string) (Config, error) {
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
+	if err := checkLayerTypes(raw, c); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
 	return c, nil
+}
+
+// refuseUnsupported refuses the keys of a raw config that would change
+// the math in a way this package does not implement.
+func refuseUnsupported(raw map[string]any) error {
+	if act, ok := raw["hidden_act"]; ok && act != "silu" {
+		return fmt.Errorf("hidden_act %v is not supported (silu only)", act)
+	}
+	if b, _ := raw["mlp_bias"].(bool); b {
+		return fmt.Errorf("mlp_bias true is not supported (MLP projections without biases only)")
+	}
+	if d, ok := raw["attention_dropout"].(float64); ok && d != 0 {
+		return fmt.Errorf("attention_dropout %g is not supported (0 only: the training forward has no attention dropout)", d)
+	}
+	if q, ok := raw["quantization_config"]; ok && q != nil {
+		return fmt.Errorf("quantization_config is not supported (a quantized checkpoint; load its unquantized weights)")
+	}
+	mt, _ := raw["model_type"].(string)
+	if archs, ok := raw["architectures"].([]any); ok && architectures[mt] != "" {
+		for _, a := range archs {
+			if a != architectures[mt] {
+				return fmt.Errorf("architectures %v: %v is not supported (model_type %s is loaded as %s)", archs, a, mt, architectures[mt])
+			}
+		}
+	}
+	return nil
+}
+
+// checkLayerTypes refuses a model whose layers do not all use full causal
+// attention. The layer types are layer_types when config.json lists them,
+// else, for Qwen2 and Qwen3, those their config classes derive: sliding
+// window attention from layer max_window_layers on when
+// use_sliding_window is true (sliding_window is then the window).
+func checkLayerTypes(raw map[string]any, c Config) error {
+	if v, ok := raw["layer_types"]; ok && v != nil {
+		l, ok := v.([]any)
+		if !ok || len(l) != c.Layers {
+			return fmt.Errorf("layer_types must list one type for each of the %d layers, got %v", c.Layers, v)
+		}
+		for i, t := range l {
+			if t != "full_attention" {
+				return fmt.Errorf("layer_types[%d] %v is not supported (full_attention only)", i, t)
+			}
+		}
+		return nil
+	}
+	if on, _ := raw["use_sliding_window"].(bool); !on || c.ModelType == "llama" {
+		return nil
+	}
+	if w, ok := raw["sliding_window"]; !ok || w == nil {
+		return nil // no window: every layer is full attention
+	}
+	first := 28.0 // max_window_layers' default
+	if v, ok := raw["max_window_layers"].(float64); ok {
+		first = v
+	}
+	if int(first) < c.Layers {
+		return fmt.Errorf("use_sliding_window true with sliding_window %v: layers %d to %d would use sliding window attention, "+
+			"which is not supported (full attention only; max_window_layers %d)", raw["sliding_window"], int(first), c.Layers-1, int(first))
+	}
+	return nil
 }
 
 // Validate checks every field is in range, naming the first that is not.
@@ -90,8 +181,8 @@ func (c Config) Validate() error {
 	if _, ok := architectures[c.ModelType]; !ok {
 		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, llama)", c.ModelType)
 	}
-	if c.ModelType == "qwen3" && c.AttentionBias {
-		return fmt.Errorf("attention_bias true is not supported for qwen3 (it puts biases on q, k, v and o_proj)")
+	if c.ModelType != "qwen2" && c.AttentionBias {
+		return fmt.Errorf("attention_bias true is not supported for %s (it puts biases on q, k, v and o_proj)", c.ModelType)
 	}
 	pos := []struct {
 		name string
@@ -107,6 +198,9 @@ func (c Config) Validate() error {
 	if c.Heads%c.KVHeads != 0 {
 		return fmt.Errorf("num_attention_heads (%d) must be a multiple of num_key_value_heads (%d)", c.Heads, c.KVHeads)
 	}
+	if c.HeadDim > maxHeadDim {
+		return fmt.Errorf("head_dim %d is not supported (at most %d)", c.HeadDim, maxHeadDim)
+	}
 	if c.HeadDim%2 != 0 {
 		return fmt.Errorf("head_dim must be even for RoPE, got %d", c.HeadDim)
 	}
@@ -116,6 +210,9 @@ func (c Config) Validate() error {
 	if !(c.RopeTheta > 0) {
 		return fmt.Errorf("rope_theta must be positive, got %g", c.RopeTheta)
 	}
+	if err := c.Rope.validate(); err != nil {
+		return err
+	}
 	if c.MaxPositions < 0 {
 		return fmt.Errorf("max_position_embeddings must not be negative, got %d", c.MaxPositions)
 	}
@@ -123,7 +220,9 @@ func (c Config) Validate() error {
 }
 
 // JSON renders the config as config.json: the raw keys read, with the shape
-// fields set from the struct.
+// fields set from the struct, and the RoPE written back in the form it was
+// read in (rope_parameters for transformers 5, else rope_theta and
+// rope_scaling).
 func (c Config) JSON() ([]byte, error) {
 	out := map[string]any{}
 	for k, v := range c.Raw {
@@ -136,15 +235,39 @@ func (c Config) JSON() ([]byte, error) {
 		"model_type": c.ModelType, "vocab_size": c.Vocab, "hidden_size": c.Hidden,
 		"intermediate_size": c.Intermediate, "num_hidden_layers": c.Layers,
 		"num_attention_heads": c.Heads, "num_key_value_heads": c.KVHeads, "head_dim": c.HeadDim,
-		"rms_norm_eps": c.RMSEps, "rope_theta": c.RopeTheta, "tie_word_embeddings": c.TieEmbeddings,
+		"rms_norm_eps": c.RMSEps, "tie_word_embeddings": c.TieEmbeddings,
 		"max_position_embeddings": c.MaxPositions, "bos_token_id": c.BOS, "eos_token_id": c.EOS,
 		"hidden_act": "silu",
+	}
+	for _, k := range []string{"bos_token_id", "eos_token_id"} {
+		if l, ok := out[k].([]any); ok && len(l) > 0 && l[0] == float64(set[k].(int)) {
+			delete(set, k) // a list whose first id is unchanged stays as it was
+		}
+	}
+	rope := c.Rope.params()
+	if p, ok := out["rope_parameters"]; ok && p != nil {
+		rope["rope_theta"] = c.RopeTheta
+		set["rope_parameters"] = rope
+		if _, top := out["rope_theta"]; top {
+			set["rope_theta"] = c.RopeTheta
+		}
+	} else {
+		set["rope_theta"] = c.RopeTheta
+		if len(rope) > 1 {
+			set["rope_scaling"] = rope
+		} else if _, ok := out["rope_scaling"]; ok {
+			set["rope_scaling"] = nil
+		}
 	}
 	if c.ModelType != "qwen2" {
 		set["attention_bias"] = c.AttentionBias
 	}
 	if c.TorchDType != "" {
-		set["torch_dtype"] = c.TorchDType
+		key := "torch_dtype"
+		if _, ok := out["dtype"]; ok {
+			key = "dtype"
+		}
+		set[key] = c.TorchDType
 	}
 	for k, v := range set {
 		out[k] = v

@@ -20,14 +20,21 @@ func kernelConfig() Config {
 // with head_dim 64, where attention takes bf16 cache rows by pairs (an even
 // number of 16-column chunks) and 3 query heads share a kv head, one with
 // head_dim 48 (an odd number of chunks: widened one chunk at a time), and
-// a Qwen3 (q/k norms, no biases, head_dim 32 with hidden / heads 10).
+// a Qwen3 (q/k norms, no biases, head_dim 32 with hidden / heads 10), a
+// Qwen2 with yarn RoPE (its attention factor 1.139 scales cos and sin) and
+// a tied Llama with llama3 RoPE scaling.
 func kernelConfigs() map[string]Config {
 	hd64 := kernelConfig()
 	hd64.Hidden, hd64.Heads, hd64.KVHeads, hd64.HeadDim = 72, 6, 2, 64
 	hd48 := kernelConfig()
 	hd48.Heads, hd48.KVHeads, hd48.HeadDim = 2, 1, 48
+	yarn := kernelConfig()
+	yarn.Rope = RoPE{Type: "yarn", Factor: 4, OriginalMaxPositions: 32}
+	llama3 := kernelConfig()
+	llama3.ModelType, llama3.TieEmbeddings, llama3.RopeTheta = "llama", true, 500000
+	llama3.Rope = RoPE{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: 64}
 	return map[string]Config{"head_dim 16": kernelConfig(), "head_dim 64": hd64, "head_dim 48": hd48,
-		"qwen3": qwen3Config()}
+		"qwen3": qwen3Config(), "yarn": yarn, "llama3": llama3}
 }
 
 // editParams rewrites, in place, the values of every parameter whose name

@@ -10,7 +10,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 10
+const abiVersion = 11
 
 var (
 	checkOnce sync.Once

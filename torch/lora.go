@@ -7,17 +7,21 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
 
 // LoRA is the shape of a model's adapters, as PEFT's LoraConfig: rank r, lora_alpha,
-// lora_dropout and the projections adapted (Hugging Face module names).
+// lora_dropout, the projections adapted (Hugging Face module names) and use_rslora.
 type LoRA struct {
 	Rank    int
 	Alpha   float64
 	Dropout float64
 	Targets []string // subset of LoRATargets, in any order
+	// RSLoRA scales the adapters by alpha/sqrt(r) instead of alpha/r
+	// (rank-stabilised LoRA, Kalajdzievski 2023; PEFT's use_rslora).
+	RSLoRA bool
 }
 
 // LoRATargets are the module names an adapter can sit on, in a layer's table order;
@@ -49,8 +53,14 @@ func (c LoRA) Validate() error {
 	return nil
 }
 
-// Scale is alpha / rank.
-func (c LoRA) Scale() float64 { return c.Alpha / float64(c.Rank) }
+// Scale is what B A is multiplied by: alpha / rank, or alpha / sqrt(rank)
+// with RSLoRA.
+func (c LoRA) Scale() float64 {
+	if c.RSLoRA {
+		return c.Alpha / math.Sqrt(float64(c.Rank))
+	}
+	return c.Alpha / float64(c.Rank)
+}
 
 // targetBits are c's targets as the ABI's AR_LORA_* bits (bit i is
 // LoRATargets[i]); c must be valid.
@@ -81,7 +91,7 @@ func (c LoRA) clone() *LoRA {
 //	... mlp.gate_proj / mlp.up_proj / mlp.down_proj likewise
 //
 // followed by the value head's v_head.summary.weight / .bias when it has one.
-// Forward computes W x + b + (alpha/r) B A dropout(x) on the targets (dropout only with
+// Forward computes W x + b + Scale() B A dropout(x) on the targets (dropout only with
 // grad on, as PEFT's train mode). The caller still owns and frees base; the LoRA model
 // keeps the shared weights alive on its own. Its settings (checkpointing, logits
 // chunk, autocast) start as base's; it cannot run an Engine (use NewMergedModel).
@@ -95,7 +105,12 @@ func NewLoRAModel(base *Model, c LoRA, valueHead bool, seed uint64) (*Model, err
 	if base.lora != nil {
 		return nil, errors.New("lora model: the base is itself a LoRA model")
 	}
-	cc := C.ar_lora_config{rank: C.int64_t(c.Rank), alpha: C.double(c.Alpha), dropout: C.double(c.Dropout), targets: c.targetBits()}
+	// The shim scales by alpha / r: rsLoRA gives it the alpha that makes its Scale.
+	alpha := c.Alpha
+	if c.RSLoRA {
+		alpha = c.Scale() * float64(c.Rank)
+	}
+	cc := C.ar_lora_config{rank: C.int64_t(c.Rank), alpha: C.double(alpha), dropout: C.double(c.Dropout), targets: c.targetBits()}
 	var h C.ar_model
 	var msg *C.char
 	if err := check("model_lora_new", C.ar_model_lora_new(base.h, &cc, cbool(valueHead), C.uint64_t(seed), &h, &msg), msg); err != nil {
@@ -127,7 +142,7 @@ func (m *Model) SetAdapters(on bool) error {
 }
 
 // NewMergedModel returns a plain model of base's config (no value head, lora's dtype of
-// the base) whose target weights are W + (alpha/r) B A, computed in float32 and rounded
+// the base) whose target weights are W + Scale() B A, computed in float32 and rounded
 // to the base's dtype once, and whose other weights are shared with the base. The decode
 // engine runs on it. The adapters are merged whether switched on or off. Writing one
 // of its shared weights (SetParam, CopyWeightsFrom) writes the base's.

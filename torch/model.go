@@ -22,6 +22,9 @@ import (
 // transformers and vLLM as it is.
 const ValueHeadFile = "value_head.safetensors"
 
+// maxHeadDim is the largest head_dim a model may have.
+const maxHeadDim = C.AR_MAX_HEAD_DIM
+
 // Model is a Qwen2/Qwen3/Llama decoder whose weights live in libtorch. Parameter
 // names are the Hugging Face checkpoint keys.
 type Model struct {
@@ -43,12 +46,19 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("model config: %w", err)
 	}
+	invFreq, attentionFactor, err := cfg.RopeFrequencies()
+	if err != nil {
+		return nil, fmt.Errorf("model config: %w", err)
+	}
 	cc := C.ar_model_config{
 		vocab: C.int64_t(cfg.Vocab), hidden: C.int64_t(cfg.Hidden), intermediate: C.int64_t(cfg.Intermediate),
 		layers: C.int64_t(cfg.Layers), heads: C.int64_t(cfg.Heads), kv_heads: C.int64_t(cfg.KVHeads),
-		head_dim: C.int64_t(cfg.HeadDim), rms_eps: C.double(cfg.RMSEps), rope_theta: C.double(cfg.RopeTheta),
+		head_dim: C.int64_t(cfg.HeadDim), rms_eps: C.double(cfg.RMSEps), rope_attention_factor: C.double(attentionFactor),
 		tie_embeddings: cbool(cfg.TieEmbeddings), qkv_bias: cbool(cfg.QKVBias()), qk_norm: cbool(cfg.QKNorm()),
 		value_head: cbool(valueHead), max_positions: C.int64_t(cfg.MaxPositions),
+	}
+	for j, f := range invFreq {
+		cc.rope_inv_freq[j] = C.double(f)
 	}
 	var h C.ar_model
 	var msg *C.char
@@ -111,6 +121,53 @@ func (m *Model) Free() {
 // Names lists the parameters in a fixed order (HF keys, then the value head;
 // a LoRA model's adapters under PEFT's keys, then its value head).
 func (m *Model) Names() []string { return append([]string(nil), m.names...) }
+
+// ParamShape is a parameter's checkpoint key and shape.
+type ParamShape struct {
+	Name  string
+	Shape []int64
+}
+
+// Numel is the number of values of the parameter.
+func (p ParamShape) Numel() int64 {
+	n := int64(1)
+	for _, d := range p.Shape {
+		n *= d
+	}
+	return n
+}
+
+// ParamShapes lists the parameters of the model, in Names order, with
+// their shapes.
+func (m *Model) ParamShapes() ([]ParamShape, error) {
+	out := make([]ParamShape, 0, len(m.names))
+	for _, n := range m.names {
+		p, err := m.Param(n)
+		if err != nil {
+			return nil, err
+		}
+		shape, err := p.Shape()
+		p.Free()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ParamShape{Name: n, Shape: shape})
+	}
+	return out, nil
+}
+
+// ParamShapes lists the parameters a model of cfg has (with valueHead,
+// its value head too), in Names order, with their shapes: those of a
+// model made on the meta device, so from the one table the model's
+// parameters are made from (cgo/model.h), without allocating them.
+func ParamShapes(cfg Config, valueHead bool) ([]ParamShape, error) {
+	m, err := NewModel(cfg, Float32, Meta, valueHead)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Free()
+	return m.ParamShapes()
+}
 
 // Param returns a handle sharing the storage of a parameter (the caller
 // frees the handle, not the weight).
@@ -212,13 +269,22 @@ func (m *Model) loadFrom(path string, valueHead bool) error {
 		return fmt.Errorf("load weights: %w", err)
 	}
 	defer r.Close()
-	for _, name := range m.names {
+	shapes, err := m.ParamShapes()
+	if err != nil {
+		return err
+	}
+	for _, ps := range shapes {
+		name := ps.Name
 		if IsValueHead(name) != valueHead {
 			continue
 		}
 		info, ok := r.Info(name)
 		if !ok {
 			return fmt.Errorf("load weights from %s: tensor %s is missing", path, name)
+		}
+		if !slices.Equal(info.Shape, ps.Shape) {
+			return fmt.Errorf("load weights from %s: tensor %s has shape %v, the model config.json describes needs %v",
+				info.File, name, info.Shape, ps.Shape)
 		}
 		dt, ok := stDTypes[info.DType]
 		if !ok {

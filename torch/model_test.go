@@ -82,9 +82,11 @@ func TestQwen2FixtureParity(t *testing.T) {
 // position of every full case (padding included), the training forward's
 // logprobs of each real next token, and greedy decoding through the
 // KV-cache engine on every decode path (prefill logits, every step's
-// logits, and the tokens). It logs the largest difference of each. It runs
-// on $AGENTRL_TEST_DEVICE (the CPU by default; see parityDevice).
-func fixtureParity(t *testing.T, dir string) {
+// logits, and the tokens). It logs the largest difference of each and
+// returns them by check (logits, forward, and each path's name; a path
+// that cannot run here is absent). It runs on $AGENTRL_TEST_DEVICE (the
+// CPU by default; see parityDevice).
+func fixtureParity(t *testing.T, dir string) map[string]float64 {
 	dev := parityDevice(t)
 	t.Logf("%s on %s", dir, dev)
 	m, err := LoadModel(dir, Float32, dev, false)
@@ -105,14 +107,19 @@ func fixtureParity(t *testing.T, dir string) {
 	if len(full) == 0 || len(decode) == 0 {
 		t.Fatalf("%s: %d full and %d decode cases, want some of each", dir, len(full), len(decode))
 	}
+	worst := map[string]float64{}
+	note := func(check, name string, d float64) {
+		t.Logf("%s: max |diff| %.2e", name, d)
+		worst[check] = math.Max(worst[check], d)
+	}
 	t.Run("logits", func(t *testing.T) {
 		for _, c := range full {
-			t.Logf("%s: max |diff| %.2e", c.Name, fullCaseLogits(t, m, c))
+			note("logits", c.Name, fullCaseLogits(t, m, c))
 		}
 	})
 	t.Run("forward", func(t *testing.T) {
 		for _, c := range full {
-			t.Logf("%s: max |diff| of logprobs %.2e", c.Name, fullCaseLogprobs(t, m, c))
+			note("forward", c.Name+" (logprobs)", fullCaseLogprobs(t, m, c))
 		}
 	})
 	for _, p := range []DecodePath{DecodeKernels, DecodeFused, DecodeUnfused} {
@@ -121,10 +128,11 @@ func fixtureParity(t *testing.T, dir string) {
 				kernelsOrSkip(t, m)
 			}
 			for _, c := range decode {
-				t.Logf("%s: max |diff| %.2e", c.Name, testDecodeCase(t, m, c, p))
+				note(p.String(), c.Name, testDecodeCase(t, m, c, p))
 			}
 		})
 	}
+	return worst
 }
 
 // fullCaseLogits compares the full-sequence logits of a full case with the
@@ -604,10 +612,10 @@ func copyFile(t *testing.T, from, to string) {
 func TestConfigErrorsNameTheField(t *testing.T) {
 	cases := map[string]string{
 		`{"model_type":"gpt2","vocab_size":1}`: "model_type",
-		`{"model_type":"qwen2","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":0,"num_attention_heads":2}`:                         "num_hidden_layers",
-		`{"model_type":"llama","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":3}`: "num_key_value_heads",
-		`{"model_type":"qwen2","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"rms_norm_eps":-1}`:       "rms_norm_eps",
-		`{"model_type":"llama","rope_scaling":{"type":"llama3"}}`:                                                                                           "rope_scaling",
+		`{"model_type":"qwen2","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":0,"num_attention_heads":2}`:                                           "num_hidden_layers",
+		`{"model_type":"llama","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":3}`:                   "num_key_value_heads",
+		`{"model_type":"qwen2","vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":1,"num_attention_heads":2,"num_key_value_heads":2,"rms_norm_eps":-1}`: "rms_norm_eps",
+		`{"model_type":"llama","rope_scaling":{"type":"llama3"}}`: "rope_scaling",
 	}
 	for js, field := range cases {
 		if _, err := ParseConfig([]byte(js), "config.json"); err == nil || !strings.Contains(err.Error(), field) {

@@ -32,22 +32,18 @@ type DryRunReport struct {
 
 // MemoryEstimate is a rough device-memory budget in bytes. Merged is the
 // LoRA decode model's copy of the target weights (0 without LoRA).
+// Checkpoint is the host memory a checkpoint holds while it is written
+// (checkpointBytes); Total counts it on the CPU, where host memory is the
+// device's.
 type MemoryEstimate struct {
-	Weights, Grads, Optimizer, Reference, Critic, KVCache, Activations, Merged, Total int64
+	Weights, Grads, Optimizer, Reference, Critic, KVCache, Activations, Merged, Checkpoint, Total int64
 }
 
-// paramCount is the number of weights of a Qwen2/Llama config.
-func paramCount(c torch.Config) int64 {
-	h, i, v, l := int64(c.Hidden), int64(c.Intermediate), int64(c.Vocab), int64(c.Layers)
-	q := int64(c.Heads * c.HeadDim)
-	kv := int64(c.KVHeads * c.HeadDim)
-	per := h*q + 2*h*kv + q*h + 3*h*i + 2*h
-	if c.QKVBias() {
-		per += q + 2*kv
-	}
-	n := v*h + l*per + h
-	if !c.TieEmbeddings {
-		n += v * h
+// paramCount is the number of weights of a model with these parameters.
+func paramCount(shapes []torch.ParamShape) int64 {
+	var n int64
+	for _, p := range shapes {
+		n += p.Numel()
 	}
 	return n
 }
@@ -102,7 +98,12 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	if cfg.Env.MaxTokens > r.Model.MaxPositions && r.Model.MaxPositions > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("env.max_tokens %d exceeds the model's max_position_embeddings %d", cfg.Env.MaxTokens, r.Model.MaxPositions))
 	}
-	r.Params = paramCount(r.Model)
+	// The parameters' shapes come from the table the model is made from.
+	shapes, err := torch.ParamShapes(r.Model, false)
+	if err != nil {
+		return nil, err
+	}
+	r.Params = paramCount(shapes)
 	dt, err := torch.ParseDType(cfg.Device.DType)
 	if err != nil {
 		return nil, err
@@ -118,19 +119,41 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	if cfg.Algorithm.KLCoef != 0 && cfg.Algorithm.KLMode != "off" {
 		m.Reference = m.Weights
 	}
+	var criticParams int64
 	if est, _ := algo.Get(cfg.Algorithm.Estimator); est.Critic && cfg.Model.Critic == "separate" {
 		m.Critic = m.Weights + m.Grads + m.Optimizer
+		criticParams = r.Params
 	}
+	m.Checkpoint = checkpointBytes(r.Params+criticParams, r.Params*b, b)
 	c := r.Model
 	m.KVCache = 2 * int64(c.Layers) * int64(cfg.Rollout.Slots) * int64(cfg.Env.MaxTokens+1) * int64(c.KVHeads*c.HeadDim) * b
 	// A LoRA model's LM head is frozen: it takes no gradient.
 	m.Activations = activationBytes(c, cfg.Algorithm.MicroBatch, cfg.Env.MaxTokens, cfg.Model.LogitsChunk,
 		cfg.Model.Checkpointing, !cfg.Model.LoRA.On())
 	if cfg.Model.LoRA.On() {
-		loraMemory(m, c, cfg, r.Params, b)
+		loraMemory(m, c, shapes, cfg, r.Params, b)
 	}
 	m.Total = m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations + m.Merged
+	if dev, err := torch.ParseDevice(cfg.Device.Device); err == nil && dev == torch.CPU {
+		m.Total += m.Checkpoint
+	}
 	return r, nil
+}
+
+// checkpointBytes is the host memory a checkpoint holds at once (rank 0's,
+// trainer.checkpoint): the optimizer state of trained parameters gathered
+// whole as float32 bytes (AdamW's two moments, and the master weights of
+// a bf16/f16 parameter: b < 4), then, while it is held, a model's weights
+// written as bytes in their dtype (weightBytes: the policy's, then a
+// separate critic's of the same size). On the CPU it adds to the update's
+// peak: the host cache keeps the memory of the update's peak mapped for
+// the next one (docs/memory.md).
+func checkpointBytes(trained, weightBytes, b int64) int64 {
+	opt := int64(8)
+	if b < 4 {
+		opt = 12
+	}
+	return trained*opt + weightBytes
 }
 
 // trainingState is the gradients and the optimizer state one rank holds

@@ -1,39 +1,28 @@
 package trainer
 
 import (
+	"strings"
+
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
-// projection is the input and output width of a target projection of c.
-func projection(c torch.Config, target string) (in, out int64) {
-	h, i := int64(c.Hidden), int64(c.Intermediate)
-	q, kv := int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim)
-	switch target {
-	case "q_proj":
-		return h, q
-	case "k_proj", "v_proj":
-		return h, kv
-	case "o_proj":
-		return q, h
-	case "gate_proj", "up_proj":
-		return h, i
-	case "down_proj":
-		return i, h
+// loraCounts are, over every layer, the adapters' parameters (r (in +
+// out) per target) and the target weights' (in out per target), for the
+// model parameters shapes: a target's weights are the
+// model.layers.{i}.*.{target}.weight of shape [out, in].
+func loraCounts(shapes []torch.ParamShape, rank int, targets []string) (adapters, weights int64) {
+	for _, p := range shapes {
+		for _, t := range targets {
+			if strings.HasSuffix(p.Name, "."+t+".weight") && len(p.Shape) == 2 {
+				out, in := p.Shape[0], p.Shape[1]
+				adapters += int64(rank) * (in + out)
+				weights += in * out
+			}
+		}
 	}
-	return 0, 0
-}
-
-// loraCounts are, over every layer of c, the adapters' parameters
-// (r (in + out) per target) and the target weights' (in out per target).
-func loraCounts(c torch.Config, rank int, targets []string) (adapters, weights int64) {
-	for _, t := range targets {
-		in, out := projection(c, t)
-		adapters += int64(rank) * (in + out)
-		weights += in * out
-	}
-	return adapters * int64(c.Layers), weights * int64(c.Layers)
+	return adapters, weights
 }
 
 // loraMemory is the estimate with model.lora, over the full fine-tune's
@@ -43,9 +32,9 @@ func loraCounts(c torch.Config, rank int, targets []string) (adapters, weights i
 // AdamW moments; a separate critic's adapters and value head likewise;
 // no reference copy; and the merged decode model's copy of the target
 // weights in the base's dtype (its other weights are the base's).
-func loraMemory(m *MemoryEstimate, c torch.Config, cfg config.Config, params, b int64) {
+func loraMemory(m *MemoryEstimate, c torch.Config, shapes []torch.ParamShape, cfg config.Config, params, b int64) {
 	l := cfg.Model.LoRA
-	adapters, targets := loraCounts(c, l.Rank, l.Targets())
+	adapters, targets := loraCounts(shapes, l.Rank, l.Targets())
 	head := int64(c.Hidden + 1)
 	est, _ := algo.Get(cfg.Algorithm.Estimator)
 	policy := adapters
@@ -57,8 +46,13 @@ func loraMemory(m *MemoryEstimate, c torch.Config, cfg config.Config, params, b 
 	m.Optimizer = 2 * policy * 4
 	m.Reference = 0
 	m.Critic = 0
+	trained := policy
 	if est.Critic && cfg.Model.Critic == "separate" {
 		m.Critic = 4 * (adapters + head) * 4
+		trained += adapters + head
 	}
 	m.Merged = targets * b
+	// A checkpoint gathers the f32 state of the adapters (and heads) and
+	// writes the policy's adapters in f32.
+	m.Checkpoint = checkpointBytes(trained, policy*4, 4)
 }

@@ -29,6 +29,7 @@ type exampleSpec struct {
 	critic    bool    // a separate critic model is trained
 	lr        float64 // the policy's learning rate: Agent-R1's 1e-6 for full fine-tuning
 	lora      int     // the adapters' rank (0: full fine-tuning)
+	model     string  // model.path as shipped ("": /models/Qwen2.5-3B-Instruct)
 }
 
 var exampleConfigs = []exampleSpec{
@@ -37,6 +38,9 @@ var exampleConfigs = []exampleSpec{
 	// LoRA r=16 on all linear layers learns at 1e-5 (ten times the full
 	// fine-tune's, as LoRA recipes do).
 	{file: "qwen2.5-3b-hotpotqa-ppo-lora.yaml", estimator: "gae", group: 1, miniBatch: 64, klMode: "reward", critic: true, lr: 1e-5, lora: 16},
+	// Search-R1's model with the GRPO example's settings.
+	{file: "llama3.2-3b-hotpotqa-grpo.yaml", estimator: "grpo", group: 5, miniBatch: 64 * 5, klMode: "loss", lr: 1e-6,
+		model: "/models/Llama-3.2-3B-Instruct"},
 }
 
 // The fixture qwen2-tiny-a (its README and config.json): vocab 384, hidden
@@ -139,10 +143,13 @@ func checkAsShipped(t *testing.T, cfg config.Config, ex exampleSpec) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("%s does not validate: %v", ex.file, err)
 	}
-	if cfg.Model.Path != "/models/Qwen2.5-3B-Instruct" || cfg.Run.Dir != "/runs" ||
-		cfg.Device.Device != "cuda:0" || cfg.Device.DType != "bf16" {
-		t.Errorf("model %s, runs %s, device %s %s; want /models/Qwen2.5-3B-Instruct, /runs, cuda:0 bf16",
-			cfg.Model.Path, cfg.Run.Dir, cfg.Device.Device, cfg.Device.DType)
+	model := ex.model
+	if model == "" {
+		model = "/models/Qwen2.5-3B-Instruct"
+	}
+	if cfg.Model.Path != model || cfg.Run.Dir != "/runs" || cfg.Device.Device != "cuda:0" || cfg.Device.DType != "bf16" {
+		t.Errorf("model %s, runs %s, device %s %s; want %s, /runs, cuda:0 bf16",
+			cfg.Model.Path, cfg.Run.Dir, cfg.Device.Device, cfg.Device.DType, model)
 	}
 	if cfg.Data.Source != "files" || len(cfg.Data.Train) != 2 || len(cfg.Data.Eval) != 1 {
 		t.Errorf("data %s: train %q eval %q, want files: two train files and one eval file", cfg.Data.Source, cfg.Data.Train, cfg.Data.Eval)
@@ -194,7 +201,17 @@ func checkMemory(t *testing.T, m MemoryEstimate, cfg config.Config, ex exampleSp
 	if m.Activations <= 0 {
 		t.Errorf("activations %d, want > 0", m.Activations)
 	}
-	if sum := m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations; m.Total != sum {
+	// A checkpoint holds the optimizer states (two f32 moments a trained
+	// parameter: the policy's and a separate critic's) and the weights
+	// once more, in host memory: the CPU's here, so counted in the total.
+	trained := int64(fixtureParams)
+	if ex.critic {
+		trained *= 2
+	}
+	if want := trained*8 + fixtureParams*4; m.Checkpoint != want {
+		t.Errorf("checkpoint %d, want %d", m.Checkpoint, want)
+	}
+	if sum := m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations + m.Checkpoint; m.Total != sum {
 		t.Errorf("total %d, want the sum of the parts %d", m.Total, sum)
 	}
 }
@@ -392,8 +409,11 @@ func checkLoRAMemory(t *testing.T, m MemoryEstimate, cfg config.Config) {
 	want := MemoryEstimate{
 		Weights: (fixtureParams + fixtureAdapters) * 4, Grads: fixtureAdapters * 4, Optimizer: 2 * fixtureAdapters * 4,
 		Critic: 4 * (fixtureAdapters + fixtureHead) * 4, KVCache: kv, Merged: fixtureTargets * 4, Activations: m.Activations,
+		// the f32 state of the policy's adapters and the critic's adapters
+		// and head, and the policy's adapters written in f32
+		Checkpoint: (2*fixtureAdapters+fixtureHead)*8 + fixtureAdapters*4,
 	}
-	want.Total = want.Weights + want.Grads + want.Optimizer + want.Critic + want.KVCache + want.Merged + want.Activations
+	want.Total = want.Weights + want.Grads + want.Optimizer + want.Critic + want.KVCache + want.Merged + want.Activations + want.Checkpoint
 	if m != want {
 		t.Errorf("memory %+v, want %+v", m, want)
 	}
@@ -408,20 +428,148 @@ func checkLoRAMemory(t *testing.T, m MemoryEstimate, cfg config.Config) {
 // gradients and twice in moments, no critic of its own, and the merged
 // targets at 2 bytes, 172032.
 func TestLoRAMemoryBF16Shared(t *testing.T) {
-	c := torch.Config{Vocab: 384, Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16}
+	c := torch.Config{ModelType: "qwen2", Vocab: 384, Hidden: 64, Intermediate: 160, Layers: 2, Heads: 4, KVHeads: 2,
+		HeadDim: 16, RMSEps: 1e-6, RopeTheta: 10000}
+	shapes, err := torch.ParamShapes(c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := config.Default()
 	cfg.Model.LoRA.Rank, cfg.Model.LoRA.TargetModules = 16, []string{"all-linear"}
 	cfg.Algorithm.Estimator, cfg.Model.Critic = "gae", "shared"
 	var m MemoryEstimate
-	loraMemory(&m, c, cfg, fixtureParams, 2)
-	want := MemoryEstimate{Weights: 271488 + 143620, Grads: 143620, Optimizer: 287240, Merged: 172032}
+	loraMemory(&m, c, shapes, cfg, fixtureParams, 2)
+	// A checkpoint: the adapters' and head's moments, 35905 * 8, and the
+	// adapters and head written in f32, 35905 * 4.
+	want := MemoryEstimate{Weights: 271488 + 143620, Grads: 143620, Optimizer: 287240, Merged: 172032, Checkpoint: 35905 * 12}
 	if m != want {
 		t.Errorf("memory %+v, want %+v", m, want)
 	}
 	// q_proj and v_proj alone, r 8: 8 (64 + 64) + 8 (64 + 32) = 1792 a
 	// layer, 3584 in all; targets 4096 + 2048 = 6144 a layer, 12288.
 	cfg.Model.LoRA.Rank, cfg.Model.LoRA.TargetModules = 8, []string{"v_proj", "q_proj"}
-	if a, w := loraCounts(c, 8, cfg.Model.LoRA.Targets()); a != 3584 || w != 12288 {
+	if a, w := loraCounts(shapes, 8, cfg.Model.LoRA.Targets()); a != 3584 || w != 12288 {
 		t.Errorf("q_proj, v_proj at r 8: %d adapter numbers, %d target weights; want 3584, 12288", a, w)
+	}
+}
+
+// The dry run counts the parameters of the table the model is made from:
+// for the shared Qwen2 and Qwen3 fixtures, as many as their safetensors
+// hold (Qwen3's q_norm and k_norm included), and for real shapes the
+// published counts, worked by hand:
+//
+//   - Qwen2.5-0.5B (tied, q/k/v biases): embedding 151936*896 =
+//     136134656; a layer 896*896 q + 896 + 2 (896*128 + 128) k, v +
+//     896*896 o + 3*896*4864 MLP + 2*896 norms = 14912384, 24 of them;
+//     final norm 896: 494032768.
+//   - Qwen3-0.6B (tied, head_dim 128, q/k norms): embedding 151936*1024 =
+//     155582464; a layer 2 (1024*2048) q, o + 2 (1024*1024) k, v +
+//     3*1024*3072 MLP + 2*1024 norms + 2*128 q/k norms = 15730944, 28 of
+//     them; final norm 1024: 596049920 (the count without the q/k norms,
+//     596042752, was the dry run's before).
+//   - Llama-3.2-3B (tied): embedding 128256*3072 = 394002432; a layer
+//     2 (3072*3072) q, o + 2 (3072*1024) k, v + 3*3072*8192 MLP + 2*3072
+//     norms = 100669440, 28 of them; final norm 3072: 3212749824.
+func TestDryRunParamCount(t *testing.T) {
+	for _, name := range []string{"qwen2-tiny-a", "qwen3-tiny-a"} {
+		t.Run(name, func(t *testing.T) {
+			dir := fixtures.Path(t, "fixtures", name)
+			c, err := torch.ReadConfig(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shapes, err := torch.ParamShapes(c, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := paramCount(shapes), safetensorsParams(t, filepath.Join(dir, "model.safetensors")); got != want {
+				t.Errorf("dry run counts %d parameters, the checkpoint holds %d", got, want)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name string
+		cfg  torch.Config
+		want int64
+	}{
+		{"Qwen2.5-0.5B", torch.Config{ModelType: "qwen2", Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14,
+			KVHeads: 2, HeadDim: 64, TieEmbeddings: true}, 494032768},
+		{"Qwen3-0.6B", torch.Config{ModelType: "qwen3", Vocab: 151936, Hidden: 1024, Intermediate: 3072, Layers: 28, Heads: 16,
+			KVHeads: 8, HeadDim: 128, TieEmbeddings: true}, 596049920},
+		{"Llama-3.2-3B", torch.Config{ModelType: "llama", Vocab: 128256, Hidden: 3072, Intermediate: 8192, Layers: 28, Heads: 24,
+			KVHeads: 8, HeadDim: 128, TieEmbeddings: true}, 3212749824},
+	} {
+		c.cfg.RMSEps, c.cfg.RopeTheta = 1e-6, 10000
+		shapes, err := torch.ParamShapes(c.cfg, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := paramCount(shapes); got != c.want {
+			t.Errorf("%s: dry run counts %d parameters, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// llama32Config is Llama-3.2-3B-Instruct's config.json as Meta ships it
+// (transformers 4.45): tied embeddings, llama3 RoPE scaling (factor 32,
+// frequency factors 1 and 4, original context 8192, theta 500000), 24
+// heads sharing 8 key/value heads of 128, an eos list.
+const llama32Config = `{
+  "architectures": ["LlamaForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 128000,
+  "eos_token_id": [128001, 128008, 128009], "head_dim": 128, "hidden_act": "silu", "hidden_size": 3072,
+  "initializer_range": 0.02, "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": false,
+  "model_type": "llama", "num_attention_heads": 24, "num_hidden_layers": 28, "num_key_value_heads": 8,
+  "pretraining_tp": 1, "rms_norm_eps": 1e-05,
+  "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.45.0.dev0",
+  "use_cache": true, "vocab_size": 128256
+}`
+
+// The Llama 3.2 example dry-runs with the real Llama-3.2-3B-Instruct
+// config.json (the shared Qwen tokenizer standing in for Llama's): the
+// config loads with its llama3 scaling, and the estimate is that of its
+// shape in bf16: 3212749824 parameters (TestDryRunParamCount) at 2 bytes,
+// gradients at 2 + 4 (the f32 accumulator), AdamW's moments and master
+// weights at 12, a reference copy (the KL loss), and a KV cache of 28
+// layers x 2 x 8 x 128 numbers a position, for 64 slots of 2049
+// positions, at 2 bytes.
+func TestDryRunLlamaExample(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "Llama-3.2-3B-Instruct")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(llama32Config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tokDir := fixtures.Path(t, "data", "tokenizers", "qwen")
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		copyTestFile(t, filepath.Join(tokDir, f), filepath.Join(dir, f))
+	}
+	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
+	cfg, err := config.Load(filepath.Join("..", "examples", "llama3.2-3b-hotpotqa-grpo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Model.Path = dir
+	cfg.Data.Train = []string{raw("hotpotqa", "hotpotqa_train.json")}
+	cfg.Data.Eval = []string{raw("musique", "gold_with_3_distractors_context_cot_qa_codex.txt")}
+	cfg.Tools.Search.Index = buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
+	cfg.Run.Dir = t.TempDir()
+	r, err := DryRun(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	want := torch.RoPE{Type: "llama3", Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: 8192}
+	if c := r.Model; c.ModelType != "llama" || c.Rope != want || c.RopeTheta != 500000 || !c.TieEmbeddings || c.KVHeads != 8 || c.HeadDim != 128 {
+		t.Errorf("model %+v", c)
+	}
+	const params = 3212749824
+	if r.Params != params {
+		t.Errorf("params %d, want %d", r.Params, params)
+	}
+	m := r.Memory
+	kv := int64(2*28*cfg.Rollout.Slots*(cfg.Env.MaxTokens+1)*8*128) * 2
+	if m.Weights != 2*params || m.Grads != 6*params || m.Optimizer != 12*params || m.Reference != 2*params || m.Critic != 0 || m.KVCache != kv {
+		t.Errorf("memory %+v, want weights = reference = %d, grads %d, optimizer %d, kv cache %d", m, 2*params, 6*params, 12*params, kv)
 	}
 }

@@ -129,7 +129,7 @@ func (t *Trainer) loadAdapters(ck, sub, from string, valueHead bool, seed uint64
 }
 
 // sameShape checks that the adapter folder dir has model.lora's rank,
-// alpha, dropout and targets, naming each that differs.
+// alpha, dropout, targets and plain alpha/r scaling, naming each that differs.
 func (t *Trainer) sameShape(dir string) error {
 	c, err := peft.ReadConfig(dir)
 	if err != nil {
@@ -145,6 +145,9 @@ func (t *Trainer) sameShape(dir string) error {
 	}
 	if got.Dropout != want.Dropout {
 		diff = append(diff, fmt.Sprintf("lora_dropout %g against model.lora.dropout %g", got.Dropout, want.Dropout))
+	}
+	if got.RSLoRA {
+		diff = append(diff, "use_rslora true (alpha/sqrt(r)) against model.lora's alpha/r")
 	}
 	if !slices.Equal(got.Targets, want.Targets) {
 		diff = append(diff, fmt.Sprintf("target_modules %v against model.lora.target_modules %v", got.Targets, want.Targets))

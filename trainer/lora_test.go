@@ -224,3 +224,28 @@ func maxDiff(a, b []float32) float64 {
 	}
 	return d
 }
+
+// model.lora.path must be adapters of model.lora's shape: each key that
+// differs is named, an rsLoRA adapter (scaled alpha/sqrt(r), where
+// model.lora scales alpha/r) among them.
+func TestLoRAPathShape(t *testing.T) {
+	dir := t.TempDir()
+	cfg := loraConfig(dir)
+	cfg.Model.LoRA.Rank, cfg.Model.LoRA.Alpha, cfg.Model.LoRA.TargetModules = 4, 8, []string{"q_proj"}
+	tr := &Trainer{cfg: cfg}
+	write := func(extra string) string {
+		d := t.TempDir()
+		body := `{"peft_type": "LORA", "r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["q_proj"]` + extra + `}`
+		if err := os.WriteFile(filepath.Join(d, "adapter_config.json"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if err := tr.sameShape(write("")); err != nil {
+		t.Fatalf("the same shape: %v", err)
+	}
+	err := tr.sameShape(write(`, "use_rslora": true`))
+	if err == nil || !strings.Contains(err.Error(), "use_rslora true") {
+		t.Fatalf("an rsLoRA adapter: %v, want a refusal naming use_rslora", err)
+	}
+}

@@ -16,7 +16,7 @@ func mergeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "merge",
 		Usage: "merge a PEFT LoRA adapter into its base: write a full Hugging Face model folder",
-		Description: "The target weights become W + (alpha/r) B A, computed in f32 and rounded to the dtype once;\n" +
+		Description: "The target weights become W + (alpha/r) B A (alpha/sqrt(r) for an rsLoRA adapter), computed in f32 and rounded to the dtype once;\n" +
 			"the other weights are the base's. The folder (config.json, model.safetensors, the base's tokenizer) loads\n" +
 			"in transformers and vLLM as a plain model.\n\n" +
 			"Examples:\n  trainer merge --model Qwen2.5-3B-Instruct --adapter runs/lora/final --out runs/lora/merged\n" +

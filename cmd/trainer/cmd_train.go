@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 )
@@ -116,6 +117,9 @@ func dryRun(c *cli.Context, cfg config.Config) error {
 		"critic": m.Critic, "kv cache": m.KVCache, "activations": m.Activations}
 	if m.Merged > 0 {
 		parts["merged decode weights"] = m.Merged
+	}
+	if dev, err := torch.ParseDevice(cfg.Device.Device); err == nil && dev == torch.CPU {
+		parts["checkpoint writing"] = m.Checkpoint
 	}
 	keys := make([]string, 0, len(parts))
 	for k := range parts {

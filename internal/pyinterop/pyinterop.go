@@ -4,9 +4,10 @@
 // Python is for tests only; the trainer never runs it.
 //
 // The interpreter is the one $AGENTRL_PYTHON names (`make interop` sets it
-// to the cached virtual environment of scripts/venv.sh). Where it is unset
-// or cannot import the libraries, the tests that need it skip, saying why,
-// so a plain `go test` stays fast and needs no Python.
+// to the cached virtual environment of scripts/venv.sh). Where it is unset,
+// the tests that need it skip, saying why, so a plain `go test` stays fast
+// and needs no Python; set to one that cannot import the libraries, they
+// fail.
 package pyinterop
 
 import (
@@ -30,36 +31,33 @@ var modules = []string{"torch", "transformers", "peft", "tensorboard", "tokenize
 
 var (
 	checkOnce sync.Once
-	checkPath string
-	checkWhy  string
+	checkErr  error
 )
 
-// check finds the interpreter and asks it for the modules once per test
-// binary: the path, or why there is none.
-func check() (string, string) {
+// check asks the interpreter py for the modules, once per test binary.
+func check(py string) error {
 	checkOnce.Do(func() {
-		py := os.Getenv(Env)
-		if py == "" {
-			checkWhy = "$" + Env + " is not set (make interop sets it to the Python environment of scripts/venv.sh torch-2.15)"
-			return
-		}
 		probe := "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
 		out, err := exec.Command(py, append([]string{"-c", probe}, modules...)...).CombinedOutput()
 		if err != nil {
-			checkWhy = fmt.Sprintf("$%s=%s cannot import %s: %v\n%s", Env, py, strings.Join(modules, ", "), err, tail(out))
-			return
+			checkErr = fmt.Errorf("$%s=%s cannot import %s: %v\n%s", Env, py, strings.Join(modules, ", "), err, tail(out))
 		}
-		checkPath = py
 	})
-	return checkPath, checkWhy
+	return checkErr
 }
 
-// Python returns the interpreter, or skips t saying why there is none.
+// Python returns the interpreter $AGENTRL_PYTHON names. Unset, it skips t,
+// saying so; set to one that cannot import the libraries, it fails t (the
+// interop suite was asked for and cannot run).
 func Python(t testing.TB) string {
 	t.Helper()
-	py, why := check()
+	py := os.Getenv(Env)
 	if py == "" {
-		t.Skipf("interop test needs Python with %s: %s", strings.Join(modules, ", "), why)
+		t.Skipf("interop test: $%s is not set (make interop sets it to the Python environment of scripts/venv.sh torch-2.15, with %s)",
+			Env, strings.Join(modules, ", "))
+	}
+	if err := check(py); err != nil {
+		t.Fatalf("interop test: %v", err)
 	}
 	return py
 }

@@ -293,6 +293,40 @@ func TestLoadPEFTWrittenFolder(t *testing.T) {
 	}
 }
 
+// use_rslora is read (and written back) as RSLoRA, whose scale is
+// alpha/sqrt(r): 8/sqrt(4) = 4 where plain LoRA's is 8/4 = 2; target
+// modules named by their paths on every layer, as PEFT writes all-linear,
+// read as the module names.
+func TestReadConfigRSLoRAAndPaths(t *testing.T) {
+	cfg := strings.Replace(peftConfig, `"use_rslora": false`, `"use_rslora": true`, 1)
+	cfg = strings.Replace(cfg, `"v_proj",
+    "q_proj"`, `"model.layers.1.mlp.down_proj", "model.layers.0.self_attn.q_proj", "model.layers.0.mlp.down_proj", "model.layers.1.self_attn.q_proj"`, 1)
+	c, err := ReadConfig(writeFolder(t, cfg, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.LoRA.RSLoRA || c.LoRA.Scale() != 4 || !slices.Equal(c.LoRA.Targets, []string{"q_proj", "down_proj"}) {
+		t.Fatalf("LoRA %+v (scale %v), want RSLoRA, scale 4, targets q_proj, down_proj", c.LoRA, c.LoRA.Scale())
+	}
+	if plain := (torch.LoRA{Rank: 4, Alpha: 8}); plain.Scale() != 2 {
+		t.Fatalf("plain LoRA's scale %v, want 2", plain.Scale())
+	}
+	base := newBase(t)
+	m, err := torch.NewLoRAModel(base, c.LoRA, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	dir := t.TempDir()
+	if err := Save(dir, m, "base"); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadConfig(dir)
+	if err != nil || !back.LoRA.RSLoRA {
+		t.Fatalf("saved and read back: %+v, %v; want use_rslora kept", back.LoRA, err)
+	}
+}
+
 // Each way a folder can disagree with the base or with itself is refused,
 // the error naming what differs.
 func TestLoadRefusesMismatch(t *testing.T) {
@@ -325,7 +359,15 @@ func TestLoadRefusesMismatch(t *testing.T) {
 		{"rank against the tensors", strings.Replace(peftConfig, `"r": 4`, `"r": 2`, 1), ts, []string{"has rank 4", "r = 2"}},
 		{"adapter name in a key", peftConfig, replace(ts, qA, filled(t, "base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight", 1, 4, 32)), []string{"adapter name (default)"}},
 		{"not LoRA", strings.Replace(peftConfig, `"LORA"`, `"IA3"`, 1), ts, []string{`peft_type "IA3"`}},
-		{"rsLoRA", strings.Replace(peftConfig, `"use_rslora": false`, `"use_rslora": true`, 1), ts, []string{"use_rslora"}},
+		{"DoRA", strings.Replace(peftConfig, `"use_dora": false`, `"use_dora": true`, 1), ts, []string{"use_dora"}},
+		{"lora_bias", strings.Replace(peftConfig, `"bias": "none",`, `"bias": "none", "lora_bias": true,`, 1), ts, []string{"lora_bias true"}},
+		{"layer_replication", strings.Replace(peftConfig, `"layer_replication": null`, `"layer_replication": [[0, 2], [1, 2]]`, 1), ts, []string{"layer_replication [[0, 2], [1, 2]]"}},
+		{"aLoRA", strings.Replace(peftConfig, `"bias": "none",`, `"bias": "none", "alora_invocation_tokens": [5, 6],`, 1), ts, []string{"alora_invocation_tokens [5, 6]"}},
+		{"PiSSA", strings.Replace(peftConfig, `"init_lora_weights": true`, `"init_lora_weights": "pissa"`, 1), ts, []string{`init_lora_weights "pissa"`}},
+		{"targets on a subset of layers", strings.Replace(peftConfig, `"v_proj",
+    "q_proj"`, `"model.layers.1.self_attn.v_proj", "model.layers.1.self_attn.q_proj"`, 1), ts, []string{"q_proj on layers [1] only"}},
+		{"target path in the wrong block", strings.Replace(peftConfig, `"v_proj",
+    "q_proj"`, `"model.layers.0.mlp.q_proj"`, 1), ts, []string{`"model.layers.0.mlp.q_proj"`, "no q_proj in mlp"}},
 	}
 	for _, k := range cases {
 		t.Run(k.name, func(t *testing.T) {

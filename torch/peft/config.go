@@ -22,7 +22,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentrl/agentrl/internal/atomicfile"
@@ -43,7 +45,7 @@ const allLinear = "all-linear"
 // fileConfig is adapter_config.json: the keys of PEFT's LoraConfig that
 // agentrl writes, in the sorted order PEFT writes them, each as PEFT
 // spells it. Read back, the keys that would change what the adapters
-// compute (bias, fan_in_fan_out, use_rslora, use_dora, rank and alpha
+// compute (bias, fan_in_fan_out, use_dora, rank and alpha
 // patterns, layers_to_transform, modules_to_save) must have the values
 // agentrl implements.
 type fileConfig struct {
@@ -76,9 +78,10 @@ type Config struct {
 	Base string
 }
 
-// ReadConfig reads dir's adapter_config.json, refusing what agentrl cannot
-// compute the same way (a bias, DoRA, rsLoRA, per-module ranks, a subset
-// of layers, extra trained modules, target modules it has no adapter for).
+// ReadConfig reads dir's adapter_config.json (use_rslora as torch.LoRA's
+// RSLoRA), refusing what agentrl cannot compute the same way (a bias, DoRA,
+// per-module ranks, a subset of layers, extra trained modules, target
+// modules it has no adapter for).
 func ReadConfig(dir string) (Config, error) {
 	path := filepath.Join(dir, ConfigFile)
 	b, err := os.ReadFile(path)
@@ -86,11 +89,18 @@ func ReadConfig(dir string) (Config, error) {
 		return Config{}, fmt.Errorf("adapter folder %s: %w", dir, err)
 	}
 	var f fileConfig
+	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(b, &f); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	bad := func(format string, args ...any) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...))
+	}
+	if err := checkVariants(raw); err != nil {
+		return bad("%v", err)
 	}
 	switch {
 	case f.PeftType != "LORA":
@@ -101,8 +111,6 @@ func ReadConfig(dir string) (Config, error) {
 		return bad("bias %q: trained biases are not supported, want none", f.Bias)
 	case f.FanInFanOut:
 		return bad("fan_in_fan_out true (Conv1D layers of GPT-2), want false")
-	case f.UseRslora:
-		return bad("use_rslora true (scale alpha/sqrt(r)): not supported, want false")
 	case f.UseDora:
 		return bad("use_dora true: DoRA is not supported, want false")
 	case len(f.RankPattern) > 0 || len(f.AlphaPattern) > 0:
@@ -116,7 +124,7 @@ func ReadConfig(dir string) (Config, error) {
 	if err != nil {
 		return bad("%v", err)
 	}
-	c := Config{LoRA: torch.LoRA{Rank: f.R, Alpha: f.LoraAlpha, Dropout: f.LoraDropout, Targets: targets}, Base: f.BaseModelNameOrPath}
+	c := Config{LoRA: torch.LoRA{Rank: f.R, Alpha: f.LoraAlpha, Dropout: f.LoraDropout, Targets: targets, RSLoRA: f.UseRslora}, Base: f.BaseModelNameOrPath}
 	if err := c.LoRA.Validate(); err != nil {
 		return bad("%v", err)
 	}
@@ -130,7 +138,11 @@ func isNull(raw json.RawMessage) bool {
 
 // parseTargets reads target_modules: a list of module names, or a string
 // (all-linear, or one module name; PEFT's regular expressions are not
-// supported). The names come back in a layer's order (torch.LoRATargets).
+// supported). A list may name modules by their path, as PEFT writes the
+// all-linear of a model (model.layers.{i}.self_attn.q_proj, ...): each
+// module so named must be on the same layers, 0 to some n-1 (a base of
+// another depth is refused when the tensors are read). The names come back
+// in a layer's order (torch.LoRATargets).
 func parseTargets(raw json.RawMessage) ([]string, error) {
 	var names []string
 	if err := json.Unmarshal(raw, &names); err != nil {
@@ -146,18 +158,79 @@ func parseTargets(raw json.RawMessage) ([]string, error) {
 	if len(names) == 0 {
 		return nil, fmt.Errorf("target_modules is empty")
 	}
-	var out []string
-	for _, n := range names {
-		if !slices.Contains(torch.LoRATargets, n) {
+	layers := map[string][]int{} // the layers of each module named by path
+	for i, n := range names {
+		if k := targetPath.FindStringSubmatch(n); k != nil {
+			if parent := targetParent(k[3]); parent != k[2] {
+				return nil, fmt.Errorf("target module %q: the base has no %s in %s", n, k[3], k[2])
+			}
+			l, _ := strconv.Atoi(k[1])
+			layers[k[3]] = append(layers[k[3]], l)
+			names[i] = k[3]
+		}
+		if !slices.Contains(torch.LoRATargets, names[i]) {
 			return nil, fmt.Errorf("target module %q: the base has no such projection, want some of %s", n, strings.Join(torch.LoRATargets, ", "))
 		}
 	}
+	var first []int
+	for _, t := range torch.LoRATargets {
+		ls, ok := layers[t]
+		if !ok {
+			continue
+		}
+		slices.Sort(ls)
+		ls = slices.Compact(ls)
+		if ls[0] != 0 || ls[len(ls)-1] != len(ls)-1 || first != nil && !slices.Equal(ls, first) {
+			return nil, fmt.Errorf("target_modules name %s on layers %v only: adapters on a subset of layers are not supported", t, ls)
+		}
+		first = ls
+	}
+	var out []string
 	for _, t := range torch.LoRATargets {
 		if slices.Contains(names, t) {
 			out = append(out, t)
 		}
 	}
 	return out, nil
+}
+
+// targetPath is a target module named by its path in the model.
+var targetPath = regexp.MustCompile(`^(?:model\.)?layers\.(\d+)\.(self_attn|mlp)\.([a-z_]+)$`)
+
+// targetParent is the block a projection sits in: self_attn or mlp.
+func targetParent(module string) string {
+	if slices.Index(torch.LoRATargets, module) >= 4 {
+		return "mlp"
+	}
+	return "self_attn"
+}
+
+// variants are the keys of newer PEFT LoraConfigs (0.21) that, when set,
+// make the adapters compute something other than W x + scale B A x, or
+// apply them elsewhere: LoRA variants, a bias on lora_B, replicated
+// layers, trained token rows, adapted parameters, excluded modules.
+var variants = []string{"alora_invocation_tokens", "arrow_config", "exclude_modules", "kasa_config", "layer_replication",
+	"lora_bias", "monteclora_config", "target_parameters", "trainable_token_indices", "use_bdlora", "use_qalora", "velora_config"}
+
+// checkVariants refuses, by name, a variant key of raw that is set (not
+// absent, null, false or empty), and an init_lora_weights that leaves the
+// adapters meant for a base whose weights it changed (PiSSA, OLoRA, LoftQ,
+// CorDA, ...: only true, false and gaussian draw adapters over the base
+// as it is).
+func checkVariants(raw map[string]json.RawMessage) error {
+	for _, k := range variants {
+		switch v := strings.TrimSpace(string(raw[k])); v {
+		case "", "null", "false", "[]", "{}", `""`:
+		default:
+			return fmt.Errorf("%s %s: this LoRA variant or setting is not supported, want it unset (null or false)", k, v)
+		}
+	}
+	switch v := strings.TrimSpace(string(raw["init_lora_weights"])); v {
+	case "", "null", "true", "false", `"gaussian"`:
+	default:
+		return fmt.Errorf("init_lora_weights %s: adapters initialised by changing the base's weights are not supported; convert them to plain LoRA over the original base first (PEFT's path_initial_model_for_weight_conversion)", v)
+	}
+	return nil
 }
 
 // writeConfig writes adapter_config.json for c, atomically.
@@ -171,7 +244,7 @@ func writeConfig(dir string, c torch.LoRA, base string) error {
 		BaseModelNameOrPath: base, Bias: "none", InferenceMode: true, InitLoraWeights: json.RawMessage("true"),
 		LayersPattern: json.RawMessage("null"), LayersToTransform: json.RawMessage("null"),
 		LoraAlpha: c.Alpha, LoraDropout: c.Dropout, PeftType: "LORA", R: c.Rank,
-		TargetModules: targets, TaskType: "CAUSAL_LM",
+		TargetModules: targets, TaskType: "CAUSAL_LM", UseRslora: c.RSLoRA,
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {

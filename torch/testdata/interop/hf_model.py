@@ -1,0 +1,172 @@
+"""Makes random-weight models with transformers' own classes and
+save_pretrained, and their reference outputs, for torch/interop_test.go.
+
+argv: in.json out.json. in.json is {"models": [...]}, one model each:
+  dir             where the model folder goes
+  family          qwen2, qwen3 or llama
+  config          the config class's arguments (shapes, rope_parameters, ...)
+  style           "5" (as save_pretrained writes it) or "4" (config.json
+                  rewritten as transformers 4 wrote it: top-level rope_theta,
+                  rope_scaling, torch_dtype)
+  max_shard_size  save_pretrained's max_shard_size ("" for its default)
+  seed            torch's seed for the weights and the token ids
+  ref_dtype       float64 or float32: the dtype of transformers' forward
+  full            [T, ...]: lengths of the rows of the right-padded case
+                  (padded to the first); an explicit-position-ids case
+                  of the same rows follows when explicit is true
+  explicit        see full
+  decode          prefix lengths of the greedy decoding case
+  steps           decode steps after the first token
+
+It writes <dir>/cases.json in the form torch's fixtureParity reads: full
+cases (input ids, attention mask, position ids, transformers' logits) and a
+decode case (transformers' generate, greedy: the prefix's last logits, each
+step's token and logits, the generated ids). The logits come from the
+folder loaded back with AutoModelForCausalLM.from_pretrained, so a
+rewritten config must mean to transformers what the original did (checked).
+out.json: {"models": [...]}, each the config.json written and the files;
+the versions of transformers and torch.
+"""
+
+import json
+import os
+import sys
+
+import torch
+import transformers
+from transformers import AutoModelForCausalLM
+
+CONFIGS = {
+    "qwen2": transformers.Qwen2Config,
+    "qwen3": transformers.Qwen3Config,
+    "llama": transformers.LlamaConfig,
+}
+
+
+def perturb(model, gen):
+    """Norm weights spread around 1 and biases drawn, so that a norm or a
+    bias put in the wrong place shows in the logits (the init sets them to
+    1 and 0)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1 + 0.3 * (2 * torch.rand(p.shape, generator=gen) - 1))
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+
+
+def to_style4(path):
+    """Rewrites config.json as transformers 4 wrote it."""
+    with open(path) as f:
+        c = json.load(f)
+    rp = dict(c.pop("rope_parameters"))
+    c["rope_theta"] = rp.pop("rope_theta")
+    c["rope_scaling"] = None if rp.get("rope_type", "default") == "default" else rp
+    c["torch_dtype"] = c.pop("dtype")
+    c["transformers_version"] = "4.57.1"
+    with open(path, "w") as f:
+        json.dump(c, f, indent=2)
+
+
+def greedy(model, prefix, steps):
+    """transformers' generate, greedy, on one row: the logits of every
+    position it decoded from and the tokens."""
+    ids = torch.tensor([prefix])
+    out = model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        do_sample=False,
+        max_new_tokens=steps + 1,
+        min_new_tokens=steps + 1,
+        output_logits=True,
+        return_dict_in_generate=True,
+        pad_token_id=0,
+    )
+    toks = out.sequences[0, len(prefix):].tolist()
+    logits = [l[0].double().tolist() for l in out.logits]
+    assert len(toks) == steps + 1 and len(logits) == steps + 1, (len(toks), len(logits))
+    return toks, logits
+
+
+def make(a):
+    """Makes the model a describes; returns its config.json and files."""
+    torch.manual_seed(a["seed"])
+    gen = torch.Generator().manual_seed(a["seed"])
+    cfg = CONFIGS[a["family"]](**a["config"])
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    perturb(model, gen)
+    model.generation_config.eos_token_id = None
+    kw = {"max_shard_size": a["max_shard_size"]} if a["max_shard_size"] else {}
+    model.save_pretrained(a["dir"], **kw)
+    rope = model.config.rope_parameters
+    del model
+    cpath = os.path.join(a["dir"], "config.json")
+    if a["style"] == "4":
+        to_style4(cpath)
+
+    dt = getattr(torch, a["ref_dtype"])
+    ref = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=dt, attn_implementation="eager")
+    ref.eval()
+    got = ref.config.rope_parameters
+    assert {k: got.get(k) for k in rope} == rope, f"transformers reads the {a['style']}.x config's RoPE as {got}, saved {rope}"
+    ref.generation_config.eos_token_id = None
+    V = ref.config.vocab_size
+
+    cases = []
+    lens = a["full"]
+    if lens:
+        T = lens[0]
+        rows = [torch.randint(3, V, (n,), generator=gen).tolist() for n in lens]
+        ids = [r + [0] * (T - len(r)) for r in rows]
+        mask = [[1] * len(r) + [0] * (T - len(r)) for r in rows]
+        pos = [list(range(T)) for _ in rows]
+        variants = [("right_padded", pos)]
+        if a["explicit"]:
+            # a start past 0 and a jump, as packed or continued sequences have
+            explicit = [[5 + i for i in range(T)]] + [[i if i < 3 else i + 17 for i in range(T)] for _ in rows[1:]]
+            variants.append(("explicit_position_ids", explicit))
+        for name, p in variants:
+            with torch.no_grad():
+                out = ref(
+                    input_ids=torch.tensor(ids),
+                    attention_mask=torch.tensor(mask),
+                    position_ids=torch.tensor(p),
+                )
+            cases.append({
+                "name": name, "kind": "full", "input_ids": ids, "attention_mask": mask,
+                "position_ids": p, "logits": out.logits.double().tolist(),
+            })
+    if a["decode"]:
+        steps = a["steps"]
+        prefixes = [torch.randint(3, V, (n,), generator=gen).tolist() for n in a["decode"]]
+        runs = [greedy(ref, p, steps) for p in prefixes]
+        cases.append({
+            "name": "greedy_generate", "kind": "decode", "prefix_ids": prefixes,
+            "prefill_last_logits": [r[1][0] for r in runs],
+            "first_token_ids": [r[0][0] for r in runs],
+            "steps": [{
+                "input_ids": [r[0][s] for r in runs],
+                "position_ids": [len(p) + s for p in prefixes],
+                "logits": [r[1][s + 1] for r in runs],
+                "next_token_ids": [r[0][s + 1] for r in runs],
+            } for s in range(steps)],
+            "generated_ids": [r[0] for r in runs],
+        })
+    with open(os.path.join(a["dir"], "cases.json"), "w") as f:
+        json.dump({"cases": cases}, f)
+    with open(cpath) as f:
+        written = json.load(f)
+    return {"config": written, "files": sorted(os.listdir(a["dir"]))}
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        models = json.load(f)["models"]
+    torch.set_num_threads(os.cpu_count() or 1)
+    out = [make(a) for a in models]
+    with open(sys.argv[2], "w") as f:
+        json.dump({"models": out, "transformers": transformers.__version__, "torch": torch.__version__}, f)
+
+
+if __name__ == "__main__":
+    main()
