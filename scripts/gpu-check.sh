@@ -30,7 +30,8 @@
 # OUT (default gpu-out/), JOBS (make -j, default nproc), and the time limit
 # of each command in seconds: T_SHIM T_TORCH T_SANITIZER T_DEFAULT T_05B
 # T_GLOO T_INTEROP, all cut to what is left of BUDGET (510 s: the script
-# ends within 9 minutes); ITERATIONS is the default job's (step 3, 5).
+# ends within 9 minutes); ITERATIONS is the default job's (step 3, 5);
+# STEPS the steps to run (default "1 2 3 4 5 6"; a rerun may name fewer).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -39,6 +40,7 @@ OUT=${OUT:-$ROOT/gpu-out}
 JOBS=${JOBS:-$(nproc)}
 ITERATIONS=${ITERATIONS:-5}
 BUDGET=${BUDGET:-510}
+STEPS=${STEPS:-1 2 3 4 5 6}
 T_SHIM=${T_SHIM:-200} T_TORCH=${T_TORCH:-60} T_SANITIZER=${T_SANITIZER:-60} T_DEFAULT=${T_DEFAULT:-60}
 T_05B=${T_05B:-150} T_GLOO=${T_GLOO:-45} T_INTEROP=${T_INTEROP:-60}
 W=$(mktemp -d /tmp/gpu-check.XXXXXX)
@@ -70,6 +72,11 @@ run() {
 # $OUT/logs/NAME.log, then records its row.
 step() {
 	local name=$1 fn=$2 s
+	case " $STEPS " in *" ${name%%-*} "*) ;; *)
+		say "==== step $name: not in STEPS ($STEPS)"
+		return
+		;;
+	esac
 	s=$(date +%s)
 	STATUS=ran FIG="" SKIPS=""
 	say "==== step $name"
@@ -213,10 +220,14 @@ step 3-default step_default
 # ---- 4 the Qwen2.5-0.5B shape ---------------------------------------------
 
 M05=$W/qwen2.5-0.5b-random
-step_05b() {
+# model05: the random Qwen2.5-0.5B-shaped folder, made once (steps 4 and 6).
+model05() {
 	local mdev=cpu
 	[ "$GPU" = 1 ] && mdev=cuda
-	run 120 "$PY" scripts/gpu/make_model.py "$M05" "$W/shared/data/tokenizers/qwen" bf16 "$mdev" || { fail "make_model.py"; return; }
+	[ -f "$M05/config.json" ] || run 120 "$PY" scripts/gpu/make_model.py "$M05" "$W/shared/data/tokenizers/qwen" bf16 "$mdev"
+}
+step_05b() {
+	model05 || { fail "make_model.py"; return; }
 	local args=(--model-path "$M05" --device-dtype bf16 --rollout-slots 64 --rollout-batch-size 16 --rollout-group-size 4
 		--env-max-tokens 2048 --env-max-turn-tokens 512 --algorithm-micro-batch 2 --iterations 3 --eval-baselines=false
 		--eval-max-eval 16 --run-eval-every 0 --no-report --run-dir "$W/runs" --name q05 --logging-format console)
@@ -271,7 +282,7 @@ step 5-gloo step_gloo
 step_interop() {
 	local mdev=cpu
 	[ "$GPU" = 1 ] && mdev=cuda
-	if [ -f "$M05/config.json" ]; then
+	if model05; then
 		run 120 "$PY" scripts/gpu/fixture.py "$M05" "$W/fixture-05b" "$mdev" || fail "fixture.py"
 		(cd torch && AGENTRL_TEST_DEVICE=$DEV NVIDIA_TF32_OVERRIDE=0 AGENTRL_QWEN2_FIXTURE=$W/fixture-05b \
 			run "$T_INTEROP" "$W/bin/torch.test" -test.count=1 -test.v -test.run 'TestQwen2FixtureParity') >"$W/parity-05b.log" 2>&1 ||
@@ -279,7 +290,7 @@ step_interop() {
 		grep -E 'max \|diff\||FAIL|SKIP|ok|PASS' "$W/parity-05b.log"
 		fig "0.5B f32 vs transformers f64" "$(max_diff "$W/parity-05b.log")"
 	else
-		fail "no 0.5B model (step 4)"
+		fail "make_model.py"
 	fi
 	skip "0.5B bf16 logits (no bf16 comparison written yet)"
 	run "$T_INTEROP" "$TR" train --device "$DEV" --model-lora-rank 8 --iterations 1 --sft-epochs 1 --eval-baselines=false --eval-max-eval 8 \
