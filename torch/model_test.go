@@ -85,9 +85,12 @@ func TestQwen2FixtureParity(t *testing.T) {
 // KV-cache engine on every decode path (prefill logits, every step's
 // logits, and the tokens). It logs the largest difference of each and
 // returns them by check (logits, forward, and each path's name; a path
-// that cannot run here is absent).
+// that cannot run here is absent). It runs on $AGENTRL_TEST_DEVICE (the
+// CPU by default; see parityDevice).
 func fixtureParity(t *testing.T, dir string) map[string]float64 {
-	m, err := LoadModel(dir, Float32, CPU, false)
+	dev := parityDevice(t)
+	t.Logf("%s on %s", dir, dev)
+	m, err := LoadModel(dir, Float32, dev, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,11 @@ func withLoRA(c *cli.Context, cfg bench.Config) bench.Config {
 	return cfg
 }
 
+// deviceFlag is --device of bench generate and train.
+func deviceFlag() cli.Flag {
+	return &cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu, cuda or cuda:N (a CUDA build)"}
+}
+
 func printJSON(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -84,11 +89,13 @@ func benchCommand() *cli.Command {
 					&cli.StringFlag{Name: "decode", Value: "auto", Usage: "decode path: auto, kernels (hand-written CPU step), fused (libtorch, fused weights) or unfused (libtorch, as before the kernels)"},
 					&cli.Float64Flag{Name: "bandwidth-gbs", Usage: "memory read bandwidth (GB/s) for bound_fraction, e.g. refbench peak's sum_gbs_read (0 = measure in-process)"},
 					&cli.BoolFlag{Name: "profile", Usage: "add step_ms: one decode step's time by phase (products, attention, sampling, other)"},
+					deviceFlag(),
 				),
 				Action: func(c *cli.Context) error {
 					cfg := withLoRA(c, benchConfig(c))
 					cfg.EngineDType = c.String("engine-dtype")
 					cfg.Decode, cfg.BandwidthGBs, cfg.Profile = c.String("decode"), c.Float64("bandwidth-gbs"), c.Bool("profile")
+					cfg.Device = c.String("device")
 					r, err := bench.Generate(cfg)
 					if err != nil {
 						return err
@@ -99,9 +106,12 @@ func benchCommand() *cli.Command {
 			{
 				Name:  "train",
 				Usage: "the learner's Update on a GRPO batch: advantages, forward, PPO loss, backward, clip, AdamW, in one step over the batch whose forward also gives the old logprobs (no recompute pass; random weights); one JSON line",
-				Flags: append(modelFlags(tr), loraFlags()...),
+				Flags: append(append(modelFlags(tr), loraFlags()...), deviceFlag(),
+					&cli.StringFlag{Name: "dtype", Value: "f32", Usage: "parameter dtype: f32, bf16 or f16 (AdamW keeps f32 master weights)"}),
 				Action: func(c *cli.Context) error {
-					r, err := bench.Train(withLoRA(c, benchConfig(c)))
+					cfg := withLoRA(c, benchConfig(c))
+					cfg.Device, cfg.DType = c.String("device"), c.String("dtype")
+					r, err := bench.Train(cfg)
 					if err != nil {
 						return err
 					}

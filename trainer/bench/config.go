@@ -56,6 +56,14 @@ type Config struct {
 	// result's config holds them resolved.
 	LoRAAlpha   float64  `json:"lora_alpha,omitempty"`
 	LoRATargets []string `json:"lora_targets,omitempty"`
+	// Device is where Generate and Train run: "" or "cpu", "cuda" or
+	// "cuda:N" (a CUDA build). On CUDA the times are wall times of calls
+	// that end by copying their results to the host, so each is complete.
+	Device string `json:"device,omitempty"`
+	// DType is the parameter dtype of Train's model: "" or "f32", "bf16"
+	// or "f16" (AdamW keeping f32 master weights, as device.dtype does).
+	// Generate's precision is EngineDType.
+	DType string `json:"dtype,omitempty"`
 }
 
 // DefaultLogitsChunk is the presets' and the CLI's logits chunk, the
@@ -118,7 +126,34 @@ func (c Config) validate() error {
 			return fmt.Errorf("bench config: %w", err)
 		}
 	}
+	if _, err := c.device(); err != nil {
+		return err
+	}
+	if _, err := c.dtype(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// device is the parsed Device.
+func (c Config) device() (torch.Device, error) {
+	d, err := torch.ParseDevice(c.Device)
+	if err != nil {
+		return d, fmt.Errorf("bench config: device: %w", err)
+	}
+	return d, nil
+}
+
+// dtype is the parsed DType (f32 when empty).
+func (c Config) dtype() (torch.DType, error) {
+	if c.DType == "" {
+		return torch.Float32, nil
+	}
+	dt, err := torch.ParseDType(c.DType)
+	if err != nil {
+		return dt, fmt.Errorf("bench config: dtype: %w", err)
+	}
+	return dt, nil
 }
 
 // withLoRADefaults resolves LoRAAlpha 0 to twice the rank and no

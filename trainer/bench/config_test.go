@@ -23,6 +23,9 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"seq", func(c *Config) { c.SeqLen = 1 }, Train, "seq_len"},
 		{"logits_chunk", func(c *Config) { c.LogitsChunk = -1 }, Train, "logits_chunk"},
 		{"torch", func(c *Config) { c.KVHeads = 3 }, Generate, "num_key_value_heads"},
+		{"device", func(c *Config) { c.Device = "gpu" }, Generate, `device: device "gpu"`},
+		{"device index", func(c *Config) { c.Device = "cuda:x" }, Train, "device: device"},
+		{"dtype", func(c *Config) { c.DType = "f8" }, Train, "dtype"},
 	}
 	for _, c := range cases {
 		cfg := tiny()

@@ -38,7 +38,11 @@ type genRun struct {
 
 func generate(cfg Config) (Result, error) {
 	maxLen := cfg.PromptLen + cfg.NewTokens
-	m, err := torch.NewRandomModel(cfg.model(maxLen), torch.Float32, torch.CPU, false, 1)
+	dev, err := cfg.device()
+	if err != nil {
+		return Result{}, err
+	}
+	m, err := torch.NewRandomModel(cfg.model(maxLen), torch.Float32, dev, false, 1)
 	if err != nil {
 		return Result{}, fmt.Errorf("bench generate: model: %w", err)
 	}
@@ -48,7 +52,7 @@ func generate(cfg Config) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("bench generate: engine_dtype: %w", err)
 		}
-		cp, err := torch.NewModel(m.Config, dt, torch.CPU, false)
+		cp, err := torch.NewModel(m.Config, dt, dev, false)
 		if err != nil {
 			return Result{}, err
 		}
@@ -108,7 +112,7 @@ func generate(cfg Config) (Result, error) {
 	res.WeightBytesPerStep = weightBytes(m.Config, cfg.Batch, elem)
 	res.ReadGBs = cfg.BandwidthGBs
 	if res.ReadGBs == 0 {
-		if res.ReadGBs, err = readGBs(); err != nil {
+		if res.ReadGBs, err = readGBs(dev); err != nil {
 			return Result{}, fmt.Errorf("bench generate: bandwidth: %w", err)
 		}
 		res.ReadGBsMeasured = true
@@ -149,13 +153,15 @@ func weightBytes(c torch.Config, batch int, elem int64) int64 {
 	return n * elem
 }
 
-// readGBs measures the memory read bandwidth in-process, the way refbench
-// peak's sum_gbs_read does: the median time of five sums of a 512 MB f32
-// tensor (libtorch's vectorised sum on the benchmark's threads), after one
-// warm-up. On a machine shared with other work it measures what is left.
-func readGBs() (float64, error) {
+// readGBs measures the memory read bandwidth of dev in-process, the way
+// refbench peak's sum_gbs_read does: the median time of five sums of a
+// 512 MB f32 tensor (libtorch's vectorised sum on the benchmark's threads,
+// or the GPU's reduction), after one warm-up; each sum's value is read
+// back, so a GPU's is complete when its time is taken. On a machine shared
+// with other work it measures what is left.
+func readGBs(dev torch.Device) (float64, error) {
 	const n = 128 << 20
-	t, err := torch.Zeros(torch.Float32, torch.CPU, n)
+	t, err := torch.Zeros(torch.Float32, dev, n)
 	if err != nil {
 		return 0, err
 	}
@@ -165,7 +171,13 @@ func readGBs() (float64, error) {
 	var times []float64
 	for i := 0; i < 6; i++ {
 		t0 := time.Now()
-		s.Sum(t)
+		v := s.Sum(t)
+		if err := s.Err(); err != nil {
+			return 0, err
+		}
+		if _, err := v.Float32s(); err != nil {
+			return 0, err
+		}
 		if i > 0 {
 			times = append(times, time.Since(t0).Seconds())
 		}

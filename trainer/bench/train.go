@@ -47,7 +47,15 @@ type trainRun struct {
 }
 
 func train(cfg Config) (Result, error) {
-	m, err := torch.NewRandomModel(cfg.model(cfg.SeqLen), torch.Float32, torch.CPU, false, 1)
+	dev, err := cfg.device()
+	if err != nil {
+		return Result{}, err
+	}
+	dt, err := cfg.dtype()
+	if err != nil {
+		return Result{}, err
+	}
+	m, err := torch.NewRandomModel(cfg.model(cfg.SeqLen), dt, dev, false, 1)
 	if err != nil {
 		return Result{}, fmt.Errorf("bench train: model: %w", err)
 	}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# scripts/gpu-bench.sh: the throughput steps of issue 39 on one GPU, after
+# scripts/gpu-check.sh has built the shim (build/cuda, gpu/lib) in the same
+# call or on the same warm machine. A first version: on the random
+# Qwen2.5-0.5B shape it runs
+#
+#   peak      the GPU's copy bandwidth and bf16 matmul rate (ref_bench.py)
+#   decode    agentrl's `trainer bench generate` (bf16 engine) against
+#             transformers' generate (bf16, SDPA) at batch 1, 8, 64, 256:
+#             tokens/s of both, and agentrl's decode rate against the
+#             weight-read bound from the measured copy bandwidth
+#   update    `trainer bench train` (bf16, f32 masters) against a plain
+#             PyTorch step (autocast bf16, log-softmax gather, backward,
+#             AdamW) on 4 x 2048 tokens: tokens/s and model FLOPs
+#             utilisation (6 N tokens / s over the measured bf16 rate)
+#   sdpa      which attention kernels the training step launched (nsys)
+#
+# Each agentrl figure is the median of 5 runs after a warm-up (wall time of
+# calls that end by reading results back); the references time with CUDA
+# events. The table goes to stdout and $OUT/gpu-bench.md, the JSON lines
+# to $OUT/bench.jsonl. Without a GPU it rehearses at a small size on the
+# CPU (BATCHES, NEW, SEQ override the sizes). BUDGET (240 s) bounds the
+# whole: a command gets at most what is left of it.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${AGENTRL_GPU_PYTHON:-/opt/torch/.venv/bin/python3}
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+[ -f build/cuda/libagentrl.so ] || { echo "gpu-bench: no build/cuda/libagentrl.so (scripts/gpu-check.sh builds it)"; exit 2; }
+W=$(mktemp -d /tmp/gpu-bench.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+mkdir -p "$W/bin" "$W/lib"
+xz -dc gpu/bin/trainer.xz >"$W/bin/trainer" && chmod +x "$W/bin/trainer" || { echo "gpu-bench: cannot unpack gpu/bin/trainer.xz"; exit 2; }
+ln -s "$PWD/build/cuda/libagentrl.so" "$W/lib/libagentrl.so" # the trainer's RUNPATH $ORIGIN/../lib
+TR=$W/bin/trainer
+GPU=$("$PY" -c 'import torch; print(int(torch.cuda.is_available()))')
+if [ "$GPU" = 1 ]; then DEV=cuda:0 BATCHES=${BATCHES:-1 8 64 256} NEW=${NEW:-128} SEQ=${SEQ:-2048}; else
+	DEV=cpu BATCHES=${BATCHES:-1 8} NEW=${NEW:-8} SEQ=${SEQ:-64}
+	echo "gpu-bench: no GPU: a rehearsal on the CPU at batch $BATCHES, $NEW new tokens, train 4 x $SEQ"
+fi
+SHAPE=(--vocab 151936 --hidden 896 --inter 4864 --layers 24 --heads 14 --kv-heads 2 --tied --repeats 5)
+J=$OUT/bench.jsonl
+: >"$J"
+ROWS=()
+# lim N: N seconds, or what is left of BUDGET (240 s) if less (at least 1).
+BUDGET=${BUDGET:-240}
+T0=$(date +%s)
+lim() { local left=$((BUDGET - ($(date +%s) - T0))); [ "$left" -lt "$1" ] && echo $((left > 1 ? left : 1)) || echo "$1"; }
+jget() { "$PY" -c 'import json,sys; d=json.loads(sys.argv[1]); print(*(f"{d[k]:.4g}" if isinstance(d.get(k), float) else d.get(k, "?") for k in sys.argv[2:]))' "$@"; }
+last() { grep '^{' "$1" | tail -n 1 | grep . || echo '{}'; }
+say() { echo "[gpu-bench $(date -u +%H:%M:%S)] $*"; }
+
+say "peak"
+timeout "$(lim 120)" "$PY" scripts/gpu/ref_bench.py "$DEV" peak | tee -a "$J" >"$OUT/peak.json"
+peak=$(last "$OUT/peak.json")
+read -r copy tflops < <(jget "$peak" copy_gbs bf16_matmul_tflops)
+ROWS+=("| peak | copy $copy GB/s, bf16 matmul $tflops TFLOP/s | | |")
+
+for b in $BATCHES; do
+	say "decode batch $b"
+	timeout "$(lim 180)" "$TR" bench generate "${SHAPE[@]}" --device "$DEV" --engine-dtype bf16 --batch "$b" --prompt-len 128 \
+		--new-tokens "$NEW" --threads 0 --bandwidth-gbs "${copy/\?/0}" 2>&1 | tee -a "$J" >"$OUT/gen-$b.json"
+	ours=$(last "$OUT/gen-$b.json")
+	timeout "$(lim 300)" "$PY" scripts/gpu/ref_bench.py "$DEV" generate "$b" 128 "$NEW" 2>/dev/null | tee -a "$J" >"$OUT/ref-gen-$b.json"
+	ref=$(last "$OUT/ref-gen-$b.json")
+	read -r otok odec frac < <(jget "$ours" tokens_per_s decode_tokens_per_s bound_fraction)
+	read -r rtok < <(jget "$ref" tokens_per_s)
+	ratio=$("$PY" -c "import sys; a, b = sys.argv[1:]; print(f'{float(a)/float(b):.2f}x')" "$otok" "$rtok" 2>/dev/null || echo "?")
+	ROWS+=("| decode batch $b | agentrl $otok tok/s (decode $odec, $frac of the bound) | generate $rtok tok/s | $ratio |")
+done
+
+say "update 4 x $SEQ"
+timeout "$(lim 300)" "$TR" bench train "${SHAPE[@]}" --device "$DEV" --dtype bf16 --batch 4 --seq-len "$SEQ" --threads 0 2>&1 |
+	tee -a "$J" >"$OUT/train.json"
+ours=$(last "$OUT/train.json")
+timeout "$(lim 300)" "$PY" scripts/gpu/ref_bench.py "$DEV" train 4 "$SEQ" 2>/dev/null | tee -a "$J" >"$OUT/ref-train.json"
+ref=$(last "$OUT/ref-train.json")
+read -r otok < <(jget "$ours" tokens_per_s)
+read -r rtok rparams < <(jget "$ref" tokens_per_s params)
+mfu() { "$PY" -c "import sys; t, n, r = map(float, sys.argv[1:]); print(f'{6*n*t/1e12/r:.1%}')" "$1" "$rparams" "$tflops" 2>/dev/null || echo "?"; }
+ratio=$("$PY" -c "import sys; a, b = sys.argv[1:]; print(f'{float(a)/float(b):.2f}x')" "$otok" "$rtok" 2>/dev/null || echo "?")
+ROWS+=("| update 4 x $SEQ | agentrl $otok tok/s (MFU $(mfu "$otok")) | plain step $rtok tok/s (MFU $(mfu "$rtok")) | $ratio |")
+
+if [ "$GPU" = 1 ] && command -v nsys >/dev/null; then
+	say "sdpa: the attention kernels of one training step (nsys)"
+	timeout "$(lim 180)" nsys profile -o "$OUT/train-nsys" --force-overwrite true --stats=true "$TR" bench train "${SHAPE[@]}" \
+		--device "$DEV" --dtype bf16 --batch 4 --seq-len "$SEQ" --repeats 1 >"$OUT/nsys.txt" 2>&1
+	kernels=$(grep -oiE '[a-z_:]*(flash|fmha|efficient_attention|attention)[a-z_0-9:]*' "$OUT/nsys.txt" | sort -u | head -n 4 | tr '\n' ' ')
+	rm -f "$OUT"/train-nsys.*
+	ROWS+=("| SDPA backend in training | ${kernels:-none found} | | |")
+else
+	ROWS+=("| SDPA backend in training | not measured (no GPU or no nsys) | | |")
+fi
+
+{
+	echo "## gpu-bench $(date -u +%Y-%m-%d) on $([ "$GPU" = 1 ] && "$PY" -c 'import torch; print(torch.cuda.get_device_name(0))' || echo "the CPU (rehearsal)")"
+	echo
+	echo "torch $("$PY" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)'), transformers $("$PY" -c 'import transformers; print(transformers.__version__)'); random Qwen2.5-0.5B shape; median of 5 after a warm-up"
+	echo
+	echo "| what | agentrl | reference | agentrl / reference |"
+	echo "|---|---|---|---|"
+	printf '%s\n' "${ROWS[@]}"
+} | tee "$OUT/gpu-bench.md"
