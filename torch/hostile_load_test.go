@@ -1,13 +1,11 @@
 package torch
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/agentrl/agentrl/internal/regular/regulartest"
 	"github.com/agentrl/agentrl/torch/safetensors"
 )
 
@@ -62,31 +60,12 @@ func TestLoadRefusesFIFO(t *testing.T) {
 		if err := m.Save(dir); err != nil {
 			t.Fatal(err)
 		}
-		p := filepath.Join(dir, name)
-		os.Remove(p)
-		if err := syscall.Mkfifo(p, 0o644); err != nil {
-			t.Skipf("mkfifo: %v", err)
-		}
-		t.Cleanup(func() {
-			if w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-				w.Close()
-			}
-		})
-		done := make(chan error, 1)
-		go func() {
+		regulartest.RefusesFIFO(t, filepath.Join(dir, name), func() error {
 			back, err := LoadModel(dir, Float32, CPU, false)
 			if err == nil {
 				back.Free()
 			}
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "not a regular file") {
-				t.Errorf("a FIFO as %s: %v, want a refusal naming it", name, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("a FIFO as %s: LoadModel blocked", name)
-		}
+			return err
+		})
 	}
 }

@@ -7,10 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/agentrl/agentrl/internal/regular/regulartest"
 	"github.com/agentrl/agentrl/torch/safetensors"
 )
 
@@ -144,32 +143,12 @@ func TestLoadRefusesFIFO(t *testing.T) {
 	base := newBase(t)
 	for _, name := range []string{WeightsFile, ConfigFile} {
 		dir := writeFolder(t, peftConfig, handTensors(t))
-		p := filepath.Join(dir, name)
-		os.Remove(p)
-		if err := syscall.Mkfifo(p, 0o644); err != nil {
-			t.Skipf("mkfifo: %v", err)
-		}
-		t.Cleanup(func() {
-			// a reader still blocked in open(2) is released by a writer
-			if w, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
-				w.Close()
-			}
-		})
-		done := make(chan error, 1)
-		go func() {
+		regulartest.RefusesFIFO(t, filepath.Join(dir, name), func() error {
 			m, err := Load(dir, base, false, 1)
 			if err == nil {
 				m.Free()
 			}
-			done <- err
-		}()
-		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), "not a regular file") {
-				t.Errorf("a FIFO as %s: %v, want a refusal naming it", name, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Errorf("a FIFO as %s: Load blocked", name)
-		}
+			return err
+		})
 	}
 }
