@@ -371,6 +371,8 @@ func (m *Model) Save(dir string) error {
 	if !ok {
 		return fmt.Errorf("save model: dtype %s cannot be saved", m.DType)
 	}
+	// Each tensor is copied out of libtorch as its turn to be written
+	// comes: the save holds one tensor's bytes at a time.
 	var policy, head []safetensors.Tensor
 	for _, name := range m.names {
 		p, err := m.Param(name)
@@ -378,16 +380,18 @@ func (m *Model) Save(dir string) error {
 			return err
 		}
 		shape, err := p.Shape()
-		if err != nil {
-			p.Free()
-			return err
-		}
-		b, err := p.Bytes(m.DType)
 		p.Free()
 		if err != nil {
-			return fmt.Errorf("save model: tensor %s: %w", name, err)
+			return err
 		}
-		st := safetensors.Tensor{Name: name, DType: sdt, Shape: shape, Data: b}
+		st := safetensors.Tensor{Name: name, DType: sdt, Shape: shape, Fill: func(dst []byte) error {
+			p, err := m.Param(name)
+			if err != nil {
+				return err
+			}
+			defer p.Free()
+			return p.CopyBytes(m.DType, dst)
+		}}
 		if IsValueHead(name) {
 			head = append(head, st)
 		} else {

@@ -35,6 +35,7 @@ type AdamW struct {
 	h      C.ar_adamw
 	params []*Tensor
 	group  *Group // attached by Shard; kept alive while the optimizer uses it
+	stage  int    // Shard's ZeRO stage
 }
 
 // NewAdamW makes an optimizer: params[i] belongs to groups[group[i]]. With
@@ -112,9 +113,13 @@ func (o *AdamW) Shard(g *Group, stage int, bucketBytes int64) error {
 	if err := check("adamw_shard", C.ar_adamw_shard(o.h, g.h, C.int(stage), C.int64_t(bucketBytes), &msg), msg); err != nil {
 		return err
 	}
-	o.group = g
+	o.group, o.stage = g, stage
 	return nil
 }
+
+// Sharded reports whether each rank holds a range of the state (ZeRO
+// stage 1 or 2): State is then a collective every rank must call.
+func (o *AdamW) Sharded() bool { return o.group != nil && o.stage >= 1 }
 
 // ReduceGrads sums the gradients over the attached group's ranks (every
 // rank calls it): whole, or with ZeRO stage 2 only this rank's range. A

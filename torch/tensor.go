@@ -286,6 +286,22 @@ func (t *Tensor) Bytes(dt DType) ([]byte, error) {
 	return out, t.copyOut(dt, unsafe.Pointer(unsafe.SliceData(out)), len(out))
 }
 
+// CopyBytes writes the elements, converted to dt, into dst, which must
+// hold exactly their bytes: Bytes without allocating.
+func (t *Tensor) CopyBytes(dt DType, dst []byte) error {
+	s, err := t.Shape()
+	if err != nil {
+		return err
+	}
+	if want := int(numel(s)) * dt.Size(); len(dst) != want {
+		return fmt.Errorf("copy bytes: %d bytes given for %v elements of %s (%d bytes)", len(dst), s, dt, want)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	return t.copyOut(dt, unsafe.Pointer(unsafe.SliceData(dst)), len(dst))
+}
+
 // Item reads a one-element tensor as a float64.
 func (t *Tensor) Item() (float64, error) {
 	h, err := t.handle("item")

@@ -124,14 +124,15 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		m.Critic = m.Weights + m.Grads + m.Optimizer
 		criticParams = r.Params
 	}
-	m.Checkpoint = checkpointBytes(r.Params+criticParams, r.Params*b, b)
+	sharded := r.World > 1 && r.Zero >= 1
+	m.Checkpoint = checkpointBytes(r.Params+criticParams, largestParam(shapes), 0, b, sharded)
 	c := r.Model
 	m.KVCache = 2 * int64(c.Layers) * int64(cfg.Rollout.Slots) * int64(cfg.Env.MaxTokens+1) * int64(c.KVHeads*c.HeadDim) * b
 	// A LoRA model's LM head is frozen: it takes no gradient.
 	m.Activations = activationBytes(c, cfg.Algorithm.MicroBatch, cfg.Env.MaxTokens, cfg.Model.LogitsChunk,
 		cfg.Model.Checkpointing, !cfg.Model.LoRA.On())
 	if cfg.Model.LoRA.On() {
-		loraMemory(m, c, shapes, cfg, r.Params, b)
+		loraMemory(m, c, shapes, cfg, r.Params, b, sharded)
 	}
 	m.Total = m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations + m.Merged
 	if dev, err := torch.ParseDevice(cfg.Device.Device); err == nil && dev == torch.CPU {
@@ -140,20 +141,34 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	return r, nil
 }
 
-// checkpointBytes is the host memory a checkpoint holds at once (rank 0's,
-// trainer.checkpoint): the optimizer state of trained parameters gathered
-// whole as float32 bytes (AdamW's two moments, and the master weights of
-// a bf16/f16 parameter: b < 4), then, while it is held, a model's weights
-// written as bytes in their dtype (weightBytes: the policy's, then a
-// separate critic's of the same size). On the CPU it adds to the update's
-// peak: the host cache keeps the memory of the update's peak mapped for
-// the next one (docs/memory.md).
-func checkpointBytes(trained, weightBytes, b int64) int64 {
+// checkpointBytes is the host memory a checkpoint holds at once beside
+// the update's (rank 0's, trainer.checkpoint) for trained parameters, the
+// largest of them largest elements, in a model of b bytes a weight.
+// AdamW's state is 8 f32 bytes a parameter (its two moments), 12 with
+// the master weights of a bf16/f16 parameter (b < 4). Without ZeRO it is
+// written one parameter at a time: the largest parameter's state copied
+// out of the optimizer, and its f32 bytes in Go. With ZeRO (sharded) it is
+// gathered whole first and held while the weights are written, one tensor
+// at a time (the largest's bytes). eagerWeights is a PEFT adapter folder's
+// bytes, written whole before the optimizer state.
+func checkpointBytes(trained, largest, eagerWeights, b int64, sharded bool) int64 {
 	opt := int64(8)
 	if b < 4 {
 		opt = 12
 	}
-	return trained*opt + weightBytes
+	if sharded {
+		return trained*opt + max(eagerWeights, largest*b)
+	}
+	return max(eagerWeights, largest*(opt+4))
+}
+
+// largestParam is the element count of the largest of the parameters.
+func largestParam(shapes []torch.ParamShape) int64 {
+	var n int64
+	for _, p := range shapes {
+		n = max(n, p.Numel())
+	}
+	return n
 }
 
 // trainingState is the gradients and the optimizer state one rank holds

@@ -32,7 +32,7 @@ func loraCounts(shapes []torch.ParamShape, rank int, targets []string) (adapters
 // AdamW moments; a separate critic's adapters and value head likewise;
 // no reference copy; and the merged decode model's copy of the target
 // weights in the base's dtype (its other weights are the base's).
-func loraMemory(m *MemoryEstimate, c torch.Config, shapes []torch.ParamShape, cfg config.Config, params, b int64) {
+func loraMemory(m *MemoryEstimate, c torch.Config, shapes []torch.ParamShape, cfg config.Config, params, b int64, sharded bool) {
 	l := cfg.Model.LoRA
 	adapters, targets := loraCounts(shapes, l.Rank, l.Targets())
 	head := int64(c.Hidden + 1)
@@ -52,7 +52,8 @@ func loraMemory(m *MemoryEstimate, c torch.Config, shapes []torch.ParamShape, cf
 		trained += adapters + head
 	}
 	m.Merged = targets * b
-	// A checkpoint gathers the f32 state of the adapters (and heads) and
-	// writes the policy's adapters in f32.
-	m.Checkpoint = checkpointBytes(trained, policy*4, 4)
+	// A checkpoint writes the policy's adapters in f32 as a PEFT folder,
+	// whole; then the f32 state of the adapters (and heads), one adapter's
+	// at a time (far less than all of them: left out) unless sharded.
+	m.Checkpoint = checkpointBytes(trained, 0, policy*4, 4, sharded)
 }

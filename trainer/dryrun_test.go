@@ -201,14 +201,11 @@ func checkMemory(t *testing.T, m MemoryEstimate, cfg config.Config, ex exampleSp
 	if m.Activations <= 0 {
 		t.Errorf("activations %d, want > 0", m.Activations)
 	}
-	// A checkpoint holds the optimizer states (two f32 moments a trained
-	// parameter: the policy's and a separate critic's) and the weights
-	// once more, in host memory: the CPU's here, so counted in the total.
-	trained := int64(fixtureParams)
-	if ex.critic {
-		trained *= 2
-	}
-	if want := trained*8 + fixtureParams*4; m.Checkpoint != want {
+	// A checkpoint writes one parameter at a time: the largest's two f32
+	// moments copied out of the optimizer and its f32 bytes, 3 x 4 bytes
+	// of the embedding's 384 x 64, in host memory: the CPU's here, so
+	// counted in the total.
+	if want := int64(384 * 64 * 12); m.Checkpoint != want {
 		t.Errorf("checkpoint %d, want %d", m.Checkpoint, want)
 	}
 	if sum := m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations + m.Checkpoint; m.Total != sum {
@@ -409,9 +406,9 @@ func checkLoRAMemory(t *testing.T, m MemoryEstimate, cfg config.Config) {
 	want := MemoryEstimate{
 		Weights: (fixtureParams + fixtureAdapters) * 4, Grads: fixtureAdapters * 4, Optimizer: 2 * fixtureAdapters * 4,
 		Critic: 4 * (fixtureAdapters + fixtureHead) * 4, KVCache: kv, Merged: fixtureTargets * 4, Activations: m.Activations,
-		// the f32 state of the policy's adapters and the critic's adapters
-		// and head, and the policy's adapters written in f32
-		Checkpoint: (2*fixtureAdapters+fixtureHead)*8 + fixtureAdapters*4,
+		// the policy's adapters written whole in f32 (the optimizer state
+		// goes one adapter at a time)
+		Checkpoint: fixtureAdapters * 4,
 	}
 	want.Total = want.Weights + want.Grads + want.Optimizer + want.Critic + want.KVCache + want.Merged + want.Activations + want.Checkpoint
 	if m != want {
@@ -438,10 +435,10 @@ func TestLoRAMemoryBF16Shared(t *testing.T) {
 	cfg.Model.LoRA.Rank, cfg.Model.LoRA.TargetModules = 16, []string{"all-linear"}
 	cfg.Algorithm.Estimator, cfg.Model.Critic = "gae", "shared"
 	var m MemoryEstimate
-	loraMemory(&m, c, shapes, cfg, fixtureParams, 2)
-	// A checkpoint: the adapters' and head's moments, 35905 * 8, and the
-	// adapters and head written in f32, 35905 * 4.
-	want := MemoryEstimate{Weights: 271488 + 143620, Grads: 143620, Optimizer: 287240, Merged: 172032, Checkpoint: 35905 * 12}
+	loraMemory(&m, c, shapes, cfg, fixtureParams, 2, false)
+	// A checkpoint: the adapters and head written whole in f32, 35905 * 4
+	// (their moments go one tensor at a time).
+	want := MemoryEstimate{Weights: 271488 + 143620, Grads: 143620, Optimizer: 287240, Merged: 172032, Checkpoint: 35905 * 4}
 	if m != want {
 		t.Errorf("memory %+v, want %+v", m, want)
 	}
@@ -571,5 +568,31 @@ func TestDryRunLlamaExample(t *testing.T) {
 	kv := int64(2*28*cfg.Rollout.Slots*(cfg.Env.MaxTokens+1)*8*128) * 2
 	if m.Weights != 2*params || m.Grads != 6*params || m.Optimizer != 12*params || m.Reference != 2*params || m.Critic != 0 || m.KVCache != kv {
 		t.Errorf("memory %+v, want weights = reference = %d, grads %d, optimizer %d, kv cache %d", m, 2*params, 6*params, 12*params, kv)
+	}
+}
+
+// checkpointBytes on hand-worked cases: 1000 trained parameters, the
+// largest of 100 elements.
+func TestCheckpointBytes(t *testing.T) {
+	for _, c := range []struct {
+		name                       string
+		trained, largest, eager, b int64
+		sharded                    bool
+		want                       int64
+	}{
+		// one parameter at a time: its two f32 moments and its f32 bytes
+		{"f32", 1000, 100, 0, 4, false, 100 * (8 + 4)},
+		// and the f32 master weights of a bf16 parameter
+		{"bf16", 1000, 100, 0, 2, false, 100 * (12 + 4)},
+		// ZeRO: the whole state gathered, then the largest weight's bytes
+		{"f32 zero", 1000, 100, 0, 4, true, 1000*8 + 100*4},
+		{"bf16 zero", 1000, 100, 0, 2, true, 1000*12 + 100*2},
+		// LoRA: the adapter folder written whole
+		{"lora", 1000, 0, 400, 4, false, 400},
+		{"lora zero", 1000, 0, 400, 4, true, 1000*8 + 400},
+	} {
+		if got := checkpointBytes(c.trained, c.largest, c.eager, c.b, c.sharded); got != c.want {
+			t.Errorf("%s: %d bytes, want %d", c.name, got, c.want)
+		}
 	}
 }

@@ -13,12 +13,29 @@ import (
 )
 
 // Tensor is a tensor to write: Data holds its raw little-endian bytes,
-// exactly DType.Size() times the element count of Shape.
+// exactly DType.Size() times the element count of Shape. When Data is nil
+// and Fill is set, the writer calls Fill with a buffer of that size when
+// the tensor's turn comes and writes what it put there: a file of such
+// tensors holds one tensor's bytes in memory at a time, not the whole
+// file's (the buffer is reused from tensor to tensor).
 type Tensor struct {
 	Name  string
 	DType DType
 	Shape []int64
 	Data  []byte
+	Fill  func(dst []byte) error
+}
+
+// filled reports whether the writer gets the tensor's bytes from Fill.
+func (t Tensor) filled() bool { return t.Data == nil && t.Fill != nil }
+
+// size is the number of data bytes the tensor takes in the file.
+func (t Tensor) size() int64 {
+	if t.filled() {
+		n, _ := byteSize(t.DType, t.Shape) // checked by checkTensors
+		return n
+	}
+	return int64(len(t.Data))
 }
 
 // Write writes tensors and metadata (nil or empty for none) to one
@@ -38,10 +55,14 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		return sorted[i].Name < sorted[j].Name
 	})
 	entries := make([]headerEntry, len(sorted))
-	var off int64
+	var off, largestFill int64
 	for i, t := range sorted {
-		entries[i] = headerEntry{name: t.Name, dtype: t.DType, shape: t.Shape, begin: off, end: off + int64(len(t.Data))}
-		off += int64(len(t.Data))
+		n := t.size()
+		entries[i] = headerEntry{name: t.Name, dtype: t.DType, shape: t.Shape, begin: off, end: off + n}
+		off += n
+		if t.filled() {
+			largestFill = max(largestFill, n)
+		}
 	}
 	head := encodeHeader(entries, metadata)
 	return atomicfile.Write(path, func(w io.Writer) error {
@@ -53,8 +74,19 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		if _, err := w.Write(head); err != nil {
 			return err
 		}
+		var buf []byte
+		if largestFill > 0 {
+			buf = make([]byte, largestFill)
+		}
 		for _, t := range sorted {
-			if _, err := w.Write(t.Data); err != nil {
+			data := t.Data
+			if t.filled() {
+				data = buf[:t.size()]
+				if err := t.Fill(data); err != nil {
+					return fmt.Errorf("tensor %q: %w", t.Name, err)
+				}
+			}
+			if _, err := w.Write(data); err != nil {
 				return err
 			}
 		}
@@ -80,6 +112,9 @@ func checkTensors(tensors []Tensor) ([]Tensor, error) {
 		want, err := byteSize(t.DType, t.Shape)
 		if err != nil {
 			return nil, fmt.Errorf("tensor %q: %w", t.Name, err)
+		}
+		if t.filled() {
+			continue
 		}
 		if int64(len(t.Data)) != want {
 			return nil, fmt.Errorf("tensor %q: %d data bytes, but %s %v needs %d", t.Name, len(t.Data), t.DType, t.Shape, want)
@@ -127,7 +162,7 @@ func WriteSharded(dir string, tensors []Tensor, metadata map[string]string, maxS
 			keep[name] = true
 			for _, t := range shard {
 				weightMap[t.Name] = name
-				total += int64(len(t.Data))
+				total += t.size()
 			}
 		}
 		if err := writeIndex(filepath.Join(dir, IndexFileName), total, weightMap); err != nil {
@@ -144,7 +179,7 @@ func planShards(tensors []Tensor, maxBytes int64) [][]Tensor {
 	shards := [][]Tensor{nil}
 	var size int64
 	for _, t := range tensors {
-		n := int64(len(t.Data))
+		n := t.size()
 		last := len(shards) - 1
 		if len(shards[last]) > 0 && size+n > maxBytes {
 			shards = append(shards, nil)

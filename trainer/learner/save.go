@@ -30,12 +30,23 @@ type OptimizerState struct {
 type optimizerFileData struct {
 	tensors []safetensors.Tensor
 	meta    map[string]string
+	done    func() // releases what the tensors' Fill holds
+}
+
+// write writes the file at path and releases what its tensors held.
+func (f optimizerFileData) write(path string) error {
+	if f.done != nil {
+		defer f.done()
+	}
+	return safetensors.Write(path, f.tensors, f.meta)
 }
 
 // GatherOptimizers collects the optimizers' whole state for Save. With
 // ZeRO each rank holds a range of it: every rank must call it (the ranges
 // are gathered), and only rank 0 keeps the result; the others get an empty
-// state. The file format is the same whatever the number of ranks.
+// state. Without ZeRO the state is read as Save writes it, one parameter
+// at a time, so Save must come before the next step. The file format is
+// the same whatever the number of ranks.
 func (l *Learner) GatherOptimizers() (*OptimizerState, error) {
 	keep := l.dist.Leader()
 	st := &OptimizerState{}
@@ -56,7 +67,7 @@ func (l *Learner) GatherOptimizers() (*OptimizerState, error) {
 // and optimizer state. The policy's weights are the caller's to export
 // (with its tokenizer).
 func (l *Learner) Save(dir string, st *OptimizerState) error {
-	if err := safetensors.Write(filepath.Join(dir, optimizerFile), st.policy.tensors, st.policy.meta); err != nil {
+	if err := st.policy.write(filepath.Join(dir, optimizerFile)); err != nil {
 		return err
 	}
 	if l.mode != SeparateCritic {
@@ -65,7 +76,7 @@ func (l *Learner) Save(dir string, st *OptimizerState) error {
 	if err := saveCritic(l.critic, CriticDir(dir)); err != nil {
 		return err
 	}
-	return safetensors.Write(filepath.Join(dir, criticOptimizerFile), st.critic.tensors, st.critic.meta)
+	return st.critic.write(filepath.Join(dir, criticOptimizerFile))
 }
 
 // Load restores the optimizer state Save wrote into dir and the number of
@@ -96,12 +107,18 @@ func saveCritic(c *torch.Model, dir string) error {
 // gatherOptimizer collects AdamW's moments as <param>.exp_avg/.exp_avg_sq
 // tensors, a bf16/f16 parameter's f32 master weights as <param>.master,
 // and each parameter's step count in the metadata; without keep it takes
-// part in the gathering and keeps nothing.
+// part in the gathering and keeps nothing. A sharded state (ZeRO) is
+// gathered whole now, every rank taking part in each parameter's
+// collective in turn. An unsharded one is only described: each tensor's
+// bytes are copied out when Save writes it, so that a checkpoint holds one
+// parameter's state at a time beside the optimizer's own.
 func gatherOptimizer(o *torch.AdamW, names []string, keep bool) (optimizerFileData, error) {
 	var f optimizerFileData
 	if keep {
 		f.meta = map[string]string{}
 	}
+	lazy := !o.Sharded()
+	cache := &stateCache{o: o}
 	for i, n := range names {
 		st, err := o.State(i)
 		if err != nil {
@@ -114,26 +131,72 @@ func gatherOptimizer(o *torch.AdamW, names []string, keep bool) (optimizerFileDa
 		f.meta[n] = strconv.FormatInt(st.Step, 10)
 		for _, x := range []struct {
 			suffix string
-			t      *torch.Tensor
-		}{{".exp_avg", st.M}, {".exp_avg_sq", st.V}, {".master", st.Master}} {
-			if x.t == nil {
+			kind   func(torch.ParamState) *torch.Tensor
+		}{
+			{".exp_avg", func(s torch.ParamState) *torch.Tensor { return s.M }},
+			{".exp_avg_sq", func(s torch.ParamState) *torch.Tensor { return s.V }},
+			{".master", func(s torch.ParamState) *torch.Tensor { return s.Master }},
+		} {
+			t := x.kind(st)
+			if t == nil {
 				continue
 			}
-			shape, err := x.t.Shape()
+			shape, err := t.Shape()
 			if err != nil {
 				st.Free()
 				return f, err
 			}
-			b, err := x.t.Bytes(torch.Float32)
-			if err != nil {
+			ten := safetensors.Tensor{Name: n + x.suffix, DType: safetensors.F32, Shape: shape}
+			if lazy {
+				ten.Fill = func(dst []byte) error {
+					s, err := cache.get(i)
+					if err != nil {
+						return err
+					}
+					return x.kind(s).CopyBytes(torch.Float32, dst)
+				}
+			} else if ten.Data, err = t.Bytes(torch.Float32); err != nil {
 				st.Free()
 				return f, err
 			}
-			f.tensors = append(f.tensors, safetensors.Tensor{Name: n + x.suffix, DType: safetensors.F32, Shape: shape, Data: b})
+			f.tensors = append(f.tensors, ten)
 		}
 		st.Free()
 	}
+	f.done = cache.free
 	return f, nil
+}
+
+// stateCache holds the state of the one parameter whose tensors Save is
+// writing: its moments and master weights are written one after the
+// other, and are fetched once.
+type stateCache struct {
+	o     *torch.AdamW
+	i     int
+	st    torch.ParamState
+	valid bool
+}
+
+// get returns parameter i's state, fetching it unless it is held.
+func (c *stateCache) get(i int) (torch.ParamState, error) {
+	if c.valid && c.i == i {
+		return c.st, nil
+	}
+	c.free()
+	st, err := c.o.State(i)
+	if err != nil {
+		return st, err
+	}
+	c.i, c.st, c.valid = i, st, true
+	return st, nil
+}
+
+// free releases the state held.
+func (c *stateCache) free() {
+	if c.valid {
+		c.st.Free()
+		c.valid = false
+	}
 }
 
 // loadOptimizer reads the whole state into o, which keeps its range of it.
