@@ -127,9 +127,9 @@ func (e *ToolEnv) Step(ctx context.Context, a Action) (StepResult, error) {
 
 // act decides what the turn is and carries it out.
 func (e *ToolEnv) act(ctx context.Context, turn int, a Action) (StepResult, error) {
-	calls, perr := ParseToolCalls(a.Text)
+	calls, perr := ParseToolCallsIn(e.cfg.Calls, a.Text)
 	budgetSpent := a.TotalTokens >= e.cfg.MaxTokens
-	if perr == nil && len(calls) == 0 { // no tool-call tag at all
+	if perr == nil && len(calls) == 0 { // no tool call at all
 		if answer, ok := ParseAnswer(a.Text); ok {
 			return StepResult{Done: true, Stop: trajectory.StopAnswer, Answer: answer}, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/internal/deftag"
 )
@@ -34,6 +35,11 @@ type EnvConfig struct {
 	// External binds the scorer of Rewards.External, built by the caller
 	// (see Outcome); it is wiring, not configuration.
 	External ExternalConfig `yaml:"-" json:"-"`
+	// Calls is the syntax the policy writes its tool calls in, its chat
+	// format's (tokenizer.ChatFormat.CallSyntax): Step and the format
+	// reward read the turns with it. Wiring, set where the environment is
+	// built from the agent; the zero value is Hermes.
+	Calls protocol.CallSyntax `yaml:"-" json:"-"`
 }
 
 // MinObservationChars is the least MaxObservationChars accepted: room for
@@ -60,6 +66,9 @@ func (c EnvConfig) Validate() error {
 		return fmt.Errorf("env config: tool_timeout is %s, want a positive duration", c.ToolTimeout)
 	case c.MaxObservationChars < MinObservationChars:
 		return fmt.Errorf("env config: max_observation_chars is %d, want at least %d", c.MaxObservationChars, MinObservationChars)
+	}
+	if c.Calls != protocol.Hermes && c.Calls != protocol.LlamaJSON {
+		return fmt.Errorf("env config: tool-call syntax %v is not one agentrl parses (%v, %v)", c.Calls, protocol.Hermes, protocol.LlamaJSON)
 	}
 	if err := c.Rewards.Validate(); err != nil {
 		return fmt.Errorf("env config: %w", err)

@@ -33,7 +33,7 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 	e.mu.Lock()
 	turns := make([]reward.FormatTurn, len(e.turns))
 	for i, t := range e.turns {
-		calls, err := ParseToolCalls(t.Text)
+		calls, err := ParseToolCallsIn(e.cfg.Calls, t.Text)
 		turns[i] = reward.FormatTurn{Text: t.Text, CallsOK: err == nil && len(calls) > 0}
 	}
 	answered, answer := e.stop == trajectory.StopAnswer, e.answer
@@ -49,7 +49,7 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 		c[reward.NameF1] = reward.Best(reward.F1, answer, e.task.Answers)
 		c[reward.NameSubstringEM] = reward.Best(reward.SubstringMatch, answer, e.task.Answers)
 	}
-	c[reward.NameFormat] = reward.Format(turns)
+	c[reward.NameFormat] = reward.Format(e.cfg.Calls, turns)
 	w := e.cfg.Rewards
 	c[reward.NameTotal] = w.Outcome*c[w.Scorer] + w.Format*c[reward.NameFormat]
 	if x := e.cfg.External; x.Scorer != nil {

@@ -13,10 +13,10 @@ type ParseErrorKind string
 const (
 	KindMalformedJSON ParseErrorKind = "malformed_json" // the block is not one JSON object
 	KindMissingName   ParseErrorKind = "missing_name"   // "name" absent, empty or not a string
-	KindBadArguments  ParseErrorKind = "bad_arguments"  // "arguments" present but not an object
+	KindBadArguments  ParseErrorKind = "bad_arguments"  // "arguments" (Llama 3: "parameters") present but not an object; Llama 3: "arguments" at all
 	KindUnclosedTag   ParseErrorKind = "unclosed_tag"   // <tool_call> without its </tool_call>
 	KindUnopenedTag   ParseErrorKind = "unopened_tag"   // </tool_call> without a <tool_call> before it
-	KindTrailingText  ParseErrorKind = "trailing_text"  // text after a call other than another call or a final <|im_end|>
+	KindTrailingText  ParseErrorKind = "trailing_text"  // text after a call other than another call (Hermes) or a final end of turn
 )
 
 // ParseError says what is wrong with the tool calls of a turn. Its message

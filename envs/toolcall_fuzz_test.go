@@ -52,3 +52,38 @@ func FuzzParseToolCalls(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseLlamaToolCalls checks the same of the Llama 3 parser: no panic,
+// every error a *ParseError of a known kind, and a success is one named
+// call with object arguments that survives a render-and-parse round trip.
+func FuzzParseLlamaToolCalls(f *testing.F) {
+	for _, s := range []string{
+		"", "<answer>x</answer><|eot_id|>", `{"name": "search", "parameters": {"query": "q"}}<|eot_id|>`,
+		`<|python_tag|>{"name":"a"}<|eom_id|>`, `{"name":"a"`, `{"name":"a"}{"name":"b"}`, `{"name":1}`,
+		`{"name":"a","parameters":"x"}`, `{"name":"a","arguments":{}}`, `{}tail`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		calls, err := ParseLlamaToolCalls(text)
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) || !slices.Contains(parseErrorKinds, pe.Kind) || pe.Msg == "" || calls != nil {
+				t.Fatalf("ParseLlamaToolCalls(%q): error %v is not a *ParseError of a known kind, or calls came with it", text, err)
+			}
+			return
+		}
+		if len(calls) == 0 {
+			return
+		}
+		var obj map[string]any
+		if c := calls[0]; len(calls) != 1 || c.Name == "" || json.Unmarshal(c.Arguments, &obj) != nil || obj == nil {
+			t.Fatalf("ParseLlamaToolCalls(%q): bad calls %+v", text, calls)
+		}
+		name, _ := json.Marshal(calls[0].Name)
+		again, err := ParseLlamaToolCalls(fmt.Sprintf("{\"name\": %s, \"parameters\": %s}<|eot_id|>", name, calls[0].Arguments))
+		if err != nil || !reflect.DeepEqual(again, calls) {
+			t.Fatalf("round trip of %q: got %+v, %v; want %+v", text, again, err, calls)
+		}
+	})
+}

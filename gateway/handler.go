@@ -158,8 +158,8 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 			msgs[i].Content = *m.Content
 		}
 		for _, c := range m.ToolCalls {
-			args, _ := json.Marshal(c.Function.Arguments) // a string: rendered as the text it holds
-			msgs[i].ToolCalls = append(msgs[i].ToolCalls, tokenizer.ToolCall{Name: c.Function.Name, Arguments: args})
+			msgs[i].ToolCalls = append(msgs[i].ToolCalls, tokenizer.ToolCall{Name: c.Function.Name,
+				Arguments: callArguments(c.Function.Arguments, h.Format.CallSyntax())})
 		}
 	}
 	window, maxTok := h.Engine.Window(), req.MaxTokens
@@ -265,7 +265,7 @@ func (c *call) text(i int) (string, []Token, Finish) {
 // output is finished choice i as the API shows it.
 func (c *call) output(i int) output {
 	text, _, fin := c.text(i)
-	return makeOutput(text, fin, c.toolsOn)
+	return makeOutput(text, fin, c.toolsOn, c.h.Format.CallSyntax())
 }
 
 // logprobs are the entries of toks; a log-probability that is NaN or
@@ -404,9 +404,9 @@ func (c *call) stream(w http.ResponseWriter, ctx context.Context) {
 			upto := len(text)
 			var o output
 			if fin == Running {
-				upto = streamable(text, c.req.Stop, c.toolsOn)
+				upto = streamable(text, c.req.Stop, c.toolsOn, c.h.Format.CallSyntax())
 			} else {
-				o = makeOutput(text, fin, c.toolsOn)
+				o = makeOutput(text, fin, c.toolsOn, c.h.Format.CallSyntax())
 				upto = 0
 				if o.content != nil {
 					upto = len(*o.content)

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/agentrl/agentrl/agent/protocol"
@@ -47,15 +48,18 @@ func cutAtStop(text string, stops []string) (string, bool) {
 }
 
 // makeOutput reads a finished completion: with tools on, text holding
-// well-formed <tool_call> blocks becomes tool calls (finish "tool_calls"),
-// the text before them the content; otherwise all of it is content.
-func makeOutput(text string, fin Finish, toolsOn bool) output {
+// well-formed tool calls in the format's syntax (Hermes <tool_call>
+// blocks, or Llama 3's bare JSON object) becomes tool calls (finish
+// "tool_calls"), the text before them the content; otherwise all of it is
+// content.
+func makeOutput(text string, fin Finish, toolsOn bool, syntax protocol.CallSyntax) output {
 	o := output{finish: openai.FinishStop}
 	if fin == Length {
 		o.finish = openai.FinishLength
 	}
-	if toolsOn && strings.Contains(text, protocol.ToolCallOpen) {
-		if calls, head, ok := toolCallsOf(text); ok {
+	if toolsOn {
+		calls, head, ok := toolCallsIn(syntax, text)
+		if ok {
 			o.toolCalls, o.finish = calls, openai.FinishToolCalls
 			if head != "" {
 				o.content = &head
@@ -65,6 +69,18 @@ func makeOutput(text string, fin Finish, toolsOn bool) output {
 	}
 	o.content = &text
 	return o
+}
+
+// toolCallsIn parses the tool calls of text in syntax; ok is false when
+// it holds none or they do not parse.
+func toolCallsIn(syntax protocol.CallSyntax, text string) (calls []openai.ToolCall, head string, ok bool) {
+	if syntax == protocol.LlamaJSON {
+		return llamaToolCallsOf(text)
+	}
+	if !strings.Contains(text, protocol.ToolCallOpen) {
+		return nil, "", false
+	}
+	return toolCallsOf(text)
 }
 
 // toolCallsOf parses the <tool_call> blocks of text, keeping each call's
@@ -93,15 +109,54 @@ func toolCallsOf(text string) ([]openai.ToolCall, string, bool) {
 		if json.Unmarshal([]byte(rest[:end]), &body) != nil {
 			return nil, "", false
 		}
-		args := string(body.Arguments)
-		if args == "" || args == "null" {
-			args = "{}"
-		}
-		calls = append(calls, openai.ToolCall{ID: callID(), Type: "function",
-			Function: openai.FunctionCall{Name: body.Name, Arguments: args}})
+		calls = append(calls, functionCall(body.Name, body.Arguments))
 		rest = rest[end+len(protocol.ToolCallClose):]
 	}
 	return calls, head, true
+}
+
+// llamaToolCallsOf parses Llama 3's one call per turn, the whole text, its
+// "parameters" kept as the model wrote them; such a turn has no content.
+func llamaToolCallsOf(text string) ([]openai.ToolCall, string, bool) {
+	if calls, err := envs.ParseLlamaToolCalls(text); err != nil || len(calls) == 0 {
+		return nil, "", false
+	}
+	call, _ := protocol.LlamaCall(text)
+	var body struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	}
+	if json.NewDecoder(strings.NewReader(call)).Decode(&body) != nil {
+		return nil, "", false
+	}
+	return []openai.ToolCall{functionCall(body.Name, body.Parameters)}, "", true
+}
+
+// functionCall is a call as the API shows it: a fresh id, the arguments
+// as written ({} when absent or null).
+func functionCall(name string, args json.RawMessage) openai.ToolCall {
+	a := string(args)
+	if a == "" || a == "null" {
+		a = "{}"
+	}
+	return openai.ToolCall{ID: callID(), Type: "function", Function: openai.FunctionCall{Name: name, Arguments: a}}
+}
+
+// callArguments is the arguments of a call a client sends back, for the
+// chat format to render. The API gives them as a string. Hermes keeps the
+// string, which Qwen3's template writes as the text it holds. Llama 3's
+// template puts arguments through tojson, where a string comes out quoted,
+// so one that is a JSON object goes in as that object: the call renders as
+// the model wrote it, {"name": ..., "parameters": {...}}.
+func callArguments(args string, syntax protocol.CallSyntax) json.RawMessage {
+	if syntax == protocol.LlamaJSON {
+		var obj map[string]json.RawMessage
+		if json.Unmarshal([]byte(args), &obj) == nil && obj != nil {
+			return json.RawMessage(args)
+		}
+	}
+	raw, _ := json.Marshal(args)
+	return raw
 }
 
 // callID is a fresh tool call id ("call_" and 24 random letters and digits).
@@ -116,17 +171,23 @@ func callID() string {
 }
 
 // streamable is how much of a growing completion's text may be sent now:
-// not an incomplete UTF-8 character at the end, nothing from a
-// "<tool_call>" on (calls are sent whole when they parse), and nothing that
-// could still become the start of a stop string or of "<tool_call>",
-// together with the newline that may precede a call.
-func streamable(text string, stops []string, toolsOn bool) int {
+// not an incomplete UTF-8 character at the end, no tool call (calls are
+// sent whole when they parse), and nothing that could still become the
+// start of a stop string or of a call. A Hermes call starts at
+// "<tool_call>", held back with the newline that may precede it; a Llama 3
+// turn is a call when it starts with "{", so nothing of it is sent while
+// it does or still could (white space, <|python_tag|>).
+func streamable(text string, stops []string, toolsOn bool, syntax protocol.CallSyntax) int {
 	n := len(text)
 	for n > 0 && !utf8.ValidString(text[:n]) {
 		n--
 	}
 	holds := stops
-	if toolsOn {
+	hermes := toolsOn && syntax != protocol.LlamaJSON
+	if toolsOn && syntax == protocol.LlamaJSON && mayBeLlamaCall(text[:n]) {
+		return 0
+	}
+	if hermes {
 		if i := strings.Index(text[:n], protocol.ToolCallOpen); i >= 0 {
 			n = i
 		}
@@ -140,8 +201,22 @@ func streamable(text string, stops []string, toolsOn bool) int {
 			}
 		}
 	}
-	if toolsOn {
+	if hermes {
 		n = len(strings.TrimRight(text[:n], "\n"))
 	}
 	return n
+}
+
+// mayBeLlamaCall reports whether a Llama 3 turn that starts with text is,
+// or may still turn out to be, a tool call: it is one, or it is white
+// space and the start of <|python_tag|> at most.
+func mayBeLlamaCall(text string) bool {
+	if _, ok := protocol.LlamaCall(text); ok {
+		return true
+	}
+	rest := strings.TrimLeftFunc(text, unicode.IsSpace)
+	if after, ok := strings.CutPrefix(rest, protocol.LlamaPythonTag); ok {
+		return strings.TrimSpace(after) == ""
+	}
+	return strings.HasPrefix(protocol.LlamaPythonTag, rest)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/agentrl/agentrl/agent/protocol"
 )
 
 // ToolCall is a function call made by an assistant message.
@@ -136,6 +138,11 @@ func (c *ChatFormat) WithOptions(opts ChatOptions) (*ChatFormat, error) {
 
 // Family is the chat format's model family.
 func (c *ChatFormat) Family() Family { return c.family }
+
+// CallSyntax is how the family's assistant turns write a tool call:
+// Hermes <tool_call> blocks (Qwen2.5, Qwen3 and the word-level tokenizers
+// without a template) or Llama 3's bare JSON object with "parameters".
+func (c *ChatFormat) CallSyntax() protocol.CallSyntax { return familySpecs[c.family].calls }
 
 // Tokenizer returns the tokenizer the format encodes with.
 func (c *ChatFormat) Tokenizer() *Tokenizer { return c.tok }

@@ -56,6 +56,7 @@ type familySpec struct {
 	required []string // added tokens the format writes
 	turnEnd  string   // the token that ends an assistant turn
 	stops    []string // other tokens that end generation, when present
+	calls    protocol.CallSyntax
 }
 
 // Llama 3's special tokens.
@@ -63,19 +64,21 @@ const (
 	llamaBOS         = "<|begin_of_text|>"
 	llamaHeaderStart = "<|start_header_id|>"
 	llamaHeaderEnd   = "<|end_header_id|>"
-	llamaEOT         = "<|eot_id|>"
+	llamaEOT         = protocol.LlamaEOT
 )
 
 var qwenSpec = familySpec{
 	required: []string{protocol.TurnStart, protocol.TurnEnd},
 	turnEnd:  protocol.TurnEnd,
 	stops:    []string{protocol.EndOfText, protocol.ToolCallClose},
+	calls:    protocol.Hermes,
 }
 
 var llamaSpec = familySpec{
 	required: []string{llamaBOS, llamaHeaderStart, llamaHeaderEnd, llamaEOT},
 	turnEnd:  llamaEOT,
-	stops:    []string{"<|eom_id|>", "<|end_of_text|>"},
+	stops:    []string{protocol.LlamaEOM, "<|end_of_text|>"},
+	calls:    protocol.LlamaJSON,
 }
 
 var familySpecs = map[Family]familySpec{Qwen25: qwenSpec, Qwen3: qwenSpec, Llama31: llamaSpec, Llama32: llamaSpec}

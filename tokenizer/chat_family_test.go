@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/agent/protocol"
 )
 
 func readTestTemplate(t *testing.T, name string) string {
@@ -95,6 +97,33 @@ func TestTemplateFamilies(t *testing.T) {
 	tok := withTemplate(t, qwen(t), edited)
 	if _, err := NewChatFormat(tok); err == nil || !strings.Contains(err.Error(), "is not one agentrl renders") {
 		t.Errorf("NewChatFormat with an unknown template: %v", err)
+	}
+}
+
+// Each family's format says the call syntax its template renders: Hermes
+// tags for Qwen (and the word-level tokenizers), Llama 3's bare JSON.
+func TestChatFormatCallSyntax(t *testing.T) {
+	words, err := BuildWordLevel(nil, QwenSpecials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		tok  *Tokenizer
+		want protocol.CallSyntax
+	}{
+		{words, protocol.Hermes},
+		{withTemplate(t, words, readTestTemplate(t, "qwen2.5-instruct.jinja")), protocol.Hermes},
+		{llamaWordLevel(t, readTestTemplate(t, "llama3.1-instruct.jinja")), protocol.LlamaJSON},
+		{llamaWordLevel(t, readTestTemplate(t, "llama3.2-instruct.jinja")), protocol.LlamaJSON},
+	}
+	for _, c := range cases {
+		f, err := NewChatFormat(c.tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.CallSyntax(); got != c.want {
+			t.Errorf("%s: call syntax %v, want %v", f.Family(), got, c.want)
+		}
 	}
 }
 

@@ -2,6 +2,8 @@ package protocol_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -64,7 +66,7 @@ func TestParserReadsWhatTheChatFormatRenders(t *testing.T) {
 	if a, ok := envs.ParseAnswer(turns[1]); !ok || a != "Sava" {
 		t.Errorf("ParseAnswer(%q) = %q, %v; want Sava", turns[1], a, ok)
 	}
-	if f := reward.Format([]reward.FormatTurn{{Text: turns[0], CallsOK: true}, {Text: turns[1]}}); f != 1 {
+	if f := reward.Format(protocol.Hermes, []reward.FormatTurn{{Text: turns[0], CallsOK: true}, {Text: turns[1]}}); f != 1 {
 		t.Errorf("format reward of the rendered demonstration = %v, want 1", f)
 	}
 	if !strings.Contains(text, protocol.ToolResponseBefore+demo[3].Content+protocol.ToolResponseAfter) {
@@ -72,6 +74,88 @@ func TestParserReadsWhatTheChatFormatRenders(t *testing.T) {
 	}
 	if !strings.Contains(protocol.SystemPrompt, protocol.Answer("the answer")) {
 		t.Errorf("the system prompt does not show the answer tags: %q", protocol.SystemPrompt)
+	}
+}
+
+// llamaFormat is Llama 3.2's chat format over a word-level tokenizer with
+// Llama 3's special tokens and the pieces of texts.
+func llamaFormat(t *testing.T, texts ...string) *tokenizer.ChatFormat {
+	t.Helper()
+	specials := []string{"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+		protocol.LlamaEOT, protocol.LlamaEOM, protocol.LlamaPythonTag}
+	tok, err := tokenizer.BuildWordLevel(texts, specials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	template, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "testdata", "templates", "llama3.2-instruct.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := tok.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), template, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err = tokenizer.Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := tokenizer.NewChatFormat(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cf
+}
+
+// The same for Llama 3: the demonstration rendered by the Llama format, its
+// generated spans (mask 1, the action tokens a policy warm-started on it
+// learns) decoded, parse back to the same call and answer with the
+// format's call syntax, and earn the format reward. Read as Hermes, the
+// call is no call.
+func TestParserReadsWhatTheLlamaFormatRenders(t *testing.T) {
+	tools := []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}`)}
+	text, err := llamaFormat(t).RenderText(demo, tools, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf := llamaFormat(t, text)
+	if cf.CallSyntax() != protocol.LlamaJSON {
+		t.Fatalf("%s's call syntax is %v, want %v", cf.Family(), cf.CallSyntax(), protocol.LlamaJSON)
+	}
+	ids, mask, err := cf.Render(demo, tools, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turns []string
+	for i := 0; i < len(ids); {
+		if mask[i] == 0 {
+			i++
+			continue
+		}
+		j := i
+		for j < len(ids) && mask[j] == 1 {
+			j++
+		}
+		turns = append(turns, cf.Tokenizer().Decode(ids[i:j], false))
+		i = j
+	}
+	wantCall := protocol.LlamaToolCall("search", `{"query": "Kamo"}`) + protocol.LlamaEOT
+	if len(turns) != 2 || turns[0] != wantCall {
+		t.Fatalf("generated spans %q, want the call %q and the answer", turns, wantCall)
+	}
+	calls, err := envs.ParseToolCallsIn(cf.CallSyntax(), turns[0])
+	if err != nil || len(calls) != 1 || calls[0].Name != "search" || string(calls[0].Arguments) != `{"query":"Kamo"}` {
+		t.Errorf("ParseToolCallsIn(%v, %q) = %+v, %v; want one search call with {\"query\":\"Kamo\"}", cf.CallSyntax(), turns[0], calls, err)
+	}
+	if a, ok := envs.ParseAnswer(turns[1]); !ok || a != "Sava" {
+		t.Errorf("ParseAnswer(%q) = %q, %v; want Sava", turns[1], a, ok)
+	}
+	if f := reward.Format(cf.CallSyntax(), []reward.FormatTurn{{Text: turns[0], CallsOK: true}, {Text: turns[1]}}); f != 1 {
+		t.Errorf("format reward of the rendered demonstration = %v, want 1", f)
+	}
+	if calls, err := envs.ParseToolCalls(turns[0]); err != nil || len(calls) != 0 {
+		t.Errorf("the Hermes parser reads %+v, %v in a Llama call; want nothing", calls, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package reward
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/agentrl/agentrl/agent/protocol"
@@ -14,7 +15,6 @@ const (
 	tagToolCallClose = protocol.ToolCallClose
 	tagAnswerOpen    = protocol.AnswerOpen
 	tagAnswerClose   = protocol.AnswerClose
-	tagEndOfTurn     = protocol.TurnEnd
 )
 
 // FormatTurn is one assistant turn as the format reward sees it.
@@ -23,22 +23,26 @@ type FormatTurn struct {
 	CallsOK bool   // the turn holds at least one tool call and they all parsed
 }
 
-// Format is 1 when the whole episode follows the protocol, else 0:
+// Format is 1 when the whole episode follows the protocol, in the tool-call
+// syntax calls of the policy's chat format, else 0:
 //   - every turn but the last holds parseable tool calls (CallsOK) and no
 //     <answer> tag;
-//   - the last turn holds exactly one <answer>...</answer>, no tool-call tag,
-//     and nothing after </answer> but whitespace and an optional <|im_end|>;
+//   - the last turn holds exactly one <answer>...</answer>, no tool call
+//     (Hermes: no tool-call tag; Llama 3: it does not start with the "{"
+//     of a call), and nothing after </answer> but whitespace and an
+//     optional end of turn (Hermes: <|im_end|>; Llama 3: <|eot_id|> or
+//     <|eom_id|>);
 //   - in every turn the <think> blocks are optional but balanced (never
-//     nested, every one closed) and the action (<tool_call> or <answer>)
+//     nested, every one closed) and the action (the call or <answer>)
 //     comes after the last </think>.
 //
 // It is all-or-nothing so that it cannot be farmed turn by turn.
-func Format(turns []FormatTurn) float64 {
+func Format(calls protocol.CallSyntax, turns []FormatTurn) float64 {
 	if len(turns) == 0 {
 		return 0
 	}
 	for i, t := range turns {
-		ok := i == len(turns)-1 && answerTurnOK(t.Text) || i < len(turns)-1 && toolTurnOK(t)
+		ok := i == len(turns)-1 && answerTurnOK(calls, t.Text) || i < len(turns)-1 && toolTurnOK(calls, t)
 		if !ok {
 			return 0
 		}
@@ -47,17 +51,37 @@ func Format(turns []FormatTurn) float64 {
 }
 
 // toolTurnOK checks a turn that should call tools.
-func toolTurnOK(t FormatTurn) bool {
+func toolTurnOK(calls protocol.CallSyntax, t FormatTurn) bool {
 	if !t.CallsOK || strings.Contains(t.Text, tagAnswerOpen) || strings.Contains(t.Text, tagAnswerClose) {
 		return false
 	}
-	return thinkOK(t.Text, strings.Index(t.Text, tagToolCallOpen))
+	return thinkOK(t.Text, callStart(calls, t.Text))
+}
+
+// callStart is the byte offset of the turn's first tool call, -1 when it
+// has none: Hermes' first <tool_call>, Llama 3's "{".
+func callStart(calls protocol.CallSyntax, text string) int {
+	if calls == protocol.LlamaJSON {
+		call, ok := protocol.LlamaCall(text)
+		if !ok {
+			return -1
+		}
+		return strings.Index(text, call)
+	}
+	return strings.Index(text, tagToolCallOpen)
 }
 
 // answerTurnOK checks the final turn.
-func answerTurnOK(text string) bool {
-	if strings.Contains(text, tagToolCallOpen) || strings.Contains(text, tagToolCallClose) {
-		return false
+func answerTurnOK(calls protocol.CallSyntax, text string) bool {
+	switch calls {
+	case protocol.LlamaJSON:
+		if _, ok := protocol.LlamaCall(text); ok {
+			return false
+		}
+	default:
+		if strings.Contains(text, tagToolCallOpen) || strings.Contains(text, tagToolCallClose) {
+			return false
+		}
 	}
 	if strings.Count(text, tagAnswerOpen) != 1 || strings.Count(text, tagAnswerClose) != 1 {
 		return false
@@ -67,7 +91,7 @@ func answerTurnOK(text string) bool {
 		return false
 	}
 	rest := strings.TrimSpace(text[end+len(tagAnswerClose):])
-	if rest != "" && rest != tagEndOfTurn {
+	if rest != "" && !slices.Contains(calls.TurnEnds(), rest) {
 		return false
 	}
 	return thinkOK(text, open)

@@ -47,7 +47,7 @@ type Agent struct {
 	Tokenizer *tokenizer.Tokenizer
 	Format    *tokenizer.ChatFormat
 	Chat      rollout.Chat   // Format as the rollout scheduler uses it
-	Env       envs.EnvConfig // env.*, with the external scorer bound when asked for
+	Env       envs.EnvConfig // env.*, with the external scorer bound when asked for and the format's call syntax
 	toolset   *all.Toolset   // owns the MCP servers behind Tools
 }
 
@@ -91,6 +91,7 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 	if a.Format, err = tokenizer.NewChatFormat(a.Tokenizer); err != nil {
 		return nil, err
 	}
+	a.Env.Calls = a.Format.CallSyntax() // the turns are read as the format writes calls
 	a.Chat = rollout.NewChat(a.Format)
 	if s.ShowSchemas {
 		if a.Schemas, err = envs.Schemas(a.Tools); err != nil {

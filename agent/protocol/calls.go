@@ -1,0 +1,76 @@
+package protocol
+
+import (
+	"fmt"
+	"strings"
+)
+
+// CallSyntax is how a model family writes a tool call in an assistant
+// turn. The chat format says which one its family uses
+// (tokenizer.ChatFormat.CallSyntax); the tool-call parser (envs), the
+// format reward and the gateway read the turn with it.
+type CallSyntax int
+
+// The tool-call syntaxes. The zero value is Hermes, agentrl's own.
+const (
+	// Hermes is Qwen2.5's and Qwen3's (and the tiny word-level models'):
+	// {"name": ..., "arguments": {...}} between <tool_call> tags (see
+	// ToolCall), after any text, one or more per turn, the turn ended by
+	// <|im_end|>.
+	Hermes CallSyntax = iota
+	// LlamaJSON is Llama 3.x's, as its chat template renders a call: the
+	// whole turn is one bare JSON object {"name": ..., "parameters": {...}}
+	// (see LlamaToolCall), ended by <|eot_id|>; one call per turn.
+	LlamaJSON
+)
+
+// String names the syntax.
+func (s CallSyntax) String() string {
+	switch s {
+	case Hermes:
+		return "hermes"
+	case LlamaJSON:
+		return "llama3-json"
+	}
+	return fmt.Sprintf("CallSyntax(%d)", int(s))
+}
+
+// TurnEnds are the tokens that may end an assistant turn's text after its
+// call or answer: <|im_end|> (Hermes); <|eot_id|> or <|eom_id|> (Llama 3).
+// A fresh slice on each call.
+func (s CallSyntax) TurnEnds() []string {
+	if s == LlamaJSON {
+		return []string{LlamaEOT, LlamaEOM}
+	}
+	return []string{TurnEnd}
+}
+
+// Llama 3's tokens that end an assistant turn, and the tag its models may
+// put before a call when the system turn says "Environment: ipython" (as
+// the template's does when there are tools).
+const (
+	LlamaEOT       = "<|eot_id|>"
+	LlamaEOM       = "<|eom_id|>"
+	LlamaPythonTag = "<|python_tag|>"
+)
+
+// LlamaToolCall is one call as Llama 3's chat template renders it;
+// parameters is the call's JSON object, already encoded.
+func LlamaToolCall(name, parameters string) string {
+	return "{\"name\": \"" + name + "\", \"parameters\": " + parameters + "}"
+}
+
+// LlamaCall finds the tool call of a Llama 3 assistant turn: a turn whose
+// text, after white space and one optional <|python_tag|> (and white space
+// after it), starts with "{" is a call. It returns the text from that "{"
+// on, and false when the turn holds no call.
+func LlamaCall(text string) (call string, ok bool) {
+	rest := strings.TrimSpace(text)
+	if after, tagged := strings.CutPrefix(rest, LlamaPythonTag); tagged {
+		rest = strings.TrimSpace(after)
+	}
+	if !strings.HasPrefix(rest, "{") {
+		return "", false
+	}
+	return rest, true
+}

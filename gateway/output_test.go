@@ -1,0 +1,100 @@
+package gateway
+
+import (
+	"testing"
+
+	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/gateway/openai"
+)
+
+// A finished Llama 3 completion that is one well-formed call becomes that
+// tool call, its arguments as written; anything else is content.
+func TestMakeOutputLlama(t *testing.T) {
+	call := `{"name": "search", "parameters": {"query":  "Kamo"}}`
+	cases := []struct {
+		text, name, args string // name "" = content
+	}{
+		{call, "search", `{"query":  "Kamo"}`},
+		{"\n" + call + " ", "search", `{"query":  "Kamo"}`},
+		{protocol.LlamaPythonTag + call, "search", `{"query":  "Kamo"}`},
+		{`{"name": "now"}`, "now", "{}"},
+		{`{"name": "now", "parameters": null}`, "now", "{}"},
+		{`{"name": "search", "arguments": {"query": "Kamo"}}`, "", ""},
+		{call + call, "", ""},
+		{`{"name": "search", "parameters": {"query": "Ka`, "", ""},
+		{"<answer>Sava</answer>", "", ""},
+		{"<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>", "", ""},
+	}
+	for _, c := range cases {
+		o := makeOutput(c.text, EndToken, true, protocol.LlamaJSON)
+		if c.name == "" {
+			if o.content == nil || *o.content != c.text || o.toolCalls != nil || o.finish != openai.FinishStop {
+				t.Errorf("%q: %+v, want it all as content", c.text, o)
+			}
+			continue
+		}
+		if o.content != nil || len(o.toolCalls) != 1 || o.finish != openai.FinishToolCalls {
+			t.Errorf("%q: %+v, want one tool call", c.text, o)
+			continue
+		}
+		if f := o.toolCalls[0].Function; f.Name != c.name || f.Arguments != c.args {
+			t.Errorf("%q: call %+v, want %s(%s)", c.text, f, c.name, c.args)
+		}
+	}
+	if o := makeOutput(call, EndToken, false, protocol.LlamaJSON); o.content == nil || *o.content != call {
+		t.Errorf("tools off: %+v, want content", o)
+	}
+}
+
+// Streaming holds back all of a Llama 3 turn while it is or may become a
+// call, and streams any other text as Hermes streams text without tags.
+func TestStreamableLlama(t *testing.T) {
+	stops := []string{"STOP"}
+	cases := []struct {
+		text string
+		want int
+	}{
+		{"", 0},
+		{"\n ", 0},
+		{"{", 0},
+		{` {"name": "search", "param`, 0},
+		{"<|python", 0},
+		{protocol.LlamaPythonTag + "\n", 0},
+		{protocol.LlamaPythonTag + `{"na`, 0},
+		{protocol.LlamaPythonTag + "print(1)", len(protocol.LlamaPythonTag + "print(1)")},
+		{"The answer", len("The answer")},
+		{"Paris ST", len("Paris ")},
+		{"See {x}", len("See {x}")},
+		{"<tool_call>\n", len("<tool_call>\n")}, // not Llama's markup
+	}
+	for _, c := range cases {
+		if got := streamable(c.text, stops, true, protocol.LlamaJSON); got != c.want {
+			t.Errorf("streamable(%q) = %d, want %d", c.text, got, c.want)
+		}
+	}
+	if got := streamable("{", nil, false, protocol.LlamaJSON); got != 1 {
+		t.Errorf("tools off: streamable(\"{\") = %d, want 1", got)
+	}
+}
+
+// A client's call sent back renders as Llama 3's model wrote it: an object
+// argument string goes to the template as the object; anything else, and
+// every Hermes call, as the string.
+func TestCallArguments(t *testing.T) {
+	cases := []struct {
+		args   string
+		syntax protocol.CallSyntax
+		want   string
+	}{
+		{`{"query": "Kamo"}`, protocol.LlamaJSON, `{"query": "Kamo"}`},
+		{`not json`, protocol.LlamaJSON, `"not json"`},
+		{`[1]`, protocol.LlamaJSON, `"[1]"`},
+		{`null`, protocol.LlamaJSON, `"null"`},
+		{`{"query": "Kamo"}`, protocol.Hermes, `"{\"query\": \"Kamo\"}"`},
+	}
+	for _, c := range cases {
+		if got := string(callArguments(c.args, c.syntax)); got != c.want {
+			t.Errorf("callArguments(%q, %v) = %s, want %s", c.args, c.syntax, got, c.want)
+		}
+	}
+}

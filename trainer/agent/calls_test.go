@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/config"
+)
+
+// An agent on a Llama 3 tokenizer reads its episodes' turns in Llama 3's
+// call syntax: the bare JSON call runs the tool. On the word-level
+// tokenizers (Qwen's layout) it stays Hermes.
+func TestAgentReadsItsFormatsCalls(t *testing.T) {
+	tok, err := tokenizer.BuildWordLevel([]string{"What is 6 times 7?"},
+		[]string{"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", protocol.LlamaEOT, protocol.LlamaEOM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	template, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "testdata", "templates", "llama3.2-instruct.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := tok.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), template, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Tools.Enabled = []string{"calculator"}
+	a, err := New(context.Background(), Spec{Config: cfg, TokenizerDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Env.Calls != protocol.LlamaJSON {
+		t.Fatalf("%s agent: env call syntax %v, want %v", a.Format.Family(), a.Env.Calls, protocol.LlamaJSON)
+	}
+	s, err := a.Episode(envs.Task{ID: "t", Question: "What is 6 times 7?", Answers: []string{"42"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Env.Step(context.Background(), envs.Action{Text: `{"name": "calculator", "parameters": {"expression": "6 * 7"}}<|eot_id|>`, Tokens: 20, TotalTokens: 100})
+	if err != nil || res.Done || len(res.Responses) != 1 || res.Responses[0] != "42" {
+		t.Errorf("step with a Llama call: %+v, %v; want the calculator's 42", res, err)
+	}
+
+	w, index := world(t)
+	q, err := New(context.Background(), Spec{Config: config.Default(), Index: index, World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if q.Env.Calls != protocol.Hermes {
+		t.Errorf("word-level agent: env call syntax %v, want %v", q.Env.Calls, protocol.Hermes)
+	}
+}
