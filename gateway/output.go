@@ -58,8 +58,7 @@ func makeOutput(text string, fin Finish, toolsOn bool, syntax protocol.CallSynta
 		o.finish = openai.FinishLength
 	}
 	if toolsOn {
-		calls, head, ok := toolCallsIn(syntax, text)
-		if ok {
+		if calls, head, ok := toolCallsIn(syntax, text); ok {
 			o.toolCalls, o.finish = calls, openai.FinishToolCalls
 			if head != "" {
 				o.content = &head

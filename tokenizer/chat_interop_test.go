@@ -6,10 +6,13 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/internal/pyinterop"
 )
 
@@ -309,7 +312,7 @@ func checkChatCases(t *testing.T, base *ChatFormat, dir string, cases []chatCase
 		}
 		return spellsAddedToken(tok, plain)
 	}
-	var nText, nIDs, nRefused, nTurns, nEpisodes int
+	var nText, nIDs, nRefused, nTurns, nCalls, nEpisodes int
 	for i, c := range cases {
 		name := fmt.Sprintf("case %d (%d messages, %d tools, gen %v, %+v)", i, len(c.msgs), len(c.tools), c.gen, c.opts)
 		f, err := base.WithOptions(c.opts)
@@ -373,13 +376,48 @@ func checkChatCases(t *testing.T, base *ChatFormat, dir string, cases []chatCase
 				t.Errorf("%s: message %d: the generated run is %q, transformers says %q", name, at, got, want)
 			}
 			nTurns++
+			if callsReadBack(t, base.CallSyntax(), c.msgs[at], want, name) {
+				nCalls++
+			}
 		}
 		if !spells(c) && checkEpisode(t, f, c, ref[i].Generated, ref[i].IDs, name) {
 			nEpisodes++
 		}
 	}
 	t.Logf("%d cases: %d texts equal, %d of them with equal ids (the rest spell added tokens in plain text), %d refused by both; "+
-		"%d generated turns equal to transformers' and %d episodes built turn by turn", len(cases), nText, nIDs, nRefused, nTurns, nEpisodes)
+		"%d generated turns equal to transformers', %d with calls read back by the parser of the family's syntax, and %d episodes built turn by turn",
+		len(cases), nText, nIDs, nRefused, nTurns, nCalls, nEpisodes)
+}
+
+// callsReadBack checks that the parser of the family's call syntax reads,
+// in transformers' text of an assistant message with tool calls whose
+// arguments are JSON objects, the message's calls; it reports whether the
+// message was such a one.
+func callsReadBack(t *testing.T, syntax protocol.CallSyntax, m Message, generated, name string) bool {
+	t.Helper()
+	if len(m.ToolCalls) == 0 {
+		return false
+	}
+	for _, c := range m.ToolCalls {
+		var obj map[string]any
+		if json.Unmarshal(c.Arguments, &obj) != nil || obj == nil {
+			return false
+		}
+	}
+	calls, err := envs.ParseToolCallsIn(syntax, generated)
+	if err != nil || len(calls) != len(m.ToolCalls) {
+		t.Errorf("%s: %v reads %+v, %v in %q; want the message's %d calls", name, syntax, calls, err, generated, len(m.ToolCalls))
+		return true
+	}
+	for i, c := range calls {
+		var got, want any
+		json.Unmarshal(c.Arguments, &got)
+		json.Unmarshal(m.ToolCalls[i].Arguments, &want)
+		if c.Name != m.ToolCalls[i].Name || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: call %d read back as %s(%s), want %s(%s)", name, i, c.Name, c.Arguments, m.ToolCalls[i].Name, m.ToolCalls[i].Arguments)
+		}
+	}
+	return true
 }
 
 // maskRuns are the runs of ids with mask 1.

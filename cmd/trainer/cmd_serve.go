@@ -25,8 +25,9 @@ func serveCommand() *cli.Command {
 		Name:  "serve",
 		Usage: "serve a policy over the OpenAI Chat Completions API (POST /v1/chat/completions, GET /v1/models)",
 		Description: "Requests decode together in the continuous-batching engine (--slots at once). Tools are rendered by the\n" +
-			"model's chat template and the model's <tool_call> output comes back as tool_calls. The server listens on\n" +
-			"127.0.0.1 unless --host says otherwise, and another address needs an API key that clients must send.\n\n" +
+			"model's chat template and the model's calls (Qwen's <tool_call> blocks, Llama 3's JSON) come back as\n" +
+			"tool_calls. The server listens on 127.0.0.1 unless --host says otherwise, and another address needs an\n" +
+			"API key that clients must send.\n\n" +
 			"Examples:\n  trainer serve --of default                  # run 'default''s final policy on http://127.0.0.1:8000/v1\n" +
 			"  trainer serve --model Qwen2.5-3B-Instruct --port 9000 --slots 32\n" +
 			"  trainer serve --model Qwen2.5-3B-Instruct --adapter runs/lora/final   # a base plus a PEFT LoRA adapter\n" +
