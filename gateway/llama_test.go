@@ -3,8 +3,6 @@ package gateway_test
 import (
 	"encoding/json"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/tokenizer/tokenizertest"
 	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
@@ -56,36 +55,6 @@ func (d *scripted) Step(slots []int, _ rollout.Sampling, tokens []int64, logprob
 }
 func (d *scripted) PendingLogits(slot int) ([]float32, error) { return nil, nil }
 
-// llamaTemplateFormat is Llama 3.2's chat format over a word-level
-// tokenizer with Llama 3's special tokens and the pieces of texts.
-func llamaTemplateFormat(t *testing.T, texts ...string) *tokenizer.ChatFormat {
-	t.Helper()
-	tok, err := tokenizer.BuildWordLevel(texts, []string{"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
-		"<|end_header_id|>", protocol.LlamaEOT, protocol.LlamaEOM, protocol.LlamaPythonTag})
-	if err != nil {
-		t.Fatal(err)
-	}
-	template, err := os.ReadFile(filepath.Join("..", "tokenizer", "testdata", "templates", "llama3.2-instruct.jinja"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := tok.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), template, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if tok, err = tokenizer.Load(dir); err != nil {
-		t.Fatal(err)
-	}
-	f, err := tokenizer.NewChatFormat(tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
 // `trainer serve` on a Llama 3 policy: its bare JSON call comes back as
 // tool_calls (finish "tool_calls", no content), streamed too with no
 // content sent before it; the call sent back renders the tokens the model
@@ -99,11 +68,11 @@ func TestLlamaToolCalls(t *testing.T) {
 	msgs := []tokenizer.Message{{Role: "system", Content: gatewaytest.System}, {Role: "user", Content: gatewaytest.Question},
 		{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{Name: gatewaytest.ToolName, Arguments: json.RawMessage(gatewaytest.QueryArgs)}}},
 		{Role: "tool", Content: gatewaytest.Response}, {Role: "assistant", Content: gatewaytest.Answer}}
-	text, err := llamaTemplateFormat(t).RenderText(msgs, tools, false)
+	text, err := tokenizertest.LlamaFormat(t).RenderText(msgs, tools, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := llamaTemplateFormat(t, text, bad)
+	f := tokenizertest.LlamaFormat(t, text, bad)
 	tok := f.Tokenizer()
 	eot, _ := f.Special(protocol.LlamaEOT)
 	gen := func(s string) []int32 {

@@ -2,8 +2,6 @@ package protocol_test
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +10,7 @@ import (
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/tokenizer/tokenizertest"
 )
 
 // demo is a scripted demonstration as the trainer renders one: a search,
@@ -77,37 +76,6 @@ func TestParserReadsWhatTheChatFormatRenders(t *testing.T) {
 	}
 }
 
-// llamaFormat is Llama 3.2's chat format over a word-level tokenizer with
-// Llama 3's special tokens and the pieces of texts.
-func llamaFormat(t *testing.T, texts ...string) *tokenizer.ChatFormat {
-	t.Helper()
-	specials := []string{"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
-		protocol.LlamaEOT, protocol.LlamaEOM, protocol.LlamaPythonTag}
-	tok, err := tokenizer.BuildWordLevel(texts, specials)
-	if err != nil {
-		t.Fatal(err)
-	}
-	template, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "testdata", "templates", "llama3.2-instruct.jinja"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := tok.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), template, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if tok, err = tokenizer.Load(dir); err != nil {
-		t.Fatal(err)
-	}
-	cf, err := tokenizer.NewChatFormat(tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cf
-}
-
 // The same for Llama 3: the demonstration rendered by the Llama format, its
 // generated spans (mask 1, the action tokens a policy warm-started on it
 // learns) decoded, parse back to the same call and answer with the
@@ -115,11 +83,11 @@ func llamaFormat(t *testing.T, texts ...string) *tokenizer.ChatFormat {
 // call is no call.
 func TestParserReadsWhatTheLlamaFormatRenders(t *testing.T) {
 	tools := []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}`)}
-	text, err := llamaFormat(t).RenderText(demo, tools, false)
+	text, err := tokenizertest.LlamaFormat(t).RenderText(demo, tools, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cf := llamaFormat(t, text)
+	cf := tokenizertest.LlamaFormat(t, text)
 	if cf.CallSyntax() != protocol.LlamaJSON {
 		t.Fatalf("%s's call syntax is %v, want %v", cf.Family(), cf.CallSyntax(), protocol.LlamaJSON)
 	}

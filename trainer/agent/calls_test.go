@@ -2,13 +2,11 @@ package agent
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/tokenizer/tokenizertest"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
@@ -16,22 +14,7 @@ import (
 // call syntax: the bare JSON call runs the tool. On the word-level
 // tokenizers (Qwen's layout) it stays Hermes.
 func TestAgentReadsItsFormatsCalls(t *testing.T) {
-	tok, err := tokenizer.BuildWordLevel([]string{"What is 6 times 7?"},
-		[]string{"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", protocol.LlamaEOT, protocol.LlamaEOM})
-	if err != nil {
-		t.Fatal(err)
-	}
-	template, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "testdata", "templates", "llama3.2-instruct.jinja"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := tok.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), template, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := tokenizertest.LlamaDir(t, "What is 6 times 7?")
 	cfg := config.Default()
 	cfg.Tools.Enabled = []string{"calculator"}
 	a, err := New(context.Background(), Spec{Config: cfg, TokenizerDir: dir})

@@ -1,0 +1,53 @@
+// Package tokenizertest makes tokenizer folders for the tests of other
+// packages.
+package tokenizertest
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/tokenizer"
+)
+
+// LlamaDir writes a word-level tokenizer over the words of texts, with
+// Llama 3's special tokens, and Llama 3.2-Instruct's published chat
+// template (tokenizer/testdata/templates) into a temporary folder, and
+// returns the folder.
+func LlamaDir(t testing.TB, texts ...string) string {
+	t.Helper()
+	tok, err := tokenizer.BuildWordLevel(texts, []string{"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
+		"<|end_header_id|>", protocol.LlamaEOT, protocol.LlamaEOM, protocol.LlamaPythonTag})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, here, _, _ := runtime.Caller(0)
+	template, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "testdata", "templates", "llama3.2-instruct.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := tok.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), template, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// LlamaFormat is the chat format of LlamaDir's folder: Llama 3.2's.
+func LlamaFormat(t testing.TB, texts ...string) *tokenizer.ChatFormat {
+	t.Helper()
+	tok, err := tokenizer.Load(LlamaDir(t, texts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := tokenizer.NewChatFormat(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
