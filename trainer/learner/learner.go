@@ -56,10 +56,10 @@ type Settings struct {
 	// (dist.zero): 0 whole state on every rank, 1 sharded masters and
 	// moments, 2 reduce-scattered gradients too.
 	Zero int
-	// LR gives the learning rates of the optimizer step that follows step
-	// earlier policy steps of the run: the schedule advances per optimizer
-	// step, not per iteration. Nil keeps the groups' rates.
-	LR func(step int) (policy, critic float64)
+	// Schedule gives the learning rates (of PolicyOptim's and
+	// CriticOptim's LR) at each optimizer step of the run: it advances per
+	// optimizer step, not per iteration. The zero Schedule is constant.
+	Schedule Schedule
 }
 
 // Learner owns the models and optimizers that updates change. In a
