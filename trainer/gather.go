@@ -45,6 +45,13 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 	if trs, rs, err = episodes.Gather(t.dist, trs, rs); err != nil {
 		return nil, rs, err
 	}
+	// The synchronous loop samples every turn of an episode with the
+	// policy it started with.
+	for _, tr := range trs {
+		for i := range tr.Turns {
+			tr.Turns[i].PolicyVersion = tr.PolicyVersion
+		}
+	}
 	if episodes.AllFailed(trs) {
 		return nil, rs, fmt.Errorf("%s: every one of its %d episodes failed, the first with: %s", label, len(trs), trs[0].Error)
 	}

@@ -2,14 +2,12 @@ package trainer
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/metric"
-	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -21,23 +19,20 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	if err := t.engine.Sync(); err != nil {
 		return err
 	}
-	tasks := t.nextTasks(cfg.Rollout.BatchSize)
-	reqs := make([]rollout.Request, len(tasks))
-	for i, task := range tasks {
-		reqs[i] = rollout.Request{Task: task, Group: i, Samples: cfg.Rollout.GroupSize}
-	}
-	trs, rs, err := t.rollouts(ctx, fmt.Sprintf("iter %d rollout", iter), nil, reqs, t.rolloutOptions(iter, trajectory.Train, rollout.Options{
-		Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature, TopK: cfg.Rollout.TopK, TopP: cfg.Rollout.TopP}}))
+	trs, rs, drawn, err := t.trainingEpisodes(ctx, iter)
 	if err != nil {
 		return err
 	}
 	m := episodes.Metrics("", trs)
 	episodes.AddRolloutStats(m, rs)
+	if cfg.Algorithm.DynamicSampling {
+		m[metric.NumGenBatches], m[metric.GroupsZeroVariance] = float64(drawn.Draws), float64(drawn.ZeroVariance)
+	}
 
 	tUpdate := time.Now()
 	var train []*trajectory.Trajectory
 	for _, tr := range trs {
-		if !tr.Stop.Failed() && tr.Stop != trajectory.StopCancelled && tr.ActionTokens() > 0 {
+		if tr.Dropped == "" && !tr.Stop.Failed() && tr.Stop != trajectory.StopCancelled && tr.ActionTokens() > 0 {
 			train = append(train, tr)
 		}
 	}
@@ -95,6 +90,12 @@ func (t *Trainer) learn(iter int, train []*trajectory.Trajectory, m map[string]f
 	t.log.Debug().Int("iteration", iter).Bool("old_logprobs_from_step", r.OldFromStep).
 		Dur("prepare", r.Timing.Prepare).Msg("update")
 	r.AddMetrics(m, t.learner.Critic() != nil)
+	if t.cfg.Algorithm.OverlongBuffer.Enable {
+		m[metric.OverlongPenalty] = r.OverlongPenalty
+	}
+	if t.cfg.Algorithm.OverlongFilter {
+		m[metric.OverlongMasked] = float64(r.OverlongMasked)
+	}
 	mm := r.Mismatch
 	if w := mm.Warning(iter, t.cfg.Algorithm.MismatchWarnKL); w != "" {
 		t.log.Warn().Int("iteration", iter).Float64("mismatch_kl", mm.KL).Float64("ratio_max", mm.RatioMax).

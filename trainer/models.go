@@ -168,6 +168,8 @@ func (t *Trainer) learnerSettings() learner.Settings {
 	return learner.Settings{
 		Estimator: a.Estimator, Advantage: a.Options, KLEstimator: a.KLEstimator, KLInReward: a.KLMode == "reward",
 		FilterKeepRatio: a.FilterKeepRatio, CriticWarmup: a.CriticWarmup,
+		Overlong: algo.Overlong{Filter: a.OverlongFilter, Buffer: a.OverlongBuffer.On(), MaxLen: cfg.Env.MaxTokens,
+			PenaltyFactor: a.OverlongBuffer.PenaltyFactor},
 		Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
 		MaxGradNorm: o.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
 		RolloutCorrection: cfg.RolloutCorrection(), RolloutBound: a.RolloutCorrectionBound, OldLogprobs: a.OldLogprobs,

@@ -131,3 +131,12 @@ func AddRolloutStats(m map[string]float64, s rollout.Stats) {
 	m[metric.TimeToolWaitS] = s.Idle.Seconds()
 	m[metric.DecodeBatchMean] = s.MeanBatch
 }
+
+// Then combines the stats of rollouts that ran one after the other (the
+// draws of dynamic sampling): times and counts add up, and the mean
+// decode batch is weighted by decode calls.
+func Then(a, b rollout.Stats) rollout.Stats {
+	m := a.Merge(b)
+	m.Wall, m.Decode, m.Prefill, m.Idle = a.Wall+b.Wall, a.Decode+b.Decode, a.Prefill+b.Prefill, a.Idle+b.Idle
+	return m
+}

@@ -21,12 +21,13 @@ const (
 
 // Settings shape every update of a run.
 type Settings struct {
-	Estimator       string       // the advantage estimator (algo.Get)
-	Advantage       algo.Options // its options
-	KLEstimator     string       // k1, k2 or k3: the per-token KL to the reference
-	KLInReward      bool         // the KL is subtracted from the rewards (else, with KL in Loss, a loss term)
-	FilterKeepRatio float64      // the share of groups the variance filter keeps
-	CriticWarmup    int          // the first iterations train the critic alone
+	Estimator       string        // the advantage estimator (algo.Get)
+	Advantage       algo.Options  // its options
+	KLEstimator     string        // k1, k2 or k3: the per-token KL to the reference
+	KLInReward      bool          // the KL is subtracted from the rewards (else, with KL in Loss, a loss term)
+	FilterKeepRatio float64       // the share of groups the variance filter keeps
+	Overlong        algo.Overlong // DAPO's overlong filtering and soft punishment
+	CriticWarmup    int           // the first iterations train the critic alone
 
 	Loss        algo.LossConfig
 	Epochs      int

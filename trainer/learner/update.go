@@ -15,11 +15,17 @@ import (
 // data it started from.
 type Result struct {
 	Stats
-	// Trained is the batch after the variance filter: the trajectories
-	// that got advantages and were learned from.
+	// Trained is the batch the losses learned from: after the variance
+	// filter (the trajectories that got advantages), less the episodes
+	// overlong filtering masked.
 	Trained        []*trajectory.Trajectory
 	GroupRewardStd float64 // the mean within-group reward std of the whole batch
 	GroupsDropped  int     // groups the variance filter dropped
+	// OverlongPenalty is the mean soft overlong penalty added to the
+	// batch's rewards (0 without the buffer); OverlongMasked counts the
+	// episodes overlong filtering took out of the policy loss.
+	OverlongPenalty float64
+	OverlongMasked  int
 	// Mismatch compares the behaviour logprobs (recorded while sampling)
 	// with the old ones (the training forward's) over the policy's tokens:
 	// the rollout/training mismatch (its MaxAbsDiff is 0 when rollout and
@@ -52,10 +58,12 @@ type Result struct {
 // time went.
 func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Result, error) {
 	var r Result
+	// DAPO's soft overlong punishment is part of the reward.
+	r.OverlongPenalty = l.s.Overlong.PunishOverlong(batch)
 	// RAGEN filters rollouts before computing anything on them.
 	r.GroupRewardStd = algo.GroupRewardStd(batch)
 	train, dropped := algo.FilterGroupsByVariance(batch, l.s.FilterKeepRatio)
-	r.Trained, r.GroupsDropped = train, dropped
+	r.GroupsDropped = dropped
 	trainPolicy := iter > l.s.CriticWarmup || l.critic == nil
 	r.OldFromStep = l.oldFromStep(train, trainPolicy)
 	start := time.Now()
@@ -90,21 +98,25 @@ func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Result, erro
 		return r, err
 	}
 	advantaged := time.Now()
+	// DAPO's overlong filtering: the truncated episodes counted in their
+	// groups' advantages, and leave the batch the losses see.
+	learned, masked := l.s.Overlong.FilterOverlong(train)
+	r.Trained, r.OverlongMasked = learned, masked
 	old := oldRecomputed
 	if r.OldFromStep {
 		old = oldFromForward
 	}
-	if r.Stats, err = l.epochs(train, data, trainPolicy, old); err != nil {
+	if r.Stats, err = l.epochs(learned, data, trainPolicy, old); err != nil {
 		return r, err
 	}
 	r.Timing.Prepare, r.Timing.Advantages = prepared.Sub(start), advantaged.Sub(prepared)
 	if r.OldFromStep {
 		measured := time.Now()
-		if err := l.gatherOld(train, data); err != nil {
+		if err := l.gatherOld(learned, data); err != nil {
 			return r, err
 		}
-		r.Mismatch = mismatch(train, data, l.s.RolloutBound)
-		if _, err := l.referenceKL(train, data, &r); err != nil {
+		r.Mismatch = mismatch(learned, data, l.s.RolloutBound)
+		if _, err := l.referenceKL(learned, data, &r); err != nil {
 			return r, err
 		}
 		r.Timing.Advantages += time.Since(measured)
