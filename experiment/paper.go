@@ -19,6 +19,7 @@ import (
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/metric"
+	"github.com/agentrl/agentrl/trainer/results"
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
@@ -206,7 +207,7 @@ func Collect(runsDir string, seeds []int) (*Table, error) {
 			name := runName(spec.Name, seed)
 			path := filepath.Join(runsDir, name, "store.db")
 			paths = append(paths, path)
-			res, err := trainer.ReadResults(path, spec.Name)
+			res, err := results.Read(path, spec.Name)
 			if err != nil {
 				return nil, fmt.Errorf("run %s: %w", name, err)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -344,7 +345,7 @@ func TestDataParallelRank(t *testing.T) {
 			mine = append(mine, tr)
 		}
 	}
-	batch, _, err := gatherBatch(g, mine, rollout.Stats{})
+	batch, _, err := episodes.Gather(g, mine, rollout.Stats{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package trainer
 import (
 	"context"
 	"fmt"
+
+	"github.com/agentrl/agentrl/trainer/results"
 )
 
 // SFT runs only the supervised warm start (sft.data, or the synthetic
@@ -27,7 +29,7 @@ func (t *Trainer) SFT(ctx context.Context, out string) error {
 // Evaluate evaluates the policy as it is (greedy) and, with eval.baselines,
 // the naive-RAG baseline, stores them as iteration 0 of the run, and returns
 // the table.
-func (t *Trainer) Evaluate(ctx context.Context) (*Results, error) {
+func (t *Trainer) Evaluate(ctx context.Context) (*results.Table, error) {
 	if err := t.iterationZero(ctx); err != nil {
 		return nil, err
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
-	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/report"
+	"github.com/agentrl/agentrl/trainer/results"
 )
 
 // JobOptions are a training job's surroundings, given by the command that
@@ -147,7 +147,7 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
 		fmt.Fprintf(o.Stderr, "stopped; checkpoint written. Continue with: %s\n", resume)
 		return nil
 	}
-	PrintResults(o.Stdout, res)
+	results.Print(o.Stdout, res)
 	fmt.Fprintf(o.Stdout, "\nstore:  %s   (query it: trainer rollouts sql --store %s \"SELECT ...\")\n", storePath, storePath)
 	fmt.Fprintf(o.Stdout, "policy: %s\n", filepath.Join(dir, "final"))
 	if o.Report {
@@ -219,36 +219,6 @@ func placeRank(cfg *config.Config, env dist.Env) {
 	}
 	if strings.HasPrefix(cfg.Device.Device, "cuda") {
 		cfg.Device.Device = fmt.Sprintf("cuda:%d", env.LocalRank)
-	}
-}
-
-// PrintResults prints the final table: exact match per hop count and on
-// average, per method, and on the out-of-domain split when there is one.
-func PrintResults(w io.Writer, r *Results) {
-	fmt.Fprintf(w, "\nResults (exact match on the evaluation split):\n\n%-18s", "method")
-	for _, h := range r.Hops {
-		fmt.Fprintf(w, " %8s", fmt.Sprintf("%d-hop", h))
-	}
-	fmt.Fprintf(w, " %8s %8s", "EM", "F1")
-	if len(r.OOD) > 0 {
-		fmt.Fprintf(w, " %8s", "OOD-EM")
-	}
-	fmt.Fprintln(w)
-	for _, m := range r.Methods {
-		mm := r.Metrics[m]
-		fmt.Fprintf(w, "%-18s", m)
-		for _, h := range r.Hops {
-			fmt.Fprintf(w, " %8.3f", mm[metric.EMHop(h)])
-		}
-		fmt.Fprintf(w, " %8.3f %8.3f", mm[metric.EM], mm[metric.F1])
-		if len(r.OOD) > 0 {
-			if o, ok := r.OOD[m]; ok {
-				fmt.Fprintf(w, " %8.3f", o[metric.EM])
-			} else {
-				fmt.Fprintf(w, " %8s", "–")
-			}
-		}
-		fmt.Fprintln(w)
 	}
 }
 

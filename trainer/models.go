@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -9,6 +10,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/learner"
 )
 
@@ -166,15 +168,21 @@ func (t *Trainer) learnerSettings() learner.Settings {
 	return learner.Settings{
 		Estimator: a.Estimator, Advantage: a.Options, KLEstimator: a.KLEstimator, KLInReward: a.KLMode == "reward",
 		FilterKeepRatio: a.FilterKeepRatio, CriticWarmup: a.CriticWarmup,
+		Overlong: algo.Overlong{Filter: a.OverlongFilter, Buffer: a.OverlongBuffer.On(), MaxLen: cfg.Env.MaxTokens,
+			PenaltyFactor: a.OverlongBuffer.PenaltyFactor},
 		Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
 		MaxGradNorm: o.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
 		RolloutCorrection: cfg.RolloutCorrection(), RolloutBound: a.RolloutCorrectionBound, OldLogprobs: a.OldLogprobs,
 		PolicyOptim: policy, CriticOptim: critic, Zero: cfg.Dist.Zero,
-		LR: func(step int) (float64, float64) {
-			f := t.lrAt(step)
-			return o.LR * f, o.CriticLR * f
-		},
+		Schedule: learner.Schedule{Shape: o.Schedule, Warmup: o.WarmupSteps, Total: optimizerSteps(cfg), MinRatio: o.MinLRRatio},
 	}
+}
+
+// optimizerSteps are the policy optimizer steps of a whole run: per
+// iteration, epochs passes over the batch's trajectories in mini-batches.
+func optimizerSteps(cfg config.Config) int {
+	a, r := cfg.Algorithm, cfg.Rollout
+	return cfg.Run.Iterations * a.Epochs * int(math.Ceil(float64(r.BatchSize*r.GroupSize)/float64(a.MiniBatch)))
 }
 
 // freezeReference makes the KL reference a frozen copy of the policy as it

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/agentrl/agentrl/trainer/metric"
 )
 
 // A job that New refuses returns New's error and saves no config.yaml:
@@ -28,32 +26,5 @@ func TestRunJobRefusedLeavesNoConfig(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("a refused job printed results:\n%s", out.String())
-	}
-}
-
-// The results table: one row per method, exact match per hop count, then
-// EM and F1, three decimals.
-func TestPrintResults(t *testing.T) {
-	var b bytes.Buffer
-	PrintResults(&b, &Results{Methods: []string{"RL (grpo)"}, Hops: []int{1, 2},
-		Metrics: map[string]map[string]float64{"RL (grpo)": {metric.EMHop(1): 0.5, metric.EMHop(2): 0.25, metric.EM: 0.375, metric.F1: 0.4}}})
-	want := "\nResults (exact match on the evaluation split):\n\n" +
-		"method                1-hop    2-hop       EM       F1\n" +
-		"RL (grpo)             0.500    0.250    0.375    0.400\n"
-	if b.String() != want {
-		t.Errorf("PrintResults =\n%q\nwant\n%q", b.String(), want)
-	}
-	// With an out-of-domain split, its EM is a last column, one word like
-	// the others ("–" for a method not evaluated on it).
-	b.Reset()
-	PrintResults(&b, &Results{Methods: []string{"Naive RAG", "RL (grpo)"}, Hops: []int{1},
-		Metrics: map[string]map[string]float64{"Naive RAG": {metric.EMHop(1): 0.5, metric.EM: 0.5, metric.F1: 0.5}, "RL (grpo)": {metric.EMHop(1): 0.75, metric.EM: 0.75, metric.F1: 0.8}},
-		OOD:     map[string]map[string]float64{"RL (grpo)": {metric.EM: 0.125}}})
-	want = "\nResults (exact match on the evaluation split):\n\n" +
-		"method                1-hop       EM       F1   OOD-EM\n" +
-		"Naive RAG             0.500    0.500    0.500        –\n" +
-		"RL (grpo)             0.750    0.750    0.800    0.125\n"
-	if b.String() != want {
-		t.Errorf("PrintResults with OOD =\n%q\nwant\n%q", b.String(), want)
 	}
 }

@@ -42,7 +42,7 @@ type Trainer struct {
 	cfg   config.Config
 	log   zerolog.Logger
 	dir   string
-	data  *data
+	data  *datasets
 	agent *agent.Agent
 
 	learner *learner.Learner // owns the policy, critic, reference and their optimizers

@@ -13,8 +13,8 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
-// data is what the run trains and evaluates on.
-type data struct {
+// datasets are what the run trains and evaluates on.
+type datasets struct {
 	world     *synth.World // nil for dataset files
 	train     []envs.Task
 	eval      []envs.Task
@@ -24,8 +24,8 @@ type data struct {
 
 // loadData generates the synthetic world (and its search index under
 // runDir) or loads the dataset files.
-func loadData(ctx context.Context, cfg config.Config, runDir string) (*data, error) {
-	d := &data{indexPath: cfg.Tools.Search.Index}
+func loadData(ctx context.Context, cfg config.Config, runDir string) (*datasets, error) {
+	d := &datasets{indexPath: cfg.Tools.Search.Index}
 	switch cfg.Data.Source {
 	case "synthetic":
 		sc := cfg.Data.Synthetic

@@ -38,6 +38,10 @@ type Trajectory struct {
 	Stop          StopReason
 	Error         string // what ended the episode when Stop == StopError
 	DurationMS    float64
+	// Dropped says why the update left the episode out of its batch:
+	// "" (it did not), DroppedZeroVariance or DroppedSurplus (dynamic
+	// sampling).
+	Dropped string
 
 	PromptLen  int       // tokens of the initial prompt (all mask 0)
 	Tokens     []int32   // the whole token history
@@ -63,6 +67,14 @@ type Trajectory struct {
 	// (agent.command), kept on its first segment; nil otherwise.
 	Requests []Request
 }
+
+// Why dynamic sampling (algorithm.dynamic_sampling) left an episode out of
+// the update: its group's rewards all agreed, or the batch already had its
+// informative groups when its group was drawn.
+const (
+	DroppedZeroVariance = "zero_variance"
+	DroppedSurplus      = "surplus"
+)
 
 // ActionTokens counts the tokens the policy generated.
 func (t *Trajectory) ActionTokens() int {

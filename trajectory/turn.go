@@ -8,6 +8,7 @@ type Turn struct {
 	Calls         []ToolCall `json:"calls"`          // the turn's tool calls in order, nil when it made none
 	ProcessReward float64    `json:"process_reward"` // reward for this turn, enters at its last action token
 	LatencyMS     float64    `json:"latency_ms"`     // wall time of the environment's step (its calls run concurrently)
+	PolicyVersion int        `json:"policy_version"` // updates the policy that sampled this turn had seen
 }
 
 // ToolsOK reports whether the turn made tool calls and every one of them

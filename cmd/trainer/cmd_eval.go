@@ -7,8 +7,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/results"
 )
 
 func evalCommand() *cli.Command {
@@ -75,7 +75,7 @@ func evalCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			trainer.PrintResults(os.Stdout, res)
+			results.Print(os.Stdout, res)
 			fmt.Printf("\nstore: %s\n", storePath)
 			return nil
 		},

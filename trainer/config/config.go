@@ -192,6 +192,7 @@ type RolloutConfig struct {
 	EvalTemperature float64 `yaml:"eval_temperature" default:"0" doc:"sampling temperature of evaluation (0 = greedy)"`
 	DType           string  `yaml:"dtype" default:"auto" enum:"auto|f32|bf16|f16" doc:"precision the rollouts decode in (auto = the model's; bf16 decodes from a bf16 copy of the weights, refreshed before every rollout, while training stays in device.dtype; old logprobs are recomputed by the training forward either way)"`
 	Deterministic   bool    `yaml:"deterministic" default:"false" doc:"wait for all tool calls of a step before decoding on: reproducible runs, no overlap of tool latency"`
+	MaxStaleness    int     `yaml:"max_staleness" default:"0" doc:"asynchronous training: the rollouts of the next k iterations are sampled while an update runs, and an update never learns from a turn sampled by a policy more than k versions old (0 = the synchronous loop)"`
 }
 
 // AlgorithmConfig picks the advantage estimator and shapes the losses.
@@ -225,6 +226,31 @@ type AlgorithmConfig struct {
 	MismatchWarnKL         float64 `yaml:"mismatch_warn_kl" default:"0.05" doc:"warn when an iteration's rollout/training mismatch KL exceeds this, which a correct pipeline never reaches (0 = never)"`
 	// OldLogprobs says where PPO's old logprobs come from (learner.Settings.OldLogprobs).
 	OldLogprobs string `yaml:"old_logprobs" default:"auto" enum:"auto|recompute" doc:"where PPO's old logprobs come from: auto = from the training forward of the update's single optimizer step when the update is on-policy (epochs 1, mini_batch covering the batch, the policy training, no rollout correction, no KL in the reward, no LoRA dropout), skipping a no-gradient forward over the batch, else recomputed; recompute = always recomputed in a pass of their own before the step"`
+	// OverlongFilter and OverlongBuffer are DAPO's overlong handling
+	// (docs/algorithms.md).
+	OverlongFilter bool                 `yaml:"overlong_filter" default:"false" doc:"DAPO's overlong filtering: episodes cut by the token budget (stop max_tokens) keep their place in their group's advantages but are masked out of the policy loss"`
+	OverlongBuffer OverlongBufferConfig `yaml:"overlong_buffer" doc:"DAPO's soft overlong punishment (verl's overlong_buffer): a linear reward penalty over the last len tokens of env.max_tokens"`
+	// DynamicSampling is DAPO's dynamic sampling (verl's filter_groups).
+	DynamicSampling  bool `yaml:"dynamic_sampling" default:"false" doc:"DAPO's dynamic sampling: groups whose rewards all agree (zero variance) are dropped, and more prompts are drawn (rollout.batch_size at a time) until the batch has rollout.batch_size informative groups or algorithm.max_num_gen_batches draws were made"`
+	MaxNumGenBatches int  `yaml:"max_num_gen_batches" default:"10" doc:"the most draws of rollout.batch_size prompts one iteration of dynamic sampling makes (DAPO's max_num_gen_batches); at the cap it trains on the informative groups it has"`
+}
+
+// OverlongBufferConfig is DAPO's soft overlong punishment, named as verl's
+// reward_model.overlong_buffer: with L = len and Lmax = env.max_tokens,
+// an episode of n tokens gets penalty_factor * clamp(((Lmax - L) - n) / L,
+// -1, 0) added to its reward.
+type OverlongBufferConfig struct {
+	Enable        bool    `yaml:"enable" default:"false" doc:"add the soft overlong penalty to the rewards"`
+	Len           int     `yaml:"len" default:"0" doc:"L, the buffer: the penalty grows linearly over the last L tokens of env.max_tokens (0 < L < env.max_tokens when enabled)"`
+	PenaltyFactor float64 `yaml:"penalty_factor" default:"1.0" doc:"the penalty at the budget's end (>= 0)"`
+}
+
+// On is the buffer length L the penalty runs over, 0 when it is off.
+func (b OverlongBufferConfig) On() int {
+	if !b.Enable {
+		return 0
+	}
+	return b.Len
 }
 
 // OptimConfig sets the optimiser and its learning-rate schedule.

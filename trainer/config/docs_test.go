@@ -33,6 +33,7 @@ env.rewards.invalid_call env.rewards.repeat_call
 env.rewards.external.command env.rewards.external.url env.rewards.external.timeout env.rewards.external.weight
 env.rewards.external.max_output_mb
 rollout.batch_size rollout.group_size rollout.slots rollout.temperature rollout.top_p rollout.top_k rollout.eval_temperature rollout.dtype rollout.deterministic
+rollout.max_staleness
 algorithm.estimator algorithm.gamma algorithm.lambda algorithm.norm_by_std algorithm.eps algorithm.turn_gamma
 algorithm.step_weight algorithm.whiten
 algorithm.kl_coef algorithm.advantage_mask
@@ -42,6 +43,8 @@ algorithm.kl_estimator algorithm.kl_mode algorithm.entropy_coef algorithm.vf_coe
 algorithm.epochs algorithm.mini_batch algorithm.micro_batch algorithm.loss_mask
 algorithm.filter_keep_ratio algorithm.critic_warmup
 algorithm.rollout_correction algorithm.rollout_correction_bound algorithm.mismatch_warn_kl algorithm.old_logprobs
+algorithm.overlong_filter algorithm.overlong_buffer.enable algorithm.overlong_buffer.len algorithm.overlong_buffer.penalty_factor
+algorithm.dynamic_sampling algorithm.max_num_gen_batches
 optim.lr optim.critic_lr optim.beta1 optim.beta2 optim.eps optim.weight_decay optim.warmup_steps
 optim.schedule optim.min_lr_ratio optim.max_grad_norm
 sft.data sft.warm_start sft.epochs sft.lr sft.batch sft.demos sft.imperfect_fraction

@@ -178,6 +178,10 @@ func (c *Config) validateRollout(p *problems) {
 	}
 	p.atLeast("rollout.top_k", r.TopK, 0)
 	p.atLeastF("rollout.eval_temperature", r.EvalTemperature, 0)
+	p.atLeast("rollout.max_staleness", r.MaxStaleness, 0)
+	if r.MaxStaleness > 0 {
+		p.add("rollout.max_staleness", "%d: asynchronous training is not implemented yet; only 0 (the synchronous loop) is", r.MaxStaleness)
+	}
 	// Group-relative estimators compare samples of one prompt: a group of
 	// one gives every trajectory advantage 0.
 	if est, _ := algo.Get(c.Algorithm.Estimator); est.Groups && r.GroupSize < 2 {
@@ -225,6 +229,13 @@ func (c *Config) validateAlgorithm(p *problems) {
 		p.add("algorithm.rollout_correction_bound", "%v, want > 1", a.RolloutCorrectionBound)
 	}
 	p.atLeastF("algorithm.mismatch_warn_kl", a.MismatchWarnKL, 0)
+	if b := a.OverlongBuffer; b.Enable {
+		if b.Len <= 0 || b.Len >= c.Env.MaxTokens {
+			p.add("algorithm.overlong_buffer.len", "%d, want 0 < len < env.max_tokens (%d) with the buffer enabled", b.Len, c.Env.MaxTokens)
+		}
+	}
+	p.atLeastF("algorithm.overlong_buffer.penalty_factor", a.OverlongBuffer.PenaltyFactor, 0)
+	p.atLeast("algorithm.max_num_gen_batches", a.MaxNumGenBatches, 1)
 }
 
 func (c *Config) validateOptim(p *problems) {

@@ -72,6 +72,13 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"algorithm.kl_mode", func(c *Config) { c.Algorithm.KLMode = "both" }, "loss, reward, off"},
 		{"algorithm.micro_batch", func(c *Config) { c.Algorithm.MicroBatch = 64 }, "exceeds algorithm.mini_batch 32"},
 		{"algorithm.filter_keep_ratio", func(c *Config) { c.Algorithm.FilterKeepRatio = 0 }, "want in (0, 1]"},
+		{"algorithm.overlong_buffer.len", func(c *Config) { c.Algorithm.OverlongBuffer.Enable = true }, "want 0 < len < env.max_tokens"},
+		{"algorithm.overlong_buffer.len", func(c *Config) {
+			c.Algorithm.OverlongBuffer.Enable, c.Algorithm.OverlongBuffer.Len = true, c.Env.MaxTokens
+		}, "want 0 < len < env.max_tokens"},
+		{"algorithm.overlong_buffer.penalty_factor", func(c *Config) { c.Algorithm.OverlongBuffer.PenaltyFactor = -1 }, "want at least 0"},
+		{"algorithm.max_num_gen_batches", func(c *Config) { c.Algorithm.MaxNumGenBatches = 0 }, "want at least 1"},
+		{"rollout.max_staleness", func(c *Config) { c.Rollout.MaxStaleness = -1 }, "want at least 0"},
 		{"optim.lr", func(c *Config) { c.Optim.LR = 0 }, "want > 0"},
 		{"optim.beta2", func(c *Config) { c.Optim.Beta2 = 1 }, "want in [0, 1)"},
 		{"optim.schedule", func(c *Config) { c.Optim.Schedule = "step" }, "constant, cosine, linear"},

@@ -10,10 +10,10 @@ import (
 )
 
 // criticStep is one optimizer step of a separate critic on a mini-batch.
-func (l *Learner) criticStep(mini []*trajectory.Trajectory, data Data, st *Stats) error {
+func (l *Learner) criticStep(mini []*trajectory.Trajectory, data TokenTable, st *Stats) error {
 	n := l.norm(mini)
 	k := stepper{name: "critic", dev: l.critic.Device, opt: l.criticOpt, dist: l.dist, micro: l.s.MicroBatch, maxGradNorm: l.s.MaxGradNorm}
-	r, err := k.step(mini, func(s *torch.Scope, p Padded, _ *report) (*torch.Tensor, error) {
+	r, err := k.step(mini, func(s *torch.Scope, p Padded, _ *readback) (*torch.Tensor, error) {
 		return l.criticLoss(s, p, data, n)
 	})
 	if err != nil {
@@ -31,7 +31,7 @@ func (l *Learner) criticStep(mini []*trajectory.Trajectory, data Data, st *Stats
 }
 
 // criticLoss is one micro-batch's value loss of a separate critic.
-func (l *Learner) criticLoss(s *torch.Scope, p Padded, data Data, n algo.Norm) (*torch.Tensor, error) {
+func (l *Learner) criticLoss(s *torch.Scope, p Padded, data TokenTable, n algo.Norm) (*torch.Tensor, error) {
 	// Only the value head's output: no logits over the vocabulary.
 	o, err := l.critic.Forward(p.Batch, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true})
 	if err != nil {
@@ -44,7 +44,7 @@ func (l *Learner) criticLoss(s *torch.Scope, p Padded, data Data, n algo.Norm) (
 
 // valueLoss is PPO2's clipped value loss of a micro-batch against the
 // returns, clipped around the values before the update.
-func (l *Learner) valueLoss(s *torch.Scope, p Padded, values, mask *torch.Tensor, data Data, n algo.Norm) *torch.Tensor {
+func (l *Learner) valueLoss(s *torch.Scope, p Padded, values, mask *torch.Tensor, data TokenTable, n algo.Norm) *torch.Tensor {
 	B, W := int64(len(p.Trs)), int64(p.Width())
 	oldV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Values[j] })
 	retV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return t.Returns[j] })

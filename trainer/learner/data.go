@@ -14,17 +14,17 @@ type TokenData struct {
 	Old, Ref, Values, Weight []float32
 }
 
-// Data holds each trajectory's TokenData.
-type Data map[*trajectory.Trajectory]*TokenData
+// TokenTable holds each trajectory's TokenData.
+type TokenTable map[*trajectory.Trajectory]*TokenData
 
 // prepare computes, without gradients, the data of trs an update needs:
 // unless fromStep, the policy's logprobs at the sampling temperature
 // (setOld), the reference's when there is one, and the critic's values
 // when there is one (also set as the trajectories' Values, which the
 // estimators read).
-func (l *Learner) prepare(trs []*trajectory.Trajectory, fromStep bool) (Data, error) {
+func (l *Learner) prepare(trs []*trajectory.Trajectory, fromStep bool) (TokenTable, error) {
 	c := l.s
-	data := make(Data, len(trs))
+	data := make(TokenTable, len(trs))
 	for _, t := range trs {
 		data[t] = &TokenData{}
 	}
@@ -62,7 +62,7 @@ func (l *Learner) prepare(trs []*trajectory.Trajectory, fromStep bool) (Data, er
 // setOld sets t's old logprobs (token j's at index j) and keeps them on
 // the action tokens as t's TrainLogprobs, with the policy's entropies as
 // its Entropies, for the store.
-func (d Data) setOld(t *trajectory.Trajectory, old, ent []float32) {
+func (d TokenTable) setOld(t *trajectory.Trajectory, old, ent []float32) {
 	d[t].Old = old
 	t.TrainLogprobs, t.Entropies = onActions(t, old), onActions(t, ent)
 }

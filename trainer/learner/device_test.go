@@ -32,10 +32,10 @@ func metaModel(t *testing.T, valueHead bool) *torch.Model {
 
 // metaBatch is two trajectories of different lengths with their
 // advantages, returns and update data.
-func metaBatch() ([]*trajectory.Trajectory, Data) {
+func metaBatch() ([]*trajectory.Trajectory, TokenTable) {
 	trs := []*trajectory.Trajectory{maskTrajectory(), maskTrajectory()}
 	trs[1].Tokens, trs[1].Mask, trs[1].TurnOf = trs[1].Tokens[:6], trs[1].Mask[:6], trs[1].TurnOf[:6]
-	data := Data{}
+	data := TokenTable{}
 	for _, t := range trs {
 		n := len(t.Tokens)
 		t.Advantages, t.Returns = make([]float32, n), make([]float32, n)
@@ -76,8 +76,8 @@ func TestPolicyLossesOnTheModelsDevice(t *testing.T) {
 		}
 		s := torch.NewScopeOn(m.Device)
 		var st Stats
-		var rep report
-		total, err := l.policyLoss(s, PadBatch(trs), data, l.norm(trs), true, &st, &rep)
+		var rep readback
+		total, err := l.policyLoss(s, PadBatch(trs), policyIn{data: data, norm: l.norm(trs), trainPolicy: true}, &st, &rep, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

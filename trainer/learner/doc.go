@@ -3,10 +3,12 @@
 // optimizers and the data-parallel group. One Update turns an iteration's
 // trajectories into optimizer steps, in CleanRL's order (update.go):
 //
-//	filter the groups whose rewards do not vary
+//	the soft overlong penalty on the rewards (DAPO, when set)
+//	  -> filter the groups whose rewards do not vary
 //	  -> old and reference logprobs, values (no gradients)
 //	  -> the KL to the reference
 //	  -> advantages and returns (the estimator)
+//	  -> overlong filtering: truncated episodes leave the losses' batch (when set)
 //	  -> epochs of shuffled mini-batches, one optimizer step each
 //	  -> diagnostics
 //

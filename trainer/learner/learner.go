@@ -21,12 +21,13 @@ const (
 
 // Settings shape every update of a run.
 type Settings struct {
-	Estimator       string       // the advantage estimator (algo.Get)
-	Advantage       algo.Options // its options
-	KLEstimator     string       // k1, k2 or k3: the per-token KL to the reference
-	KLInReward      bool         // the KL is subtracted from the rewards (else, with KL in Loss, a loss term)
-	FilterKeepRatio float64      // the share of groups the variance filter keeps
-	CriticWarmup    int          // the first iterations train the critic alone
+	Estimator       string        // the advantage estimator (algo.Get)
+	Advantage       algo.Options  // its options
+	KLEstimator     string        // k1, k2 or k3: the per-token KL to the reference
+	KLInReward      bool          // the KL is subtracted from the rewards (else, with KL in Loss, a loss term)
+	FilterKeepRatio float64       // the share of groups the variance filter keeps
+	Overlong        algo.Overlong // DAPO's overlong filtering and soft punishment
+	CriticWarmup    int           // the first iterations train the critic alone
 
 	Loss        algo.LossConfig
 	Epochs      int
@@ -56,10 +57,10 @@ type Settings struct {
 	// (dist.zero): 0 whole state on every rank, 1 sharded masters and
 	// moments, 2 reduce-scattered gradients too.
 	Zero int
-	// LR gives the learning rates of the optimizer step that follows step
-	// earlier policy steps of the run: the schedule advances per optimizer
-	// step, not per iteration. Nil keeps the groups' rates.
-	LR func(step int) (policy, critic float64)
+	// Schedule gives the learning rates (of PolicyOptim's and
+	// CriticOptim's LR) at each optimizer step of the run: it advances per
+	// optimizer step, not per iteration. The zero Schedule is constant.
+	Schedule Schedule
 }
 
 // Learner owns the models and optimizers that updates change. In a

@@ -50,7 +50,7 @@ type oldRows struct {
 // rank's training forwards set on its shard of the batch (dist.Shard), so
 // that after a step that took them (oldFromStep) every trajectory has
 // them on every rank. It fails naming a trajectory that got none.
-func (l *Learner) gatherOld(train []*trajectory.Trajectory, data Data) error {
+func (l *Learner) gatherOld(train []*trajectory.Trajectory, data TokenTable) error {
 	if l.dist.World() > 1 {
 		var mine []oldRows
 		for i, t := range train {

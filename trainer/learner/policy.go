@@ -9,18 +9,49 @@ import (
 	"github.com/agentrl/agentrl/trajectory"
 )
 
+// oldSource says where a policy step's old logprobs come from, decided
+// by the update (oldFromStep) and handed down to the loss.
+type oldSource int
+
+// The sources of the old logprobs.
+const (
+	oldRecomputed  oldSource = iota // the table's Old, from the pass of their own before the update (prepare)
+	oldFromForward                  // the step's own training forward, detached (the ratio is exactly 1)
+)
+
+// forwardRows are one trajectory's logprobs and entropies from a training
+// forward, handed back by a step whose old logprobs came from it.
+type forwardRows struct {
+	t        *trajectory.Trajectory
+	old, ent []float32
+}
+
+// policyIn are what a micro-batch's policy loss reads besides the batch.
+type policyIn struct {
+	data        TokenTable
+	norm        algo.Norm
+	trainPolicy bool      // false: the critic's warm-up, only a shared value head's loss counts
+	old         oldSource // where the old logprobs come from
+}
+
 // policyStep is one optimizer step of the policy (and a shared critic) on
 // a mini-batch; without trainPolicy (the critic's warm-up) only the shared
-// value head's loss counts.
-func (l *Learner) policyStep(mini []*trajectory.Trajectory, data Data, trainPolicy bool, st *Stats) error {
+// value head's loss counts. When old is oldFromForward the step's training
+// forwards give the old logprobs; they are set on data, with the forwards'
+// entropies, once the step is done (taken or skipped).
+func (l *Learner) policyStep(mini []*trajectory.Trajectory, data TokenTable, trainPolicy bool, old oldSource, st *Stats) error {
 	st.policySteps++
-	n := l.norm(mini)
+	in := policyIn{data: data, norm: l.norm(mini), trainPolicy: trainPolicy, old: old}
 	k := stepper{name: "policy", dev: l.policy.Device, opt: l.opt, dist: l.dist, micro: l.s.MicroBatch, maxGradNorm: l.s.MaxGradNorm}
-	r, err := k.step(mini, func(s *torch.Scope, p Padded, rep *report) (*torch.Tensor, error) {
-		return l.policyLoss(s, p, data, n, trainPolicy, st, rep)
+	var fwd []forwardRows
+	r, err := k.step(mini, func(s *torch.Scope, p Padded, rep *readback) (*torch.Tensor, error) {
+		return l.policyLoss(s, p, in, st, rep, &fwd)
 	})
 	if err != nil {
 		return err
+	}
+	for _, f := range fwd {
+		data.setOld(f.t, f.old, f.ent)
 	}
 	st.Timing.add(r.Timing)
 	if !r.Taken {
@@ -40,17 +71,17 @@ func (l *Learner) policyStep(mini []*trajectory.Trajectory, data Data, trainPoli
 }
 
 // policyLoss is one micro-batch's loss of the policy: the policy loss
-// algorithm.policy_loss names, the KL-to-reference term and the entropy bonus when they are
-// on, and a shared value head's weighted value loss. Its terms and the
-// micro-batch's diagnostics are reported to st through rep, and so are the
-// training forward's logprobs and entropies when they are the old ones
-// (oldLogprobs).
-func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, trainPolicy bool, st *Stats, rep *report) (*torch.Tensor, error) {
-	c := l.s
+// algorithm.policy_loss names, the KL-to-reference term and the entropy
+// bonus when they are on, and a shared value head's weighted value loss.
+// Its terms and the micro-batch's diagnostics are reported to st through
+// rep. With in.old oldFromForward, the training forward's logprobs and
+// entropies are read back with the loss and appended to fwd.
+func (l *Learner) policyLoss(s *torch.Scope, p Padded, in policyIn, st *Stats, rep *readback, fwd *[]forwardRows) (*torch.Tensor, error) {
+	c, data, n := l.s, in.data, in.norm
 	shared := l.mode == SharedCritic
 	// The entropy's graph is built only when the entropy bonus weighs in.
 	o, err := l.policy.Forward(p.Batch, torch.ForwardOptions{Temperature: c.Temperature, Grad: true, Entropy: true,
-		EntropyGrad: trainPolicy && c.Loss.EntropyCoef != 0, Values: shared})
+		EntropyGrad: in.trainPolicy && c.Loss.EntropyCoef != 0, Values: shared})
 	if err != nil {
 		return nil, OOMHint(fmt.Errorf("policy forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Batch.T, err))
 	}
@@ -59,14 +90,26 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, t
 	grid := func(f func(t *trajectory.Trajectory, j int) float32) *torch.Tensor { return s.Float32(p.Grid(f), B, W) }
 	mask := grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, c.LossMask) })
 	total := s.Scalar(0)
-	if trainPolicy {
-		old := l.oldLogprobs(s, p, o, data, grid, rep)
-		adv := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Advantages[j] })
-		in := loss.PolicyInputs{LogP: o.LogProbs, OldLogP: old, Adv: adv, Mask: mask}
-		if data[p.Trs[0]].Weight != nil {
-			in.Weight = grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Weight[j] })
+	if in.trainPolicy {
+		var old *torch.Tensor
+		switch in.old {
+		case oldRecomputed:
+			old = grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
+		case oldFromForward:
+			old = s.Detach(o.LogProbs)
+			rep.addRows(s.Stack(0, old, s.Detach(o.Entropy)), func(v []float32) {
+				lp, ent := p.Unpack(v[:len(v)/2]), p.Unpack(v[len(v)/2:])
+				for i, t := range p.Trs {
+					*fwd = append(*fwd, forwardRows{t, lp[i], ent[i]})
+				}
+			})
 		}
-		pg, err := loss.PolicyLoss(s, in, c.Loss, n)
+		adv := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Advantages[j] })
+		pin := loss.PolicyInputs{LogP: o.LogProbs, OldLogP: old, Adv: adv, Mask: mask}
+		if data[p.Trs[0]].Weight != nil {
+			pin.Weight = grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Weight[j] })
+		}
+		pg, err := loss.PolicyLoss(s, pin, c.Loss, n)
 		if err != nil {
 			return nil, err
 		}
@@ -95,25 +138,4 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data Data, n algo.Norm, t
 		rep.add(vl, func(v float64) { st.ValueLoss += v })
 	}
 	return total, nil
-}
-
-// oldLogprobs is the micro-batch's [B, T-1] grid of old logprobs: the
-// recomputed ones, or, when the update takes them from its step
-// (oldFromStep: prepare left them out), the training forward's own,
-// detached, so that the ratio is exactly 1. Those are then read back with
-// the loss, after the backward, as the trajectories' old logprobs
-// (Data.setOld), with the forward's entropies.
-func (l *Learner) oldLogprobs(s *torch.Scope, p Padded, o torch.Output, data Data,
-	grid func(func(t *trajectory.Trajectory, j int) float32) *torch.Tensor, rep *report) *torch.Tensor {
-	if data[p.Trs[0]].Old != nil {
-		return grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
-	}
-	old := s.Detach(o.LogProbs)
-	rep.addRows(s.Stack(0, old, s.Detach(o.Entropy)), func(v []float32) {
-		lp, ent := p.Unpack(v[:len(v)/2]), p.Unpack(v[len(v)/2:])
-		for i, t := range p.Trs {
-			data.setOld(t, lp[i], ent[i])
-		}
-	})
-	return old
 }

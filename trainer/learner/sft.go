@@ -89,7 +89,7 @@ func SFT(m *torch.Model, g *dist.Group, seqs []*trajectory.Trajectory, cfg SFTCo
 // sftStep is one optimizer step of the warm start on a mini-batch.
 func sftStep(k stepper, m *torch.Model, mini []*trajectory.Trajectory, st *SFTStats) error {
 	n := Norm(mini, true)
-	r, err := k.step(mini, func(s *torch.Scope, p Padded, _ *report) (*torch.Tensor, error) {
+	r, err := k.step(mini, func(s *torch.Scope, p Padded, _ *readback) (*torch.Tensor, error) {
 		return sftLoss(s, m, p, n)
 	})
 	if err != nil {

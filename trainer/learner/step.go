@@ -13,14 +13,14 @@ import (
 // lossFunc builds one micro-batch's loss in s, its forward pass included,
 // and adds the scalars it reports (diagnostics) to r. The reports reach
 // their sinks whether or not the step is taken.
-type lossFunc func(s *torch.Scope, p Padded, r *report) (*torch.Tensor, error)
+type lossFunc func(s *torch.Scope, p Padded, r *readback) (*torch.Tensor, error)
 
-// report collects the scalar tensors a micro-batch's loss reports, the
+// readback collects the scalar tensors a micro-batch's loss reports, the
 // grids it keeps (the training forward's logprobs when they stand in for
 // the old ones), and where each value goes. They are read back together
 // with the loss, in one copy after the backward pass: on a GPU that is one
 // synchronisation per micro-batch, not one per figure or grid.
-type report struct {
+type readback struct {
 	ts       []*torch.Tensor
 	sinks    []func(float64)
 	rows     []*torch.Tensor
@@ -28,20 +28,20 @@ type report struct {
 }
 
 // add reports the scalar x; sink receives its value.
-func (r *report) add(x *torch.Tensor, sink func(float64)) {
+func (r *readback) add(x *torch.Tensor, sink func(float64)) {
 	r.ts = append(r.ts, x)
 	r.sinks = append(r.sinks, sink)
 }
 
 // addRows reports the grid x; sink receives its values, row-major.
-func (r *report) addRows(x *torch.Tensor, sink func([]float32)) {
+func (r *readback) addRows(x *torch.Tensor, sink func([]float32)) {
 	r.rows = append(r.rows, x)
 	r.rowSinks = append(r.rowSinks, sink)
 }
 
 // read copies the loss, the reported scalars and the reported grids back
 // in one transfer, hands each report to its sink and returns the loss.
-func (r *report) read(s *torch.Scope, loss *torch.Tensor) (float64, error) {
+func (r *readback) read(s *torch.Scope, loss *torch.Tensor) (float64, error) {
 	parts := make([]*torch.Tensor, 0, 1+len(r.ts)+len(r.rows))
 	for _, t := range append(append([]*torch.Tensor{loss}, r.ts...), r.rows...) {
 		parts = append(parts, s.To(s.Detach(s.Reshape(t, -1)), s.Device(), torch.Float32))
@@ -143,7 +143,7 @@ func (k stepper) apply(r *stepResult, nonFinite bool) error {
 func (k stepper) microStep(p Padded, loss lossFunc, tm *Timing) (float64, error) {
 	s := torch.NewScopeOn(k.dev)
 	defer s.Close()
-	var r report
+	var r readback
 	start := time.Now()
 	l, err := loss(s, p, &r)
 	if err != nil {

@@ -11,15 +11,21 @@ import (
 	"github.com/agentrl/agentrl/trajectory"
 )
 
-// Report is what an update did: its diagnostics and the figures of the
+// Result is what an update did: its diagnostics and the figures of the
 // data it started from.
-type Report struct {
+type Result struct {
 	Stats
-	// Trained is the batch after the variance filter: the trajectories
-	// that got advantages and were learned from.
+	// Trained is the batch the losses learned from: after the variance
+	// filter (the trajectories that got advantages), less the episodes
+	// overlong filtering masked.
 	Trained        []*trajectory.Trajectory
 	GroupRewardStd float64 // the mean within-group reward std of the whole batch
 	GroupsDropped  int     // groups the variance filter dropped
+	// OverlongPenalty is the mean soft overlong penalty added to the
+	// batch's rewards (0 without the buffer); OverlongMasked counts the
+	// episodes overlong filtering took out of the policy loss.
+	OverlongPenalty float64
+	OverlongMasked  int
 	// Mismatch compares the behaviour logprobs (recorded while sampling)
 	// with the old ones (the training forward's) over the policy's tokens:
 	// the rollout/training mismatch (its MaxAbsDiff is 0 when rollout and
@@ -48,14 +54,16 @@ type Report struct {
 // from the training forward of its one step instead, and the mismatch and
 // the KL to the reference are measured after it. A non-finite loss or
 // gradient norm skips its step (its gradients are dropped) and records
-// the mini-batch's trajectory ids. The report's Timing says where the
+// the mini-batch's trajectory ids. The result's Timing says where the
 // time went.
-func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Report, error) {
-	var r Report
+func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Result, error) {
+	var r Result
+	// DAPO's soft overlong punishment is part of the reward.
+	r.OverlongPenalty = l.s.Overlong.PunishOverlong(batch)
 	// RAGEN filters rollouts before computing anything on them.
 	r.GroupRewardStd = algo.GroupRewardStd(batch)
 	train, dropped := algo.FilterGroupsByVariance(batch, l.s.FilterKeepRatio)
-	r.Trained, r.GroupsDropped = train, dropped
+	r.GroupsDropped = dropped
 	trainPolicy := iter > l.s.CriticWarmup || l.critic == nil
 	r.OldFromStep = l.oldFromStep(train, trainPolicy)
 	start := time.Now()
@@ -90,17 +98,25 @@ func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Report, erro
 		return r, err
 	}
 	advantaged := time.Now()
-	if r.Stats, err = l.epochs(train, data, trainPolicy); err != nil {
+	// DAPO's overlong filtering: the truncated episodes counted in their
+	// groups' advantages, and leave the batch the losses see.
+	learned, masked := l.s.Overlong.FilterOverlong(train)
+	r.Trained, r.OverlongMasked = learned, masked
+	old := oldRecomputed
+	if r.OldFromStep {
+		old = oldFromForward
+	}
+	if r.Stats, err = l.epochs(learned, data, trainPolicy, old); err != nil {
 		return r, err
 	}
 	r.Timing.Prepare, r.Timing.Advantages = prepared.Sub(start), advantaged.Sub(prepared)
 	if r.OldFromStep {
 		measured := time.Now()
-		if err := l.gatherOld(train, data); err != nil {
+		if err := l.gatherOld(learned, data); err != nil {
 			return r, err
 		}
-		r.Mismatch = mismatch(train, data, l.s.RolloutBound)
-		if _, err := l.referenceKL(train, data, &r); err != nil {
+		r.Mismatch = mismatch(learned, data, l.s.RolloutBound)
+		if _, err := l.referenceKL(learned, data, &r); err != nil {
 			return r, err
 		}
 		r.Timing.Advantages += time.Since(measured)
@@ -112,7 +128,7 @@ func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Report, erro
 // mismatch measures the rollout/training mismatch of the batch: the
 // behaviour logprobs against the recomputed old ones, on the action
 // tokens.
-func mismatch(train []*trajectory.Trajectory, data Data, bound float64) algo.Mismatch {
+func mismatch(train []*trajectory.Trajectory, data TokenTable, bound float64) algo.Mismatch {
 	behaviour, old, masks := make([][]float32, len(train)), make([][]float32, len(train)), make([][]uint8, len(train))
 	for i, tr := range train {
 		behaviour[i], old[i], masks[i] = tr.Logprobs, data[tr].Old, tr.Mask
@@ -123,7 +139,7 @@ func mismatch(train []*trajectory.Trajectory, data Data, bound float64) algo.Mis
 // correct sets each trajectory's rollout-correction weights (the
 // settings' RolloutCorrection, none when "" or "off") and returns their
 // mean over the action tokens (NaN without a correction).
-func (l *Learner) correct(train []*trajectory.Trajectory, data Data) (float64, error) {
+func (l *Learner) correct(train []*trajectory.Trajectory, data TokenTable) (float64, error) {
 	mode := l.s.RolloutCorrection
 	if mode == "" || mode == "off" {
 		return math.NaN(), nil
@@ -152,7 +168,7 @@ func (l *Learner) correct(train []*trajectory.Trajectory, data Data) (float64, e
 // loss.TokenKL on the policy's tokens and 0 elsewhere (nil without a
 // reference); its mean over the policy's tokens goes to r. It is computed
 // in f64 on the CPU.
-func (l *Learner) referenceKL(train []*trajectory.Trajectory, data Data, r *Report) ([][]float32, error) {
+func (l *Learner) referenceKL(train []*trajectory.Trajectory, data TokenTable, r *Result) ([][]float32, error) {
 	if l.ref == nil || len(train) == 0 {
 		return nil, nil
 	}
@@ -195,8 +211,9 @@ func (l *Learner) referenceKL(train []*trajectory.Trajectory, data Data, r *Repo
 
 // epochs runs the epochs of shuffled mini-batches: per mini-batch one
 // step of the policy (and a shared value head), or of the value head
-// alone during the critic's warm-up, then one of a separate critic.
-func (l *Learner) epochs(trs []*trajectory.Trajectory, data Data, trainPolicy bool) (Stats, error) {
+// alone during the critic's warm-up, then one of a separate critic. old
+// says where the policy steps' old logprobs come from.
+func (l *Learner) epochs(trs []*trajectory.Trajectory, data TokenTable, trainPolicy bool, old oldSource) (Stats, error) {
 	var st Stats
 	idx := make([]int, len(trs))
 	for i := range idx {
@@ -212,7 +229,7 @@ func (l *Learner) epochs(trs []*trajectory.Trajectory, data Data, trainPolicy bo
 				return st, err
 			}
 			if trainPolicy || l.mode == SharedCritic {
-				if err := l.policyStep(mini, data, trainPolicy, &st); err != nil {
+				if err := l.policyStep(mini, data, trainPolicy, old, &st); err != nil {
 					return st, err
 				}
 			}
@@ -234,13 +251,12 @@ func (l *Learner) norm(mini []*trajectory.Trajectory) algo.Norm {
 }
 
 // setLR sets the learning rates of the next optimizer step, the one after
-// the run's policy steps so far: the policy's (group 0 of the policy
-// optimizer), a shared value head's (its group 1) and a separate critic's.
+// the run's policy steps so far (Schedule.At): the policy's (group 0 of
+// the policy optimizer), a shared value head's (its group 1) and a
+// separate critic's.
 func (l *Learner) setLR(st *Stats) error {
-	if l.s.LR == nil {
-		return nil
-	}
-	lr, clr := l.s.LR(l.steps + st.Steps)
+	step := l.steps + st.Steps
+	lr, clr := l.s.Schedule.At(l.s.PolicyOptim.LR, step), l.s.Schedule.At(l.s.CriticOptim.LR, step)
 	st.LR = lr
 	if err := l.opt.SetLR(0, lr); err != nil {
 		return err

@@ -19,12 +19,12 @@ func TestReferenceKLByHand(t *testing.T) {
 	}
 	a := &trajectory.Trajectory{Tokens: []int32{1, 2, 3, 4}, Mask: []uint8{0, 0, 1, 1}}
 	b := &trajectory.Trajectory{Tokens: []int32{1, 2}, Mask: []uint8{0, 1}}
-	data := Data{
+	data := TokenTable{
 		a: {Old: []float32{0, -1, -1, -2}, Ref: []float32{0, -9, -1.5, -1.75}},
 		b: {Old: []float32{0, -1}, Ref: []float32{0, -3}},
 	}
 	l := &Learner{ref: &torch.Model{}, s: Settings{KLEstimator: "k1"}}
-	var r Report
+	var r Result
 	kl, err := l.referenceKL([]*trajectory.Trajectory{a, b}, data, &r)
 	if err != nil {
 		t.Fatal(err)

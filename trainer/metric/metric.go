@@ -62,6 +62,10 @@ const (
 	ExplainedVariance  = "explained_variance"
 	LR                 = "lr"
 	EchoTrapSignals    = "echo_trap_signals"
+	OverlongPenalty    = "overlong_penalty_mean"
+	OverlongMasked     = "overlong_masked"
+	NumGenBatches      = "num_gen_batches"
+	GroupsZeroVariance = "groups_zero_variance"
 
 	// Time, throughput and memory.
 	TokensPerSRollout = "tokens_per_s_rollout"
@@ -144,6 +148,10 @@ var Defs = []Def{
 	{ExplainedVariance, "1 - Var[R-V]/Var[R] over the action tokens (with a critic)", false},
 	{LR, "policy learning rate of the iteration's last optimizer step", false},
 	{EchoTrapSignals, "echo-trap signals raised this iteration (reward std or entropy collapse, gradient-norm spike)", false},
+	{OverlongPenalty, "mean soft overlong penalty added to the rewards (algorithm.overlong_buffer)", false},
+	{OverlongMasked, "episodes cut by the token budget masked out of the policy loss (algorithm.overlong_filter)", false},
+	{NumGenBatches, "draws of rollout.batch_size prompts this iteration made (algorithm.dynamic_sampling; 1 without it)", false},
+	{GroupsZeroVariance, "groups dynamic sampling dropped because their rewards all agreed (algorithm.dynamic_sampling)", false},
 	{TokensPerSRollout, "tokens generated per second of rollout", false},
 	{TokensPerSUpdate, "trajectory tokens per second of update (times epochs)", false},
 	{TimeRolloutS, "wall time of the training rollout", false},

@@ -113,7 +113,7 @@ func loadRequests(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajector
 func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Trajectory, map[int64]*trajectory.Trajectory, error) {
 	rows, err := tx.Query(`SELECT tid, id, iteration, split, task_id, dataset, hops, group_idx, sample_idx,
 		policy_version, question, gold, answer, correct, outcome, reward, components, stop, error, prompt_tokens,
-		duration_ms FROM trajectories WHERE `+where+` ORDER BY tid`, args...)
+		duration_ms, dropped FROM trajectories WHERE `+where+` ORDER BY tid`, args...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,7 +130,7 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Traje
 		)
 		if err := rows.Scan(&tid, &t.ID, &t.Iteration, &split, &t.TaskID, &t.Dataset, &t.Hops, &t.Group,
 			&t.Sample, &t.PolicyVersion, &t.Question, &gold, &t.Answer, &t.Correct, &outcome, &reward, &comp, &stop,
-			&t.Error, &t.PromptLen, &duration); err != nil {
+			&t.Error, &t.PromptLen, &duration, &t.Dropped); err != nil {
 			return nil, nil, err
 		}
 		t.Split, t.Stop = trajectory.Split(split), trajectory.StopReason(stop)
@@ -187,7 +187,7 @@ func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.
 
 // loadTurns reads the turns of the selected trajectories in turn order.
 func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
-	rows, err := tx.Query(`SELECT tid, turn, text, gen_tokens, process_reward, latency_ms
+	rows, err := tx.Query(`SELECT tid, turn, text, gen_tokens, process_reward, latency_ms, policy_version
 		FROM turns WHERE `+sub+` ORDER BY tid, turn`, args...)
 	if err != nil {
 		return err
@@ -199,7 +199,7 @@ func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.T
 			u               trajectory.Turn
 			reward, latency sql.NullFloat64
 		)
-		if err := rows.Scan(&tid, &turn, &u.Text, &u.GenTokens, &reward, &latency); err != nil {
+		if err := rows.Scan(&tid, &turn, &u.Text, &u.GenTokens, &reward, &latency, &u.PolicyVersion); err != nil {
 			return err
 		}
 		u.ProcessReward, u.LatencyMS = orNaN(reward), orNaN(latency)

@@ -239,3 +239,13 @@ CREATE TABLE gateway_requests (
     PRIMARY KEY (tid, idx)
 );
 `
+
+// schemaV6 records the policy version that sampled each turn (a stored
+// run before it was synchronous: every turn was sampled by its
+// trajectory's version, which fills the new column) and why dynamic
+// sampling left a trajectory out of the update (” for none).
+const schemaV6 = `
+ALTER TABLE turns ADD COLUMN policy_version INTEGER NOT NULL DEFAULT 0;
+UPDATE turns SET policy_version = (SELECT policy_version FROM trajectories t WHERE t.tid = turns.tid);
+ALTER TABLE trajectories ADD COLUMN dropped TEXT NOT NULL DEFAULT '';
+`

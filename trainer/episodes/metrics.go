@@ -1,12 +1,13 @@
-package trainer
+// Package episodes holds what the trainer does with a batch of finished
+// episodes before learning from it: gathering every rank's share in one
+// order, telling whether all of them failed, and summarising them as
+// metrics.
+package episodes
 
 import (
 	"math"
 
 	"github.com/agentrl/agentrl/internal/stat"
-
-	"github.com/agentrl/agentrl/trainer/algo"
-	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
@@ -32,10 +33,10 @@ func (a acc) std() float64 {
 	return s
 }
 
-// episodeMetrics summarises trajectories under a prefix: reward (mean, std,
+// Metrics summarises trajectories under a prefix: reward (mean, std,
 // per component), EM/F1 (overall and per hop count), response length,
 // turns, tool calls, tool success, truncation and error rates.
-func episodeMetrics(prefix string, trs []*trajectory.Trajectory) map[string]float64 {
+func Metrics(prefix string, trs []*trajectory.Trajectory) map[string]float64 {
 	m := map[string]float64{}
 	var reward, resp, turns, calls, okCalls, trunc, errs acc
 	comps := map[string]*acc{}
@@ -121,47 +122,21 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// updateMetrics adds an update's figures: the data it started from, its
-// diagnostics and the advantage statistics of the batch it learned from.
-func updateMetrics(m map[string]float64, r learner.Report, critic bool) {
-	m[metric.GroupRewardStd] = r.GroupRewardStd
-	m[metric.GroupsDropped] = float64(r.GroupsDropped)
-	mm := r.Mismatch
-	m[metric.LogprobMismatchMax] = mm.MaxAbsDiff
-	m[metric.MismatchKL], m[metric.MismatchRatioMax], m[metric.MismatchRatioMin], m[metric.MismatchBeyond] = mm.KL, mm.RatioMax, mm.RatioMin, mm.BeyondBound
-	if !math.IsNaN(r.WeightMean) {
-		m[metric.RolloutWeightMean] = r.WeightMean
-	}
-	if r.HasRef {
-		m[metric.KLRef] = r.KLRef
-	}
-	m[metric.LR] = r.LR
-	m[metric.PolicyLoss] = r.PolicyLoss
-	m[metric.KLLoss] = r.KLLoss
-	m[metric.Entropy] = r.Entropy
-	m[metric.ClipFracLow] = r.ClipFracLow
-	m[metric.ClipFracHigh] = r.ClipFracHigh
-	m[metric.ApproxKL] = r.ApproxKL
-	m[metric.GradNorm] = r.GradNorm
-	m[metric.OptimizerSteps] = float64(r.Steps)
-	m[metric.SkippedUpdates] = float64(r.Skipped)
-	a := algo.AdvantageStats(r.Trained)
-	m[metric.AdvMean], m[metric.AdvStd], m[metric.AdvMin], m[metric.AdvMax] = a.Mean, a.Std, a.Min, a.Max
-	ret := algo.ReturnStats(r.Trained)
-	m[metric.ReturnMean] = ret.Mean
-	if critic {
-		m[metric.ValueLoss] = r.ValueLoss
-		m[metric.CriticGradNorm] = r.CriticGradNorm
-		m[metric.ExplainedVariance] = algo.ExplainedVariance(r.Trained)
-	}
-}
-
-// rolloutMetrics adds the scheduler's throughput and time split.
-func rolloutMetrics(m map[string]float64, s rollout.Stats) {
+// AddRolloutStats adds the rollout scheduler's throughput and time split.
+func AddRolloutStats(m map[string]float64, s rollout.Stats) {
 	m[metric.TokensPerSRollout] = s.TokensPerS()
 	m[metric.TimeRolloutS] = s.Wall.Seconds()
 	m[metric.TimeDecodeS] = s.Decode.Seconds()
 	m[metric.TimePrefillS] = s.Prefill.Seconds()
 	m[metric.TimeToolWaitS] = s.Idle.Seconds()
 	m[metric.DecodeBatchMean] = s.MeanBatch
+}
+
+// Then combines the stats of rollouts that ran one after the other (the
+// draws of dynamic sampling): times and counts add up, and the mean
+// decode batch is weighted by decode calls.
+func Then(a, b rollout.Stats) rollout.Stats {
+	m := a.Merge(b)
+	m.Wall, m.Decode, m.Prefill, m.Idle = a.Wall+b.Wall, a.Decode+b.Decode, a.Prefill+b.Prefill, a.Idle+b.Idle
+	return m
 }

@@ -1,0 +1,88 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/episodes"
+	"github.com/agentrl/agentrl/trainer/rollout"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// rollouts runs this rank's share of reqs (every World-th request, from
+// its Rank-th) and gathers every rank's trajectories and stats, so each
+// rank holds the whole batch, ordered by group and sample. f nil plays the
+// policy's own episodes: the agent program's (agent.command) through the
+// gateway, else the agent's ToolEnv ones. A batch in which every episode
+// failed (a broken tool, an env that cannot start, an agent program that
+// crashes) is an error naming the first failure: there is nothing to learn
+// from or evaluate, and every rank stops alike.
+func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory, reqs []rollout.Request, o rollout.Options) ([]*trajectory.Trajectory, rollout.Stats, error) {
+	mine := dist.Shard(t.dist, reqs)
+	n := 0
+	for _, r := range mine {
+		n += r.Samples
+	}
+	bar := t.bar(label, n)
+	o.OnDone = func(*trajectory.Trajectory) { bar.Add(1) }
+	var trs []*trajectory.Trajectory
+	var rs rollout.Stats
+	var err error
+	switch {
+	case f == nil && t.program != nil:
+		trs, rs, err = t.program.Rollout(ctx, t.engine.Decoder(), mine, o)
+	case f == nil:
+		trs, rs, err = rollout.Run(ctx, t.engine.Decoder(), t.agent.Chat, t.agent.Episode, mine, o)
+	default:
+		trs, rs, err = rollout.Run(ctx, t.engine.Decoder(), t.agent.Chat, f, mine, o)
+	}
+	bar.Done()
+	if err != nil {
+		return nil, rs, err
+	}
+	if trs, rs, err = episodes.Gather(t.dist, trs, rs); err != nil {
+		return nil, rs, err
+	}
+	// The synchronous loop samples every turn of an episode with the
+	// policy it started with.
+	for _, tr := range trs {
+		for i := range tr.Turns {
+			tr.Turns[i].PolicyVersion = tr.PolicyVersion
+		}
+	}
+	if episodes.AllFailed(trs) {
+		return nil, rs, fmt.Errorf("%s: every one of its %d episodes failed, the first with: %s", label, len(trs), trs[0].Error)
+	}
+	return trs, rs, nil
+}
+
+// rolloutOptions completes o with the run's episode limits, seed and
+// determinism, and the iteration, split and policy version it samples for.
+func (t *Trainer) rolloutOptions(iter int, split trajectory.Split, o rollout.Options) rollout.Options {
+	o.MaxTurnTokens = t.cfg.Env.MaxTurnTokens
+	o.MaxTotalTokens = t.cfg.Env.MaxTokens
+	o.Seed = uint64(t.cfg.Run.Seed)
+	o.Iteration = iter
+	o.PolicyVersion = t.state.OptSteps
+	o.Split = split
+	o.Deterministic = t.cfg.Rollout.Deterministic
+	return o
+}
+
+// nextTasks takes the next n training tasks in a shuffled order that is
+// redrawn after every pass.
+func (t *Trainer) nextTasks(n int) []envs.Task {
+	out := make([]envs.Task, 0, n)
+	for len(out) < n {
+		if t.state.Cursor >= len(t.state.Order) || len(t.state.Order) != len(t.data.train) {
+			t.state.Order = t.rng.Perm(len(t.data.train))
+			t.state.Cursor = 0
+			t.state.Pass++
+		}
+		out = append(out, t.data.train[t.state.Order[t.state.Cursor]])
+		t.state.Cursor++
+	}
+	return out
+}

@@ -1,0 +1,138 @@
+package trainer
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/episodes"
+	"github.com/agentrl/agentrl/trainer/metric"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// iteration is one RL iteration: rollouts, old/reference logprobs and
+// values, advantages, group filter, update, metrics, evaluation, store.
+func (t *Trainer) iteration(ctx context.Context, iter int) error {
+	cfg := t.cfg
+	start := time.Now()
+	if err := t.engine.Sync(); err != nil {
+		return err
+	}
+	trs, rs, drawn, err := t.trainingEpisodes(ctx, iter)
+	if err != nil {
+		return err
+	}
+	m := episodes.Metrics("", trs)
+	episodes.AddRolloutStats(m, rs)
+	if cfg.Algorithm.DynamicSampling {
+		m[metric.NumGenBatches], m[metric.GroupsZeroVariance] = float64(drawn.Draws), float64(drawn.ZeroVariance)
+	}
+
+	tUpdate := time.Now()
+	var train []*trajectory.Trajectory
+	for _, tr := range trs {
+		if tr.Dropped == "" && !tr.Stop.Failed() && tr.Stop != trajectory.StopCancelled && tr.ActionTokens() > 0 {
+			train = append(train, tr)
+		}
+	}
+	if err := t.learn(iter, train, m); err != nil {
+		return err
+	}
+	m[metric.TimeUpdateS] = time.Since(tUpdate).Seconds()
+	all := trs
+	if iter == cfg.Run.Iterations || (cfg.Run.EvalEvery > 0 && iter%cfg.Run.EvalEvery == 0) {
+		evalTrs, err := t.evaluateSets(ctx, iter, t.evalSets(ctx, false), m)
+		if err != nil {
+			return err
+		}
+		all = append(all, evalTrs...)
+	}
+	if t.device.CUDA {
+		if ms, err := torch.CUDAMemory(t.device); err == nil {
+			m[metric.CUDAAllocatedGB], m[metric.CUDAPeakGB] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
+		}
+	} else if ms, err := torch.HostMemory(); err == nil {
+		m[metric.HostMappedGB], m[metric.HostPeakGB] = float64(ms.Reserved)/1e9, float64(ms.Peak)/1e9
+	}
+	m[metric.TimeIterationS] = time.Since(start).Seconds()
+	ev := t.log.Info().Int("iteration", iter).Float64("reward", m[metric.RewardMean]).Float64("em", m[metric.EM]).
+		Float64("entropy", m[metric.Entropy]).Float64("approx_kl", m[metric.ApproxKL]).Float64("mismatch_kl", m[metric.MismatchKL]).
+		Float64("mismatch_ratio_min", m[metric.MismatchRatioMin]).Float64("mismatch_ratio_max", m[metric.MismatchRatioMax]).
+		Float64("mismatch_beyond", m[metric.MismatchBeyond]).Float64("tok/s", m[metric.TokensPerSRollout]).
+		Float64("s", m[metric.TimeIterationS])
+	if v, ok := m[metric.Eval+metric.EM]; ok {
+		ev = ev.Float64("eval_em", v)
+	}
+	ev.Msg("iteration")
+	return t.submit(iter, m, all)
+}
+
+// learn updates the models on the training trajectories of an iteration
+// (the learner's Update) and adds the update's metrics to m.
+func (t *Trainer) learn(iter int, train []*trajectory.Trajectory, m map[string]float64) error {
+	if len(train) == 0 {
+		t.log.Warn().Int("iteration", iter).Msg("no trajectory to learn from")
+		return nil
+	}
+	if err := torch.EmptyCache(); err != nil {
+		return err
+	}
+	if err := t.seedDropout(iter); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	r, err := t.learner.Update(iter, train)
+	if err != nil {
+		return err
+	}
+	t.state.OptSteps = t.learner.Steps()
+	t.log.Debug().Int("iteration", iter).Bool("old_logprobs_from_step", r.OldFromStep).
+		Dur("prepare", r.Timing.Prepare).Msg("update")
+	r.AddMetrics(m, t.learner.Critic() != nil)
+	if t.cfg.Algorithm.OverlongBuffer.Enable {
+		m[metric.OverlongPenalty] = r.OverlongPenalty
+	}
+	if t.cfg.Algorithm.OverlongFilter {
+		m[metric.OverlongMasked] = float64(r.OverlongMasked)
+	}
+	mm := r.Mismatch
+	if w := mm.Warning(iter, t.cfg.Algorithm.MismatchWarnKL); w != "" {
+		t.log.Warn().Int("iteration", iter).Float64("mismatch_kl", mm.KL).Float64("ratio_max", mm.RatioMax).
+			Float64("ratio_min", mm.RatioMin).Float64("beyond_bound", mm.BeyondBound).Msg(w)
+	}
+	if err := t.echoTrap(iter, m); err != nil {
+		return err
+	}
+	tokens := 0
+	for _, tr := range r.Trained {
+		tokens += len(tr.Tokens) * t.cfg.Algorithm.Epochs
+	}
+	m[metric.TokensPerSUpdate] = float64(tokens) / time.Since(t0).Seconds()
+	if r.Skipped > 0 {
+		t.log.Warn().Int("iteration", iter).Int("skipped", r.Skipped).Strs("trajectories", r.SkippedIDs).
+			Msg("non-finite loss or gradient: update skipped")
+	}
+	return nil
+}
+
+// echoTrap watches the signals that precede RAGEN's echo trap (the
+// within-group reward std and the entropy collapsing, gradient-norm
+// spikes) over the iterations of this process, logs a warning for each one
+// raised and counts them in the metric echo_trap_signals. It only reports.
+func (t *Trainer) echoTrap(iter int, m map[string]float64) error {
+	if t.echo == nil {
+		var err error
+		if t.echo, err = algo.NewEchoTrap(algo.DefaultEchoTrapConfig()); err != nil {
+			return err
+		}
+	}
+	ws := t.echo.Observe(algo.IterMetrics{Iteration: iter, RewardStd: m[metric.GroupRewardStd], GradNorm: m[metric.GradNorm],
+		Entropy: m[metric.Entropy]})
+	for _, w := range ws {
+		t.log.Warn().Int("iteration", iter).Str("signal", w.Signal).Float64("value", w.Value).
+			Float64("reference", w.Reference).Msg("echo trap")
+	}
+	m[metric.EchoTrapSignals] = float64(len(ws))
+	return nil
+}

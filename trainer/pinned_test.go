@@ -1,0 +1,294 @@
+package trainer
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/metric"
+)
+
+// pinnedJobs are small default jobs whose figures were recorded from the
+// code before the loop was reorganised (commit e0a6d12): the synchronous
+// loop (rollout.max_staleness 0) must reproduce them bit for bit. One
+// takes its old logprobs from the update's step, the other recomputes
+// them, corrects the rollouts (tis) and follows a cosine schedule with a
+// warm-up.
+var pinnedJobs = map[string]func(*config.Config){
+	"from_step": func(c *config.Config) {},
+	"recompute_tis_cosine": func(c *config.Config) {
+		c.Algorithm.Epochs = 2
+		c.Algorithm.MiniBatch = 4
+		c.Algorithm.RolloutCorrection = "tis"
+		c.Optim.Schedule = "cosine"
+		c.Optim.WarmupSteps = 2
+	},
+}
+
+// pinnedKeys are the metrics compared.
+var pinnedKeys = []string{metric.RewardMean, metric.PolicyLoss, metric.GradNorm, metric.LR, metric.ApproxKL,
+	metric.Entropy, metric.ResponseLenMean, metric.Eval + metric.EM, metric.Eval + metric.F1}
+
+// pinnedFigures are the recorded figures, "job/iteration/metric" -> value
+// as %.17g (PINNED_RECORD=1 prints them instead of comparing).
+var pinnedFigures = map[string]string{
+	"from_step/0/eval/em":                      "0",
+	"from_step/0/eval/f1":                      "0",
+	"from_step/1/approx_kl":                    "0",
+	"from_step/1/entropy":                      "5.5424801781063984",
+	"from_step/1/grad_norm":                    "0",
+	"from_step/1/lr":                           "0.0001",
+	"from_step/1/policy_loss":                  "0",
+	"from_step/1/response_len_mean":            "52.5",
+	"from_step/1/reward_mean":                  "0",
+	"from_step/2/approx_kl":                    "0",
+	"from_step/2/entropy":                      "5.5424553784962649",
+	"from_step/2/grad_norm":                    "0",
+	"from_step/2/lr":                           "0.0001",
+	"from_step/2/policy_loss":                  "0",
+	"from_step/2/response_len_mean":            "42.875",
+	"from_step/2/reward_mean":                  "0",
+	"from_step/3/approx_kl":                    "0",
+	"from_step/3/entropy":                      "5.5424873175794138",
+	"from_step/3/eval/em":                      "0",
+	"from_step/3/eval/f1":                      "0",
+	"from_step/3/grad_norm":                    "0",
+	"from_step/3/lr":                           "0.0001",
+	"from_step/3/policy_loss":                  "0",
+	"from_step/3/response_len_mean":            "37.875",
+	"from_step/3/reward_mean":                  "0",
+	"recompute_tis_cosine/0/eval/em":           "0",
+	"recompute_tis_cosine/0/eval/f1":           "0",
+	"recompute_tis_cosine/1/approx_kl":         "0",
+	"recompute_tis_cosine/1/entropy":           "5.5424801781063984",
+	"recompute_tis_cosine/1/grad_norm":         "0",
+	"recompute_tis_cosine/1/lr":                "9.7797543233281924e-05",
+	"recompute_tis_cosine/1/policy_loss":       "0",
+	"recompute_tis_cosine/1/response_len_mean": "52.5",
+	"recompute_tis_cosine/1/reward_mean":       "0",
+	"recompute_tis_cosine/2/approx_kl":         "0",
+	"recompute_tis_cosine/2/entropy":           "5.5424553784962649",
+	"recompute_tis_cosine/2/grad_norm":         "0",
+	"recompute_tis_cosine/2/lr":                "5.5000000000000009e-05",
+	"recompute_tis_cosine/2/policy_loss":       "0",
+	"recompute_tis_cosine/2/response_len_mean": "42.875",
+	"recompute_tis_cosine/2/reward_mean":       "0",
+	"recompute_tis_cosine/3/approx_kl":         "0",
+	"recompute_tis_cosine/3/entropy":           "5.5424874182974939",
+	"recompute_tis_cosine/3/eval/em":           "0",
+	"recompute_tis_cosine/3/eval/f1":           "0",
+	"recompute_tis_cosine/3/grad_norm":         "0",
+	"recompute_tis_cosine/3/lr":                "1.2202456766718093e-05",
+	"recompute_tis_cosine/3/policy_loss":       "0",
+	"recompute_tis_cosine/3/response_len_mean": "37.875",
+	"recompute_tis_cosine/3/reward_mean":       "0",
+}
+
+func TestSynchronousLoopPinned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two small jobs")
+	}
+	record := os.Getenv("PINNED_RECORD") == "1"
+	var lines []string
+	for name, tweak := range pinnedJobs {
+		cfg := smallConfig(t.TempDir())
+		cfg.Run.Iterations = 3
+		cfg.Run.EvalEvery = 3
+		cfg.Rollout.Deterministic = true
+		cfg.Device.Threads = 1
+		tweak(&cfg)
+		ms, _ := runJob(t, cfg)
+		for _, it := range ms {
+			for _, k := range pinnedKeys {
+				v, ok := it.Metrics[k]
+				if !ok {
+					continue
+				}
+				key := fmt.Sprintf("%s/%d/%s", name, it.Iteration, k)
+				got := fmt.Sprintf("%.17g", v)
+				if record {
+					lines = append(lines, fmt.Sprintf("\t%q: %q,", key, got))
+					continue
+				}
+				want, ok := pinnedFigures[key]
+				if !ok {
+					t.Errorf("%s = %s: no recorded figure", key, got)
+				} else if want != got && !(math.IsNaN(v) && want == "NaN") {
+					t.Errorf("%s = %s, recorded before the change %s", key, got, want)
+				}
+			}
+		}
+	}
+	if record {
+		sort.Strings(lines)
+		t.Logf("recorded:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// pinnedBandits are bandit runs (learn_test.go) through the trainer's
+// learn, pinned like pinnedJobs: GRPO taking its old logprobs from the
+// step, GAE with a shared critic recomputing them under a cosine schedule
+// with warm-up, and GRPO with a rollout correction and a linear schedule.
+var pinnedBandits = map[string]struct {
+	est   string
+	tweak func(*config.Config)
+}{
+	"grpo_from_step": {"grpo", func(c *config.Config) { c.Algorithm.MiniBatch = 32; c.Algorithm.MicroBatch = 8 }},
+	"gae_cosine": {"gae", func(c *config.Config) {
+		c.Optim.Schedule = "cosine"
+		c.Optim.WarmupSteps = 2
+		c.Run.Iterations = 4
+	}},
+	"grpo_tis_linear": {"grpo", func(c *config.Config) {
+		c.Algorithm.RolloutCorrection = "tis"
+		c.Algorithm.Epochs = 2
+		c.Optim.Schedule = "linear"
+		c.Run.Iterations = 4
+	}},
+}
+
+// pinnedBanditKeys are the update metrics compared.
+var pinnedBanditKeys = []string{metric.PolicyLoss, metric.GradNorm, metric.LR, metric.ApproxKL, metric.Entropy,
+	metric.ClipFracHigh, metric.ValueLoss, metric.RolloutWeightMean, metric.MismatchKL}
+
+func TestBanditUpdatesPinned(t *testing.T) {
+	record := os.Getenv("PINNED_RECORD") == "1"
+	var lines []string
+	for name, b := range pinnedBandits {
+		tr := newBandit(t, b.est, b.tweak)
+		for it := 1; it <= 4; it++ {
+			trs, _ := banditTrajectories(t, tr, it)
+			m := map[string]float64{}
+			if err := tr.learn(it, trs, m); err != nil {
+				t.Fatal(err)
+			}
+			tr.state.Iteration = it
+			for _, k := range pinnedBanditKeys {
+				if v, ok := m[k]; ok {
+					lines = append(lines, fmt.Sprintf("\t%q: %q,", fmt.Sprintf("%s/%d/%s", name, it, k), fmt.Sprintf("%.17g", v)))
+				}
+			}
+		}
+		h := fnv.New64a()
+		for _, w := range flatWeights(t, tr.learner.Policy()) {
+			fmt.Fprintf(h, "%08x", math.Float32bits(w))
+		}
+		lines = append(lines, fmt.Sprintf("\t%q: %q,", name+"/weights", fmt.Sprintf("%016x", h.Sum64())))
+	}
+	sort.Strings(lines)
+	if record {
+		t.Logf("recorded:\n%s", strings.Join(lines, "\n"))
+		return
+	}
+	want := strings.Split(strings.TrimSpace(pinnedBanditFigures), "\n")
+	for i := range want {
+		want[i] = "\t" + strings.TrimSpace(want[i])
+	}
+	if got, want := strings.Join(lines, "\n"), strings.Join(want, "\n"); got != want {
+		t.Errorf("bandit updates differ from those recorded before the change:\ngot:\n%s\nrecorded:\n%s", got, want)
+	}
+}
+
+// pinnedBanditFigures are TestBanditUpdatesPinned's lines as recorded.
+const pinnedBanditFigures = `
+	"gae_cosine/1/approx_kl": "0.0035645123571157455",
+	"gae_cosine/1/clip_frac_high": "0",
+	"gae_cosine/1/entropy": "2.7598384618759155",
+	"gae_cosine/1/grad_norm": "2.2474536862365975",
+	"gae_cosine/1/lr": "0.01",
+	"gae_cosine/1/mismatch_kl": "4.4408920985006262e-15",
+	"gae_cosine/1/policy_loss": "-0.018836833536624908",
+	"gae_cosine/1/value_loss": "0.023044839268550277",
+	"gae_cosine/2/approx_kl": "0.0055092833936214447",
+	"gae_cosine/2/clip_frac_high": "0",
+	"gae_cosine/2/entropy": "2.7435250878334045",
+	"gae_cosine/2/grad_norm": "1.4666928509420747",
+	"gae_cosine/2/lr": "0.009397114317029975",
+	"gae_cosine/2/mismatch_kl": "7.1054273576010019e-15",
+	"gae_cosine/2/policy_loss": "0.0012617669999599457",
+	"gae_cosine/2/value_loss": "0.049568699672818184",
+	"gae_cosine/3/approx_kl": "0.0050435811281204224",
+	"gae_cosine/3/clip_frac_high": "0",
+	"gae_cosine/3/entropy": "2.7195464968681335",
+	"gae_cosine/3/grad_norm": "1.7011943042882334",
+	"gae_cosine/3/lr": "0.0055000000000000005",
+	"gae_cosine/3/mismatch_kl": "2.6645352591003757e-15",
+	"gae_cosine/3/policy_loss": "-0.015059139579534531",
+	"gae_cosine/3/value_loss": "0.043289273045957088",
+	"gae_cosine/4/approx_kl": "0.0045305080711841583",
+	"gae_cosine/4/clip_frac_high": "0",
+	"gae_cosine/4/entropy": "2.6813411712646484",
+	"gae_cosine/4/grad_norm": "1.6377590304279086",
+	"gae_cosine/4/lr": "0.0016028856829700259",
+	"gae_cosine/4/mismatch_kl": "1.2212453270876722e-14",
+	"gae_cosine/4/policy_loss": "-0.012591775506734848",
+	"gae_cosine/4/value_loss": "0.057200468610972166",
+	"gae_cosine/weights": "a95f4ccbb9f35905",
+	"grpo_from_step/1/approx_kl": "0",
+	"grpo_from_step/1/clip_frac_high": "0",
+	"grpo_from_step/1/entropy": "2.7664813995361328",
+	"grpo_from_step/1/grad_norm": "0.58226128966973301",
+	"grpo_from_step/1/lr": "0.01",
+	"grpo_from_step/1/mismatch_kl": "4.4408920985006262e-15",
+	"grpo_from_step/1/policy_loss": "-3.7252902984619141e-09",
+	"grpo_from_step/2/approx_kl": "0",
+	"grpo_from_step/2/clip_frac_high": "0",
+	"grpo_from_step/2/entropy": "2.7548471689224243",
+	"grpo_from_step/2/grad_norm": "0.42793088257281925",
+	"grpo_from_step/2/lr": "0.01",
+	"grpo_from_step/2/mismatch_kl": "1.4210854715202004e-14",
+	"grpo_from_step/2/policy_loss": "-1.862645149230957e-09",
+	"grpo_from_step/3/approx_kl": "0",
+	"grpo_from_step/3/clip_frac_high": "0",
+	"grpo_from_step/3/entropy": "2.7448654174804688",
+	"grpo_from_step/3/grad_norm": "0.66985852356251729",
+	"grpo_from_step/3/lr": "0.01",
+	"grpo_from_step/3/mismatch_kl": "1.4210854715202004e-14",
+	"grpo_from_step/3/policy_loss": "-1.862645149230957e-09",
+	"grpo_from_step/4/approx_kl": "0",
+	"grpo_from_step/4/clip_frac_high": "0",
+	"grpo_from_step/4/entropy": "2.7221887707710266",
+	"grpo_from_step/4/grad_norm": "0.62752164928735765",
+	"grpo_from_step/4/lr": "0.01",
+	"grpo_from_step/4/mismatch_kl": "8.8817841970012523e-15",
+	"grpo_from_step/4/policy_loss": "-5.5879354476928711e-09",
+	"grpo_from_step/weights": "2ae3438887efe2f3",
+	"grpo_tis_linear/1/approx_kl": "0.021614396013319492",
+	"grpo_tis_linear/1/clip_frac_high": "0.015625",
+	"grpo_tis_linear/1/entropy": "2.7538045346736908",
+	"grpo_tis_linear/1/grad_norm": "0.30904674471144539",
+	"grpo_tis_linear/1/lr": "0.0083125000000000004",
+	"grpo_tis_linear/1/mismatch_kl": "4.4408920985006262e-15",
+	"grpo_tis_linear/1/policy_loss": "-0.014498052187263966",
+	"grpo_tis_linear/1/rollout_weight_mean": "1.000000037252903",
+	"grpo_tis_linear/2/approx_kl": "0.0091185495257377625",
+	"grpo_tis_linear/2/clip_frac_high": "0.015625",
+	"grpo_tis_linear/2/entropy": "2.7408849000930786",
+	"grpo_tis_linear/2/grad_norm": "0.25675023664801688",
+	"grpo_tis_linear/2/lr": "0.0060624999999999993",
+	"grpo_tis_linear/2/mismatch_kl": "7.9936057773011271e-15",
+	"grpo_tis_linear/2/policy_loss": "-0.01194316940382123",
+	"grpo_tis_linear/2/rollout_weight_mean": "1.0000000670552254",
+	"grpo_tis_linear/3/approx_kl": "0.0076704388484358788",
+	"grpo_tis_linear/3/clip_frac_high": "0",
+	"grpo_tis_linear/3/entropy": "2.7098169922828674",
+	"grpo_tis_linear/3/grad_norm": "1.0149761250936009",
+	"grpo_tis_linear/3/lr": "0.0038124999999999999",
+	"grpo_tis_linear/3/mismatch_kl": "8.8817841970012523e-16",
+	"grpo_tis_linear/3/policy_loss": "-0.023325730115175247",
+	"grpo_tis_linear/3/rollout_weight_mean": "0.9999999925494194",
+	"grpo_tis_linear/4/approx_kl": "0.0032593393698334694",
+	"grpo_tis_linear/4/clip_frac_high": "0",
+	"grpo_tis_linear/4/entropy": "2.6415996849536896",
+	"grpo_tis_linear/4/grad_norm": "0.79999550540784869",
+	"grpo_tis_linear/4/lr": "0.0015625000000000001",
+	"grpo_tis_linear/4/mismatch_kl": "1.4654943925052066e-14",
+	"grpo_tis_linear/4/policy_loss": "-0.021989045199006796",
+	"grpo_tis_linear/4/rollout_weight_mean": "0.99999988079071045",
+	"grpo_tis_linear/weights": "54b68ce98750fe15",
+`

@@ -1,0 +1,116 @@
+// Package results holds a run's final table: the evaluation figures of
+// the baselines and of the trained policy, read from its store, and their
+// printout.
+package results
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/agentrl/agentrl/trainer/metric"
+	"github.com/agentrl/agentrl/trainer/store"
+)
+
+// Table is the final evaluation figures of a run, by method.
+type Table struct {
+	Methods []string                      // in table order
+	Metrics map[string]map[string]float64 // method -> eval metrics (em, f1, em_hop1, ...)
+	OOD     map[string]map[string]float64 // method -> the same on the out-of-domain split (none without one)
+	Hops    []int
+}
+
+// Read reads the final table of a finished run from its store:
+// the naive-RAG and base-tool-call baselines (iteration 0) and the policy's
+// last evaluation, named rl.
+func Read(storePath, rl string) (*Table, error) {
+	s, err := store.OpenReadOnly(storePath)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	ms, err := s.Metrics()
+	if err != nil {
+		return nil, err
+	}
+	return Of(ms, rl), nil
+}
+
+// Of makes the table from a run's stored metrics: the naive-RAG and
+// base-tool-call baselines from iteration 0, and the last evaluation after
+// it as rl.
+func Of(ms []store.IterationMetrics, rl string) *Table {
+	r := &Table{Metrics: map[string]map[string]float64{}, OOD: map[string]map[string]float64{}}
+	pickPrefix := func(m map[string]float64, prefix string) map[string]float64 {
+		out := map[string]float64{}
+		for k, v := range m {
+			if len(k) > len(prefix) && k[:len(prefix)] == prefix {
+				out[k[len(prefix):]] = v
+			}
+		}
+		return out
+	}
+	ood := func(method string, m map[string]float64, prefix string) {
+		if o := pickPrefix(m, prefix); len(o) > 0 {
+			r.OOD[method] = o
+		}
+	}
+	var last map[string]float64
+	for _, it := range ms {
+		if it.Iteration == 0 {
+			if rag := pickPrefix(it.Metrics, metric.NaiveRAG); len(rag) > 0 {
+				r.Methods = append(r.Methods, "Naive RAG")
+				r.Metrics["Naive RAG"] = rag
+				ood("Naive RAG", it.Metrics, metric.NaiveRAGOOD)
+			}
+			r.Methods = append(r.Methods, "Base Tool Call")
+			r.Metrics["Base Tool Call"] = pickPrefix(it.Metrics, metric.Eval)
+			ood("Base Tool Call", it.Metrics, metric.EvalOOD)
+		} else if _, ok := it.Metrics[metric.Eval+metric.EM]; ok {
+			last = it.Metrics
+		}
+	}
+	if last != nil {
+		r.Methods = append(r.Methods, rl)
+		r.Metrics[rl] = pickPrefix(last, metric.Eval)
+		ood(rl, last, metric.EvalOOD)
+	}
+	for h := 1; h <= 4; h++ {
+		for _, mm := range r.Metrics {
+			if _, ok := mm[metric.EMHop(h)]; ok {
+				r.Hops = append(r.Hops, h)
+				break
+			}
+		}
+	}
+	return r
+}
+
+// Print prints the final table: exact match per hop count and on
+// average, per method, and on the out-of-domain split when there is one.
+func Print(w io.Writer, r *Table) {
+	fmt.Fprintf(w, "\nResults (exact match on the evaluation split):\n\n%-18s", "method")
+	for _, h := range r.Hops {
+		fmt.Fprintf(w, " %8s", fmt.Sprintf("%d-hop", h))
+	}
+	fmt.Fprintf(w, " %8s %8s", "EM", "F1")
+	if len(r.OOD) > 0 {
+		fmt.Fprintf(w, " %8s", "OOD-EM")
+	}
+	fmt.Fprintln(w)
+	for _, m := range r.Methods {
+		mm := r.Metrics[m]
+		fmt.Fprintf(w, "%-18s", m)
+		for _, h := range r.Hops {
+			fmt.Fprintf(w, " %8.3f", mm[metric.EMHop(h)])
+		}
+		fmt.Fprintf(w, " %8.3f %8.3f", mm[metric.EM], mm[metric.F1])
+		if len(r.OOD) > 0 {
+			if o, ok := r.OOD[m]; ok {
+				fmt.Fprintf(w, " %8.3f", o[metric.EM])
+			} else {
+				fmt.Fprintf(w, " %8s", "–")
+			}
+		}
+		fmt.Fprintln(w)
+	}
+}

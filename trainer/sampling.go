@@ -1,0 +1,63 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/episodes"
+	"github.com/agentrl/agentrl/trainer/rollout"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// trainingEpisodes samples an iteration's training episodes: one draw of
+// rollout.batch_size prompts, group_size samples each; with
+// algorithm.dynamic_sampling, DAPO's draws until the batch has its
+// informative groups (algo.DynamicSample), every episode drawn returned
+// (those left out marked Dropped, which the store keeps) with the draws'
+// merged rollout stats. Every rank draws the same prompts and, holding the
+// whole gathered batch, makes the same choices.
+func (t *Trainer) trainingEpisodes(ctx context.Context, iter int) ([]*trajectory.Trajectory, rollout.Stats, algo.Drawn, error) {
+	var rs rollout.Stats
+	draw := func(d int) ([]*trajectory.Trajectory, error) {
+		label := fmt.Sprintf("iter %d rollout", iter)
+		if d > 0 {
+			label = fmt.Sprintf("iter %d rollout (draw %d)", iter, d+1)
+		}
+		trs, s, err := t.draw(ctx, iter, d, label)
+		if d == 0 {
+			rs = s
+		} else {
+			rs = episodes.Then(rs, s)
+		}
+		return trs, err
+	}
+	a := t.cfg.Algorithm
+	if !a.DynamicSampling {
+		trs, err := draw(0)
+		return trs, rs, algo.Drawn{Episodes: trs, Draws: 1}, err
+	}
+	drawn, err := algo.DynamicSample(t.cfg.Rollout.BatchSize, a.MaxNumGenBatches, draw)
+	if err != nil {
+		return nil, rs, drawn, err
+	}
+	if drawn.Informative < t.cfg.Rollout.BatchSize {
+		t.log.Warn().Int("iteration", iter).Int("draws", drawn.Draws).Int("informative_groups", drawn.Informative).
+			Int("want", t.cfg.Rollout.BatchSize).Msg("dynamic sampling reached algorithm.max_num_gen_batches: the update learns from fewer groups")
+	}
+	return drawn.Episodes, rs, drawn, nil
+}
+
+// draw samples the d-th draw of an iteration: the next rollout.batch_size
+// training prompts, group_size samples each, its groups numbered on from
+// the earlier draws'.
+func (t *Trainer) draw(ctx context.Context, iter, d int, label string) ([]*trajectory.Trajectory, rollout.Stats, error) {
+	r := t.cfg.Rollout
+	tasks := t.nextTasks(r.BatchSize)
+	reqs := make([]rollout.Request, len(tasks))
+	for i, task := range tasks {
+		reqs[i] = rollout.Request{Task: task, Group: d*r.BatchSize + i, Samples: r.GroupSize}
+	}
+	return t.rollouts(ctx, label, nil, reqs, t.rolloutOptions(iter, trajectory.Train, rollout.Options{
+		Sampling: rollout.Sampling{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}}))
+}

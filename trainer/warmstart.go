@@ -1,0 +1,77 @@
+package trainer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/learner"
+)
+
+// warmStart is the supervised warm start: scripted demonstrations of the
+// synthetic world (general skills or the multi-hop expert, by
+// sft.warm_start) or sft.data, masked NLL on the assistant's tokens.
+func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
+	c := t.cfg.SFT
+	var demos [][]tokenizer.Message
+	var err error
+	switch {
+	case c.Data != "":
+		demos, err = LoadDemos(c.Data)
+	case t.fresh && t.data.world != nil && c.Demos > 0 && c.WarmStart == "expert":
+		demos, err = scriptedDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, c.ImperfectFraction, t.rng)
+	case t.fresh && t.data.world != nil && c.Demos > 0:
+		demos, err = generalDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, t.rng)
+	default:
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	seqs, dropped, err := renderDemos(t.agent.Format, demos, t.agent.Schemas, t.cfg.Env.MaxTokens)
+	if err != nil {
+		return err
+	}
+	total := (len(seqs) + c.Batch - 1) / c.Batch * c.Epochs
+	bar := t.bar("warm start (SFT)", total)
+	st, err := learner.SFT(t.warmStartModel(), t.dist, seqs, learner.SFTConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
+		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm, Zero: t.cfg.Dist.Zero,
+		Before: func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if stopped, err := t.dist.Any(stopSignal(stop).asked()); err != nil || stopped {
+				return cmp.Or(err, ErrStopped)
+			}
+			return nil
+		},
+		After: func(step, total int, loss float64) {
+			bar.Add(1)
+			if every := max(1, total/10); step%every == 0 || step == total {
+				t.log.Info().Int("step", step).Int("of", total).Float64("loss", loss).Msg("warm start")
+			}
+		}}, t.rng)
+	bar.Done()
+	if errors.Is(err, ErrStopped) {
+		t.log.Warn().Int("step", st.Steps).Int("of", total).Msg("warm start stopped")
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("warm start: %w", err)
+	}
+	if st.Skipped > 0 {
+		t.log.Warn().Int("skipped", st.Skipped).Int("steps", st.Steps).Msg("warm start: non-finite loss or gradient, steps skipped")
+	}
+	t.log.Info().Int("demos", st.Sequences).Int("dropped_too_long", dropped).Int("steps", st.Steps).Int("skipped", st.Skipped).
+		Float64("loss_first", st.FirstLoss).Float64("loss_last", st.LastLoss).Msg("warm start done")
+	if t.base != nil {
+		t.baseTrained = true // the adapters (and a LoRA critic's) sit on it as it is now
+		return nil
+	}
+	if t.learner.Mode() == learner.SeparateCritic {
+		return t.learner.Critic().CopyWeightsFrom(t.learner.Policy())
+	}
+	return nil
+}
