@@ -137,6 +137,11 @@ func (c *ChatFormat) WithOptions(opts ChatOptions) (*ChatFormat, error) {
 // Family is the chat format's model family.
 func (c *ChatFormat) Family() Family { return c.family }
 
+// RewritesHistory reports whether the chat template renders a
+// conversation so that a later prompt need not extend an earlier one:
+// Qwen3's drops earlier reasoning and empty think blocks.
+func (c *ChatFormat) RewritesHistory() bool { return c.family == Qwen3 }
+
 // Tokenizer returns the tokenizer the format encodes with.
 func (c *ChatFormat) Tokenizer() *Tokenizer { return c.tok }
 

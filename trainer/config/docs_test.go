@@ -27,7 +27,7 @@ tools.mcp tools.mcp[].name tools.mcp[].command tools.mcp[].args tools.mcp[].env 
 tools.mcp[].headers tools.mcp[].tools tools.mcp[].prefix tools.mcp[].start_timeout tools.mcp[].max_message_mb
 tools.http tools.http[].name tools.http[].url tools.http[].description tools.http[].parameters
 tools.http[].headers tools.http[].retries tools.http[].cross_origin_redirects
-env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observation_chars
+env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observation_chars env.context env.context_turns
 env.rewards.scorer env.rewards.outcome env.rewards.format env.rewards.valid_call env.rewards.support
 env.rewards.invalid_call env.rewards.repeat_call
 env.rewards.external.command env.rewards.external.url env.rewards.external.timeout env.rewards.external.weight
