@@ -35,6 +35,9 @@ func TurnRLOO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error
 	if err := checkBatch(batch, kl, false); err != nil {
 		return err
 	}
+	if err := unsegmented("turn_rloo", batch); err != nil {
+		return err
+	}
 	for _, g := range groupsOf(batch) {
 		steps := make([][]turnStep, len(g))
 		rets := make([][]float64, len(g))

@@ -41,6 +41,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"env.context", func(c *Config) { c.Env.Context = "sliding" }, `unknown context "sliding"`},
 		{"env.context", func(c *Config) { c.Env.Context, c.Agent.Command = "window", []string{"/bin/true"} }, "agent.command's program renders its own context"},
 		{"env.context_turns", func(c *Config) { c.Env.ContextTurns = 0 }, "want at least 1"},
+		{"env.context", func(c *Config) { c.Env.Context, c.Algorithm.Estimator = "template", "gigpo" }, "algorithm.estimator gigpo does not credit"},
 		{"env.rewards.scorer", func(c *Config) { c.Env.Rewards.Scorer = "bleu" }, "bleu"},
 		{"env.rewards.format", func(c *Config) { c.Env.Rewards.Format = math.NaN() }, "finite"},
 		{"env.rewards.external.command", func(c *Config) { c.Env.Rewards.External.Command = []string{"/nonexistent/score.py"} },
