@@ -128,6 +128,24 @@ func redact(key string) string {
 
 // chat answers one chat completion request; a refusal is returned, not
 // written.
+// ChatMessages are a request's messages as the chat template renders them:
+// each tool call's arguments a JSON string holding the text the client
+// sent (rendered as that text).
+func ChatMessages(req *openai.Request) []tokenizer.Message {
+	msgs := make([]tokenizer.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = tokenizer.Message{Role: m.Role}
+		if m.Content != nil {
+			msgs[i].Content = *m.Content
+		}
+		for _, c := range m.ToolCalls {
+			args, _ := json.Marshal(c.Function.Arguments) // a string: rendered as the text it holds
+			msgs[i].ToolCalls = append(msgs[i].ToolCalls, tokenizer.ToolCall{Name: c.Function.Name, Arguments: args})
+		}
+	}
+	return msgs
+}
+
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, started time.Time) *openai.Error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -151,17 +169,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 	if req.Model != h.Model {
 		return openai.BadRequest("model", "model_not_found", "The model `%s` does not exist or you do not have access to it; this server serves `%s`.", req.Model, h.Model)
 	}
-	msgs := make([]tokenizer.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = tokenizer.Message{Role: m.Role}
-		if m.Content != nil {
-			msgs[i].Content = *m.Content
-		}
-		for _, c := range m.ToolCalls {
-			args, _ := json.Marshal(c.Function.Arguments) // a string: rendered as the text it holds
-			msgs[i].ToolCalls = append(msgs[i].ToolCalls, tokenizer.ToolCall{Name: c.Function.Name, Arguments: args})
-		}
-	}
+	msgs := ChatMessages(req)
 	window, maxTok := h.Engine.Window(), req.MaxTokens
 	if ep != nil {
 		window = min(window, ep.MaxTotalTokens)

@@ -29,6 +29,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"model.tiny.heads", func(c *Config) { c.Model.Tiny.Heads = 6 }, "6 does not divide model.tiny.hidden 128"},
 		{"model.tiny.heads", func(c *Config) { c.Model.Tiny.Hidden, c.Model.Tiny.Heads, c.Model.Tiny.KVHeads = 12, 4, 1 }, "odd head size 3"},
 		{"model.tiny.kv_heads", func(c *Config) { c.Model.Tiny.KVHeads = 3 }, "does not divide model.tiny.heads 4"},
+		{"model.tiny.model_type", func(c *Config) { c.Model.Tiny.ModelType = "llama" }, "llama"},
 		{"model.logits_chunk", func(c *Config) { c.Model.LogitsChunk = -1 }, "want at least 0"},
 		{"data.train", func(c *Config) { c.Data.Source = "files" }, "empty, but data.source is files"},
 		{"data.format", func(c *Config) { c.Data.Format = "csv" }, "hotpotqa"},
