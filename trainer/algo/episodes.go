@@ -2,6 +2,8 @@ package algo
 
 import (
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/agentrl/agentrl/trajectory"
@@ -84,14 +86,50 @@ func episodeScores(batch []*trajectory.Trajectory, kl [][]float32, beta float64)
 }
 
 // unsegmented refuses a batch in which an episode is split into segments:
-// the turn-level estimators number an episode's turns within one
-// trajectory and do not credit them across segments.
+// GiGPO groups turns by the state they start from within one trajectory
+// and does not credit them across segments.
 func unsegmented(name string, batch []*trajectory.Trajectory) error {
 	for _, g := range groupsOf(batch) {
 		if reps, _ := episodes(batch, g); len(reps) != len(g) {
 			return fmt.Errorf("%s: episode %s is split into segments (env.context or an agent program that rewrote its history); "+
-				"the turn-level estimators do not credit segments: use grpo, rloo or reinforce_pp_baseline", name, episodeOf(batch[g[0]]))
+				"%s does not credit segments: use turn_rloo, grpo, rloo or reinforce_pp_baseline", name, episodeOf(batch[g[0]]), name)
 		}
 	}
 	return nil
+}
+
+// segmentNumber is k of a segment "<id>.<k>", 0 for an episode's first.
+func segmentNumber(t *trajectory.Trajectory) int {
+	k, _ := strconv.Atoi(strings.TrimPrefix(t.ID[len(episodeOf(t)):], "."))
+	return k
+}
+
+// episodeSteps lists the steps of each episode of group g (reps and rep
+// from episodes): its segments' turnSteps in segment order, the outcome
+// on the episode's last step only; at[p][j] is the batch position of the
+// segment of episode p's step j.
+func episodeSteps(batch []*trajectory.Trajectory, kl [][]float32, beta float64, g, reps []int, rep map[int]int) (steps [][]turnStep, at [][]int) {
+	segs := map[int][]int{}
+	for _, k := range g {
+		segs[rep[k]] = append(segs[rep[k]], k)
+	}
+	steps, at = make([][]turnStep, len(reps)), make([][]int, len(reps))
+	for p, r := range reps {
+		ks := segs[r]
+		sort.SliceStable(ks, func(a, b int) bool { return segmentNumber(batch[ks[a]]) < segmentNumber(batch[ks[b]]) })
+		for _, k := range ks {
+			st := turnSteps(batch[k], klOf(kl, k), beta)
+			if len(st) == 0 {
+				continue
+			}
+			if n := len(steps[p]); n > 0 {
+				steps[p][n-1].reward -= batch[at[p][n-1]].Outcome // a later segment has the last step
+			}
+			for range st {
+				at[p] = append(at[p], k)
+			}
+			steps[p] = append(steps[p], st...)
+		}
+	}
+	return steps, at
 }

@@ -2,6 +2,7 @@ package algo
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/agentrl/agentrl/trajectory"
@@ -58,12 +59,41 @@ func TestSegmentsShareTheEpisodeAdvantage(t *testing.T) {
 	}
 }
 
-// The turn-level estimators refuse segments by name.
-func TestTurnEstimatorsRefuseSegments(t *testing.T) {
-	for name, est := range map[string]func([]*trajectory.Trajectory, [][]float32, Options) error{"turn_rloo": TurnRLOO, "gigpo": GiGPO} {
-		err := est([]*trajectory.Trajectory{segment("0-train-0-0", 1, 0), segment("0-train-0-0.1", 1, 0), segment("0-train-0-1", 0, 0)}, nil, DefaultOptions())
-		if err == nil || err.Error()[:len(name)] != name {
-			t.Errorf("%s: %v, want a refusal naming it", name, err)
+// GiGPO refuses segments by name.
+func TestGiGPORefusesSegments(t *testing.T) {
+	err := GiGPO([]*trajectory.Trajectory{segment("0-train-0-0", 1, 0), segment("0-train-0-0.1", 1, 0), segment("0-train-0-1", 0, 0)}, nil, DefaultOptions())
+	if err == nil || !strings.HasPrefix(err.Error(), "gigpo: episode 0-train-0-0 is split into segments") {
+		t.Errorf("gigpo: %v, want a refusal naming it", err)
+	}
+}
+
+// turn_rloo counts an episode's turns across its segments. Episode 1 is
+// split: segment "0-train-0-0" holds turn 0 (process reward 0.5),
+// "0-train-0-0.1" turn 1 (0.2), both with outcome 1 (given in the batch in
+// reverse order). Episode 2 is whole: turns with process rewards 0.1 and
+// 0, outcome 0. With TurnGamma 1 the returns are, by hand, 0.5+0.2+1 =
+// 1.7 and 0.2+1 = 1.2 for episode 1, 0.1 and 0 for episode 2, so the
+// leave-one-out advantages are 1.6, 1.2, -1.6 and -1.2: the outcome
+// counted once, turn 1 compared with episode 2's turn 1.
+func TestTurnRLOOCreditsAcrossSegments(t *testing.T) {
+	second := &trajectory.Trajectory{ID: "0-train-0-0.1", Outcome: 1, PromptLen: 3,
+		Tokens: []int32{1, 2, 9, 4}, Mask: []uint8{0, 0, 0, 1}, TurnOf: []int16{-1, -1, -1, 0},
+		Turns: []trajectory.Turn{{ProcessReward: 0.2}}}
+	whole := &trajectory.Trajectory{ID: "0-train-0-1", Outcome: 0, PromptLen: 1,
+		Tokens: []int32{1, 5, 6, 7}, Mask: []uint8{0, 1, 0, 1}, TurnOf: []int16{-1, 0, 0, 1},
+		Turns: []trajectory.Turn{{ProcessReward: 0.1}, {ProcessReward: 0}}}
+	batch := []*trajectory.Trajectory{second, segment("0-train-0-0", 1, 0.5), whole}
+	opt := DefaultOptions()
+	opt.TurnGamma = 1
+	if err := TurnRLOO(batch, nil, opt); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]float64{"0-train-0-0": {0, 1.6, 1.6}, "0-train-0-0.1": {0, 0, 0, 1.2}, "0-train-0-1": {0, -1.6, 0, -1.2}}
+	for _, x := range batch {
+		for j, w := range want[x.ID] {
+			if math.Abs(float64(x.Advantages[j])-w) > 1e-6 {
+				t.Errorf("%s token %d: advantage %v, want %v", x.ID, j, x.Advantages[j], w)
+			}
 		}
 	}
 }

@@ -163,8 +163,8 @@ func (c *Config) validateEnv(p *problems) {
 		p.add("env.context", "unknown context %q (want append, template, window or summary)", e.Context)
 	} else if mode != rollout.ContextAuto && len(c.Agent.Command) > 0 {
 		p.add("env.context", "%q applies to the built-in loop; agent.command's program renders its own context (the gateway splits its episodes)", e.Context)
-	} else if (rollout.Context{Mode: mode}).Renders() && (c.Algorithm.Estimator == "gigpo" || c.Algorithm.Estimator == "turn_rloo") {
-		p.add("env.context", "%q splits episodes into segments, which algorithm.estimator %s does not credit (use grpo, rloo or reinforce_pp_baseline)", e.Context, c.Algorithm.Estimator)
+	} else if (rollout.Context{Mode: mode}).Renders() && c.Algorithm.Estimator == "gigpo" {
+		p.add("env.context", "%q splits episodes into segments, which algorithm.estimator gigpo does not credit (use turn_rloo, grpo, rloo or reinforce_pp_baseline)", e.Context)
 	}
 	p.atLeast("env.context_turns", e.ContextTurns, 1)
 	if _, err := reward.MetricByName(e.Rewards.Scorer); err != nil {
