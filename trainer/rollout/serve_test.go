@@ -121,3 +121,25 @@ func serve(t *testing.T, f *tokenizer.ChatFormat, msgs []tokenizer.Message) []in
 	}
 	return ids
 }
+
+// env.context "" resolves to the template's default: template for Qwen3's
+// layout, which rewrites history; an explicit mode stays as given.
+func TestContextDefault(t *testing.T) {
+	tok, err := tokenizer.BuildWordLevel([]string{"a b"}, tokenizer.QwenSpecials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := tokenizer.NewChatFormat(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := rollout.NewChat(f).Context().Mode; m != rollout.ContextAppend {
+		t.Errorf("NewChat's mode %q, want append", m)
+	}
+	if m := rollout.NewChat(f).WithContext(rollout.Context{}).Context().Mode; m != rollout.ContextTemplate {
+		t.Errorf("the Qwen3 layout's default %q, want template", m)
+	}
+	if m := rollout.NewChat(f).WithContext(rollout.Context{Mode: rollout.ContextWindow, Turns: 3}).Context(); m.Mode != rollout.ContextWindow || m.Turns != 3 {
+		t.Errorf("an explicit mode became %+v", m)
+	}
+}
