@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 11
+#define AR_ABI_VERSION 12
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -294,6 +294,18 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn,
                      const int64_t *positions, int64_t B, int64_t T,
                      double temperature, int flags, ar_tensor *logprobs,
                      ar_tensor *entropy, ar_tensor *values, char **err);
+
+/* Packed training forward (several sequences that share prefixes packed into
+ * one row): as ar_model_forward, but query t of row b attends key s where
+ * allowed[b,t,s] is nonzero (uint8 [B,T,T]; each query must allow itself),
+ * and the outputs [n] are for n targets: target j is the log-probability of
+ * token tgt[j] under softmax(logits[row[j], src[j]]/temperature), with the
+ * entropy of that distribution and the value at that position. */
+int ar_model_forward_packed(ar_model m, const int64_t *ids, const uint8_t *allowed,
+                            const int64_t *positions, int64_t B, int64_t T, int64_t n,
+                            const int64_t *row, const int64_t *src, const int64_t *tgt,
+                            double temperature, int flags, ar_tensor *logprobs,
+                            ar_tensor *entropy, ar_tensor *values, char **err);
 
 /* flags of ar_model_forward: AR_FORWARD_GRAD keeps the autograd graph of the
  * log-probabilities and values; AR_FORWARD_ENTROPY_GRAD also keeps the

@@ -356,12 +356,24 @@ at::Tensor embed(const ar_model_s &m, const at::Tensor &ids) {
   return m.dev.is_meta() ? at::index(m.embed, {ids}) : at::embedding(m.embed, ids);
 }
 
-// Final hidden states [B,T,H] for a full sequence.
-at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &attn,
-                  const at::Tensor &pos) {
+// The additive attention mask [B,1,1,T,T] of an explicit one: query t
+// may attend key s where allowed[b,t,s] is nonzero. A query must allow
+// itself (a row with no key would give NaN).
+at::Tensor explicit_mask(const at::Tensor &allowed) {
+  at::Tensor ok = allowed.to(at::kBool);
+  TORCH_CHECK(ok.diagonal(0, 1, 2).all().item<bool>(), "packed forward: a query that may not attend itself");
+  at::Tensor m = at::zeros(ok.sizes(), allowed.options().dtype(at::kFloat));
+  m.masked_fill_(~ok, -std::numeric_limits<float>::infinity());
+  return m.view({allowed.size(0), 1, 1, allowed.size(1), allowed.size(2)});
+}
+
+// Final hidden states [B,T,H] for full sequences with the additive mask
+// of full_mask or explicit_mask.
+at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &full,
+                         const at::Tensor &pos) {
   at::Tensor x = embed(m, ids);
   auto [cos, sin] = m.rope(pos);
-  at::Tensor mask = m.attention_mask(full_mask(attn));
+  at::Tensor mask = m.attention_mask(full);
   bool ckpt = m.checkpointing && at::GradMode::is_enabled();
   // The checkpoints (each layer's output) are allocated before any layer
   // runs. On the CPU a tensor under 4 MB lives in the C heap, which keeps
@@ -381,6 +393,12 @@ at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &
     }
   }
   return rms_norm(x, m.norm, m.cfg.rms_eps);
+}
+
+// Final hidden states [B,T,H] for a full sequence.
+at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &attn,
+                  const at::Tensor &pos) {
+  return hidden_masked(m, ids, full_mask(attn), pos);
 }
 
 at::Tensor ids_tensor(const int64_t *p, int64_t B, int64_t T, const at::Device &d) {
@@ -599,6 +617,57 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
         }
       }
       // (A LoRA model's value head is float32: it reads the hidden states so.)
+      if (values != nullptr)
+        val = linear(hs.to(m->v_head_w.scalar_type()), m->v_head_w, m->v_head_b).squeeze(-1).to(acc_type(m->dtype));
+    }
+    auto out = [&](const at::Tensor &t) { return grad ? t : t.clone(); };
+    if (logprobs != nullptr) *logprobs = wrap(out(lp));
+    if (entropy != nullptr) *entropy = wrap(out(ent));
+    if (values != nullptr) *values = wrap(out(val));
+  });
+}
+
+int ar_model_forward_packed(ar_model m, const int64_t *ids, const uint8_t *allowed, const int64_t *positions,
+                            int64_t B, int64_t T, int64_t n, const int64_t *row, const int64_t *src,
+                            const int64_t *tgt, double temperature, int flags, ar_tensor *logprobs,
+                            ar_tensor *entropy, ar_tensor *values, char **err) {
+  return guard(err, [&] {
+    DeviceScope on(m->dev);
+    const bool grad = (flags & AR_FORWARD_GRAD) != 0;
+    TORCH_CHECK(n >= 1, "packed forward needs at least one target, got ", n);
+    TORCH_CHECK(temperature > 0, "temperature must be positive, got ", temperature);
+    TORCH_CHECK(values == nullptr || m->v_head_w.defined(), "values requested but the model has no value head");
+    TORCH_CHECK(!(grad && m->checkpointing && m->lora.rank > 0 && m->lora.on && m->lora.dropout > 0),
+                "LoRA dropout ", m->lora.dropout, " with activation checkpointing: set the LoRA dropout to 0 or turn checkpointing off");
+    for (int64_t j = 0; j < n; j++)
+      TORCH_CHECK(row[j] >= 0 && row[j] < B && src[j] >= 0 && src[j] < T && tgt[j] >= 0 && tgt[j] < m->cfg.vocab,
+                  "packed forward: target ", j, " (row ", row[j], ", position ", src[j], ", token ", tgt[j], ") is out of range");
+    apply_threads();
+    at::Tensor lp, ent, val;
+    {
+      c10::AutoGradMode grad_mode(grad);
+      c10::optional<c10::InferenceMode> inference;
+      if (!grad) inference.emplace();
+      AutocastScope ac(m->dev, m->autocast);
+      at::Tensor allow = at::from_blob(const_cast<uint8_t *>(allowed), {B, T, T}, at::kByte).to(m->dev, at::kByte, false, true);
+      at::Tensor h = hidden_masked(*m, ids_tensor(ids, B, T, m->dev), explicit_mask(allow), ids_tensor(positions, B, T, m->dev));
+      at::Tensor flat = ids_tensor(row, 1, n, m->dev).view({n}) * T + ids_tensor(src, 1, n, m->dev).view({n});
+      at::Tensor hs = h.reshape({B * T, h.size(2)}).index_select(0, flat);  // [n,H]: the states that predict
+      at::Tensor targets = ids_tensor(tgt, 1, n, m->dev).view({n});
+      const bool entropy_grad = grad && (flags & AR_FORWARD_ENTROPY_GRAD) != 0;
+      if ((logprobs != nullptr || entropy != nullptr) && m->logits_chunk > 0) {
+        auto [l, e] = token_logprobs(hs, m->lm_head, targets, temperature, m->logits_chunk, entropy != nullptr,
+                                     entropy_grad, m->autocast);
+        lp = l;
+        if (entropy != nullptr) ent = e;
+      } else if (logprobs != nullptr || entropy != nullptr) {
+        at::Tensor logp = at::log_softmax(m->logits(hs).to(acc_type(m->dtype)) / temperature, -1);  // [n,V]
+        if (logprobs != nullptr) lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1);
+        if (entropy != nullptr) {
+          c10::AutoGradMode entropy_grad_mode(entropy_grad);
+          ent = -(logp.exp() * logp).sum(-1);
+        }
+      }
       if (values != nullptr)
         val = linear(hs.to(m->v_head_w.scalar_type()), m->v_head_w, m->v_head_b).squeeze(-1).to(acc_type(m->dtype));
     }

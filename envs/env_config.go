@@ -30,6 +30,11 @@ type EnvConfig struct {
 	// MaxObservationChars caps each tool response, in characters, truncation
 	// marker included.
 	MaxObservationChars int `yaml:"max_observation_chars" default:"600" doc:"characters of a tool response kept"`
+	// Context is how the built-in loop makes each turn's context
+	// (trainer/rollout.ContextMode): "" for the chat template's default.
+	Context string `yaml:"context" default:"" doc:"each turn's context: append (one growing sequence), template (the chat template renders the conversation, as serving does), window (the question and the last context_turns turns) or summary (a summary of the turns before those); \"\" = template for a model whose chat template rewrites history (Qwen3), append otherwise and for a synthetic world's word-level tokenizer. A context that does not extend the sequence starts a new segment (docs/contexts.md)"`
+	// ContextTurns is the number of latest turns window and summary keep.
+	ContextTurns int `yaml:"context_turns" default:"2" doc:"turns that env.context window and summary keep whole"`
 	// Rewards weighs the outcome, format, process and external rewards.
 	Rewards reward.Config `yaml:"rewards" doc:"reward weights"`
 	// External binds the scorer of Rewards.External, built by the caller

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/gateway/openai"
 	"github.com/agentrl/agentrl/internal/localorigin"
 	"github.com/agentrl/agentrl/tokenizer"
@@ -126,6 +127,24 @@ func redact(key string) string {
 	return key[:3] + "****" + key[len(key)-4:]
 }
 
+// ChatMessages are a request's messages as the chat template renders them
+// for a family that writes calls in syntax: each tool call's arguments as
+// callArguments gives them to the template.
+func ChatMessages(req *openai.Request, syntax protocol.CallSyntax) []tokenizer.Message {
+	msgs := make([]tokenizer.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = tokenizer.Message{Role: m.Role}
+		if m.Content != nil {
+			msgs[i].Content = *m.Content
+		}
+		for _, c := range m.ToolCalls {
+			msgs[i].ToolCalls = append(msgs[i].ToolCalls, tokenizer.ToolCall{Name: c.Function.Name,
+				Arguments: callArguments(c.Function.Arguments, syntax)})
+		}
+	}
+	return msgs
+}
+
 // chat answers one chat completion request; a refusal is returned, not
 // written.
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, started time.Time) *openai.Error {
@@ -151,17 +170,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 	if req.Model != h.Model {
 		return openai.BadRequest("model", "model_not_found", "The model `%s` does not exist or you do not have access to it; this server serves `%s`.", req.Model, h.Model)
 	}
-	msgs := make([]tokenizer.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = tokenizer.Message{Role: m.Role}
-		if m.Content != nil {
-			msgs[i].Content = *m.Content
-		}
-		for _, c := range m.ToolCalls {
-			msgs[i].ToolCalls = append(msgs[i].ToolCalls, tokenizer.ToolCall{Name: c.Function.Name,
-				Arguments: callArguments(c.Function.Arguments, h.Format.CallSyntax())})
-		}
-	}
+	msgs := ChatMessages(req, h.Format.CallSyntax())
 	window, maxTok := h.Engine.Window(), req.MaxTokens
 	if ep != nil {
 		window = min(window, ep.MaxTotalTokens)

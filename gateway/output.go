@@ -11,6 +11,7 @@ import (
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/gateway/openai"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // output is a finished choice as the API shows it.
@@ -82,34 +83,18 @@ func toolCallsIn(syntax protocol.CallSyntax, text string) (calls []openai.ToolCa
 	return toolCallsOf(text)
 }
 
-// toolCallsOf parses the <tool_call> blocks of text, keeping each call's
-// arguments as the model wrote them (so that a client sending them back
-// renders the same tokens), and returns the text before the first block
-// without the one newline the chat template puts between content and
-// calls.
+// toolCallsOf parses the <tool_call> blocks of text (rollout.SplitToolCalls:
+// each call's arguments as the model wrote them, so that a client sending
+// them back renders the same tokens) and returns the text before the first
+// block.
 func toolCallsOf(text string) ([]openai.ToolCall, string, bool) {
-	if _, err := envs.ParseToolCalls(text); err != nil {
+	head, written, ok := rollout.SplitToolCalls(text)
+	if !ok {
 		return nil, "", false
 	}
-	first := strings.Index(text, protocol.ToolCallOpen)
-	head := strings.TrimSuffix(text[:first], "\n")
-	var calls []openai.ToolCall
-	for rest := text[first:]; ; {
-		open := strings.Index(rest, protocol.ToolCallOpen)
-		if open < 0 {
-			break
-		}
-		rest = rest[open+len(protocol.ToolCallOpen):]
-		end := strings.Index(rest, protocol.ToolCallClose)
-		var body struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		}
-		if json.Unmarshal([]byte(rest[:end]), &body) != nil {
-			return nil, "", false
-		}
-		calls = append(calls, functionCall(body.Name, body.Arguments))
-		rest = rest[end+len(protocol.ToolCallClose):]
+	calls := make([]openai.ToolCall, len(written))
+	for i, c := range written {
+		calls[i] = openai.ToolCall{ID: callID(), Type: "function", Function: openai.FunctionCall{Name: c.Name, Arguments: c.Args}}
 	}
 	return calls, head, true
 }

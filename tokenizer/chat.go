@@ -144,6 +144,11 @@ func (c *ChatFormat) Family() Family { return c.family }
 // without a template) or Llama 3's bare JSON object with "parameters".
 func (c *ChatFormat) CallSyntax() protocol.CallSyntax { return familySpecs[c.family].calls }
 
+// RewritesHistory reports whether the chat template renders a
+// conversation so that a later prompt need not extend an earlier one:
+// Qwen3's drops earlier reasoning and empty think blocks.
+func (c *ChatFormat) RewritesHistory() bool { return c.family == Qwen3 }
+
 // Tokenizer returns the tokenizer the format encodes with.
 func (c *ChatFormat) Tokenizer() *Tokenizer { return c.tok }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 11
+const abiVersion = 12
 
 var (
 	checkOnce sync.Once

@@ -46,7 +46,7 @@ type Agent struct {
 	Schemas   []json.RawMessage // the tools' schemas listed in the system prompt, nil when hidden
 	Tokenizer *tokenizer.Tokenizer
 	Format    *tokenizer.ChatFormat
-	Chat      rollout.Chat   // Format as the rollout scheduler uses it
+	Chat      rollout.Chat   // Format as the rollout scheduler uses it, with env.context's mode
 	Env       envs.EnvConfig // env.*, with the external scorer bound when asked for and the format's call syntax
 	toolset   *all.Toolset   // owns the MCP servers behind Tools
 }
@@ -92,7 +92,16 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 		return nil, err
 	}
 	a.Env.Calls = a.Format.CallSyntax() // the turns are read as the format writes calls
-	a.Chat = rollout.NewChat(a.Format)
+	mode, err := rollout.ParseContextMode(s.Config.Env.Context)
+	if err != nil {
+		return nil, err
+	}
+	if mode == rollout.ContextAuto && s.TokenizerDir == "" {
+		// A synthetic world's word-level tokenizer is no model's: its tiny
+		// demo models keep the appended sequence unless asked otherwise.
+		mode = rollout.ContextAppend
+	}
+	a.Chat = rollout.NewChat(a.Format).WithContext(rollout.Context{Mode: mode, Turns: s.Config.Env.ContextTurns})
 	if s.ShowSchemas {
 		if a.Schemas, err = envs.Schemas(a.Tools); err != nil {
 			return nil, err

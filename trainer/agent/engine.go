@@ -33,10 +33,10 @@ func (md Mode) Apply(m *torch.Model) error {
 	return m.SetAutocast(md.Autocast, torch.BFloat16)
 }
 
-// TinyConfig is the Qwen2-style config of a model created from scratch
-// (model.tiny) for tok's vocabulary.
+// TinyConfig is the config of a model created from scratch (model.tiny,
+// Qwen2- or Qwen3-style) for tok's vocabulary.
 func TinyConfig(c config.TinyConfig, tok *tokenizer.Tokenizer) torch.Config {
-	return torch.Config{ModelType: "qwen2", Vocab: tok.VocabSize(), Hidden: c.Hidden, Intermediate: c.Intermediate,
+	return torch.Config{ModelType: c.ModelType, Vocab: tok.VocabSize(), Hidden: c.Hidden, Intermediate: c.Intermediate,
 		Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.Hidden / max(c.Heads, 1), RMSEps: 1e-6,
 		RopeTheta: 10000, MaxPositions: c.MaxPositions, BOS: int(tok.EOS()), EOS: int(tok.EOS())}
 }

@@ -12,7 +12,8 @@ import (
 // top_k): groups whose samples all earn about the same reward teach
 // little, so only the groups with the largest within-group reward std are
 // kept. The reward is the scalar Outcome + process rewards; the std is
-// Bessel-corrected (torch.std), 0 for a group of one.
+// Bessel-corrected (torch.std), 0 for a group of one; an episode's
+// segments count once.
 //
 // It keeps k = floor(keepRatio * groups) groups, at least one (RAGEN's
 // int(ratio*n) and max(k, 1)); keepRatio >= 1 keeps every group. Groups are
@@ -29,10 +30,11 @@ func FilterGroupsByVariance(trajs []*trajectory.Trajectory, keepRatio float64) (
 	if k >= len(groups) {
 		return trajs, 0
 	}
-	s := scores(trajs, nil, 0)
+	s := episodeScores(trajs, nil, 0)
 	std := make([]float64, len(groups))
 	for g, members := range groups {
-		_, std[g] = meanStd(s, members)
+		reps, _ := episodes(trajs, members)
+		_, std[g] = meanStd(s, reps)
 	}
 	order := make([]int, len(groups))
 	for g := range order {

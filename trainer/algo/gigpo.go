@@ -45,6 +45,9 @@ func GiGPO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	if err := checkBatch(batch, kl, false); err != nil {
 		return err
 	}
+	if err := unsegmented("gigpo", batch); err != nil {
+		return err
+	}
 	s := scores(batch, kl, opt.KLCoef)
 	for _, g := range groupsOf(batch) {
 		episode := relative(s, g, opt)

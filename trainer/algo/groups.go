@@ -67,12 +67,13 @@ func broadcast(t *trajectory.Trajectory, opt Options, a float64) []int {
 
 // GroupRewardStd is the mean, over the groups with at least two samples,
 // of the within-group std of the scalar reward (Outcome + process
-// rewards): the signal whose collapse RAGEN calls the echo trap. It is NaN
-// when no group has two samples.
+// rewards; an episode's segments count once): the signal whose collapse
+// RAGEN calls the echo trap. It is NaN when no group has two samples.
 func GroupRewardStd(batch []*trajectory.Trajectory) float64 {
-	s := scores(batch, nil, 0)
+	s := episodeScores(batch, nil, 0)
 	sum, n := 0.0, 0
 	for _, g := range groupsOf(batch) {
+		g, _ = episodes(batch, g)
 		if len(g) < 2 {
 			continue
 		}

@@ -14,17 +14,19 @@ import "github.com/agentrl/agentrl/trajectory"
 // Options.AdvantageMask). A group of one sample has no baseline and gets
 // A = 0; verl instead uses mean 0 and std 1 there, which hands the raw
 // score on as the advantage. Returns equal the advantages, as in verl's
-// compute_grpo_outcome_advantage.
+// compute_grpo_outcome_advantage. The segments of an episode (see
+// episodes) count once in the group and each gets the episode's advantage.
 func GRPO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	if err := checkBatch(batch, kl, false); err != nil {
 		return err
 	}
-	s := scores(batch, kl, opt.KLCoef)
+	s := episodeScores(batch, kl, opt.KLCoef)
 	for _, g := range groupsOf(batch) {
-		adv := relative(s, g, opt)
+		reps, rep := episodes(batch, g)
+		adv := relative(s, reps, opt)
 		for _, k := range g {
 			resetOutputs(batch[k])
-			broadcast(batch[k], opt, adv[k])
+			broadcast(batch[k], opt, adv[rep[k]])
 		}
 	}
 	return nil

@@ -11,15 +11,18 @@ import "github.com/agentrl/agentrl/trajectory"
 //
 // A group of one sample is its own mean: A = 0 before whitening (verl uses
 // mean 0 there). Returns hold A_i before whitening. verl:
-// compute_reinforce_plus_plus_baseline_outcome_advantage.
+// compute_reinforce_plus_plus_baseline_outcome_advantage. The segments of
+// an episode (see episodes) count once in the group mean and each gets
+// the episode's advantage.
 func ReinforcePPBaseline(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	if err := checkBatch(batch, kl, false); err != nil {
 		return err
 	}
-	s := scores(batch, kl, opt.KLCoef)
+	s := episodeScores(batch, kl, opt.KLCoef)
 	idx := make([][]int, len(batch))
 	for _, g := range groupsOf(batch) {
-		mean, _ := meanStd(s, g)
+		reps, _ := episodes(batch, g)
+		mean, _ := meanStd(s, reps)
 		for _, k := range g {
 			resetOutputs(batch[k])
 			idx[k] = broadcast(batch[k], opt, s[k]-mean)

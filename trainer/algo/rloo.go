@@ -11,18 +11,20 @@ import "github.com/agentrl/agentrl/trajectory"
 // the second form being verl's compute_rloo_outcome_advantage. It is
 // broadcast to every credited token; a group of one sample has no other
 // sample to compare with and gets A = 0 (verl hands on the raw score).
-// Returns equal the advantages.
+// Returns equal the advantages. The segments of an episode (see episodes)
+// count once in the group and each gets the episode's advantage.
 func RLOO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	if err := checkBatch(batch, kl, false); err != nil {
 		return err
 	}
-	s := scores(batch, kl, opt.KLCoef)
+	s := episodeScores(batch, kl, opt.KLCoef)
 	for _, g := range groupsOf(batch) {
-		mean, _ := meanStd(s, g)
-		n := float64(len(g))
+		reps, _ := episodes(batch, g)
+		mean, _ := meanStd(s, reps)
+		n := float64(len(reps))
 		for _, k := range g {
 			a := 0.0
-			if len(g) > 1 {
+			if len(reps) > 1 {
 				a = n / (n - 1) * (s[k] - mean)
 			}
 			resetOutputs(batch[k])

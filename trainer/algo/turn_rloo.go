@@ -15,7 +15,10 @@ import "github.com/agentrl/agentrl/trajectory"
 // where a step is a turn in which the policy acted and r_{i,k} is its
 // reward (its process reward, the outcome at the last step, minus the KL
 // penalty of its tokens). Each credited token (see Options.AdvantageMask)
-// gets the advantage of its turn; returns equal the advantages.
+// gets the advantage of its turn; returns equal the advantages. An episode
+// split into segments (see episodes) is one sample: its steps are its
+// segments' in order, k counting across them, and each segment's turns get
+// their steps' advantages.
 //
 // It is unbiased when episodes differ in length, because each turn's
 // gradient term grad log pi(a_k | s_k) * A_{i,k} subtracts exactly one
@@ -36,17 +39,20 @@ func TurnRLOO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error
 		return err
 	}
 	for _, g := range groupsOf(batch) {
-		steps := make([][]turnStep, len(g))
-		rets := make([][]float64, len(g))
-		for p, k := range g {
-			steps[p] = turnSteps(batch[k], klOf(kl, k), opt.KLCoef)
+		reps, rep := episodes(batch, g)
+		steps, at := episodeSteps(batch, kl, opt.KLCoef, g, reps, rep)
+		rets := make([][]float64, len(reps))
+		for p := range reps {
 			rets[p] = turnReturns(steps[p], opt.TurnGamma)
 		}
-		for p, k := range g {
-			adv := map[int]float64{}
+		adv := make(map[int]map[int]float64, len(g)) // batch position -> turn -> advantage
+		for _, k := range g {
+			adv[k] = map[int]float64{}
+		}
+		for p := range reps {
 			for j, r := range rets[p] {
 				sum, n := 0.0, 0
-				for q := range g {
+				for q := range reps {
 					if q != p && j < len(rets[q]) {
 						sum += rets[q][j]
 						n++
@@ -56,9 +62,11 @@ func TurnRLOO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error
 				if n > 0 {
 					b = sum / float64(n)
 				}
-				adv[steps[p][j].turn] = r - b
+				adv[at[p][j]][steps[p][j].turn] = r - b
 			}
-			assignTurns(batch[k], opt, adv)
+		}
+		for _, k := range g {
+			assignTurns(batch[k], opt, adv[k])
 		}
 	}
 	return nil

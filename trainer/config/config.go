@@ -96,12 +96,13 @@ type LoRAConfig struct {
 
 // TinyConfig is the shape of a freshly created Qwen2-style model.
 type TinyConfig struct {
-	Hidden       int `yaml:"hidden" default:"128" doc:"hidden size"`
-	Intermediate int `yaml:"intermediate" default:"256" doc:"MLP intermediate size"`
-	Layers       int `yaml:"layers" default:"2" doc:"transformer layers"`
-	Heads        int `yaml:"heads" default:"4" doc:"attention heads"`
-	KVHeads      int `yaml:"kv_heads" default:"2" doc:"key/value heads (grouped-query attention)"`
-	MaxPositions int `yaml:"max_positions" default:"1024" doc:"maximum sequence length"`
+	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3" doc:"architecture: qwen2, or qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases)"`
+	Hidden       int    `yaml:"hidden" default:"128" doc:"hidden size"`
+	Intermediate int    `yaml:"intermediate" default:"256" doc:"MLP intermediate size"`
+	Layers       int    `yaml:"layers" default:"2" doc:"transformer layers"`
+	Heads        int    `yaml:"heads" default:"4" doc:"attention heads"`
+	KVHeads      int    `yaml:"kv_heads" default:"2" doc:"key/value heads (grouped-query attention)"`
+	MaxPositions int    `yaml:"max_positions" default:"1024" doc:"maximum sequence length"`
 }
 
 // DataConfig picks the questions.

@@ -15,7 +15,7 @@ import (
 var wantKeys = strings.Fields(`
 run.name run.dir run.seed run.iterations run.eval_every run.save_every run.resume
 device.device device.dtype device.threads device.autocast
-model.path model.tiny.hidden model.tiny.intermediate model.tiny.layers model.tiny.heads
+model.path model.tiny.model_type model.tiny.hidden model.tiny.intermediate model.tiny.layers model.tiny.heads
 model.tiny.kv_heads model.tiny.max_positions model.critic model.critic_path model.checkpointing model.logits_chunk model.ref_path
 model.lora.rank model.lora.alpha model.lora.dropout model.lora.target_modules model.lora.path model.lora.merge
 data.source data.train data.eval data.format data.max_train data.max_eval
@@ -27,7 +27,7 @@ tools.mcp tools.mcp[].name tools.mcp[].command tools.mcp[].args tools.mcp[].env 
 tools.mcp[].headers tools.mcp[].tools tools.mcp[].prefix tools.mcp[].start_timeout tools.mcp[].max_message_mb
 tools.http tools.http[].name tools.http[].url tools.http[].description tools.http[].parameters
 tools.http[].headers tools.http[].retries tools.http[].cross_origin_redirects
-env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observation_chars
+env.max_turns env.max_tokens env.max_turn_tokens env.tool_timeout env.max_observation_chars env.context env.context_turns
 env.rewards.scorer env.rewards.outcome env.rewards.format env.rewards.valid_call env.rewards.support
 env.rewards.invalid_call env.rewards.repeat_call
 env.rewards.external.command env.rewards.external.url env.rewards.external.timeout env.rewards.external.weight

@@ -15,6 +15,7 @@ import (
 	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/envs/tasks"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // Validate checks every key's range or allowed values, and the few rules
@@ -158,6 +159,14 @@ func (c *Config) validateEnv(p *problems) {
 		p.add("env.tool_timeout", "%s, want a positive duration", e.ToolTimeout)
 	}
 	p.atLeast("env.max_observation_chars", e.MaxObservationChars, envs.MinObservationChars)
+	if mode, err := rollout.ParseContextMode(e.Context); err != nil {
+		p.add("env.context", "unknown context %q (want append, template, window or summary)", e.Context)
+	} else if mode != rollout.ContextAuto && len(c.Agent.Command) > 0 {
+		p.add("env.context", "%q applies to the built-in loop; agent.command's program renders its own context (the gateway splits its episodes)", e.Context)
+	} else if (rollout.Context{Mode: mode}).Renders() && c.Algorithm.Estimator == "gigpo" {
+		p.add("env.context", "%q splits episodes into segments, which algorithm.estimator gigpo does not credit (use turn_rloo, grpo, rloo or reinforce_pp_baseline)", e.Context)
+	}
+	p.atLeast("env.context_turns", e.ContextTurns, 1)
 	if _, err := reward.MetricByName(e.Rewards.Scorer); err != nil {
 		p.add("env.rewards.scorer", "%v", err)
 	}

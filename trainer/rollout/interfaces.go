@@ -71,11 +71,13 @@ type ChatFormat struct {
 	toolCallEnd int32
 	hasToolEnd  bool
 	stops       map[int32]bool
+	ctx         Context
 }
 
-// NewChat wraps a tokenizer's chat format.
+// NewChat wraps a tokenizer's chat format, appending each turn's context
+// (see WithContext).
 func NewChat(f *tokenizer.ChatFormat) *ChatFormat {
-	c := &ChatFormat{F: f, stops: map[int32]bool{}}
+	c := &ChatFormat{F: f, stops: map[int32]bool{}, ctx: Context{Mode: ContextAppend}}
 	for _, id := range f.StopIDs() {
 		c.stops[id] = true
 	}

@@ -15,10 +15,13 @@ import (
 
 // episode is a trajectory in flight.
 type episode struct {
-	tr        *trajectory.Trajectory
+	tr        *trajectory.Trajectory // the segment being decoded
+	segs      []*trajectory.Trajectory
 	env       Episode
+	setup     Setup
+	conv      []ConvTurn // the turns so far, when the context renders
 	slot      int
-	turn      int // index of the current assistant turn
+	turn      int // index of the current assistant turn within tr
 	turnStart int // index in tr.Tokens where the current turn began
 	started   time.Time
 }
@@ -28,6 +31,7 @@ type envReply struct {
 	ep      *episode
 	res     envs.StepResult
 	obs     []int32 // observation tokens to prefill (empty when done)
+	context []int32 // the next turn's whole context, when the context renders
 	err     error
 	closed  bool
 	latency time.Duration
@@ -52,6 +56,9 @@ func Run(ctx context.Context, dec Decoder, chat Chat, factory Factory, reqs []Re
 	for i := range s.free {
 		s.free[i] = true
 	}
+	if cc, ok := chat.(ContextChat); ok && cc.Context().Renders() {
+		s.render = cc
+	}
 	s.queue = append(s.queue, reqs...)
 	err := s.loop()
 	s.stats.Wall = time.Since(start)
@@ -65,6 +72,7 @@ func Run(ctx context.Context, dec Decoder, chat Chat, factory Factory, reqs []Re
 type sched struct {
 	dec     Decoder
 	chat    Chat
+	render  ContextChat // the chat when its context renders, else nil
 	factory Factory
 	opt     Options
 	ctx     context.Context
@@ -235,7 +243,8 @@ func (s *sched) startGroup(req Request, slots []int) error {
 		if err := s.dec.Seed(sl, trajSeed(s.opt.Seed, s.opt.Iteration, req.Group, i, s.opt.Split)); err != nil {
 			return err
 		}
-		ep := &episode{tr: tr, env: setups[i].Env, slot: sl, turnStart: len(prompt), started: time.Now()}
+		ep := &episode{tr: tr, segs: []*trajectory.Trajectory{tr}, env: setups[i].Env, setup: setups[i], slot: sl,
+			turnStart: len(prompt), started: time.Now()}
 		s.free[sl] = false
 		s.bySlot[sl] = ep
 	}
@@ -283,8 +292,16 @@ func (s *sched) step(active []int) error {
 		if ends || truncated || budget {
 			s.bySlot[sl] = nil
 			s.inTool++
+			text := s.chat.Decode(tr.Tokens[ep.turnStart:])
+			if s.render != nil {
+				msg := tr.Tokens[ep.turnStart:]
+				if closes {
+					msg = msg[:len(msg)-1] // the closing token ends the message, not part of it
+				}
+				ep.conv = append(ep.conv, ConvTurn{Text: s.chat.Decode(msg)})
+			}
 			go s.runEnv(ep, envs.Action{
-				Text:          s.chat.Decode(tr.Tokens[ep.turnStart:]),
+				Text:          text,
 				Tokens:        gen,
 				TotalTokens:   len(tr.Tokens),
 				TurnTruncated: truncated,
@@ -310,10 +327,22 @@ func (s *sched) runEnv(ep *episode, a envs.Action, closed bool) {
 	if r.err != nil || r.res.Done {
 		return
 	}
-	r.obs = s.chat.Observation(r.res.Responses, closed)
-	if total := a.TotalTokens + len(r.obs); total >= s.opt.MaxTotalTokens {
-		// The observation would spend the budget: the episode ends here.
-		r.obs = nil
+	total := 0
+	if s.render != nil {
+		ep.conv[len(ep.conv)-1].Responses = r.res.Responses
+		msgs := s.render.Context().Messages(ep.setup.System, ep.setup.User, ep.conv)
+		if r.context, r.err = s.render.Render(msgs, ep.setup.Tools); r.err != nil {
+			r.err = fmt.Errorf("render the context of turn %d: %w", len(ep.conv), r.err)
+			return
+		}
+		total = len(r.context)
+	} else {
+		r.obs = s.chat.Observation(r.res.Responses, closed)
+		total = a.TotalTokens + len(r.obs)
+	}
+	if total >= s.opt.MaxTotalTokens {
+		// The next context would spend the budget: the episode ends here.
+		r.obs, r.context = nil, nil
 		end, err := ep.env.Step(s.ctx, envs.Action{TotalTokens: total})
 		if err != nil {
 			r.err = err
@@ -369,6 +398,12 @@ func (s *sched) onReply(r envReply) error {
 		tr.Correct = reward.Correct(tr.Answer, tr.Gold)
 		return s.end(ep)
 	}
+	if r.context != nil {
+		if !extends(r.context, tr.Tokens) {
+			return s.split(ep, r.context)
+		}
+		r.obs = r.context[len(tr.Tokens):]
+	}
 	t0 := time.Now()
 	ids := make([]int64, len(r.obs))
 	for i, v := range r.obs {
@@ -408,23 +443,39 @@ func turnRecord(r envReply) trajectory.Turn {
 		LatencyMS: float64(r.latency) / float64(time.Millisecond)}
 }
 
-// end finishes a trajectory, scores it and frees its slot.
+// end finishes an episode, scores it and frees its slot. Every segment
+// gets the episode's ending and reward: the outcome plus the process
+// rewards of all its turns.
 func (s *sched) end(ep *episode) error {
 	tr := ep.tr
 	if tr.Stop != trajectory.StopError && tr.Stop != trajectory.StopCancelled {
 		tr.Outcome, tr.Components = ep.env.Outcome()
 	}
 	tr.Reward = tr.Outcome
-	for _, t := range tr.Turns {
-		tr.Reward += t.ProcessReward
+	for _, seg := range ep.segs {
+		for _, t := range seg.Turns {
+			tr.Reward += t.ProcessReward
+		}
 	}
 	tr.DurationMS = float64(time.Since(ep.started)) / float64(time.Millisecond)
 	if err := s.dec.Release(ep.slot); err != nil {
 		return err
 	}
 	s.free[ep.slot] = true
-	s.finish(tr)
+	s.finishSegments(ep)
 	return nil
+}
+
+// finishSegments hands on an episode's segments in order, the earlier
+// ones given the last one's ending and reward.
+func (s *sched) finishSegments(ep *episode) {
+	last := ep.tr
+	for _, seg := range ep.segs[:len(ep.segs)-1] {
+		seg.Stop, seg.Error, seg.Answer, seg.Correct = last.Stop, last.Error, last.Answer, last.Correct
+		seg.Outcome, seg.Components, seg.Reward, seg.DurationMS = last.Outcome, last.Components, last.Reward, last.DurationMS
+		s.finish(seg)
+	}
+	s.finish(last)
 }
 
 func (s *sched) finish(tr *trajectory.Trajectory) {
@@ -464,5 +515,5 @@ func (s *sched) markCancelled(ep *episode) {
 	s.bySlot[ep.slot] = nil
 	s.dec.Release(ep.slot)
 	s.free[ep.slot] = true
-	s.finish(ep.tr)
+	s.finishSegments(ep)
 }

@@ -1,0 +1,53 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// extends reports whether context begins with the sequence so far, token
+// for token.
+func extends(context, sofar []int32) bool {
+	return len(context) >= len(sofar) && slices.Equal(context[:len(sofar)], sofar)
+}
+
+// split starts a new segment of ep whose prompt is context, a rendered
+// context that does not extend the current segment: the slot is emptied
+// and context prefilled whole. The segment is trajectory "<id>.<k>" (k = 1,
+// 2, ...) of the same group and sample, all of context mask 0 and turn -1.
+func (s *sched) split(ep *episode, context []int32) error {
+	first := ep.segs[0]
+	seg := &trajectory.Trajectory{
+		ID: fmt.Sprintf("%s.%d", first.ID, len(ep.segs)), TaskID: first.TaskID, Dataset: first.Dataset, Hops: first.Hops,
+		Group: first.Group, Sample: first.Sample, Split: first.Split, Iteration: first.Iteration,
+		PolicyVersion: first.PolicyVersion, Question: first.Question, Gold: first.Gold,
+		PromptLen: len(context),
+		Tokens:    append([]int32(nil), context...),
+		Logprobs:  make([]float32, len(context)),
+		Mask:      make([]uint8, len(context)),
+		TurnOf:    make([]int16, len(context)),
+	}
+	for i := range seg.TurnOf {
+		seg.TurnOf[i] = -1
+	}
+	t0 := time.Now()
+	if err := s.dec.Release(ep.slot); err != nil {
+		return err
+	}
+	ids := make([]int64, len(context))
+	for i, v := range context {
+		ids[i] = int64(v)
+	}
+	if err := s.dec.Prefill(ep.slot, ids); err != nil {
+		return fmt.Errorf("prefill the context of %s: %w", seg.ID, err)
+	}
+	s.stats.Prefill += time.Since(t0)
+	s.stats.Prefilled += len(context)
+	ep.segs = append(ep.segs, seg)
+	ep.tr, ep.turn, ep.turnStart = seg, 0, len(context)
+	s.bySlot[ep.slot] = ep
+	return nil
+}
