@@ -101,6 +101,11 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 		// demo models keep the appended sequence unless asked otherwise.
 		mode = rollout.ContextAppend
 	}
+	if ctx := (rollout.Context{Mode: mode}); ctx.Renders() && a.Format.CallSyntax() != protocol.Hermes {
+		// The rendering contexts read a turn's calls back as Hermes blocks.
+		return nil, fmt.Errorf("env.context: %s is not implemented for a model that writes %s tool calls (its template appends: use append)",
+			mode, a.Format.CallSyntax())
+	}
 	a.Chat = rollout.NewChat(a.Format).WithContext(rollout.Context{Mode: mode, Turns: s.Config.Env.ContextTurns})
 	if s.ShowSchemas {
 		if a.Schemas, err = envs.Schemas(a.Tools); err != nil {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/agentrl/agentrl/agent/protocol"
@@ -43,4 +44,27 @@ func TestAgentReadsItsFormatsCalls(t *testing.T) {
 	if q.Env.Calls != protocol.Hermes {
 		t.Errorf("word-level agent: env call syntax %v, want %v", q.Env.Calls, protocol.Hermes)
 	}
+}
+
+// The contexts that render each turn read its calls back as Hermes
+// blocks: a Llama 3 agent refuses them by name, and keeps append.
+func TestLlamaAgentRefusesRenderedContexts(t *testing.T) {
+	dir := tokenizertest.LlamaDir(t, "What is 6 times 7?")
+	for _, mode := range []string{"template", "window", "summary"} {
+		cfg := config.Default()
+		cfg.Tools.Enabled = []string{"calculator"}
+		cfg.Env.Context = mode
+		_, err := New(context.Background(), Spec{Config: cfg, TokenizerDir: dir})
+		if err == nil || !strings.Contains(err.Error(), "env.context: "+mode) || !strings.Contains(err.Error(), "llama3-json") {
+			t.Errorf("env.context %s on a Llama 3 agent: %v, want a refusal naming both", mode, err)
+		}
+	}
+	cfg := config.Default()
+	cfg.Tools.Enabled = []string{"calculator"}
+	cfg.Env.Context = "append"
+	a, err := New(context.Background(), Spec{Config: cfg, TokenizerDir: dir})
+	if err != nil {
+		t.Fatalf("env.context append on a Llama 3 agent: %v", err)
+	}
+	a.Close()
 }
