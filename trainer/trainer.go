@@ -48,6 +48,7 @@ type Trainer struct {
 	learner *learner.Learner // owns the policy, critic, reference and their optimizers
 	engine  *agent.Engine    // decodes the rollouts, from the policy or a copy in rollout.dtype
 	program *program.Runner  // runs agent.command's episodes through the gateway; nil: the built-in loop
+	pipe    *pipeline        // the rollout role of asynchronous training while the loop runs; nil: synchronous
 
 	store  *store.Store        // rank 0 only
 	writer *store.Writer       // rank 0 only
@@ -75,13 +76,25 @@ type Trainer struct {
 // runState is what a checkpoint needs besides the weights to continue a run
 // exactly: the next iteration, the data cursor and the optimizer step.
 type runState struct {
-	Iteration int    `json:"iteration"` // last finished iteration (0 = none)
-	Cursor    int    `json:"cursor"`    // position in Order
-	Order     []int  `json:"order"`     // shuffled training-task order of this pass
-	Pass      int    `json:"pass"`      // passes over the training tasks so far
-	OptSteps  int    `json:"opt_steps"` // policy optimizer steps taken
-	RNG       []byte `json:"rng"`       // PCG state
-	WarmedUp  bool   `json:"warmed_up"` // the supervised warm start is done
+	Iteration int `json:"iteration"` // last finished iteration (0 = none)
+	dataPos
+	OptSteps int    `json:"opt_steps"` // policy optimizer steps taken
+	RNG      []byte `json:"rng"`       // PCG state
+	WarmedUp bool   `json:"warmed_up"` // the supervised warm start is done
+}
+
+// dataPos is where the run is in its training tasks: the prompts before
+// Cursor in Order are consumed.
+type dataPos struct {
+	Cursor int   `json:"cursor"` // position in Order
+	Order  []int `json:"order"`  // shuffled training-task order of this pass
+	Pass   int   `json:"pass"`   // passes over the training tasks so far
+}
+
+// clone is a copy of p that shares nothing with it.
+func (p dataPos) clone() dataPos {
+	p.Order = append([]int(nil), p.Order...)
+	return p
 }
 
 // Options are what the CLI hands the trainer besides the config.
@@ -107,6 +120,10 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 		return nil, err
 	}
 	t := &Trainer{cfg: cfg, log: o.Log, dir: RunDir(cfg), bar: o.Progress, dist: o.Dist}
+	if cfg.Rollout.MaxStaleness > 0 && t.dist.World() > 1 {
+		return nil, fmt.Errorf("rollout.max_staleness %d: asynchronous training runs in a single process only, but this is rank %d of %d; use 0 (the synchronous loop) with data parallelism",
+			cfg.Rollout.MaxStaleness, t.dist.Rank(), t.dist.World())
+	}
 	if t.bar == nil || !t.dist.Leader() {
 		t.bar = func(string, int) Bar { return noBar{} }
 	}
@@ -198,7 +215,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 			return nil, err
 		}
 	}
-	if t.engine, err = agent.NewEngine(t.learner.Policy(), rdt, agent.ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
+	newEngine := agent.NewEngine
+	if cfg.Rollout.MaxStaleness > 0 { // the rollout role decodes while the policy is updated
+		newEngine = agent.NewCopyEngine
+	}
+	if t.engine, err = newEngine(t.learner.Policy(), rdt, agent.ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
 		return nil, err
 	}
 	if t.dist.Leader() {
