@@ -40,7 +40,7 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 	case f == nil && t.program != nil: // synchronous only (config.Validate)
 		trs, rs, err = t.program.Rollout(ctx, t.engine.Decoder(), mine, o)
 	case f == nil:
-		trs, rs, err = rollout.Run(ctx, dec, t.agent.Chat, t.agent.Episode, mine, o)
+		trs, rs, err = rollout.Run(ctx, dec, t.agent.Chat, t.episode, mine, o)
 	default:
 		trs, rs, err = rollout.Run(ctx, dec, t.agent.Chat, f, mine, o)
 	}

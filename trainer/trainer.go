@@ -16,6 +16,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/program"
+	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trainer/tensorboard"
 )
@@ -48,6 +49,7 @@ type Trainer struct {
 	learner *learner.Learner // owns the policy, critic, reference and their optimizers
 	engine  *agent.Engine    // decodes the rollouts, from the policy or a copy in rollout.dtype
 	program *program.Runner  // runs agent.command's episodes through the gateway; nil: the built-in loop
+	episode rollout.Factory  // starts the policy's own episodes: the agent's (a test may slow its tools down)
 	pipe    *pipeline        // the rollout role of asynchronous training while the loop runs; nil: synchronous
 
 	store  *store.Store        // rank 0 only
@@ -242,10 +244,14 @@ func (t *Trainer) buildAgent(ctx context.Context, ck string) error {
 	t.agent, err = agent.New(ctx, agent.Spec{Config: t.cfg, Index: t.data.indexPath, TokenizerDir: dir, World: t.data.world,
 		ShowSchemas:  agent.SchemasShown(t.cfg),
 		RewardErrors: func(err error) { t.log.Warn().Err(err).Msg("external reward failed (counted 0)") }})
-	if err == nil && len(t.cfg.Agent.Command) > 0 {
+	if err != nil {
+		return err
+	}
+	t.episode = t.agent.Episode
+	if len(t.cfg.Agent.Command) > 0 {
 		t.program = &program.Runner{Cfg: t.cfg.Agent, Format: t.agent.Format, Rewards: t.cfg.Env.Rewards}
 	}
-	return err
+	return nil
 }
 
 // Close releases models, engine and store (flushing pending writes).
