@@ -148,7 +148,7 @@ func TestAsyncJobBound(t *testing.T) {
 }
 
 // Kill and resume with rollouts in flight: a run of k = 1 stopped after
-// iteration 1 (the rollout role is then sampling iteration 2 ahead) and
+// iteration 1 while the rollout role samples iteration 2 ahead, and
 // resumed trains on the same prompts, iteration by iteration, as the run
 // that was never stopped, and ends at the same data cursor: the
 // checkpoint did not count the in-flight prompts as consumed.
@@ -160,9 +160,12 @@ func TestAsyncResumeInFlight(t *testing.T) {
 
 	cfg := asyncConfig(t.TempDir(), iters)
 	stop := make(chan struct{})
+	// The stop is asked as the rollout role starts iteration 2's batch,
+	// which it does as soon as iteration 1's is handed over: the loop
+	// sees it after iteration 1, with iteration 2's prompts in flight.
 	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop(), Progress: func(label string, _ int) Bar {
-		if label == "iter 1 rollout" {
-			return stopBar{stop}
+		if label == "iter 2 rollout" {
+			close(stop)
 		}
 		return noBar{}
 	}})
