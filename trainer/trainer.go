@@ -38,7 +38,8 @@ func (noBar) Done()   {}
 // Trainer is one run: its data, agent (tools, tokenizer, chat format,
 // episode settings), learner, decode engine and store. All its methods
 // must be called from one goroutine locked to its OS thread (libtorch
-// keeps per-thread state).
+// keeps per-thread state); with rollout.max_staleness > 0, Run starts the
+// rollout role on a second one (async.go).
 type Trainer struct {
 	cfg   config.Config
 	log   zerolog.Logger
