@@ -25,18 +25,24 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 	for _, r := range mine {
 		n += r.Samples
 	}
+	var dec rollout.Decoder = t.engine.Decoder()
+	if t.pipe != nil { // one rollout at a time on the engine, its weights swapped between steps
+		t.pipe.runMu.Lock()
+		defer t.pipe.runMu.Unlock()
+		dec = t.pipe.weights
+	}
 	bar := t.bar(label, n)
 	o.OnDone = func(*trajectory.Trajectory) { bar.Add(1) }
 	var trs []*trajectory.Trajectory
 	var rs rollout.Stats
 	var err error
 	switch {
-	case f == nil && t.program != nil:
+	case f == nil && t.program != nil: // synchronous only (config.Validate)
 		trs, rs, err = t.program.Rollout(ctx, t.engine.Decoder(), mine, o)
 	case f == nil:
-		trs, rs, err = rollout.Run(ctx, t.engine.Decoder(), t.agent.Chat, t.agent.Episode, mine, o)
+		trs, rs, err = rollout.Run(ctx, dec, t.agent.Chat, t.episode, mine, o)
 	default:
-		trs, rs, err = rollout.Run(ctx, t.engine.Decoder(), t.agent.Chat, f, mine, o)
+		trs, rs, err = rollout.Run(ctx, dec, t.agent.Chat, f, mine, o)
 	}
 	bar.Done()
 	if err != nil {
@@ -46,10 +52,13 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 		return nil, rs, err
 	}
 	// The synchronous loop samples every turn of an episode with the
-	// policy it started with.
-	for _, tr := range trs {
-		for i := range tr.Turns {
-			tr.Turns[i].PolicyVersion = tr.PolicyVersion
+	// policy it started with; the asynchronous one's turns keep the
+	// versions the scheduler recorded (rollout.Options.Version).
+	if o.Version == nil {
+		for _, tr := range trs {
+			for i := range tr.Turns {
+				tr.Turns[i].PolicyVersion = tr.PolicyVersion
+			}
 		}
 	}
 	if episodes.AllFailed(trs) {
@@ -65,24 +74,28 @@ func (t *Trainer) rolloutOptions(iter int, split trajectory.Split, o rollout.Opt
 	o.MaxTotalTokens = t.cfg.Env.MaxTokens
 	o.Seed = uint64(t.cfg.Run.Seed)
 	o.Iteration = iter
-	o.PolicyVersion = t.state.OptSteps
+	if t.pipe != nil { // the rollout role's weights, swapped between steps
+		o.PolicyVersion, o.Version = t.pipe.weights.current(), t.pipe.weights.lastUsed
+	} else {
+		o.PolicyVersion = t.state.OptSteps
+	}
 	o.Split = split
 	o.Deterministic = t.cfg.Rollout.Deterministic
 	return o
 }
 
-// nextTasks takes the next n training tasks in a shuffled order that is
-// redrawn after every pass.
-func (t *Trainer) nextTasks(n int) []envs.Task {
+// nextTasks takes the next n training tasks from pos, in a shuffled order
+// that perm redraws after every pass (it is given the new pass's number).
+func (t *Trainer) nextTasks(pos *dataPos, perm func(pass, n int) []int, n int) []envs.Task {
 	out := make([]envs.Task, 0, n)
 	for len(out) < n {
-		if t.state.Cursor >= len(t.state.Order) || len(t.state.Order) != len(t.data.train) {
-			t.state.Order = t.rng.Perm(len(t.data.train))
-			t.state.Cursor = 0
-			t.state.Pass++
+		if pos.Cursor >= len(pos.Order) || len(pos.Order) != len(t.data.train) {
+			pos.Order = perm(pos.Pass+1, len(t.data.train))
+			pos.Cursor = 0
+			pos.Pass++
 		}
-		out = append(out, t.data.train[t.state.Order[t.state.Cursor]])
-		t.state.Cursor++
+		out = append(out, t.data.train[pos.Order[pos.Cursor]])
+		pos.Cursor++
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/metric"
+	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -16,10 +17,10 @@ import (
 func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	cfg := t.cfg
 	start := time.Now()
-	if err := t.engine.Sync(); err != nil {
+	if err := t.syncEngine(); err != nil {
 		return err
 	}
-	trs, rs, drawn, err := t.trainingEpisodes(ctx, iter)
+	trs, rs, drawn, err := t.sample(ctx, iter)
 	if err != nil {
 		return err
 	}
@@ -36,8 +37,19 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 			train = append(train, tr)
 		}
 	}
+	if t.pipe != nil {
+		now := t.state.OptSteps
+		if m[metric.StalenessMean], m[metric.StalenessMax], err = staleness(train, t.pipe.published, now, t.pipe.k); err != nil {
+			return err
+		}
+	}
 	if err := t.learn(iter, train, m); err != nil {
 		return err
+	}
+	if t.pipe != nil {
+		if err := t.pipe.publish(iter, t.state.OptSteps); err != nil {
+			return err
+		}
 	}
 	m[metric.TimeUpdateS] = time.Since(tUpdate).Seconds()
 	all := trs
@@ -135,4 +147,29 @@ func (t *Trainer) echoTrap(iter int, m map[string]float64) error {
 	}
 	m[metric.EchoTrapSignals] = float64(len(ws))
 	return nil
+}
+
+// sample is an iteration's training episodes: sampled now by the
+// synchronous loop, or taken from the rollout role (asynchronous
+// training), the run state's data position then moving to the batch's.
+func (t *Trainer) sample(ctx context.Context, iter int) ([]*trajectory.Trajectory, rollout.Stats, algo.Drawn, error) {
+	if t.pipe == nil {
+		return t.trainingEpisodes(ctx, iter, t.ownTasks())
+	}
+	b, err := t.pipe.next(iter)
+	if err != nil {
+		return nil, b.rs, b.drawn, err
+	}
+	t.state.dataPos = b.pos
+	return b.trs, b.rs, b.drawn, nil
+}
+
+// syncEngine brings the engine's copy of the policy weights (if it
+// decodes from one) up to the policy's. With the rollout role running,
+// publish does it, between two of its decode steps.
+func (t *Trainer) syncEngine() error {
+	if t.pipe != nil {
+		return nil
+	}
+	return t.engine.Sync()
 }

@@ -50,6 +50,12 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table
 			return nil, err
 		}
 	}
+	if t.cfg.Rollout.MaxStaleness > 0 && t.state.Iteration < t.cfg.Run.Iterations {
+		if err := t.startPipeline(ctx); err != nil {
+			return nil, err
+		}
+		defer t.stopPipeline()
+	}
 	stopped := false
 	loopStart, done := time.Now(), 0 // for the estimate of the time left
 	for t.state.Iteration < t.cfg.Run.Iterations && !stopped {
@@ -82,6 +88,7 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table
 			}
 		}
 	}
+	t.stopPipeline()
 	if stopped {
 		return nil, t.checkpoint()
 	}

@@ -15,16 +15,16 @@ import (
 // algorithm.dynamic_sampling, DAPO's draws until the batch has its
 // informative groups (algo.DynamicSample), every episode drawn returned
 // (those left out marked Dropped, which the store keeps) with the draws'
-// merged rollout stats. Every rank draws the same prompts and, holding the
+// merged rollout stats. The prompts come from src. Every rank draws the same prompts and, holding the
 // whole gathered batch, makes the same choices.
-func (t *Trainer) trainingEpisodes(ctx context.Context, iter int) ([]*trajectory.Trajectory, rollout.Stats, algo.Drawn, error) {
+func (t *Trainer) trainingEpisodes(ctx context.Context, iter int, src taskSource) ([]*trajectory.Trajectory, rollout.Stats, algo.Drawn, error) {
 	var rs rollout.Stats
 	draw := func(d int) ([]*trajectory.Trajectory, error) {
 		label := fmt.Sprintf("iter %d rollout", iter)
 		if d > 0 {
 			label = fmt.Sprintf("iter %d rollout (draw %d)", iter, d+1)
 		}
-		trs, s, err := t.draw(ctx, iter, d, label)
+		trs, s, err := t.draw(ctx, iter, d, label, src)
 		if d == 0 {
 			rs = s
 		} else {
@@ -51,13 +51,26 @@ func (t *Trainer) trainingEpisodes(ctx context.Context, iter int) ([]*trajectory
 // draw samples the d-th draw of an iteration: the next rollout.batch_size
 // training prompts, group_size samples each, its groups numbered on from
 // the earlier draws'.
-func (t *Trainer) draw(ctx context.Context, iter, d int, label string) ([]*trajectory.Trajectory, rollout.Stats, error) {
+func (t *Trainer) draw(ctx context.Context, iter, d int, label string, src taskSource) ([]*trajectory.Trajectory, rollout.Stats, error) {
 	r := t.cfg.Rollout
-	tasks := t.nextTasks(r.BatchSize)
+	tasks := t.nextTasks(src.pos, src.perm, r.BatchSize)
 	reqs := make([]rollout.Request, len(tasks))
 	for i, task := range tasks {
 		reqs[i] = rollout.Request{Task: task, Group: d*r.BatchSize + i, Samples: r.GroupSize}
 	}
 	return t.rollouts(ctx, label, nil, reqs, t.rolloutOptions(iter, trajectory.Train, rollout.Options{
 		Sampling: rollout.Sampling{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}}))
+}
+
+// taskSource is where an iteration's training prompts come from: the data
+// position its draws move on, and the shuffle of each new pass.
+type taskSource struct {
+	pos  *dataPos
+	perm func(pass, n int) []int
+}
+
+// ownTasks is the synchronous loop's source: the run state's position,
+// each pass shuffled by the run's generator.
+func (t *Trainer) ownTasks() taskSource {
+	return taskSource{pos: &t.state.dataPos, perm: func(_, n int) []int { return t.rng.Perm(n) }}
 }

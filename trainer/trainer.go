@@ -16,6 +16,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/program"
+	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trainer/tensorboard"
 )
@@ -37,7 +38,8 @@ func (noBar) Done()   {}
 // Trainer is one run: its data, agent (tools, tokenizer, chat format,
 // episode settings), learner, decode engine and store. All its methods
 // must be called from one goroutine locked to its OS thread (libtorch
-// keeps per-thread state).
+// keeps per-thread state); with rollout.max_staleness > 0, Run starts the
+// rollout role on a second one (async.go).
 type Trainer struct {
 	cfg   config.Config
 	log   zerolog.Logger
@@ -48,6 +50,8 @@ type Trainer struct {
 	learner *learner.Learner // owns the policy, critic, reference and their optimizers
 	engine  *agent.Engine    // decodes the rollouts, from the policy or a copy in rollout.dtype
 	program *program.Runner  // runs agent.command's episodes through the gateway; nil: the built-in loop
+	episode rollout.Factory  // starts the policy's own episodes: the agent's (a test may slow its tools down)
+	pipe    *pipeline        // the rollout role of asynchronous training while the loop runs; nil: synchronous
 
 	store  *store.Store        // rank 0 only
 	writer *store.Writer       // rank 0 only
@@ -75,13 +79,25 @@ type Trainer struct {
 // runState is what a checkpoint needs besides the weights to continue a run
 // exactly: the next iteration, the data cursor and the optimizer step.
 type runState struct {
-	Iteration int    `json:"iteration"` // last finished iteration (0 = none)
-	Cursor    int    `json:"cursor"`    // position in Order
-	Order     []int  `json:"order"`     // shuffled training-task order of this pass
-	Pass      int    `json:"pass"`      // passes over the training tasks so far
-	OptSteps  int    `json:"opt_steps"` // policy optimizer steps taken
-	RNG       []byte `json:"rng"`       // PCG state
-	WarmedUp  bool   `json:"warmed_up"` // the supervised warm start is done
+	Iteration int `json:"iteration"` // last finished iteration (0 = none)
+	dataPos
+	OptSteps int    `json:"opt_steps"` // policy optimizer steps taken
+	RNG      []byte `json:"rng"`       // PCG state
+	WarmedUp bool   `json:"warmed_up"` // the supervised warm start is done
+}
+
+// dataPos is where the run is in its training tasks: the prompts before
+// Cursor in Order are consumed.
+type dataPos struct {
+	Cursor int   `json:"cursor"` // position in Order
+	Order  []int `json:"order"`  // shuffled training-task order of this pass
+	Pass   int   `json:"pass"`   // passes over the training tasks so far
+}
+
+// clone is a copy of p that shares nothing with it.
+func (p dataPos) clone() dataPos {
+	p.Order = append([]int(nil), p.Order...)
+	return p
 }
 
 // Options are what the CLI hands the trainer besides the config.
@@ -107,6 +123,10 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 		return nil, err
 	}
 	t := &Trainer{cfg: cfg, log: o.Log, dir: RunDir(cfg), bar: o.Progress, dist: o.Dist}
+	if cfg.Rollout.MaxStaleness > 0 && t.dist.World() > 1 {
+		return nil, fmt.Errorf("rollout.max_staleness %d: asynchronous training runs in a single process only, but this is rank %d of %d; use 0 (the synchronous loop) with data parallelism",
+			cfg.Rollout.MaxStaleness, t.dist.Rank(), t.dist.World())
+	}
 	if t.bar == nil || !t.dist.Leader() {
 		t.bar = func(string, int) Bar { return noBar{} }
 	}
@@ -198,7 +218,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 			return nil, err
 		}
 	}
-	if t.engine, err = agent.NewEngine(t.learner.Policy(), rdt, agent.ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
+	newEngine := agent.NewEngine
+	if cfg.Rollout.MaxStaleness > 0 { // the rollout role decodes while the policy is updated
+		newEngine = agent.NewCopyEngine
+	}
+	if t.engine, err = newEngine(t.learner.Policy(), rdt, agent.ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
 		return nil, err
 	}
 	if t.dist.Leader() {
@@ -221,10 +245,14 @@ func (t *Trainer) buildAgent(ctx context.Context, ck string) error {
 	t.agent, err = agent.New(ctx, agent.Spec{Config: t.cfg, Index: t.data.indexPath, TokenizerDir: dir, World: t.data.world,
 		ShowSchemas:  agent.SchemasShown(t.cfg),
 		RewardErrors: func(err error) { t.log.Warn().Err(err).Msg("external reward failed (counted 0)") }})
-	if err == nil && len(t.cfg.Agent.Command) > 0 {
+	if err != nil {
+		return err
+	}
+	t.episode = t.agent.Episode
+	if len(t.cfg.Agent.Command) > 0 {
 		t.program = &program.Runner{Cfg: t.cfg.Agent, Format: t.agent.Format, Rewards: t.cfg.Env.Rewards}
 	}
-	return err
+	return nil
 }
 
 // Close releases models, engine and store (flushing pending writes).

@@ -169,3 +169,52 @@ func TestEngineCopyFollowsThePolicyOnSync(t *testing.T) {
 		t.Error("the copy did not follow the policy on Sync")
 	}
 }
+
+// NewCopyEngine decodes from a copy even in the policy's own precision
+// (asynchronous training updates the policy while the engine decodes):
+// the copy holds the policy's weights exactly after Sync, and keeps them
+// while the policy changes, until the next Sync.
+func TestCopyEngineKeepsItsWeightsUntilSync(t *testing.T) {
+	if err := torch.Check(); err != nil {
+		t.Skipf("libtorch shim not available: %v", err)
+	}
+	mc := torch.Config{ModelType: "qwen2", Vocab: 64, Hidden: 32, Intermediate: 64, Layers: 1, Heads: 2, KVHeads: 1,
+		HeadDim: 16, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 16}
+	policy, err := torch.NewRandomModel(mc, torch.Float32, torch.CPU, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer policy.Free()
+	e, err := NewCopyEngine(policy, torch.Float32, Mode{}, 1, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Free()
+	if e.copy == nil || e.copy.DType != torch.Float32 {
+		t.Fatal("no float32 copy")
+	}
+	if err := e.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	before := sums(t, policy)
+	if !close(sums(t, e.copy), before, 0) {
+		t.Fatal("after Sync the copy does not hold the policy's weights exactly")
+	}
+	other, err := torch.NewRandomModel(mc, torch.Float32, torch.CPU, false, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Free()
+	if err := policy.CopyWeightsFrom(other); err != nil {
+		t.Fatal(err)
+	}
+	if !close(sums(t, e.copy), before, 0) {
+		t.Fatal("the copy changed with the policy before Sync")
+	}
+	if err := e.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !close(sums(t, e.copy), sums(t, policy), 0) {
+		t.Error("the copy did not follow the policy on Sync")
+	}
+}

@@ -57,9 +57,20 @@ type Engine struct {
 // LoRA policy decodes from its merged weights, in its base's dtype
 // (dtype is not used).
 func NewEngine(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int) (*Engine, error) {
+	return newEngine(policy, dtype, mode, slots, maxLen, false)
+}
+
+// NewCopyEngine is NewEngine decoding from a copy of the policy's weights
+// even in its own precision, so that the policy can be updated while the
+// engine decodes (asynchronous training); Sync refreshes the copy.
+func NewCopyEngine(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int) (*Engine, error) {
+	return newEngine(policy, dtype, mode, slots, maxLen, true)
+}
+
+func newEngine(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int, copyAlways bool) (*Engine, error) {
 	e := &Engine{policy: policy}
 	decoder := policy
-	if policy.LoRA() != nil || dtype != policy.DType {
+	if copyAlways || policy.LoRA() != nil || dtype != policy.DType {
 		var err error
 		if policy.LoRA() != nil {
 			e.copy, err = torch.NewMergedModel(policy)

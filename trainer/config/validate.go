@@ -188,8 +188,11 @@ func (c *Config) validateRollout(p *problems) {
 	p.atLeast("rollout.top_k", r.TopK, 0)
 	p.atLeastF("rollout.eval_temperature", r.EvalTemperature, 0)
 	p.atLeast("rollout.max_staleness", r.MaxStaleness, 0)
-	if r.MaxStaleness > 0 {
-		p.add("rollout.max_staleness", "%d: asynchronous training is not implemented yet; only 0 (the synchronous loop) is", r.MaxStaleness)
+	if r.MaxStaleness > 0 && c.Dist.NProc > 1 {
+		p.add("rollout.max_staleness", "%d with dist.nproc %d: asynchronous training runs in a single process only; use 0 (the synchronous loop) with data parallelism", r.MaxStaleness, c.Dist.NProc)
+	}
+	if r.MaxStaleness > 0 && len(c.Agent.Command) > 0 {
+		p.add("rollout.max_staleness", "%d with agent.command: an agent program's episodes are sampled synchronously only; use 0", r.MaxStaleness)
 	}
 	// Group-relative estimators compare samples of one prompt: a group of
 	// one gives every trajectory advantage 0.

@@ -41,6 +41,8 @@ const (
 	MismatchRatioMax   = "mismatch_ratio_max"
 	MismatchRatioMin   = "mismatch_ratio_min"
 	MismatchBeyond     = "mismatch_beyond_bound"
+	StalenessMean      = "staleness_mean"
+	StalenessMax       = "staleness_max"
 	RolloutWeightMean  = "rollout_weight_mean"
 	KLRef              = "kl_ref"
 	PolicyLoss         = "policy_loss"
@@ -127,6 +129,8 @@ var Defs = []Def{
 	{MismatchRatioMax, "largest ratio pi_train/pi_behaviour of an action token", false},
 	{MismatchRatioMin, "smallest ratio pi_train/pi_behaviour of an action token", false},
 	{MismatchBeyond, "fraction of action tokens whose ratio pi_train/pi_behaviour lies outside [1/C, C] (C = algorithm.rollout_correction_bound)", false},
+	{StalenessMean, "asynchronous training (rollout.max_staleness > 0): mean version lag of the trained turns, the policy versions between the one that sampled a turn's first token and the one the update starts from", false},
+	{StalenessMax, "asynchronous training: the largest version lag of a trained turn (at most rollout.max_staleness)", false},
 	{RolloutWeightMean, "mean rollout-correction weight over the action tokens (with algorithm.rollout_correction on)", false},
 	{KLRef, "mean k-estimator KL to the reference over the action tokens", false},
 	{PolicyLoss, "policy loss (algorithm.policy_loss: ppo, gspo or cispo), mean over optimizer steps", false},
@@ -184,6 +188,7 @@ var Charts = []Chart{
 	{"kl", "KL divergence", []Series{{KLRef, "KL to reference"}, {ApproxKL, "approx KL (old to new policy)"}}},
 	{"mismatch", "Rollout/training mismatch", []Series{{MismatchKL, "k3 KL(behaviour || training)"}, {MismatchBeyond, "fraction of tokens beyond [1/C, C]"}}},
 	{"mismatch_ratio", "Ratio π_train/π_behaviour", []Series{{MismatchRatioMax, "largest"}, {MismatchRatioMin, "smallest"}}},
+	{"staleness", "Version lag (asynchronous training)", []Series{{StalenessMean, "mean"}, {StalenessMax, "largest"}}},
 	{"entropy", "Policy entropy", []Series{{Entropy, "entropy (nats per token)"}}},
 	{"clip", "Clip fraction", []Series{{ClipFracLow, "low (ratio < 1-ε)"}, {ClipFracHigh, "high (ratio > 1+ε)"}}},
 	{"response_len", "Response length (tokens)", []Series{{ResponseLenMean, "mean response length"}}},

@@ -24,7 +24,13 @@ type Options struct {
 	Seed           uint64
 	Iteration      int
 	PolicyVersion  int
-	Split          trajectory.Split
+	// Version, when set, is called after each decode step and returns the
+	// policy version of the weights that step sampled with (asynchronous
+	// training swaps them between steps): each turn then records the
+	// version that sampled its first token, and each trajectory its first
+	// turn's (the oldest of its tokens'). Nil: PolicyVersion throughout.
+	Version func() int
+	Split   trajectory.Split
 	// Deterministic waits for every tool call of a step before decoding
 	// on, so the decode batches, and hence the sampled tokens, depend only
 	// on the seeds (reproducible runs and resumes) at the cost of

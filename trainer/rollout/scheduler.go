@@ -23,7 +23,10 @@ type episode struct {
 	slot      int
 	turn      int // index of the current assistant turn within tr
 	turnStart int // index in tr.Tokens where the current turn began
-	started   time.Time
+	// turnVersion is the policy version that sampled the current turn's
+	// first token.
+	turnVersion int
+	started     time.Time
 }
 
 // envReply is what a tool goroutine sends back.
@@ -277,9 +280,19 @@ func (s *sched) step(active []int) error {
 	s.stats.Decode += time.Since(t0)
 	s.stats.Steps++
 	s.stats.Generated += n
+	v := s.opt.PolicyVersion
+	if s.opt.Version != nil {
+		v = s.opt.Version()
+	}
 	for i, sl := range active {
 		ep := s.bySlot[sl]
 		tr := ep.tr
+		if len(tr.Tokens) == ep.turnStart { // the turn's first token
+			ep.turnVersion = v
+			if ep.turn == 0 {
+				tr.PolicyVersion = v
+			}
+		}
 		tok := int32(toks[i])
 		tr.Tokens = append(tr.Tokens, tok)
 		tr.Logprobs = append(tr.Logprobs, lps[i])
@@ -385,6 +398,7 @@ func (s *sched) onReply(r envReply) error {
 	ep, tr := r.ep, r.ep.tr
 	s.stats.ToolLatencyMS += float64(r.latency) / float64(time.Millisecond)
 	tr.Turns = append(tr.Turns, turnRecord(r))
+	tr.Turns[len(tr.Turns)-1].PolicyVersion = ep.turnVersion
 	if r.err != nil {
 		tr.Stop, tr.Error = trajectory.StopError, r.err.Error()
 		if errors.Is(r.err, context.Canceled) || errors.Is(r.err, context.DeadlineExceeded) {

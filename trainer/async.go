@@ -1,0 +1,278 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/agent"
+	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/rollout"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// Asynchronous training (rollout.max_staleness = k > 0) runs two roles in
+// one process over one store. The rollout role (produce, on a goroutine
+// of its own locked to an OS thread) samples the training episodes of the
+// next iterations with the engine's copy of the policy weights; the
+// learning role (the loop) takes each iteration's batch in order, checks
+// its staleness, updates the policy and publishes the new weights, which
+// the copy takes between two decode steps: an episode in flight goes on
+// with them (a partial rollout), each of its turns keeping the version
+// that sampled its first token. The rollout role starts the batch of
+// iteration j only once the update of iteration j-k-1 is published, so
+// the update of j, which starts from the weights of j-1, is at most k
+// versions ahead of any turn it learns from.
+
+// rolloutWeights is the rollout role's decoder: the engine over its copy
+// of the policy weights, and that copy's version. Each decoder call and
+// each swap hold mu, so a swap lands between two steps.
+type rolloutWeights struct {
+	eng     *agent.Engine
+	mu      sync.Mutex
+	version int // of the weights in the copy
+	used    int // the version the last Step sampled with
+}
+
+func (w *rolloutWeights) Slots() int  { return w.eng.Slots() }
+func (w *rolloutWeights) MaxLen() int { return w.eng.MaxLen() }
+
+func (w *rolloutWeights) Prefill(slot int, ids []int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.eng.Prefill(slot, ids)
+}
+
+func (w *rolloutWeights) CopySlot(src, dst int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.eng.CopySlot(src, dst)
+}
+
+func (w *rolloutWeights) Release(slot int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.eng.Release(slot)
+}
+
+func (w *rolloutWeights) Seed(slot int, seed uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.eng.Seed(slot, seed)
+}
+
+func (w *rolloutWeights) Step(slots []int, s rollout.Sampling, tokens []int64, logprobs []float32) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.used = w.version
+	return w.eng.Decoder().Step(slots, s, tokens, logprobs)
+}
+
+// lastUsed is the version the last Step sampled with (rollout.Options.Version).
+func (w *rolloutWeights) lastUsed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.used
+}
+
+// current is the version of the weights the next step samples with.
+func (w *rolloutWeights) current() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.version
+}
+
+// swap copies the policy's weights (version v) into the engine's copy.
+func (w *rolloutWeights) swap(v int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.eng.Sync(); err != nil {
+		return err
+	}
+	w.version = v
+	return nil
+}
+
+// batch is one iteration's training episodes as the rollout role hands
+// them over, with the data position after its draws.
+type batch struct {
+	iter  int
+	trs   []*trajectory.Trajectory
+	rs    rollout.Stats
+	drawn algo.Drawn
+	pos   dataPos
+	err   error
+}
+
+// pipeline is the running rollout role and what the learning role shares
+// with it.
+type pipeline struct {
+	k       int
+	weights *rolloutWeights
+	runMu   sync.Mutex // one rollout at a time on the engine (training draws, evaluations)
+	out     chan batch // closed when the rollout role ends
+	cancel  context.CancelFunc
+
+	mu      sync.Mutex
+	updated int           // the last iteration whose update is published
+	changed chan struct{} // closed when updated moves
+
+	// published are the distinct policy versions the rollout role has
+	// decoded with, ascending (the learning role's alone).
+	published []int
+}
+
+// mayStart reports whether the batch of iteration j may be sampled once
+// the updates up to iteration updated are published, under the bound k.
+func mayStart(j, updated, k int) bool { return j-k-1 <= updated }
+
+// versionLag is the number of versions in published (ascending) after v up
+// to now: how many updates the policy at now has seen that the one at v
+// had not.
+func versionLag(v int, published []int, now int) int {
+	n := 0
+	for _, p := range published {
+		if p > v && p <= now {
+			n++
+		}
+	}
+	return n
+}
+
+// staleness checks that no turn of trs was sampled more than k versions
+// before now, and returns the mean and largest version lag of their turns.
+func staleness(trs []*trajectory.Trajectory, published []int, now, k int) (mean, largest float64, err error) {
+	n := 0
+	for _, tr := range trs {
+		for i, tu := range tr.Turns {
+			lag := versionLag(tu.PolicyVersion, published, now)
+			if lag > k {
+				return 0, 0, fmt.Errorf("turn %d of %s was sampled by policy version %d, %d versions before the update's %d: above rollout.max_staleness %d",
+					i, tr.ID, tu.PolicyVersion, lag, now, k)
+			}
+			mean += float64(lag)
+			largest = max(largest, float64(lag))
+			n++
+		}
+	}
+	if n > 0 {
+		mean /= float64(n)
+	}
+	return mean, largest, nil
+}
+
+// startPipeline starts the rollout role for the iterations after the run
+// state's, from its data position and with the policy's current weights.
+func (t *Trainer) startPipeline(ctx context.Context) error {
+	v := t.state.OptSteps
+	w := &rolloutWeights{eng: t.engine}
+	if err := w.swap(v); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	p := &pipeline{k: t.cfg.Rollout.MaxStaleness, weights: w, out: make(chan batch, t.cfg.Rollout.MaxStaleness+1),
+		cancel: cancel, updated: t.state.Iteration, changed: make(chan struct{}), published: []int{v}}
+	t.pipe = p
+	threads := torch.Threads()
+	go t.produce(ctx, p, t.state.Iteration+1, t.state.dataPos.clone(), threads)
+	return nil
+}
+
+// stopPipeline cancels the rollout role, waits for it to end and drops the
+// batches it sampled ahead: a checkpoint's data position counts only the
+// prompts of the iterations updated, so a resumed run draws the others
+// again.
+func (t *Trainer) stopPipeline() {
+	p := t.pipe
+	if p == nil {
+		return
+	}
+	p.cancel()
+	for range p.out {
+	}
+	t.pipe = nil
+}
+
+// produce is the rollout role: it samples the batches of iterations first
+// to run.iterations in order, each once mayStart allows it, from its own
+// data position pos (each pass shuffled by a generator of its own, seeded
+// by the run's seed and the pass, so the prompts do not depend on the
+// timing of the two roles).
+func (t *Trainer) produce(ctx context.Context, p *pipeline, first int, pos dataPos, threads int) {
+	defer close(p.out)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := torch.SetThreads(threads); err != nil {
+		p.out <- batch{iter: first, err: err}
+		return
+	}
+	src := taskSource{pos: &pos, perm: func(pass, n int) []int {
+		return rand.New(rand.NewPCG(uint64(t.cfg.Run.Seed), 0xda7a0000+uint64(pass))).Perm(n)
+	}}
+	for j := first; j <= t.cfg.Run.Iterations; j++ {
+		if !p.wait(ctx, j) {
+			return
+		}
+		trs, rs, drawn, err := t.trainingEpisodes(ctx, j, src)
+		if ctx.Err() != nil {
+			return
+		}
+		p.out <- batch{iter: j, trs: trs, rs: rs, drawn: drawn, pos: pos.clone(), err: err}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// wait blocks until the batch of iteration j may start (true) or ctx ends
+// (false).
+func (p *pipeline) wait(ctx context.Context, j int) bool {
+	for {
+		p.mu.Lock()
+		u, ch := p.updated, p.changed
+		p.mu.Unlock()
+		if mayStart(j, u, p.k) {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// next is the batch of iteration iter, waiting for the rollout role.
+func (p *pipeline) next(iter int) (batch, error) {
+	b, ok := <-p.out
+	switch {
+	case !ok:
+		return b, fmt.Errorf("the rollout role ended before iteration %d's episodes", iter)
+	case b.err != nil:
+		return b, b.err
+	case b.iter != iter:
+		return b, fmt.Errorf("the rollout role handed over iteration %d's episodes for iteration %d", b.iter, iter)
+	}
+	return b, nil
+}
+
+// publish hands the weights of the policy after iteration iter's update
+// (version v) to the rollout role and lets it start the batches the bound
+// now allows.
+func (p *pipeline) publish(iter, v int) error {
+	if err := p.weights.swap(v); err != nil {
+		return err
+	}
+	if last := p.published[len(p.published)-1]; v != last {
+		p.published = append(p.published, v)
+	}
+	p.mu.Lock()
+	p.updated = iter
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+	return nil
+}
