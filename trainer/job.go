@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentrl/agentrl/internal/logging"
+	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
@@ -147,7 +148,11 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
 		fmt.Fprintf(o.Stderr, "stopped; checkpoint written. Continue with: %s\n", resume)
 		return nil
 	}
-	PrintResults(o.Stdout, res)
+	outcomes, err := ReadOutcomes(storePath, lastMethod(res))
+	if err != nil {
+		return fmt.Errorf("read the evaluation outcomes: %w", err)
+	}
+	PrintResults(o.Stdout, res, outcomes.Intervals())
 	fmt.Fprintf(o.Stdout, "\nstore:  %s   (query it: trainer rollouts sql --store %s \"SELECT ...\")\n", storePath, storePath)
 	fmt.Fprintf(o.Stdout, "policy: %s\n", filepath.Join(dir, "final"))
 	if o.Report {
@@ -224,14 +229,30 @@ func placeRank(cfg *config.Config, env dist.Env) {
 
 // PrintResults prints the final table: exact match per hop count and on
 // average, per method, and on the out-of-domain split when there is one.
-func PrintResults(w io.Writer, r *Results) {
+// With intervals (ReadOutcomes(...).Intervals(); nil for none), EM and
+// OOD-EM are each followed by the half width of their 95% interval.
+func PrintResults(w io.Writer, r *Results, intervals map[string]map[string]stat.Interval) {
+	half := func(method, split string) string {
+		iv, ok := intervals[method][split]
+		if !ok {
+			return "–"
+		}
+		return fmt.Sprintf("±%.3f", (iv.Hi-iv.Lo)/2)
+	}
 	fmt.Fprintf(w, "\nResults (exact match on the evaluation split):\n\n%-18s", "method")
 	for _, h := range r.Hops {
 		fmt.Fprintf(w, " %8s", fmt.Sprintf("%d-hop", h))
 	}
-	fmt.Fprintf(w, " %8s %8s", "EM", "F1")
+	fmt.Fprintf(w, " %8s", "EM")
+	if intervals != nil {
+		fmt.Fprintf(w, " %7s", "95%")
+	}
+	fmt.Fprintf(w, " %8s", "F1")
 	if len(r.OOD) > 0 {
 		fmt.Fprintf(w, " %8s", "OOD-EM")
+		if intervals != nil {
+			fmt.Fprintf(w, " %7s", "95%")
+		}
 	}
 	fmt.Fprintln(w)
 	for _, m := range r.Methods {
@@ -240,16 +261,34 @@ func PrintResults(w io.Writer, r *Results) {
 		for _, h := range r.Hops {
 			fmt.Fprintf(w, " %8.3f", mm[metric.EMHop(h)])
 		}
-		fmt.Fprintf(w, " %8.3f %8.3f", mm[metric.EM], mm[metric.F1])
+		fmt.Fprintf(w, " %8.3f", mm[metric.EM])
+		if intervals != nil {
+			fmt.Fprintf(w, " %7s", half(m, SplitInDomain))
+		}
+		fmt.Fprintf(w, " %8.3f", mm[metric.F1])
 		if len(r.OOD) > 0 {
 			if o, ok := r.OOD[m]; ok {
 				fmt.Fprintf(w, " %8.3f", o[metric.EM])
 			} else {
 				fmt.Fprintf(w, " %8s", "–")
 			}
+			if intervals != nil {
+				fmt.Fprintf(w, " %7s", half(m, SplitOOD))
+			}
 		}
 		fmt.Fprintln(w)
 	}
+	if intervals != nil {
+		fmt.Fprintln(w, "\n95%: half width of the 95% interval over the questions (one seed: training randomness not included; docs/experiments.md)")
+	}
+}
+
+// lastMethod is the results' last row (the RL run's), "" for none.
+func lastMethod(r *Results) string {
+	if len(r.Methods) == 0 {
+		return ""
+	}
+	return r.Methods[len(r.Methods)-1]
 }
 
 func indent(s string) string {

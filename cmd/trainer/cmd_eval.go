@@ -75,7 +75,7 @@ func evalCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			trainer.PrintResults(os.Stdout, res)
+			trainer.PrintResults(os.Stdout, res, nil)
 			fmt.Printf("\nstore: %s\n", storePath)
 			return nil
 		},
