@@ -78,3 +78,16 @@ func TestValidationLeavesTestAlone(t *testing.T) {
 		}
 	}
 }
+
+// Out-of-domain questions are drawn after the in-domain ones: the default
+// world with 140 of them has the training and test questions of the one
+// with 60, and those 60 first (docs/experiments.md, amendment 1).
+func TestMoreOODLeavesTheRestAlone(t *testing.T) {
+	cfg := Config{Seed: 7, Entities: 80, Questions: 400, MaxHops: 3, TestFraction: 0.25, OODQuestions: 60}
+	a := generate(t, cfg)
+	cfg.OODQuestions = 140
+	b := generate(t, cfg)
+	if !reflect.DeepEqual(a.Train, b.Train) || !reflect.DeepEqual(a.Test, b.Test) || !reflect.DeepEqual(a.OOD, b.OOD[:60]) || len(b.OOD) != 140 {
+		t.Error("140 out-of-domain questions changed the training or test questions or the first 60 out-of-domain ones")
+	}
+}

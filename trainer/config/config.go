@@ -122,7 +122,7 @@ type SyntheticConfig struct {
 	MaxHops      int     `yaml:"max_hops" default:"3" doc:"most hops a question needs"`
 	TestFraction float64 `yaml:"test_fraction" default:"0.25" doc:"fraction of questions held out for evaluation"`
 	Questions    int     `yaml:"questions" default:"400" doc:"questions generated"`
-	OODQuestions int     `yaml:"ood_questions" default:"60" doc:"out-of-domain questions, evaluated as their own split: 2 to max_hops hops, each composing relations in a way no training or test question does (0 = none, and in-domain questions use every composition)"`
+	OODQuestions int     `yaml:"ood_questions" default:"140" doc:"out-of-domain questions, evaluated as their own split: 2 to max_hops hops, each composing relations in a way no training or test question does (0 = none, and in-domain questions use every composition)"`
 	ValQuestions int     `yaml:"val_questions" default:"0" doc:"validation questions, taken from the questions not held out for test and never trained on; eval.split validation evaluates them (0 = none, and the train and test splits are as without)"`
 }
 
