@@ -183,7 +183,7 @@ run: deps build
 # a paired test per claim) and the curves beside it.
 paper: deps build
 	@echo "bin/trainer experiment paper (core rows on 5 seeds, the others on 3; see docs/experiments.md)"
-	@./bin/trainer experiment paper --seeds 1,2,3,4,5 --other-seeds 1,2,3 --iterations 80 --set run.eval_every=0 --out docs/results.md
+	@./bin/trainer experiment paper --seeds 1,2,3,4,5 --other-seeds 1,2,3 --iterations 40 --set run.eval_every=0 --out docs/results.md
 
 image:
 	docker build -t agentrl:latest .
