@@ -114,14 +114,14 @@ func (t *Table) claim(text, split, a, b string, c float64) (Claim, bool, error) 
 			return cl, false, fmt.Errorf("claim %q, seed %d: %d questions against %d", text, s, len(ya), len(yb))
 		}
 		row := make([]float64, len(ya))
-		mean := 0.0
+		sum := 0.0 // summed before dividing: exact for 0/1 outcomes, so a tie is 0, not a rounding error
 		for q := range row {
 			row[q] = ya[q] - c*yb[q]
-			mean += row[q] / float64(len(row))
+			sum += row[q]
 		}
 		d = append(d, row)
 		cl.Seeds = append(cl.Seeds, s)
-		cl.PerSeed = append(cl.PerSeed, mean)
+		cl.PerSeed = append(cl.PerSeed, sum/float64(len(row)))
 	}
 	if len(d) == 0 {
 		return cl, false, nil
