@@ -5,84 +5,147 @@ import (
 	"strings"
 
 	"github.com/agentrl/agentrl/internal/stat"
+	"github.com/agentrl/agentrl/trainer/results"
 )
 
 // RLOverRAG is the factor by which every RL algorithm should beat naive
 // RAG's average EM (the paper's weakest RL algorithm is 2.5x naive RAG).
 const RLOverRAG = 2.5
 
-// Claim is one of the paper's claims checked seed by seed on average EM:
-// Diffs holds, per seed, a quantity that is positive (or, for AtLeast,
-// not negative) where the claim holds.
+// The paired bootstrap of every claim: its resamples and its generator's
+// seed (fixed, so that results.md regenerates identically).
+const (
+	BootstrapResamples = 10000
+	BootstrapSeed      = 44
+)
+
+// Claim is one of the paper's claims, tested on the per-question outcomes
+// of two rows over the seeds both have: the mean over seeds and questions
+// of A − C·B (positive where A is ahead), its paired-bootstrap 95%
+// interval, and the per-seed means.
 type Claim struct {
-	Text    string
-	Diffs   []float64
-	AtLeast bool // holds at Diff >= 0 (else Diff > 0)
+	Text     string
+	Split    string // results.SplitInDomain or results.SplitOOD
+	A, B     string
+	C        float64
+	Seeds    []int
+	PerSeed  []float64
+	Interval stat.Interval
+	N        int // questions
 }
 
-// Holds is the number of seeds in which the claim holds.
-func (c Claim) Holds() int {
+// Verdict is "holds", "fails" or "undecided" at the claim's power (its
+// interval's side of 0).
+func (c Claim) Verdict() string { return c.Interval.Verdict() }
+
+// Ahead is the number of seeds whose mean difference is positive (for a
+// factor claim, not negative).
+func (c Claim) Ahead() int {
 	n := 0
-	for _, d := range c.Diffs {
-		if d > 0 || c.AtLeast && d == 0 {
+	for _, d := range c.PerSeed {
+		if d > 0 || c.C != 1 && d == 0 {
 			n++
 		}
 	}
 	return n
 }
 
-// Claims checks the paper's claims against the table, on the per-seed
-// average EM: each Algorithm row reaches RLOverRAG times naive RAG; the
-// base tool-calling model is below naive RAG; each row that Ablates
-// another is behind it. A claim whose rows are missing is left out.
-func (t *Table) Claims() []Claim {
-	avg := func(m string) []float64 { return t.EM[m]["avg"].Values }
+// Claims tests the paper's claims (docs/experiments.md, the protocol):
+// each Algorithm row is above naive RAG, and reaches RLOverRAG times it,
+// on the in-domain split; the base tool-calling model is below naive
+// RAG; each row that Ablates another is behind it; each Algorithm row is
+// above naive RAG out of domain. A claim whose rows lack outcomes is left
+// out.
+func (t *Table) Claims() ([]Claim, error) {
 	var out []Claim
-	rag := avg("Naive RAG")
-	for _, s := range PaperSpecs {
-		if rl := avg(s.Name); s.Algorithm && len(rl) > 0 && len(rag) > 0 {
-			out = append(out, Claim{Text: fmt.Sprintf("%s reaches %.1fx naive RAG (per seed: %s − %.1f × Naive RAG)", s.Name, RLOverRAG, s.Name, RLOverRAG),
-				Diffs: combine(rl, rag, func(a, b float64) float64 { return a - RLOverRAG*b }), AtLeast: true})
+	add := func(text, split, a, b string, c float64) error {
+		cl, ok, err := t.claim(text, split, a, b, c)
+		if ok {
+			out = append(out, cl)
 		}
+		return err
 	}
-	if base := avg("Base Tool Call"); len(base) > 0 && len(rag) > 0 {
-		out = append(out, Claim{Text: "Base Tool Call is below Naive RAG (per seed: Naive RAG − Base Tool Call)",
-			Diffs: combine(rag, base, func(a, b float64) float64 { return a - b })})
-	}
+	in, ood := results.SplitInDomain, results.SplitOOD
 	for _, s := range PaperSpecs {
-		full, abl := avg(s.Ablates), avg(s.Name)
-		if s.Ablates == "" || len(full) == 0 || len(abl) == 0 {
+		if !s.Algorithm {
 			continue
 		}
-		out = append(out, Claim{Text: fmt.Sprintf("%s is ahead of %s (per seed: %s − %s)", s.Ablates, s.Name, s.Ablates, s.Name),
-			Diffs: combine(full, abl, func(a, b float64) float64 { return a - b })})
+		if err := add(s.Name+" is above naive RAG in-domain", in, s.Name, "Naive RAG", 1); err != nil {
+			return nil, err
+		}
+		if err := add(fmt.Sprintf("%s reaches %.1fx naive RAG in-domain (%s − %.1f × Naive RAG)", s.Name, RLOverRAG, s.Name, RLOverRAG), in, s.Name, "Naive RAG", RLOverRAG); err != nil {
+			return nil, err
+		}
 	}
-	return out
+	if err := add("Base Tool Call is below Naive RAG in-domain (Naive RAG − Base Tool Call)", in, "Naive RAG", "Base Tool Call", 1); err != nil {
+		return nil, err
+	}
+	for _, s := range PaperSpecs {
+		if s.Ablates == "" {
+			continue
+		}
+		if err := add(fmt.Sprintf("%s is ahead of %s in-domain", s.Ablates, s.Name), in, s.Ablates, s.Name, 1); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range PaperSpecs {
+		if !s.Algorithm {
+			continue
+		}
+		if err := add(s.Name+" is above naive RAG out of domain", ood, s.Name, "Naive RAG", 1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
-// combine applies f seed by seed over the seeds both have.
-func combine(a, b []float64, f func(a, b float64) float64) []float64 {
-	out := make([]float64, min(len(a), len(b)))
-	for i := range out {
-		out[i] = f(a[i], b[i])
+// claim tests one claim over the seeds both rows have; ok is false when
+// they share none.
+func (t *Table) claim(text, split, a, b string, c float64) (Claim, bool, error) {
+	cl := Claim{Text: text, Split: split, A: a, B: b, C: c}
+	var d [][]float64
+	for _, s := range t.Seeds {
+		ya, okA := t.Outcomes[a][split][s]
+		yb, okB := t.Outcomes[b][split][s]
+		if !okA || !okB {
+			continue
+		}
+		if len(ya) != len(yb) {
+			return cl, false, fmt.Errorf("claim %q, seed %d: %d questions against %d", text, s, len(ya), len(yb))
+		}
+		row := make([]float64, len(ya))
+		sum := 0.0 // summed before dividing: exact for 0/1 outcomes, so a tie is 0, not a rounding error
+		for q := range row {
+			row[q] = ya[q] - c*yb[q]
+			sum += row[q]
+		}
+		d = append(d, row)
+		cl.Seeds = append(cl.Seeds, s)
+		cl.PerSeed = append(cl.PerSeed, sum/float64(len(row)))
 	}
-	return out
+	if len(d) == 0 {
+		return cl, false, nil
+	}
+	iv, err := stat.PairedBootstrap(d, BootstrapResamples, BootstrapSeed)
+	if err != nil {
+		return cl, false, fmt.Errorf("claim %q: %w", text, err)
+	}
+	cl.Interval, cl.N = iv, len(d[0])
+	return cl, true, nil
 }
 
-// Markdown renders a claim as one list item: the per-seed values, their
-// mean ± sample std, and in how many seeds it holds.
+// Markdown renders a claim as one list item: the mean difference and its
+// 95% interval, the verdict, and the per-seed differences.
 func (c Claim) Markdown() string {
-	vals := make([]string, len(c.Diffs))
-	for i, d := range c.Diffs {
+	vals := make([]string, len(c.PerSeed))
+	for i, d := range c.PerSeed {
 		vals[i] = fmt.Sprintf("%+.3f", d)
 	}
-	mean, std := stat.MeanStd(c.Diffs, 1)
-	verdict := "holds in every seed"
-	switch h := c.Holds(); {
-	case h == 0:
-		verdict = "holds in no seed"
-	case h < len(c.Diffs):
-		verdict = fmt.Sprintf("holds in %d of %d seeds", h, len(c.Diffs))
+	seeds := make([]string, len(c.Seeds))
+	for i, s := range c.Seeds {
+		seeds[i] = fmt.Sprint(s)
 	}
-	return fmt.Sprintf("%s: %s (mean %+.3f ± %.3f); %s.", c.Text, strings.Join(vals, ", "), mean, std, verdict)
+	return fmt.Sprintf("%s: %+.3f [%+.3f, %+.3f] (paired bootstrap, %d seeds × %d questions): **%s**. Per seed (%s): %s; ahead in %d of %d.",
+		c.Text, c.Interval.Mean, c.Interval.Lo, c.Interval.Hi, len(c.Seeds), c.N, c.Verdict(), strings.Join(seeds, ", "),
+		strings.Join(vals, ", "), c.Ahead(), len(c.PerSeed))
 }

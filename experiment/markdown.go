@@ -6,9 +6,11 @@ import (
 	"strings"
 )
 
-// Markdown renders the table: one row per method, EM per hop count, on
-// average and (when measured) on the out-of-domain split, as mean ± sample
-// std over seeds.
+// Markdown renders the table: one row per method, its number of seeds,
+// EM per hop count (the mean over seeds), and EM on average and (when
+// measured) on the out-of-domain split, each with its 95% interval where
+// the per-question outcomes were read (else mean ± sample std over
+// seeds).
 func (t *Table) Markdown() string {
 	hops := append([]int(nil), t.Hops...)
 	sort.Ints(hops)
@@ -19,7 +21,7 @@ func (t *Table) Markdown() string {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("| Method |")
+	b.WriteString("| Method | Seeds |")
 	for _, h := range hops {
 		fmt.Fprintf(&b, " %d-hop EM |", h)
 	}
@@ -27,7 +29,7 @@ func (t *Table) Markdown() string {
 	if ood {
 		b.WriteString(" OOD EM |")
 	}
-	b.WriteString("\n|---|")
+	b.WriteString("\n|---|---:|")
 	for range hops {
 		b.WriteString("---:|")
 	}
@@ -37,9 +39,13 @@ func (t *Table) Markdown() string {
 	}
 	b.WriteString("\n")
 	for _, m := range t.Methods {
-		fmt.Fprintf(&b, "| %s |", m)
+		fmt.Fprintf(&b, "| %s | %d |", m, t.EM[m]["avg"].N)
 		for _, h := range hops {
-			fmt.Fprintf(&b, " %s |", t.EM[m][fmt.Sprintf("hop%d", h)])
+			if c, ok := t.EM[m][fmt.Sprintf("hop%d", h)]; ok {
+				fmt.Fprintf(&b, " %.3f |", c.Mean)
+			} else {
+				b.WriteString(" – |")
+			}
 		}
 		fmt.Fprintf(&b, " %s |", t.EM[m]["avg"])
 		if ood {
@@ -50,10 +56,14 @@ func (t *Table) Markdown() string {
 	return b.String()
 }
 
-// String renders a cell as "mean ± std" (three decimals).
+// String renders a cell as "mean [lo, hi]" with its interval, else as
+// "mean ± std" (three decimals).
 func (c Cell) String() string {
 	if c.N == 0 {
 		return "–"
+	}
+	if c.Interval != nil {
+		return fmt.Sprintf("%.3f [%.3f, %.3f]", c.Mean, c.Interval.Lo, c.Interval.Hi)
 	}
 	if c.N == 1 {
 		return fmt.Sprintf("%.3f", c.Mean)

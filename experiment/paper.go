@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,31 +35,39 @@ type Spec struct {
 	// Ablates names the row this one removes something from: the claims
 	// check that row is ahead of this one ("" = none).
 	Ablates string
+	// Core marks the paper's core rows, run on every seed; the others run
+	// on Options.OtherSeeds only (docs/experiments.md, the protocol).
+	Core bool
+	// Extra marks a row outside the paper's table, run only with
+	// Options.Extra (trainer experiment paper --extra).
+	Extra bool
 }
 
 // PaperSpecs are the RL rows of the table, in table order: the four
 // algorithms, PPO without each mask, PPO with GAE lambda 0.95 (where GAE
 // no longer telescopes, so the critic's values on tool tokens can matter)
-// with and without the advantage mask, then GiGPO, GRPO with GSPO's loss
-// (its paper's clip range and per-sequence mean), and GRPO decoding its
-// rollouts in bf16 with and without truncated importance sampling. A row
-// is one entry; the claims follow Algorithm and Ablates.
+// with and without the advantage mask, then the Extra rows: GiGPO, GRPO
+// with GSPO's loss (its paper's clip range and per-sequence mean), and
+// GRPO decoding its rollouts in bf16 with and without truncated
+// importance sampling. A row is one entry; the claims follow Algorithm
+// and Ablates. The first row is Core: its run of a seed evaluates the
+// baselines.
 var PaperSpecs = []Spec{
-	{Name: "PPO", Set: []string{"algorithm.estimator=gae"}, Algorithm: true},
-	{Name: "GRPO", Set: []string{"algorithm.estimator=grpo"}, Algorithm: true},
-	{Name: "REINFORCE++", Set: []string{"algorithm.estimator=reinforce_pp"}, Algorithm: true},
+	{Name: "PPO", Set: []string{"algorithm.estimator=gae"}, Algorithm: true, Core: true},
+	{Name: "GRPO", Set: []string{"algorithm.estimator=grpo"}, Algorithm: true, Core: true},
+	{Name: "REINFORCE++", Set: []string{"algorithm.estimator=reinforce_pp"}, Algorithm: true, Core: true},
 	{Name: "RLOO", Set: []string{"algorithm.estimator=rloo"}, Algorithm: true},
-	{Name: "PPO w/o advantage mask", Set: []string{"algorithm.estimator=gae", "algorithm.advantage_mask=false"}, Ablates: "PPO"},
-	{Name: "PPO w/o loss mask", Set: []string{"algorithm.estimator=gae", "algorithm.loss_mask=false"}, Ablates: "PPO"},
+	{Name: "PPO w/o advantage mask", Set: []string{"algorithm.estimator=gae", "algorithm.advantage_mask=false"}, Ablates: "PPO", Core: true},
+	{Name: "PPO w/o loss mask", Set: []string{"algorithm.estimator=gae", "algorithm.loss_mask=false"}, Ablates: "PPO", Core: true},
 	{Name: "PPO λ=0.95", Set: []string{"algorithm.estimator=gae", "algorithm.lambda=0.95"}},
 	{Name: "PPO λ=0.95 w/o advantage mask", Set: []string{"algorithm.estimator=gae", "algorithm.lambda=0.95", "algorithm.advantage_mask=false"}, Ablates: "PPO λ=0.95"},
-	{Name: "GiGPO", Set: []string{"algorithm.estimator=gigpo"}, Algorithm: true},
+	{Name: "GiGPO", Set: []string{"algorithm.estimator=gigpo"}, Algorithm: true, Extra: true},
 	{Name: "GRPO w/ GSPO loss", Set: []string{"algorithm.estimator=grpo", "algorithm.policy_loss=gspo",
-		"algorithm.clip_low=0.0003", "algorithm.clip_high=0.0004", "algorithm.loss_agg=seq-mean-token-mean"}, Algorithm: true},
+		"algorithm.clip_low=0.0003", "algorithm.clip_high=0.0004", "algorithm.loss_agg=seq-mean-token-mean"}, Algorithm: true, Extra: true},
 	{Name: "GRPO w/ bf16 rollouts + TIS", Set: []string{"algorithm.estimator=grpo", "rollout.dtype=bf16",
-		"algorithm.rollout_correction=tis"}},
+		"algorithm.rollout_correction=tis"}, Extra: true},
 	{Name: "GRPO w/ bf16 rollouts", Set: []string{"algorithm.estimator=grpo", "rollout.dtype=bf16",
-		"algorithm.rollout_correction=off"}, Ablates: "GRPO w/ bf16 rollouts + TIS"},
+		"algorithm.rollout_correction=off"}, Ablates: "GRPO w/ bf16 rollouts + TIS", Extra: true},
 }
 
 // Baselines are the rows measured before RL.
@@ -85,31 +94,71 @@ func specConfig(base config.Config, spec Spec, seed int, sftDir string, first bo
 }
 
 // Cell is a mean and spread over seeds, with the per-seed values in seed
-// order (so methods can be compared seed by seed).
+// order, and, where per-question outcomes were read, the 95% interval
+// over seeds and questions (stat.CrossedInterval).
 type Cell struct {
 	Mean, Std float64
 	N         int
 	Values    []float64
+	Interval  *stat.Interval
 }
 
 // Table is the outcome: per method, EM per hop count, on average over the
-// evaluation split, and on the out-of-domain split.
+// evaluation split, and on the out-of-domain split, and the per-question
+// outcomes behind the last two.
 type Table struct {
 	Methods []string
 	Hops    []int
 	EM      map[string]map[string]Cell // method -> "hop1".."hopN", "avg", "ood"
-	Runs    map[string][]string        // method -> run names (for curves)
-	Seeds   []int
-	Wall    time.Duration
+	// Outcomes are method -> split (results.SplitInDomain, SplitOOD) ->
+	// seed -> 0/1 per question, the questions in one order for all.
+	Outcomes map[string]map[string]map[int][]float64
+	Runs     map[string][]string // method -> run names (for curves)
+	Seeds    []int
+	Wall     time.Duration
 }
 
 // Options are the experiment's knobs besides the base config.
 type Options struct {
-	Seeds    []int
+	Seeds []int
+	// OtherSeeds are the seeds the rows not marked Core run on (nil: all
+	// of Seeds).
+	OtherSeeds []int
+	// Extra adds the Extra rows (on OtherSeeds).
+	Extra bool
+	// Resume keeps a seed's finished warm start and every finished run
+	// (one whose store has its final evaluation), running only the rest:
+	// an interrupted experiment goes on where it stopped.
+	Resume   bool
 	Log      zerolog.Logger
 	Progress trainer.ProgressFunc
 	// OnRun is told when each run starts (name) for progress output.
 	OnRun func(name string, i, total int)
+}
+
+// Rows are the specs of the table and the seeds each runs on, in table
+// order: the Core rows on seeds, the others on other (nil: seeds), the
+// Extra rows only with extra.
+func Rows(seeds, other []int, extra bool) ([]Spec, map[string][]int) {
+	if other == nil {
+		other = seeds
+	}
+	var specs []Spec
+	on := map[string][]int{}
+	for _, s := range PaperSpecs {
+		if s.Extra && !extra {
+			continue
+		}
+		for _, seed := range seeds {
+			if s.Core || slices.Contains(other, seed) {
+				on[s.Name] = append(on[s.Name], seed)
+			}
+		}
+		if len(on[s.Name]) > 0 {
+			specs = append(specs, s)
+		}
+	}
+	return specs, on
 }
 
 // runName is the run of a row and seed: the row's name in lowercase
@@ -133,42 +182,44 @@ func runName(stem string, seed int) string {
 	return fmt.Sprintf("paper-%s-s%d", strings.Trim(s, "-"), seed)
 }
 
-// Run warm-starts one model per seed, trains every spec from it (the
-// seed's first run also evaluates the baselines), and collects the table
-// from the runs' stores.
+// Run warm-starts one model per seed, trains every row of that seed from
+// it (the seed's first run, the first row's, also evaluates the
+// baselines), and collects the table from the runs' stores.
 func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
 	for _, spec := range PaperSpecs { // a broken row fails before any training
 		if _, err := specConfig(base, spec, 1, "", true); err != nil {
 			return nil, err
 		}
 	}
-	total := len(o.Seeds) * (1 + len(PaperSpecs))
+	specs, on := Rows(o.Seeds, o.OtherSeeds, o.Extra)
+	total := len(o.Seeds)
+	for _, s := range specs {
+		total += len(on[s.Name])
+	}
 	n := 0
 	for _, seed := range o.Seeds {
 		cfg := base
 		cfg.Run.Seed = seed
 		cfg.Run.Name = runName("sft", seed)
+		sftDir := filepath.Join(trainer.RunDir(cfg), "sft")
+		done := filepath.Join(trainer.RunDir(cfg), "sft.done")
 		if o.OnRun != nil {
 			o.OnRun(cfg.Run.Name, n, total)
 		}
 		n++
-		if err := os.RemoveAll(trainer.RunDir(cfg)); err != nil {
-			return nil, err
+		if _, err := os.Stat(done); !o.Resume || err != nil {
+			if err := warmStart(ctx, cfg, sftDir, o); err != nil {
+				return nil, fmt.Errorf("warm start of seed %d: %w", seed, err)
+			}
+			if err := os.WriteFile(done, nil, 0o644); err != nil {
+				return nil, err
+			}
 		}
-		t, err := trainer.New(ctx, cfg, trainer.Options{Log: o.Log, Progress: o.Progress})
-		if err != nil {
-			return nil, err
-		}
-		sftDir := filepath.Join(t.Dir(), "sft")
-		err = t.SFT(ctx, sftDir)
-		if cerr := t.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, fmt.Errorf("warm start of seed %d: %w", seed, err)
-		}
-		for i, spec := range PaperSpecs {
-			rc, err := specConfig(base, spec, seed, sftDir, i == 0) // naive RAG once per seed
+		for _, spec := range specs {
+			if !slices.Contains(on[spec.Name], seed) {
+				continue
+			}
+			rc, err := specConfig(base, spec, seed, sftDir, spec.Name == specs[0].Name) // the baselines once per seed
 			if err != nil {
 				return nil, err
 			}
@@ -176,6 +227,9 @@ func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
 				o.OnRun(rc.Run.Name, n, total)
 			}
 			n++
+			if o.Resume && finished(filepath.Join(trainer.RunDir(rc), "store.db"), spec.Name) {
+				continue
+			}
 			if err := os.RemoveAll(trainer.RunDir(rc)); err != nil {
 				return nil, err
 			}
@@ -184,15 +238,48 @@ func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
 			}
 		}
 	}
-	return Collect(base.Run.Dir, o.Seeds)
+	return Collect(base.Run.Dir, o.Seeds, o.OtherSeeds, o.Extra)
+}
+
+// warmStart trains the seed's warm start into sftDir, from a clean run
+// folder.
+func warmStart(ctx context.Context, cfg config.Config, sftDir string, o Options) error {
+	if err := os.RemoveAll(trainer.RunDir(cfg)); err != nil {
+		return err
+	}
+	t, err := trainer.New(ctx, cfg, trainer.Options{Log: o.Log, Progress: o.Progress})
+	if err != nil {
+		return err
+	}
+	err = t.SFT(ctx, sftDir)
+	if cerr := t.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// finished reports whether the run's store holds its final evaluation.
+func finished(storePath, name string) bool {
+	if _, err := os.Stat(storePath); err != nil {
+		return false
+	}
+	res, err := results.Read(storePath, name)
+	if err != nil {
+		return false
+	}
+	_, ok := res.Metrics[name]
+	return ok
 }
 
 // Collect builds the table from the stores of finished paper runs under
-// runsDir: per seed, the baselines from the first spec's iteration 0 and
-// each spec's last evaluation. The wall time is the span from the first
-// run's start to the last iteration written.
-func Collect(runsDir string, seeds []int) (*Table, error) {
-	tab := &Table{EM: map[string]map[string]Cell{}, Runs: map[string][]string{}, Seeds: seeds}
+// runsDir, with Run's rows and seeds: per seed, the baselines from the
+// first row's iteration 0 and each row's last evaluation, as EM per hop
+// count and per-question outcomes. The wall time is the span from the
+// first run's start to the last iteration written.
+func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
+	tab := &Table{EM: map[string]map[string]Cell{}, Runs: map[string][]string{}, Seeds: seeds,
+		Outcomes: map[string]map[string]map[int][]float64{}}
+	specs, on := Rows(seeds, other, extra)
 	samples := map[string]map[string][]float64{}
 	add := func(method, key string, v float64) {
 		if samples[method] == nil {
@@ -200,10 +287,14 @@ func Collect(runsDir string, seeds []int) (*Table, error) {
 		}
 		samples[method][key] = append(samples[method][key], v)
 	}
+	questions := map[string][]string{} // split -> question IDs, sorted, from the first run read
 	var paths []string
 	for _, seed := range seeds {
 		paths = append(paths, filepath.Join(runsDir, runName("sft", seed), "store.db"))
-		for i, spec := range PaperSpecs {
+		for i, spec := range specs {
+			if !slices.Contains(on[spec.Name], seed) {
+				continue
+			}
 			name := runName(spec.Name, seed)
 			path := filepath.Join(runsDir, name, "store.db")
 			paths = append(paths, path)
@@ -214,10 +305,14 @@ func Collect(runsDir string, seeds []int) (*Table, error) {
 			if _, ok := res.Metrics[spec.Name]; !ok {
 				return nil, fmt.Errorf("run %s has no final evaluation: did it finish?", name)
 			}
+			outcomes, err := results.ReadOutcomes(path, spec.Name)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", name, err)
+			}
 			tab.Runs[spec.Name] = append(tab.Runs[spec.Name], name)
 			for method, m := range res.Metrics {
 				if method != spec.Name && i != 0 {
-					continue // the baselines: once per seed, from the first spec's run
+					continue // the baselines: once per seed, from the first row's run
 				}
 				for k, v := range m {
 					if k == metric.EM {
@@ -229,15 +324,37 @@ func Collect(runsDir string, seeds []int) (*Table, error) {
 				if v, ok := res.OOD[method][metric.EM]; ok {
 					add(method, "ood", v)
 				}
+				for split := range outcomes[method] {
+					if questions[split] == nil {
+						for id := range outcomes[method][split] {
+							questions[split] = append(questions[split], id)
+						}
+						sort.Strings(questions[split])
+					}
+					if len(outcomes[method][split]) != len(questions[split]) {
+						return nil, fmt.Errorf("run %s: %s has %d %s questions, the first run read had %d", name, method, len(outcomes[method][split]), split, len(questions[split]))
+					}
+					v, err := outcomes.Vector(method, split, questions[split])
+					if err != nil {
+						return nil, fmt.Errorf("run %s: %w", name, err)
+					}
+					if tab.Outcomes[method] == nil {
+						tab.Outcomes[method] = map[string]map[int][]float64{}
+					}
+					if tab.Outcomes[method][split] == nil {
+						tab.Outcomes[method][split] = map[int][]float64{}
+					}
+					tab.Outcomes[method][split][seed] = v
+				}
 			}
 			for _, h := range res.Hops {
-				if !containsInt(tab.Hops, h) {
+				if !slices.Contains(tab.Hops, h) {
 					tab.Hops = append(tab.Hops, h)
 				}
 			}
 		}
 	}
-	for _, m := range append(append([]string{}, Baselines...), specNames()...) {
+	for _, m := range append(append([]string{}, Baselines...), specNamesOf(specs)...) {
 		if samples[m] == nil {
 			continue
 		}
@@ -245,6 +362,17 @@ func Collect(runsDir string, seeds []int) (*Table, error) {
 		tab.EM[m] = map[string]Cell{}
 		for k, xs := range samples[m] {
 			tab.EM[m][k] = meanStd(xs)
+		}
+		for key, split := range map[string]string{"avg": results.SplitInDomain, "ood": results.SplitOOD} {
+			if y := tab.grid(m, split, seeds); y != nil {
+				iv, err := stat.CrossedInterval(y)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", m, split, err)
+				}
+				c := tab.EM[m][key]
+				c.Interval = &iv
+				tab.EM[m][key] = c
+			}
 		}
 	}
 	sort.Ints(tab.Hops)
@@ -254,6 +382,18 @@ func Collect(runsDir string, seeds []int) (*Table, error) {
 	}
 	tab.Wall = wall
 	return tab, nil
+}
+
+// grid is the method's outcomes on split as a seeds × questions matrix,
+// over those of seeds it has (nil for none).
+func (t *Table) grid(method, split string, seeds []int) [][]float64 {
+	var y [][]float64
+	for _, s := range seeds {
+		if v, ok := t.Outcomes[method][split][s]; ok {
+			y = append(y, v)
+		}
+	}
+	return y
 }
 
 // span is the time from the earliest run start to the latest iteration
@@ -296,21 +436,12 @@ func runOne(ctx context.Context, cfg config.Config, o Options) error {
 	return err
 }
 
-func specNames() []string {
+func specNamesOf(specs []Spec) []string {
 	var out []string
-	for _, s := range PaperSpecs {
+	for _, s := range specs {
 		out = append(out, s.Name)
 	}
 	return out
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // meanStd is the mean and the sample standard deviation (n-1; 0 for n=1).

@@ -2,10 +2,13 @@ package experiment
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/results"
 )
 
 // Mean and sample standard deviation by hand: {0.7, 0.8, 0.9} has mean 0.8
@@ -33,10 +36,13 @@ func TestRunNames(t *testing.T) {
 }
 
 func TestMarkdownTable(t *testing.T) {
+	iv := stat.Interval{Mean: 0.75, Lo: 0.7, Hi: 0.8}
+	avg := meanStd([]float64{0.75})
+	avg.Interval = &iv
 	tab := &Table{Methods: []string{"GRPO"}, Hops: []int{2, 1}, EM: map[string]map[string]Cell{
-		"GRPO": {"hop1": meanStd([]float64{1}), "hop2": meanStd([]float64{0.5, 0.7}), "avg": meanStd([]float64{0.75})}}}
+		"GRPO": {"hop1": meanStd([]float64{1}), "hop2": meanStd([]float64{0.5, 0.7}), "avg": avg}}}
 	md := tab.Markdown()
-	for _, want := range []string{"| Method | 1-hop EM | 2-hop EM | Avg EM |", "| GRPO | 1.000 | 0.600 ± 0.141 | 0.750 |"} {
+	for _, want := range []string{"| Method | Seeds | 1-hop EM | 2-hop EM | Avg EM |", "| GRPO | 1 | 1.000 | 0.600 | 0.750 [0.700, 0.800] |"} {
 		if !strings.Contains(md, want) {
 			t.Fatalf("markdown lacks %q:\n%s", want, md)
 		}
@@ -97,63 +103,104 @@ func TestMarkdownOODColumn(t *testing.T) {
 		"Naive RAG": {"hop1": meanStd([]float64{0.2}), "avg": meanStd([]float64{0.2}), "ood": meanStd([]float64{0.05})},
 		"PPO":       {"hop1": meanStd([]float64{0.6}), "avg": meanStd([]float64{0.6})}}}
 	md := tab.Markdown()
-	for _, want := range []string{"| Method | 1-hop EM | Avg EM | OOD EM |", "|---|---:|---:|---:|", "| Naive RAG | 0.200 | 0.200 | 0.050 |", "| PPO | 0.600 | 0.600 | – |"} {
+	for _, want := range []string{"| Method | Seeds | 1-hop EM | Avg EM | OOD EM |", "|---|---:|---:|---:|---:|", "| Naive RAG | 1 | 0.200 | 0.200 | 0.050 |", "| PPO | 1 | 0.600 | 0.600 | – |"} {
 		if !strings.Contains(md, want) {
 			t.Fatalf("markdown lacks %q:\n%s", want, md)
 		}
 	}
 }
 
-// The claims, seed by seed, worked by hand over three seeds:
+// The claims on hand-made outcomes, two seeds of four questions, worked
+// by hand (d = A − c·B per question, then the mean):
 //
-//	Naive RAG 0.20 0.10 0.30;  Base Tool Call 0.10 0.15 0.20
-//	PPO 0.60 0.30 0.70: PPO − 2.5 × RAG = 0.60−0.50, 0.30−0.25, 0.70−0.75
-//	  = +0.10, +0.05, −0.05: holds in 2 of 3 seeds;
-//	RAG − Base = +0.10, −0.05, +0.10: 2 of 3;
-//	PPO w/o loss mask 0.50 0.30 0.60: PPO − it = +0.10, 0, +0.10: 2 of 3
-//	  (a tie is not ahead); mean 0.2/3 = 0.0667, sample std
-//	  sqrt(((1/30)^2·2 + (1/15)^2)/2) = sqrt(0.00333) = 0.0577.
+//	Naive RAG 1000 / 0100; PPO 1110 / 1101; Base Tool Call 0000 / 0000;
+//	PPO w/o loss mask = PPO.
+//	PPO − RAG: 0110 / 1001, 0.5 in each seed;
+//	PPO − 2.5·RAG: (−1.5, 1, 1, 0) / (1, −1.5, 0, 1), 0.125 in each seed;
+//	RAG − Base: 0.25 in each seed;
+//	PPO − PPO w/o loss mask: 0 everywhere, so every resample is 0: the
+//	interval is [0, 0] and the claim is undecided, ahead in no seed.
+//
+// No row has out-of-domain outcomes, so the out-of-domain claim is left
+// out, as are the claims of rows without outcomes.
 func TestClaims(t *testing.T) {
-	v := func(xs ...float64) map[string]Cell { return map[string]Cell{"avg": meanStd(xs)} }
-	tab := &Table{EM: map[string]map[string]Cell{
-		"Naive RAG":         v(0.2, 0.1, 0.3),
-		"Base Tool Call":    v(0.1, 0.15, 0.2),
-		"PPO":               v(0.6, 0.3, 0.7),
-		"PPO w/o loss mask": v(0.5, 0.3, 0.6),
+	in := results.SplitInDomain
+	o := func(a, b []float64) map[string]map[int][]float64 {
+		return map[string]map[int][]float64{in: {1: a, 2: b}}
+	}
+	ppo := o([]float64{1, 1, 1, 0}, []float64{1, 1, 0, 1})
+	tab := &Table{Seeds: []int{1, 2}, Outcomes: map[string]map[string]map[int][]float64{
+		"Naive RAG":         o([]float64{1, 0, 0, 0}, []float64{0, 1, 0, 0}),
+		"Base Tool Call":    o([]float64{0, 0, 0, 0}, []float64{0, 0, 0, 0}),
+		"PPO":               ppo,
+		"PPO w/o loss mask": ppo,
 	}}
-	cs := tab.Claims()
-	if len(cs) != 3 {
-		t.Fatalf("%d claims, want 3 (rows without results are left out): %+v", len(cs), cs)
+	cs, err := tab.Claims()
+	if err != nil {
+		t.Fatal(err)
 	}
-	wantDiffs := [][]float64{{0.1, 0.05, -0.05}, {0.1, -0.05, 0.1}, {0.1, 0, 0.1}}
-	for i, c := range cs {
-		for j, d := range c.Diffs {
-			if math.Abs(d-wantDiffs[i][j]) > 1e-9 {
-				t.Errorf("claim %q: diffs %v, want %v", c.Text, c.Diffs, wantDiffs[i])
-				break
-			}
+	want := []struct {
+		prefix  string
+		perSeed float64
+	}{{"PPO is above naive RAG in-domain", 0.5}, {"PPO reaches 2.5x naive RAG in-domain", 0.125},
+		{"Base Tool Call is below Naive RAG", 0.25}, {"PPO is ahead of PPO w/o loss mask", 0}}
+	if len(cs) != len(want) {
+		t.Fatalf("%d claims, want %d: %+v", len(cs), len(want), cs)
+	}
+	for i, w := range want {
+		c := cs[i]
+		if !strings.HasPrefix(c.Text, w.prefix) || len(c.PerSeed) != 2 || c.N != 4 ||
+			math.Abs(c.PerSeed[0]-w.perSeed) > 1e-12 || math.Abs(c.PerSeed[1]-w.perSeed) > 1e-12 || math.Abs(c.Interval.Mean-w.perSeed) > 1e-12 {
+			t.Errorf("claim %d: %+v, want %q with %v per seed over 4 questions", i, c, w.prefix, w.perSeed)
 		}
-		if c.Holds() != 2 {
-			t.Errorf("claim %q holds in %d seeds, want 2", c.Text, c.Holds())
-		}
 	}
-	if !strings.HasPrefix(cs[0].Text, "PPO reaches 2.5x naive RAG") || !strings.HasPrefix(cs[1].Text, "Base Tool Call is below Naive RAG") ||
-		!strings.HasPrefix(cs[2].Text, "PPO is ahead of PPO w/o loss mask") {
-		t.Errorf("claims %q, %q, %q", cs[0].Text, cs[1].Text, cs[2].Text)
-	}
-	md := cs[2].Markdown()
-	if !strings.Contains(md, "+0.100, +0.000, +0.100 (mean +0.067 ± 0.058); holds in 2 of 3 seeds.") {
+	if md := cs[3].Markdown(); md != "PPO is ahead of PPO w/o loss mask in-domain: +0.000 [+0.000, +0.000] (paired bootstrap, 2 seeds × 4 questions): "+
+		"**undecided**. Per seed (1, 2): +0.000, +0.000; ahead in 0 of 2." {
 		t.Errorf("claim renders as %q", md)
 	}
-	// The 2.5x claim holds at equality; the others need a strict lead.
-	at := Claim{Diffs: []float64{0}, AtLeast: true}
-	if at.Holds() != 1 || (Claim{Diffs: []float64{0}}).Holds() != 0 {
-		t.Error("a zero difference: the 2.5x claim holds, a strict claim does not")
+	if cs[0].Ahead() != 2 || cs[1].Ahead() != 2 {
+		t.Errorf("ahead in %d and %d seeds, want 2 and 2", cs[0].Ahead(), cs[1].Ahead())
 	}
-	if all := (Claim{Text: "x", Diffs: []float64{0.1, 0.2}}).Markdown(); !strings.HasSuffix(all, "holds in every seed.") {
-		t.Errorf("%q", all)
+	tab.Outcomes["PPO w/o loss mask"] = o([]float64{1, 1, 1}, []float64{1, 1, 0})
+	if _, err := tab.Claims(); err == nil || !strings.Contains(err.Error(), "3 questions against 4") && !strings.Contains(err.Error(), "4 questions against 3") {
+		t.Errorf("rows with different questions: %v, want an error", err)
 	}
-	if none := (Claim{Text: "x", Diffs: []float64{-0.1, -0.2}}).Markdown(); !strings.HasSuffix(none, "holds in no seed.") {
-		t.Errorf("%q", none)
+}
+
+// The core rows run on every seed, the others on the other seeds, the
+// Extra rows only when asked for; the first row is core (its run
+// evaluates the baselines of every seed).
+func TestRows(t *testing.T) {
+	specs, on := Rows([]int{1, 2, 3, 4, 5}, []int{1, 2, 3}, false)
+	if specs[0].Name != "PPO" || !specs[0].Core {
+		t.Fatalf("first row %+v, want core PPO", specs[0])
+	}
+	for _, s := range specs {
+		if s.Extra {
+			t.Errorf("extra row %s without extra", s.Name)
+		}
+		want := []int{1, 2, 3}
+		if s.Core {
+			want = []int{1, 2, 3, 4, 5}
+		}
+		if !slices.Equal(on[s.Name], want) {
+			t.Errorf("%s on seeds %v, want %v", s.Name, on[s.Name], want)
+		}
+	}
+	core := 0
+	for _, s := range PaperSpecs {
+		if s.Core {
+			core++
+		}
+	}
+	if core != 5 || len(specs) != 8 {
+		t.Errorf("%d core RL rows and %d rows, want 5 (PPO, GRPO, REINFORCE++, the two mask ablations) and 8", core, len(specs))
+	}
+	all, _ := Rows([]int{4}, []int{1, 2, 3}, true)
+	if len(all) != 5 {
+		t.Errorf("seed 4 alone, with extra: %d rows, want the 5 core ones", len(all))
+	}
+	if all, _ := Rows([]int{1}, nil, true); len(all) != len(PaperSpecs) {
+		t.Errorf("with extra: %d rows, want all %d", len(all), len(PaperSpecs))
 	}
 }

@@ -147,7 +147,11 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
 		fmt.Fprintf(o.Stderr, "stopped; checkpoint written. Continue with: %s\n", resume)
 		return nil
 	}
-	results.Print(o.Stdout, res)
+	outcomes, err := results.ReadOutcomes(storePath, res.RL())
+	if err != nil {
+		return fmt.Errorf("read the evaluation outcomes: %w", err)
+	}
+	results.Print(o.Stdout, res, outcomes.Intervals())
 	fmt.Fprintf(o.Stdout, "\nstore:  %s   (query it: trainer rollouts sql --store %s \"SELECT ...\")\n", storePath, storePath)
 	fmt.Fprintf(o.Stdout, "policy: %s\n", filepath.Join(dir, "final"))
 	if o.Report {

@@ -198,7 +198,7 @@ func TestSearchDemonstrationWantsOneHop(t *testing.T) {
 // questions; the expert setting is reachable.
 func TestWarmStartSetting(t *testing.T) {
 	cfg := config.Default()
-	if cfg.SFT.WarmStart != "general" || cfg.Data.Synthetic.OODQuestions != 60 {
+	if cfg.SFT.WarmStart != "general" || cfg.Data.Synthetic.OODQuestions != 140 {
 		t.Fatalf("default sft.warm_start %q, ood_questions %d", cfg.SFT.WarmStart, cfg.Data.Synthetic.OODQuestions)
 	}
 	if err := cfg.Set("sft.warm_start=expert"); err != nil || cfg.Validate() != nil {

@@ -30,11 +30,14 @@ func loadData(ctx context.Context, cfg config.Config, runDir string) (*datasets,
 	case "synthetic":
 		sc := cfg.Data.Synthetic
 		w, err := synth.Generate(synth.Config{Seed: int64(sc.Seed), Entities: sc.Entities, Questions: sc.Questions,
-			MaxHops: sc.MaxHops, TestFraction: sc.TestFraction, OODQuestions: sc.OODQuestions})
+			MaxHops: sc.MaxHops, TestFraction: sc.TestFraction, OODQuestions: sc.OODQuestions, ValQuestions: sc.ValQuestions})
 		if err != nil {
 			return nil, err
 		}
 		d.world, d.train, d.eval, d.ood = w, w.Train, w.Test, w.OOD
+		if cfg.Eval.Split == "validation" { // the out-of-domain questions are test data: not read
+			d.eval, d.ood = w.Val, nil
+		}
 		if d.indexPath == "" {
 			d.indexPath = filepath.Join(runDir, "index.db")
 			if _, err := os.Stat(d.indexPath); err != nil {

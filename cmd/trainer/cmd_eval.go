@@ -75,7 +75,7 @@ func evalCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			results.Print(os.Stdout, res)
+			results.Print(os.Stdout, res, nil)
 			fmt.Printf("\nstore: %s\n", storePath)
 			return nil
 		},

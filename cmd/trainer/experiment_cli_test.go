@@ -11,10 +11,11 @@ import (
 
 // `trainer experiment paper` end to end at the tiny size: one warm start
 // and one run per row for each of 2 seeds, then docs/results.md's form:
-// the table with its out-of-domain column (2 baselines + 8 RL rows), the
-// curves, and the claims checked seed by seed (4 algorithms reaching 2.5x
-// naive RAG, base tool call below naive RAG, 3 ablations, with the rows
-// of experiment.PaperSpecs as they stand).
+// the table with its seeds and out-of-domain columns (2 baselines + the
+// 8 rows that are not Extra), Avg EM and OOD EM with 95% intervals, the
+// curves, and the claims, each with its paired test and verdict (per
+// algorithm row: above naive RAG, 2.5x naive RAG, above it out of domain;
+// base tool call below naive RAG; one per ablation).
 func TestExperimentPaperTiny(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "docs", "results.md")
@@ -26,23 +27,28 @@ func TestExperimentPaperTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := string(b)
-	for _, want := range []string{"| Method | 1-hop EM | 2-hop EM | Avg EM | OOD EM |", "| Naive RAG |", "| Base Tool Call |",
-		"| PPO λ=0.95 w/o advantage mask |", "![eval_ood_em](results_curves/compare_eval_ood_em.png)", "## Claims, checked seed by seed",
-		"- PPO reaches 2.5x naive RAG", "- Base Tool Call is below Naive RAG", "- PPO is ahead of PPO w/o loss mask",
-		"- PPO λ=0.95 is ahead of PPO λ=0.95 w/o advantage mask", "With 2 seeds"} {
+	for _, want := range []string{"| Method | Seeds | 1-hop EM | 2-hop EM | Avg EM | OOD EM |", "| Naive RAG | 2 |", "| Base Tool Call | 2 |",
+		"| PPO λ=0.95 w/o advantage mask | 2 |", "![eval_ood_em](results_curves/compare_eval_ood_em.png)", "## Claims, each with a paired test",
+		"- PPO is above naive RAG in-domain: ", "- PPO reaches 2.5x naive RAG", "- Base Tool Call is below Naive RAG", "- PPO is ahead of PPO w/o loss mask",
+		"- PPO λ=0.95 is ahead of PPO λ=0.95 w/o advantage mask", "- RLOO is above naive RAG out of domain", "(paired bootstrap, 2 seeds × 4 questions)"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
 		}
 	}
-	// Every row of the table: the 2 baselines and the RL rows; every claim:
-	// one per algorithm row, one for the base tool call, one per ablation.
-	claims := 1
+	if strings.Contains(md, "GiGPO") {
+		t.Errorf("results.md has the extra rows without --extra:\n%s", md)
+	}
+	rows, claims := 0, 1
 	for _, s := range experiment.PaperSpecs {
+		if s.Extra {
+			continue
+		}
+		rows++
 		if !strings.Contains(md, "| "+s.Name+" |") {
 			t.Errorf("results.md has no row %q", s.Name)
 		}
 		if s.Algorithm {
-			claims++
+			claims += 3
 		}
 		if s.Ablates != "" {
 			claims++
@@ -51,16 +57,35 @@ func TestExperimentPaperTiny(t *testing.T) {
 	cells := 0
 	for _, l := range strings.Split(md, "\n") {
 		if strings.HasPrefix(l, "| ") {
-			cells += strings.Count(l, " ± ")
+			cells += strings.Count(l, "] |")
 		}
 	}
-	if want := (2 + len(experiment.PaperSpecs)) * 4; cells != want {
-		t.Errorf("%d mean ± std cells, want %d (rows x 1-hop, 2-hop, Avg, OOD):\n%s", cells, want, md)
+	if want := (2 + rows) * 2; cells != want {
+		t.Errorf("%d cells with an interval, want %d (rows x Avg, OOD):\n%s", cells, want, md)
 	}
-	if n := strings.Count(md, "\n- ") - 6; n != claims { // 6 bullets describe the run
-		t.Errorf("%d claims, want %d:\n%s", n, claims, md)
+	verdicts := -3 // the paragraph above the claims names each verdict once
+	for _, v := range []string{"**holds**", "**fails**", "**undecided**"} {
+		verdicts += strings.Count(md, v)
+	}
+	if n := strings.Count(md, "\n- ") - 7; n != claims || verdicts != claims { // 7 bullets describe the run
+		t.Errorf("%d claims with %d verdicts, want %d:\n%s", n, verdicts, claims, md)
 	}
 	if !strings.Contains(r.stdout, "| OOD EM |") {
 		t.Errorf("stdout lacks the table:\n%s", r)
+	}
+	// --resume keeps the finished warm starts and runs: nothing is
+	// trained again, and the table is the same.
+	store := filepath.Join(dir, "runs", "paper-ppo-s2", "store.db")
+	before, err := os.Stat(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := ok(t, append(args, "--resume")...)
+	after, err := os.Stat(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !after.ModTime().Equal(before.ModTime()) || again.stdout != r.stdout {
+		t.Errorf("--resume retrained (store %v -> %v) or changed the table:\n%s\nthen\n%s", before.ModTime(), after.ModTime(), r.stdout, again.stdout)
 	}
 }

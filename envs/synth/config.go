@@ -9,7 +9,7 @@ import (
 type Config struct {
 	Seed         int64   // every random choice derives from it
 	Entities     int     // number of entities, at least 12 (10% countries, 25% cities, 15% companies, the rest people)
-	Questions    int     // number of questions, train and test together
+	Questions    int     // number of in-domain questions, train, validation and test together
 	MaxHops      int     // questions have 1..MaxHops hops (at most 4), in equal shares
 	TestFraction float64 // share of the questions held out for test, in [0, 1)
 	// OODQuestions is the number of out-of-domain questions (World.OOD):
@@ -17,6 +17,11 @@ type Config struct {
 	// test question does (see heldOut). 0 draws none and leaves the
 	// in-domain questions free to use every composition.
 	OODQuestions int
+	// ValQuestions is the number of validation questions (World.Val),
+	// taken from the questions not held out for test, so the training
+	// split keeps Questions - test - ValQuestions. 0 leaves the train and
+	// test splits exactly as a world without validation has them.
+	ValQuestions int
 }
 
 // DefaultConfig is a world a small model can learn on a CPU: 200 entities,
@@ -35,6 +40,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("synth config: MaxHops = %d, want 1 to 4", c.MaxHops)
 	case !(c.TestFraction >= 0 && c.TestFraction < 1):
 		return fmt.Errorf("synth config: TestFraction = %v, want 0 <= f < 1", c.TestFraction)
+	case c.ValQuestions < 0:
+		return fmt.Errorf("synth config: ValQuestions = %d, want 0 or more", c.ValQuestions)
+	case c.ValQuestions > 0 && c.testCount()+c.ValQuestions >= c.Questions:
+		return fmt.Errorf("synth config: ValQuestions = %d with %d test questions leaves no training question of %d", c.ValQuestions, c.testCount(), c.Questions)
 	case c.OODQuestions < 0:
 		return fmt.Errorf("synth config: OODQuestions = %d, want 0 or more", c.OODQuestions)
 	case c.OODQuestions > 0 && c.MaxHops < 2:

@@ -99,7 +99,7 @@ func (w *World) draw(rng *rand.Rand, hops int) (c chain, ok bool) {
 }
 
 // makeQuestions draws Config.Questions distinct chains, hops cycling
-// 1..MaxHops, and splits them at random into train and test; then the
+// 1..MaxHops, and splits them at random into train, validation and test; then the
 // out-of-domain questions (makeOOD).
 //
 // A question of two or more hops is kept only if its answer appears in no
@@ -134,10 +134,14 @@ func (w *World) makeQuestions(rng *rand.Rand) error {
 		tasks = append(tasks, w.task(c, fmt.Sprintf("synth-%d-%05d", w.Config.Seed, i), rng))
 	}
 	rng.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i] })
-	nTest := w.Config.testCount()
-	w.Train, w.Test = tasks[:len(tasks)-nTest], tasks[len(tasks)-nTest:]
+	nTest, nVal := w.Config.testCount(), w.Config.ValQuestions
+	nTrain := len(tasks) - nTest - nVal
+	w.Train, w.Val, w.Test = tasks[:nTrain], tasks[nTrain:nTrain+nVal], tasks[nTrain+nVal:]
 	for i := range w.Train {
 		w.Train[i].Meta = map[string]string{"split": "train"}
+	}
+	for i := range w.Val {
+		w.Val[i].Meta = map[string]string{"split": "validation"}
 	}
 	for i := range w.Test {
 		w.Test[i].Meta = map[string]string{"split": "test"}

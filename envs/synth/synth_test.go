@@ -23,7 +23,7 @@ func generate(t testing.TB, cfg Config) *World {
 }
 
 func allTasks(w *World) []envs.Task {
-	return append(append(append([]envs.Task{}, w.Train...), w.Test...), w.OOD...)
+	return append(append(append(append([]envs.Task{}, w.Train...), w.Val...), w.Test...), w.OOD...)
 }
 
 func TestGenerateIsDeterministic(t *testing.T) {

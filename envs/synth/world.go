@@ -66,7 +66,8 @@ type Entity struct {
 }
 
 // World is a generated world: its entities, one passage per entity (title =
-// entity name), and questions split into train and test, plus the
+// entity name), and questions split into train, validation (when
+// Config.ValQuestions asks for it) and test, plus the
 // out-of-domain questions (OOD) when Config.OODQuestions asks for them. The split is by
 // question: no question (no chain of relations from a start entity) is in
 // both, but the entities and passages are shared, so a test question asks
@@ -77,6 +78,7 @@ type World struct {
 	Entities []Entity
 	Passages []search.Passage
 	Train    []envs.Task
+	Val      []envs.Task // validation questions, for choices made before Test is read
 	Test     []envs.Task
 	OOD      []envs.Task      // questions of a held-out composition; none in Train or Test
 	chains   map[string]chain // task ID -> how it is answered

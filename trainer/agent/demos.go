@@ -169,7 +169,7 @@ func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool) (*tok
 		return nil, err
 	}
 	texts := w.Texts()
-	for _, split := range [][]envs.Task{w.Train, w.Test, w.OOD} {
+	for _, split := range [][]envs.Task{w.Train, w.Test, w.OOD, w.Val} {
 		for _, t := range split {
 			msgs, err := Demonstration(ctx, w, t, tools, false)
 			if err != nil {

@@ -123,7 +123,8 @@ type SyntheticConfig struct {
 	MaxHops      int     `yaml:"max_hops" default:"3" doc:"most hops a question needs"`
 	TestFraction float64 `yaml:"test_fraction" default:"0.25" doc:"fraction of questions held out for evaluation"`
 	Questions    int     `yaml:"questions" default:"400" doc:"questions generated"`
-	OODQuestions int     `yaml:"ood_questions" default:"60" doc:"out-of-domain questions, evaluated as their own split: 2 to max_hops hops, each composing relations in a way no training or test question does (0 = none, and in-domain questions use every composition)"`
+	OODQuestions int     `yaml:"ood_questions" default:"140" doc:"out-of-domain questions, evaluated as their own split: 2 to max_hops hops, each composing relations in a way no training or test question does (0 = none, and in-domain questions use every composition)"`
+	ValQuestions int     `yaml:"val_questions" default:"0" doc:"validation questions, taken from the questions not held out for test and never trained on; eval.split validation evaluates them (0 = none, and the train and test splits are as without)"`
 }
 
 // ToolsConfig enables and configures tools.
@@ -295,6 +296,8 @@ type LoggingConfig struct {
 type EvalConfig struct {
 	Baselines bool `yaml:"baselines" default:"true" doc:"evaluate the baselines too (the initial policy before training)"`
 	MaxEval   int  `yaml:"max_eval" default:"0" doc:"questions per evaluation pass (0 = all loaded)"`
+	// Split is the in-domain split evaluated (config.EvalConfig docs).
+	Split string `yaml:"split" default:"test" enum:"test|validation" doc:"in-domain split to evaluate: test, or the synthetic world's validation questions (data.synthetic.val_questions), for choosing settings before the test split is read; with validation the out-of-domain questions are not evaluated"`
 }
 
 // DistConfig sets data-parallel training across processes. Under torchrun,

@@ -19,7 +19,7 @@ model.path model.tiny.model_type model.tiny.hidden model.tiny.intermediate model
 model.tiny.kv_heads model.tiny.max_positions model.critic model.critic_path model.checkpointing model.logits_chunk model.ref_path
 model.lora.rank model.lora.alpha model.lora.dropout model.lora.target_modules model.lora.path model.lora.merge
 data.source data.train data.eval data.format data.max_train data.max_eval
-data.synthetic.seed data.synthetic.entities data.synthetic.max_hops data.synthetic.test_fraction data.synthetic.questions data.synthetic.ood_questions
+data.synthetic.seed data.synthetic.entities data.synthetic.max_hops data.synthetic.test_fraction data.synthetic.questions data.synthetic.ood_questions data.synthetic.val_questions
 tools.enabled tools.schemas tools.search.index tools.search.k
 tools.code.python tools.code.cpu_time tools.code.wall_time tools.code.memory_mb tools.code.processes
 tools.code.disk_mb tools.code.max_output
@@ -50,7 +50,7 @@ optim.schedule optim.min_lr_ratio optim.max_grad_norm
 sft.data sft.warm_start sft.epochs sft.lr sft.batch sft.demos sft.imperfect_fraction
 store.path store.writer_depth
 logging.level logging.format
-eval.baselines eval.max_eval
+eval.baselines eval.max_eval eval.split
 dist.nproc dist.backend dist.timeout dist.collective_timeout dist.bucket_mb dist.zero
 agent.command agent.dir agent.env agent.timeout agent.parallel agent.max_stdout agent.stderr_tail agent.model`)
 

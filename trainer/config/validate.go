@@ -135,6 +135,14 @@ func (c *Config) validateData(p *problems) {
 	p.atLeast("data.synthetic.max_hops", s.MaxHops, 1)
 	p.openRange("data.synthetic.test_fraction", s.TestFraction, 0, 1)
 	p.atLeast("data.synthetic.questions", s.Questions, 1)
+	p.atLeast("data.synthetic.val_questions", s.ValQuestions, 0)
+	if c.Eval.Split == "validation" {
+		if d.Source != "synthetic" {
+			p.add("eval.split", "validation needs data.source synthetic (the world's validation questions), got %q", d.Source)
+		} else if s.ValQuestions == 0 {
+			p.add("eval.split", "validation, but data.synthetic.val_questions is 0 (no validation questions)")
+		}
+	}
 }
 
 func (c *Config) validateTools(p *problems) {

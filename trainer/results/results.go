@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/agentrl/agentrl/internal/stat"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/store"
 )
@@ -87,14 +88,30 @@ func Of(ms []store.IterationMetrics, rl string) *Table {
 
 // Print prints the final table: exact match per hop count and on
 // average, per method, and on the out-of-domain split when there is one.
-func Print(w io.Writer, r *Table) {
+// With intervals (ReadOutcomes(...).Intervals(); nil for none), EM and
+// OOD-EM are each followed by the half width of their 95% interval.
+func Print(w io.Writer, r *Table, intervals map[string]map[string]stat.Interval) {
+	half := func(method, split string) string {
+		iv, ok := intervals[method][split]
+		if !ok {
+			return "–"
+		}
+		return fmt.Sprintf("±%.3f", (iv.Hi-iv.Lo)/2)
+	}
 	fmt.Fprintf(w, "\nResults (exact match on the evaluation split):\n\n%-18s", "method")
 	for _, h := range r.Hops {
 		fmt.Fprintf(w, " %8s", fmt.Sprintf("%d-hop", h))
 	}
-	fmt.Fprintf(w, " %8s %8s", "EM", "F1")
+	fmt.Fprintf(w, " %8s", "EM")
+	if intervals != nil {
+		fmt.Fprintf(w, " %7s", "95%")
+	}
+	fmt.Fprintf(w, " %8s", "F1")
 	if len(r.OOD) > 0 {
 		fmt.Fprintf(w, " %8s", "OOD-EM")
+		if intervals != nil {
+			fmt.Fprintf(w, " %7s", "95%")
+		}
 	}
 	fmt.Fprintln(w)
 	for _, m := range r.Methods {
@@ -103,14 +120,32 @@ func Print(w io.Writer, r *Table) {
 		for _, h := range r.Hops {
 			fmt.Fprintf(w, " %8.3f", mm[metric.EMHop(h)])
 		}
-		fmt.Fprintf(w, " %8.3f %8.3f", mm[metric.EM], mm[metric.F1])
+		fmt.Fprintf(w, " %8.3f", mm[metric.EM])
+		if intervals != nil {
+			fmt.Fprintf(w, " %7s", half(m, SplitInDomain))
+		}
+		fmt.Fprintf(w, " %8.3f", mm[metric.F1])
 		if len(r.OOD) > 0 {
 			if o, ok := r.OOD[m]; ok {
 				fmt.Fprintf(w, " %8.3f", o[metric.EM])
 			} else {
 				fmt.Fprintf(w, " %8s", "–")
 			}
+			if intervals != nil {
+				fmt.Fprintf(w, " %7s", half(m, SplitOOD))
+			}
 		}
 		fmt.Fprintln(w)
 	}
+	if intervals != nil {
+		fmt.Fprintln(w, "\n95%: half width of the 95% interval over the questions (one seed: training randomness not included; docs/experiments.md)")
+	}
+}
+
+// RL is the table's last row (the RL run's), "" for none.
+func (r *Table) RL() string {
+	if len(r.Methods) == 0 {
+		return ""
+	}
+	return r.Methods[len(r.Methods)-1]
 }

@@ -1,0 +1,81 @@
+package stat
+
+import (
+	"fmt"
+	"math"
+)
+
+// Z95 is the standard normal's 0.975 quantile: mean ± Z95·SE is a 95%
+// interval.
+const Z95 = 1.959963984540054
+
+// Interval is an estimate with a 95% interval around it.
+type Interval struct {
+	Mean, Lo, Hi float64
+}
+
+// String renders the interval as "mean [lo, hi]" (three decimals).
+func (iv Interval) String() string {
+	return fmt.Sprintf("%.3f [%.3f, %.3f]", iv.Mean, iv.Lo, iv.Hi)
+}
+
+// Verdict is a claim's standing at this interval's power: "holds" when
+// the interval lies above 0, "fails" when it lies below, else "undecided".
+func (iv Interval) Verdict() string {
+	switch {
+	case iv.Lo > 0:
+		return "holds"
+	case iv.Hi < 0:
+		return "fails"
+	}
+	return "undecided"
+}
+
+// checkGrid reports whether y is a non-empty seeds × questions matrix
+// whose rows all have the same, non-zero length.
+func checkGrid(y [][]float64) error {
+	if len(y) == 0 || len(y[0]) == 0 {
+		return fmt.Errorf("stat: no seeds or no questions")
+	}
+	for s, row := range y {
+		if len(row) != len(y[0]) {
+			return fmt.Errorf("stat: seed %d has %d questions, seed 0 has %d", s, len(row), len(y[0]))
+		}
+	}
+	return nil
+}
+
+// CrossedSE is the mean of y[s][q] (seed s, question q: the same
+// questions for every seed) and its standard error when both the seeds
+// and the questions are samples: with m_s the mean of seed s and x_q the
+// mean of question q over the seeds,
+//
+//	SE² = var(m_s)/S + var(x_q)/Q   (sample variances, ddof 1)
+//
+// The seed term is 0 for one seed. The seed-by-question residual is in
+// both terms, so SE errs on the wide side by var_res/(S·Q).
+func CrossedSE(y [][]float64) (mean, se float64, err error) {
+	if err := checkGrid(y); err != nil {
+		return 0, 0, err
+	}
+	S, Q := len(y), len(y[0])
+	seedMeans, questionMeans := make([]float64, S), make([]float64, Q)
+	for s, row := range y {
+		for q, v := range row {
+			seedMeans[s] += v / float64(Q)
+			questionMeans[q] += v / float64(S)
+		}
+	}
+	mean, vs := MeanVar(seedMeans, 1)
+	_, vq := MeanVar(questionMeans, 1)
+	return mean, math.Sqrt(vs/float64(S) + vq/float64(Q)), nil
+}
+
+// CrossedInterval is CrossedSE's normal 95% interval: mean ± Z95·SE.
+func CrossedInterval(y [][]float64) (Interval, error) {
+	mean, se, err := CrossedSE(y)
+	if err != nil {
+		return Interval{}, err
+	}
+	return Interval{Mean: mean, Lo: mean - Z95*se, Hi: mean + Z95*se}, nil
+}

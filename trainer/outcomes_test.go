@@ -1,0 +1,64 @@
+package trainer
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/agentrl/agentrl/trainer/metric"
+	"github.com/agentrl/agentrl/trainer/results"
+)
+
+// The per-question outcomes read back from the store are the ones the
+// run's table averaged: for every method and split, their mean is the EM
+// the loop computed, over the 6 evaluation (eval.max_eval) and 4
+// out-of-domain questions.
+func TestReadOutcomesMatchTheTable(t *testing.T) {
+	cfg := smallConfig(t.TempDir())
+	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tr.Run(context.Background(), nil)
+	if err != nil {
+		tr.Close()
+		t.Fatal(err)
+	}
+	storePath := tr.StorePath()
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o, err := results.ReadOutcomes(storePath, res.RL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o) != 3 {
+		t.Fatalf("outcomes for %d methods, want naive RAG, base tool call and RL", len(o))
+	}
+	for _, m := range res.Methods {
+		for split, want := range map[string]struct {
+			em float64
+			n  int
+		}{results.SplitInDomain: {res.Metrics[m][metric.EM], 6}, results.SplitOOD: {res.OOD[m][metric.EM], 4}} {
+			v, err := o.Vector(m, split, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum := 0.0
+			for _, x := range v {
+				sum += x
+			}
+			if len(v) != want.n || math.Abs(sum/float64(len(v))-want.em) > 1e-9 {
+				t.Errorf("%s %s: %d outcomes averaging %v, want %d averaging the table's %v", m, split, len(v), sum/float64(len(v)), want.n, want.em)
+			}
+		}
+	}
+	if iv := o.Intervals()[res.RL()][results.SplitInDomain]; !(iv.Lo <= iv.Mean && iv.Mean <= iv.Hi) {
+		t.Errorf("RL interval %+v does not hold its mean", iv)
+	}
+	if _, err := o.Vector("Naive RAG", results.SplitInDomain, []string{"no-such-task"}); err == nil {
+		t.Error("a question with no outcome gave no error")
+	}
+}

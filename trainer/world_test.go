@@ -1,0 +1,81 @@
+package trainer
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/trainer/config"
+)
+
+// paperWorld is the comparison's world (docs/experiments.md, second
+// version; the Makefile's WORLD): 300 entities, 1,000 test, 300
+// validation and 300 training questions, 500 out-of-domain ones.
+func paperWorld(t *testing.T) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	for _, kv := range []string{"data.synthetic.entities=300", "data.synthetic.questions=1600", "data.synthetic.test_fraction=0.625",
+		"data.synthetic.val_questions=300", "data.synthetic.ood_questions=500"} {
+		if err := cfg.Set(kv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfg
+}
+
+// The trainer trains (and builds demonstrations) on the training split
+// only: no validation, test or out-of-domain question is in it. The test
+// run evaluates the 1,000 test and 500 out-of-domain questions; the
+// validation run the 300 validation ones and no out-of-domain question.
+func TestSplitsNeverTrainedOn(t *testing.T) {
+	cfg := paperWorld(t)
+	d, err := loadData(context.Background(), cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.train) != 300 || len(d.eval) != 1000 || len(d.ood) != 500 || len(d.world.Val) != 300 {
+		t.Fatalf("train %d eval %d ood %d validation %d, want 300, 1000, 500, 300", len(d.train), len(d.eval), len(d.ood), len(d.world.Val))
+	}
+	held := map[string]string{}
+	for split, ts := range map[string][]envs.Task{"validation": d.world.Val, "test": d.eval, "ood": d.ood} {
+		for _, task := range ts {
+			held[task.Question] = split
+		}
+	}
+	for _, task := range d.train {
+		if split, ok := held[task.Question]; ok {
+			t.Errorf("training question %q is in the %s split", task.Question, split)
+		}
+		if task.Meta["split"] != "train" {
+			t.Errorf("training task %s has split %q", task.ID, task.Meta["split"])
+		}
+	}
+	cfg.Eval.Split = "validation"
+	v, err := loadData(context.Background(), cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.eval) != 300 || len(v.ood) != 0 || v.eval[0].Meta["split"] != "validation" {
+		t.Fatalf("eval.split validation: eval %d (%s), ood %d; want the 300 validation questions and none", len(v.eval), v.eval[0].Meta["split"], len(v.ood))
+	}
+	for i := range v.train {
+		if v.train[i].ID != d.train[i].ID {
+			t.Fatal("eval.split changed the training split")
+		}
+	}
+}
+
+// eval.split validation is refused, by name, where there is no
+// validation split.
+func TestValidationSplitNeedsQuestions(t *testing.T) {
+	cfg := config.Default()
+	cfg.Eval.Split = "validation"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "eval.split") {
+		t.Errorf("eval.split validation without validation questions: %v, want an error naming eval.split", err)
+	}
+	cfg.Eval.Split = "dev"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "eval.split") {
+		t.Errorf("eval.split dev: %v, want an error naming eval.split", err)
+	}
+}
