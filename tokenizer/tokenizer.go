@@ -214,6 +214,10 @@ func (t *Tokenizer) IDToken(id int32) string {
 	return t.tokens[id]
 }
 
+// WordLevel reports whether the model is WordLevel, as the tiny demo
+// models' tokenizers that BuildWordLevel makes are.
+func (t *Tokenizer) WordLevel() bool { return t.wordLevel != nil }
+
 // ChatTemplate returns the Jinja chat template of tokenizer_config.json (or
 // chat_template.jinja), "" when there is none.
 func (t *Tokenizer) ChatTemplate() string { return t.chatTemplate }

@@ -96,9 +96,11 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if mode == rollout.ContextAuto && s.TokenizerDir == "" {
-		// A synthetic world's word-level tokenizer is no model's: its tiny
-		// demo models keep the appended sequence unless asked otherwise.
+	if mode == rollout.ContextAuto && a.Tokenizer.WordLevel() {
+		// A word-level tokenizer (a synthetic world's, made here or read
+		// back from a checkpoint) is no served model's, though laid out as
+		// Qwen3: its tiny demo models keep the appended sequence unless
+		// asked otherwise, fresh or resumed.
 		mode = rollout.ContextAppend
 	}
 	if ctx := (rollout.Context{Mode: mode}); ctx.Renders() && a.Format.CallSyntax() != protocol.Hermes {

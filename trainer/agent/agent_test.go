@@ -12,6 +12,7 @@ import (
 	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // world is a small synthetic world and the path of its search index.
@@ -216,5 +217,33 @@ func TestCopyEngineKeepsItsWeightsUntilSync(t *testing.T) {
 	}
 	if !close(sums(t, e.copy), sums(t, policy), 0) {
 		t.Error("the copy did not follow the policy on Sync")
+	}
+}
+
+// A synthetic world's word-level tokenizer keeps the default context
+// append whether the agent makes it or reads it back
+// from a folder (a checkpoint's policy/, as a resume does). Keyed on the
+// folder instead, a resumed demo run rendered each turn as Qwen3 and
+// stored segments its uninterrupted run did not.
+func TestWordLevelContextDefaultsToAppend(t *testing.T) {
+	w, index := world(t)
+	fresh, err := New(context.Background(), Spec{Config: config.Default(), Index: index, World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	dir := t.TempDir()
+	if err := fresh.Tokenizer.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := New(context.Background(), Spec{Config: config.Default(), Index: index, World: w, TokenizerDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	for name, a := range map[string]*Agent{"fresh": fresh, "read back": resumed} {
+		if m := a.Chat.(*rollout.ChatFormat).Context().Mode; m != rollout.ContextAppend {
+			t.Errorf("%s word-level tokenizer: env.context %q, want append", name, m)
+		}
 	}
 }
