@@ -113,10 +113,10 @@ func close(a, b []float64, tol float64) bool {
 	return len(a) == len(b)
 }
 
-// An engine decodes from the policy in the policy's precision, and from a
-// bf16 copy otherwise, which holds the policy's weights (to bf16's
-// rounding) and follows them only when synced.
-func TestEngineCopyFollowsThePolicyOnSync(t *testing.T) {
+// tinyPolicy is a random one-layer f32 policy of 64 tokens, freed with the
+// test; the test skips without the libtorch shim.
+func tinyPolicy(t *testing.T) *torch.Model {
+	t.Helper()
 	if err := torch.Check(); err != nil {
 		t.Skipf("libtorch shim not available: %v", err)
 	}
@@ -126,7 +126,15 @@ func TestEngineCopyFollowsThePolicyOnSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer policy.Free()
+	t.Cleanup(policy.Free)
+	return policy
+}
+
+// An engine decodes from the policy in the policy's precision, and from a
+// bf16 copy otherwise, which holds the policy's weights (to bf16's
+// rounding) and follows them only when synced.
+func TestEngineCopyFollowsThePolicyOnSync(t *testing.T) {
+	policy := tinyPolicy(t)
 	same, err := NewEngine(policy, torch.Float32, Mode{}, 1, 16)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +160,7 @@ func TestEngineCopyFollowsThePolicyOnSync(t *testing.T) {
 	if !close(sums(t, bf.copy), sums(t, policy), tol) {
 		t.Fatal("after Sync the copy does not hold the policy's weights")
 	}
-	other, err := torch.NewRandomModel(mc, torch.Float32, torch.CPU, false, 2)
+	other, err := torch.NewRandomModel(policy.Config, torch.Float32, torch.CPU, false, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,16 +184,7 @@ func TestEngineCopyFollowsThePolicyOnSync(t *testing.T) {
 // the copy holds the policy's weights exactly after Sync, and keeps them
 // while the policy changes, until the next Sync.
 func TestCopyEngineKeepsItsWeightsUntilSync(t *testing.T) {
-	if err := torch.Check(); err != nil {
-		t.Skipf("libtorch shim not available: %v", err)
-	}
-	mc := torch.Config{ModelType: "qwen2", Vocab: 64, Hidden: 32, Intermediate: 64, Layers: 1, Heads: 2, KVHeads: 1,
-		HeadDim: 16, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 16}
-	policy, err := torch.NewRandomModel(mc, torch.Float32, torch.CPU, false, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer policy.Free()
+	policy := tinyPolicy(t)
 	e, err := NewCopyEngine(policy, torch.Float32, Mode{}, 1, 16)
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +200,7 @@ func TestCopyEngineKeepsItsWeightsUntilSync(t *testing.T) {
 	if !close(sums(t, e.copy), before, 0) {
 		t.Fatal("after Sync the copy does not hold the policy's weights exactly")
 	}
-	other, err := torch.NewRandomModel(mc, torch.Float32, torch.CPU, false, 2)
+	other, err := torch.NewRandomModel(policy.Config, torch.Float32, torch.CPU, false, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
