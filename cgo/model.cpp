@@ -575,6 +575,41 @@ int ar_model_logits(ar_model m, const int64_t *ids, const int64_t *attn, const i
   });
 }
 
+// HeadOutputs are what a training forward reads off the LM head for the
+// hidden states that predict its targets, each [N]: log-probabilities and
+// entropies (undefined where not asked for).
+struct HeadOutputs {
+  at::Tensor lp, ent;
+};
+
+// head_outputs reads them off hs [N,H] for targets [N] at temperature: the
+// LM head in chunks of logits_chunk (token_logprobs) or whole, the entropy
+// with a graph only when entropyGrad.
+static HeadOutputs head_outputs(ar_model m, const at::Tensor &hs, const at::Tensor &targets, double temperature,
+                                bool wantLogprobs, bool wantEntropy, bool entropyGrad) {
+  HeadOutputs o;
+  if ((wantLogprobs || wantEntropy) && m->logits_chunk > 0) {
+    auto [l, e] = token_logprobs(hs, m->lm_head, targets, temperature, m->logits_chunk, wantEntropy, entropyGrad,
+                                 m->autocast);
+    if (wantLogprobs) o.lp = l;
+    if (wantEntropy) o.ent = e;
+  } else if (wantLogprobs || wantEntropy) {
+    at::Tensor logp = at::log_softmax(m->logits(hs).to(acc_type(m->dtype)) / temperature, -1);  // [N,V]
+    if (wantLogprobs) o.lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1);
+    if (wantEntropy) {
+      c10::AutoGradMode entropy_grad_mode(entropyGrad);
+      o.ent = -(logp.exp() * logp).sum(-1);
+    }
+  }
+  return o;
+}
+
+// value_head is the value head's reading of hidden states [...,H], in
+// the head's own dtype (a LoRA model's is float32): [...].
+static at::Tensor value_head(ar_model m, const at::Tensor &hs) {
+  return linear(hs.to(m->v_head_w.scalar_type()), m->v_head_w, m->v_head_b).squeeze(-1).to(acc_type(m->dtype));
+}
+
 int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const int64_t *positions,
                      int64_t B, int64_t T, double temperature, int flags, ar_tensor *logprobs,
                      ar_tensor *entropy, ar_tensor *values, char **err) {
@@ -600,25 +635,11 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
       at::Tensor idt = ids_tensor(ids, B, T, m->dev);
       at::Tensor h = hidden(*m, idt, ids_tensor(attn, B, T, m->dev), ids_tensor(positions, B, T, m->dev));
       at::Tensor hs = h.narrow(1, 0, T - 1);
-      const bool entropy_grad = grad && (flags & AR_FORWARD_ENTROPY_GRAD) != 0;
-      if ((logprobs != nullptr || entropy != nullptr) && m->logits_chunk > 0) {
-        at::Tensor targets = idt.narrow(1, 1, T - 1).reshape({-1});
-        auto [l, e] = token_logprobs(hs.reshape({-1, hs.size(2)}), m->lm_head, targets, temperature, m->logits_chunk,
-                                     entropy != nullptr, entropy_grad, m->autocast);
-        lp = l.view({B, T - 1});
-        if (entropy != nullptr) ent = e.view({B, T - 1});
-      } else if (logprobs != nullptr || entropy != nullptr) {
-        at::Tensor logits = m->logits(hs).to(acc_type(m->dtype)) / temperature;  // [B,T-1,V]
-        at::Tensor logp = at::log_softmax(logits, -1);
-        if (logprobs != nullptr) lp = logp.gather(-1, idt.narrow(1, 1, T - 1).unsqueeze(-1)).squeeze(-1);
-        if (entropy != nullptr) {
-          c10::AutoGradMode entropy_grad_mode(entropy_grad);
-          ent = -(logp.exp() * logp).sum(-1);
-        }
-      }
-      // (A LoRA model's value head is float32: it reads the hidden states so.)
-      if (values != nullptr)
-        val = linear(hs.to(m->v_head_w.scalar_type()), m->v_head_w, m->v_head_b).squeeze(-1).to(acc_type(m->dtype));
+      HeadOutputs o = head_outputs(m, hs.reshape({-1, hs.size(2)}), idt.narrow(1, 1, T - 1).reshape({-1}), temperature,
+                                   logprobs != nullptr, entropy != nullptr, grad && (flags & AR_FORWARD_ENTROPY_GRAD) != 0);
+      if (o.lp.defined()) lp = o.lp.view({B, T - 1});
+      if (o.ent.defined()) ent = o.ent.view({B, T - 1});
+      if (values != nullptr) val = value_head(m, hs);
     }
     auto out = [&](const at::Tensor &t) { return grad ? t : t.clone(); };
     if (logprobs != nullptr) *logprobs = wrap(out(lp));
@@ -654,22 +675,10 @@ int ar_model_forward_packed(ar_model m, const int64_t *ids, const uint8_t *allow
       at::Tensor flat = ids_tensor(row, 1, n, m->dev).view({n}) * T + ids_tensor(src, 1, n, m->dev).view({n});
       at::Tensor hs = h.reshape({B * T, h.size(2)}).index_select(0, flat);  // [n,H]: the states that predict
       at::Tensor targets = ids_tensor(tgt, 1, n, m->dev).view({n});
-      const bool entropy_grad = grad && (flags & AR_FORWARD_ENTROPY_GRAD) != 0;
-      if ((logprobs != nullptr || entropy != nullptr) && m->logits_chunk > 0) {
-        auto [l, e] = token_logprobs(hs, m->lm_head, targets, temperature, m->logits_chunk, entropy != nullptr,
-                                     entropy_grad, m->autocast);
-        lp = l;
-        if (entropy != nullptr) ent = e;
-      } else if (logprobs != nullptr || entropy != nullptr) {
-        at::Tensor logp = at::log_softmax(m->logits(hs).to(acc_type(m->dtype)) / temperature, -1);  // [n,V]
-        if (logprobs != nullptr) lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1);
-        if (entropy != nullptr) {
-          c10::AutoGradMode entropy_grad_mode(entropy_grad);
-          ent = -(logp.exp() * logp).sum(-1);
-        }
-      }
-      if (values != nullptr)
-        val = linear(hs.to(m->v_head_w.scalar_type()), m->v_head_w, m->v_head_b).squeeze(-1).to(acc_type(m->dtype));
+      HeadOutputs o = head_outputs(m, hs, targets, temperature, logprobs != nullptr, entropy != nullptr,
+                                   grad && (flags & AR_FORWARD_ENTROPY_GRAD) != 0);
+      lp = o.lp, ent = o.ent;
+      if (values != nullptr) val = value_head(m, hs);
     }
     auto out = [&](const at::Tensor &t) { return grad ? t : t.clone(); };
     if (logprobs != nullptr) *logprobs = wrap(out(lp));
