@@ -474,41 +474,66 @@ func (m *Model) Forward(b Batch, opt ForwardOptions) (Output, error) {
 	if err := b.check(); err != nil {
 		return Output{}, err
 	}
-	temp := opt.Temperature
-	if temp == 0 {
-		temp = 1
-	}
-	var lp, ent, val C.ar_tensor
-	pLp, pEnt, pVal := &lp, (*C.ar_tensor)(nil), (*C.ar_tensor)(nil)
-	if opt.ValuesOnly {
-		if !opt.Values {
-			return Output{}, errors.New("model forward: ValuesOnly without Values asks for nothing")
-		}
-		pLp = nil
-	} else if opt.Entropy {
-		pEnt = &ent
-	}
-	if opt.Values {
-		pVal = &val
+	o, err := newForwardOuts(opt)
+	if err != nil {
+		return Output{}, err
 	}
 	var msg *C.char
 	rc := C.ar_model_forward(m.h, (*C.int64_t)(unsafe.Pointer(&b.IDs[0])), (*C.int64_t)(unsafe.Pointer(&b.Attn[0])),
-		(*C.int64_t)(unsafe.Pointer(&b.Positions[0])), C.int64_t(b.B), C.int64_t(b.T), C.double(temp), forwardFlags(opt),
-		pLp, pEnt, pVal, &msg)
+		(*C.int64_t)(unsafe.Pointer(&b.Positions[0])), C.int64_t(b.B), C.int64_t(b.T), o.temp, forwardFlags(opt),
+		o.pLp, o.pEnt, o.pVal, &msg)
 	if err := check("model_forward", rc, msg); err != nil {
 		return Output{}, err
 	}
-	var out Output
-	if pLp != nil {
-		out.LogProbs = wrap(lp)
+	return o.output(), nil
+}
+
+// forwardOuts are the results a training forward asks the shim for, as
+// opt says: log-probabilities unless ValuesOnly, entropies with Entropy,
+// values with Values; and its temperature (1 for 0).
+type forwardOuts struct {
+	// res is what the shim fills in (log-probabilities, entropies,
+	// values): an allocation of its own, holding no Go pointers, so that
+	// pointers into it may be passed to C.
+	res             *[3]C.ar_tensor
+	pLp, pEnt, pVal *C.ar_tensor
+	temp            C.double
+}
+
+// newForwardOuts reads opt, refusing ValuesOnly without Values.
+func newForwardOuts(opt ForwardOptions) (*forwardOuts, error) {
+	o := &forwardOuts{res: new([3]C.ar_tensor), temp: C.double(opt.Temperature)}
+	if opt.Temperature == 0 {
+		o.temp = 1
 	}
-	if pEnt != nil {
-		out.Entropy = wrap(ent)
+	switch {
+	case opt.ValuesOnly && !opt.Values:
+		return nil, errors.New("model forward: ValuesOnly without Values asks for nothing")
+	case opt.ValuesOnly:
+	case opt.Entropy:
+		o.pLp, o.pEnt = &o.res[0], &o.res[1]
+	default:
+		o.pLp = &o.res[0]
 	}
 	if opt.Values {
-		out.Values = wrap(val)
+		o.pVal = &o.res[2]
 	}
-	return out, nil
+	return o, nil
+}
+
+// output wraps what the shim filled in.
+func (o *forwardOuts) output() Output {
+	var out Output
+	if o.pLp != nil {
+		out.LogProbs = wrap(o.res[0])
+	}
+	if o.pEnt != nil {
+		out.Entropy = wrap(o.res[1])
+	}
+	if o.pVal != nil {
+		out.Values = wrap(o.res[2])
+	}
+	return out
 }
 
 // forwardFlags are ar_model_forward's flags for opt.

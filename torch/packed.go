@@ -41,37 +41,17 @@ func (m *Model) ForwardPacked(b PackedBatch, opt ForwardOptions) (Output, error)
 	if err := b.check(); err != nil {
 		return Output{}, err
 	}
-	temp := opt.Temperature
-	if temp == 0 {
-		temp = 1
-	}
-	var lp, ent, val C.ar_tensor
-	pLp, pEnt, pVal := &lp, (*C.ar_tensor)(nil), (*C.ar_tensor)(nil)
-	if opt.ValuesOnly {
-		pLp = nil
-	} else if opt.Entropy {
-		pEnt = &ent
-	}
-	if opt.Values {
-		pVal = &val
+	o, err := newForwardOuts(opt)
+	if err != nil {
+		return Output{}, err
 	}
 	i64 := func(s []int64) *C.int64_t { return (*C.int64_t)(unsafe.Pointer(&s[0])) }
 	var msg *C.char
 	rc := C.ar_model_forward_packed(m.h, i64(b.IDs), (*C.uint8_t)(unsafe.Pointer(&b.Allowed[0])), i64(b.Positions),
 		C.int64_t(b.B), C.int64_t(b.T), C.int64_t(len(b.Row)), i64(b.Row), i64(b.Src), i64(b.Tgt),
-		C.double(temp), forwardFlags(opt), pLp, pEnt, pVal, &msg)
+		o.temp, forwardFlags(opt), o.pLp, o.pEnt, o.pVal, &msg)
 	if err := check("model_forward_packed", rc, msg); err != nil {
 		return Output{}, err
 	}
-	var out Output
-	if pLp != nil {
-		out.LogProbs = wrap(lp)
-	}
-	if pEnt != nil {
-		out.Entropy = wrap(ent)
-	}
-	if pVal != nil {
-		out.Values = wrap(val)
-	}
-	return out, nil
+	return o.output(), nil
 }
