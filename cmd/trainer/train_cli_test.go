@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +15,9 @@ import (
 )
 
 // resultsTable parses the results table train and eval print: method ->
-// column -> value, and the column names in order.
+// column -> value, and the names of the value columns in order. A "95%"
+// column, the half width of the interval of the column before it, is
+// read as that column's name and "±" ("EM±").
 func resultsTable(t *testing.T, out string) (map[string]map[string]float64, []string) {
 	t.Helper()
 	_, table, found := strings.Cut(out, "Results (exact match on the evaluation split):")
@@ -27,6 +30,11 @@ func resultsTable(t *testing.T, out string) (map[string]map[string]float64, []st
 		t.Fatalf("results table:\n%s", table)
 	}
 	cols := strings.Fields(ls[0])[1:]
+	for i, c := range cols {
+		if c == "95%" { // the half width of the interval of the column before it
+			cols[i] = cols[i-1] + "±"
+		}
+	}
 	rows := map[string]map[string]float64{}
 	for _, l := range ls[1:] {
 		f := strings.Fields(l)
@@ -36,14 +44,25 @@ func resultsTable(t *testing.T, out string) (map[string]map[string]float64, []st
 		method := strings.Join(f[:len(f)-len(cols)], " ")
 		rows[method] = map[string]float64{}
 		for i, c := range cols {
-			v, err := strconv.ParseFloat(f[len(f)-len(cols)+i], 64)
+			cell := f[len(f)-len(cols)+i]
+			if cell == "–" { // none: a method not evaluated there
+				rows[method][c] = math.NaN()
+				continue
+			}
+			v, err := strconv.ParseFloat(strings.TrimPrefix(cell, "±"), 64)
 			if err != nil {
 				t.Fatalf("results row %q: %v", l, err)
 			}
 			rows[method][c] = v
 		}
 	}
-	return rows, cols
+	var named []string // the columns of values, without the intervals' half widths
+	for _, c := range cols {
+		if !strings.HasSuffix(c, "±") {
+			named = append(named, c)
+		}
+	}
+	return rows, named
 }
 
 // checkResults wants the given methods, hop columns among 1-hop and 2-hop
@@ -64,6 +83,14 @@ func checkResults(t *testing.T, out string, methods ...string) {
 	}
 	if len(cols) < 3 || cols[len(cols)-2] != "EM" || cols[len(cols)-1] != "F1" {
 		t.Fatalf("columns %v, want hop columns then EM F1", cols)
+	}
+	// train prints each EM's 95% interval (its half width) beside it.
+	if strings.Contains(out, "trainer rollouts sql") {
+		for _, m := range methods {
+			if h, ok := rows[m]["EM±"]; !ok || !(h >= 0 && h <= 1) {
+				t.Errorf("%s: EM's interval half width %v (present %v), want one in [0, 1]", m, h, ok)
+			}
+		}
 	}
 	for _, c := range cols[:len(cols)-2] {
 		if c != "1-hop" && c != "2-hop" {
