@@ -12,6 +12,7 @@ import (
 	"github.com/agentrl/agentrl/torch/safetensors"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/metric"
+	"github.com/agentrl/agentrl/trainer/results"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -261,11 +262,20 @@ func TestAutocastJob(t *testing.T) {
 // and its run folder.
 func runJob(t *testing.T, cfg config.Config) ([]store.IterationMetrics, string) {
 	t.Helper()
+	_, storePath, dir := runToEnd(t, cfg)
+	return storedMetrics(t, storePath), dir
+}
+
+// runToEnd runs cfg in-process to the end and returns its results table,
+// its store's path and its run folder.
+func runToEnd(t *testing.T, cfg config.Config) (*results.Table, string, string) {
+	t.Helper()
 	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Run(context.Background(), nil); err != nil {
+	res, err := tr.Run(context.Background(), nil)
+	if err != nil {
 		tr.Close()
 		t.Fatal(err)
 	}
@@ -273,7 +283,7 @@ func runJob(t *testing.T, cfg config.Config) ([]store.IterationMetrics, string) 
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return storedMetrics(t, storePath), dir
+	return res, storePath, dir
 }
 
 // storedMetrics reads every iteration's metrics from the store at path.

@@ -1,11 +1,8 @@
 package trainer
 
 import (
-	"context"
 	"math"
 	"testing"
-
-	"github.com/rs/zerolog"
 
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/results"
@@ -16,20 +13,7 @@ import (
 // the loop computed, over the 6 evaluation (eval.max_eval) and 4
 // out-of-domain questions.
 func TestReadOutcomesMatchTheTable(t *testing.T) {
-	cfg := smallConfig(t.TempDir())
-	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := tr.Run(context.Background(), nil)
-	if err != nil {
-		tr.Close()
-		t.Fatal(err)
-	}
-	storePath := tr.StorePath()
-	if err := tr.Close(); err != nil {
-		t.Fatal(err)
-	}
+	res, storePath, _ := runToEnd(t, smallConfig(t.TempDir()))
 	o, err := results.ReadOutcomes(storePath, res.RL())
 	if err != nil {
 		t.Fatal(err)
