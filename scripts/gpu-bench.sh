@@ -5,21 +5,24 @@
 # Qwen2.5-0.5B shape it runs
 #
 #   peak      the GPU's copy bandwidth and bf16 matmul rate (ref_bench.py)
+#   update    `trainer bench train` (bf16, f32 masters) against a plain
+#             PyTorch step (autocast bf16, log-softmax gather, backward,
+#             AdamW) on 4 x 2048 tokens: tokens/s and model FLOPs
+#             utilisation (6 N tokens / s over the measured bf16 rate);
+#             it runs before decoding, so the budget cannot cut it
+#   sdpa      which SDPA kernel libtorch chose for the training forward
+#             (bench train's sdpa_backend)
 #   decode    agentrl's `trainer bench generate` (bf16 engine) against
 #             transformers' generate (bf16, SDPA) at batch 1, 8, 64, 256:
 #             tokens/s of both, and agentrl's decode rate against the
 #             weight-read bound from the measured copy bandwidth
-#   update    `trainer bench train` (bf16, f32 masters) against a plain
-#             PyTorch step (autocast bf16, log-softmax gather, backward,
-#             AdamW) on 4 x 2048 tokens: tokens/s and model FLOPs
-#             utilisation (6 N tokens / s over the measured bf16 rate)
-#   sdpa      which attention kernels the training step launched (nsys)
 #
 # Each agentrl figure is the median of 5 runs after a warm-up (wall time of
 # calls that end by reading results back); the references time with CUDA
 # events. The table goes to stdout and $OUT/gpu-bench.md, the JSON lines
-# to $OUT/bench.jsonl. Without a GPU it rehearses at a small size on the
-# CPU (BATCHES, NEW, SEQ override the sizes). BUDGET (240 s) bounds the
+# to $OUT/bench.jsonl: only these two files, as the device tool brings
+# back 8 at most. Without a GPU it rehearses at a small size on the CPU
+# (BATCHES, NEW, SEQ override the sizes). BUDGET (240 s) bounds the
 # whole: a command gets at most what is left of it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -51,46 +54,37 @@ last() { grep '^{' "$1" | tail -n 1 | grep . || echo '{}'; }
 say() { echo "[gpu-bench $(date -u +%H:%M:%S)] $*"; }
 
 say "peak"
-timeout "$(lim 120)" "$PY" scripts/gpu/ref_bench.py "$DEV" peak | tee -a "$J" >"$OUT/peak.json"
-peak=$(last "$OUT/peak.json")
+timeout "$(lim 120)" "$PY" scripts/gpu/ref_bench.py "$DEV" peak | tee -a "$J" >"$W/peak.json"
+peak=$(last "$W/peak.json")
 read -r copy tflops < <(jget "$peak" copy_gbs bf16_matmul_tflops)
 ROWS+=("| peak | copy $copy GB/s, bf16 matmul $tflops TFLOP/s | | |")
 
-for b in $BATCHES; do
-	say "decode batch $b"
-	timeout "$(lim 180)" "$TR" bench generate "${SHAPE[@]}" --device "$DEV" --engine-dtype bf16 --batch "$b" --prompt-len 128 \
-		--new-tokens "$NEW" --threads 0 --bandwidth-gbs "${copy/\?/0}" 2>&1 | tee -a "$J" >"$OUT/gen-$b.json"
-	ours=$(last "$OUT/gen-$b.json")
-	timeout "$(lim 300)" "$PY" scripts/gpu/ref_bench.py "$DEV" generate "$b" 128 "$NEW" 2>/dev/null | tee -a "$J" >"$OUT/ref-gen-$b.json"
-	ref=$(last "$OUT/ref-gen-$b.json")
-	read -r otok odec frac < <(jget "$ours" tokens_per_s decode_tokens_per_s bound_fraction)
-	read -r rtok < <(jget "$ref" tokens_per_s)
-	ratio=$("$PY" -c "import sys; a, b = sys.argv[1:]; print(f'{float(a)/float(b):.2f}x')" "$otok" "$rtok" 2>/dev/null || echo "?")
-	ROWS+=("| decode batch $b | agentrl $otok tok/s (decode $odec, $frac of the bound) | generate $rtok tok/s | $ratio |")
-done
-
 say "update 4 x $SEQ"
 timeout "$(lim 300)" "$TR" bench train "${SHAPE[@]}" --device "$DEV" --dtype bf16 --batch 4 --seq-len "$SEQ" --threads 0 2>&1 |
-	tee -a "$J" >"$OUT/train.json"
-ours=$(last "$OUT/train.json")
-timeout "$(lim 300)" "$PY" scripts/gpu/ref_bench.py "$DEV" train 4 "$SEQ" 2>/dev/null | tee -a "$J" >"$OUT/ref-train.json"
-ref=$(last "$OUT/ref-train.json")
+	tee -a "$J" >"$W/train.json"
+ours=$(last "$W/train.json")
+timeout "$(lim 300)" "$PY" scripts/gpu/ref_bench.py "$DEV" train 4 "$SEQ" 2>/dev/null | tee -a "$J" >"$W/ref-train.json"
+ref=$(last "$W/ref-train.json")
 read -r otok < <(jget "$ours" tokens_per_s)
 read -r rtok rparams < <(jget "$ref" tokens_per_s params)
 mfu() { "$PY" -c "import sys; t, n, r = map(float, sys.argv[1:]); print(f'{6*n*t/1e12/r:.1%}')" "$1" "$rparams" "$tflops" 2>/dev/null || echo "?"; }
 ratio=$("$PY" -c "import sys; a, b = sys.argv[1:]; print(f'{float(a)/float(b):.2f}x')" "$otok" "$rtok" 2>/dev/null || echo "?")
 ROWS+=("| update 4 x $SEQ | agentrl $otok tok/s (MFU $(mfu "$otok")) | plain step $rtok tok/s (MFU $(mfu "$rtok")) | $ratio |")
+read -r sdpa < <(jget "$ours" sdpa_backend)
+ROWS+=("| SDPA backend in training | ${sdpa:-?} (libtorch's choice for the training forward's attention) | | |")
 
-if [ "$GPU" = 1 ] && command -v nsys >/dev/null; then
-	say "sdpa: the attention kernels of one training step (nsys)"
-	timeout "$(lim 180)" nsys profile -o "$OUT/train-nsys" --force-overwrite true --stats=true "$TR" bench train "${SHAPE[@]}" \
-		--device "$DEV" --dtype bf16 --batch 4 --seq-len "$SEQ" --repeats 1 >"$OUT/nsys.txt" 2>&1
-	kernels=$(grep -oiE '[a-z_:]*(flash|fmha|efficient_attention|attention)[a-z_0-9:]*' "$OUT/nsys.txt" | sort -u | head -n 4 | tr '\n' ' ')
-	rm -f "$OUT"/train-nsys.*
-	ROWS+=("| SDPA backend in training | ${kernels:-none found} | | |")
-else
-	ROWS+=("| SDPA backend in training | not measured (no GPU or no nsys) | | |")
-fi
+for b in $BATCHES; do
+	say "decode batch $b"
+	timeout "$(lim 180)" "$TR" bench generate "${SHAPE[@]}" --device "$DEV" --engine-dtype bf16 --batch "$b" --prompt-len 128 \
+		--new-tokens "$NEW" --threads 0 --bandwidth-gbs "${copy/\?/0}" 2>&1 | tee -a "$J" >"$W/gen-$b.json"
+	ours=$(last "$W/gen-$b.json")
+	timeout "$(lim 300)" "$PY" scripts/gpu/ref_bench.py "$DEV" generate "$b" 128 "$NEW" 2>/dev/null | tee -a "$J" >"$W/ref-gen-$b.json"
+	ref=$(last "$W/ref-gen-$b.json")
+	read -r otok odec frac < <(jget "$ours" tokens_per_s decode_tokens_per_s bound_fraction)
+	read -r rtok < <(jget "$ref" tokens_per_s)
+	ratio=$("$PY" -c "import sys; a, b = sys.argv[1:]; print(f'{float(a)/float(b):.2f}x')" "$otok" "$rtok" 2>/dev/null || echo "?")
+	ROWS+=("| decode batch $b | agentrl $otok tok/s (decode $odec, $frac of the bound) | generate $rtok tok/s | $ratio |")
+done
 
 {
 	echo "## gpu-bench $(date -u +%Y-%m-%d) on $([ "$GPU" = 1 ] && "$PY" -c 'import torch; print(torch.cuda.get_device_name(0))' || echo "the CPU (rehearsal)")"

@@ -14,7 +14,8 @@
 #   4 0.5b    a Qwen2.5-0.5B-shaped random model: 3 GRPO iterations, 64
 #             slots, 2048 max tokens; peak memory beside the dry run's estimate
 #   5 gloo    two ranks on the one GPU over Gloo, one iteration
-#   6 interop transformers' logits (0.5B shape, f32) against agentrl's; a
+#   6 interop transformers' logits (0.5B shape, f32; and bf16 against
+#             transformers' own bf16 distance) against agentrl's; a
 #             LoRA adapter agentrl wrote, loaded by PEFT; a run's tb/ read
 #             by TensorBoard
 #
@@ -177,11 +178,16 @@ step_torch() {
 	[ $rc = 0 ] || fail "torch.test exited $rc"
 	if [ "$GPU" = 1 ] && command -v compute-sanitizer >/dev/null; then
 		local slog=$OUT/logs/memcheck.log
-		(cd torch && AGENTRL_TEST_DEVICE=$DEV NVIDIA_TF32_OVERRIDE=0 run "$T_SANITIZER" compute-sanitizer --tool memcheck \
+		# Both thread settings set, so the test binary does not re-execute itself
+		# (torch.PassiveOpenMP): a re-exec through Go's raw execve drops the
+		# sanitizer's LD_PRELOAD, and it then sees no CUDA call at all.
+		(cd torch && AGENTRL_TEST_DEVICE=$DEV NVIDIA_TF32_OVERRIDE=0 OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=16 \
+			run "$T_SANITIZER" compute-sanitizer --tool memcheck \
 			--error-exitcode 3 "$W/bin/torch.test" -test.count=1 -test.run 'TestQwen2FixtureParity/^(logits|unfused|fused)$') >"$slog" 2>&1
 		rc=$?
 		tail -n 5 "$slog"
 		fig memcheck "$(grep -oE 'ERROR SUMMARY: [0-9]+ errors?' "$slog" | tail -n 1 | sed 's/ERROR SUMMARY: //')"
+		grep -q 'terminated before first instrumented API call' "$slog" && fail "compute-sanitizer saw no CUDA call"
 		[ $rc = 0 ] || fail "compute-sanitizer exited $rc"
 	else
 		skip "compute-sanitizer memcheck (no GPU or no compute-sanitizer)"
@@ -289,10 +295,15 @@ step_interop() {
 			fail "0.5B logits: torch.test exited $?"
 		grep -E 'max \|diff\||FAIL|SKIP|ok|PASS' "$W/parity-05b.log"
 		fig "0.5B f32 vs transformers f64" "$(max_diff "$W/parity-05b.log")"
+		(cd torch && AGENTRL_TEST_DEVICE=$DEV AGENTRL_BF16_FIXTURE=$W/fixture-05b \
+			run "$T_INTEROP" "$W/bin/torch.test" -test.count=1 -test.v -test.run 'TestBF16FixtureParity') >"$W/bf16-05b.log" 2>&1 ||
+			fail "0.5B bf16 logits: torch.test exited $?"
+		grep -E 'bf16:|FAIL|SKIP|ok|PASS' "$W/bf16-05b.log"
+		fig "0.5B bf16 vs f64 (transformers bf16)" "$(grep -oE 'to float64 [0-9.e+-]+ \(transformers bf16: [0-9.e+-]+' "$W/bf16-05b.log" |
+			sed 's/to float64 //; s/(transformers bf16: /(/; s/$/)/')"
 	else
 		fail "make_model.py"
 	fi
-	skip "0.5B bf16 logits (no bf16 comparison written yet)"
 	run "$T_INTEROP" "$TR" train --device "$DEV" --model-lora-rank 8 --iterations 1 --sft-epochs 1 --eval-baselines=false --eval-max-eval 8 \
 		--run-dir "$W/runs" --name lora --logging-format console >"$W/lora.log" 2>&1 || { tail -n 20 "$W/lora.log"; fail "LoRA run exited"; }
 	tail -n 3 "$W/lora.log"

@@ -2,7 +2,8 @@
 model.safetensors, cases.json) for a model folder, with the reference
 logits from transformers' Qwen2ForCausalLM run in float64 on DEVICE.
 torch/'s TestQwen2FixtureParity then holds agentrl's f32 forward and every
-decode path to it within 1e-4 ($AGENTRL_QWEN2_FIXTURE=OUT).
+decode path to it within 1e-4 ($AGENTRL_QWEN2_FIXTURE=OUT); bf16.json
+records transformers' own bf16 distance from it, for TestBF16FixtureParity.
 
 usage: fixture.py MODEL_DIR OUT DEVICE
 
@@ -86,4 +87,20 @@ for s in range(1, steps_n + 1):
                          "next_token_ids": [int(l.argmax()) for l in per_step[s]]})
 with open(os.path.join(out, "cases.json"), "w") as f:
     json.dump({"cases": [full, dec]}, f)
+
+# bf16.json: how far transformers' own bf16 forward (SDPA) lands from the
+# float64 logits of the full case, over its unpadded positions. torch/'s
+# TestBF16FixtureParity holds agentrl's bf16 forward to the same reference
+# and to twice this distance ($AGENTRL_BF16_FIXTURE=OUT).
+del model
+bf = AutoModelForCausalLM.from_pretrained(src, dtype=torch.bfloat16, attn_implementation="sdpa").to(device).eval()
+with torch.no_grad():
+    lb = bf(input_ids=torch.tensor(ids, device=device), attention_mask=torch.tensor(mask, device=device)).logits.double().cpu()
+real = torch.tensor(mask, dtype=torch.bool)
+d = (lb - full_logits).abs()[real]
+with open(os.path.join(out, "bf16.json"), "w") as f:
+    json.dump({"case": full["name"], "transformers_bf16_max_abs_diff": float(d.max()),
+               "transformers_bf16_argmax": lb.argmax(-1).tolist(),
+               "reference_max_abs_logit": float(full_logits.abs()[real].max())}, f)
+print(f"fixture: transformers bf16 (sdpa) max |diff| to float64 {float(d.max()):.3e} on the unpadded positions")
 print(f"fixture: {out}: transformers float64 on {device}, {attempt + 1} draw(s), {time.time()-t0:.1f} s")

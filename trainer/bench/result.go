@@ -47,6 +47,10 @@ type Result struct {
 	// TrainableParams counts the values the optimizer trains: every weight,
 	// or with LoRA the adapters alone.
 	TrainableParams int64 `json:"trainable_params,omitempty"`
+	// SDPABackend is the kernel libtorch chose for the training forward's
+	// last attention call (torch.Model.SDPABackend); empty where attention
+	// does not run through scaled_dot_product_attention (libtorch < 2.5).
+	SDPABackend string `json:"sdpa_backend,omitempty"`
 }
 
 // StepPhases is a decode step's time by phase (see torch.StepProfile).

@@ -104,6 +104,9 @@ func train(cfg Config) (Result, error) {
 	res := trainResult(cfg, runs)
 	res.PeakRSSMB = peakRSSMB()
 	res.TrainableParams = trainable
+	if res.SDPABackend, err = m.SDPABackend(); err != nil {
+		return Result{}, fmt.Errorf("bench train: %w", err)
+	}
 	return res, nil
 }
 

@@ -26,6 +26,11 @@ func TestTrainTiny(t *testing.T) {
 			t.Errorf("train result carries the generate field %s", k)
 		}
 	}
+	// On the CPU attention runs as plain ops (SDPA is the CUDA path), so
+	// no SDPA kernel is named.
+	if b, ok := obj["sdpa_backend"]; ok {
+		t.Errorf("sdpa_backend %v on the CPU, want none", b)
+	}
 	checkRuns(t, r, cfg.Repeats)
 	// 3 sequences x 8 tokens per update.
 	if !near(r.TokensPerS, 24/r.MedianS) {
