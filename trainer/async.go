@@ -82,6 +82,14 @@ func (w *rolloutWeights) Step(slots []int, s rollout.Sampling, tokens []int64, l
 	return w.eng.Decoder().Step(slots, s, tokens, logprobs)
 }
 
+// PendingLogits serves the gateway's top_logprobs (an agent program's
+// requests).
+func (w *rolloutWeights) PendingLogits(slot int) ([]float32, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.eng.Decoder().PendingLogits(slot)
+}
+
 // lastUsed is the version the last Step sampled with (rollout.Options.Version).
 func (w *rolloutWeights) lastUsed() int {
 	w.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -36,7 +37,7 @@ func (t *Trainer) share(ctx context.Context, label string, f rollout.Factory, re
 	for _, r := range mine {
 		n += r.Samples
 	}
-	var dec rollout.Decoder = t.engine.Decoder()
+	var dec gateway.Decoder = t.engine.Decoder()
 	if t.pipe != nil { // one rollout at a time on the engine, its weights swapped between steps
 		t.pipe.runMu.Lock()
 		defer t.pipe.runMu.Unlock()
@@ -48,8 +49,8 @@ func (t *Trainer) share(ctx context.Context, label string, f rollout.Factory, re
 	var rs rollout.Stats
 	var err error
 	switch {
-	case f == nil && t.program != nil: // synchronous only (config.Validate)
-		trs, rs, err = t.program.Rollout(ctx, t.engine.Decoder(), mine, o)
+	case f == nil && t.program != nil:
+		trs, rs, err = t.program.Rollout(ctx, dec, mine, o)
 	case f == nil:
 		trs, rs, err = rollout.Run(ctx, dec, t.agent.Chat, t.episode, mine, o)
 	default:

@@ -199,9 +199,6 @@ func (c *Config) validateRollout(p *problems) {
 	if r.MaxStaleness > 0 && c.Dist.NProc > 1 && c.Algorithm.DynamicSampling {
 		p.add("algorithm.dynamic_sampling", "%s", AsyncDynamicSamplingRanks(r.MaxStaleness, c.Dist.NProc))
 	}
-	if r.MaxStaleness > 0 && len(c.Agent.Command) > 0 {
-		p.add("rollout.max_staleness", "%d with agent.command: an agent program's episodes are sampled synchronously only; use 0", r.MaxStaleness)
-	}
 	// Group-relative estimators compare samples of one prompt: a group of
 	// one gives every trajectory advantage 0.
 	if est, _ := algo.Get(c.Algorithm.Estimator); est.Groups && r.GroupSize < 2 {

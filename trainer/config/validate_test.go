@@ -85,7 +85,6 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"algorithm.max_num_gen_batches", func(c *Config) { c.Algorithm.MaxNumGenBatches = 0 }, "want at least 1"},
 		{"rollout.max_staleness", func(c *Config) { c.Rollout.MaxStaleness = -1 }, "want at least 0"},
 		{"algorithm.dynamic_sampling", func(c *Config) { c.Rollout.MaxStaleness, c.Dist.NProc, c.Algorithm.DynamicSampling = 1, 2, true }, "every rank's groups"},
-		{"rollout.max_staleness", func(c *Config) { c.Rollout.MaxStaleness, c.Agent.Command = 1, []string{"sh"} }, "agent.command"},
 		{"optim.lr", func(c *Config) { c.Optim.LR = 0 }, "want > 0"},
 		{"optim.beta2", func(c *Config) { c.Optim.Beta2 = 1 }, "want in [0, 1)"},
 		{"optim.schedule", func(c *Config) { c.Optim.Schedule = "step" }, "constant, cosine, linear"},
