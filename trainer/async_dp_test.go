@@ -37,31 +37,8 @@ func TestAsyncDataParallel(t *testing.T) {
 	if err := torch.Check(); err != nil {
 		t.Skipf("libtorch shim not available: %v", err)
 	}
-	port, err := dist.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out, runs := t.TempDir(), t.TempDir()
-	var wg sync.WaitGroup
-	logs := make([]string, 2)
-	errs := make([]error, 2)
-	for r := 0; r < 2; r++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestAsyncDataParallelRank$", "-test.v")
-		e := dist.Env{Rank: r, World: 2, LocalRank: r, LocalWorld: 2, MasterAddr: "127.0.0.1", MasterPort: port}
-		cmd.Env = append(append(os.Environ(), e.Vars()...), "AGENTRL_ASYNC_DP_OUT="+out, "AGENTRL_ASYNC_DP_RUNS="+runs)
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			b, err := cmd.CombinedOutput()
-			logs[r], errs[r] = string(b), err
-		}(r)
-	}
-	wg.Wait()
-	for r := range errs {
-		if errs[r] != nil || !strings.Contains(logs[r], "--- PASS: TestAsyncDataParallelRank") {
-			t.Fatalf("rank %d: %v\n%s", r, errs[r], logs[r])
-		}
-	}
+	runAsyncRanks(t, "whole", out, runs)
 	w0 := readFloats(t, filepath.Join(out, "weights-0.bin"))
 	w1 := readFloats(t, filepath.Join(out, "weights-1.bin"))
 	if len(w0) == 0 {
@@ -114,6 +91,87 @@ func TestAsyncDataParallel(t *testing.T) {
 	}
 }
 
+// runAsyncRanks runs the two ranks of an asynchronous data-parallel job
+// (TestAsyncDataParallelRank) in mode (whole: to the end; stop: stopped
+// after iteration 1 with iteration 2 in flight; resume: resumed to the
+// end), in the run folder under runs, their files written to out.
+func runAsyncRanks(t *testing.T, mode, out, runs string) {
+	t.Helper()
+	port, err := dist.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	logs := make([]string, 2)
+	errs := make([]error, 2)
+	for r := 0; r < 2; r++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestAsyncDataParallelRank$", "-test.v")
+		e := dist.Env{Rank: r, World: 2, LocalRank: r, LocalWorld: 2, MasterAddr: "127.0.0.1", MasterPort: port}
+		cmd.Env = append(append(os.Environ(), e.Vars()...), "AGENTRL_ASYNC_DP_OUT="+out, "AGENTRL_ASYNC_DP_RUNS="+runs, "AGENTRL_ASYNC_DP_MODE="+mode)
+		wg.Add(1)
+		go func(r int) {
+			defer wg.Done()
+			b, err := cmd.CombinedOutput()
+			logs[r], errs[r] = string(b), err
+		}(r)
+	}
+	wg.Wait()
+	for r := range errs {
+		if errs[r] != nil || !strings.Contains(logs[r], "--- PASS: TestAsyncDataParallelRank") {
+			t.Fatalf("%s, rank %d: %v\n%s", mode, r, errs[r], logs[r])
+		}
+	}
+}
+
+// Stop and resume with rollouts in flight, data-parallel: two ranks of
+// k = 1 stopped (asked on rank 0 alone) as rank 0's rollout role starts
+// iteration 2's batch both stop after iteration 1 at the cursor of
+// iteration 1's prompts (iteration 2's, in flight on both ranks, not
+// consumed); resumed, they train on the same prompts, iteration by
+// iteration, as one process that never stopped, store each trajectory
+// once, and end at its data cursor.
+func TestAsyncDataParallelResume(t *testing.T) {
+	if err := torch.Check(); err != nil {
+		t.Skipf("libtorch shim not available: %v", err)
+	}
+	ref := asyncConfig(t.TempDir(), asyncDPIters)
+	runJob(t, ref)
+	refState := readState(t, RunDir(ref))
+
+	out, runs := t.TempDir(), t.TempDir()
+	runAsyncRanks(t, "stop", out, runs)
+	for r := 0; r < 2; r++ {
+		b, err := os.ReadFile(filepath.Join(out, fmt.Sprintf("stopped-%d", r)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf("iteration 1 cursor %d", ref.Rollout.BatchSize); string(b) != want {
+			t.Errorf("rank %d stopped at %q, want %q (iteration 2's prompts in flight, not consumed)", r, b, want)
+		}
+	}
+	runAsyncRanks(t, "resume", out, runs)
+	cfg := asyncConfig(runs, asyncDPIters)
+	got := readState(t, RunDir(cfg))
+	if got.Cursor != refState.Cursor || got.Pass != refState.Pass || fmt.Sprint(got.Order) != fmt.Sprint(refState.Order) {
+		t.Errorf("resumed ranks end at pass %d cursor %d, want the uninterrupted run's pass %d cursor %d (same order)", got.Pass, got.Cursor, refState.Pass, refState.Cursor)
+	}
+	path := filepath.Join(RunDir(cfg), "store.db")
+	have := storedTrain(t, path, asyncDPIters)
+	want := taskSeq(storedTrain(t, filepath.Join(RunDir(ref), "store.db"), asyncDPIters))
+	if fmt.Sprint(taskSeq(have)) != fmt.Sprint(want) {
+		t.Errorf("prompts by iteration\n%v\nwant the uninterrupted run's\n%v", taskSeq(have), want)
+	}
+	for i, trs := range have {
+		ids := map[string]bool{}
+		for _, x := range trs {
+			ids[x.ID] = true
+		}
+		if n := cfg.Rollout.BatchSize * cfg.Rollout.GroupSize; len(trs) != n || len(ids) != n {
+			t.Errorf("iteration %d: %d stored training episodes (%d distinct), want %d once each", i+1, len(trs), len(ids), n)
+		}
+	}
+}
+
 // asyncDPLag is the version lag a rank logged for an iteration.
 type asyncDPLag struct {
 	Iteration int     `json:"iteration"`
@@ -150,13 +208,14 @@ func readLags(t *testing.T, path string) []asyncDPLag {
 	return out
 }
 
-// TestAsyncDataParallelRank is one rank of TestAsyncDataParallel: the job
-// in the shared run folder, its log (JSON lines) and its final weights
-// written to the test's output folder.
+// TestAsyncDataParallelRank is one rank of TestAsyncDataParallel and
+// TestAsyncDataParallelResume (runAsyncRanks' modes): the job in the
+// shared run folder, its log (JSON lines), its final weights and, when
+// stopped, where it stopped written to the test's output folder.
 func TestAsyncDataParallelRank(t *testing.T) {
 	out := os.Getenv("AGENTRL_ASYNC_DP_OUT")
 	if out == "" {
-		t.Skip("a rank of TestAsyncDataParallel, run in its own process")
+		t.Skip("a rank of TestAsyncDataParallel and TestAsyncDataParallelResume, run in its own process")
 	}
 	env, ok, err := dist.FromEnv()
 	if err != nil || !ok {
@@ -174,13 +233,34 @@ func TestAsyncDataParallelRank(t *testing.T) {
 	defer logf.Close()
 	cfg := asyncConfig(os.Getenv("AGENTRL_ASYNC_DP_RUNS"), asyncDPIters)
 	cfg.Device.Threads = 1 // two ranks on this machine's cores
-	tr, err := New(context.Background(), cfg, Options{Log: zerolog.New(logf), Dist: g})
+	mode := os.Getenv("AGENTRL_ASYNC_DP_MODE")
+	cfg.Run.Resume = mode == "resume"
+	o := Options{Log: zerolog.New(logf), Dist: g}
+	stop := make(chan struct{})
+	if mode == "stop" && env.Rank == 0 {
+		// Asked as the rollout role starts iteration 2's batch, which it
+		// does as soon as iteration 1's is handed over: the loop sees it
+		// after iteration 1, with iteration 2's prompts in flight.
+		o.Progress = func(label string, _ int) Bar {
+			if label == "iter 2 rollout" {
+				close(stop)
+			}
+			return noBar{}
+		}
+	}
+	tr, err := New(context.Background(), cfg, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tr.Run(context.Background(), nil); err != nil {
+	if _, err := tr.Run(context.Background(), stop); err != nil {
 		tr.Close()
 		t.Fatal(err)
+	}
+	if mode == "stop" {
+		st := fmt.Sprintf("iteration %d cursor %d", tr.state.Iteration, tr.state.Cursor)
+		if err := os.WriteFile(filepath.Join(out, fmt.Sprintf("stopped-%d", env.Rank)), []byte(st), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w := flatWeights(t, tr.learner.Policy())
 	b := make([]byte, 4*len(w))
