@@ -66,11 +66,13 @@ type Alt struct {
 }
 
 // Token is one generated token: the behaviour log-probability the engine
-// recorded while sampling it, and the alternatives when asked for.
+// recorded while sampling it, the alternatives when asked for, and the
+// policy version that sampled it (Engine.Version; 0 without).
 type Token struct {
 	ID      int32
 	Logprob float32
 	Top     []Alt
+	Version int
 }
 
 // Result is a job's completions as they grow. Read it with Snapshot after
@@ -144,6 +146,12 @@ func (r *Result) notify() {
 // Engine decodes jobs together in a decoder's slots. Run drives it on the
 // goroutine that owns the decoder; Submit may be called from any goroutine.
 type Engine struct {
+	// Version, when set before Run, is called after each decode step and
+	// returns the policy version that step sampled with (asynchronous
+	// training swaps the decoder's weights between steps); every token of
+	// the step records it.
+	Version func() int
+
 	dec   Decoder
 	stops map[int32]bool
 
@@ -448,9 +456,13 @@ func (e *Engine) step(active []int) {
 		}
 		e.steps.Add(1)
 		e.generated.Add(int64(n))
+		v := 0
+		if e.Version != nil {
+			v = e.Version()
+		}
 		for i, sl := range slots {
 			r, c := e.bySlot[sl], e.choice[sl]
-			tok := Token{ID: int32(toks[i]), Logprob: lps[i], Top: tops[i]}
+			tok := Token{ID: int32(toks[i]), Logprob: lps[i], Top: tops[i], Version: v}
 			r.mu.Lock()
 			gen := len(r.tokens[c]) + 1
 			var completion []int32

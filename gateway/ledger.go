@@ -19,6 +19,9 @@ type Segment struct {
 type LedgerTurn struct {
 	Text      string // the completion's text (display only)
 	GenTokens int
+	// PolicyVersion is the version that sampled the completion's first
+	// token, the oldest of its tokens' (Token.Version); 0 without tokens.
+	PolicyVersion int
 }
 
 // Link says how a request joined the ledger.
@@ -77,6 +80,10 @@ func (l *Ledger) Add(prompt []int32, completion []Token, text string) Link {
 		seg.Mask = append(seg.Mask, 1)
 		seg.TurnOf = append(seg.TurnOf, turn)
 	}
-	seg.Turns = append(seg.Turns, LedgerTurn{Text: text, GenTokens: len(completion)})
+	lt := LedgerTurn{Text: text, GenTokens: len(completion)}
+	if len(completion) > 0 {
+		lt.PolicyVersion = completion[0].Version
+	}
+	seg.Turns = append(seg.Turns, lt)
 	return link
 }

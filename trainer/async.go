@@ -26,6 +26,17 @@ import (
 // iteration j only once the update of iteration j-k-1 is published, so
 // the update of j, which starts from the weights of j-1, is at most k
 // versions ahead of any turn it learns from.
+//
+// In a data-parallel job every rank runs both roles. Each rank's rollout
+// role samples its own share of each batch (the same prompts on every
+// rank, drawn from the same data position) and runs no collective; the
+// learning role gathers the shares when it takes the batch, at the same
+// point of its loop on every rank, so the collectives of the gather, the
+// update (its all-reduces), the evaluation and the checkpoint keep one
+// order on one goroutine. The version bound holds on every rank alike:
+// each rank publishes the same version after the same update (the ranks
+// apply the same summed gradients), and the staleness check runs on the
+// gathered batch, which every rank holds whole.
 
 // rolloutWeights is the rollout role's decoder: the engine over its copy
 // of the policy weights, and that copy's version. Each decoder call and
@@ -69,6 +80,14 @@ func (w *rolloutWeights) Step(slots []int, s rollout.Sampling, tokens []int64, l
 	defer w.mu.Unlock()
 	w.used = w.version
 	return w.eng.Decoder().Step(slots, s, tokens, logprobs)
+}
+
+// PendingLogits serves the gateway's top_logprobs (an agent program's
+// requests).
+func (w *rolloutWeights) PendingLogits(slot int) ([]float32, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.eng.Decoder().PendingLogits(slot)
 }
 
 // lastUsed is the version the last Step sampled with (rollout.Options.Version).
@@ -211,7 +230,7 @@ func (t *Trainer) produce(ctx context.Context, p *pipeline, first int, pos dataP
 	}
 	src := taskSource{pos: &pos, perm: func(pass, n int) []int {
 		return rand.New(rand.NewPCG(uint64(t.cfg.Run.Seed), 0xda7a0000+uint64(pass))).Perm(n)
-	}}
+	}, share: t.dist.World() > 1}
 	for j := first; j <= t.cfg.Run.Iterations; j++ {
 		if !p.wait(ctx, j) {
 			return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -20,12 +21,23 @@ import (
 // crashes) is an error naming the first failure: there is nothing to learn
 // from or evaluate, and every rank stops alike.
 func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory, reqs []rollout.Request, o rollout.Options) ([]*trajectory.Trajectory, rollout.Stats, error) {
+	trs, rs, err := t.share(ctx, label, f, reqs, o)
+	if err != nil {
+		return nil, rs, err
+	}
+	return t.gather(label, trs, rs, o.Version == nil)
+}
+
+// share runs this rank's share of reqs (rollouts) and returns its
+// trajectories, in the order they finished, without gathering the other
+// ranks'.
+func (t *Trainer) share(ctx context.Context, label string, f rollout.Factory, reqs []rollout.Request, o rollout.Options) ([]*trajectory.Trajectory, rollout.Stats, error) {
 	mine := dist.Shard(t.dist, reqs)
 	n := 0
 	for _, r := range mine {
 		n += r.Samples
 	}
-	var dec rollout.Decoder = t.engine.Decoder()
+	var dec gateway.Decoder = t.engine.Decoder()
 	if t.pipe != nil { // one rollout at a time on the engine, its weights swapped between steps
 		t.pipe.runMu.Lock()
 		defer t.pipe.runMu.Unlock()
@@ -37,24 +49,29 @@ func (t *Trainer) rollouts(ctx context.Context, label string, f rollout.Factory,
 	var rs rollout.Stats
 	var err error
 	switch {
-	case f == nil && t.program != nil: // synchronous only (config.Validate)
-		trs, rs, err = t.program.Rollout(ctx, t.engine.Decoder(), mine, o)
+	case f == nil && t.program != nil:
+		trs, rs, err = t.program.Rollout(ctx, dec, mine, o)
 	case f == nil:
 		trs, rs, err = rollout.Run(ctx, dec, t.agent.Chat, t.episode, mine, o)
 	default:
 		trs, rs, err = rollout.Run(ctx, dec, t.agent.Chat, f, mine, o)
 	}
 	bar.Done()
+	return trs, rs, err
+}
+
+// gather collects every rank's share of a batch (a collective: every rank
+// calls it at the same point) and checks that not all of its episodes
+// failed. oneVersion says the batch was sampled by the synchronous loop,
+// which samples every turn of an episode with the policy it started with;
+// the asynchronous one's turns keep the versions the scheduler recorded
+// (rollout.Options.Version).
+func (t *Trainer) gather(label string, trs []*trajectory.Trajectory, rs rollout.Stats, oneVersion bool) ([]*trajectory.Trajectory, rollout.Stats, error) {
+	trs, rs, err := episodes.Gather(t.dist, trs, rs)
 	if err != nil {
 		return nil, rs, err
 	}
-	if trs, rs, err = episodes.Gather(t.dist, trs, rs); err != nil {
-		return nil, rs, err
-	}
-	// The synchronous loop samples every turn of an episode with the
-	// policy it started with; the asynchronous one's turns keep the
-	// versions the scheduler recorded (rollout.Options.Version).
-	if o.Version == nil {
+	if oneVersion {
 		for _, tr := range trs {
 			for i := range tr.Turns {
 				tr.Turns[i].PolicyVersion = tr.PolicyVersion

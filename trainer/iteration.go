@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/agentrl/agentrl/torch"
@@ -75,6 +76,9 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		Float64("s", m[metric.TimeIterationS])
 	if v, ok := m[metric.Eval+metric.EM]; ok {
 		ev = ev.Float64("eval_em", v)
+	}
+	if t.pipe != nil { // every rank logs the version lag it checked
+		ev = ev.Float64(metric.StalenessMean, m[metric.StalenessMean]).Float64(metric.StalenessMax, m[metric.StalenessMax])
 	}
 	ev.Msg("iteration")
 	return t.submit(iter, m, all)
@@ -151,7 +155,9 @@ func (t *Trainer) echoTrap(iter int, m map[string]float64) error {
 
 // sample is an iteration's training episodes: sampled now by the
 // synchronous loop, or taken from the rollout role (asynchronous
-// training), the run state's data position then moving to the batch's.
+// training), the run state's data position then moving to the batch's. In
+// a data-parallel job the rollout role's batch is this rank's share, and
+// the ranks gather theirs here.
 func (t *Trainer) sample(ctx context.Context, iter int) ([]*trajectory.Trajectory, rollout.Stats, algo.Drawn, error) {
 	if t.pipe == nil {
 		return t.trainingEpisodes(ctx, iter, t.ownTasks())
@@ -159,6 +165,11 @@ func (t *Trainer) sample(ctx context.Context, iter int) ([]*trajectory.Trajector
 	b, err := t.pipe.next(iter)
 	if err != nil {
 		return nil, b.rs, b.drawn, err
+	}
+	if t.dist.World() > 1 {
+		if b.trs, b.rs, err = t.gather(fmt.Sprintf("iter %d rollout", iter), b.trs, b.rs, false); err != nil {
+			return nil, b.rs, b.drawn, err
+		}
 	}
 	t.state.dataPos = b.pos
 	return b.trs, b.rs, b.drawn, nil

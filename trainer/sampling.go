@@ -15,8 +15,10 @@ import (
 // algorithm.dynamic_sampling, DAPO's draws until the batch has its
 // informative groups (algo.DynamicSample), every episode drawn returned
 // (those left out marked Dropped, which the store keeps) with the draws'
-// merged rollout stats. The prompts come from src. Every rank draws the same prompts and, holding the
-// whole gathered batch, makes the same choices.
+// merged rollout stats. The prompts come from src. Every rank draws the
+// same prompts and, holding the whole gathered batch, makes the same
+// choices (with src.share, one draw of this rank's share: config.Validate
+// refuses dynamic sampling there).
 func (t *Trainer) trainingEpisodes(ctx context.Context, iter int, src taskSource) ([]*trajectory.Trajectory, rollout.Stats, algo.Drawn, error) {
 	var rs rollout.Stats
 	draw := func(d int) ([]*trajectory.Trajectory, error) {
@@ -58,8 +60,12 @@ func (t *Trainer) draw(ctx context.Context, iter, d int, label string, src taskS
 	for i, task := range tasks {
 		reqs[i] = rollout.Request{Task: task, Group: d*r.BatchSize + i, Samples: r.GroupSize}
 	}
-	return t.rollouts(ctx, label, nil, reqs, t.rolloutOptions(iter, trajectory.Train, rollout.Options{
-		Sampling: rollout.Sampling{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}}))
+	o := t.rolloutOptions(iter, trajectory.Train, rollout.Options{
+		Sampling: rollout.Sampling{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}})
+	if src.share {
+		return t.share(ctx, label, nil, reqs, o)
+	}
+	return t.rollouts(ctx, label, nil, reqs, o)
 }
 
 // taskSource is where an iteration's training prompts come from: the data
@@ -67,6 +73,10 @@ func (t *Trainer) draw(ctx context.Context, iter, d int, label string, src taskS
 type taskSource struct {
 	pos  *dataPos
 	perm func(pass, n int) []int
+	// share: each draw is this rank's share of its prompts, not gathered
+	// (the rollout role of a data-parallel job, whose batches the learning
+	// role gathers: collectives stay on one goroutine).
+	share bool
 }
 
 // ownTasks is the synchronous loop's source: the run state's position,

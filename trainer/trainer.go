@@ -123,9 +123,8 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 		return nil, err
 	}
 	t := &Trainer{cfg: cfg, log: o.Log, dir: RunDir(cfg), bar: o.Progress, dist: o.Dist}
-	if cfg.Rollout.MaxStaleness > 0 && t.dist.World() > 1 {
-		return nil, fmt.Errorf("rollout.max_staleness %d: asynchronous training runs in a single process only, but this is rank %d of %d; use 0 (the synchronous loop) with data parallelism",
-			cfg.Rollout.MaxStaleness, t.dist.Rank(), t.dist.World())
+	if cfg.Rollout.MaxStaleness > 0 && t.dist.World() > 1 && cfg.Algorithm.DynamicSampling {
+		return nil, fmt.Errorf("algorithm.dynamic_sampling %s", config.AsyncDynamicSamplingRanks(cfg.Rollout.MaxStaleness, t.dist.World()))
 	}
 	if t.bar == nil || !t.dist.Leader() {
 		t.bar = func(string, int) Bar { return noBar{} }

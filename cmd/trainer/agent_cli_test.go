@@ -56,6 +56,52 @@ func TestTrainAgentProgram(t *testing.T) {
 	}
 }
 
+// An agent program trained asynchronously (rollout.max_staleness 1): each
+// stored turn records the policy version that sampled its first token
+// through the gateway, within one version of the update that learnt from
+// it (versions rebuilt from the metrics: V_0 is iteration 1's, V_i =
+// V_{i-1} + optimizer_steps of iteration i), each trajectory its first
+// turn's, and the metrics report staleness_max within 1.
+func TestTrainAgentProgramAsync(t *testing.T) {
+	t.Parallel()
+	runs := filepath.Join(t.TempDir(), "runs")
+	// Many epochs make the update slow enough for the next batch's
+	// programs to call the gateway while it runs (turns one version
+	// behind; the log shows how many).
+	ok(t, agentArgs(t, runs, "progasync", "--iterations", "3", "--set", "rollout.max_staleness=1", "--set", "algorithm.epochs=16")...)
+	store := filepath.Join(runs, "progasync", "store.db")
+	rows := func(q string) [][]string {
+		var out [][]string
+		for _, l := range lines(ok(t, "rollouts", "sql", "--store", store, q).stdout)[1:] {
+			out = append(out, strings.Fields(strings.ReplaceAll(l, "|", " ")))
+		}
+		return out
+	}
+	its := rows("SELECT iteration, json_extract(metrics, '$.optimizer_steps'), json_extract(metrics, '$.staleness_max') FROM iterations WHERE iteration >= 1 ORDER BY 1")
+	turns := rows(`SELECT t.iteration, MIN(u.policy_version), MAX(u.policy_version), COUNT(*),
+	  SUM(t.policy_version != (SELECT f.policy_version FROM turns f WHERE f.tid = t.tid AND f.turn = 0))
+	  FROM trajectories t JOIN turns u USING (tid) WHERE t.split = 'train' GROUP BY 1 ORDER BY 1`)
+	if len(its) != 3 || len(turns) != 3 {
+		t.Fatalf("iterations %v, training turns by iteration %v: want 3 of each", its, turns)
+	}
+	v := []int{atoi(t, turns[0][1])}
+	for i, it := range its {
+		v = append(v, v[i]+atoi(t, it[1]))
+		if it[2] != "0" && it[2] != "1" && it[2] != "0.0" && it[2] != "1.0" {
+			t.Errorf("iteration %s: staleness_max %s, want 0 or 1", it[0], it[2])
+		}
+	}
+	for i, r := range turns {
+		iter := i + 1
+		lo, hi := v[max(iter-2, 0)], v[iter-1]
+		if atoi(t, r[1]) < lo || atoi(t, r[2]) > hi || r[4] != "0" {
+			t.Errorf("iteration %d: turn versions %s to %s (%s turns, %s trajectories of another version than their first turn's), want within [%d, %d] and 0",
+				iter, r[1], r[2], r[3], r[4], lo, hi)
+		}
+	}
+	t.Logf("versions V_i %v; training turns by iteration (iteration, min, max, count, mismatched) %v", v, turns)
+}
+
 // When every episode of an iteration fails (a program that exits 1), the
 // run stops with the first failure.
 func TestTrainAgentProgramAllFail(t *testing.T) {

@@ -58,6 +58,31 @@ func TestTrainNProc2(t *testing.T) {
 	}
 }
 
+// TestTrainNProc2Async trains the tiny job as two local ranks with
+// rollout.max_staleness 1: each iteration's batch, sampled a share per
+// rank, is stored whole and once, with its staleness within the bound;
+// dynamic sampling, which asynchronous ranks do not support, is refused
+// by name before any rank starts.
+func TestTrainNProc2Async(t *testing.T) {
+	runs := filepath.Join(t.TempDir(), "runs")
+	args := append([]string{"train", "--run-dir", runs, "--name", "dpasync", "--nproc", "2"}, tinyRun...)
+	args = append(args, "--iterations", "2", "--set", "rollout.batch_size=3", "--set", "rollout.max_staleness=1",
+		"--set", "dist.timeout="+distTimeout.String(), "--no-report")
+	fails(t, []string{"algorithm.dynamic_sampling", "rollout.max_staleness 1 and 2 ranks: not supported"},
+		append(append([]string{}, args...), "--set", "algorithm.dynamic_sampling=true")...)
+	ok(t, args...)
+	q := ok(t, "rollouts", "sql", "--store", filepath.Join(runs, "dpasync", "store.db"),
+		"SELECT t.iteration, COUNT(*), COUNT(DISTINCT t.id), json_extract(i.metrics, '$.staleness_max') <= 1 FROM trajectories t JOIN iterations i ON i.iteration = t.iteration WHERE t.split = 'train' GROUP BY 1 ORDER BY 1").stdout
+	want := []string{"1 6 6 1", "2 6 6 1"}
+	got := lines(q)[1:]
+	for i := range got {
+		got[i] = strings.Join(strings.Fields(strings.ReplaceAll(got[i], "|", " ")), " ")
+	}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("training rows per iteration:\n%s\nwant (iteration, count, distinct ids, staleness_max <= 1) %q", q, want)
+	}
+}
+
 // rankProc is one rank started the way torchrun starts it: this binary
 // with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set.
 type rankProc struct {

@@ -194,7 +194,7 @@ type RolloutConfig struct {
 	EvalTemperature float64 `yaml:"eval_temperature" default:"0" doc:"sampling temperature of evaluation (0 = greedy)"`
 	DType           string  `yaml:"dtype" default:"auto" enum:"auto|f32|bf16|f16" doc:"precision the rollouts decode in (auto = the model's; bf16 decodes from a bf16 copy of the weights, refreshed before every rollout, while training stays in device.dtype; old logprobs are recomputed by the training forward either way)"`
 	Deterministic   bool    `yaml:"deterministic" default:"false" doc:"wait for all tool calls of a step before decoding on: reproducible runs, no overlap of tool latency"`
-	MaxStaleness    int     `yaml:"max_staleness" default:"0" doc:"asynchronous training: the rollouts of the next k iterations are sampled while an update runs, and an update never learns from a turn sampled by a policy more than k versions old (0 = the synchronous loop; k > 0 runs in a single process only, without agent.command)"`
+	MaxStaleness    int     `yaml:"max_staleness" default:"0" doc:"asynchronous training: the rollouts of the next k iterations are sampled while an update runs, and an update never learns from a turn sampled by a policy more than k versions old (0 = the synchronous loop; k > 0 also with data parallelism and with agent.command, but not with algorithm.dynamic_sampling on several ranks)"`
 }
 
 // AlgorithmConfig picks the advantage estimator and shapes the losses.

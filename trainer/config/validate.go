@@ -196,11 +196,8 @@ func (c *Config) validateRollout(p *problems) {
 	p.atLeast("rollout.top_k", r.TopK, 0)
 	p.atLeastF("rollout.eval_temperature", r.EvalTemperature, 0)
 	p.atLeast("rollout.max_staleness", r.MaxStaleness, 0)
-	if r.MaxStaleness > 0 && c.Dist.NProc > 1 {
-		p.add("rollout.max_staleness", "%d with dist.nproc %d: asynchronous training runs in a single process only; use 0 (the synchronous loop) with data parallelism", r.MaxStaleness, c.Dist.NProc)
-	}
-	if r.MaxStaleness > 0 && len(c.Agent.Command) > 0 {
-		p.add("rollout.max_staleness", "%d with agent.command: an agent program's episodes are sampled synchronously only; use 0", r.MaxStaleness)
+	if r.MaxStaleness > 0 && c.Dist.NProc > 1 && c.Algorithm.DynamicSampling {
+		p.add("algorithm.dynamic_sampling", "%s", AsyncDynamicSamplingRanks(r.MaxStaleness, c.Dist.NProc))
 	}
 	// Group-relative estimators compare samples of one prompt: a group of
 	// one gives every trajectory advantage 0.
@@ -383,4 +380,12 @@ func (c *Config) validateDist(p *problems) {
 	if d.Backend == "nccl" && !strings.HasPrefix(c.Device.Device, "cuda") {
 		p.add("dist.backend", "nccl needs device.device cuda or cuda:N (it is %q): use gloo or auto on the CPU", c.Device.Device)
 	}
+}
+
+// AsyncDynamicSamplingRanks is the refusal of dynamic sampling in an
+// asynchronous data-parallel job: whether a batch needs another draw
+// depends on every rank's groups, which the rollout role, running no
+// collective, does not see.
+func AsyncDynamicSamplingRanks(k, ranks int) string {
+	return fmt.Sprintf("true with rollout.max_staleness %d and %d ranks: not supported (whether a batch needs another draw depends on every rank's groups, and the rollout role of a data-parallel job samples its own share without collectives); use rollout.max_staleness 0, one process, or algorithm.dynamic_sampling false", k, ranks)
 }

@@ -84,8 +84,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"algorithm.overlong_buffer.penalty_factor", func(c *Config) { c.Algorithm.OverlongBuffer.PenaltyFactor = -1 }, "want at least 0"},
 		{"algorithm.max_num_gen_batches", func(c *Config) { c.Algorithm.MaxNumGenBatches = 0 }, "want at least 1"},
 		{"rollout.max_staleness", func(c *Config) { c.Rollout.MaxStaleness = -1 }, "want at least 0"},
-		{"rollout.max_staleness", func(c *Config) { c.Rollout.MaxStaleness, c.Dist.NProc = 1, 2 }, "single process only"},
-		{"rollout.max_staleness", func(c *Config) { c.Rollout.MaxStaleness, c.Agent.Command = 1, []string{"sh"} }, "agent.command"},
+		{"algorithm.dynamic_sampling", func(c *Config) { c.Rollout.MaxStaleness, c.Dist.NProc, c.Algorithm.DynamicSampling = 1, 2, true }, "every rank's groups"},
 		{"optim.lr", func(c *Config) { c.Optim.LR = 0 }, "want > 0"},
 		{"optim.beta2", func(c *Config) { c.Optim.Beta2 = 1 }, "want in [0, 1)"},
 		{"optim.schedule", func(c *Config) { c.Optim.Schedule = "step" }, "constant, cosine, linear"},
@@ -142,6 +141,7 @@ func TestValidateAccepts(t *testing.T) {
 	c.Algorithm.Gamma, c.Algorithm.ClipLow, c.Optim.MinLRRatio = 0, 0.999, 1
 	c.Algorithm.LossAgg = "seq-mean-token-sum-norm"
 	c.Data.Source, c.Data.Train, c.Data.Format = "files", []string{"x.jsonl"}, "musique"
+	c.Rollout.MaxStaleness, c.Dist.NProc = 2, 2 // asynchronous and data-parallel
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

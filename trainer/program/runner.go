@@ -48,6 +48,7 @@ func (r *Runner) Rollout(ctx context.Context, dec gateway.Decoder, reqs []rollou
 	}
 	start := time.Now()
 	eng := gateway.NewEngine(dec, r.Format.StopIDs())
+	eng.Version = opt.Version
 	keys := &gateway.Keys{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -168,11 +169,25 @@ func (r *Runner) episode(ctx context.Context, base string, keys *gateway.Keys, e
 		t.PromptLen, t.Tokens, t.Logprobs, t.Mask, t.TurnOf = seg.PromptLen, seg.Tokens, seg.Logprobs, seg.Mask, seg.TurnOf
 		t.Turns = nil
 		for _, u := range seg.Turns {
-			t.Turns = append(t.Turns, trajectory.Turn{Text: u.Text, GenTokens: u.GenTokens})
+			t.Turns = append(t.Turns, trajectory.Turn{Text: u.Text, GenTokens: u.GenTokens, PolicyVersion: turnVersion(u, opt)})
+		}
+		if opt.Version != nil && len(t.Turns) > 0 {
+			t.PolicyVersion = t.Turns[0].PolicyVersion
 		}
 		out = append(out, t)
 	}
 	return out
+}
+
+// turnVersion is the policy version that sampled a completion: the one
+// its first token recorded when the decoder's weights change between steps
+// (opt.Version set: asynchronous training), else opt.PolicyVersion, as
+// for a completion without tokens.
+func turnVersion(u gateway.LedgerTurn, opt rollout.Options) int {
+	if opt.Version != nil && u.GenTokens > 0 {
+		return u.PolicyVersion
+	}
+	return opt.PolicyVersion
 }
 
 // score is the outcome of an answer: the answer metrics against the gold

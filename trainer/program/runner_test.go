@@ -212,3 +212,73 @@ func TestProgramCancelled(t *testing.T) {
 		t.Fatalf("%d trajectories, %v after %s", len(trs), ids(trs), time.Since(start))
 	}
 }
+
+// swappingDecoder is a decoder whose weights (version 5) are replaced by
+// version 9 at its first prefill after a decode step: between an episode's
+// two requests, as the rollout role of asynchronous training swaps them.
+type swappingDecoder struct {
+	engine.Decoder
+	stepped       bool
+	version, used int
+}
+
+func (d *swappingDecoder) Prefill(slot int, ids []int64) error {
+	if d.stepped {
+		d.version = 9
+	}
+	return d.Decoder.Prefill(slot, ids)
+}
+
+func (d *swappingDecoder) Step(slots []int, s rollout.Sampling, tokens []int64, logprobs []float32) error {
+	d.stepped, d.used = true, d.version
+	return d.Decoder.Step(slots, s, tokens, logprobs)
+}
+
+// With rollout.Options.Version (asynchronous training), each turn of a
+// program's episode records the version that sampled its first token
+// through the gateway, and the trajectory its first turn's: new weights
+// between the two requests make the turns versions 5 and 9, not the
+// Options' PolicyVersion 1. Without it (the synchronous loop) every turn
+// is PolicyVersion's.
+func TestProgramTurnsKeepTheirVersions(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 is not installed: the test agent program cannot run")
+	}
+	m := gatewaytest.Build(t)
+	cfg := config.Default().Agent
+	cfg.Command = []string{py, filepath.Join("testdata", "agent.py"), "good"}
+	cfg.Env = []string{"TOOL_JSON=" + gatewaytest.ToolJSON, "SYSTEM=" + gatewaytest.System,
+		"QUESTION=" + gatewaytest.Question, "RESPONSE=" + gatewaytest.Response}
+	cfg.Timeout = 30 * time.Second
+	r := &Runner{Cfg: cfg, Format: m.Format, Rewards: reward.DefaultConfig()}
+	task := envs.Task{ID: "t1", Dataset: "test", Question: gatewaytest.Question, Answers: []string{"Tarn"}, Hops: 2}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for _, async := range []bool{true, false} {
+		te, err := torch.NewEngine(m.Policy, 4, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := &swappingDecoder{Decoder: engine.Decoder{Engine: te}, version: 5}
+		o := rollout.Options{Sampling: rollout.Sampling{Temperature: 0}, MaxTurnTokens: 48, MaxTotalTokens: 256, Iteration: 2,
+			Split: trajectory.Train, PolicyVersion: 1}
+		want := []int{1, 1}
+		if async {
+			o.Version = func() int { return dec.used }
+			want = []int{5, 9}
+		}
+		trs, _, err := r.Rollout(context.Background(), dec, []rollout.Request{{Task: task, Group: 0, Samples: 1}}, o)
+		te.Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(trs) != 1 || len(trs[0].Turns) != 2 {
+			t.Fatalf("async %v: %d trajectories, want 1 of 2 turns", async, len(trs))
+		}
+		got := []int{trs[0].Turns[0].PolicyVersion, trs[0].Turns[1].PolicyVersion}
+		if !slices.Equal(got, want) || trs[0].PolicyVersion != want[0] {
+			t.Errorf("async %v: turn versions %v and trajectory version %d, want %v and %d", async, got, trs[0].PolicyVersion, want, want[0])
+		}
+	}
+}
