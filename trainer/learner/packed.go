@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/packing"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -92,6 +93,17 @@ func EpisodeMicroBatches(trs []*trajectory.Trajectory, n int) (mbs [][]int, mult
 		mbs, multi = append(mbs, mb), append(multi, true)
 	}
 	return mbs, multi
+}
+
+// shardEpisodes is this rank's share of trs as dist.Shard deals it, but
+// dealt by episode, so that an episode's segments stay on one rank and
+// can be packed. Without episodes of several segments it is dist.Shard's.
+func shardEpisodes(g *dist.Group, trs []*trajectory.Trajectory) []*trajectory.Trajectory {
+	var out []*trajectory.Trajectory
+	for _, e := range dist.Shard(g, episodesOf(trs)) {
+		out = append(out, Pick(trs, e)...)
+	}
+	return out
 }
 
 // batches are the micro-batches of trs, padded: with want (packing), an

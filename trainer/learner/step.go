@@ -92,15 +92,20 @@ type stepResult struct {
 	Tokens, Samples int
 }
 
-// step is one optimizer step on a mini-batch: this rank's shard of mini is
-// split into micro-batches (batches) whose gradients accumulate, the gradients are
+// step is one optimizer step on a mini-batch: this rank's shard of mini
+// (whole episodes when packing: shardEpisodes) is split into micro-batches
+// (batches) whose gradients accumulate, the gradients are
 // summed over the ranks, the ranks agree whether any saw a non-finite
 // loss, the gradient norm is clipped, and the step is taken, or the
 // gradients dropped when a loss or the norm is not finite.
 func (k stepper) step(mini []*trajectory.Trajectory, loss lossFunc) (stepResult, error) {
 	var r stepResult
 	nonFinite := false
-	mine := dist.Shard(k.dist, mini)
+	shard := dist.Shard[*trajectory.Trajectory]
+	if k.want != nil {
+		shard = shardEpisodes
+	}
+	mine := shard(k.dist, mini)
 	for _, p := range batches(mine, k.micro, k.want) {
 		v, err := k.microStep(p, loss, &r.Timing)
 		if err != nil {
