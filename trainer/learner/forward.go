@@ -15,7 +15,7 @@ import (
 // ratio and the reference's logprobs of the KL term. In a data-parallel
 // job each rank computes its share and every rank receives all.
 func TokenLogprobs(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, temperature float64, micro int) ([][]float32, error) {
-	rows, err := sharded(g, trs, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
+	rows, err := sharded(g, trs, false, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
 		return forwardEach(m, mine, micro, nil, torch.ForwardOptions{Temperature: temperature}, pickLogprobs)
 	})
 	return column(rows, 0), err
@@ -24,7 +24,7 @@ func TokenLogprobs(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, 
 // TokenValues computes the critic's value for every token (index j holds
 // V before token j), sharded like TokenLogprobs.
 func TokenValues(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, micro int) ([][]float32, error) {
-	rows, err := sharded(g, trs, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
+	rows, err := sharded(g, trs, false, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
 		return forwardEach(m, mine, micro, nil, valuesOnly, pickValues)
 	})
 	return column(rows, 0), err
@@ -41,13 +41,19 @@ func column(rows [][][]float32, c int) [][]float32 {
 	return out
 }
 
-// sharded runs f on this rank's share of trs (dist.Shard) and gathers the
-// rows of every rank back into trs's order.
-func sharded[T any](g *dist.Group, trs []*trajectory.Trajectory, f func([]*trajectory.Trajectory) ([]T, error)) ([]T, error) {
+// sharded runs f on this rank's share of trs and gathers the rows of every
+// rank back into trs's order. The ranks are dealt units of trs in turn, as
+// dist.Shard deals: each trajectory alone, or with byEpisode an episode's
+// segments together (unitsOf).
+func sharded[T any](g *dist.Group, trs []*trajectory.Trajectory, byEpisode bool, f func([]*trajectory.Trajectory) ([]T, error)) ([]T, error) {
 	if g.World() == 1 {
 		return f(trs)
 	}
-	local, err := f(dist.Shard(g, trs))
+	dealt := make([][]int, g.World()) // each rank's trajectories, in order
+	for u, unit := range unitsOf(trs, byEpisode) {
+		dealt[u%g.World()] = append(dealt[u%g.World()], unit...)
+	}
+	local, err := f(Pick(trs, dealt[g.Rank()]))
 	if err != nil {
 		return nil, err
 	}
@@ -58,19 +64,19 @@ func sharded[T any](g *dist.Group, trs []*trajectory.Trajectory, f func([]*traje
 	out := make([]T, len(trs))
 	for r, rows := range parts {
 		for k, row := range rows {
-			out[r+k*g.World()] = row
+			out[dealt[r][k]] = row
 		}
 	}
 	return out, nil
 }
 
-// pass runs m without gradients over trs (this rank's share, gathered as
-// in TokenLogprobs) and returns, per trajectory, one row per picked
+// pass runs m without gradients over trs (this rank's share, whole
+// episodes when packing, gathered as in TokenLogprobs) and returns, per trajectory, one row per picked
 // output. With packing on (algorithm.pack_segments) the segments of an
 // episode run packed, and the rows hold the tokens want asks for (0
 // elsewhere).
 func (l *Learner) pass(m *torch.Model, trs []*trajectory.Trajectory, want targets, opt torch.ForwardOptions, picks ...func(torch.Output) *torch.Tensor) ([][][]float32, error) {
-	return sharded(l.dist, trs, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
+	return sharded(l.dist, trs, l.s.PackSegments, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
 		return forwardEach(m, mine, l.s.MicroBatch, l.packTargets(want), opt, picks...)
 	})
 }

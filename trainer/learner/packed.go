@@ -95,6 +95,20 @@ func EpisodeMicroBatches(trs []*trajectory.Trajectory, n int) (mbs [][]int, mult
 	return mbs, multi
 }
 
+// unitsOf are the positions of trs that the epochs shuffle and the ranks
+// are dealt together: each trajectory alone, or with byEpisode each
+// episode's segments (episodesOf).
+func unitsOf(trs []*trajectory.Trajectory, byEpisode bool) [][]int {
+	if byEpisode {
+		return episodesOf(trs)
+	}
+	units := make([][]int, len(trs))
+	for i := range units {
+		units[i] = []int{i}
+	}
+	return units
+}
+
 // shardEpisodes is this rank's share of trs as dist.Shard deals it, but
 // dealt by episode, so that an episode's segments stay on one rank and
 // can be packed. Without episodes of several segments it is dist.Shard's.

@@ -217,13 +217,7 @@ func (l *Learner) referenceKL(train []*trajectory.Trajectory, data TokenTable, r
 // (miniBatches).
 func (l *Learner) epochs(trs []*trajectory.Trajectory, data TokenTable, trainPolicy bool, old oldSource) (Stats, error) {
 	var st Stats
-	units := make([][]int, len(trs))
-	for i := range units {
-		units[i] = []int{i}
-	}
-	if l.s.PackSegments {
-		units = episodesOf(trs)
-	}
+	units := unitsOf(trs, l.s.PackSegments)
 	for epoch := 0; epoch < l.s.Epochs; epoch++ {
 		l.rand.Shuffle(len(units), func(a, b int) { units[a], units[b] = units[b], units[a] })
 		for _, idx := range miniBatches(units, l.s.MiniBatch) {
