@@ -84,23 +84,29 @@ func TestEpisodeMicroBatchesKeepSegmentsTogether(t *testing.T) {
 // prefixes counted once: 35 tokens for 50. Run for GRPO taking the old
 // logprobs from the step with the KL to a reference and an entropy bonus
 // in the loss, GRPO recomputing them over two epochs with a rollout
-// correction, and GAE with a shared value head.
+// correction, GAE with a shared value head and with a separate critic,
+// and GRPO training LoRA adapters with activation checkpointing.
 func TestPackedUpdateMatchesSamples(t *testing.T) {
 	cases := []struct {
 		name   string
 		critic CriticMode
 		ref    bool
+		lora   bool // LoRA adapters with activation checkpointing
 		tweak  func(*Settings)
 	}{
-		{"grpo from the step, KL and entropy in the loss", NoCritic, true, func(s *Settings) {
+		{"grpo from the step, KL and entropy in the loss", NoCritic, true, false, func(s *Settings) {
 			s.Loss.KLInLoss, s.Loss.KLCoef, s.Loss.EntropyCoef = true, 0.1, 0.01
 		}},
-		{"grpo recomputed, two epochs, tis", NoCritic, false, func(s *Settings) {
+		{"grpo recomputed, two epochs, tis", NoCritic, false, false, func(s *Settings) {
 			s.OldLogprobs, s.Epochs, s.RolloutCorrection = "recompute", 2, "tis"
 		}},
-		{"gae with a shared value head", SharedCritic, false, func(s *Settings) {
+		{"gae with a shared value head", SharedCritic, false, false, func(s *Settings) {
 			s.Estimator, s.Loss.VFCoef, s.Loss.ValueClip = "gae", 0.5, 0.2
 		}},
+		{"gae with a separate critic", SeparateCritic, false, false, func(s *Settings) {
+			s.Estimator, s.Loss.ValueClip = "gae", 0.2
+		}},
+		{"grpo on LoRA adapters with activation checkpointing", NoCritic, false, true, func(*Settings) {}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -109,7 +115,14 @@ func TestPackedUpdateMatchesSamples(t *testing.T) {
 			var batch [2][]*trajectory.Trajectory
 			var before []float32
 			for i, pack := range []bool{false, true} {
-				l := tinyLearnerWith(t, tinyPolicy(t, c.critic == SharedCritic, 7), c.critic, func(s *Settings) {
+				policy, critic := tinyPolicy(t, c.critic == SharedCritic, 7), (*torch.Model)(nil)
+				if c.critic == SeparateCritic {
+					critic = tinyPolicy(t, true, 9)
+				}
+				if c.lora {
+					policy = loraPolicy(t, policy)
+				}
+				l := tinyLearnerOf(t, policy, critic, c.critic, func(s *Settings) {
 					s.MiniBatch, s.MicroBatch, s.PackSegments = 8, 2, pack
 					c.tweak(s)
 				})
@@ -173,6 +186,22 @@ func TestPackedUpdateMatchesSamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loraPolicy is base (which it frees) with rank-2 LoRA adapters on the
+// query and value projections, trained with activation checkpointing.
+func loraPolicy(t *testing.T, base *torch.Model) *torch.Model {
+	t.Helper()
+	defer base.Free() // the LoRA model keeps the weights alive
+	m, err := torch.NewLoRAModel(base, torch.LoRA{Rank: 2, Alpha: 4, Targets: []string{"q_proj", "v_proj"}}, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetCheckpointing(true); err != nil {
+		m.Free()
+		t.Fatal(err)
+	}
+	return m
 }
 
 // The gradient of one policy step's loss on segmentedBatch, accumulated
