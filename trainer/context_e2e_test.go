@@ -15,6 +15,7 @@ import (
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/openai"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trajectory"
@@ -27,6 +28,10 @@ import (
 // for the conversation before each of its turns, and `trainer serve`
 // (the gateway's reading of the same conversation as OpenAI messages)
 // renders the same tokens; the segments of an episode share its reward.
+// The update trains the segments packed (algorithm.pack_segments, on by
+// default): its metrics count each distinct prefix of an episode's
+// segments once (update_tokens) against the segments' own tokens
+// (update_tokens_unpacked).
 func TestQwen3TemplateContextEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	cfg := smallConfig(dir)
@@ -55,7 +60,15 @@ func TestQwen3TemplateContextEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	shown := false
+	ms, err := s.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := map[int]map[string]float64{}
+	for _, m := range ms {
+		metrics[m.Iteration] = m.Metrics
+	}
+	shown, packedFewer := false, false
 	for iter := 0; iter <= 3; iter++ {
 		trs, err := s.LoadIteration(iter, "")
 		if err != nil {
@@ -67,6 +80,7 @@ func TestQwen3TemplateContextEndToEnd(t *testing.T) {
 			eps[base] = append(eps[base], x)
 		}
 		counts := map[trajectory.Split][6]int{} // episodes, segments, split episodes, turns, contexts checked, of them by serve
+		naive, packed := 0, 0                   // the training segments' tokens, and their distinct prefixes
 		reward := map[trajectory.Split]float64{}
 		for id, segs := range eps {
 			if strings.Contains(id, "-eval-rag") {
@@ -92,11 +106,33 @@ func TestQwen3TemplateContextEndToEnd(t *testing.T) {
 				c[3] += len(x.Turns)
 			}
 			counts[segs[0].Split] = c
+			if segs[0].Split == trajectory.Train {
+				prefixes := map[string]bool{}
+				for _, x := range segs {
+					naive += len(x.Tokens)
+					for k := range x.Tokens {
+						prefixes[fmt.Sprint(x.Tokens[:k+1])] = true
+					}
+				}
+				packed += len(prefixes)
+			}
+		}
+		if iter > 0 {
+			m := metrics[iter]
+			if m[metric.UpdateTokensNaive] != float64(naive) || m[metric.UpdateTokens] != float64(packed) {
+				t.Errorf("iteration %d: update_tokens %v of update_tokens_unpacked %v, want the distinct prefixes %d of the segments' %d tokens",
+					iter, m[metric.UpdateTokens], m[metric.UpdateTokensNaive], packed, naive)
+			}
+			packedFewer = packedFewer || packed < naive
+			t.Logf("iteration %d: the update ran %d tokens packed for %d as samples", iter, packed, naive)
 		}
 		for split, c := range counts {
 			t.Logf("iteration %d %s: %d episodes, mean reward %.3f, %d turns, %d segments, %d episodes split; %d contexts equal the template's, %d of them serve's too",
 				iter, split, c[0], reward[split]/float64(c[0]), c[3], c[1], c[2], c[4], c[5])
 		}
+	}
+	if !packedFewer {
+		t.Errorf("no training episode was split, so packing saved nothing: the check proves nothing")
 	}
 }
 

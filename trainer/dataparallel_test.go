@@ -36,10 +36,13 @@ import (
 // process resumes on two ZeRO-2 ranks, each ending like the uninterrupted
 // run it continues.
 const (
-	dpUpdates = 3 // learn calls (k), each 2 epochs over 3 mini-batches
+	dpUpdates = 3 // learn calls (k), each 2 epochs over mini-batches of 8
 	dpGroups  = 5 // an odd count: the ranks' shares differ in size
 	dpSamples = 4
 	dpSaveAt  = 1 // the resumed runs' checkpoint is taken after this learn call
+	// dpTrajectories are the batch's: each group's first episode has two
+	// segments (dpSegment).
+	dpTrajectories = dpGroups * (dpSamples + 1)
 )
 
 // dpEstimators cover the critic-free path (grpo), PPO with a value head on
@@ -70,7 +73,8 @@ const (
 
 // dpBatch is a fixed batch of two-turn trajectories: a two-token prompt, a
 // first turn, a tool response (mask 0), a second turn; lengths, tokens and
-// rewards drawn from a seeded RNG.
+// rewards drawn from a seeded RNG. Each group's first episode has a second
+// segment (dpSegment).
 func dpBatch() []*trajectory.Trajectory {
 	rng := rand.New(rand.NewPCG(7, 7))
 	var out []*trajectory.Trajectory
@@ -93,9 +97,34 @@ func dpBatch() []*trajectory.Trajectory {
 			tr.Outcome = float64(rng.IntN(2))
 			tr.Reward = tr.Outcome + tr.Turns[0].ProcessReward
 			out = append(out, tr)
+			if s == 0 {
+				out = append(out, dpSegment(tr, rng))
+			}
 		}
 	}
 	return out
+}
+
+// dpSegment is a second segment of tr's episode, as a rewritten context
+// makes one: tr's prompt and first turn as its context (mask 0), then a
+// turn of its own, with the episode's outcome and reward. The learner
+// trains the two packed (algorithm.pack_segments), on one rank or on two.
+func dpSegment(tr *trajectory.Trajectory, rng *rand.Rand) *trajectory.Trajectory {
+	first := slices.Index(tr.TurnOf, 0)
+	for first < len(tr.Mask) && tr.Mask[first] == 1 {
+		first++
+	}
+	seg := &trajectory.Trajectory{ID: tr.ID + ".1", Group: tr.Group, Sample: tr.Sample, PromptLen: first, Split: tr.Split,
+		Stop: tr.Stop, Turns: []trajectory.Turn{{}}, Outcome: tr.Outcome, Reward: tr.Reward,
+		Tokens: slices.Clone(tr.Tokens[:first]), Mask: make([]uint8, first), TurnOf: make([]int16, first), Logprobs: make([]float32, first)}
+	for i := range seg.TurnOf {
+		seg.TurnOf[i] = -1
+	}
+	for range 1 + rng.IntN(3) {
+		seg.Tokens = append(seg.Tokens, int32(rng.IntN(banditVocab)))
+		seg.Mask, seg.TurnOf, seg.Logprobs = append(seg.Mask, 1), append(seg.TurnOf, 0), append(seg.Logprobs, 0)
+	}
+	return seg
 }
 
 // dpTrainer is the bandit trainer of the data-parallel tests on g (nil:
@@ -119,7 +148,7 @@ func dpTrainer(t *testing.T, estimator string, zero int, g *dist.Group) *Trainer
 			// One step per update instead of six: a higher rate, so that
 			// three of them move the weights as far (the rounding grows
 			// with it, see above).
-			c.Algorithm.Epochs, c.Algorithm.MiniBatch = 1, dpGroups*dpSamples
+			c.Algorithm.Epochs, c.Algorithm.MiniBatch = 1, dpTrajectories
 			c.Optim.LR = 3e-4
 		}
 	})
@@ -136,7 +165,8 @@ func dpRun(t *testing.T, tr *Trainer, batch []*trajectory.Trajectory, from, to i
 		if err := tr.learn(k, batch, m); err != nil {
 			t.Fatalf("update %d: %v", k, err)
 		}
-		if m["groups_dropped"] != 0 || !(m["grad_norm"] > 0) {
+		// The segments were packed: fewer tokens ran than as samples.
+		if m["groups_dropped"] != 0 || !(m["grad_norm"] > 0) || !(m["update_tokens"] < m["update_tokens_unpacked"]) {
 			t.Fatalf("update %d: metrics %v", k, m)
 		}
 	}
@@ -349,8 +379,8 @@ func TestDataParallelRank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(batch) != dpGroups*dpSamples {
-		t.Fatalf("gathered %d trajectories, want %d", len(batch), dpGroups*dpSamples)
+	if len(batch) != dpTrajectories {
+		t.Fatalf("gathered %d trajectories, want %d", len(batch), dpTrajectories)
 	}
 	write := func(name string, w []float32) {
 		b := make([]byte, 4*len(w))

@@ -9,11 +9,11 @@ import (
 	"github.com/agentrl/agentrl/trajectory"
 )
 
-// episodeOf is the ID of the episode a trajectory is a segment of: its ID
+// EpisodeOf is the ID of the episode a trajectory is a segment of: its ID
 // without a segment's ".<k>" suffix (segments "<id>", "<id>.1", ... of an
 // episode whose context was rewritten; see trainer/rollout's env.context
 // and the gateway's ledger). A trajectory with no ID is its own episode.
-func episodeOf(t *trajectory.Trajectory) string {
+func EpisodeOf(t *trajectory.Trajectory) string {
 	i := strings.LastIndexByte(t.ID, '.')
 	if i < 0 || i == len(t.ID)-1 {
 		return t.ID
@@ -37,14 +37,14 @@ func episodes(batch []*trajectory.Trajectory, g []int) (reps []int, rep map[int]
 	rep = make(map[int]int, len(g))
 	first := map[string]int{}
 	for _, k := range g {
-		if id := batch[k].ID; episodeOf(batch[k]) == id {
+		if id := batch[k].ID; EpisodeOf(batch[k]) == id {
 			if _, ok := first[id]; !ok {
 				first[id] = k
 			}
 		}
 	}
 	for _, k := range g {
-		id := episodeOf(batch[k])
+		id := EpisodeOf(batch[k])
 		r, ok := first[id]
 		if id == batch[k].ID || !ok {
 			r = k
@@ -92,7 +92,7 @@ func unsegmented(name string, batch []*trajectory.Trajectory) error {
 	for _, g := range groupsOf(batch) {
 		if reps, _ := episodes(batch, g); len(reps) != len(g) {
 			return fmt.Errorf("%s: episode %s is split into segments (env.context or an agent program that rewrote its history); "+
-				"%s does not credit segments: use turn_rloo, grpo, rloo or reinforce_pp_baseline", name, episodeOf(batch[g[0]]), name)
+				"%s does not credit segments: use turn_rloo, grpo, rloo or reinforce_pp_baseline", name, EpisodeOf(batch[g[0]]), name)
 		}
 	}
 	return nil
@@ -100,7 +100,7 @@ func unsegmented(name string, batch []*trajectory.Trajectory) error {
 
 // segmentNumber is k of a segment "<id>.<k>", 0 for an episode's first.
 func segmentNumber(t *trajectory.Trajectory) int {
-	k, _ := strconv.Atoi(strings.TrimPrefix(t.ID[len(episodeOf(t)):], "."))
+	k, _ := strconv.Atoi(strings.TrimPrefix(t.ID[len(EpisodeOf(t)):], "."))
 	return k
 }
 

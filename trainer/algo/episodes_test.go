@@ -101,8 +101,8 @@ func TestTurnRLOOCreditsAcrossSegments(t *testing.T) {
 func TestEpisodeOf(t *testing.T) {
 	for id, want := range map[string]string{"3-train-0-1": "3-train-0-1", "3-train-0-1.2": "3-train-0-1", "3-eval-a.b-0-0": "3-eval-a.b-0-0",
 		"x.": "x.", "": ""} {
-		if got := episodeOf(&trajectory.Trajectory{ID: id}); got != want {
-			t.Errorf("episodeOf(%q) = %q, want %q", id, got, want)
+		if got := EpisodeOf(&trajectory.Trajectory{ID: id}); got != want {
+			t.Errorf("EpisodeOf(%q) = %q, want %q", id, got, want)
 		}
 	}
 }

@@ -218,6 +218,7 @@ type AlgorithmConfig struct {
 	MiniBatch       int     `yaml:"mini_batch" default:"32" doc:"trajectories per optimiser step"`
 	MicroBatch      int     `yaml:"micro_batch" default:"8" doc:"trajectories per forward/backward pass (gradient accumulation)"`
 	LossMask        bool    `yaml:"loss_mask" default:"true" doc:"count only policy-generated tokens in the losses"`
+	PackSegments    bool    `yaml:"pack_segments" default:"true" doc:"train the segments of an episode whose context was rewritten (env.context, agent programs' ledger segments) packed: mini- and micro-batches keep an episode's segments together, and they run as one prefix tree per episode, their shared prefixes once, with the same losses and gradients as separate samples (docs/contexts.md); episodes of one segment run as before"`
 	FilterKeepRatio float64 `yaml:"filter_keep_ratio" default:"1.0" doc:"fraction of groups kept, largest reward std first (1 = all)"`
 	CriticWarmup    int     `yaml:"critic_warmup" default:"0" doc:"iterations training only the critic"`
 	// RolloutCorrection corrects the policy gradient for the rollout

@@ -40,7 +40,7 @@ algorithm.kl_coef algorithm.advantage_mask
 algorithm.policy_loss
 algorithm.clip_low algorithm.clip_high algorithm.dual_clip algorithm.loss_agg
 algorithm.kl_estimator algorithm.kl_mode algorithm.entropy_coef algorithm.vf_coef algorithm.value_clip
-algorithm.epochs algorithm.mini_batch algorithm.micro_batch algorithm.loss_mask
+algorithm.epochs algorithm.mini_batch algorithm.micro_batch algorithm.loss_mask algorithm.pack_segments
 algorithm.filter_keep_ratio algorithm.critic_warmup
 algorithm.rollout_correction algorithm.rollout_correction_bound algorithm.mismatch_warn_kl algorithm.old_logprobs
 algorithm.overlong_filter algorithm.overlong_buffer.enable algorithm.overlong_buffer.len algorithm.overlong_buffer.penalty_factor

@@ -11,10 +11,13 @@ import (
 
 // Padded is a right-padded batch of trajectories. The model's outputs are
 // [B, T-1]: output index j-1 predicts token j, so every per-token quantity
-// of token j >= 1 sits at out(b, j).
+// of token j >= 1 sits at out(b, j). A packed batch (batches, with
+// algorithm.pack_segments) runs its episodes' segments packed, and its
+// outputs are laid out the same (forward).
 type Padded struct {
-	Trs   []*trajectory.Trajectory
-	Batch torch.Batch
+	Trs    []*trajectory.Trajectory
+	Batch  torch.Batch
+	packed *packedRows // nil: the forward runs Batch
 }
 
 // PadBatch right-pads trs to the longest (at least 2 tokens) with

@@ -37,14 +37,22 @@ func tinyPolicy(t *testing.T, valueHead bool, seed uint64) *torch.Model {
 // one step over a batch of up to 4, no correction) as tweak changes them.
 func tinyLearnerWith(t *testing.T, m *torch.Model, mode CriticMode, tweak func(*Settings)) *Learner {
 	t.Helper()
+	return tinyLearnerOf(t, m, nil, mode, tweak)
+}
+
+// tinyLearnerOf is tinyLearnerWith with a separate critic (nil unless mode
+// is SeparateCritic), which it owns too.
+func tinyLearnerOf(t *testing.T, m, critic *torch.Model, mode CriticMode, tweak func(*Settings)) *Learner {
+	t.Helper()
 	s := Settings{Estimator: "grpo", Advantage: algo.DefaultOptions(), KLEstimator: "k3", FilterKeepRatio: 1,
 		Loss:   algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean", KLEstimator: "k3"},
 		Epochs: 1, MiniBatch: 4, MicroBatch: 4, LossMask: true, MaxGradNorm: 1, Temperature: 1,
 		PolicyOptim: torch.DefaultAdamW, CriticOptim: torch.DefaultAdamW, RolloutCorrection: "off", RolloutBound: 2}
 	tweak(&s)
-	l, err := New(m, nil, mode, s, nil, rand.New(rand.NewPCG(1, 2)))
+	l, err := New(m, critic, mode, s, nil, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		m.Free()
+		critic.Free()
 		t.Fatal(err)
 	}
 	t.Cleanup(l.Close)

@@ -12,7 +12,8 @@ import (
 // criticStep is one optimizer step of a separate critic on a mini-batch.
 func (l *Learner) criticStep(mini []*trajectory.Trajectory, data TokenTable, st *Stats) error {
 	n := l.norm(mini)
-	k := stepper{name: "critic", dev: l.critic.Device, opt: l.criticOpt, dist: l.dist, micro: l.s.MicroBatch, maxGradNorm: l.s.MaxGradNorm}
+	k := stepper{name: "critic", dev: l.critic.Device, opt: l.criticOpt, dist: l.dist, micro: l.s.MicroBatch, maxGradNorm: l.s.MaxGradNorm,
+		want: l.packTargets(lossTargets(l.s.LossMask))}
 	r, err := k.step(mini, func(s *torch.Scope, p Padded, _ *readback) (*torch.Tensor, error) {
 		return l.criticLoss(s, p, data, n)
 	})
@@ -33,11 +34,10 @@ func (l *Learner) criticStep(mini []*trajectory.Trajectory, data TokenTable, st 
 // criticLoss is one micro-batch's value loss of a separate critic.
 func (l *Learner) criticLoss(s *torch.Scope, p Padded, data TokenTable, n algo.Norm) (*torch.Tensor, error) {
 	// Only the value head's output: no logits over the vocabulary.
-	o, err := l.critic.Forward(p.Batch, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true})
+	o, err := forward(s, l.critic, p, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true}, torch.Output{})
 	if err != nil {
 		return nil, OOMHint(fmt.Errorf("critic forward of %d trajectories: %w", len(p.Trs), err))
 	}
-	s.Own(o.LogProbs, o.Values)
 	maskV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, l.s.LossMask) })
 	return l.valueLoss(s, p, o.Values, s.Float32(maskV, int64(len(p.Trs)), int64(p.Width())), data, n), nil
 }

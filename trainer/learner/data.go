@@ -1,6 +1,7 @@
 package learner
 
 import (
+	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -21,39 +22,42 @@ type TokenTable map[*trajectory.Trajectory]*TokenData
 // unless fromStep, the policy's logprobs at the sampling temperature
 // (setOld), the reference's when there is one, and the critic's values
 // when there is one (also set as the trajectories' Values, which the
-// estimators read).
+// estimators read). With packing on (algorithm.pack_segments) the
+// logprobs hold the tokens the losses read (lossTargets, 0 elsewhere) and
+// the values every token.
 func (l *Learner) prepare(trs []*trajectory.Trajectory, fromStep bool) (TokenTable, error) {
 	c := l.s
 	data := make(TokenTable, len(trs))
 	for _, t := range trs {
 		data[t] = &TokenData{}
 	}
+	want := lossTargets(c.LossMask)
 	if !fromStep {
-		old, ent, err := TokenLogprobsEntropies(l.dist, l.policy, trs, c.Temperature, c.MicroBatch)
+		rows, err := l.pass(l.policy, trs, want, torch.ForwardOptions{Temperature: c.Temperature, Entropy: true}, pickLogprobs, pickEntropy)
 		if err != nil {
 			return nil, err
 		}
 		for i, t := range trs {
-			data.setOld(t, old[i], ent[i])
+			data.setOld(t, rows[i][0], rows[i][1])
 		}
 	}
 	if l.ref != nil {
-		ref, err := TokenLogprobs(l.dist, l.ref, trs, c.Temperature, c.MicroBatch)
+		rows, err := l.pass(l.ref, trs, want, torch.ForwardOptions{Temperature: c.Temperature}, pickLogprobs)
 		if err != nil {
 			return nil, err
 		}
 		for i, t := range trs {
-			data[t].Ref = ref[i]
+			data[t].Ref = rows[i][0]
 		}
 	}
 	if l.critic != nil {
-		vals, err := TokenValues(l.dist, l.critic, trs, c.MicroBatch)
+		rows, err := l.pass(l.critic, trs, allTargets, valuesOnly, pickValues)
 		if err != nil {
 			return nil, err
 		}
 		for i, t := range trs {
-			data[t].Values = vals[i]
-			t.Values = vals[i]
+			data[t].Values = rows[i][0]
+			t.Values = rows[i][0]
 		}
 	}
 	return data, nil

@@ -28,4 +28,10 @@
 //	  -> step, or drop the gradients and count the step as skipped
 //
 // and only the loss differs (policy.go, critic.go, sft.go).
+//
+// With packing on (algorithm.pack_segments, packed.go) the mini-batches
+// and micro-batches keep an episode's segments together, and a
+// micro-batch of episodes of several segments runs them as prefix trees,
+// one episode a row, whose outputs are laid out as the unpacked forward's:
+// the losses do not know the difference.
 package learner

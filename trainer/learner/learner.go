@@ -29,13 +29,19 @@ type Settings struct {
 	Overlong        algo.Overlong // DAPO's overlong filtering and soft punishment
 	CriticWarmup    int           // the first iterations train the critic alone
 
-	Loss        algo.LossConfig
-	Epochs      int
-	MiniBatch   int
-	MicroBatch  int
-	LossMask    bool
-	MaxGradNorm float64
-	Temperature float64 // the sampling temperature, at which logprobs are recomputed
+	Loss       algo.LossConfig
+	Epochs     int
+	MiniBatch  int
+	MicroBatch int
+	LossMask   bool
+	// PackSegments trains the segments of an episode (env.context) packed:
+	// its mini-batches and micro-batches keep an episode's segments
+	// together, and each micro-batch's episodes of several segments run as
+	// trainer/packing's prefix trees, one episode a row, their shared
+	// prefixes once (algorithm.pack_segments).
+	PackSegments bool
+	MaxGradNorm  float64
+	Temperature  float64 // the sampling temperature, at which logprobs are recomputed
 
 	// RolloutCorrection corrects the policy-gradient term for the rollout
 	// engine's distribution differing from the training forward's: "off"
@@ -192,3 +198,11 @@ func (l *Learner) ParamNames() []string {
 // Optimizers are the policy's AdamW and a separate critic's (nil
 // otherwise), for tests that read their state.
 func (l *Learner) Optimizers() (policy, critic *torch.AdamW) { return l.opt, l.criticOpt }
+
+// packTargets is want when packing is on, else nil (stepper.want).
+func (l *Learner) packTargets(want targets) targets {
+	if !l.s.PackSegments {
+		return nil
+	}
+	return want
+}

@@ -32,6 +32,7 @@ func (r Result) AddMetrics(m map[string]float64, critic bool) {
 	m[metric.GradNorm] = r.GradNorm
 	m[metric.OptimizerSteps] = float64(r.Steps)
 	m[metric.SkippedUpdates] = float64(r.Skipped)
+	m[metric.UpdateTokens], m[metric.UpdateTokensNaive] = float64(r.UpdateTokens), float64(r.SampleTokens)
 	a := algo.AdvantageStats(r.Trained)
 	m[metric.AdvMean], m[metric.AdvStd], m[metric.AdvMin], m[metric.AdvMax] = a.Mean, a.Std, a.Min, a.Max
 	ret := algo.ReturnStats(r.Trained)

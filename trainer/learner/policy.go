@@ -42,7 +42,8 @@ type policyIn struct {
 func (l *Learner) policyStep(mini []*trajectory.Trajectory, data TokenTable, trainPolicy bool, old oldSource, st *Stats) error {
 	st.policySteps++
 	in := policyIn{data: data, norm: l.norm(mini), trainPolicy: trainPolicy, old: old}
-	k := stepper{name: "policy", dev: l.policy.Device, opt: l.opt, dist: l.dist, micro: l.s.MicroBatch, maxGradNorm: l.s.MaxGradNorm}
+	k := stepper{name: "policy", dev: l.policy.Device, opt: l.opt, dist: l.dist, micro: l.s.MicroBatch, maxGradNorm: l.s.MaxGradNorm,
+		want: l.packTargets(lossTargets(l.s.LossMask))}
 	var fwd []forwardRows
 	r, err := k.step(mini, func(s *torch.Scope, p Padded, rep *readback) (*torch.Tensor, error) {
 		return l.policyLoss(s, p, in, st, rep, &fwd)
@@ -54,6 +55,8 @@ func (l *Learner) policyStep(mini []*trajectory.Trajectory, data TokenTable, tra
 		data.setOld(f.t, f.old, f.ent)
 	}
 	st.Timing.add(r.Timing)
+	st.UpdateTokens += r.Tokens
+	st.SampleTokens += r.Samples
 	if !r.Taken {
 		st.Skipped++
 		for _, t := range mini {
@@ -79,23 +82,24 @@ func (l *Learner) policyStep(mini []*trajectory.Trajectory, data TokenTable, tra
 func (l *Learner) policyLoss(s *torch.Scope, p Padded, in policyIn, st *Stats, rep *readback, fwd *[]forwardRows) (*torch.Tensor, error) {
 	c, data, n := l.s, in.data, in.norm
 	shared := l.mode == SharedCritic
-	// The entropy's graph is built only when the entropy bonus weighs in.
-	o, err := l.policy.Forward(p.Batch, torch.ForwardOptions{Temperature: c.Temperature, Grad: true, Entropy: true,
-		EntropyGrad: in.trainPolicy && c.Loss.EntropyCoef != 0, Values: shared})
-	if err != nil {
-		return nil, OOMHint(fmt.Errorf("policy forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Batch.T, err))
-	}
-	s.Own(o.LogProbs, o.Entropy, o.Values)
 	B, W := int64(len(p.Trs)), int64(p.Width())
 	grid := func(f func(t *trajectory.Trajectory, j int) float32) *torch.Tensor { return s.Float32(p.Grid(f), B, W) }
+	// A packed forward's logprobs off its targets are the old ones: the
+	// ratio there is 1 (forward).
+	var old *torch.Tensor
+	if in.trainPolicy && in.old == oldRecomputed {
+		old = grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
+	}
+	// The entropy's graph is built only when the entropy bonus weighs in.
+	o, err := forward(s, l.policy, p, torch.ForwardOptions{Temperature: c.Temperature, Grad: true, Entropy: true,
+		EntropyGrad: in.trainPolicy && c.Loss.EntropyCoef != 0, Values: shared}, torch.Output{LogProbs: old})
+	if err != nil {
+		return nil, OOMHint(fmt.Errorf("policy forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Tokens(), err))
+	}
 	mask := grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, c.LossMask) })
 	total := s.Scalar(0)
 	if in.trainPolicy {
-		var old *torch.Tensor
-		switch in.old {
-		case oldRecomputed:
-			old = grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
-		case oldFromForward:
+		if in.old == oldFromForward {
 			old = s.Detach(o.LogProbs)
 			rep.addRows(s.Stack(0, old, s.Detach(o.Entropy)), func(v []float32) {
 				lp, ent := p.Unpack(v[:len(v)/2]), p.Unpack(v[len(v)/2:])

@@ -12,10 +12,15 @@ type Stats struct {
 	GradNorm, CriticGradNorm               float64
 	Steps, Skipped                         int
 	SkippedIDs                             []string
-	Tokens                                 int     // loss tokens processed (per epoch pass)
-	LR                                     float64 // the policy learning rate of the last step
-	Timing                                 Timing  // where this rank's time went
-	policySteps, criticSteps               int     // policySteps counts skipped steps too
+	Tokens                                 int // loss tokens processed (per epoch pass)
+	// UpdateTokens are the tokens the policy's training forwards ran
+	// through the model over all epochs, a packed episode's shared
+	// prefixes once (algorithm.pack_segments); SampleTokens the same
+	// trajectories' tokens as samples of their own. Padding is left out.
+	UpdateTokens, SampleTokens int
+	LR                         float64 // the policy learning rate of the last step
+	Timing                     Timing  // where this rank's time went
+	policySteps, criticSteps   int     // policySteps counts skipped steps too
 }
 
 // Timing is where an update's wall time went, by phase. On a GPU, work
@@ -75,11 +80,11 @@ func (l *Learner) sumStats(st *Stats) error {
 		return nil
 	}
 	v := []float64{st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL,
-		float64(st.Tokens)}
+		float64(st.Tokens), float64(st.UpdateTokens), float64(st.SampleTokens)}
 	if err := l.dist.Sum(v); err != nil {
 		return err
 	}
 	st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL = v[0], v[1], v[2], v[3], v[4], v[5], v[6]
-	st.Tokens = int(v[7])
+	st.Tokens, st.UpdateTokens, st.SampleTokens = int(v[7]), int(v[8]), int(v[9])
 	return nil
 }

@@ -75,6 +75,9 @@ type stepper struct {
 	dist        *dist.Group
 	micro       int
 	maxGradNorm float64
+	// want packs the segments of an episode with these targets
+	// (batches); nil runs each trajectory as a sample of its own.
+	want targets
 }
 
 // stepResult is what one optimizer step did.
@@ -83,22 +86,33 @@ type stepResult struct {
 	GradNorm float64 // the norm before clipping, the same on every rank
 	Loss     float64 // this rank's sum of its micro-batch losses
 	Timing   Timing  // this rank's forward, backward and optimizer time
+	// Tokens are the tokens this rank's forwards ran through the model (a
+	// packed episode's shared prefixes once), Samples the same
+	// trajectories' tokens as samples of their own; padding left out.
+	Tokens, Samples int
 }
 
-// step is one optimizer step on a mini-batch: this rank's shard of mini is
-// split into micro-batches whose gradients accumulate, the gradients are
+// step is one optimizer step on a mini-batch: this rank's shard of mini
+// (whole episodes when packing: shardEpisodes) is split into micro-batches
+// (batches) whose gradients accumulate, the gradients are
 // summed over the ranks, the ranks agree whether any saw a non-finite
 // loss, the gradient norm is clipped, and the step is taken, or the
 // gradients dropped when a loss or the norm is not finite.
 func (k stepper) step(mini []*trajectory.Trajectory, loss lossFunc) (stepResult, error) {
 	var r stepResult
 	nonFinite := false
-	mine := dist.Shard(k.dist, mini)
-	for _, mb := range MicroBatches(mine, k.micro) {
-		v, err := k.microStep(PadBatch(Pick(mine, mb)), loss, &r.Timing)
+	shard := dist.Shard[*trajectory.Trajectory]
+	if k.want != nil {
+		shard = shardEpisodes
+	}
+	mine := shard(k.dist, mini)
+	for _, p := range batches(mine, k.micro, k.want) {
+		v, err := k.microStep(p, loss, &r.Timing)
 		if err != nil {
 			return r, err
 		}
+		r.Tokens += p.Tokens()
+		r.Samples += tokens(p.Trs)
 		r.Loss += v
 		nonFinite = nonFinite || !finite(v)
 	}
@@ -154,7 +168,7 @@ func (k stepper) microStep(p Padded, loss lossFunc, tm *Timing) (float64, error)
 	}
 	forwarded := time.Now()
 	if err := l.Backward(); err != nil {
-		return 0, OOMHint(fmt.Errorf("%s backward of %d trajectories (%d tokens): %w", k.name, len(p.Trs), p.Batch.T, err))
+		return 0, OOMHint(fmt.Errorf("%s backward of %d trajectories (%d tokens): %w", k.name, len(p.Trs), p.Tokens(), err))
 	}
 	if err := k.opt.Accumulate(); err != nil {
 		return 0, err

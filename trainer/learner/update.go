@@ -212,17 +212,16 @@ func (l *Learner) referenceKL(train []*trajectory.Trajectory, data TokenTable, r
 // epochs runs the epochs of shuffled mini-batches: per mini-batch one
 // step of the policy (and a shared value head), or of the value head
 // alone during the critic's warm-up, then one of a separate critic. old
-// says where the policy steps' old logprobs come from.
+// says where the policy steps' old logprobs come from. With packing on
+// the episodes are shuffled, and a mini-batch holds whole episodes
+// (miniBatches).
 func (l *Learner) epochs(trs []*trajectory.Trajectory, data TokenTable, trainPolicy bool, old oldSource) (Stats, error) {
 	var st Stats
-	idx := make([]int, len(trs))
-	for i := range idx {
-		idx[i] = i
-	}
+	units := unitsOf(trs, l.s.PackSegments)
 	for epoch := 0; epoch < l.s.Epochs; epoch++ {
-		l.rand.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
-		for lo := 0; lo < len(idx); lo += l.s.MiniBatch {
-			mini := Pick(trs, idx[lo:min(lo+l.s.MiniBatch, len(idx))])
+		l.rand.Shuffle(len(units), func(a, b int) { units[a], units[b] = units[b], units[a] })
+		for _, idx := range miniBatches(units, l.s.MiniBatch) {
+			mini := Pick(trs, idx)
 			// The mini-batch's policy and critic steps share one point of
 			// the schedule: the run's policy steps so far.
 			if err := l.setLR(&st); err != nil {
@@ -241,6 +240,25 @@ func (l *Learner) epochs(trs []*trajectory.Trajectory, data TokenTable, trainPol
 		}
 	}
 	return st, l.finish(&st)
+}
+
+// miniBatches fills mini-batches of at most n trajectories with whole
+// units (an episode's segments, or one trajectory), in order; a unit of
+// more than n fills one alone.
+func miniBatches(units [][]int, n int) [][]int {
+	var out [][]int
+	var cur []int
+	for _, u := range units {
+		if len(cur) > 0 && len(cur)+len(u) > n {
+			out = append(out, cur)
+			cur = nil
+		}
+		cur = append(cur, u...)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
 
 // norm is the mini-batch's loss normaliser.

@@ -72,6 +72,8 @@ const (
 	// Time, throughput and memory.
 	TokensPerSRollout = "tokens_per_s_rollout"
 	TokensPerSUpdate  = "tokens_per_s_update"
+	UpdateTokens      = "update_tokens"
+	UpdateTokensNaive = "update_tokens_unpacked"
 	TimeRolloutS      = "time_rollout_s"
 	TimeDecodeS       = "time_decode_s"
 	TimePrefillS      = "time_prefill_s"
@@ -158,6 +160,8 @@ var Defs = []Def{
 	{GroupsZeroVariance, "groups dynamic sampling dropped because their rewards all agreed (algorithm.dynamic_sampling)", false},
 	{TokensPerSRollout, "tokens generated per second of rollout", false},
 	{TokensPerSUpdate, "trajectory tokens per second of update (times epochs)", false},
+	{UpdateTokens, "tokens the policy's training forwards ran through the model (all epochs, padding left out): an episode's segments packed (algorithm.pack_segments) count their shared prefixes once", false},
+	{UpdateTokensNaive, "the same trajectories' tokens as samples of their own, one per segment: update_tokens without packing", false},
 	{TimeRolloutS, "wall time of the training rollout", false},
 	{TimeDecodeS, "time in decode steps", false},
 	{TimePrefillS, "time prefilling prompts and observations", false},
