@@ -387,8 +387,9 @@ int ar_engine_prefill(ar_engine e, int slot, const int64_t *ids, int64_t n,
  * rounding (not bit for bit: a product of several slots' rows rounds
  * differently on the CPU). Every input is checked before anything is written: on a bad
  * input (a slot out of range or given twice, no tokens, the cache length
- * exceeded, a token outside the vocabulary) the engine is unchanged. Long
- * batches run as several forwards of consecutive slots. */
+ * exceeded, a token outside the vocabulary) the engine is unchanged. A long
+ * batch runs as several forwards, each of the next slots in the given order
+ * (at most 16384 padded tokens: slots x longest). */
 int ar_engine_prefill_batch(ar_engine e, const int *slots, int n_slots,
                             const int64_t *ids, const int64_t *lens,
                             char **err);

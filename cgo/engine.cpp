@@ -272,12 +272,15 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
     at::Tensor startt = at::tensor(start, at::kLong).to(m.dev);
     pos = startt.unsqueeze(1) + at::arange(n, lopts).unsqueeze(0);
   }
-  // Where the new keys and values go: cache row wslot[r], position wpos[r]
-  // takes row wrow[r] of the layer's [S*n,kv,hd] keys (row i*n+j is token j
-  // of slot i), the real tokens only (all rows of a batch that is not
-  // ragged: wrow is then undefined).
+  // Where the new keys and values of several slots go: cache row wslot[r],
+  // position wpos[r] takes row wrow[r] of the layer's [S*n,kv,hd] keys
+  // (row i*n+j is token j of slot i), the real tokens only (all rows of a
+  // batch that is not ragged: wrow is then undefined).
   at::Tensor wslot, wpos, wrow;
-  if (S > 1) {
+  if (S > 1 && !ragged) {
+    wslot = at::tensor(slots, at::kLong).to(m.dev).unsqueeze(1).expand({S, n}).reshape({S * n});
+    wpos = pos.reshape({S * n});
+  } else if (S > 1) {
     std::vector<int64_t> ws, wp, wr;
     for (int64_t i = 0; i < S; i++)
       for (int64_t j = 0; j < count[i]; j++) {
@@ -287,7 +290,7 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
       }
     wslot = at::tensor(ws, at::kLong).to(m.dev);
     wpos = at::tensor(wp, at::kLong).to(m.dev);
-    if (ragged) wrow = at::tensor(wr, at::kLong).to(m.dev);
+    wrow = at::tensor(wr, at::kLong).to(m.dev);
   }
   // Query j of slot i may read key p when p <= start_i + j.
   at::Tensor keys = at::arange(L, lopts).view({1, 1, L});
