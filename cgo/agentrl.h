@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 12
+#define AR_ABI_VERSION 13
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -380,6 +380,19 @@ int ar_engine_free(ar_engine e);
  * trajectory), at positions len..len+n-1. */
 int ar_engine_prefill(ar_engine e, int slot, const int64_t *ids, int64_t n,
                       char **err);
+/* Prefills n_slots distinct slots together: slot slots[i] appends lens[i]
+ * tokens (at least one) at its own length, the ids of all slots
+ * concatenated in order. Each slot's pending logits are those of its own
+ * last token, as after ar_engine_prefill of that slot alone, to float
+ * rounding (not bit for bit: a product of several slots' rows rounds
+ * differently on the CPU). Every input is checked before anything is written: on a bad
+ * input (a slot out of range or given twice, no tokens, the cache length
+ * exceeded, a token outside the vocabulary) the engine is unchanged. A long
+ * batch runs as several forwards, each of the next slots in the given order
+ * (at most 16384 padded tokens: slots x longest). */
+int ar_engine_prefill_batch(ar_engine e, const int *slots, int n_slots,
+                            const int64_t *ids, const int64_t *lens,
+                            char **err);
 /* Makes dst a copy of src (cache rows, length, pending logits). */
 int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err);
 int ar_engine_release(ar_engine e, int slot, char **err);

@@ -44,6 +44,11 @@
 
 using namespace ar;
 
+// kPrefillTokens bounds the padded tokens (slots x longest new length) of
+// one forward of a batched prefill; kPrefillScores bounds its attention
+// scores (slots x heads x longest x keys): 1 GiB in float32.
+constexpr int64_t kPrefillTokens = 16384, kPrefillScores = int64_t(1) << 28;
+
 struct ar_engine_s {
   ar_model m;
   int slots;
@@ -53,6 +58,7 @@ struct ar_engine_s {
   at::Tensor pending;               // [slots, vocab] float32 logits of the last token, on the model's device
   std::vector<bool> has_pending;
   std::vector<std::mt19937_64> rng; // one stream per slot: sampling does not depend on batch makeup
+  int64_t prefill_tokens = kPrefillTokens;  // bound of one batched prefill forward (slots x longest)
 
   int mode = AR_DECODE_AUTO;          // as set by ar_engine_set_decode
   std::unique_ptr<FastDecoder> fast;  // the hand-written step, when supported
@@ -210,11 +216,16 @@ at::Tensor download(const at::Tensor &t) {
 
 // run appends the tokens ids [S,n] to the given slots (all at their own
 // lengths) and returns the logits of each slot's last new token [S,V],
-// with libtorch ops on the fused weights (fused) or the HF tensors. With a
-// profile, the time of the weight products and of attention is added to it
-// (the rest to other).
+// with libtorch ops on the fused weights (fused) or the HF tensors. With
+// lens (ragged, one per row, each in 1..n) row i appends only its first
+// lens[i] tokens: the rest of the row is padding, whose queries sit at the
+// row's last real position (so they read only real keys and their output
+// is dropped), whose keys and values are never written to the cache, and
+// which no real query reads (query j reads keys up to start_i + j). Empty
+// lens is n for every row. With a profile, the time of the weight products
+// and of attention is added to it (the rest to other).
 at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tensor &ids, bool fused,
-               StepProfile *prof = nullptr) {
+               StepProfile *prof = nullptr, const std::vector<int64_t> &lens = {}) {
   AutocastScope ac(e.m->dev, e.m->autocast);
   if (fused) refresh_fused(e);
   auto t = Clock::now();
@@ -222,13 +233,22 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   const ar_model_s &m = *e.m;
   int64_t S = ids.size(0), n = ids.size(1);
   auto lopts = at::TensorOptions().dtype(at::kLong).device(m.dev);
-  std::vector<int64_t> start(S);
+  std::vector<int64_t> start(S), count(S, n);  // count: new tokens per row
+  bool ragged = false;
+  if (!lens.empty()) {
+    TORCH_CHECK(static_cast<int64_t>(lens.size()) == S, "run: ", lens.size(), " lengths for ", S, " rows");
+    count = lens;
+    for (int64_t i = 0; i < S; i++) {
+      TORCH_CHECK(count[i] >= 1 && count[i] <= n, "run: row ", i, " has length ", count[i], " outside 1..", n);
+      ragged = ragged || count[i] != n;
+    }
+  }
   int64_t L = 0;
   for (int64_t i = 0; i < S; i++) {
     start[i] = e.len[slots[i]];
-    TORCH_CHECK(start[i] + n <= e.max_len, "slot ", slots[i], " would exceed the cache length ", e.max_len,
-                " (has ", start[i], ", adding ", n, ")");
-    L = std::max(L, start[i] + n);
+    TORCH_CHECK(start[i] + count[i] <= e.max_len, "slot ", slots[i], " would exceed the cache length ", e.max_len,
+                " (has ", start[i], ", adding ", count[i], ")");
+    L = std::max(L, start[i] + count[i]);
   }
   // Runs of consecutive slot numbers read the cache in place (narrow views,
   // no copy): rows [i0, i1) of the batch are slots s0.. of the cache, with
@@ -240,11 +260,38 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   for (int64_t i = 0; i < S; i++) {
     if (runs.empty() || slots[i] != slots[i - 1] + 1) runs.push_back({i, i, slots[i], 0});
     runs.back().i1 = i + 1;
-    runs.back().len = std::max(runs.back().len, start[i] + n);
+    runs.back().len = std::max(runs.back().len, start[i] + count[i]);
   }
-  at::Tensor startt = at::tensor(start, at::kLong).to(m.dev);
-  at::Tensor pos = startt.unsqueeze(1) + at::arange(n, lopts).unsqueeze(0);  // [S,n]
-  at::Tensor slott = at::tensor(slots, at::kLong).to(m.dev);
+  at::Tensor pos;  // [S,n]
+  if (ragged) {
+    std::vector<int64_t> p(S * n);
+    for (int64_t i = 0; i < S; i++)
+      for (int64_t j = 0; j < n; j++) p[i * n + j] = start[i] + std::min(j, count[i] - 1);
+    pos = at::tensor(p, at::kLong).view({S, n}).to(m.dev);
+  } else {
+    at::Tensor startt = at::tensor(start, at::kLong).to(m.dev);
+    pos = startt.unsqueeze(1) + at::arange(n, lopts).unsqueeze(0);
+  }
+  // Where the new keys and values of several slots go: cache row wslot[r],
+  // position wpos[r] takes row wrow[r] of the layer's [S*n,kv,hd] keys
+  // (row i*n+j is token j of slot i), the real tokens only (all rows of a
+  // batch that is not ragged: wrow is then undefined).
+  at::Tensor wslot, wpos, wrow;
+  if (S > 1 && !ragged) {
+    wslot = at::tensor(slots, at::kLong).to(m.dev).unsqueeze(1).expand({S, n}).reshape({S * n});
+    wpos = pos.reshape({S * n});
+  } else if (S > 1) {
+    std::vector<int64_t> ws, wp, wr;
+    for (int64_t i = 0; i < S; i++)
+      for (int64_t j = 0; j < count[i]; j++) {
+        ws.push_back(slots[i]);
+        wp.push_back(start[i] + j);
+        wr.push_back(i * n + j);
+      }
+    wslot = at::tensor(ws, at::kLong).to(m.dev);
+    wpos = at::tensor(wp, at::kLong).to(m.dev);
+    wrow = at::tensor(wr, at::kLong).to(m.dev);
+  }
   // Query j of slot i may read key p when p <= start_i + j.
   at::Tensor keys = at::arange(L, lopts).view({1, 1, L});
   at::Tensor allowed = keys <= pos.unsqueeze(-1);  // [S,n,L]
@@ -275,16 +322,19 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
     // write k, v [S,kv,n,hd] at positions pos into the cache
     at::Tensor kc = e.K[li], vc = e.V[li];
     if (S == 1) {
-      kc[slots[0]].narrow(1, start[0], n).copy_(k[0]);
-      vc[slots[0]].narrow(1, start[0], n).copy_(v[0]);
+      kc[slots[0]].narrow(1, start[0], count[0]).copy_(k[0].narrow(1, 0, count[0]));
+      vc[slots[0]].narrow(1, start[0], count[0]).copy_(v[0].narrow(1, 0, count[0]));
     } else {
+      // One advanced-index write each for keys and values: [S,kv,n,hd] as
+      // rows [S*n,kv,hd], the real ones picked (under autocast k and v
+      // come in the autocast dtype).
       using at::indexing::Slice;
-      for (int64_t j = 0; j < n; j++) {
-        at::Tensor pj = pos.select(1, j);
-        // (under autocast k and v come in the autocast dtype)
-        kc.index_put_({slott, Slice(), pj}, k.select(2, j).to(kc.scalar_type()));
-        vc.index_put_({slott, Slice(), pj}, v.select(2, j).to(vc.scalar_type()));
-      }
+      auto rows = [&](const at::Tensor &x, const at::Tensor &cache) {
+        at::Tensor r = x.transpose(1, 2).reshape({S * n, x.size(1), x.size(3)}).to(cache.scalar_type());
+        return wrow.defined() ? r.index_select(0, wrow) : r;
+      };
+      kc.index_put_({wslot, Slice(), wpos}, rows(k, kc));
+      vc.index_put_({wslot, Slice(), wpos}, rows(v, vc));
     }
     std::vector<at::Tensor> outs;
     for (const auto &r : runs) {
@@ -309,8 +359,16 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
     }
     t_prod += since(t);  // (the MLP's norm and activation counted with the products)
   }
-  for (int64_t i = 0; i < S; i++) e.len[slots[i]] = start[i] + n;
-  at::Tensor last = rms_norm(x.narrow(1, n - 1, 1).squeeze(1), m.norm, c.rms_eps);  // [S,H]
+  for (int64_t i = 0; i < S; i++) e.len[slots[i]] = start[i] + count[i];
+  at::Tensor xl;  // [S,H]: each row's last real token
+  if (ragged) {
+    std::vector<int64_t> last(S);
+    for (int64_t i = 0; i < S; i++) last[i] = i * n + count[i] - 1;
+    xl = x.reshape({S * n, x.size(2)}).index_select(0, at::tensor(last, at::kLong).to(m.dev));
+  } else {
+    xl = x.narrow(1, n - 1, 1).squeeze(1);
+  }
+  at::Tensor last = rms_norm(xl, m.norm, c.rms_eps);
   since(t);
   at::Tensor logits = (fused ? proj(last, m.lm_head, at::Tensor()) : m.logits(last)).to(at::kFloat);
   t_prod += since(t);
@@ -643,6 +701,65 @@ int ar_engine_prefill(ar_engine e, int slot, const int64_t *ids, int64_t n, char
   });
 }
 
+int ar_engine_prefill_batch(ar_engine e, const int *slots, int n_slots, const int64_t *ids, const int64_t *lens,
+                            char **err) {
+  return guard(err, [&] {
+    DeviceScope on(e->m->dev);
+    TORCH_CHECK(n_slots > 0, "batched prefill needs at least one slot");
+    TORCH_CHECK(slots != nullptr && lens != nullptr && ids != nullptr, "batched prefill: null slots, ids or lens");
+    // Everything is checked before anything is written: a bad input leaves
+    // the engine as it was.
+    const int64_t V = e->m->cfg.vocab;
+    std::vector<int64_t> sl(slots, slots + n_slots), count(lens, lens + n_slots), offset(n_slots);
+    std::vector<bool> seen(e->slots, false);
+    int64_t total = 0;
+    for (int i = 0; i < n_slots; i++) {
+      const int s = slots[i];
+      check_slot(*e, s);
+      TORCH_CHECK(!seen[s], "batched prefill: slot ", s, " given twice");
+      seen[s] = true;
+      TORCH_CHECK(count[i] > 0, "batched prefill of slot ", s, " needs at least one token");
+      TORCH_CHECK(e->len[s] + count[i] <= e->max_len, "batched prefill: slot ", s, " would exceed the cache length ",
+                  e->max_len, " (has ", e->len[s], ", adding ", count[i], ")");
+      offset[i] = total;
+      for (int64_t j = 0; j < count[i]; j++) {
+        const int64_t id = ids[total + j];
+        TORCH_CHECK(id >= 0 && id < V, "batched prefill of slot ", s, ": token id ", id, " (position ", j,
+                    ") outside the vocabulary [0,", V, ")");
+      }
+      total += count[i];
+    }
+    c10::InferenceMode inference;
+    apply_threads();
+    const bool fused = path(*e) == kFused;
+    const auto &c = e->m->cfg;
+    // Slots are taken in the given order, as many per forward as keep the
+    // padded tokens and the attention scores under their bounds; a forward
+    // always takes at least one slot.
+    for (int i0 = 0; i0 < n_slots;) {
+      int i1 = i0 + 1;
+      int64_t n = count[i0], L = e->len[sl[i0]] + count[i0];
+      for (; i1 < n_slots; i1++) {
+        const int64_t n2 = std::max(n, count[i1]), L2 = std::max(L, e->len[sl[i1]] + count[i1]);
+        const int64_t rows = i1 - i0 + 1;
+        if (rows * n2 > e->prefill_tokens || rows * c.heads * n2 * L2 > kPrefillScores) break;
+        n = n2;
+        L = L2;
+      }
+      const int64_t S = i1 - i0;
+      // The chunk's tokens, each row padded with token 0 to the longest.
+      std::vector<int64_t> padded(S * n, 0);
+      for (int64_t i = 0; i < S; i++)
+        std::copy(ids + offset[i0 + i], ids + offset[i0 + i] + count[i0 + i], padded.begin() + i * n);
+      std::vector<int64_t> cs(sl.begin() + i0, sl.begin() + i1), cn(count.begin() + i0, count.begin() + i1);
+      at::Tensor l = run(*e, cs, upload(padded.data(), {S, n}, e->m->dev), fused, nullptr, cn);
+      e->pending.index_copy_(0, upload(cs.data(), {S}, e->m->dev), l);
+      for (int64_t s : cs) e->has_pending[s] = true;
+      i0 = i1;
+    }
+  });
+}
+
 int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err) {
   return guard(err, [&] {
     DeviceScope on(e->m->dev);
@@ -789,6 +906,13 @@ int ar_engine_logits(ar_engine e, int slot, float *dst, int64_t vocab, char **er
     TORCH_CHECK(vocab == e->m->cfg.vocab, "buffer holds ", vocab, " logits, vocab is ", e->m->cfg.vocab);
     at::Tensor row = e->pending[slot].to(at::kCPU).contiguous();
     std::memcpy(dst, row.data_ptr<float>(), sizeof(float) * vocab);
+  });
+}
+
+int ar_engine_set_prefill_tokens(ar_engine e, int64_t tokens, char **err) {
+  return guard(err, [&] {
+    TORCH_CHECK(tokens >= 0, "prefill tokens per forward must be positive (0: the default), got ", tokens);
+    e->prefill_tokens = tokens == 0 ? kPrefillTokens : tokens;
   });
 }
 

@@ -52,6 +52,10 @@ int ar_engine_decode_path(ar_engine e, int *path, char **why, char **err);
  * longer use graphs (a capture failed), or NULL. 0 and NULL on builds
  * without CUDA. */
 int ar_engine_cuda_graphs(ar_engine e, int64_t *captured, char **off, char **err);
+/* The most padded tokens (slots x longest new length) one forward of
+ * ar_engine_prefill_batch takes; 0 restores the default (16384). Tests
+ * set it low to run a batch as several forwards. */
+int ar_engine_set_prefill_tokens(ar_engine e, int64_t tokens, char **err);
 /* Wall time of decode steps so far, in seconds, by phase: phases[0]
  * weight products, [1] attention, [2] sampling, [3] other; *steps counts
  * the steps. reset: start again from zero. */

@@ -40,6 +40,14 @@ func (d *scripted) Prefill(slot int, ids []int64) error {
 	d.left[slot], d.completions = d.completions[0], d.completions[1:]
 	return nil
 }
+func (d *scripted) PrefillBatch(slots []int, ids [][]int64) error {
+	for i, sl := range slots {
+		if err := d.Prefill(sl, ids[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 func (d *scripted) CopySlot(src, dst int) error      { return nil }
 func (d *scripted) Release(slot int) error           { return nil }
 func (d *scripted) Seed(slot int, seed uint64) error { return nil }

@@ -51,6 +51,9 @@ func (e *Engine) Free() {
 // Slots is the number of slots.
 func (e *Engine) Slots() int { return e.slots }
 
+// Device is the device of the engine's model and caches.
+func (e *Engine) Device() Device { return e.model.Device }
+
 // MaxLen is the cache length of each slot.
 func (e *Engine) MaxLen() int { return e.maxLen }
 
@@ -62,6 +65,32 @@ func (e *Engine) Prefill(slot int, ids []int64) error {
 	}
 	var msg *C.char
 	return check("engine_prefill", C.ar_engine_prefill(e.h, C.int(slot), (*C.int64_t)(unsafe.Pointer(&ids[0])), C.int64_t(len(ids)), &msg), msg)
+}
+
+// PrefillBatch appends ids[i] to slots[i] for every i, in one call: the
+// slots (distinct, each given at least one token) may hold different
+// numbers of tokens already and take different numbers of new ones. Each
+// slot's next step continues after its own last token, as after Prefill of
+// that slot alone. A bad input (a slot out of range or given twice, no
+// tokens, a slot's cache overflowing, a token outside the vocabulary) is
+// an error naming the slot, and the engine is left unchanged.
+func (e *Engine) PrefillBatch(slots []int, ids [][]int64) error {
+	if len(slots) == 0 || len(slots) != len(ids) {
+		return fmt.Errorf("engine batched prefill: %d slots and %d token lists", len(slots), len(ids))
+	}
+	cs := make([]C.int, len(slots))
+	lens := make([]int64, len(slots))
+	var flat []int64
+	for i, sl := range slots {
+		if len(ids[i]) == 0 {
+			return fmt.Errorf("engine batched prefill of slot %d: no tokens", sl)
+		}
+		cs[i], lens[i] = C.int(sl), int64(len(ids[i]))
+		flat = append(flat, ids[i]...)
+	}
+	var msg *C.char
+	return check("engine_prefill_batch", C.ar_engine_prefill_batch(e.h, &cs[0], C.int(len(cs)),
+		(*C.int64_t)(unsafe.Pointer(&flat[0])), (*C.int64_t)(unsafe.Pointer(&lens[0])), &msg), msg)
 }
 
 // CopySlot makes dst a copy of src: a group of samples shares one prefill.
@@ -235,4 +264,12 @@ func checkGraphReplay(eager, replayed *Tensor, slots int) error {
 	}
 	var msg *C.char
 	return check("check_graph_replay", C.ar_check_graph_replay(e, r, C.int64_t(slots), &msg), msg)
+}
+
+// setPrefillTokens bounds the padded tokens (slots x longest) of one
+// forward of PrefillBatch (0: the default, 16384), the seam that tests
+// splitting a batch into several forwards on small inputs.
+func (e *Engine) setPrefillTokens(n int) error {
+	var msg *C.char
+	return check("engine_set_prefill_tokens", C.ar_engine_set_prefill_tokens(e.h, C.int64_t(n), &msg), msg)
 }

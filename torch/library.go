@@ -11,7 +11,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 12
+const abiVersion = 13
 
 var (
 	checkOnce sync.Once

@@ -57,6 +57,12 @@ func (w *rolloutWeights) Prefill(slot int, ids []int64) error {
 	return w.eng.Prefill(slot, ids)
 }
 
+func (w *rolloutWeights) PrefillBatch(slots []int, ids [][]int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.eng.Decoder().PrefillBatch(slots, ids)
+}
+
 func (w *rolloutWeights) CopySlot(src, dst int) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -3,7 +3,7 @@
 // multi-turn rollouts through the agent's decode engine.
 //
 // Generate prefills Batch random prompts of PromptLen tokens into slots
-// 0..Batch-1 (one Prefill call per slot, as the rollout scheduler does) and
+// 0..Batch-1 (one batched PrefillBatch call for all of them) and
 // then runs NewTokens decode steps of all slots together, sampling at
 // temperature 1. Its headline TokensPerS is end to end, the way a Hugging
 // Face generate loop is usually timed: Batch*NewTokens generated tokens over

@@ -189,7 +189,8 @@ func readGBs(dev torch.Device) (float64, error) {
 }
 
 // generateOnce empties and reseeds every slot, so each run does the same
-// work, then prefills the prompts and decodes newTokens steps.
+// work, then prefills the prompts (all in one batched call) and decodes
+// newTokens steps.
 func generateOnce(e *torch.Engine, prompts [][]int64, newTokens int, profile bool) (genRun, error) {
 	slots := make([]int, len(prompts))
 	for i := range slots {
@@ -204,10 +205,8 @@ func generateOnce(e *torch.Engine, prompts [][]int64, newTokens int, profile boo
 	tokens := make([]int64, len(slots))
 	logprobs := make([]float32, len(slots))
 	cpu0, t0 := cpuTime(), time.Now()
-	for i, p := range prompts {
-		if err := e.Prefill(i, p); err != nil {
-			return genRun{}, err
-		}
+	if err := e.PrefillBatch(slots, prompts); err != nil {
+		return genRun{}, err
 	}
 	t1 := time.Now()
 	if profile {

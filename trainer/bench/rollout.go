@@ -215,14 +215,16 @@ func (c *benchChat) Observation(responses []string, _ bool) []int32 {
 func (c *benchChat) EndsTurn(id int32) (bool, bool) { return id == c.end, true }
 func (c *benchChat) Decode(ids []int32) string      { return "" }
 
-// Prefill of a prompt (into an empty slot) tells the decoder which
+// A prefill of a prompt (into an empty slot) tells the decoder which
 // trajectory the slot holds: a prompt's first token is its index.
-func (d *scheduledDecoder) Prefill(slot int, ids []int64) error {
-	if n, err := d.Engine.Len(slot); err == nil && n == 0 {
-		d.slotTraj[slot] = int(ids[0])
-		d.pos[slot] = [2]int{}
+func (d *scheduledDecoder) PrefillBatch(slots []int, ids [][]int64) error {
+	for i, slot := range slots {
+		if n, err := d.Engine.Len(slot); err == nil && n == 0 {
+			d.slotTraj[slot] = int(ids[i][0])
+			d.pos[slot] = [2]int{}
+		}
 	}
-	return d.Engine.Prefill(slot, ids)
+	return d.Decoder.PrefillBatch(slots, ids)
 }
 
 // benchEnv answers ToolTurns turns with a response after the latency, then

@@ -122,6 +122,10 @@ func (d *turnDecoder) Prefill(slot int, ids []int64) error {
 	return nil
 }
 
+func (d *turnDecoder) PrefillBatch(slots []int, ids [][]int64) error {
+	return prefillEach(d.t, &d.batches, d.Prefill, slots, ids)
+}
+
 func (d *turnDecoder) CopySlot(src, dst int) error {
 	d.turns[dst] = d.turns[src]
 	return d.scriptedDecoder.CopySlot(src, dst)

@@ -19,11 +19,15 @@ import (
 
 // Decoder is what the scheduler needs from a policy: a KV-cache engine with
 // slots. engine.Decoder (trainer/engine) adapts *torch.Engine to it; tests
-// use a scripted stand-in.
+// use a scripted stand-in. PrefillBatch appends ids[i] to slots[i] for
+// every i (distinct slots), as Prefill of each would: the scheduler gives it
+// all the prefills of a round, and a decoder may run them in one call or
+// one by one.
 type Decoder interface {
 	Slots() int
 	MaxLen() int
 	Prefill(slot int, ids []int64) error
+	PrefillBatch(slots []int, ids [][]int64) error
 	CopySlot(src, dst int) error
 	Release(slot int) error
 	Seed(slot int, seed uint64) error

@@ -90,6 +90,7 @@ type sched struct {
 	tokBuf   []int64
 	lpBuf    []float32
 	slotsBuf []int
+	prefills []prefill // the round's prefills, not yet run (flushPrefills)
 }
 
 func (s *sched) loop() error {
@@ -116,6 +117,9 @@ func (s *sched) loop() error {
 				drained = true
 			}
 		}
+		if err := s.flushPrefills(); err != nil {
+			return err
+		}
 		active := s.active()
 		if len(active) == 0 {
 			if s.inTool == 0 && len(s.queue) == 0 {
@@ -131,6 +135,9 @@ func (s *sched) loop() error {
 				if err := s.onReply(r); err != nil {
 					return err
 				}
+				if err := s.flushPrefills(); err != nil {
+					return err
+				}
 			case <-s.ctx.Done():
 				return s.cancel(s.ctx.Err())
 			}
@@ -142,21 +149,22 @@ func (s *sched) loop() error {
 	}
 }
 
-// admit starts waiting groups while enough slots are free: the prompt is
-// prefilled once and copied into the group's other slots.
+// admit starts waiting groups while enough slots are free: each prompt is
+// prefilled once and copied into the group's other slots, the prompts of
+// all the groups admitted together in one batched prefill.
 func (s *sched) admit() error {
 	for len(s.queue) > 0 {
 		req := s.queue[0]
 		slots := s.freeSlots(req.Samples)
 		if slots == nil {
-			return nil
+			break
 		}
 		s.queue = s.queue[1:]
 		if err := s.startGroup(req, slots); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.flushPrefills()
 }
 
 func (s *sched) freeSlots(n int) []int {
@@ -218,21 +226,14 @@ func (s *sched) startGroup(req Request, slots []int) error {
 		s.failGroup(req, fmt.Errorf("task %s: prompt of %d tokens leaves no room under max_tokens %d", req.Task.ID, len(prompt), s.opt.MaxTotalTokens))
 		return nil
 	}
-	t0 := time.Now()
-	ids := make([]int64, len(prompt))
-	for i, v := range prompt {
-		ids[i] = int64(v)
-	}
-	if err := s.dec.Prefill(slots[0], ids); err != nil {
-		return fmt.Errorf("prefill prompt of task %s: %w", req.Task.ID, err)
-	}
-	for _, sl := range slots[1:] {
-		if err := s.dec.CopySlot(slots[0], sl); err != nil {
-			return fmt.Errorf("copy prompt of task %s: %w", req.Task.ID, err)
+	s.queuePrefill(slots[0], prompt, "prompt of task "+req.Task.ID, func() error {
+		for _, sl := range slots[1:] {
+			if err := s.dec.CopySlot(slots[0], sl); err != nil {
+				return fmt.Errorf("copy prompt of task %s: %w", req.Task.ID, err)
+			}
 		}
-	}
-	s.stats.Prefill += time.Since(t0)
-	s.stats.Prefilled += len(prompt)
+		return nil
+	})
 	for i, sl := range slots {
 		tr := s.newTraj(req, i)
 		tr.PromptLen = len(prompt)
@@ -418,27 +419,24 @@ func (s *sched) onReply(r envReply) error {
 		}
 		r.obs = r.context[len(tr.Tokens):]
 	}
-	t0 := time.Now()
-	ids := make([]int64, len(r.obs))
-	for i, v := range r.obs {
-		ids[i] = int64(v)
-	}
-	if len(ids) > 0 {
-		if err := s.dec.Prefill(ep.slot, ids); err != nil {
-			return fmt.Errorf("prefill observation of %s: %w", tr.ID, err)
+	// The observation joins the round's prefill; the episode decodes again
+	// once it is cached.
+	resume := func() error {
+		for _, v := range r.obs {
+			tr.Tokens = append(tr.Tokens, v)
+			tr.Logprobs = append(tr.Logprobs, 0)
+			tr.Mask = append(tr.Mask, 0)
+			tr.TurnOf = append(tr.TurnOf, int16(ep.turn))
 		}
+		ep.turn++
+		ep.turnStart = len(tr.Tokens)
+		s.bySlot[ep.slot] = ep
+		return nil
 	}
-	s.stats.Prefill += time.Since(t0)
-	s.stats.Prefilled += len(ids)
-	for _, v := range r.obs {
-		tr.Tokens = append(tr.Tokens, v)
-		tr.Logprobs = append(tr.Logprobs, 0)
-		tr.Mask = append(tr.Mask, 0)
-		tr.TurnOf = append(tr.TurnOf, int16(ep.turn))
+	if len(r.obs) == 0 {
+		return resume()
 	}
-	ep.turn++
-	ep.turnStart = len(tr.Tokens)
-	s.bySlot[ep.slot] = ep
+	s.queuePrefill(ep.slot, r.obs, "observation of "+tr.ID, resume)
 	return nil
 }
 

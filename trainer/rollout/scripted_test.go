@@ -98,9 +98,10 @@ type scriptedDecoder struct {
 	t        *testing.T
 	slots    int
 	hist     [][]int32
-	prefills int // prefill calls holding a prompt
+	prefills int // prefills holding a prompt
 	copies   int
 	maxBatch int
+	batches  []int // the slots of each PrefillBatch call
 }
 
 func newScripted(t *testing.T, slots int) *scriptedDecoder {
@@ -121,6 +122,27 @@ func (d *scriptedDecoder) Prefill(slot int, ids []int64) error {
 	}
 	return nil
 }
+func (d *scriptedDecoder) PrefillBatch(slots []int, ids [][]int64) error {
+	return prefillEach(d.t, &d.batches, d.Prefill, slots, ids)
+}
+
+// prefillEach is a stand-in decoder's PrefillBatch: it records the call's
+// size in batches, checks that the slots are distinct and prefills each.
+func prefillEach(t *testing.T, batches *[]int, prefill func(int, []int64) error, slots []int, ids [][]int64) error {
+	*batches = append(*batches, len(slots))
+	seen := map[int]bool{}
+	for i, sl := range slots {
+		if seen[sl] {
+			t.Errorf("slot %d prefilled twice in one batch %v", sl, slots)
+		}
+		seen[sl] = true
+		if err := prefill(sl, ids[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (d *scriptedDecoder) CopySlot(src, dst int) error {
 	d.copies++
 	d.hist[dst] = append([]int32(nil), d.hist[src]...)
@@ -294,6 +316,41 @@ func TestScriptedRollout(t *testing.T) {
 	}
 	if st.Generated == 0 || st.Steps == 0 || dec.maxBatch > 4 {
 		t.Fatalf("stats %+v, max batch %d", st, dec.maxBatch)
+	}
+}
+
+// The prefills of one scheduling round go to the decoder in one call: in
+// deterministic mode, four one-sample groups (tasks 1-4, task k calling a
+// tool in turns 0..k-1, each tool turn 4 tokens long, the closing turn 2)
+// on four slots start together (4 prompts), end their first turns at the
+// same step (4 observations), and then leave one by one as each closes:
+// 3, 2 and 1 observations (hand-worked from script). The trajectories are
+// those of the script, as when each slot was prefilled on its own.
+func TestPrefillsBatchedPerRound(t *testing.T) {
+	dec := newScripted(t, 4)
+	var reqs []Request
+	for k := 1; k <= 4; k++ {
+		reqs = append(reqs, Request{Task: task(k), Group: k, Samples: 1})
+	}
+	o := opts()
+	o.Deterministic = true
+	trs, st, err := Run(context.Background(), dec, &fakeChat{}, factory(10, 1000, 0), reqs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(dec.batches) != "[4 4 3 2 1]" {
+		t.Errorf("prefill calls of %v slots, want [4 4 3 2 1]", dec.batches)
+	}
+	// 4 prompts of 2 tokens, and 1+2+3+4 observations of 3 tokens
+	if st.Prefilled != 4*2+10*3 {
+		t.Errorf("%d tokens prefilled, want %d", st.Prefilled, 4*2+10*3)
+	}
+	m := byID(trs)
+	for k := 1; k <= 4; k++ {
+		want, _ := expected(k)
+		if tr := m[fmt.Sprintf("3-train-%d-0", k)]; tr == nil || fmt.Sprint(tr.Tokens) != fmt.Sprint(want) {
+			t.Errorf("task %d: %v, want %v", k, tr, want)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package rollout
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -16,7 +15,7 @@ func extends(context, sofar []int32) bool {
 
 // split starts a new segment of ep whose prompt is context, a rendered
 // context that does not extend the current segment: the slot is emptied
-// and context prefilled whole. The segment is trajectory "<id>.<k>" (k = 1,
+// and context prefilled whole (with the round's other prefills). The segment is trajectory "<id>.<k>" (k = 1,
 // 2, ...) of the same group and sample, all of context mask 0 and turn -1.
 func (s *sched) split(ep *episode, context []int32) error {
 	first := ep.segs[0]
@@ -33,21 +32,14 @@ func (s *sched) split(ep *episode, context []int32) error {
 	for i := range seg.TurnOf {
 		seg.TurnOf[i] = -1
 	}
-	t0 := time.Now()
 	if err := s.dec.Release(ep.slot); err != nil {
 		return err
 	}
-	ids := make([]int64, len(context))
-	for i, v := range context {
-		ids[i] = int64(v)
-	}
-	if err := s.dec.Prefill(ep.slot, ids); err != nil {
-		return fmt.Errorf("prefill the context of %s: %w", seg.ID, err)
-	}
-	s.stats.Prefill += time.Since(t0)
-	s.stats.Prefilled += len(context)
-	ep.segs = append(ep.segs, seg)
-	ep.tr, ep.turn, ep.turnStart = seg, 0, len(context)
-	s.bySlot[ep.slot] = ep
+	s.queuePrefill(ep.slot, context, "the context of "+seg.ID, func() error {
+		ep.segs = append(ep.segs, seg)
+		ep.tr, ep.turn, ep.turnStart = seg, 0, len(context)
+		s.bySlot[ep.slot] = ep
+		return nil
+	})
 	return nil
 }
