@@ -163,7 +163,7 @@ step 1-shim step_shim
 step_torch() {
 	local log=$W/torch.log
 	(cd torch && AGENTRL_TEST_DEVICE=$DEV NVIDIA_TF32_OVERRIDE=0 run "$T_TORCH" "$W/bin/torch.test" -test.count=1 -test.v \
-		-test.run 'FixtureParity|GraphDecodeAgrees|GraphReplayCheck') >"$log" 2>&1
+		-test.run 'FixtureParity|GraphDecodeAgrees|GraphReplayCheck|PrefillBatch') >"$log" 2>&1
 	local rc=$?
 	cat "$log"
 	fig device "$DEV"
