@@ -19,6 +19,7 @@ type swapDecoder struct {
 func (d *swapDecoder) Slots() int                           { return 2 }
 func (d *swapDecoder) MaxLen() int                          { return 64 }
 func (d *swapDecoder) Prefill(int, []int64) error           { return nil }
+func (d *swapDecoder) PrefillBatch([]int, [][]int64) error  { return nil }
 func (d *swapDecoder) CopySlot(int, int) error              { return nil }
 func (d *swapDecoder) Release(int) error                    { return nil }
 func (d *swapDecoder) Seed(int, uint64) error               { return nil }
