@@ -82,6 +82,11 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
 	if ranked {
 		placeRank(&cfg, env)
 	}
+	// A device this binary cannot use is refused before the run's folder,
+	// its lock or its log exist.
+	if _, err := torch.ParseDevice(cfg.Device.Device); err != nil {
+		return err
+	}
 	log, closer, err := rankLogger(cfg, env, ranked)
 	if err != nil {
 		return err

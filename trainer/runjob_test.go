@@ -28,3 +28,20 @@ func TestRunJobRefusedLeavesNoConfig(t *testing.T) {
 		t.Errorf("a refused job printed results:\n%s", out.String())
 	}
 }
+
+// A device the binary cannot use (a CPU build asked for CUDA, or a CUDA
+// build on a machine without one) is refused before the run's folder is
+// made: no empty run is left behind.
+func TestRunJobBadDeviceMakesNoRunFolder(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallConfig(dir)
+	cfg.Device.Device = "cuda:7"
+	var out, errOut bytes.Buffer
+	err := RunJob(context.Background(), cfg, JobOptions{Stdout: &out, Stderr: &errOut})
+	if err == nil || !strings.Contains(err.Error(), "cuda:7") {
+		t.Fatalf("RunJob = %v, want an error naming the device cuda:7", err)
+	}
+	if _, err := os.Stat(RunDir(cfg)); !os.IsNotExist(err) {
+		t.Errorf("the refused job made its run folder %s (%v)", RunDir(cfg), err)
+	}
+}
