@@ -610,6 +610,18 @@ static at::Tensor value_head(ar_model m, const at::Tensor &hs) {
   return linear(hs.to(m->v_head_w.scalar_type()), m->v_head_w, m->v_head_b).squeeze(-1).to(acc_type(m->dtype));
 }
 
+// check_forward_request refuses what neither training forward (plain or
+// packed) can do: a non-positive temperature, values without a value head,
+// and LoRA dropout under activation checkpointing with gradients.
+static void check_forward_request(ar_model m, bool grad, double temperature, bool values) {
+  TORCH_CHECK(temperature > 0, "temperature must be positive, got ", temperature);
+  TORCH_CHECK(!values || m->v_head_w.defined(), "values requested but the model has no value head");
+  TORCH_CHECK(!(grad && m->checkpointing && m->lora.rank > 0 && m->lora.on && m->lora.dropout > 0),
+              "LoRA dropout ", m->lora.dropout,
+              " with activation checkpointing: the backward pass would recompute each layer with another dropout "
+              "mask than its forward; set the LoRA dropout to 0 or turn checkpointing off");
+}
+
 int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const int64_t *positions,
                      int64_t B, int64_t T, double temperature, int flags, ar_tensor *logprobs,
                      ar_tensor *entropy, ar_tensor *values, char **err) {
@@ -617,12 +629,7 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
     DeviceScope on(m->dev);
     const bool grad = (flags & AR_FORWARD_GRAD) != 0;
     TORCH_CHECK(T >= 2, "forward needs sequences of at least 2 tokens, got ", T);
-    TORCH_CHECK(temperature > 0, "temperature must be positive, got ", temperature);
-    TORCH_CHECK(values == nullptr || m->v_head_w.defined(), "values requested but the model has no value head");
-    TORCH_CHECK(!(grad && m->checkpointing && m->lora.rank > 0 && m->lora.on && m->lora.dropout > 0),
-                "LoRA dropout ", m->lora.dropout,
-                " with activation checkpointing: the backward pass would recompute each layer with another dropout "
-                "mask than its forward; set the LoRA dropout to 0 or turn checkpointing off");
+    check_forward_request(m, grad, temperature, values != nullptr);
     apply_threads();
     at::Tensor lp, ent, val;
     {
@@ -656,10 +663,7 @@ int ar_model_forward_packed(ar_model m, const int64_t *ids, const uint8_t *allow
     DeviceScope on(m->dev);
     const bool grad = (flags & AR_FORWARD_GRAD) != 0;
     TORCH_CHECK(n >= 1, "packed forward needs at least one target, got ", n);
-    TORCH_CHECK(temperature > 0, "temperature must be positive, got ", temperature);
-    TORCH_CHECK(values == nullptr || m->v_head_w.defined(), "values requested but the model has no value head");
-    TORCH_CHECK(!(grad && m->checkpointing && m->lora.rank > 0 && m->lora.on && m->lora.dropout > 0),
-                "LoRA dropout ", m->lora.dropout, " with activation checkpointing: set the LoRA dropout to 0 or turn checkpointing off");
+    check_forward_request(m, grad, temperature, values != nullptr);
     for (int64_t j = 0; j < n; j++)
       TORCH_CHECK(row[j] >= 0 && row[j] < B && src[j] >= 0 && src[j] < T && tgt[j] >= 0 && tgt[j] < m->cfg.vocab,
                   "packed forward: target ", j, " (row ", row[j], ", position ", src[j], ", token ", tgt[j], ") is out of range");
