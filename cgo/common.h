@@ -35,10 +35,19 @@ inline void set_err(char **err, const std::string &msg) {
   if (*err != nullptr) std::memcpy(*err, msg.c_str(), msg.size() + 1);
 }
 
-// guard runs f and turns every C++ exception into a status and a message.
+// apply_threads makes the calling OS thread's intra-op pool match the
+// configured thread count. OpenMP's settings are per OS thread, and a Go
+// goroutine may call in from any of them: a thread that last ran under
+// another count (an earlier job in the process, a rank's share) would
+// split, and so sum, in another order.
+void apply_threads();
+
+// guard runs f on the configured thread count and turns every C++
+// exception into a status and a message. Every entry point runs in one.
 template <class F>
 int guard(char **err, F &&f) {
   try {
+    apply_threads();
     f();
     return AR_OK;
   } catch (const c10::OutOfMemoryError &e) {
@@ -105,9 +114,5 @@ void allow_cuda_tf32_matmul();
 // cpu_f32_matmul_reduced says whether libtorch would run f32 matrix
 // products on the CPU (oneDNN) in a reduced precision (TF32 or bf16).
 bool cpu_f32_matmul_reduced();
-
-// apply_threads makes the calling OS thread's intra-op pool match the
-// configured thread count (OpenMP settings are per thread).
-void apply_threads();
 
 }  // namespace ar

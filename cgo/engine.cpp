@@ -692,7 +692,6 @@ int ar_engine_prefill(ar_engine e, int slot, const int64_t *ids, int64_t n, char
     check_slot(*e, slot);
     TORCH_CHECK(n > 0, "prefill of slot ", slot, " needs at least one token");
     c10::InferenceMode inference;
-    apply_threads();
     for (int64_t i = 0; i < n; i++)
       TORCH_CHECK(ids[i] >= 0 && ids[i] < e->m->cfg.vocab, "token id ", ids[i], " outside the vocabulary");
     at::Tensor l = run(*e, {slot}, upload(ids, {1, n}, e->m->dev), path(*e) == kFused);
@@ -730,7 +729,6 @@ int ar_engine_prefill_batch(ar_engine e, const int *slots, int n_slots, const in
       total += count[i];
     }
     c10::InferenceMode inference;
-    apply_threads();
     const bool fused = path(*e) == kFused;
     const auto &c = e->m->cfg;
     // Slots are taken in the given order, as many per forward as keep the
@@ -800,7 +798,6 @@ int ar_engine_step(ar_engine e, const int *slots, int n, const ar_sampling *s, i
     DeviceScope on(e->m->dev);
     TORCH_CHECK(n > 0, "step needs at least one slot");
     c10::InferenceMode inference;
-    apply_threads();
     std::vector<int64_t> sl(slots, slots + n);
     std::vector<int64_t> seen(e->slots, 0);
     for (int64_t x : sl) {

@@ -213,7 +213,6 @@ extern "C" {
 int ar_token_logprobs(ar_tensor h, ar_tensor w, ar_tensor targets, double temperature, int64_t chunk, int flags,
                       ar_tensor *logprobs, ar_tensor *entropy, char **err) {
   return ar::guard(err, [&] {
-    ar::apply_threads();
     const bool grad = (flags & AR_FORWARD_GRAD) != 0;
     c10::AutoGradMode grad_mode(grad);
     auto [lp, ent] = ar::token_logprobs(ar::T(h), ar::T(w), ar::T(targets), temperature, chunk, entropy != nullptr,

@@ -567,7 +567,6 @@ int ar_model_logits(ar_model m, const int64_t *ids, const int64_t *attn, const i
   return guard(err, [&] {
     DeviceScope on(m->dev);
     c10::InferenceMode inference;
-    apply_threads();
     at::Tensor h = hidden(*m, ids_tensor(ids, B, T, m->dev), ids_tensor(attn, B, T, m->dev),
                           ids_tensor(positions, B, T, m->dev));
     at::Tensor l = m->logits(h).to(acc_type(m->dtype));
@@ -630,7 +629,6 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
     const bool grad = (flags & AR_FORWARD_GRAD) != 0;
     TORCH_CHECK(T >= 2, "forward needs sequences of at least 2 tokens, got ", T);
     check_forward_request(m, grad, temperature, values != nullptr);
-    apply_threads();
     at::Tensor lp, ent, val;
     {
       // Without grad the work runs in inference mode; results are cloned
@@ -667,7 +665,6 @@ int ar_model_forward_packed(ar_model m, const int64_t *ids, const uint8_t *allow
     for (int64_t j = 0; j < n; j++)
       TORCH_CHECK(row[j] >= 0 && row[j] < B && src[j] >= 0 && src[j] < T && tgt[j] >= 0 && tgt[j] < m->cfg.vocab,
                   "packed forward: target ", j, " (row ", row[j], ", position ", src[j], ", token ", tgt[j], ") is out of range");
-    apply_threads();
     at::Tensor lp, ent, val;
     {
       c10::AutoGradMode grad_mode(grad);

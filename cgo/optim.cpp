@@ -136,7 +136,6 @@ struct ar_adamw_s {
   // or only this rank's range (stage 2, the rest is dropped).
   void reduce_grads() {
     c10::NoGradGuard no_grad;
-    ar::apply_threads();
     accumulate();
     has_grads();
     reduced = true;
@@ -309,7 +308,6 @@ int ar_adamw_reduce_grads(ar_adamw o, char **err) {
 int ar_adamw_step(ar_adamw o, char **err) {
   return guard(err, [&] {
     c10::NoGradGuard no_grad;
-    apply_threads();
     o->prepare();
     for (auto &pr : o->params) {
       if (!pr.has_grad) continue;

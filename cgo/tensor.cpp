@@ -153,7 +153,6 @@ int ar_tensor_zero_grad(ar_tensor t, char **err) {
 int ar_tensor_backward(ar_tensor t, char **err) {
   return guard(err, [&] {
     c10::AutoGradMode on(true);
-    apply_threads();
     T(t).backward();
   });
 }
@@ -213,7 +212,6 @@ int ar_unary(int op, ar_tensor a, ar_tensor *out, char **err) {
 
 int ar_binary(int op, ar_tensor a, ar_tensor b, ar_tensor *out, char **err) {
   return guard(err, [&] {
-    apply_threads();
     *out = wrap(apply_binary(op, T(a), T(b)));
   });
 }
