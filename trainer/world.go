@@ -29,7 +29,7 @@ func loadData(ctx context.Context, cfg config.Config, runDir string) (*datasets,
 	switch cfg.Data.Source {
 	case "synthetic":
 		sc := cfg.Data.Synthetic
-		w, err := synth.Generate(synth.Config{Seed: int64(sc.Seed), Entities: sc.Entities, Questions: sc.Questions,
+		w, err := synth.Generate(synth.Config{Seed: int64(sc.Seed), Relations: sc.Relations, Entities: sc.Entities, Questions: sc.Questions,
 			MaxHops: sc.MaxHops, TestFraction: sc.TestFraction, OODQuestions: sc.OODQuestions, ValQuestions: sc.ValQuestions})
 		if err != nil {
 			return nil, err

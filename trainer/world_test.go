@@ -9,14 +9,15 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
-// paperWorld is the comparison's world (docs/experiments.md, second
-// version; the Makefile's WORLD): 300 entities, 1,000 test, 300
-// validation and 300 training questions, 500 out-of-domain ones.
+// paperWorld is the comparison's world (docs/experiments.md, amendment
+// 2; the Makefile's PAPER_WORLD): the rich relations over 140 entities,
+// 1,000 test and 600 training questions, 500 out-of-domain ones, and here
+// 300 validation questions more (taken from training's share).
 func paperWorld(t *testing.T) config.Config {
 	t.Helper()
 	cfg := config.Default()
-	for _, kv := range []string{"data.synthetic.entities=300", "data.synthetic.questions=1600", "data.synthetic.test_fraction=0.625",
-		"data.synthetic.val_questions=300", "data.synthetic.ood_questions=500"} {
+	for _, kv := range []string{"data.synthetic.relations=rich", "data.synthetic.entities=140", "data.synthetic.questions=1900",
+		"data.synthetic.test_fraction=0.5263", "data.synthetic.val_questions=300", "data.synthetic.ood_questions=500"} {
 		if err := cfg.Set(kv); err != nil {
 			t.Fatal(err)
 		}
@@ -34,8 +35,13 @@ func TestSplitsNeverTrainedOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.train) != 300 || len(d.eval) != 1000 || len(d.ood) != 500 || len(d.world.Val) != 300 {
-		t.Fatalf("train %d eval %d ood %d validation %d, want 300, 1000, 500, 300", len(d.train), len(d.eval), len(d.ood), len(d.world.Val))
+	if len(d.train) != 600 || len(d.eval) != 1000 || len(d.ood) != 500 || len(d.world.Val) != 300 {
+		t.Fatalf("train %d eval %d ood %d validation %d, want 600, 1000, 500, 300", len(d.train), len(d.eval), len(d.ood), len(d.world.Val))
+	}
+	// data.synthetic.relations reached the world: passages state the rich
+	// relations.
+	if p := d.world.Passages[len(d.world.Passages)-1].Text; !strings.Contains(p, " learned from ") {
+		t.Fatalf("a person's passage of the rich world states no mentor: %q", p)
 	}
 	held := map[string]string{}
 	for split, ts := range map[string][]envs.Task{"validation": d.world.Val, "test": d.eval, "ood": d.ood} {

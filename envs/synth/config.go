@@ -22,6 +22,9 @@ type Config struct {
 	// split keeps Questions - test - ValQuestions. 0 leaves the train and
 	// test splits exactly as a world without validation has them.
 	ValQuestions int
+	// Relations names the world's schema: "basic" (or "") for the six
+	// relations of the first worlds, "rich" for fourteen (schema.go).
+	Relations string
 }
 
 // DefaultConfig is a world a small model can learn on a CPU: 200 entities,
@@ -46,6 +49,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("synth config: ValQuestions = %d with %d test questions leaves no training question of %d", c.ValQuestions, c.testCount(), c.Questions)
 	case c.OODQuestions < 0:
 		return fmt.Errorf("synth config: OODQuestions = %d, want 0 or more", c.OODQuestions)
+	case c.Relations != "" && c.Relations != "basic" && c.Relations != "rich":
+		return fmt.Errorf("synth config: Relations = %q, want basic or rich", c.Relations)
 	case c.OODQuestions > 0 && c.MaxHops < 2:
 		return fmt.Errorf("synth config: OODQuestions = %d needs MaxHops >= 2 (out-of-domain questions compose two relations), got %d", c.OODQuestions, c.MaxHops)
 	}

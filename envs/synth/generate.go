@@ -15,13 +15,13 @@ func Generate(cfg Config) (*World, error) {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed))
-	w := &World{Config: cfg}
+	w := &World{Config: cfg, schema: schemaNamed(cfg.Relations)}
 	if err := w.makeEntities(rng); err != nil {
 		return nil, err
 	}
 	w.link(rng)
 	for _, e := range w.Entities {
-		w.Passages = append(w.Passages, passage(e))
+		w.Passages = append(w.Passages, passage(e, w.schema))
 	}
 	if err := w.makeQuestions(rng); err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func Generate(cfg Config) (*World, error) {
 // makeEntities names the entities of every kind (people get a given and a
 // family name) and draws their attribute values.
 func (w *World) makeEntities(rng *rand.Rand) error {
-	names := newNamer(rng)
+	names := newNamer(rng, w.schema)
 	w.byName = map[string]int{}
 	counts := w.Config.kindCounts()
 	for _, k := range kindOrder {
@@ -63,7 +63,9 @@ func (w *World) makeEntities(rng *rand.Rand) error {
 
 // link draws every entity's relations. Each country gets at least one city
 // (the first cities go one to each country) and its capital is one of its
-// own cities.
+// own cities. The schema's relations beyond basic's link an entity to any
+// other of their kind, drawn after basic's so that a basic world is the
+// same whatever the schema adds.
 func (w *World) link(rng *rand.Rand) {
 	byKind := map[Kind][]int{}
 	for i, e := range w.Entities {
@@ -91,6 +93,19 @@ func (w *World) link(rng *rand.Rand) {
 	for _, p := range byKind[Person] {
 		w.Entities[p].Links[bornIn.name] = pick(City)
 		w.Entities[p].Links[worksFor.name] = pick(Company)
+	}
+	for i := range w.Entities {
+		for _, r := range w.schema.more {
+			if r.from != w.Entities[i].Kind {
+				continue
+			}
+			ids := byKind[r.to]
+			j := ids[rng.IntN(len(ids))]
+			for j == i {
+				j = ids[rng.IntN(len(ids))]
+			}
+			w.Entities[i].Links[r.name] = w.Entities[j].Name
+		}
 	}
 }
 

@@ -21,18 +21,13 @@ var (
 	questionGlue = []string{"the", "of"}
 )
 
-// passageWords are every word the passage templates use besides names and
-// attribute values (see passages.go).
-var passageWords = []string{"is", "a", "an", "was", "born", "in", "works", "for", "city", "country",
-	"company", "founded", "by", "ruled", "from", "has", "old", "makes"}
-
 // questionWords are the words only questions use.
-func questionWords() []string {
+func questionWords(s *schema) []string {
 	ws := append([]string{}, questionGlue...)
 	for _, o := range openers {
 		ws = append(ws, strings.ToLower(o))
 	}
-	for _, r := range relations {
+	for _, r := range s.relations {
 		ws = append(ws, r.noun)
 	}
 	for _, a := range attributes {
@@ -51,6 +46,6 @@ func attributeWords() []string {
 }
 
 // templateWords are all words of the language that are not names.
-func templateWords() []string {
-	return append(append(append([]string{}, passageWords...), questionWords()...), attributeWords()...)
+func templateWords(s *schema) []string {
+	return append(append(append([]string{}, s.passageWords...), questionWords(s)...), attributeWords()...)
 }

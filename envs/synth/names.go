@@ -28,8 +28,8 @@ type namer struct {
 	answers  []string // lowercase attribute values
 }
 
-func newNamer(rng *rand.Rand) *namer {
-	return &namer{rng: rng, reserved: templateWords(), answers: attributeWords()}
+func newNamer(rng *rand.Rand, s *schema) *namer {
+	return &namer{rng: rng, reserved: templateWords(s), answers: attributeWords()}
 }
 
 // word returns a new capitalised name word.

@@ -7,17 +7,12 @@ import (
 	"github.com/agentrl/agentrl/envs"
 )
 
-// heldOut are the relation compositions that only out-of-domain questions
-// use: one relation followed directly by the other along the chain. Each
-// relation still occurs in in-domain questions, alone and in other
-// compositions, so the split tests composition, not unseen words.
-//
-//	born_in then located_in:  "the nation of the birthplace of X"
-//	works_for then based_in:  "the headquarters of the employer of X"
-var heldOut = [][2]string{{bornIn.name, locatedIn.name}, {worksFor.name, basedIn.name}}
-
-// composesHeldOut reports whether the chain follows a held-out composition.
-func (c chain) composesHeldOut() bool {
+// composes reports whether the chain follows one of the compositions held
+// out (schema.heldOut): one relation followed directly by the other. Each
+// relation of a held-out pair still occurs in in-domain questions, alone
+// and in other compositions, so the split tests composition, not unseen
+// words.
+func (c chain) composes(heldOut [][2]string) bool {
 	for i := 1; i < len(c.rels); i++ {
 		for _, h := range heldOut {
 			if c.rels[i-1].name == h[0] && c.rels[i].name == h[1] {
@@ -41,7 +36,7 @@ func (w *World) makeOOD(rng *rand.Rand, seen map[string]bool) error {
 		for range maxDraws {
 			var ok bool
 			c, ok = w.draw(rng, hops)
-			if ok && !seen[c.key()] && c.composesHeldOut() && !w.leaks(c, mentions) {
+			if ok && !seen[c.key()] && c.composes(w.schema.heldOut) && !w.leaks(c, mentions) {
 				found = true
 				break
 			}

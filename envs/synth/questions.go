@@ -71,8 +71,8 @@ func (w *World) draw(rng *rand.Rand, hops int) (c chain, ok bool) {
 			a *attribute
 		}
 		var opts []option
-		for i := range relations {
-			r := &relations[i]
+		for i := range w.schema.relations {
+			r := &w.schema.relations[i]
 			if r.from == cur.Kind && !contains(c.path, w.byName[cur.Links[r.name]]) {
 				opts = append(opts, option{r: r})
 			}
@@ -122,7 +122,7 @@ func (w *World) makeQuestions(rng *rand.Rand) error {
 		for range maxDraws {
 			var ok bool
 			c, ok = w.draw(rng, hops)
-			if ok && !seen[c.key()] && (hops == 1 || !w.leaks(c, mentions)) && !(avoid && c.composesHeldOut()) {
+			if ok && !seen[c.key()] && (hops == 1 || !w.leaks(c, mentions)) && !(avoid && c.composes(w.schema.heldOut)) {
 				found = true
 				break
 			}

@@ -2,6 +2,8 @@ package synth
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -38,8 +40,53 @@ func TestGenerateIsDeterministic(t *testing.T) {
 	}
 }
 
+// richConfig is make paper's world: the rich schema, 140 entities, 1,000
+// in-domain test questions, 600 training ones and 500 out of domain.
+func richConfig() Config {
+	return Config{Seed: 7, Relations: "rich", Entities: 140, Questions: 1600, MaxHops: 3, TestFraction: 0.625, OODQuestions: 500}
+}
+
+// TestBasicWorldsAreUnchanged: the rich schema draws after everything a
+// basic world draws, so the default and the default job's worlds are the
+// ones every earlier result was measured on (fingerprints taken before the
+// rich schema existed).
+func TestBasicWorldsAreUnchanged(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{DefaultConfig(), "f034ed93eebe4b9ac8f4d5b933e7af0ee984088ca333185de7a540b243530d84"},
+		{Config{Seed: 7, Entities: 80, Questions: 400, MaxHops: 3, TestFraction: 0.25, OODQuestions: 140}, "9dee1db28edd17d4716a4e8d4a635cfedf9a23bb23ac6f9f694b6007d2eece55"},
+	} {
+		for _, name := range []string{"", "basic"} {
+			cfg := c.cfg
+			cfg.Relations = name
+			w := generate(t, cfg)
+			if got := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(w.Entities, w.Passages, w.Train, w.Val, w.Test, w.OOD)))); got != c.want {
+				t.Errorf("world %+v: fingerprint %s, want %s", cfg, got, c.want)
+			}
+		}
+	}
+}
+
 func TestEntitiesAndLinks(t *testing.T) {
-	w := generate(t, DefaultConfig())
+	for _, c := range []struct {
+		cfg              Config
+		schema           *schema
+		minSent, maxSent int
+	}{{DefaultConfig(), &basic, 2, 3}, {richConfig(), &rich, 4, 5}} {
+		entitiesAndLinks(t, generate(t, c.cfg), c.schema, c.minSent, c.maxSent)
+	}
+}
+
+// entitiesAndLinks checks that every entity has each of its kind's
+// relations, to an entity of the right kind and never itself, and that
+// passages have minSent to maxSent sentences.
+func entitiesAndLinks(t *testing.T, w *World, s *schema, minSent, maxSent int) {
+	t.Helper()
+	if w.schema != s {
+		t.Fatalf("world of %q has the wrong schema", w.Config.Relations)
+	}
 	// 200 entities: 200/10 = 20 countries, 200/4 = 50 cities,
 	// 200*15/100 = 30 companies, 100 people.
 	kinds := map[Kind]int{}
@@ -48,35 +95,48 @@ func TestEntitiesAndLinks(t *testing.T) {
 		kinds[e.Kind]++
 		byName[e.Name] = e
 	}
-	if want := map[Kind]int{Country: 20, City: 50, Company: 30, Person: 100}; !reflect.DeepEqual(kinds, want) {
-		t.Fatalf("kinds = %v, want %v", kinds, want)
+	counts := w.Config.kindCounts()
+	if !reflect.DeepEqual(kinds, counts) {
+		t.Fatalf("kinds = %v, want %v", kinds, counts)
 	}
 	if len(byName) != len(w.Entities) || len(w.Passages) != len(w.Entities) {
 		t.Fatalf("%d distinct names, %d passages for %d entities", len(byName), len(w.Passages), len(w.Entities))
 	}
 	for _, e := range w.Entities {
-		for _, r := range relations {
+		n := 0
+		for _, r := range s.relations {
 			if r.from != e.Kind {
 				continue
 			}
-			if o, ok := byName[e.Links[r.name]]; !ok || o.Kind != r.to {
-				t.Errorf("%s %s -> %q: not a %s", e.Name, r.name, e.Links[r.name], r.to)
+			n++
+			if o, ok := byName[e.Links[r.name]]; !ok || o.Kind != r.to || o.Name == e.Name {
+				t.Errorf("%s %s -> %q: not another %s", e.Name, r.name, e.Links[r.name], r.to)
 			}
+		}
+		if len(e.Links) != n {
+			t.Errorf("%s has %d links, want %d", e.Name, len(e.Links), n)
 		}
 		if e.Kind == Country && byName[e.Links[capital.name]].Links[locatedIn.name] != e.Name {
 			t.Errorf("capital of %s is %s, a city of another country", e.Name, e.Links[capital.name])
 		}
 	}
-	// Passages are short: two or three sentences.
+	// Passages are short: two or three sentences (basic), four or five
+	// (rich).
 	for _, p := range w.Passages {
-		if n := strings.Count(p.Text, "."); n < 2 || n > 3 {
+		if n := strings.Count(p.Text, "."); n < minSent || n > maxSent {
 			t.Errorf("%s: %d sentences: %q", p.Title, n, p.Text)
 		}
 	}
 }
 
 func TestNamesNeverContainOneAnother(t *testing.T) {
-	w := generate(t, DefaultConfig())
+	for _, cfg := range []Config{DefaultConfig(), richConfig()} {
+		namesNeverContainOneAnother(t, generate(t, cfg))
+	}
+}
+
+func namesNeverContainOneAnother(t *testing.T, w *World) {
+	t.Helper()
 	var nameWords []string
 	for _, e := range w.Entities {
 		nameWords = append(nameWords, words(e.Name)...)
@@ -87,7 +147,7 @@ func TestNamesNeverContainOneAnother(t *testing.T) {
 				t.Errorf("name word %q contains name word %q", a, b)
 			}
 		}
-		for _, x := range templateWords() {
+		for _, x := range templateWords(w.schema) {
 			if strings.Contains(x, a) {
 				t.Errorf("template word %q contains name word %q", x, a)
 			}
@@ -157,7 +217,7 @@ func TestVocabularyIsSmall(t *testing.T) {
 			nameWords[x] = true
 		}
 	}
-	template := templateWords()
+	template := templateWords(&basic)
 	vocab := map[string]bool{}
 	for _, text := range w.Texts() {
 		for _, x := range words(text) {
@@ -174,6 +234,10 @@ func TestVocabularyIsSmall(t *testing.T) {
 		t.Errorf("%d name words (want 300), %d template words (want 59), vocabulary %d (want <= 359)", len(nameWords), len(template), len(vocab))
 	}
 	t.Logf("vocabulary of the default world: %d words", len(vocab))
+	// The rich schema adds 10 passage words and 8 question nouns.
+	if n := len(templateWords(&rich)); n != 59+18 {
+		t.Errorf("rich schema: %d template words, want 77", n)
+	}
 }
 
 // worldIndex builds the real search index of a world's passages.
@@ -192,18 +256,20 @@ func worldIndex(t testing.TB, w *World) *search.Index {
 }
 
 func TestQuestionWordsAreNotInPassages(t *testing.T) {
-	w := generate(t, DefaultConfig())
-	idx := worldIndex(t, w)
-	for _, word := range questionWords() {
-		hits, err := idx.Search(context.Background(), word, 5)
-		if err != nil || len(hits) != 0 {
-			t.Errorf("search %q: %d hits (%v), want none", word, len(hits), err)
+	for _, cfg := range []Config{DefaultConfig(), richConfig()} {
+		w := generate(t, cfg)
+		idx := worldIndex(t, w)
+		for _, word := range questionWords(w.schema) {
+			hits, err := idx.Search(context.Background(), word, 5)
+			if err != nil || len(hits) != 0 {
+				t.Errorf("%q world: search %q: %d hits (%v), want none", cfg.Relations, word, len(hits), err)
+			}
 		}
 	}
 }
 
 func TestMultiHopAnswerNotFoundBySearchingTheQuestion(t *testing.T) {
-	for _, cfg := range []Config{DefaultConfig(), {Seed: 7, Entities: 60, Questions: 300, MaxHops: 4, TestFraction: 0.5, OODQuestions: 60}} {
+	for _, cfg := range []Config{DefaultConfig(), {Seed: 7, Entities: 60, Questions: 300, MaxHops: 4, TestFraction: 0.5, OODQuestions: 60}, richConfig()} {
 		w := generate(t, cfg)
 		idx := worldIndex(t, w)
 		oneHop, oneHopFound := 0, 0
@@ -280,6 +346,7 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.TestFraction = math.NaN() }, "TestFraction"},
 		{func(c *Config) { c.OODQuestions = -1 }, "OODQuestions"},
 		{func(c *Config) { c.OODQuestions, c.MaxHops = 10, 1 }, "MaxHops >= 2"},
+		{func(c *Config) { c.Relations = "full" }, `Relations = "full", want basic or rich`},
 		// 12 entities cannot carry 2000 distinct questions.
 		{func(c *Config) { c.Entities, c.Questions = 12, 2000 }, "use more Entities"},
 	}
@@ -381,5 +448,57 @@ func TestPassageByTitle(t *testing.T) {
 	}
 	if _, ok := w.Passage("Nobody"); ok {
 		t.Fatal("a passage for a name of no entity")
+	}
+}
+
+// TestRichOutOfDomainSplit: make paper's world has the sizes the protocol
+// asks for, and its six held-out compositions (worded as the questions word
+// them) are in every out-of-domain question and in no in-domain one, while
+// each of their relations is still asked about in training.
+func TestRichOutOfDomainSplit(t *testing.T) {
+	w := generate(t, richConfig())
+	if len(w.Train) != 600 || len(w.Test) != 1000 || len(w.OOD) != 500 {
+		t.Fatalf("train %d test %d ood %d, want 600, 1000 and 500", len(w.Train), len(w.Test), len(w.OOD))
+	}
+	phrases := append(slices.Clone(heldOutPhrases), "mayor of the home of", "chief of the owner of",
+		"birthplace of the mentor of", "employer of the leader of")
+	held := func(q string) bool {
+		return slices.ContainsFunc(phrases, func(p string) bool { return strings.Contains(q, p) })
+	}
+	hops, oodHops := map[int]int{}, map[int]int{}
+	for _, task := range append(append([]envs.Task{}, w.Train...), w.Test...) {
+		if task.Meta["split"] == "test" {
+			hops[task.Hops]++
+		}
+		if held(task.Question) {
+			t.Errorf("in-domain %s question %q composes a held-out pair", task.Meta["split"], task.Question)
+		}
+	}
+	for _, task := range w.OOD {
+		oodHops[task.Hops]++
+		if !held(task.Question) {
+			t.Errorf("out-of-domain question %q composes no held-out pair", task.Question)
+		}
+	}
+	// 1,600 questions cycle 1, 2, 3 hops and are shuffled before the split:
+	// each hop count has about a third of the test split.
+	for h := 1; h <= 3; h++ {
+		if hops[h] < 290 || hops[h] > 380 {
+			t.Errorf("%d test questions of %d hops, want about 333 (%v)", hops[h], h, hops)
+		}
+	}
+	if want := map[int]int{2: 250, 3: 250}; !reflect.DeepEqual(oodHops, want) {
+		t.Errorf("out-of-domain hops = %v, want %v", oodHops, want)
+	}
+	for _, r := range rich.relations {
+		n := 0
+		for _, task := range w.Train {
+			if strings.Contains(task.Question, " "+r.noun+" of ") {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("no training question asks about the %s", r.noun)
+		}
 	}
 }

@@ -2,7 +2,9 @@
 // experiments: made-up people, cities, countries and companies linked by
 // relations, one short passage per entity, and questions of 1 to 4 hops
 // whose answer can only be reached by searching for one entity after
-// another. Everything is drawn from Config.Seed, so a seed names a world.
+// another. Config.Relations picks the basic six relations or the rich
+// fourteen (schema.go). Everything is drawn from Config.Seed, so a seed
+// names a world.
 package synth
 
 import (
@@ -30,7 +32,7 @@ type relation struct {
 	sentence string // how a passage states it: fmt pattern over (subject, object)
 }
 
-// The relations, and their sentences in passages.
+// The basic relations, and their sentences in passages.
 var (
 	bornIn    = relation{"born_in", Person, City, "birthplace", "%s was born in %s."}
 	worksFor  = relation{"works_for", Person, Company, "employer", "%s works for %s."}
@@ -38,7 +40,18 @@ var (
 	capital   = relation{"capital", Country, City, "capital", "%s is ruled from %s."}
 	basedIn   = relation{"based_in", Company, City, "headquarters", "%s is a company in %s."}
 	foundedBy = relation{"founded_by", Company, Person, "founder", "%s was founded by %s."}
-	relations = []relation{bornIn, worksFor, locatedIn, capital, basedIn, foundedBy}
+)
+
+// The rich world's eight more relations, two from every kind.
+var (
+	livesIn = relation{"lives_in", Person, City, "home", "%s lives in %s."}
+	mentor  = relation{"mentor", Person, Person, "mentor", "%s learned from %s."}
+	mayor   = relation{"mayor", City, Person, "mayor", "%s is led by %s."}
+	twin    = relation{"twin", City, City, "twin", "%s is paired with %s."}
+	leader  = relation{"leader", Country, Person, "leader", "%s is governed by %s."}
+	ally    = relation{"ally", Country, Country, "ally", "%s trades with %s."}
+	owner   = relation{"owner", Company, Company, "owner", "%s belongs to %s."}
+	chief   = relation{"chief", Company, Person, "chief", "%s is run by %s."}
 )
 
 // attribute is a word-valued property of every entity of a kind.
@@ -81,6 +94,7 @@ type World struct {
 	Val      []envs.Task // validation questions, for choices made before Test is read
 	Test     []envs.Task
 	OOD      []envs.Task      // questions of a held-out composition; none in Train or Test
+	schema   *schema          // the relations and words of Config.Relations
 	chains   map[string]chain // task ID -> how it is answered
 	byName   map[string]int   // entity name -> index in Entities
 }

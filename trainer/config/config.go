@@ -119,6 +119,7 @@ type DataConfig struct {
 // SyntheticConfig shapes the generated multi-hop question world.
 type SyntheticConfig struct {
 	Seed         int     `yaml:"seed" default:"7" doc:"seed of the generated world"`
+	Relations    string  `yaml:"relations" default:"basic" enum:"basic|rich" doc:"the world's relations: basic (six: birthplace, employer, nation, capital, headquarters, founder) or rich (fourteen: also home, mentor, mayor, twin, leader, ally, owner, chief, with four more compositions held out of domain), for splits larger than a basic world of the same size holds"`
 	Entities     int     `yaml:"entities" default:"80" doc:"entities in the world"`
 	MaxHops      int     `yaml:"max_hops" default:"3" doc:"most hops a question needs"`
 	TestFraction float64 `yaml:"test_fraction" default:"0.25" doc:"fraction of questions held out for evaluation"`
