@@ -9,11 +9,11 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
-// paperWorld is the comparison's world (docs/experiments.md, amendment
-// 2; the Makefile's PAPER_WORLD): the rich relations over 140 entities,
-// 1,000 test and 600 training questions, 500 out-of-domain ones, and here
-// 300 validation questions more (taken from training's share).
-func paperWorld(t *testing.T) config.Config {
+// richWorld is the world of docs/experiments.md's amendment 2: the rich
+// relations over 140 entities, 1,000 test and 600 training questions, 500
+// out-of-domain ones, and here 300 validation questions more (taken from
+// training's share).
+func richWorld(t *testing.T) config.Config {
 	t.Helper()
 	cfg := config.Default()
 	for _, kv := range []string{"data.synthetic.relations=rich", "data.synthetic.entities=140", "data.synthetic.questions=1900",
@@ -30,7 +30,7 @@ func paperWorld(t *testing.T) config.Config {
 // run evaluates the 1,000 test and 500 out-of-domain questions; the
 // validation run the 300 validation ones and no out-of-domain question.
 func TestSplitsNeverTrainedOn(t *testing.T) {
-	cfg := paperWorld(t)
+	cfg := richWorld(t)
 	d, err := loadData(context.Background(), cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
