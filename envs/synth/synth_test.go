@@ -374,26 +374,24 @@ func heldOutPhrase(question string) bool {
 	return false
 }
 
-func TestOutOfDomainSplit(t *testing.T) {
-	// The default job's world: 80 entities, 400 in-domain questions of 1-3
-	// hops, a quarter held out, and 60 out-of-domain questions.
-	cfg := Config{Seed: 7, Entities: 80, Questions: 400, MaxHops: 3, TestFraction: 0.25, OODQuestions: 60}
-	w := generate(t, cfg)
-	if len(w.Train) != 300 || len(w.Test) != 100 || len(w.OOD) != 60 {
-		t.Fatalf("train %d test %d ood %d, want 300, 100 and 60", len(w.Train), len(w.Test), len(w.OOD))
-	}
-	// Hops cycle 2, 3 over out-of-domain question 0..59: 30 of each.
-	hops := map[int]int{}
+// heldOutSplit checks w's out-of-domain split: every out-of-domain question
+// composes a held-out pair (held says whether a question's words do) and no
+// in-domain one does, no out-of-domain question is also in-domain, each is
+// marked as such, and each noun is still asked about in training (in other
+// compositions or alone). It returns the out-of-domain questions' hops.
+func heldOutSplit(t *testing.T, w *World, held func(string) bool, nouns []string) map[int]int {
+	t.Helper()
 	questions := map[string]bool{}
 	for _, task := range append(append([]envs.Task{}, w.Train...), w.Test...) {
 		questions[task.Question] = true
-		if heldOutPhrase(task.Question) {
+		if held(task.Question) {
 			t.Errorf("in-domain %s question %q composes a held-out pair", task.Meta["split"], task.Question)
 		}
 	}
+	hops := map[int]int{}
 	for _, task := range w.OOD {
 		hops[task.Hops]++
-		if !heldOutPhrase(task.Question) {
+		if !held(task.Question) {
 			t.Errorf("out-of-domain question %q composes no held-out pair", task.Question)
 		}
 		if questions[task.Question] {
@@ -403,25 +401,31 @@ func TestOutOfDomainSplit(t *testing.T) {
 		if task.Meta["split"] != "ood" || !strings.Contains(task.ID, "-ood-") {
 			t.Errorf("out-of-domain task %s has split %q", task.ID, task.Meta["split"])
 		}
+	}
+	for _, noun := range nouns {
+		if !slices.ContainsFunc(w.Train, func(task envs.Task) bool { return strings.Contains(task.Question, " "+noun+" of ") }) {
+			t.Errorf("no training question asks about the %s", noun)
+		}
+	}
+	return hops
+}
+
+func TestOutOfDomainSplit(t *testing.T) {
+	// The default job's world: 80 entities, 400 in-domain questions of 1-3
+	// hops, a quarter held out, and 60 out-of-domain questions.
+	cfg := Config{Seed: 7, Entities: 80, Questions: 400, MaxHops: 3, TestFraction: 0.25, OODQuestions: 60}
+	w := generate(t, cfg)
+	if len(w.Train) != 300 || len(w.Test) != 100 || len(w.OOD) != 60 {
+		t.Fatalf("train %d test %d ood %d, want 300, 100 and 60", len(w.Train), len(w.Test), len(w.OOD))
+	}
+	// Hops cycle 2, 3 over out-of-domain question 0..59: 30 of each.
+	if hops := heldOutSplit(t, w, heldOutPhrase, []string{"nation", "birthplace", "headquarters", "employer"}); !reflect.DeepEqual(hops, map[int]int{2: 30, 3: 30}) {
+		t.Errorf("out-of-domain hops = %v, want 2: 30, 3: 30", hops)
+	}
+	for _, task := range w.OOD {
 		d, err := w.Demonstration(task)
 		if err != nil || d.Answer != task.Answers[0] || len(d.Steps) != task.Hops {
 			t.Errorf("%s: demonstration %+v (%v)", task.ID, d, err)
-		}
-	}
-	if want := map[int]int{2: 30, 3: 30}; !reflect.DeepEqual(hops, want) {
-		t.Errorf("out-of-domain hops = %v, want %v", hops, want)
-	}
-	// Each relation of a held-out pair is still asked about in training,
-	// in other compositions or alone.
-	for _, noun := range []string{"nation", "birthplace", "headquarters", "employer"} {
-		n := 0
-		for _, task := range w.Train {
-			if strings.Contains(task.Question, " "+noun+" of ") {
-				n++
-			}
-		}
-		if n == 0 {
-			t.Errorf("no training question asks about the %s", noun)
 		}
 	}
 	// Not vacuous: without out-of-domain questions the same world's
@@ -465,40 +469,22 @@ func TestRichOutOfDomainSplit(t *testing.T) {
 	held := func(q string) bool {
 		return slices.ContainsFunc(phrases, func(p string) bool { return strings.Contains(q, p) })
 	}
-	hops, oodHops := map[int]int{}, map[int]int{}
-	for _, task := range append(append([]envs.Task{}, w.Train...), w.Test...) {
-		if task.Meta["split"] == "test" {
-			hops[task.Hops]++
-		}
-		if held(task.Question) {
-			t.Errorf("in-domain %s question %q composes a held-out pair", task.Meta["split"], task.Question)
-		}
+	var nouns []string
+	for _, r := range rich.relations {
+		nouns = append(nouns, r.noun)
 	}
-	for _, task := range w.OOD {
-		oodHops[task.Hops]++
-		if !held(task.Question) {
-			t.Errorf("out-of-domain question %q composes no held-out pair", task.Question)
-		}
+	if hops := heldOutSplit(t, w, held, nouns); !reflect.DeepEqual(hops, map[int]int{2: 250, 3: 250}) {
+		t.Errorf("out-of-domain hops = %v, want 2: 250, 3: 250", hops)
 	}
 	// 1,600 questions cycle 1, 2, 3 hops and are shuffled before the split:
 	// each hop count has about a third of the test split.
+	hops := map[int]int{}
+	for _, task := range w.Test {
+		hops[task.Hops]++
+	}
 	for h := 1; h <= 3; h++ {
 		if hops[h] < 290 || hops[h] > 380 {
 			t.Errorf("%d test questions of %d hops, want about 333 (%v)", hops[h], h, hops)
-		}
-	}
-	if want := map[int]int{2: 250, 3: 250}; !reflect.DeepEqual(oodHops, want) {
-		t.Errorf("out-of-domain hops = %v, want %v", oodHops, want)
-	}
-	for _, r := range rich.relations {
-		n := 0
-		for _, task := range w.Train {
-			if strings.Contains(task.Question, " "+r.noun+" of ") {
-				n++
-			}
-		}
-		if n == 0 {
-			t.Errorf("no training question asks about the %s", r.noun)
 		}
 	}
 }
