@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -27,10 +28,11 @@ func inspectCommand() *cli.Command {
 		ArgsUsage: "RUN|STORE [RUN|STORE...]",
 		Description: "RUN is a run name under --runs, a run folder, or a folder of runs (every run in it); STORE a store file.\n" +
 			"The stores are opened read-only: a live run can be inspected while it trains.\n\nExamples:\n" +
-			"  trainer inspect default\n  trainer inspect runs/ --open\n  trainer inspect grpo ppo --addr 127.0.0.1:8080",
+			"  trainer inspect default\n  trainer inspect runs/ --open\n  trainer inspect grpo ppo --port 8080",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "runs", Value: "runs", Usage: "folder of runs"},
-			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:0", Usage: "address to listen on (port 0: a free one); loopback unless you name another"},
+			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on (as trainer serve's); beyond loopback anyone who can reach it can read the stores"},
+			&cli.IntFlag{Name: "port", Value: 0, Usage: "port to listen on (0: any free port, printed)"},
 			&cli.BoolFlag{Name: "open", Usage: "open the app in the default browser"},
 			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer `DIR` to show token text (default: each run's final policy, when it has one; else ids)"},
 		},
@@ -63,9 +65,10 @@ func inspectCommand() *cli.Command {
 				return err
 			}
 			defer srv.Close()
-			ln, err := net.Listen("tcp", c.String("addr"))
+			addr := net.JoinHostPort(c.String("host"), strconv.Itoa(c.Int("port")))
+			ln, err := net.Listen("tcp", addr)
 			if err != nil {
-				return fmt.Errorf("inspect: listen on %s: %w", c.String("addr"), err)
+				return fmt.Errorf("inspect: listen on %s (--host, --port): %w", addr, err)
 			}
 			url := "http://" + ln.Addr().String() + "/"
 			if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
@@ -75,8 +78,8 @@ func inspectCommand() *cli.Command {
 			if c.Bool("open") {
 				openBrowser(url)
 			}
-			if srv.Host, _, _ = net.SplitHostPort(c.String("addr")); srv.Host == "" {
-				srv.Host = "0.0.0.0" // ":port" listens on every interface
+			if srv.Host = c.String("host"); srv.Host == "" {
+				srv.Host = "0.0.0.0" // an empty host listens on every interface
 			}
 			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 			ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)

@@ -32,11 +32,7 @@ func main() {
 		Usage: "end-to-end RL for tool-using LLM agents (Go on libtorch)",
 		Description: "Run `trainer train` with no arguments for the built-in CPU demo job: a synthetic multi-hop\n" +
 			"world, a tiny model, a supervised warm start, GRPO, evaluation against baselines and a report.",
-		Commands: []*cli.Command{
-			trainCommand(), sftCommand(), evalCommand(), indexCommand(), searchCommand(),
-			rolloutsCommand(), reportCommand(), benchCommand(), configCommand(), chatCommand(), serveCommand(),
-			experimentCommand(), inspectCommand(), mergeCommand(),
-		},
+		Commands:             commands(),
 		EnableBashCompletion: true,
 		Version:              buildInfo(),
 	}
@@ -47,6 +43,15 @@ func main() {
 			os.Exit(ec.ExitCode())
 		}
 		os.Exit(1)
+	}
+}
+
+// commands are trainer's subcommands.
+func commands() []*cli.Command {
+	return []*cli.Command{
+		trainCommand(), sftCommand(), evalCommand(), indexCommand(), searchCommand(),
+		rolloutsCommand(), reportCommand(), benchCommand(), configCommand(), chatCommand(), serveCommand(),
+		experimentCommand(), inspectCommand(), mergeCommand(),
 	}
 }
 
