@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// The comparison's world (docs/experiments.md, second version): 1,600
+// Amendment 1's 300-entity world (docs/experiments.md, dropped after its
+// validation, kept here for its sizes): 1,600
 // in-domain questions split 1,000 test / 300 validation / 300 train, and
 // 500 out-of-domain ones, all distinct chains, each split labelled.
 func TestValidationSplitIsDisjointAndSized(t *testing.T) {
