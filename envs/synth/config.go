@@ -49,7 +49,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("synth config: ValQuestions = %d with %d test questions leaves no training question of %d", c.ValQuestions, c.testCount(), c.Questions)
 	case c.OODQuestions < 0:
 		return fmt.Errorf("synth config: OODQuestions = %d, want 0 or more", c.OODQuestions)
-	case c.Relations != "" && c.Relations != "basic" && c.Relations != "rich":
+	case schemas[c.Relations] == nil:
 		return fmt.Errorf("synth config: Relations = %q, want basic or rich", c.Relations)
 	case c.OODQuestions > 0 && c.MaxHops < 2:
 		return fmt.Errorf("synth config: OODQuestions = %d needs MaxHops >= 2 (out-of-domain questions compose two relations), got %d", c.OODQuestions, c.MaxHops)

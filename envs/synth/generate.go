@@ -15,7 +15,7 @@ func Generate(cfg Config) (*World, error) {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5eed))
-	w := &World{Config: cfg, schema: schemaNamed(cfg.Relations)}
+	w := &World{Config: cfg, schema: schemas[cfg.Relations]}
 	if err := w.makeEntities(rng); err != nil {
 		return nil, err
 	}

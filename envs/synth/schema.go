@@ -48,11 +48,5 @@ var rich = schema{
 
 var richMore = []relation{livesIn, mentor, mayor, twin, leader, ally, owner, chief}
 
-// schemaNamed returns the schema a validated Config.Relations names ("" is
-// basic).
-func schemaNamed(name string) *schema {
-	if name == "rich" {
-		return &rich
-	}
-	return &basic
-}
+// schemas are the schemas Config.Relations may name ("" is basic).
+var schemas = map[string]*schema{"": &basic, "basic": &basic, "rich": &rich}
