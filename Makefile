@@ -178,12 +178,17 @@ run: deps build
 
 # The paper's table at CPU scale (docs/experiments.md, the protocol): per seed
 # one warm start and one run of each row of experiment.PaperSpecs, the core
-# rows on seeds 1-5 and the others on 1-3, evaluated at the end only; 69
-# minutes alone on the project's 2-core machine. Writes docs/results.md
-# (intervals and a paired test per claim) and the curves beside it.
+# rows on seeds 1-5 and the others on 1-3, evaluated at the end only.
+# PAPER_JOBS runs train at once, one libtorch thread each, with decoding
+# that waits for every search, so the figures depend on neither the
+# machine's core count nor its load (the same libtorch gives the same
+# table). Writes docs/results.md (intervals and a paired test per claim)
+# and the curves beside it.
+PAPER_JOBS ?= 2
 paper: deps build
 	@echo "bin/trainer experiment paper (core rows on 5 seeds, the others on 3; see docs/experiments.md)"
-	@./bin/trainer experiment paper --seeds 1,2,3,4,5 --other-seeds 1,2,3 --iterations 40 --set run.eval_every=0 --out docs/results.md
+	@./bin/trainer experiment paper --seeds 1,2,3,4,5 --other-seeds 1,2,3 --iterations 40 --set run.eval_every=0 \
+		--jobs $(PAPER_JOBS) --threads 1 --set rollout.deterministic=true --out docs/results.md
 
 image:
 	docker build -t agentrl:latest .

@@ -132,8 +132,14 @@ type Options struct {
 	Resume   bool
 	Log      zerolog.Logger
 	Progress trainer.ProgressFunc
-	// OnRun is told when each run starts (name) for progress output.
+	// OnRun is told when each run starts (name) for progress output; with
+	// Jobs > 1, from one goroutine at a time.
 	OnRun func(name string, i, total int)
+	// Jobs is how many runs train at once (0 or 1: one after the other).
+	// Runs are independent (each has its own seeded generators, store and
+	// folder), so a row's figures do not depend on Jobs; every run then
+	// shares the process's libtorch thread count (device.threads).
+	Jobs int
 }
 
 // Rows are the specs of the table and the seeds each runs on, in table
@@ -184,59 +190,23 @@ func runName(stem string, seed int) string {
 
 // Run warm-starts one model per seed, trains every row of that seed from
 // it (the seed's first run, the first row's, also evaluates the
-// baselines), and collects the table from the runs' stores.
+// baselines), and collects the table from the runs' stores. With
+// Options.Jobs > 1 that many runs train at once (see Options.Jobs).
 func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
 	for _, spec := range PaperSpecs { // a broken row fails before any training
 		if _, err := specConfig(base, spec, 1, "", true); err != nil {
 			return nil, err
 		}
 	}
-	specs, on := Rows(o.Seeds, o.OtherSeeds, o.Extra)
-	total := len(o.Seeds)
-	for _, s := range specs {
-		total += len(on[s.Name])
+	if err := checkJobs(base, o.Jobs); err != nil {
+		return nil, err
 	}
-	n := 0
-	for _, seed := range o.Seeds {
-		cfg := base
-		cfg.Run.Seed = seed
-		cfg.Run.Name = runName("sft", seed)
-		sftDir := filepath.Join(trainer.RunDir(cfg), "sft")
-		done := filepath.Join(trainer.RunDir(cfg), "sft.done")
-		if o.OnRun != nil {
-			o.OnRun(cfg.Run.Name, n, total)
-		}
-		n++
-		if _, err := os.Stat(done); !o.Resume || err != nil {
-			if err := warmStart(ctx, cfg, sftDir, o); err != nil {
-				return nil, fmt.Errorf("warm start of seed %d: %w", seed, err)
-			}
-			if err := os.WriteFile(done, nil, 0o644); err != nil {
-				return nil, err
-			}
-		}
-		for _, spec := range specs {
-			if !slices.Contains(on[spec.Name], seed) {
-				continue
-			}
-			rc, err := specConfig(base, spec, seed, sftDir, spec.Name == specs[0].Name) // the baselines once per seed
-			if err != nil {
-				return nil, err
-			}
-			if o.OnRun != nil {
-				o.OnRun(rc.Run.Name, n, total)
-			}
-			n++
-			if o.Resume && finished(filepath.Join(trainer.RunDir(rc), "store.db"), spec.Name) {
-				continue
-			}
-			if err := os.RemoveAll(trainer.RunDir(rc)); err != nil {
-				return nil, err
-			}
-			if err := runOne(ctx, rc, o); err != nil {
-				return nil, fmt.Errorf("run %s: %w", rc.Run.Name, err)
-			}
-		}
+	tasks, err := plan(base, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := runTasks(ctx, tasks, o); err != nil {
+		return nil, err
 	}
 	return Collect(base.Run.Dir, o.Seeds, o.OtherSeeds, o.Extra)
 }

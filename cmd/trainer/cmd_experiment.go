@@ -34,6 +34,8 @@ func experimentCommand() *cli.Command {
 				&cli.BoolFlag{Name: "resume", Usage: "keep finished warm starts and runs under --run-dir, and run only the rest"},
 				&cli.StringFlag{Name: "out", Value: "docs/results.md", Usage: "Markdown `FILE` to write (curves go beside it)"},
 				&cli.BoolFlag{Name: "collect", Usage: "train nothing: rebuild the table and curves from the finished paper runs under --run-dir"},
+				&cli.IntFlag{Name: "jobs", Value: 1, Usage: "runs training at once in this process (each has its own seeded generators, so at a fixed " +
+					"device.threads a run's figures do not depend on it); with device.threads 0 each gets cores/jobs threads"},
 			),
 			Action: func(c *cli.Context) error {
 				cfg, err := loadConfig(c)
@@ -48,6 +50,17 @@ func experimentCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
+				jobs := c.Int("jobs")
+				if jobs < 1 {
+					return fmt.Errorf("--jobs %d: want 1 or more", jobs)
+				}
+				if jobs > 1 && cfg.Device.Threads == 0 {
+					cfg.Device.Threads = max(1, runtime.NumCPU()/jobs)
+				}
+				progress := bars
+				if jobs > 1 {
+					progress = nil // one bar at a time; the log says when each run starts
+				}
 				cfg.Run.Name = "paper"
 				log, closer, err := trainer.OpenRun(cfg)
 				if err != nil {
@@ -61,7 +74,7 @@ func experimentCommand() *cli.Command {
 					tab, err = experiment.Collect(cfg.Run.Dir, seeds, other, c.Bool("extra"))
 				} else {
 					tab, err = experiment.Run(ctx, cfg, experiment.Options{Seeds: seeds, OtherSeeds: other, Extra: c.Bool("extra"),
-						Resume: c.Bool("resume"), Log: log, Progress: bars,
+						Resume: c.Bool("resume"), Log: log, Progress: progress, Jobs: jobs,
 						OnRun: func(name string, i, total int) {
 							log.Info().Str("run", name).Int("of", total).Int("index", i+1).Msg("experiment run")
 						}})

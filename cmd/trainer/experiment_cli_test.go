@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agentrl/agentrl/experiment"
+	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // `trainer experiment paper` end to end at the tiny size: one warm start
@@ -20,7 +24,7 @@ func TestExperimentPaperTiny(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "docs", "results.md")
 	args := append([]string{"experiment", "paper", "--seeds", "1,2", "--run-dir", filepath.Join(dir, "runs"), "--out", out}, tinyRun...)
-	args = append(args, "--iterations", "2", "--set", "data.synthetic.ood_questions=4")
+	args = append(args, "--iterations", "2", "--set", "data.synthetic.ood_questions=4", "--set", "rollout.deterministic=true")
 	r := ok(t, args...)
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -88,4 +92,54 @@ func TestExperimentPaperTiny(t *testing.T) {
 	if !after.ModTime().Equal(before.ModTime()) || again.stdout != r.stdout {
 		t.Errorf("--resume retrained (store %v -> %v) or changed the table:\n%s\nthen\n%s", before.ModTime(), after.ModTime(), r.stdout, again.stdout)
 	}
+	// --jobs 2 trains two runs at once in the process and changes no
+	// figure: every run's trajectories, token for token and logprob for
+	// logprob, are those of the runs made one after the other.
+	dir2 := t.TempDir()
+	args2 := append([]string{"experiment", "paper", "--seeds", "1,2", "--run-dir", filepath.Join(dir2, "runs"), "--out", filepath.Join(dir2, "results.md"), "--jobs", "2"}, args[8:]...)
+	ok(t, args2...)
+	runs, err := filepath.Glob(filepath.Join(dir, "runs", "paper-*", "store.db"))
+	if err != nil || len(runs) != 2*(rows+1) {
+		t.Fatalf("%d stores (%v), want %d", len(runs), err, 2*(rows+1))
+	}
+	for _, one := range runs {
+		rel, _ := filepath.Rel(dir, one)
+		if strings.Contains(rel, "paper-sft-") { // a warm start: its weights
+			sft := filepath.Join(filepath.Dir(rel), "sft", "model.safetensors")
+			if a, b := readFile(t, filepath.Join(dir, sft)), readFile(t, filepath.Join(dir2, sft)); !bytes.Equal(a, b) {
+				t.Errorf("%s: --jobs 2 changed the warm start", sft)
+			}
+			continue
+		}
+		a, b := trajectoryTokens(t, one), trajectoryTokens(t, filepath.Join(dir2, rel))
+		if len(a) == 0 || !slices.Equal(a, b) {
+			t.Errorf("%s: --jobs 2 changed the run (%d trajectories, %d with --jobs 2)", rel, len(a), len(b))
+		}
+	}
+	fails(t, []string{"--jobs 2 with rollout.max_staleness 1"}, append(args2[:len(args2):len(args2)], "--set", "rollout.max_staleness=1")...)
+	fails(t, []string{"--jobs 0: want 1 or more"}, append(args[:len(args):len(args)], "--jobs", "0")...)
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// trajectoryTokens is every trajectory of the store at path, in id order,
+// as its id, token ids and logprobs.
+func trajectoryTokens(t *testing.T, path string) []string {
+	t.Helper()
+	_, rows, err := store.QueryReadOnly(path, "SELECT t.id, hex(k.ids), hex(k.logprobs) FROM trajectories t JOIN trajectory_tokens k USING (tid) ORDER BY t.id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rows {
+		out = append(out, fmt.Sprint(r...))
+	}
+	return out
 }

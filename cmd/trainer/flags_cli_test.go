@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"slices"
 	"testing"
 
@@ -36,5 +37,23 @@ func TestListenFlagsAreTheSame(t *testing.T) {
 	walk("", commands())
 	if listening < 2 { // serve and inspect
 		t.Errorf("%d subcommands take --host and --port, want serve and inspect at least", listening)
+	}
+}
+
+// A stray argument before flags is refused by name, not read as the end of
+// the flags: `trainer train out --iterations 1` used to run the default job
+// with every flag after "out" dropped. Every command that names no
+// arguments refuses them.
+func TestStrayArgumentRefused(t *testing.T) {
+	dir := t.TempDir()
+	for stray, args := range map[string][]string{
+		"out":   {"train", "out", "--iterations", "1", "--run-dir", dir},
+		"paper": {"experiment", "paper", "paper", "--seeds", "1", "--run-dir", dir},
+		"extra": {"bench", "generate", "extra"},
+	} {
+		fails(t, []string{"unexpected argument \"" + stray + "\"", "flags after it were not read"}, args...)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("a refused command wrote %v (%v)", entries, err)
 	}
 }

@@ -48,11 +48,31 @@ func main() {
 
 // commands are trainer's subcommands.
 func commands() []*cli.Command {
-	return []*cli.Command{
+	return flagsOnly([]*cli.Command{
 		trainCommand(), sftCommand(), evalCommand(), indexCommand(), searchCommand(),
 		rolloutsCommand(), reportCommand(), benchCommand(), configCommand(), chatCommand(), serveCommand(),
 		experimentCommand(), inspectCommand(), mergeCommand(),
+	})
+}
+
+// flagsOnly makes every command that names no arguments (no ArgsUsage)
+// refuse them: the flag parser stops at the first argument, so the flags
+// after a stray one would otherwise be dropped without a word.
+func flagsOnly(cmds []*cli.Command) []*cli.Command {
+	for _, cmd := range cmds {
+		flagsOnly(cmd.Subcommands)
+		if cmd.Action == nil || cmd.ArgsUsage != "" {
+			continue
+		}
+		action := cmd.Action
+		cmd.Action = func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return fmt.Errorf("%s: unexpected argument %q (it takes flags only; flags after it were not read)", c.Command.FullName(), c.Args().First())
+			}
+			return action(c)
+		}
 	}
+	return cmds
 }
 
 // signalContext returns a context and a channel closed on the first

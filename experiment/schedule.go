@@ -1,0 +1,162 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/agentrl/agentrl/trainer"
+	"github.com/agentrl/agentrl/trainer/config"
+)
+
+// task is one run of the experiment: a seed's warm start (spec nil) or a
+// row's RL run from it.
+type task struct {
+	seed int
+	spec *Spec
+	cfg  config.Config
+	// sftDir is the seed's warm start; a row's run waits for ready.
+	sftDir string
+	ready  chan struct{}
+}
+
+// plan lists the experiment's runs in the order they start: the first
+// seed's warm start, then, per seed, the next seed's warm start before
+// this seed's rows, so that with several jobs a row seldom waits for its
+// warm start.
+func plan(base config.Config, o Options) ([]*task, error) {
+	specs, on := Rows(o.Seeds, o.OtherSeeds, o.Extra)
+	sft := map[int]*task{}
+	for _, seed := range o.Seeds {
+		cfg := base
+		cfg.Run.Seed = seed
+		cfg.Run.Name = runName("sft", seed)
+		sft[seed] = &task{seed: seed, cfg: cfg, sftDir: filepath.Join(trainer.RunDir(cfg), "sft"), ready: make(chan struct{})}
+	}
+	var tasks []*task
+	for i, seed := range o.Seeds {
+		if i == 0 {
+			tasks = append(tasks, sft[seed])
+		}
+		if i+1 < len(o.Seeds) {
+			tasks = append(tasks, sft[o.Seeds[i+1]])
+		}
+		for _, spec := range specs {
+			if !slices.Contains(on[spec.Name], seed) {
+				continue
+			}
+			rc, err := specConfig(base, spec, seed, sft[seed].sftDir, spec.Name == specs[0].Name) // the baselines once per seed
+			if err != nil {
+				return nil, err
+			}
+			tasks = append(tasks, &task{seed: seed, spec: &spec, cfg: rc, sftDir: sft[seed].sftDir, ready: sft[seed].ready})
+		}
+	}
+	return tasks, nil
+}
+
+// checkJobs refuses settings that several runs in one process would share:
+// LoRA dropout draws from libtorch's global generator, and the
+// asynchronous loop sets the process's thread count per role.
+func checkJobs(base config.Config, jobs int) error {
+	if jobs <= 1 {
+		return nil
+	}
+	if base.Model.LoRA.Dropout > 0 {
+		return fmt.Errorf("--jobs %d with lora.dropout %g: LoRA dropout draws from libtorch's one global generator, so runs at once would change each other's masks; use --jobs 1 or lora.dropout 0", jobs, base.Model.LoRA.Dropout)
+	}
+	if base.Rollout.MaxStaleness > 0 {
+		return fmt.Errorf("--jobs %d with rollout.max_staleness %d: the asynchronous loop sets the process's libtorch thread count per role, so runs at once would change each other's; use --jobs 1 or max_staleness 0", jobs, base.Rollout.MaxStaleness)
+	}
+	return nil
+}
+
+// runTasks trains the tasks with o.Jobs workers taking them in order. A
+// row's run starts once its seed's warm start is done; the first error
+// stops the rest and is returned.
+func runTasks(ctx context.Context, tasks []*task, o Options) error {
+	jobs := max(o.Jobs, 1)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	queue := make(chan int)
+	go func() {
+		defer close(queue)
+		for i := range tasks {
+			select {
+			case queue <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var mu sync.Mutex // OnRun's calls
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// libtorch keeps per-thread state: a run's calls stay on one
+			// OS thread, as the main goroutine's do.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for i := range queue {
+				tk := tasks[i]
+				if tk.spec != nil {
+					select {
+					case <-tk.ready:
+					case <-ctx.Done():
+						return
+					}
+				}
+				if o.OnRun != nil {
+					mu.Lock()
+					o.OnRun(tk.cfg.Run.Name, i, len(tasks))
+					mu.Unlock()
+				}
+				if err := runTask(ctx, tk, o); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return ctx.Err()
+}
+
+// runTask trains one task, or, with o.Resume, keeps it if it finished
+// before. A warm start, done or kept, releases its seed's rows.
+func runTask(ctx context.Context, tk *task, o Options) error {
+	dir := trainer.RunDir(tk.cfg)
+	if tk.spec == nil {
+		done := filepath.Join(dir, "sft.done")
+		if _, err := os.Stat(done); !o.Resume || err != nil {
+			if err := warmStart(ctx, tk.cfg, tk.sftDir, o); err != nil {
+				return fmt.Errorf("warm start of seed %d: %w", tk.seed, err)
+			}
+			if err := os.WriteFile(done, nil, 0o644); err != nil {
+				return err
+			}
+		}
+		close(tk.ready)
+		return nil
+	}
+	if o.Resume && finished(filepath.Join(dir, "store.db"), tk.spec.Name) {
+		return nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := runOne(ctx, tk.cfg, o); err != nil {
+		return fmt.Errorf("run %s: %w", tk.cfg.Run.Name, err)
+	}
+	return nil
+}
