@@ -20,7 +20,8 @@ type task struct {
 	seed int
 	spec *Spec
 	cfg  config.Config
-	// sftDir is the seed's warm start; a row's run waits for ready.
+	// sftDir is where a warm start writes its model; ready is closed when
+	// the seed's warm start is done, and a row's run waits for it.
 	sftDir string
 	ready  chan struct{}
 }
@@ -54,7 +55,7 @@ func plan(base config.Config, o Options) ([]*task, error) {
 			if err != nil {
 				return nil, err
 			}
-			tasks = append(tasks, &task{seed: seed, spec: &spec, cfg: rc, sftDir: sft[seed].sftDir, ready: sft[seed].ready})
+			tasks = append(tasks, &task{seed: seed, spec: &spec, cfg: rc, ready: sft[seed].ready})
 		}
 	}
 	return tasks, nil
