@@ -23,8 +23,8 @@ import (
 func TestExperimentPaperTiny(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "docs", "results.md")
-	args := append([]string{"experiment", "paper", "--seeds", "1,2", "--run-dir", filepath.Join(dir, "runs"), "--out", out}, tinyRun...)
-	args = append(args, "--iterations", "2", "--set", "data.synthetic.ood_questions=4", "--set", "rollout.deterministic=true")
+	settings := append(append([]string{}, tinyRun...), "--iterations", "2", "--set", "data.synthetic.ood_questions=4", "--set", "rollout.deterministic=true")
+	args := append([]string{"experiment", "paper", "--seeds", "1,2", "--run-dir", filepath.Join(dir, "runs"), "--out", out}, settings...)
 	r := ok(t, args...)
 	b, err := os.ReadFile(out)
 	if err != nil {
@@ -96,7 +96,7 @@ func TestExperimentPaperTiny(t *testing.T) {
 	// figure: every run's trajectories, token for token and logprob for
 	// logprob, are those of the runs made one after the other.
 	dir2 := t.TempDir()
-	args2 := append([]string{"experiment", "paper", "--seeds", "1,2", "--run-dir", filepath.Join(dir2, "runs"), "--out", filepath.Join(dir2, "results.md"), "--jobs", "2"}, args[8:]...)
+	args2 := append([]string{"experiment", "paper", "--seeds", "1,2", "--run-dir", filepath.Join(dir2, "runs"), "--out", filepath.Join(dir2, "results.md"), "--jobs", "2"}, settings...)
 	ok(t, args2...)
 	runs, err := filepath.Glob(filepath.Join(dir, "runs", "paper-*", "store.db"))
 	if err != nil || len(runs) != 2*(rows+1) {
