@@ -20,9 +20,9 @@ const (
 )
 
 // Claim is one of the paper's claims, tested on the per-question outcomes
-// of two rows over the seeds both have: the mean over seeds and questions
-// of A − C·B (positive where A is ahead), its paired-bootstrap 95%
-// interval, and the per-seed means.
+// of two rows over the seeds both have: the mean over seeds of each
+// seed's mean of A − C·B over its questions (positive where A is ahead),
+// its paired-bootstrap 95% interval, and the per-seed means.
 type Claim struct {
 	Text     string
 	Split    string // results.SplitInDomain or results.SplitOOD
@@ -31,7 +31,10 @@ type Claim struct {
 	Seeds    []int
 	PerSeed  []float64
 	Interval stat.Interval
-	N        int // questions
+	N        int // questions, over all seeds where Nested, else per seed
+	// Nested is true where each seed has its own questions (Table.Nested):
+	// the bootstrap then resamples each seed's questions apart.
+	Nested bool
 }
 
 // Verdict is "holds", "fails" or "undecided" at the claim's power (its
@@ -102,7 +105,7 @@ func (t *Table) Claims() ([]Claim, error) {
 // claim tests one claim over the seeds both rows have; ok is false when
 // they share none.
 func (t *Table) claim(text, split, a, b string, c float64) (Claim, bool, error) {
-	cl := Claim{Text: text, Split: split, A: a, B: b, C: c}
+	cl := Claim{Text: text, Split: split, A: a, B: b, C: c, Nested: t.Nested[split]}
 	var d [][]float64
 	for _, s := range t.Seeds {
 		ya, okA := t.Outcomes[a][split][s]
@@ -126,11 +129,18 @@ func (t *Table) claim(text, split, a, b string, c float64) (Claim, bool, error) 
 	if len(d) == 0 {
 		return cl, false, nil
 	}
-	iv, err := stat.PairedBootstrap(d, BootstrapResamples, BootstrapSeed)
+	bootstrap, n := stat.PairedBootstrap, len(d[0])
+	if cl.Nested {
+		bootstrap, n = stat.NestedBootstrap, 0
+		for _, row := range d {
+			n += len(row)
+		}
+	}
+	iv, err := bootstrap(d, BootstrapResamples, BootstrapSeed)
 	if err != nil {
 		return cl, false, fmt.Errorf("claim %q: %w", text, err)
 	}
-	cl.Interval, cl.N = iv, len(d[0])
+	cl.Interval, cl.N = iv, n
 	return cl, true, nil
 }
 
@@ -145,7 +155,11 @@ func (c Claim) Markdown() string {
 	for i, s := range c.Seeds {
 		seeds[i] = fmt.Sprint(s)
 	}
-	return fmt.Sprintf("%s: %+.3f [%+.3f, %+.3f] (paired bootstrap, %d seeds × %d questions): **%s**. Per seed (%s): %s; ahead in %d of %d.",
-		c.Text, c.Interval.Mean, c.Interval.Lo, c.Interval.Hi, len(c.Seeds), c.N, c.Verdict(), strings.Join(seeds, ", "),
+	test := fmt.Sprintf("paired bootstrap, %d seeds × %d questions", len(c.Seeds), c.N)
+	if c.Nested {
+		test = fmt.Sprintf("paired two-stage bootstrap, %d seeds, %d questions, each seed's its own", len(c.Seeds), c.N)
+	}
+	return fmt.Sprintf("%s: %+.3f [%+.3f, %+.3f] (%s): **%s**. Per seed (%s): %s; ahead in %d of %d.",
+		c.Text, c.Interval.Mean, c.Interval.Lo, c.Interval.Hi, test, c.Verdict(), strings.Join(seeds, ", "),
 		strings.Join(vals, ", "), c.Ahead(), len(c.PerSeed))
 }

@@ -93,9 +93,18 @@ func specConfig(base config.Config, spec Spec, seed int, sftDir string, first bo
 	return rc, nil
 }
 
+// seedBase is base with the seed's world (Options.Worlds), if it has one.
+func seedBase(base config.Config, seed int, worlds map[int]int) config.Config {
+	if w, ok := worlds[seed]; ok {
+		base.Data.Synthetic.Seed = w
+	}
+	return base
+}
+
 // Cell is a mean and spread over seeds, with the per-seed values in seed
 // order, and, where per-question outcomes were read, the 95% interval
-// over seeds and questions (stat.CrossedInterval).
+// over seeds and questions (stat.CrossedInterval, or stat.NestedInterval
+// where each seed has its own questions).
 type Cell struct {
 	Mean, Std float64
 	N         int
@@ -111,11 +120,17 @@ type Table struct {
 	Hops    []int
 	EM      map[string]map[string]Cell // method -> "hop1".."hopN", "avg", "ood"
 	// Outcomes are method -> split (results.SplitInDomain, SplitOOD) ->
-	// seed -> 0/1 per question, the questions in one order for all.
+	// seed -> 0/1 per question, a seed's questions in one order for all
+	// methods.
 	Outcomes map[string]map[string]map[int][]float64
 	Runs     map[string][]string // method -> run names (for curves)
 	Seeds    []int
-	Wall     time.Duration
+	// Nested is true for a split whose questions differ between seeds
+	// (one world per seed, Options.Worlds): its intervals and claims then
+	// nest questions in seeds (stat.NestedInterval, stat.NestedBootstrap)
+	// instead of crossing them.
+	Nested map[string]bool
+	Wall   time.Duration
 }
 
 // Options are the experiment's knobs besides the base config.
@@ -124,6 +139,11 @@ type Options struct {
 	// OtherSeeds are the seeds the rows not marked Core run on (nil: all
 	// of Seeds).
 	OtherSeeds []int
+	// Worlds maps a seed to the seed of its world (data.synthetic.seed) for
+	// every run of that seed, its warm start's included; a seed not in it
+	// keeps the base config's world. With one world per seed, each seed's
+	// test questions are its own.
+	Worlds map[int]int
 	// Extra adds the Extra rows (on OtherSeeds).
 	Extra bool
 	// Resume keeps a seed's finished warm start and every finished run
@@ -248,7 +268,7 @@ func finished(storePath, name string) bool {
 // first run's start to the last iteration written.
 func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
 	tab := &Table{EM: map[string]map[string]Cell{}, Runs: map[string][]string{}, Seeds: seeds,
-		Outcomes: map[string]map[string]map[int][]float64{}}
+		Outcomes: map[string]map[string]map[int][]float64{}, Nested: map[string]bool{}}
 	specs, on := Rows(seeds, other, extra)
 	samples := map[string]map[string][]float64{}
 	add := func(method, key string, v float64) {
@@ -257,7 +277,7 @@ func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
 		}
 		samples[method][key] = append(samples[method][key], v)
 	}
-	questions := map[string][]string{} // split -> question IDs, sorted, from the first run read
+	questions := map[string]map[int][]string{} // split -> seed -> question IDs, sorted, from the seed's first run read
 	var paths []string
 	for _, seed := range seeds {
 		paths = append(paths, filepath.Join(runsDir, runName("sft", seed), "store.db"))
@@ -296,15 +316,20 @@ func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
 				}
 				for split := range outcomes[method] {
 					if questions[split] == nil {
+						questions[split] = map[int][]string{}
+					}
+					ids := questions[split][seed]
+					if ids == nil {
 						for id := range outcomes[method][split] {
-							questions[split] = append(questions[split], id)
+							ids = append(ids, id)
 						}
-						sort.Strings(questions[split])
+						sort.Strings(ids)
+						questions[split][seed] = ids
 					}
-					if len(outcomes[method][split]) != len(questions[split]) {
-						return nil, fmt.Errorf("run %s: %s has %d %s questions, the first run read had %d", name, method, len(outcomes[method][split]), split, len(questions[split]))
+					if len(outcomes[method][split]) != len(ids) {
+						return nil, fmt.Errorf("run %s: %s has %d %s questions, the seed's first run read had %d", name, method, len(outcomes[method][split]), split, len(ids))
 					}
-					v, err := outcomes.Vector(method, split, questions[split])
+					v, err := outcomes.Vector(method, split, ids)
 					if err != nil {
 						return nil, fmt.Errorf("run %s: %w", name, err)
 					}
@@ -324,6 +349,9 @@ func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
 			}
 		}
 	}
+	for split, bySeed := range questions {
+		tab.Nested[split] = !sameQuestions(bySeed)
+	}
 	for _, m := range append(append([]string{}, Baselines...), specNamesOf(specs)...) {
 		if samples[m] == nil {
 			continue
@@ -335,7 +363,11 @@ func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
 		}
 		for key, split := range map[string]string{"avg": results.SplitInDomain, "ood": results.SplitOOD} {
 			if y := tab.grid(m, split, seeds); y != nil {
-				iv, err := stat.CrossedInterval(y)
+				interval := stat.CrossedInterval
+				if tab.Nested[split] {
+					interval = stat.NestedInterval
+				}
+				iv, err := interval(y)
 				if err != nil {
 					return nil, fmt.Errorf("%s %s: %w", m, split, err)
 				}
@@ -352,6 +384,19 @@ func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
 	}
 	tab.Wall = wall
 	return tab, nil
+}
+
+// sameQuestions reports whether every seed has the same questions.
+func sameQuestions(bySeed map[int][]string) bool {
+	var first []string
+	for _, ids := range bySeed {
+		if first == nil {
+			first = ids
+		} else if !slices.Equal(ids, first) {
+			return false
+		}
+	}
+	return true
 }
 
 // grid is the method's outcomes on split as a seeds × questions matrix,

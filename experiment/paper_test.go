@@ -161,6 +161,22 @@ func TestClaims(t *testing.T) {
 	if cs[0].Ahead() != 2 || cs[1].Ahead() != 2 {
 		t.Errorf("ahead in %d and %d seeds, want 2 and 2", cs[0].Ahead(), cs[1].Ahead())
 	}
+	// Each seed its own questions (one world per seed): seed 2 has two
+	// questions, and PPO − RAG is 0.5 in seed 1 and 1 in seed 2. The mean
+	// is that of the seed means, 0.75 (pooled it would be 4/6), the claim
+	// counts the 6 questions and says its bootstrap is two-stage.
+	nested := &Table{Seeds: []int{1, 2}, Nested: map[string]bool{in: true}, Outcomes: map[string]map[string]map[int][]float64{
+		"Naive RAG": o([]float64{1, 0, 0, 0}, []float64{0, 0}),
+		"PPO":       o([]float64{1, 1, 1, 0}, []float64{1, 1}),
+	}}
+	ncs, err := nested.Claims()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ncs[0]; !c.Nested || c.N != 6 || math.Abs(c.Interval.Mean-0.75) > 1e-12 || c.PerSeed[1] != 1 ||
+		!strings.Contains(c.Markdown(), "(paired two-stage bootstrap, 2 seeds, 6 questions, each seed's its own)") {
+		t.Errorf("nested claim %+v renders as %q, want mean 0.75 over 6 questions, two-stage", c, c.Markdown())
+	}
 	tab.Outcomes["PPO w/o loss mask"] = o([]float64{1, 1, 1}, []float64{1, 1, 0})
 	if _, err := tab.Claims(); err == nil || !strings.Contains(err.Error(), "3 questions against 4") && !strings.Contains(err.Error(), "4 questions against 3") {
 		t.Errorf("rows with different questions: %v, want an error", err)

@@ -34,7 +34,7 @@ func plan(base config.Config, o Options) ([]*task, error) {
 	specs, on := Rows(o.Seeds, o.OtherSeeds, o.Extra)
 	sft := map[int]*task{}
 	for _, seed := range o.Seeds {
-		cfg := base
+		cfg := seedBase(base, seed, o.Worlds)
 		cfg.Run.Seed = seed
 		cfg.Run.Name = runName("sft", seed)
 		sft[seed] = &task{seed: seed, cfg: cfg, sftDir: filepath.Join(trainer.RunDir(cfg), "sft"), ready: make(chan struct{})}
@@ -51,7 +51,7 @@ func plan(base config.Config, o Options) ([]*task, error) {
 			if !slices.Contains(on[spec.Name], seed) {
 				continue
 			}
-			rc, err := specConfig(base, spec, seed, sft[seed].sftDir, spec.Name == specs[0].Name) // the baselines once per seed
+			rc, err := specConfig(seedBase(base, seed, o.Worlds), spec, seed, sft[seed].sftDir, spec.Name == specs[0].Name) // the baselines once per seed
 			if err != nil {
 				return nil, err
 			}

@@ -53,3 +53,20 @@ func TestPlanOrder(t *testing.T) {
 		}
 	}
 }
+
+// With Options.Worlds every run of a seed, its warm start's included, is
+// in that seed's world; a seed without one keeps the base config's.
+func TestPlanWorlds(t *testing.T) {
+	base := config.Default()
+	o := Options{Seeds: []int{1, 2, 3}, OtherSeeds: []int{1}, Worlds: map[int]int{1: 11, 2: 12}}
+	tasks, err := plan(base, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]int{1: 11, 2: 12, 3: base.Data.Synthetic.Seed}
+	for _, tk := range tasks {
+		if got := tk.cfg.Data.Synthetic.Seed; got != want[tk.seed] {
+			t.Errorf("%s: world %d, want %d", tk.cfg.Run.Name, got, want[tk.seed])
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/report"
+	"github.com/agentrl/agentrl/trainer/results"
 )
 
 func experimentCommand() *cli.Command {
@@ -30,6 +31,8 @@ func experimentCommand() *cli.Command {
 			Flags: append(configFlags(),
 				&cli.StringFlag{Name: "seeds", Value: "1,2,3,4,5", Usage: "comma-separated training seeds of the core rows"},
 				&cli.StringFlag{Name: "other-seeds", Value: "1,2,3", Usage: "comma-separated seeds the rows not marked core run on (those of --seeds that are in it)"},
+				&cli.StringFlag{Name: "world-seeds", Usage: "comma-separated world seeds (data.synthetic.seed), one per entry of --seeds: each seed's runs, " +
+					"its warm start's included, use its own world, so its test questions are its own (default: every seed uses the config's world)"},
 				&cli.BoolFlag{Name: "extra", Usage: "add the rows outside the paper's table (GiGPO, GSPO's loss, bf16 rollouts), on the other seeds"},
 				&cli.BoolFlag{Name: "resume", Usage: "keep finished warm starts and runs under --run-dir, and run only the rest"},
 				&cli.StringFlag{Name: "out", Value: "docs/results.md", Usage: "Markdown `FILE` to write (curves go beside it)"},
@@ -47,6 +50,10 @@ func experimentCommand() *cli.Command {
 					return err
 				}
 				other, err := seedList("--other-seeds", c.String("other-seeds"))
+				if err != nil {
+					return err
+				}
+				worlds, err := worldSeeds(c.String("world-seeds"), seeds, cfg.Data.Source)
 				if err != nil {
 					return err
 				}
@@ -73,7 +80,7 @@ func experimentCommand() *cli.Command {
 				if c.Bool("collect") {
 					tab, err = experiment.Collect(cfg.Run.Dir, seeds, other, c.Bool("extra"))
 				} else {
-					tab, err = experiment.Run(ctx, cfg, experiment.Options{Seeds: seeds, OtherSeeds: other, Extra: c.Bool("extra"),
+					tab, err = experiment.Run(ctx, cfg, experiment.Options{Seeds: seeds, OtherSeeds: other, Worlds: worlds, Extra: c.Bool("extra"),
 						Resume: c.Bool("resume"), Log: log, Progress: progress, Jobs: jobs,
 						OnRun: func(name string, i, total int) {
 							log.Info().Str("run", name).Int("of", total).Int("index", i+1).Msg("experiment run")
@@ -130,6 +137,30 @@ func seedList(flag, list string) ([]int, error) {
 	return seeds, nil
 }
 
+// worldSeeds parses --world-seeds into a map from each of seeds to its
+// world's seed (nil when the flag is empty). It wants one world per seed,
+// and the synthetic world (only it has a seed).
+func worldSeeds(list string, seeds []int, source string) (map[int]int, error) {
+	if list == "" {
+		return nil, nil
+	}
+	if source != "synthetic" {
+		return nil, fmt.Errorf("--world-seeds with data.source %s: only the synthetic world has a seed", source)
+	}
+	ws, err := seedList("--world-seeds", list)
+	if err != nil {
+		return nil, err
+	}
+	if len(ws) != len(seeds) {
+		return nil, fmt.Errorf("--world-seeds has %d entries for %d --seeds: give one world per seed", len(ws), len(seeds))
+	}
+	worlds := map[int]int{}
+	for i, s := range seeds {
+		worlds[s] = ws[i]
+	}
+	return worlds, nil
+}
+
 // paperMarkdown is docs/results.md: the table with its intervals, how it
 // was made, the curves, and the paper's claims, each tested with a
 // paired bootstrap and stated as holding, failing or undecided.
@@ -146,8 +177,15 @@ func paperMarkdown(t *experiment.Table, runsDir, command, out, html string) (str
 		command, t.Seeds, t.Wall.Round(time.Second), runtime.NumCPU())
 	b.WriteString("- task: the synthetic multi-hop world, exact match, greedy decoding; Avg EM and the hop columns are over " +
 		"the held-out test questions, OOD EM over the out-of-domain questions (relation compositions no training question uses)\n")
+	if t.Nested[results.SplitInDomain] {
+		b.WriteString("- each seed has its own world (--world-seeds), so its own test and out-of-domain questions\n")
+	}
 	b.WriteString("- every row of a seed starts from that seed's one warm start (general skills: reading and single searches)\n")
-	b.WriteString("- Avg EM and OOD EM: mean over seeds and questions [95% interval: ± 1.96 SE, SE² = var(seed means)/S + var(question means)/Q]; hop columns: means\n")
+	if t.Nested[results.SplitInDomain] {
+		b.WriteString("- Avg EM and OOD EM: mean of the seed means [95% interval: ± 1.96 SE, SE² = var(seed means)/S + Σ var(seed s's outcomes)/Q_s / S²]; hop columns: means\n")
+	} else {
+		b.WriteString("- Avg EM and OOD EM: mean over seeds and questions [95% interval: ± 1.96 SE, SE² = var(seed means)/S + var(question means)/Q]; hop columns: means\n")
+	}
 	fmt.Fprintf(&b, "- runs: `%s/paper-*` (each has store.db, report/, final/)\n\n", runsDir)
 	b.WriteString(t.Markdown())
 	rel, err := filepath.Rel(filepath.Dir(out), html)
@@ -161,10 +199,14 @@ func paperMarkdown(t *experiment.Table, runsDir, command, out, html string) (str
 		fmt.Fprintf(&b, "![%s](%s/%s)\n", strings.TrimSuffix(strings.TrimPrefix(file, "compare_"), ".png"), dir, file)
 	}
 	b.WriteString("\n## Claims, each with a paired test\n\n")
+	resampling := "resamples of seeds and questions"
+	if t.Nested[results.SplitInDomain] {
+		resampling = "resamples of seeds, then of each drawn seed's own questions"
+	}
 	fmt.Fprintf(&b, "Each claim compares two rows on the same questions and seeds: the mean over seeds and questions of A − c·B "+
-		"(c = 1, or %.1f for the ratio claims), with a 95%% paired-bootstrap interval (%d resamples of seeds and questions). "+
+		"(c = 1, or %.1f for the ratio claims), with a 95%% paired-bootstrap interval (%d %s). "+
 		"It **holds** when the interval is above 0, **fails** when it is below 0, and is **undecided** otherwise. "+
-		"No correction for the number of claims.\n\n", experiment.RLOverRAG, experiment.BootstrapResamples)
+		"No correction for the number of claims.\n\n", experiment.RLOverRAG, experiment.BootstrapResamples, resampling)
 	for _, c := range claims {
 		fmt.Fprintf(&b, "- %s\n", c.Markdown())
 	}

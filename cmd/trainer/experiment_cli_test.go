@@ -120,6 +120,48 @@ func TestExperimentPaperTiny(t *testing.T) {
 	fails(t, []string{"--jobs 0: want 1 or more"}, append(args[:len(args):len(args)], "--jobs", "0")...)
 }
 
+// --world-seeds gives each seed its own world: every run of seed 1, its
+// warm start's included, trains and is evaluated on world 11's questions,
+// seed 2's on world 12's, and results.md says so and tests the claims with
+// the two-stage bootstrap. A list of the wrong length, or a world seed
+// where the data are files, is refused by name.
+func TestExperimentPaperWorlds(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "results.md")
+	args := append([]string{"experiment", "paper", "--seeds", "1,2", "--other-seeds", "1", "--world-seeds", "11,12",
+		"--run-dir", filepath.Join(dir, "runs"), "--out", out}, tinyRun...)
+	ok(t, append(args, "--set", "data.synthetic.ood_questions=4")...)
+	md := string(readFile(t, out))
+	for _, want := range []string{"- each seed has its own world (--world-seeds)", "mean of the seed means",
+		"(paired two-stage bootstrap, 2 seeds, 8 questions, each seed's its own)", "(paired two-stage bootstrap, 1 seeds, 4 questions, each seed's its own)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("results.md lacks %q:\n%s", want, md)
+		}
+	}
+	for run, world := range map[string]string{"paper-sft-s1": "11", "paper-ppo-s1": "11", "paper-sft-s2": "12", "paper-grpo-s2": "12"} {
+		path := filepath.Join(dir, "runs", run, "store.db")
+		_, rows, err := store.QueryReadOnly(path, "SELECT json_extract(config, '$.Data.Synthetic.Seed') FROM runs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || fmt.Sprint(rows[0][0]) != world {
+			t.Errorf("%s: data.synthetic.seed %v, want %s", run, rows, world)
+		}
+		if strings.Contains(run, "sft") {
+			continue // a warm start stores no trajectories
+		}
+		_, rows, err = store.QueryReadOnly(path, "SELECT DISTINCT substr(task_id, 1, instr(substr(task_id, 7), '-') + 5) FROM trajectories")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != 1 || fmt.Sprint(rows[0][0]) != "synth-"+world {
+			t.Errorf("%s: questions of worlds %v, want only synth-%s", run, rows, world)
+		}
+	}
+	fails(t, []string{"--world-seeds has 1 entries for 2 --seeds"}, append(args[:len(args):len(args)], "--world-seeds", "11")...)
+	fails(t, []string{"--world-seeds with data.source files"}, append(args[:len(args):len(args)], "--set", "data.source=files", "--set", "data.train=x.jsonl")...)
+}
+
 func readFile(t *testing.T, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)

@@ -47,7 +47,53 @@ func PairedBootstrap(d [][]float64, resamples int, seed uint64) (Interval, error
 			total += v
 		}
 	}
-	lo := means[int(0.025*float64(resamples))]
-	hi := means[int(0.975*float64(resamples)+0.5)-1]
+	lo, hi := percentiles95(means)
 	return Interval{Mean: total / float64(S*Q), Lo: lo, Hi: hi}, nil
+}
+
+// NestedBootstrap is the 95% percentile interval of the mean of the seed
+// means of d[s][q], a paired difference per seed s and question q where
+// each seed has its own questions (one world per seed): each resample
+// draws S seeds with replacement and, for each drawn seed, Q_s of its
+// questions with replacement, and takes the mean of the drawn seeds'
+// means. A two-stage bootstrap: like NestedSE, it counts the question
+// sampling at both stages, so it errs on the wide side. The generator is
+// seeded, so the interval is reproducible.
+func NestedBootstrap(d [][]float64, resamples int, seed uint64) (Interval, error) {
+	if err := checkNested(d); err != nil {
+		return Interval{}, err
+	}
+	if resamples < 40 {
+		return Interval{}, fmt.Errorf("stat: %d bootstrap resamples, want at least 40 for a 95%% interval", resamples)
+	}
+	S := len(d)
+	rng := rand.New(rand.NewPCG(seed, 0xb007))
+	means := make([]float64, resamples)
+	for b := range means {
+		sum := 0.0
+		for range S {
+			row := d[rng.IntN(S)]
+			m := 0.0
+			for range row {
+				m += row[rng.IntN(len(row))]
+			}
+			sum += m / float64(len(row))
+		}
+		means[b] = sum / float64(S)
+	}
+	sort.Float64s(means)
+	total := 0.0
+	for _, row := range d {
+		m, _ := MeanVar(row, 0)
+		total += m
+	}
+	lo, hi := percentiles95(means)
+	return Interval{Mean: total / float64(S), Lo: lo, Hi: hi}, nil
+}
+
+// percentiles95 are the 2.5th and 97.5th percentiles of sorted resample
+// means.
+func percentiles95(sorted []float64) (lo, hi float64) {
+	n := float64(len(sorted))
+	return sorted[int(0.025*n)], sorted[int(0.975*n+0.5)-1]
 }

@@ -86,3 +86,53 @@ func TestPairedBootstrapVerdicts(t *testing.T) {
 		t.Error("ragged grid accepted")
 	}
 }
+
+// Seeds resampled, each with its own number of questions: differences
+// 0.1, 0.2, 0.3 on every question of seeds of 4, 2 and 7 questions. A
+// question resample of a constant seed is that constant, so, as in
+// TestPairedBootstrapResamplesSeeds, the interval is [0.1, 0.3] (all
+// three draws the first seed has probability 1/27 = 3.7% > 2.5%). The
+// mean is the mean of the seed means, 0.2, not the pooled 2.5/13.
+func TestNestedBootstrapResamplesSeeds(t *testing.T) {
+	d := [][]float64{{0.1, 0.1, 0.1, 0.1}, {0.2, 0.2}, {0.3, 0.3, 0.3, 0.3, 0.3, 0.3, 0.3}}
+	iv, err := NestedBootstrap(d, 10000, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(iv.Mean, 0.2, 1e-12) || !near(iv.Lo, 0.1, 1e-12) || !near(iv.Hi, 0.3, 1e-12) {
+		t.Errorf("%+v, want 0.2 in [0.1, 0.3]", iv)
+	}
+}
+
+// Questions resampled within a seed: one seed, 400 questions, half +1 and
+// half -1, as in TestPairedBootstrapResamplesQuestions: about ±0.098,
+// undecided, and the same interval again from the same seed. With four
+// such seeds of other questions, the seed means are all 0, so only the
+// question draws spread the mean: SD sqrt(1/400)/sqrt(4) = 0.025, about
+// ±0.049.
+func TestNestedBootstrapResamplesQuestions(t *testing.T) {
+	row := make([]float64, 400)
+	for q := range row {
+		row[q] = float64(1 - 2*(q%2))
+	}
+	iv, err := NestedBootstrap([][]float64{row}, 10000, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(iv.Lo, -0.098, 0.012) || !near(iv.Hi, 0.098, 0.012) || iv.Verdict() != "undecided" {
+		t.Errorf("%+v (%s), want about [-0.098, 0.098], undecided", iv, iv.Verdict())
+	}
+	if again, _ := NestedBootstrap([][]float64{row}, 10000, 3); again != iv {
+		t.Errorf("same seed, another interval: %+v then %+v", iv, again)
+	}
+	four, _ := NestedBootstrap([][]float64{row, row, row, row}, 10000, 3)
+	if !near(four.Lo, -0.049, 0.008) || !near(four.Hi, 0.049, 0.008) {
+		t.Errorf("four seeds: %+v, want about [-0.049, 0.049]", four)
+	}
+	if _, err := NestedBootstrap([][]float64{row}, 10, 3); err == nil {
+		t.Error("10 resamples accepted")
+	}
+	if _, err := NestedBootstrap([][]float64{row, {}}, 100, 3); err == nil {
+		t.Error("a seed without questions accepted")
+	}
+}

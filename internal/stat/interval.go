@@ -79,3 +79,54 @@ func CrossedInterval(y [][]float64) (Interval, error) {
 	}
 	return Interval{Mean: mean, Lo: mean - Z95*se, Hi: mean + Z95*se}, nil
 }
+
+// checkNested reports whether y has at least one seed and every seed at
+// least one question (seeds may have different numbers of questions).
+func checkNested(y [][]float64) error {
+	if len(y) == 0 {
+		return fmt.Errorf("stat: no seeds")
+	}
+	for s, row := range y {
+		if len(row) == 0 {
+			return fmt.Errorf("stat: seed %d has no questions", s)
+		}
+	}
+	return nil
+}
+
+// NestedSE is the mean of the seed means of y[s][q], where each seed s
+// has its own questions (questions nested in seeds: one world per seed),
+// and its standard error when both the seeds and each seed's questions
+// are samples: with m_s the mean and v_s the sample variance (ddof 1) of
+// seed s's Q_s outcomes,
+//
+//	SE² = var(m_s)/S + Σ_s v_s/Q_s / S²
+//
+// The seed term (0 for one seed) already holds the question sampling of
+// each seed mean, so the second term counts it again and SE errs on the
+// wide side by that term; with one seed SE is the question term alone,
+// as CrossedSE's.
+func NestedSE(y [][]float64) (mean, se float64, err error) {
+	if err := checkNested(y); err != nil {
+		return 0, 0, err
+	}
+	S := float64(len(y))
+	seedMeans := make([]float64, len(y))
+	within := 0.0
+	for s, row := range y {
+		m, v := MeanVar(row, 1)
+		seedMeans[s] = m
+		within += v / float64(len(row))
+	}
+	mean, vs := MeanVar(seedMeans, 1)
+	return mean, math.Sqrt(vs/S + within/(S*S)), nil
+}
+
+// NestedInterval is NestedSE's normal 95% interval: mean ± Z95·SE.
+func NestedInterval(y [][]float64) (Interval, error) {
+	mean, se, err := NestedSE(y)
+	if err != nil {
+		return Interval{}, err
+	}
+	return Interval{Mean: mean, Lo: mean - Z95*se, Hi: mean + Z95*se}, nil
+}

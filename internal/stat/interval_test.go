@@ -56,3 +56,35 @@ func TestVerdict(t *testing.T) {
 		}
 	}
 }
+
+// Worked by hand, each seed with its own questions: y = [[1 0 1 1] [0 1]].
+// Seed means 0.75 and 0.5, mean 0.625; var (ddof 1) = 2·0.125² = 1/32,
+// over S=2: 1/64. Within: {1 0 1 1} has sample variance 0.75/3 = 1/4,
+// over Q=4: 1/16; {0 1} has 0.5/1 = 1/2, over Q=2: 1/4; their sum 5/16
+// over S²=4 is 5/64. SE² = 1/64 + 5/64 = 3/32.
+func TestNestedIntervalByHand(t *testing.T) {
+	iv, err := NestedInterval([][]float64{{1, 0, 1, 1}, {0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := 1.959963984540054 * math.Sqrt(3.0/32)
+	if !near(iv.Mean, 0.625, 1e-12) || !near(iv.Lo, 0.625-d, 1e-12) || !near(iv.Hi, 0.625+d, 1e-12) {
+		t.Errorf("interval %+v, want 0.625 ± 1.96·sqrt(3/32)", iv)
+	}
+	// The mean is over seeds, not over the pooled questions: [[1 1 1 1]
+	// [0]] is 0.5, not 0.8.
+	if iv, _ := NestedInterval([][]float64{{1, 1, 1, 1}, {0}}); !near(iv.Mean, 0.5, 1e-12) {
+		t.Errorf("mean %v, want 0.5 (the mean of the seed means)", iv.Mean)
+	}
+	// One seed: the question term alone, CrossedInterval's.
+	one, _ := NestedInterval([][]float64{{1, 1, 0, 0, 0}})
+	crossed, _ := CrossedInterval([][]float64{{1, 1, 0, 0, 0}})
+	if !near(one.Lo, crossed.Lo, 1e-12) || !near(one.Hi, crossed.Hi, 1e-12) {
+		t.Errorf("one seed: %+v, CrossedInterval gives %+v", one, crossed)
+	}
+	for _, y := range [][][]float64{nil, {{}}, {{1, 0}, {}}} {
+		if _, err := NestedInterval(y); err == nil {
+			t.Errorf("grid %v accepted", y)
+		}
+	}
+}
