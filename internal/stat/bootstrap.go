@@ -17,8 +17,8 @@ func PairedBootstrap(d [][]float64, resamples int, seed uint64) (Interval, error
 	if err := checkGrid(d); err != nil {
 		return Interval{}, err
 	}
-	if resamples < 40 {
-		return Interval{}, fmt.Errorf("stat: %d bootstrap resamples, want at least 40 for a 95%% interval", resamples)
+	if err := checkResamples(resamples); err != nil {
+		return Interval{}, err
 	}
 	S, Q := len(d), len(d[0])
 	rng := rand.New(rand.NewPCG(seed, 0xb007))
@@ -63,8 +63,8 @@ func NestedBootstrap(d [][]float64, resamples int, seed uint64) (Interval, error
 	if err := checkNested(d); err != nil {
 		return Interval{}, err
 	}
-	if resamples < 40 {
-		return Interval{}, fmt.Errorf("stat: %d bootstrap resamples, want at least 40 for a 95%% interval", resamples)
+	if err := checkResamples(resamples); err != nil {
+		return Interval{}, err
 	}
 	S := len(d)
 	rng := rand.New(rand.NewPCG(seed, 0xb007))
@@ -89,6 +89,15 @@ func NestedBootstrap(d [][]float64, resamples int, seed uint64) (Interval, error
 	}
 	lo, hi := percentiles95(means)
 	return Interval{Mean: total / float64(S), Lo: lo, Hi: hi}, nil
+}
+
+// checkResamples refuses fewer resamples than a 95% percentile interval
+// needs.
+func checkResamples(resamples int) error {
+	if resamples < 40 {
+		return fmt.Errorf("stat: %d bootstrap resamples, want at least 40 for a 95%% interval", resamples)
+	}
+	return nil
 }
 
 // percentiles95 are the 2.5th and 97.5th percentiles of sorted resample

@@ -73,11 +73,7 @@ func CrossedSE(y [][]float64) (mean, se float64, err error) {
 
 // CrossedInterval is CrossedSE's normal 95% interval: mean ± Z95·SE.
 func CrossedInterval(y [][]float64) (Interval, error) {
-	mean, se, err := CrossedSE(y)
-	if err != nil {
-		return Interval{}, err
-	}
-	return Interval{Mean: mean, Lo: mean - Z95*se, Hi: mean + Z95*se}, nil
+	return normal95(CrossedSE(y))
 }
 
 // checkNested reports whether y has at least one seed and every seed at
@@ -124,7 +120,11 @@ func NestedSE(y [][]float64) (mean, se float64, err error) {
 
 // NestedInterval is NestedSE's normal 95% interval: mean ± Z95·SE.
 func NestedInterval(y [][]float64) (Interval, error) {
-	mean, se, err := NestedSE(y)
+	return normal95(NestedSE(y))
+}
+
+// normal95 is the normal 95% interval mean ± Z95·se, or err.
+func normal95(mean, se float64, err error) (Interval, error) {
 	if err != nil {
 		return Interval{}, err
 	}
