@@ -41,6 +41,13 @@ func experimentCommand() *cli.Command {
 					"device.threads a run's figures do not depend on it); with device.threads 0 each gets cores/jobs threads"},
 			),
 			Action: func(c *cli.Context) error {
+				if c.Bool("collect") {
+					for _, f := range []string{"world-seeds", "jobs", "resume"} {
+						if c.IsSet(f) {
+							return fmt.Errorf("--%s with --collect: --collect trains nothing, and reads each run's world and outcomes from its store", f)
+						}
+					}
+				}
 				cfg, err := loadConfig(c)
 				if err != nil {
 					return err

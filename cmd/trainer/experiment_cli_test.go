@@ -158,6 +158,22 @@ func TestExperimentPaperWorlds(t *testing.T) {
 			t.Errorf("%s: questions of worlds %v, want only synth-%s", run, rows, world)
 		}
 	}
+	// --collect rebuilds the same table and claims from the stores alone:
+	// each seed's own questions are read from them, not from the flag,
+	// which it refuses, as it refuses the other flags of training.
+	again := filepath.Join(dir, "again.md")
+	collect := []string{"experiment", "paper", "--seeds", "1,2", "--other-seeds", "1", "--run-dir", filepath.Join(dir, "runs"), "--out", again, "--collect"}
+	ok(t, collect...)
+	// the table and the claims (the curves' folder follows --out)
+	claims := func(md string) string {
+		return md[strings.Index(md, "| Method |"):strings.Index(md, "Training curves")] + md[strings.Index(md, "## Claims"):]
+	}
+	if a, b := claims(md), claims(string(readFile(t, again))); a != b {
+		t.Errorf("--collect rebuilt another table:\n%s\nthen\n%s", a, b)
+	}
+	for _, flag := range [][]string{{"--world-seeds", "11,12"}, {"--jobs", "2"}, {"--resume"}} {
+		fails(t, []string{flag[0] + " with --collect"}, append(collect[:len(collect):len(collect)], flag...)...)
+	}
 	fails(t, []string{"--world-seeds has 1 entries for 2 --seeds"}, append(args[:len(args):len(args)], "--world-seeds", "11")...)
 	fails(t, []string{"--world-seeds with data.source files"}, append(args[:len(args):len(args)], "--set", "data.source=files", "--set", "data.train=x.jsonl")...)
 }
