@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrl/agentrl/decoding/torchdecoder"
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/engine"
 )
 
 // BenchmarkClients measures completion tokens per second over HTTP for 1
@@ -39,9 +39,9 @@ func BenchmarkClients(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer te.Free()
-			eng := gateway.NewEngine(engine.Decoder{Engine: te}, nil)
-			stop := runEngine(eng)
-			srv := httptest.NewServer(&gateway.Handler{Engine: eng, Format: fix.Format, Model: "small"})
+			sched := gateway.NewScheduler(torchdecoder.Decoder{Engine: te}, nil)
+			stop := runScheduler(sched)
+			srv := httptest.NewServer(&gateway.Handler{Scheduler: sched, Format: fix.Format, Model: "small"})
 			defer func() { srv.Close(); stop() }()
 			body := map[string]any{"model": "small", "messages": []map[string]any{{"role": "user", "content": "Say hello in one word."}},
 				"max_tokens": 128, "temperature": 1}

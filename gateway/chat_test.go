@@ -201,7 +201,7 @@ func TestToolChoiceNoneAndStop(t *testing.T) {
 
 // logprobs: one entry per content token (the closing "<|im_end|>" is not
 // content), top_logprobs sorted with the chosen token first under greedy
-// decoding, its logprob the one the engine recorded (the two are computed
+// decoding, its logprob the one the decoder recorded (the two are computed
 // apart: in the decode step, and from the pending logits).
 func TestLogprobs(t *testing.T) {
 	s := serve(t, 1, false, nil)

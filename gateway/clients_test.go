@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrl/agentrl/decoding/torchdecoder"
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/engine"
 )
 
 // nodeModules is the folder `make deps` installs the published clients
@@ -38,7 +38,7 @@ func nodeModules(t *testing.T, pkgs ...string) string {
 }
 
 // liveServer is what `trainer serve` runs: gateway.Serve over a real TCP
-// listener on loopback, the engine on its own locked thread.
+// listener on loopback, the scheduler on its own locked thread.
 func liveServer(t *testing.T) (string, *gatewaytest.Model) {
 	t.Helper()
 	m := gatewaytest.Build(t)
@@ -50,13 +50,13 @@ func liveServer(t *testing.T) (string, *gatewaytest.Model) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := gateway.NewEngine(engine.Decoder{Engine: te}, m.Format.StopIDs())
-	h := &gateway.Handler{Engine: eng, Format: m.Format, Model: "tiny", APIKey: "sk-test"}
+	sched := gateway.NewScheduler(torchdecoder.Decoder{Engine: te}, m.Format.StopIDs())
+	h := &gateway.Handler{Scheduler: sched, Format: m.Format, Model: "tiny", APIKey: "sk-test"}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		done <- gateway.Serve(ctx, eng, h, ln)
+		done <- gateway.Serve(ctx, sched, h, ln)
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/gateway/openai"
-	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // Episode is an agent program's episode as the gateway sees it: the
@@ -16,16 +16,16 @@ import (
 type Episode struct {
 	// Sampling replaces the request's temperature and top_p: training
 	// samples as rollout.* says, whatever the program asks.
-	Sampling rollout.Sampling
+	Sampling decoding.Sampling
 	// MaxTurnTokens caps a request's completion (env.max_turn_tokens).
 	MaxTurnTokens int
 	// MaxTotalTokens caps prompt and completion (env.max_tokens).
 	MaxTotalTokens int
 	// Seed derives each request's sampling seed.
 	Seed uint64
-	// ID, when not "", names the episode's session in the engine: its
+	// ID, when not "", names the episode's session in the scheduler: its
 	// requests continue in the slot of the previous one when they extend
-	// it, and Engine.EndSession(ID) gives the slot up.
+	// it, and Scheduler.EndSession(ID) gives the slot up.
 	ID string
 
 	mu         sync.Mutex

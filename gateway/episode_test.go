@@ -3,9 +3,9 @@ package gateway_test
 import (
 	"testing"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
-	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // Each episode's key reaches its own episode only: a request with no key
@@ -18,7 +18,7 @@ func TestEpisodeKeysAndLedger(t *testing.T) {
 	keys := &gateway.Keys{}
 	s := serve(t, 2, false, func(h *gateway.Handler) { h.Keys = keys })
 	newEp := func() *gateway.Episode {
-		return &gateway.Episode{Sampling: rollout.Sampling{Temperature: 0}, MaxTurnTokens: 64, MaxTotalTokens: 256, Seed: 1}
+		return &gateway.Episode{Sampling: decoding.Sampling{Temperature: 0}, MaxTurnTokens: 64, MaxTotalTokens: 256, Seed: 1}
 	}
 	a, b := newEp(), newEp()
 	ka, kb := keys.Open(a), keys.Open(b)

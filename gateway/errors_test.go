@@ -30,7 +30,7 @@ func errorBody(t *testing.T, body []byte) map[string]any {
 }
 
 // Bad requests, each a 400 invalid_request_error naming its field; unknown
-// fields are ignored. The window is the engine's 256 tokens: 300 asked
+// fields are ignored. The window is the decoder's 256 tokens: 300 asked
 // completion tokens exceed it with any prompt.
 func TestBadRequests(t *testing.T) {
 	s := serve(t, 1, false, nil)

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/gateway/openai"
 	"github.com/agentrl/agentrl/internal/localorigin"
 	"github.com/agentrl/agentrl/tokenizer"
-	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // MaxBody is the largest request body the handler reads.
@@ -30,10 +30,10 @@ const MaxBody = 32 << 20
 const DefaultBodyTimeout = time.Minute
 
 // Handler answers the OpenAI Chat Completions API (POST
-// /v1/chat/completions, GET /v1/models) from an Engine.
+// /v1/chat/completions, GET /v1/models) from a Scheduler.
 type Handler struct {
-	Engine *Engine
-	Format *tokenizer.ChatFormat
+	Scheduler *Scheduler
+	Format    *tokenizer.ChatFormat
 	// Model is the name the model is served under; requests must name it.
 	Model string
 	// APIKey, when not "", is the bearer key every request must carry.
@@ -163,7 +163,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 		return &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest, Code: "request_too_large",
 			Message: fmt.Sprintf("The request body is larger than %d bytes.", MaxBody)}
 	}
-	req, e := openai.ParseRequest(body, h.Engine.Window())
+	req, e := openai.ParseRequest(body, h.Scheduler.Window())
 	if e != nil {
 		return e
 	}
@@ -171,7 +171,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 		return openai.BadRequest("model", "model_not_found", "The model `%s` does not exist or you do not have access to it; this server serves `%s`.", req.Model, h.Model)
 	}
 	msgs := ChatMessages(req, h.Format.CallSyntax())
-	window, maxTok := h.Engine.Window(), req.MaxTokens
+	window, maxTok := h.Scheduler.Window(), req.MaxTokens
 	if ep != nil {
 		window = min(window, ep.MaxTotalTokens)
 	}
@@ -184,7 +184,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 		return openai.BadRequest("messages", "context_length_exceeded",
 			"This model's maximum context length is %d tokens. However, your messages are more than %d tokens. Please reduce the length of the messages.", window, window)
 	}
-	sampling := rollout.Sampling{Temperature: req.Temperature, TopP: req.TopP}
+	sampling := decoding.Sampling{Temperature: req.Temperature, TopP: req.TopP}
 	if ep != nil {
 		if req.N != 1 {
 			return openai.BadRequest("n", "invalid_value", "Invalid 'n': an agent episode takes one choice per request, got %d.", req.N)
@@ -203,8 +203,8 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 	if maxTok == 0 {
 		maxTok = window - len(prompt)
 	}
-	if req.N > h.Engine.Slots() {
-		return openai.BadRequest("n", "integer_above_max_value", "Invalid 'n': this server decodes at most %d choices at once, got %d.", h.Engine.Slots(), req.N)
+	if req.N > h.Scheduler.Slots() {
+		return openai.BadRequest("n", "integer_above_max_value", "Invalid 'n': this server decodes at most %d choices at once, got %d.", h.Scheduler.Slots(), req.N)
 	}
 	seeds := make([]uint64, req.N)
 	base := randomSeed()
@@ -231,7 +231,7 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, star
 			return found
 		}
 	}
-	res, err := h.Engine.Submit(r.Context(), job)
+	res, err := h.Scheduler.Submit(r.Context(), job)
 	if err != nil {
 		return openai.ServerError(err)
 	}
@@ -256,7 +256,7 @@ type call struct {
 	h       *Handler
 	req     *openai.Request
 	prompt  []int32
-	res     *Result
+	res     *Pending
 	id      string
 	created int64
 	toolsOn bool
@@ -332,7 +332,7 @@ func (c *call) usage() openai.Usage {
 func (c *call) complete(w http.ResponseWriter, ctx context.Context) *openai.Error {
 	if err := c.res.Wait(ctx); err != nil {
 		if ctx.Err() != nil {
-			return nil // the client went away; the engine freed its slots
+			return nil // the client went away; the scheduler freed its slots
 		}
 		return openai.ServerError(err)
 	}

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/tokenizer/tokenizertest"
-	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // scripted is a stand-in policy: each prompt prefilled gets the next of
@@ -51,7 +51,7 @@ func (d *scripted) PrefillBatch(slots []int, ids [][]int64) error {
 func (d *scripted) CopySlot(src, dst int) error      { return nil }
 func (d *scripted) Release(slot int) error           { return nil }
 func (d *scripted) Seed(slot int, seed uint64) error { return nil }
-func (d *scripted) Step(slots []int, _ rollout.Sampling, tokens []int64, logprobs []float32) error {
+func (d *scripted) Step(slots []int, _ decoding.Sampling, tokens []int64, logprobs []float32) error {
 	time.Sleep(2 * time.Millisecond)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -91,10 +91,10 @@ func TestLlamaToolCalls(t *testing.T) {
 		return append(ids, eot)
 	}
 	dec := &scripted{completions: [][]int32{gen(callText), gen(callText), gen(bad), gen(gatewaytest.Answer)}, left: make([][]int32, 1)}
-	eng := gateway.NewEngine(dec, f.StopIDs())
-	stop := runEngine(eng)
+	sched := gateway.NewScheduler(dec, f.StopIDs())
+	stop := runScheduler(sched)
 	defer stop()
-	srv := httptest.NewServer(&gateway.Handler{Engine: eng, Format: f, Model: "tiny"})
+	srv := httptest.NewServer(&gateway.Handler{Scheduler: sched, Format: f, Model: "tiny"})
 	defer srv.Close()
 
 	c := postOK(t, srv.URL, firstTurn(nil), "")

@@ -11,16 +11,16 @@ import (
 
 func TestMain(m *testing.M) { torchtest.Main(m) }
 
-// runEngine drives eng on its own goroutine, locked to an OS thread as the
+// runScheduler drives sched on its own goroutine, locked to an OS thread as the
 // decoder requires, until the returned stop is called; stop waits for Run
 // to return.
-func runEngine(eng *gateway.Engine) (stop func()) {
+func runScheduler(sched *gateway.Scheduler) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		defer close(done)
-		eng.Run(ctx)
+		sched.Run(ctx)
 	}()
 	return func() { cancel(); <-done }
 }

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/decoding/torchdecoder"
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/engine"
 )
 
 // A model whose outputs are not finite (one token's output weights NaN) never
@@ -60,10 +60,10 @@ func TestNonFiniteLogprobsAreAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer te.Free()
-	eng := gateway.NewEngine(engine.Decoder{Engine: te}, m.Format.StopIDs())
-	stop := runEngine(eng)
+	sched := gateway.NewScheduler(torchdecoder.Decoder{Engine: te}, m.Format.StopIDs())
+	stop := runScheduler(sched)
 	defer stop()
-	srv := httptest.NewServer(&gateway.Handler{Engine: eng, Format: m.Format, Model: "tiny"})
+	srv := httptest.NewServer(&gateway.Handler{Scheduler: sched, Format: m.Format, Model: "tiny"})
 	defer srv.Close()
 
 	for _, extra := range []map[string]any{{"logprobs": true, "max_tokens": 4}, {"logprobs": true, "top_logprobs": 2, "max_tokens": 4}} {

@@ -8,10 +8,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/gateway/openai"
 	"github.com/agentrl/agentrl/tokenizer"
-	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // output is a finished choice as the API shows it.
@@ -88,7 +88,7 @@ func toolCallsIn(syntax protocol.CallSyntax, text string) (calls []openai.ToolCa
 // them back renders the same tokens) and returns the text before the first
 // block.
 func toolCallsOf(text string) ([]openai.ToolCall, string, bool) {
-	head, written, ok := rollout.SplitToolCalls(text)
+	head, written, ok := decoding.SplitToolCalls(text)
 	if !ok {
 		return nil, "", false
 	}

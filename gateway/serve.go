@@ -23,9 +23,9 @@ func CheckAddress(host, apiKey string) error {
 }
 
 // Serve answers h on ln until ctx ends, decoding on the calling goroutine
-// (it must own the engine's decoder); then it stops accepting, cancels the
+// (it must own the scheduler's decoder); then it stops accepting, cancels the
 // requests in flight and returns.
-func Serve(ctx context.Context, eng *Engine, h http.Handler, ln net.Listener) error {
+func Serve(ctx context.Context, sched *Scheduler, h http.Handler, ln net.Listener) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -38,7 +38,7 @@ func Serve(ctx context.Context, eng *Engine, h http.Handler, ln net.Listener) er
 		served <- err
 		cancel()
 	}()
-	eng.Run(ctx)
+	sched.Run(ctx)
 	shut, done := context.WithTimeout(context.Background(), 5*time.Second)
 	defer done()
 	srv.Shutdown(shut)

@@ -4,21 +4,21 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/agentrl/agentrl/decoding/torchdecoder"
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/engine"
 )
 
 // served is a live gateway over the trained tiny model.
 type served struct {
 	srv   *httptest.Server
-	eng   *gateway.Engine
+	sched *gateway.Scheduler
 	h     *gateway.Handler
 	model *gatewaytest.Model
 }
 
-// serve starts an engine of slots slots (stopping at the chat format's
+// serve starts a scheduler of slots slots (stopping at the chat format's
 // stop ids, or at none when noStops) on its own locked thread, and the
 // handler in a test server; edit adjusts the handler before it serves.
 func serve(t *testing.T, slots int, noStops bool, edit func(*gateway.Handler)) *served {
@@ -32,9 +32,9 @@ func serve(t *testing.T, slots int, noStops bool, edit func(*gateway.Handler)) *
 	if noStops {
 		stops = nil
 	}
-	eng := gateway.NewEngine(engine.Decoder{Engine: te}, stops)
-	stop := runEngine(eng)
-	h := &gateway.Handler{Engine: eng, Format: m.Format, Model: "tiny"}
+	sched := gateway.NewScheduler(torchdecoder.Decoder{Engine: te}, stops)
+	stop := runScheduler(sched)
+	h := &gateway.Handler{Scheduler: sched, Format: m.Format, Model: "tiny"}
 	if edit != nil {
 		edit(h)
 	}
@@ -44,7 +44,7 @@ func serve(t *testing.T, slots int, noStops bool, edit func(*gateway.Handler)) *
 		stop()
 		te.Free()
 	})
-	return &served{srv: srv, eng: eng, h: h, model: m}
+	return &served{srv: srv, sched: sched, h: h, model: m}
 }
 
 // The fixture's model reproduces its conversation greedily: the check

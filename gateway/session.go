@@ -14,7 +14,7 @@ type held struct {
 // hold keeps the slot of a finished one-choice session job (tok, when not
 // nil, is its last token, not yet published) for the session's next
 // request, and reports whether it did.
-func (e *Engine) hold(r *Result, sl int, tok *Token) bool {
+func (e *Scheduler) hold(r *Pending, sl int, tok *Token) bool {
 	if r.job.Session == "" || r.job.N != 1 {
 		return false
 	}
@@ -38,7 +38,7 @@ func (e *Engine) hold(r *Result, sl int, tok *Token) bool {
 // its prompt's tokens that slot holds already: when the session holds a
 // slot whose tokens its prompt extends. A session whose slot it cannot
 // continue in gives the slot up.
-func (e *Engine) reuse(j Job) ([]int, int) {
+func (e *Scheduler) reuse(j Job) ([]int, int) {
 	h := e.sessions[j.Session]
 	if h == nil {
 		return nil, 0
@@ -53,20 +53,19 @@ func (e *Engine) reuse(j Job) ([]int, int) {
 }
 
 // drop releases the slot session id holds, if any.
-func (e *Engine) drop(id string) {
+func (e *Scheduler) drop(id string) {
 	h := e.sessions[id]
 	if h == nil {
 		return
 	}
 	delete(e.sessions, id)
 	e.heldBy[h.slot] = nil
-	e.dec.Release(h.slot)
-	e.free[h.slot] = true
+	e.b.Release(h.slot)
 }
 
 // EndSession gives up the slot the session holds (its episode ended).
 // Safe from any goroutine.
-func (e *Engine) EndSession(id string) {
+func (e *Scheduler) EndSession(id string) {
 	e.mu.Lock()
 	e.closing = append(e.closing, id)
 	e.mu.Unlock()

@@ -5,18 +5,18 @@ import (
 	"math"
 	"testing"
 
+	"github.com/agentrl/agentrl/decoding"
+	"github.com/agentrl/agentrl/decoding/torchdecoder"
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/engine"
-	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // A session's next request continues in its slot: the second prompt is
 // the first prompt P, its 12-token completion C and 3 more tokens X; with
 // the session, only X is prefilled (P + 3 tokens in all, not P + P + 12 +
-// 3), and the second completion is the one a fresh engine samples from the
+// 3), and the second completion is the one a fresh scheduler samples from the
 // whole prompt with the same seed (logprobs within 1e-4). A prompt that
 // does not extend the slot's tokens starts over, prefilled whole.
 func TestSessionContinuesItsSlot(t *testing.T) {
@@ -29,17 +29,17 @@ func TestSessionContinuesItsSlot(t *testing.T) {
 	if len(x) != 3 {
 		t.Fatalf("%q is %d tokens, want 3", "Hello there!", len(x))
 	}
-	newEngine := func(slots int) (*gateway.Engine, func()) {
+	newScheduler := func(slots int) (*gateway.Scheduler, func()) {
 		te, err := torch.NewEngine(m.Policy, slots, 256)
 		if err != nil {
 			t.Fatal(err)
 		}
-		eng := gateway.NewEngine(engine.Decoder{Engine: te}, nil)
-		stop := runEngine(eng)
-		return eng, func() { stop(); te.Free() }
+		sched := gateway.NewScheduler(torchdecoder.Decoder{Engine: te}, nil)
+		stop := runScheduler(sched)
+		return sched, func() { stop(); te.Free() }
 	}
-	run := func(eng *gateway.Engine, prompt []int32, session string) []gateway.Token {
-		r, err := eng.Submit(context.Background(), gateway.Job{Prompt: prompt, N: 1, Sampling: rollout.Sampling{Temperature: 1},
+	run := func(sched *gateway.Scheduler, prompt []int32, session string) []gateway.Token {
+		r, err := sched.Submit(context.Background(), gateway.Job{Prompt: prompt, N: 1, Sampling: decoding.Sampling{Temperature: 1},
 			MaxTokens: 12, Seeds: []uint64{5}, Session: session})
 		if err != nil {
 			t.Fatal(err)
@@ -50,15 +50,15 @@ func TestSessionContinuesItsSlot(t *testing.T) {
 		toks, _ := r.Snapshot(0)
 		return toks
 	}
-	eng, stop := newEngine(2)
+	sched, stop := newScheduler(2)
 	defer stop()
-	c := run(eng, p, "s")
+	c := run(sched, p, "s")
 	second := append(append(append([]int32(nil), p...), tokenIDs(c)...), x...)
-	got := run(eng, second, "s")
-	if n := eng.Prefilled(); n != int64(len(p)+3) {
+	got := run(sched, second, "s")
+	if n := sched.Prefilled(); n != int64(len(p)+3) {
 		t.Fatalf("prefilled %d tokens, want %d + 3", n, len(p))
 	}
-	fresh, stopFresh := newEngine(2)
+	fresh, stopFresh := newScheduler(2)
 	defer stopFresh()
 	want := run(fresh, second, "")
 	for i := range want {
@@ -67,14 +67,14 @@ func TestSessionContinuesItsSlot(t *testing.T) {
 		}
 	}
 	// Not an extension: prefilled whole.
-	before := eng.Prefilled()
-	run(eng, p, "s")
-	if n := eng.Prefilled() - before; n != int64(len(p)) {
+	before := sched.Prefilled()
+	run(sched, p, "s")
+	if n := sched.Prefilled() - before; n != int64(len(p)) {
 		t.Fatalf("a prompt that does not extend the slot prefilled %d tokens, want %d", n, len(p))
 	}
 	// An idle session's slot goes to a job that needs it: on one slot held
 	// by session "a", a job of another session runs; then "a" starts over.
-	one, stopOne := newEngine(1)
+	one, stopOne := newScheduler(1)
 	defer stopOne()
 	run(one, p, "a")
 	run(one, p, "b")

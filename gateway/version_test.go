@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/gateway"
-	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // swapDecoder samples token 10+k at its k-th step (logprob -k/10) and
@@ -25,7 +25,7 @@ func (d *swapDecoder) Release(int) error                    { return nil }
 func (d *swapDecoder) Seed(int, uint64) error               { return nil }
 func (d *swapDecoder) PendingLogits(int) ([]float32, error) { return nil, nil }
 
-func (d *swapDecoder) Step(slots []int, _ rollout.Sampling, tokens []int64, logprobs []float32) error {
+func (d *swapDecoder) Step(slots []int, _ decoding.Sampling, tokens []int64, logprobs []float32) error {
 	d.steps++
 	d.used = d.version
 	for i := range slots {
@@ -44,9 +44,9 @@ func (d *swapDecoder) Step(slots []int, _ rollout.Sampling, tokens []int64, logp
 // completion, all sampled after the swap, is version 4. Without
 // Engine.Version every token is version 0.
 func TestTokensKeepTheirVersionsAcrossSwaps(t *testing.T) {
-	complete := func(eng *gateway.Engine, prompt []int32) []gateway.Token {
+	complete := func(sched *gateway.Scheduler, prompt []int32) []gateway.Token {
 		t.Helper()
-		r, err := eng.Submit(context.Background(), gateway.Job{Prompt: prompt, N: 1, Sampling: rollout.Sampling{Temperature: 1},
+		r, err := sched.Submit(context.Background(), gateway.Job{Prompt: prompt, N: 1, Sampling: decoding.Sampling{Temperature: 1},
 			MaxTokens: 4, Seeds: []uint64{1}})
 		if err != nil {
 			t.Fatal(err)
@@ -61,11 +61,11 @@ func TestTokensKeepTheirVersionsAcrossSwaps(t *testing.T) {
 		return toks
 	}
 	dec := &swapDecoder{swapAt: 2, version: 3}
-	eng := gateway.NewEngine(dec, nil)
-	eng.Version = func() int { return dec.used }
-	stop := runEngine(eng)
-	first := complete(eng, []int32{1, 2})
-	second := complete(eng, []int32{1, 2, 11, 12, 13, 14, 5})
+	sched := gateway.NewScheduler(dec, nil)
+	sched.Version = func() int { return dec.used }
+	stop := runScheduler(sched)
+	first := complete(sched, []int32{1, 2})
+	second := complete(sched, []int32{1, 2, 11, 12, 13, 14, 5})
 	stop()
 	var got []int
 	for _, tok := range append(append([]gateway.Token(nil), first...), second...) {
@@ -84,8 +84,8 @@ func TestTokensKeepTheirVersionsAcrossSwaps(t *testing.T) {
 		t.Errorf("turn versions %d and %d, want 3 (its first token's) and 4", v0, v1)
 	}
 
-	plain := gateway.NewEngine(&swapDecoder{swapAt: 2, version: 3}, nil)
-	stop = runEngine(plain)
+	plain := gateway.NewScheduler(&swapDecoder{swapAt: 2, version: 3}, nil)
+	stop = runScheduler(plain)
 	toks := complete(plain, []int32{1, 2})
 	stop()
 	for i, tok := range toks {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/algo"
@@ -17,7 +18,7 @@ import (
 // Asynchronous training (rollout.max_staleness = k > 0) runs two roles in
 // one process over one store. The rollout role (produce, on a goroutine
 // of its own locked to an OS thread) samples the training episodes of the
-// next iterations with the engine's copy of the policy weights; the
+// next iterations with the sampler's copy of the policy weights; the
 // learning role (the loop) takes each iteration's batch in order, checks
 // its staleness, updates the policy and publishes the new weights, which
 // the copy takes between two decode steps: an episode in flight goes on
@@ -38,83 +39,83 @@ import (
 // apply the same summed gradients), and the staleness check runs on the
 // gathered batch, which every rank holds whole.
 
-// rolloutWeights is the rollout role's decoder: the engine over its copy
+// rolloutDecoder is the rollout role's decoder: the sampler over its copy
 // of the policy weights, and that copy's version. Each decoder call and
 // each swap hold mu, so a swap lands between two steps.
-type rolloutWeights struct {
-	eng     *agent.Engine
+type rolloutDecoder struct {
+	sampler *agent.Sampler
 	mu      sync.Mutex
 	version int // of the weights in the copy
 	used    int // the version the last Step sampled with
 }
 
-func (w *rolloutWeights) Slots() int  { return w.eng.Slots() }
-func (w *rolloutWeights) MaxLen() int { return w.eng.MaxLen() }
+func (w *rolloutDecoder) Slots() int  { return w.sampler.Slots() }
+func (w *rolloutDecoder) MaxLen() int { return w.sampler.MaxLen() }
 
-func (w *rolloutWeights) Prefill(slot int, ids []int64) error {
+func (w *rolloutDecoder) Prefill(slot int, ids []int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.eng.Prefill(slot, ids)
+	return w.sampler.Prefill(slot, ids)
 }
 
-func (w *rolloutWeights) PrefillBatch(slots []int, ids [][]int64) error {
+func (w *rolloutDecoder) PrefillBatch(slots []int, ids [][]int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.eng.Decoder().PrefillBatch(slots, ids)
+	return w.sampler.Decoder().PrefillBatch(slots, ids)
 }
 
-func (w *rolloutWeights) CopySlot(src, dst int) error {
+func (w *rolloutDecoder) CopySlot(src, dst int) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.eng.CopySlot(src, dst)
+	return w.sampler.CopySlot(src, dst)
 }
 
-func (w *rolloutWeights) Release(slot int) error {
+func (w *rolloutDecoder) Release(slot int) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.eng.Release(slot)
+	return w.sampler.Release(slot)
 }
 
-func (w *rolloutWeights) Seed(slot int, seed uint64) error {
+func (w *rolloutDecoder) Seed(slot int, seed uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.eng.Seed(slot, seed)
+	return w.sampler.Seed(slot, seed)
 }
 
-func (w *rolloutWeights) Step(slots []int, s rollout.Sampling, tokens []int64, logprobs []float32) error {
+func (w *rolloutDecoder) Step(slots []int, s decoding.Sampling, tokens []int64, logprobs []float32) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.used = w.version
-	return w.eng.Decoder().Step(slots, s, tokens, logprobs)
+	return w.sampler.Decoder().Step(slots, s, tokens, logprobs)
 }
 
 // PendingLogits serves the gateway's top_logprobs (an agent program's
 // requests).
-func (w *rolloutWeights) PendingLogits(slot int) ([]float32, error) {
+func (w *rolloutDecoder) PendingLogits(slot int) ([]float32, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.eng.Decoder().PendingLogits(slot)
+	return w.sampler.Decoder().PendingLogits(slot)
 }
 
 // lastUsed is the version the last Step sampled with (rollout.Options.Version).
-func (w *rolloutWeights) lastUsed() int {
+func (w *rolloutDecoder) lastUsed() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.used
 }
 
 // current is the version of the weights the next step samples with.
-func (w *rolloutWeights) current() int {
+func (w *rolloutDecoder) current() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.version
 }
 
-// swap copies the policy's weights (version v) into the engine's copy.
-func (w *rolloutWeights) swap(v int) error {
+// swap copies the policy's weights (version v) into the sampler's copy.
+func (w *rolloutDecoder) swap(v int) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err := w.eng.Sync(); err != nil {
+	if err := w.sampler.Sync(); err != nil {
 		return err
 	}
 	w.version = v
@@ -136,8 +137,8 @@ type batch struct {
 // with it.
 type pipeline struct {
 	k       int
-	weights *rolloutWeights
-	runMu   sync.Mutex // one rollout at a time on the engine (training draws, evaluations)
+	weights *rolloutDecoder
+	runMu   sync.Mutex // one rollout at a time on the sampler (training draws, evaluations)
 	out     chan batch // closed when the rollout role ends
 	cancel  context.CancelFunc
 
@@ -193,7 +194,7 @@ func staleness(trs []*trajectory.Trajectory, published []int, now, k int) (mean,
 // state's, from its data position and with the policy's current weights.
 func (t *Trainer) startPipeline(ctx context.Context) error {
 	v := t.state.OptSteps
-	w := &rolloutWeights{eng: t.engine}
+	w := &rolloutDecoder{sampler: t.sampler}
 	if err := w.swap(v); err != nil {
 		return err
 	}

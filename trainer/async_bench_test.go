@@ -19,20 +19,20 @@ import (
 // minutes, not a check).
 const asyncBenchEnv = "AGENTRL_ASYNC_BENCH"
 
-// slowEpisode answers every environment step only after a delay: 100 ms,
+// slowEnv answers every environment step only after a delay: 100 ms,
 // or 500 ms for one task in four (by a hash of its id): a slow tool with
 // a long tail of slow episodes.
-type slowEpisode struct {
-	rollout.Episode
+type slowEnv struct {
+	rollout.Env
 	delay time.Duration
 }
 
-func (e slowEpisode) Step(ctx context.Context, a envs.Action) (envs.StepResult, error) {
+func (e slowEnv) Step(ctx context.Context, a envs.Action) (envs.StepResult, error) {
 	select {
 	case <-time.After(e.delay):
 	case <-ctx.Done():
 	}
-	return e.Episode.Step(ctx, a)
+	return e.Env.Step(ctx, a)
 }
 
 func slowTools(f rollout.Factory) rollout.Factory {
@@ -44,7 +44,7 @@ func slowTools(f rollout.Factory) rollout.Factory {
 		if h.Sum32()%4 == 0 {
 			d *= 5
 		}
-		s.Env = slowEpisode{s.Env, d}
+		s.Env = slowEnv{s.Env, d}
 		return s, err
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/trainer/episodes"
@@ -75,7 +76,7 @@ func (t *Trainer) evaluateSets(ctx context.Context, iter int, sets []evalSet, m 
 // evaluate runs greedy (eval temperature) episodes over one evaluation
 // pass's tasks (at most eval.max_eval of them).
 func (t *Trainer) evaluate(ctx context.Context, iter int, s evalSet) ([]*trajectory.Trajectory, map[string]float64, error) {
-	if err := t.syncEngine(); err != nil {
+	if err := t.syncSampler(); err != nil {
 		return nil, nil, err
 	}
 	tasks := s.tasks
@@ -94,7 +95,7 @@ func (t *Trainer) evaluate(ctx context.Context, iter int, s evalSet) ([]*traject
 		label = "eval " + s.tag
 	}
 	trs, _, err := t.rollouts(ctx, fmt.Sprintf("iter %d %s", iter, label), s.factory, reqs, t.rolloutOptions(iter, trajectory.Eval, rollout.Options{
-		Sampling: rollout.Sampling{Temperature: t.cfg.Rollout.EvalTemperature}}))
+		Sampling: decoding.Sampling{Temperature: t.cfg.Rollout.EvalTemperature}}))
 	if err != nil {
 		return nil, nil, err
 	}

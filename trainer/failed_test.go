@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -22,7 +23,7 @@ func TestEveryEpisodeFailedStops(t *testing.T) {
 		for g, id := range ids {
 			reqs[g] = rollout.Request{Task: envs.Task{ID: id}, Group: g, Samples: 2}
 		}
-		opt := tr.rolloutOptions(1, trajectory.Train, rollout.Options{Sampling: rollout.Sampling{Temperature: 1}})
+		opt := tr.rolloutOptions(1, trajectory.Train, rollout.Options{Sampling: decoding.Sampling{Temperature: 1}})
 		trs, _, err := tr.rollouts(context.Background(), "iter 1 rollout", banditFactory, reqs, opt)
 		return trs, err
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -37,8 +37,8 @@ func (t *Trainer) share(ctx context.Context, label string, f rollout.Factory, re
 	for _, r := range mine {
 		n += r.Samples
 	}
-	var dec gateway.Decoder = t.engine.Decoder()
-	if t.pipe != nil { // one rollout at a time on the engine, its weights swapped between steps
+	var dec decoding.LogitsDecoder = t.sampler.Decoder()
+	if t.pipe != nil { // one rollout at a time on the sampler, its weights swapped between steps
 		t.pipe.runMu.Lock()
 		defer t.pipe.runMu.Unlock()
 		dec = t.pipe.weights

@@ -18,7 +18,7 @@ import (
 func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	cfg := t.cfg
 	start := time.Now()
-	if err := t.syncEngine(); err != nil {
+	if err := t.syncSampler(); err != nil {
 		return err
 	}
 	trs, rs, drawn, err := t.sample(ctx, iter)
@@ -175,12 +175,12 @@ func (t *Trainer) sample(ctx context.Context, iter int) ([]*trajectory.Trajector
 	return b.trs, b.rs, b.drawn, nil
 }
 
-// syncEngine brings the engine's copy of the policy weights (if it
+// syncSampler brings the sampler's copy of the policy weights (if it
 // decodes from one) up to the policy's. With the rollout role running,
 // publish does it, between two of its decode steps.
-func (t *Trainer) syncEngine() error {
+func (t *Trainer) syncSampler() error {
 	if t.pipe != nil {
 		return nil
 	}
-	return t.engine.Sync()
+	return t.sampler.Sync()
 }

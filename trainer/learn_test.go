@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
@@ -154,7 +155,7 @@ func newBanditOn(t *testing.T, g *dist.Group, estimator string, tweaks ...func(*
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close() })
-	if tr.engine, err = agent.NewEngine(policy, torch.Float32, agent.Mode{}, banditGroups*banditSamples, cfg.Env.MaxTokens); err != nil {
+	if tr.sampler, err = agent.NewSampler(policy, torch.Float32, agent.Mode{}, banditGroups*banditSamples, cfg.Env.MaxTokens); err != nil {
 		t.Fatal(err)
 	}
 	return tr
@@ -169,8 +170,8 @@ func banditTrajectories(t *testing.T, tr *Trainer, iter int) (trs []*trajectory.
 	for g := range reqs {
 		reqs[g] = rollout.Request{Task: envs.Task{ID: fmt.Sprint(g % 2)}, Group: g, Samples: banditSamples}
 	}
-	opt := tr.rolloutOptions(iter, trajectory.Train, rollout.Options{Sampling: rollout.Sampling{Temperature: tr.cfg.Rollout.Temperature}})
-	trs, _, err := rollout.Run(context.Background(), tr.engine.Decoder(), banditChat{}, banditFactory, reqs, opt)
+	opt := tr.rolloutOptions(iter, trajectory.Train, rollout.Options{Sampling: decoding.Sampling{Temperature: tr.cfg.Rollout.Temperature}})
+	trs, _, err := rollout.Run(context.Background(), tr.sampler.Decoder(), banditChat{}, banditFactory, reqs, opt)
 	if err != nil {
 		t.Fatalf("iteration %d rollout: %v", iter, err)
 	}

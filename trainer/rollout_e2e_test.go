@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -41,11 +42,11 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 	// mid-trajectory.
 	factory := func(task envs.Task) (rollout.Setup, error) {
 		s, err := tr.agent.Episode(task)
-		s.Env = &searchFirst{Episode: s.Env, query: task.Question}
+		s.Env = &searchFirst{Env: s.Env, query: task.Question}
 		return s, err
 	}
-	trs, st, err := rollout.Run(context.Background(), tr.engine.Decoder(), tr.agent.Chat, factory, reqs, tr.rolloutOptions(1, trajectory.Train,
-		rollout.Options{Sampling: rollout.Sampling{Temperature: cfg.Rollout.Temperature}}))
+	trs, st, err := rollout.Run(context.Background(), tr.sampler.Decoder(), tr.agent.Chat, factory, reqs, tr.rolloutOptions(1, trajectory.Train,
+		rollout.Options{Sampling: decoding.Sampling{Temperature: cfg.Rollout.Temperature}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 
 // searchFirst turns the first two turns into searches for the question.
 type searchFirst struct {
-	rollout.Episode
+	rollout.Env
 	query string
 	turns int
 }
@@ -90,5 +91,5 @@ func (s *searchFirst) Step(ctx context.Context, a envs.Action) (envs.StepResult,
 		a.Text = "<tool_call>\n" + string(b) + "\n</tool_call>"
 		a.TurnTruncated = false
 	}
-	return s.Episode.Step(ctx, a)
+	return s.Env.Step(ctx, a)
 }

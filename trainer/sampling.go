@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -61,7 +62,7 @@ func (t *Trainer) draw(ctx context.Context, iter, d int, label string, src taskS
 		reqs[i] = rollout.Request{Task: task, Group: d*r.BatchSize + i, Samples: r.GroupSize}
 	}
 	o := t.rolloutOptions(iter, trajectory.Train, rollout.Options{
-		Sampling: rollout.Sampling{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}})
+		Sampling: decoding.Sampling{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}})
 	if src.share {
 		return t.share(ctx, label, nil, reqs, o)
 	}

@@ -36,7 +36,7 @@ func (noBar) Add(int) {}
 func (noBar) Done()   {}
 
 // Trainer is one run: its data, agent (tools, tokenizer, chat format,
-// episode settings), learner, decode engine and store. All its methods
+// episode settings), learner, sampler and store. All its methods
 // must be called from one goroutine locked to its OS thread (libtorch
 // keeps per-thread state); with rollout.max_staleness > 0, Run starts the
 // rollout role on a second one (async.go).
@@ -48,7 +48,7 @@ type Trainer struct {
 	agent *agent.Agent
 
 	learner *learner.Learner // owns the policy, critic, reference and their optimizers
-	engine  *agent.Engine    // decodes the rollouts, from the policy or a copy in rollout.dtype
+	sampler *agent.Sampler   // decodes the rollouts, from the policy or a copy in rollout.dtype
 	program *program.Runner  // runs agent.command's episodes through the gateway; nil: the built-in loop
 	episode rollout.Factory  // starts the policy's own episodes: the agent's (a test may slow its tools down)
 	pipe    *pipeline        // the rollout role of asynchronous training while the loop runs; nil: synchronous
@@ -117,7 +117,7 @@ func RunDir(cfg config.Config) string { return filepath.Join(cfg.Run.Dir, cfg.Ru
 // New prepares a run: data (and the synthetic world's index), the agent
 // (tools, tokenizer, chat format, episode settings), policy (loaded,
 // created, or restored from the run's latest checkpoint when
-// cfg.Run.Resume), reference, critic, optimizers, decode engine and store.
+// cfg.Run.Resume), reference, critic, optimizers, sampler and store.
 func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := torch.Check(); err != nil {
 		return nil, err
@@ -217,11 +217,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 			return nil, err
 		}
 	}
-	newEngine := agent.NewEngine
+	newSampler := agent.NewSampler
 	if cfg.Rollout.MaxStaleness > 0 { // the rollout role decodes while the policy is updated
-		newEngine = agent.NewCopyEngine
+		newSampler = agent.NewCopySampler
 	}
-	if t.engine, err = newEngine(t.learner.Policy(), rdt, agent.ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
+	if t.sampler, err = newSampler(t.learner.Policy(), rdt, agent.ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
 		return nil, err
 	}
 	if t.dist.Leader() {
@@ -254,7 +254,7 @@ func (t *Trainer) buildAgent(ctx context.Context, ck string) error {
 	return nil
 }
 
-// Close releases models, engine and store (flushing pending writes).
+// Close releases models, sampler and store (flushing pending writes).
 func (t *Trainer) Close() error {
 	var first error
 	t.agent.Close()
@@ -274,7 +274,7 @@ func (t *Trainer) Close() error {
 		}
 		t.tb = nil
 	}
-	t.engine.Free()
+	t.sampler.Free()
 	t.learner.Close()
 	t.base.Free() // the learner's reference when there is one: freed once
 	return first

@@ -39,7 +39,7 @@ func runFinal(runDir string) (model, adapter string, err error) {
 
 // loadPolicy loads the model folder in dt, and with adapter a PEFT
 // adapter folder over it: the LoRA model is returned, which
-// agent.NewEngine decodes from merged weights. free releases all.
+// agent.NewSampler decodes from merged weights. free releases all.
 func loadPolicy(model, adapter string, dt torch.DType, dev torch.Device) (m *torch.Model, free func(), err error) {
 	base, err := torch.LoadModel(model, dt, dev, false)
 	if err != nil {

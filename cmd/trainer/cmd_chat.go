@@ -13,6 +13,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
@@ -81,7 +82,7 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 	}
 	defer free()
 	ecfg := a.Env
-	e, err := agent.NewEngine(m, torch.Float32, agent.Mode{}, 1, ecfg.MaxTokens+1)
+	e, err := agent.NewSampler(m, torch.Float32, agent.Mode{}, 1, ecfg.MaxTokens+1)
 	if err != nil {
 		return err
 	}
@@ -132,7 +133,7 @@ func chat(c *cli.Context, in io.Reader, out io.Writer) error {
 		}
 		trs, _, err := rollout.Run(context.Background(), e.Decoder(), a.Chat, factory,
 			[]rollout.Request{{Task: task, Samples: 1}}, rollout.Options{
-				Sampling: rollout.Sampling{Temperature: c.Float64("temperature")}, MaxTurnTokens: ecfg.MaxTurnTokens,
+				Sampling: decoding.Sampling{Temperature: c.Float64("temperature")}, MaxTurnTokens: ecfg.MaxTurnTokens,
 				MaxTotalTokens: ecfg.MaxTokens, Seed: uint64(time.Now().UnixNano()), Iteration: n, Split: trajectory.Eval})
 		if err != nil {
 			return err
@@ -233,7 +234,7 @@ func exists(path string) bool {
 // showingEnv prints each turn and its tool calls as the episode runs; a
 // tool's response is shown with its control characters escaped.
 type showingEnv struct {
-	env   rollout.Episode
+	env   rollout.Env
 	out   io.Writer
 	paint func(code, s string) string
 }

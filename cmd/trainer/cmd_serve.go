@@ -24,7 +24,7 @@ func serveCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "serve a policy over the OpenAI Chat Completions API (POST /v1/chat/completions, GET /v1/models)",
-		Description: "Requests decode together in the continuous-batching engine (--slots at once). Tools are rendered by the\n" +
+		Description: "Requests decode together in the continuous-batching scheduler (--slots at once). Tools are rendered by the\n" +
 			"model's chat template and the model's calls (Qwen's <tool_call> blocks, Llama 3's JSON) come back as\n" +
 			"tool_calls. The server listens on 127.0.0.1 unless --host says otherwise, and another address needs an\n" +
 			"API key that clients must send.\n\n" +
@@ -120,7 +120,7 @@ func serve(c *cli.Context) error {
 	if window < 2 || window > m.Config.MaxPositions {
 		return exitErr("serve: --context %d, want 2..%d (the model's max positions)", window, m.Config.MaxPositions)
 	}
-	e, err := agent.NewEngine(m, dtype, agent.Mode{}, c.Int("slots"), window)
+	e, err := agent.NewSampler(m, dtype, agent.Mode{}, c.Int("slots"), window)
 	if err != nil {
 		return err
 	}
@@ -132,13 +132,13 @@ func serve(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	eng := gateway.NewEngine(e.Decoder(), format.StopIDs())
-	h := &gateway.Handler{Engine: eng, Format: format, Model: name, APIKey: key, Created: modTime(dir), Host: host}
+	sched := gateway.NewScheduler(e.Decoder(), format.StopIDs())
+	h := &gateway.Handler{Scheduler: sched, Format: format, Model: name, APIKey: key, Created: modTime(dir), Host: host}
 	// Ctrl-C (or SIGTERM) stops serving: requests in flight end.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	fmt.Fprintf(c.App.Writer, "serving %s on http://%s/v1 (%d slots, %d tokens each); Ctrl-C stops\n", name, ln.Addr(), c.Int("slots"), window)
-	return gateway.Serve(ctx, eng, h, ln)
+	return gateway.Serve(ctx, sched, h, ln)
 }
 
 // modTime is the model folder's modification time, as the model's

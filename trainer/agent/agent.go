@@ -1,8 +1,8 @@
 // Package agent assembles a tool-using agent from a run's configuration,
 // in one place for training, dry runs, chat and the benchmarks: its tools,
 // tokenizer and chat format, episode settings and episode factories
-// (agent.go), and the model's run mode and the engine that decodes for it
-// (engine.go).
+// (agent.go), and the model's run mode and the Sampler that decodes for it
+// (sampler.go).
 package agent
 
 import (

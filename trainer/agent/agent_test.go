@@ -130,20 +130,20 @@ func tinyPolicy(t *testing.T) *torch.Model {
 	return policy
 }
 
-// An engine decodes from the policy in the policy's precision, and from a
+// A sampler decodes from the policy in the policy's precision, and from a
 // bf16 copy otherwise, which holds the policy's weights (to bf16's
 // rounding) and follows them only when synced.
-func TestEngineCopyFollowsThePolicyOnSync(t *testing.T) {
+func TestSamplerCopyFollowsThePolicyOnSync(t *testing.T) {
 	policy := tinyPolicy(t)
-	same, err := NewEngine(policy, torch.Float32, Mode{}, 1, 16)
+	same, err := NewSampler(policy, torch.Float32, Mode{}, 1, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer same.Free()
 	if same.copy != nil {
-		t.Error("an engine in the policy's precision made a copy")
+		t.Error("a sampler in the policy's precision made a copy")
 	}
-	bf, err := NewEngine(policy, torch.BFloat16, Mode{}, 1, 16)
+	bf, err := NewSampler(policy, torch.BFloat16, Mode{}, 1, 16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,13 +179,13 @@ func TestEngineCopyFollowsThePolicyOnSync(t *testing.T) {
 	}
 }
 
-// NewCopyEngine decodes from a copy even in the policy's own precision
+// NewCopySampler decodes from a copy even in the policy's own precision
 // (asynchronous training updates the policy while the engine decodes):
 // the copy holds the policy's weights exactly after Sync, and keeps them
 // while the policy changes, until the next Sync.
-func TestCopyEngineKeepsItsWeightsUntilSync(t *testing.T) {
+func TestCopySamplerKeepsItsWeightsUntilSync(t *testing.T) {
 	policy := tinyPolicy(t)
-	e, err := NewCopyEngine(policy, torch.Float32, Mode{}, 1, 16)
+	e, err := NewCopySampler(policy, torch.Float32, Mode{}, 1, 16)
 	if err != nil {
 		t.Fatal(err)
 	}

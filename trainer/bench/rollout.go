@@ -7,10 +7,11 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/agentrl/agentrl/decoding"
+	"github.com/agentrl/agentrl/decoding/torchdecoder"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
-	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -94,7 +95,7 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 		return RolloutResult{}, err
 	}
 	defer m.Free()
-	e, err := agent.NewEngine(m, torch.Float32, agent.Mode{}, cfg.Slots, maxLen)
+	e, err := agent.NewSampler(m, torch.Float32, agent.Mode{}, cfg.Slots, maxLen)
 	if err != nil {
 		return RolloutResult{}, err
 	}
@@ -126,7 +127,7 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 		}
 		t0 := time.Now()
 		trs, st, err := rollout.Run(context.Background(), dec, ch, factory, reqs, rollout.Options{
-			Sampling: rollout.Sampling{Temperature: 1}, MaxTurnTokens: maxLen, MaxTotalTokens: maxLen, Split: trajectory.Train})
+			Sampling: decoding.Sampling{Temperature: 1}, MaxTurnTokens: maxLen, MaxTotalTokens: maxLen, Split: trajectory.Train})
 		wall := time.Since(t0)
 		if err == nil {
 			for _, tr := range trs {
@@ -164,14 +165,14 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 // scheduledDecoder is the real engine, except that the token ending each
 // scheduled turn is reported as the turn-end token.
 type scheduledDecoder struct {
-	engine.Decoder
+	torchdecoder.Decoder
 	sched    [][]int
 	end      int32
 	slotTraj []int
 	pos      [][2]int // per slot: turn, tokens in the turn
 }
 
-func (d *scheduledDecoder) Step(slots []int, s rollout.Sampling, toks []int64, lps []float32) error {
+func (d *scheduledDecoder) Step(slots []int, s decoding.Sampling, toks []int64, lps []float32) error {
 	if err := d.Decoder.Step(slots, s, toks, lps); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/gateway"
@@ -42,19 +43,19 @@ type Runner struct {
 // agent.parallel programs run at once. On cancellation the programs in
 // flight are killed and their episodes returned as cancelled, with ctx's
 // error.
-func (r *Runner) Rollout(ctx context.Context, dec gateway.Decoder, reqs []rollout.Request, opt rollout.Options) ([]*trajectory.Trajectory, rollout.Stats, error) {
+func (r *Runner) Rollout(ctx context.Context, dec decoding.LogitsDecoder, reqs []rollout.Request, opt rollout.Options) ([]*trajectory.Trajectory, rollout.Stats, error) {
 	if len(r.Cfg.Command) == 0 {
 		return nil, rollout.Stats{}, errors.New("program: agent.command is empty")
 	}
 	start := time.Now()
-	eng := gateway.NewEngine(dec, r.Format.StopIDs())
-	eng.Version = opt.Version
+	sched := gateway.NewScheduler(dec, r.Format.StopIDs())
+	sched.Version = opt.Version
 	keys := &gateway.Keys{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, rollout.Stats{}, fmt.Errorf("program: gateway: %w", err)
 	}
-	srv := &http.Server{Handler: &gateway.Handler{Engine: eng, Format: r.Format, Model: r.Cfg.Model, Keys: keys}}
+	srv := &http.Server{Handler: &gateway.Handler{Scheduler: sched, Format: r.Format, Model: r.Cfg.Model, Keys: keys}}
 	go srv.Serve(ln)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String() + "/v1"
@@ -69,7 +70,7 @@ func (r *Runner) Rollout(ctx context.Context, dec gateway.Decoder, reqs []rollou
 		out []*trajectory.Trajectory
 		wg  sync.WaitGroup
 	)
-	engCtx, stopEngine := context.WithCancel(ctx)
+	schedCtx, stopScheduler := context.WithCancel(ctx)
 	for _, req := range reqs {
 		for s := 0; s < req.Samples; s++ {
 			wg.Add(1)
@@ -84,7 +85,7 @@ func (r *Runner) Rollout(ctx context.Context, dec gateway.Decoder, reqs []rollou
 					trs = []*trajectory.Trajectory{newTraj(req, s, opt)}
 					trs[0].Stop = trajectory.StopCancelled
 				} else {
-					trs = r.episode(ctx, base, keys, eng, req, s, opt)
+					trs = r.episode(ctx, base, keys, sched, req, s, opt)
 					<-sem
 				}
 				mu.Lock()
@@ -98,11 +99,11 @@ func (r *Runner) Rollout(ctx context.Context, dec gateway.Decoder, reqs []rollou
 	}
 	go func() {
 		wg.Wait()
-		stopEngine()
+		stopScheduler()
 	}()
-	eng.Run(engCtx)
+	sched.Run(schedCtx)
 	wg.Wait()
-	steps, gen := eng.Stats()
+	steps, gen := sched.Stats()
 	st := rollout.Stats{Wall: time.Since(start), Steps: int(steps), Generated: int(gen), Trajectories: len(out)}
 	if steps > 0 {
 		st.MeanBatch = float64(gen) / float64(steps)
@@ -113,7 +114,7 @@ func (r *Runner) Rollout(ctx context.Context, dec gateway.Decoder, reqs []rollou
 // episode runs the program once for task req.Task and returns the
 // episode's trajectories: one per ledger segment, or one without tokens
 // when the program made no request.
-func (r *Runner) episode(ctx context.Context, base string, keys *gateway.Keys, eng *gateway.Engine, req rollout.Request, sample int, opt rollout.Options) []*trajectory.Trajectory {
+func (r *Runner) episode(ctx context.Context, base string, keys *gateway.Keys, sched *gateway.Scheduler, req rollout.Request, sample int, opt rollout.Options) []*trajectory.Trajectory {
 	started := time.Now()
 	tr := newTraj(req, sample, opt)
 	ep := &gateway.Episode{Sampling: opt.Sampling, MaxTurnTokens: opt.MaxTurnTokens, MaxTotalTokens: opt.MaxTotalTokens,
@@ -124,7 +125,7 @@ func (r *Runner) episode(ctx context.Context, base string, keys *gateway.Keys, e
 		"OPENAI_MODEL="+r.Cfg.Model, "AGENTRL_TASK="+string(task), "AGENTRL_EPISODE="+tr.ID)
 	res := run(ctx, r.Cfg.Command, r.Cfg.Dir, env, append(task, '\n'), r.Cfg.Timeout, r.Cfg.MaxStdout, r.Cfg.StderrTail)
 	keys.Close(key)
-	eng.EndSession(ep.ID)
+	sched.EndSession(ep.ID)
 	ledger, requests, bad := ep.Record()
 
 	tr.Stop, tr.Error = res.stop, res.err

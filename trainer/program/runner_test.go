@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrl/agentrl/decoding"
+	"github.com/agentrl/agentrl/decoding/torchdecoder"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
-	"github.com/agentrl/agentrl/trainer/engine"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -50,8 +51,8 @@ func rollouts(t *testing.T, ctx context.Context, mode string, samples int, edit 
 	task := envs.Task{ID: "t1", Dataset: "test", Question: gatewaytest.Question, Answers: []string{"Tarn", "Tarn town"}, Hops: 2}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	trs, st, err := r.Rollout(ctx, engine.Decoder{Engine: te}, []rollout.Request{{Task: task, Group: 3, Samples: samples}},
-		rollout.Options{Sampling: rollout.Sampling{Temperature: 0}, MaxTurnTokens: 48, MaxTotalTokens: 256, Iteration: 2, Split: trajectory.Train})
+	trs, st, err := r.Rollout(ctx, torchdecoder.Decoder{Engine: te}, []rollout.Request{{Task: task, Group: 3, Samples: samples}},
+		rollout.Options{Sampling: decoding.Sampling{Temperature: 0}, MaxTurnTokens: 48, MaxTotalTokens: 256, Iteration: 2, Split: trajectory.Train})
 	if err != nil && ctx.Err() == nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestProgramCancelled(t *testing.T) {
 // version 9 at its first prefill after a decode step: between an episode's
 // two requests, as the rollout role of asynchronous training swaps them.
 type swappingDecoder struct {
-	engine.Decoder
+	torchdecoder.Decoder
 	stepped       bool
 	version, used int
 }
@@ -229,7 +230,7 @@ func (d *swappingDecoder) Prefill(slot int, ids []int64) error {
 	return d.Decoder.Prefill(slot, ids)
 }
 
-func (d *swappingDecoder) Step(slots []int, s rollout.Sampling, tokens []int64, logprobs []float32) error {
+func (d *swappingDecoder) Step(slots []int, s decoding.Sampling, tokens []int64, logprobs []float32) error {
 	d.stepped, d.used = true, d.version
 	return d.Decoder.Step(slots, s, tokens, logprobs)
 }
@@ -260,8 +261,8 @@ func TestProgramTurnsKeepTheirVersions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dec := &swappingDecoder{Decoder: engine.Decoder{Engine: te}, version: 5}
-		o := rollout.Options{Sampling: rollout.Sampling{Temperature: 0}, MaxTurnTokens: 48, MaxTotalTokens: 256, Iteration: 2,
+		dec := &swappingDecoder{Decoder: torchdecoder.Decoder{Engine: te}, version: 5}
+		o := rollout.Options{Sampling: decoding.Sampling{Temperature: 0}, MaxTurnTokens: 48, MaxTotalTokens: 256, Iteration: 2,
 			Split: trajectory.Train, PolicyVersion: 1}
 		want := []int{1, 1}
 		if async {

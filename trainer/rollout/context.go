@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/tokenizer"
 )
 
@@ -60,7 +61,7 @@ type ConvTurn struct {
 
 // Messages are the messages the mode renders before the next turn: the
 // system text (when not empty), the question, then the turns it keeps,
-// each as the assistant's message (AssistantMessage) and one tool message
+// each as the assistant's message (decoding.AssistantMessage) and one tool message
 // per response.
 func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Message {
 	var msgs []tokenizer.Message
@@ -76,7 +77,7 @@ func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Mes
 		}
 	}
 	for _, t := range kept {
-		msgs = append(msgs, AssistantMessage(t.Text))
+		msgs = append(msgs, decoding.AssistantMessage(t.Text))
 		for _, r := range t.Responses {
 			msgs = append(msgs, tokenizer.Message{Role: "tool", Content: r})
 		}
@@ -95,7 +96,7 @@ func Summary(turns []ConvTurn) string {
 	var b strings.Builder
 	b.WriteString("Summary of the earlier turns:")
 	for _, t := range turns {
-		_, calls, ok := SplitToolCalls(t.Text)
+		_, calls, ok := decoding.SplitToolCalls(t.Text)
 		if !ok {
 			fmt.Fprintf(&b, "\n- said: %s", cut(t.Text))
 			continue

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -131,7 +132,7 @@ func (d *turnDecoder) CopySlot(src, dst int) error {
 	return d.scriptedDecoder.CopySlot(src, dst)
 }
 
-func (d *turnDecoder) Step(slots []int, _ Sampling, toks []int64, lps []float32) error {
+func (d *turnDecoder) Step(slots []int, _ decoding.Sampling, toks []int64, lps []float32) error {
 	for i, sl := range slots {
 		h := d.hist[sl]
 		k := int(h[1] - 100)

@@ -1,7 +1,7 @@
 // Package rollout produces multi-turn agent trajectories with continuous
-// batching: a fixed number of KV-cache slots decode together, one decode
-// call per step for all active slots; a slot whose turn ends leaves the
-// batch while its environment step (the tool call) runs on its own
+// batching (decoding.Batcher): a fixed number of KV-cache slots decode
+// together, one decode call per step for all active slots; a slot whose
+// turn ends leaves the batch while its environment step (the tool call) runs on its own
 // goroutine, and re-enters once the observation is prefilled; a finished
 // trajectory frees its slot for the next waiting prompt. Tokens are kept as
 // sampled (token-in, token-out): model output is never decoded and
@@ -16,23 +16,6 @@ import (
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
 )
-
-// Decoder is what the scheduler needs from a policy: a KV-cache engine with
-// slots. engine.Decoder (trainer/engine) adapts *torch.Engine to it; tests
-// use a scripted stand-in. PrefillBatch appends ids[i] to slots[i] for
-// every i (distinct slots), as Prefill of each would: the scheduler gives it
-// all the prefills of a round, and a decoder may run them in one call or
-// one by one.
-type Decoder interface {
-	Slots() int
-	MaxLen() int
-	Prefill(slot int, ids []int64) error
-	PrefillBatch(slots []int, ids [][]int64) error
-	CopySlot(src, dst int) error
-	Release(slot int) error
-	Seed(slot int, seed uint64) error
-	Step(slots []int, s Sampling, tokens []int64, logprobs []float32) error
-}
 
 // Chat renders prompts and observations to tokens and says where turns end.
 // Text from outside (user, tools, responses) must come out as plain text:
@@ -49,9 +32,9 @@ type Chat interface {
 	Decode(ids []int32) string
 }
 
-// Episode is one environment episode as the scheduler drives it;
+// Env is the environment of one episode as the scheduler drives it;
 // *envs.ToolEnv implements it.
-type Episode interface {
+type Env interface {
 	Step(ctx context.Context, a envs.Action) (envs.StepResult, error)
 	Outcome() (float64, map[string]float64)
 }
@@ -62,7 +45,7 @@ type Setup struct {
 	System string
 	User   string
 	Tools  []json.RawMessage
-	Env    Episode
+	Env    Env
 }
 
 // Factory starts an episode for a task. The agent, the naive-RAG baseline

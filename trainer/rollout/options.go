@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -18,7 +19,7 @@ type Request struct {
 
 // Options are the limits and sampling settings of a rollout.
 type Options struct {
-	Sampling       Sampling
+	Sampling       decoding.Sampling
 	MaxTurnTokens  int // tokens the policy may generate in one turn
 	MaxTotalTokens int // budget of a whole trajectory, prompt included
 	Seed           uint64
@@ -41,7 +42,7 @@ type Options struct {
 	OnDone func(*trajectory.Trajectory)
 }
 
-func (o Options) validate(d Decoder, reqs []Request) error {
+func (o Options) validate(d decoding.Decoder, reqs []Request) error {
 	if o.MaxTurnTokens < 1 {
 		return fmt.Errorf("rollout: max_turn_tokens is %d, want at least 1", o.MaxTurnTokens)
 	}

@@ -42,7 +42,7 @@ func (s *sched) flushPrefills() error {
 		n += len(p.ids)
 	}
 	t0 := time.Now()
-	if err := s.dec.PrefillBatch(slots, ids); err != nil {
+	if err := s.b.Decoder().PrefillBatch(slots, ids); err != nil {
 		return fmt.Errorf("prefill %s: %w", strings.Join(whats, ", "), err)
 	}
 	for _, p := range ps {

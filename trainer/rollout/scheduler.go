@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/trajectory"
@@ -17,7 +18,7 @@ import (
 type episode struct {
 	tr        *trajectory.Trajectory // the segment being decoded
 	segs      []*trajectory.Trajectory
-	env       Episode
+	env       Env
 	setup     Setup
 	conv      []ConvTurn // the turns so far, when the context renders
 	slot      int
@@ -48,23 +49,21 @@ type envReply struct {
 // only its own trajectory (Stop "error", the error recorded). On
 // cancellation the unfinished trajectories are returned with Stop
 // "cancelled" together with ctx's error.
-func Run(ctx context.Context, dec Decoder, chat Chat, factory Factory, reqs []Request, opt Options) ([]*trajectory.Trajectory, Stats, error) {
+func Run(ctx context.Context, dec decoding.Decoder, chat Chat, factory Factory, reqs []Request, opt Options) ([]*trajectory.Trajectory, Stats, error) {
 	if err := opt.validate(dec, reqs); err != nil {
 		return nil, Stats{}, err
 	}
 	start := time.Now()
-	s := &sched{dec: dec, chat: chat, factory: factory, opt: opt, ctx: ctx,
-		free: make([]bool, dec.Slots()), bySlot: make([]*episode, dec.Slots()),
+	s := &sched{b: decoding.NewBatcher[episode](dec), chat: chat, factory: factory, opt: opt, ctx: ctx,
 		replies: make(chan envReply, dec.Slots())}
-	for i := range s.free {
-		s.free[i] = true
-	}
 	if cc, ok := chat.(ContextChat); ok && cc.Context().Renders() {
 		s.render = cc
 	}
 	s.queue = append(s.queue, reqs...)
 	err := s.loop()
 	s.stats.Wall = time.Since(start)
+	steps, generated := s.b.Stats()
+	s.stats.Steps, s.stats.Generated = int(steps), int(generated)
 	if s.stats.Steps > 0 {
 		s.stats.MeanBatch = float64(s.stats.Generated) / float64(s.stats.Steps)
 	}
@@ -72,8 +71,10 @@ func Run(ctx context.Context, dec Decoder, chat Chat, factory Factory, reqs []Re
 	return s.out, s.stats, err
 }
 
+// sched schedules episodes on a Batcher: an episode's slot is active while
+// it decodes, parked while its environment steps.
 type sched struct {
-	dec     Decoder
+	b       *decoding.Batcher[episode]
 	chat    Chat
 	render  ContextChat // the chat when its context renders, else nil
 	factory Factory
@@ -81,15 +82,10 @@ type sched struct {
 	ctx     context.Context
 
 	queue    []Request
-	free     []bool
-	bySlot   []*episode // decoding episodes by slot, nil when free or in a tool
 	inTool   int
 	replies  chan envReply
 	out      []*trajectory.Trajectory
 	stats    Stats
-	tokBuf   []int64
-	lpBuf    []float32
-	slotsBuf []int
 	prefills []prefill // the round's prefills, not yet run (flushPrefills)
 }
 
@@ -120,7 +116,7 @@ func (s *sched) loop() error {
 		if err := s.flushPrefills(); err != nil {
 			return err
 		}
-		active := s.active()
+		active := s.b.Active()
 		if len(active) == 0 {
 			if s.inTool == 0 && len(s.queue) == 0 {
 				return nil
@@ -167,15 +163,10 @@ func (s *sched) admit() error {
 	return s.flushPrefills()
 }
 
+// freeSlots returns n free slots, or nil when fewer are free.
 func (s *sched) freeSlots(n int) []int {
-	var out []int
-	for i, f := range s.free {
-		if f {
-			out = append(out, i)
-			if len(out) == n {
-				return out
-			}
-		}
+	if out := s.b.Free(n); len(out) == n {
+		return out
 	}
 	return nil
 }
@@ -227,10 +218,8 @@ func (s *sched) startGroup(req Request, slots []int) error {
 		return nil
 	}
 	s.queuePrefill(slots[0], prompt, "prompt of task "+req.Task.ID, func() error {
-		for _, sl := range slots[1:] {
-			if err := s.dec.CopySlot(slots[0], sl); err != nil {
-				return fmt.Errorf("copy prompt of task %s: %w", req.Task.ID, err)
-			}
+		if err := s.b.Share(slots[0], slots[1:]); err != nil {
+			return fmt.Errorf("copy prompt of task %s: %w", req.Task.ID, err)
 		}
 		return nil
 	})
@@ -244,49 +233,31 @@ func (s *sched) startGroup(req Request, slots []int) error {
 		for j := range tr.TurnOf {
 			tr.TurnOf[j] = -1
 		}
-		if err := s.dec.Seed(sl, trajSeed(s.opt.Seed, s.opt.Iteration, req.Group, i, s.opt.Split)); err != nil {
+		if err := s.b.Decoder().Seed(sl, trajSeed(s.opt.Seed, s.opt.Iteration, req.Group, i, s.opt.Split)); err != nil {
 			return err
 		}
 		ep := &episode{tr: tr, segs: []*trajectory.Trajectory{tr}, env: setups[i].Env, setup: setups[i], slot: sl,
 			turnStart: len(prompt), started: time.Now()}
-		s.free[sl] = false
-		s.bySlot[sl] = ep
+		s.b.Activate(sl, ep)
 	}
 	return nil
-}
-
-func (s *sched) active() []int {
-	s.slotsBuf = s.slotsBuf[:0]
-	for sl, ep := range s.bySlot {
-		if ep != nil {
-			s.slotsBuf = append(s.slotsBuf, sl)
-		}
-	}
-	return s.slotsBuf
 }
 
 // step runs one decode call for all active slots and hands every slot whose
 // turn ended to its environment.
 func (s *sched) step(active []int) error {
-	n := len(active)
-	if cap(s.tokBuf) < n {
-		s.tokBuf = make([]int64, n)
-		s.lpBuf = make([]float32, n)
-	}
-	toks, lps := s.tokBuf[:n], s.lpBuf[:n]
 	t0 := time.Now()
-	if err := s.dec.Step(active, s.opt.Sampling, toks, lps); err != nil {
+	toks, lps, err := s.b.Step(active, s.opt.Sampling)
+	if err != nil {
 		return fmt.Errorf("decode step: %w", err)
 	}
 	s.stats.Decode += time.Since(t0)
-	s.stats.Steps++
-	s.stats.Generated += n
 	v := s.opt.PolicyVersion
 	if s.opt.Version != nil {
 		v = s.opt.Version()
 	}
 	for i, sl := range active {
-		ep := s.bySlot[sl]
+		ep := s.b.At(sl)
 		tr := ep.tr
 		if len(tr.Tokens) == ep.turnStart { // the turn's first token
 			ep.turnVersion = v
@@ -304,7 +275,7 @@ func (s *sched) step(active []int) error {
 		truncated := !ends && gen >= s.opt.MaxTurnTokens
 		budget := len(tr.Tokens) >= s.opt.MaxTotalTokens
 		if ends || truncated || budget {
-			s.bySlot[sl] = nil
+			s.b.Park(sl)
 			s.inTool++
 			text := s.chat.Decode(tr.Tokens[ep.turnStart:])
 			if s.render != nil {
@@ -430,7 +401,7 @@ func (s *sched) onReply(r envReply) error {
 		}
 		ep.turn++
 		ep.turnStart = len(tr.Tokens)
-		s.bySlot[ep.slot] = ep
+		s.b.Activate(ep.slot, ep)
 		return nil
 	}
 	if len(r.obs) == 0 {
@@ -470,10 +441,9 @@ func (s *sched) end(ep *episode) error {
 		}
 	}
 	tr.DurationMS = float64(time.Since(ep.started)) / float64(time.Millisecond)
-	if err := s.dec.Release(ep.slot); err != nil {
+	if err := s.b.Release(ep.slot); err != nil {
 		return err
 	}
-	s.free[ep.slot] = true
 	s.finishSegments(ep)
 	return nil
 }
@@ -506,10 +476,8 @@ func (s *sched) cancel(err error) error {
 		r.ep.tr.Turns = append(r.ep.tr.Turns, turnRecord(r))
 		s.markCancelled(r.ep)
 	}
-	for _, ep := range s.bySlot {
-		if ep != nil {
-			s.markCancelled(ep)
-		}
+	for _, sl := range s.b.Active() {
+		s.markCancelled(s.b.At(sl))
 	}
 	for _, req := range s.queue {
 		for i := 0; i < req.Samples; i++ {
@@ -524,8 +492,6 @@ func (s *sched) cancel(err error) error {
 
 func (s *sched) markCancelled(ep *episode) {
 	ep.tr.Stop = trajectory.StopCancelled
-	s.bySlot[ep.slot] = nil
-	s.dec.Release(ep.slot)
-	s.free[ep.slot] = true
+	s.b.Release(ep.slot)
 	s.finishSegments(ep)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -150,7 +151,7 @@ func (d *scriptedDecoder) CopySlot(src, dst int) error {
 }
 func (d *scriptedDecoder) Release(slot int) error { d.hist[slot] = nil; return nil }
 func (d *scriptedDecoder) Seed(int, uint64) error { return nil }
-func (d *scriptedDecoder) Step(slots []int, _ Sampling, toks []int64, lps []float32) error {
+func (d *scriptedDecoder) Step(slots []int, _ decoding.Sampling, toks []int64, lps []float32) error {
 	d.maxBatch = max(d.maxBatch, len(slots))
 	for i, sl := range slots {
 		h := d.hist[sl]

@@ -3,6 +3,8 @@ package rollout
 import (
 	"context"
 	"testing"
+
+	"github.com/agentrl/agentrl/decoding"
 )
 
 // swappingDecoder is the scripted policy whose weights are swapped to the
@@ -14,7 +16,7 @@ type swappingDecoder struct {
 	used                      int // version of the last step's weights
 }
 
-func (d *swappingDecoder) Step(slots []int, s Sampling, toks []int64, lps []float32) error {
+func (d *swappingDecoder) Step(slots []int, s decoding.Sampling, toks []int64, lps []float32) error {
 	if d.steps > 0 && d.steps%d.swapEvery == 0 {
 		d.version++
 	}

@@ -1,4 +1,4 @@
-package rollout
+package decoding
 
 import (
 	"encoding/json"

@@ -1,10 +1,10 @@
 package agent
 
 import (
+	"github.com/agentrl/agentrl/decoding/torchdecoder"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
-	"github.com/agentrl/agentrl/trainer/engine"
 )
 
 // Mode is how a model runs its forward passes: with activation
@@ -41,34 +41,34 @@ func TinyConfig(c config.TinyConfig, tok *tokenizer.Tokenizer) torch.Config {
 		RopeTheta: 10000, MaxPositions: c.MaxPositions, BOS: int(tok.EOS()), EOS: int(tok.EOS())}
 }
 
-// Engine is the KV-cache engine an agent decodes with: over the policy
-// itself, or over a copy of it in another precision (rollout.dtype), or,
-// for a policy with LoRA adapters, over a model of its merged weights
-// (torch.NewMergedModel: the adapters are never run per token), which Sync
-// refreshes from the policy.
-type Engine struct {
+// Sampler is what an agent's rollouts sample from: torch's KV-cache engine
+// over the policy itself, or over a copy of it in another precision
+// (rollout.dtype), or, for a policy with LoRA adapters, over a model of its
+// merged weights (torch.NewMergedModel: the adapters are never run per
+// token), which Sync refreshes from the policy.
+type Sampler struct {
 	*torch.Engine
 	policy, copy *torch.Model // copy is nil when the engine decodes from the policy
 }
 
-// NewEngine makes the engine of slots sequences of up to maxLen tokens
+// NewSampler makes the engine of slots sequences of up to maxLen tokens
 // over policy, decoding in dtype: from policy itself when that is its
 // precision, else from a copy in dtype (in mode), refreshed by Sync. A
 // LoRA policy decodes from its merged weights, in its base's dtype
 // (dtype is not used).
-func NewEngine(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int) (*Engine, error) {
-	return newEngine(policy, dtype, mode, slots, maxLen, false)
+func NewSampler(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int) (*Sampler, error) {
+	return newSampler(policy, dtype, mode, slots, maxLen, false)
 }
 
-// NewCopyEngine is NewEngine decoding from a copy of the policy's weights
+// NewCopySampler is NewSampler decoding from a copy of the policy's weights
 // even in its own precision, so that the policy can be updated while the
 // engine decodes (asynchronous training); Sync refreshes the copy.
-func NewCopyEngine(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int) (*Engine, error) {
-	return newEngine(policy, dtype, mode, slots, maxLen, true)
+func NewCopySampler(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int) (*Sampler, error) {
+	return newSampler(policy, dtype, mode, slots, maxLen, true)
 }
 
-func newEngine(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int, copyAlways bool) (*Engine, error) {
-	e := &Engine{policy: policy}
+func newSampler(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int, copyAlways bool) (*Sampler, error) {
+	e := &Sampler{policy: policy}
 	decoder := policy
 	if copyAlways || policy.LoRA() != nil || dtype != policy.DType {
 		var err error
@@ -97,7 +97,7 @@ func newEngine(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen 
 // Sync copies the policy's current weights into the copy the engine
 // decodes from, when it decodes from a copy: for a LoRA policy, merges its
 // current adapters into the target weights.
-func (e *Engine) Sync() error {
+func (e *Sampler) Sync() error {
 	switch {
 	case e.copy == nil:
 		return nil
@@ -107,11 +107,11 @@ func (e *Engine) Sync() error {
 	return e.copy.CopyWeightsFrom(e.policy)
 }
 
-// Decoder is the engine as the rollout scheduler's Decoder.
-func (e *Engine) Decoder() engine.Decoder { return engine.Decoder{Engine: e.Engine} }
+// Decoder is the engine as a decoding.Decoder, for rollouts and serving.
+func (e *Sampler) Decoder() torchdecoder.Decoder { return torchdecoder.Decoder{Engine: e.Engine} }
 
 // Free frees the engine and the copy (not the policy).
-func (e *Engine) Free() {
+func (e *Sampler) Free() {
 	if e == nil {
 		return
 	}

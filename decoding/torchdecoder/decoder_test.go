@@ -1,4 +1,4 @@
-package engine
+package torchdecoder
 
 import (
 	"slices"
@@ -10,7 +10,7 @@ import (
 
 func TestMain(m *testing.M) { torchtest.Main(m) }
 
-// On the CPU the rollout decoder's PrefillBatch prefills slot by slot: a
+// On the CPU the decoder's PrefillBatch prefills slot by slot: a
 // slot's pending logits are bit for bit those of its own Prefill, whatever
 // was prefilled beside it (one forward of several slots, the engine's own
 // PrefillBatch, rounds differently on the CPU).

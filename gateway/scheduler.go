@@ -1,9 +1,9 @@
 // Package gateway serves a policy over the OpenAI Chat Completions API and
 // records, token for token, what agent programs that call it were shown and
-// generated. Engine is the serving scheduler: requests arrive at any time
-// and decode together in the KV-cache engine's slots (continuous
-// batching); Handler is the HTTP side; Ledger turns an episode's requests
-// into trajectories.
+// generated. Scheduler is the serving side of continuous batching:
+// requests arrive at any time and decode together in a decoder's slots (a
+// decoding.Batcher); Handler is the HTTP side; Ledger turns an episode's
+// requests into trajectories.
 package gateway
 
 import (
@@ -15,22 +15,15 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/agentrl/agentrl/trainer/rollout"
+	"github.com/agentrl/agentrl/decoding"
 )
-
-// Decoder is what the engine needs from a policy: the rollout scheduler's
-// KV-cache slots, and the logits of a slot's next step (for top_logprobs).
-type Decoder interface {
-	rollout.Decoder
-	PendingLogits(slot int) ([]float32, error)
-}
 
 // Job asks for N completions of one prompt; they share the prompt's
 // prefill.
 type Job struct {
 	Prompt    []int32
 	N         int
-	Sampling  rollout.Sampling
+	Sampling  decoding.Sampling
 	MaxTokens int      // completion tokens per choice, at least 1
 	Seeds     []uint64 // one per choice
 	// TopLogprobs is how many of the most likely tokens to report at each
@@ -65,9 +58,9 @@ type Alt struct {
 	Logprob float32
 }
 
-// Token is one generated token: the behaviour log-probability the engine
+// Token is one generated token: the behaviour log-probability the decoder
 // recorded while sampling it, the alternatives when asked for, and the
-// policy version that sampled it (Engine.Version; 0 without).
+// policy version that sampled it (Scheduler.Version; 0 without).
 type Token struct {
 	ID      int32
 	Logprob float32
@@ -75,9 +68,9 @@ type Token struct {
 	Version int
 }
 
-// Result is a job's completions as they grow. Read it with Snapshot after
-// Updated fires, or Wait for the end.
-type Result struct {
+// Pending is a job in flight: its completions as they grow. Read it with
+// Snapshot after Updated fires, or Wait for the end.
+type Pending struct {
 	job     Job
 	ctx     context.Context
 	updated chan struct{}
@@ -92,11 +85,11 @@ type Result struct {
 
 // Updated fires (is sent on, never closed) whenever tokens were added or a
 // choice finished.
-func (r *Result) Updated() <-chan struct{} { return r.updated }
+func (r *Pending) Updated() <-chan struct{} { return r.updated }
 
 // Snapshot returns choice i's tokens so far and how it ended (Running
 // while it goes on).
-func (r *Result) Snapshot(i int) ([]Token, Finish) {
+func (r *Pending) Snapshot(i int) ([]Token, Finish) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.tokens[i][:len(r.tokens[i]):len(r.tokens[i])], r.finish[i]
@@ -104,14 +97,14 @@ func (r *Result) Snapshot(i int) ([]Token, Finish) {
 
 // Done reports whether every choice has finished, and the decoder's error
 // when it failed.
-func (r *Result) Done() (bool, error) {
+func (r *Pending) Done() (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.pending == 0, r.err
 }
 
 // Wait blocks until every choice has finished or ctx ends.
-func (r *Result) Wait(ctx context.Context) error {
+func (r *Pending) Wait(ctx context.Context) error {
 	for {
 		if done, err := r.Done(); done {
 			return err
@@ -125,7 +118,7 @@ func (r *Result) Wait(ctx context.Context) error {
 }
 
 // cancel ends every choice of a job that never started as Cancelled.
-func (r *Result) cancel() {
+func (r *Pending) cancel() {
 	r.mu.Lock()
 	for i := range r.finish {
 		r.finish[i] = Cancelled
@@ -136,39 +129,38 @@ func (r *Result) cancel() {
 }
 
 // notify wakes a waiter of r without blocking.
-func (r *Result) notify() {
+func (r *Pending) notify() {
 	select {
 	case r.updated <- struct{}{}:
 	default:
 	}
 }
 
-// Engine decodes jobs together in a decoder's slots. Run drives it on the
-// goroutine that owns the decoder; Submit may be called from any goroutine.
-type Engine struct {
+// Scheduler decodes jobs together in a decoder's slots: it admits them
+// into a Batcher, ends their choices and holds sessions' slots. Run drives
+// it on the goroutine that owns the decoder; Submit may be called from any
+// goroutine.
+type Scheduler struct {
 	// Version, when set before Run, is called after each decode step and
 	// returns the policy version that step sampled with (asynchronous
 	// training swaps the decoder's weights between steps); every token of
 	// the step records it.
 	Version func() int
 
-	dec   Decoder
+	dec   decoding.LogitsDecoder
+	b     *decoding.Batcher[Pending] // a slot is active while its choice decodes, parked while a session holds it
 	stops map[int32]bool
 
 	mu     sync.Mutex
-	queue  []*Result
+	queue  []*Pending
 	wake   chan struct{}
 	closed error
 
 	// owned by Run's goroutine
-	free    []bool
-	bySlot  []*Result
 	choice  []int // the choice each busy slot decodes
-	waiting []*Result
-	tokBuf  []int64
-	lpBuf   []float32
+	waiting []*Pending
 
-	steps, generated, busy, prefilled atomic.Int64
+	prefilled atomic.Int64
 
 	sessions map[string]*held // sessions holding an idle slot (Run's goroutine)
 	heldBy   []*held          // per slot: the session holding it idle, or nil
@@ -176,38 +168,34 @@ type Engine struct {
 	closing  []string         // sessions ended by EndSession, under mu
 }
 
-// Stats are the decode calls the engine made and the tokens they sampled
-// since it started: Generated/Steps is the mean batch.
-func (e *Engine) Stats() (steps, generated int64) { return e.steps.Load(), e.generated.Load() }
+// Stats are the decode calls the scheduler made and the tokens they
+// sampled since it started: Generated/Steps is the mean batch.
+func (e *Scheduler) Stats() (steps, generated int64) { return e.b.Stats() }
 
-// NewEngine serves dec; stops are the token ids that end a completion.
-func NewEngine(dec Decoder, stops []int32) *Engine {
-	e := &Engine{dec: dec, stops: map[int32]bool{}, wake: make(chan struct{}, 1),
-		free: make([]bool, dec.Slots()), bySlot: make([]*Result, dec.Slots()), choice: make([]int, dec.Slots()),
-		sessions: map[string]*held{}, heldBy: make([]*held, dec.Slots())}
+// NewScheduler serves dec; stops are the token ids that end a completion.
+func NewScheduler(dec decoding.LogitsDecoder, stops []int32) *Scheduler {
+	e := &Scheduler{dec: dec, b: decoding.NewBatcher[Pending](dec), stops: map[int32]bool{}, wake: make(chan struct{}, 1),
+		choice: make([]int, dec.Slots()), sessions: map[string]*held{}, heldBy: make([]*held, dec.Slots())}
 	for _, s := range stops {
 		e.stops[s] = true
-	}
-	for i := range e.free {
-		e.free[i] = true
 	}
 	return e
 }
 
-// Prefilled is the number of prompt tokens the engine prefilled.
-func (e *Engine) Prefilled() int64 { return e.prefilled.Load() }
+// Prefilled is the number of prompt tokens the scheduler prefilled.
+func (e *Scheduler) Prefilled() int64 { return e.prefilled.Load() }
 
 // Busy is the number of slots decoding now.
-func (e *Engine) Busy() int { return int(e.busy.Load()) }
+func (e *Scheduler) Busy() int { return e.b.Busy() }
 
 // Slots is how many sequences decode together at most.
-func (e *Engine) Slots() int { return e.dec.Slots() }
+func (e *Scheduler) Slots() int { return e.dec.Slots() }
 
 // Window is the most tokens a sequence may hold, prompt and completion.
-func (e *Engine) Window() int { return e.dec.MaxLen() }
+func (e *Scheduler) Window() int { return e.dec.MaxLen() }
 
 // Submit queues a job; ctx ending cancels it and frees its slots.
-func (e *Engine) Submit(ctx context.Context, j Job) (*Result, error) {
+func (e *Scheduler) Submit(ctx context.Context, j Job) (*Pending, error) {
 	switch {
 	case j.N < 1 || j.N > e.dec.Slots():
 		return nil, fmt.Errorf("gateway: %d choices asked; this server decodes at most %d at once", j.N, e.dec.Slots())
@@ -220,7 +208,7 @@ func (e *Engine) Submit(ctx context.Context, j Job) (*Result, error) {
 	case len(j.Prompt)+j.MaxTokens > e.dec.MaxLen():
 		return nil, fmt.Errorf("gateway: %d prompt and %d completion tokens exceed the window of %d", len(j.Prompt), j.MaxTokens, e.dec.MaxLen())
 	}
-	r := &Result{job: j, ctx: ctx, updated: make(chan struct{}, 1), tokens: make([][]Token, j.N),
+	r := &Pending{job: j, ctx: ctx, updated: make(chan struct{}, 1), tokens: make([][]Token, j.N),
 		finish: make([]Finish, j.N), pending: j.N}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -238,7 +226,7 @@ func (e *Engine) Submit(ctx context.Context, j Job) (*Result, error) {
 // Run decodes until ctx ends; then every job still queued or decoding ends
 // Cancelled and later Submits fail. It must run on the goroutine that owns
 // the decoder. A decoder error fails the jobs it touched and Run goes on.
-func (e *Engine) Run(ctx context.Context) error {
+func (e *Scheduler) Run(ctx context.Context) error {
 	for {
 		e.mu.Lock()
 		e.waiting = append(e.waiting, e.queue...)
@@ -255,7 +243,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		e.dropCancelled()
 		e.admit()
-		active := e.active()
+		active := e.b.Active()
 		if len(active) == 0 {
 			select {
 			case <-e.wake:
@@ -270,23 +258,21 @@ func (e *Engine) Run(ctx context.Context) error {
 
 // anyCancelled is a channel that is ready when a waiting job's context
 // ends (the first one's: they are checked again on each pass).
-func (e *Engine) anyCancelled() <-chan struct{} {
+func (e *Scheduler) anyCancelled() <-chan struct{} {
 	if len(e.waiting) > 0 {
 		return e.waiting[0].ctx.Done()
 	}
 	return nil
 }
 
-func (e *Engine) shutdown(err error) {
+func (e *Scheduler) shutdown(err error) {
 	e.mu.Lock()
-	e.closed = fmt.Errorf("gateway: the engine stopped: %w", err)
+	e.closed = fmt.Errorf("gateway: the scheduler stopped: %w", err)
 	e.waiting = append(e.waiting, e.queue...)
 	e.queue = nil
 	e.mu.Unlock()
-	for sl, r := range e.bySlot {
-		if r != nil {
-			e.end(sl, Cancelled)
-		}
+	for _, sl := range e.b.Active() {
+		e.end(sl, Cancelled)
 	}
 	for id := range e.sessions {
 		e.drop(id)
@@ -298,9 +284,9 @@ func (e *Engine) shutdown(err error) {
 }
 
 // dropCancelled ends the choices of jobs whose context ended.
-func (e *Engine) dropCancelled() {
-	for sl, r := range e.bySlot {
-		if r != nil && r.ctx.Err() != nil {
+func (e *Scheduler) dropCancelled() {
+	for _, sl := range e.b.Active() {
+		if e.b.At(sl).ctx.Err() != nil {
 			e.end(sl, Cancelled)
 		}
 	}
@@ -317,7 +303,7 @@ func (e *Engine) dropCancelled() {
 
 // admit starts waiting jobs, first come first served, while their choices
 // fit in the free slots: the prompt is prefilled once and copied.
-func (e *Engine) admit() {
+func (e *Scheduler) admit() {
 	for len(e.waiting) > 0 {
 		r := e.waiting[0]
 		slots, cached := e.reuse(r.job)
@@ -333,7 +319,7 @@ func (e *Engine) admit() {
 			r.err = err
 			r.mu.Unlock()
 			for _, sl := range slots {
-				if e.bySlot[sl] == r {
+				if e.b.At(sl) == r {
 					e.end(sl, Failed)
 				}
 			}
@@ -352,13 +338,8 @@ func (e *Engine) admit() {
 // freeSlots returns n slots to start a job in, taking idle sessions' slots
 // (the longest idle first) when too few are free; nil when there are not
 // enough.
-func (e *Engine) freeSlots(n int) []int {
-	var slots []int
-	for sl, f := range e.free {
-		if f && len(slots) < n {
-			slots = append(slots, sl)
-		}
-	}
+func (e *Scheduler) freeSlots(n int) []int {
+	slots := e.b.Free(n)
 	for len(slots) < n {
 		var oldest *held
 		for _, h := range e.sessions {
@@ -377,7 +358,7 @@ func (e *Engine) freeSlots(n int) []int {
 
 // start places r in slots and prefills its prompt, after the first
 // cached tokens that slots[0] already holds.
-func (e *Engine) start(r *Result, slots []int, cached int) error {
+func (e *Scheduler) start(r *Pending, slots []int, cached int) error {
 	ids := make([]int64, len(r.job.Prompt)-cached)
 	for i, v := range r.job.Prompt[cached:] {
 		ids[i] = int64(v)
@@ -385,16 +366,14 @@ func (e *Engine) start(r *Result, slots []int, cached int) error {
 	e.prefilled.Add(int64(len(ids)))
 	r.slots = slots
 	for i, sl := range slots {
-		e.free[sl], e.bySlot[sl], e.choice[sl] = false, r, i
-		e.busy.Add(1)
+		e.b.Activate(sl, r)
+		e.choice[sl] = i
 	}
 	if err := e.dec.Prefill(slots[0], ids); err != nil {
 		return fmt.Errorf("prefill: %w", err)
 	}
-	for _, sl := range slots[1:] {
-		if err := e.dec.CopySlot(slots[0], sl); err != nil {
-			return fmt.Errorf("copy prompt: %w", err)
-		}
+	if err := e.b.Share(slots[0], slots[1:]); err != nil {
+		return fmt.Errorf("copy prompt: %w", err)
 	}
 	for i, sl := range slots {
 		if err := e.dec.Seed(sl, r.job.Seeds[i]); err != nil {
@@ -404,35 +383,25 @@ func (e *Engine) start(r *Result, slots []int, cached int) error {
 	return nil
 }
 
-func (e *Engine) active() []int {
-	var out []int
-	for sl, r := range e.bySlot {
-		if r != nil {
-			out = append(out, sl)
-		}
-	}
-	return out
-}
-
 // step runs one decode call per distinct sampling setting among the active
 // slots (one call when all agree, as in a benchmark or a training run).
-func (e *Engine) step(active []int) {
-	groups := map[rollout.Sampling][]int{}
-	var keys []rollout.Sampling
+func (e *Scheduler) step(active []int) {
+	groups := map[decoding.Sampling][]int{}
+	var keys []decoding.Sampling
 	for _, sl := range active {
-		s := e.bySlot[sl].job.Sampling
+		s := e.b.At(sl).job.Sampling
 		if _, ok := groups[s]; !ok {
 			keys = append(keys, s)
 		}
 		groups[s] = append(groups[s], sl)
 	}
-	touched := map[*Result]bool{}
+	touched := map[*Pending]bool{}
 	for _, s := range keys {
 		slots := groups[s]
 		tops := make([][]Alt, len(slots))
 		failed := false
 		for i, sl := range slots {
-			if k := e.bySlot[sl].job.TopLogprobs; k > 0 {
+			if k := e.b.At(sl).job.TopLogprobs; k > 0 {
 				logits, err := e.dec.PendingLogits(sl)
 				if err != nil {
 					e.fail(slots, err)
@@ -445,23 +414,17 @@ func (e *Engine) step(active []int) {
 		if failed {
 			continue
 		}
-		n := len(slots)
-		if cap(e.tokBuf) < n {
-			e.tokBuf, e.lpBuf = make([]int64, n), make([]float32, n)
-		}
-		toks, lps := e.tokBuf[:n], e.lpBuf[:n]
-		if err := e.dec.Step(slots, s, toks, lps); err != nil {
+		toks, lps, err := e.b.Step(slots, s)
+		if err != nil {
 			e.fail(slots, err)
 			continue
 		}
-		e.steps.Add(1)
-		e.generated.Add(int64(n))
 		v := 0
 		if e.Version != nil {
 			v = e.Version()
 		}
 		for i, sl := range slots {
-			r, c := e.bySlot[sl], e.choice[sl]
+			r, c := e.b.At(sl), e.choice[sl]
 			tok := Token{ID: int32(toks[i]), Logprob: lps[i], Top: tops[i], Version: v}
 			r.mu.Lock()
 			gen := len(r.tokens[c]) + 1
@@ -495,9 +458,9 @@ func (e *Engine) step(active []int) {
 }
 
 // fail ends the jobs of slots with the decoder's error.
-func (e *Engine) fail(slots []int, err error) {
+func (e *Scheduler) fail(slots []int, err error) {
 	for _, sl := range slots {
-		if r := e.bySlot[sl]; r != nil {
+		if r := e.b.At(sl); r != nil {
 			r.mu.Lock()
 			if r.err == nil {
 				r.err = fmt.Errorf("decode: %w", err)
@@ -509,18 +472,16 @@ func (e *Engine) fail(slots []int, err error) {
 }
 
 // end finishes the choice in slot sl and frees the slot.
-func (e *Engine) end(sl int, f Finish) { e.publish(sl, nil, f) }
+func (e *Scheduler) end(sl int, f Finish) { e.publish(sl, nil, f) }
 
 // publish appends tok (when not nil) to the choice in slot sl and, unless
 // f is Running, finishes the choice and frees the slot, under one lock.
-func (e *Engine) publish(sl int, tok *Token, f Finish) {
-	r, c := e.bySlot[sl], e.choice[sl]
+func (e *Scheduler) publish(sl int, tok *Token, f Finish) {
+	r, c := e.b.At(sl), e.choice[sl]
 	if f != Running {
-		e.bySlot[sl] = nil
-		e.busy.Add(-1)
+		e.b.Park(sl)
 		if f != EndToken && f != StopMatch && f != Length || !e.hold(r, sl, tok) {
-			e.dec.Release(sl)
-			e.free[sl] = true
+			e.b.Release(sl)
 		}
 	}
 	r.mu.Lock()
@@ -538,7 +499,7 @@ func (e *Engine) publish(sl int, tok *Token, f Finish) {
 }
 
 // topK is the k most likely tokens under log softmax(logits/T) (T = 1 when
-// greedy), the distribution the engine records logprobs from.
+// greedy), the distribution the decoder records logprobs from.
 func topK(logits []float32, temperature float64, k int) []Alt {
 	t := temperature
 	if t <= 0 {

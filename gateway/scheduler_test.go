@@ -12,17 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrl/agentrl/decoding"
+	"github.com/agentrl/agentrl/decoding/torchdecoder"
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/engine"
-	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
 // Jobs queued together decode together, and each one's tokens are those
 // it gets alone: four jobs of 20 tokens (no stop ids, so each runs to its
-// limit) submitted before the engine starts take 20 decode calls of 4
+// limit) submitted before the scheduler starts take 20 decode calls of 4
 // slots, not 80; then each runs again alone with the same seed and samples
 // the same tokens (each slot has its own random stream), logprobs within
 // 1e-4.
@@ -38,17 +38,17 @@ func TestJobsDecodeTogetherAsAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer te.Free()
-		eng := gateway.NewEngine(engine.Decoder{Engine: te}, nil)
-		var rs []*gateway.Result
+		sched := gateway.NewScheduler(torchdecoder.Decoder{Engine: te}, nil)
+		var rs []*gateway.Pending
 		for _, s := range seeds {
-			r, err := eng.Submit(context.Background(), gateway.Job{Prompt: prompt, N: 1, Sampling: rollout.Sampling{Temperature: 1},
+			r, err := sched.Submit(context.Background(), gateway.Job{Prompt: prompt, N: 1, Sampling: decoding.Sampling{Temperature: 1},
 				MaxTokens: 20, Seeds: []uint64{s}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			rs = append(rs, r)
 		}
-		stop := runEngine(eng)
+		stop := runScheduler(sched)
 		var out [][]gateway.Token
 		for _, r := range rs {
 			if err := r.Wait(context.Background()); err != nil {
@@ -61,7 +61,7 @@ func TestJobsDecodeTogetherAsAlone(t *testing.T) {
 			out = append(out, toks)
 		}
 		stop()
-		steps, gen := eng.Stats()
+		steps, gen := sched.Stats()
 		if gen != int64(20*len(seeds)) {
 			t.Fatalf("%d tokens generated", gen)
 		}
@@ -108,13 +108,13 @@ func TestConcurrentClients(t *testing.T) {
 	for e := range errs {
 		t.Fatal(e)
 	}
-	steps, gen := s.eng.Stats()
+	steps, gen := s.sched.Stats()
 	if gen != 8*40 || steps >= gen {
 		t.Fatalf("%d tokens in %d decode calls", gen, steps)
 	}
 }
 
-// A client that goes away mid-stream frees its slot: on a one-slot engine
+// A client that goes away mid-stream frees its slot: on a one-slot scheduler
 // with no stop ids (so nothing ends the first stream before its 200
 // tokens but the disconnect), the client reads two chunks and hangs up;
 // the slot is freed well before 200 tokens and a second request is served.
@@ -140,11 +140,11 @@ func TestDisconnectFreesSlot(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	deadline := time.Now().Add(10 * time.Second)
-	for s.eng.Busy() > 0 && time.Now().Before(deadline) {
+	for s.sched.Busy() > 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if _, gen := s.eng.Stats(); s.eng.Busy() != 0 || gen >= 200 {
-		t.Fatalf("busy %d after the client left, %d tokens generated", s.eng.Busy(), gen)
+	if _, gen := s.sched.Stats(); s.sched.Busy() != 0 || gen >= 200 {
+		t.Fatalf("busy %d after the client left, %d tokens generated", s.sched.Busy(), gen)
 	}
 	c := postOK(t, s.srv.URL, json.RawMessage(strings.Replace(body, `"stream": true`, `"stream": false`, 1)), "")
 	if c.Usage.CompletionTokens != 200 {

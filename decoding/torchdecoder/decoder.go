@@ -1,23 +1,23 @@
-// Package engine adapts torch's KV-cache engine to the rollout scheduler's
-// Decoder interface, so that trainer/rollout builds and tests without
-// libtorch.
-package engine
+// Package torchdecoder adapts torch's KV-cache engine to decoding.Decoder,
+// so that the decoding contract, and the rollouts and serving built on it,
+// build and test without libtorch.
+package torchdecoder
 
 import (
 	"fmt"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
-// Decoder is a *torch.Engine as a rollout.Decoder.
+// Decoder is a *torch.Engine as a decoding.LogitsDecoder.
 type Decoder struct{ *torch.Engine }
 
-var _ rollout.Decoder = Decoder{}
+var _ decoding.LogitsDecoder = Decoder{}
 
-// Step samples one token for each slot with the rollout's sampling
-// settings (see torch.Engine.Step).
-func (d Decoder) Step(slots []int, s rollout.Sampling, tokens []int64, logprobs []float32) error {
+// Step samples one token for each slot with sampling s (see
+// torch.Engine.Step).
+func (d Decoder) Step(slots []int, s decoding.Sampling, tokens []int64, logprobs []float32) error {
 	return d.Engine.Step(slots, torch.Sampling(s), tokens, logprobs)
 }
 
