@@ -57,7 +57,7 @@ cuda-2.11)
 	grep -q 'CUDA is not available' <<<"$out" || { say "no clear 'CUDA is not available' message"; exit 1; }
 	./bin/trainer-cuda train --dry-run --device cuda | tail -n 3
 	say "go test -tags cuda (the CPU suite with the CUDA-built shim)"
-	GOFLAGS=-tags=sqlite_fts5,cuda go test -count=1 -timeout 30m ./torch/... ./trainer/loss/ ./trainer/learner/ ./trainer/engine/
+	GOFLAGS=-tags=sqlite_fts5,cuda go test -count=1 -timeout 30m ./torch/... ./trainer/loss/ ./trainer/learner/ ./decoding/torchdecoder/
 	;;
 image)
 	scripts/image-check.sh
