@@ -148,7 +148,9 @@ type Options struct {
 	Extra bool
 	// Resume keeps a seed's finished warm start and every finished run
 	// (one whose store has its final evaluation), running only the rest:
-	// an interrupted experiment goes on where it stopped.
+	// an interrupted experiment goes on where it stopped. A finished run
+	// whose stored config differs from the one this call would train is
+	// refused by name, with the keys that differ, before anything trains.
 	Resume   bool
 	Log      zerolog.Logger
 	Progress trainer.ProgressFunc
@@ -225,6 +227,13 @@ func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Resume { // before any training: a refusal leaves every run as it was
+		for _, tk := range tasks {
+			if err := checkKept(tk); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := runTasks(ctx, tasks, o); err != nil {
 		return nil, err
 	}
@@ -267,6 +276,9 @@ func finished(storePath, name string) bool {
 // count and per-question outcomes. The wall time is the span from the
 // first run's start to the last iteration written.
 func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
+	if err := checkSeeds(seeds, other); err != nil {
+		return nil, err
+	}
 	tab := &Table{EM: map[string]map[string]Cell{}, Runs: map[string][]string{}, Seeds: seeds,
 		Outcomes: map[string]map[string]map[int][]float64{}, Nested: map[string]bool{}}
 	specs, on := Rows(seeds, other, extra)

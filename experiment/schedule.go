@@ -2,16 +2,19 @@ package experiment
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // task is one run of the experiment: a seed's warm start (spec nil) or a
@@ -31,6 +34,16 @@ type task struct {
 // this seed's rows, so that with several jobs a row seldom waits for its
 // warm start.
 func plan(base config.Config, o Options) ([]*task, error) {
+	if err := checkSeeds(o.Seeds, o.OtherSeeds); err != nil {
+		return nil, err
+	}
+	worlds := map[int]int{}
+	for seed, w := range o.Worlds {
+		if other, ok := worlds[w]; ok {
+			return nil, fmt.Errorf("seeds %d and %d have the same world %d: each seed's world must be its own", min(seed, other), max(seed, other), w)
+		}
+		worlds[w] = seed
+	}
 	specs, on := Rows(o.Seeds, o.OtherSeeds, o.Extra)
 	sft := map[int]*task{}
 	for _, seed := range o.Seeds {
@@ -133,24 +146,83 @@ func runTasks(ctx context.Context, tasks []*task, o Options) error {
 	return ctx.Err()
 }
 
+// checkSeeds refuses a seed given twice in seeds or in other: a seed is
+// one warm start and one run per row, and the intervals count each seed
+// once.
+func checkSeeds(seeds, other []int) error {
+	for _, list := range []struct {
+		name  string
+		seeds []int
+	}{{"seeds", seeds}, {"other seeds", other}} {
+		for i, s := range list.seeds {
+			if slices.Contains(list.seeds[:i], s) {
+				return fmt.Errorf("%s: %d is given twice: each seed must be its own", list.name, s)
+			}
+		}
+	}
+	return nil
+}
+
+// done reports whether the task finished in an earlier call: a warm
+// start's marker is written, a row's store holds its final evaluation.
+func done(tk *task) bool {
+	dir := trainer.RunDir(tk.cfg)
+	if tk.spec == nil {
+		_, err := os.Stat(filepath.Join(dir, sftDone))
+		return err == nil
+	}
+	return finished(filepath.Join(dir, "store.db"), tk.spec.Name)
+}
+
+// sftDone is the file a warm start writes into its run folder once its
+// model is saved.
+const sftDone = "sft.done"
+
+// checkKept refuses to resume over a finished task whose stored config
+// (the one its store's runs table holds) differs from the one this call
+// would train it with: keeping it would mix runs of two configs in one
+// table. It names the run and the keys that differ.
+func checkKept(tk *task) error {
+	if !done(tk) {
+		return nil
+	}
+	name := tk.cfg.Run.Name
+	_, rows, err := store.QueryReadOnly(filepath.Join(trainer.RunDir(tk.cfg), "store.db"), "SELECT config FROM runs WHERE name = ?", name)
+	if err != nil {
+		return fmt.Errorf("resume: run %s: %w", name, err)
+	}
+	if len(rows) != 1 {
+		return fmt.Errorf("resume: run %s finished, but its store holds %d configs of it, not one: rerun without resume to train it again", name, len(rows))
+	}
+	var saved config.Config
+	if err := json.Unmarshal([]byte(fmt.Sprint(rows[0][0])), &saved); err != nil {
+		return fmt.Errorf("resume: run %s: its stored config: %w", name, err)
+	}
+	if diff := tk.cfg.Diff(saved); len(diff) > 0 {
+		return fmt.Errorf("resume: run %s finished with another config than this call's (%s differ): "+
+			"give the settings it was trained with, or rerun without resume to train every run again", name, strings.Join(diff, ", "))
+	}
+	return nil
+}
+
 // runTask trains one task, or, with o.Resume, keeps it if it finished
-// before. A warm start, done or kept, releases its seed's rows.
+// before (checkKept has compared its config). A warm start, done or kept,
+// releases its seed's rows.
 func runTask(ctx context.Context, tk *task, o Options) error {
 	dir := trainer.RunDir(tk.cfg)
 	if tk.spec == nil {
-		done := filepath.Join(dir, "sft.done")
-		if _, err := os.Stat(done); !o.Resume || err != nil {
+		if !o.Resume || !done(tk) {
 			if err := warmStart(ctx, tk.cfg, tk.sftDir, o); err != nil {
 				return fmt.Errorf("warm start of seed %d: %w", tk.seed, err)
 			}
-			if err := os.WriteFile(done, nil, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, sftDone), nil, 0o644); err != nil {
 				return err
 			}
 		}
 		close(tk.ready)
 		return nil
 	}
-	if o.Resume && finished(filepath.Join(dir, "store.db"), tk.spec.Name) {
+	if o.Resume && done(tk) {
 		return nil
 	}
 	if err := os.RemoveAll(dir); err != nil {

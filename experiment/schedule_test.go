@@ -1,9 +1,16 @@
 package experiment
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // The plan holds every warm start and row once, each row after its seed's
@@ -68,5 +75,82 @@ func TestPlanWorlds(t *testing.T) {
 		if got := tk.cfg.Data.Synthetic.Seed; got != want[tk.seed] {
 			t.Errorf("%s: world %d, want %d", tk.cfg.Run.Name, got, want[tk.seed])
 		}
+	}
+}
+
+// A seed given twice in Seeds or OtherSeeds, or two seeds given one
+// world, is refused by name before anything is planned: a repeated seed
+// planned its warm start twice (whose second end closed its channel again
+// and panicked), and one world for two seeds made the nested interval
+// count shared questions as independent.
+func TestPlanRefusesRepeats(t *testing.T) {
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Seeds: []int{1, 1}}, "seeds: 1 is given twice"},
+		{Options{Seeds: []int{1, 2}, OtherSeeds: []int{2, 2}}, "other seeds: 2 is given twice"},
+		{Options{Seeds: []int{1, 2}, Worlds: map[int]int{1: 11, 2: 11}}, "seeds 1 and 2 have the same world 11"},
+	} {
+		_, err := plan(config.Default(), c.o)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want %q", c.o, err, c.want)
+		}
+	}
+	if _, err := Collect(t.TempDir(), []int{3, 3}, nil, false); err == nil || !strings.Contains(err.Error(), "seeds: 3 is given twice") {
+		t.Errorf("Collect of seeds 3,3: %v", err)
+	}
+}
+
+// A finished run is kept on resume only when its stored config is the one
+// this call would train it with: another iterations count and learning
+// rate are refused, naming the run and exactly those two keys, and the
+// same config (read back from the store's JSON) is kept.
+func TestCheckKeptComparesStoredConfig(t *testing.T) {
+	base := config.Default()
+	base.Run.Dir = t.TempDir()
+	tasks, err := plan(base, Options{Seeds: []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sft := tasks[0]
+	if sft.spec != nil {
+		t.Fatalf("the first task is %s, not the warm start", sft.cfg.Run.Name)
+	}
+	if err := checkKept(sft); err != nil {
+		t.Fatalf("an unfinished warm start: %v", err)
+	}
+	dir := trainer.RunDir(sft.cfg)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, sftDone), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	older := sft.cfg
+	older.Run.Iterations++
+	older.Optim.LR *= 2
+	cj, err := json.Marshal(older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(filepath.Join(dir, "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginRun(store.RunInfo{Name: sft.cfg.Run.Name, ConfigJSON: string(cj), Start: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := "resume: run paper-sft-s1 finished with another config than this call's (run.iterations, optim.lr differ)"
+	if err := checkKept(sft); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
+	}
+	same := *sft
+	same.cfg = older
+	if err := checkKept(&same); err != nil {
+		t.Errorf("the stored config itself: %v", err)
 	}
 }

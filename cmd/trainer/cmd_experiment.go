@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agentrl/agentrl/experiment"
 	"github.com/agentrl/agentrl/trainer"
+	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/report"
 	"github.com/agentrl/agentrl/trainer/results"
@@ -51,6 +53,11 @@ func experimentCommand() *cli.Command {
 				cfg, err := loadConfig(c)
 				if err != nil {
 					return err
+				}
+				if c.Bool("collect") {
+					if err := collectOnly(c, cfg); err != nil {
+						return err
+					}
 				}
 				seeds, err := seedList("--seeds", c.String("seeds"))
 				if err != nil {
@@ -131,13 +138,45 @@ func experimentCommand() *cli.Command {
 	}
 }
 
-// seedList parses a comma-separated list of seeds given as flag.
+// collectKeys are the config keys --collect reads: where the runs are,
+// and how to log.
+var collectKeys = []string{"run.dir", "logging.level", "logging.format"}
+
+// collectOnly refuses, with --collect, every config key it does not read:
+// a key's flag given (even at its default), or a key that --config or
+// --set moved from its default. Each run's config is in its store; these
+// would only be written into the results' command line.
+func collectOnly(c *cli.Context, cfg config.Config) error {
+	var unused []string
+	for _, d := range config.Docs() {
+		if flag := config.FlagName(d.Path); !slices.Contains(collectKeys, d.Path) && c.IsSet(flag) {
+			unused = append(unused, "--"+flag)
+		}
+	}
+	for _, k := range cfg.Diff(config.Default()) {
+		if !slices.Contains(collectKeys, k) && !slices.Contains(unused, "--"+config.FlagName(k)) {
+			unused = append(unused, k)
+		}
+	}
+	if len(unused) > 0 {
+		return fmt.Errorf("%s with --collect: --collect trains nothing and reads each run's config from its store, "+
+			"so these would change nothing but the command line written into the results; drop them", strings.Join(unused, ", "))
+	}
+	return nil
+}
+
+// seedList parses a comma-separated list of seeds given as flag, each
+// given once: a repeated seed would count one run as two seeds, and a
+// repeated world one seed's questions as another's.
 func seedList(flag, list string) ([]int, error) {
 	var seeds []int
 	for _, s := range strings.Split(list, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %q is not a number", flag, s)
+		}
+		if slices.Contains(seeds, n) {
+			return nil, fmt.Errorf("%s: %d is given twice: each entry must differ (a repeat would count the same runs or questions as independent twice)", flag, n)
 		}
 		seeds = append(seeds, n)
 	}

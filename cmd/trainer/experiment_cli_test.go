@@ -92,6 +92,29 @@ func TestExperimentPaperTiny(t *testing.T) {
 	if !after.ModTime().Equal(before.ModTime()) || again.stdout != r.stdout {
 		t.Errorf("--resume retrained (store %v -> %v) or changed the table:\n%s\nthen\n%s", before.ModTime(), after.ModTime(), r.stdout, again.stdout)
 	}
+	// --resume keeps a finished run only when its stored config is the one
+	// this call would train: with another run.iterations and optim.lr it
+	// refuses, naming the first run it checks (seed 1's warm start) and
+	// exactly those keys, before anything trains.
+	fails(t, []string{"resume: run paper-sft-s1 finished with another config than this call's (run.iterations, optim.lr differ)"},
+		append(args[:len(args):len(args)], "--resume", "--set", "run.iterations=3", "--set", "optim.lr=0.5")...)
+	if after, err := os.Stat(store); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("a refused --resume touched %s (%v)", store, err)
+	}
+	// A seed given twice is refused by name before anything trains
+	// (training on seeds 1,1 redid the warm start and panicked; --collect
+	// counted one run as two seeds).
+	at := []string{"experiment", "paper", "--run-dir", filepath.Join(dir, "runs"), "--out", filepath.Join(dir, "twice.md")}
+	for _, c := range []struct {
+		want  string
+		flags []string
+	}{
+		{"--seeds: 1 is given twice", append([]string{"--seeds", "1,1"}, settings...)},
+		{"--other-seeds: 2 is given twice", append([]string{"--seeds", "1,2", "--other-seeds", "2,2"}, settings...)},
+		{"--seeds: 2 is given twice", []string{"--seeds", "2,2", "--other-seeds", "2", "--collect"}},
+	} {
+		fails(t, []string{c.want}, append(at[:len(at):len(at)], c.flags...)...)
+	}
 	// --jobs 2 trains two runs at once in the process and changes no
 	// figure: every run's trajectories, token for token and logprob for
 	// logprob, are those of the runs made one after the other.
@@ -174,6 +197,14 @@ func TestExperimentPaperWorlds(t *testing.T) {
 	for _, flag := range [][]string{{"--world-seeds", "11,12"}, {"--jobs", "2"}, {"--resume"}} {
 		fails(t, []string{flag[0] + " with --collect"}, append(collect[:len(collect):len(collect)], flag...)...)
 	}
+	// Config flags --collect does not read are refused by name, as given
+	// (even at their default) or through --set, rather than written into
+	// the results' command line; where the runs are and how to log are
+	// read.
+	fails(t, []string{"--run-iterations, --optim-lr, algorithm.clip_high with --collect"},
+		append(collect[:len(collect):len(collect)], "--iterations", "3", "--optim-lr", "1e-4", "--set", "algorithm.clip_high=0.3")...)
+	ok(t, append(collect[:len(collect):len(collect)], "--logging-level", "warn")...)
+	fails(t, []string{"--world-seeds: 11 is given twice"}, append(args[:len(args):len(args)], "--world-seeds", "11,11")...)
 	fails(t, []string{"--world-seeds has 1 entries for 2 --seeds"}, append(args[:len(args):len(args)], "--world-seeds", "11")...)
 	fails(t, []string{"--world-seeds with data.source files"}, append(args[:len(args):len(args)], "--set", "data.source=files", "--set", "data.train=x.jsonl")...)
 }

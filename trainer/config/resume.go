@@ -1,9 +1,6 @@
 package config
 
-import (
-	"reflect"
-	"strings"
-)
+import "strings"
 
 // resumeFixed are the keys (a section ends in ".") that a resumed run
 // cannot change: what they set was decided when the run began and is
@@ -22,12 +19,10 @@ var resumeFixed = []string{"model.", "data.", "run.seed", "sft.", "store.path", 
 // config a run began with) although a resume cannot honour them (see
 // resumeFixed), in declaration order.
 func (c Config) ResumeConflicts(saved Config) []string {
-	now := leaves(reflect.ValueOf(&c).Elem(), "")
-	was := leaves(reflect.ValueOf(&saved).Elem(), "")
 	var out []string
-	for i, k := range now {
-		if fixedOnResume(k.path) && !reflect.DeepEqual(k.value.Interface(), was[i].value.Interface()) {
-			out = append(out, k.path)
+	for _, k := range c.Diff(saved) {
+		if fixedOnResume(k) {
+			out = append(out, k)
 		}
 	}
 	return out
