@@ -45,7 +45,7 @@ func GAE(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 		}
 	}
 	if opt.Whiten {
-		whiten(batch, idx)
+		return whiten(batch, idx)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package algo
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -50,7 +51,10 @@ func GiGPO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	}
 	s := scores(batch, kl, opt.KLCoef)
 	for _, g := range groupsOf(batch) {
-		episode := relative(s, g, opt)
+		episode, err := relative(s, g, opt)
+		if err != nil {
+			return fmt.Errorf("group %d (trajectory %q): %w", batch[g[0]].Group, batch[g[0]].ID, err)
+		}
 		// every step of the group, its return, and the groups of steps
 		// that share an anchor state, in order of first appearance
 		type stepRef struct{ k, turn int }
@@ -79,7 +83,12 @@ func GiGPO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 			adv[k] = map[int]float64{}
 		}
 		for _, members := range byAnchor {
-			for p, a := range relative(rets, members, opt) {
+			step, err := relative(rets, members, opt)
+			if err != nil {
+				ref := refs[members[0]]
+				return fmt.Errorf("group %d, turn %d of trajectory %q and the steps sharing its state: %w", batch[ref.k].Group, ref.turn, batch[ref.k].ID, err)
+			}
+			for p, a := range step {
 				ref := refs[p]
 				adv[ref.k][ref.turn] = episode[ref.k] + opt.StepWeight*a
 			}

@@ -1,6 +1,10 @@
 package algo
 
-import "github.com/agentrl/agentrl/trajectory"
+import (
+	"fmt"
+
+	"github.com/agentrl/agentrl/trajectory"
+)
 
 // GRPO is the group-relative outcome estimator, registered as "grpo".
 // The score of a trajectory is its summed token-level reward (verl:
@@ -23,7 +27,10 @@ func GRPO(batch []*trajectory.Trajectory, kl [][]float32, opt Options) error {
 	s := episodeScores(batch, kl, opt.KLCoef)
 	for _, g := range groupsOf(batch) {
 		reps, rep := episodes(batch, g)
-		adv := relative(s, reps, opt)
+		adv, err := relative(s, reps, opt)
+		if err != nil {
+			return fmt.Errorf("group %d (trajectory %q): %w", batch[g[0]].Group, batch[g[0]].ID, err)
+		}
 		for _, k := range g {
 			resetOutputs(batch[k])
 			broadcast(batch[k], opt, adv[rep[k]])

@@ -2,6 +2,7 @@ package algo
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/agentrl/agentrl/trajectory"
@@ -114,4 +115,24 @@ func TestGRPOGroupsSplitByIteration(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkOutcome(t, []*trajectory.Trajectory{a, b}, map[string]float64{}, true)
+}
+
+// Rewards whose spread overflows the group's standard deviation (1e200
+// and 0: the squared deviations are 1e400) are an error naming the group
+// and its first trajectory, for GRPO and GiGPO, not advantages divided by
+// +Inf into 0; and the whitening estimators refuse advantages that
+// overflowed float32, not a variance of +Inf that scales them to 0.
+func TestOverflowingRewardsAreAnError(t *testing.T) {
+	for _, name := range []string{"grpo", "gigpo", "reinforce_pp", "reinforce_pp_baseline"} {
+		est, err := Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch := []*trajectory.Trajectory{oneTurn("big", 4, 2, 1e200), oneTurn("small", 4, 2, 0)}
+		err = est.Advantages(batch, nil, DefaultOptions())
+		want := map[bool]string{true: `group 4 (trajectory "big"): rewards up to 1e+200 overflow`, false: `trajectory "big", token`}[name == "grpo" || name == "gigpo"]
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error with %q", name, err, want)
+		}
+	}
 }

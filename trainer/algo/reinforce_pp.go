@@ -36,8 +36,7 @@ func ReinforcePP(batch []*trajectory.Trajectory, kl [][]float32, opt Options) er
 			t.Returns[i] = t.Advantages[i]
 		}
 	}
-	whiten(batch, idx)
-	return nil
+	return whiten(batch, idx)
 }
 
 func init() { Register("reinforce_pp", Estimator{Advantages: ReinforcePP}) }

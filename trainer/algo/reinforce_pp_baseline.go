@@ -28,8 +28,7 @@ func ReinforcePPBaseline(batch []*trajectory.Trajectory, kl [][]float32, opt Opt
 			idx[k] = broadcast(batch[k], opt, s[k]-mean)
 		}
 	}
-	whiten(batch, idx)
-	return nil
+	return whiten(batch, idx)
 }
 
 func init() {

@@ -1,6 +1,11 @@
 package algo
 
-import "github.com/agentrl/agentrl/trajectory"
+import (
+	"fmt"
+	"math"
+
+	"github.com/agentrl/agentrl/trajectory"
+)
 
 // turnStep is a turn in which the policy acted, a step of the turn-level
 // estimators (gigpo, turn_rloo).
@@ -59,10 +64,19 @@ func assignTurns(t *trajectory.Trajectory, opt Options, adv map[int]float64) {
 // relative is the group-relative advantage of x[k] among the values x
 // of the positions g: x - mean, divided by std + eps when opt.NormByStd
 // (Bessel-corrected std); 0 for a group of one, which has no baseline.
-// GRPO's episode level and GiGPO's two levels share it.
-func relative(x []float64, g []int, opt Options) map[int]float64 {
+// GRPO's episode level and GiGPO's two levels share it. A mean or std
+// that overflows (rewards near 1e154 and beyond) is an error: an
+// infinite std would turn every advantage of the group into 0.
+func relative(x []float64, g []int, opt Options) (map[int]float64, error) {
 	out := make(map[int]float64, len(g))
 	mean, std := meanStd(x, g)
+	if !finite(mean) || !finite(std) {
+		largest := 0.0
+		for _, k := range g {
+			largest = max(largest, math.Abs(x[k]))
+		}
+		return nil, fmt.Errorf("rewards up to %g overflow the group's mean (%v) or standard deviation (%v): lower the rewards' scale", largest, mean, std)
+	}
 	for _, k := range g {
 		a := 0.0
 		if len(g) > 1 {
@@ -73,5 +87,5 @@ func relative(x []float64, g []int, opt Options) map[int]float64 {
 		}
 		out[k] = a
 	}
-	return out
+	return out, nil
 }

@@ -236,8 +236,18 @@ type AlgorithmConfig struct {
 	OverlongBuffer OverlongBufferConfig `yaml:"overlong_buffer" doc:"DAPO's soft overlong punishment (verl's overlong_buffer): a linear reward penalty over the last len tokens of env.max_tokens"`
 	// DynamicSampling is DAPO's dynamic sampling (verl's filter_groups).
 	DynamicSampling  bool `yaml:"dynamic_sampling" default:"false" doc:"DAPO's dynamic sampling: groups whose rewards all agree (zero variance) are dropped, and more prompts are drawn (rollout.batch_size at a time) until the batch has rollout.batch_size informative groups or algorithm.max_num_gen_batches draws were made"`
-	MaxNumGenBatches int  `yaml:"max_num_gen_batches" default:"10" doc:"the most draws of rollout.batch_size prompts one iteration of dynamic sampling makes (DAPO's max_num_gen_batches); at the cap it trains on the informative groups it has"`
+	MaxNumGenBatches int  `yaml:"max_num_gen_batches" default:"10" doc:"the most draws of rollout.batch_size prompts one iteration of dynamic sampling makes (DAPO's max_num_gen_batches, 1 to 100); at the cap it trains on the informative groups it has"`
 }
+
+// MaxPenaltyFactor bounds algorithm.overlong_buffer.penalty_factor: the
+// penalty is added to rewards of order 1, and a factor near 1e154 would
+// overflow a group's standard deviation.
+const MaxPenaltyFactor = 100
+
+// MaxGenBatches bounds algorithm.max_num_gen_batches, so that an iteration
+// of dynamic sampling whose groups never vary ends (verl's 0 would draw
+// without end).
+const MaxGenBatches = 100
 
 // OverlongBufferConfig is DAPO's soft overlong punishment, named as verl's
 // reward_model.overlong_buffer: with L = len and Lmax = env.max_tokens,
@@ -246,7 +256,7 @@ type AlgorithmConfig struct {
 type OverlongBufferConfig struct {
 	Enable        bool    `yaml:"enable" default:"false" doc:"add the soft overlong penalty to the rewards"`
 	Len           int     `yaml:"len" default:"0" doc:"L, the buffer: the penalty grows linearly over the last L tokens of env.max_tokens (0 < L < env.max_tokens when enabled)"`
-	PenaltyFactor float64 `yaml:"penalty_factor" default:"1.0" doc:"the penalty at the budget's end (>= 0)"`
+	PenaltyFactor float64 `yaml:"penalty_factor" default:"1.0" doc:"the penalty at the budget's end (0 to 100)"`
 }
 
 // On is the buffer length L the penalty runs over, 0 when it is off.

@@ -252,7 +252,13 @@ func (c *Config) validateAlgorithm(p *problems) {
 		}
 	}
 	p.atLeastF("algorithm.overlong_buffer.penalty_factor", a.OverlongBuffer.PenaltyFactor, 0)
+	if f := a.OverlongBuffer.PenaltyFactor; f > MaxPenaltyFactor {
+		p.add("algorithm.overlong_buffer.penalty_factor", "%v, want at most %v: the penalty is added to rewards of order 1 (DAPO uses 1)", f, MaxPenaltyFactor)
+	}
 	p.atLeast("algorithm.max_num_gen_batches", a.MaxNumGenBatches, 1)
+	if n := a.MaxNumGenBatches; n > MaxGenBatches {
+		p.add("algorithm.max_num_gen_batches", "%d, want at most %d: an iteration must end (verl's 0 for endless draws is not taken)", n, MaxGenBatches)
+	}
 }
 
 func (c *Config) validateOptim(p *problems) {

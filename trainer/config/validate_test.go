@@ -82,7 +82,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 			c.Algorithm.OverlongBuffer.Enable, c.Algorithm.OverlongBuffer.Len = true, c.Env.MaxTokens
 		}, "want 0 < len < env.max_tokens"},
 		{"algorithm.overlong_buffer.penalty_factor", func(c *Config) { c.Algorithm.OverlongBuffer.PenaltyFactor = -1 }, "want at least 0"},
+		{"algorithm.overlong_buffer.penalty_factor", func(c *Config) { c.Algorithm.OverlongBuffer.PenaltyFactor = 1e200 }, "want at most 100"},
 		{"algorithm.max_num_gen_batches", func(c *Config) { c.Algorithm.MaxNumGenBatches = 0 }, "want at least 1"},
+		{"algorithm.max_num_gen_batches", func(c *Config) { c.Algorithm.MaxNumGenBatches = 101 }, "want at most 100"},
 		{"rollout.max_staleness", func(c *Config) { c.Rollout.MaxStaleness = -1 }, "want at least 0"},
 		{"algorithm.dynamic_sampling", func(c *Config) { c.Rollout.MaxStaleness, c.Dist.NProc, c.Algorithm.DynamicSampling = 1, 2, true }, "every rank's groups"},
 		{"optim.lr", func(c *Config) { c.Optim.LR = 0 }, "want > 0"},
