@@ -30,8 +30,10 @@ func (s stopSignal) asked() bool {
 // Run carries out the whole job: the warm start (once), the evaluation of
 // the baselines before RL (iteration 0), the RL iterations, the final
 // evaluation, and the export of the final policy to <run>/final. A value on
-// stop ends the run after the current iteration, with a checkpoint.
+// stop ends the run after the current iteration, with a checkpoint (an
+// iteration of dynamic sampling then makes no further draw).
 func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table, error) {
+	t.stop = stop
 	if !t.state.WarmedUp {
 		if err := t.warmStart(ctx, stop); err != nil {
 			return nil, err

@@ -40,11 +40,30 @@ func (t *Trainer) trainingEpisodes(ctx context.Context, iter int, src taskSource
 		trs, err := draw(0)
 		return trs, rs, algo.Drawn{Episodes: trs, Draws: 1}, err
 	}
-	drawn, err := algo.DynamicSample(t.cfg.Rollout.BatchSize, a.MaxNumGenBatches, draw)
+	// Before each further draw: say so, and end the drawing once a stop is
+	// asked (every rank the same: each draws in step with the others).
+	more := func(d algo.Drawn) (bool, error) {
+		stop := t.stop.asked()
+		if !src.share {
+			var err error
+			if stop, err = t.dist.Any(stop); err != nil {
+				return false, err
+			}
+		}
+		if stop {
+			t.log.Warn().Int("iteration", iter).Int("draws", d.Draws).Int("informative_groups", d.Informative).
+				Msg("dynamic sampling: a stop was asked; the update learns from the informative groups drawn so far")
+			return false, nil
+		}
+		t.log.Info().Int("iteration", iter).Int("draw", d.Draws+1).Int("of", a.MaxNumGenBatches).Int("informative_groups", d.Informative).
+			Int("want", t.cfg.Rollout.BatchSize).Int("zero_variance_groups", d.ZeroVariance).Msg("dynamic sampling: drawing more prompts")
+		return true, nil
+	}
+	drawn, err := algo.DynamicSample(t.cfg.Rollout.BatchSize, a.MaxNumGenBatches, draw, more)
 	if err != nil {
 		return nil, rs, drawn, err
 	}
-	if drawn.Informative < t.cfg.Rollout.BatchSize {
+	if drawn.Informative < t.cfg.Rollout.BatchSize && !drawn.Stopped {
 		t.log.Warn().Int("iteration", iter).Int("draws", drawn.Draws).Int("informative_groups", drawn.Informative).
 			Int("want", t.cfg.Rollout.BatchSize).Msg("dynamic sampling reached algorithm.max_num_gen_batches: the update learns from fewer groups")
 	}

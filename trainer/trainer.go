@@ -58,11 +58,14 @@ type Trainer struct {
 	tb     *tensorboard.Writer // rank 0 only: <run>/tb, the metrics for TensorBoard
 	dist   *dist.Group         // nil: a single process
 
-	pcg    *rand.PCG
-	rng    *rand.Rand
-	echo   *algo.EchoTrap // watches the echo-trap signals; made on the first update
-	state  runState
-	bar    ProgressFunc
+	pcg   *rand.PCG
+	rng   *rand.Rand
+	echo  *algo.EchoTrap // watches the echo-trap signals; made on the first update
+	state runState
+	bar   ProgressFunc
+	// stop is Run's stop: asked, the run ends after the current iteration,
+	// whose dynamic sampling draws no more.
+	stop   stopSignal
 	device torch.Device
 	dtype  torch.DType
 	// fresh is true when the policy was created here (not loaded), so a

@@ -17,6 +17,9 @@ type Drawn struct {
 	Draws        int
 	ZeroVariance int // groups whose rewards all agreed
 	Informative  int // groups kept for the update
+	// Stopped is true when the more hook ended the drawing before want
+	// informative groups or maxDraws draws.
+	Stopped bool
 }
 
 // DynamicSample is DAPO's dynamic sampling (arXiv:2503.14476, section 3.2;
@@ -27,9 +30,22 @@ type Drawn struct {
 // are marked DroppedZeroVariance. Informative groups past the first want
 // are marked DroppedSurplus (DAPO trims the batch to its size). At the cap
 // the update gets the informative groups there are, maybe fewer than want.
-func DynamicSample(want, maxDraws int, draw Draw) (Drawn, error) {
+// Before each draw after the first, more (when not nil) is shown what is
+// drawn so far and may end the drawing (returning false): a stop asked
+// meanwhile, say; the update then gets what there is, as at the cap.
+func DynamicSample(want, maxDraws int, draw Draw, more func(Drawn) (bool, error)) (Drawn, error) {
 	var out Drawn
 	for out.Draws < maxDraws && out.Informative < want {
+		if out.Draws > 0 && more != nil {
+			goOn, err := more(out)
+			if err != nil {
+				return out, err
+			}
+			if !goOn {
+				out.Stopped = true
+				break
+			}
+		}
 		trs, err := draw(out.Draws)
 		if err != nil {
 			return out, err

@@ -32,7 +32,7 @@ func drawOf(draws [][][]float64) (Draw, *int) {
 // 1 group dropped for zero variance, groups 0 and 2 kept, 3 surplus.
 func TestDynamicSampleRefills(t *testing.T) {
 	draw, calls := drawOf([][][]float64{{{1, 0}, {1, 1}}, {{0, 0.5}, {1, 0}}, {{1, 0}, {1, 0}}})
-	got, err := DynamicSample(2, 10, draw)
+	got, err := DynamicSample(2, 10, draw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestDynamicSampleRefills(t *testing.T) {
 func TestDynamicSampleCap(t *testing.T) {
 	flat := [][]float64{{0, 0}, {1, 1}}
 	draw, calls := drawOf([][][]float64{flat, flat, flat, flat, flat})
-	got, err := DynamicSample(2, 3, draw)
+	got, err := DynamicSample(2, 3, draw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +70,31 @@ func TestDynamicSampleCap(t *testing.T) {
 // group of one sample counts as informative (verl keeps it).
 func TestDynamicSampleOneDraw(t *testing.T) {
 	draw, calls := drawOf([][][]float64{{{1, 0}, {0.5}}})
-	got, err := DynamicSample(2, 10, draw)
+	got, err := DynamicSample(2, 10, draw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Draws != 1 || *calls != 1 || got.Informative != 2 || got.ZeroVariance != 0 {
 		t.Fatalf("%+v; want one draw with 2 informative groups", got)
+	}
+}
+
+// The more hook is asked before every draw after the first, with what is
+// drawn so far (draws 1 and 2, no informative group), and its false ends
+// the drawing there: 2 draws of a cap of 10, Stopped set, the episodes
+// drawn kept and marked.
+func TestDynamicSampleMoreStops(t *testing.T) {
+	flat := [][]float64{{0, 0}, {1, 1}}
+	draw, calls := drawOf([][][]float64{flat, flat, flat, flat})
+	var asked []int
+	got, err := DynamicSample(2, 10, draw, func(d Drawn) (bool, error) {
+		asked = append(asked, d.Draws)
+		return d.Draws < 2, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Draws != 2 || *calls != 2 || !got.Stopped || len(got.Episodes) != 8 || got.ZeroVariance != 4 || fmt.Sprint(asked) != "[1 2]" {
+		t.Fatalf("%+v after %d calls, hook asked at %v; want 2 draws, stopped, 8 episodes, hook asked at [1 2]", got, *calls, asked)
 	}
 }
