@@ -144,7 +144,7 @@ type CodeConfig struct {
 	Python    string        `yaml:"python" default:"/usr/bin/python3" doc:"Python interpreter, under /usr (the only host folder the sandbox sees)"`
 	CPUTime   time.Duration `yaml:"cpu_time" default:"5s" doc:"CPU time of one run (whole seconds)"`
 	WallTime  time.Duration `yaml:"wall_time" default:"10s" doc:"wall time of one run (env.tool_timeout also bounds it)"`
-	MemoryMB  int           `yaml:"memory_mb" default:"512" doc:"address space of each process, in MiB"`
+	MemoryMB  int           `yaml:"memory_mb" default:"512" doc:"memory of the whole call (all its processes and files, in a memory cgroup of its own) and address space of each process, in MiB"`
 	Processes int           `yaml:"processes" default:"16" doc:"processes and threads a run may have at once"`
 	DiskMB    int           `yaml:"disk_mb" default:"16" doc:"all a run may write, in MiB: its throwaway /tmp (also its /dev/shm); the rest is read-only"`
 	MaxOutput int           `yaml:"max_output" default:"4000" doc:"bytes of stdout and of stderr kept"`

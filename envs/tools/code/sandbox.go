@@ -17,7 +17,7 @@ import (
 type Limits struct {
 	CPU       time.Duration // CPU time (RLIMIT_CPU, whole seconds, at least 1)
 	Wall      time.Duration // wall time; the whole sandbox is killed then
-	MemoryMB  int           // address space per process (RLIMIT_AS); memfd_create and SysV shared memory are refused
+	MemoryMB  int           // memory of the whole call, its tmpfs files included (a memory cgroup), and address space per process (RLIMIT_AS); memfd_create and SysV shared memory are refused
 	Processes int           // processes and threads in the sandbox (RLIMIT_NPROC)
 	DiskMB    int           // all the sandbox can write (its one tmpfs, /tmp and /dev/shm), and the largest file (RLIMIT_FSIZE)
 	MaxOutput int           // bytes of stdout and of stderr kept each
@@ -33,14 +33,23 @@ type Limits struct {
 // read-only; the one writable place is a tmpfs of Limits.DiskMB at
 // /dev/shm, which /tmp links to, so that every byte written counts
 // against that size (bwrap's root and /dev are tmpfs without a size).
-// It vanishes with the run. When the trainer runs as root, the sandbox runs
-// as nobody (uid 65534): the kernel does not enforce RLIMIT_NPROC on
-// root, so as root a fork bomb would not be bounded.
+// It vanishes with the run. Each run has a memory cgroup of its own
+// (cgroup.go), joined before bwrap starts, so Limits.MemoryMB holds for
+// all its processes together. When the trainer runs as root, the sandbox
+// runs as nobody (uid 65534, through util-linux setpriv once the cgroup
+// is joined): the kernel does not enforce RLIMIT_NPROC on root, so as
+// root a fork bomb would not be bounded.
 type Sandbox struct {
 	Bwrap   string // bubblewrap binary
 	Python  string // interpreter, under /usr (the only host tree the sandbox sees)
 	Prlimit string // util-linux prlimit, under /usr
 	Limits  Limits
+	// memory is where each run's memory cgroup is made (New finds it);
+	// a Sandbox without it does not run.
+	memory *memoryCgroups
+	// setpriv is util-linux setpriv, which drops root to nobody ("" when
+	// the trainer is not root).
+	setpriv string
 }
 
 // Output is what a run produced.
@@ -50,10 +59,20 @@ type Output struct {
 	ExitCode       int    // -1 when killed by a signal
 	Signal         string // the signal that killed the snippet, if any (bwrap reports it as status 128+n)
 	WallTimeout    bool   // the run was killed at Limits.Wall
+	MemoryLimit    bool   // the kernel killed a process of the run for going over Limits.MemoryMB
 }
 
 // nobody is the uid and gid the sandbox runs as when the trainer is root.
 const nobody = 65534
+
+// joinCgroup is the shell program that starts a run: it moves itself into
+// the run's memory cgroup (its cgroup.procs is $0) and then becomes the
+// rest of its arguments, so that every process of the run is limited from
+// its start. It exits with status joinFailed, saying so, when it cannot.
+const joinCgroup = `{ echo $$ > "$0"; } 2>/dev/null || { echo "sandbox: cannot join the memory cgroup ($0)" >&2; exit 125; }; exec "$@"`
+
+// joinFailed is joinCgroup's exit status when it could not join.
+const joinFailed = 125
 
 // seccompFD is the descriptor bwrap reads the seccomp filter from (the
 // first of exec.Cmd's ExtraFiles).
@@ -97,9 +116,21 @@ func (s *Sandbox) args() []string {
 // (bwrap missing, namespaces refused) or ctx ended; a snippet that fails,
 // crashes or is killed at a limit is an Output.
 func (s *Sandbox) Run(ctx context.Context, code string) (Output, error) {
+	if s.memory == nil {
+		return Output{}, errors.New("sandbox: no memory cgroup to run in: make the tool with code.New")
+	}
+	group, err := s.memory.make(s.Limits.MemoryMB)
+	if err != nil {
+		return Output{}, fmt.Errorf("sandbox: %w", err)
+	}
+	defer group.remove()
 	ctx, cancel := context.WithTimeout(ctx, s.Limits.Wall)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.Bwrap, s.args()...)
+	argv := []string{"-c", joinCgroup, group.procs()}
+	if s.setpriv != "" {
+		argv = append(argv, s.setpriv, fmt.Sprintf("--reuid=%d", nobody), fmt.Sprintf("--regid=%d", nobody), "--clear-groups", "--")
+	}
+	cmd := exec.CommandContext(ctx, "/bin/sh", append(append(argv, s.Bwrap), s.args()...)...)
 	cmd.Stdin = strings.NewReader(code)
 	filter, err := seccompFilter()
 	if err != nil {
@@ -118,9 +149,6 @@ func (s *Sandbox) Run(ctx context.Context, code string) (Output, error) {
 	cmd.ExtraFiles = []*os.File{fr}
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if os.Geteuid() == 0 {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
-	}
 	// Killing bwrap's process group kills the sandbox: its processes die
 	// with their parent (--die-with-parent) and with their PID namespace.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -128,7 +156,8 @@ func (s *Sandbox) Run(ctx context.Context, code string) (Output, error) {
 	stdout, stderr := &capped{max: s.Limits.MaxOutput}, &capped{max: s.Limits.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err = cmd.Run()
-	out := Output{Stdout: stdout.buf.String(), Stderr: stderr.buf.String(), Dropped: stdout.dropped + stderr.dropped}
+	out := Output{Stdout: stdout.buf.String(), Stderr: stderr.buf.String(), Dropped: stdout.dropped + stderr.dropped,
+		MemoryLimit: group.oomKills() > 0}
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil && cmd.ProcessState != nil:
@@ -146,8 +175,11 @@ func (s *Sandbox) Run(ctx context.Context, code string) (Output, error) {
 		if out.ExitCode > 128 && out.ExitCode < 128+65 {
 			out.ExitCode, out.Signal = -1, syscall.Signal(out.ExitCode-128).String()
 		}
-		if out.ExitCode != 0 && strings.HasPrefix(out.Stderr, "bwrap: ") {
+		if out.ExitCode != 0 && (strings.HasPrefix(out.Stderr, "bwrap: ") || strings.HasPrefix(out.Stderr, "setpriv: ")) {
 			return out, fmt.Errorf("sandbox: %s", strings.TrimSpace(out.Stderr))
+		}
+		if out.ExitCode == joinFailed && strings.HasPrefix(out.Stderr, "sandbox: cannot join") {
+			return out, errors.New(strings.TrimSpace(out.Stderr))
 		}
 		return out, nil
 	case err != nil:

@@ -112,3 +112,49 @@ mb = len(held) // 2
 		}
 	}
 }
+
+// memory_mb holds for the whole call, not per process: a snippet whose 6
+// forked children each take and touch 64 MB (384 MB together, each
+// child well within its own 256 MB of address space), then wait, under
+// memory_mb 256, has at most 3 of them alive with their 64 MB after 3 s
+// (3 x 64 = 192 MB plus the interpreters; a fourth would pass 256), the
+// others killed by the kernel, which the result says. With a limit per
+// process only, all 6 lived.
+func TestMemoryLimitHoldsForTheWholeCall(t *testing.T) {
+	const memMB, children, childMB = 256, 6, 64
+	tl := newTool(t, func(l *Limits) { l.MemoryMB, l.Wall, l.MaxOutput = memMB, 10*time.Second, 4000 })
+	r := run(t, tl, fmt.Sprintf(`
+import os, time
+r, w = os.pipe()
+kids = []
+for i in range(%d):
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        block = b"\x01" * (%d << 20)
+        os.write(w, b"x")
+        time.sleep(30)
+        os._exit(0)
+    kids.append(pid)
+os.close(w)
+time.sleep(3)
+alive = sum(1 for pid in kids if os.waitpid(pid, os.WNOHANG) == (0, 0))
+print("alive", alive, flush=True)
+for pid in kids:
+    try:
+        os.kill(pid, 9)
+    except ProcessLookupError:
+        pass
+`, children, childMB))
+	t.Logf("%s", r.Content)
+	var alive int
+	if _, err := fmt.Sscanf(r.Content, "alive %d", &alive); err != nil {
+		t.Fatalf("%q: %v", r.Content, err)
+	}
+	if alive > (memMB-1)/childMB {
+		t.Errorf("%d children alive with %d MB each under memory_mb %d:\n%s", alive, childMB, memMB, r.Content)
+	}
+	if r.OK || !strings.Contains(r.Content, "[memory limit 256 MB reached: a process was killed]") {
+		t.Errorf("the result does not say the memory limit killed a process:\n%s", r.Content)
+	}
+}

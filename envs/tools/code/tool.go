@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -26,15 +27,17 @@ type Tool struct{ sb *Sandbox }
 
 // DefaultSandbox is the sandbox of the defaults of tools.code: bwrap from
 // PATH, /usr/bin/python3 and /usr/bin/prlimit, 5 s of CPU time, 10 s of
-// wall time, 512 MiB of address space, 16 processes, 16 MiB of disk and
-// 4000 bytes of each output stream.
+// wall time, 512 MiB of memory (for the whole call, and of address space
+// per process), 16 processes, 16 MiB of disk and 4000 bytes of each output
+// stream.
 func DefaultSandbox() Sandbox {
 	return Sandbox{Bwrap: "bwrap", Python: "/usr/bin/python3", Prlimit: "/usr/bin/prlimit",
 		Limits: Limits{CPU: 5 * time.Second, Wall: 10 * time.Second, MemoryMB: 512, Processes: 16, DiskMB: 16, MaxOutput: 4000}}
 }
 
 // New builds the tool over sb. It checks that every limit is positive,
-// that bwrap, the interpreter and prlimit exist, and runs an empty program
+// that bwrap, the interpreter and prlimit exist (and setpriv as root),
+// finds where each call's memory cgroup can be made, and runs an empty program
 // in the sandbox, so that a machine where it cannot work (user namespaces
 // disabled, say) is reported before training starts.
 func New(sb Sandbox) (*Tool, error) {
@@ -46,6 +49,15 @@ func New(sb Sandbox) (*Tool, error) {
 		return nil, fmt.Errorf("code: the sandbox needs bubblewrap (apt-get install bubblewrap, or make deps): %w", err)
 	}
 	sb.Bwrap = bwrap
+	if sb.memory, err = findMemoryCgroups(); err != nil {
+		return nil, fmt.Errorf("code: memory_mb holds for the whole call through a memory cgroup of its own, and none can be made here "+
+			"(run as root, or where cgroup v2 hands the memory controller to this process's cgroup): %w", err)
+	}
+	if os.Geteuid() == 0 {
+		if sb.setpriv, err = exec.LookPath("setpriv"); err != nil {
+			return nil, fmt.Errorf("code: as root the sandbox runs as nobody through util-linux setpriv: %w", err)
+		}
+	}
 	for _, p := range []string{sb.Python, sb.Prlimit} {
 		if !strings.HasPrefix(p, "/usr/") {
 			return nil, fmt.Errorf("code: %s is not under /usr, the only host folder the sandbox sees", p)
@@ -85,9 +97,11 @@ func (*Tool) Parameters() json.RawMessage {
 }
 
 // Call runs args.code. The result is the program's stdout, then its
-// stderr under "[stderr]", then how it ended when it did not exit with
-// status 0 ("[exit status 1]", "[killed by signal: killed]", "[wall time
-// limit 10s reached]"); OK only for status 0. A sandbox that cannot start
+// stderr under "[stderr]", then "[memory limit 512 MB reached: a process
+// was killed]" when the call's memory cgroup killed one, then how it ended
+// when it did not exit with status 0 ("[exit status 1]", "[killed by
+// signal: killed]", "[wall time limit 10s reached]"); OK only for status 0
+// with nothing killed. A sandbox that cannot start
 // is a Failure.
 func (t *Tool) Call(ctx context.Context, args json.RawMessage) (envs.Result, error) {
 	var in struct {
@@ -103,7 +117,7 @@ func (t *Tool) Call(ctx context.Context, args json.RawMessage) (envs.Result, err
 		}
 		return envs.Result{}, envs.Failure(err)
 	}
-	return envs.Result{Content: render(out, t.sb.Limits), OK: out.ExitCode == 0 && !out.WallTimeout}, nil
+	return envs.Result{Content: render(out, t.sb.Limits), OK: out.ExitCode == 0 && !out.WallTimeout && !out.MemoryLimit}, nil
 }
 
 // render is the text the model sees.
@@ -117,6 +131,9 @@ func render(out Output, l Limits) string {
 	}
 	if out.Dropped > 0 {
 		parts = append(parts, fmt.Sprintf("[%d bytes of output cut]", out.Dropped))
+	}
+	if out.MemoryLimit {
+		parts = append(parts, fmt.Sprintf("[memory limit %d MB reached: a process was killed]", l.MemoryMB))
 	}
 	switch {
 	case out.WallTimeout:
