@@ -17,7 +17,6 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
-	"github.com/agentrl/agentrl/trainer/report"
 	"github.com/agentrl/agentrl/trainer/results"
 )
 
@@ -33,8 +32,6 @@ type JobOptions struct {
 	// interrupt (finish the iteration, checkpoint, stop) and a function
 	// that stops listening. Nil: the context given to RunJob, no stop.
 	Signals func() (context.Context, <-chan struct{}, func())
-	// Report writes the HTML report at the end.
-	Report bool
 	// Stdout receives the results table and where the outputs are; Stderr
 	// the effective config and the notices (nil: os.Stdout, os.Stderr).
 	Stdout, Stderr io.Writer
@@ -50,9 +47,11 @@ type JobOptions struct {
 // results: it launches the ranks (dist.nproc > 1) or joins the job's
 // process group (torchrun, Slurm), sets up the run's logs, builds the
 // trainer (New), saves the effective config as <run>/config.yaml, trains,
-// and on the leader prints the results and writes the report. An
+// and on the leader prints the results. It returns the trajectory store of
+// a run that finished, on the leader, for the caller's end-of-job report;
+// "" on the other ranks and when the job stopped before its end. An
 // interrupted job (ErrStopped, or a stop that checkpointed) is no error.
-func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
+func RunJob(ctx context.Context, cfg config.Config, o JobOptions) (string, error) {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}
@@ -63,18 +62,18 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
 	// changes are not.
 	y, err := cfg.YAML()
 	if err != nil {
-		return err
+		return "", err
 	}
 	env, ranked, err := dist.FromEnv()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !ranked && cfg.Dist.NProc > 1 {
 		l, _, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, o.Stderr, "")
 		if err != nil {
-			return err
+			return "", err
 		}
-		return dist.Launch(cfg.Dist.NProc, o.Relaunch, o.LaunchGrace, l)
+		return "", dist.Launch(cfg.Dist.NProc, o.Relaunch, o.LaunchGrace, l)
 	}
 	if ranked && env.World == 1 {
 		ranked = false // a job of one rank is a single process
@@ -85,22 +84,22 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
 	// A device this binary cannot use is refused before the run's folder,
 	// its lock or its log exist.
 	if _, err := torch.ParseDevice(cfg.Device.Device); err != nil {
-		return err
+		return "", err
 	}
 	log, closer, err := rankLogger(cfg, env, ranked)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer closer.Close()
 	var group *dist.Group
 	if ranked {
 		dev, err := torch.ParseDevice(cfg.Device.Device)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if group, err = dist.Join(env, dist.Options{Backend: cfg.Dist.Backend, Device: dev, Timeout: cfg.Dist.Timeout,
 			CollectiveTimeout: cfg.Dist.CollectiveTimeout, BucketMB: cfg.Dist.BucketMB, Log: log}); err != nil {
-			return err
+			return "", err
 		}
 	}
 	leader := group.Leader()
@@ -112,7 +111,7 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
 	}
 	t, err := New(ctx, cfg, Options{Log: log, Progress: o.Progress, GitRev: o.GitRev, Dist: group})
 	if err != nil {
-		return err
+		return "", err
 	}
 	// Saved only once New has accepted the run: a refused start (the name
 	// is taken, a bad checkpoint) leaves the run's config.yaml as it was.
@@ -120,7 +119,7 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
 	if leader {
 		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), y, 0o644); err != nil {
 			t.Close()
-			return err
+			return "", err
 		}
 		fmt.Fprintf(o.Stderr, "effective config (saved to %s):\n%s\n", filepath.Join(dir, "config.yaml"), indent(string(y)))
 	}
@@ -131,18 +130,18 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
 	}
 	if errors.Is(runErr, ErrStopped) {
 		fmt.Fprintf(o.Stderr, "%v\n", runErr)
-		return nil
+		return "", nil
 	}
 	if runErr != nil {
 		// No barrier on the way out: the other ranks see this one's
 		// connections close, or its heartbeat stop.
-		return runErr
+		return "", runErr
 	}
 	if err := group.Close(); err != nil {
-		return err
+		return "", err
 	}
 	if !leader {
-		return nil
+		return "", nil
 	}
 	if res == nil {
 		resume := "trainer train --resume " + cfg.Run.Name
@@ -150,23 +149,16 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) error {
 			resume += " --run-dir " + cfg.Run.Dir
 		}
 		fmt.Fprintf(o.Stderr, "stopped; checkpoint written. Continue with: %s\n", resume)
-		return nil
+		return "", nil
 	}
 	outcomes, err := results.ReadOutcomes(storePath, res.RL())
 	if err != nil {
-		return fmt.Errorf("read the evaluation outcomes: %w", err)
+		return "", fmt.Errorf("read the evaluation outcomes: %w", err)
 	}
 	results.Print(o.Stdout, res, outcomes.Intervals())
 	fmt.Fprintf(o.Stdout, "\nstore:  %s   (query it: trainer rollouts sql --store %s \"SELECT ...\")\n", storePath, storePath)
 	fmt.Fprintf(o.Stdout, "policy: %s\n", filepath.Join(dir, "final"))
-	if o.Report {
-		html, err := report.Write(storePath, filepath.Join(dir, "report"))
-		if err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-		fmt.Fprintf(o.Stdout, "report: %s\n", html)
-	}
-	return nil
+	return storePath, nil
 }
 
 // OpenRun takes a run's folder for this process, before anything is

@@ -17,7 +17,7 @@ func TestRunJobRefusedLeavesNoConfig(t *testing.T) {
 	missing := filepath.Join(dir, "no-such-train.jsonl")
 	cfg.Data.Source, cfg.Data.Train = "files", []string{missing}
 	var out, errOut bytes.Buffer
-	err := RunJob(context.Background(), cfg, JobOptions{Stdout: &out, Stderr: &errOut})
+	_, err := RunJob(context.Background(), cfg, JobOptions{Stdout: &out, Stderr: &errOut})
 	if err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("RunJob = %v, want an error naming %s", err, missing)
 	}
@@ -37,7 +37,7 @@ func TestRunJobBadDeviceMakesNoRunFolder(t *testing.T) {
 	cfg := smallConfig(dir)
 	cfg.Device.Device = "cuda:7"
 	var out, errOut bytes.Buffer
-	err := RunJob(context.Background(), cfg, JobOptions{Stdout: &out, Stderr: &errOut})
+	_, err := RunJob(context.Background(), cfg, JobOptions{Stdout: &out, Stderr: &errOut})
 	if err == nil || !strings.Contains(err.Error(), "cuda:7") {
 		t.Fatalf("RunJob = %v, want an error naming the device cuda:7", err)
 	}

@@ -51,7 +51,7 @@ func TestRunJobRefusedWhileLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	err = RunJob(context.Background(), cfg, JobOptions{Stdout: &out, Stderr: &errOut})
+	_, err = RunJob(context.Background(), cfg, JobOptions{Stdout: &out, Stderr: &errOut})
 	if want := fmt.Sprintf("process %d holds its lock", os.Getpid()); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("RunJob = %v, want an error saying %q", err, want)
 	}

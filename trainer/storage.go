@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentrl/agentrl/tensorboard"
 	"github.com/agentrl/agentrl/trainer/results"
 	"github.com/agentrl/agentrl/trainer/store"
-	"github.com/agentrl/agentrl/trainer/tensorboard"
 	"github.com/agentrl/agentrl/trajectory"
 )
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentrl/agentrl/tensorboard"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/algo"
@@ -18,7 +19,6 @@ import (
 	"github.com/agentrl/agentrl/trainer/program"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
-	"github.com/agentrl/agentrl/trainer/tensorboard"
 )
 
 // Bar is a progress bar (the CLI's, or none).

@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentrl/agentrl/trainer/bench"
+	"github.com/agentrl/agentrl/bench"
 )
 
 func modelFlags(d bench.Config) []cli.Flag {

@@ -13,10 +13,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentrl/agentrl/experiment"
+	"github.com/agentrl/agentrl/report"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/metric"
-	"github.com/agentrl/agentrl/trainer/report"
 	"github.com/agentrl/agentrl/trainer/results"
 )
 

@@ -17,8 +17,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/inspect"
 	"github.com/agentrl/agentrl/tokenizer"
-	"github.com/agentrl/agentrl/trainer/inspect"
 )
 
 func inspectCommand() *cli.Command {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/agentrl/agentrl/trainer/report"
+	"github.com/agentrl/agentrl/report"
 )
 
 func reportCommand() *cli.Command {

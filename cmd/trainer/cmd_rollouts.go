@@ -12,8 +12,8 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/report"
 	"github.com/agentrl/agentrl/tokenizer"
-	"github.com/agentrl/agentrl/trainer/report"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trajectory"
 )

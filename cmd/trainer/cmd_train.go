@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/report"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
@@ -43,10 +44,25 @@ func trainCommand() *cli.Command {
 			if c.Bool("dry-run") {
 				return dryRun(c, cfg)
 			}
-			return trainer.RunJob(c.Context, cfg, trainer.JobOptions{Progress: bars, GitRev: gitRev(), Signals: signalContext,
-				Report: !c.Bool("no-report"), Relaunch: os.Args[1:], LaunchGrace: launchGrace})
+			storePath, err := trainer.RunJob(c.Context, cfg, trainer.JobOptions{Progress: bars, GitRev: gitRev(), Signals: signalContext,
+				Relaunch: os.Args[1:], LaunchGrace: launchGrace})
+			if err != nil || storePath == "" || c.Bool("no-report") {
+				return err
+			}
+			return endReport(storePath, trainer.RunDir(cfg))
 		},
 	}
+}
+
+// endReport writes the end-of-job report of the run in runDir, whose
+// store is storePath, to <run>/report and prints where its page is.
+func endReport(storePath, runDir string) error {
+	html, err := report.Write(storePath, filepath.Join(runDir, "report"))
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	fmt.Printf("report: %s\n", html)
+	return nil
 }
 
 // launchGrace is how long the --nproc launcher lets the surviving ranks

@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/agentrl/agentrl/trainer/report"
+	"github.com/agentrl/agentrl/report"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trajectory"
 )

@@ -145,7 +145,7 @@ func benchPages() []struct{ name, path string } {
 // BenchmarkPages times each page's server time on a store of 100,000
 // trajectories (100 iterations of 1,000). Goal: under 300 ms each.
 //
-//	go test -tags sqlite_fts5 ./trainer/inspect -run '^$' -bench Pages -benchtime 10x
+//	go test -tags sqlite_fts5 ./inspect -run '^$' -bench Pages -benchtime 10x
 func BenchmarkPages(b *testing.B) {
 	path := genStore(b, b.TempDir(), 100)
 	srv, err := New([]Source{{Label: "gen", Path: path}})

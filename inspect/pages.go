@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/agentrl/agentrl/trainer/report"
+	"github.com/agentrl/agentrl/report"
 )
 
 //go:embed assets

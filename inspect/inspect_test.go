@@ -239,7 +239,7 @@ func TestTokenModesNotStored(t *testing.T) {
 
 // The SQL box's examples are docs/store.md's, in its order.
 func TestExamplesMatchDocs(t *testing.T) {
-	b, err := os.ReadFile("../../docs/store.md")
+	b, err := os.ReadFile("../docs/store.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentrl/agentrl/trainer/report"
+	"github.com/agentrl/agentrl/report"
 )
 
 // runsPage shows the runs: a row each, and the report's charts and results
