@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"database/sql"
-	"fmt"
 	"math"
 	"strings"
 	"unicode/utf8"
@@ -64,20 +63,4 @@ func clip(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// cell formats an SQL value for the results table: NULL, numbers, text,
-// and blobs by their size.
-func cell(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "NULL"
-	case []byte:
-		return fmt.Sprintf("<blob %d bytes>", len(x))
-	case float64:
-		return fmt.Sprintf("%.6g", x)
-	case string:
-		return clip(x, 2000)
-	}
-	return fmt.Sprint(v)
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // SQL box limits: rows shown, the bytes their values may take, and time a
@@ -52,7 +54,7 @@ func (s *Server) sqlPage(w http.ResponseWriter, r *http.Request) {
 			for _, row := range rows {
 				cells := make([]string, len(row))
 				for i, v := range row {
-					cells[i] = cell(v)
+					cells[i] = clip(store.Cell(v), 2000)
 				}
 				p.Rows = append(p.Rows, cells)
 			}

@@ -153,7 +153,7 @@ func rolloutsCommand() *cli.Command {
 					for _, r := range rows {
 						cells := make([]string, len(r))
 						for i, v := range r {
-							cells[i] = cell(v)
+							cells[i] = clip(strings.ReplaceAll(store.Cell(v), "\n", " "), 80)
 						}
 						fmt.Fprintln(w, strings.Join(cells, "\t"))
 					}
@@ -190,20 +190,6 @@ func newestFirst(rows []store.Summary, limit int) []store.Summary {
 		rows = rows[:limit]
 	}
 	return rows
-}
-
-func cell(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "NULL"
-	case []byte:
-		return fmt.Sprintf("<blob %d bytes>", len(x))
-	case float64:
-		return fmt.Sprintf("%.4g", x)
-	case string:
-		return clip(strings.ReplaceAll(x, "\n", " "), 80)
-	}
-	return fmt.Sprint(v)
 }
 
 func clip(s string, n int) string {

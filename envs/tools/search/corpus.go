@@ -166,33 +166,39 @@ func checked(p Passage) (Passage, error) {
 
 // corpusTitleSentences reads {title: [sentences]}, keeping file order.
 func corpusTitleSentences(path string, data []byte) ([]Passage, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil {
-		return nil, syntaxErr(path, data, dec, err)
-	}
-	var ps []Passage
-	for dec.More() {
-		at := dec.InputOffset()
+	return corpusMembers(path, data, func(dec *json.Decoder) (Passage, error) {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, syntaxErr(path, data, dec, err)
+			return Passage{}, err
 		}
 		title, _ := tok.(string) // object keys are always strings
 		var sents []string
 		if err := dec.Decode(&sents); err != nil {
-			return nil, fmt.Errorf("load corpus %s line %d: title %q: want a list of sentences: %w", path, jsonpos.ErrLine(data, at, err), title, err)
+			return Passage{}, fmt.Errorf("title %q: want a list of sentences: %w", title, err)
 		}
-		p, err := checked(Passage{Title: title, Text: strings.Join(sents, "")})
-		if err != nil {
-			return nil, fmt.Errorf("load corpus %s line %d: %w", path, jsonpos.LineAt(data, at), err)
-		}
-		ps = append(ps, p)
-	}
-	return ps, nil
+		return Passage{Title: title, Text: strings.Join(sents, "")}, nil
+	})
 }
 
 // corpusArray reads [{"title", "text"}].
 func corpusArray(path string, data []byte) ([]Passage, error) {
+	return corpusMembers(path, data, func(dec *json.Decoder) (Passage, error) {
+		var j jsonlPassage
+		if err := dec.Decode(&j); err != nil {
+			return Passage{}, err
+		}
+		if j.Title == nil || j.Text == nil {
+			return Passage{}, errors.New(`want {"title", "text"}`)
+		}
+		return Passage{Title: *j.Title, Text: *j.Text}, nil
+	})
+}
+
+// corpusMembers reads a corpus held as one JSON object or array, one
+// member at a time in file order: member decodes the member the decoder
+// is at into a passage, which is then checked. An error names the file
+// and the line of the member it is in (of the syntax error, if it is one).
+func corpusMembers(path string, data []byte, member func(dec *json.Decoder) (Passage, error)) ([]Passage, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if _, err := dec.Token(); err != nil {
 		return nil, syntaxErr(path, data, dec, err)
@@ -200,16 +206,12 @@ func corpusArray(path string, data []byte) ([]Passage, error) {
 	var ps []Passage
 	for dec.More() {
 		at := dec.InputOffset()
-		var j jsonlPassage
-		if err := dec.Decode(&j); err != nil {
-			return nil, fmt.Errorf("load corpus %s line %d: %w", path, jsonpos.ErrLine(data, at, err), err)
+		p, err := member(dec)
+		if err == nil {
+			p, err = checked(p)
 		}
-		if j.Title == nil || j.Text == nil {
-			return nil, fmt.Errorf(`load corpus %s line %d: want {"title", "text"}`, path, jsonpos.LineAt(data, at))
-		}
-		p, err := checked(Passage{Title: *j.Title, Text: *j.Text})
 		if err != nil {
-			return nil, fmt.Errorf("load corpus %s line %d: %w", path, jsonpos.LineAt(data, at), err)
+			return nil, fmt.Errorf("load corpus %s line %d: %w", path, jsonpos.ErrLine(data, at, err), err)
 		}
 		ps = append(ps, p)
 	}

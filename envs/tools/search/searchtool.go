@@ -2,7 +2,6 @@ package search
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,12 +15,6 @@ const DefaultK = 5
 
 // SearchName is the search tool's registered name.
 const SearchName = "search"
-
-// searchTool is the "search" tool over an Index.
-type searchTool struct {
-	idx *Index
-	k   int
-}
 
 // NewSearchTool returns the tool "search" with parameters
 // {"query": string, required}. It returns the k best passages (DefaultK
@@ -39,29 +32,17 @@ func NewSearchTool(idx *Index, k int) envs.Tool {
 	if k < 1 {
 		k = DefaultK
 	}
-	return &searchTool{idx: idx, k: k}
-}
-
-// Name returns the registered name.
-func (t *searchTool) Name() string { return SearchName }
-
-// Description tells the model what the tool does.
-func (t *searchTool) Description() string {
-	return "Search the passage collection by keywords (BM25); returns the best matching passages with their titles."
-}
-
-// Parameters is the JSON schema of the arguments.
-func (t *searchTool) Parameters() json.RawMessage {
-	return oneStringParam("query", "keywords or a question to search for")
-}
-
-// Call runs one call (see the constructor for the result and errors).
-func (t *searchTool) Call(ctx context.Context, args json.RawMessage) (envs.Result, error) {
-	query, err := stringArg(SearchName, args, "query")
-	if err != nil {
-		return envs.Result{}, err
+	return &indexTool{
+		name:        SearchName,
+		description: "Search the passage collection by keywords (BM25); returns the best matching passages with their titles.",
+		param:       "query", paramDoc: "keywords or a question to search for",
+		run: func(ctx context.Context, query string) (envs.Result, error) { return search(ctx, idx, k, query) },
 	}
-	hits, err := t.idx.Search(ctx, query, t.k)
+}
+
+// search runs one call of the search tool (see NewSearchTool).
+func search(ctx context.Context, idx *Index, k int, query string) (envs.Result, error) {
+	hits, err := idx.Search(ctx, query, k)
 	if errors.Is(err, ErrNoTerms) {
 		return envs.Result{}, fmt.Errorf("search: the query %q has no words to search for", query)
 	}
@@ -99,38 +80,3 @@ func render(title, text string) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// oneStringParam is the JSON schema of a tool taking one required string,
-// with its keys in the conventional order (type, properties, required):
-// the schema is part of the prompt, so its text is kept stable.
-func oneStringParam(name, description string) json.RawMessage {
-	n, _ := json.Marshal(name)
-	d, _ := json.Marshal(description)
-	return json.RawMessage(`{"type":"object","properties":{` + string(n) + `:{"type":"string","description":` + string(d) +
-		`}},"required":[` + string(n) + `],"additionalProperties":false}`)
-}
-
-// stringArg reads a call's one required string argument.
-func stringArg(tool string, args json.RawMessage, name string) (string, error) {
-	var a map[string]json.RawMessage
-	if err := decodeArgs(tool, args, &a); err != nil {
-		return "", err
-	}
-	raw, ok := a[name]
-	if !ok || string(raw) == "null" {
-		return "", fmt.Errorf("%s: missing required argument %q", tool, name)
-	}
-	var v string
-	if err := decodeArgs(tool, raw, &v); err != nil {
-		return "", err
-	}
-	return v, nil
-}
-
-// decodeArgs unmarshals the arguments of a call to tool.
-func decodeArgs(tool string, args json.RawMessage, v any) error {
-	if err := json.Unmarshal(args, v); err != nil {
-		return fmt.Errorf("%s: arguments must be a JSON object: %w", tool, err)
-	}
-	return nil
-}
