@@ -173,8 +173,8 @@ bench: deps build
 
 # Each `make run` is a new run (runs/default-<time>), so it can be repeated.
 run: deps build
-	@name=default-$$(date +%Y%m%d-%H%M%S); echo "bin/trainer train --name $$name (built-in default job)"; \
-	./bin/trainer train --name $$name
+	@name=default-$$(date +%Y%m%d-%H%M%S); echo "bin/trainer train --run $$name (built-in default job)"; \
+	./bin/trainer train --run $$name
 
 # The paper's table at CPU scale (docs/experiments.md, the protocol): per seed
 # one warm start and one run of each row of experiment.PaperSpecs, the core

@@ -151,7 +151,7 @@ step_shim() {
 		fail "the trainer loads ${so:-no libagentrl.so}, not build/cuda/libagentrl.so"
 	"$TR" --version
 	if [ "$GPU" = 1 ]; then
-		if run 60 "$TR" train --dry-run --device cuda:0 --run-dir "$W/runs" --name dry; then fig CUDA available; else fail "the trainer does not see CUDA"; fi
+		if run 60 "$TR" train --dry-run --device cuda:0 --run-dir "$W/runs" --run dry; then fig CUDA available; else fail "the trainer does not see CUDA"; fi
 	else
 		skip "CUDA available (no GPU)"
 	fi
@@ -202,7 +202,7 @@ default_job() {
 	local log=$W/$1.log s
 	s=$(date +%s)
 	run "$T_DEFAULT" "$TR" train --device "$DEV" --device-dtype "$2" --iterations "$ITERATIONS" --run-dir "$W/runs" \
-		--name "$1" --logging-format console >"$log" 2>&1
+		--run "$1" --logging-format console >"$log" 2>&1
 	local rc=$?
 	tail -n 25 "$log"
 	fig "$2" "$(($(date +%s) - s)) s"
@@ -234,9 +234,9 @@ model05() {
 }
 step_05b() {
 	model05 || { fail "make_model.py"; return; }
-	local args=(--model-path "$M05" --device-dtype bf16 --rollout-slots 64 --rollout-batch-size 16 --rollout-group-size 4
+	local args=(--model "$M05" --device-dtype bf16 --rollout-slots 64 --rollout-batch-size 16 --rollout-group-size 4
 		--env-max-tokens 2048 --env-max-turn-tokens 512 --algorithm-micro-batch 2 --iterations 3 --eval-baselines=false
-		--eval-max-eval 16 --run-eval-every 0 --no-report --run-dir "$W/runs" --name q05 --logging-format console)
+		--eval-max-eval 16 --run-eval-every 0 --no-report --run-dir "$W/runs" --run q05 --logging-format console)
 	run 60 "$TR" train --dry-run --device "$DEV" "${args[@]}" >"$W/q05-dry.log" 2>&1 || fail "dry run"
 	tail -n 8 "$W/q05-dry.log"
 	fig "dry-run estimate" "$(grep '^memory:' "$W/q05-dry.log" | sed 's/^memory: *//; s/ (.*//')"
@@ -272,7 +272,7 @@ step_gloo() {
 	for r in 0 1; do
 		RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
 			run "$T_GLOO" "$TR" train --device "$DEV" --dist-backend gloo --iterations 1 --sft-epochs 1 --no-report --eval-baselines=false \
-			--eval-max-eval 8 --run-dir "$W/runs" --name gloo --logging-format console >"$W/gloo-$r.log" 2>&1 &
+			--eval-max-eval 8 --run-dir "$W/runs" --run gloo --logging-format console >"$W/gloo-$r.log" 2>&1 &
 		pids+=($!)
 	done
 	for r in 0 1; do wait "${pids[$r]}" || rc=$?; tail -n 8 "$W/gloo-$r.log" | sed "s/^/rank $r: /"; done
@@ -305,9 +305,9 @@ step_interop() {
 		fail "make_model.py"
 	fi
 	run "$T_INTEROP" "$TR" train --device "$DEV" --model-lora-rank 8 --iterations 1 --sft-epochs 1 --eval-baselines=false --eval-max-eval 8 \
-		--run-dir "$W/runs" --name lora --logging-format console >"$W/lora.log" 2>&1 || { tail -n 20 "$W/lora.log"; fail "LoRA run exited"; }
+		--run-dir "$W/runs" --run lora --logging-format console >"$W/lora.log" 2>&1 || { tail -n 20 "$W/lora.log"; fail "LoRA run exited"; }
 	tail -n 3 "$W/lora.log"
-	run 60 "$TR" merge --of lora --run-dir "$W/runs" --out "$W/lora-merged" --dtype f32 || fail "trainer merge"
+	run 60 "$TR" merge --run lora --run-dir "$W/runs" --out "$W/lora-merged" --dtype f32 || fail "trainer merge"
 	run 60 "$PY" scripts/gpu/peft_check.py "$W/runs/lora/base" "$W/runs/lora/final" "$W/lora-merged" "$mdev" | tee "$W/peft.log" ||
 		fail "PEFT"
 	fig peft "$(grep -oE 'max \|PEFT - merged\| [0-9.e+-]+' "$W/peft.log" | awk '{print $NF}')"

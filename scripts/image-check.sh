@@ -50,6 +50,6 @@ run 'out=$(./bin/trainer train --device cuda --iterations 1 --run-dir /tmp/cuda-
 	grep -q "CUDA is not available" <<<"$out"'
 run './bin/trainer train --dry-run --device cuda | tail -n 5'
 t0=$(date +%s)
-run 'rm -rf /tmp/runs && ./bin/trainer train --name image-check --run-dir /tmp/runs --iterations 2 2>&1 | tail -n 25
+run 'rm -rf /tmp/runs && ./bin/trainer train --run image-check --run-dir /tmp/runs --iterations 2 2>&1 | tail -n 25
 	test -s /tmp/runs/image-check/store.db'
 say "short default job inside the root: $(($(date +%s) - t0)) s"

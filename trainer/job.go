@@ -144,7 +144,7 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) (string, error
 		return "", nil
 	}
 	if res == nil {
-		resume := "trainer train --resume " + cfg.Run.Name
+		resume := "trainer train --run " + cfg.Run.Name + " --resume"
 		if cfg.Run.Dir != config.Default().Run.Dir {
 			resume += " --run-dir " + cfg.Run.Dir
 		}

@@ -24,7 +24,7 @@ func agentArgs(t *testing.T, runs, name string, extra ...string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"train", "--run-dir", runs, "--name", name}, tinyRun...)
+	args := append([]string{"train", "--run-dir", runs, "--run", name}, tinyRun...)
 	args = append(args, "--no-report", "--set", "agent.command=["+py+", "+script+"]")
 	return append(args, extra...)
 }
@@ -157,7 +157,7 @@ func TestTrainAgentProgramKilledThenResumed(t *testing.T) {
 	}
 	store := filepath.Join(runs, "killed", "store.db")
 	before := trajectoryCounts(t, store)["train"]
-	r := ok(t, "train", "--run-dir", runs, "--resume", "killed", "--iterations", "3", "--no-report")
+	r := ok(t, "train", "--run-dir", runs, "--run", "killed", "--resume", "--iterations", "3", "--no-report")
 	if strings.Count(r.stderr, `"message":"iteration"`) != 3-before/4 {
 		t.Errorf("resumed from %d stored training episodes; the resumed run's iterations:\n%s", before, r.stderr)
 	}

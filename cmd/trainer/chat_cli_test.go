@@ -127,14 +127,14 @@ func TestChatWithMCPTool(t *testing.T) {
 	}
 }
 
-// chat --of RUN shows the run's final policy what it was trained on: the
+// chat --run RUN shows the run's final policy what it was trained on: the
 // saved config's tools, schemas and env limits, each flag still winning.
 func TestChatOfRun(t *testing.T) {
 	run := trainedRun(t)
 	// The shared run as saved: the synthetic world's tiny model was
 	// trained without schemas (tools.schemas auto), 4 turns of at most 48
 	// tokens in 768; its index is the run's index.db.
-	r := runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--of", run.name, "--run-dir", run.runs, "--threads", "1")
+	r := runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--run", run.name, "--run-dir", run.runs, "--threads", "1")
 	if r.code != 0 {
 		t.Fatalf("want exit 0:\n%s", r)
 	}
@@ -161,11 +161,11 @@ func TestChatOfRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(saved), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r = runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--of", "other", "--run-dir", runs, "--threads", "1")
+	r = runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--run", "other", "--run-dir", runs, "--threads", "1")
 	if r.code != 0 || !strings.Contains(r.stdout, "\nlimits: 3 turns, 500 tokens, 5 per turn; tool schemas shown\n") {
 		t.Errorf("want exit 0 and the saved run's limits and shown schemas:\n%s", r)
 	}
-	r = runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--of", "other", "--run-dir", runs, "--threads", "1",
+	r = runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--run", "other", "--run-dir", runs, "--threads", "1",
 		"--max-turns", "1", "--max-turn-tokens", "6", "--hide-schemas")
 	if r.code != 0 || !strings.Contains(r.stdout, "\nlimits: 1 turns, 500 tokens, 6 per turn; tool schemas hidden\n") {
 		t.Errorf("want exit 0 and the flags over the saved config:\n%s", r)
@@ -174,8 +174,8 @@ func TestChatOfRun(t *testing.T) {
 		t.Errorf("%d assistant turns, want 1 (--max-turns 1):\n%s", n, r)
 	}
 
-	fails(t, []string{"chat --of nosuch", filepath.Join(runs, "nosuch", "config.yaml")}, "chat", "--of", "nosuch", "--run-dir", runs)
-	fails(t, []string{"--of", "--config", "not both"}, "chat", "--of", "other", "--run-dir", runs, "--config", filepath.Join(dir, "config.yaml"))
+	fails(t, []string{"chat --run nosuch", filepath.Join(runs, "nosuch", "config.yaml")}, "chat", "--run", "nosuch", "--run-dir", runs)
+	fails(t, []string{"--run", "--config", "not both"}, "chat", "--run", "other", "--run-dir", runs, "--config", filepath.Join(dir, "config.yaml"))
 }
 
 // chat --config validates the config as train does, before it loads

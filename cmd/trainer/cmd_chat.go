@@ -27,28 +27,28 @@ func chatCommand() *cli.Command {
 		Name:  "chat",
 		Usage: "talk to a policy in the terminal through the same ToolEnv the agent trains in",
 		Description: "Each line you type is a question; the agent's turns, tool calls and tool responses are shown as\n" +
-			"they happen.\n\nExamples:\n  trainer chat --of default   # run 'default''s final policy, shown what it was trained on\n" +
+			"they happen.\n\nExamples:\n  trainer chat --run default  # run 'default''s final policy, shown what it was trained on\n" +
 			"  trainer chat --model runs/default/final --index runs/default/index.db\n" +
 			"  trainer chat --model Qwen2.5-3B-Instruct --adapter runs/lora/final   # a base plus a PEFT LoRA adapter\n" +
 			"  trainer chat --model Qwen2.5-3B-Instruct --tools search,calculator --index wiki.db --temperature 0.7\n" +
 			"  trainer chat --model DIR --config tools.yaml   # the tools.* and env.* of a trainer config: MCP servers, HTTP tools, code\n\n" +
-			"With --of RUN the run's saved config (<run-dir>/RUN/config.yaml) sets the tools (tools.*), whether their\n" +
+			"With --run RUN the run's saved config (<run-dir>/RUN/config.yaml) sets the tools (tools.*), whether their\n" +
 			"schemas are shown (tools.schemas), the episode limits and rewards (env.*), and the policy is the run's final\n" +
 			"checkpoint; every flag given still overrides it.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "of", Usage: "chat with the final policy of run `RUN` under the run's saved config (its tools, schemas, env limits, rewards)"},
-			&cli.StringFlag{Name: "run-dir", Value: config.Default().Run.Dir, Usage: "folder holding the runs, for --of", TakesFile: true},
-			&cli.StringFlag{Name: "model", Usage: "Hugging Face model `DIR` (with its tokenizer); with --of, default: the run's final policy", TakesFile: true},
+			runFlag("", "chat with the final policy of run `NAME` under the run's saved config (its tools, schemas, env limits, rewards)"),
+			runDirFlag(),
+			modelFlag("Hugging Face model `DIR` (with its tokenizer); with --run, default: the run's final policy"),
 			&cli.StringFlag{Name: "adapter", Usage: adapterFlagUsage, TakesFile: true},
-			&cli.StringSliceFlag{Name: "tools", Value: cli.NewStringSlice("search"), Usage: "registered tools the agent may call (with --of or --config, default: its tools.enabled)"},
+			&cli.StringSliceFlag{Name: "tools", Value: cli.NewStringSlice("search"), Usage: "registered tools the agent may call (with --run or --config, default: its tools.enabled)"},
 			&cli.StringFlag{Name: "config", Usage: "trainer config `FILE` whose tools and env sections are used: tools.enabled, tools.mcp servers, tools.http tools, tools.code limits, env limits and rewards", TakesFile: true},
-			&cli.StringFlag{Name: "index", Usage: "search index `DB` (for search and lookup; with --of or --config, default: its tools.search.index, or the run's index.db)", TakesFile: true},
-			&cli.IntFlag{Name: "k", Value: 2, Usage: "passages per search (with --of or --config, default: its tools.search.k)"},
+			&cli.StringFlag{Name: "index", Usage: "search index `DB` (for search and lookup; with --run or --config, default: its tools.search.index, or the run's index.db)", TakesFile: true},
+			&cli.IntFlag{Name: "k", Value: 2, Usage: "passages per search (with --run or --config, default: its tools.search.k)"},
 			&cli.Float64Flag{Name: "temperature", Value: 0, Usage: "sampling temperature (0 = greedy)"},
 			&cli.IntFlag{Name: "max-turns", Usage: "assistant turns per question (default: env.max_turns of the config, " + fmt.Sprint(config.Default().Env.MaxTurns) + " built in)"},
 			&cli.IntFlag{Name: "max-tokens", Usage: "token budget per question (default: env.max_tokens of the config, " + fmt.Sprint(config.Default().Env.MaxTokens) + " built in)"},
 			&cli.IntFlag{Name: "max-turn-tokens", Usage: "tokens per turn (default: env.max_turn_tokens of the config, " + fmt.Sprint(config.Default().Env.MaxTurnTokens) + " built in)"},
-			&cli.BoolFlag{Name: "hide-schemas", Usage: "leave the tools' JSON schemas out of the system prompt (as the synthetic world's tiny models are trained; with --of, default: as the run was trained)"},
+			&cli.BoolFlag{Name: "hide-schemas", Usage: "leave the tools' JSON schemas out of the system prompt (as the synthetic world's tiny models are trained; with --run, default: as the run was trained)"},
 			&cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu or cuda:N"},
 			&cli.IntFlag{Name: "threads", Value: 0, Usage: "CPU threads (0 = all)"},
 		},
@@ -162,24 +162,24 @@ type chatSetup struct {
 }
 
 // chatConfigOf reads chat's flags over their base: the saved config of
-// the run named by --of (and its final policy), the trainer config of
+// the run named by --run (and its final policy), the trainer config of
 // --config, or the built-in defaults.
 func chatConfigOf(c *cli.Context) (chatSetup, error) {
-	cs := chatSetup{model: c.String("model"), adapter: c.String("adapter"), cfg: config.Default(), showSchemas: true}
-	run, runDir := c.String("of"), ""
+	cs := chatSetup{model: c.String(flagModel), adapter: c.String("adapter"), cfg: config.Default(), showSchemas: true}
+	run, runDir := c.String(flagRun), ""
 	switch {
 	case run != "" && c.IsSet("config"):
-		return cs, exitErr("chat: give --of RUN or --config FILE, not both")
+		return cs, exitErr("chat: give --run RUN or --config FILE, not both")
 	case run != "":
-		runDir = filepath.Join(c.String("run-dir"), run)
+		runDir = filepath.Join(c.String(flagRunDir), run)
 		saved, err := config.Load(filepath.Join(runDir, "config.yaml"))
 		if err != nil {
-			return cs, fmt.Errorf("chat --of %s: %w", run, err)
+			return cs, fmt.Errorf("chat --run %s: %w", run, err)
 		}
 		cs.cfg, cs.showSchemas = saved, agent.SchemasShown(saved)
 		if cs.model == "" {
 			if cs.model, cs.adapter, err = runFinal(runDir); err != nil {
-				return cs, fmt.Errorf("chat --of %s: %w", run, err)
+				return cs, fmt.Errorf("chat --run %s: %w", run, err)
 			}
 		}
 	case c.IsSet("config"):
@@ -191,7 +191,7 @@ func chatConfigOf(c *cli.Context) (chatSetup, error) {
 		cs.showSchemas = full.Tools.Schemas != "hide"
 	}
 	if cs.model == "" {
-		return cs, exitErr(`chat: give --of RUN or --model DIR (Required flag "model" not set)`)
+		return cs, exitErr(`chat: give --run RUN or --model DIR (Required flag "model" not set)`)
 	}
 	base := run != "" || c.IsSet("config")
 	tc, ec := &cs.cfg.Tools, &cs.cfg.Env

@@ -15,29 +15,32 @@ func evalCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "eval",
 		Usage: "evaluate a policy (greedy) on the evaluation split, with the naive-RAG baseline",
-		Description: "Examples:\n  trainer eval --of default              # the final policy of run 'default', with its config\n" +
-			"  trainer eval --model-path runs/default/final --run-name my-eval\n" +
-			"  trainer eval --model-path Qwen2.5-3B-Instruct --adapter runs/lora/final --run-name lora-eval",
+		Description: "Without --model, --run RUN evaluates the final policy of run RUN with the run's saved config (a LoRA\n" +
+			"run's: its base with its adapters), as the run RUN-eval; with --model DIR, --run names the evaluation's run.\n\n" +
+			"Examples:\n  trainer eval --run default               # the final policy of run 'default', with its config\n" +
+			"  trainer eval --model runs/default/final --run my-eval\n" +
+			"  trainer eval --model Qwen2.5-3B-Instruct --adapter runs/lora/final --run lora-eval",
 		Flags: append(configFlags(),
-			&cli.StringFlag{Name: "of", Usage: "evaluate the final policy of run `RUN` with the run's saved config (a LoRA run's: its base with its adapters)"},
 			&cli.StringFlag{Name: "adapter", Usage: adapterFlagUsage + "; sets model.lora from its adapter_config.json", TakesFile: true},
 		),
 		Action: func(c *cli.Context) error {
 			cfg := config.Default()
-			if run := c.String("of"); run != "" {
-				base := c.String(config.FlagName("run.dir"))
+			run := ""
+			if c.IsSet(flagRun) && !c.IsSet(flagModel) {
+				run = c.String(flagRun)
+				base := c.String(flagRunDir)
 				if base == "" {
 					base = config.Default().Run.Dir
 				}
 				dir := filepath.Join(base, run)
 				saved, err := config.Load(filepath.Join(dir, "config.yaml"))
 				if err != nil {
-					return fmt.Errorf("eval --of %s: %w", run, err)
+					return fmt.Errorf("eval --run %s: %w", run, err)
 				}
 				cfg = saved
 				model, adapter, err := runFinal(dir)
 				if err != nil {
-					return fmt.Errorf("eval --of %s: %w", run, err)
+					return fmt.Errorf("eval --run %s: %w", run, err)
 				}
 				cfg.Model.Path, cfg.Model.LoRA = model, config.Default().Model.LoRA
 				if adapter != "" {
@@ -45,10 +48,12 @@ func evalCommand() *cli.Command {
 						return err
 					}
 				}
-				cfg.Run.Name = run + "-eval"
 			}
 			if err := config.ApplyFlags(c, &cfg); err != nil {
 				return err
+			}
+			if run != "" {
+				cfg.Run.Name = run + "-eval"
 			}
 			if a := c.String("adapter"); a != "" {
 				if err := loraFromAdapter(&cfg, a); err != nil {
@@ -57,7 +62,7 @@ func evalCommand() *cli.Command {
 			}
 			cfg.Run.Resume, cfg.SFT.Data = false, ""
 			if cfg.Model.Path == "" {
-				return exitErr("eval: give --of RUN or --model-path DIR")
+				return exitErr("eval: give --run RUN or --model DIR")
 			}
 			if err := cfg.Validate(); err != nil {
 				return err

@@ -29,14 +29,14 @@ func experimentCommand() *cli.Command {
 			Usage: "the Agent-R1 comparison at CPU scale: Naive RAG, Base Tool Call and every RL row of experiment.PaperSpecs " +
 				"(the algorithms and the mask ablations), over seeds; writes the table, the claims checked seed by seed and the curves to --out",
 			Description: "Example:\n  trainer experiment paper --seeds 1,2 --out docs/results.md\n" +
-				"Config flags change the base config of every run (e.g. --iterations 20).",
+				"Config flags change the base config of every run (e.g. --iterations 20); --resume keeps the finished warm\n" +
+				"starts and runs under --run-dir and runs only the rest (each other run starts afresh).",
 			Flags: append(configFlags(),
 				&cli.StringFlag{Name: "seeds", Value: "1,2,3,4,5", Usage: "comma-separated training seeds of the core rows"},
 				&cli.StringFlag{Name: "other-seeds", Value: "1,2,3", Usage: "comma-separated seeds the rows not marked core run on (those of --seeds that are in it)"},
 				&cli.StringFlag{Name: "world-seeds", Usage: "comma-separated world seeds (data.synthetic.seed), one per entry of --seeds: each seed's runs, " +
 					"its warm start's included, use its own world, so its test questions are its own (default: every seed uses the config's world)"},
 				&cli.BoolFlag{Name: "extra", Usage: "add the rows outside the paper's table (GiGPO, GSPO's loss, bf16 rollouts), on the other seeds"},
-				&cli.BoolFlag{Name: "resume", Usage: "keep finished warm starts and runs under --run-dir, and run only the rest"},
 				&cli.StringFlag{Name: "out", Value: "docs/results.md", Usage: "Markdown `FILE` to write (curves go beside it)"},
 				&cli.BoolFlag{Name: "collect", Usage: "train nothing: rebuild the table and curves from the finished paper runs under --run-dir"},
 				&cli.IntFlag{Name: "jobs", Value: 1, Usage: "runs training at once in this process (each has its own seeded generators, so at a fixed " +
@@ -59,6 +59,7 @@ func experimentCommand() *cli.Command {
 						return err
 					}
 				}
+				cfg.Run.Resume = false // --resume keeps whole runs here (experiment.Options); none continues from a checkpoint
 				seeds, err := seedList("--seeds", c.String("seeds"))
 				if err != nil {
 					return err

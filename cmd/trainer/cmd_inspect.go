@@ -25,40 +25,50 @@ func inspectCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "browse runs and their trajectories in a local web app (read-only)",
-		ArgsUsage: "RUN|STORE [RUN|STORE...]",
-		Description: "RUN is a run name under --runs, a run folder, or a folder of runs (every run in it); STORE a store file.\n" +
-			"The stores are opened read-only: a live run can be inspected while it trains.\n\nExamples:\n" +
-			"  trainer inspect default\n  trainer inspect runs/ --open\n  trainer inspect grpo ppo --port 8080",
+		ArgsUsage: "[STORE|FOLDER...]",
+		Description: "--run NAME is a run under --run-dir; a FOLDER is a run folder or a folder of runs (every run in it), a\n" +
+			"STORE a store file. The stores are opened read-only: a live run can be inspected while it trains.\n\nExamples:\n" +
+			"  trainer inspect --run default\n  trainer inspect --open runs/\n  trainer inspect --run grpo --run ppo --port 8080",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "runs", Value: "runs", Usage: "folder of runs"},
+			runsFlag("run `NAME` under --run-dir"),
+			runDirFlag(),
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on (as trainer serve's); beyond loopback anyone who can reach it can read the stores"},
 			&cli.IntFlag{Name: "port", Value: 0, Usage: "port to listen on (0: any free port, printed)"},
 			&cli.BoolFlag{Name: "open", Usage: "open the app in the default browser"},
 			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer `DIR` to show token text (default: each run's final policy, when it has one; else ids)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return exitErr("inspect: name at least one RUN or STORE")
+			if c.NArg() == 0 && len(c.StringSlice(flagRun)) == 0 {
+				return exitErr("inspect: name at least one --run NAME, or a STORE or FOLDER")
 			}
-			var sources []inspect.Source
-			for _, a := range c.Args().Slice() {
-				paths, err := inspectStores(a, c.String("runs"))
+			var paths []string
+			for _, name := range c.StringSlice(flagRun) {
+				p, err := namedStore("inspect", c.String(flagRunDir), name)
 				if err != nil {
 					return err
 				}
-				for _, p := range paths {
-					src := inspect.Source{Label: filepath.Base(filepath.Dir(p)), Path: p}
-					dir := c.String("tokenizer")
-					if dir == "" {
-						dir = filepath.Join(filepath.Dir(p), "final")
-					}
-					if tok, err := tokenizer.Load(dir); err == nil {
-						src.Decode = func(id int32) string { return tok.Decode([]int32{id}, false) }
-					} else if c.String("tokenizer") != "" {
-						return fmt.Errorf("inspect: %w", err)
-					}
-					sources = append(sources, src)
+				paths = append(paths, p)
+			}
+			for _, a := range c.Args().Slice() {
+				found, err := inspectStores(a)
+				if err != nil {
+					return err
 				}
+				paths = append(paths, found...)
+			}
+			var sources []inspect.Source
+			for _, p := range paths {
+				src := inspect.Source{Label: filepath.Base(filepath.Dir(p)), Path: p}
+				dir := c.String("tokenizer")
+				if dir == "" {
+					dir = filepath.Join(filepath.Dir(p), "final")
+				}
+				if tok, err := tokenizer.Load(dir); err == nil {
+					src.Decode = func(id int32) string { return tok.Decode([]int32{id}, false) }
+				} else if c.String("tokenizer") != "" {
+					return fmt.Errorf("inspect: %w", err)
+				}
+				sources = append(sources, src)
 			}
 			srv, err := inspect.New(sources)
 			if err != nil {
@@ -97,9 +107,9 @@ func inspectCommand() *cli.Command {
 }
 
 // inspectStores resolves an argument of inspect to store files: a store
-// file, a run folder (its store.db), a folder of run folders (each one's),
-// or a run name under runs.
-func inspectStores(arg, runs string) ([]string, error) {
+// file, a run folder (its store.db) or a folder of run folders (each
+// one's). A run by its name is --run's.
+func inspectStores(arg string) ([]string, error) {
 	st, err := os.Stat(arg)
 	switch {
 	case err == nil && !st.IsDir():
@@ -114,10 +124,17 @@ func inspectStores(arg, runs string) ([]string, error) {
 		}
 		return nil, fmt.Errorf("inspect: %s holds no store.db, nor run folders with one", arg)
 	}
-	if p := filepath.Join(runs, arg, "store.db"); exists(p) {
-		return []string{p}, nil
+	return nil, fmt.Errorf("inspect: no file or folder %s (a run under --%s is named with --%s %s)", arg, flagRunDir, flagRun, arg)
+}
+
+// namedStore is the store of the run name under runDir, for command cmd:
+// an error says when it has none.
+func namedStore(cmd, runDir, name string) (string, error) {
+	p := filepath.Join(runDir, name, "store.db")
+	if !exists(p) {
+		return "", fmt.Errorf("%s: run %s: no store at %s", cmd, name, p)
 	}
-	return nil, fmt.Errorf("inspect: run %s: no store at %s, and no file or folder %s", arg, filepath.Join(runs, arg, "store.db"), arg)
+	return p, nil
 }
 
 // openBrowser asks the desktop to open url, best effort: the URL is

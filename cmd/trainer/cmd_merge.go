@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/config"
 )
 
 func mergeCommand() *cli.Command {
@@ -20,12 +19,12 @@ func mergeCommand() *cli.Command {
 			"the other weights are the base's. The folder (config.json, model.safetensors, the base's tokenizer) loads\n" +
 			"in transformers and vLLM as a plain model.\n\n" +
 			"Examples:\n  trainer merge --model Qwen2.5-3B-Instruct --adapter runs/lora/final --out runs/lora/merged\n" +
-			"  trainer merge --of lora --out merged    # a LoRA run's final adapters over its base",
+			"  trainer merge --run lora --out merged   # a LoRA run's final adapters over its base",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "the base: Hugging Face model `DIR`", TakesFile: true},
+			modelFlag("the base: Hugging Face model `DIR`"),
 			&cli.StringFlag{Name: "adapter", Usage: "PEFT LoRA adapter `DIR` (adapter_config.json, adapter_model.safetensors)", TakesFile: true},
-			&cli.StringFlag{Name: "of", Usage: "merge the final adapters of LoRA run `RUN` into its base"},
-			&cli.StringFlag{Name: "run-dir", Value: config.Default().Run.Dir, Usage: "folder holding the runs, for --of", TakesFile: true},
+			runFlag("", "merge the final adapters of LoRA run `NAME` into its base"),
+			runDirFlag(),
 			&cli.StringFlag{Name: "out", Usage: "the merged model's `DIR` (must not exist, or be empty)", Required: true, TakesFile: true},
 			&cli.StringFlag{Name: "dtype", Value: "auto", Usage: "dtype of the merged weights: auto (the base's torch_dtype, else f32), f32, bf16 or f16"},
 		},
@@ -34,20 +33,20 @@ func mergeCommand() *cli.Command {
 }
 
 func merge(c *cli.Context) error {
-	model, adapter := c.String("model"), c.String("adapter")
-	switch run := c.String("of"); {
+	model, adapter := c.String(flagModel), c.String("adapter")
+	switch run := c.String(flagRun); {
 	case run != "" && (model != "" || adapter != ""):
-		return exitErr("merge: give --of RUN or --model DIR --adapter DIR, not both")
+		return exitErr("merge: give --run RUN or --model DIR --adapter DIR, not both")
 	case run != "":
 		var err error
-		if model, adapter, err = runFinal(filepath.Join(c.String("run-dir"), run)); err != nil {
-			return fmt.Errorf("merge --of %s: %w", run, err)
+		if model, adapter, err = runFinal(filepath.Join(c.String(flagRunDir), run)); err != nil {
+			return fmt.Errorf("merge --run %s: %w", run, err)
 		}
 		if adapter == "" {
-			return exitErr("merge --of %s: its final policy is a full model folder already (no adapters)", run)
+			return exitErr("merge --run %s: its final policy is a full model folder already (no adapters)", run)
 		}
 	case model == "" || adapter == "":
-		return exitErr("merge: give --model DIR and --adapter DIR (or --of RUN)")
+		return exitErr("merge: give --model DIR and --adapter DIR (or --run RUN)")
 	}
 	out := c.String("out")
 	if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {

@@ -14,32 +14,41 @@ func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "write a run's report (PNG plots + one self-contained HTML page), or compare runs",
-		ArgsUsage: "RUN [RUN...]",
-		Description: "RUN is a run name under --runs, a run folder, or a store file.\n\nExamples:\n  trainer report default\n" +
-			"  trainer report grpo ppo rloo --out runs/compare",
+		ArgsUsage: "[STORE|FOLDER...]",
+		Description: "--run NAME is a run under --run-dir; a FOLDER is a run folder, a STORE a store file. One run: its report;\n" +
+			"several: their comparison, in the order given (--run first).\n\nExamples:\n  trainer report --run default\n" +
+			"  trainer report --run grpo --run ppo --run rloo --out runs/compare",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "runs", Value: "runs", Usage: "folder of runs"},
-			&cli.StringFlag{Name: "out", Usage: "output folder (default: <run>/report, or <runs>/compare)"},
+			runsFlag("run `NAME` under --run-dir"),
+			runDirFlag(),
+			&cli.StringFlag{Name: "out", Usage: "output folder (default: <run>/report, or <run-dir>/compare)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 {
-				return exitErr("report: name at least one RUN")
+			if c.NArg() == 0 && len(c.StringSlice(flagRun)) == 0 {
+				return exitErr("report: name at least one --run NAME, or a STORE or FOLDER")
 			}
 			var stores, labels []string
-			for _, a := range c.Args().Slice() {
-				p := a
-				if st, err := os.Stat(a); err != nil || st.IsDir() {
-					p = filepath.Join(c.String("runs"), a, "store.db")
-					if err == nil { // a folder: a run folder when it holds a store
-						if _, err := os.Stat(filepath.Join(a, "store.db")); err == nil {
-							p = filepath.Join(a, "store.db")
-						}
-					}
-				}
-				if _, err := os.Stat(p); err != nil {
-					return fmt.Errorf("report: run %s: no store at %s", a, p)
+			for _, name := range c.StringSlice(flagRun) {
+				p, err := namedStore("report", c.String(flagRunDir), name)
+				if err != nil {
+					return err
 				}
 				stores = append(stores, p)
+			}
+			for _, a := range c.Args().Slice() {
+				st, err := os.Stat(a)
+				if err != nil {
+					return fmt.Errorf("report: no file or folder %s (a run under --%s is named with --%s %s)", a, flagRunDir, flagRun, a)
+				}
+				p := a
+				if st.IsDir() {
+					if p = filepath.Join(a, "store.db"); !exists(p) {
+						return fmt.Errorf("report: %s holds no store.db", a)
+					}
+				}
+				stores = append(stores, p)
+			}
+			for _, p := range stores {
 				labels = append(labels, filepath.Base(filepath.Dir(p)))
 			}
 			out := c.String("out")
@@ -52,7 +61,7 @@ func reportCommand() *cli.Command {
 				html, err = report.Write(stores[0], out)
 			} else {
 				if out == "" {
-					out = filepath.Join(c.String("runs"), "compare")
+					out = filepath.Join(c.String(flagRunDir), "compare")
 				}
 				html, err = report.Compare(stores, labels, out)
 			}

@@ -14,23 +14,26 @@ import (
 
 	"github.com/agentrl/agentrl/report"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
-// storeFlag names a run's store: --store FILE, or --run NAME under --runs.
+// storeFlags name a run's store: --store FILE, or --run NAME under
+// --run-dir.
 func storeFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "store", Usage: "trajectory store `FILE` (default: <runs>/<run>/store.db)", TakesFile: true},
-		&cli.StringFlag{Name: "run", Value: "default", Usage: "run `NAME`"},
-		&cli.StringFlag{Name: "runs", Value: "runs", Usage: "folder of runs"},
+		&cli.StringFlag{Name: "store", Usage: "trajectory store `FILE` (default: <run-dir>/<run>/store.db)", TakesFile: true},
+		runFlag(config.Default().Run.Name, "run `NAME`"),
+		runDirFlag(),
 	}
 }
 
+// storePath is the store the store flags name.
 func storePath(c *cli.Context) (string, error) {
 	p := c.String("store")
 	if p == "" {
-		p = filepath.Join(c.String("runs"), c.String("run"), "store.db")
+		p = filepath.Join(c.String(flagRunDir), c.String(flagRun), "store.db")
 	}
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("trajectory store %s: %w", p, err)

@@ -17,7 +17,6 @@ import (
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
-	"github.com/agentrl/agentrl/trainer/config"
 )
 
 func serveCommand() *cli.Command {
@@ -28,17 +27,18 @@ func serveCommand() *cli.Command {
 			"model's chat template and the model's calls (Qwen's <tool_call> blocks, Llama 3's JSON) come back as\n" +
 			"tool_calls. The server listens on 127.0.0.1 unless --host says otherwise, and another address needs an\n" +
 			"API key that clients must send.\n\n" +
-			"Examples:\n  trainer serve --of default                  # run 'default''s final policy on http://127.0.0.1:8000/v1\n" +
+			"Examples:\n  trainer serve --run default                 # run 'default''s final policy on http://127.0.0.1:8000/v1\n" +
 			"  trainer serve --model Qwen2.5-3B-Instruct --port 9000 --slots 32\n" +
 			"  trainer serve --model Qwen2.5-3B-Instruct --adapter runs/lora/final   # a base plus a PEFT LoRA adapter\n" +
 			"  AGENTRL_API_KEY=sk-... trainer serve --model DIR --host 0.0.0.0\n\n" +
-			"Then: OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_API_KEY=none any OpenAI client, model name as --name.",
+			"Then: OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_API_KEY=none any OpenAI client, model name as --served-model-name.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "model", Usage: "Hugging Face model `DIR` (with its tokenizer)", TakesFile: true},
+			modelFlag("Hugging Face model `DIR` (with its tokenizer)"),
 			&cli.StringFlag{Name: "adapter", Usage: adapterFlagUsage, TakesFile: true},
-			&cli.StringFlag{Name: "of", Usage: "serve the final policy of run `RUN` (a LoRA run's: its base with its adapters)"},
-			&cli.StringFlag{Name: "run-dir", Value: config.Default().Run.Dir, Usage: "folder holding the runs, for --of", TakesFile: true},
-			&cli.StringFlag{Name: "name", Usage: "the model's name in the API (default: the run's name, or the model folder's)"},
+			runFlag("", "serve the final policy of run `NAME` (a LoRA run's: its base with its adapters)"),
+			runDirFlag(),
+			&cli.StringFlag{Name: "served-model-name", Usage: "the model's name in the API (default: the run's name, or the model folder's)"},
+			renamedFlag("name", "served-model-name", false),
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on; beyond loopback an API key is required"},
 			&cli.IntFlag{Name: "port", Value: 8000, Usage: "port to listen on (0: any free port, printed)"},
 			&cli.StringFlag{Name: "api-key", EnvVars: []string{"AGENTRL_API_KEY"}, Usage: "bearer key clients must send (required beyond loopback)"},
@@ -53,20 +53,20 @@ func serveCommand() *cli.Command {
 }
 
 func serve(c *cli.Context) error {
-	dir, adapter, name := c.String("model"), c.String("adapter"), c.String("name")
-	switch run := c.String("of"); {
+	dir, adapter, name := c.String(flagModel), c.String("adapter"), c.String("served-model-name")
+	switch run := c.String(flagRun); {
 	case run != "" && (dir != "" || adapter != ""):
-		return exitErr("serve: give --of RUN or --model DIR (and --adapter DIR), not both")
+		return exitErr("serve: give --run RUN or --model DIR (and --adapter DIR), not both")
 	case run != "":
 		var err error
-		if dir, adapter, err = runFinal(filepath.Join(c.String("run-dir"), run)); err != nil {
-			return fmt.Errorf("serve --of %s: %w", run, err)
+		if dir, adapter, err = runFinal(filepath.Join(c.String(flagRunDir), run)); err != nil {
+			return fmt.Errorf("serve --run %s: %w", run, err)
 		}
 		if name == "" {
 			name = run
 		}
 	case dir == "":
-		return exitErr("serve: give --of RUN or --model DIR")
+		return exitErr("serve: give --run RUN or --model DIR")
 	}
 	if name == "" && adapter != "" {
 		name = filepath.Base(filepath.Clean(adapter))

@@ -14,7 +14,7 @@ func sftCommand() *cli.Command {
 		Description: "Demonstrations are JSONL, one {\"messages\": [...]} per line, with tool calls as\n" +
 			"{\"name\": ..., \"arguments\": {...}} (or OpenAI's {\"function\": {...}}). Without --sft-data the\n" +
 			"synthetic world's scripted demonstrations are used.\n\nExamples:\n" +
-			"  trainer sft --out runs/sft-model\n  trainer sft --model-path Qwen2.5-3B-Instruct --sft-data demos.jsonl --out runs/warm",
+			"  trainer sft --out runs/sft-model\n  trainer sft --model Qwen2.5-3B-Instruct --sft-data demos.jsonl --out runs/warm",
 		Flags: append(configFlags(), &cli.StringFlag{Name: "out", Usage: "output model `DIR` (default: <run>/sft)"}),
 		Action: func(c *cli.Context) error {
 			cfg, err := loadConfig(c)

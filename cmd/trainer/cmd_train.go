@@ -20,7 +20,6 @@ import (
 
 func trainCommand() *cli.Command {
 	flags := append(configFlags(),
-		&cli.StringFlag{Name: "resume", Usage: "continue the run named `RUN` from its latest checkpoint"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "load and check everything (data, index, tokenizer, model config, memory), then stop"},
 		&cli.BoolFlag{Name: "no-report", Usage: "do not write the HTML report at the end"},
 	)
@@ -30,12 +29,19 @@ func trainCommand() *cli.Command {
 		Description: "Examples:\n" +
 			"  trainer train                                   # the default job: synthetic world, tiny model, GRPO\n" +
 			"  trainer train --config examples/qwen2.5-3b-hotpotqa-grpo.yaml\n" +
-			"  trainer train --estimator gae --set algorithm.loss_mask=false --run-name ppo-no-loss-mask\n" +
-			"  trainer train --resume default                  # continue a stopped run\n" +
+			"  trainer train --estimator gae --set algorithm.loss_mask=false --run ppo-no-loss-mask\n" +
+			"  trainer train --run default --resume            # continue a stopped run\n" +
 			"  trainer train --nproc 2                         # two data-parallel ranks on this machine\n" +
 			"  torchrun --nproc-per-node 8 --no-python bin/trainer train --config my.yaml  # or Slurm, Kubernetes\n" +
 			"  trainer train --dry-run --config my.yaml        # check a config without training",
 		Flags: flags,
+		Before: func(c *cli.Context) error {
+			if c.Bool(flagResume) && c.NArg() > 0 {
+				return fmt.Errorf("train: --%s takes no value: name the run with --%s (trainer train --%s %s --%s)",
+					flagResume, flagRun, flagRun, c.Args().First(), flagResume)
+			}
+			return nil
+		},
 		Action: func(c *cli.Context) error {
 			cfg, err := trainConfig(c)
 			if err != nil {
@@ -69,17 +75,14 @@ func endReport(storePath, runDir string) error {
 // stop by themselves (SIGTERM) before it kills them.
 const launchGrace = 10 * time.Second
 
-// trainConfig is loadConfig for train. A resumed run (--resume RUN, or
-// run.resume) starts from the config.yaml saved in its folder, with the
+// trainConfig is loadConfig for train. A resumed run (--run RUN --resume,
+// or run.resume) starts from the config.yaml saved in its folder, with the
 // command line applied over it, so it continues with the data, model and
 // settings it began with; only the flags given change anything.
 func trainConfig(c *cli.Context) (config.Config, error) {
 	cfg := config.Default()
 	if err := config.ApplyFlags(c, &cfg); err != nil {
 		return cfg, err
-	}
-	if r := c.String("resume"); r != "" {
-		cfg.Run.Name, cfg.Run.Resume = r, true
 	}
 	if cfg.Run.Resume {
 		name, dir := cfg.Run.Name, cfg.Run.Dir

@@ -27,7 +27,7 @@ const distTimeout = 8 * time.Second
 func TestTrainNProc2(t *testing.T) {
 	runs := filepath.Join(t.TempDir(), "runs")
 	// 3 prompts per iteration: the ranks' shares differ in size.
-	args := append([]string{"train", "--run-dir", runs, "--name", "dp", "--nproc", "2"}, tinyRun...)
+	args := append([]string{"train", "--run-dir", runs, "--run", "dp", "--nproc", "2"}, tinyRun...)
 	args = append(args, "--iterations", "2", "--set", "rollout.batch_size=3", "--set", "dist.timeout="+distTimeout.String(), "--no-report")
 	r := ok(t, args...)
 	checkResults(t, r.stdout, "Naive RAG", "Base Tool Call", "RL (grpo)")
@@ -65,7 +65,7 @@ func TestTrainNProc2(t *testing.T) {
 // by name before any rank starts.
 func TestTrainNProc2Async(t *testing.T) {
 	runs := filepath.Join(t.TempDir(), "runs")
-	args := append([]string{"train", "--run-dir", runs, "--name", "dpasync", "--nproc", "2"}, tinyRun...)
+	args := append([]string{"train", "--run-dir", runs, "--run", "dpasync", "--nproc", "2"}, tinyRun...)
 	args = append(args, "--iterations", "2", "--set", "rollout.batch_size=3", "--set", "rollout.max_staleness=1",
 		"--set", "dist.timeout="+distTimeout.String(), "--no-report")
 	fails(t, []string{"algorithm.dynamic_sampling", "rollout.max_staleness 1 and 2 ranks: not supported"},
@@ -152,7 +152,7 @@ func TestKilledRankStopsJob(t *testing.T) {
 				t.Fatal(err)
 			}
 			runs := filepath.Join(t.TempDir(), "runs")
-			args := append([]string{"train", "--run-dir", runs, "--name", "killed"}, tinyRun...)
+			args := append([]string{"train", "--run-dir", runs, "--run", "killed"}, tinyRun...)
 			args = append(args, "--iterations", "100000", "--set", "dist.timeout="+distTimeout.String(), "--no-report")
 			ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 			defer cancel()
@@ -197,7 +197,7 @@ func TestKilledRankStopsJob(t *testing.T) {
 // the rank.
 func TestLauncherStopsJobWhenRankDies(t *testing.T) {
 	runs := filepath.Join(t.TempDir(), "runs")
-	args := append([]string{"train", "--run-dir", runs, "--name", "launched", "--nproc", "2"}, tinyRun...)
+	args := append([]string{"train", "--run-dir", runs, "--run", "launched", "--nproc", "2"}, tinyRun...)
 	args = append(args, "--iterations", "100000", "--set", "dist.timeout="+distTimeout.String(), "--no-report")
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
@@ -284,9 +284,9 @@ func TestNProcResumeMatchesUninterrupted(t *testing.T) {
 	base := append([]string{"train", "--run-dir", runs, "--nproc", "2"}, tinyRun...)
 	base = append(base, "--set", "rollout.deterministic=true", "--set", "dist.timeout="+distTimeout.String(), "--no-report")
 	run := func(args ...string) { ok(t, append(append([]string{}, base...), args...)...) }
-	run("--name", "whole", "--iterations", "3")
-	run("--name", "parts", "--iterations", "2")
-	run("--resume", "parts", "--iterations", "3")
+	run("--run", "whole", "--iterations", "3")
+	run("--run", "parts", "--iterations", "2")
+	run("--run", "parts", "--resume", "--iterations", "3")
 	a, err := os.ReadFile(filepath.Join(runs, "whole", "final", "model.safetensors"))
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +310,7 @@ func TestNProcResumeMatchesUninterrupted(t *testing.T) {
 // TestSFTRefusesToRunAsRanks: only train is data-parallel; sft started as
 // one of several ranks says so instead of having every rank write the run.
 func TestSFTRefusesToRunAsRanks(t *testing.T) {
-	args := append([]string{"sft", "--run-dir", t.TempDir(), "--name", "ranked", "--out", t.TempDir()}, tinyRun...)
+	args := append([]string{"sft", "--run-dir", t.TempDir(), "--run", "ranked", "--out", t.TempDir()}, tinyRun...)
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
 	cmd := command(ctx, args...)

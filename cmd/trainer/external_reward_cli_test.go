@@ -20,7 +20,7 @@ func TestTrainWithExternalReward(t *testing.T) {
 		t.Fatal(err)
 	}
 	runs := filepath.Join(workDir, "runs")
-	args := append([]string{"train", "--run-dir", runs, "--name", "external"}, tinyRun...)
+	args := append([]string{"train", "--run-dir", runs, "--run", "external"}, tinyRun...)
 	args = append(args, "--set", "env.rewards.external.command=[/usr/bin/python3, "+script+"]", "--set", "eval.baselines=false")
 	ok(t, args...)
 	store := filepath.Join(runs, "external", "store.db")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -52,6 +53,78 @@ func TestStrayArgumentRefused(t *testing.T) {
 		"extra": {"bench", "generate", "extra"},
 	} {
 		fails(t, []string{"unexpected argument \"" + stray + "\"", "flags after it were not read"}, args...)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Errorf("a refused command wrote %v (%v)", entries, err)
+	}
+}
+
+// The flags that locate things have one spelling in every subcommand:
+// --run-dir, --run, --model, --resume. The old spellings are hidden
+// refusals, and a command that takes a run by name takes the folder it is
+// in too.
+func TestLocatingFlagsAreTheSame(t *testing.T) {
+	var walk func(prefix string, cmds []*cli.Command)
+	seen := map[string]int{}
+	walk = func(prefix string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			name := prefix + c.Name
+			names := map[string]bool{}
+			for _, f := range c.Flags {
+				for _, n := range f.Names() {
+					names[n] = true
+					hidden := false
+					if vf, ok := f.(cli.VisibleFlag); ok {
+						hidden = !vf.IsVisible()
+					}
+					if slices.Contains([]string{"runs", "of", "name", "run-name", "model-path", "run-resume"}, n) && !hidden {
+						t.Errorf("trainer %s shows --%s, an old spelling of a locating flag", name, n)
+					}
+					if !hidden {
+						seen[n]++
+					}
+				}
+			}
+			if c.Action != nil && names["run"] && !names["run-dir"] {
+				t.Errorf("trainer %s takes --run but not --run-dir", name)
+			}
+			walk(name+" ", c.Subcommands)
+		}
+	}
+	walk("", commands())
+	// --run and --run-dir: the config's commands (train, sft, eval,
+	// experiment paper), chat, serve, merge, inspect, report and the four
+	// rollouts subcommands; --model: the config's commands, chat, serve and
+	// merge; --resume: the config's commands.
+	for flag, want := range map[string]int{"run": 13, "run-dir": 13, "model": 7, "resume": 4} {
+		if seen[flag] != want {
+			t.Errorf("%d subcommands take --%s, want %d", seen[flag], flag, want)
+		}
+	}
+}
+
+// An old spelling of a locating flag is refused with an error naming the
+// flag that replaced it, before anything is written.
+func TestRenamedFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--run-dir", dir, "--name", "x"}, "--name was renamed: use --run"},
+		{[]string{"train", "--run-dir", dir, "--run-name", "x"}, "--run-name was renamed: use --run"},
+		{[]string{"train", "--run-dir", dir, "--model-path", "m"}, "--model-path was renamed: use --model"},
+		{[]string{"train", "--run-dir", dir, "--run-resume"}, "--run-resume was renamed: use --resume"},
+		{[]string{"train", "--run-dir", dir, "--resume", "x", "--iterations", "1"}, "--resume takes no value: name the run with --run (trainer train --run x --resume)"},
+		{[]string{"eval", "--run-dir", dir, "--of", "x"}, "--of was renamed: use --run"},
+		{[]string{"chat", "--of", "x"}, "--of was renamed: use --run"},
+		{[]string{"serve", "--model", dir, "--name", "x"}, "--name was renamed: use --served-model-name"},
+		{[]string{"merge", "--of", "x", "--out", filepath.Join(dir, "merged")}, "--of was renamed: use --run"},
+		{[]string{"rollouts", "list", "--runs", dir}, "--runs was renamed: use --run-dir"},
+		{[]string{"report", "--runs", dir, "--run", "x"}, "--runs was renamed: use --run-dir"},
+		{[]string{"inspect", "--runs", dir, "--run", "x"}, "--runs was renamed: use --run-dir"},
+	} {
+		fails(t, []string{c.want}, c.args...)
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
 		t.Errorf("a refused command wrote %v (%v)", entries, err)

@@ -25,7 +25,7 @@ func TestInspect(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
-	cmd := command(ctx, "inspect", "--runs", run.runs, run.name)
+	cmd := command(ctx, "inspect", "--run-dir", run.runs, "--run", run.name)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -87,8 +87,10 @@ func TestInspect(t *testing.T) {
 }
 
 func TestInspectErrors(t *testing.T) {
-	fails(t, []string{"name at least one RUN"}, "inspect")
-	fails(t, []string{"run nosuch", "no store at"}, "inspect", "--runs", t.TempDir(), "nosuch")
+	fails(t, []string{"name at least one --run NAME"}, "inspect")
+	fails(t, []string{"run nosuch", "no store at"}, "inspect", "--run-dir", t.TempDir(), "--run", "nosuch")
+	// A name given as an argument is refused, naming --run.
+	fails(t, []string{"no file or folder nosuch", "--run nosuch"}, "inspect", "--run-dir", t.TempDir(), "nosuch")
 	empty := t.TempDir()
 	fails(t, []string{empty, "holds no store.db"}, "inspect", empty)
 }

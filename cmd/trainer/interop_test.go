@@ -92,16 +92,16 @@ func TestInteropExports(t *testing.T) {
 	model := qwenTokenizerModel(t)
 	runs := t.TempDir()
 	args := append([]string{"train", "--run-dir", runs, "--set", "model.path=" + model}, tinyRun...)
-	ok(t, append(args, "--name", "full")...)
+	ok(t, append(args, "--run", "full")...)
 	// GAE and an entropy bonus: a gradient even where every reward is 0.
-	ok(t, append(args, "--name", "lora", "--set", "model.lora.rank=4", "--set", "model.lora.alpha=8", "--set", "optim.lr=1e-2",
+	ok(t, append(args, "--run", "lora", "--set", "model.lora.rank=4", "--set", "model.lora.alpha=8", "--set", "optim.lr=1e-2",
 		"--set", "algorithm.estimator=gae", "--set", "algorithm.entropy_coef=0.01")...)
 	base, adapter, err := runFinal(filepath.Join(runs, "lora")) // the base: model.path, or <run>/base when the run changed it
 	if err != nil || adapter == "" {
 		t.Fatalf("the LoRA run's final/: base %q, adapter %q, %v", base, adapter, err)
 	}
 	merged := filepath.Join(t.TempDir(), "merged")
-	ok(t, "merge", "--of", "lora", "--run-dir", runs, "--out", merged)
+	ok(t, "merge", "--run", "lora", "--run-dir", runs, "--out", merged)
 	demo := filepath.Join(trainedRun(t).dir(), "final")
 
 	folders := []exportFolder{

@@ -21,13 +21,13 @@ func TestTrainInterruptThenResume(t *testing.T) {
 	t.Parallel() // independent of the shared run
 	runs := filepath.Join(t.TempDir(), "runs")
 	// The later --iterations wins over tinyRun's.
-	args := append([]string{"train", "--run-dir", runs, "--name", "stop"}, tinyRun...)
+	args := append([]string{"train", "--run-dir", runs, "--run", "stop"}, tinyRun...)
 	args = append(args, "--iterations", "100000", "--no-report")
 	got := signalled(t, []signalAt{{`"message":"iteration"`, os.Interrupt}}, args...)
 	if got.code != 0 {
 		t.Fatalf("want a clean stop after the interrupt:\n%s", got)
 	}
-	hint := "stopped; checkpoint written. Continue with: trainer train --resume stop --run-dir " + runs
+	hint := "stopped; checkpoint written. Continue with: trainer train --run stop --resume --run-dir " + runs
 	if !strings.Contains(got.stderr, hint) {
 		t.Fatalf("no resume hint %q:\n%s", hint, got)
 	}
@@ -40,7 +40,7 @@ func TestTrainInterruptThenResume(t *testing.T) {
 	}
 	// The resumed run keeps its saved config (2 prompts x 2 samples per
 	// iteration) and runs iterations last+1 only: 4(last+1) in all.
-	r := ok(t, "train", "--run-dir", runs, "--resume", "stop", "--iterations", strconv.Itoa(last+1), "--no-report")
+	r := ok(t, "train", "--run-dir", runs, "--run", "stop", "--resume", "--iterations", strconv.Itoa(last+1), "--no-report")
 	checkResults(t, r.stdout, "Naive RAG", "Base Tool Call", "RL (grpo)")
 	// The checkpoint was written at the stop: nothing is redone.
 	if n := strings.Count(r.stderr, `"message":"iteration"`); n != 1 {
@@ -105,7 +105,7 @@ func signalled(t *testing.T, sigs []signalAt, args ...string) result {
 func TestTrainSIGTERMInWarmStart(t *testing.T) {
 	t.Parallel()
 	runs := filepath.Join(t.TempDir(), "runs")
-	args := append([]string{"train", "--run-dir", runs, "--name", "term"}, tinyRun...)
+	args := append([]string{"train", "--run-dir", runs, "--run", "term"}, tinyRun...)
 	args = append(args, "--set", "sft.demos=64", "--set", "sft.batch=2", "--set", "sft.epochs=50", "--no-report")
 	r := signalled(t, []signalAt{{`"message":"warm start"`, syscall.SIGTERM}}, args...)
 	if r.code != 0 || !strings.Contains(r.stderr, "stopped during the warm start") {
@@ -128,7 +128,7 @@ func TestTrainSIGTERMInWarmStart(t *testing.T) {
 func TestTrainSecondInterruptStopsAtOnce(t *testing.T) {
 	t.Parallel()
 	runs := filepath.Join(t.TempDir(), "runs")
-	args := append([]string{"train", "--run-dir", runs, "--name", "twice"}, tinyRun...)
+	args := append([]string{"train", "--run-dir", runs, "--run", "twice"}, tinyRun...)
 	// Iterations of 64 episodes (not tinyRun's 4) leave the test time to
 	// send the second Ctrl-C while the first one's iteration still runs.
 	args = append(args, "--iterations", "100000", "--no-report", "--set", "rollout.batch_size=16", "--set", "rollout.group_size=4")
@@ -139,6 +139,6 @@ func TestTrainSecondInterruptStopsAtOnce(t *testing.T) {
 	if strings.Contains(r.stderr, "checkpoint written") {
 		t.Errorf("the second Ctrl-C still checkpointed:\n%s", r)
 	}
-	res := ok(t, "train", "--run-dir", runs, "--resume", "twice", "--iterations", "1", "--no-report")
+	res := ok(t, "train", "--run-dir", runs, "--run", "twice", "--resume", "--iterations", "1", "--no-report")
 	checkResults(t, res.stdout, "Naive RAG", "Base Tool Call", "RL (grpo)")
 }

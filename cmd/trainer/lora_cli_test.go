@@ -18,10 +18,10 @@ import (
 // A tiny LoRA run (adapters of rank 4 over the warm-started tiny model)
 // and what takes a base plus an adapter: merge (into a full folder whose
 // logits are the adapters'), chat, eval and serve, each finding the run's
-// base and adapters from --of, or given --model and --adapter.
+// base and adapters from --run, or given --model and --adapter.
 func TestLoRARunCommands(t *testing.T) {
 	runs := t.TempDir()
-	args := append([]string{"train", "--run-dir", runs, "--name", "lora"}, tinyRun...)
+	args := append([]string{"train", "--run-dir", runs, "--run", "lora"}, tinyRun...)
 	args = append(args, "--set", "model.lora.rank=4", "--set", "model.lora.alpha=8", "--set", "optim.lr=1e-3")
 	ok(t, args...)
 	run := filepath.Join(runs, "lora")
@@ -34,7 +34,7 @@ func TestLoRARunCommands(t *testing.T) {
 
 	t.Run("merge", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "merged")
-		r := ok(t, "merge", "--of", "lora", "--run-dir", runs, "--out", out)
+		r := ok(t, "merge", "--run", "lora", "--run-dir", runs, "--out", out)
 		if !strings.Contains(r.stdout, "merged "+final+" into "+base) {
 			t.Errorf("merge did not say what it merged:\n%s", r)
 		}
@@ -81,7 +81,7 @@ func TestLoRARunCommands(t *testing.T) {
 	})
 
 	t.Run("chat and eval", func(t *testing.T) {
-		r := runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--of", "lora", "--run-dir", runs, "--threads", "1")
+		r := runCLI(t, "What is the capital of the nation of Kamo?\n", "chat", "--run", "lora", "--run-dir", runs, "--threads", "1")
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "agentrl chat: "+base+" + adapter "+final+" with tools search.") {
 			t.Errorf("want exit 0 and chat with the base plus the run's adapters:\n%s", r)
 		}
@@ -90,20 +90,20 @@ func TestLoRARunCommands(t *testing.T) {
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "agentrl chat: "+base+" + adapter "+final) {
 			t.Errorf("want exit 0 and chat with --model plus --adapter:\n%s", r)
 		}
-		checkResults(t, ok(t, "eval", "--run-dir", runs, "--of", "lora", "--threads", "1").stdout, "Naive RAG", "Policy")
-		eargs := append([]string{"eval", "--model-path", base, "--adapter", final, "--run-dir", t.TempDir(), "--name", "lora-eval"}, tinyRun...)
+		checkResults(t, ok(t, "eval", "--run-dir", runs, "--run", "lora", "--threads", "1").stdout, "Naive RAG", "Policy")
+		eargs := append([]string{"eval", "--model", base, "--adapter", final, "--run-dir", t.TempDir(), "--run", "lora-eval"}, tinyRun...)
 		checkResults(t, ok(t, eargs...).stdout, "Naive RAG", "Policy")
 	})
 
 	// trainer sft trains the whole model: it refuses model.lora.
-	sargs := append([]string{"sft", "--run-dir", t.TempDir(), "--name", "sft", "--out", filepath.Join(t.TempDir(), "sft"),
+	sargs := append([]string{"sft", "--run-dir", t.TempDir(), "--run", "sft", "--out", filepath.Join(t.TempDir(), "sft"),
 		"--set", "model.lora.rank=4"}, tinyRun...)
 	fails(t, []string{"sft: model.lora is set", "the warm start trains the whole model"}, sargs...)
 
 	t.Run("serve", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 		defer cancel()
-		cmd, line, base := startServe(t, ctx, "--of", "lora", "--run-dir", runs, "--port", "0", "--slots", "2", "--context", "128", "--threads", "1")
+		cmd, line, base := startServe(t, ctx, "--run", "lora", "--run-dir", runs, "--port", "0", "--slots", "2", "--context", "128", "--threads", "1")
 		if !strings.HasPrefix(line, "serving lora ") {
 			t.Fatalf("not the run's name in %q", line)
 		}

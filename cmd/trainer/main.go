@@ -48,11 +48,11 @@ func main() {
 
 // commands are trainer's subcommands.
 func commands() []*cli.Command {
-	return flagsOnly([]*cli.Command{
+	return refuseRenamed(flagsOnly([]*cli.Command{
 		trainCommand(), sftCommand(), evalCommand(), indexCommand(), searchCommand(),
 		rolloutsCommand(), reportCommand(), benchCommand(), configCommand(), chatCommand(), serveCommand(),
 		experimentCommand(), inspectCommand(), mergeCommand(),
-	})
+	}))
 }
 
 // flagsOnly makes every command that names no arguments (no ArgsUsage)

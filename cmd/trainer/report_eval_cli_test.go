@@ -30,7 +30,7 @@ func checkReport(t *testing.T, printed, html string) {
 func TestReport(t *testing.T) {
 	run := trainedRun(t)
 	out := filepath.Join(t.TempDir(), "rep")
-	r := ok(t, "report", "--runs", run.runs, "--out", out, run.name)
+	r := ok(t, "report", "--run-dir", run.runs, "--out", out, "--run", run.name)
 	checkReport(t, r.stdout, filepath.Join(out, "report.html"))
 
 	// A store file names the run as well; without --out the report goes
@@ -46,13 +46,17 @@ func TestReport(t *testing.T) {
 	r = ok(t, "report", "--out", byDir, run.dir())
 	checkReport(t, r.stdout, filepath.Join(byDir, "report.html"))
 
-	fails(t, []string{"run ghost", filepath.Join(run.runs, "ghost", "store.db")}, "report", "--runs", run.runs, "ghost")
-	fails(t, []string{"at least one RUN"}, "report")
+	fails(t, []string{"run ghost", filepath.Join(run.runs, "ghost", "store.db")}, "report", "--run-dir", run.runs, "--run", "ghost")
+	fails(t, []string{"at least one --run NAME"}, "report")
+	// A name given as an argument is refused, naming --run.
+	fails(t, []string{"no file or folder ghost", "--run ghost"}, "report", "--run-dir", run.runs, "ghost")
+	empty := t.TempDir()
+	fails(t, []string{empty, "holds no store.db"}, "report", empty)
 }
 
 func TestEvalOfRun(t *testing.T) {
 	run := trainedRun(t)
-	r := ok(t, "eval", "--run-dir", run.runs, "--of", run.name, "--threads", "1")
+	r := ok(t, "eval", "--run-dir", run.runs, "--run", run.name, "--threads", "1")
 	checkResults(t, r.stdout, "Naive RAG", "Policy")
 	store := filepath.Join(run.runs, run.name+"-eval", "store.db")
 	if !strings.Contains(r.stdout, "store: "+store) {
@@ -66,19 +70,19 @@ func TestEvalOfRun(t *testing.T) {
 
 	// Two stores compare into one page.
 	out := filepath.Join(t.TempDir(), "cmp")
-	r = ok(t, "report", "--runs", run.runs, "--out", out, run.name, run.name+"-eval")
+	r = ok(t, "report", "--run-dir", run.runs, "--out", out, "--run", run.name, "--run", run.name+"-eval")
 	if !strings.HasSuffix(strings.TrimSpace(r.stdout), ".html") {
 		t.Errorf("compare printed %q, want an HTML page", r.stdout)
 	} else if _, err := os.Stat(strings.TrimSpace(r.stdout)); err != nil {
 		t.Errorf("compare: %v", err)
 	}
 
-	fails(t, []string{"eval --of ghost", filepath.Join(run.runs, "ghost", "config.yaml")}, "eval", "--run-dir", run.runs, "--of", "ghost")
-	fails(t, []string{"give --of RUN or --model-path DIR"}, "eval")
+	fails(t, []string{"eval --run ghost", filepath.Join(run.runs, "ghost", "config.yaml")}, "eval", "--run-dir", run.runs, "--run", "ghost")
+	fails(t, []string{"give --run RUN or --model DIR"}, "eval")
 }
 
 func TestEvalModelPath(t *testing.T) {
 	run := trainedRun(t)
-	args := append([]string{"eval", "--model-path", filepath.Join(run.dir(), "final"), "--run-dir", t.TempDir(), "--name", "by-path"}, tinyRun...)
+	args := append([]string{"eval", "--model", filepath.Join(run.dir(), "final"), "--run-dir", t.TempDir(), "--run", "by-path"}, tinyRun...)
 	checkResults(t, ok(t, args...).stdout, "Naive RAG", "Policy")
 }

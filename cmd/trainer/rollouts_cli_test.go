@@ -45,7 +45,7 @@ func listRows(t *testing.T, out string) []listRow {
 
 func TestRolloutsList(t *testing.T) {
 	run := trainedRun(t)
-	at := []string{"--runs", run.runs, "--run", run.name}
+	at := []string{"--run-dir", run.runs, "--run", run.name}
 	list := func(args ...string) []listRow {
 		return listRows(t, ok(t, append(append([]string{"rollouts", "list"}, at...), args...)...).stdout)
 	}
@@ -90,7 +90,7 @@ func TestRolloutsList(t *testing.T) {
 
 	fails(t, []string{`--split "bogus"`, "train or eval"}, append([]string{"rollouts", "list", "--split", "bogus"}, at...)...)
 	fails(t, []string{"bogus_col"}, append([]string{"rollouts", "list", "--where", "bogus_col = 1"}, at...)...)
-	fails(t, []string{filepath.Join(run.runs, "ghost", "store.db")}, "rollouts", "list", "--runs", run.runs, "--run", "ghost")
+	fails(t, []string{filepath.Join(run.runs, "ghost", "store.db")}, "rollouts", "list", "--run-dir", run.runs, "--run", "ghost")
 }
 
 func TestRolloutsShow(t *testing.T) {

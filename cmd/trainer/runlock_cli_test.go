@@ -34,7 +34,7 @@ func TestRunFolderLocked(t *testing.T) {
 	// either command soon.
 	missing := filepath.Join(t.TempDir(), "none.jsonl")
 	for _, cmd := range []string{"train", "sft"} {
-		fails(t, []string{want}, append([]string{cmd, "--run-dir", runs, "--name", "busy", "--sft-data", missing}, tinyRun...)...)
+		fails(t, []string{want}, append([]string{cmd, "--run-dir", runs, "--run", "busy", "--sft-data", missing}, tinyRun...)...)
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
 		t.Errorf("the run folder holds %d entries (%v), want only run.lock", len(entries), err)

@@ -22,7 +22,7 @@ func TestServe(t *testing.T) {
 	fails(t, []string{"reaches beyond this machine", "--api-key"}, "serve", "--model", dir, "--host", "0.0.0.0")
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
-	cmd, _, base := startServe(t, ctx, "--model", dir, "--name", "tiny", "--port", "0", "--slots", "2", "--context", "256", "--threads", "1")
+	cmd, _, base := startServe(t, ctx, "--model", dir, "--served-model-name", "tiny", "--port", "0", "--slots", "2", "--context", "256", "--threads", "1")
 	body := `{"model": "tiny", "temperature": 0, "tools": [` + gatewaytest.ToolJSON + `], "messages": [{"role": "system", "content": "` +
 		gatewaytest.System + `"}, {"role": "user", "content": "` + gatewaytest.Question + `"}]}`
 	resp, err := http.Post(base+"/chat/completions", "application/json", strings.NewReader(body))

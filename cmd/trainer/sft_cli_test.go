@@ -13,7 +13,7 @@ func TestSFT(t *testing.T) {
 	t.Parallel() // independent of the shared run
 	runs := filepath.Join(t.TempDir(), "runs")
 	out := filepath.Join(t.TempDir(), "warm")
-	args := append([]string{"sft", "--run-dir", runs, "--name", "warm", "--out", out}, tinyRun...)
+	args := append([]string{"sft", "--run-dir", runs, "--run", "warm", "--out", out}, tinyRun...)
 	r := ok(t, args...)
 	if strings.TrimSpace(r.stdout) != "model written to "+out {
 		t.Errorf("sft output:\n%s", r)
@@ -71,6 +71,6 @@ func TestSFT(t *testing.T) {
 	}
 
 	missing := filepath.Join(t.TempDir(), "none.jsonl")
-	bad := append([]string{"sft", "--run-dir", runs, "--name", "bad", "--sft-data", missing, "--out", filepath.Join(t.TempDir(), "x")}, tinyRun...)
+	bad := append([]string{"sft", "--run-dir", runs, "--run", "bad", "--sft-data", missing, "--out", filepath.Join(t.TempDir(), "x")}, tinyRun...)
 	fails(t, []string{missing}, bad...)
 }

@@ -235,7 +235,7 @@ func TestTrainTiny(t *testing.T) {
 func TestTrainDryRun(t *testing.T) {
 	t.Parallel() // independent of the shared run
 	runs := filepath.Join(t.TempDir(), "runs")
-	args := append([]string{"train", "--dry-run", "--run-dir", runs, "--name", "dry"}, tinyRun...)
+	args := append([]string{"train", "--dry-run", "--run-dir", runs, "--run", "dry"}, tinyRun...)
 	r := ok(t, args...)
 	// 40 questions, 25% held out: 10 evaluation, 30 training; one passage
 	// per entity: 24.
@@ -262,7 +262,7 @@ func TestTrainSameNameRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"train", "--run-dir", run.runs, "--name", run.name}, tinyRun...)
+	args := append([]string{"train", "--run-dir", run.runs, "--run", run.name}, tinyRun...)
 	fails(t, []string{"run tiny already has checkpoints", "--resume"}, append(args, "--optim-lr", "0.5")...)
 	after, err := os.ReadFile(cfgPath)
 	if err != nil {
@@ -280,7 +280,7 @@ func TestTrainResume(t *testing.T) {
 	run := trainedRun(t)
 	// A resumed run takes its saved config: the defaults would give 300
 	// training and 100 evaluation questions, the run's own 30 and 10.
-	r := ok(t, "train", "--run-dir", run.runs, "--resume", run.name, "--dry-run")
+	r := ok(t, "train", "--run-dir", run.runs, "--run", run.name, "--resume", "--dry-run")
 	if !strings.Contains(r.stdout, "data:      30 training and 10 evaluation questions") {
 		t.Fatalf("resume does not use the run's saved config:\n%s", r) // and resuming would train a default job
 	}
@@ -292,7 +292,7 @@ func TestTrainResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	fails(t, []string{"cannot change", "data.synthetic.questions", "model.tiny.hidden"}, "train", "--run-dir", run.runs,
-		"--resume", run.name, "--set", "data.synthetic.questions=80", "--set", "model.tiny.hidden=64")
+		"--run", run.name, "--resume", "--set", "data.synthetic.questions=80", "--set", "model.tiny.hidden=64")
 	if after, _ := os.ReadFile(cfgPath); !bytes.Equal(saved, after) {
 		t.Errorf("a refused resume rewrote %s", cfgPath)
 	}
@@ -301,7 +301,7 @@ func TestTrainResume(t *testing.T) {
 	// no trajectory.
 	store := filepath.Join(run.dir(), "store.db")
 	before := trajectoryCounts(t, store)
-	r = ok(t, "train", "--run-dir", run.runs, "--resume", run.name)
+	r = ok(t, "train", "--run-dir", run.runs, "--run", run.name, "--resume")
 	checkResults(t, r.stdout, "Naive RAG", "Base Tool Call", "RL (grpo)")
 	if after := trajectoryCounts(t, store); after["train"] != before["train"] || after["eval"] != before["eval"] {
 		t.Errorf("resuming a finished run changed the stored trajectories from %v to %v", before, after)
@@ -309,7 +309,7 @@ func TestTrainResume(t *testing.T) {
 
 	// A run that does not exist fails before anything is built or written.
 	empty := t.TempDir()
-	ghost := append([]string{"train", "--run-dir", empty, "--resume", "ghost"}, tinyRun...)
+	ghost := append([]string{"train", "--run-dir", empty, "--run", "ghost", "--resume"}, tinyRun...)
 	fails(t, []string{"resume ghost", "no checkpoint"}, ghost...)
 	if ents, _ := os.ReadDir(empty); len(ents) != 0 {
 		t.Errorf("resuming a missing run left %d entries in %s (an index, a log?)", len(ents), empty)

@@ -44,7 +44,7 @@ func trainedRun(t *testing.T) *trained {
 	sharedOnce.Do(func() {
 		shared = trained{name: "tiny", runs: filepath.Join(workDir, "runs")}
 		sharedErr = "training did not finish (see the first test that needed it)"
-		args := append([]string{"train", "--run-dir", shared.runs, "--name", shared.name}, tinyRun...)
+		args := append([]string{"train", "--run-dir", shared.runs, "--run", shared.name}, tinyRun...)
 		shared.out = runCLI(t, "", args...)
 		sharedErr = ""
 		if shared.out.code != 0 {

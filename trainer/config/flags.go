@@ -15,9 +15,18 @@ const (
 	FlagSet    = "set"    // --set key=value, repeatable: applied last, in order
 )
 
+// flagNames are the flags of the keys that locate things, named as every
+// trainer subcommand names them (cmd/trainer's table of locating flags):
+// the run is --run, its model --model, resuming it --resume; the runs'
+// folder, run.dir, is --run-dir by the rule.
+var flagNames = map[string]string{
+	"run.name":   "run",
+	"run.resume": "resume",
+	"model.path": "model",
+}
+
 // flagAliases are short names of the most used keys.
 var flagAliases = map[string][]string{
-	"run.name":            {"name"},
 	"run.seed":            {"seed"},
 	"run.iterations":      {"iterations"},
 	"device.device":       {"device"},
@@ -28,8 +37,11 @@ var flagAliases = map[string][]string{
 
 // FlagName is the flag of a key: its dotted path with dots and
 // underscores turned into dashes (algorithm.clip_high ->
-// algorithm-clip-high).
+// algorithm-clip-high), except the keys of flagNames (run.name -> run).
 func FlagName(path string) string {
+	if name, ok := flagNames[path]; ok {
+		return name
+	}
 	return strings.NewReplacer(".", "-", "_", "-").Replace(path)
 }
 

@@ -31,8 +31,16 @@ func runFlags(t *testing.T, args ...string) (Config, error) {
 }
 
 func TestFlagName(t *testing.T) {
-	if got := FlagName("algorithm.clip_high"); got != "algorithm-clip-high" {
-		t.Fatalf("FlagName = %q", got)
+	for path, want := range map[string]string{
+		"algorithm.clip_high": "algorithm-clip-high",
+		"run.dir":             "run-dir",
+		"run.name":            "run", // the locating keys, named as every subcommand names them
+		"run.resume":          "resume",
+		"model.path":          "model",
+	} {
+		if got := FlagName(path); got != want {
+			t.Errorf("FlagName(%s) = %q, want %q", path, got, want)
+		}
 	}
 }
 

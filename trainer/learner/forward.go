@@ -133,7 +133,7 @@ func forwardOnce(m *torch.Model, p Padded, opt torch.ForwardOptions, picks []fun
 // resumable from its last checkpoint.
 func OOMHint(err error) error {
 	if errors.Is(err, torch.ErrOutOfMemory) {
-		return fmt.Errorf("%w\nhint: lower algorithm.micro_batch, rollout.slots or env.max_tokens, then continue with `trainer train --resume <run>`", err)
+		return fmt.Errorf("%w\nhint: lower algorithm.micro_batch, rollout.slots or env.max_tokens, then continue with `trainer train --run <run> --resume`", err)
 	}
 	return err
 }
