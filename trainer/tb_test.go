@@ -8,7 +8,7 @@ import (
 )
 
 // readScalars decodes a TensorBoard event file written by
-// trainer/tensorboard (a test of that package reads its files with
+// tensorboard (a test of that package reads its files with
 // Python's protobuf): each record's Event, its step and its summary's
 // simple values by tag. The records are a uint64 length, a 4-byte CRC,
 // the Event, a 4-byte CRC; the protobuf fields are those of event.proto
