@@ -91,7 +91,7 @@ func train(cfg Config) (Result, error) {
 	runs := make([]trainRun, 0, cfg.Repeats)
 	for i := 0; i <= cfg.Repeats; i++ {
 		cpu0, t0 := cpuTime(), time.Now()
-		r, err := l.Update(1, batch)
+		r, err := l.Update(1, learner.NewBatch(batch, false))
 		if err != nil {
 			return Result{}, fmt.Errorf("bench train run %d: %w", i, err)
 		}

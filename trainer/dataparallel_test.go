@@ -21,6 +21,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/episodes"
+	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -415,7 +416,7 @@ func TestDataParallelRank(t *testing.T) {
 // order of their ids.
 func dpOnPolicyUpdate(t *testing.T, g *dist.Group, batch []*trajectory.Trajectory) []float32 {
 	tr := dpTrainer(t, dpOnPolicy, 0, g)
-	r, err := tr.learner.Update(1, batch)
+	r, err := tr.learner.Update(1, learner.NewBatch(batch, tr.cfg.Algorithm.PackSegments))
 	if err != nil {
 		t.Fatal(err)
 	}

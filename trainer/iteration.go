@@ -8,6 +8,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/episodes"
+	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
@@ -98,7 +99,7 @@ func (t *Trainer) learn(iter int, train []*trajectory.Trajectory, m map[string]f
 		return err
 	}
 	t0 := time.Now()
-	r, err := t.learner.Update(iter, train)
+	r, err := t.learner.Update(iter, learner.NewBatch(train, t.cfg.Algorithm.PackSegments))
 	if err != nil {
 		return err
 	}

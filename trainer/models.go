@@ -171,7 +171,7 @@ func (t *Trainer) learnerSettings() learner.Settings {
 		Overlong: algo.Overlong{Filter: a.OverlongFilter, Buffer: a.OverlongBuffer.On(), MaxLen: cfg.Env.MaxTokens,
 			PenaltyFactor: a.OverlongBuffer.PenaltyFactor},
 		Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
-		PackSegments: a.PackSegments, MaxGradNorm: o.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
+		MaxGradNorm: o.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
 		RolloutCorrection: cfg.RolloutCorrection(), RolloutBound: a.RolloutCorrectionBound, OldLogprobs: a.OldLogprobs,
 		PolicyOptim: policy, CriticOptim: critic, Zero: cfg.Dist.Zero,
 		Schedule: learner.Schedule{Shape: o.Schedule, Warmup: o.WarmupSteps, Total: optimizerSteps(cfg), MinRatio: o.MinLRRatio},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -21,7 +22,7 @@ func TestOverlongFilterMasksTruncated(t *testing.T) {
 	trs[0].Outcome, trs[0].Reward = 1, 1
 	trs[1].Outcome, trs[1].Reward = 0, 0
 	trs[0].Stop, trs[1].Stop = trajectory.StopMaxTokens, trajectory.StopMaxTokens
-	r, err := tr.learner.Update(1, trs)
+	r, err := tr.learner.Update(1, learner.NewBatch(trs, tr.cfg.Algorithm.PackSegments))
 	if err != nil {
 		t.Fatal(err)
 	}

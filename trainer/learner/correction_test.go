@@ -89,11 +89,11 @@ func TestCorrectionWithIdenticalEnginesChangesNothing(t *testing.T) {
 	on, off := tinyLearner(t, "tis"), tinyLearner(t, "off")
 	off.s.OldLogprobs = "recompute"
 	a, b := behaviourBatch(t, on), behaviourBatch(t, off)
-	ra, err := on.Update(1, a)
+	ra, err := on.Update(1, NewBatch(a, false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, err := off.Update(1, b)
+	rb, err := off.Update(1, NewBatch(b, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestCorrectionWithAPerturbedBehaviourLogprob(t *testing.T) {
 		l := tinyLearner(t, mode)
 		trs := behaviourBatch(t, l)
 		trs[0].Logprobs[2] -= float32(math.Log(4))
-		r, err := l.Update(1, trs)
+		r, err := l.Update(1, NewBatch(trs, false))
 		if err != nil {
 			t.Fatal(err)
 		}

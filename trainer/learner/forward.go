@@ -9,24 +9,61 @@ import (
 	"github.com/agentrl/agentrl/trajectory"
 )
 
+// forward runs m over p in s, its outputs owned by s and laid out as
+// Forward's [B, T-1] over p's trajectories. A packed p runs ForwardPacked,
+// and each output is scattered into the grid at its targets (a gather
+// from the outputs after the base, so the gradient flows back to the
+// packed outputs); elsewhere the grid holds base's grid of that output
+// (nil: 0). No loss reads a token that is not a target, so the base only
+// keeps the unread values finite.
+func forward(s *torch.Scope, m *torch.Model, p Padded, opt torch.ForwardOptions, base torch.Output) (torch.Output, error) {
+	if p.packed == nil {
+		o, err := m.Forward(p.Batch, opt)
+		s.Own(o.LogProbs, o.Entropy, o.Values)
+		return o, err
+	}
+	o, err := m.ForwardPacked(p.packed.batch, opt)
+	if err != nil {
+		return o, err
+	}
+	s.Own(o.LogProbs, o.Entropy, o.Values)
+	B, W := int64(len(p.Trs)), int64(p.Width())
+	idx := make([]int64, B*W)
+	for k := range idx {
+		idx[k] = int64(k)
+	}
+	for j, a := range p.packed.at {
+		idx[a] = B*W + int64(j)
+	}
+	index := s.Int64(idx, B*W)
+	grid := func(x, base *torch.Tensor) *torch.Tensor {
+		if x == nil {
+			return nil
+		}
+		if base == nil {
+			base = s.Float32(make([]float32, B*W), B, W)
+		}
+		all := s.Cat(0, s.Reshape(s.To(base, s.Device(), x.DType()), -1), x)
+		return s.Reshape(s.Gather(all, 0, index), B, W)
+	}
+	out := torch.Output{LogProbs: grid(o.LogProbs, base.LogProbs), Entropy: grid(o.Entropy, base.Entropy), Values: grid(o.Values, base.Values)}
+	return out, s.Err()
+}
+
 // TokenLogprobs recomputes, without gradients, the log-probability of every
 // token of every trajectory under m at the sampling temperature (index j
 // holds token j's; index 0 is 0). These are the "old" logprobs of the PPO
 // ratio and the reference's logprobs of the KL term. In a data-parallel
 // job each rank computes its share and every rank receives all.
 func TokenLogprobs(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, temperature float64, micro int) ([][]float32, error) {
-	rows, err := sharded(g, trs, false, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
-		return forwardEach(m, mine, micro, nil, torch.ForwardOptions{Temperature: temperature}, pickLogprobs)
-	})
+	rows, err := pass(g, m, NewBatch(trs, false), micro, allTargets, torch.ForwardOptions{Temperature: temperature}, pickLogprobs)
 	return column(rows, 0), err
 }
 
 // TokenValues computes the critic's value for every token (index j holds
 // V before token j), sharded like TokenLogprobs.
 func TokenValues(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, micro int) ([][]float32, error) {
-	rows, err := sharded(g, trs, false, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
-		return forwardEach(m, mine, micro, nil, valuesOnly, pickValues)
-	})
+	rows, err := pass(g, m, NewBatch(trs, false), micro, allTargets, valuesOnly, pickValues)
 	return column(rows, 0), err
 }
 
@@ -41,27 +78,46 @@ func column(rows [][][]float32, c int) [][]float32 {
 	return out
 }
 
-// sharded runs f on this rank's share of trs and gathers the rows of every
-// rank back into trs's order. The ranks are dealt units of trs in turn, as
-// dist.Shard deals: each trajectory alone, or with byEpisode an episode's
-// segments together (unitsOf).
-func sharded[T any](g *dist.Group, trs []*trajectory.Trajectory, byEpisode bool, f func([]*trajectory.Trajectory) ([]T, error)) ([]T, error) {
-	if g.World() == 1 {
-		return f(trs)
-	}
-	dealt := make([][]int, g.World()) // each rank's trajectories, in order
-	for u, unit := range unitsOf(trs, byEpisode) {
+// The picks of pass, and the options of a critic's forward.
+var (
+	pickLogprobs = func(o torch.Output) *torch.Tensor { return o.LogProbs }
+	pickEntropy  = func(o torch.Output) *torch.Tensor { return o.Entropy }
+	pickValues   = func(o torch.Output) *torch.Tensor { return o.Values }
+	valuesOnly   = torch.ForwardOptions{Values: true, ValuesOnly: true}
+)
+
+// pass runs m without gradients over b in micro-batches of at most micro
+// (this rank's share of its units; packed segments hold the tokens want
+// asks for, 0 elsewhere) and returns, per trajectory of b, one row per
+// picked output (token j's value at index j). In a data-parallel job
+// every rank receives every rank's rows.
+func pass(g *dist.Group, m *torch.Model, b Batch, micro int, want targets, opt torch.ForwardOptions, picks ...func(torch.Output) *torch.Tensor) ([][][]float32, error) {
+	trs := b.Trajectories
+	// Each rank's trajectories, in order: its units, dealt in turn.
+	dealt := make([][]int, g.World())
+	for u, unit := range b.units {
 		dealt[u%g.World()] = append(dealt[u%g.World()], unit...)
 	}
-	local, err := f(Pick(trs, dealt[g.Rank()]))
-	if err != nil {
-		return nil, err
+	mine := b.of(Pick(trs, dealt[g.Rank()]))
+	local := make([][][]float32, len(mine.Trajectories))
+	index := make(map[*trajectory.Trajectory]int, len(local))
+	for i, t := range mine.Trajectories {
+		local[i] = make([][]float32, len(picks))
+		index[t] = i
 	}
-	parts, err := dist.Gather(g, local)
-	if err != nil {
-		return nil, err
+	for _, p := range microBatches(mine, micro, want) {
+		if err := forwardRows(m, p, opt, picks, func(c, i int, row []float32) { local[index[p.Trs[i]]][c] = row }); err != nil {
+			return nil, err
+		}
 	}
-	out := make([]T, len(trs))
+	parts := [][][][]float32{local}
+	if g.World() > 1 {
+		var err error
+		if parts, err = dist.Gather(g, local); err != nil {
+			return nil, err
+		}
+	}
+	out := make([][][]float32, len(trs))
 	for r, rows := range parts {
 		for k, row := range rows {
 			out[dealt[r][k]] = row
@@ -70,47 +126,9 @@ func sharded[T any](g *dist.Group, trs []*trajectory.Trajectory, byEpisode bool,
 	return out, nil
 }
 
-// pass runs m without gradients over trs (this rank's share, whole
-// episodes when packing, gathered as in TokenLogprobs) and returns, per trajectory, one row per picked
-// output. With packing on (algorithm.pack_segments) the segments of an
-// episode run packed, and the rows hold the tokens want asks for (0
-// elsewhere).
-func (l *Learner) pass(m *torch.Model, trs []*trajectory.Trajectory, want targets, opt torch.ForwardOptions, picks ...func(torch.Output) *torch.Tensor) ([][][]float32, error) {
-	return sharded(l.dist, trs, l.s.PackSegments, func(mine []*trajectory.Trajectory) ([][][]float32, error) {
-		return forwardEach(m, mine, l.s.MicroBatch, l.packTargets(want), opt, picks...)
-	})
-}
-
-// The picks of forwardEach, and the options of a critic's forward.
-var (
-	pickLogprobs = func(o torch.Output) *torch.Tensor { return o.LogProbs }
-	pickEntropy  = func(o torch.Output) *torch.Tensor { return o.Entropy }
-	pickValues   = func(o torch.Output) *torch.Tensor { return o.Values }
-	valuesOnly   = torch.ForwardOptions{Values: true, ValuesOnly: true}
-)
-
-// forwardEach runs m without gradients over trs in micro-batches (packed
-// by episode with the targets want asks for, unless want is nil: batches)
-// and returns, per trajectory, one row per picked output (token j's value
-// at index j).
-func forwardEach(m *torch.Model, trs []*trajectory.Trajectory, micro int, want targets, opt torch.ForwardOptions, picks ...func(torch.Output) *torch.Tensor) ([][][]float32, error) {
-	out := make([][][]float32, len(trs))
-	index := make(map[*trajectory.Trajectory]int, len(trs))
-	for i, t := range trs {
-		out[i] = make([][]float32, len(picks))
-		index[t] = i
-	}
-	for _, p := range batches(trs, micro, want) {
-		if err := forwardOnce(m, p, opt, picks, func(c, i int, row []float32) { out[index[p.Trs[i]]][c] = row }); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// forwardOnce runs m without gradients over p and hands each picked
+// forwardRows runs m without gradients over p and hands each picked
 // output's row of each trajectory (p.Trs[i]) to set.
-func forwardOnce(m *torch.Model, p Padded, opt torch.ForwardOptions, picks []func(torch.Output) *torch.Tensor, set func(c, i int, row []float32)) error {
+func forwardRows(m *torch.Model, p Padded, opt torch.ForwardOptions, picks []func(torch.Output) *torch.Tensor, set func(c, i int, row []float32)) error {
 	s := torch.NewScopeOn(m.Device)
 	defer s.Close()
 	o, err := forward(s, m, p, opt, torch.Output{})

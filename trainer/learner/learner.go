@@ -34,14 +34,9 @@ type Settings struct {
 	MiniBatch  int
 	MicroBatch int
 	LossMask   bool
-	// PackSegments trains the segments of an episode (env.context) packed:
-	// its mini-batches and micro-batches keep an episode's segments
-	// together, and each micro-batch's episodes of several segments run as
-	// trainer/packing's prefix trees, one episode a row, their shared
-	// prefixes once (algorithm.pack_segments).
-	PackSegments bool
-	MaxGradNorm  float64
-	Temperature  float64 // the sampling temperature, at which logprobs are recomputed
+	// MaxGradNorm clips the gradient norm of every optimizer step.
+	MaxGradNorm float64
+	Temperature float64 // the sampling temperature, at which logprobs are recomputed
 
 	// RolloutCorrection corrects the policy-gradient term for the rollout
 	// engine's distribution differing from the training forward's: "off"
@@ -198,11 +193,3 @@ func (l *Learner) ParamNames() []string {
 // Optimizers are the policy's AdamW and a separate critic's (nil
 // otherwise), for tests that read their state.
 func (l *Learner) Optimizers() (policy, critic *torch.AdamW) { return l.opt, l.criticOpt }
-
-// packTargets is want when packing is on, else nil (stepper.want).
-func (l *Learner) packTargets(want targets) targets {
-	if !l.s.PackSegments {
-		return nil
-	}
-	return want
-}

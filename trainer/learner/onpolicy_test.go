@@ -79,7 +79,7 @@ func TestOldFromStepMatchesRecompute(t *testing.T) {
 		l.SetReference(tinyPolicy(t, false, 8))
 		batches[i] = onPolicyBatch(t, l)
 		before = weights(t, l)
-		r, err := l.Update(1, batches[i])
+		r, err := l.Update(1, NewBatch(batches[i], false))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +183,7 @@ func TestOldFromStepOnlyWhenOnPolicy(t *testing.T) {
 				l.SetReference(tinyPolicy(t, false, 8))
 			}
 			trs := onPolicyBatch(t, l)
-			r, err := l.Update(1, trs)
+			r, err := l.Update(1, NewBatch(trs, false))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +208,7 @@ func TestOldFromStepFillsTrainLogprobs(t *testing.T) {
 	l := tinyLearner(t, "off")
 	trs := onPolicyBatch(t, l)
 	trs[0].Logprobs[2] += float32(math.Log(4))
-	r, err := l.Update(1, trs)
+	r, err := l.Update(1, NewBatch(trs, false))
 	if err != nil {
 		t.Fatal(err)
 	}

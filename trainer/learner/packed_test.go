@@ -123,7 +123,7 @@ func TestPackedUpdateMatchesSamples(t *testing.T) {
 					policy = loraPolicy(t, policy)
 				}
 				l := tinyLearnerOf(t, policy, critic, c.critic, func(s *Settings) {
-					s.MiniBatch, s.MicroBatch, s.PackSegments = 8, 2, pack
+					s.MiniBatch, s.MicroBatch = 8, 2
 					c.tweak(s)
 				})
 				if c.ref {
@@ -131,7 +131,7 @@ func TestPackedUpdateMatchesSamples(t *testing.T) {
 				}
 				batch[i] = segmentedBatch(t, l)
 				before = weights(t, l)
-				r, err := l.Update(1, batch[i])
+				r, err := l.Update(1, NewBatch(batch[i], pack))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -224,8 +224,8 @@ func TestPackedGradientsMatchSamples(t *testing.T) {
 	var grads [2][]float32
 	var old [2][][]float32
 	for i, pack := range []bool{false, true} {
-		l.s.PackSegments = pack
-		data, err := l.prepare(trs, false)
+		b := NewBatch(trs, pack)
+		data, err := l.prepare(b, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,18 +235,13 @@ func TestPackedGradientsMatchSamples(t *testing.T) {
 		for _, tr := range trs {
 			old[i] = append(old[i], onActions(tr, data[tr].Old))
 		}
-		in := policyIn{data: data, norm: l.norm(trs), trainPolicy: true, old: oldRecomputed}
-		k := stepper{name: "policy", dev: l.policy.Device, opt: l.opt, micro: l.s.MicroBatch, want: l.packTargets(lossTargets(true))}
 		var st Stats
-		var tm Timing
-		ps := batches(trs, k.micro, k.want)
+		ps := microBatches(b, l.s.MicroBatch, lossTargets(true))
 		if packed := ps[len(ps)-1].packed != nil; packed != pack {
 			t.Fatalf("packing %v: the last micro-batch packed %v", pack, packed)
 		}
 		for _, p := range ps {
-			v, err := k.microStep(p, func(s *torch.Scope, p Padded, rep *readback) (*torch.Tensor, error) {
-				return l.policyLoss(s, p, in, &st, rep, nil)
-			}, &tm)
+			v, err := l.policyMicroBatch(p, data, l.norm(trs), true, false, &st)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -64,7 +64,6 @@ func SFT(m *torch.Model, g *dist.Group, seqs []*trajectory.Trajectory, cfg SFTCo
 	if err := g.ShardOptimizer(opt, cfg.Zero); err != nil {
 		return st, err
 	}
-	k := stepper{name: "sft", dev: m.Device, opt: opt, dist: g, micro: cfg.Micro, maxGradNorm: cfg.MaxGradNorm}
 	idx := rng.Perm(len(seqs))
 	total := (len(seqs) + cfg.Batch - 1) / cfg.Batch * cfg.Epochs
 	for epoch := 0; epoch < cfg.Epochs; epoch++ {
@@ -75,7 +74,7 @@ func SFT(m *torch.Model, g *dist.Group, seqs []*trajectory.Trajectory, cfg SFTCo
 					return st, err
 				}
 			}
-			if err := sftStep(k, m, Pick(seqs, idx[lo:min(lo+cfg.Batch, len(idx))]), &st); err != nil {
+			if err := sftStep(m, opt, g, cfg, Pick(seqs, idx[lo:min(lo+cfg.Batch, len(idx))]), &st); err != nil {
 				return st, err
 			}
 			if cfg.After != nil {
@@ -86,20 +85,30 @@ func SFT(m *torch.Model, g *dist.Group, seqs []*trajectory.Trajectory, cfg SFTCo
 	return st, nil
 }
 
-// sftStep is one optimizer step of the warm start on a mini-batch.
-func sftStep(k stepper, m *torch.Model, mini []*trajectory.Trajectory, st *SFTStats) error {
+// sftStep is one optimizer step of the warm start on a mini-batch: this
+// rank's shard of it in micro-batches whose gradients accumulate, then
+// the step (optimizerStep), as the update's policy step takes it.
+func sftStep(m *torch.Model, opt *torch.AdamW, g *dist.Group, cfg SFTConfig, mini []*trajectory.Trajectory, st *SFTStats) error {
 	n := Norm(mini, true)
-	r, err := k.step(mini, func(s *torch.Scope, p Padded, _ *readback) (*torch.Tensor, error) {
-		return sftLoss(s, m, p, n)
-	})
+	sum, nonFinite := 0.0, false
+	for _, p := range microBatches(NewBatch(mini, false).shard(g), cfg.Micro, allTargets) {
+		v, err := sftMicroBatch(m, opt, p, n)
+		if err != nil {
+			return err
+		}
+		sum += v
+		nonFinite = nonFinite || !finite(v)
+	}
+	var tm Timing
+	taken, _, err := optimizerStep("sft", opt, g, cfg.MaxGradNorm, nonFinite, &tm)
 	if err != nil {
 		return err
 	}
-	loss := []float64{r.Loss}
-	if err := k.dist.Sum(loss); err != nil {
+	loss := []float64{sum}
+	if err := g.Sum(loss); err != nil {
 		return err
 	}
-	if !r.Taken {
+	if !taken {
 		st.Skipped++
 	}
 	st.Steps++
@@ -108,6 +117,25 @@ func sftStep(k stepper, m *torch.Model, mini []*trajectory.Trajectory, st *SFTSt
 	}
 	st.LastLoss = loss[0]
 	return nil
+}
+
+// sftMicroBatch builds one micro-batch's loss in a scope of its own,
+// back-propagates it and returns it.
+func sftMicroBatch(m *torch.Model, opt *torch.AdamW, p Padded, n algo.Norm) (float64, error) {
+	s := torch.NewScopeOn(m.Device)
+	defer s.Close()
+	l, err := sftLoss(s, m, p, n)
+	if err != nil {
+		return 0, err
+	}
+	if err := backward(s, "sft", p, l, opt); err != nil {
+		return 0, err
+	}
+	v, _, err := readBack(s, []*torch.Tensor{l}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("sft loss: %w", err)
+	}
+	return v[0], nil
 }
 
 // sftLoss is one micro-batch's masked negative log-likelihood, normalised

@@ -3,13 +3,23 @@ package learner
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/loss"
 	"github.com/agentrl/agentrl/trajectory"
 )
+
+// This file is one update, top to bottom: Update picks the path (old
+// logprobs recomputed, or taken from the step), each path prepares the
+// data, computes the advantages and runs the epochs, and every mini-batch
+// is one optimizer step whose micro-batch loop builds the loss, back-
+// propagates it and reads its figures back. The batch layout (units,
+// micro-batches, packing) is in batch.go, the model's forward in
+// forward.go, the losses in trainer/loss, the estimators in trainer/algo.
 
 // Result is what an update did: its diagnostics and the figures of the
 // data it started from.
@@ -45,89 +55,217 @@ type Result struct {
 	HasRef bool
 }
 
+// TokenData are the per-token arrays an update needs besides the
+// trajectory's own (index j holds token j's): the old policy's logprobs
+// (recomputed before the update, or nil until the update's one step fills
+// them: oldFromStep), the reference's logprobs (KL term), the values
+// before the update, and the rollout correction's weights on the
+// policy-gradient term (nil without a correction).
+type TokenData struct {
+	Old, Ref, Values, Weight []float32
+}
+
+// TokenTable holds each trajectory's TokenData.
+type TokenTable map[*trajectory.Trajectory]*TokenData
+
 // Update learns from an iteration's batch, in CleanRL's order: the
 // variance filter, the old and reference logprobs and the values, the KL
 // to the reference, the advantages, then epochs of shuffled mini-batches,
 // each split into micro-batches whose gradients accumulate before one
 // optimizer step. Iterations up to the critic's warm-up train the critic
 // alone. When the update is on-policy (oldFromStep) the old logprobs come
-// from the training forward of its one step instead, and the mismatch and
-// the KL to the reference are measured after it. A non-finite loss or
-// gradient norm skips its step (its gradients are dropped) and records
-// the mini-batch's trajectory ids. The result's Timing says where the
-// time went.
-func (l *Learner) Update(iter int, batch []*trajectory.Trajectory) (Result, error) {
+// from the training forward of its one step instead (updateOnPolicy). A
+// non-finite loss or gradient norm skips its step (its gradients are
+// dropped) and records the mini-batch's trajectory ids. The result's
+// Timing says where the time went.
+func (l *Learner) Update(iter int, b Batch) (Result, error) {
 	var r Result
 	// DAPO's soft overlong punishment is part of the reward.
-	r.OverlongPenalty = l.s.Overlong.PunishOverlong(batch)
+	r.OverlongPenalty = l.s.Overlong.PunishOverlong(b.Trajectories)
 	// RAGEN filters rollouts before computing anything on them.
-	r.GroupRewardStd = algo.GroupRewardStd(batch)
-	train, dropped := algo.FilterGroupsByVariance(batch, l.s.FilterKeepRatio)
+	r.GroupRewardStd = algo.GroupRewardStd(b.Trajectories)
+	train, dropped := algo.FilterGroupsByVariance(b.Trajectories, l.s.FilterKeepRatio)
 	r.GroupsDropped = dropped
 	trainPolicy := iter > l.s.CriticWarmup || l.critic == nil
-	r.OldFromStep = l.oldFromStep(train, trainPolicy)
-	start := time.Now()
-	data, err := l.prepare(train, r.OldFromStep)
+	var err error
+	if l.oldFromStep(train, trainPolicy) {
+		err = l.updateOnPolicy(b.of(train), &r)
+	} else {
+		err = l.updateRecomputed(b.of(train), trainPolicy, &r)
+	}
 	if err != nil {
 		return r, err
-	}
-	prepared := time.Now()
-	// Without old logprobs yet (r.OldFromStep), the mismatch and the KL to
-	// the reference are measured after the step, and there is no
-	// correction.
-	if !r.OldFromStep {
-		r.Mismatch = mismatch(train, data, l.s.RolloutBound)
-	}
-	if r.WeightMean, err = l.correct(train, data); err != nil {
-		return r, err
-	}
-	var kl [][]float32
-	if !r.OldFromStep {
-		if kl, err = l.referenceKL(train, data, &r); err != nil {
-			return r, err
-		}
-	}
-	est, err := algo.Get(l.s.Estimator)
-	if err != nil {
-		return r, err
-	}
-	if !l.s.KLInReward {
-		kl = nil
-	}
-	if err := est.Advantages(train, kl, l.s.Advantage); err != nil {
-		return r, err
-	}
-	advantaged := time.Now()
-	// DAPO's overlong filtering: the truncated episodes counted in their
-	// groups' advantages, and leave the batch the losses see.
-	learned, masked := l.s.Overlong.FilterOverlong(train)
-	r.Trained, r.OverlongMasked = learned, masked
-	old := oldRecomputed
-	if r.OldFromStep {
-		old = oldFromForward
-	}
-	if r.Stats, err = l.epochs(learned, data, trainPolicy, old); err != nil {
-		return r, err
-	}
-	r.Timing.Prepare, r.Timing.Advantages = prepared.Sub(start), advantaged.Sub(prepared)
-	if r.OldFromStep {
-		measured := time.Now()
-		if err := l.gatherOld(learned, data); err != nil {
-			return r, err
-		}
-		r.Mismatch = mismatch(learned, data, l.s.RolloutBound)
-		if _, err := l.referenceKL(learned, data, &r); err != nil {
-			return r, err
-		}
-		r.Timing.Advantages += time.Since(measured)
 	}
 	l.steps += r.Steps
 	return r, nil
 }
 
+// oldFromStep says whether an update of train takes PPO's old logprobs
+// from the training forward of its optimizer step instead of recomputing
+// them, without gradients, in a pass of their own before it (as TRL's
+// GRPOTrainer does with num_iterations 1). That is exact when the policy
+// that computes the old logprobs is the one of the training forward, and
+// nothing needs them before that forward:
+//
+//   - the setting is not "recompute";
+//   - one epoch of one mini-batch covering the whole batch: the batch is
+//     learned in exactly one optimizer step, taken from the weights the
+//     recompute would use;
+//   - the policy trains (not the critic's warm-up, whose steps run no
+//     policy loss to take them from);
+//   - no rollout correction: its weights are computed from the old
+//     logprobs before the step;
+//   - no KL to a reference in the rewards: the advantages, computed before
+//     the step, include it, and it is computed from the old logprobs;
+//   - no LoRA dropout: the training forward drops inputs of the adapters
+//     at random, the recompute does not.
+//
+// The advantage estimators (trainer/algo) read the rewards, the values and
+// that KL only, so nothing else needs the old logprobs before the step.
+// The ratio at the step is then exactly 1, as it is with the recompute up
+// to floating-point noise.
+func (l *Learner) oldFromStep(train []*trajectory.Trajectory, trainPolicy bool) bool {
+	s := l.s
+	lora := l.policy.LoRA()
+	return s.OldLogprobs != "recompute" && s.Epochs == 1 && s.MiniBatch >= len(train) && trainPolicy &&
+		(s.RolloutCorrection == "" || s.RolloutCorrection == "off") && !(s.KLInReward && l.ref != nil) &&
+		(lora == nil || lora.Dropout == 0)
+}
+
+// updateRecomputed is the update whose old logprobs a pass of their own
+// recomputes before it: the mismatch, the rollout correction and the KL
+// to the reference are measured from them before the advantages.
+func (l *Learner) updateRecomputed(train Batch, trainPolicy bool, r *Result) error {
+	trs := train.Trajectories
+	start := time.Now()
+	data, err := l.prepare(train, true)
+	if err != nil {
+		return err
+	}
+	prepared := time.Now()
+	r.Mismatch = mismatch(trs, data, l.s.RolloutBound)
+	if r.WeightMean, err = l.correct(trs, data); err != nil {
+		return err
+	}
+	kl, err := l.referenceKL(trs, data, r)
+	if err != nil {
+		return err
+	}
+	if !l.s.KLInReward {
+		kl = nil
+	}
+	if err := l.advantages(trs, kl); err != nil {
+		return err
+	}
+	advantaged := time.Now()
+	learned := l.filterOverlong(train, r)
+	if r.Stats, err = l.epochs(learned, data, trainPolicy, false); err != nil {
+		return err
+	}
+	r.Timing.Prepare, r.Timing.Advantages = prepared.Sub(start), advantaged.Sub(prepared)
+	return nil
+}
+
+// updateOnPolicy is the update of one optimizer step whose training
+// forward gives the old logprobs (oldFromStep): without them before the
+// step there is no correction, no KL in the rewards, and the mismatch and
+// the KL to the reference are measured after it.
+func (l *Learner) updateOnPolicy(train Batch, r *Result) error {
+	r.OldFromStep = true
+	r.WeightMean = math.NaN() // no correction
+	start := time.Now()
+	data, err := l.prepare(train, false)
+	if err != nil {
+		return err
+	}
+	prepared := time.Now()
+	if err := l.advantages(train.Trajectories, nil); err != nil {
+		return err
+	}
+	advantaged := time.Now()
+	learned := l.filterOverlong(train, r)
+	if r.Stats, err = l.epochs(learned, data, true, true); err != nil {
+		return err
+	}
+	r.Timing.Prepare, r.Timing.Advantages = prepared.Sub(start), advantaged.Sub(prepared)
+	measured := time.Now()
+	if err := l.gatherOld(learned.Trajectories, data); err != nil {
+		return err
+	}
+	r.Mismatch = mismatch(learned.Trajectories, data, l.s.RolloutBound)
+	if _, err := l.referenceKL(learned.Trajectories, data, r); err != nil {
+		return err
+	}
+	r.Timing.Advantages += time.Since(measured)
+	return nil
+}
+
+// prepare computes, without gradients, the data of b an update needs:
+// with old, the policy's logprobs at the sampling temperature (setOld),
+// the reference's when there is one, and the critic's values when there
+// is one (also set as the trajectories' Values, which the estimators
+// read). A packed batch's logprobs hold the tokens the losses read
+// (lossTargets, 0 elsewhere), its values every token.
+func (l *Learner) prepare(b Batch, old bool) (TokenTable, error) {
+	c := l.s
+	data := make(TokenTable, len(b.Trajectories))
+	for _, t := range b.Trajectories {
+		data[t] = &TokenData{}
+	}
+	want := lossTargets(c.LossMask)
+	if old {
+		rows, err := pass(l.dist, l.policy, b, c.MicroBatch, want, torch.ForwardOptions{Temperature: c.Temperature, Entropy: true}, pickLogprobs, pickEntropy)
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range b.Trajectories {
+			data.setOld(t, rows[i][0], rows[i][1])
+		}
+	}
+	if l.ref != nil {
+		rows, err := pass(l.dist, l.ref, b, c.MicroBatch, want, torch.ForwardOptions{Temperature: c.Temperature}, pickLogprobs)
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range b.Trajectories {
+			data[t].Ref = rows[i][0]
+		}
+	}
+	if l.critic != nil {
+		rows, err := pass(l.dist, l.critic, b, c.MicroBatch, allTargets, valuesOnly, pickValues)
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range b.Trajectories {
+			data[t].Values = rows[i][0]
+			t.Values = rows[i][0]
+		}
+	}
+	return data, nil
+}
+
+// setOld sets t's old logprobs (token j's at index j) and keeps them on
+// the action tokens as t's TrainLogprobs, with the policy's entropies as
+// its Entropies, for the store.
+func (d TokenTable) setOld(t *trajectory.Trajectory, old, ent []float32) {
+	d[t].Old = old
+	t.TrainLogprobs, t.Entropies = onActions(t, old), onActions(t, ent)
+}
+
+// onActions is a copy of x holding its values on t's action tokens and 0
+// elsewhere.
+func onActions(t *trajectory.Trajectory, x []float32) []float32 {
+	out := make([]float32, len(t.Tokens))
+	for j, m := range t.Mask {
+		if m == 1 && j < len(x) {
+			out[j] = x[j]
+		}
+	}
+	return out
+}
+
 // mismatch measures the rollout/training mismatch of the batch: the
-// behaviour logprobs against the recomputed old ones, on the action
-// tokens.
+// behaviour logprobs against the old ones, on the action tokens.
 func mismatch(train []*trajectory.Trajectory, data TokenTable, bound float64) algo.Mismatch {
 	behaviour, old, masks := make([][]float32, len(train)), make([][]float32, len(train)), make([][]uint8, len(train))
 	for i, tr := range train {
@@ -209,26 +347,82 @@ func (l *Learner) referenceKL(train []*trajectory.Trajectory, data TokenTable, r
 	return kl, nil
 }
 
+// advantages sets the trajectories' advantages and returns by the
+// estimator the settings name, with the per-token KL penalty kl in the
+// rewards (nil: none).
+func (l *Learner) advantages(trs []*trajectory.Trajectory, kl [][]float32) error {
+	est, err := algo.Get(l.s.Estimator)
+	if err != nil {
+		return err
+	}
+	return est.Advantages(trs, kl, l.s.Advantage)
+}
+
+// filterOverlong is DAPO's overlong filtering: the truncated episodes
+// counted in their groups' advantages, and leave the batch the losses
+// see.
+func (l *Learner) filterOverlong(train Batch, r *Result) Batch {
+	learned, masked := l.s.Overlong.FilterOverlong(train.Trajectories)
+	r.Trained, r.OverlongMasked = learned, masked
+	return train.of(learned)
+}
+
+// gatherOld hands every rank the old logprobs (and entropies) that each
+// rank's training forwards set on its shard of the batch, so that after a
+// step that took them (oldFromStep) every trajectory has them on every
+// rank. It fails naming a trajectory that got none.
+func (l *Learner) gatherOld(train []*trajectory.Trajectory, data TokenTable) error {
+	type oldRows struct { // a trajectory's, by its index in train
+		I        int
+		Old, Ent []float32
+	}
+	if l.dist.World() > 1 {
+		var mine []oldRows
+		for i, t := range train {
+			if data[t].Old != nil {
+				mine = append(mine, oldRows{I: i, Old: data[t].Old, Ent: t.Entropies})
+			}
+		}
+		parts, err := dist.Gather(l.dist, mine)
+		if err != nil {
+			return fmt.Errorf("gather the old logprobs: %w", err)
+		}
+		for _, rows := range parts {
+			for _, r := range rows {
+				t := train[r.I]
+				data[t].Old = r.Old
+				t.TrainLogprobs, t.Entropies = onActions(t, r.Old), r.Ent
+			}
+		}
+	}
+	for _, t := range train {
+		if data[t].Old == nil {
+			return fmt.Errorf("trajectory %s: the training step computed no old logprobs", t.ID)
+		}
+	}
+	return nil
+}
+
 // epochs runs the epochs of shuffled mini-batches: per mini-batch one
 // step of the policy (and a shared value head), or of the value head
-// alone during the critic's warm-up, then one of a separate critic. old
-// says where the policy steps' old logprobs come from. With packing on
-// the episodes are shuffled, and a mini-batch holds whole episodes
-// (miniBatches).
-func (l *Learner) epochs(trs []*trajectory.Trajectory, data TokenTable, trainPolicy bool, old oldSource) (Stats, error) {
+// alone during the critic's warm-up, then one of a separate critic.
+// fromStep: the policy step's training forward gives the old logprobs.
+// The units of b are shuffled (a packed batch's episodes), and a
+// mini-batch holds whole units.
+func (l *Learner) epochs(b Batch, data TokenTable, trainPolicy, fromStep bool) (Stats, error) {
 	var st Stats
-	units := unitsOf(trs, l.s.PackSegments)
+	units := slices.Clone(b.units)
 	for epoch := 0; epoch < l.s.Epochs; epoch++ {
 		l.rand.Shuffle(len(units), func(a, b int) { units[a], units[b] = units[b], units[a] })
 		for _, idx := range miniBatches(units, l.s.MiniBatch) {
-			mini := Pick(trs, idx)
+			mini := b.of(Pick(b.Trajectories, idx))
 			// The mini-batch's policy and critic steps share one point of
 			// the schedule: the run's policy steps so far.
 			if err := l.setLR(&st); err != nil {
 				return st, err
 			}
 			if trainPolicy || l.mode == SharedCritic {
-				if err := l.policyStep(mini, data, trainPolicy, old, &st); err != nil {
+				if err := l.policyStep(mini, data, trainPolicy, fromStep, &st); err != nil {
 					return st, err
 				}
 			}
@@ -240,32 +434,6 @@ func (l *Learner) epochs(trs []*trajectory.Trajectory, data TokenTable, trainPol
 		}
 	}
 	return st, l.finish(&st)
-}
-
-// miniBatches fills mini-batches of at most n trajectories with whole
-// units (an episode's segments, or one trajectory), in order; a unit of
-// more than n fills one alone.
-func miniBatches(units [][]int, n int) [][]int {
-	var out [][]int
-	var cur []int
-	for _, u := range units {
-		if len(cur) > 0 && len(cur)+len(u) > n {
-			out = append(out, cur)
-			cur = nil
-		}
-		cur = append(cur, u...)
-	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
-	return out
-}
-
-// norm is the mini-batch's loss normaliser.
-func (l *Learner) norm(mini []*trajectory.Trajectory) algo.Norm {
-	n := Norm(mini, l.s.LossMask)
-	n.Horizon = float64(l.s.Loss.Horizon)
-	return n
 }
 
 // setLR sets the learning rates of the next optimizer step, the one after
@@ -287,3 +455,300 @@ func (l *Learner) setLR(st *Stats) error {
 	}
 	return nil
 }
+
+// norm is the mini-batch's loss normaliser.
+func (l *Learner) norm(mini []*trajectory.Trajectory) algo.Norm {
+	n := Norm(mini, l.s.LossMask)
+	n.Horizon = float64(l.s.Loss.Horizon)
+	return n
+}
+
+// policyStep is one optimizer step of the policy (and a shared critic) on
+// a mini-batch. This rank's shard of it (whole units: dist.Shard) is
+// split into micro-batches whose gradients accumulate; then the step is
+// taken, or skipped when a loss or the gradient norm is not finite.
+// Without trainPolicy (the critic's warm-up) only the shared value head's
+// loss counts. With fromStep the training forwards give the old logprobs,
+// set on data with their entropies.
+func (l *Learner) policyStep(mini Batch, data TokenTable, trainPolicy, fromStep bool, st *Stats) error {
+	st.policySteps++
+	norm := l.norm(mini.Trajectories)
+	nonFinite := false
+	for _, p := range microBatches(mini.shard(l.dist), l.s.MicroBatch, lossTargets(l.s.LossMask)) {
+		v, err := l.policyMicroBatch(p, data, norm, trainPolicy, fromStep, st)
+		if err != nil {
+			return err
+		}
+		nonFinite = nonFinite || !finite(v)
+	}
+	taken, gradNorm, err := optimizerStep("policy", l.opt, l.dist, l.s.MaxGradNorm, nonFinite, &st.Timing)
+	if err != nil {
+		return err
+	}
+	if !taken {
+		st.Skipped++
+		for _, t := range mini.Trajectories {
+			st.SkippedIDs = append(st.SkippedIDs, t.ID)
+		}
+		return nil
+	}
+	st.GradNorm += gradNorm
+	st.Steps++
+	if l.mode == SharedCritic {
+		st.criticSteps++
+		st.CriticGradNorm += gradNorm
+	}
+	return nil
+}
+
+// policyMicroBatch builds one micro-batch's policy loss in a scope of
+// its own, back-propagates it and reads it back with its figures, which
+// it adds to st (with fromStep, the forward's old logprobs go to data).
+// It returns the loss.
+func (l *Learner) policyMicroBatch(p Padded, data TokenTable, n algo.Norm, trainPolicy, fromStep bool, st *Stats) (float64, error) {
+	s := torch.NewScopeOn(l.policy.Device)
+	defer s.Close()
+	start := time.Now()
+	terms, err := l.policyLoss(s, p, data, n, trainPolicy, fromStep)
+	if err != nil {
+		return 0, err
+	}
+	forwarded := time.Now()
+	if err := backward(s, "policy", p, terms.total, l.opt); err != nil {
+		return 0, err
+	}
+	v, rows, err := readBack(s, []*torch.Tensor{terms.total, terms.policy, terms.clipLow, terms.clipHigh, terms.kl,
+		terms.approxKL, terms.entropy, terms.tokens, terms.value}, terms.forward)
+	if err != nil {
+		return 0, fmt.Errorf("policy loss: %w", err)
+	}
+	st.Timing.Forward += forwarded.Sub(start)
+	st.Timing.Backward += time.Since(forwarded)
+	st.PolicyLoss, st.ClipFracLow, st.ClipFracHigh = st.PolicyLoss+v[1], st.ClipFracLow+v[2], st.ClipFracHigh+v[3]
+	st.KLLoss, st.ApproxKL, st.Entropy = st.KLLoss+v[4], st.ApproxKL+v[5], st.Entropy+v[6]
+	st.Tokens, st.ValueLoss = st.Tokens+int(v[7]), st.ValueLoss+v[8]
+	st.UpdateTokens += p.Tokens()
+	st.SampleTokens += tokens(p.Trs)
+	if fromStep {
+		lp, ent := p.Unpack(rows[:len(rows)/2]), p.Unpack(rows[len(rows)/2:])
+		for i, t := range p.Trs {
+			data.setOld(t, lp[i], ent[i])
+		}
+	}
+	return v[0], nil
+}
+
+// policyTerms are a micro-batch's policy loss (total, what is back-
+// propagated), its terms and diagnostics as scalars (nil: not computed),
+// and with the old logprobs from the step the training forward's
+// logprobs and entropies, stacked.
+type policyTerms struct {
+	total, policy, clipLow, clipHigh, kl, approxKL, entropy, tokens, value *torch.Tensor
+	forward                                                                *torch.Tensor
+}
+
+// policyLoss is one micro-batch's loss of the policy: the policy loss
+// algorithm.policy_loss names, the KL-to-reference term and the entropy
+// bonus when they are on, and a shared value head's weighted value loss,
+// normalised by the whole mini-batch's n.
+func (l *Learner) policyLoss(s *torch.Scope, p Padded, data TokenTable, n algo.Norm, trainPolicy, fromStep bool) (policyTerms, error) {
+	c := l.s
+	shared := l.mode == SharedCritic
+	B, W := int64(len(p.Trs)), int64(p.Width())
+	grid := func(f func(t *trajectory.Trajectory, j int) float32) *torch.Tensor { return s.Float32(p.Grid(f), B, W) }
+	// A packed forward's logprobs off its targets are the old ones: the
+	// ratio there is 1 (forward).
+	var old *torch.Tensor
+	if trainPolicy && !fromStep {
+		old = grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
+	}
+	// The entropy's graph is built only when the entropy bonus weighs in.
+	o, err := forward(s, l.policy, p, torch.ForwardOptions{Temperature: c.Temperature, Grad: true, Entropy: true,
+		EntropyGrad: trainPolicy && c.Loss.EntropyCoef != 0, Values: shared}, torch.Output{LogProbs: old})
+	if err != nil {
+		return policyTerms{}, OOMHint(fmt.Errorf("policy forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Tokens(), err))
+	}
+	mask := grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, c.LossMask) })
+	var out policyTerms
+	out.total = s.Scalar(0)
+	if trainPolicy {
+		if fromStep {
+			old = s.Detach(o.LogProbs)
+			out.forward = s.Stack(0, old, s.Detach(o.Entropy))
+		}
+		adv := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Advantages[j] })
+		pin := loss.PolicyInputs{LogP: o.LogProbs, OldLogP: old, Adv: adv, Mask: mask}
+		if data[p.Trs[0]].Weight != nil {
+			pin.Weight = grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Weight[j] })
+		}
+		pg, err := loss.PolicyLoss(s, pin, c.Loss, n)
+		if err != nil {
+			return policyTerms{}, err
+		}
+		out.total = s.Add(out.total, pg.Loss)
+		out.policy, out.clipLow, out.clipHigh = pg.Loss, pg.ClipLow, pg.ClipHigh
+		if c.Loss.KLInLoss && c.Loss.KLCoef != 0 && l.ref != nil {
+			ref := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Ref[j] })
+			out.kl = loss.KLLoss(s, o.LogProbs, ref, mask, c.Loss.KLEstimator, c.Loss.Agg, n)
+			out.total = s.Add(out.total, s.MulScalar(out.kl, c.Loss.KLCoef))
+		}
+		if c.Loss.EntropyCoef != 0 {
+			ent := loss.Aggregate(s, o.Entropy, mask, c.Loss.Agg, n)
+			out.total = s.Sub(out.total, s.MulScalar(ent, c.Loss.EntropyCoef))
+		}
+		d := loss.Diagnose(s, o.LogProbs, old, o.Entropy, mask)
+		out.approxKL, out.entropy, out.tokens = d.ApproxKL, d.Entropy, d.Tokens
+	}
+	if shared {
+		out.value = l.valueLoss(s, p, o.Values, mask, data, n)
+		out.total = s.Add(out.total, s.MulScalar(out.value, c.Loss.VFCoef))
+	}
+	return out, nil
+}
+
+// criticStep is one optimizer step of a separate critic on a mini-batch,
+// its micro-batches as policyStep's.
+func (l *Learner) criticStep(mini Batch, data TokenTable, st *Stats) error {
+	norm := l.norm(mini.Trajectories)
+	sum, nonFinite := 0.0, false
+	for _, p := range microBatches(mini.shard(l.dist), l.s.MicroBatch, lossTargets(l.s.LossMask)) {
+		v, err := l.criticMicroBatch(p, data, norm, &st.Timing)
+		if err != nil {
+			return err
+		}
+		sum += v
+		nonFinite = nonFinite || !finite(v)
+	}
+	taken, gradNorm, err := optimizerStep("critic", l.criticOpt, l.dist, l.s.MaxGradNorm, nonFinite, &st.Timing)
+	if err != nil {
+		return err
+	}
+	if !taken {
+		st.Skipped++
+		return nil
+	}
+	st.ValueLoss += sum
+	st.CriticGradNorm += gradNorm
+	st.criticSteps++
+	return nil
+}
+
+// criticMicroBatch builds one micro-batch's value loss of a separate
+// critic in a scope of its own, back-propagates it and returns it.
+func (l *Learner) criticMicroBatch(p Padded, data TokenTable, n algo.Norm, tm *Timing) (float64, error) {
+	s := torch.NewScopeOn(l.critic.Device)
+	defer s.Close()
+	start := time.Now()
+	vl, err := l.criticLoss(s, p, data, n)
+	if err != nil {
+		return 0, err
+	}
+	forwarded := time.Now()
+	if err := backward(s, "critic", p, vl, l.criticOpt); err != nil {
+		return 0, err
+	}
+	v, _, err := readBack(s, []*torch.Tensor{vl}, nil)
+	if err != nil {
+		return 0, fmt.Errorf("critic loss: %w", err)
+	}
+	tm.Forward += forwarded.Sub(start)
+	tm.Backward += time.Since(forwarded)
+	return v[0], nil
+}
+
+// criticLoss is one micro-batch's value loss of a separate critic.
+func (l *Learner) criticLoss(s *torch.Scope, p Padded, data TokenTable, n algo.Norm) (*torch.Tensor, error) {
+	// Only the value head's output: no logits over the vocabulary.
+	o, err := forward(s, l.critic, p, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true}, torch.Output{})
+	if err != nil {
+		return nil, OOMHint(fmt.Errorf("critic forward of %d trajectories: %w", len(p.Trs), err))
+	}
+	maskV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, l.s.LossMask) })
+	return l.valueLoss(s, p, o.Values, s.Float32(maskV, int64(len(p.Trs)), int64(p.Width())), data, n), nil
+}
+
+// valueLoss is PPO2's clipped value loss of a micro-batch against the
+// returns, clipped around the values before the update.
+func (l *Learner) valueLoss(s *torch.Scope, p Padded, values, mask *torch.Tensor, data TokenTable, n algo.Norm) *torch.Tensor {
+	B, W := int64(len(p.Trs)), int64(p.Width())
+	oldV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Values[j] })
+	retV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return t.Returns[j] })
+	return loss.ValueLoss(s, values, s.Float32(oldV, B, W), s.Float32(retV, B, W), mask, l.s.Loss.ValueClip, l.s.Loss.Agg, n)
+}
+
+// backward back-propagates a micro-batch's loss, accumulating its
+// gradients (into the optimizer's f32 accumulators for bf16/f16
+// parameters). A non-finite loss is back-propagated all the same, so that
+// the step never waits on the device for the loss's value; the ranks then
+// agree to drop the step's gradients (optimizerStep).
+func backward(s *torch.Scope, name string, p Padded, loss *torch.Tensor, opt *torch.AdamW) error {
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("%s loss: %w", name, err)
+	}
+	if err := loss.Backward(); err != nil {
+		return OOMHint(fmt.Errorf("%s backward of %d trajectories (%d tokens): %w", name, len(p.Trs), p.Tokens(), err))
+	}
+	return opt.Accumulate()
+}
+
+// readBack copies a micro-batch's scalars (nil reads as 0) and, when
+// given, one grid back in one transfer, after the backward pass: on a GPU
+// that is one synchronisation per micro-batch, not one per figure.
+func readBack(s *torch.Scope, scalars []*torch.Tensor, grid *torch.Tensor) ([]float64, []float32, error) {
+	var parts []*torch.Tensor
+	for _, t := range append(scalars, grid) {
+		if t != nil {
+			parts = append(parts, s.To(s.Detach(s.Reshape(t, -1)), s.Device(), torch.Float32))
+		}
+	}
+	flat := s.Cat(0, parts...)
+	if err := s.Err(); err != nil {
+		return nil, nil, err
+	}
+	vals, err := flat.Float32s()
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]float64, len(scalars))
+	at := 0
+	for i, t := range scalars {
+		if t != nil {
+			out[i] = float64(vals[at])
+			at++
+		}
+	}
+	if grid == nil {
+		return out, nil, nil
+	}
+	return out, vals[at:], nil
+}
+
+// optimizerStep ends an optimizer step of opt whose micro-batches have
+// accumulated their gradients: it sums them over the ranks (whole, or
+// with ZeRO stage 2 each rank its range: the optimizer holds the group),
+// lets the ranks agree whether any saw a non-finite loss, clips the
+// gradient norm (returned, the same on every rank) and takes the step,
+// or drops the gradients (taken false) when a loss or the norm is not
+// finite. Its time goes to tm.Optim.
+func optimizerStep(name string, opt *torch.AdamW, g *dist.Group, maxGradNorm float64, nonFinite bool, tm *Timing) (taken bool, gradNorm float64, err error) {
+	start := time.Now()
+	defer func() { tm.Optim += time.Since(start) }()
+	if err := opt.ReduceGrads(); err != nil {
+		return false, 0, fmt.Errorf("%s gradient reduction over the ranks: %w", name, err)
+	}
+	if nonFinite, err = g.Any(nonFinite); err != nil {
+		return false, 0, err
+	}
+	if gradNorm, err = opt.ClipGradNorm(maxGradNorm); err != nil {
+		return false, 0, err
+	}
+	if nonFinite || !finite(gradNorm) {
+		return false, gradNorm, opt.ZeroGrad()
+	}
+	if err := opt.Step(); err != nil {
+		return false, gradNorm, err
+	}
+	return true, gradNorm, opt.ZeroGrad()
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
