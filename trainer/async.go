@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/agentrl/agentrl/decoding"
@@ -122,15 +123,36 @@ func (w *rolloutDecoder) swap(v int) error {
 	return nil
 }
 
-// batch is one iteration's training episodes as the rollout role hands
-// them over, with the data position after its draws.
+// batch is one iteration's training episodes, with their rollout stats
+// and draws: sampled by the synchronous loop when it asks, or handed over
+// by the rollout role, which adds the data position after its draws and
+// the versions the staleness check reads.
 type batch struct {
 	iter  int
 	trs   []*trajectory.Trajectory
 	rs    rollout.Stats
 	drawn algo.Drawn
 	pos   dataPos
-	err   error
+	// versions, set on the rollout role's batches only, bound how far
+	// behind the update their turns may be.
+	versions *versions
+	err      error
+}
+
+// versions are what a batch of asynchronous training carries for its
+// staleness check: the policy versions the rollout role has decoded with
+// when the learning role takes the batch (ascending), and the bound k
+// (rollout.max_staleness).
+type versions struct {
+	published []int
+	k         int
+}
+
+// staleness checks that no turn of trs was sampled more than k versions
+// before now (the update's), and returns the mean and largest version lag
+// of their turns.
+func (v *versions) staleness(trs []*trajectory.Trajectory, now int) (mean, largest float64, err error) {
+	return staleness(trs, v.published, now, v.k)
 }
 
 // pipeline is the running rollout role and what the learning role shares
@@ -282,6 +304,7 @@ func (p *pipeline) next(iter int) (batch, error) {
 	case b.iter != iter:
 		return b, fmt.Errorf("the rollout role handed over iteration %d's episodes for iteration %d", b.iter, iter)
 	}
+	b.versions = &versions{published: slices.Clone(p.published), k: p.k}
 	return b, nil
 }
 

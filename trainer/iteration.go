@@ -10,7 +10,6 @@ import (
 	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/metric"
-	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -19,29 +18,25 @@ import (
 func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	cfg := t.cfg
 	start := time.Now()
-	if err := t.syncSampler(); err != nil {
-		return err
-	}
-	trs, rs, drawn, err := t.sample(ctx, iter)
+	b, err := t.sample(ctx, iter)
 	if err != nil {
 		return err
 	}
-	m := episodes.Metrics("", trs)
-	episodes.AddRolloutStats(m, rs)
+	m := episodes.Metrics("", b.trs)
+	episodes.AddRolloutStats(m, b.rs)
 	if cfg.Algorithm.DynamicSampling {
-		m[metric.NumGenBatches], m[metric.GroupsZeroVariance] = float64(drawn.Draws), float64(drawn.ZeroVariance)
+		m[metric.NumGenBatches], m[metric.GroupsZeroVariance] = float64(b.drawn.Draws), float64(b.drawn.ZeroVariance)
 	}
 
 	tUpdate := time.Now()
 	var train []*trajectory.Trajectory
-	for _, tr := range trs {
+	for _, tr := range b.trs {
 		if tr.Dropped == "" && !tr.Stop.Failed() && tr.Stop != trajectory.StopCancelled && tr.ActionTokens() > 0 {
 			train = append(train, tr)
 		}
 	}
-	if t.pipe != nil {
-		now := t.state.OptSteps
-		if m[metric.StalenessMean], m[metric.StalenessMax], err = staleness(train, t.pipe.published, now, t.pipe.k); err != nil {
+	if b.versions != nil {
+		if m[metric.StalenessMean], m[metric.StalenessMax], err = b.versions.staleness(train, t.state.OptSteps); err != nil {
 			return err
 		}
 	}
@@ -54,7 +49,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		}
 	}
 	m[metric.TimeUpdateS] = time.Since(tUpdate).Seconds()
-	all := trs
+	all := b.trs
 	if iter == cfg.Run.Iterations || (cfg.Run.EvalEvery > 0 && iter%cfg.Run.EvalEvery == 0) {
 		evalTrs, err := t.evaluateSets(ctx, iter, t.evalSets(ctx, false), m)
 		if err != nil {
@@ -78,7 +73,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	if v, ok := m[metric.Eval+metric.EM]; ok {
 		ev = ev.Float64("eval_em", v)
 	}
-	if t.pipe != nil { // every rank logs the version lag it checked
+	if b.versions != nil { // every rank logs the version lag it checked
 		ev = ev.Float64(metric.StalenessMean, m[metric.StalenessMean]).Float64(metric.StalenessMax, m[metric.StalenessMax])
 	}
 	ev.Msg("iteration")
@@ -154,26 +149,30 @@ func (t *Trainer) echoTrap(iter int, m map[string]float64) error {
 	return nil
 }
 
-// sample is an iteration's training episodes: sampled now by the
-// synchronous loop, or taken from the rollout role (asynchronous
-// training), the run state's data position then moving to the batch's. In
-// a data-parallel job the rollout role's batch is this rank's share, and
-// the ranks gather theirs here.
-func (t *Trainer) sample(ctx context.Context, iter int) ([]*trajectory.Trajectory, rollout.Stats, algo.Drawn, error) {
+// sample is an iteration's training batch: sampled now by the
+// synchronous loop, from the policy as it is, or taken from the rollout
+// role (asynchronous training), the run state's data position then moving
+// to the batch's. In a data-parallel job the rollout role's batch is this
+// rank's share, and the ranks gather theirs here.
+func (t *Trainer) sample(ctx context.Context, iter int) (batch, error) {
 	if t.pipe == nil {
-		return t.trainingEpisodes(ctx, iter, t.ownTasks())
+		if err := t.syncSampler(); err != nil {
+			return batch{}, err
+		}
+		trs, rs, drawn, err := t.trainingEpisodes(ctx, iter, t.ownTasks())
+		return batch{iter: iter, trs: trs, rs: rs, drawn: drawn}, err
 	}
 	b, err := t.pipe.next(iter)
 	if err != nil {
-		return nil, b.rs, b.drawn, err
+		return b, err
 	}
 	if t.dist.World() > 1 {
 		if b.trs, b.rs, err = t.gather(fmt.Sprintf("iter %d rollout", iter), b.trs, b.rs, false); err != nil {
-			return nil, b.rs, b.drawn, err
+			return b, err
 		}
 	}
 	t.state.dataPos = b.pos
-	return b.trs, b.rs, b.drawn, nil
+	return b, nil
 }
 
 // syncSampler brings the sampler's copy of the policy weights (if it
