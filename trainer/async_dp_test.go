@@ -262,7 +262,7 @@ func TestAsyncDataParallelRank(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w := flatWeights(t, tr.learner.Policy())
+	w := flatWeights(t, tr.models.learner.Policy())
 	b := make([]byte, 4*len(w))
 	for i, x := range w {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))

@@ -111,12 +111,12 @@ func stage(name string) {
 
 // checkpoint saves the run's state after iteration t.state.Iteration.
 func (t *Trainer) checkpoint() error {
-	if err := t.agreeOnWeights(); err != nil {
+	if err := t.models.agreeOnWeights(); err != nil {
 		return err
 	}
 	// With ZeRO every rank holds a range of the optimizer state: all take
 	// part in gathering it whole.
-	opt, err := t.learner.GatherOptimizers()
+	opt, err := t.models.learner.GatherOptimizers()
 	if err != nil {
 		return err
 	}
@@ -145,10 +145,7 @@ func (t *Trainer) checkpoint() error {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := t.exportPolicy(filepath.Join(tmp, "policy")); err != nil {
-		return err
-	}
-	if err := t.learner.Save(tmp, opt); err != nil {
+	if err := t.models.save(tmp, opt); err != nil {
 		return err
 	}
 	rs, err := t.pcg.MarshalBinary()
@@ -183,43 +180,6 @@ func (t *Trainer) checkpoint() error {
 	return pruneCheckpoints(root, name)
 }
 
-// exportFinal exports the trained policy to <run>/final through a
-// temporary folder beside it, so that a kill mid-export leaves no partial
-// model folder and no temporary file inside one: final is either the
-// previous export or the whole new one. A leftover temporary folder from a
-// killed export is removed by the next.
-func (t *Trainer) exportFinal() error {
-	final := filepath.Join(t.dir, "final")
-	tmp := filepath.Join(t.dir, ".tmp-final")
-	if err := os.RemoveAll(tmp); err != nil {
-		return err
-	}
-	export := t.exportPolicy
-	if t.base != nil && t.cfg.Model.LoRA.Merge {
-		export = func(dir string) error { return t.exportAdapters(dir, true) }
-	}
-	if err := export(tmp); err != nil {
-		return err
-	}
-	stage("final")
-	if err := os.RemoveAll(final); err != nil {
-		return err
-	}
-	return os.Rename(tmp, final)
-}
-
-// exportPolicy writes the policy and its tokenizer as a Hugging Face
-// folder, or with LoRA as a PEFT adapter folder.
-func (t *Trainer) exportPolicy(dir string) error {
-	if t.base != nil {
-		return t.exportAdapters(dir, false)
-	}
-	if err := t.learner.Policy().Save(dir); err != nil {
-		return err
-	}
-	return t.agent.Tokenizer.Save(dir)
-}
-
 // pruneCheckpoints removes the oldest iter-* folders beyond
 // keepCheckpoints, never keep (the one latest names).
 func pruneCheckpoints(root, keep string) error {
@@ -238,8 +198,8 @@ func pruneCheckpoints(root, keep string) error {
 	return nil
 }
 
-// restore reads the optimizer and run state of a checkpoint (the weights
-// were loaded with the models).
+// restore reads the run state of a checkpoint, and the models' optimizer
+// state (the weights were loaded with the models).
 func (t *Trainer) restore(ck string) error {
 	b, err := os.ReadFile(filepath.Join(ck, "state.json"))
 	if err != nil {
@@ -251,5 +211,5 @@ func (t *Trainer) restore(ck string) error {
 	if err := t.pcg.UnmarshalBinary(t.state.RNG); err != nil {
 		return fmt.Errorf("%s/state.json: rng: %w", ck, err)
 	}
-	return t.learner.Load(ck, t.state.OptSteps)
+	return t.models.restore(ck, t.state.OptSteps)
 }

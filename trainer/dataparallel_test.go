@@ -153,7 +153,7 @@ func dpTrainer(t *testing.T, estimator string, zero int, g *dist.Group) *Trainer
 			c.Optim.LR = 3e-4
 		}
 	})
-	if err := tr.syncReplicas(); err != nil {
+	if err := tr.models.syncReplicas(); err != nil {
 		t.Fatal(err)
 	}
 	return tr
@@ -178,8 +178,8 @@ func dpRun(t *testing.T, tr *Trainer, batch []*trajectory.Trajectory, from, to i
 // other shows there, even where weight decay barely moves it). With a
 // sharded state every rank must call it.
 func dpOutput(t *testing.T, tr *Trainer) []float32 {
-	out := flatWeights(t, tr.learner.Policy())
-	opt, _ := tr.learner.Optimizers()
+	out := flatWeights(t, tr.models.learner.Policy())
+	opt, _ := tr.models.learner.Optimizers()
 	for i := 0; i < opt.NumParams(); i++ {
 		st, err := opt.State(i)
 		if err != nil {
@@ -203,17 +203,17 @@ func dpLearn(t *testing.T, estimator string, zero int, g *dist.Group, batch []*t
 // policy, the optimizer state gathered whole (every rank takes part), the
 // optimizer step count and the RNG; rank 0 writes.
 func dpSave(t *testing.T, tr *Trainer, dir string) {
-	st, err := tr.learner.GatherOptimizers()
+	st, err := tr.models.learner.GatherOptimizers()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !tr.dist.Leader() {
 		return
 	}
-	if err := tr.learner.Policy().Save(filepath.Join(dir, "policy")); err != nil {
+	if err := tr.models.learner.Policy().Save(filepath.Join(dir, "policy")); err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.learner.Save(dir, st); err != nil {
+	if err := tr.models.learner.Save(dir, st); err != nil {
 		t.Fatal(err)
 	}
 	rng, err := tr.pcg.MarshalBinary()
@@ -223,19 +223,19 @@ func dpSave(t *testing.T, tr *Trainer, dir string) {
 	if err := os.WriteFile(filepath.Join(dir, "rng"), rng, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "steps"), []byte(strconv.Itoa(tr.learner.Steps())), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "steps"), []byte(strconv.Itoa(tr.models.learner.Steps())), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // dpLoad restores what dpSave wrote into tr, as a resume does.
 func dpLoad(t *testing.T, tr *Trainer, dir string) {
-	m, err := torch.LoadModel(filepath.Join(dir, "policy"), torch.Float32, torch.CPU, tr.sharedCritic())
+	m, err := torch.LoadModel(filepath.Join(dir, "policy"), torch.Float32, torch.CPU, tr.models.sharedCritic())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Free()
-	if err := tr.learner.Policy().CopyWeightsFrom(m); err != nil {
+	if err := tr.models.learner.Policy().CopyWeightsFrom(m); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "steps"))
@@ -243,7 +243,7 @@ func dpLoad(t *testing.T, tr *Trainer, dir string) {
 		t.Fatal(err)
 	}
 	steps, _ := strconv.Atoi(string(b))
-	if err := tr.learner.Load(dir, steps); err != nil {
+	if err := tr.models.learner.Load(dir, steps); err != nil {
 		t.Fatal(err)
 	}
 	if b, err = os.ReadFile(filepath.Join(dir, "rng")); err != nil {
@@ -350,7 +350,7 @@ func dpCompare(t *testing.T, what string, got, want, start []float32) {
 
 // dpInitial is the weights before any update.
 func dpInitial(t *testing.T, estimator string) []float32 {
-	return flatWeights(t, newBandit(t, dpEstimator(estimator)).learner.Policy())
+	return flatWeights(t, newBandit(t, dpEstimator(estimator)).models.learner.Policy())
 }
 
 // TestDataParallelRank is one rank of TestDataParallelMatchesOneProcess.
@@ -416,7 +416,7 @@ func TestDataParallelRank(t *testing.T) {
 // order of their ids.
 func dpOnPolicyUpdate(t *testing.T, g *dist.Group, batch []*trajectory.Trajectory) []float32 {
 	tr := dpTrainer(t, dpOnPolicy, 0, g)
-	r, err := tr.learner.Update(1, learner.NewBatch(batch, tr.cfg.Algorithm.PackSegments))
+	r, err := tr.models.learner.Update(1, learner.NewBatch(batch, tr.cfg.Algorithm.PackSegments))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // world's scripted demonstrations) and writes the policy as a Hugging Face
 // folder to out.
 func (t *Trainer) SFT(ctx context.Context, out string) error {
-	if t.base != nil {
+	if t.models.base != nil {
 		return fmt.Errorf("sft: model.lora is set, but the warm start trains the whole model: run trainer sft without model.lora, then train adapters over its output")
 	}
 	if t.cfg.SFT.Data == "" && (t.data.world == nil || t.cfg.SFT.Demos <= 0) {
@@ -19,11 +19,11 @@ func (t *Trainer) SFT(ctx context.Context, out string) error {
 	}
 	// Scripted demonstrations are meant for a model created here; sft.data
 	// may warm-start any model.
-	t.fresh = t.fresh || t.cfg.SFT.Data != ""
+	t.models.fresh = t.models.fresh || t.cfg.SFT.Data != ""
 	if err := t.warmStart(ctx, nil); err != nil {
 		return err
 	}
-	return t.exportPolicy(out)
+	return t.models.exportPolicy(out)
 }
 
 // Evaluate evaluates the policy as it is (greedy) and, with eval.baselines,

@@ -57,8 +57,8 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		}
 		all = append(all, evalTrs...)
 	}
-	if t.device.CUDA {
-		if ms, err := torch.CUDAMemory(t.device); err == nil {
+	if t.models.device.CUDA {
+		if ms, err := torch.CUDAMemory(t.models.device); err == nil {
 			m[metric.CUDAAllocatedGB], m[metric.CUDAPeakGB] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
 		}
 	} else if ms, err := torch.HostMemory(); err == nil {
@@ -90,18 +90,18 @@ func (t *Trainer) learn(iter int, train []*trajectory.Trajectory, m map[string]f
 	if err := torch.EmptyCache(); err != nil {
 		return err
 	}
-	if err := t.seedDropout(iter); err != nil {
+	if err := t.models.seedDropout(iter); err != nil {
 		return err
 	}
 	t0 := time.Now()
-	r, err := t.learner.Update(iter, learner.NewBatch(train, t.cfg.Algorithm.PackSegments))
+	r, err := t.models.learner.Update(iter, learner.NewBatch(train, t.cfg.Algorithm.PackSegments))
 	if err != nil {
 		return err
 	}
-	t.state.OptSteps = t.learner.Steps()
+	t.state.OptSteps = t.models.learner.Steps()
 	t.log.Debug().Int("iteration", iter).Bool("old_logprobs_from_step", r.OldFromStep).
 		Dur("prepare", r.Timing.Prepare).Msg("update")
-	r.AddMetrics(m, t.learner.Critic() != nil)
+	r.AddMetrics(m, t.models.learner.Critic() != nil)
 	if t.cfg.Algorithm.OverlongBuffer.Enable {
 		m[metric.OverlongPenalty] = r.OverlongPenalty
 	}

@@ -136,22 +136,22 @@ func newBanditOn(t *testing.T, g *dist.Group, estimator string, tweaks ...func(*
 	for _, f := range tweaks {
 		f(&cfg)
 	}
-	tr := &Trainer{cfg: cfg, log: zerolog.Nop(), pcg: rand.NewPCG(uint64(cfg.Run.Seed), 0x5eed)}
+	tr := &Trainer{cfg: cfg, log: zerolog.Nop(), pcg: rand.NewPCG(uint64(cfg.Run.Seed), 0x5eed), dist: g}
 	tr.rng = rand.New(tr.pcg)
+	tr.models = &models{cfg: cfg, dist: g, device: torch.CPU, dtype: torch.Float32}
 	mc := torch.Config{ModelType: "qwen2", Vocab: banditVocab, Hidden: 32, Intermediate: 64, Layers: 1, Heads: 2,
 		KVHeads: 1, HeadDim: 16, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 16}
-	policy, err := torch.NewRandomModel(mc, torch.Float32, torch.CPU, tr.sharedCritic(), uint64(cfg.Run.Seed))
+	policy, err := torch.NewRandomModel(mc, torch.Float32, torch.CPU, tr.models.sharedCritic(), uint64(cfg.Run.Seed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var critic *torch.Model
-	if tr.criticMode() == learner.SeparateCritic {
+	if tr.models.criticMode() == learner.SeparateCritic {
 		if critic, err = torch.NewRandomModel(mc, torch.Float32, torch.CPU, true, uint64(cfg.Run.Seed)+1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	tr.dist = g
-	if tr.learner, err = learner.New(policy, critic, tr.criticMode(), tr.learnerSettings(), g, tr.rng); err != nil {
+	if tr.models.learner, err = learner.New(policy, critic, tr.models.criticMode(), tr.models.learnerSettings(), g, tr.rng); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Close() })
@@ -219,7 +219,7 @@ func banditSeqs() []*trajectory.Trajectory {
 // after its prompt, from the training forward (temperature 1).
 func banditGoodProb(t *testing.T, tr *Trainer) [2]float64 {
 	t.Helper()
-	lp, err := learner.TokenLogprobs(nil, tr.learner.Policy(), banditSeqs(), 1, 2)
+	lp, err := learner.TokenLogprobs(nil, tr.models.learner.Policy(), banditSeqs(), 1, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestLearnBandit(t *testing.T) {
 // target is what "learned" can ask (seeds 1-8 give 0.70-1.22).
 func checkBanditValues(t *testing.T, tr *Trainer, p [2]float64) {
 	t.Helper()
-	vals, err := learner.TokenValues(nil, tr.learner.Policy(), banditSeqs(), 2)
+	vals, err := learner.TokenValues(nil, tr.models.learner.Policy(), banditSeqs(), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestLearnDeterministic(t *testing.T) {
 				toks = append(toks, x.Tokens[len(x.Tokens)-1])
 			}
 		}
-		return toks, flatWeights(t, tr.learner.Policy())
+		return toks, flatWeights(t, tr.models.learner.Policy())
 	}
 	toksA, wA := run()
 	toksB, wB := run()

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,41 +31,41 @@ import (
 const baseDirName = "base"
 
 // loraShape is the adapters' shape model.lora sets.
-func (t *Trainer) loraShape() torch.LoRA {
-	l := t.cfg.Model.LoRA
+func (m *models) loraShape() torch.LoRA {
+	l := m.cfg.Model.LoRA
 	return torch.LoRA{Rank: l.Rank, Alpha: l.Alpha, Dropout: l.Dropout, Targets: l.Targets()}
 }
 
-// loadLoRAModels loads or creates the base, the policy's adapters and a
+// loadLoRA loads or creates the base, the policy's adapters and a
 // separate critic's, and hands them to the learner with the base as the
 // KL reference.
-func (t *Trainer) loadLoRAModels(ck string) error {
-	base, err := t.loadBase(ck)
+func (m *models) loadLoRA(ck string, rng *rand.Rand) error {
+	base, err := m.loadBase(ck)
 	if err != nil {
 		return err
 	}
-	t.base = base
-	seed := uint64(t.cfg.Run.Seed)
-	policy, err := t.loadAdapters(ck, "policy", t.cfg.Model.LoRA.Path, t.sharedCritic(), seed)
+	m.base = base
+	seed := uint64(m.cfg.Run.Seed)
+	policy, err := m.loadAdapters(ck, "policy", m.cfg.Model.LoRA.Path, m.sharedCritic(), seed)
 	if err != nil {
 		return fmt.Errorf("policy: %w", err)
 	}
 	var critic *torch.Model
-	if t.criticMode() == learner.SeparateCritic {
+	if m.criticMode() == learner.SeparateCritic {
 		dir := ""
 		if ck != "" {
 			dir = learner.CriticDir(ck)
 		}
-		if critic, err = t.loadAdapters(dir, "", "", true, seed+1); err != nil {
+		if critic, err = m.loadAdapters(dir, "", "", true, seed+1); err != nil {
 			policy.Free()
 			return fmt.Errorf("critic: %w", err)
 		}
 	}
-	if t.learner, err = learner.New(policy, critic, t.criticMode(), t.learnerSettings(), t.dist, t.rng); err != nil {
+	if m.learner, err = learner.New(policy, critic, m.criticMode(), m.learnerSettings(), m.dist, rng); err != nil {
 		return err
 	}
-	if t.needsRef() {
-		t.learner.SetReference(base)
+	if m.needsRef() {
+		m.learner.SetReference(base)
 	}
 	return nil
 }
@@ -72,70 +73,70 @@ func (t *Trainer) loadLoRAModels(ck string) error {
 // loadBase reads the base: the run's own (<run>/base) on a resume of a run
 // that saved one, else model.path, else the tiny model created from the
 // seed (fresh: a warm start makes sense).
-func (t *Trainer) loadBase(ck string) (*torch.Model, error) {
+func (m *models) loadBase(ck string) (*torch.Model, error) {
 	var b *torch.Model
 	var err error
-	saved := filepath.Join(t.dir, baseDirName)
+	saved := filepath.Join(m.dir, baseDirName)
 	_, statErr := os.Stat(filepath.Join(saved, "config.json"))
 	switch {
 	case ck != "" && statErr == nil:
-		b, err = torch.LoadModel(saved, t.dtype, t.device, false)
-		t.baseDir = saved
-	case t.cfg.Model.Path != "":
-		b, err = torch.LoadModel(t.cfg.Model.Path, t.dtype, t.device, false)
-		t.baseDir = t.cfg.Model.Path
+		b, err = torch.LoadModel(saved, m.dtype, m.device, false)
+		m.baseDir = saved
+	case m.cfg.Model.Path != "":
+		b, err = torch.LoadModel(m.cfg.Model.Path, m.dtype, m.device, false)
+		m.baseDir = m.cfg.Model.Path
 	default:
-		b, err = torch.NewRandomModel(agent.TinyConfig(t.cfg.Model.Tiny, t.agent.Tokenizer), t.dtype, t.device, false, uint64(t.cfg.Run.Seed))
-		t.fresh = true
+		b, err = torch.NewRandomModel(agent.TinyConfig(m.cfg.Model.Tiny, m.tok), m.dtype, m.device, false, uint64(m.cfg.Run.Seed))
+		m.fresh = true
 	}
 	if err != nil {
 		return nil, fmt.Errorf("base model: %w", err)
 	}
-	if err := t.setMode(b); err != nil {
+	if err := m.setMode(b); err != nil {
 		b.Free()
 		return nil, err
 	}
-	if v := t.agent.Tokenizer.VocabSize(); v > b.Config.Vocab {
+	if v := m.tok.VocabSize(); v > b.Config.Vocab {
 		b.Free()
 		return nil, fmt.Errorf("the tokenizer has %d tokens but the base model's vocab_size is %d", v, b.Config.Vocab)
 	}
 	return b, nil
 }
 
-// loadAdapters reads an adapter set over t.base: from the checkpoint's
+// loadAdapters reads an adapter set over m.base: from the checkpoint's
 // folder sub (ck/sub; ck alone when sub is ""), else from the PEFT folder
 // from (whose shape must be model.lora's), else fresh from seed.
-func (t *Trainer) loadAdapters(ck, sub, from string, valueHead bool, seed uint64) (*torch.Model, error) {
-	var m *torch.Model
+func (m *models) loadAdapters(ck, sub, from string, valueHead bool, seed uint64) (*torch.Model, error) {
+	var a *torch.Model
 	var err error
 	switch {
 	case ck != "":
-		m, err = peft.Load(filepath.Join(ck, sub), t.base, valueHead, seed)
+		a, err = peft.Load(filepath.Join(ck, sub), m.base, valueHead, seed)
 	case from != "":
-		if err = t.sameShape(from); err == nil {
-			m, err = peft.Load(from, t.base, valueHead, seed)
+		if err = m.sameShape(from); err == nil {
+			a, err = peft.Load(from, m.base, valueHead, seed)
 		}
 	default:
-		m, err = torch.NewLoRAModel(t.base, t.loraShape(), valueHead, seed)
+		a, err = torch.NewLoRAModel(m.base, m.loraShape(), valueHead, seed)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := t.setMode(m); err != nil {
-		m.Free()
+	if err := m.setMode(a); err != nil {
+		a.Free()
 		return nil, err
 	}
-	return m, nil
+	return a, nil
 }
 
 // sameShape checks that the adapter folder dir has model.lora's rank,
 // alpha, dropout, targets and plain alpha/r scaling, naming each that differs.
-func (t *Trainer) sameShape(dir string) error {
+func (m *models) sameShape(dir string) error {
 	c, err := peft.ReadConfig(dir)
 	if err != nil {
 		return err
 	}
-	want, got := t.loraShape(), c.LoRA
+	want, got := m.loraShape(), c.LoRA
 	var diff []string
 	if got.Rank != want.Rank {
 		diff = append(diff, fmt.Sprintf("r %d against model.lora.rank %d", got.Rank, want.Rank))
@@ -160,30 +161,30 @@ func (t *Trainer) sameShape(dir string) error {
 
 // warmStartModel is the model the warm start trains: the policy, or with
 // LoRA the base in full (the adapters start over the warm-started base).
-func (t *Trainer) warmStartModel() *torch.Model {
-	if t.base != nil {
-		return t.base
+func (m *models) warmStartModel() *torch.Model {
+	if m.base != nil {
+		return m.base
 	}
-	return t.learner.Policy()
+	return m.learner.Policy()
 }
 
 // saveBase saves a base the run made or changed (the tiny model, a warm
 // start) as <run>/base with the tokenizer, once, through a temporary
 // folder, so a resume rebuilds it. A base read unchanged from model.path
 // is not copied.
-func (t *Trainer) saveBase() error {
-	if t.base == nil || !(t.fresh || t.baseTrained) || !t.dist.Leader() {
+func (m *models) saveBase() error {
+	if m.base == nil || !(m.fresh || m.baseTrained) || !m.dist.Leader() {
 		return nil
 	}
-	dir := filepath.Join(t.dir, baseDirName)
-	tmp := filepath.Join(t.dir, ".tmp-"+baseDirName)
+	dir := filepath.Join(m.dir, baseDirName)
+	tmp := filepath.Join(m.dir, ".tmp-"+baseDirName)
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
-	if err := t.base.Save(tmp); err != nil {
+	if err := m.base.Save(tmp); err != nil {
 		return err
 	}
-	if err := t.agent.Tokenizer.Save(tmp); err != nil {
+	if err := m.tok.Save(tmp); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -192,49 +193,49 @@ func (t *Trainer) saveBase() error {
 	if err := os.Rename(tmp, dir); err != nil {
 		return err
 	}
-	t.baseDir = dir
+	m.baseDir = dir
 	return nil
 }
 
 // baseName is what adapter folders name as their base
 // (base_model_name_or_path): the base's folder, absolute when it is local.
-func (t *Trainer) baseName() string {
-	if abs, err := filepath.Abs(t.baseDir); err == nil && t.baseDir != "" {
+func (m *models) baseName() string {
+	if abs, err := filepath.Abs(m.baseDir); err == nil && m.baseDir != "" {
 		if _, err := os.Stat(abs); err == nil {
 			return abs
 		}
 	}
-	return t.baseDir
+	return m.baseDir
 }
 
 // exportAdapters writes the policy as a PEFT adapter folder with the
 // tokenizer, or with merge a full Hugging Face folder of the merged
 // weights.
-func (t *Trainer) exportAdapters(dir string, merge bool) error {
-	policy := t.learner.Policy()
+func (m *models) exportAdapters(dir string, merge bool) error {
+	policy := m.learner.Policy()
 	if merge {
-		m, err := torch.NewMergedModel(policy)
+		merged, err := torch.NewMergedModel(policy)
 		if err != nil {
 			return err
 		}
-		err = m.Save(dir)
-		m.Free()
+		err = merged.Save(dir)
+		merged.Free()
 		if err != nil {
 			return err
 		}
-	} else if err := peft.Save(dir, policy, t.baseName()); err != nil {
+	} else if err := peft.Save(dir, policy, m.baseName()); err != nil {
 		return err
 	}
-	return t.agent.Tokenizer.Save(dir)
+	return m.tok.Save(dir)
 }
 
 // seedDropout reseeds libtorch's generator, which draws LoRA's dropout
 // masks, from the run's seed, the iteration and the rank before each
 // update: the masks of an iteration are then those an uninterrupted run
 // draws, although a checkpoint does not hold libtorch's generator state.
-func (t *Trainer) seedDropout(iter int) error {
-	if t.base == nil || t.cfg.Model.LoRA.Dropout == 0 {
+func (m *models) seedDropout(iter int) error {
+	if m.base == nil || m.cfg.Model.LoRA.Dropout == 0 {
 		return nil
 	}
-	return torch.ManualSeed(uint64(t.cfg.Run.Seed)*1_000_003 + uint64(iter)*1_009 + uint64(t.dist.Rank()))
+	return torch.ManualSeed(uint64(m.cfg.Run.Seed)*1_000_003 + uint64(iter)*1_009 + uint64(m.dist.Rank()))
 }

@@ -76,11 +76,11 @@ func TestLoRAModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	l := tr.learner
+	l := tr.models.learner
 	if l.Policy().LoRA() == nil || l.Critic().LoRA() == nil || !l.Critic().ValueHead {
 		t.Fatal("the policy and the critic are not LoRA models (the critic with a value head)")
 	}
-	if l.Reference() != tr.base {
+	if l.Reference() != tr.models.base {
 		t.Error("the KL reference is not the base model")
 	}
 	if n := numbers(t, l.Params()); n != 4096+4096+33 {
@@ -160,7 +160,7 @@ func TestLoRAExportsAdapters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := tr.learner; l.Critic() != l.Policy() || !l.Policy().ValueHead || numbers(t, l.Params()) != 4096+33 {
+	if l := tr.models.learner; l.Critic() != l.Policy() || !l.Policy().ValueHead || numbers(t, l.Params()) != 4096+33 {
 		t.Errorf("shared critic: the value head is not on the policy's adapters, or the learner trains other numbers")
 	}
 	if _, err := tr.Run(context.Background(), nil); err != nil {
@@ -232,7 +232,7 @@ func TestLoRAPathShape(t *testing.T) {
 	dir := t.TempDir()
 	cfg := loraConfig(dir)
 	cfg.Model.LoRA.Rank, cfg.Model.LoRA.Alpha, cfg.Model.LoRA.TargetModules = 4, 8, []string{"q_proj"}
-	tr := &Trainer{cfg: cfg}
+	m := &models{cfg: cfg}
 	write := func(extra string) string {
 		d := t.TempDir()
 		body := `{"peft_type": "LORA", "r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["q_proj"]` + extra + `}`
@@ -241,10 +241,10 @@ func TestLoRAPathShape(t *testing.T) {
 		}
 		return d
 	}
-	if err := tr.sameShape(write("")); err != nil {
+	if err := m.sameShape(write("")); err != nil {
 		t.Fatalf("the same shape: %v", err)
 	}
-	err := tr.sameShape(write(`, "use_rslora": true`))
+	err := m.sameShape(write(`, "use_rslora": true`))
 	if err == nil || !strings.Contains(err.Error(), "use_rslora true") {
 		t.Fatalf("an rsLoRA adapter: %v, want a refusal naming use_rslora", err)
 	}

@@ -3,71 +3,122 @@ package trainer
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 
+	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/learner"
 )
 
 func numCPU() int { return runtime.NumCPU() }
 
+// models owns the run's models: it loads or creates the policy, a
+// separate critic and the KL reference (or, with model.lora, the frozen
+// base and the adapters over it: lora.go), hands them to the learner,
+// which builds and steps their optimizers, restores the optimizers from a
+// checkpoint, keeps the ranks' weights identical, freezes the reference
+// after the warm start, and exports the policy (checkpoints, <run>/final).
+// The Trainer's loop, data and store use it; it knows nothing of them.
+type models struct {
+	cfg     config.Config
+	dir     string      // the run's folder: <run>/ref, <run>/base
+	dist    *dist.Group // nil: a single process
+	tok     *tokenizer.Tokenizer
+	device  torch.Device
+	dtype   torch.DType
+	learner *learner.Learner // owns the policy, critic, reference and their optimizers
+	// fresh is true when the policy was created here (not loaded), so a
+	// warm start makes sense.
+	fresh bool
+	// base is the frozen model under the adapters with model.lora (nil
+	// without); baseDir the folder it was read from or saved to, and
+	// baseTrained says a warm start trained it (lora.go).
+	base        *torch.Model
+	baseDir     string
+	baseTrained bool
+}
+
+// newModels loads or creates the run's models, from the checkpoint ck
+// when it is not "", for the tokenizer tok; rng shuffles the learner's
+// mini-batches.
+func newModels(cfg config.Config, dir string, g *dist.Group, tok *tokenizer.Tokenizer, device torch.Device, dtype torch.DType,
+	rng *rand.Rand, ck string) (*models, error) {
+	m := &models{cfg: cfg, dir: dir, dist: g, tok: tok, device: device, dtype: dtype}
+	if err := m.load(ck, rng); err != nil {
+		m.close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// close frees the learner (its models and optimizers) and the base.
+func (m *models) close() {
+	if m == nil {
+		return
+	}
+	m.learner.Close()
+	m.base.Free() // the learner's reference when there is one: freed once
+}
+
 // needsCritic: the estimator reads values (GAE), so a value function is
 // learned.
-func (t *Trainer) needsCritic() bool {
-	est, _ := algo.Get(t.cfg.Algorithm.Estimator)
+func (m *models) needsCritic() bool {
+	est, _ := algo.Get(m.cfg.Algorithm.Estimator)
 	return est.Critic
 }
 
 // needsRef: a KL term to the reference policy is on.
-func (t *Trainer) needsRef() bool {
-	return t.cfg.Algorithm.KLCoef != 0 && t.cfg.Algorithm.KLMode != "off"
+func (m *models) needsRef() bool {
+	return m.cfg.Algorithm.KLCoef != 0 && m.cfg.Algorithm.KLMode != "off"
 }
 
-func (t *Trainer) sharedCritic() bool { return t.needsCritic() && t.cfg.Model.Critic == "shared" }
+func (m *models) sharedCritic() bool { return m.needsCritic() && m.cfg.Model.Critic == "shared" }
 
-// loadModels loads or creates the policy, the critic and the reference,
-// and hands them to the learner, which builds their optimizers.
-func (t *Trainer) loadModels(ck string) error {
-	if t.cfg.Model.LoRA.On() {
-		return t.loadLoRAModels(ck)
+// load loads or creates the policy, the critic and the reference, and
+// hands them to the learner, which builds their optimizers.
+func (m *models) load(ck string, rng *rand.Rand) error {
+	if m.cfg.Model.LoRA.On() {
+		return m.loadLoRA(ck, rng)
 	}
-	policy, err := t.loadPolicy(ck)
+	policy, err := m.loadPolicy(ck)
 	if err != nil {
 		return err
 	}
-	ref, err := t.loadReference(ck)
+	ref, err := m.loadReference(ck)
 	if err != nil {
 		policy.Free()
 		return err
 	}
 	var critic *torch.Model
-	if t.criticMode() == learner.SeparateCritic {
-		if critic, err = t.loadCritic(ck, policy); err != nil {
+	if m.criticMode() == learner.SeparateCritic {
+		if critic, err = m.loadCritic(ck, policy); err != nil {
 			policy.Free()
 			ref.Free()
 			return err
 		}
 	}
-	if t.learner, err = learner.New(policy, critic, t.criticMode(), t.learnerSettings(), t.dist, t.rng); err != nil {
+	if m.learner, err = learner.New(policy, critic, m.criticMode(), m.learnerSettings(), m.dist, rng); err != nil {
 		ref.Free()
 		return err
 	}
-	t.learner.SetReference(ref)
+	m.learner.SetReference(ref)
 	return nil
 }
 
 // criticMode is how the estimator's value function is held: none, a head
 // on the policy, or a model of its own (model.critic).
-func (t *Trainer) criticMode() learner.CriticMode {
+func (m *models) criticMode() learner.CriticMode {
 	switch {
-	case !t.needsCritic():
+	case !m.needsCritic():
 		return learner.NoCritic
-	case t.sharedCritic():
+	case m.sharedCritic():
 		return learner.SharedCritic
 	}
 	return learner.SeparateCritic
@@ -75,27 +126,27 @@ func (t *Trainer) criticMode() learner.CriticMode {
 
 // loadPolicy reads the policy from the checkpoint or model.path, or
 // creates the tiny model of the synthetic world.
-func (t *Trainer) loadPolicy(ck string) (*torch.Model, error) {
+func (m *models) loadPolicy(ck string) (*torch.Model, error) {
 	var p *torch.Model
 	var err error
-	shared := t.sharedCritic()
+	shared := m.sharedCritic()
 	switch {
 	case ck != "":
-		p, err = torch.LoadModel(filepath.Join(ck, "policy"), t.dtype, t.device, shared)
-	case t.cfg.Model.Path != "":
-		p, err = torch.LoadModel(t.cfg.Model.Path, t.dtype, t.device, shared)
+		p, err = torch.LoadModel(filepath.Join(ck, "policy"), m.dtype, m.device, shared)
+	case m.cfg.Model.Path != "":
+		p, err = torch.LoadModel(m.cfg.Model.Path, m.dtype, m.device, shared)
 	default:
-		p, err = torch.NewRandomModel(agent.TinyConfig(t.cfg.Model.Tiny, t.agent.Tokenizer), t.dtype, t.device, shared, uint64(t.cfg.Run.Seed))
-		t.fresh = true
+		p, err = torch.NewRandomModel(agent.TinyConfig(m.cfg.Model.Tiny, m.tok), m.dtype, m.device, shared, uint64(m.cfg.Run.Seed))
+		m.fresh = true
 	}
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	if err := t.setMode(p); err != nil {
+	if err := m.setMode(p); err != nil {
 		p.Free()
 		return nil, err
 	}
-	if v := t.agent.Tokenizer.VocabSize(); v > p.Config.Vocab {
+	if v := m.tok.VocabSize(); v > p.Config.Vocab {
 		p.Free()
 		return nil, fmt.Errorf("the tokenizer has %d tokens but the model's vocab_size is %d", v, p.Config.Vocab)
 	}
@@ -105,25 +156,25 @@ func (t *Trainer) loadPolicy(ck string) (*torch.Model, error) {
 // loadReference reads the KL reference (model.ref_path, or the run's own
 // from a checkpoint); nil when there is none yet: freezeReference makes
 // it from the policy after the warm start.
-func (t *Trainer) loadReference(ck string) (*torch.Model, error) {
-	if !t.needsRef() {
+func (m *models) loadReference(ck string) (*torch.Model, error) {
+	if !m.needsRef() {
 		return nil, nil
 	}
 	var ref *torch.Model
 	var err error
 	switch {
-	case t.cfg.Model.RefPath != "":
-		ref, err = torch.LoadModel(t.cfg.Model.RefPath, t.dtype, t.device, false)
+	case m.cfg.Model.RefPath != "":
+		ref, err = torch.LoadModel(m.cfg.Model.RefPath, m.dtype, m.device, false)
 	case ck != "":
 		// The reference is the initial policy, saved when the run began.
-		ref, err = torch.LoadModel(filepath.Join(t.dir, "ref"), t.dtype, t.device, false)
+		ref, err = torch.LoadModel(filepath.Join(m.dir, "ref"), m.dtype, m.device, false)
 	default:
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reference model: %w", err)
 	}
-	if err := t.setMode(ref); err != nil {
+	if err := m.setMode(ref); err != nil {
 		ref.Free()
 		return nil, err
 	}
@@ -132,22 +183,22 @@ func (t *Trainer) loadReference(ck string) (*torch.Model, error) {
 
 // loadCritic reads a separate critic from the checkpoint or
 // model.critic_path, or makes one from the policy with a fresh value head.
-func (t *Trainer) loadCritic(ck string, policy *torch.Model) (*torch.Model, error) {
+func (m *models) loadCritic(ck string, policy *torch.Model) (*torch.Model, error) {
 	var c *torch.Model
 	var err error
 	switch {
 	case ck != "":
-		c, err = torch.LoadModel(learner.CriticDir(ck), t.dtype, t.device, true)
-	case t.cfg.Model.CriticPath != "":
-		c, err = torch.LoadModel(t.cfg.Model.CriticPath, t.dtype, t.device, true)
+		c, err = torch.LoadModel(learner.CriticDir(ck), m.dtype, m.device, true)
+	case m.cfg.Model.CriticPath != "":
+		c, err = torch.LoadModel(m.cfg.Model.CriticPath, m.dtype, m.device, true)
 	default:
-		c, err = torch.NewRandomModel(policy.Config, t.dtype, t.device, true, uint64(t.cfg.Run.Seed)+1)
+		c, err = torch.NewRandomModel(policy.Config, m.dtype, m.device, true, uint64(m.cfg.Run.Seed)+1)
 		if err == nil {
 			err = c.CopyWeightsFrom(policy)
 		}
 	}
 	if err == nil {
-		err = t.setMode(c)
+		err = m.setMode(c)
 	}
 	if err != nil {
 		c.Free()
@@ -157,8 +208,8 @@ func (t *Trainer) loadCritic(ck string, policy *torch.Model) (*torch.Model, erro
 }
 
 // learnerSettings are the run's update settings.
-func (t *Trainer) learnerSettings() learner.Settings {
-	cfg := t.cfg
+func (m *models) learnerSettings() learner.Settings {
+	cfg := m.cfg
 	a, o := cfg.Algorithm, cfg.Optim
 	loss := cfg.Loss()
 	loss.KLInLoss = a.KLMode == "loss"
@@ -189,16 +240,16 @@ func optimizerSteps(cfg config.Config) int {
 // is now (after the warm start) and saves it with the run, so a resumed
 // run uses the same reference. With LoRA the reference is the base, set
 // when the models were loaded.
-func (t *Trainer) freezeReference() error {
-	if !t.needsRef() || t.learner.Reference() != nil {
+func (m *models) freezeReference() error {
+	if !m.needsRef() || m.learner.Reference() != nil {
 		return nil
 	}
-	policy := t.learner.Policy()
-	ref, err := torch.NewModel(policy.Config, t.dtype, t.device, false)
+	policy := m.learner.Policy()
+	ref, err := torch.NewModel(policy.Config, m.dtype, m.device, false)
 	if err != nil {
 		return err
 	}
-	if err := t.setMode(ref); err != nil {
+	if err := m.setMode(ref); err != nil {
 		ref.Free()
 		return err
 	}
@@ -206,20 +257,118 @@ func (t *Trainer) freezeReference() error {
 		ref.Free()
 		return err
 	}
-	t.learner.SetReference(ref)
-	if !t.dist.Leader() {
+	m.learner.SetReference(ref)
+	if !m.dist.Leader() {
 		return nil
 	}
-	refDir := filepath.Join(t.dir, "ref")
+	refDir := filepath.Join(m.dir, "ref")
 	if err := os.RemoveAll(refDir); err != nil {
 		return err
 	}
 	if err := ref.Save(refDir); err != nil {
 		return err
 	}
-	return t.agent.Tokenizer.Save(refDir)
+	return m.tok.Save(refDir)
 }
 
 // setMode applies the run's activation checkpointing and mixed precision
 // to a model.
-func (t *Trainer) setMode(m *torch.Model) error { return agent.ModeOf(t.cfg).Apply(m) }
+func (m *models) setMode(x *torch.Model) error { return agent.ModeOf(m.cfg).Apply(x) }
+
+// warmStarted records that the warm start trained warmStartModel: with
+// LoRA the adapters (and a LoRA critic's) sit on the base as it is now;
+// a separate critic starts from the warm-started policy.
+func (m *models) warmStarted() error {
+	if m.base != nil {
+		m.baseTrained = true
+		return nil
+	}
+	if m.learner.Mode() == learner.SeparateCritic {
+		return m.learner.Critic().CopyWeightsFrom(m.learner.Policy())
+	}
+	return nil
+}
+
+// restore reads the optimizers' state of the checkpoint ck, whose run
+// had taken steps policy optimizer steps (the weights were loaded with
+// the models).
+func (m *models) restore(ck string, steps int) error { return m.learner.Load(ck, steps) }
+
+// syncReplicas makes every rank's trainable weights rank 0's, as DDP does
+// at start: the ranks then stay identical because they apply the same
+// summed gradients.
+func (m *models) syncReplicas() error {
+	if m.dist.World() == 1 {
+		return nil
+	}
+	return m.dist.Broadcast(m.learner.Params())
+}
+
+// agreeOnWeights checks that every rank still holds the same trainable
+// weights (the sum and the sum of squares of each parameter, computed in
+// one order whatever the thread count, compared exactly), before rank 0
+// saves them for all.
+func (m *models) agreeOnWeights() error {
+	if m.dist.World() == 1 {
+		return nil
+	}
+	params, names := m.learner.Params(), m.learner.ParamNames()
+	var keys []string
+	var vals []float64
+	for i, p := range params {
+		a, b, err := p.Checksum()
+		if err != nil {
+			return err
+		}
+		keys = append(keys, "sum of "+names[i], "sum of squares of "+names[i])
+		vals = append(vals, a, b)
+	}
+	return m.dist.Agree("the weights", keys, vals)
+}
+
+// save writes the models' part of a checkpoint into dir: the policy
+// (exportPolicy) as dir/policy, a separate critic and the optimizers'
+// state opt (learner.Save).
+func (m *models) save(dir string, opt *learner.OptimizerState) error {
+	if err := m.exportPolicy(filepath.Join(dir, "policy")); err != nil {
+		return err
+	}
+	return m.learner.Save(dir, opt)
+}
+
+// exportFinal exports the trained policy to <run>/final through a
+// temporary folder beside it, so that a kill mid-export leaves no partial
+// model folder and no temporary file inside one: final is either the
+// previous export or the whole new one. A leftover temporary folder from a
+// killed export is removed by the next.
+func (m *models) exportFinal() error {
+	final := filepath.Join(m.dir, "final")
+	tmp := filepath.Join(m.dir, ".tmp-final")
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	export := m.exportPolicy
+	if m.base != nil && m.cfg.Model.LoRA.Merge {
+		export = func(dir string) error { return m.exportAdapters(dir, true) }
+	}
+	if err := export(tmp); err != nil {
+		return err
+	}
+	stage("final")
+	if err := os.RemoveAll(final); err != nil {
+		return err
+	}
+	return os.Rename(tmp, final)
+}
+
+// exportPolicy writes the policy and its tokenizer as a Hugging Face
+// folder, or with LoRA as a PEFT adapter folder.
+func (m *models) exportPolicy(dir string) error {
+	if m.base != nil {
+		return m.exportAdapters(dir, false)
+	}
+	if err := m.learner.Policy().Save(dir); err != nil {
+		return err
+	}
+	return m.tok.Save(dir)
+}

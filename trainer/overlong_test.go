@@ -22,7 +22,7 @@ func TestOverlongFilterMasksTruncated(t *testing.T) {
 	trs[0].Outcome, trs[0].Reward = 1, 1
 	trs[1].Outcome, trs[1].Reward = 0, 0
 	trs[0].Stop, trs[1].Stop = trajectory.StopMaxTokens, trajectory.StopMaxTokens
-	r, err := tr.learner.Update(1, learner.NewBatch(trs, tr.cfg.Algorithm.PackSegments))
+	r, err := tr.models.learner.Update(1, learner.NewBatch(trs, tr.cfg.Algorithm.PackSegments))
 	if err != nil {
 		t.Fatal(err)
 	}

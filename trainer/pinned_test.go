@@ -193,7 +193,7 @@ func TestBanditUpdatesPinned(t *testing.T) {
 			}
 		}
 		h := fnv.New64a()
-		for _, w := range flatWeights(t, tr.learner.Policy()) {
+		for _, w := range flatWeights(t, tr.models.learner.Policy()) {
 			fmt.Fprintf(h, "%08x", math.Float32bits(w))
 		}
 		lines = append(lines, fmt.Sprintf("\t%q: %q,", name+"/weights", fmt.Sprintf("%016x", h.Sum64())))

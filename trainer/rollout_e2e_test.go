@@ -59,7 +59,7 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 			t.Fatalf("%s: %d turns, first %+v", x.ID, len(x.Turns), x.Turns[0])
 		}
 	}
-	old, err := learner.TokenLogprobs(nil, tr.learner.Policy(), trs, cfg.Rollout.Temperature, 4)
+	old, err := learner.TokenLogprobs(nil, tr.models.learner.Policy(), trs, cfg.Rollout.Temperature, 4)
 	if err != nil {
 		t.Fatal(err)
 	}

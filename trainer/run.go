@@ -38,10 +38,10 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table
 		if err := t.warmStart(ctx, stop); err != nil {
 			return nil, err
 		}
-		if err := t.freezeReference(); err != nil {
+		if err := t.models.freezeReference(); err != nil {
 			return nil, err
 		}
-		if err := t.saveBase(); err != nil {
+		if err := t.models.saveBase(); err != nil {
 			return nil, err
 		}
 		if err := t.iterationZero(ctx); err != nil {
@@ -100,7 +100,7 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table
 	if err := t.writer.Flush(); err != nil {
 		return nil, err
 	}
-	if err := t.exportFinal(); err != nil {
+	if err := t.models.exportFinal(); err != nil {
 		return nil, err
 	}
 	return t.results()

@@ -41,30 +41,30 @@ func TestScheduleReachesSeparateCritic(t *testing.T) {
 		c.Model.Critic = "separate"
 		c.Optim.Schedule, c.Optim.MinLRRatio = "linear", 0
 	})
-	if tr.learner.Mode() != learner.SeparateCritic {
+	if tr.models.learner.Mode() != learner.SeparateCritic {
 		t.Fatal("the bandit did not get a separate critic")
 	}
 	// Far past the schedule's end: the run's state as a resume restores it.
 	dir := t.TempDir()
-	st, err := tr.learner.GatherOptimizers()
+	st, err := tr.models.learner.GatherOptimizers()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.learner.Save(dir, st); err != nil {
+	if err := tr.models.learner.Save(dir, st); err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.learner.Load(dir, 1<<20); err != nil {
+	if err := tr.models.learner.Load(dir, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	trs, _ := banditTrajectories(t, tr, 1)
-	policy, critic := flatWeights(t, tr.learner.Policy()), flatWeights(t, tr.learner.Critic())
+	policy, critic := flatWeights(t, tr.models.learner.Policy()), flatWeights(t, tr.models.learner.Critic())
 	if err := tr.learn(1, trs, map[string]float64{}); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(policy, flatWeights(t, tr.learner.Policy())) {
+	if !slices.Equal(policy, flatWeights(t, tr.models.learner.Policy())) {
 		t.Error("the policy moved at learning rate 0")
 	}
-	if !slices.Equal(critic, flatWeights(t, tr.learner.Critic())) {
+	if !slices.Equal(critic, flatWeights(t, tr.models.learner.Critic())) {
 		t.Error("the separate critic moved at learning rate 0: its optimizer is not scheduled")
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
-	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/program"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
@@ -47,11 +46,11 @@ type Trainer struct {
 	data  *datasets
 	agent *agent.Agent
 
-	learner *learner.Learner // owns the policy, critic, reference and their optimizers
-	sampler *agent.Sampler   // decodes the rollouts, from the policy or a copy in rollout.dtype
-	program *program.Runner  // runs agent.command's episodes through the gateway; nil: the built-in loop
-	episode rollout.Factory  // starts the policy's own episodes: the agent's (a test may slow its tools down)
-	pipe    *pipeline        // the rollout role of asynchronous training while the loop runs; nil: synchronous
+	models  *models         // owns the policy, critic, reference, LoRA base and their optimizers
+	sampler *agent.Sampler  // decodes the rollouts, from the policy or a copy in rollout.dtype
+	program *program.Runner // runs agent.command's episodes through the gateway; nil: the built-in loop
+	episode rollout.Factory // starts the policy's own episodes: the agent's (a test may slow its tools down)
+	pipe    *pipeline       // the rollout role of asynchronous training while the loop runs; nil: synchronous
 
 	store  *store.Store        // rank 0 only
 	writer *store.Writer       // rank 0 only
@@ -65,18 +64,7 @@ type Trainer struct {
 	bar   ProgressFunc
 	// stop is Run's stop: asked, the run ends after the current iteration,
 	// whose dynamic sampling draws no more.
-	stop   stopSignal
-	device torch.Device
-	dtype  torch.DType
-	// fresh is true when the policy was created here (not loaded), so a
-	// warm start makes sense.
-	fresh bool
-	// base is the frozen model under the adapters with model.lora (nil
-	// without); baseDir the folder it was read from or saved to, and
-	// baseTrained says a warm start trained it (lora.go).
-	base        *torch.Model
-	baseDir     string
-	baseTrained bool
+	stop stopSignal
 }
 
 // runState is what a checkpoint needs besides the weights to continue a run
@@ -135,11 +123,12 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
 		return nil, err
 	}
-	var err error
-	if t.device, err = torch.ParseDevice(cfg.Device.Device); err != nil {
+	device, err := torch.ParseDevice(cfg.Device.Device)
+	if err != nil {
 		return nil, err
 	}
-	if t.dtype, err = torch.ParseDType(cfg.Device.DType); err != nil {
+	dtype, err := torch.ParseDType(cfg.Device.DType)
+	if err != nil {
 		return nil, err
 	}
 	threads := cfg.Device.Threads
@@ -149,7 +138,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := torch.SetThreads(threads); err != nil {
 		return nil, err
 	}
-	t.log.Info().Str("device", t.device.String()).Int("threads", torch.Threads()).Msg("torch ready")
+	t.log.Info().Str("device", device.String()).Int("threads", torch.Threads()).Msg("torch ready")
 	if err := torch.ManualSeed(uint64(cfg.Run.Seed)); err != nil {
 		return nil, err
 	}
@@ -203,7 +192,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := t.buildAgent(ctx, ck); err != nil {
 		return nil, err
 	}
-	if err := t.loadModels(ck); err != nil {
+	if t.models, err = newModels(cfg, t.dir, t.dist, t.agent.Tokenizer, device, dtype, t.rng, ck); err != nil {
 		return nil, err
 	}
 	if ck != "" {
@@ -211,10 +200,10 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 			return nil, err
 		}
 	}
-	if err := t.syncReplicas(); err != nil {
+	if err := t.models.syncReplicas(); err != nil {
 		return nil, err
 	}
-	rdt := t.dtype
+	rdt := dtype
 	if dt := cfg.Rollout.DType; dt != "auto" {
 		if rdt, err = torch.ParseDType(dt); err != nil {
 			return nil, err
@@ -224,7 +213,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if cfg.Rollout.MaxStaleness > 0 { // the rollout role decodes while the policy is updated
 		newSampler = agent.NewCopySampler
 	}
-	if t.sampler, err = newSampler(t.learner.Policy(), rdt, agent.ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
+	if t.sampler, err = newSampler(t.models.learner.Policy(), rdt, agent.ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
 		return nil, err
 	}
 	if t.dist.Leader() {
@@ -278,41 +267,8 @@ func (t *Trainer) Close() error {
 		t.tb = nil
 	}
 	t.sampler.Free()
-	t.learner.Close()
-	t.base.Free() // the learner's reference when there is one: freed once
+	t.models.close()
 	return first
-}
-
-// syncReplicas makes every rank's trainable weights rank 0's, as DDP does
-// at start: the ranks then stay identical because they apply the same
-// summed gradients.
-func (t *Trainer) syncReplicas() error {
-	if t.dist.World() == 1 {
-		return nil
-	}
-	return t.dist.Broadcast(t.learner.Params())
-}
-
-// agreeOnWeights checks that every rank still holds the same trainable
-// weights (the sum and the sum of squares of each parameter, computed in
-// one order whatever the thread count, compared exactly), before rank 0
-// saves them for all.
-func (t *Trainer) agreeOnWeights() error {
-	if t.dist.World() == 1 {
-		return nil
-	}
-	params, names := t.learner.Params(), t.learner.ParamNames()
-	var keys []string
-	var vals []float64
-	for i, p := range params {
-		a, b, err := p.Checksum()
-		if err != nil {
-			return err
-		}
-		keys = append(keys, "sum of "+names[i], "sum of squares of "+names[i])
-		vals = append(vals, a, b)
-	}
-	return t.dist.Agree("the weights", keys, vals)
 }
 
 // Dir is the run's folder.

@@ -20,9 +20,9 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	switch {
 	case c.Data != "":
 		demos, err = LoadDemos(c.Data)
-	case t.fresh && t.data.world != nil && c.Demos > 0 && c.WarmStart == "expert":
+	case t.models.fresh && t.data.world != nil && c.Demos > 0 && c.WarmStart == "expert":
 		demos, err = scriptedDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, c.ImperfectFraction, t.rng)
-	case t.fresh && t.data.world != nil && c.Demos > 0:
+	case t.models.fresh && t.data.world != nil && c.Demos > 0:
 		demos, err = generalDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, t.rng)
 	default:
 		return nil
@@ -36,7 +36,7 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	}
 	total := (len(seqs) + c.Batch - 1) / c.Batch * c.Epochs
 	bar := t.bar("warm start (SFT)", total)
-	st, err := learner.SFT(t.warmStartModel(), t.dist, seqs, learner.SFTConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
+	st, err := learner.SFT(t.models.warmStartModel(), t.dist, seqs, learner.SFTConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
 		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm, Zero: t.cfg.Dist.Zero,
 		Before: func() error {
 			if err := ctx.Err(); err != nil {
@@ -66,12 +66,5 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	}
 	t.log.Info().Int("demos", st.Sequences).Int("dropped_too_long", dropped).Int("steps", st.Steps).Int("skipped", st.Skipped).
 		Float64("loss_first", st.FirstLoss).Float64("loss_last", st.LastLoss).Msg("warm start done")
-	if t.base != nil {
-		t.baseTrained = true // the adapters (and a LoRA critic's) sit on it as it is now
-		return nil
-	}
-	if t.learner.Mode() == learner.SeparateCritic {
-		return t.learner.Critic().CopyWeightsFrom(t.learner.Policy())
-	}
-	return nil
+	return t.models.warmStarted()
 }
