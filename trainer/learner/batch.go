@@ -217,18 +217,12 @@ func MicroBatches(trs []*trajectory.Trajectory, n int) [][]int {
 	return out
 }
 
-// EpisodeMicroBatches is MicroBatches keeping the segments of each episode
-// (algo.EpisodeOf) together, so that they can be packed: the trajectories
-// of episodes of one segment are split as MicroBatches splits them, then
-// the episodes of several segments, fewest tokens first, fill micro-batches
-// of at most n trajectories with whole episodes (an episode of more than n
-// segments fills one alone). multi[i] says whether micro-batch i holds
-// episodes of several segments.
-func EpisodeMicroBatches(trs []*trajectory.Trajectory, n int) (mbs [][]int, multi []bool) {
-	return unitMicroBatches(trs, episodesOf(trs), n)
-}
-
-// unitMicroBatches is EpisodeMicroBatches over the units of trs.
+// unitMicroBatches is MicroBatches keeping the units of trs together,
+// so that an episode's segments can be packed: the trajectories of units
+// of one are split as MicroBatches splits them, then the units of several
+// (an episode's segments), fewest tokens first, fill micro-batches of at
+// most n trajectories whole (a unit of more than n fills one alone).
+// multi[i] says whether micro-batch i holds units of several.
 func unitMicroBatches(trs []*trajectory.Trajectory, units [][]int, n int) (mbs [][]int, multi []bool) {
 	var single []int
 	var eps [][]int

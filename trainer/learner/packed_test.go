@@ -53,13 +53,13 @@ func segmentedBatch(t *testing.T, l *Learner) []*trajectory.Trajectory {
 // episodes of several segments in micro-batches of their own, e0's three
 // alone since they exceed 2), where MicroBatches, sorting by length,
 // scatters them; the mini-batches of the epochs keep them together too.
-func TestEpisodeMicroBatchesKeepSegmentsTogether(t *testing.T) {
+func TestMicroBatchesKeepSegmentsTogether(t *testing.T) {
 	trs := []*trajectory.Trajectory{
 		{ID: "e0", Tokens: make([]int32, 7)}, {ID: "e1", Tokens: make([]int32, 8)}, {ID: "e0.1", Tokens: make([]int32, 10)},
 		{ID: "e2", Tokens: make([]int32, 7)}, {ID: "e1.1", Tokens: make([]int32, 7)}, {ID: "e0.2", Tokens: make([]int32, 11)},
 		{ID: "e3", Tokens: make([]int32, 3)},
 	}
-	mbs, multi := EpisodeMicroBatches(trs, 2)
+	mbs, multi := unitMicroBatches(trs, NewBatch(trs, true).units, 2)
 	// The episodes of one segment, e3 and e2, shortest first; then e1
 	// (15 tokens) and e0 (28).
 	want := [][]int{{6, 3}, {1, 4}, {0, 2, 5}}
