@@ -34,8 +34,10 @@ type noBar struct{}
 func (noBar) Add(int) {}
 func (noBar) Done()   {}
 
-// Trainer is one run: its data, agent (tools, tokenizer, chat format,
-// episode settings), learner, sampler and store. All its methods
+// Trainer is one run: the loop, its data, agent (tools, tokenizer, chat
+// format, episode settings), sampler and store; its models (the learner's
+// policy, critic and reference, a LoRA base) belong to models
+// (models.go), which loads, restores and exports them. All its methods
 // must be called from one goroutine locked to its OS thread (libtorch
 // keeps per-thread state); with rollout.max_staleness > 0, Run starts the
 // rollout role on a second one (async.go).
