@@ -368,15 +368,27 @@ struct Seg {
   int64_t col;
 };
 
+// segments are group g's parts of layer l as the segments of one product:
+// each part's weight and bias at its first output column, in the order
+// the fused layout gives them.
+std::vector<Seg> segments(const Layer &l, const Group &g) {
+  std::vector<Seg> out;
+  int64_t col = 0;
+  for (int i = 0; i < g.n; i++) {
+    const Group::Part &p = g.parts[i];
+    out.push_back({&p.weight(l), p.bias(l), col});
+    col += p.weight(l).size(0);
+  }
+  return out;
+}
+
 // products computes out[m][seg.col + o] = x[m] . seg.w[o] + seg.b[o] for
 // every segment (all with K columns, f32 or bf16 as bf16 says), m < M; x
 // is f32 [M, K] (for bf16 weights, read through a deinterleaved copy).
-void products(std::initializer_list<Seg> segs, int64_t K, const float *x, int64_t M, float *const *out,
-              bool bf16) {
+void products(const std::vector<Seg> &sv, int64_t K, const float *x, int64_t M, float *const *out, bool bf16) {
   size_t esize = bf16 ? 2 : 4;
   constexpr int64_t kChunk = 64;  // rows per unit of work
   constexpr size_t kTail = 4;     // the last chunks, handed out in quarters
-  std::vector<Seg> sv(segs);
   struct Chunk {
     size_t seg;
     int64_t r0, r1;
@@ -603,19 +615,6 @@ constexpr std::array<AttendFn, sizeof...(NC)> attend_table(std::integer_sequence
 const std::array<AttendFn, 16> kAttend[2] = {attend_table<float>(std::make_integer_sequence<int, 16>{}),
                                               attend_table<uint16_t>(std::make_integer_sequence<int, 16>{})};
 
-using Clock = std::chrono::steady_clock;
-
-// Lap adds the time since the previous lap to one of the profile's phases.
-struct Lap {
-  StepProfile *p;
-  Clock::time_point t = Clock::now();
-  void operator()(double StepProfile::*phase) {
-    auto n = Clock::now();
-    if (p != nullptr) p->*phase += std::chrono::duration<double>(n - t).count();
-    t = n;
-  }
-};
-
 bool cpu_has(const char *feature) {
   __builtin_cpu_init();
   if (std::strcmp(feature, "avx512f") == 0) return __builtin_cpu_supports("avx512f");
@@ -710,8 +709,8 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     const auto &l = m_.layers[li];
     norm(l.input_layernorm, li > 0);  // after the previous layer's MLP residual
     lap(&StepProfile::other);
-    products({{&l.q_proj, &l.q_bias, 0}, {&l.k_proj, &l.k_bias, nh * hd}, {&l.v_proj, &l.v_bias, (nh + nkv) * hd}}, H,
-             h_.data(), S, qkvrows.data(), bf);
+    const std::vector<Seg> qkv_segs = segments(l, kQKV);
+    products(qkv_segs, H, h_.data(), S, qkvrows.data(), bf);
     lap(&StepProfile::products);
 
     // Attention, one task per (slot, kv head): q/k norms (Qwen3) and RoPE
@@ -722,7 +721,8 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
       {
         int64_t i = t / nkv, kh = t % nkv, L = start[i] + 1;
         float *row = &qkv_[i * QKV];
-        float *q = row + kh * g * hd, *k = row + (nh + kh) * hd, *v = row + (nh + nkv + kh) * hd;
+        float *q = row + qkv_segs[0].col + kh * g * hd, *k = row + qkv_segs[1].col + kh * hd,
+              *v = row + qkv_segs[2].col + kh * hd;
         const float *cs = &cos_[i * half], *sn = &sin_[i * half];
         if (l.q_norm.defined()) {
           head_norm(k, 1, l.k_norm);
@@ -754,9 +754,11 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     lap(&StepProfile::products);
     norm(l.post_attention_layernorm, true);
     lap(&StepProfile::other);
-    products({{&l.gate_proj, nullptr, 0}, {&l.up_proj, nullptr, I}}, H, h_.data(), S, gurows.data(), bf);
+    const std::vector<Seg> gu_segs = segments(l, kGateUp);
+    products(gu_segs, H, h_.data(), S, gurows.data(), bf);
     lap(&StepProfile::products);
-    for (int64_t i = 0; i < S; i++) silu_mul(&gu_[i * 2 * I], &gu_[i * 2 * I + I], &act_[i * I], I);
+    for (int64_t i = 0; i < S; i++)
+      silu_mul(&gu_[i * 2 * I + gu_segs[0].col], &gu_[i * 2 * I + gu_segs[1].col], &act_[i * I], I);
     lap(&StepProfile::other);
     products({{&l.down_proj, nullptr, 0}}, I, act_.data(), S, hrows.data(), bf);
     lap(&StepProfile::products);

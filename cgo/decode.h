@@ -17,18 +17,9 @@
 #include <vector>
 
 #include "model.h"
+#include "profile.h"
 
 namespace ar {
-
-// StepProfile accumulates wall time (seconds) of decode steps by phase:
-// products (every weight matrix, lm_head included), attention (RoPE, the
-// cache write, scores, softmax and the weighted sum of values), sampling
-// (choosing the tokens and their log-probabilities) and other (embedding,
-// norms, activations, residuals, bookkeeping).
-struct StepProfile {
-  double products = 0, attention = 0, sampling = 0, other = 0;
-  int64_t steps = 0;
-};
 
 // parallel_tasks calls fn(i) for every i in [0, n), spread over the
 // calling thread and up to at::get_num_threads() - 1 workers of the

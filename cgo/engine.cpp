@@ -16,7 +16,11 @@
 //            graph and replayed (AGENTRL_CUDA builds).
 //   unfused  libtorch ops on the HF tensors, as the training forward does:
 //            the reference the other two are tested against.
-// Prefill always runs libtorch ops (fused on the fused path).
+// Prefill always runs libtorch ops (fused on the fused path). The libtorch
+// steps, eager (run) and captured (graph_forward), and prefill run each
+// layer as decoder_layer (layer.h), the training forward's layer, with the
+// fused copies or the HF tensors as its weights and attention over the
+// cache.
 #include <ATen/core/Generator.h>
 
 #include <algorithm>
@@ -40,6 +44,7 @@
 
 #include "decode.h"
 #include "internal.h"
+#include "layer.h"
 #include "model.h"
 
 using namespace ar;
@@ -118,34 +123,40 @@ Path path(const ar_engine_s &e) {
   return kKernels;
 }
 
-// weights_version sums the version counters of the weights the fused path
-// copies: every in-place write (optimizer step, copy_, set_param) moves it.
+// weights_version sums the version counters of the weights and biases the
+// fused copies are made of (kGroups): every in-place write (optimizer
+// step, copy_, set_param) moves it.
 int64_t weights_version(const ar_model_s &m) {
   int64_t v = 0;
   for (const auto &l : m.layers)
-    for (const auto &p : kLayerParams) {
-      const at::Tensor &t = l.*p.slot;
-      if (p.fused != nullptr && t.defined() && !t.is_inference()) v += static_cast<int64_t>(t._version());
-    }
+    for (const Group *g : kGroups)
+      for (int i = 0; i < g->n; i++) {
+        const Group::Part &p = g->parts[i];
+        for (const at::Tensor *t : {&p.weight(l), p.bias(l)})
+          if (t != nullptr && t->defined() && !t->is_inference()) v += static_cast<int64_t>(t->_version());
+      }
   return v;
 }
 
-// fused_sources lists each fused weight of layer l with the parameters it
-// concatenates, in table order.
-std::vector<std::pair<at::Tensor Fused::*, std::vector<at::Tensor>>> fused_sources(const Layer &l) {
-  std::vector<std::pair<at::Tensor Fused::*, std::vector<at::Tensor>>> out;
-  for (const auto &p : kLayerParams) {
-    if (p.fused == nullptr || !(l.*p.slot).defined()) continue;
-    auto it = std::find_if(out.begin(), out.end(), [&](const auto &f) { return f.first == p.fused; });
-    if (it == out.end()) it = out.insert(out.end(), {p.fused, {}});
-    it->second.push_back(l.*p.slot);
+// copy_rows makes dst the tensors parts concatenated by rows: allocated
+// when fresh, otherwise written in place (a captured CUDA graph keeps
+// reading the same address).
+void copy_rows(at::Tensor &dst, const std::vector<at::Tensor> &parts, bool fresh) {
+  if (fresh) {
+    auto shape = parts[0].sizes().vec();
+    for (size_t j = 1; j < parts.size(); j++) shape[0] += parts[j].size(0);
+    dst = at::empty(shape, parts[0].options());
   }
-  return out;
+  int64_t row = 0;
+  for (const auto &p : parts) {
+    dst.narrow(0, row, p.size(0)).copy_(p);
+    row += p.size(0);
+  }
 }
 
-// refresh_fused makes the fused weights equal the model's: allocated on
-// first use, then copied in place (a captured CUDA graph keeps reading the
-// same addresses) whenever a source weight changed.
+// refresh_fused makes the fused weights equal the model's: each Group's
+// weights (and biases, where the layer has them) concatenated by rows,
+// allocated on first use, then copied in place whenever a source changed.
 void refresh_fused(ar_engine_s &e) {
   const ar_model_s &m = *e.m;
   int64_t v = weights_version(m);
@@ -153,35 +164,19 @@ void refresh_fused(ar_engine_s &e) {
   const bool fresh = e.fused.empty();
   if (fresh) e.fused.resize(m.layers.size());
   for (size_t i = 0; i < m.layers.size(); i++) {
-    for (const auto &[slot, parts] : fused_sources(m.layers[i])) {
-      at::Tensor &dst = e.fused[i].*slot;
-      if (fresh) {
-        auto shape = parts[0].sizes().vec();
-        for (size_t j = 1; j < parts.size(); j++) shape[0] += parts[j].size(0);
-        dst = at::empty(shape, parts[0].options());
+    const Layer &l = m.layers[i];
+    for (const Group *g : kGroups) {
+      std::vector<at::Tensor> weights, biases;
+      for (int j = 0; j < g->n; j++) {
+        const Group::Part &p = g->parts[j];
+        weights.push_back(p.weight(l));
+        if (p.bias(l) != nullptr && p.bias(l)->defined()) biases.push_back(*p.bias(l));
       }
-      int64_t row = 0;
-      for (const auto &p : parts) {
-        dst.narrow(0, row, p.size(0)).copy_(p);
-        row += p.size(0);
-      }
+      copy_rows(e.fused[i].*g->w, weights, fresh);
+      if (!biases.empty()) copy_rows(e.fused[i].*g->b, biases, fresh);
     }
   }
   e.fused_version = v;
-}
-
-// proj is x [.., in] times w [out, in]^T (+ b). For a decode batch on the
-// CPU (at most 16 rows) it computes w x^T: with the weight as the left
-// operand libtorch's BLAS streams it without first packing it for a
-// many-row product, about twice as fast at 8 rows in f32.
-at::Tensor proj(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b) {
-  int64_t rows = x.numel() / x.size(-1);
-  if (!x.is_cpu() || rows > 16) return linear(x, w, b);
-  at::Tensor x2 = x.reshape({rows, x.size(-1)});
-  at::Tensor y = b.defined() ? at::addmm(b.unsqueeze(1), w, x2.t()) : at::mm(w, x2.t());
-  auto shape = x.sizes().vec();
-  shape.back() = w.size(0);
-  return y.t().reshape(shape);
 }
 
 using Clock = std::chrono::steady_clock;
@@ -228,8 +223,7 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
                StepProfile *prof = nullptr, const std::vector<int64_t> &lens = {}) {
   AutocastScope ac(e.m->dev, e.m->autocast);
   if (fused) refresh_fused(e);
-  auto t = Clock::now();
-  double t_prod = 0, t_att = 0;
+  Lap lap{prof};
   const ar_model_s &m = *e.m;
   int64_t S = ids.size(0), n = ids.size(1);
   auto lopts = at::TensorOptions().dtype(at::kLong).device(m.dev);
@@ -301,63 +295,36 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
 
   auto [cos, sin] = m.rope(pos);
   at::Tensor x = at::embedding(m.embed, ids);
-  const auto &c = m.cfg;
   for (size_t li = 0; li < m.layers.size(); li++) {
-    const auto &l = m.layers[li];
-    at::Tensor q, k, v;
-    at::Tensor h = rms_norm(x, l.input_layernorm, c.rms_eps);
-    since(t);
-    if (fused) {
-      at::Tensor y = proj(h, e.fused[li].qkv_w, e.fused[li].qkv_b);  // [S,n,(heads+2kv)*hd]
-      int64_t nq = c.heads * c.head_dim, nk = c.kv_heads * c.head_dim;
-      q = y.narrow(-1, 0, nq).view({S, n, c.heads, c.head_dim}).transpose(1, 2);
-      k = y.narrow(-1, nq, nk).view({S, n, c.kv_heads, c.head_dim}).transpose(1, 2);
-      v = y.narrow(-1, nq + nk, nk).view({S, n, c.kv_heads, c.head_dim}).transpose(1, 2);
-      t_prod += since(t);
-      position_qk(m, l, q, k, cos, sin);
-    } else {
-      qkv(m, l, h, cos, sin, q, k, v);  // (RoPE counted with the products)
-      t_prod += since(t);
-    }
-    // write k, v [S,kv,n,hd] at positions pos into the cache
+    // Attention writes k, v [S,kv,n,hd] at positions pos into the cache,
+    // then reads it.
     at::Tensor kc = e.K[li], vc = e.V[li];
-    if (S == 1) {
-      kc[slots[0]].narrow(1, start[0], count[0]).copy_(k[0].narrow(1, 0, count[0]));
-      vc[slots[0]].narrow(1, start[0], count[0]).copy_(v[0].narrow(1, 0, count[0]));
-    } else {
-      // One advanced-index write each for keys and values: [S,kv,n,hd] as
-      // rows [S*n,kv,hd], the real ones picked (under autocast k and v
-      // come in the autocast dtype).
-      using at::indexing::Slice;
-      auto rows = [&](const at::Tensor &x, const at::Tensor &cache) {
-        at::Tensor r = x.transpose(1, 2).reshape({S * n, x.size(1), x.size(3)}).to(cache.scalar_type());
-        return wrow.defined() ? r.index_select(0, wrow) : r;
-      };
-      kc.index_put_({wslot, Slice(), wpos}, rows(k, kc));
-      vc.index_put_({wslot, Slice(), wpos}, rows(v, vc));
-    }
-    std::vector<at::Tensor> outs;
-    for (const auto &r : runs) {
-      int64_t rn = r.i1 - r.i0;
-      outs.push_back(m.attend(q.narrow(0, r.i0, rn), kc.narrow(0, r.s0, rn).narrow(2, 0, r.len),
-                              vc.narrow(0, r.s0, rn).narrow(2, 0, r.len),
-                              mask.narrow(0, r.i0, rn).narrow(-1, 0, r.len)));
-    }
-    at::Tensor att = outs.size() == 1 ? outs[0] : at::cat(outs, 0);
-    t_att += since(t);
-    if (fused) {
-      at::Tensor o = proj(att, l.o_proj, at::Tensor());
-      t_prod += since(t);
-      x = x + o;
-      at::Tensor gu = proj(rms_norm(x, l.post_attention_layernorm, c.rms_eps), e.fused[li].gate_up, at::Tensor());
-      int64_t I = c.intermediate;
-      at::Tensor a = at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I);
-      x = x + proj(a, l.down_proj, at::Tensor());
-    } else {
-      x = x + linear(att, l.o_proj, at::Tensor());
-      x = x + m.mlp(l, rms_norm(x, l.post_attention_layernorm, c.rms_eps));
-    }
-    t_prod += since(t);  // (the MLP's norm and activation counted with the products)
+    auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) {
+      if (S == 1) {
+        kc[slots[0]].narrow(1, start[0], count[0]).copy_(k[0].narrow(1, 0, count[0]));
+        vc[slots[0]].narrow(1, start[0], count[0]).copy_(v[0].narrow(1, 0, count[0]));
+      } else {
+        // One advanced-index write each for keys and values: [S,kv,n,hd] as
+        // rows [S*n,kv,hd], the real ones picked (under autocast k and v
+        // come in the autocast dtype).
+        using at::indexing::Slice;
+        auto rows = [&](const at::Tensor &x, const at::Tensor &cache) {
+          at::Tensor r = x.transpose(1, 2).reshape({S * n, x.size(1), x.size(3)}).to(cache.scalar_type());
+          return wrow.defined() ? r.index_select(0, wrow) : r;
+        };
+        kc.index_put_({wslot, Slice(), wpos}, rows(k, kc));
+        vc.index_put_({wslot, Slice(), wpos}, rows(v, vc));
+      }
+      std::vector<at::Tensor> outs;
+      for (const auto &r : runs) {
+        int64_t rn = r.i1 - r.i0;
+        outs.push_back(m.attend(q.narrow(0, r.i0, rn), kc.narrow(0, r.s0, rn).narrow(2, 0, r.len),
+                                vc.narrow(0, r.s0, rn).narrow(2, 0, r.len),
+                                mask.narrow(0, r.i0, rn).narrow(-1, 0, r.len)));
+      }
+      return outs.size() == 1 ? outs[0] : at::cat(outs, 0);
+    };
+    x = decoder_layer({m, m.layers[li], fused ? &e.fused[li] : nullptr}, x, cos, sin, attend, &lap);
   }
   for (int64_t i = 0; i < S; i++) e.len[slots[i]] = start[i] + count[i];
   at::Tensor xl;  // [S,H]: each row's last real token
@@ -368,14 +335,10 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   } else {
     xl = x.narrow(1, n - 1, 1).squeeze(1);
   }
-  at::Tensor last = rms_norm(xl, m.norm, c.rms_eps);
-  since(t);
-  at::Tensor logits = (fused ? proj(last, m.lm_head, at::Tensor()) : m.logits(last)).to(at::kFloat);
-  t_prod += since(t);
-  if (prof != nullptr) {
-    prof->products += t_prod;
-    prof->attention += t_att;
-  }
+  at::Tensor last = rms_norm(xl, m.norm, m.cfg.rms_eps);
+  lap(nullptr);
+  at::Tensor logits = (fused ? decode_product(last, m.lm_head, at::Tensor()) : m.logits(last)).to(at::kFloat);
+  lap(&StepProfile::products);
   return logits;
 }
 
@@ -492,13 +455,12 @@ void end_failed_capture(ar_engine_s &e, at::cuda::CUDAGraph &graph) {
 // in the step has pos = max_len, the scratch position one past the last
 // (CUDA caches are allocated one longer), so its write harms no cached
 // token; its logits are dropped. rows (0..R-1), pos [R] and ids [R,1] are
-// device tensors.
+// device tensors. Its layers are run's fused ones (decoder_layer on the
+// fused copies); only the cache write and attention differ.
 at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tensor &pos, const at::Tensor &ids) {
   AutocastScope ac(e.m->dev, e.m->autocast);
   const ar_model_s &m = *e.m;
-  const auto &c = m.cfg;
-  const int64_t R = ids.size(0), L = e.K[0].size(2), nq = c.heads * c.head_dim, nk = c.kv_heads * c.head_dim,
-                I = c.intermediate;
+  const int64_t R = ids.size(0), L = e.K[0].size(2);
   at::Tensor keys = at::arange(L, pos.options()).view({1, L});
   at::Tensor mask = m.attention_mask(at::zeros({R, L}, pos.options().dtype(at::kFloat))
                                          .masked_fill_(keys > pos.unsqueeze(1), -std::numeric_limits<float>::infinity())
@@ -507,22 +469,15 @@ at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tenso
   at::Tensor x = at::embedding(m.embed, ids);  // [R,1,H]
   using at::indexing::Slice;
   for (size_t li = 0; li < m.layers.size(); li++) {
-    const auto &l = m.layers[li];
-    const auto &f = e.fused[li];
-    at::Tensor y = proj(rms_norm(x, l.input_layernorm, c.rms_eps), f.qkv_w, f.qkv_b);
-    at::Tensor q = y.narrow(-1, 0, nq).view({R, 1, c.heads, c.head_dim}).transpose(1, 2);
-    at::Tensor k = y.narrow(-1, nq, nk).view({R, 1, c.kv_heads, c.head_dim}).transpose(1, 2);
-    at::Tensor v = y.narrow(-1, nq + nk, nk).view({R, 1, c.kv_heads, c.head_dim}).transpose(1, 2);
-    position_qk(m, l, q, k, cos, sin);
     at::Tensor kc = e.K[li].narrow(0, 0, R), vc = e.V[li].narrow(0, 0, R);
-    kc.index_put_({rows, Slice(), pos}, k.select(2, 0).to(kc.scalar_type()));
-    vc.index_put_({rows, Slice(), pos}, v.select(2, 0).to(vc.scalar_type()));
-    at::Tensor att = m.attend(q, kc, vc, mask);
-    x = x + proj(att, l.o_proj, at::Tensor());
-    at::Tensor gu = proj(rms_norm(x, l.post_attention_layernorm, c.rms_eps), f.gate_up, at::Tensor());
-    x = x + proj(at::silu(gu.narrow(-1, 0, I)) * gu.narrow(-1, I, I), l.down_proj, at::Tensor());
+    auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) {
+      kc.index_put_({rows, Slice(), pos}, k.select(2, 0).to(kc.scalar_type()));
+      vc.index_put_({rows, Slice(), pos}, v.select(2, 0).to(vc.scalar_type()));
+      return m.attend(q, kc, vc, mask);
+    };
+    x = decoder_layer({m, m.layers[li], &e.fused[li]}, x, cos, sin, attend);
   }
-  return proj(rms_norm(x.squeeze(1), m.norm, c.rms_eps), m.lm_head, at::Tensor()).to(at::kFloat);
+  return decode_product(rms_norm(x.squeeze(1), m.norm, m.cfg.rms_eps), m.lm_head, at::Tensor()).to(at::kFloat);
 }
 
 // capture runs the step of R rows eagerly on a side stream (capture is not

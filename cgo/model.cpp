@@ -1,15 +1,11 @@
 // model.cpp: the Qwen2/Qwen3/Llama decoder and its training forward.
 //
 //   x = embed_tokens[ids]
-//   for each layer:  x = x + o_proj(attn(rope(q_norm(q_proj(n1))), rope(k_norm(k_proj(n1))), v_proj(n1)))
-//                    x = x + down_proj(silu(gate_proj(n2)) * up_proj(n2))
+//   for each layer:  x = decoder_layer(x)   (layer.h: attention block, then MLP block)
 //   logits = lm_head(norm(x))
-// with n1 = input_layernorm(x), n2 = post_attention_layernorm(x), RMSNorm as
-// in HF (computed in float32, cast back, then scaled by the weight), q_norm
-// and k_norm RMSNorms over each head's head_dim values (Qwen3 only; the
-// identity elsewhere), RoPE with HF's rotate_half pairing (dims j and
-// j + head_dim/2) and grouped-query attention where query head h reads kv
-// head h / (heads / kv_heads).
+// with RMSNorm as in HF (computed in float32, cast back, then scaled by the
+// weight) and grouped-query attention where query head h reads kv head
+// h / (heads / kv_heads).
 #include "model.h"
 
 #include <torch/csrc/autograd/autograd.h>
@@ -18,26 +14,14 @@
 #include <cmath>
 
 #include "internal.h"
+#include "layer.h"
 
 using namespace ar;
 
 namespace ar {
 
-at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps) {
-  at::Tensor xf = x.to(acc_type(x.scalar_type()));
-  at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, true) + eps);
-  return w * (xf * r).to(x.scalar_type());
-}
-
 at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b) {
   return at::linear(x, w, b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt);
-}
-
-at::Tensor apply_rope(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin) {
-  int64_t half = x.size(-1) / 2;
-  at::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
-  at::Tensor rotated = at::cat({-x2, x1}, -1);  // rotate_half
-  return x * cos + rotated * sin;
 }
 
 bool has(When w, const ar_model_config &c) {
@@ -66,26 +50,6 @@ std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c) {
     }
   }
   return out;
-}
-
-void position_qk(const ar_model_s &m, const Layer &l, at::Tensor &q, at::Tensor &k, const at::Tensor &cos,
-                 const at::Tensor &sin) {
-  if (l.q_norm.defined()) {
-    q = rms_norm(q, l.q_norm, m.cfg.rms_eps);
-    k = rms_norm(k, l.k_norm, m.cfg.rms_eps);
-  }
-  q = apply_rope(q, cos, sin);
-  k = apply_rope(k, cos, sin);
-}
-
-void qkv(const ar_model_s &m, const Layer &l, const at::Tensor &h, const at::Tensor &cos, const at::Tensor &sin,
-         at::Tensor &q, at::Tensor &k, at::Tensor &v) {
-  const auto &c = m.cfg;
-  int64_t B = h.size(0), T = h.size(1);
-  q = m.project(l, kLoraQ, h, l.q_bias).view({B, T, c.heads, c.head_dim}).transpose(1, 2);
-  k = m.project(l, kLoraK, h, l.k_bias).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
-  v = m.project(l, kLoraV, h, l.v_bias).view({B, T, c.kv_heads, c.head_dim}).transpose(1, 2);
-  position_qk(m, l, q, k, cos, sin);
 }
 
 }  // namespace ar
@@ -189,17 +153,6 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
       .reshape({B, T, cfg.heads * cfg.head_dim});
 }
 
-at::Tensor ar_model_s::attention(const Layer &l, const at::Tensor &q, const at::Tensor &k,
-                                 const at::Tensor &v, const at::Tensor &mask) const {
-  at::Tensor a = attend(q, k, v, mask);
-  return project(l, kLoraO, a, at::Tensor());
-}
-
-at::Tensor ar_model_s::mlp(const Layer &l, const at::Tensor &x) const {
-  at::Tensor a = at::silu(project(l, kLoraGate, x, at::Tensor())) * project(l, kLoraUp, x, at::Tensor());
-  return project(l, kLoraDown, a, at::Tensor());
-}
-
 // project is target's projection of x, W x + b, and on a LoRA model with
 // an adapter there its update as PEFT's Linear computes it (Hu et al.
 // 2021, arXiv:2106.09685): + scale B A dropout(x), the adapters in their
@@ -273,13 +226,10 @@ at::Tensor full_mask(const at::Tensor &attn) {
 
 // One decoder layer over a full sequence; without grad, the output goes
 // into out when it is defined.
-at::Tensor layer_forward(const ar_model_s &m, const Layer &l, at::Tensor x, const at::Tensor &cos,
+at::Tensor layer_forward(const ar_model_s &m, const Layer &l, const at::Tensor &x, const at::Tensor &cos,
                          const at::Tensor &sin, const at::Tensor &mask, at::Tensor out = at::Tensor()) {
-  at::Tensor q, k, v;
-  qkv(m, l, rms_norm(x, l.input_layernorm, m.cfg.rms_eps), cos, sin, q, k, v);
-  x = x + m.attention(l, q, k, v, mask);
-  at::Tensor y = m.mlp(l, rms_norm(x, l.post_attention_layernorm, m.cfg.rms_eps));
-  return out.defined() ? at::add_out(out, x, y) : x + y;
+  auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) { return m.attend(q, k, v, mask); };
+  return decoder_layer({m, l}, x, cos, sin, attend, nullptr, std::move(out));
 }
 
 // The tensors of layer l that take gradients: its parameters in table

@@ -1,8 +1,9 @@
 // model.h: the decoder shared by the training forward (model.cpp) and the
-// KV-cache engine (engine.cpp, decode.cpp). Names follow the Hugging Face
-// checkpoint keys of Qwen2ForCausalLM / Qwen3ForCausalLM / LlamaForCausalLM
-// one to one, and the tables below list every parameter once: its key,
-// shape and slot.
+// KV-cache engine (engine.cpp, decode.cpp); its layer is layer.h's. Names
+// follow the Hugging Face checkpoint keys of Qwen2ForCausalLM /
+// Qwen3ForCausalLM / LlamaForCausalLM one to one, and the tables below list
+// every parameter once (its key, shape and slot) and the fused decode
+// paths' layout once (which projections are one product).
 #pragma once
 
 #include <ATen/autocast_mode.h>
@@ -85,14 +86,11 @@ struct ar_model_s {
   // Rotary tables for positions [B,T] -> cos, sin [B,1,T,head_dim] in dtype,
   // each times cfg.rope_attention_factor.
   std::pair<at::Tensor, at::Tensor> rope(const at::Tensor &positions) const;
-  // One decoder layer. x [B,T,H]; attention reads keys/values [B,kv,L,hd]
-  // produced by kv(), masked by attention_mask's result for the additive
-  // mask [B,1,1,T,L]. attend is attention before the output projection:
-  // [B,T,heads*hd].
+  // attend is attention before the output projection: queries q
+  // [B,heads,T,hd] read keys and values k, v [B,kv,L,hd], masked by
+  // attention_mask's result for the additive mask [B,1,1,T,L]; the result
+  // is [B,T,heads*hd].
   at::Tensor attend(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, const at::Tensor &mask) const;
-  at::Tensor attention(const Layer &l, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
-                       const at::Tensor &mask) const;
-  at::Tensor mlp(const Layer &l, const at::Tensor &x) const;
   // project is target's projection of x (weight W of kLoraSites, bias b,
   // undefined where none) plus, on a LoRA model, its adapter's update.
   at::Tensor project(const Layer &l, int target, const at::Tensor &x, const at::Tensor &b) const;
@@ -104,8 +102,8 @@ namespace ar {
 using Layer = ar_model_s::Layer;
 
 // Fused holds the fused decode path's copies of a layer's weights
-// (engine.cpp): the parameters whose table row names one of these,
-// concatenated by rows in table order, so that each group is one product.
+// (engine.cpp): each Group's weights (and biases) concatenated by rows, in
+// the order of its parts, so that the group is one product.
 struct Fused {
   at::Tensor qkv_w, qkv_b, gate_up;
 };
@@ -120,15 +118,13 @@ enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead };
 
 // Param is a row of a parameter table: the HF key (under model.layers.{i}.
 // for a layer's), the member of Owner (the model, or a Layer) that holds
-// the tensor, its shape (one or two Dims), the configs that have it, and
-// for a weight of the engine's fused decode path the fused copy it is part of.
+// the tensor, its shape (one or two Dims) and the configs that have it.
 template <class Owner>
 struct Param {
   const char *key;
   at::Tensor Owner::*slot;
   Dim shape[2];
   When when;
-  at::Tensor Fused::*fused = nullptr;
 };
 
 // Every parameter, in the order of HF's modules and of
@@ -139,20 +135,20 @@ inline const Param<ar_model_s> kEmbedParams[] = {
     {"model.embed_tokens.weight", &ar_model_s::embed, {kVocab, kHidden}, kAlways},
 };
 inline const Param<Layer> kLayerParams[] = {
-    // key                              slot                              shape              when      fused copy
+    // key                              slot                              shape              when
     {"input_layernorm.weight",          &Layer::input_layernorm,          {kHidden},         kAlways},
-    {"self_attn.q_proj.weight",         &Layer::q_proj,                   {kQ, kHidden},     kAlways,  &Fused::qkv_w},
-    {"self_attn.q_proj.bias",           &Layer::q_bias,                   {kQ},              kQKVBias, &Fused::qkv_b},
-    {"self_attn.k_proj.weight",         &Layer::k_proj,                   {kKV, kHidden},    kAlways,  &Fused::qkv_w},
-    {"self_attn.k_proj.bias",           &Layer::k_bias,                   {kKV},             kQKVBias, &Fused::qkv_b},
-    {"self_attn.v_proj.weight",         &Layer::v_proj,                   {kKV, kHidden},    kAlways,  &Fused::qkv_w},
-    {"self_attn.v_proj.bias",           &Layer::v_bias,                   {kKV},             kQKVBias, &Fused::qkv_b},
+    {"self_attn.q_proj.weight",         &Layer::q_proj,                   {kQ, kHidden},     kAlways},
+    {"self_attn.q_proj.bias",           &Layer::q_bias,                   {kQ},              kQKVBias},
+    {"self_attn.k_proj.weight",         &Layer::k_proj,                   {kKV, kHidden},    kAlways},
+    {"self_attn.k_proj.bias",           &Layer::k_bias,                   {kKV},             kQKVBias},
+    {"self_attn.v_proj.weight",         &Layer::v_proj,                   {kKV, kHidden},    kAlways},
+    {"self_attn.v_proj.bias",           &Layer::v_bias,                   {kKV},             kQKVBias},
     {"self_attn.o_proj.weight",         &Layer::o_proj,                   {kHidden, kQ},     kAlways},
     {"self_attn.q_norm.weight",         &Layer::q_norm,                   {kHeadDim},        kQKNorm},
     {"self_attn.k_norm.weight",         &Layer::k_norm,                   {kHeadDim},        kQKNorm},
     {"post_attention_layernorm.weight", &Layer::post_attention_layernorm, {kHidden},         kAlways},
-    {"mlp.gate_proj.weight",            &Layer::gate_proj,                {kInter, kHidden}, kAlways,  &Fused::gate_up},
-    {"mlp.up_proj.weight",              &Layer::up_proj,                  {kInter, kHidden}, kAlways,  &Fused::gate_up},
+    {"mlp.gate_proj.weight",            &Layer::gate_proj,                {kInter, kHidden}, kAlways},
+    {"mlp.up_proj.weight",              &Layer::up_proj,                  {kInter, kHidden}, kAlways},
     {"mlp.down_proj.weight",            &Layer::down_proj,                {kHidden, kInter}, kAlways},
 };
 inline const Param<ar_model_s> kHeadParams[] = {
@@ -180,6 +176,40 @@ inline const LoraSite kLoraSites[AR_LORA_TARGETS] = {
     {"mlp.down_proj", &Layer::down_proj},
 };
 
+// Group is the projections of one input that the fused decode paths
+// compute as one product: q|k|v, and gate|up. Its parts, in the order of
+// their output columns, are LoRA targets (kLoraSites gives each one's
+// weight) with their bias (null: none); w and b are where Fused holds the
+// parts' weights and biases concatenated by rows (b null: no bias). These
+// two rows are the one definition of the fused layout: the fused copies
+// (engine.cpp), the split of their products (decoder_layer, layer.cpp) and
+// the hand-written step's products (decode.cpp) read them.
+//
+// order is the order a forward on the model's own tensors computes the
+// parts in, one product each. It is part of the numbers: a LoRA model's
+// dropout draws the parts' masks in it, and the backward sums their
+// gradients into the shared input in an order it sets (with more than two
+// terms, rounding depends on the order). gate|up runs up first, as the
+// forward always has.
+struct Group {
+  struct Part {
+    LoraTarget target;
+    at::Tensor Layer::*bias_slot;
+    const at::Tensor &weight(const Layer &l) const { return l.*kLoraSites[target].weight; }
+    // bias is the part's bias tensor in l (undefined where the config has
+    // none), or null for a part that never has one.
+    const at::Tensor *bias(const Layer &l) const { return bias_slot != nullptr ? &(l.*bias_slot) : nullptr; }
+  };
+  Part parts[3];
+  int n;  // parts used
+  at::Tensor Fused::*w, Fused::*b;
+  int order[3];  // the first n: a permutation of 0..n-1
+};
+inline const Group kQKV = {{{kLoraQ, &Layer::q_bias}, {kLoraK, &Layer::k_bias}, {kLoraV, &Layer::v_bias}}, 3,
+                           &Fused::qkv_w, &Fused::qkv_b, {0, 1, 2}};
+inline const Group kGateUp = {{{kLoraGate, nullptr}, {kLoraUp, nullptr}}, 2, &Fused::gate_up, nullptr, {1, 0}};
+inline const Group *const kGroups[] = {&kQKV, &kGateUp};
+
 // merged_weight is W + scale B A for the adapter ad over W, in float32
 // (float64 over an f64 W) and rounded once to W's dtype: the decode
 // model's weights and, without grad, a LoRA forward's (model.cpp).
@@ -196,19 +226,8 @@ bool has(When w, const ar_model_config &c);
 // shape is a row's shape for config c.
 std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c);
 
-at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps);
+// linear is x [.., in] times w [out, in]^T, plus b where defined.
 at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b);
-at::Tensor apply_rope(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin);
-// position_qk turns the heads q [B,heads,T,hd] and k [B,kv,T,hd], as split
-// from the projections, into the ones attention reads: each head
-// RMSNorm'd by q_norm and k_norm when the layer has them (Qwen3), then
-// RoPE applied.
-void position_qk(const ar_model_s &m, const Layer &l, at::Tensor &q, at::Tensor &k, const at::Tensor &cos,
-                 const at::Tensor &sin);
-// Projects h [B,T,H] to q [B,heads,T,hd], k and v [B,kv,T,hd], positioned
-// by position_qk.
-void qkv(const ar_model_s &m, const Layer &l, const at::Tensor &h, const at::Tensor &cos, const at::Tensor &sin,
-         at::Tensor &q, at::Tensor &k, at::Tensor &v);
 
 // token_logprobs is the log-probability of each target under
 // softmax(h w^T / temperature) and, when entropy, each row's entropy

@@ -1,0 +1,129 @@
+// layer.cpp: the decoder layer (layer.h), and the pieces only it uses:
+// rotary embedding, the per-head norms, the projections of either weight
+// layout and SwiGLU.
+#include "layer.h"
+
+namespace ar {
+
+at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps) {
+  at::Tensor xf = x.to(acc_type(x.scalar_type()));
+  at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, true) + eps);
+  return w * (xf * r).to(x.scalar_type());
+}
+
+at::Tensor decode_product(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b) {
+  int64_t rows = x.numel() / x.size(-1);
+  if (!x.is_cpu() || rows > 16) return linear(x, w, b);
+  at::Tensor x2 = x.reshape({rows, x.size(-1)});
+  at::Tensor y = b.defined() ? at::addmm(b.unsqueeze(1), w, x2.t()) : at::mm(w, x2.t());
+  auto shape = x.sizes().vec();
+  shape.back() = w.size(0);
+  return y.t().reshape(shape);
+}
+
+namespace {
+
+// apply_rope rotates each head of x [..,hd] by the tables cos, sin, with
+// HF's rotate_half pairing (dims j and j + hd/2).
+at::Tensor apply_rope(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin) {
+  int64_t half = x.size(-1) / 2;
+  at::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
+  at::Tensor rotated = at::cat({-x2, x1}, -1);  // rotate_half
+  return x * cos + rotated * sin;
+}
+
+// project_one is target's projection of x (no bias: o_proj, down_proj).
+at::Tensor project_one(const LayerWeights &w, LoraTarget target, const at::Tensor &x) {
+  if (w.fused == nullptr) return w.m.project(w.l, target, x, at::Tensor());
+  return decode_product(x, w.l.*kLoraSites[target].weight, at::Tensor());
+}
+
+// project_group is the projections of x by group g's parts, in the
+// parts' order: from the fused copy, one product split by columns (the
+// parts' widths: their weights' rows); from the model's tensors, one
+// product each, computed in g.order.
+std::vector<at::Tensor> project_group(const LayerWeights &w, const Group &g, const at::Tensor &x) {
+  std::vector<at::Tensor> out(g.n);
+  if (w.fused == nullptr) {
+    for (int j = 0; j < g.n; j++) {
+      const int i = g.order[j];
+      const Group::Part &p = g.parts[i];
+      out[i] = w.m.project(w.l, p.target, x, p.bias(w.l) != nullptr ? *p.bias(w.l) : at::Tensor());
+    }
+    return out;
+  }
+  at::Tensor y = decode_product(x, w.fused->*g.w, g.b != nullptr ? w.fused->*g.b : at::Tensor());
+  int64_t col = 0;
+  for (int i = 0; i < g.n; i++) {
+    const int64_t width = g.parts[i].weight(w.l).size(0);
+    out[i] = y.narrow(-1, col, width);
+    col += width;
+  }
+  return out;
+}
+
+// heads views a projection [B,T,n*hd] as n heads [B,n,T,hd].
+at::Tensor heads(const at::Tensor &y, int64_t n, int64_t hd) {
+  return y.view({y.size(0), y.size(1), n, hd}).transpose(1, 2);
+}
+
+at::Tensor swiglu(const at::Tensor &gate, const at::Tensor &up) { return at::silu(gate) * up; }
+
+// mark laps into phase when there is a lap.
+void mark(Lap *lap, double StepProfile::*phase) {
+  if (lap != nullptr) (*lap)(phase);
+}
+
+// attention_block is x plus the attention block of decoder_layer. Its
+// queries, keys and values are freed when it returns, before the MLP runs.
+at::Tensor attention_block(const LayerWeights &w, const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin,
+                           const Attend &attend, Lap *lap) {
+  const Layer &l = w.l;
+  const auto &c = w.m.cfg;
+  at::Tensor q, k, v;
+  {
+    std::vector<at::Tensor> qkv;
+    {
+      at::Tensor h = rms_norm(x, l.input_layernorm, c.rms_eps);
+      mark(lap, nullptr);
+      qkv = project_group(w, kQKV, h);
+    }
+    q = heads(qkv[0], c.heads, c.head_dim);
+    k = heads(qkv[1], c.kv_heads, c.head_dim);
+    v = heads(qkv[2], c.kv_heads, c.head_dim);
+  }
+  if (l.q_norm.defined()) {
+    q = rms_norm(q, l.q_norm, c.rms_eps);
+    k = rms_norm(k, l.k_norm, c.rms_eps);
+  }
+  q = apply_rope(q, cos, sin);
+  k = apply_rope(k, cos, sin);
+  mark(lap, &StepProfile::products);
+  at::Tensor a = attend(q, k, v);
+  mark(lap, &StepProfile::attention);
+  return x + project_one(w, kLoraO, a);
+}
+
+// mlp_block is the MLP of decoder_layer on its normed input h, without
+// the residual: down_proj(silu(gate) * up). gate and up are freed before
+// the down projection.
+at::Tensor mlp_block(const LayerWeights &w, const at::Tensor &h) {
+  at::Tensor act;
+  {
+    std::vector<at::Tensor> gu = project_group(w, kGateUp, h);
+    act = swiglu(gu[0], gu[1]);
+  }
+  return project_one(w, kLoraDown, act);
+}
+
+}  // namespace
+
+at::Tensor decoder_layer(const LayerWeights &w, const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin,
+                         const Attend &attend, Lap *lap, at::Tensor out) {
+  at::Tensor r = attention_block(w, x, cos, sin, attend, lap);
+  at::Tensor y = mlp_block(w, rms_norm(r, w.l.post_attention_layernorm, w.m.cfg.rms_eps));
+  mark(lap, &StepProfile::products);  // (the o and MLP products, with the MLP's norm and activation)
+  return out.defined() ? at::add_out(out, r, y) : r + y;
+}
+
+}  // namespace ar

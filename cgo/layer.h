@@ -1,0 +1,61 @@
+// layer.h: the decoder layer, written once. The training forward
+// (model.cpp), prefill and the decode steps of the engine, eager and
+// captured as CUDA graphs (engine.cpp), all run decoder_layer; what differs
+// between them is data: where the layer's weights are read from
+// (LayerWeights: the Hugging Face tensors, or the engine's fused copies)
+// and what attention reads (Attend: the forward's own tokens, or a KV
+// cache the new keys and values are first written to). The hand-written
+// CPU decode step (decode.cpp) computes the same layer with its own
+// kernels on raw buffers, its products laid out by the same Group table.
+#pragma once
+
+#include <functional>
+
+#include "model.h"
+#include "profile.h"
+
+namespace ar {
+
+// rms_norm is HF's RMSNorm of x over its last dimension: computed in
+// acc_type, cast back to x's dtype, then scaled by the weight w.
+at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps);
+
+// decode_product is x [.., in] times w [out, in]^T (+ b), as the fused
+// decode path multiplies. For a decode batch on the CPU (at most 16 rows)
+// it computes w x^T: with the weight as the left operand libtorch's BLAS
+// streams it without first packing it for a many-row product, about twice
+// as fast at 8 rows in f32. Elsewhere it is linear.
+at::Tensor decode_product(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b);
+
+// LayerWeights is where a forward reads one layer's weights, and so how it
+// multiplies: with fused null, the model's own tensors, one product per
+// projection (ar_model_s::project, LoRA adapters included: the training
+// forward, and the engine's unfused path); otherwise the engine's fused
+// copies of the layer, each Group one product split by columns, every
+// product by decode_product (the fused path, eager and captured).
+struct LayerWeights {
+  const ar_model_s &m;
+  const Layer &l;
+  const Fused *fused = nullptr;
+};
+
+// Attend is attention before the output projection: the queries q
+// [B,heads,T,hd] and this layer's new keys and values k, v [B,kv,T,hd],
+// positioned (q_norm, k_norm and RoPE applied), to [B,T,heads*hd].
+using Attend = std::function<at::Tensor(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v)>;
+
+// decoder_layer is one Qwen2/Qwen3/Llama decoder layer over x [B,T,H],
+// with the rotary tables cos, sin [B,1,T,hd] of its positions:
+//   q|k|v = the projections of input_layernorm(x) (Group kQKV), each split
+//           into heads; q and k RMSNorm'd per head by q_norm and k_norm
+//           where the layer has them (Qwen3), then RoPE applied
+//   r     = x + o_proj(attend(q, k, v))
+//   out   = r + down_proj(silu(gate) * up), gate|up the projections of
+//           post_attention_layernorm(r) (Group kGateUp)
+// With a lap, the time of the projections (RoPE with them) goes to
+// products and attend's to attention, the norm before them to no phase.
+// Without grad, out (when defined) receives the result.
+at::Tensor decoder_layer(const LayerWeights &w, const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin,
+                         const Attend &attend, Lap *lap = nullptr, at::Tensor out = at::Tensor());
+
+}  // namespace ar
