@@ -80,18 +80,13 @@ at::Tensor attention_block(const LayerWeights &w, const at::Tensor &x, const at:
                            const Attend &attend, Lap *lap) {
   const Layer &l = w.l;
   const auto &c = w.m.cfg;
-  at::Tensor q, k, v;
-  {
-    std::vector<at::Tensor> qkv;
-    {
-      at::Tensor h = rms_norm(x, l.input_layernorm, c.rms_eps);
-      mark(lap, nullptr);
-      qkv = project_group(w, kQKV, h);
-    }
-    q = heads(qkv[0], c.heads, c.head_dim);
-    k = heads(qkv[1], c.kv_heads, c.head_dim);
-    v = heads(qkv[2], c.kv_heads, c.head_dim);
-  }
+  at::Tensor h = rms_norm(x, l.input_layernorm, c.rms_eps);
+  mark(lap, nullptr);
+  std::vector<at::Tensor> qkv = project_group(w, kQKV, h);
+  h.reset();
+  at::Tensor q = heads(qkv[0], c.heads, c.head_dim), k = heads(qkv[1], c.kv_heads, c.head_dim),
+             v = heads(qkv[2], c.kv_heads, c.head_dim);
+  qkv.clear();
   if (l.q_norm.defined()) {
     q = rms_norm(q, l.q_norm, c.rms_eps);
     k = rms_norm(k, l.k_norm, c.rms_eps);
@@ -108,11 +103,9 @@ at::Tensor attention_block(const LayerWeights &w, const at::Tensor &x, const at:
 // the residual: down_proj(silu(gate) * up). gate and up are freed before
 // the down projection.
 at::Tensor mlp_block(const LayerWeights &w, const at::Tensor &h) {
-  at::Tensor act;
-  {
-    std::vector<at::Tensor> gu = project_group(w, kGateUp, h);
-    act = swiglu(gu[0], gu[1]);
-  }
+  std::vector<at::Tensor> gu = project_group(w, kGateUp, h);
+  at::Tensor act = swiglu(gu[0], gu[1]);
+  gu.clear();
   return project_one(w, kLoraDown, act);
 }
 
