@@ -3,6 +3,7 @@ package torch
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 
 	"github.com/agentrl/agentrl/internal/regular"
@@ -122,11 +123,20 @@ func refuseUnsupported(raw map[string]any) error {
 	if act, ok := raw["hidden_act"]; ok && act != "silu" {
 		return fmt.Errorf("hidden_act %v is not supported (silu only)", act)
 	}
-	if b, _ := raw["mlp_bias"].(bool); b {
+	if b, err := rawBool(raw, "mlp_bias"); err != nil {
+		return err
+	} else if b {
 		return fmt.Errorf("mlp_bias true is not supported (MLP projections without biases only)")
 	}
-	if d, ok := raw["attention_dropout"].(float64); ok && d != 0 {
+	if d, err := rawNumber(raw, "attention_dropout", 0, true); err != nil {
+		return err
+	} else if d != 0 {
 		return fmt.Errorf("attention_dropout %g is not supported (0 only: the training forward has no attention dropout)", d)
+	}
+	if v, ok := raw["architectures"]; ok && v != nil {
+		if _, ok := v.([]any); !ok {
+			return fmt.Errorf("architectures must be a list of class names, got %v", v)
+		}
 	}
 	if q, ok := raw["quantization_config"]; ok && q != nil {
 		return fmt.Errorf("quantization_config is not supported (a quantized checkpoint; load its unquantized weights)")
@@ -148,6 +158,24 @@ func refuseUnsupported(raw map[string]any) error {
 // window attention from layer max_window_layers on when
 // use_sliding_window is true (sliding_window is then the window).
 func checkLayerTypes(raw map[string]any, c Config) error {
+	// The sliding-window keys of Qwen2Config and Qwen3Config (LlamaConfig
+	// has none), typed as transformers 5 types them.
+	on, first := false, 28.0 // max_window_layers' default
+	if c.ModelType != "llama" {
+		var err error
+		if on, err = rawBool(raw, "use_sliding_window"); err != nil {
+			return err
+		}
+		if _, err := rawNumber(raw, "sliding_window", 0, true); err != nil {
+			return err
+		}
+		if first, err = rawNumber(raw, "max_window_layers", first, false); err != nil {
+			return err
+		}
+		if first != math.Trunc(first) {
+			return fmt.Errorf("max_window_layers must be a whole number, got %v", first)
+		}
+	}
 	if v, ok := raw["layer_types"]; ok && v != nil {
 		l, ok := v.([]any)
 		if !ok || len(l) != c.Layers {
@@ -160,15 +188,11 @@ func checkLayerTypes(raw map[string]any, c Config) error {
 		}
 		return nil
 	}
-	if on, _ := raw["use_sliding_window"].(bool); !on || c.ModelType == "llama" {
+	if !on {
 		return nil
 	}
 	if w, ok := raw["sliding_window"]; !ok || w == nil {
 		return nil // no window: every layer is full attention
-	}
-	first := 28.0 // max_window_layers' default
-	if v, ok := raw["max_window_layers"].(float64); ok {
-		first = v
 	}
 	if int(first) < c.Layers {
 		return fmt.Errorf("use_sliding_window true with sliding_window %v: layers %d to %d would use sliding window attention, "+
@@ -274,4 +298,45 @@ func (c Config) JSON() ([]byte, error) {
 		out[k] = v
 	}
 	return json.MarshalIndent(out, "", "  ")
+}
+
+// rawBool reads key of a raw config as a JSON boolean, false when the key
+// is absent. Any other value, null included, is refused by name, as
+// transformers 5's typed config classes refuse it (transformers 4 read 1
+// as true; reading it as false here would load into other math).
+func rawBool(raw map[string]any, key string) (bool, error) {
+	v, ok := raw[key]
+	if !ok {
+		return false, nil
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("%s must be true or false, got %s", key, jsonText(v))
+	}
+	return b, nil
+}
+
+// rawNumber reads key of a raw config as a JSON number: def when the key
+// is absent, or null where null is allowed. Any other value is refused by
+// name.
+func rawNumber(raw map[string]any, key string, def float64, nullable bool) (float64, error) {
+	v, ok := raw[key]
+	if !ok || (v == nil && nullable) {
+		return def, nil
+	}
+	f, ok := v.(float64)
+	if !ok {
+		return 0, fmt.Errorf("%s must be a number, got %s", key, jsonText(v))
+	}
+	return f, nil
+}
+
+// jsonText renders a value read from JSON as JSON, so that a message
+// tells the string "0" from the number 0 and null from absent.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }

@@ -196,6 +196,33 @@ func TestConfigRefusesByName(t *testing.T) {
 		{llama + `,"layer_types":["chunked_attention","full_attention"]}`, "chunked_attention"},
 		{qwen + `,"use_sliding_window":true,"sliding_window":4096,"max_window_layers":1}`, "sliding_window"},
 		{`{"model_type":"qwen3",` + base + `,"use_sliding_window":true,"sliding_window":64,"max_window_layers":0}`, "sliding_window"},
+		// Values of another JSON type than transformers 5's config classes
+		// declare: refused, never read as false, absent or a default.
+		{qwen + `,"use_sliding_window":1,"sliding_window":4,"max_window_layers":0}`, "use_sliding_window must be true or false, got 1"},
+		{qwen + `,"use_sliding_window":null}`, "use_sliding_window must be true or false, got null"},
+		{qwen + `,"use_sliding_window":true,"sliding_window":4,"max_window_layers":"0"}`, `max_window_layers must be a number, got "0"`},
+		{qwen + `,"max_window_layers":null}`, "max_window_layers must be a number, got null"},
+		{qwen + `,"max_window_layers":1.5}`, "max_window_layers must be a whole number"},
+		{qwen + `,"sliding_window":"4096"}`, `sliding_window must be a number, got "4096"`},
+		{qwen + `,"use_sliding_window":1,"layer_types":["full_attention","full_attention"]}`, "use_sliding_window"},
+		{llama + `,"mlp_bias":1}`, "mlp_bias must be true or false, got 1"},
+		{llama + `,"mlp_bias":"true"}`, "mlp_bias must be true or false"},
+		{llama + `,"attention_dropout":"0.1"}`, "attention_dropout must be a number"},
+		{llama + `,"architectures":"LlamaForSequenceClassification"}`, "architectures must be a list"},
+		{llama + `,"partial_rotary_factor":"0.5"}`, "partial_rotary_factor must be a number"},
+		{llama + `,"rope_theta":null}`, "rope_theta must be a number, got null"},
+		{llama + `,"rope_parameters":{"rope_type":"default","rope_theta":null}}`, "rope_parameters.rope_theta must be a number, got null"},
+		// Configs transformers cannot compute: refused, never given a
+		// substitute value.
+		{llama + `,"max_position_embeddings":256,"rope_scaling":{"rope_type":null,"type":"yarn","factor":4.0}}`, "rope_scaling.rope_type must name a RoPE type, got null"},
+		{llama + `,"rope_scaling":{"type":null,"factor":4.0}}`, "rope_scaling.type must name a RoPE type, got null"},
+		{llama + `,"rope_parameters":{"rope_type":5}}`, "rope_parameters.rope_type must name a RoPE type, got 5"},
+		{llama + `,"max_position_embeddings":256,"rope_parameters":{"rope_type":"yarn","factor":0,"original_max_position_embeddings":64}}`, "factor must be positive, got 0"},
+		{llama + `,"max_position_embeddings":256,"rope_parameters":{"rope_type":"yarn","factor":4.0,"attention_factor":0.0}}`, "attention_factor 0 is not supported"},
+		{llama + `,"max_position_embeddings":256,"rope_theta":1,"rope_scaling":{"rope_type":"yarn","factor":4.0}}`, "rope_theta 1 is not supported"},
+		{llama + `,"max_position_embeddings":256,"rope_parameters":{"rope_type":"yarn","rope_theta":1.0,"factor":4.0}}`, "rope_theta 1 is not supported"},
+		{llama + `,"max_position_embeddings":256,"rope_parameters":{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":null}}`, "original_max_position_embeddings must be a number, got null"},
+		{llama + `,"max_position_embeddings":256,"original_max_position_embeddings":"64","rope_parameters":{"rope_type":"yarn","factor":4.0}}`, `original_max_position_embeddings must be a number, got "64"`},
 	}
 	for _, c := range cases {
 		_, err := ParseConfig([]byte(c.js), "config.json")

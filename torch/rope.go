@@ -22,8 +22,9 @@ type RoPE struct {
 	// OriginalMaxPositions is original_max_position_embeddings, the
 	// pretraining context (llama3, yarn).
 	OriginalMaxPositions int
-	// AttentionFactor multiplies cos and sin (yarn); 0 derives it from
-	// Factor, MScale and MScaleAllDim as transformers does.
+	// AttentionFactor multiplies cos and sin (yarn); 0 (left out or null:
+	// a given 0 is refused) derives it from Factor, MScale and
+	// MScaleAllDim as transformers does.
 	AttentionFactor float64
 	// BetaFast and BetaSlow bound yarn's ramp in rotations (0: 32 and 1).
 	BetaFast, BetaSlow float64
@@ -103,19 +104,29 @@ func parseRoPE(raw map[string]any, maxPositions int) (float64, RoPE, error) {
 		}
 		f, ok := v.(float64)
 		if !ok {
-			return 0, fmt.Errorf("%s.%s must be a number, got %v", from, key, v)
+			return 0, fmt.Errorf("%s.%s must be a number, got %s", from, key, jsonText(v))
 		}
 		return f, nil
 	}
+	// A number that transformers reads without a fallback: null is refused
+	// (transformers fails on it), absent gives def.
+	required := func(key string, def float64) (float64, error) {
+		if v, ok := p[key]; ok && v == nil {
+			return 0, fmt.Errorf("%s.%s must be a number, got null", from, key)
+		}
+		return num(key, def)
+	}
+	// rope_theta: the dict's, else the top-level key, else the default; a
+	// null one is refused (transformers raises on it).
 	theta := 10000.0 // transformers' default_theta
-	if v, ok := raw["rope_theta"]; ok && v != nil {
+	if v, ok := raw["rope_theta"]; ok {
 		f, ok := v.(float64)
-		if !ok {
-			return 0, RoPE{}, fmt.Errorf("rope_theta must be a number, got %v", v)
+		if _, inDict := p["rope_theta"]; !ok && (v != nil || !inDict) {
+			return 0, RoPE{}, fmt.Errorf("rope_theta must be a number, got %s", jsonText(v))
 		}
 		theta = f
 	}
-	theta, err := num("rope_theta", theta)
+	theta, err := required("rope_theta", theta)
 	if err != nil {
 		return 0, RoPE{}, err
 	}
@@ -123,16 +134,31 @@ func parseRoPE(raw map[string]any, maxPositions int) (float64, RoPE, error) {
 	if err != nil {
 		return 0, RoPE{}, err
 	}
-	if f, ok := raw["partial_rotary_factor"].(float64); ok && partial == 1 {
-		partial = f
+	top, err := rawNumber(raw, "partial_rotary_factor", 1, true)
+	if err != nil {
+		return 0, RoPE{}, err
+	}
+	if partial == 1 {
+		partial = top
 	}
 	if partial != 1 {
 		return 0, RoPE{}, fmt.Errorf("partial_rotary_factor %g is not supported (RoPE on every dimension of a head only)", partial)
 	}
 	var r RoPE
-	r.Type, _ = p["rope_type"].(string)
-	if r.Type == "" {
-		r.Type, _ = p["type"].(string) // transformers 4's older name
+	// rope_type, else transformers 4's older name type, else default. A
+	// key present is taken as it is: transformers does not fall back past
+	// a null rope_type (it finds no RoPE function for None).
+	for _, key := range []string{"rope_type", "type"} {
+		v, ok := p[key]
+		if !ok {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok || s == "" {
+			return 0, RoPE{}, fmt.Errorf("%s.%s must name a RoPE type, got %s", from, key, jsonText(v))
+		}
+		r.Type = s
+		break
 	}
 	if r.Type == "" {
 		r.Type = "default"
@@ -161,6 +187,10 @@ func parseRoPE(raw map[string]any, maxPositions int) (float64, RoPE, error) {
 	if r.Factor, err = num("factor", 0); err != nil {
 		return 0, RoPE{}, err
 	}
+	if f, ok := p["factor"].(float64); ok && f == 0 {
+		// transformers divides the frequencies by it.
+		return 0, RoPE{}, fmt.Errorf("%s.factor must be positive, got 0", from)
+	}
 	for _, f := range []struct {
 		key string
 		v   *float64
@@ -170,12 +200,22 @@ func parseRoPE(raw map[string]any, maxPositions int) (float64, RoPE, error) {
 			return 0, RoPE{}, err
 		}
 	}
+	if f, ok := p["attention_factor"].(float64); ok && f == 0 {
+		// transformers multiplies cos and sin by a given attention_factor,
+		// and 0 zeroes every query and key.
+		return 0, RoPE{}, fmt.Errorf("%s.attention_factor 0 is not supported: it multiplies cos and sin, "+
+			"so every query and key would be zero (leave it out for 0.1 ln(factor) + 1)", from)
+	}
 	if r.Type == "llama3" || r.Type == "yarn" {
-		orig, err := num("original_max_position_embeddings", float64(maxPositions))
+		orig, err := required("original_max_position_embeddings", float64(maxPositions))
 		if err != nil {
 			return 0, RoPE{}, err
 		}
-		if top, ok := raw["original_max_position_embeddings"].(float64); ok {
+		if v, ok := raw["original_max_position_embeddings"]; ok {
+			top, ok := v.(float64)
+			if !ok {
+				return 0, RoPE{}, fmt.Errorf("original_max_position_embeddings must be a number, got %s", jsonText(v))
+			}
 			orig = top // transformers gives the top-level key priority (Phi-3)
 		}
 		r.OriginalMaxPositions = int(orig)
@@ -183,16 +223,22 @@ func parseRoPE(raw map[string]any, maxPositions int) (float64, RoPE, error) {
 			return 0, RoPE{}, fmt.Errorf("%s.original_max_position_embeddings must be a whole number, got %g", from, orig)
 		}
 	}
-	if v, ok := p["truncate"]; ok && v != nil {
+	if v, ok := p["truncate"]; ok {
+		// transformers truncates when truncate is true or left out; null
+		// reads as false there.
 		b, ok := v.(bool)
-		if !ok {
-			return 0, RoPE{}, fmt.Errorf("%s.truncate must be true or false, got %v", from, v)
+		if !ok && v != nil {
+			return 0, RoPE{}, fmt.Errorf("%s.truncate must be true or false, got %s", from, jsonText(v))
 		}
 		r.Untruncated = !b
 	}
 	if r.Type == "yarn" && r.Factor == 0 && r.OriginalMaxPositions > 0 {
-		// transformers: a yarn factor left out is the ratio of the contexts.
+		// transformers: a yarn factor of null is the ratio of the contexts.
 		r.Factor = float64(maxPositions) / float64(r.OriginalMaxPositions)
+	}
+	if r.Type == "yarn" && theta == 1 {
+		// transformers' ramp divides by ln(rope_theta).
+		return 0, RoPE{}, fmt.Errorf("rope_theta 1 is not supported with rope_type \"yarn\": its ramp divides by ln(rope_theta)")
 	}
 	return theta, r, nil
 }

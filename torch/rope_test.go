@@ -87,6 +87,43 @@ func TestRopeFrequenciesByHand(t *testing.T) {
 	})
 }
 
+// The values transformers reads in its own way: truncate null is no
+// truncation (transformers tests it for truth), a yarn factor of null is
+// the ratio of the contexts, a null attention_factor is derived, and
+// rope_theta 1 with plain RoPE turns every dimension once per position.
+// The expected numbers are those of TestRopeFrequenciesByHand's config
+// (head_dim 8, theta 10000, yarn factor 4 over an original context of 64).
+func TestRopeNullsReadAsTransformersDoes(t *testing.T) {
+	llama := `{"model_type":"llama","vocab_size":16,"hidden_size":16,"intermediate_size":16,"num_hidden_layers":1,` +
+		`"num_attention_heads":2,"num_key_value_heads":1,"head_dim":8,"max_position_embeddings":256`
+	hi := 8 * math.Log(64/(2*math.Pi)) / (2 * math.Log(10000))
+	r := 1 / hi
+	untruncated := []float64{1, 0.1/4*r + 0.1*(1-r), 0.0025, 0.00025}
+	truncated := []float64{1, 0.0625, 0.0025, 0.00025}
+	att := 0.1*math.Log(4) + 1
+	cases := []struct {
+		name, rope string
+		want       []float64
+		factor     float64
+	}{
+		{"truncate null", `"rope_parameters":{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":64,"truncate":null}`, untruncated, att},
+		{"truncate true", `"rope_parameters":{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":64,"truncate":true}`, truncated, att},
+		{"factor null", `"rope_parameters":{"rope_type":"yarn","factor":null,"original_max_position_embeddings":64}`, truncated, att},
+		{"attention_factor null", `"rope_parameters":{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":64,"attention_factor":null}`, truncated, att},
+		{"theta 1", `"rope_theta":1`, []float64{1, 1, 1, 1}, 1},
+		{"top-level theta null, the dict's", `"rope_theta":null,"rope_parameters":{"rope_type":"default","rope_theta":10000.0}`, []float64{1, 0.1, 0.01, 0.001}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(llama+","+c.rope+"}"), c.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantFrequencies(t, cfg, c.want, c.factor)
+		})
+	}
+}
+
 // pythonRope is the script that prints transformers' own inverse
 // frequencies and attention factor for each config.json of the list given
 // on stdin.
@@ -123,6 +160,11 @@ func TestInteropRopeFrequencies(t *testing.T) {
 		{"yarn untruncated mscale", `{"model_type":"llama",` + base + `,"max_position_embeddings":4096,"rope_parameters":{"rope_type":"yarn","rope_theta":10000.0,` +
 			`"factor":8.0,"original_max_position_embeddings":512,"beta_fast":16,"beta_slow":2,"mscale":1.0,"mscale_all_dim":0.5,"truncate":false}}`},
 		{"linear", `{"model_type":"llama",` + base + `,"rope_parameters":{"rope_type":"linear","rope_theta":10000.0,"factor":2.5}}`},
+		{"yarn truncate null", `{"model_type":"llama",` + base + `,"max_position_embeddings":4096,"rope_parameters":{"rope_type":"yarn","rope_theta":10000.0,` +
+			`"factor":8.0,"original_max_position_embeddings":512,"truncate":null}}`},
+		{"yarn factor null", `{"model_type":"llama",` + base + `,"max_position_embeddings":4096,"rope_parameters":{"rope_type":"yarn","rope_theta":10000.0,` +
+			`"factor":null,"original_max_position_embeddings":512}}`},
+		{"theta 1", `{"model_type":"llama",` + base + `,"rope_parameters":{"rope_type":"default","rope_theta":1.0}}`},
 	}
 	var in []string
 	for _, c := range cases {
@@ -164,6 +206,84 @@ func TestInteropRopeFrequencies(t *testing.T) {
 				t.Errorf("attention factor %.15g, transformers %.15g", f, w.AttentionFactor)
 			}
 		})
+	}
+}
+
+// pythonRopeRefusal prints, for each config.json of the list on stdin,
+// what transformers makes of it: the error it raises reading the config or
+// computing its RoPE, or the inverse frequencies and attention factor it
+// computes (NaN and infinities as JSON strings).
+const pythonRopeRefusal = `
+import json, math, sys
+from transformers import AutoConfig
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+out = []
+for c in json.load(sys.stdin):
+    try:
+        cfg = AutoConfig.for_model(**c)
+        t = cfg.rope_parameters["rope_type"]
+        fn = LlamaRotaryEmbedding.compute_default_rope_parameters if t == "default" else ROPE_INIT_FUNCTIONS[t]
+        inv, f = fn(cfg)
+        out.append({"inv_freq": [x if math.isfinite(x) else str(x) for x in inv.tolist()], "attention_factor": float(f)})
+    except Exception as e:
+        out.append({"error": type(e).__name__ + ": " + str(e)[:200]})
+print(json.dumps(out))
+`
+
+// Each config that ParseConfig refuses because transformers cannot compute
+// it, or reads a value of another type than its config class declares, is
+// judged by transformers itself: it raises, or its RoPE has a frequency
+// that is not finite, or an attention factor of 0 (every query and key
+// zero). Skips without the Python environment.
+func TestInteropRopeRefusals(t *testing.T) {
+	py := pyinterop.Python(t)
+	base := `"vocab_size":16,"hidden_size":256,"intermediate_size":16,"num_hidden_layers":2,"num_attention_heads":2,"num_key_value_heads":1,"max_position_embeddings":4096`
+	llama, qwen := `{"model_type":"llama",`+base, `{"model_type":"qwen2",`+base
+	cases := []struct{ name, js string }{
+		{"rope_type null beside type yarn", llama + `,"rope_scaling":{"rope_type":null,"type":"yarn","factor":4.0,"original_max_position_embeddings":512}}`},
+		{"yarn factor 0", llama + `,"rope_parameters":{"rope_type":"yarn","rope_theta":10000.0,"factor":0,"original_max_position_embeddings":512}}`},
+		{"yarn attention_factor 0", llama + `,"rope_parameters":{"rope_type":"yarn","rope_theta":10000.0,"factor":8.0,"original_max_position_embeddings":512,"attention_factor":0.0}}`},
+		{"yarn rope_theta 1", llama + `,"rope_parameters":{"rope_type":"yarn","rope_theta":1.0,"factor":8.0,"original_max_position_embeddings":512}}`},
+		{"yarn original null", llama + `,"rope_parameters":{"rope_type":"yarn","rope_theta":10000.0,"factor":8.0,"original_max_position_embeddings":null}}`},
+		{"rope_theta null", llama + `,"rope_theta":null}`},
+		{"use_sliding_window 1", qwen + `,"use_sliding_window":1,"sliding_window":4,"max_window_layers":0}`},
+		{"max_window_layers string", qwen + `,"use_sliding_window":true,"sliding_window":4,"max_window_layers":"0"}`},
+		{"mlp_bias 1", llama + `,"mlp_bias":1}`},
+	}
+	var in []string
+	for _, c := range cases {
+		in = append(in, c.js)
+	}
+	cmd := exec.Command(py, "-c", pythonRopeRefusal)
+	cmd.Stdin = strings.NewReader("[" + strings.Join(in, ",") + "]")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("transformers: %v\n%s", err, stderrOf(err))
+	}
+	var got []struct {
+		Error           string  `json:"error"`
+		InvFreq         []any   `json:"inv_freq"`
+		AttentionFactor float64 `json:"attention_factor"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(cases) {
+		t.Fatalf("transformers printed %q: %v", out, err)
+	}
+	for i, c := range cases {
+		if _, err := ParseConfig([]byte(c.js), c.name); err == nil {
+			t.Errorf("%s: agentrl loads it", c.name)
+		}
+		g := got[i]
+		bad := g.Error != "" || g.AttentionFactor == 0
+		for _, x := range g.InvFreq {
+			if _, ok := x.(float64); !ok {
+				bad = true // NaN or an infinity
+			}
+		}
+		if !bad {
+			t.Errorf("%s: transformers computes it: inv_freq %v, attention factor %g", c.name, g.InvFreq, g.AttentionFactor)
+		}
+		t.Logf("%s: transformers: %q, attention factor %g", c.name, g.Error, g.AttentionFactor)
 	}
 }
 
