@@ -1,10 +1,13 @@
 package torch
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/internal/memtest"
 	"github.com/agentrl/agentrl/internal/regular/regulartest"
 	"github.com/agentrl/agentrl/torch/safetensors"
 )
@@ -67,5 +70,53 @@ func TestLoadRefusesFIFO(t *testing.T) {
 			}
 			return err
 		})
+	}
+}
+
+// A config.json that disagrees with its weights is refused from the
+// files' headers before the model it describes is allocated: 20,000
+// layers of the tiny model (7,824 f32 values each) are 0.6 GB, and an
+// intermediate_size of 10^6 makes each MLP matrix 10^6 x 32 f32 values,
+// 0.77 GB over the two layers. Each error names the first tensor that
+// does not fit, and the peak memory stays within 64 MB of where it was.
+func TestLoadChecksShapesBeforeAllocating(t *testing.T) {
+	m, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 21)
+	defer m.Free()
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ key, value, want string }{
+		{"num_hidden_layers", "20000", "tensor model.layers.2.input_layernorm.weight is missing"},
+		{"intermediate_size", "1000000", "tensor model.layers.0.mlp.gate_proj.weight has shape [48 32], the model config.json describes needs [1000000 32]"},
+	} {
+		var cfg map[string]any
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfg[c.key] = json.RawMessage(c.value)
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		grew := memtest.PeakRSS(t)
+		back, err := LoadModel(dir, Float32, CPU, false)
+		if err == nil {
+			back.Free()
+			t.Fatalf("%s %s: loaded", c.key, c.value)
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: error %q, want one saying %q", c.key, c.value, err, c.want)
+		}
+		if g := grew(); g > 64<<20 {
+			t.Errorf("%s %s: the peak memory rose %d MB before the refusal", c.key, c.value, g>>20)
+		}
 	}
 }

@@ -160,7 +160,46 @@ func NewMergedModel(lora *Model) (*Model, error) {
 		m.Free()
 		return nil, err
 	}
+	if err := m.checkFinite(); err != nil {
+		m.Free()
+		return nil, fmt.Errorf("merged model: %w (the adapters' scale times B A overflows %s: "+
+			"look at the adapter's values and lora_alpha, or merge in a wider --dtype)", err, lora.DType)
+	}
 	return m, nil
+}
+
+// checkFinite returns an error naming the first weight of m that holds a
+// NaN or an infinity, with how many it holds. The values are compared on
+// m's device; nothing is copied to the host.
+func (m *Model) checkFinite() error {
+	for _, name := range m.names {
+		p, err := m.Param(name)
+		if err != nil {
+			return err
+		}
+		n, err := nonFinite(p)
+		p.Free()
+		if err != nil {
+			return fmt.Errorf("weight %s: %w", name, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("weight %s is not finite: %d of its values are NaN or infinite", name, n)
+		}
+	}
+	return nil
+}
+
+// nonFinite counts the NaN and infinite values of w: those whose absolute
+// value is not below +Inf (NaN compares false).
+func nonFinite(w *Tensor) (int64, error) {
+	s := NewScope()
+	defer s.Close()
+	n := s.Sum(s.Not(s.LtScalar(s.Abs(w), math.Inf(1))))
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	v, err := n.Item()
+	return int64(v), err
 }
 
 // MergeFrom recomputes dst's target weights from lora's current adapters, in place

@@ -773,3 +773,59 @@ func TestLoRAOverBF16Base(t *testing.T) {
 		}
 	}
 }
+
+// A merge whose result overflows the weights' dtype is refused, naming the
+// first weight that is not finite. With every lora_A value 0.25 (rank 4),
+// B A is the sum of lora_B's row: lora_alpha 1e10 scales B A by
+// alpha/r = 2.5e9, which takes rows of setRandomB's values (up to 1.2)
+// past f16's largest value (65504); lora_B at 3e38 in f32 gives B A = 3e38
+// and, times 2, 6e38, past f32's largest (3.4e38).
+func TestLoRAMergeRefusesNonFinite(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		dt    DType
+		alpha float64
+		b     float32 // every lora_B value, 0 for setRandomB's
+	}{
+		{"lora_alpha 1e10 in f16", Float16, 1e10, 0},
+		{"lora_B at 3e38 in f32", Float32, 8, 3e38},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base, _ := NewRandomModel(tinyConfig(), c.dt, CPU, false, 29)
+			defer base.Free()
+			m := newLoRA(t, base, LoRA{Rank: 4, Alpha: c.alpha, Targets: []string{"q_proj"}}, false)
+			defer m.Free()
+			setRandomB(t, m)
+			fill := func(suffix string, v float32) {
+				editParams(t, m, []string{suffix}, func(_ int, vals []float32) {
+					for i := range vals {
+						vals[i] = v
+					}
+				})
+			}
+			fill("lora_A.weight", 0.25)
+			if c.b != 0 {
+				fill("lora_B.weight", c.b)
+			}
+			merged, err := NewMergedModel(m)
+			if err == nil {
+				merged.Free()
+				t.Fatal("merged")
+			}
+			if want := "weight model.layers.0.self_attn.q_proj.weight is not finite"; !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q, want one saying %q", err, want)
+			}
+		})
+	}
+	// The same adapters at a sane alpha merge.
+	base, _ := NewRandomModel(tinyConfig(), Float16, CPU, false, 29)
+	defer base.Free()
+	m := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}, false)
+	defer m.Free()
+	setRandomB(t, m)
+	merged, err := NewMergedModel(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged.Free()
+}

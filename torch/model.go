@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -227,11 +228,35 @@ var stDTypes = map[safetensors.DType]DType{
 // safetensors files) into a model of dtype dt on dev. With valueHead, the
 // value head is read from value_head.safetensors when present, else drawn
 // at random. A missing, misshapen or non-finite (NaN, infinite) tensor is
-// an error naming it.
+// an error naming it. Every name, shape and dtype is checked against the
+// files' headers before any weight is allocated: a config.json that
+// disagrees with its weights (num_hidden_layers 100000 beside a
+// checkpoint of 2 layers) is that error, not an allocation the size of
+// the model it describes.
 func LoadModel(dir string, dt DType, dev Device, valueHead bool) (*Model, error) {
 	cfg, err := ReadConfig(dir)
 	if err != nil {
 		return nil, err
+	}
+	policy, err := safetensors.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load weights: %w", err)
+	}
+	defer policy.Close()
+	if err := checkWeights(policy, dir, cfg, false); err != nil {
+		return nil, err
+	}
+	var head *safetensors.Reader
+	if vh := filepath.Join(dir, ValueHeadFile); valueHead {
+		if _, err := os.Stat(vh); err == nil {
+			if head, err = safetensors.Open(vh); err != nil {
+				return nil, fmt.Errorf("load weights: %w", err)
+			}
+			defer head.Close()
+			if err := checkWeights(head, vh, cfg, true); err != nil {
+				return nil, err
+			}
+		}
 	}
 	m, err := NewModel(cfg, dt, dev, valueHead)
 	if err != nil {
@@ -244,17 +269,19 @@ func LoadModel(dir string, dt DType, dev Device, valueHead bool) (*Model, error)
 			return nil, err
 		}
 	}
-	if err := m.loadFrom(dir, false); err != nil {
+	shapes, err := m.ParamShapes()
+	if err != nil {
 		m.Free()
 		return nil, err
 	}
-	if valueHead {
-		vh := filepath.Join(dir, ValueHeadFile)
-		if _, err := os.Stat(vh); err == nil {
-			if err := m.loadFrom(vh, true); err != nil {
-				m.Free()
-				return nil, err
-			}
+	if err := m.loadFrom(policy, shapes, false); err != nil {
+		m.Free()
+		return nil, err
+	}
+	if head != nil {
+		if err := m.loadFrom(head, shapes, true); err != nil {
+			m.Free()
+			return nil, err
 		}
 	}
 	return m, nil
@@ -264,33 +291,91 @@ func LoadModel(dir string, dt DType, dev Device, valueHead bool) (*Model, error)
 // v_head.summary.* names, AR_VALUE_HEAD_PREFIX in cgo/agentrl.h).
 func IsValueHead(name string) bool { return strings.HasPrefix(name, C.AR_VALUE_HEAD_PREFIX) }
 
-func (m *Model) loadFrom(path string, valueHead bool) error {
-	r, err := safetensors.Open(path)
-	if err != nil {
-		return fmt.Errorf("load weights: %w", err)
-	}
-	defer r.Close()
-	shapes, err := m.ParamShapes()
+// layerPrefix begins the names of a decoder layer's parameters, followed
+// by the layer's index and a dot (cgo/model.cpp names them so, as the
+// Hugging Face checkpoints do).
+const layerPrefix = "model.layers."
+
+// checkWeights checks the headers of the checkpoint r (read from path)
+// against the parameters a model of cfg has (the value head's or the rest,
+// by valueHead): each is there, with its shape and a dtype a weight can
+// have, and no tensor is left over. Nothing is read but the headers, and
+// nothing the size of the model is made: the shapes are those of a model
+// of one layer on the meta device, every layer having layer 0's.
+func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool) error {
+	one := cfg
+	one.Layers = 1
+	shapes, err := ParamShapes(one, valueHead)
 	if err != nil {
 		return err
 	}
-	for _, ps := range shapes {
-		name := ps.Name
+	check := func(name string, shape []int64) error {
 		if IsValueHead(name) != valueHead {
-			continue
+			return nil
 		}
 		info, ok := r.Info(name)
 		if !ok {
 			return fmt.Errorf("load weights from %s: tensor %s is missing", path, name)
 		}
-		if !slices.Equal(info.Shape, ps.Shape) {
+		if !slices.Equal(info.Shape, shape) {
 			return fmt.Errorf("load weights from %s: tensor %s has shape %v, the model config.json describes needs %v",
-				info.File, name, info.Shape, ps.Shape)
+				info.File, name, info.Shape, shape)
 		}
-		dt, ok := stDTypes[info.DType]
-		if !ok {
+		if _, ok := stDTypes[info.DType]; !ok {
 			return fmt.Errorf("load weights from %s: tensor %s has dtype %s, which cannot be a weight", path, name, info.DType)
 		}
+		return nil
+	}
+	layer := map[string][]int64{} // a layer's parameters, by the name after its prefix
+	var rests []string            // the same names, in the model's order
+	var others []ParamShape
+	for _, ps := range shapes {
+		if rest, ok := strings.CutPrefix(ps.Name, layerPrefix+"0."); ok {
+			layer[rest] = ps.Shape
+			rests = append(rests, rest)
+		} else {
+			others = append(others, ps)
+		}
+	}
+	for _, ps := range others {
+		if err := check(ps.Name, ps.Shape); err != nil {
+			return err
+		}
+	}
+	// Layer by layer, in the order the model lists them, so the first
+	// layer the checkpoint lacks is the one named.
+	for i := range cfg.Layers {
+		for _, rest := range rests {
+			if err := check(fmt.Sprintf("%s%d.%s", layerPrefix, i, rest), layer[rest]); err != nil {
+				return err
+			}
+		}
+	}
+	want := func(name string) bool {
+		if rest, ok := strings.CutPrefix(name, layerPrefix); ok {
+			idx, rest, _ := strings.Cut(rest, ".")
+			i, err := strconv.Atoi(idx)
+			_, known := layer[rest]
+			return err == nil && i < cfg.Layers && strconv.Itoa(i) == idx && known
+		}
+		return slices.ContainsFunc(others, func(ps ParamShape) bool { return ps.Name == name })
+	}
+	if unused := unusedTensors(want, cfg, r.Names(), valueHead); len(unused) > 0 {
+		return fmt.Errorf("load weights from %s: %d tensors are not used by the model config.json describes (%s): "+
+			"the config and the weights disagree (as transformers' strict loading, this is an error)", path, len(unused), strings.Join(unused, ", "))
+	}
+	return nil
+}
+
+// loadFrom copies the weights of r, whose headers checkWeights passed,
+// into m: the value head's or the rest, by valueHead.
+func (m *Model) loadFrom(r *safetensors.Reader, shapes []ParamShape, valueHead bool) error {
+	for _, ps := range shapes {
+		name := ps.Name
+		if IsValueHead(name) != valueHead {
+			continue
+		}
+		info, _ := r.Info(name)
 		b, err := r.Bytes(name)
 		if err != nil {
 			return fmt.Errorf("load weights: %w", err)
@@ -298,7 +383,7 @@ func (m *Model) loadFrom(path string, valueHead bool) error {
 		if i := safetensors.FirstNonFinite(info.DType, b); i >= 0 {
 			return fmt.Errorf("load weights from %s: tensor %s is not finite: element %d is NaN or infinite", info.File, name, i)
 		}
-		t, err := FromBytes(b, dt, CPU, info.Shape...)
+		t, err := FromBytes(b, stDTypes[info.DType], CPU, info.Shape...)
 		if err != nil {
 			return fmt.Errorf("load weights from %s: tensor %s: %w", info.File, name, err)
 		}
@@ -307,10 +392,6 @@ func (m *Model) loadFrom(path string, valueHead bool) error {
 		if err != nil {
 			return fmt.Errorf("load weights from %s: %w", info.File, err)
 		}
-	}
-	if unused := m.unusedTensors(r.Names(), valueHead); len(unused) > 0 {
-		return fmt.Errorf("load weights from %s: %d tensors are not used by the model config.json describes (%s): "+
-			"the config and the weights disagree (as transformers' strict loading, this is an error)", path, len(unused), strings.Join(unused, ", "))
 	}
 	return nil
 }
@@ -322,16 +403,12 @@ func (m *Model) loadFrom(path string, valueHead bool) error {
 // embeddings are tied (it is the embedding matrix), and the other side of
 // the value head (a value head saved with the policy, or policy weights
 // beside a value head file).
-func (m *Model) unusedTensors(names []string, valueHead bool) []string {
-	want := make(map[string]bool, len(m.names))
-	for _, n := range m.names {
-		want[n] = true
-	}
+func unusedTensors(want func(name string) bool, cfg Config, names []string, valueHead bool) []string {
 	var out []string
 	for _, n := range names {
 		switch {
-		case want[n], IsValueHead(n) != valueHead, strings.HasSuffix(n, ".rotary_emb.inv_freq"),
-			n == "lm_head.weight" && m.Config.TieEmbeddings:
+		case want(n), IsValueHead(n) != valueHead, strings.HasSuffix(n, ".rotary_emb.inv_freq"),
+			n == "lm_head.weight" && cfg.TieEmbeddings:
 			continue
 		}
 		out = append(out, n)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/internal/pyinterop"
+	"github.com/agentrl/agentrl/torch/safetensors"
 )
 
 // pythonModels makes, for each spec of the list on stdin, a model of
@@ -160,7 +161,19 @@ func logitsDiff(t *testing.T, dir string, cfg Config, dt DType, ids []int64, wan
 		t.Fatal(err)
 	}
 	defer m.Free()
-	if err := m.loadFrom(dir, false); err != nil {
+	r, err := safetensors.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	shapes, err := m.ParamShapes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkWeights(r, dir, cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.loadFrom(r, shapes, false); err != nil {
 		t.Fatal(err)
 	}
 	T := len(ids)

@@ -92,8 +92,8 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		r.Model = agent.TinyConfig(cfg.Model.Tiny, tok)
 	}
 	r.Vocab = tok.VocabSize()
-	if r.Vocab > r.Model.Vocab {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("the tokenizer has %d tokens but the model's vocab_size is %d: token ids would overflow the embedding", r.Vocab, r.Model.Vocab))
+	if err := agent.CheckVocab(tok, r.Model); err != nil {
+		r.Warnings = append(r.Warnings, err.Error())
 	}
 	if cfg.Env.MaxTokens > r.Model.MaxPositions && r.Model.MaxPositions > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("env.max_tokens %d exceeds the model's max_position_embeddings %d", cfg.Env.MaxTokens, r.Model.MaxPositions))

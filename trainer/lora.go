@@ -96,9 +96,9 @@ func (m *models) loadBase(ck string) (*torch.Model, error) {
 		b.Free()
 		return nil, err
 	}
-	if v := m.tok.VocabSize(); v > b.Config.Vocab {
+	if err := agent.CheckVocab(m.tok, b.Config); err != nil {
 		b.Free()
-		return nil, fmt.Errorf("the tokenizer has %d tokens but the base model's vocab_size is %d", v, b.Config.Vocab)
+		return nil, fmt.Errorf("base model: %w", err)
 	}
 	return b, nil
 }

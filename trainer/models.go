@@ -146,9 +146,9 @@ func (m *models) loadPolicy(ck string) (*torch.Model, error) {
 		p.Free()
 		return nil, err
 	}
-	if v := m.tok.VocabSize(); v > p.Config.Vocab {
+	if err := agent.CheckVocab(m.tok, p.Config); err != nil {
 		p.Free()
-		return nil, fmt.Errorf("the tokenizer has %d tokens but the model's vocab_size is %d", v, p.Config.Vocab)
+		return nil, fmt.Errorf("policy: %w", err)
 	}
 	return p, nil
 }

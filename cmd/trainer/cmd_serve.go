@@ -113,6 +113,9 @@ func serve(c *cli.Context) error {
 		return err
 	}
 	defer free()
+	if err := agent.CheckVocab(tok, m.Config); err != nil {
+		return fmt.Errorf("serve %s: %w", dir, err)
+	}
 	window := c.Int("context")
 	if window == 0 {
 		window = min(m.Config.MaxPositions, 4096)

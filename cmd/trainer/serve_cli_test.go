@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
+	"github.com/agentrl/agentrl/tokenizer"
 )
 
 // trainer serve answers the OpenAI API on loopback with the model's tool
@@ -74,4 +77,35 @@ func startServe(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, s
 		t.Fatalf("no address in %q", line)
 	}
 	return cmd, line, url[1]
+}
+
+// A tokenizer with more tokens than the model's vocabulary is refused when
+// serve starts, as training refuses it, instead of answering 500 for the
+// first prompt that holds an id past vocab_size.
+func TestServeRefusesLargerTokenizer(t *testing.T) {
+	m := gatewaytest.Build(t)
+	dir := t.TempDir()
+	if err := m.Policy.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	var words []string // distinct words of letters: "xa", "xb", ... "xaa", ...
+	for i := range m.Policy.Config.Vocab + 1 {
+		w := []byte{'x'}
+		for n := i + 1; n > 0; n /= 26 {
+			w = append(w, byte('a'+n%26))
+		}
+		words = append(words, string(w))
+	}
+	big, err := tokenizer.BuildWordLevel([]string{strings.Join(words, " ")}, protocol.SpecialTokens())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if big.VocabSize() <= m.Policy.Config.Vocab {
+		t.Fatalf("the tokenizer has %d tokens, the model %d: not larger", big.VocabSize(), m.Policy.Config.Vocab)
+	}
+	if err := big.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	fails(t, []string{fmt.Sprintf("the tokenizer has %d tokens but the model's vocab_size is %d", big.VocabSize(), m.Policy.Config.Vocab)},
+		"serve", "--model", dir, "--port", "0", "--slots", "1", "--context", "64", "--threads", "1")
 }

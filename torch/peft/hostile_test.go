@@ -1,51 +1,15 @@
 package peft
 
 import (
-	"bufio"
 	"math"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/internal/memtest"
 	"github.com/agentrl/agentrl/internal/regular/regulartest"
 	"github.com/agentrl/agentrl/torch/safetensors"
 )
-
-// peakRSS resets the process's peak resident memory (clear_refs 5) and
-// returns a function that reports how far it rose since, in bytes; the
-// test skips where /proc does not allow it.
-func peakRSS(t *testing.T) func() int64 {
-	t.Helper()
-	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
-		t.Skipf("cannot reset the peak RSS: %v", err)
-	}
-	start := vmHWM(t)
-	return func() int64 { return vmHWM(t) - start }
-}
-
-// vmHWM is the process's peak resident memory in bytes.
-func vmHWM(t *testing.T) int64 {
-	t.Helper()
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		t.Skip(err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Skip("no VmHWM in /proc/self/status")
-	return 0
-}
 
 // A rank the tensors do not have is refused from the file's headers before
 // any adapter is made: r = 1,000,000 over this base would allocate 0.9 GB.
@@ -61,7 +25,7 @@ func TestLoadChecksShapesBeforeAllocating(t *testing.T) {
 		{"huge rank, no tensors", strings.Replace(peftConfig, `"r": 4`, `"r": 1000000`, 1), []safetensors.Tensor{}, []string{"missing"}},
 	} {
 		dir := writeFolder(t, c.config, c.tensors)
-		grew := peakRSS(t)
+		grew := memtest.PeakRSS(t)
 		m, err := Load(dir, base, false, 1)
 		if err == nil {
 			m.Free()
