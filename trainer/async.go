@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
-	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -123,41 +122,10 @@ func (w *rolloutDecoder) swap(v int) error {
 	return nil
 }
 
-// batch is one iteration's training episodes, with their rollout stats
-// and draws: sampled by the synchronous loop when it asks, or handed over
-// by the rollout role, which adds the data position after its draws and
-// the versions the staleness check reads.
-type batch struct {
-	iter  int
-	trs   []*trajectory.Trajectory
-	rs    rollout.Stats
-	drawn algo.Drawn
-	pos   dataPos
-	// versions, set on the rollout role's batches only, bound how far
-	// behind the update their turns may be.
-	versions *versions
-	err      error
-}
-
-// versions are what a batch of asynchronous training carries for its
-// staleness check: the policy versions the rollout role has decoded with
-// when the learning role takes the batch (ascending), and the bound k
-// (rollout.max_staleness).
-type versions struct {
-	published []int
-	k         int
-}
-
-// staleness checks that no turn of trs was sampled more than k versions
-// before now (the update's), and returns the mean and largest version lag
-// of their turns.
-func (v *versions) staleness(trs []*trajectory.Trajectory, now int) (mean, largest float64, err error) {
-	return staleness(trs, v.published, now, v.k)
-}
-
 // pipeline is the running rollout role and what the learning role shares
-// with it.
+// with it: asynchronous training's source of batches.
 type pipeline struct {
+	t       *Trainer
 	k       int
 	weights *rolloutDecoder
 	runMu   sync.Mutex // one rollout at a time on the sampler (training draws, evaluations)
@@ -168,9 +136,9 @@ type pipeline struct {
 	updated int           // the last iteration whose update is published
 	changed chan struct{} // closed when updated moves
 
-	// published are the distinct policy versions the rollout role has
+	// versions are the distinct policy versions the rollout role has
 	// decoded with, ascending (the learning role's alone).
-	published []int
+	versions []int
 }
 
 // mayStart reports whether the batch of iteration j may be sampled once
@@ -214,34 +182,27 @@ func staleness(trs []*trajectory.Trajectory, published []int, now, k int) (mean,
 
 // startPipeline starts the rollout role for the iterations after the run
 // state's, from its data position and with the policy's current weights.
-func (t *Trainer) startPipeline(ctx context.Context) error {
+func (t *Trainer) startPipeline(ctx context.Context) (*pipeline, error) {
 	v := t.state.OptSteps
 	w := &rolloutDecoder{sampler: t.sampler}
 	if err := w.swap(v); err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	p := &pipeline{k: t.cfg.Rollout.MaxStaleness, weights: w, out: make(chan batch, t.cfg.Rollout.MaxStaleness+1),
-		cancel: cancel, updated: t.state.Iteration, changed: make(chan struct{}), published: []int{v}}
-	t.pipe = p
+	p := &pipeline{t: t, k: t.cfg.Rollout.MaxStaleness, weights: w, out: make(chan batch, t.cfg.Rollout.MaxStaleness+1),
+		cancel: cancel, updated: t.state.Iteration, changed: make(chan struct{}), versions: []int{v}}
 	threads := torch.Threads()
-	go t.produce(ctx, p, t.state.Iteration+1, t.state.dataPos.clone(), threads)
-	return nil
+	go p.produce(ctx, t.state.Iteration+1, t.state.dataPos.clone(), threads)
+	return p, nil
 }
 
-// stopPipeline cancels the rollout role, waits for it to end and drops the
-// batches it sampled ahead: a checkpoint's data position counts only the
-// prompts of the iterations updated, so a resumed run draws the others
-// again.
-func (t *Trainer) stopPipeline() {
-	p := t.pipe
-	if p == nil {
-		return
-	}
+// stop cancels the rollout role, waits for it to end and drops the batches
+// it sampled ahead: a checkpoint's data position counts only the prompts of
+// the iterations updated, so a resumed run draws the others again.
+func (p *pipeline) stop() {
 	p.cancel()
 	for range p.out {
 	}
-	t.pipe = nil
 }
 
 // produce is the rollout role: it samples the batches of iterations first
@@ -249,7 +210,8 @@ func (t *Trainer) stopPipeline() {
 // data position pos (each pass shuffled by a generator of its own, seeded
 // by the run's seed and the pass, so the prompts do not depend on the
 // timing of the two roles).
-func (t *Trainer) produce(ctx context.Context, p *pipeline, first int, pos dataPos, threads int) {
+func (p *pipeline) produce(ctx context.Context, first int, pos dataPos, threads int) {
+	t := p.t
 	defer close(p.out)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -293,8 +255,12 @@ func (p *pipeline) wait(ctx context.Context, j int) bool {
 	}
 }
 
-// next is the batch of iteration iter, waiting for the rollout role.
-func (p *pipeline) next(iter int) (batch, error) {
+// next is the batch of iteration iter, waiting for the rollout role; in a
+// data-parallel job the ranks gather their shares of it here. The run
+// state's data position moves to the batch's, and the version lag of its
+// trainable turns is checked against the bound k and measured.
+func (p *pipeline) next(_ context.Context, iter int) (batch, error) {
+	t := p.t
 	b, ok := <-p.out
 	switch {
 	case !ok:
@@ -304,19 +270,53 @@ func (p *pipeline) next(iter int) (batch, error) {
 	case b.iter != iter:
 		return b, fmt.Errorf("the rollout role handed over iteration %d's episodes for iteration %d", b.iter, iter)
 	}
-	b.versions = &versions{published: slices.Clone(p.published), k: p.k}
+	var err error
+	if t.dist.World() > 1 {
+		if b.trs, b.rs, err = t.gather(fmt.Sprintf("iter %d rollout", iter), b.trs, b.rs, false); err != nil {
+			return b, err
+		}
+	}
+	t.state.dataPos = b.pos
+	var train []*trajectory.Trajectory
+	for _, tr := range b.trs {
+		if trainable(tr) {
+			train = append(train, tr)
+		}
+	}
+	mean, largest, err := staleness(train, p.versions, t.state.OptSteps, p.k)
+	if err != nil {
+		return b, err
+	}
+	b.figures = []figure{{metric.StalenessMean, mean}, {metric.StalenessMax, largest}}
 	return b, nil
 }
 
-// publish hands the weights of the policy after iteration iter's update
+// ready: publish has already swapped the new weights in, between two
+// decode steps.
+func (p *pipeline) ready() error { return nil }
+
+// decoder is the sampler over its copy of the weights, one rollout at a
+// time (training draws, evaluations), its weights swapped between steps.
+func (p *pipeline) decoder() (decoding.LogitsDecoder, func()) {
+	p.runMu.Lock()
+	return p.weights, p.runMu.Unlock
+}
+
+// stamp: the episodes record the version of the weights in the copy, each
+// turn the one its first token was sampled with.
+func (p *pipeline) stamp(o *rollout.Options) {
+	o.PolicyVersion, o.Version = p.weights.current(), p.weights.lastUsed
+}
+
+// published hands the weights of the policy after iteration iter's update
 // (version v) to the rollout role and lets it start the batches the bound
 // now allows.
-func (p *pipeline) publish(iter, v int) error {
+func (p *pipeline) published(iter, v int) error {
 	if err := p.weights.swap(v); err != nil {
 		return err
 	}
-	if last := p.published[len(p.published)-1]; v != last {
-		p.published = append(p.published, v)
+	if last := p.versions[len(p.versions)-1]; v != last {
+		p.versions = append(p.versions, v)
 	}
 	p.mu.Lock()
 	p.updated = iter

@@ -76,7 +76,7 @@ func (t *Trainer) evaluateSets(ctx context.Context, iter int, sets []evalSet, m 
 // evaluate runs greedy (eval temperature) episodes over one evaluation
 // pass's tasks (at most eval.max_eval of them).
 func (t *Trainer) evaluate(ctx context.Context, iter int, s evalSet) ([]*trajectory.Trajectory, map[string]float64, error) {
-	if err := t.syncSampler(); err != nil {
+	if err := t.batches.ready(); err != nil {
 		return nil, nil, err
 	}
 	tasks := s.tasks

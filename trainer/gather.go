@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/episodes"
@@ -37,12 +36,8 @@ func (t *Trainer) share(ctx context.Context, label string, f rollout.Factory, re
 	for _, r := range mine {
 		n += r.Samples
 	}
-	var dec decoding.LogitsDecoder = t.sampler.Decoder()
-	if t.pipe != nil { // one rollout at a time on the sampler, its weights swapped between steps
-		t.pipe.runMu.Lock()
-		defer t.pipe.runMu.Unlock()
-		dec = t.pipe.weights
-	}
+	dec, release := t.batches.decoder()
+	defer release()
 	bar := t.bar(label, n)
 	o.OnDone = func(*trajectory.Trajectory) { bar.Add(1) }
 	var trs []*trajectory.Trajectory
@@ -91,11 +86,7 @@ func (t *Trainer) rolloutOptions(iter int, split trajectory.Split, o rollout.Opt
 	o.MaxTotalTokens = t.cfg.Env.MaxTokens
 	o.Seed = uint64(t.cfg.Run.Seed)
 	o.Iteration = iter
-	if t.pipe != nil { // the rollout role's weights, swapped between steps
-		o.PolicyVersion, o.Version = t.pipe.weights.current(), t.pipe.weights.lastUsed
-	} else {
-		o.PolicyVersion = t.state.OptSteps
-	}
+	t.batches.stamp(&o)
 	o.Split = split
 	o.Deterministic = t.cfg.Rollout.Deterministic
 	return o

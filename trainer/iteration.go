@@ -2,7 +2,6 @@ package trainer
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/agentrl/agentrl/torch"
@@ -18,7 +17,7 @@ import (
 func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	cfg := t.cfg
 	start := time.Now()
-	b, err := t.sample(ctx, iter)
+	b, err := t.batches.next(ctx, iter)
 	if err != nil {
 		return err
 	}
@@ -31,22 +30,18 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	tUpdate := time.Now()
 	var train []*trajectory.Trajectory
 	for _, tr := range b.trs {
-		if tr.Dropped == "" && !tr.Stop.Failed() && tr.Stop != trajectory.StopCancelled && tr.ActionTokens() > 0 {
+		if trainable(tr) {
 			train = append(train, tr)
 		}
 	}
-	if b.versions != nil {
-		if m[metric.StalenessMean], m[metric.StalenessMax], err = b.versions.staleness(train, t.state.OptSteps); err != nil {
-			return err
-		}
+	for _, f := range b.figures {
+		m[f.name] = f.value
 	}
 	if err := t.learn(iter, train, m); err != nil {
 		return err
 	}
-	if t.pipe != nil {
-		if err := t.pipe.publish(iter, t.state.OptSteps); err != nil {
-			return err
-		}
+	if err := t.batches.published(iter, t.state.OptSteps); err != nil {
+		return err
 	}
 	m[metric.TimeUpdateS] = time.Since(tUpdate).Seconds()
 	all := b.trs
@@ -73,8 +68,8 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	if v, ok := m[metric.Eval+metric.EM]; ok {
 		ev = ev.Float64("eval_em", v)
 	}
-	if b.versions != nil { // every rank logs the version lag it checked
-		ev = ev.Float64(metric.StalenessMean, m[metric.StalenessMean]).Float64(metric.StalenessMax, m[metric.StalenessMax])
+	for _, f := range b.figures { // every rank logs what its source measured (the version lag it checked)
+		ev = ev.Float64(f.name, f.value)
 	}
 	ev.Msg("iteration")
 	return t.submit(iter, m, all)
@@ -147,40 +142,4 @@ func (t *Trainer) echoTrap(iter int, m map[string]float64) error {
 	}
 	m[metric.EchoTrapSignals] = float64(len(ws))
 	return nil
-}
-
-// sample is an iteration's training batch: sampled now by the
-// synchronous loop, from the policy as it is, or taken from the rollout
-// role (asynchronous training), the run state's data position then moving
-// to the batch's. In a data-parallel job the rollout role's batch is this
-// rank's share, and the ranks gather theirs here.
-func (t *Trainer) sample(ctx context.Context, iter int) (batch, error) {
-	if t.pipe == nil {
-		if err := t.syncSampler(); err != nil {
-			return batch{}, err
-		}
-		trs, rs, drawn, err := t.trainingEpisodes(ctx, iter, t.ownTasks())
-		return batch{iter: iter, trs: trs, rs: rs, drawn: drawn}, err
-	}
-	b, err := t.pipe.next(iter)
-	if err != nil {
-		return b, err
-	}
-	if t.dist.World() > 1 {
-		if b.trs, b.rs, err = t.gather(fmt.Sprintf("iter %d rollout", iter), b.trs, b.rs, false); err != nil {
-			return b, err
-		}
-	}
-	t.state.dataPos = b.pos
-	return b, nil
-}
-
-// syncSampler brings the sampler's copy of the policy weights (if it
-// decodes from one) up to the policy's. With the rollout role running,
-// publish does it, between two of its decode steps.
-func (t *Trainer) syncSampler() error {
-	if t.pipe != nil {
-		return nil
-	}
-	return t.sampler.Sync()
 }

@@ -53,10 +53,12 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table
 		}
 	}
 	if t.cfg.Rollout.MaxStaleness > 0 && t.state.Iteration < t.cfg.Run.Iterations {
-		if err := t.startPipeline(ctx); err != nil {
+		p, err := t.startPipeline(ctx)
+		if err != nil {
 			return nil, err
 		}
-		defer t.stopPipeline()
+		t.batches = p
+		defer t.endBatches()
 	}
 	stopped := false
 	loopStart, done := time.Now(), 0 // for the estimate of the time left
@@ -90,7 +92,7 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table
 			}
 		}
 	}
-	t.stopPipeline()
+	t.endBatches()
 	if stopped {
 		return nil, t.checkpoint()
 	}

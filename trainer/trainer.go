@@ -52,7 +52,7 @@ type Trainer struct {
 	sampler *agent.Sampler  // decodes the rollouts, from the policy or a copy in rollout.dtype
 	program *program.Runner // runs agent.command's episodes through the gateway; nil: the built-in loop
 	episode rollout.Factory // starts the policy's own episodes: the agent's (a test may slow its tools down)
-	pipe    *pipeline       // the rollout role of asynchronous training while the loop runs; nil: synchronous
+	batches batches         // the loop's training batches and the rollouts' decoder: lockstep, or the rollout role while the loop runs
 
 	store  *store.Store        // rank 0 only
 	writer *store.Writer       // rank 0 only
@@ -116,6 +116,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 		return nil, err
 	}
 	t := &Trainer{cfg: cfg, log: o.Log, dir: RunDir(cfg), bar: o.Progress, dist: o.Dist}
+	t.batches = lockstep{t}
 	if cfg.Rollout.MaxStaleness > 0 && t.dist.World() > 1 && cfg.Algorithm.DynamicSampling {
 		return nil, fmt.Errorf("algorithm.dynamic_sampling %s", config.AsyncDynamicSamplingRanks(cfg.Rollout.MaxStaleness, t.dist.World()))
 	}
