@@ -291,7 +291,7 @@ func (p *pipeline) next(_ context.Context, iter int) (batch, error) {
 	return b, nil
 }
 
-// ready: publish has already swapped the new weights in, between two
+// ready: published has already swapped the new weights in, between two
 // decode steps.
 func (p *pipeline) ready() error { return nil }
 
