@@ -42,7 +42,7 @@ type Result struct {
 	GradNorm    float64 `json:"grad_norm,omitempty"`    // gradient norm before clipping, last run
 	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`  // the process's peak resident memory after the runs, MB
 	// OldFromStep: the update took the old logprobs from its step's
-	// training forward instead of recomputing them (learner.Result).
+	// training forward instead of recomputing them (learner.UpdateResult).
 	OldFromStep bool `json:"old_from_step,omitempty"`
 	// TrainableParams counts the values the optimizer trains: every weight,
 	// or with LoRA the adapters alone.

@@ -37,7 +37,7 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 		turns[i] = reward.FormatTurn{Text: t.Text, CallsOK: err == nil && len(calls) > 0}
 	}
 	answered, answer := e.stop == trajectory.StopAnswer, e.answer
-	var ep Episode
+	var ep ScoredEpisode
 	if e.cfg.External.Scorer != nil {
 		ep = e.episode()
 	}
@@ -60,7 +60,7 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 
 // external runs the external Scorer, records its components in c and
 // returns its weighted reward, to be added to c's total.
-func (e *ToolEnv) external(ep Episode, c map[string]float64) float64 {
+func (e *ToolEnv) external(ep ScoredEpisode, c map[string]float64) float64 {
 	x := e.cfg.External
 	timeout := e.cfg.Rewards.External.Timeout
 	if timeout <= 0 {

@@ -92,7 +92,7 @@ func TestOutcomeWithoutAnswerStop(t *testing.T) {
 // fixedScorer answers reward with no components.
 type fixedScorer struct{ reward float64 }
 
-func (s fixedScorer) Score(context.Context, Episode) (float64, map[string]float64, error) {
+func (s fixedScorer) Score(context.Context, ScoredEpisode) (float64, map[string]float64, error) {
 	return s.reward, nil, nil
 }
 func (s fixedScorer) String() string { return "fixed" }

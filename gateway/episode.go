@@ -10,10 +10,10 @@ import (
 	"github.com/agentrl/agentrl/gateway/openai"
 )
 
-// Episode is an agent program's episode as the gateway sees it: the
+// ProgramEpisode is an agent program's episode as the gateway sees it: the
 // decoding the training run fixes for its requests, and the record of
 // them. Its requests come in on the handler's goroutines.
-type Episode struct {
+type ProgramEpisode struct {
 	// Sampling replaces the request's temperature and top_p: training
 	// samples as rollout.* says, whatever the program asks.
 	Sampling decoding.Sampling
@@ -48,7 +48,7 @@ type RequestRecord struct {
 }
 
 // nextSeed is the seed of the episode's next request.
-func (e *Episode) nextSeed() uint64 {
+func (e *ProgramEpisode) nextSeed() uint64 {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return mix(e.Seed, uint64(len(e.requests)), 0)
@@ -58,7 +58,7 @@ func (e *Episode) nextSeed() uint64 {
 // makes the episode fail as a malformed request, except a prompt past the
 // token budget, which ends the episode as the budget does in the built-in
 // loop (OverBudget).
-func (e *Episode) refused(err *openai.Error, started time.Time) {
+func (e *ProgramEpisode) refused(err *openai.Error, started time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
@@ -72,7 +72,7 @@ func (e *Episode) refused(err *openai.Error, started time.Time) {
 }
 
 // completed records a request's completion in the ledger.
-func (e *Episode) completed(prompt []int32, toks []Token, fin Finish, text, finish string, started time.Time) {
+func (e *ProgramEpisode) completed(prompt []int32, toks []Token, fin Finish, text, finish string, started time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rec := RequestRecord{Index: len(e.requests), PromptTokens: len(prompt), CompletionTokens: len(toks), Segment: -1,
@@ -88,7 +88,7 @@ func (e *Episode) completed(prompt []int32, toks []Token, fin Finish, text, fini
 
 // Record returns the episode's ledger, its requests and the first error a
 // request of it was refused with (nil when none).
-func (e *Episode) Record() (*Ledger, []RequestRecord, *openai.Error) {
+func (e *ProgramEpisode) Record() (*Ledger, []RequestRecord, *openai.Error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return &e.ledger, append([]RequestRecord(nil), e.requests...), e.bad
@@ -96,7 +96,7 @@ func (e *Episode) Record() (*Ledger, []RequestRecord, *openai.Error) {
 
 // OverBudget reports whether a request of the episode was refused for a
 // prompt that left no room under the token budget.
-func (e *Episode) OverBudget() bool {
+func (e *ProgramEpisode) OverBudget() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.overBudget
@@ -106,18 +106,18 @@ func (e *Episode) OverBudget() bool {
 // while its episode runs; any other key, or none, is refused.
 type Keys struct {
 	mu sync.Mutex
-	m  map[string]*Episode
+	m  map[string]*ProgramEpisode
 }
 
 // Open makes a fresh key for ep.
-func (k *Keys) Open(ep *Episode) string {
+func (k *Keys) Open(ep *ProgramEpisode) string {
 	b := make([]byte, 24)
 	rand.Read(b)
 	key := "sk-agentrl-" + hex.EncodeToString(b)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.m == nil {
-		k.m = map[string]*Episode{}
+		k.m = map[string]*ProgramEpisode{}
 	}
 	k.m[key] = ep
 	return key
@@ -131,7 +131,7 @@ func (k *Keys) Close(key string) {
 }
 
 // Lookup is the episode key names.
-func (k *Keys) Lookup(key string) (*Episode, bool) {
+func (k *Keys) Lookup(key string) (*ProgramEpisode, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	ep, ok := k.m[key]

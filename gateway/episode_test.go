@@ -17,8 +17,8 @@ import (
 func TestEpisodeKeysAndLedger(t *testing.T) {
 	keys := &gateway.Keys{}
 	s := serve(t, 2, false, func(h *gateway.Handler) { h.Keys = keys })
-	newEp := func() *gateway.Episode {
-		return &gateway.Episode{Sampling: decoding.Sampling{Temperature: 0}, MaxTurnTokens: 64, MaxTotalTokens: 256, Seed: 1}
+	newEp := func() *gateway.ProgramEpisode {
+		return &gateway.ProgramEpisode{Sampling: decoding.Sampling{Temperature: 0}, MaxTurnTokens: 64, MaxTotalTokens: 256, Seed: 1}
 	}
 	a, b := newEp(), newEp()
 	ka, kb := keys.Open(a), keys.Open(b)

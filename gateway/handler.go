@@ -100,7 +100,7 @@ func (h *Handler) model() openai.Model {
 
 // authorize checks the bearer key: against APIKey, or as an episode's key
 // when Keys is set.
-func (h *Handler) authorize(r *http.Request) (*Episode, *openai.Error) {
+func (h *Handler) authorize(r *http.Request) (*ProgramEpisode, *openai.Error) {
 	if h.Keys == nil && h.APIKey == "" {
 		return nil, nil
 	}
@@ -147,7 +147,7 @@ func ChatMessages(req *openai.Request, syntax protocol.CallSyntax) []tokenizer.M
 
 // chat answers one chat completion request; a refusal is returned, not
 // written.
-func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *Episode, started time.Time) *openai.Error {
+func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *ProgramEpisode, started time.Time) *openai.Error {
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return &openai.Error{Status: http.StatusRequestTimeout, Type: openai.TypeInvalidRequest, Code: "request_timeout",

@@ -76,7 +76,7 @@ func TestExternalScorer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _, err := s.Score(context.Background(), envs.Episode{})
+	r, _, err := s.Score(context.Background(), envs.ScoredEpisode{})
 	if err != nil || r != 0.5 {
 		t.Fatalf("%v %v", r, err)
 	}

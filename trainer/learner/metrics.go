@@ -10,7 +10,7 @@ import (
 // AddMetrics adds the update's figures to m: the data it started from,
 // its diagnostics and the advantage statistics of the batch it learned
 // from; critic adds the value function's.
-func (r Result) AddMetrics(m map[string]float64, critic bool) {
+func (r UpdateResult) AddMetrics(m map[string]float64, critic bool) {
 	m[metric.GroupRewardStd] = r.GroupRewardStd
 	m[metric.GroupsDropped] = float64(r.GroupsDropped)
 	mm := r.Mismatch

@@ -67,7 +67,7 @@ func maxDiff(a, b []float32) float64 {
 // (relative, for the ratios beyond 1). Both
 // give the hand-worked loss and mismatch of onPolicyBatch.
 func TestOldFromStepMatchesRecompute(t *testing.T) {
-	var reports [2]Result
+	var reports [2]UpdateResult
 	var after [2][]float32
 	var batches [2][]*trajectory.Trajectory
 	var before []float32

@@ -110,7 +110,7 @@ func TestPackedUpdateMatchesSamples(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var res [2]Result
+			var res [2]UpdateResult
 			var after [2][]float32
 			var batch [2][]*trajectory.Trajectory
 			var before []float32

@@ -21,9 +21,9 @@ import (
 // micro-batches, packing) is in batch.go, the model's forward in
 // forward.go, the losses in trainer/loss, the estimators in trainer/algo.
 
-// Result is what an update did: its diagnostics and the figures of the
+// UpdateResult is what an update did: its diagnostics and the figures of the
 // data it started from.
-type Result struct {
+type UpdateResult struct {
 	Stats
 	// Trained is the batch the losses learned from: after the variance
 	// filter (the trajectories that got advantages), less the episodes
@@ -78,8 +78,8 @@ type TokenTable map[*trajectory.Trajectory]*TokenData
 // non-finite loss or gradient norm skips its step (its gradients are
 // dropped) and records the mini-batch's trajectory ids. The result's
 // Timing says where the time went.
-func (l *Learner) Update(iter int, b Batch) (Result, error) {
-	var r Result
+func (l *Learner) Update(iter int, b Batch) (UpdateResult, error) {
+	var r UpdateResult
 	// DAPO's soft overlong punishment is part of the reward.
 	r.OverlongPenalty = l.s.Overlong.PunishOverlong(b.Trajectories)
 	// RAGEN filters rollouts before computing anything on them.
@@ -135,7 +135,7 @@ func (l *Learner) oldFromStep(train []*trajectory.Trajectory, trainPolicy bool) 
 // updateRecomputed is the update whose old logprobs a pass of their own
 // recomputes before it: the mismatch, the rollout correction and the KL
 // to the reference are measured from them before the advantages.
-func (l *Learner) updateRecomputed(train Batch, trainPolicy bool, r *Result) error {
+func (l *Learner) updateRecomputed(train Batch, trainPolicy bool, r *UpdateResult) error {
 	trs := train.Trajectories
 	start := time.Now()
 	data, err := l.prepare(train, true)
@@ -170,7 +170,7 @@ func (l *Learner) updateRecomputed(train Batch, trainPolicy bool, r *Result) err
 // forward gives the old logprobs (oldFromStep): without them before the
 // step there is no correction, no KL in the rewards, and the mismatch and
 // the KL to the reference are measured after it.
-func (l *Learner) updateOnPolicy(train Batch, r *Result) error {
+func (l *Learner) updateOnPolicy(train Batch, r *UpdateResult) error {
 	r.OldFromStep = true
 	r.WeightMean = math.NaN() // no correction
 	start := time.Now()
@@ -306,7 +306,7 @@ func (l *Learner) correct(train []*trajectory.Trajectory, data TokenTable) (floa
 // loss.TokenKL on the policy's tokens and 0 elsewhere (nil without a
 // reference); its mean over the policy's tokens goes to r. It is computed
 // in f64 on the CPU.
-func (l *Learner) referenceKL(train []*trajectory.Trajectory, data TokenTable, r *Result) ([][]float32, error) {
+func (l *Learner) referenceKL(train []*trajectory.Trajectory, data TokenTable, r *UpdateResult) ([][]float32, error) {
 	if l.ref == nil || len(train) == 0 {
 		return nil, nil
 	}
@@ -361,7 +361,7 @@ func (l *Learner) advantages(trs []*trajectory.Trajectory, kl [][]float32) error
 // filterOverlong is DAPO's overlong filtering: the truncated episodes
 // counted in their groups' advantages, and leave the batch the losses
 // see.
-func (l *Learner) filterOverlong(train Batch, r *Result) Batch {
+func (l *Learner) filterOverlong(train Batch, r *UpdateResult) Batch {
 	learned, masked := l.s.Overlong.FilterOverlong(train.Trajectories)
 	r.Trained, r.OverlongMasked = learned, masked
 	return train.of(learned)

@@ -24,7 +24,7 @@ func TestReferenceKLByHand(t *testing.T) {
 		b: {Old: []float32{0, -1}, Ref: []float32{0, -3}},
 	}
 	l := &Learner{ref: &torch.Model{}, s: Settings{KLEstimator: "k1"}}
-	var r Result
+	var r UpdateResult
 	kl, err := l.referenceKL([]*trajectory.Trajectory{a, b}, data, &r)
 	if err != nil {
 		t.Fatal(err)

@@ -117,7 +117,7 @@ func (r *Runner) Rollout(ctx context.Context, dec decoding.LogitsDecoder, reqs [
 func (r *Runner) episode(ctx context.Context, base string, keys *gateway.Keys, sched *gateway.Scheduler, req rollout.Request, sample int, opt rollout.Options) []*trajectory.Trajectory {
 	started := time.Now()
 	tr := newTraj(req, sample, opt)
-	ep := &gateway.Episode{Sampling: opt.Sampling, MaxTurnTokens: opt.MaxTurnTokens, MaxTotalTokens: opt.MaxTotalTokens,
+	ep := &gateway.ProgramEpisode{Sampling: opt.Sampling, MaxTurnTokens: opt.MaxTurnTokens, MaxTotalTokens: opt.MaxTotalTokens,
 		Seed: seedOf(opt, req.Group, sample), ID: tr.ID}
 	key := keys.Open(ep)
 	task := taskJSON(req.Task)

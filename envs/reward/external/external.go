@@ -1,5 +1,5 @@
 // Package external computes rewards outside the trainer: a command or an
-// HTTP endpoint receives the finished episode as JSON (envs.Episode:
+// HTTP endpoint receives the finished episode as JSON (envs.ScoredEpisode:
 // task_id, dataset, question, gold, answer, stop, turns with their tool
 // calls) and answers {"reward": x, "components": {"name": y, ...}}.
 package external
@@ -84,7 +84,7 @@ func (c Command) String() string { return c.Argv[0] }
 // Score runs the command; a non-zero exit is an error quoting its stderr,
 // and so is stdout over MaxOutput or output still open after the program
 // exited.
-func (c Command) Score(ctx context.Context, ep envs.Episode) (float64, map[string]float64, error) {
+func (c Command) Score(ctx context.Context, ep envs.ScoredEpisode) (float64, map[string]float64, error) {
 	in, err := json.Marshal(ep)
 	if err != nil {
 		return 0, nil, err
@@ -161,7 +161,7 @@ var sameOrigin = sameorigin.Client()
 func (h HTTP) String() string { return "POST " + h.URL }
 
 // Score posts the episode.
-func (h HTTP) Score(ctx context.Context, ep envs.Episode) (float64, map[string]float64, error) {
+func (h HTTP) Score(ctx context.Context, ep envs.ScoredEpisode) (float64, map[string]float64, error) {
 	in, err := json.Marshal(ep)
 	if err != nil {
 		return 0, nil, err

@@ -91,7 +91,7 @@ func TestFailingCommandCountsZero(t *testing.T) {
 }
 
 func TestHTTPReward(t *testing.T) {
-	var got envs.Episode
+	var got envs.ScoredEpisode
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		json.Unmarshal(b, &got)
@@ -102,7 +102,7 @@ func TestHTTPReward(t *testing.T) {
 	if math.Abs(total-(1.1-0.5)) > 1e-12 || c["external"] != -0.25 || c["external.style"] != 3 {
 		t.Fatalf("total %v, components %v", total, c)
 	}
-	want := envs.Episode{TaskID: "q1", Question: "Capital of France?", Gold: []string{"Paris"}, Answer: "Paris", Stop: "answer"}
+	want := envs.ScoredEpisode{TaskID: "q1", Question: "Capital of France?", Gold: []string{"Paris"}, Answer: "Paris", Stop: "answer"}
 	if got.TaskID != want.TaskID || got.Question != want.Question || got.Answer != want.Answer || got.Stop != want.Stop ||
 		len(got.Turns) != 2 || got.Turns[0].Calls[0].Name != "echo" || got.Turns[0].Calls[0].Args != `{"text":"x"}` ||
 		!got.Turns[0].Calls[0].OK || got.Turns[1].Text != "<answer>Paris</answer>" {
@@ -293,7 +293,7 @@ func TestCommandOutputIsCapped(t *testing.T) {
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		_, _, err := Command{Argv: []string{script(t, c.body)}, MaxOutput: limit}.Score(context.Background(), envs.Episode{})
+		_, _, err := Command{Argv: []string{script(t, c.body)}, MaxOutput: limit}.Score(context.Background(), envs.ScoredEpisode{})
 		runtime.ReadMemStats(&after)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("%s: %v, want %q", c.body, err, c.want)
@@ -310,7 +310,7 @@ func TestHTTPAnswerIsCapped(t *testing.T) {
 		w.Write([]byte(`{"reward": 1, "pad": "` + strings.Repeat("x", 2000) + `"}`))
 	}))
 	defer srv.Close()
-	_, _, err := HTTP{URL: srv.URL, MaxOutput: 1000}.Score(context.Background(), envs.Episode{})
+	_, _, err := HTTP{URL: srv.URL, MaxOutput: 1000}.Score(context.Background(), envs.ScoredEpisode{})
 	if err == nil || !strings.Contains(err.Error(), "the answer is over 1000 bytes (env.rewards.external.max_output_mb)") {
 		t.Fatalf("%v", err)
 	}
@@ -337,11 +337,11 @@ func TestCheckProgram(t *testing.T) {
 // A scorer's stderr and component names reach the logs: an ANSI escape
 // in stderr is escaped, and a component name with one is refused.
 func TestScorerTextIsEscaped(t *testing.T) {
-	_, _, err := Command{Argv: []string{script(t, `printf '\033[2J\033[31mbroken' >&2; exit 2`)}}.Score(context.Background(), envs.Episode{})
+	_, _, err := Command{Argv: []string{script(t, `printf '\033[2J\033[31mbroken' >&2; exit 2`)}}.Score(context.Background(), envs.ScoredEpisode{})
 	if err == nil || !strings.HasSuffix(err.Error(), `exit status 2: \x1b[2J\x1b[31mbroken`) {
 		t.Fatalf("%q", err)
 	}
-	_, _, err = Command{Argv: []string{script(t, `echo '{"reward": 1, "components": {"\u001b[31mred": 1}}'`)}}.Score(context.Background(), envs.Episode{})
+	_, _, err = Command{Argv: []string{script(t, `echo '{"reward": 1, "components": {"\u001b[31mred": 1}}'`)}}.Score(context.Background(), envs.ScoredEpisode{})
 	if err == nil || !strings.Contains(err.Error(), `component name "\x1b[31mred" has control characters`) {
 		t.Fatalf("%q", err)
 	}

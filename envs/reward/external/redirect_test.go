@@ -34,7 +34,7 @@ func TestHTTPRedirectStaysWithinTheOrigin(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	ep := envs.Episode{TaskID: "q1", Question: "Capital of France?", Gold: []string{"Paris"}, Answer: "Lyon"}
+	ep := envs.ScoredEpisode{TaskID: "q1", Question: "Capital of France?", Gold: []string{"Paris"}, Answer: "Lyon"}
 	if _, _, err := (HTTP{URL: srv.URL + "/away"}).Score(context.Background(), ep); err == nil || !strings.Contains(err.Error(), "redirect to another origin") {
 		t.Errorf("a redirect to another origin: %v, want a refusal", err)
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/agentrl/agentrl/trajectory"
 )
 
-// Episode is a finished episode as an external reward sees it, in JSON.
-type Episode struct {
+// ScoredEpisode is a finished episode as an external reward sees it, in JSON.
+type ScoredEpisode struct {
 	TaskID   string                `json:"task_id"`
 	Dataset  string                `json:"dataset"`
 	Question string                `json:"question"`
@@ -22,7 +22,7 @@ type Episode struct {
 // command or service): a number and named components. Messages name a
 // Scorer as %v prints it, so it should be a fmt.Stringer.
 type Scorer interface {
-	Score(ctx context.Context, ep Episode) (float64, map[string]float64, error)
+	Score(ctx context.Context, ep ScoredEpisode) (float64, map[string]float64, error)
 }
 
 // ExternalConfig adds a Scorer's reward to the outcome reward, weighted
@@ -34,8 +34,8 @@ type ExternalConfig struct {
 }
 
 // episode renders the environment's history; the caller holds e.mu.
-func (e *ToolEnv) episode() Episode {
-	ep := Episode{TaskID: e.task.ID, Dataset: e.task.Dataset, Question: e.task.Question, Gold: e.task.Answers,
+func (e *ToolEnv) episode() ScoredEpisode {
+	ep := ScoredEpisode{TaskID: e.task.ID, Dataset: e.task.Dataset, Question: e.task.Question, Gold: e.task.Answers,
 		Stop: e.stop, Turns: slices.Clone(e.turns)}
 	if ep.Gold == nil {
 		ep.Gold = []string{}
