@@ -138,6 +138,7 @@ func newBanditOn(t *testing.T, g *dist.Group, estimator string, tweaks ...func(*
 	}
 	tr := &Trainer{cfg: cfg, log: zerolog.Nop(), pcg: rand.NewPCG(uint64(cfg.Run.Seed), 0x5eed), dist: g}
 	tr.rng = rand.New(tr.pcg)
+	tr.batches = lockstep{tr} // as New sets it
 	tr.models = &models{cfg: cfg, dist: g, device: torch.CPU, dtype: torch.Float32}
 	mc := torch.Config{ModelType: "qwen2", Vocab: banditVocab, Hidden: 32, Intermediate: 64, Layers: 1, Heads: 2,
 		KVHeads: 1, HeadDim: 16, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 16}
