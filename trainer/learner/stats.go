@@ -34,15 +34,6 @@ type Timing struct {
 	Optim      time.Duration // all-reduce, gradient clipping and the optimizer steps
 }
 
-// add adds the phases of o to t.
-func (t *Timing) add(o Timing) {
-	t.Prepare += o.Prepare
-	t.Advantages += o.Advantages
-	t.Forward += o.Forward
-	t.Backward += o.Backward
-	t.Optim += o.Optim
-}
-
 // finish turns the sums into means, after adding up the ranks' sums.
 func (l *Learner) finish(st *Stats) error {
 	if err := l.sumStats(st); err != nil {
