@@ -417,17 +417,21 @@ func (l *Learner) epochs(b Batch, data TokenTable, trainPolicy, fromStep bool) (
 		for _, idx := range miniBatches(units, l.s.MiniBatch) {
 			mini := b.of(Pick(b.Trajectories, idx))
 			// The mini-batch's policy and critic steps share one point of
-			// the schedule: the run's policy steps so far.
+			// the schedule (the run's policy steps so far), its loss
+			// normaliser and this rank's micro-batches of it (whole units:
+			// dist.Shard).
 			if err := l.setLR(&st); err != nil {
 				return st, err
 			}
+			norm := l.norm(mini.Trajectories)
+			mbs := microBatches(mini.shard(l.dist), l.s.MicroBatch, lossTargets(l.s.LossMask))
 			if trainPolicy || l.mode == SharedCritic {
-				if err := l.policyStep(mini, data, trainPolicy, fromStep, &st); err != nil {
+				if err := l.policyStep(mini.Trajectories, mbs, norm, data, trainPolicy, fromStep, &st); err != nil {
 					return st, err
 				}
 			}
 			if l.mode == SeparateCritic {
-				if err := l.criticStep(mini, data, &st); err != nil {
+				if err := l.criticStep(mbs, norm, data, &st); err != nil {
 					return st, err
 				}
 			}
@@ -464,17 +468,16 @@ func (l *Learner) norm(mini []*trajectory.Trajectory) algo.Norm {
 }
 
 // policyStep is one optimizer step of the policy (and a shared critic) on
-// a mini-batch. This rank's shard of it (whole units: dist.Shard) is
-// split into micro-batches whose gradients accumulate; then the step is
-// taken, or skipped when a loss or the gradient norm is not finite.
+// a mini-batch: the gradients of this rank's micro-batches of it
+// accumulate; then the step is taken, or skipped when a loss or the
+// gradient norm is not finite.
 // Without trainPolicy (the critic's warm-up) only the shared value head's
 // loss counts. With fromStep the training forwards give the old logprobs,
 // set on data with their entropies.
-func (l *Learner) policyStep(mini Batch, data TokenTable, trainPolicy, fromStep bool, st *Stats) error {
+func (l *Learner) policyStep(mini []*trajectory.Trajectory, mbs []Padded, norm algo.Norm, data TokenTable, trainPolicy, fromStep bool, st *Stats) error {
 	st.policySteps++
-	norm := l.norm(mini.Trajectories)
 	nonFinite := false
-	for _, p := range microBatches(mini.shard(l.dist), l.s.MicroBatch, lossTargets(l.s.LossMask)) {
+	for _, p := range mbs {
 		v, err := l.policyMicroBatch(p, data, norm, trainPolicy, fromStep, st)
 		if err != nil {
 			return err
@@ -487,7 +490,7 @@ func (l *Learner) policyStep(mini Batch, data TokenTable, trainPolicy, fromStep 
 	}
 	if !taken {
 		st.Skipped++
-		for _, t := range mini.Trajectories {
+		for _, t := range mini {
 			st.SkippedIDs = append(st.SkippedIDs, t.ID)
 		}
 		return nil
@@ -606,12 +609,11 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data TokenTable, n algo.N
 	return out, nil
 }
 
-// criticStep is one optimizer step of a separate critic on a mini-batch,
-// its micro-batches as policyStep's.
-func (l *Learner) criticStep(mini Batch, data TokenTable, st *Stats) error {
-	norm := l.norm(mini.Trajectories)
+// criticStep is one optimizer step of a separate critic on a mini-batch's
+// micro-batches, policyStep's.
+func (l *Learner) criticStep(mbs []Padded, norm algo.Norm, data TokenTable, st *Stats) error {
 	sum, nonFinite := 0.0, false
-	for _, p := range microBatches(mini.shard(l.dist), l.s.MicroBatch, lossTargets(l.s.LossMask)) {
+	for _, p := range mbs {
 		v, err := l.criticMicroBatch(p, data, norm, &st.Timing)
 		if err != nil {
 			return err
