@@ -277,12 +277,7 @@ func (p *pipeline) next(_ context.Context, iter int) (batch, error) {
 		}
 	}
 	t.state.dataPos = b.pos
-	var train []*trajectory.Trajectory
-	for _, tr := range b.trs {
-		if trainable(tr) {
-			train = append(train, tr)
-		}
-	}
+	train := trainable(b.trs)
 	mean, largest, err := staleness(train, p.versions, t.state.OptSteps, p.k)
 	if err != nil {
 		return b, err

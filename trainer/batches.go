@@ -55,11 +55,17 @@ type figure struct {
 	value float64
 }
 
-// trainable reports whether the update learns from tr: kept by the
-// group filter, finished without failing or being cancelled, with at
-// least one action token.
-func trainable(tr *trajectory.Trajectory) bool {
-	return tr.Dropped == "" && !tr.Stop.Failed() && tr.Stop != trajectory.StopCancelled && tr.ActionTokens() > 0
+// trainable returns the trajectories of trs the update learns from: kept
+// by the group filter, finished without failing or being cancelled, with
+// at least one action token.
+func trainable(trs []*trajectory.Trajectory) []*trajectory.Trajectory {
+	var out []*trajectory.Trajectory
+	for _, tr := range trs {
+		if tr.Dropped == "" && !tr.Stop.Failed() && tr.Stop != trajectory.StopCancelled && tr.ActionTokens() > 0 {
+			out = append(out, tr)
+		}
+	}
+	return out
 }
 
 // lockstep is the synchronous loop's source: each batch is sampled when

@@ -28,12 +28,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	}
 
 	tUpdate := time.Now()
-	var train []*trajectory.Trajectory
-	for _, tr := range b.trs {
-		if trainable(tr) {
-			train = append(train, tr)
-		}
-	}
+	train := trainable(b.trs)
 	for _, f := range b.figures {
 		m[f.name] = f.value
 	}
