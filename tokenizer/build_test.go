@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/internal/hubcache/hubcachetest"
 )
 
 func TestBuildWordLevelIDs(t *testing.T) {
@@ -179,5 +181,30 @@ func TestChatFormatOnWordLevel(t *testing.T) {
 func TestBuildWordLevelErrors(t *testing.T) {
 	if _, err := BuildWordLevel([]string{"x"}, []string{""}); err == nil {
 		t.Error("an empty special was accepted")
+	}
+}
+
+// A model id loads the tokenizer of its snapshot in the Hugging Face
+// cache (files linked into blobs/, as huggingface_hub writes them); an id
+// that is not there is an error naming the cache.
+func TestLoadFromHubCache(t *testing.T) {
+	tok, err := BuildWordLevel([]string{twoCallText}, QwenSpecials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	if err := tok.Save(src); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", cache)
+	hubcachetest.Put(t, cache, "org/words", "main", "0123456789abcdef0123456789abcdef01234567", src)
+	back, err := Load("org/words")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTokenizer(t, tok, back, twoCallText)
+	if _, err := Load("org/other"); err == nil || !strings.Contains(err.Error(), "in the Hugging Face cache "+cache+" (from $HF_HUB_CACHE)") {
+		t.Errorf("absent id: %v", err)
 	}
 }

@@ -7,13 +7,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/agentrl/agentrl/internal/hubcache"
 )
 
 // Load reads dir/tokenizer.json and, when present, dir/tokenizer_config.json
 // (for the eos and pad tokens and the chat template) and dir/chat_template.jinja
 // (where transformers 5 saves the chat template; it takes the place of the
 // config's chat_template, and Save writes it into tokenizer_config.json).
+// dir may be a Hugging Face model id in the local cache (hubcache).
 func Load(dir string) (*Tokenizer, error) {
+	dir, err := hubcache.Resolve(dir)
+	if err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, "tokenizer.json")
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"path/filepath"
 
+	"github.com/agentrl/agentrl/internal/hubcache"
 	"github.com/agentrl/agentrl/internal/regular"
 )
 
@@ -47,8 +48,13 @@ func (c Config) QKNorm() bool { return c.ModelType == "qwen3" }
 // architectures maps a model_type to the HF class that config.json names.
 var architectures = map[string]string{"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"}
 
-// ReadConfig reads and validates dir/config.json.
+// ReadConfig reads and validates dir/config.json; dir may be a Hugging
+// Face model id in the local cache (hubcache).
 func ReadConfig(dir string) (Config, error) {
+	dir, err := hubcache.Resolve(dir)
+	if err != nil {
+		return Config{}, err
+	}
 	path := filepath.Join(dir, "config.json")
 	b, err := regular.ReadFile(path)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/agentrl/agentrl/internal/hubcache"
 	"github.com/agentrl/agentrl/torch/safetensors"
 )
 
@@ -232,8 +233,13 @@ var stDTypes = map[safetensors.DType]DType{
 // files' headers before any weight is allocated: a config.json that
 // disagrees with its weights (num_hidden_layers 100000 beside a
 // checkpoint of 2 layers) is that error, not an allocation the size of
-// the model it describes.
+// the model it describes. dir may be a Hugging Face model id
+// ("Qwen/Qwen3.5-0.8B", "...@REVISION") in the local cache (hubcache).
 func LoadModel(dir string, dt DType, dev Device, valueHead bool) (*Model, error) {
+	dir, err := hubcache.Resolve(dir)
+	if err != nil {
+		return nil, err
+	}
 	cfg, err := ReadConfig(dir)
 	if err != nil {
 		return nil, err

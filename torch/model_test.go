@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/internal/fixtures"
+	"github.com/agentrl/agentrl/internal/hubcache/hubcachetest"
 	"github.com/agentrl/agentrl/torch/safetensors"
 )
 
@@ -988,5 +989,35 @@ func sameWeights(t *testing.T, a, b *Model) {
 		if string(xb) != string(yb) {
 			t.Fatalf("%s differs after save/load", n)
 		}
+	}
+}
+
+// A model id loads the model of its snapshot in the Hugging Face cache
+// (files linked into blobs/, as huggingface_hub writes them), at the
+// revision asked for; an id that is not there is an error naming the
+// cache.
+func TestLoadModelFromHubCache(t *testing.T) {
+	m, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 22)
+	defer m.Free()
+	src := t.TempDir()
+	if err := m.Save(src); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", cache)
+	hubcachetest.Put(t, cache, "org/tiny", "v1", "0123456789abcdef0123456789abcdef01234567", src)
+	for _, id := range []string{"org/tiny@v1", "org/tiny@0123456789abcdef0123456789abcdef01234567"} {
+		back, err := LoadModel(id, Float32, CPU, false)
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		sameWeights(t, m, back)
+		back.Free()
+		if cfg, err := ReadConfig(id); err != nil || cfg.Layers != tinyConfig().Layers {
+			t.Errorf("ReadConfig(%s) = %+v, %v", id, cfg, err)
+		}
+	}
+	if _, err := LoadModel("org/tiny", Float32, CPU, false); err == nil || !strings.Contains(err.Error(), "models--org--tiny/refs/main") {
+		t.Errorf("no main ref: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/internal/hubcache"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
 )
@@ -47,6 +48,12 @@ func merge(c *cli.Context) error {
 		}
 	case model == "" || adapter == "":
 		return exitErr("merge: give --model DIR and --adapter DIR (or --run RUN)")
+	}
+	// The base's own folder, for its tokenizer below, when --model is a
+	// Hugging Face id in the local cache.
+	model, err := hubcache.Resolve(model)
+	if err != nil {
+		return err
 	}
 	out := c.String("out")
 	if ents, err := os.ReadDir(out); err == nil && len(ents) > 0 {

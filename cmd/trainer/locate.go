@@ -13,7 +13,8 @@ import (
 //
 //	--run-dir DIR  the folder holding the runs (the key run.dir)
 //	--run NAME     the run (run.name)
-//	--model DIR    the Hugging Face model folder (model.path)
+//	--model DIR    the Hugging Face model folder, or a model id in the
+//	               local Hugging Face cache (model.path)
 //	--resume       continue what was started (run.resume; a switch)
 //
 // The commands that take the config's flags (train, sft, eval, experiment)

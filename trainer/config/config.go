@@ -73,7 +73,7 @@ type DeviceConfig struct {
 
 // ModelConfig locates or creates the models.
 type ModelConfig struct {
-	Path          string     `yaml:"path" default:"" doc:"Hugging Face model folder of the policy (\"\" = create a tiny model from model.tiny)"`
+	Path          string     `yaml:"path" default:"" doc:"Hugging Face model folder of the policy, or a model id (Qwen/Qwen3.5-0.8B, or ...@REVISION) read offline from the local Hugging Face cache (\"\" = create a tiny model from model.tiny)"`
 	Tiny          TinyConfig `yaml:"tiny" doc:"shape of the tiny model created when model.path is empty"`
 	Critic        string     `yaml:"critic" default:"separate" enum:"separate|shared" doc:"value head on a separate model or on the policy trunk"`
 	CriticPath    string     `yaml:"critic_path" default:"" doc:"model folder of a separate critic (\"\" = start from the policy's weights)"`
