@@ -161,7 +161,7 @@ test: deps build vet
 # PEFT, TensorBoard) and theirs through agentrl. scripts/venv.sh makes (or
 # reuses) the cached Python environment; the tests find it by AGENTRL_PYTHON
 # and skip, saying why, without it (a plain make test).
-INTEROP_PKGS := ./internal/pyinterop/ ./tokenizer/ ./torch/ ./torch/peft/ ./cmd/trainer/
+INTEROP_PKGS := ./internal/pyinterop/ ./internal/hubcache/ ./tokenizer/ ./torch/ ./torch/peft/ ./cmd/trainer/
 
 interop: deps build
 	@venv=$$(scripts/venv.sh torch-2.15) && echo "go test -run TestInterop (AGENTRL_PYTHON=$$venv/bin/python)" && \
