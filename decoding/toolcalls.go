@@ -55,18 +55,52 @@ func SplitToolCalls(text string) (head string, calls []WrittenCall, ok bool) {
 	return head, calls, true
 }
 
+// SplitToolCallsIn is SplitToolCalls for a text written in syntax. For
+// Qwen3.5's XML calls each call's Args is the JSON object of its
+// parameters' texts (strings, in order; see envs.ParseXMLToolCalls without
+// schemas), which the template writes back as they were written, and head
+// is the text before the first call less the "\n\n" the template puts
+// between content and calls. Any other syntax is read as Hermes blocks.
+func SplitToolCallsIn(syntax protocol.CallSyntax, text string) (head string, calls []WrittenCall, ok bool) {
+	if syntax != protocol.QwenXML {
+		return SplitToolCalls(text)
+	}
+	if !strings.Contains(text, protocol.ToolCallOpen) {
+		return text, nil, false
+	}
+	parsed, err := envs.ParseXMLToolCalls(text, nil)
+	if err != nil {
+		return text, nil, false
+	}
+	head = strings.TrimSuffix(text[:strings.Index(text, protocol.ToolCallOpen)], "\n\n")
+	for _, c := range parsed {
+		calls = append(calls, WrittenCall{Name: c.Name, Args: string(c.Arguments)})
+	}
+	return head, calls, true
+}
+
 // AssistantMessage is the message a client of a serving engine sends back
 // for an assistant text: its tool calls split off (see SplitToolCalls),
 // each call's arguments a JSON string holding the text the model wrote, as
 // the OpenAI API carries them.
 func AssistantMessage(text string) tokenizer.Message {
-	head, calls, ok := SplitToolCalls(text)
+	return AssistantMessageIn(protocol.Hermes, text)
+}
+
+// AssistantMessageIn is AssistantMessage for a text written in syntax:
+// Qwen3.5's XML calls keep their arguments as the JSON object of the
+// parameters' texts (SplitToolCallsIn), which its template takes.
+func AssistantMessageIn(syntax protocol.CallSyntax, text string) tokenizer.Message {
+	head, calls, ok := SplitToolCallsIn(syntax, text)
 	m := tokenizer.Message{Role: "assistant", Content: head}
 	if !ok {
 		return m
 	}
 	for _, c := range calls {
-		args, _ := json.Marshal(c.Args)
+		args := json.RawMessage(c.Args)
+		if syntax != protocol.QwenXML {
+			args, _ = json.Marshal(c.Args)
+		}
 		m.ToolCalls = append(m.ToolCalls, tokenizer.ToolCall{Name: c.Name, Arguments: args})
 	}
 	return m

@@ -17,10 +17,11 @@ import (
 // (Outcome). Its methods are safe for concurrent use; Step runs one at a
 // time.
 type ToolEnv struct {
-	task  Task
-	cfg   EnvConfig
-	tools map[string]boundTool
-	names string // the tools' names, for error messages
+	task    Task
+	cfg     EnvConfig
+	tools   map[string]boundTool
+	schemas ParamSchemas // the tools' parameter schemas, which type the XML syntax's values
+	names   string       // the tools' names, for error messages
 
 	mu     sync.Mutex
 	state  State
@@ -56,6 +57,7 @@ func NewToolEnv(task Task, tools []Tool, cfg EnvConfig) (*ToolEnv, error) {
 		e.tools[t.Name()] = boundTool{tool: t, schema: schema}
 		names = append(names, t.Name())
 	}
+	e.schemas = ParamSchemasOf(tools)
 	slices.Sort(names)
 	e.names = strings.Join(names, ", ")
 	if e.names == "" {
@@ -127,7 +129,7 @@ func (e *ToolEnv) Step(ctx context.Context, a Action) (StepResult, error) {
 
 // act decides what the turn is and carries it out.
 func (e *ToolEnv) act(ctx context.Context, turn int, a Action) (StepResult, error) {
-	calls, perr := ParseToolCallsIn(e.cfg.Calls, a.Text)
+	calls, perr := ParseToolCallsIn(e.cfg.Calls, a.Text, e.schemas)
 	budgetSpent := a.TotalTokens >= e.cfg.MaxTokens
 	if perr == nil && len(calls) == 0 { // no tool call at all
 		if answer, ok := ParseAnswer(a.Text); ok {

@@ -72,8 +72,8 @@ func (c EnvConfig) Validate() error {
 	case c.MaxObservationChars < MinObservationChars:
 		return fmt.Errorf("env config: max_observation_chars is %d, want at least %d", c.MaxObservationChars, MinObservationChars)
 	}
-	if c.Calls != protocol.Hermes && c.Calls != protocol.LlamaJSON {
-		return fmt.Errorf("env config: tool-call syntax %v is not one agentrl parses (%v, %v)", c.Calls, protocol.Hermes, protocol.LlamaJSON)
+	if c.Calls != protocol.Hermes && c.Calls != protocol.LlamaJSON && c.Calls != protocol.QwenXML {
+		return fmt.Errorf("env config: tool-call syntax %v is not one agentrl parses (%v, %v, %v)", c.Calls, protocol.Hermes, protocol.LlamaJSON, protocol.QwenXML)
 	}
 	if err := c.Rewards.Validate(); err != nil {
 		return fmt.Errorf("env config: %w", err)

@@ -12,6 +12,7 @@ type ParseErrorKind string
 // The kinds of tool-call parse errors.
 const (
 	KindMalformedJSON ParseErrorKind = "malformed_json" // the block is not one JSON object
+	KindMalformedXML  ParseErrorKind = "malformed_xml"  // Qwen3.5: the block is not <function=NAME> with <parameter=KEY> blocks
 	KindMissingName   ParseErrorKind = "missing_name"   // "name" absent, empty or not a string
 	KindBadArguments  ParseErrorKind = "bad_arguments"  // "arguments" (Llama 3: "parameters") present but not an object; Llama 3: "arguments" at all
 	KindUnclosedTag   ParseErrorKind = "unclosed_tag"   // <tool_call> without its </tool_call>

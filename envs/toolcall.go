@@ -37,7 +37,11 @@ type ToolCall struct {
 // after the last only whitespace and one <|im_end|>. Absent or null
 // arguments mean {}. Every problem is a *ParseError with its Kind; the
 // calls are returned only when there is none.
-func ParseToolCalls(text string) ([]ToolCall, error) {
+func ParseToolCalls(text string) ([]ToolCall, error) { return parseBlocks(text, parseCallBody) }
+
+// parseBlocks finds the <tool_call> blocks of text, as ParseToolCalls
+// describes, and reads the n-th block's body with body.
+func parseBlocks(text string, body func(body string, n int) (ToolCall, error)) ([]ToolCall, error) {
 	first := strings.Index(text, TagToolCallOpen)
 	head := text
 	if first >= 0 {
@@ -59,7 +63,7 @@ func ParseToolCalls(text string) ([]ToolCall, error) {
 			return nil, &ParseError{Kind: KindUnclosedTag, Call: n,
 				Msg: fmt.Sprintf("tool call %d has no closing %s: %s", n, TagToolCallClose, quote(text[pos:]))}
 		}
-		call, err := parseCallBody(text[start:start+end], n)
+		call, err := body(text[start:start+end], n)
 		if err != nil {
 			return nil, err
 		}

@@ -93,13 +93,17 @@ func parseLlamaObject(raw json.RawMessage) (ToolCall, error) {
 }
 
 // ParseToolCallsIn extracts the tool calls of an assistant turn written in
-// syntax: ParseToolCalls for Hermes, ParseLlamaToolCalls for Llama 3.
-func ParseToolCallsIn(syntax protocol.CallSyntax, text string) ([]ToolCall, error) {
+// syntax: ParseToolCalls for Hermes, ParseLlamaToolCalls for Llama 3,
+// ParseXMLToolCalls for Qwen3.5 (whose values schemas types; the JSON
+// syntaxes do not need them).
+func ParseToolCallsIn(syntax protocol.CallSyntax, text string, schemas ParamSchemas) ([]ToolCall, error) {
 	switch syntax {
 	case protocol.Hermes:
 		return ParseToolCalls(text)
 	case protocol.LlamaJSON:
 		return ParseLlamaToolCalls(text)
+	case protocol.QwenXML:
+		return ParseXMLToolCalls(text, schemas)
 	}
-	return nil, fmt.Errorf("tool-call syntax %v: agentrl parses only %v and %v", syntax, protocol.Hermes, protocol.LlamaJSON)
+	return nil, fmt.Errorf("tool-call syntax %v: agentrl parses only %v, %v and %v", syntax, protocol.Hermes, protocol.LlamaJSON, protocol.QwenXML)
 }

@@ -98,12 +98,12 @@ func TestParseToolCallsIn(t *testing.T) {
 		{protocol.Hermes, hermes, want}, {protocol.LlamaJSON, llama, want},
 		{protocol.Hermes, llama, nil}, {protocol.LlamaJSON, hermes, nil},
 	} {
-		got, err := ParseToolCallsIn(c.syntax, c.text)
+		got, err := ParseToolCallsIn(c.syntax, c.text, nil)
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("ParseToolCallsIn(%v, %q) = %+v, %v; want %+v", c.syntax, c.text, got, err, c.want)
 		}
 	}
-	if _, err := ParseToolCallsIn(protocol.CallSyntax(7), llama); err == nil || !strings.Contains(err.Error(), "CallSyntax(7)") {
+	if _, err := ParseToolCallsIn(protocol.CallSyntax(7), llama, nil); err == nil || !strings.Contains(err.Error(), "CallSyntax(7)") {
 		t.Errorf("unknown syntax: err = %v", err)
 	}
 }

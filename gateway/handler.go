@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/decoding"
+	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/gateway/openai"
 	"github.com/agentrl/agentrl/internal/localorigin"
 	"github.com/agentrl/agentrl/tokenizer"
@@ -271,10 +272,28 @@ func (c *call) text(i int) (string, []Token, Finish) {
 	return text, toks[:len(ids)], fin
 }
 
+// schemas are the parameter schemas of the request's functions, by name,
+// which type Qwen3.5's XML call values.
+func (c *call) schemas() envs.ParamSchemas {
+	s := envs.ParamSchemas{}
+	for _, raw := range c.req.Tools {
+		var t struct {
+			Function struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(raw, &t) == nil && t.Function.Name != "" {
+			s[t.Function.Name] = t.Function.Parameters
+		}
+	}
+	return s
+}
+
 // output is finished choice i as the API shows it.
 func (c *call) output(i int) output {
 	text, _, fin := c.text(i)
-	return makeOutput(text, fin, c.toolsOn, c.h.Format.CallSyntax())
+	return makeOutput(text, fin, c.toolsOn, c.h.Format.CallSyntax(), c.schemas())
 }
 
 // logprobs are the entries of toks; a log-probability that is NaN or
@@ -415,7 +434,7 @@ func (c *call) stream(w http.ResponseWriter, ctx context.Context) {
 			if fin == Running {
 				upto = streamable(text, c.req.Stop, c.toolsOn, c.h.Format.CallSyntax())
 			} else {
-				o = makeOutput(text, fin, c.toolsOn, c.h.Format.CallSyntax())
+				o = makeOutput(text, fin, c.toolsOn, c.h.Format.CallSyntax(), c.schemas())
 				upto = 0
 				if o.content != nil {
 					upto = len(*o.content)

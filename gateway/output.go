@@ -53,13 +53,13 @@ func cutAtStop(text string, stops []string) (string, bool) {
 // blocks, or Llama 3's bare JSON object) becomes tool calls (finish
 // "tool_calls"), the text before them the content; otherwise all of it is
 // content.
-func makeOutput(text string, fin Finish, toolsOn bool, syntax protocol.CallSyntax) output {
+func makeOutput(text string, fin Finish, toolsOn bool, syntax protocol.CallSyntax, schemas envs.ParamSchemas) output {
 	o := output{finish: openai.FinishStop}
 	if fin == Length {
 		o.finish = openai.FinishLength
 	}
 	if toolsOn {
-		if calls, head, ok := toolCallsIn(syntax, text); ok {
+		if calls, head, ok := toolCallsIn(syntax, text, schemas); ok {
 			o.toolCalls, o.finish = calls, openai.FinishToolCalls
 			if head != "" {
 				o.content = &head
@@ -72,10 +72,14 @@ func makeOutput(text string, fin Finish, toolsOn bool, syntax protocol.CallSynta
 }
 
 // toolCallsIn parses the tool calls of text in syntax; ok is false when
-// it holds none or they do not parse.
-func toolCallsIn(syntax protocol.CallSyntax, text string) (calls []openai.ToolCall, head string, ok bool) {
-	if syntax == protocol.LlamaJSON {
+// it holds none or they do not parse. Qwen3.5's XML values are typed by
+// schemas, the request's tools.
+func toolCallsIn(syntax protocol.CallSyntax, text string, schemas envs.ParamSchemas) (calls []openai.ToolCall, head string, ok bool) {
+	switch syntax {
+	case protocol.LlamaJSON:
 		return llamaToolCallsOf(text)
+	case protocol.QwenXML:
+		return xmlToolCallsOf(text, schemas)
 	}
 	if !strings.Contains(text, protocol.ToolCallOpen) {
 		return nil, "", false
@@ -116,6 +120,25 @@ func llamaToolCallsOf(text string) ([]openai.ToolCall, string, bool) {
 	return []openai.ToolCall{functionCall(body.Name, body.Parameters)}, "", true
 }
 
+// xmlToolCallsOf parses Qwen3.5's XML calls, each call's arguments the
+// JSON object of its parameters typed by schemas (envs.ParseXMLToolCalls),
+// and returns the text before the first call less the "\n\n" the template
+// puts between content and calls.
+func xmlToolCallsOf(text string, schemas envs.ParamSchemas) ([]openai.ToolCall, string, bool) {
+	if !strings.Contains(text, protocol.ToolCallOpen) {
+		return nil, "", false
+	}
+	parsed, err := envs.ParseXMLToolCalls(text, schemas)
+	if err != nil {
+		return nil, "", false
+	}
+	calls := make([]openai.ToolCall, len(parsed))
+	for i, c := range parsed {
+		calls[i] = functionCall(c.Name, c.Arguments)
+	}
+	return calls, strings.TrimSuffix(text[:strings.Index(text, protocol.ToolCallOpen)], "\n\n"), true
+}
+
 // functionCall is a call as the API shows it: a fresh id, the arguments
 // as written ({} when absent or null).
 func functionCall(name string, args json.RawMessage) openai.ToolCall {
@@ -131,9 +154,10 @@ func functionCall(name string, args json.RawMessage) openai.ToolCall {
 // string, which Qwen3's template writes as the text it holds. Llama 3's
 // template puts arguments through tojson, where a string comes out quoted,
 // so one that is a JSON object goes in as that object: the call renders as
-// the model wrote it, {"name": ..., "parameters": {...}}.
+// the model wrote it, {"name": ..., "parameters": {...}}. Qwen3.5's
+// template lists the arguments' members, so it takes the object too.
 func callArguments(args string, syntax protocol.CallSyntax) json.RawMessage {
-	if syntax == protocol.LlamaJSON {
+	if syntax == protocol.LlamaJSON || syntax == protocol.QwenXML {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal([]byte(args), &obj) == nil && obj != nil {
 			return json.RawMessage(args)

@@ -26,7 +26,7 @@ func TestMakeOutputLlama(t *testing.T) {
 		{"<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>", "", ""},
 	}
 	for _, c := range cases {
-		o := makeOutput(c.text, EndToken, true, protocol.LlamaJSON)
+		o := makeOutput(c.text, EndToken, true, protocol.LlamaJSON, nil)
 		if c.name == "" {
 			if o.content == nil || *o.content != c.text || o.toolCalls != nil || o.finish != openai.FinishStop {
 				t.Errorf("%q: %+v, want it all as content", c.text, o)
@@ -41,7 +41,7 @@ func TestMakeOutputLlama(t *testing.T) {
 			t.Errorf("%q: call %+v, want %s(%s)", c.text, f, c.name, c.args)
 		}
 	}
-	if o := makeOutput(call, EndToken, false, protocol.LlamaJSON); o.content == nil || *o.content != call {
+	if o := makeOutput(call, EndToken, false, protocol.LlamaJSON, nil); o.content == nil || *o.content != call {
 		t.Errorf("tools off: %+v, want content", o)
 	}
 }

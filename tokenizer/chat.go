@@ -14,7 +14,8 @@ type ToolCall struct {
 	Name string
 	// Arguments is a JSON value, printed as the template prints it: Qwen3
 	// inserts a JSON string as its text and anything else through tojson;
-	// Qwen2.5 and Llama 3 put everything through tojson.
+	// Qwen2.5 and Llama 3 put everything through tojson; Qwen3.5 takes an
+	// object and writes each member as a parameter (see xmlParams).
 	Arguments json.RawMessage
 }
 
@@ -49,9 +50,9 @@ type ChatFormat struct {
 // ChatOptions are the switches of the chat templates that agentrl
 // implements; each belongs to one family and is refused by the others.
 type ChatOptions struct {
-	// NoThinking is Qwen3's enable_thinking=false: the generation prompt
-	// ends with an empty "<think>\n\n</think>\n\n" block, which is the
-	// template's (mask 0), not the model's.
+	// NoThinking is Qwen3's and Qwen3.5's enable_thinking=false: the
+	// generation prompt ends with an empty "<think>\n\n</think>\n\n" block,
+	// which is the template's (mask 0), not the model's.
 	NoThinking bool
 	// Date is Llama 3's date_string, the "Today Date:" line of the system
 	// turn, written as "26 Jul 2024". Empty means the template's default:
@@ -120,6 +121,11 @@ func (c *ChatFormat) WithOptions(opts ChatOptions) (*ChatFormat, error) {
 			return nil, fmt.Errorf("chat format %s: option NoThinking (Qwen3's enable_thinking=false) is not part of this template", c.family)
 		}
 		out.layout = qwenLayout{qwen25: c.family == Qwen25, noThinking: opts.NoThinking}
+	case Qwen35:
+		if opts.Date != "" {
+			return nil, fmt.Errorf("chat format %s: option Date (Llama 3's date_string) is not part of this template", c.family)
+		}
+		out.layout = qwen35Layout{noThinking: opts.NoThinking}
 	case Llama31, Llama32:
 		if opts.NoThinking {
 			return nil, fmt.Errorf("chat format %s: option NoThinking (Qwen3's enable_thinking=false) is not part of this template", c.family)
@@ -141,12 +147,15 @@ func (c *ChatFormat) Family() Family { return c.family }
 
 // CallSyntax is how the family's assistant turns write a tool call:
 // Hermes <tool_call> blocks (Qwen2.5, Qwen3 and the word-level tokenizers
-// without a template) or Llama 3's bare JSON object with "parameters".
+// without a template), Llama 3's bare JSON object with "parameters", or
+// Qwen3.5's XML in <tool_call> blocks.
 func (c *ChatFormat) CallSyntax() protocol.CallSyntax { return familySpecs[c.family].calls }
 
 // RewritesHistory reports whether the chat template renders a
 // conversation so that a later prompt need not extend an earlier one:
-// Qwen3's drops earlier reasoning and empty think blocks.
+// Qwen3's drops earlier reasoning and empty think blocks. Qwen3.5's keeps
+// every turn after the last user query with its think block (an empty one
+// too), so an episode's prompts extend each other, and is not counted.
 func (c *ChatFormat) RewritesHistory() bool { return c.family == Qwen3 }
 
 // Tokenizer returns the tokenizer the format encodes with.
@@ -168,7 +177,8 @@ func (c *ChatFormat) Special(name string) (int32, bool) {
 // returns the action mask: 1 exactly on what the assistant generates (its
 // content, thinking, tool calls and the token that ends its turn), 0 on
 // everything else (the template's text, the assistant header, user and
-// tool turns, and Qwen3's empty think block when NoThinking put it in the
+// tool turns, Qwen3.5's "<think>\n" that its generation prompt writes, and
+// Qwen3's empty think block when NoThinking put it in the
 // generation prompt). A token that straddles the start of an assistant's
 // text (a newline merged with the header's) counts as generated. User and
 // tool contents and the tools are plain text (see ChatFormat); the ids are

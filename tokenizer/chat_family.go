@@ -29,6 +29,10 @@ const (
 	// Qwen3 is Qwen3's template (with thinking and enable_thinking); also
 	// the layout of a tokenizer with no chat template.
 	Qwen3 Family = "qwen3"
+	// Qwen35 is Qwen3.5's template: thinking opened by the generation
+	// prompt (enable_thinking), tool calls in XML (protocol.QwenXML),
+	// contents trimmed.
+	Qwen35 Family = "qwen3.5"
 	// Llama31 is Llama 3.1-Instruct's template, which Llama 3.3-Instruct
 	// ships unchanged: date line "26 Jul 2024" unless given.
 	Llama31 Family = "llama3.1"
@@ -45,6 +49,8 @@ var knownTemplates = map[string]Family{
 	"55b2f4a26ac9ee719330a61a0c39d9e538b0e9322212f048326318cff4f8674a": Qwen25,
 	// Qwen/Qwen3-0.6B, and the shared Qwen3 tokenizer.
 	"87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5": Qwen3,
+	// Qwen/Qwen3.5-4B (as llama.cpp vendors it in models/templates/).
+	"a4aee8afcf2e0711942cf848899be66016f8d14a889ff9ede07bca099c28f715": Qwen35,
 	// meta-llama/Llama-3.1-8B-Instruct and Llama-3.3-70B-Instruct.
 	"93c0e9aa3629bbd77e68dbc0f5621f6e6b23aa8d74b932595cdb8d64684526d7": Llama31,
 	// meta-llama/Llama-3.2-3B-Instruct.
@@ -74,6 +80,13 @@ var qwenSpec = familySpec{
 	calls:    protocol.Hermes,
 }
 
+var qwen35Spec = familySpec{
+	required: []string{protocol.TurnStart, protocol.TurnEnd},
+	turnEnd:  protocol.TurnEnd,
+	stops:    []string{protocol.EndOfText, protocol.ToolCallClose},
+	calls:    protocol.QwenXML,
+}
+
 var llamaSpec = familySpec{
 	required: []string{llamaBOS, llamaHeaderStart, llamaHeaderEnd, llamaEOT},
 	turnEnd:  llamaEOT,
@@ -81,7 +94,7 @@ var llamaSpec = familySpec{
 	calls:    protocol.LlamaJSON,
 }
 
-var familySpecs = map[Family]familySpec{Qwen25: qwenSpec, Qwen3: qwenSpec, Llama31: llamaSpec, Llama32: llamaSpec}
+var familySpecs = map[Family]familySpec{Qwen25: qwenSpec, Qwen3: qwenSpec, Qwen35: qwen35Spec, Llama31: llamaSpec, Llama32: llamaSpec}
 
 // templateFamily recognises a chat template; "" (no template) is Qwen3's
 // layout.
@@ -96,6 +109,6 @@ func templateFamily(template string) (Family, error) {
 		return f, nil
 	}
 	return "", fmt.Errorf("chat format: the tokenizer's chat_template (sha256 %s, %d bytes) is not one agentrl renders: "+
-		"it knows the templates of Qwen2.5-Instruct, Qwen3, and Llama 3.1, 3.2 and 3.3 Instruct, written by hand; "+
+		"it knows the templates of Qwen2.5-Instruct, Qwen3, Qwen3.5, and Llama 3.1, 3.2 and 3.3 Instruct, written by hand; "+
 		"an edited or other template is refused rather than rendered differently from how the model was trained", hash, len(template))
 }

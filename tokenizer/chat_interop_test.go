@@ -174,8 +174,34 @@ func fixedCases(family Family) []chatCase {
 				chatCase{msgs: spelled, tools: tl, gen: gen})
 		}
 	}
+	if family == Qwen35 {
+		// An episode as a policy writes it, every turn after the one
+		// question: with reasoning, and the same with none (the template
+		// then shows an empty think block).
+		thinking := []Message{system, user,
+			{Role: "assistant", Content: "<think>\nI should search.\n</think>\n\n", ToolCalls: []ToolCall{{Name: "search", Arguments: json.RawMessage(`{"query":"Doctor Strange director","k":3}`)}}},
+			{Role: "tool", Content: "Doctor Strange (2016) was directed by Scott Derrickson.\n"},
+			{Role: "assistant", Content: "<think>\nTwo searches.\n</think>\n\nBoth at once.", ToolCalls: []ToolCall{
+				{Name: "search", Arguments: json.RawMessage(`{"query":"a\nb","filters":{"year":[2016,2016.5]},"exact":true,"none":null}`)},
+				{Name: "calculate", Arguments: json.RawMessage(`{}`)}}},
+			{Role: "tool", Content: "  first  "}, {Role: "tool", Content: "second"},
+			{Role: "assistant", Content: "<think>\nThe passage names him.\n</think>\n\n<answer>Scott Derrickson</answer>"}}
+		for _, tl := range [][]json.RawMessage{nil, tools} {
+			cases = append(cases, chatCase{msgs: thinking, tools: tl}, chatCase{msgs: thinking[:5], tools: tl, gen: true})
+		}
+		plain := slices.Clone(thinking)
+		for k, m := range plain {
+			if m.Role == "assistant" {
+				_, plain[k].Content, _ = strings.Cut(m.Content, "</think>\n\n")
+			}
+		}
+		cases = append(cases, chatCase{msgs: plain, tools: tools})
+		// A conversation without a user query, and a system message that
+		// is not the first: the template refuses both.
+		cases = append(cases, chatCase{msgs: []Message{system}}, chatCase{msgs: []Message{user, system}})
+	}
 	switch family {
-	case Qwen3:
+	case Qwen3, Qwen35:
 		for _, c := range slices.Clone(cases) {
 			c.opts.NoThinking = true
 			cases = append(cases, c)
@@ -221,9 +247,16 @@ func chatFamilies(t *testing.T) map[Family]string {
 	}
 	config["chat_template"] = readTemplate("qwen2.5-instruct.jinja")
 	writeJSONFile(t, filepath.Join(q25, "tokenizer_config.json"), config)
+	q35 := t.TempDir()
+	if err := os.Symlink(filepath.Join(qwen, "tokenizer.json"), filepath.Join(q35, "tokenizer.json")); err != nil {
+		t.Fatal(err)
+	}
+	config["chat_template"] = readTemplate("qwen3.5.jinja")
+	writeJSONFile(t, filepath.Join(q35, "tokenizer_config.json"), config)
 	return map[Family]string{
 		Qwen25:  q25,
 		Qwen3:   qwen,
+		Qwen35:  q35,
 		Llama31: llamaTokenizerDir(t, readTemplate("llama3.1-instruct.jinja")),
 		Llama32: llamaTokenizerDir(t, readTemplate("llama3.2-instruct.jinja")),
 	}
@@ -248,7 +281,7 @@ func chatFamilies(t *testing.T) map[Family]string {
 //     Observation gives the ids of the whole conversation.
 func TestInteropChatTemplates(t *testing.T) {
 	dirs := chatFamilies(t)
-	for _, family := range []Family{Qwen25, Qwen3, Llama31, Llama32} {
+	for _, family := range []Family{Qwen25, Qwen3, Qwen35, Llama31, Llama32} {
 		t.Run(string(family), func(t *testing.T) {
 			tok, err := Load(dirs[family])
 			if err != nil {
@@ -270,7 +303,7 @@ func TestInteropChatTemplates(t *testing.T) {
 					c.tools = []json.RawMessage{searchTool, calcTool}
 				}
 				switch {
-				case family == Qwen3 && r.Intn(3) == 0:
+				case (family == Qwen3 || family == Qwen35) && r.Intn(3) == 0:
 					c.opts.NoThinking = true
 				case llama && r.Intn(2) == 0:
 					c.opts.Date = "29 Feb 2028"
@@ -300,7 +333,7 @@ func checkChatCases(t *testing.T, base *ChatFormat, dir string, cases []chatCase
 		t.Fatalf("transformers answered %d cases of %d", len(ref), len(cases))
 	}
 	tok := base.Tokenizer()
-	qwen := base.Family() == Qwen25 || base.Family() == Qwen3
+	qwen := base.Family() == Qwen25 || base.Family() == Qwen3 || base.Family() == Qwen35
 	// Plain text that spells an added token is encoded as text by agentrl
 	// and as the token by transformers.
 	spells := func(c chatCase) bool {
@@ -404,9 +437,27 @@ func callsReadBack(t *testing.T, syntax protocol.CallSyntax, m Message, generate
 			return false
 		}
 	}
-	calls, err := envs.ParseToolCallsIn(syntax, generated)
+	calls, err := envs.ParseToolCallsIn(syntax, generated, nil)
 	if err != nil || len(calls) != len(m.ToolCalls) {
 		t.Errorf("%s: %v reads %+v, %v in %q; want the message's %d calls", name, syntax, calls, err, generated, len(m.ToolCalls))
+		return true
+	}
+	if syntax == protocol.QwenXML {
+		// Read without schemas, each value is the text the template wrote:
+		// written again, the calls are the message's.
+		for i, c := range calls {
+			got, err := xmlParams(c.Arguments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := xmlParams(m.ToolCalls[i].Arguments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := protocol.XMLToolCall(c.Name, got), protocol.XMLToolCall(m.ToolCalls[i].Name, want); g != w {
+				t.Errorf("%s: call %d read back as %q, want %q", name, i, g, w)
+			}
+		}
 		return true
 	}
 	for i, c := range calls {
@@ -469,7 +520,7 @@ func checkEpisode(t *testing.T, f *ChatFormat, c chatCase, generated map[string]
 				// text's encoding merges with the header's "\n".
 				return false
 			}
-			if f.Family() == Qwen25 || f.Family() == Qwen3 {
+			if f.Family() != Llama31 && f.Family() != Llama32 {
 				gen = strings.TrimSuffix(gen, "\n")
 			}
 			ids = append(ids, f.Tokenizer().Encode(gen)...)
@@ -479,7 +530,7 @@ func checkEpisode(t *testing.T, f *ChatFormat, c chatCase, generated map[string]
 			return false
 		}
 	}
-	if f.Family() == Qwen25 || f.Family() == Qwen3 {
+	if f.Family() != Llama31 && f.Family() != Llama32 {
 		want = want[:len(want)-1] // the final "\n"
 	}
 	if !slices.Equal(ids, want) {

@@ -22,6 +22,11 @@ const (
 	// whole turn is one bare JSON object {"name": ..., "parameters": {...}}
 	// (see LlamaToolCall), ended by <|eot_id|>; one call per turn.
 	LlamaJSON
+	// QwenXML is Qwen3.5's: <function=NAME> with one <parameter=KEY> block
+	// per argument, its value as text, between <tool_call> tags (see
+	// XMLToolCall), after any text, one or more per turn, the turn ended by
+	// <|im_end|>.
+	QwenXML
 )
 
 // String names the syntax.
@@ -31,12 +36,15 @@ func (s CallSyntax) String() string {
 		return "hermes"
 	case LlamaJSON:
 		return "llama3-json"
+	case QwenXML:
+		return "qwen3.5-xml"
 	}
 	return fmt.Sprintf("CallSyntax(%d)", int(s))
 }
 
 // TurnEnds are the tokens that may end an assistant turn's text after its
-// call or answer: <|im_end|> (Hermes); <|eot_id|> or <|eom_id|> (Llama 3).
+// call or answer: <|im_end|> (Hermes, Qwen3.5's XML); <|eot_id|> or
+// <|eom_id|> (Llama 3).
 // A fresh slice on each call.
 func (s CallSyntax) TurnEnds() []string {
 	if s == LlamaJSON {
@@ -44,6 +52,11 @@ func (s CallSyntax) TurnEnds() []string {
 	}
 	return []string{TurnEnd}
 }
+
+// PromptOpensThink reports whether the family's generation prompt writes
+// the "<think>" that opens the turn's reasoning (Qwen3.5's, with thinking
+// on), so that a turn may close a think block it did not open.
+func (s CallSyntax) PromptOpensThink() bool { return s == QwenXML }
 
 // Llama 3's tokens that end an assistant turn, and the tag its models may
 // put before a call when the system turn says "Environment: ipython" (as

@@ -10,8 +10,9 @@
 // The format is Qwen2.5/Qwen3's: ChatML turns (<|im_start|>role ...
 // <|im_end|>) and Hermes-style tool calls, a JSON object
 // {"name": ..., "arguments": {...}} between <tool_call> tags. Llama 3
-// writes its calls otherwise, as a bare JSON object with "parameters";
-// CallSyntax (calls.go) names the two.
+// writes its calls otherwise, as a bare JSON object with "parameters", and
+// Qwen3.5 as XML between the same tags (xmlcall.go); CallSyntax (calls.go)
+// names the three.
 package protocol
 
 // The tags of the agent's turns and of the tool responses it reads.

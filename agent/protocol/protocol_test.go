@@ -112,7 +112,7 @@ func TestParserReadsWhatTheLlamaFormatRenders(t *testing.T) {
 	if len(turns) != 2 || turns[0] != wantCall {
 		t.Fatalf("generated spans %q, want the call %q and the answer", turns, wantCall)
 	}
-	calls, err := envs.ParseToolCallsIn(cf.CallSyntax(), turns[0])
+	calls, err := envs.ParseToolCallsIn(cf.CallSyntax(), turns[0], nil)
 	if err != nil || len(calls) != 1 || calls[0].Name != "search" || string(calls[0].Arguments) != `{"query":"Kamo"}` {
 		t.Errorf("ParseToolCallsIn(%v, %q) = %+v, %v; want one search call with {\"query\":\"Kamo\"}", cf.CallSyntax(), turns[0], calls, err)
 	}

@@ -34,7 +34,9 @@ type FormatTurn struct {
 //     <|eom_id|>);
 //   - in every turn the <think> blocks are optional but balanced (never
 //     nested, every one closed) and the action (the call or <answer>)
-//     comes after the last </think>.
+//     comes after the last </think>; where the generation prompt opens
+//     the first block (Qwen3.5: calls.PromptOpensThink), a turn whose
+//     first think tag is </think> closes that block.
 //
 // It is all-or-nothing so that it cannot be farmed turn by turn.
 func Format(calls protocol.CallSyntax, turns []FormatTurn) float64 {
@@ -55,7 +57,7 @@ func toolTurnOK(calls protocol.CallSyntax, t FormatTurn) bool {
 	if !t.CallsOK || strings.Contains(t.Text, tagAnswerOpen) || strings.Contains(t.Text, tagAnswerClose) {
 		return false
 	}
-	return thinkOK(t.Text, callStart(calls, t.Text))
+	return thinkOK(t.Text, callStart(calls, t.Text), calls.PromptOpensThink())
 }
 
 // callStart is the byte offset of the turn's first tool call, -1 when it
@@ -94,13 +96,16 @@ func answerTurnOK(calls protocol.CallSyntax, text string) bool {
 	if rest != "" && !slices.Contains(calls.TurnEnds(), rest) {
 		return false
 	}
-	return thinkOK(text, open)
+	return thinkOK(text, open, calls.PromptOpensThink())
 }
 
 // thinkOK reports whether the think tags of text are balanced and all close
-// before byte offset action (ignored when negative).
-func thinkOK(text string, action int) bool {
-	open := false
+// before byte offset action (ignored when negative). With promptOpened,
+// text may start inside a think block: when its first think tag is
+// </think>.
+func thinkOK(text string, action int, promptOpened bool) bool {
+	c, o := strings.Index(text, tagThinkClose), strings.Index(text, tagThinkOpen)
+	open := promptOpened && c >= 0 && (o < 0 || c < o)
 	lastClose := -1
 	for i := 0; i < len(text); {
 		switch {

@@ -103,8 +103,9 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 		// asked otherwise, fresh or resumed.
 		mode = rollout.ContextAppend
 	}
-	if ctx := (rollout.Context{Mode: mode}); ctx.Renders() && a.Format.CallSyntax() != protocol.Hermes {
-		// The rendering contexts read a turn's calls back as Hermes blocks.
+	if ctx := (rollout.Context{Mode: mode}); ctx.Renders() && a.Format.CallSyntax() == protocol.LlamaJSON {
+		// The rendering contexts read a turn's calls back as Hermes or
+		// Qwen3.5 XML blocks.
 		return nil, fmt.Errorf("env.context: %s is not implemented for a model that writes %s tool calls (its template appends: use append)",
 			mode, a.Format.CallSyntax())
 	}

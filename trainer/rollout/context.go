@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/tokenizer"
 )
@@ -45,6 +46,9 @@ type Context struct {
 	Mode ContextMode
 	// Turns is the number of latest turns window and summary keep whole.
 	Turns int
+	// Calls is how the model writes its tool calls, which Messages and
+	// the summary read back (the chat format's; WithContext sets it).
+	Calls protocol.CallSyntax
 }
 
 // Renders reports whether the mode renders each turn's context from the
@@ -61,7 +65,7 @@ type ConvTurn struct {
 
 // Messages are the messages the mode renders before the next turn: the
 // system text (when not empty), the question, then the turns it keeps,
-// each as the assistant's message (decoding.AssistantMessage) and one tool message
+// each as the assistant's message (decoding.AssistantMessageIn) and one tool message
 // per response.
 func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Message {
 	var msgs []tokenizer.Message
@@ -73,11 +77,11 @@ func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Mes
 	if (c.Mode == ContextWindow || c.Mode == ContextSummary) && len(turns) > c.Turns {
 		kept = turns[len(turns)-c.Turns:]
 		if c.Mode == ContextSummary {
-			msgs = append(msgs, tokenizer.Message{Role: "user", Content: Summary(turns[:len(turns)-c.Turns])})
+			msgs = append(msgs, tokenizer.Message{Role: "user", Content: Summary(c.Calls, turns[:len(turns)-c.Turns])})
 		}
 	}
 	for _, t := range kept {
-		msgs = append(msgs, decoding.AssistantMessage(t.Text))
+		msgs = append(msgs, decoding.AssistantMessageIn(c.Calls, t.Text))
 		for _, r := range t.Responses {
 			msgs = append(msgs, tokenizer.Message{Role: "tool", Content: r})
 		}
@@ -91,17 +95,17 @@ const SummaryChars = 200
 // Summary is the summary program of ContextSummary: one line per tool call
 // of the turns it replaces, the call and the start of the response it
 // got, or the turn's text (its first SummaryChars characters) when it
-// made no call.
-func Summary(turns []ConvTurn) string {
+// made no call; calls is the syntax the turns' calls are written in.
+func Summary(calls protocol.CallSyntax, turns []ConvTurn) string {
 	var b strings.Builder
 	b.WriteString("Summary of the earlier turns:")
 	for _, t := range turns {
-		_, calls, ok := decoding.SplitToolCalls(t.Text)
+		_, written, ok := decoding.SplitToolCallsIn(calls, t.Text)
 		if !ok {
 			fmt.Fprintf(&b, "\n- said: %s", cut(t.Text))
 			continue
 		}
-		for i, call := range calls {
+		for i, call := range written {
 			resp := ""
 			if i < len(t.Responses) {
 				resp = t.Responses[i]
@@ -150,6 +154,7 @@ func (c *ChatFormat) Context() Context { return c.ctx }
 // ContextAuto becomes the template's default (see ContextAuto).
 func (c *ChatFormat) WithContext(ctx Context) *ChatFormat {
 	out := *c
+	ctx.Calls = c.F.CallSyntax()
 	if ctx.Mode == ContextAuto {
 		ctx.Mode = ContextAppend
 		if c.F.RewritesHistory() {

@@ -1,0 +1,42 @@
+package reward
+
+import (
+	"testing"
+
+	"github.com/agentrl/agentrl/agent/protocol"
+)
+
+// Qwen3.5's turns: a call is an XML block in <tool_call> tags after the
+// reasoning, the turn ends with <|im_end|>; the answer is as Hermes'.
+func TestFormatQwenXML(t *testing.T) {
+	call := FormatTurn{Text: "I search.\n</think>\n\n" + protocol.XMLToolCall("search", []protocol.XMLParam{{Key: "query", Value: "Kamo"}}), CallsOK: true}
+	answer := FormatTurn{Text: "Found.\n</think>\n\n<answer>Paris</answer><|im_end|>"}
+	cases := []struct {
+		name  string
+		turns []FormatTurn
+		want  float64
+	}{
+		{"calls then answer", []FormatTurn{call, call, answer}, 1},
+		{"call did not parse", []FormatTurn{{Text: call.Text, CallsOK: false}, answer}, 0},
+		{"last turn is a call", []FormatTurn{call}, 0},
+		{"think closed after the call", []FormatTurn{{Text: protocol.XMLToolCall("search", nil) + "</think>", CallsOK: true}, answer}, 0},
+		{"call in the answer turn", []FormatTurn{call, {Text: protocol.XMLToolCall("search", nil) + "<answer>Paris</answer><|im_end|>"}}, 0},
+		{"Llama end of turn", []FormatTurn{call, {Text: "<answer>Paris</answer><|eot_id|>"}}, 0},
+	}
+	for _, c := range cases {
+		if got := Format(protocol.QwenXML, c.turns); got != c.want {
+			t.Errorf("%s: Format = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// Only Qwen3.5's turns may close a think block they did not open.
+func TestFormatUnopenedThink(t *testing.T) {
+	answer := []FormatTurn{{Text: "Found.\n</think>\n\n<answer>Paris</answer><|im_end|>"}}
+	if got := Format(protocol.Hermes, answer); got != 0 {
+		t.Errorf("Hermes: Format = %v, want 0 (</think> without <think>)", got)
+	}
+	if got := Format(protocol.QwenXML, []FormatTurn{{Text: "a</think><think>b</think></think><answer>Paris</answer>"}}); got != 0 {
+		t.Errorf("Qwen3.5, a second unopened </think>: Format = %v, want 0", got)
+	}
+}

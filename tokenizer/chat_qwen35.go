@@ -1,0 +1,232 @@
+package tokenizer
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentrl/agentrl/agent/protocol"
+)
+
+// qwen35Layout is Qwen3.5's chat template: ChatML, the tools block before
+// the system message, tool calls in the XML syntax (protocol.QwenXML),
+// every message's content trimmed, and a generation prompt that opens the
+// think block ("<think>\n"; with enable_thinking=false an empty block).
+type qwen35Layout struct {
+	noThinking bool // enable_thinking=false
+}
+
+const (
+	qwen35ToolsHeader = "# Tools\n\nYou have access to the following functions:\n\n<tools>"
+	qwen35ToolsFooter = "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n" +
+		protocol.ToolCallOpen + "\n" + protocol.FunctionOpen + "example_function_name>\n" +
+		protocol.ParameterOpen + "example_parameter_1>\nvalue_1\n" + protocol.ParameterClose + "\n" +
+		protocol.ParameterOpen + "example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n" + protocol.ParameterClose + "\n" +
+		protocol.FunctionClose + "\n" + protocol.ToolCallClose + "\n\n" +
+		"<IMPORTANT>\nReminder:\n" +
+		"- Function calls MUST follow the specified format: an inner " + protocol.FunctionOpen + "...></function> block must be nested within " +
+		protocol.ToolCallOpen + protocol.ToolCallClose + " XML tags\n" +
+		"- Required parameters MUST be specified\n" +
+		"- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after\n" +
+		"- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls\n" +
+		"</IMPORTANT>"
+	// qwen35ThinkOpen is what the generation prompt writes of the think
+	// block when thinking is on: the model writes the rest.
+	qwen35ThinkOpen = protocol.ThinkOpen + "\n"
+)
+
+// generationPrompt opens the assistant turn the model writes.
+func (q qwen35Layout) generationPrompt() string {
+	if q.noThinking {
+		return protocol.TurnStart + "assistant\n" + emptyThink
+	}
+	return protocol.TurnStart + "assistant\n" + qwen35ThinkOpen
+}
+
+// turns lays out the conversation as the template does.
+func (q qwen35Layout) turns(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool) ([][]span, error) {
+	var turns [][]span
+	system := ""
+	if msgs[0].Role == "system" {
+		system = pyStrip(msgs[0].Content)
+	}
+	switch {
+	case len(tools) > 0:
+		turn := []span{{text: protocol.TurnStart + "system\n" + qwen35ToolsHeader}}
+		for i, tool := range tools {
+			s, err := pyJSON(tool)
+			if err != nil {
+				return nil, fmt.Errorf("tool %d: %w", i, err)
+			}
+			turn = append(turn, span{text: "\n"}, span{text: s, plain: true})
+		}
+		tail := qwen35ToolsFooter
+		if system != "" {
+			tail += "\n\n" + system
+		}
+		turns = append(turns, append(turn, span{text: tail + protocol.TurnEnd + "\n"}))
+	case msgs[0].Role == "system":
+		turns = append(turns, []span{{text: protocol.TurnStart + "system\n" + system + protocol.TurnEnd + "\n"}})
+	}
+	lastQuery := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if c := pyStrip(msgs[i].Content); msgs[i].Role == "user" &&
+			!(strings.HasPrefix(c, protocol.ToolResponseOpen) && strings.HasSuffix(c, protocol.ToolResponseClose)) {
+			lastQuery = i
+			break
+		}
+	}
+	if lastQuery < 0 {
+		return nil, fmt.Errorf("no user query found in messages (the template refuses a conversation without one)")
+	}
+	for i, m := range msgs {
+		content := pyStrip(m.Content)
+		switch m.Role {
+		case "system":
+			if i != 0 {
+				return nil, fmt.Errorf("message %d: a system message must be the first (the template refuses one elsewhere)", i)
+			}
+		case "user":
+			turns = append(turns, []span{{text: protocol.TurnStart + "user\n"}, {text: content, plain: true}, {text: protocol.TurnEnd + "\n"}})
+		case "assistant":
+			turn, err := q.assistant(m, content, i > lastQuery)
+			if err != nil {
+				return nil, fmt.Errorf("message %d: %w", i, err)
+			}
+			turns = append(turns, turn)
+		case "tool":
+			if i > 0 && msgs[i-1].Role != "tool" {
+				turns = append(turns, []span{{text: protocol.TurnStart + "user"}})
+			}
+			if len(turns) == 0 {
+				turns = append(turns, nil)
+			}
+			last := &turns[len(turns)-1]
+			*last = append(*last, toolResponse(content)...)
+			if i == len(msgs)-1 || msgs[i+1].Role != "tool" {
+				*last = append(*last, span{text: protocol.TurnEnd + "\n"})
+			}
+		default:
+			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
+		}
+	}
+	if addGenerationPrompt {
+		turns = append(turns, []span{{text: q.generationPrompt()}})
+	}
+	return turns, nil
+}
+
+// assistant renders an assistant message (content already trimmed) as
+// Qwen3.5 does. Thinking is split off the content at "</think>"; a message
+// after the last user query shows it in a think block, empty when there is
+// none, and earlier messages drop it. The block's "<think>\n" is the
+// generation prompt's (mask 0), and so is the whole empty block with
+// NoThinking, whose generation prompt writes it. The calls follow the
+// content, after "\n\n" when there is content.
+func (q qwen35Layout) assistant(m Message, content string, afterQuery bool) ([]span, error) {
+	reasoning := ""
+	if strings.Contains(content, protocol.ThinkClose) {
+		parts := strings.Split(content, protocol.ThinkClose)
+		before := strings.Split(strings.TrimRight(parts[0], "\n"), protocol.ThinkOpen)
+		reasoning = strings.TrimLeft(before[len(before)-1], "\n")
+		content = strings.TrimLeft(parts[len(parts)-1], "\n")
+	}
+	reasoning = pyStrip(reasoning)
+	head := protocol.TurnStart + "assistant\n"
+	var b strings.Builder
+	switch {
+	case afterQuery && q.noThinking && reasoning == "":
+		head += emptyThink
+	case afterQuery:
+		head += qwen35ThinkOpen
+		b.WriteString(reasoning + "\n" + protocol.ThinkClose + "\n\n")
+	}
+	b.WriteString(content)
+	for j, call := range m.ToolCalls {
+		params, err := xmlParams(call.Arguments)
+		if err != nil {
+			return nil, fmt.Errorf("tool call %q: %w", call.Name, err)
+		}
+		switch {
+		case j > 0:
+			b.WriteString("\n")
+		case pyStrip(content) != "":
+			b.WriteString("\n\n")
+		}
+		b.WriteString(protocol.XMLToolCall(call.Name, params))
+	}
+	b.WriteString(protocol.TurnEnd)
+	return []span{{text: head}, {text: b.String(), gen: true}, {text: "\n"}}, nil
+}
+
+// xmlParams are a call's arguments, a JSON object, as the template writes
+// them: in their order, each value a string as it is, an object or a list
+// through tojson, anything else as Python's str prints what json.loads
+// made of it (True, None, 1.0).
+func xmlParams(raw json.RawMessage) ([]protocol.XMLParam, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil // no arguments: the template writes no parameter
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	v, err := readPyValue(dec)
+	if err != nil {
+		return nil, fmt.Errorf("arguments: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("arguments: unexpected data after the JSON value")
+	}
+	obj, ok := v.([]pyMember)
+	if !ok {
+		return nil, fmt.Errorf("arguments must be a JSON object (the template lists its items), got %s", raw)
+	}
+	params := make([]protocol.XMLParam, len(obj))
+	for i, m := range obj {
+		var s string
+		switch v := m.value.(type) {
+		case string:
+			s = v
+		case nil:
+			s = "None"
+		case bool:
+			s = "False"
+			if v {
+				s = "True"
+			}
+		case json.Number:
+			if s, err = pyNumber(string(v)); err != nil {
+				return nil, fmt.Errorf("argument %q: %w", m.key, err)
+			}
+		default:
+			w := pyWriter{}
+			if err := w.value(v, 0); err != nil {
+				return nil, fmt.Errorf("argument %q: %w", m.key, err)
+			}
+			s = w.b.String()
+		}
+		params[i] = protocol.XMLParam{Key: m.key, Value: s}
+	}
+	return params, nil
+}
+
+// observation closes the assistant turn, puts the responses (trimmed, as
+// the template trims every content) in one user turn and opens the next
+// assistant turn.
+func (q qwen35Layout) observation(responses []string, modelClosedTurn bool) []span {
+	var spans []span
+	if !modelClosedTurn {
+		spans = append(spans, span{text: protocol.TurnEnd})
+	}
+	spans = append(spans, span{text: "\n"})
+	if len(responses) > 0 {
+		spans = append(spans, span{text: protocol.TurnStart + "user"})
+		for _, r := range responses {
+			spans = append(spans, toolResponse(pyStrip(r))...)
+		}
+		spans = append(spans, span{text: protocol.TurnEnd + "\n"})
+	}
+	return append(spans, span{text: q.generationPrompt()})
+}
