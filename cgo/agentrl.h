@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 13
+#define AR_ABI_VERSION 14
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -225,6 +225,9 @@ int ar_adamw_set_state(ar_adamw o, int i, int64_t step, ar_tensor m,
 
 /* The largest head_dim a model may have. */
 #define AR_MAX_HEAD_DIM 512
+/* The most layers a model with mixture-of-experts layers may have (the
+ * size of ar_model_config.moe_layer). */
+#define AR_MAX_MOE_LAYERS 1024
 
 /* The decoder's shape (Qwen2, Qwen3 and Llama share it; qkv_bias and qk_norm
  * tell them apart). */
@@ -249,6 +252,18 @@ typedef struct {
   int qk_norm;    /* RMSNorm of each query and key head before RoPE (Qwen3) */
   int value_head; /* a linear value head on the final hidden state */
   int64_t max_positions;
+  /* Mixture-of-experts MLPs (Qwen3 MoE): a layer i < layers with
+   * moe_layer[i] set has, instead of the dense MLP, a router (mlp.gate,
+   * [experts, hidden]) and experts SwiGLU experts of width
+   * moe_intermediate (mlp.experts.{e}.gate_proj, up_proj, down_proj); each
+   * token takes the experts_per_token experts of highest softmax
+   * probability, weighted by those probabilities (renormalised to sum to 1
+   * when norm_topk_prob). experts 0: every layer dense. */
+  int64_t experts;
+  int64_t experts_per_token;
+  int64_t moe_intermediate;
+  int norm_topk_prob;
+  uint8_t moe_layer[AR_MAX_MOE_LAYERS];
 } ar_model_config;
 
 /* A model with no weights yet; weights are set by name with
@@ -289,23 +304,34 @@ int ar_model_copy_weights(ar_model dst, ar_model src, char **err);
  * ids[t+1] under softmax(logits[t]/temperature), the entropy of that
  * distribution, and (with a value head) the value at t. Outputs are [B,T-1]
  * with an autograd graph when flags has AR_FORWARD_GRAD. Any output pointer
- * may be NULL: without logprobs and entropy the LM head is not run. */
+ * may be NULL: without logprobs and entropy the LM head is not run. aux
+ * (a model with mixture-of-experts layers only) receives the routers'
+ * load-balancing loss over the real tokens (attn 1), as transformers'
+ * load_balancing_loss_func computes it from every sparse layer's router
+ * logits: experts * sum_e f_e P_e, f_e the share of the tokens' top-k
+ * choices that went to expert e and P_e its mean router probability,
+ * both over all sparse layers' tokens together; a scalar. */
 int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn,
                      const int64_t *positions, int64_t B, int64_t T,
                      double temperature, int flags, ar_tensor *logprobs,
-                     ar_tensor *entropy, ar_tensor *values, char **err);
+                     ar_tensor *entropy, ar_tensor *values, ar_tensor *aux,
+                     char **err);
 
 /* Packed training forward (several sequences that share prefixes packed into
  * one row): as ar_model_forward, but query t of row b attends key s where
  * allowed[b,t,s] is nonzero (uint8 [B,T,T]; each query must allow itself),
  * and the outputs [n] are for n targets: target j is the log-probability of
  * token tgt[j] under softmax(logits[row[j], src[j]]/temperature), with the
- * entropy of that distribution and the value at that position. */
+ * entropy of that distribution and the value at that position. lens [B]
+ * (NULL: every token) is the number of real tokens at the start of each
+ * row, the rest padding: aux, as ar_model_forward's, counts the real
+ * tokens of the packed rows (a prefix shared by several sequences once). */
 int ar_model_forward_packed(ar_model m, const int64_t *ids, const uint8_t *allowed,
                             const int64_t *positions, int64_t B, int64_t T, int64_t n,
                             const int64_t *row, const int64_t *src, const int64_t *tgt,
-                            double temperature, int flags, ar_tensor *logprobs,
-                            ar_tensor *entropy, ar_tensor *values, char **err);
+                            const int64_t *lens, double temperature, int flags,
+                            ar_tensor *logprobs, ar_tensor *entropy, ar_tensor *values,
+                            ar_tensor *aux, char **err);
 
 /* flags of ar_model_forward: AR_FORWARD_GRAD keeps the autograd graph of the
  * log-probabilities and values; AR_FORWARD_ENTROPY_GRAD also keeps the

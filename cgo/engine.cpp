@@ -166,6 +166,7 @@ void refresh_fused(ar_engine_s &e) {
   for (size_t i = 0; i < m.layers.size(); i++) {
     const Layer &l = m.layers[i];
     for (const Group *g : kGroups) {
+      if (!g->parts[0].weight(l).defined()) continue;  // gate|up of a sparse layer, which has experts instead
       std::vector<at::Tensor> weights, biases;
       for (int j = 0; j < g->n; j++) {
         const Group::Part &p = g->parts[j];
@@ -621,6 +622,12 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
     e->has_pending.assign(slots, false);
     for (int i = 0; i < slots; i++) e->rng.emplace_back(static_cast<uint64_t>(i) + 1);
     if (FastDecoder::supported(*m, &e->no_fast)) e->fast = std::make_unique<FastDecoder>(*m, slots, max_len);
+#ifdef AGENTRL_CUDA
+    for (const auto &l : m->layers)
+      if (l.router.defined())
+        e->graphs_off = "the model has mixture-of-experts layers, whose routing picks each step's experts on the host "
+                        "(shapes that depend on the data, which a CUDA graph cannot capture): decode steps run eagerly";
+#endif
     *out = e.release();
   });
 }

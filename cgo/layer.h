@@ -33,10 +33,15 @@ at::Tensor decode_product(const at::Tensor &x, const at::Tensor &w, const at::Te
 // forward, and the engine's unfused path); otherwise the engine's fused
 // copies of the layer, each Group one product split by columns, every
 // product by decode_product (the fused path, eager and captured).
+//
+// A sparse layer's MLP is moe_mlp (moe.h) on either: its experts are the
+// model's tensors. router_logits, when not null, receives its router
+// logits (the load-balancing loss is computed from them).
 struct LayerWeights {
   const ar_model_s &m;
   const Layer &l;
   const Fused *fused = nullptr;
+  std::vector<at::Tensor> *router_logits = nullptr;
 };
 
 // Attend is attention before the output projection: the queries q
@@ -51,7 +56,8 @@ using Attend = std::function<at::Tensor(const at::Tensor &q, const at::Tensor &k
 //           where the layer has them (Qwen3), then RoPE applied
 //   r     = x + o_proj(attend(q, k, v))
 //   out   = r + down_proj(silu(gate) * up), gate|up the projections of
-//           post_attention_layernorm(r) (Group kGateUp)
+//           post_attention_layernorm(r) (Group kGateUp); in a sparse
+//           layer r + moe_mlp(post_attention_layernorm(r))
 // With a lap, the time of the projections (RoPE with them) goes to
 // products and attend's to attention, the norm before them to no phase.
 // Without grad, out (when defined) receives the result.

@@ -39,16 +39,22 @@ void share_base(ar_model_s &m, const ar_model_s &base) {
   m.norm = frozen(base.norm);
   m.lm_head = base.cfg.tie_embeddings ? m.embed : frozen(base.lm_head);
   m.layers.resize(base.layers.size());
-  for (size_t i = 0; i < base.layers.size(); i++)
+  for (size_t i = 0; i < base.layers.size(); i++) {
     for (const auto &p : kLayerParams) m.layers[i].*p.slot = frozen(base.layers[i].*p.slot);
+    m.layers[i].experts.resize(base.layers[i].experts.size());
+    for (size_t e = 0; e < base.layers[i].experts.size(); e++)
+      for (const auto &p : kExpertParams) m.layers[i].experts[e].*p.slot = frozen(base.layers[i].experts[e].*p.slot);
+  }
 }
 
 // list_params names the tensors in owner's slots for the rows m's config
-// has, as ar_model_new names the ones it creates.
+// has (in layer `layer` for a layer's rows, else -1), as ar_model_new
+// names the ones it creates.
 template <class Owner, size_t N>
-void list_params(ar_model_s &m, Owner &owner, const Param<Owner> (&rows)[N], const std::string &prefix) {
+void list_params(ar_model_s &m, Owner &owner, const Param<Owner> (&rows)[N], const std::string &prefix,
+                 int64_t layer = -1) {
   for (const auto &r : rows) {
-    if (!has(r.when, m.cfg)) continue;
+    if (!has(r.when, m.cfg, layer)) continue;
     m.names.push_back(prefix + r.key);
     m.params[m.names.back()] = owner.*r.slot;
   }
@@ -82,6 +88,12 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
     TORCH_CHECK(c.dropout >= 0 && c.dropout < 1, "lora dropout must be in [0, 1), got ", c.dropout);
     TORCH_CHECK(c.targets > 0 && (c.targets & ~kAllTargets) == 0,
                 "lora targets: want a nonempty set of AR_LORA_* bits, got ", c.targets);
+    constexpr int kMLP = AR_LORA_GATE_PROJ | AR_LORA_UP_PROJ | AR_LORA_DOWN_PROJ;
+    for (size_t i = 0; i < base->layers.size(); i++)
+      TORCH_CHECK(!base->layers[i].router.defined() || (c.targets & kMLP) == 0,
+                  "lora targets: gate_proj, up_proj and down_proj are not supported on a model with "
+                  "mixture-of-experts layers (layer ", i, " is one): LoRA on the experts (mlp.experts.*) is not "
+                  "implemented; target the attention's q_proj, k_proj, v_proj, o_proj");
     DeviceScope on(base->dev);
     auto m = std::make_unique<ar_model_s>();
     share_base(*m, *base);
@@ -147,8 +159,11 @@ int ar_model_merged_new(ar_model lora, ar_model *out, char **err) {
         if (l.lora[t].a.defined()) m->layers[i].*kLoraSites[t].weight = merged(*lora, l, t);
     }
     list_params(*m, *m, kEmbedParams, "");
-    for (size_t i = 0; i < m->layers.size(); i++)
-      list_params(*m, m->layers[i], kLayerParams, "model.layers." + std::to_string(i) + ".");
+    for (size_t i = 0; i < m->layers.size(); i++) {
+      list_params(*m, m->layers[i], kLayerParams, "model.layers." + std::to_string(i) + ".", static_cast<int64_t>(i));
+      for (size_t e = 0; e < m->layers[i].experts.size(); e++)
+        list_params(*m, m->layers[i].experts[e], kExpertParams, expert_prefix(i, e));
+    }
     list_params(*m, *m, kHeadParams, "");
     *out = m.release();
   });

@@ -15,6 +15,7 @@
 
 #include "internal.h"
 #include "layer.h"
+#include "moe.h"
 
 using namespace ar;
 
@@ -24,8 +25,10 @@ at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b)
   return at::linear(x, w, b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt);
 }
 
-bool has(When w, const ar_model_config &c) {
+bool has(When w, const ar_model_config &c, int64_t layer) {
   switch (w) {
+    case kDenseMLP: return layer < 0 || !sparse(c, layer);
+    case kSparseMLP: return layer >= 0 && sparse(c, layer);
     case kAlways: return true;
     case kQKVBias: return c.qkv_bias != 0;
     case kQKNorm: return c.qk_norm != 0;
@@ -47,6 +50,8 @@ std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c) {
       case kQ: out.push_back(c.heads * c.head_dim); break;
       case kKV: out.push_back(c.kv_heads * c.head_dim); break;
       case kHeadDim: out.push_back(c.head_dim); break;
+      case kExperts: out.push_back(c.experts); break;
+      case kMoeInter: out.push_back(c.moe_intermediate); break;
     }
   }
   return out;
@@ -225,11 +230,13 @@ at::Tensor full_mask(const at::Tensor &attn) {
 }
 
 // One decoder layer over a full sequence; without grad, the output goes
-// into out when it is defined.
+// into out when it is defined. A sparse layer appends its router logits
+// to router_logits when that is not null.
 at::Tensor layer_forward(const ar_model_s &m, const Layer &l, const at::Tensor &x, const at::Tensor &cos,
-                         const at::Tensor &sin, const at::Tensor &mask, at::Tensor out = at::Tensor()) {
+                         const at::Tensor &sin, const at::Tensor &mask, at::Tensor out = at::Tensor(),
+                         std::vector<at::Tensor> *router_logits = nullptr) {
   auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) { return m.attend(q, k, v, mask); };
-  return decoder_layer({m, l}, x, cos, sin, attend, nullptr, std::move(out));
+  return decoder_layer({m, l, nullptr, router_logits}, x, cos, sin, attend, nullptr, std::move(out));
 }
 
 // The tensors of layer l that take gradients: its parameters in table
@@ -242,6 +249,8 @@ std::vector<at::Tensor> layer_params(const Layer &l) {
     if (t.defined() && t.requires_grad()) out.push_back(t);
   };
   for (const auto &p : kLayerParams) add(l.*p.slot);
+  for (const auto &ex : l.experts)
+    for (const auto &p : kExpertParams) add(ex.*p.slot);
   for (const auto &ad : l.lora) {
     add(ad.a);
     add(ad.b);
@@ -255,16 +264,25 @@ std::vector<at::Tensor> layer_params(const Layer &l) {
 // layer's parameters are inputs of the node (a tensor list: one input
 // each), so their gradients flow. The forward writes its output into
 // *out, a tensor hidden() allocated before any layer ran (see there).
+// With router, a sparse layer's router logits are a second output (the
+// load-balancing loss reads them), recomputed and differentiated with the
+// layer's output.
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
-  static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x, at::TensorList params,
-                            const at::Tensor &cos, const at::Tensor &sin, const at::Tensor &mask, int64_t model,
-                            int64_t layer, int64_t out) {
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
+                                                at::TensorList params, const at::Tensor &cos, const at::Tensor &sin,
+                                                const at::Tensor &mask, int64_t model, int64_t layer, int64_t out,
+                                                bool router) {
     ctx->save_for_backward({x, cos, sin, mask});
     ctx->saved_data["model"] = model;
     ctx->saved_data["layer"] = layer;
+    ctx->set_materialize_grads(false);  // a router output no loss reads gets no gradient
     at::NoGradGuard no_grad;
     const auto *m = reinterpret_cast<const ar_model_s *>(model);
-    return layer_forward(*m, m->layers[layer], x, cos, sin, mask, *reinterpret_cast<at::Tensor *>(out));
+    std::vector<at::Tensor> logits;
+    at::Tensor y = layer_forward(*m, m->layers[layer], x, cos, sin, mask, *reinterpret_cast<at::Tensor *>(out),
+                                 router ? &logits : nullptr);
+    if (logits.empty()) return {y};
+    return {y, logits[0]};
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
@@ -273,28 +291,37 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     const auto *m = reinterpret_cast<const ar_model_s *>(ctx->saved_data["model"].toInt());
     const auto &l = m->layers[ctx->saved_data["layer"].toInt()];
     at::Tensor x = saved[0].detach().requires_grad_(true);
-    at::Tensor y;
+    std::vector<at::Tensor> inputs{x};
+    for (const auto &p : layer_params(l)) inputs.push_back(p);
+    // The outputs that received a gradient, and their gradients.
+    std::vector<at::Tensor> ys, grads;
     {
       // Recomputed as it was computed: under the model's autocast.
       c10::AutoGradMode on(true);
       AutocastScope ac(m->dev, m->autocast);
-      y = layer_forward(*m, l, x, saved[1], saved[2], saved[3]);
+      std::vector<at::Tensor> logits;
+      at::Tensor y = layer_forward(*m, l, x, saved[1], saved[2], saved[3], at::Tensor(),
+                                   grad_out.size() > 1 ? &logits : nullptr);
+      for (size_t i = 0; i < grad_out.size(); i++) {
+        if (!grad_out[i].defined()) continue;
+        ys.push_back(i == 0 ? y : logits[0]);
+        grads.push_back(grad_out[i]);
+      }
     }
-    std::vector<at::Tensor> inputs{x};
-    for (const auto &p : layer_params(l)) inputs.push_back(p);
     // One gradient per forward input: x and each parameter, then none
-    // for cos, sin, mask, model, layer and out.
-    auto out = torch::autograd::grad({y}, inputs, {grad_out[0]}, false, false, true);
+    // for cos, sin, mask, model, layer, out and router.
+    torch::autograd::variable_list out(inputs.size());
+    if (!ys.empty()) out = torch::autograd::grad(ys, inputs, grads, false, false, true);
     // The gradients were allocated among the recomputation's temporaries:
     // copied now that those are freed, they sit together instead of
     // splitting the memory the next layer's recomputation reuses (see
     // hidden()).
-    y.reset();
+    ys.clear();
     x.reset();
     inputs.clear();
     for (auto &g : out)
       if (g.defined()) g = g.clone();
-    for (int i = 0; i < 6; i++) out.emplace_back();
+    for (int i = 0; i < 7; i++) out.emplace_back();
     return out;
   }
 };
@@ -318,9 +345,10 @@ at::Tensor explicit_mask(const at::Tensor &allowed) {
 }
 
 // Final hidden states [B,T,H] for full sequences with the additive mask
-// of full_mask or explicit_mask.
+// of full_mask or explicit_mask. With router_logits, each sparse layer's
+// router logits [B*T,E] are appended to it.
 at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &full,
-                         const at::Tensor &pos) {
+                         const at::Tensor &pos, std::vector<at::Tensor> *router_logits = nullptr) {
   at::Tensor x = embed(m, ids);
   auto [cos, sin] = m.rope(pos);
   at::Tensor mask = m.attention_mask(full);
@@ -336,10 +364,13 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
   for (size_t i = 0; i < m.layers.size(); i++) {
     if (ckpt) {
       std::vector<at::Tensor> params = layer_params(m.layers[i]);
-      x = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, reinterpret_cast<int64_t>(&m),
-                                   static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]));
+      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, reinterpret_cast<int64_t>(&m),
+                                         static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]),
+                                         router_logits != nullptr);
+      x = ys[0];
+      if (ys.size() > 1) router_logits->push_back(ys[1]);
     } else {
-      x = layer_forward(m, m.layers[i], x, cos, sin, mask);
+      x = layer_forward(m, m.layers[i], x, cos, sin, mask, at::Tensor(), router_logits);
     }
   }
   return rms_norm(x, m.norm, m.cfg.rms_eps);
@@ -347,8 +378,8 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
 
 // Final hidden states [B,T,H] for a full sequence.
 at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &attn,
-                  const at::Tensor &pos) {
-  return hidden_masked(m, ids, full_mask(attn), pos);
+                  const at::Tensor &pos, std::vector<at::Tensor> *router_logits = nullptr) {
+  return hidden_masked(m, ids, full_mask(attn), pos, router_logits);
 }
 
 at::Tensor ids_tensor(const int64_t *p, int64_t B, int64_t T, const at::Device &d) {
@@ -357,10 +388,12 @@ at::Tensor ids_tensor(const int64_t *p, int64_t B, int64_t T, const at::Device &
 
 // add_params adds the parameters of the table rows that m's config has:
 // zero tensors named prefix + key, held by owner's slots.
+// layer is the layer index of a layer's rows (-1 for the others).
 template <class Owner, size_t N>
-void add_params(ar_model_s &m, Owner &owner, const Param<Owner> (&rows)[N], const std::string &prefix) {
+void add_params(ar_model_s &m, Owner &owner, const Param<Owner> (&rows)[N], const std::string &prefix,
+                int64_t layer = -1) {
   for (const auto &r : rows) {
-    if (!has(r.when, m.cfg)) continue;
+    if (!has(r.when, m.cfg, layer)) continue;
     at::Tensor t = at::zeros(shape(r.shape, m.cfg), at::TensorOptions().dtype(m.dtype).device(m.dev));
     t.set_requires_grad(true);
     m.names.push_back(prefix + r.key);
@@ -383,6 +416,7 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     TORCH_CHECK(c.rms_eps > 0, "model config: rms_norm_eps must be positive");
     TORCH_CHECK(c.head_dim <= AR_MAX_HEAD_DIM, "model config: head_dim ", c.head_dim, " exceeds ", AR_MAX_HEAD_DIM);
     TORCH_CHECK(c.rope_attention_factor > 0, "model config: the RoPE attention factor must be positive");
+    check_moe_config(c);
     for (int64_t j = 0; j < c.head_dim / 2; j++)
       TORCH_CHECK(c.rope_inv_freq[j] > 0 && std::isfinite(c.rope_inv_freq[j]),
                   "model config: RoPE inverse frequency ", j, " must be positive and finite, got ", c.rope_inv_freq[j]);
@@ -396,8 +430,13 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     if (m->dev.is_cuda()) allow_cuda_tf32_matmul();
     add_params(*m, *m, kEmbedParams, "");
     m->layers.resize(c.layers);
-    for (int64_t i = 0; i < c.layers; i++)
-      add_params(*m, m->layers[i], kLayerParams, "model.layers." + std::to_string(i) + ".");
+    for (int64_t i = 0; i < c.layers; i++) {
+      Layer &l = m->layers[i];
+      add_params(*m, l, kLayerParams, "model.layers." + std::to_string(i) + ".", i);
+      if (!sparse(c, i)) continue;
+      l.experts.resize(c.experts);
+      for (int64_t e = 0; e < c.experts; e++) add_params(*m, l.experts[e], kExpertParams, expert_prefix(i, e));
+    }
     add_params(*m, *m, kHeadParams, "");
     if (c.tie_embeddings) m->lm_head = m->embed;
     m->inv_freq = at::from_blob(const_cast<double *>(c.rope_inv_freq), {c.head_dim / 2}, at::kDouble)
@@ -562,9 +601,12 @@ static at::Tensor value_head(ar_model m, const at::Tensor &hs) {
 // check_forward_request refuses what neither training forward (plain or
 // packed) can do: a non-positive temperature, values without a value head,
 // and LoRA dropout under activation checkpointing with gradients.
-static void check_forward_request(ar_model m, bool grad, double temperature, bool values) {
+static void check_forward_request(ar_model m, bool grad, double temperature, bool values, bool aux) {
   TORCH_CHECK(temperature > 0, "temperature must be positive, got ", temperature);
   TORCH_CHECK(!values || m->v_head_w.defined(), "values requested but the model has no value head");
+  bool any_sparse = false;
+  for (const auto &l : m->layers) any_sparse = any_sparse || l.router.defined();
+  TORCH_CHECK(!aux || any_sparse, "the router load-balancing loss was requested but the model has no mixture-of-experts layer");
   TORCH_CHECK(!(grad && m->checkpointing && m->lora.rank > 0 && m->lora.on && m->lora.dropout > 0),
               "LoRA dropout ", m->lora.dropout,
               " with activation checkpointing: the backward pass would recompute each layer with another dropout "
@@ -573,13 +615,13 @@ static void check_forward_request(ar_model m, bool grad, double temperature, boo
 
 int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const int64_t *positions,
                      int64_t B, int64_t T, double temperature, int flags, ar_tensor *logprobs,
-                     ar_tensor *entropy, ar_tensor *values, char **err) {
+                     ar_tensor *entropy, ar_tensor *values, ar_tensor *aux, char **err) {
   return guard(err, [&] {
     DeviceScope on(m->dev);
     const bool grad = (flags & AR_FORWARD_GRAD) != 0;
     TORCH_CHECK(T >= 2, "forward needs sequences of at least 2 tokens, got ", T);
-    check_forward_request(m, grad, temperature, values != nullptr);
-    at::Tensor lp, ent, val;
+    check_forward_request(m, grad, temperature, values != nullptr, aux != nullptr);
+    at::Tensor lp, ent, val, aux_loss;
     {
       // Without grad the work runs in inference mode; results are cloned
       // outside it so later autograd code may use them freely.
@@ -587,8 +629,11 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
       c10::optional<c10::InferenceMode> inference;
       if (!grad) inference.emplace();
       AutocastScope ac(m->dev, m->autocast);
-      at::Tensor idt = ids_tensor(ids, B, T, m->dev);
-      at::Tensor h = hidden(*m, idt, ids_tensor(attn, B, T, m->dev), ids_tensor(positions, B, T, m->dev));
+      at::Tensor idt = ids_tensor(ids, B, T, m->dev), attnt = ids_tensor(attn, B, T, m->dev);
+      std::vector<at::Tensor> router_logits;
+      at::Tensor h = hidden(*m, idt, attnt, ids_tensor(positions, B, T, m->dev), aux != nullptr ? &router_logits : nullptr);
+      if (aux != nullptr)
+        aux_loss = router_aux_loss(router_logits, attnt, m->cfg.experts, m->cfg.experts_per_token);
       at::Tensor hs = h.narrow(1, 0, T - 1);
       HeadOutputs o = head_outputs(m, hs.reshape({-1, hs.size(2)}), idt.narrow(1, 1, T - 1).reshape({-1}), temperature,
                                    logprobs != nullptr, entropy != nullptr, grad && (flags & AR_FORWARD_ENTROPY_GRAD) != 0);
@@ -600,29 +645,41 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
     if (logprobs != nullptr) *logprobs = wrap(out(lp));
     if (entropy != nullptr) *entropy = wrap(out(ent));
     if (values != nullptr) *values = wrap(out(val));
+    if (aux != nullptr) *aux = wrap(out(aux_loss));
   });
 }
 
 int ar_model_forward_packed(ar_model m, const int64_t *ids, const uint8_t *allowed, const int64_t *positions,
                             int64_t B, int64_t T, int64_t n, const int64_t *row, const int64_t *src,
-                            const int64_t *tgt, double temperature, int flags, ar_tensor *logprobs,
-                            ar_tensor *entropy, ar_tensor *values, char **err) {
+                            const int64_t *tgt, const int64_t *lens, double temperature, int flags,
+                            ar_tensor *logprobs, ar_tensor *entropy, ar_tensor *values, ar_tensor *aux, char **err) {
   return guard(err, [&] {
     DeviceScope on(m->dev);
     const bool grad = (flags & AR_FORWARD_GRAD) != 0;
     TORCH_CHECK(n >= 1, "packed forward needs at least one target, got ", n);
-    check_forward_request(m, grad, temperature, values != nullptr);
+    check_forward_request(m, grad, temperature, values != nullptr, aux != nullptr);
+    if (lens != nullptr)
+      for (int64_t b = 0; b < B; b++)
+        TORCH_CHECK(lens[b] >= 0 && lens[b] <= T, "packed forward: row ", b, " has ", lens[b], " real tokens, outside 0..", T);
     for (int64_t j = 0; j < n; j++)
       TORCH_CHECK(row[j] >= 0 && row[j] < B && src[j] >= 0 && src[j] < T && tgt[j] >= 0 && tgt[j] < m->cfg.vocab,
                   "packed forward: target ", j, " (row ", row[j], ", position ", src[j], ", token ", tgt[j], ") is out of range");
-    at::Tensor lp, ent, val;
+    at::Tensor lp, ent, val, aux_loss;
     {
       c10::AutoGradMode grad_mode(grad);
       c10::optional<c10::InferenceMode> inference;
       if (!grad) inference.emplace();
       AutocastScope ac(m->dev, m->autocast);
       at::Tensor allow = at::from_blob(const_cast<uint8_t *>(allowed), {B, T, T}, at::kByte).to(m->dev, at::kByte, false, true);
-      at::Tensor h = hidden_masked(*m, ids_tensor(ids, B, T, m->dev), explicit_mask(allow), ids_tensor(positions, B, T, m->dev));
+      std::vector<at::Tensor> router_logits;
+      at::Tensor h = hidden_masked(*m, ids_tensor(ids, B, T, m->dev), explicit_mask(allow), ids_tensor(positions, B, T, m->dev),
+                                   aux != nullptr ? &router_logits : nullptr);
+      if (aux != nullptr) {
+        at::Tensor real = at::ones({B, T}, at::TensorOptions().dtype(at::kLong).device(m->dev));
+        if (lens != nullptr)
+          real = at::arange(T, real.options()).unsqueeze(0) < ids_tensor(lens, B, 1, m->dev);
+        aux_loss = router_aux_loss(router_logits, real, m->cfg.experts, m->cfg.experts_per_token);
+      }
       at::Tensor flat = ids_tensor(row, 1, n, m->dev).view({n}) * T + ids_tensor(src, 1, n, m->dev).view({n});
       at::Tensor hs = h.reshape({B * T, h.size(2)}).index_select(0, flat);  // [n,H]: the states that predict
       at::Tensor targets = ids_tensor(tgt, 1, n, m->dev).view({n});
@@ -635,6 +692,7 @@ int ar_model_forward_packed(ar_model m, const int64_t *ids, const uint8_t *allow
     if (logprobs != nullptr) *logprobs = wrap(out(lp));
     if (entropy != nullptr) *entropy = wrap(out(ent));
     if (values != nullptr) *values = wrap(out(val));
+    if (aux != nullptr) *aux = wrap(out(aux_loss));
   });
 }
 

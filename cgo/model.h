@@ -30,7 +30,16 @@ struct ar_model_s {
     at::Tensor q_proj, q_bias, k_proj, k_bias, v_proj, v_bias, o_proj;
     at::Tensor q_norm, k_norm;
     at::Tensor post_attention_layernorm;
-    at::Tensor gate_proj, up_proj, down_proj;
+    at::Tensor gate_proj, up_proj, down_proj;  // the dense MLP (undefined in a sparse layer)
+    // A sparse (mixture-of-experts) layer's MLP (moe.h): the router
+    // mlp.gate [experts, hidden] and the experts mlp.experts.{e}.*, each a
+    // SwiGLU MLP of width moe_intermediate (kExpertParams); an undefined
+    // router and no experts in a dense layer.
+    struct Expert {
+      at::Tensor gate_proj, up_proj, down_proj;
+    };
+    at::Tensor router;
+    std::vector<Expert> experts;
     // The LoRA adapters of each target (ar::LoraTarget), undefined where
     // the layer has none (every plain model): a [r, in] and b [out, r].
     struct Adapter {
@@ -111,10 +120,12 @@ struct Fused {
 // Dim is a size of the config that parameter shapes are made of: kQ and
 // kKV are the widths of the query and of the key/value projections
 // (heads * head_dim, kv_heads * head_dim).
-enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim };
+// kExperts and kMoeInter are a sparse layer's expert count and expert width.
+enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kMoeInter };
 
-// When says which configs have a parameter.
-enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead };
+// When says which configs (and, for kDenseMLP and kSparseMLP, which of
+// their layers) have a parameter.
+enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP };
 
 // Param is a row of a parameter table: the HF key (under model.layers.{i}.
 // for a layer's), the member of Owner (the model, or a Layer) that holds
@@ -147,10 +158,24 @@ inline const Param<Layer> kLayerParams[] = {
     {"self_attn.q_norm.weight",         &Layer::q_norm,                   {kHeadDim},        kQKNorm},
     {"self_attn.k_norm.weight",         &Layer::k_norm,                   {kHeadDim},        kQKNorm},
     {"post_attention_layernorm.weight", &Layer::post_attention_layernorm, {kHidden},         kAlways},
-    {"mlp.gate_proj.weight",            &Layer::gate_proj,                {kInter, kHidden}, kAlways},
-    {"mlp.up_proj.weight",              &Layer::up_proj,                  {kInter, kHidden}, kAlways},
-    {"mlp.down_proj.weight",            &Layer::down_proj,                {kHidden, kInter}, kAlways},
+    {"mlp.gate_proj.weight",            &Layer::gate_proj,                {kInter, kHidden}, kDenseMLP},
+    {"mlp.up_proj.weight",              &Layer::up_proj,                  {kInter, kHidden}, kDenseMLP},
+    {"mlp.down_proj.weight",            &Layer::down_proj,                {kHidden, kInter}, kDenseMLP},
+    {"mlp.gate.weight",                 &Layer::router,                   {kExperts, kHidden}, kSparseMLP},
 };
+// Each expert's parameters, under model.layers.{i}.mlp.experts.{e}. (the
+// keys transformers saves and published checkpoints hold), after the
+// layer's own in the order of the parameters: expert 0's three, then
+// expert 1's, ...
+inline const Param<Layer::Expert> kExpertParams[] = {
+    {"gate_proj.weight", &Layer::Expert::gate_proj, {kMoeInter, kHidden}, kAlways},
+    {"up_proj.weight",   &Layer::Expert::up_proj,   {kMoeInter, kHidden}, kAlways},
+    {"down_proj.weight", &Layer::Expert::down_proj, {kHidden, kMoeInter}, kAlways},
+};
+// expert_prefix is the key prefix of expert e of layer i's parameters.
+inline std::string expert_prefix(size_t i, size_t e) {
+  return "model.layers." + std::to_string(i) + ".mlp.experts." + std::to_string(e) + ".";
+}
 inline const Param<ar_model_s> kHeadParams[] = {
     {"model.norm.weight",                   &ar_model_s::norm,     {kHidden},         kAlways},
     {"lm_head.weight",                      &ar_model_s::lm_head,  {kVocab, kHidden}, kUntied},
@@ -221,8 +246,11 @@ at::Tensor merged_weight(const at::Tensor &w, const ar_model_s::Layer::Adapter &
 // of precision tests).
 inline at::ScalarType acc_type(at::ScalarType t) { return at::promote_types(at::kFloat, t); }
 
-// has says whether config c has the parameters of rows marked w.
-bool has(When w, const ar_model_config &c);
+// sparse says whether layer i of config c is a mixture-of-experts layer.
+inline bool sparse(const ar_model_config &c, int64_t i) { return c.experts > 0 && c.moe_layer[i] != 0; }
+// has says whether config c has the parameters of rows marked w: in layer
+// `layer` for a layer's rows (kDenseMLP, kSparseMLP), -1 for the others.
+bool has(When w, const ar_model_config &c, int64_t layer = -1);
 // shape is a row's shape for config c.
 std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c);
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 
 	"github.com/agentrl/agentrl/internal/hubcache"
 	"github.com/agentrl/agentrl/internal/regular"
@@ -34,7 +35,42 @@ type Config struct {
 	BOS           int     `json:"bos_token_id"`
 	EOS           int     `json:"eos_token_id"` // the first of a list
 
+	// MoE is a qwen3_moe model's mixture-of-experts settings (zero for the
+	// dense families).
+	MoE MoE `json:"-"`
+
 	Raw map[string]any `json:"-"`
+}
+
+// MoE is the mixture-of-experts part of a Qwen3 MoE config (transformers'
+// Qwen3MoeConfig): which layers are sparse, their experts and router, and
+// the routers' load-balancing loss.
+type MoE struct {
+	Experts            int     // num_experts (transformers 5 writes num_local_experts)
+	ExpertsPerToken    int     // num_experts_per_tok: the top-k
+	Intermediate       int     // moe_intermediate_size: each expert's width
+	NormTopKProb       bool    // norm_topk_prob: the top-k probabilities divided by their sum
+	SparseStep         int     // decoder_sparse_step: layer i is sparse when (i+1) % step == 0 ...
+	MLPOnlyLayers      []int   // mlp_only_layers: ... and i is not listed here
+	OutputRouterLogits bool    // output_router_logits: the aux loss joins the training loss
+	RouterAuxLossCoef  float64 // router_aux_loss_coef: its weight there
+}
+
+// SparseLayer reports whether layer i is a mixture-of-experts layer, as
+// Qwen3MoeDecoderLayer decides it.
+func (c Config) SparseLayer(i int) bool {
+	m := c.MoE
+	return m.Experts > 0 && m.SparseStep > 0 && (i+1)%m.SparseStep == 0 && !slices.Contains(m.MLPOnlyLayers, i)
+}
+
+// Sparse reports whether any layer is a mixture-of-experts layer.
+func (c Config) Sparse() bool {
+	for i := range c.Layers {
+		if c.SparseLayer(i) {
+			return true
+		}
+	}
+	return false
 }
 
 // QKVBias reports whether the attention projections q, k, v carry biases
@@ -43,10 +79,11 @@ func (c Config) QKVBias() bool { return c.ModelType == "qwen2" }
 
 // QKNorm reports whether each query and key head is RMSNorm'd before RoPE
 // (Qwen3's self_attn.q_norm and k_norm).
-func (c Config) QKNorm() bool { return c.ModelType == "qwen3" }
+func (c Config) QKNorm() bool { return c.ModelType == "qwen3" || c.ModelType == "qwen3_moe" }
 
 // architectures maps a model_type to the HF class that config.json names.
-var architectures = map[string]string{"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM"}
+var architectures = map[string]string{"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM",
+	"qwen3_moe": "Qwen3MoeForCausalLM"}
 
 // ReadConfig reads and validates dir/config.json; dir may be a Hugging
 // Face model id in the local cache (hubcache).
@@ -104,8 +141,17 @@ func ParseConfig(b []byte, name string) (Config, error) {
 	}
 	if v, ok := raw["num_key_value_heads"]; !ok || v == nil {
 		c.KVHeads = c.Heads // LlamaConfig's default, and every class's for an explicit null
-		if !ok && c.ModelType != "llama" {
+		switch {
+		case ok:
+		case c.ModelType == "qwen3_moe":
+			c.KVHeads = 4 // Qwen3MoeConfig's default
+		case c.ModelType != "llama":
 			c.KVHeads = 32 // Qwen2Config's and Qwen3Config's default
+		}
+	}
+	if c.ModelType == "qwen3_moe" {
+		if c.MoE, err = parseMoE(raw); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	if v, ok := raw["head_dim"]; (!ok || v == nil) && c.ModelType == "qwen3" {
@@ -175,7 +221,9 @@ func checkLayerTypes(raw map[string]any, c Config) error {
 		if _, err := rawNumber(raw, "sliding_window", 0, true); err != nil {
 			return err
 		}
-		if first, err = rawNumber(raw, "max_window_layers", first, false); err != nil {
+		if c.ModelType == "qwen3_moe" {
+			first = 0 // Qwen3MoeConfig has no max_window_layers: a window applies to every layer
+		} else if first, err = rawNumber(raw, "max_window_layers", first, false); err != nil {
 			return err
 		}
 		if first != math.Trunc(first) {
@@ -210,7 +258,10 @@ func checkLayerTypes(raw map[string]any, c Config) error {
 // Validate checks every field is in range, naming the first that is not.
 func (c Config) Validate() error {
 	if _, ok := architectures[c.ModelType]; !ok {
-		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, llama)", c.ModelType)
+		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, qwen3_moe, llama)", c.ModelType)
+	}
+	if err := c.MoE.validate(c.ModelType, c.Layers); err != nil {
+		return err
 	}
 	if c.ModelType != "qwen2" && c.AttentionBias {
 		return fmt.Errorf("attention_bias true is not supported for %s (it puts biases on q, k, v and o_proj)", c.ModelType)
@@ -292,6 +343,9 @@ func (c Config) JSON() ([]byte, error) {
 	}
 	if c.ModelType != "qwen2" {
 		set["attention_bias"] = c.AttentionBias
+	}
+	if c.ModelType == "qwen3_moe" {
+		c.MoE.setJSON(set, out)
 	}
 	if c.TorchDType != "" {
 		key := "torch_dtype"

@@ -11,7 +11,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 13
+const abiVersion = 14
 
 var (
 	checkOnce sync.Once

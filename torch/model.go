@@ -27,6 +27,10 @@ const ValueHeadFile = "value_head.safetensors"
 // maxHeadDim is the largest head_dim a model may have.
 const maxHeadDim = C.AR_MAX_HEAD_DIM
 
+// maxMoELayers is the most layers a model with mixture-of-experts layers
+// may have.
+const maxMoELayers = C.AR_MAX_MOE_LAYERS
+
 // Model is a Qwen2/Qwen3/Llama decoder whose weights live in libtorch. Parameter
 // names are the Hugging Face checkpoint keys.
 type Model struct {
@@ -61,6 +65,15 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 	}
 	for j, f := range invFreq {
 		cc.rope_inv_freq[j] = C.double(f)
+	}
+	if cfg.Sparse() {
+		cc.experts, cc.experts_per_token = C.int64_t(cfg.MoE.Experts), C.int64_t(cfg.MoE.ExpertsPerToken)
+		cc.moe_intermediate, cc.norm_topk_prob = C.int64_t(cfg.MoE.Intermediate), cbool(cfg.MoE.NormTopKProb)
+		for i := range cfg.Layers {
+			if cfg.SparseLayer(i) {
+				cc.moe_layer[i] = 1
+			}
+		}
 	}
 	var h C.ar_model
 	var msg *C.char
@@ -307,13 +320,33 @@ const layerPrefix = "model.layers."
 // by valueHead): each is there, with its shape and a dtype a weight can
 // have, and no tensor is left over. Nothing is read but the headers, and
 // nothing the size of the model is made: the shapes are those of a model
-// of one layer on the meta device, every layer having layer 0's.
+// of one layer on the meta device, every layer having layer 0's (of its
+// kind: a model with mixture-of-experts layers has a dense and a sparse
+// one).
 func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool) error {
 	one := cfg
 	one.Layers = 1
+	if cfg.Sparse() {
+		one.MoE.SparseStep, one.MoE.MLPOnlyLayers = 1, nil // layer 0 sparse
+	}
 	shapes, err := ParamShapes(one, valueHead)
 	if err != nil {
 		return err
+	}
+	dense := map[string][]int64{} // a dense layer's parameters, when the model has both kinds
+	var denseRests []string
+	if cfg.Sparse() {
+		one.MoE.Experts = 0
+		ds, err := ParamShapes(one, valueHead)
+		if err != nil {
+			return err
+		}
+		for _, ps := range ds {
+			if rest, ok := strings.CutPrefix(ps.Name, layerPrefix+"0."); ok {
+				dense[rest] = ps.Shape
+				denseRests = append(denseRests, rest)
+			}
+		}
 	}
 	check := func(name string, shape []int64) error {
 		if IsValueHead(name) != valueHead {
@@ -350,9 +383,16 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 	}
 	// Layer by layer, in the order the model lists them, so the first
 	// layer the checkpoint lacks is the one named.
+	kind := func(i int) (map[string][]int64, []string) {
+		if cfg.Sparse() && !cfg.SparseLayer(i) {
+			return dense, denseRests
+		}
+		return layer, rests
+	}
 	for i := range cfg.Layers {
-		for _, rest := range rests {
-			if err := check(fmt.Sprintf("%s%d.%s", layerPrefix, i, rest), layer[rest]); err != nil {
+		shapes, names := kind(i)
+		for _, rest := range names {
+			if err := check(fmt.Sprintf("%s%d.%s", layerPrefix, i, rest), shapes[rest]); err != nil {
 				return err
 			}
 		}
@@ -361,8 +401,12 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 		if rest, ok := strings.CutPrefix(name, layerPrefix); ok {
 			idx, rest, _ := strings.Cut(rest, ".")
 			i, err := strconv.Atoi(idx)
-			_, known := layer[rest]
-			return err == nil && i < cfg.Layers && strconv.Itoa(i) == idx && known
+			if err != nil || i >= cfg.Layers || strconv.Itoa(i) != idx {
+				return false
+			}
+			shapes, _ := kind(i)
+			_, known := shapes[rest]
+			return known
 		}
 		return slices.ContainsFunc(others, func(ps ParamShape) bool { return ps.Name == name })
 	}
@@ -536,12 +580,17 @@ type ForwardOptions struct {
 	// ValuesOnly skips the LM head: no logprobs and no entropy, so the
 	// full-vocabulary log-softmax is never built (a critic's forward).
 	ValuesOnly bool
+	// RouterAuxLoss returns the routers' load-balancing loss of a model
+	// with mixture-of-experts layers (Output.AuxLoss), over the real
+	// tokens, as transformers' load_balancing_loss_func computes it.
+	RouterAuxLoss bool
 }
 
 // Output is the training forward's result, each [B,T-1]: index t refers to
 // predicting token t+1 from the prefix through t. Fields not asked for are nil.
 type Output struct {
 	LogProbs, Entropy, Values *Tensor
+	AuxLoss                   *Tensor // a scalar (ForwardOptions.RouterAuxLoss), with a graph under Grad
 }
 
 // Free releases the output tensors.
@@ -549,6 +598,7 @@ func (o Output) Free() {
 	o.LogProbs.Free()
 	o.Entropy.Free()
 	o.Values.Free()
+	o.AuxLoss.Free()
 }
 
 // Forward is the training forward: per-token log-probabilities of the next
@@ -564,7 +614,7 @@ func (m *Model) Forward(b Batch, opt ForwardOptions) (Output, error) {
 	var msg *C.char
 	rc := C.ar_model_forward(m.h, (*C.int64_t)(unsafe.Pointer(&b.IDs[0])), (*C.int64_t)(unsafe.Pointer(&b.Attn[0])),
 		(*C.int64_t)(unsafe.Pointer(&b.Positions[0])), C.int64_t(b.B), C.int64_t(b.T), o.temp, forwardFlags(opt),
-		o.pLp, o.pEnt, o.pVal, &msg)
+		o.pLp, o.pEnt, o.pVal, o.pAux, &msg)
 	if err := check("model_forward", rc, msg); err != nil {
 		return Output{}, err
 	}
@@ -578,14 +628,14 @@ type forwardOuts struct {
 	// res is what the shim fills in (log-probabilities, entropies,
 	// values): an allocation of its own, holding no Go pointers, so that
 	// pointers into it may be passed to C.
-	res             *[3]C.ar_tensor
-	pLp, pEnt, pVal *C.ar_tensor
-	temp            C.double
+	res                   *[4]C.ar_tensor
+	pLp, pEnt, pVal, pAux *C.ar_tensor
+	temp                  C.double
 }
 
 // newForwardOuts reads opt, refusing ValuesOnly without Values.
 func newForwardOuts(opt ForwardOptions) (*forwardOuts, error) {
-	o := &forwardOuts{res: new([3]C.ar_tensor), temp: C.double(opt.Temperature)}
+	o := &forwardOuts{res: new([4]C.ar_tensor), temp: C.double(opt.Temperature)}
 	if opt.Temperature == 0 {
 		o.temp = 1
 	}
@@ -601,6 +651,9 @@ func newForwardOuts(opt ForwardOptions) (*forwardOuts, error) {
 	if opt.Values {
 		o.pVal = &o.res[2]
 	}
+	if opt.RouterAuxLoss {
+		o.pAux = &o.res[3]
+	}
 	return o, nil
 }
 
@@ -615,6 +668,9 @@ func (o *forwardOuts) output() Output {
 	}
 	if o.pVal != nil {
 		out.Values = wrap(o.res[2])
+	}
+	if o.pAux != nil {
+		out.AuxLoss = wrap(o.res[3])
 	}
 	return out
 }

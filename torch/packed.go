@@ -13,13 +13,16 @@ import (
 // sequence), Allowed [B*T*T] (1 where query t of a row may attend key s;
 // every query allows itself), and the targets: target j asks for the
 // log-probability of token Tgt[j] predicted at position Src[j] of row
-// Row[j].
+// Row[j]. Lens [B], when set, is the number of real tokens at the start of
+// each row (the rest padding): the routers' load-balancing loss counts
+// only those (nil: every token).
 type PackedBatch struct {
 	B, T          int
 	IDs           []int64
 	Positions     []int64
 	Allowed       []uint8
 	Row, Src, Tgt []int64
+	Lens          []int64
 }
 
 func (b PackedBatch) check() error {
@@ -30,6 +33,9 @@ func (b PackedBatch) check() error {
 	}
 	if len(b.Row) == 0 || len(b.Src) != len(b.Row) || len(b.Tgt) != len(b.Row) {
 		return fmt.Errorf("packed batch: %d rows, %d positions and %d tokens of targets, want as many, at least 1", len(b.Row), len(b.Src), len(b.Tgt))
+	}
+	if b.Lens != nil && len(b.Lens) != b.B {
+		return fmt.Errorf("packed batch: %d row lengths for %d rows", len(b.Lens), b.B)
 	}
 	return nil
 }
@@ -45,11 +51,16 @@ func (m *Model) ForwardPacked(b PackedBatch, opt ForwardOptions) (Output, error)
 	if err != nil {
 		return Output{}, err
 	}
-	i64 := func(s []int64) *C.int64_t { return (*C.int64_t)(unsafe.Pointer(&s[0])) }
+	i64 := func(s []int64) *C.int64_t {
+		if s == nil {
+			return nil
+		}
+		return (*C.int64_t)(unsafe.Pointer(&s[0]))
+	}
 	var msg *C.char
 	rc := C.ar_model_forward_packed(m.h, i64(b.IDs), (*C.uint8_t)(unsafe.Pointer(&b.Allowed[0])), i64(b.Positions),
-		C.int64_t(b.B), C.int64_t(b.T), C.int64_t(len(b.Row)), i64(b.Row), i64(b.Src), i64(b.Tgt),
-		o.temp, forwardFlags(opt), o.pLp, o.pEnt, o.pVal, &msg)
+		C.int64_t(b.B), C.int64_t(b.T), C.int64_t(len(b.Row)), i64(b.Row), i64(b.Src), i64(b.Tgt), i64(b.Lens),
+		o.temp, forwardFlags(opt), o.pLp, o.pEnt, o.pVal, o.pAux, &msg)
 	if err := check("model_forward_packed", rc, msg); err != nil {
 		return Output{}, err
 	}

@@ -1,0 +1,37 @@
+// moe.h: the mixture-of-experts MLP of a sparse layer (Qwen3 MoE) and the
+// routers' load-balancing loss, as transformers 5's qwen3_moe computes
+// them (Qwen3MoeSparseMoeBlock, load_balancing_loss_func).
+#pragma once
+
+#include <vector>
+
+#include "model.h"
+
+namespace ar {
+
+// check_moe_config refuses a config whose mixture-of-experts fields do not
+// make a model: an expert count, top-k or width out of range, or sparse
+// layers beyond AR_MAX_MOE_LAYERS.
+void check_moe_config(const ar_model_config &c);
+
+// moe_mlp is sparse layer l's MLP on its normed input h [..,H]: the router
+// logits r = h W_gate^T; probabilities softmax(r) in acc_type; each token's
+// experts_per_token most probable experts, weighted by their probabilities
+// (divided by their sum when norm_topk_prob) cast to h's dtype; the sum
+// over them of weight * down(silu(gate(h)) * up(h)) by that expert's
+// weights. Each expert runs once on the tokens that chose it (their
+// indices come to the host: one synchronisation per layer). When
+// router_logits is not null, r [N,E] (N the tokens) is appended to it.
+at::Tensor moe_mlp(const Layer &l, const ar_model_config &c, const at::Tensor &h,
+                   std::vector<at::Tensor> *router_logits);
+
+// router_aux_loss is transformers' load-balancing loss over the router
+// logits of every sparse layer (each [N,E]) for the tokens where mask [N]
+// is 1: experts * sum_e f_e P_e, where f_e is the count of top-k choices
+// of expert e and P_e the sum of its softmax probabilities, each over
+// every layer's masked tokens and divided by their number (layers x
+// tokens). A scalar in acc_type, with a graph to the logits.
+at::Tensor router_aux_loss(const std::vector<at::Tensor> &logits, const at::Tensor &mask, int64_t experts,
+                           int64_t top_k);
+
+}  // namespace ar
