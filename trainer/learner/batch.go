@@ -322,12 +322,14 @@ func packRows(p Padded, want targets) *packedRows {
 		T = max(T, layouts[r].Len())
 	}
 	B, W := len(eps), p.Width()
-	b := torch.PackedBatch{B: B, T: T, IDs: make([]int64, B*T), Positions: make([]int64, B*T), Allowed: make([]uint8, B*T*T)}
+	b := torch.PackedBatch{B: B, T: T, IDs: make([]int64, B*T), Positions: make([]int64, B*T), Allowed: make([]uint8, B*T*T),
+		Lens: make([]int64, B)}
 	var at []int64
 	packed := 0
 	for r, l := range layouts {
 		n := l.Len()
 		packed += n
+		b.Lens[r] = int64(n)
 		allowed := l.Allowed()
 		for i := range T {
 			if i >= n {

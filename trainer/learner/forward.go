@@ -19,14 +19,14 @@ import (
 func forward(s *torch.Scope, m *torch.Model, p Padded, opt torch.ForwardOptions, base torch.Output) (torch.Output, error) {
 	if p.packed == nil {
 		o, err := m.Forward(p.Batch, opt)
-		s.Own(o.LogProbs, o.Entropy, o.Values)
+		s.Own(o.LogProbs, o.Entropy, o.Values, o.AuxLoss)
 		return o, err
 	}
 	o, err := m.ForwardPacked(p.packed.batch, opt)
 	if err != nil {
 		return o, err
 	}
-	s.Own(o.LogProbs, o.Entropy, o.Values)
+	s.Own(o.LogProbs, o.Entropy, o.Values, o.AuxLoss)
 	B, W := int64(len(p.Trs)), int64(p.Width())
 	idx := make([]int64, B*W)
 	for k := range idx {
@@ -46,7 +46,8 @@ func forward(s *torch.Scope, m *torch.Model, p Padded, opt torch.ForwardOptions,
 		all := s.Cat(0, s.Reshape(s.To(base, s.Device(), x.DType()), -1), x)
 		return s.Reshape(s.Gather(all, 0, index), B, W)
 	}
-	out := torch.Output{LogProbs: grid(o.LogProbs, base.LogProbs), Entropy: grid(o.Entropy, base.Entropy), Values: grid(o.Values, base.Values)}
+	out := torch.Output{LogProbs: grid(o.LogProbs, base.LogProbs), Entropy: grid(o.Entropy, base.Entropy), Values: grid(o.Values, base.Values),
+		AuxLoss: o.AuxLoss}
 	return out, s.Err()
 }
 

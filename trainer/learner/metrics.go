@@ -29,6 +29,9 @@ func (r UpdateResult) AddMetrics(m map[string]float64, critic bool) {
 	m[metric.ClipFracLow] = r.ClipFracLow
 	m[metric.ClipFracHigh] = r.ClipFracHigh
 	m[metric.ApproxKL] = r.ApproxKL
+	if r.RouterAux {
+		m[metric.RouterAuxLoss] = r.RouterAuxLoss
+	}
 	m[metric.GradNorm] = r.GradNorm
 	m[metric.OptimizerSteps] = float64(r.Steps)
 	m[metric.SkippedUpdates] = float64(r.Skipped)

@@ -10,9 +10,14 @@ type Stats struct {
 	PolicyLoss, KLLoss, Entropy, ValueLoss float64
 	ClipFracLow, ClipFracHigh, ApproxKL    float64
 	GradNorm, CriticGradNorm               float64
-	Steps, Skipped                         int
-	SkippedIDs                             []string
-	Tokens                                 int // loss tokens processed (per epoch pass)
+	// RouterAuxLoss is the routers' load-balancing loss of a policy with
+	// mixture-of-experts layers whose config asks for it in the loss
+	// (output_router_logits; RouterAux then), mean over optimizer steps.
+	RouterAuxLoss  float64
+	RouterAux      bool
+	Steps, Skipped int
+	SkippedIDs     []string
+	Tokens         int // loss tokens processed (per epoch pass)
 	// UpdateTokens are the tokens the policy's training forwards ran
 	// through the model over all epochs, a packed episode's shared
 	// prefixes once (algorithm.pack_segments); SampleTokens the same
@@ -42,6 +47,7 @@ func (l *Learner) finish(st *Stats) error {
 	if n := float64(st.policySteps); n > 0 {
 		st.PolicyLoss /= n
 		st.KLLoss /= n
+		st.RouterAuxLoss /= n
 		if l.mode == SharedCritic {
 			st.ValueLoss /= n
 		}
@@ -71,11 +77,11 @@ func (l *Learner) sumStats(st *Stats) error {
 		return nil
 	}
 	v := []float64{st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL,
-		float64(st.Tokens), float64(st.UpdateTokens), float64(st.SampleTokens)}
+		float64(st.Tokens), float64(st.UpdateTokens), float64(st.SampleTokens), st.RouterAuxLoss}
 	if err := l.dist.Sum(v); err != nil {
 		return err
 	}
 	st.PolicyLoss, st.KLLoss, st.Entropy, st.ValueLoss, st.ClipFracLow, st.ClipFracHigh, st.ApproxKL = v[0], v[1], v[2], v[3], v[4], v[5], v[6]
-	st.Tokens, st.UpdateTokens, st.SampleTokens = int(v[7]), int(v[8]), int(v[9])
+	st.Tokens, st.UpdateTokens, st.SampleTokens, st.RouterAuxLoss = int(v[7]), int(v[8]), int(v[9]), v[10]
 	return nil
 }

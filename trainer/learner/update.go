@@ -521,7 +521,7 @@ func (l *Learner) policyMicroBatch(p Padded, data TokenTable, n algo.Norm, train
 		return 0, err
 	}
 	v, rows, err := readBack(s, []*torch.Tensor{terms.total, terms.policy, terms.clipLow, terms.clipHigh, terms.kl,
-		terms.approxKL, terms.entropy, terms.tokens, terms.value}, terms.forward)
+		terms.approxKL, terms.entropy, terms.tokens, terms.value, terms.routerAux}, terms.forward)
 	if err != nil {
 		return 0, fmt.Errorf("policy loss: %w", err)
 	}
@@ -530,6 +530,9 @@ func (l *Learner) policyMicroBatch(p Padded, data TokenTable, n algo.Norm, train
 	st.PolicyLoss, st.ClipFracLow, st.ClipFracHigh = st.PolicyLoss+v[1], st.ClipFracLow+v[2], st.ClipFracHigh+v[3]
 	st.KLLoss, st.ApproxKL, st.Entropy = st.KLLoss+v[4], st.ApproxKL+v[5], st.Entropy+v[6]
 	st.Tokens, st.ValueLoss = st.Tokens+int(v[7]), st.ValueLoss+v[8]
+	if terms.routerAux != nil {
+		st.RouterAuxLoss, st.RouterAux = st.RouterAuxLoss+v[9], true
+	}
 	st.UpdateTokens += p.Tokens()
 	st.SampleTokens += tokens(p.Trs)
 	if fromStep {
@@ -547,13 +550,18 @@ func (l *Learner) policyMicroBatch(p Padded, data TokenTable, n algo.Norm, train
 // logprobs and entropies, stacked.
 type policyTerms struct {
 	total, policy, clipLow, clipHigh, kl, approxKL, entropy, tokens, value *torch.Tensor
+	routerAux                                                              *torch.Tensor // its weighted share of the step's, nil unless asked
 	forward                                                                *torch.Tensor
 }
 
 // policyLoss is one micro-batch's loss of the policy: the policy loss
 // algorithm.policy_loss names, the KL-to-reference term and the entropy
-// bonus when they are on, and a shared value head's weighted value loss,
-// normalised by the whole mini-batch's n.
+// bonus when they are on, a shared value head's weighted value loss,
+// normalised by the whole mini-batch's n, and, for a policy with
+// mixture-of-experts layers whose config sets output_router_logits, the
+// routers' load-balancing loss times router_aux_loss_coef, as
+// transformers' CausalLM adds it to its loss: once per mini-batch, each
+// micro-batch's weighted by its share of the mini-batch's sequences.
 func (l *Learner) policyLoss(s *torch.Scope, p Padded, data TokenTable, n algo.Norm, trainPolicy, fromStep bool) (policyTerms, error) {
 	c := l.s
 	shared := l.mode == SharedCritic
@@ -566,8 +574,10 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data TokenTable, n algo.N
 		old = grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
 	}
 	// The entropy's graph is built only when the entropy bonus weighs in.
+	moe := l.policy.Config.MoE
+	aux := trainPolicy && moe.OutputRouterLogits && l.policy.Config.Sparse()
 	o, err := forward(s, l.policy, p, torch.ForwardOptions{Temperature: c.Temperature, Grad: true, Entropy: true,
-		EntropyGrad: trainPolicy && c.Loss.EntropyCoef != 0, Values: shared}, torch.Output{LogProbs: old})
+		EntropyGrad: trainPolicy && c.Loss.EntropyCoef != 0, Values: shared, RouterAuxLoss: aux}, torch.Output{LogProbs: old})
 	if err != nil {
 		return policyTerms{}, OOMHint(fmt.Errorf("policy forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Tokens(), err))
 	}
@@ -601,6 +611,10 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data TokenTable, n algo.N
 		}
 		d := loss.Diagnose(s, o.LogProbs, old, o.Entropy, mask)
 		out.approxKL, out.entropy, out.tokens = d.ApproxKL, d.Entropy, d.Tokens
+		if aux {
+			out.routerAux = s.MulScalar(o.AuxLoss, float64(len(p.Trs))/n.Sequences)
+			out.total = s.Add(out.total, s.MulScalar(out.routerAux, moe.RouterAuxLossCoef))
+		}
 	}
 	if shared {
 		out.value = l.valueLoss(s, p, o.Values, mask, data, n)

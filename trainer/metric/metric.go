@@ -51,6 +51,7 @@ const (
 	ClipFracLow        = "clip_frac_low"
 	ClipFracHigh       = "clip_frac_high"
 	ApproxKL           = "approx_kl"
+	RouterAuxLoss      = "router_aux_loss"
 	GradNorm           = "grad_norm"
 	OptimizerSteps     = "optimizer_steps"
 	SkippedUpdates     = "skipped_updates"
@@ -141,6 +142,7 @@ var Defs = []Def{
 	{ClipFracLow, "fraction of loss tokens whose ratio (gspo: sequence ratio; cispo: IS weight) was clipped below 1-clip_low", false},
 	{ClipFracHigh, "fraction of loss tokens whose ratio (gspo: sequence ratio; cispo: IS weight) was clipped above 1+clip_high", false},
 	{ApproxKL, "approximate KL from the old to the updated policy per loss token", false},
+	{RouterAuxLoss, "mixture-of-experts policies whose config sets output_router_logits: the routers' load-balancing loss (its router_aux_loss_coef multiple is in the loss), mean over optimizer steps", false},
 	{GradNorm, "policy gradient norm before clipping, mean over the steps taken", false},
 	{OptimizerSteps, "policy optimizer steps taken", false},
 	{SkippedUpdates, "optimizer steps skipped for a non-finite loss or gradient norm", false},

@@ -3,7 +3,7 @@ save_pretrained, and their reference outputs, for torch/interop_test.go.
 
 argv: in.json out.json. in.json is {"models": [...]}, one model each:
   dir             where the model folder goes
-  family          qwen2, qwen3 or llama
+  family          qwen2, qwen3, qwen3_moe or llama
   config          the config class's arguments (shapes, rope_parameters, ...)
   style           "5" (as save_pretrained writes it) or "4" (config.json
                   rewritten as transformers 4 wrote it: top-level rope_theta,
@@ -40,6 +40,7 @@ CONFIGS = {
     "qwen2": transformers.Qwen2Config,
     "qwen3": transformers.Qwen3Config,
     "llama": transformers.LlamaConfig,
+    "qwen3_moe": transformers.Qwen3MoeConfig,
 }
 
 
@@ -105,7 +106,10 @@ def make(a):
         to_style4(cpath)
 
     dt = getattr(torch, a["ref_dtype"])
-    ref = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=dt, attn_implementation="eager")
+    # MoE experts run transformers' eager loop over the experts (its default,
+    # grouped_mm, takes no float64).
+    eager = {"experts_implementation": "eager"} if a["family"] == "qwen3_moe" else {}
+    ref = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=dt, attn_implementation="eager", **eager)
     ref.eval()
     got = ref.config.rope_parameters
     assert {k: got.get(k) for k in rope} == rope, f"transformers reads the {a['style']}.x config's RoPE as {got}, saved {rope}"
