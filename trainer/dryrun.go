@@ -95,6 +95,10 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	if err := agent.CheckVocab(tok, r.Model); err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
 	}
+	if r.Model.Sparse() {
+		r.Warnings = append(r.Warnings, "the model has mixture-of-experts layers: the hand-written CPU decode kernels run dense models only, "+
+			"so rollouts decode on the libtorch path (and on CUDA without graph capture: the routing picks each step's experts on the host)")
+	}
 	if cfg.Env.MaxTokens > r.Model.MaxPositions && r.Model.MaxPositions > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("env.max_tokens %d exceeds the model's max_position_embeddings %d", cfg.Env.MaxTokens, r.Model.MaxPositions))
 	}
@@ -211,6 +215,12 @@ func trainingState(params, b int64, world, zero int) (grads, optimizer int64) {
 // each layer's input is kept, and one layer's activations (and their
 // gradients) exist at a time, while its backward recomputes them.
 //
+// A sparse (mixture-of-experts) layer keeps, instead of the dense MLP's 4
+// intermediate-sized tensors, those of the experts each token runs
+// (experts_per_token x 4 of the expert width), the token's rows gathered
+// for them and their outputs (2 x experts_per_token hidden-sized), and
+// the router's logits and probabilities (2 x experts).
+//
 // The LM head's logits whole (logitsChunk 0) are three [tokens, vocab]
 // tensors at the backward's peak (the log-softmax kept by the forward, its
 // gradient and the gradient of the logits). In chunks, two [chunk, vocab]
@@ -219,12 +229,24 @@ func trainingState(params, b int64, world, zero int) (grads, optimizer int64) {
 // hidden states [tokens, hidden].
 func activationBytes(c torch.Config, micro, seq, logitsChunk int, checkpointing, headGrad bool) int64 {
 	tok := int64(micro) * int64(seq)
-	h, inter, v := int64(c.Hidden), int64(c.Intermediate), int64(c.Vocab)
+	h, v := int64(c.Hidden), int64(c.Vocab)
 	kv := int64(c.KVHeads) * int64(c.HeadDim)
-	perLayer := tok * (10*h + 6*kv + 4*inter + int64(c.Heads)*int64(seq)) * 4
-	layers := (int64(c.Layers) + 1) * perLayer
+	layer := func(i int) int64 { // the bytes layer i keeps
+		mlp := 4 * int64(c.Intermediate)
+		if c.SparseLayer(i) {
+			k := int64(c.MoE.ExpertsPerToken)
+			mlp = 4*k*int64(c.MoE.Intermediate) + 2*k*h + 2*int64(c.MoE.Experts)
+		}
+		return tok * (10*h + 6*kv + mlp + int64(c.Heads)*int64(seq)) * 4
+	}
+	var all, largest int64
+	for i := range c.Layers {
+		all += layer(i)
+		largest = max(largest, layer(i))
+	}
+	layers := all + largest
 	if checkpointing {
-		layers = int64(c.Layers)*tok*h*4 + 2*perLayer
+		layers = int64(c.Layers)*tok*h*4 + 2*largest
 	}
 	logits := 3 * tok * v * 4
 	if logitsChunk > 0 {

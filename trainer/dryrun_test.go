@@ -41,6 +41,9 @@ var exampleConfigs = []exampleSpec{
 	// Search-R1's model with the GRPO example's settings.
 	{file: "llama3.2-3b-hotpotqa-grpo.yaml", estimator: "grpo", group: 5, miniBatch: 64 * 5, klMode: "loss", lr: 1e-6,
 		model: "/models/Llama-3.2-3B-Instruct"},
+	// A mixture-of-experts model with the GRPO example's settings.
+	{file: "qwen3-30b-a3b-hotpotqa-grpo.yaml", estimator: "grpo", group: 5, miniBatch: 64 * 5, klMode: "loss", lr: 1e-6,
+		model: "/models/Qwen3-30B-A3B"},
 }
 
 // The fixture qwen2-tiny-a (its README and config.json): vocab 384, hidden

@@ -1,0 +1,72 @@
+package trainer
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentrl/agentrl/internal/fixtures"
+	"github.com/agentrl/agentrl/trainer/config"
+)
+
+// qwen3MoE30BConfig is Qwen3-30B-A3B's config.json as published.
+const qwen3MoE30BConfig = `{
+  "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 151643,
+  "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048,
+  "initializer_range": 0.02, "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 48,
+  "mlp_only_layers": [], "model_type": "qwen3_moe", "moe_intermediate_size": 768, "norm_topk_prob": true,
+  "num_attention_heads": 32, "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48,
+  "num_key_value_heads": 4, "output_router_logits": false, "rms_norm_eps": 1e-06, "rope_scaling": null,
+  "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "sliding_window": null, "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false,
+  "vocab_size": 151936
+}`
+
+// The Qwen3-30B-A3B example's dry run, with a folder holding the model's
+// published config.json and the Qwen tokenizer for /models (no weights:
+// the dry run reads none), on cuda:0 in bf16 as shipped: every expert's parameters are
+// counted (30,532,122,624 by hand: embeddings and LM head 2 x 151936 x
+// 2048; per layer attention 18,874,368, norms 4352, router 128 x 2048 and
+// experts 128 x 3 x 768 x 2048; the final norm), the weights are two bytes
+// each, and the report says the decode kernels are dense-only.
+func TestDryRunQwen3MoEExample(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "Qwen3-30B-A3B")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(qwen3MoE30BConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tokDir := fixtures.Path(t, "data", "tokenizers", "qwen")
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		copyTestFile(t, filepath.Join(tokDir, f), filepath.Join(dir, f))
+	}
+	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
+	index := buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
+	const params = int64(2*151936*2048 + 48*(18874368+4352+128*2048+128*3*768*2048) + 2048)
+	for _, c := range []struct{ nproc, zero int }{{1, 0}, {8, 2}} {
+		cfg, err := config.Load(filepath.Join("..", "examples", "qwen3-30b-a3b-hotpotqa-grpo.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Model.Path = dir
+		cfg.Data.Train = []string{raw("hotpotqa", "hotpotqa_train.json")}
+		cfg.Data.Eval = []string{raw("musique", "gold_with_3_distractors_context_cot_qa_codex.txt")}
+		cfg.Tools.Search.Index = index
+		cfg.Dist.NProc, cfg.Dist.Zero = c.nproc, c.zero
+		cfg.Run.Dir = t.TempDir()
+		r, err := DryRun(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("dry run: %v", err)
+		}
+		m := r.Memory
+		t.Logf("nproc %d zero %d: %d params; total %.1fe9 (weights %.1fe9, grads %.1fe9, optimizer %.1fe9, reference %.1fe9, kv %.1fe9, activations %.1fe9, checkpoint %.1fe9)",
+			c.nproc, c.zero, r.Params, float64(m.Total)/1e9, float64(m.Weights)/1e9, float64(m.Grads)/1e9, float64(m.Optimizer)/1e9,
+			float64(m.Reference)/1e9, float64(m.KVCache)/1e9, float64(m.Activations)/1e9, float64(m.Checkpoint)/1e9)
+		if r.Params != params || m.Weights != 2*params {
+			t.Errorf("params %d, weights %d bytes; want %d and twice that", r.Params, m.Weights, params)
+		}
+		wantWarning(t, r.Warnings, "mixture-of-experts", "decode kernels")
+	}
+}
