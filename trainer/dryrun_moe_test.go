@@ -67,6 +67,21 @@ func TestDryRunQwen3MoEExample(t *testing.T) {
 		if r.Params != params || m.Weights != 2*params {
 			t.Errorf("params %d, weights %d bytes; want %d and twice that", r.Params, m.Weights, params)
 		}
+		// The figures the example's comment quotes, by hand: gradients 6
+		// and optimizer state 12 bytes a parameter (divided by 8 under
+		// ZeRO-2), a reference copy, the KV cache 2 x 48 layers x 64 slots
+		// x 2049 positions x 512 x 2 bytes, and the checkpointed
+		// activations: each layer's input, two sparse layers' worth (per
+		// token 10 x 2048 + 6 x 512 + 4 x 8 x 768 + 2 x 8 x 2048 + 2 x 128 +
+		// 32 x 2048 floats) and the chunked LM head (two 256-token chunks,
+		// the hidden states, the head's gradient).
+		acts := int64(48*2048*2048*4 + 2*(10*2048+6*512+4*8*768+2*8*2048+2*128+32*2048)*2048*4 +
+			2*256*151936*4 + 2048*2048*4 + 151936*2048*4)
+		kv := int64(2 * 48 * 64 * 2049 * 512 * 2)
+		want := 2*params + 6*params/int64(c.nproc) + 12*params/int64(c.nproc) + 2*params + kv + acts
+		if m.Activations != acts || m.KVCache != kv || m.Total != want {
+			t.Errorf("activations %d, kv cache %d, total %d; want %d, %d, %d", m.Activations, m.KVCache, m.Total, acts, kv, want)
+		}
 		wantWarning(t, r.Warnings, "mixture-of-experts", "decode kernels")
 	}
 }
