@@ -25,6 +25,14 @@ type Config struct {
 	// Relations names the world's schema: "basic" (or "") for the six
 	// relations of the first worlds, "rich" for fourteen (schema.go).
 	Relations string
+	// AvoidHeldOut keeps the in-domain questions off the held-out
+	// compositions even when OODQuestions is 0 (a fresh world that
+	// trains, in a run whose out-of-domain questions are drawn in other
+	// worlds).
+	AvoidHeldOut bool
+	// Names, when set, is the pool the entities' names are drawn from
+	// (fresh worlds, fresh.go); nil draws names of the world's own.
+	Names *Pool
 }
 
 // DefaultConfig is a world a small model can learn on a CPU: 200 entities,
@@ -51,6 +59,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("synth config: OODQuestions = %d, want 0 or more", c.OODQuestions)
 	case schemas[c.Relations] == nil:
 		return fmt.Errorf("synth config: Relations = %q, want basic or rich", c.Relations)
+	case c.Names != nil && !c.Names.fits(c):
+		return fmt.Errorf("synth config: the name pool is too small for %d entities (it was drawn for smaller worlds)", c.Entities)
 	case c.OODQuestions > 0 && c.MaxHops < 2:
 		return fmt.Errorf("synth config: OODQuestions = %d needs MaxHops >= 2 (out-of-domain questions compose two relations), got %d", c.OODQuestions, c.MaxHops)
 	}

@@ -30,23 +30,21 @@ func Generate(cfg Config) (*World, error) {
 }
 
 // makeEntities names the entities of every kind (people get a given and a
-// family name) and draws their attribute values.
+// family name), from Config.Names when it is set, and draws their
+// attribute values.
 func (w *World) makeEntities(rng *rand.Rand) error {
 	names := newNamer(rng, w.schema)
 	w.byName = map[string]int{}
 	counts := w.Config.kindCounts()
 	for _, k := range kindOrder {
-		for range counts[k] {
-			name, err := names.word()
+		var pooled []string
+		if w.Config.Names != nil {
+			pooled = w.Config.Names.names(rng, k, counts[k])
+		}
+		for i := range counts[k] {
+			name, err := w.name(names, k, pooled, i)
 			if err != nil {
 				return err
-			}
-			if k == Person {
-				family, err := names.word()
-				if err != nil {
-					return err
-				}
-				name += " " + family
 			}
 			e := Entity{Name: name, Kind: k, Links: map[string]string{}}
 			for _, a := range attributes {
@@ -59,6 +57,20 @@ func (w *World) makeEntities(rng *rand.Rand) error {
 		}
 	}
 	return nil
+}
+
+// name is the i-th name of kind k: pooled[i] when the names come from a
+// pool, else a new word of names (two for a person).
+func (w *World) name(names *namer, k Kind, pooled []string, i int) (string, error) {
+	if pooled != nil {
+		return pooled[i], nil
+	}
+	name, err := names.word()
+	if err != nil || k != Person {
+		return name, err
+	}
+	family, err := names.word()
+	return name + " " + family, err
 }
 
 // link draws every entity's relations. Each country gets at least one city

@@ -113,7 +113,7 @@ func (w *World) makeQuestions(rng *rand.Rand) error {
 	mentions := w.mentionIndex()
 	seen := map[string]bool{}
 	w.chains = map[string]chain{}
-	avoid := w.Config.OODQuestions > 0
+	avoid := w.Config.OODQuestions > 0 || w.Config.AvoidHeldOut
 	var tasks []envs.Task
 	for i := range w.Config.Questions {
 		hops := 1 + i%w.Config.MaxHops

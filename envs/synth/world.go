@@ -4,7 +4,9 @@
 // whose answer can only be reached by searching for one entity after
 // another. Config.Relations picks the basic six relations or the rich
 // fourteen (schema.go). Everything is drawn from Config.Seed, so a seed
-// names a world.
+// names a world. Fresh (fresh.go) draws many worlds of one shape whose
+// names come from one fixed Pool (pool.go): one vocabulary, and answers
+// that differ from world to world.
 package synth
 
 import (
