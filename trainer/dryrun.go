@@ -66,6 +66,9 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		return nil, err
 	}
 	r.TrainTasks, r.EvalTasks, r.IndexPath = len(d.train), len(d.eval), d.indexPath
+	if d.fresh != nil { // the first draws' questions, each batch in its own world
+		r.TrainTasks = cfg.Run.Iterations * cfg.Rollout.BatchSize
+	}
 	if d.indexPath != "" {
 		idx, err := search.Open(d.indexPath)
 		if err != nil {
@@ -74,8 +77,7 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		r.Passages = idx.Len()
 		idx.Close()
 	}
-	a, err := agent.New(ctx, agent.Spec{Config: cfg, Index: d.indexPath, TokenizerDir: cfg.Model.Path, World: d.world,
-		ShowSchemas: agent.SchemasShown(cfg)})
+	a, err := agent.New(ctx, agentSpec(cfg, d, cfg.Model.Path))
 	if err != nil {
 		return nil, err
 	}

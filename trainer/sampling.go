@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentrl/agentrl/decoding"
+	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -71,11 +72,22 @@ func (t *Trainer) trainingEpisodes(ctx context.Context, iter int, src taskSource
 }
 
 // draw samples the d-th draw of an iteration: the next rollout.batch_size
-// training prompts, group_size samples each, its groups numbered on from
-// the earlier draws'.
+// training prompts (with fresh worlds, the questions of the draw's own
+// world), group_size samples each, its groups numbered on from the earlier
+// draws'.
 func (t *Trainer) draw(ctx context.Context, iter, d int, label string, src taskSource) ([]*trajectory.Trajectory, rollout.Stats, error) {
 	r := t.cfg.Rollout
-	tasks := t.nextTasks(src.pos, src.perm, r.BatchSize)
+	var tasks []envs.Task
+	if t.data.fresh != nil {
+		var done func()
+		var err error
+		if tasks, done, err = t.batchWorld(ctx, iter, d); err != nil {
+			return nil, rollout.Stats{}, err
+		}
+		defer done()
+	} else {
+		tasks = t.nextTasks(src.pos, src.perm, r.BatchSize)
+	}
 	reqs := make([]rollout.Request, len(tasks))
 	for i, task := range tasks {
 		reqs[i] = rollout.Request{Task: task, Group: d*r.BatchSize + i, Samples: r.GroupSize}

@@ -236,9 +236,9 @@ func (t *Trainer) buildAgent(ctx context.Context, ck string) error {
 		dir = filepath.Join(ck, "policy")
 	}
 	var err error
-	t.agent, err = agent.New(ctx, agent.Spec{Config: t.cfg, Index: t.data.indexPath, TokenizerDir: dir, World: t.data.world,
-		ShowSchemas:  agent.SchemasShown(t.cfg),
-		RewardErrors: func(err error) { t.log.Warn().Err(err).Msg("external reward failed (counted 0)") }})
+	spec := agentSpec(t.cfg, t.data, dir)
+	spec.RewardErrors = func(err error) { t.log.Warn().Err(err).Msg("external reward failed (counted 0)") }
+	t.agent, err = agent.New(ctx, spec)
 	if err != nil {
 		return err
 	}

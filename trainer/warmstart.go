@@ -11,8 +11,9 @@ import (
 )
 
 // warmStart is the supervised warm start: scripted demonstrations of the
-// synthetic world (general skills or the multi-hop expert, by
-// sft.warm_start) or sft.data, masked NLL on the assistant's tokens.
+// synthetic world, or of worlds of their own with fresh worlds (general
+// skills or the multi-hop expert, by sft.warm_start), or sft.data, masked
+// NLL on the assistant's tokens.
 func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	c := t.cfg.SFT
 	var demos [][]tokenizer.Message
@@ -20,6 +21,8 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	switch {
 	case c.Data != "":
 		demos, err = LoadDemos(c.Data)
+	case t.models.fresh && t.data.fresh != nil && c.Demos > 0:
+		demos, err = t.freshDemos(ctx, c.Demos)
 	case t.models.fresh && t.data.world != nil && c.Demos > 0 && c.WarmStart == "expert":
 		demos, err = scriptedDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, c.ImperfectFraction, t.rng)
 	case t.models.fresh && t.data.world != nil && c.Demos > 0:

@@ -10,6 +10,7 @@ import (
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tasks"
 	"github.com/agentrl/agentrl/envs/tools/search"
+	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
@@ -20,14 +21,22 @@ type datasets struct {
 	eval      []envs.Task
 	ood       []envs.Task // the synthetic world's out-of-domain questions, evaluated apart
 	indexPath string
+	fresh     *freshWorlds      // data.synthetic.fresh_worlds: every batch draws its world (fresh.go); nil otherwise
+	worlds    map[string]string // the fresh evaluation worlds' IDs -> their indexes
 }
 
 // loadData generates the synthetic world (and its search index under
-// runDir) or loads the dataset files.
+// runDir), or a fresh-worlds run's evaluation worlds (loadFresh), or loads
+// the dataset files.
 func loadData(ctx context.Context, cfg config.Config, runDir string) (*datasets, error) {
 	d := &datasets{indexPath: cfg.Tools.Search.Index}
-	switch cfg.Data.Source {
-	case "synthetic":
+	var err error
+	switch {
+	case cfg.Data.Source == "synthetic" && cfg.Data.Synthetic.FreshWorlds:
+		if d, err = loadFresh(ctx, cfg, runDir); err != nil {
+			return nil, err
+		}
+	case cfg.Data.Source == "synthetic":
 		sc := cfg.Data.Synthetic
 		w, err := synth.Generate(synth.Config{Seed: int64(sc.Seed), Relations: sc.Relations, Entities: sc.Entities, Questions: sc.Questions,
 			MaxHops: sc.MaxHops, TestFraction: sc.TestFraction, OODQuestions: sc.OODQuestions, ValQuestions: sc.ValQuestions})
@@ -46,7 +55,7 @@ func loadData(ctx context.Context, cfg config.Config, runDir string) (*datasets,
 				}
 			}
 		}
-	case "files":
+	case cfg.Data.Source == "files":
 		for _, p := range cfg.Data.Train {
 			ts, err := tasks.Load(p, cfg.Data.Format)
 			if err != nil {
@@ -77,4 +86,17 @@ func loadData(ctx context.Context, cfg config.Config, runDir string) (*datasets,
 		d.ood = d.ood[:n]
 	}
 	return d, nil
+}
+
+// agentSpec is the spec of the agent that plays d's tasks, with the
+// tokenizer in tokenizerDir ("" = the synthetic world's word-level one,
+// which with fresh worlds holds every name of their pool).
+func agentSpec(cfg config.Config, d *datasets, tokenizerDir string) agent.Spec {
+	s := agent.Spec{Config: cfg, Index: d.indexPath, TokenizerDir: tokenizerDir, World: d.world, Worlds: d.worlds,
+		ShowSchemas: agent.SchemasShown(cfg)}
+	if d.fresh != nil {
+		pool, w := d.fresh.gen.Pool(), d.world
+		s.Names = func(texts []string) []string { return pool.Contexts(w, texts) }
+	}
+	return s
 }

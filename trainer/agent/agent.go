@@ -9,6 +9,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
@@ -29,7 +31,17 @@ type Spec struct {
 	// tokenizer of World.
 	TokenizerDir string
 	// World is the synthetic world, nil when the tasks come from files.
+	// With fresh worlds it is their vocabulary world (whose index is
+	// Index), and Names gives every other world's names.
 	World *synth.World
+	// Names, for fresh worlds, gives more texts for the word-level
+	// tokenizer of World from the texts it is built from: every name of
+	// their pool in every context those texts put a name in
+	// (synth.Pool.Contexts), so that it holds every world's names.
+	Names func(texts []string) []string
+	// Worlds maps the IDs of fresh worlds to their search indexes, added
+	// as AddWorld does.
+	Worlds map[string]string
 	// ShowSchemas lists the tools' JSON schemas in the system prompt.
 	ShowSchemas bool
 	// RewardErrors, when set, binds the scorer of env.rewards.external to
@@ -49,6 +61,8 @@ type Agent struct {
 	Chat      rollout.Chat   // Format as the rollout scheduler uses it, with env.context's mode
 	Env       envs.EnvConfig // env.*, with the external scorer bound when asked for and the format's call syntax
 	toolset   *all.Toolset   // owns the MCP servers behind Tools
+	searchK   int            // passages per search (tools.search.k), for the worlds' search tools
+	worlds    worlds         // the fresh worlds' tools (worlds.go)
 }
 
 // New assembles the agent of s: the policy's tokenizer (read first, so a
@@ -56,7 +70,7 @@ type Agent struct {
 // external scorer, the word-level tokenizer of a synthetic world when no
 // tokenizer was given, and the chat format.
 func New(ctx context.Context, s Spec) (*Agent, error) {
-	a := &Agent{Env: s.Config.Env}
+	a := &Agent{Env: s.Config.Env, searchK: s.Config.Tools.Search.K}
 	ok := false
 	defer func() {
 		if !ok {
@@ -84,7 +98,7 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 		if s.World == nil {
 			return nil, fmt.Errorf("model.path is empty and data.source is not synthetic: a tokenizer is needed (give model.path)")
 		}
-		if a.Tokenizer, err = wordTokenizer(ctx, s.World, a.Tools); err != nil {
+		if a.Tokenizer, err = wordTokenizer(ctx, s.World, a.Tools, s.Names); err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 	}
@@ -109,6 +123,11 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 		return nil, fmt.Errorf("env.context: %s is not implemented for a model that writes %s tool calls (its template appends: use append)",
 			mode, a.Format.CallSyntax())
 	}
+	for _, id := range slices.Sorted(maps.Keys(s.Worlds)) {
+		if err := a.AddWorld(id, s.Worlds[id]); err != nil {
+			return nil, err
+		}
+	}
 	a.Chat = rollout.NewChat(a.Format).WithContext(rollout.Context{Mode: mode, Turns: s.Config.Env.ContextTurns})
 	if s.ShowSchemas {
 		if a.Schemas, err = envs.Schemas(a.Tools); err != nil {
@@ -119,8 +138,12 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 	return a, nil
 }
 
-// Close stops the MCP servers behind the tools.
+// Close stops the MCP servers behind the tools and closes the worlds'
+// indexes.
 func (a *Agent) Close() {
+	if a != nil {
+		a.closeWorlds()
+	}
 	if a != nil && a.toolset != nil {
 		a.toolset.Close()
 		a.toolset = nil
@@ -131,9 +154,14 @@ func (a *Agent) Close() {
 func (a *Agent) Tool(name string) envs.Tool { return toolByName(a.Tools, name) }
 
 // Episode starts the tool-using agent's episode of task: the system prompt
-// with the tools block, the question, a ToolEnv over the agent's tools.
+// with the tools block, the question, a ToolEnv over the agent's tools
+// (its world's, ToolsFor).
 func (a *Agent) Episode(task envs.Task) (rollout.Setup, error) {
-	env, err := envs.NewToolEnv(task, a.Tools, a.Env)
+	tools, err := a.ToolsFor(task)
+	if err != nil {
+		return rollout.Setup{}, err
+	}
+	env, err := envs.NewToolEnv(task, tools, a.Env)
 	if err != nil {
 		return rollout.Setup{}, err
 	}
@@ -145,7 +173,11 @@ func (a *Agent) Episode(task envs.Task) (rollout.Setup, error) {
 // turn, no tools.
 func (a *Agent) RAGEpisodes(ctx context.Context) rollout.Factory {
 	return func(task envs.Task) (rollout.Setup, error) {
-		user, err := ragUser(ctx, a.Tools, task)
+		tools, err := a.ToolsFor(task)
+		if err != nil {
+			return rollout.Setup{}, err
+		}
+		user, err := ragUser(ctx, tools, task)
 		if err != nil {
 			return rollout.Setup{}, err
 		}

@@ -154,8 +154,9 @@ func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, qu
 
 // wordTokenizer makes the tiny word-level tokenizer of the synthetic
 // world: every piece of every text the agent can see or say (the world's
-// texts, rendered prompts and demonstrations, search results).
-func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool) (*tokenizer.Tokenizer, error) {
+// texts, rendered prompts and demonstrations, search results), and, when
+// names is not nil (fresh worlds), the texts it gives from those.
+func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool, names func([]string) []string) (*tokenizer.Tokenizer, error) {
 	boot, err := tokenizer.BuildWordLevel(nil, protocol.SpecialTokens())
 	if err != nil {
 		return nil, err
@@ -190,6 +191,9 @@ func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool) (*tok
 			}
 			texts = append(texts, s)
 		}
+	}
+	if names != nil {
+		texts = append(texts, names(texts)...)
 	}
 	// Error observations the agent may meet.
 	texts = append(texts, "Error: ", "No results.", "[truncated", "chars]")

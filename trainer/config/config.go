@@ -126,6 +126,8 @@ type SyntheticConfig struct {
 	Questions    int     `yaml:"questions" default:"400" doc:"questions generated"`
 	OODQuestions int     `yaml:"ood_questions" default:"140" doc:"out-of-domain questions, evaluated as their own split: 2 to max_hops hops, each composing relations in a way no training or test question does (0 = none, and in-domain questions use every composition)"`
 	ValQuestions int     `yaml:"val_questions" default:"0" doc:"validation questions, taken from the questions not held out for test and never trained on; eval.split validation evaluates them (0 = none, and the train and test splits are as without)"`
+	FreshWorlds  bool    `yaml:"fresh_worlds" default:"false" doc:"a world of its own for every training batch (each draw of each iteration: rollout.batch_size questions), for the warm start's demonstrations (rollout.batch_size per world) and for evaluation, each world drawn from seed, role and number with its own search index and its entities named from one fixed pool (so the vocabulary is fixed and an answer differs from world to world); the test questions (questions x test_fraction), the out-of-domain and the validation ones are spread over eval_worlds worlds of their own that no batch trains on"`
+	EvalWorlds   int     `yaml:"eval_worlds" default:"10" doc:"with fresh_worlds: how many worlds the test and out-of-domain questions (and, apart, the validation questions) are spread over"`
 }
 
 // ToolsConfig enables and configures tools.

@@ -20,6 +20,7 @@ model.tiny.kv_heads model.tiny.max_positions model.critic model.critic_path mode
 model.lora.rank model.lora.alpha model.lora.dropout model.lora.target_modules model.lora.path model.lora.merge
 data.source data.train data.eval data.format data.max_train data.max_eval
 data.synthetic.seed data.synthetic.relations data.synthetic.entities data.synthetic.max_hops data.synthetic.test_fraction data.synthetic.questions data.synthetic.ood_questions data.synthetic.val_questions
+data.synthetic.fresh_worlds data.synthetic.eval_worlds
 tools.enabled tools.schemas tools.search.index tools.search.k
 tools.code.python tools.code.cpu_time tools.code.wall_time tools.code.memory_mb tools.code.processes
 tools.code.disk_mb tools.code.max_output

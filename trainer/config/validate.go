@@ -136,12 +136,35 @@ func (c *Config) validateData(p *problems) {
 	p.openRange("data.synthetic.test_fraction", s.TestFraction, 0, 1)
 	p.atLeast("data.synthetic.questions", s.Questions, 1)
 	p.atLeast("data.synthetic.val_questions", s.ValQuestions, 0)
+	if s.FreshWorlds {
+		c.validateFreshWorlds(p)
+	}
 	if c.Eval.Split == "validation" {
 		if d.Source != "synthetic" {
 			p.add("eval.split", "validation needs data.source synthetic (the world's validation questions), got %q", d.Source)
 		} else if s.ValQuestions == 0 {
 			p.add("eval.split", "validation, but data.synthetic.val_questions is 0 (no validation questions)")
 		}
+	}
+}
+
+// validateFreshWorlds refuses what data.synthetic.fresh_worlds does not
+// implement, by name.
+func (c *Config) validateFreshWorlds(p *problems) {
+	d := c.Data
+	const key = "data.synthetic.fresh_worlds"
+	p.atLeast("data.synthetic.eval_worlds", d.Synthetic.EvalWorlds, 1)
+	switch {
+	case d.Source != "synthetic":
+		p.add(key, "needs data.source synthetic, got %q", d.Source)
+	case d.MaxTrain > 0:
+		p.add(key, "every batch is a world of its own: data.max_train (%d) has no training split to cut", d.MaxTrain)
+	case c.Tools.Search.Index != "":
+		p.add(key, "every world has its own index: tools.search.index (%q) is not implemented with it", c.Tools.Search.Index)
+	case len(c.Agent.Command) > 0:
+		p.add(key, "is not implemented for agent.command's episodes (their tools are the agent's, one index)")
+	case c.SFT.Data != "":
+		p.add(key, "demonstrations are drawn in worlds of their own: sft.data is not implemented with it")
 	}
 }
 
