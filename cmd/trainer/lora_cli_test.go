@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/internal/hubcache/hubcachetest"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/torch/peft"
 )
@@ -78,6 +79,32 @@ func TestLoRARunCommands(t *testing.T) {
 		}
 		fails(t, []string{"not empty"}, "merge", "--model", base, "--adapter", final, "--out", out)
 		fails(t, []string{"--model DIR and --adapter DIR"}, "merge", "--model", base, "--out", filepath.Join(t.TempDir(), "x"))
+
+		// --model a model id: the base read from its snapshot in the
+		// Hugging Face cache, its tokenizer copied from there too.
+		cache, copied := t.TempDir(), t.TempDir()
+		ents, err := os.ReadDir(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join(base, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(copied, e.Name()), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Setenv("HF_HUB_CACHE", cache)
+		snap := hubcachetest.Put(t, cache, "org/tiny-base", "main", "0123456789abcdef0123456789abcdef01234567", copied)
+		out3 := filepath.Join(t.TempDir(), "merged")
+		r = ok(t, "merge", "--model", "org/tiny-base", "--adapter", adapter, "--out", out3)
+		if !strings.Contains(r.stdout, "merged "+adapter+" into "+snap) || !exists(filepath.Join(out3, "tokenizer.json")) {
+			t.Errorf("merge --model org/tiny-base: want the snapshot's base and tokenizer merged:\n%s", r)
+		}
+		fails(t, []string{`model "org/absent" is neither a folder nor in the Hugging Face cache`, cache},
+			"merge", "--model", "org/absent", "--adapter", adapter, "--out", filepath.Join(t.TempDir(), "y"))
 	})
 
 	t.Run("chat and eval", func(t *testing.T) {
