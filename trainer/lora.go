@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
+	"github.com/agentrl/agentrl/internal/hubcache"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/torch/peft"
 	"github.com/agentrl/agentrl/trainer/agent"
@@ -198,11 +200,20 @@ func (m *models) saveBase() error {
 }
 
 // baseName is what adapter folders name as their base
-// (base_model_name_or_path): the base's folder, absolute when it is local.
+// (base_model_name_or_path): the base's folder, absolute when it is local;
+// a Hugging Face model id as given, as PEFT writes it, but one with
+// "@REVISION" (which the key cannot carry) as its snapshot's folder.
 func (m *models) baseName() string {
 	if abs, err := filepath.Abs(m.baseDir); err == nil && m.baseDir != "" {
 		if _, err := os.Stat(abs); err == nil {
 			return abs
+		}
+	}
+	if strings.Contains(m.baseDir, "@") {
+		if dir, err := hubcache.Resolve(m.baseDir); err == nil {
+			if abs, err := filepath.Abs(dir); err == nil {
+				return abs
+			}
 		}
 	}
 	return m.baseDir

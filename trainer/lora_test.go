@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentrl/agentrl/internal/hubcache/hubcachetest"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/metric"
@@ -247,5 +248,24 @@ func TestLoRAPathShape(t *testing.T) {
 	err := m.sameShape(write(`, "use_rslora": true`))
 	if err == nil || !strings.Contains(err.Error(), "use_rslora true") {
 		t.Fatalf("an rsLoRA adapter: %v, want a refusal naming use_rslora", err)
+	}
+}
+
+// An adapter names a base read by model id as the id, and one read at a
+// revision as its snapshot folder (base_model_name_or_path cannot carry
+// "@REVISION"); a local base by its absolute folder.
+func TestLoRABaseName(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("HF_HUB_CACHE", cache)
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap := hubcachetest.Put(t, cache, "org/base", "v1", "0123456789abcdef0123456789abcdef01234567", src)
+	local := t.TempDir()
+	for dir, want := range map[string]string{"org/base": "org/base", "org/base@v1": snap, local: local} {
+		if got := (&models{baseDir: dir}).baseName(); got != want {
+			t.Errorf("baseName of %s = %s, want %s", dir, got, want)
+		}
 	}
 }
