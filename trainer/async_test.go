@@ -112,7 +112,8 @@ func taskSeq(its [][]*trajectory.Trajectory) []string {
 // sampled by the version the iteration's update started from or the one
 // before (versions rebuilt from the metrics: V_0 is the version of
 // iteration 1's turns, V_i = V_{i-1} + optimizer_steps of iteration i),
-// and the metrics report staleness_mean and staleness_max within 1.
+// and the metrics report staleness_mean and staleness_max within 1; the
+// rollout correction, at its default, weighed every update's turns.
 func TestAsyncJobBound(t *testing.T) {
 	cfg := asyncConfig(t.TempDir(), 4)
 	ms, _ := runJob(t, cfg)
@@ -142,6 +143,11 @@ func TestAsyncJobBound(t *testing.T) {
 		m := ms[iter].Metrics
 		if _, ok := m[metric.StalenessMax]; !ok || m[metric.StalenessMax] > 1 || m[metric.StalenessMean] > m[metric.StalenessMax] {
 			t.Errorf("iteration %d: staleness_mean %v staleness_max %v, want both present, mean <= max <= 1", iter, m[metric.StalenessMean], m[metric.StalenessMax])
+		}
+		if _, learned := m[metric.PolicyLoss]; learned {
+			if _, ok := m[metric.RolloutWeightMean]; !ok {
+				t.Errorf("iteration %d: no rollout_weight_mean: the default correction at max_staleness 1 did not weigh the turns", iter)
+			}
 		}
 	}
 	t.Logf("%d stored training turns sampled one version behind their update", lagged)

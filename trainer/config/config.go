@@ -227,7 +227,7 @@ type AlgorithmConfig struct {
 	// RolloutCorrection corrects the policy gradient for the rollout
 	// engine's distribution differing from the training forward's (see
 	// Config.RolloutCorrection for auto).
-	RolloutCorrection      string  `yaml:"rollout_correction" default:"auto" enum:"auto|off|tis|tis_seq|mis|mis_seq" doc:"correction of the rollout/training mismatch on the policy-gradient term: truncated importance sampling (weight min(r, C), r = pi_train/pi_behaviour, per token or per sequence) or masked importance sampling (tokens or sequences with r outside [1/C, C] dropped); auto = tis when rollout.dtype differs from device.dtype, else off"`
+	RolloutCorrection      string  `yaml:"rollout_correction" default:"auto" enum:"auto|off|tis|tis_seq|mis|mis_seq" doc:"correction of the rollout/training mismatch on the policy-gradient term: truncated importance sampling (weight min(r, C), r = pi_train/pi_behaviour, per token or per sequence) or masked importance sampling (tokens or sequences with r outside [1/C, C] dropped); auto = tis when rollout.dtype differs from device.dtype or rollout.max_staleness > 0 (turns sampled by older weights: decoupled PPO), else off"`
 	RolloutCorrectionBound float64 `yaml:"rollout_correction_bound" default:"2.0" doc:"C of the rollout correction, and the bound the mismatch telemetry counts tokens beyond (> 1)"`
 	MismatchWarnKL         float64 `yaml:"mismatch_warn_kl" default:"0.05" doc:"warn when an iteration's rollout/training mismatch KL exceeds this, which a correct pipeline never reaches (0 = never)"`
 	// OldLogprobs says where PPO's old logprobs come from (learner.Settings.OldLogprobs).
