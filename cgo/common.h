@@ -42,12 +42,34 @@ inline void set_err(char **err, const std::string &msg) {
 // split, and so sum, in another order.
 void apply_threads();
 
-// guard runs f on the configured thread count and turns every C++
-// exception into a status and a message. Every entry point runs in one.
+// SequenceScope keeps autograd's sequence numbers rising across OS
+// threads for the entry point it spans. Each node an op records takes the
+// next number of a counter libtorch keeps per OS thread, and a backward
+// pass runs the ready nodes highest number first, so that later ops are
+// differentiated first; the order fixes the order in which a tensor's
+// gradients are summed, and so their rounding. A goroutine moves between
+// OS threads between two calls: the ops of one graph would take numbers
+// from different counters, out of order, and where a tensor feeds several
+// ops its gradient would be summed in an order that depends on which
+// thread ran which op. So each entry point first brings the calling
+// thread's counter up to the highest any thread has reached, and raises
+// that mark to where it ends.
+class SequenceScope {
+ public:
+  SequenceScope();
+  ~SequenceScope();
+  SequenceScope(const SequenceScope &) = delete;
+  SequenceScope &operator=(const SequenceScope &) = delete;
+};
+
+// guard runs f on the configured thread count, with autograd's sequence
+// numbers continuing those of earlier calls on any thread, and turns every
+// C++ exception into a status and a message. Every entry point runs in one.
 template <class F>
 int guard(char **err, F &&f) {
   try {
     apply_threads();
+    SequenceScope sequence;
     f();
     return AR_OK;
   } catch (const c10::OutOfMemoryError &e) {

@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <ATen/Parallel.h>
+#include <ATen/SequenceNumber.h>
 #include <ATen/Version.h>
 #include <torch/version.h>
 
@@ -119,6 +120,23 @@ bool cpu_f32_matmul_reduced() {
 void apply_threads() {
   int n = g_threads.load(std::memory_order_relaxed);
   if (n > 0 && at::get_num_threads() != n) at::set_num_threads(n);
+}
+
+// The highest autograd sequence number any thread's counter has reached at
+// the end of an entry point (SequenceScope).
+static std::atomic<uint64_t> g_sequence{0};
+
+SequenceScope::SequenceScope() {
+  // libtorch has no setter: the counter only counts up, one at a time.
+  const uint64_t mark = g_sequence.load(std::memory_order_acquire);
+  for (uint64_t n = at::sequence_number::peek(); n < mark; n++) at::sequence_number::get_and_increment();
+}
+
+SequenceScope::~SequenceScope() {
+  const uint64_t n = at::sequence_number::peek();
+  uint64_t mark = g_sequence.load(std::memory_order_relaxed);
+  while (mark < n && !g_sequence.compare_exchange_weak(mark, n, std::memory_order_release, std::memory_order_relaxed)) {
+  }
 }
 
 }  // namespace ar
