@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 14
+#define AR_ABI_VERSION 15
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -264,6 +264,20 @@ typedef struct {
   int64_t moe_intermediate;
   int norm_topk_prob;
   uint8_t moe_layer[AR_MAX_MOE_LAYERS];
+  /* Qwen3.5 (qwen3_5_text); zero for the other families. */
+  int64_t rotary_dim;   /* the leading dimensions of a head RoPE rotates
+                         * (rope_inv_freq has rotary_dim/2 entries); 0: all */
+  int norm_offset;      /* every RMSNorm but the gated one scales by 1 + w */
+  int attn_output_gate; /* q_proj is twice as wide: per head the query, then a
+                         * gate whose sigmoid multiplies the attention output */
+  /* linear_layer[i] is 1 where layer i (< layers, at most
+   * AR_MAX_MOE_LAYERS) is a Gated DeltaNet layer (linear_attn.* in place of
+   * self_attn.*), of linear_k_heads query/key heads of linear_k_dim serving
+   * linear_v_heads value heads of linear_v_dim, and a causal conv of
+   * linear_conv_kernel taps. */
+  uint8_t linear_layer[AR_MAX_MOE_LAYERS];
+  int64_t linear_k_heads, linear_v_heads, linear_k_dim, linear_v_dim;
+  int64_t linear_conv_kernel;
 } ar_model_config;
 
 /* A model with no weights yet; weights are set by name with

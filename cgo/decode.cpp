@@ -635,6 +635,8 @@ bool FastDecoder::supported(const ar_model_s &m, std::string *why) {
   if (m.dtype != at::kFloat && m.dtype != at::kBFloat16) return no("weights are neither f32 nor bf16");
   if (m.autocast != at::ScalarType::Undefined) return no("autocast is on");
   if (m.cfg.head_dim % 16 != 0 || m.cfg.head_dim > 256) return no("head_dim is not a multiple of 16 up to 256");
+  if (m.cfg.norm_offset != 0 || m.cfg.attn_output_gate != 0 || m.rotary_dim() != m.cfg.head_dim)
+    return no("Qwen3.5's attention (1 + w norms, the output gate, partial RoPE) runs on the libtorch paths only");
   if (m.cfg.experts > 0)
     for (int64_t i = 0; i < m.cfg.layers; i++)
       if (sparse(m.cfg, i)) return no("the model has mixture-of-experts layers (the libtorch path runs them)");

@@ -43,6 +43,7 @@
 #endif
 
 #include "decode.h"
+#include "deltanet.h"
 #include "internal.h"
 #include "layer.h"
 #include "model.h"
@@ -58,7 +59,11 @@ struct ar_engine_s {
   ar_model m;
   int slots;
   int64_t max_len;
-  std::vector<at::Tensor> K, V;     // per layer [slots, kv, max_len, hd]
+  std::vector<at::Tensor> K, V;     // per attention layer [slots, kv, max_len, hd] (undefined for DeltaNet layers)
+  // Per Gated DeltaNet layer (undefined for attention layers), each slot's
+  // state: the conv's last K-1 inputs [slots, C, K-1] (model dtype) and the
+  // recurrent state [slots, v_heads, k_dim, v_dim] (acc_type).
+  std::vector<at::Tensor> conv_state, rec_state;
   std::vector<int64_t> len;         // tokens cached per slot
   at::Tensor pending;               // [slots, vocab] float32 logits of the last token, on the model's device
   std::vector<bool> has_pending;
@@ -296,7 +301,51 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
 
   auto [cos, sin] = m.rope(pos);
   at::Tensor x = at::embedding(m.embed, ids);
+  // A Gated DeltaNet layer continues each row's slot state (zeros for a
+  // slot starting at 0) and leaves it after the row's last real token:
+  // padding gets zero rates and log decays, which keep the state as it is.
+  at::Tensor sidx, live, real;
+  if (m.hybrid()) {
+    sidx = at::tensor(slots, at::kLong).to(m.dev);
+    std::vector<double> lv(S);
+    for (int64_t i = 0; i < S; i++) lv[i] = start[i] > 0 ? 1 : 0;
+    live = at::tensor(lv, at::kDouble).to(m.dev);
+    if (ragged) real = at::arange(n, lopts).unsqueeze(0) < at::tensor(count, at::kLong).to(m.dev).unsqueeze(1);  // [S,n]
+  }
   for (size_t li = 0; li < m.layers.size(); li++) {
+    if (m.layers[li].linear()) {
+      auto run_scan = [&](const at::Tensor &mixed, const at::Tensor &g, const at::Tensor &beta) {
+        at::Tensor &cs = e.conv_state[li], &rs = e.rec_state[li];
+        const int64_t K1 = cs.size(2);
+        at::Tensor prev = cs.index_select(0, sidx) * live.to(cs.scalar_type()).view({S, 1, 1});
+        at::Tensor conv = causal_conv(mixed, m.layers[li].conv1d, prev);
+        // The conv's new state: each row's last K-1 inputs, the previous
+        // state's where the row added fewer.
+        at::Tensor all = at::cat({prev, mixed.transpose(1, 2).to(cs.scalar_type())}, -1);  // [S,C,K-1+n]
+        at::Tensor keep;
+        if (ragged) {
+          at::Tensor pick = at::tensor(count, at::kLong).to(m.dev).view({S, 1}) + at::arange(K1, lopts).view({1, K1});
+          keep = all.gather(2, pick.unsqueeze(1).expand({S, all.size(1), K1}));
+        } else {
+          keep = all.narrow(2, n, K1);
+        }
+        cs.index_copy_(0, sidx, keep);
+        at::Tensor gg = g, bb = beta;
+        if (real.defined()) {
+          at::Tensor r = real.unsqueeze(-1).to(g.scalar_type());
+          gg = g * r;
+          bb = beta * r;
+        }
+        at::Tensor init = rs.index_select(0, sidx) * live.to(rs.scalar_type()).view({S, 1, 1, 1});
+        DeltaOut d = delta_rule(m, conv, gg, bb, init, n > 1);
+        rs.index_copy_(0, sidx, d.state.to(rs.scalar_type()));
+        return d.out;
+      };
+      const Scan scan{run_scan, at::Tensor()};
+      x = decoder_layer({m, m.layers[li], fused ? &e.fused[li] : nullptr}, x, cos, sin, Attend(), &lap, at::Tensor(),
+                        &scan);
+      continue;
+    }
     // Attention writes k, v [S,kv,n,hd] at positions pos into the cache,
     // then reads it.
     at::Tensor kc = e.K[li], vc = e.V[li];
@@ -336,7 +385,7 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   } else {
     xl = x.narrow(1, n - 1, 1).squeeze(1);
   }
-  at::Tensor last = rms_norm(xl, m.norm, m.cfg.rms_eps);
+  at::Tensor last = norm(m, xl, m.norm);
   lap(nullptr);
   at::Tensor logits = (fused ? decode_product(last, m.lm_head, at::Tensor()) : m.logits(last)).to(at::kFloat);
   lap(&StepProfile::products);
@@ -478,7 +527,7 @@ at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tenso
     };
     x = decoder_layer({m, m.layers[li], &e.fused[li]}, x, cos, sin, attend);
   }
-  return decode_product(rms_norm(x.squeeze(1), m.norm, m.cfg.rms_eps), m.lm_head, at::Tensor()).to(at::kFloat);
+  return decode_product(norm(m, x.squeeze(1), m.norm), m.lm_head, at::Tensor()).to(at::kFloat);
 }
 
 // capture runs the step of R rows eagerly on a side stream (capture is not
@@ -551,7 +600,7 @@ at::Tensor capture(ar_engine_s &e, std::unique_ptr<ar_engine_s::Graph> g, int64_
 // run eagerly (a capture failed, now or before). Written for CUDA libtorch
 // 2.x and compiled only in `make cuda` builds: never run on a GPU yet.
 at::Tensor graph_step(ar_engine_s &e, const std::vector<int64_t> &slots, const int64_t *tokens) {
-  if (!e.graphs_off.empty()) return at::Tensor();
+  if (!e.graphs_off.empty() || e.m->hybrid()) return at::Tensor();  // a hybrid model's steps run eagerly
   const auto key = graph_key(*e.m);
   if (key != e.key) {
     // Replays may still be running on the stream: let them finish before
@@ -614,14 +663,28 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
     // On CUDA one position more: the scratch position of graph_forward.
     const int64_t positions = max_len + (m->dev.is_cuda() ? 1 : 0);
     for (int64_t i = 0; i < c.layers; i++) {
+      const Layer &l = m->layers[i];
+      if (l.linear()) {
+        e->K.emplace_back();
+        e->V.emplace_back();
+        e->conv_state.push_back(at::zeros({slots, l.conv1d.size(0), l.conv1d.size(2) - 1}, opts));
+        e->rec_state.push_back(at::zeros({slots, c.linear_v_heads, c.linear_k_dim, c.linear_v_dim},
+                                         opts.dtype(acc_type(m->dtype))));
+        continue;
+      }
       e->K.push_back(at::zeros({slots, c.kv_heads, positions, c.head_dim}, opts));
       e->V.push_back(at::zeros({slots, c.kv_heads, positions, c.head_dim}, opts));
+      e->conv_state.emplace_back();
+      e->rec_state.emplace_back();
     }
     e->len.assign(slots, 0);
     e->pending = at::zeros({slots, c.vocab}, at::TensorOptions().dtype(at::kFloat).device(m->dev));
     e->has_pending.assign(slots, false);
     for (int i = 0; i < slots; i++) e->rng.emplace_back(static_cast<uint64_t>(i) + 1);
-    if (FastDecoder::supported(*m, &e->no_fast)) e->fast = std::make_unique<FastDecoder>(*m, slots, max_len);
+    if (m->hybrid())
+      e->no_fast = "the model has Gated DeltaNet layers (Qwen3.5), which only the libtorch paths run";
+    else if (FastDecoder::supported(*m, &e->no_fast))
+      e->fast = std::make_unique<FastDecoder>(*m, slots, max_len);
 #ifdef AGENTRL_CUDA
     for (const auto &l : m->layers)
       if (l.router.defined())
@@ -728,6 +791,11 @@ int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err) {
     c10::InferenceMode inference;
     int64_t n = e->len[src];
     for (size_t li = 0; li < e->K.size(); li++) {
+      if (e->conv_state[li].defined()) {
+        e->conv_state[li][dst].copy_(e->conv_state[li][src]);
+        e->rec_state[li][dst].copy_(e->rec_state[li][src]);
+        continue;
+      }
       if (n > 0) {
         e->K[li][dst].narrow(1, 0, n).copy_(e->K[li][src].narrow(1, 0, n));
         e->V[li][dst].narrow(1, 0, n).copy_(e->V[li][src].narrow(1, 0, n));

@@ -3,6 +3,7 @@
 // layout and SwiGLU.
 #include "layer.h"
 
+#include "deltanet.h"
 #include "moe.h"
 
 namespace ar {
@@ -11,6 +12,14 @@ at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps) {
   at::Tensor xf = x.to(acc_type(x.scalar_type()));
   at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, true) + eps);
   return w * (xf * r).to(x.scalar_type());
+}
+
+at::Tensor norm(const ar_model_s &m, const at::Tensor &x, const at::Tensor &w) {
+  if (m.cfg.norm_offset == 0) return rms_norm(x, w, m.cfg.rms_eps);
+  const at::ScalarType ct = acc_type(x.scalar_type());
+  at::Tensor xf = x.to(ct);
+  at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, true) + m.cfg.rms_eps);
+  return (xf * r * (w.to(ct) + 1)).to(x.scalar_type());
 }
 
 at::Tensor decode_product(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b) {
@@ -25,13 +34,16 @@ at::Tensor decode_product(const at::Tensor &x, const at::Tensor &w, const at::Te
 
 namespace {
 
-// apply_rope rotates each head of x [..,hd] by the tables cos, sin, with
-// HF's rotate_half pairing (dims j and j + hd/2).
+// apply_rope rotates each head of x [..,hd] by the tables cos, sin
+// [..,rd], with HF's rotate_half pairing (dims j and j + rd/2) over the
+// first rd dimensions; the rest pass unchanged (partial RoPE).
 at::Tensor apply_rope(const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin) {
-  int64_t half = x.size(-1) / 2;
-  at::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
+  const int64_t rd = cos.size(-1), half = rd / 2;
+  at::Tensor xr = rd == x.size(-1) ? x : x.narrow(-1, 0, rd);
+  at::Tensor x1 = xr.narrow(-1, 0, half), x2 = xr.narrow(-1, half, half);
   at::Tensor rotated = at::cat({-x2, x1}, -1);  // rotate_half
-  return x * cos + rotated * sin;
+  at::Tensor y = xr * cos + rotated * sin;
+  return rd == x.size(-1) ? y : at::cat({y, x.narrow(-1, rd, x.size(-1) - rd)}, -1);
 }
 
 // project_one is target's projection of x (no bias: o_proj, down_proj).
@@ -82,22 +94,31 @@ at::Tensor attention_block(const LayerWeights &w, const at::Tensor &x, const at:
                            const Attend &attend, Lap *lap) {
   const Layer &l = w.l;
   const auto &c = w.m.cfg;
-  at::Tensor h = rms_norm(x, l.input_layernorm, c.rms_eps);
+  at::Tensor h = norm(w.m, x, l.input_layernorm);
   mark(lap, nullptr);
   std::vector<at::Tensor> qkv = project_group(w, kQKV, h);
   h.reset();
-  at::Tensor q = heads(qkv[0], c.heads, c.head_dim), k = heads(qkv[1], c.kv_heads, c.head_dim),
-             v = heads(qkv[2], c.kv_heads, c.head_dim);
+  at::Tensor q, gate;
+  if (c.attn_output_gate != 0) {
+    // Per head: the query's head_dim rows, then the gate's.
+    at::Tensor qg = qkv[0].view({x.size(0), x.size(1), c.heads, 2 * c.head_dim});
+    q = qg.narrow(-1, 0, c.head_dim).transpose(1, 2);
+    gate = qg.narrow(-1, c.head_dim, c.head_dim).reshape({x.size(0), x.size(1), c.heads * c.head_dim});
+  } else {
+    q = heads(qkv[0], c.heads, c.head_dim);
+  }
+  at::Tensor k = heads(qkv[1], c.kv_heads, c.head_dim), v = heads(qkv[2], c.kv_heads, c.head_dim);
   qkv.clear();
   if (l.q_norm.defined()) {
-    q = rms_norm(q, l.q_norm, c.rms_eps);
-    k = rms_norm(k, l.k_norm, c.rms_eps);
+    q = norm(w.m, q, l.q_norm);
+    k = norm(w.m, k, l.k_norm);
   }
   q = apply_rope(q, cos, sin);
   k = apply_rope(k, cos, sin);
   mark(lap, &StepProfile::products);
   at::Tensor a = attend(q, k, v);
   mark(lap, &StepProfile::attention);
+  if (gate.defined()) a = a * at::sigmoid(gate);
   return x + project_one(w, kLoraO, a);
 }
 
@@ -115,9 +136,16 @@ at::Tensor mlp_block(const LayerWeights &w, const at::Tensor &h) {
 }  // namespace
 
 at::Tensor decoder_layer(const LayerWeights &w, const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin,
-                         const Attend &attend, Lap *lap, at::Tensor out) {
-  at::Tensor r = attention_block(w, x, cos, sin, attend, lap);
-  at::Tensor y = mlp_block(w, rms_norm(r, w.l.post_attention_layernorm, w.m.cfg.rms_eps));
+                         const Attend &attend, Lap *lap, at::Tensor out, const Scan *scan) {
+  at::Tensor r;
+  if (w.l.linear()) {
+    TORCH_CHECK(scan != nullptr, "a Gated DeltaNet layer run without its scan");
+    r = x + deltanet_block(w.m, w.l, norm(w.m, x, w.l.input_layernorm), *scan);
+    mark(lap, &StepProfile::products);
+  } else {
+    r = attention_block(w, x, cos, sin, attend, lap);
+  }
+  at::Tensor y = mlp_block(w, norm(w.m, r, w.l.post_attention_layernorm));
   mark(lap, &StepProfile::products);  // (the o and MLP products, with the MLP's norm and activation)
   return out.defined() ? at::add_out(out, r, y) : r + y;
 }

@@ -20,6 +20,11 @@ namespace ar {
 // acc_type, cast back to x's dtype, then scaled by the weight w.
 at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps);
 
+// norm is m's RMSNorm of x by the weight w: rms_norm, or for a model with
+// cfg.norm_offset (Qwen3.5) transformers' Qwen3_5RMSNorm, the normed x
+// times 1 + w in acc_type, then cast to x's dtype.
+at::Tensor norm(const ar_model_s &m, const at::Tensor &x, const at::Tensor &w);
+
 // decode_product is x [.., in] times w [out, in]^T (+ b), as the fused
 // decode path multiplies. For a decode batch on the CPU (at most 16 rows)
 // it computes w x^T: with the weight as the left operand libtorch's BLAS
@@ -49,6 +54,19 @@ struct LayerWeights {
 // positioned (q_norm, k_norm and RoPE applied), to [B,T,heads*hd].
 using Attend = std::function<at::Tensor(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v)>;
 
+// Scan is a Gated DeltaNet layer's sequence part (deltanet.h): from the
+// conv's inputs mixed [B,T,C] (q|k|v before the conv), the log decays g
+// and the rates beta [B,T,v_heads] (acc_type), the core output
+// [B,T,v_heads,v_dim]: the causal conv and SiLU, the L2 norms and the
+// gated delta rule, from and into whatever state the caller keeps. keep
+// [B,T] (bool), where defined, marks the real tokens of right-padded rows:
+// the layer's input is zeroed at the others, as transformers'
+// apply_mask_to_padding_states does (it changes the padding's outputs only).
+struct Scan {
+  std::function<at::Tensor(const at::Tensor &mixed, const at::Tensor &g, const at::Tensor &beta)> run;
+  at::Tensor keep;
+};
+
 // decoder_layer is one Qwen2/Qwen3/Llama decoder layer over x [B,T,H],
 // with the rotary tables cos, sin [B,1,T,hd] of its positions:
 //   q|k|v = the projections of input_layernorm(x) (Group kQKV), each split
@@ -61,7 +79,15 @@ using Attend = std::function<at::Tensor(const at::Tensor &q, const at::Tensor &k
 // With a lap, the time of the projections (RoPE with them) goes to
 // products and attend's to attention, the norm before them to no phase.
 // Without grad, out (when defined) receives the result.
+//
+// Qwen3.5's attention layers differ: the q_proj rows of each head are its
+// query then a gate (cfg.attn_output_gate), the attention output is
+// multiplied by sigmoid(gate) before o_proj, RoPE turns only the first
+// rotary_dim dimensions of a head, and the norms are norm's (1 + w). Its
+// Gated DeltaNet layers (l.linear()) run deltanet_block with scan in place
+// of the attention block.
 at::Tensor decoder_layer(const LayerWeights &w, const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin,
-                         const Attend &attend, Lap *lap = nullptr, at::Tensor out = at::Tensor());
+                         const Attend &attend, Lap *lap = nullptr, at::Tensor out = at::Tensor(),
+                         const Scan *scan = nullptr);
 
 }  // namespace ar

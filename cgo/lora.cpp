@@ -119,6 +119,7 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
       for (int t = 0; t < AR_LORA_TARGETS; t++) {
         if ((c.targets & (1 << t)) == 0) continue;
         const at::Tensor &w = l.*kLoraSites[t].weight;  // [out, in]
+        if (!w.defined()) continue;                      // a Gated DeltaNet layer's self_attn
         const int64_t out_dim = w.size(0), in_dim = w.size(1);
         // PEFT's init of lora_A: nn.init.kaiming_uniform_(a=sqrt(5)), whose
         // bound gain * sqrt(3 / fan_in) with gain sqrt(2 / (1 + 5)) is

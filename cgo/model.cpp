@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "internal.h"
+#include "deltanet.h"
 #include "layer.h"
 #include "moe.h"
 
@@ -29,9 +30,11 @@ bool has(When w, const ar_model_config &c, int64_t layer) {
   switch (w) {
     case kDenseMLP: return layer < 0 || !sparse(c, layer);
     case kSparseMLP: return layer >= 0 && sparse(c, layer);
+    case kAttn: return layer < 0 || !linear_layer(c, layer);
+    case kLinear: return layer >= 0 && linear_layer(c, layer);
     case kAlways: return true;
-    case kQKVBias: return c.qkv_bias != 0;
-    case kQKNorm: return c.qk_norm != 0;
+    case kQKVBias: return c.qkv_bias != 0 && (layer < 0 || !linear_layer(c, layer));
+    case kQKNorm: return c.qk_norm != 0 && (layer < 0 || !linear_layer(c, layer));
     case kUntied: return c.tie_embeddings == 0;
     case kValueHead: return c.value_head != 0;
   }
@@ -52,6 +55,15 @@ std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c) {
       case kHeadDim: out.push_back(c.head_dim); break;
       case kExperts: out.push_back(c.experts); break;
       case kMoeInter: out.push_back(c.moe_intermediate); break;
+      case kQProj: out.push_back(c.heads * c.head_dim * (c.attn_output_gate != 0 ? 2 : 1)); break;
+      case kLinQKV: out.push_back(2 * c.linear_k_heads * c.linear_k_dim + c.linear_v_heads * c.linear_v_dim); break;
+      case kLinV: out.push_back(c.linear_v_heads * c.linear_v_dim); break;
+      case kLinHeads: out.push_back(c.linear_v_heads); break;
+      case kLinVDim: out.push_back(c.linear_v_dim); break;
+      case kConvTaps:
+        out.push_back(1);
+        out.push_back(c.linear_conv_kernel);
+        break;
     }
   }
   return out;
@@ -197,6 +209,12 @@ at::Tensor ar::merged_weight(const at::Tensor &w, const ar_model_s::Layer::Adapt
 
 at::Tensor ar_model_s::logits(const at::Tensor &h) const { return at::linear(h, lm_head); }
 
+bool ar_model_s::hybrid() const {
+  for (const auto &l : layers)
+    if (l.linear()) return true;
+  return false;
+}
+
 AutocastScope::AutocastScope(const at::Device &dev, at::ScalarType dtype) {
   on_ = dtype != at::ScalarType::Undefined;
   if (!on_) return;
@@ -231,12 +249,17 @@ at::Tensor full_mask(const at::Tensor &attn) {
 
 // One decoder layer over a full sequence; without grad, the output goes
 // into out when it is defined. A sparse layer appends its router logits
-// to router_logits when that is not null.
+// to router_logits when that is not null. A Gated DeltaNet layer runs over
+// the prefix trees of seqs [B,T] where that holds int64 parents (a packed
+// forward), else over whole rows, seqs (bool), where not empty, marking
+// their real tokens.
 at::Tensor layer_forward(const ar_model_s &m, const Layer &l, const at::Tensor &x, const at::Tensor &cos,
-                         const at::Tensor &sin, const at::Tensor &mask, at::Tensor out = at::Tensor(),
-                         std::vector<at::Tensor> *router_logits = nullptr) {
+                         const at::Tensor &sin, const at::Tensor &mask, const at::Tensor &seqs,
+                         at::Tensor out = at::Tensor(), std::vector<at::Tensor> *router_logits = nullptr) {
   auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) { return m.attend(q, k, v, mask); };
-  return decoder_layer({m, l, nullptr, router_logits}, x, cos, sin, attend, nullptr, std::move(out));
+  const bool tree = seqs.numel() > 0 && seqs.scalar_type() == at::kLong;
+  Scan scan = tree ? tree_scan(m, l, seqs) : whole_scan(m, l, seqs.numel() > 0 ? seqs : at::Tensor());
+  return decoder_layer({m, l, nullptr, router_logits}, x, cos, sin, attend, nullptr, std::move(out), &scan);
 }
 
 // The tensors of layer l that take gradients: its parameters in table
@@ -270,16 +293,16 @@ std::vector<at::Tensor> layer_params(const Layer &l) {
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
                                                 at::TensorList params, const at::Tensor &cos, const at::Tensor &sin,
-                                                const at::Tensor &mask, int64_t model, int64_t layer, int64_t out,
-                                                bool router) {
-    ctx->save_for_backward({x, cos, sin, mask});
+                                                const at::Tensor &mask, const at::Tensor &seqs, int64_t model,
+                                                int64_t layer, int64_t out, bool router) {
+    ctx->save_for_backward({x, cos, sin, mask, seqs});
     ctx->saved_data["model"] = model;
     ctx->saved_data["layer"] = layer;
     ctx->set_materialize_grads(false);  // a router output no loss reads gets no gradient
     at::NoGradGuard no_grad;
     const auto *m = reinterpret_cast<const ar_model_s *>(model);
     std::vector<at::Tensor> logits;
-    at::Tensor y = layer_forward(*m, m->layers[layer], x, cos, sin, mask, *reinterpret_cast<at::Tensor *>(out),
+    at::Tensor y = layer_forward(*m, m->layers[layer], x, cos, sin, mask, seqs, *reinterpret_cast<at::Tensor *>(out),
                                  router ? &logits : nullptr);
     if (logits.empty()) return {y};
     return {y, logits[0]};
@@ -300,7 +323,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       c10::AutoGradMode on(true);
       AutocastScope ac(m->dev, m->autocast);
       std::vector<at::Tensor> logits;
-      at::Tensor y = layer_forward(*m, l, x, saved[1], saved[2], saved[3], at::Tensor(),
+      at::Tensor y = layer_forward(*m, l, x, saved[1], saved[2], saved[3], saved[4], at::Tensor(),
                                    grad_out.size() > 1 ? &logits : nullptr);
       for (size_t i = 0; i < grad_out.size(); i++) {
         if (!grad_out[i].defined()) continue;
@@ -309,7 +332,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       }
     }
     // One gradient per forward input: x and each parameter, then none
-    // for cos, sin, mask, model, layer, out and router.
+    // for cos, sin, mask, seqs, model, layer, out and router.
     torch::autograd::variable_list out(inputs.size());
     if (!ys.empty()) out = torch::autograd::grad(ys, inputs, grads, false, false, true);
     // The gradients were allocated among the recomputation's temporaries:
@@ -321,7 +344,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     inputs.clear();
     for (auto &g : out)
       if (g.defined()) g = g.clone();
-    for (int i = 0; i < 7; i++) out.emplace_back();
+    for (int i = 0; i < 8; i++) out.emplace_back();
     return out;
   }
 };
@@ -346,9 +369,11 @@ at::Tensor explicit_mask(const at::Tensor &allowed) {
 
 // Final hidden states [B,T,H] for full sequences with the additive mask
 // of full_mask or explicit_mask. With router_logits, each sparse layer's
-// router logits [B*T,E] are appended to it.
+// router logits [B*T,E] are appended to it. seqs says how a hybrid
+// model's DeltaNet layers run (layer_forward; empty: whole rows).
 at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &full,
-                         const at::Tensor &pos, std::vector<at::Tensor> *router_logits = nullptr) {
+                         const at::Tensor &pos, std::vector<at::Tensor> *router_logits = nullptr,
+                         const at::Tensor &seqs = at::empty({0}, at::kLong)) {
   at::Tensor x = embed(m, ids);
   auto [cos, sin] = m.rope(pos);
   at::Tensor mask = m.attention_mask(full);
@@ -364,22 +389,48 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
   for (size_t i = 0; i < m.layers.size(); i++) {
     if (ckpt) {
       std::vector<at::Tensor> params = layer_params(m.layers[i]);
-      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, reinterpret_cast<int64_t>(&m),
+      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, seqs, reinterpret_cast<int64_t>(&m),
                                          static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]),
                                          router_logits != nullptr);
       x = ys[0];
       if (ys.size() > 1) router_logits->push_back(ys[1]);
     } else {
-      x = layer_forward(m, m.layers[i], x, cos, sin, mask, at::Tensor(), router_logits);
+      x = layer_forward(m, m.layers[i], x, cos, sin, mask, seqs, at::Tensor(), router_logits);
     }
   }
-  return rms_norm(x, m.norm, m.cfg.rms_eps);
+  return norm(m, x, m.norm);
+}
+
+// tree_parents reads the prefix trees of a packed batch's rows off its
+// mask allowed [B,T,T] (host memory): each token's parent is the latest
+// earlier key it may attend (-1: none), and its keys must be its parent's
+// and itself, else the mask is not a prefix tree and a Gated DeltaNet
+// layer, whose state runs along the sequence, cannot read it.
+at::Tensor tree_parents(const uint8_t *allowed, int64_t B, int64_t T) {
+  at::Tensor out = at::empty({B, T}, at::kLong);
+  int64_t *p = out.data_ptr<int64_t>();
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t t = 0; t < T; t++) {
+      const uint8_t *row = allowed + (b * T + t) * T;
+      int64_t par = -1;
+      for (int64_t s = t - 1; s >= 0 && par < 0; s--)
+        if (row[s] != 0) par = s;
+      const uint8_t *prow = par >= 0 ? allowed + (b * T + par) * T : nullptr;
+      for (int64_t s = 0; s < T; s++) {
+        const bool want = s == t || s == par || (prow != nullptr && s < par && prow[s] != 0);
+        TORCH_CHECK((row[s] != 0) == want, "packed forward: row ", b, " is not a prefix tree (query ", t,
+                    " attends key ", s, " as its parent ", par, " does not), which a Gated DeltaNet layer cannot run");
+      }
+      p[b * T + t] = par;
+    }
+  return out;
 }
 
 // Final hidden states [B,T,H] for a full sequence.
 at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &attn,
                   const at::Tensor &pos, std::vector<at::Tensor> *router_logits = nullptr) {
-  return hidden_masked(m, ids, full_mask(attn), pos, router_logits);
+  return hidden_masked(m, ids, full_mask(attn), pos, router_logits,
+                       m.hybrid() ? attn.to(at::kBool) : at::empty({0}, at::kLong));
 }
 
 at::Tensor ids_tensor(const int64_t *p, int64_t B, int64_t T, const at::Device &d) {
@@ -417,7 +468,20 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     TORCH_CHECK(c.head_dim <= AR_MAX_HEAD_DIM, "model config: head_dim ", c.head_dim, " exceeds ", AR_MAX_HEAD_DIM);
     TORCH_CHECK(c.rope_attention_factor > 0, "model config: the RoPE attention factor must be positive");
     check_moe_config(c);
-    for (int64_t j = 0; j < c.head_dim / 2; j++)
+    const int64_t rd = c.rotary_dim > 0 ? c.rotary_dim : c.head_dim;
+    TORCH_CHECK(rd % 2 == 0 && rd <= c.head_dim, "model config: RoPE dimensions ", rd, " must be even and at most head_dim");
+    bool any_linear = false;
+    for (int64_t i = 0; i < c.layers && i < AR_MAX_MOE_LAYERS; i++) any_linear = any_linear || linear_layer(c, i);
+    TORCH_CHECK(!any_linear || c.layers <= AR_MAX_MOE_LAYERS, "model config: a hybrid model has at most ",
+                AR_MAX_MOE_LAYERS, " layers");
+    if (any_linear) {
+      TORCH_CHECK(c.linear_k_heads > 0 && c.linear_v_heads > 0 && c.linear_k_dim > 0 && c.linear_v_dim > 0 &&
+                      c.linear_conv_kernel > 0,
+                  "model config: the Gated DeltaNet sizes must be positive");
+      TORCH_CHECK(c.linear_v_heads % c.linear_k_heads == 0, "model config: linear_num_value_heads (", c.linear_v_heads,
+                  ") must be a multiple of linear_num_key_heads (", c.linear_k_heads, ")");
+    }
+    for (int64_t j = 0; j < rd / 2; j++)
       TORCH_CHECK(c.rope_inv_freq[j] > 0 && std::isfinite(c.rope_inv_freq[j]),
                   "model config: RoPE inverse frequency ", j, " must be positive and finite, got ", c.rope_inv_freq[j]);
     auto m = std::make_unique<ar_model_s>();
@@ -439,7 +503,7 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     }
     add_params(*m, *m, kHeadParams, "");
     if (c.tie_embeddings) m->lm_head = m->embed;
-    m->inv_freq = at::from_blob(const_cast<double *>(c.rope_inv_freq), {c.head_dim / 2}, at::kDouble)
+    m->inv_freq = at::from_blob(const_cast<double *>(c.rope_inv_freq), {rd / 2}, at::kDouble)
                       .to(m->dev, at::kFloat, false, true);
     *out = m.release();
   });
@@ -463,7 +527,9 @@ int ar_model_init_random(ar_model m, uint64_t seed, double std, char **err) {
       bool is_norm = ends_with("norm.weight");  // every RMSNorm weight: *layernorm.weight, model.norm.weight
       bool is_bias = ends_with(".bias");
       if (is_norm) {
-        p.fill_(1);
+        // A 1 + w norm starts at 0, as transformers' Qwen3_5RMSNorm; the
+        // DeltaNet layers' gated norm scales by w.
+        p.fill_(m->cfg.norm_offset != 0 && !ends_with("linear_attn.norm.weight") ? 0 : 1);
       } else if (is_bias) {
         p.zero_();
       } else {
@@ -673,7 +739,8 @@ int ar_model_forward_packed(ar_model m, const int64_t *ids, const uint8_t *allow
       at::Tensor allow = at::from_blob(const_cast<uint8_t *>(allowed), {B, T, T}, at::kByte).to(m->dev, at::kByte, false, true);
       std::vector<at::Tensor> router_logits;
       at::Tensor h = hidden_masked(*m, ids_tensor(ids, B, T, m->dev), explicit_mask(allow), ids_tensor(positions, B, T, m->dev),
-                                   aux != nullptr ? &router_logits : nullptr);
+                                   aux != nullptr ? &router_logits : nullptr,
+                                   m->hybrid() ? tree_parents(allowed, B, T) : at::empty({0}, at::kLong));
       if (aux != nullptr) {
         at::Tensor real = at::ones({B, T}, at::TensorOptions().dtype(at::kLong).device(m->dev));
         if (lens != nullptr)

@@ -31,6 +31,11 @@ struct ar_model_s {
     at::Tensor q_norm, k_norm;
     at::Tensor post_attention_layernorm;
     at::Tensor gate_proj, up_proj, down_proj;  // the dense MLP (undefined in a sparse layer)
+    // A Gated DeltaNet layer's (Qwen3.5 linear_attn.*, deltanet.h), in
+    // place of self_attn's; undefined in an attention layer.
+    at::Tensor in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, conv1d, dt_bias, A_log, linear_norm, out_proj;
+    // linear says whether the layer is a Gated DeltaNet layer.
+    bool linear() const { return in_proj_qkv.defined(); }
     // A sparse (mixture-of-experts) layer's MLP (moe.h): the router
     // mlp.gate [experts, hidden] and the experts mlp.experts.{e}.*, each a
     // SwiGLU MLP of width moe_intermediate (kExpertParams); an undefined
@@ -67,7 +72,7 @@ struct ar_model_s {
   at::Tensor embed, norm, lm_head;                  // lm_head aliases embed when tied
   at::Tensor v_head_w, v_head_b;                    // the value head (TRL's v_head.summary.*)
   std::vector<Layer> layers;
-  at::Tensor inv_freq;  // [head_dim/2] float32: cfg.rope_inv_freq (the angle per position)
+  at::Tensor inv_freq;  // [rotary_dim/2] float32: cfg.rope_inv_freq (the angle per position)
   bool checkpointing = false;  // recompute layer activations in the backward pass
   // Tokens per chunk of the logits in the training forward (token_logprobs);
   // 0 computes the whole [B,T-1,V] logits at once.
@@ -104,6 +109,10 @@ struct ar_model_s {
   // undefined where none) plus, on a LoRA model, its adapter's update.
   at::Tensor project(const Layer &l, int target, const at::Tensor &x, const at::Tensor &b) const;
   at::Tensor logits(const at::Tensor &h) const;
+  // rotary_dim is the leading dimensions of a head RoPE rotates.
+  int64_t rotary_dim() const { return cfg.rotary_dim > 0 ? cfg.rotary_dim : cfg.head_dim; }
+  // hybrid says whether some layer is a Gated DeltaNet layer.
+  bool hybrid() const;
 };
 
 namespace ar {
@@ -121,11 +130,18 @@ struct Fused {
 // kKV are the widths of the query and of the key/value projections
 // (heads * head_dim, kv_heads * head_dim).
 // kExperts and kMoeInter are a sparse layer's expert count and expert width.
-enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kMoeInter };
+// kQProj is q_proj's rows (kQ, twice that with the attention output
+// gate). The Gated DeltaNet sizes: kLinQKV the conv channels (q|k|v:
+// 2 k_heads*k_dim + v_heads*v_dim), kLinV v_heads*v_dim, kLinHeads
+// v_heads, kLinVDim v_dim, kConvTaps two sizes, [1, kernel] (the
+// depthwise conv's weight is [channels, 1, kernel]).
+enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kMoeInter,
+           kQProj, kLinQKV, kLinV, kLinHeads, kLinVDim, kConvTaps };
 
-// When says which configs (and, for kDenseMLP and kSparseMLP, which of
-// their layers) have a parameter.
-enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP };
+// When says which configs (and, for kDenseMLP and kSparseMLP, kAttn and
+// kLinear, which of their layers) have a parameter: kAttn an attention
+// layer's, kLinear a Gated DeltaNet layer's (Qwen3.5).
+enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP, kAttn, kLinear };
 
 // Param is a row of a parameter table: the HF key (under model.layers.{i}.
 // for a layer's), the member of Owner (the model, or a Layer) that holds
@@ -148,15 +164,24 @@ inline const Param<ar_model_s> kEmbedParams[] = {
 inline const Param<Layer> kLayerParams[] = {
     // key                              slot                              shape              when
     {"input_layernorm.weight",          &Layer::input_layernorm,          {kHidden},         kAlways},
-    {"self_attn.q_proj.weight",         &Layer::q_proj,                   {kQ, kHidden},     kAlways},
+    {"self_attn.q_proj.weight",         &Layer::q_proj,                   {kQProj, kHidden}, kAttn},
     {"self_attn.q_proj.bias",           &Layer::q_bias,                   {kQ},              kQKVBias},
-    {"self_attn.k_proj.weight",         &Layer::k_proj,                   {kKV, kHidden},    kAlways},
+    {"self_attn.k_proj.weight",         &Layer::k_proj,                   {kKV, kHidden},    kAttn},
     {"self_attn.k_proj.bias",           &Layer::k_bias,                   {kKV},             kQKVBias},
-    {"self_attn.v_proj.weight",         &Layer::v_proj,                   {kKV, kHidden},    kAlways},
+    {"self_attn.v_proj.weight",         &Layer::v_proj,                   {kKV, kHidden},    kAttn},
     {"self_attn.v_proj.bias",           &Layer::v_bias,                   {kKV},             kQKVBias},
-    {"self_attn.o_proj.weight",         &Layer::o_proj,                   {kHidden, kQ},     kAlways},
+    {"self_attn.o_proj.weight",         &Layer::o_proj,                   {kHidden, kQ},     kAttn},
     {"self_attn.q_norm.weight",         &Layer::q_norm,                   {kHeadDim},        kQKNorm},
     {"self_attn.k_norm.weight",         &Layer::k_norm,                   {kHeadDim},        kQKNorm},
+    {"linear_attn.A_log",               &Layer::A_log,                    {kLinHeads},       kLinear},
+    {"linear_attn.conv1d.weight",       &Layer::conv1d,                   {kLinQKV, kConvTaps}, kLinear},
+    {"linear_attn.dt_bias",             &Layer::dt_bias,                  {kLinHeads},       kLinear},
+    {"linear_attn.in_proj_a.weight",    &Layer::in_proj_a,                {kLinHeads, kHidden}, kLinear},
+    {"linear_attn.in_proj_b.weight",    &Layer::in_proj_b,                {kLinHeads, kHidden}, kLinear},
+    {"linear_attn.in_proj_qkv.weight",  &Layer::in_proj_qkv,              {kLinQKV, kHidden}, kLinear},
+    {"linear_attn.in_proj_z.weight",    &Layer::in_proj_z,                {kLinV, kHidden},  kLinear},
+    {"linear_attn.norm.weight",         &Layer::linear_norm,              {kLinVDim},        kLinear},
+    {"linear_attn.out_proj.weight",     &Layer::out_proj,                 {kHidden, kLinV},  kLinear},
     {"post_attention_layernorm.weight", &Layer::post_attention_layernorm, {kHidden},         kAlways},
     {"mlp.gate_proj.weight",            &Layer::gate_proj,                {kInter, kHidden}, kDenseMLP},
     {"mlp.up_proj.weight",              &Layer::up_proj,                  {kInter, kHidden}, kDenseMLP},
@@ -248,6 +273,8 @@ inline at::ScalarType acc_type(at::ScalarType t) { return at::promote_types(at::
 
 // sparse says whether layer i of config c is a mixture-of-experts layer.
 inline bool sparse(const ar_model_config &c, int64_t i) { return c.experts > 0 && c.moe_layer[i] != 0; }
+// linear_layer says whether layer i of config c is a Gated DeltaNet layer.
+inline bool linear_layer(const ar_model_config &c, int64_t i) { return c.linear_layer[i] != 0; }
 // has says whether config c has the parameters of rows marked w: in layer
 // `layer` for a layer's rows (kDenseMLP, kSparseMLP), -1 for the others.
 bool has(When w, const ar_model_config &c, int64_t layer = -1);

@@ -35,6 +35,19 @@ type Config struct {
 	BOS           int     `json:"bos_token_id"`
 	EOS           int     `json:"eos_token_id"` // the first of a list
 
+	// Qwen3.5 (qwen35.go): each layer's type (nil: every layer full
+	// attention), the Gated DeltaNet sizes, the share of a head RoPE
+	// turns, and whether the checkpoint is the multimodal one (text
+	// settings in text_config, text weights under model.language_model.).
+	LayerTypes       []string `json:"-"`
+	LinearKeyHeads   int      `json:"-"` // linear_num_key_heads
+	LinearValueHeads int      `json:"-"` // linear_num_value_heads
+	LinearKeyDim     int      `json:"-"` // linear_key_head_dim
+	LinearValueDim   int      `json:"-"` // linear_value_head_dim
+	LinearConvKernel int      `json:"-"` // linear_conv_kernel_dim
+	PartialRotary    float64  `json:"-"` // partial_rotary_factor (0: 1)
+	Wrapped          bool     `json:"-"`
+
 	// MoE is a qwen3_moe model's mixture-of-experts settings (zero for the
 	// dense families).
 	MoE MoE `json:"-"`
@@ -79,11 +92,13 @@ func (c Config) QKVBias() bool { return c.ModelType == "qwen2" }
 
 // QKNorm reports whether each query and key head is RMSNorm'd before RoPE
 // (Qwen3's self_attn.q_norm and k_norm).
-func (c Config) QKNorm() bool { return c.ModelType == "qwen3" || c.ModelType == "qwen3_moe" }
+func (c Config) QKNorm() bool {
+	return c.ModelType == "qwen3" || c.ModelType == "qwen3_moe" || c.ModelType == qwen35
+}
 
 // architectures maps a model_type to the HF class that config.json names.
 var architectures = map[string]string{"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM",
-	"qwen3_moe": "Qwen3MoeForCausalLM"}
+	"qwen3_moe": "Qwen3MoeForCausalLM", qwen35: "Qwen3_5ForCausalLM"}
 
 // ReadConfig reads and validates dir/config.json; dir may be a Hugging
 // Face model id in the local cache (hubcache).
@@ -109,6 +124,14 @@ func ParseConfig(b []byte, name string) (Config, error) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
+	wrapped := raw["model_type"] == "qwen3_5"
+	if wrapped {
+		text, err := unwrapQwen35(raw)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %w", name, err)
+		}
+		raw = text
+	}
 	norm := map[string]any{}
 	for k, v := range raw {
 		norm[k] = v
@@ -128,6 +151,7 @@ func ParseConfig(b []byte, name string) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
 	c.Raw = raw
+	c.Wrapped = wrapped
 	if err := refuseUnsupported(raw); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
@@ -143,8 +167,8 @@ func ParseConfig(b []byte, name string) (Config, error) {
 		c.KVHeads = c.Heads // LlamaConfig's default, and every class's for an explicit null
 		switch {
 		case ok:
-		case c.ModelType == "qwen3_moe":
-			c.KVHeads = 4 // Qwen3MoeConfig's default
+		case c.ModelType == "qwen3_moe", c.ModelType == qwen35:
+			c.KVHeads = 4 // Qwen3MoeConfig's and Qwen3_5TextConfig's default
 		case c.ModelType != "llama":
 			c.KVHeads = 32 // Qwen2Config's and Qwen3Config's default
 		}
@@ -157,11 +181,22 @@ func ParseConfig(b []byte, name string) (Config, error) {
 	if v, ok := raw["head_dim"]; (!ok || v == nil) && c.ModelType == "qwen3" {
 		c.HeadDim = 128 // Qwen3Config's default, which need not be hidden/heads
 	}
+	if v, ok := raw["head_dim"]; (!ok || v == nil) && c.ModelType == qwen35 {
+		c.HeadDim = 256 // Qwen3_5TextConfig's
+	}
+	if c.ModelType == qwen35 {
+		if err := parseQwen35(raw, &c); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", name, err)
+		}
+	}
 	if c.HeadDim == 0 && c.Heads > 0 {
 		c.HeadDim = c.Hidden / c.Heads
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if c.ModelType == qwen35 {
+		return c, nil // its layer types are parseQwen35's
 	}
 	if err := checkLayerTypes(raw, c); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
@@ -258,7 +293,7 @@ func checkLayerTypes(raw map[string]any, c Config) error {
 // Validate checks every field is in range, naming the first that is not.
 func (c Config) Validate() error {
 	if _, ok := architectures[c.ModelType]; !ok {
-		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, qwen3_moe, llama)", c.ModelType)
+		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, qwen3_moe, llama, qwen3_5 / qwen3_5_text)", c.ModelType)
 	}
 	if err := c.MoE.validate(c.ModelType, c.Layers); err != nil {
 		return err
@@ -297,6 +332,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPositions < 0 {
 		return fmt.Errorf("max_position_embeddings must not be negative, got %d", c.MaxPositions)
+	}
+	if c.ModelType == qwen35 {
+		return c.validateQwen35()
+	}
+	if c.LayerTypes != nil || c.PartialRotary != 0 {
+		return fmt.Errorf("layer types and partial RoPE are Qwen3.5's (%s), not %s's", qwen35, c.ModelType)
 	}
 	return nil
 }
@@ -353,6 +394,9 @@ func (c Config) JSON() ([]byte, error) {
 			key = "dtype"
 		}
 		set[key] = c.TorchDType
+	}
+	if c.ModelType == qwen35 {
+		c.jsonQwen35(out, set)
 	}
 	for k, v := range set {
 		out[k] = v

@@ -17,6 +17,7 @@ type hfModel struct {
 	Dir          string         `json:"dir"`
 	Family       string         `json:"family"`
 	Config       map[string]any `json:"config"`
+	Vision       map[string]any `json:"vision,omitempty"`
 	Style        string         `json:"style"`
 	MaxShardSize string         `json:"max_shard_size"`
 	Seed         int            `json:"seed"`
@@ -118,8 +119,12 @@ func interopParity(t *testing.T, models []hfModel, names []string) {
 // form the opposite; a sharded save has an index and several files.
 func checkStyle(t *testing.T, hm hfModel, cfg map[string]any, files []string) {
 	t.Helper()
-	_, rp := cfg["rope_parameters"]
-	_, theta := cfg["rope_theta"]
+	rcfg := cfg // where the RoPE keys are: a multimodal Qwen3.5's text_config
+	if tc, ok := cfg["text_config"].(map[string]any); ok {
+		rcfg = tc
+	}
+	_, rp := rcfg["rope_parameters"]
+	_, theta := rcfg["rope_theta"]
 	_, dtype := cfg["dtype"]
 	_, tdtype := cfg["torch_dtype"]
 	if hm.Style == "5" && (!rp || theta || !dtype || tdtype) || hm.Style == "4" && (rp || !theta || dtype || !tdtype) {

@@ -75,6 +75,18 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 			}
 		}
 	}
+	if cfg.ModelType == qwen35 {
+		cc.rotary_dim = C.int64_t(cfg.RotaryDim())
+		cc.norm_offset, cc.attn_output_gate = 1, 1
+		cc.linear_k_heads, cc.linear_v_heads = C.int64_t(cfg.LinearKeyHeads), C.int64_t(cfg.LinearValueHeads)
+		cc.linear_k_dim, cc.linear_v_dim = C.int64_t(cfg.LinearKeyDim), C.int64_t(cfg.LinearValueDim)
+		cc.linear_conv_kernel = C.int64_t(cfg.LinearConvKernel)
+		for i, t := range cfg.LayerTypes {
+			if t == LinearAttention {
+				cc.linear_layer[i] = 1
+			}
+		}
+	}
 	var h C.ar_model
 	var msg *C.char
 	if err := check("model_new", C.ar_model_new(&cc, C.int(dt), C.int(dev.code()), &h, &msg), msg); err != nil {
@@ -322,12 +334,20 @@ const layerPrefix = "model.layers."
 // nothing the size of the model is made: the shapes are those of a model
 // of one layer on the meta device, every layer having layer 0's (of its
 // kind: a model with mixture-of-experts layers has a dense and a sparse
-// one).
+// one; a hybrid Qwen3.5 a Gated DeltaNet and an attention one). A
+// multimodal Qwen3.5 checkpoint holds the text model's model.* under
+// model.language_model.
 func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool) error {
 	one := cfg
 	one.Layers = 1
 	if cfg.Sparse() {
 		one.MoE.SparseStep, one.MoE.MLPOnlyLayers = 1, nil // layer 0 sparse
+	}
+	if cfg.LayerTypes != nil {
+		one.LayerTypes = cfg.LayerTypes[:1]
+		if cfg.Hybrid() {
+			one.LayerTypes = []string{LinearAttention} // the other kind: attention
+		}
 	}
 	shapes, err := ParamShapes(one, valueHead)
 	if err != nil {
@@ -335,8 +355,11 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 	}
 	dense := map[string][]int64{} // a dense layer's parameters, when the model has both kinds
 	var denseRests []string
-	if cfg.Sparse() {
+	if cfg.Sparse() || cfg.Hybrid() {
 		one.MoE.Experts = 0
+		if cfg.Hybrid() {
+			one.LayerTypes = []string{FullAttention}
+		}
 		ds, err := ParamShapes(one, valueHead)
 		if err != nil {
 			return err
@@ -352,9 +375,9 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 		if IsValueHead(name) != valueHead {
 			return nil
 		}
-		info, ok := r.Info(name)
+		info, ok := r.Info(cfg.checkpointName(name))
 		if !ok {
-			return fmt.Errorf("load weights from %s: tensor %s is missing", path, name)
+			return fmt.Errorf("load weights from %s: tensor %s is missing", path, cfg.checkpointName(name))
 		}
 		if !slices.Equal(info.Shape, shape) {
 			return fmt.Errorf("load weights from %s: tensor %s has shape %v, the model config.json describes needs %v",
@@ -384,7 +407,7 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 	// Layer by layer, in the order the model lists them, so the first
 	// layer the checkpoint lacks is the one named.
 	kind := func(i int) (map[string][]int64, []string) {
-		if cfg.Sparse() && !cfg.SparseLayer(i) {
+		if cfg.Sparse() && !cfg.SparseLayer(i) || cfg.Hybrid() && cfg.LayerTypes[i] != LinearAttention {
 			return dense, denseRests
 		}
 		return layer, rests
@@ -398,6 +421,11 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 		}
 	}
 	want := func(name string) bool {
+		if rest, ok := strings.CutPrefix(name, wrappedTextPrefix); ok && cfg.Wrapped {
+			name = "model." + rest
+		} else if cfg.Wrapped && strings.HasPrefix(name, "model.") {
+			return false // the text model's key is model.language_model.*
+		}
 		if rest, ok := strings.CutPrefix(name, layerPrefix); ok {
 			idx, rest, _ := strings.Cut(rest, ".")
 			i, err := strconv.Atoi(idx)
@@ -425,8 +453,8 @@ func (m *Model) loadFrom(r *safetensors.Reader, shapes []ParamShape, valueHead b
 		if IsValueHead(name) != valueHead {
 			continue
 		}
-		info, _ := r.Info(name)
-		b, err := r.Bytes(name)
+		info, _ := r.Info(m.Config.checkpointName(name))
+		b, err := r.Bytes(m.Config.checkpointName(name))
 		if err != nil {
 			return fmt.Errorf("load weights: %w", err)
 		}
@@ -452,13 +480,14 @@ func (m *Model) loadFrom(r *safetensors.Reader, shapes []ParamShape, valueHead b
 // inv_freq buffers of older checkpoints, lm_head.weight when the
 // embeddings are tied (it is the embedding matrix), and the other side of
 // the value head (a value head saved with the policy, or policy weights
-// beside a value head file).
+// beside a value head file); and, as Qwen3_5ForCausalLM skips them, a
+// Qwen3.5 checkpoint's vision tower and MTP weights.
 func unusedTensors(want func(name string) bool, cfg Config, names []string, valueHead bool) []string {
 	var out []string
 	for _, n := range names {
 		switch {
 		case want(n), IsValueHead(n) != valueHead, strings.HasSuffix(n, ".rotary_emb.inv_freq"),
-			n == "lm_head.weight" && cfg.TieEmbeddings:
+			n == "lm_head.weight" && cfg.TieEmbeddings, cfg.skippedTensor(n):
 			continue
 		}
 		out = append(out, n)

@@ -141,7 +141,10 @@ func parseRoPE(raw map[string]any, maxPositions int) (float64, RoPE, error) {
 	if partial == 1 {
 		partial = top
 	}
-	if partial != 1 {
+	// Qwen3.5's partial RoPE and its multimodal RoPE keys (the same
+	// rotation for text positions) are read by parseQwen35.
+	qwen35Keys := raw["model_type"] == qwen35
+	if partial != 1 && !qwen35Keys {
 		return 0, RoPE{}, fmt.Errorf("partial_rotary_factor %g is not supported (RoPE on every dimension of a head only)", partial)
 	}
 	var r RoPE
@@ -171,6 +174,9 @@ func parseRoPE(raw map[string]any, maxPositions int) (float64, RoPE, error) {
 		return 0, RoPE{}, fmt.Errorf("%s rope_type %q is not supported (default, linear, llama3, yarn)", from, r.Type)
 	}
 	for k := range p {
+		if qwen35Keys && (k == "mrope_section" || k == "mrope_interleaved") {
+			continue
+		}
 		if !slices.Contains(allowed, k) && k != "rope_type" && k != "type" && k != "rope_theta" && k != "partial_rotary_factor" {
 			return 0, RoPE{}, fmt.Errorf("%s key %q is not supported for rope_type %q (it takes %s)", from, k, r.Type,
 				strings.Join(append([]string{"rope_theta"}, allowed...), ", "))
@@ -329,7 +335,7 @@ func (c Config) RopeFrequencies() (invFreq []float64, attentionFactor float64, e
 	if err := r.validate(); err != nil {
 		return nil, 0, err
 	}
-	d := c.HeadDim
+	d := c.RotaryDim()
 	base := c.RopeTheta
 	inv := make([]float64, d/2)
 	for j := range inv {

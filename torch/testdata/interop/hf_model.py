@@ -3,8 +3,14 @@ save_pretrained, and their reference outputs, for torch/interop_test.go.
 
 argv: in.json out.json. in.json is {"models": [...]}, one model each:
   dir             where the model folder goes
-  family          qwen2, qwen3, qwen3_moe or llama
+  family          qwen2, qwen3, qwen3_moe, llama, qwen3_5 (Qwen3_5ForCausalLM,
+                  the text model) or qwen3_5_vl
+                  (Qwen3_5ForConditionalGeneration: config is its
+                  text_config, vision its vision_config, and mtp.* tensors
+                  are added to the saved weights, as the published
+                  checkpoints carry them)
   config          the config class's arguments (shapes, rope_parameters, ...)
+  vision          qwen3_5_vl's vision_config
   style           "5" (as save_pretrained writes it) or "4" (config.json
                   rewritten as transformers 4 wrote it: top-level rope_theta,
                   rope_scaling, torch_dtype)
@@ -41,17 +47,33 @@ CONFIGS = {
     "qwen3": transformers.Qwen3Config,
     "llama": transformers.LlamaConfig,
     "qwen3_moe": transformers.Qwen3MoeConfig,
+    "qwen3_5": transformers.Qwen3_5TextConfig,
 }
+
+
+def add_mtp(path, hidden, gen):
+    """Adds multi-token-prediction tensors to the saved weights, named as
+    the published Qwen3.5 checkpoints name them (transformers skips them)."""
+    from safetensors.torch import load_file, save_file
+    f = os.path.join(path, "model.safetensors")
+    tensors = load_file(f)
+    tensors["mtp.fc.weight"] = torch.randn(hidden, 2 * hidden, generator=gen)
+    tensors["mtp.norm.weight"] = torch.randn(hidden, generator=gen)
+    tensors["mtp.layers.0.mlp.up_proj.weight"] = torch.randn(hidden, hidden, generator=gen)
+    save_file(tensors, f, metadata={"format": "pt"})
 
 
 def perturb(model, gen):
     """Norm weights spread around 1 and biases drawn, so that a norm or a
     bias put in the wrong place shows in the logits (the init sets them to
-    1 and 0)."""
+    1 and 0). Qwen3.5's RMSNorms scale by 1 + w (its gated norm by w):
+    their w spreads around 0, so that they scale as much as the others."""
+    offset = getattr(model.config.get_text_config(), "model_type", "") == "qwen3_5_text"
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
-                p.copy_(1 + 0.3 * (2 * torch.rand(p.shape, generator=gen) - 1))
+                centre = 0 if offset and not name.endswith("linear_attn.norm.weight") else 1
+                p.copy_(centre + 0.3 * (2 * torch.rand(p.shape, generator=gen) - 1))
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
 
@@ -93,13 +115,20 @@ def make(a):
     """Makes the model a describes; returns its config.json and files."""
     torch.manual_seed(a["seed"])
     gen = torch.Generator().manual_seed(a["seed"])
-    cfg = CONFIGS[a["family"]](**a["config"])
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    if a["family"] == "qwen3_5_vl":
+        cfg = transformers.Qwen3_5Config(text_config=a["config"], vision_config=a["vision"],
+                                         tie_word_embeddings=a["config"].get("tie_word_embeddings", False))
+        model = transformers.Qwen3_5ForConditionalGeneration(cfg).to(torch.float32)
+    else:
+        cfg = CONFIGS[a["family"]](**a["config"])
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
     perturb(model, gen)
     model.generation_config.eos_token_id = None
     kw = {"max_shard_size": a["max_shard_size"]} if a["max_shard_size"] else {}
     model.save_pretrained(a["dir"], **kw)
-    rope = model.config.rope_parameters
+    if a["family"] == "qwen3_5_vl":
+        add_mtp(a["dir"], a["config"]["hidden_size"], gen)
+    rope = model.config.get_text_config().rope_parameters
     del model
     cpath = os.path.join(a["dir"], "config.json")
     if a["style"] == "4":
