@@ -113,6 +113,13 @@ func (q qwenLayout) turns(msgs []Message, tools []json.RawMessage, addGeneration
 // observation closes the assistant turn, puts the responses in one user
 // turn and opens the next assistant turn.
 func (q qwenLayout) observation(responses []string, modelClosedTurn bool) []span {
+	return userObservation(responses, modelClosedTurn, q.generationPrompt())
+}
+
+// userObservation is the observation of the Qwen templates: the assistant
+// turn closed (unless the model closed it), the responses in one user turn,
+// then prompt, which opens the next assistant turn.
+func userObservation(responses []string, modelClosedTurn bool, prompt string) []span {
 	var spans []span
 	if !modelClosedTurn {
 		spans = append(spans, span{text: protocol.TurnEnd})
@@ -125,7 +132,7 @@ func (q qwenLayout) observation(responses []string, modelClosedTurn bool) []span
 		}
 		spans = append(spans, span{text: protocol.TurnEnd + "\n"})
 	}
-	return append(spans, span{text: q.generationPrompt()})
+	return append(spans, span{text: prompt})
 }
 
 // toolResponse is one tool response in its tags, the response plain.

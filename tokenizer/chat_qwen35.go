@@ -216,17 +216,9 @@ func xmlParams(raw json.RawMessage) ([]protocol.XMLParam, error) {
 // the template trims every content) in one user turn and opens the next
 // assistant turn.
 func (q qwen35Layout) observation(responses []string, modelClosedTurn bool) []span {
-	var spans []span
-	if !modelClosedTurn {
-		spans = append(spans, span{text: protocol.TurnEnd})
+	trimmed := make([]string, len(responses))
+	for i, r := range responses {
+		trimmed[i] = pyStrip(r)
 	}
-	spans = append(spans, span{text: "\n"})
-	if len(responses) > 0 {
-		spans = append(spans, span{text: protocol.TurnStart + "user"})
-		for _, r := range responses {
-			spans = append(spans, toolResponse(pyStrip(r))...)
-		}
-		spans = append(spans, span{text: protocol.TurnEnd + "\n"})
-	}
-	return append(spans, span{text: q.generationPrompt()})
+	return userObservation(trimmed, modelClosedTurn, q.generationPrompt())
 }
