@@ -6,29 +6,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/internal/fixtures"
 )
 
-// qwen3MoE30B is Qwen3-30B-A3B's config.json as published (transformers
-// 4.51): num_experts, top-8 of normalised probabilities, every layer
-// sparse.
-const qwen3MoE30B = `{
-  "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 151643,
-  "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048,
-  "initializer_range": 0.02, "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 48,
-  "mlp_only_layers": [], "model_type": "qwen3_moe", "moe_intermediate_size": 768, "norm_topk_prob": true,
-  "num_attention_heads": 32, "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48,
-  "num_key_value_heads": 4, "output_router_logits": false, "rms_norm_eps": 1e-06, "rope_scaling": null,
-  "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "sliding_window": null, "tie_word_embeddings": false,
-  "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false,
-  "vocab_size": 151936
-}`
-
-// moeConfigJSON is qwen3MoE30B with the keys of edit set (a nil value
+// moeConfigJSON is fixtures.Qwen3MoE30BConfig with the keys of edit set (a nil value
 // deletes the key).
 func moeConfigJSON(t *testing.T, edit map[string]any) []byte {
 	t.Helper()
 	var raw map[string]any
-	if err := json.Unmarshal([]byte(qwen3MoE30B), &raw); err != nil {
+	if err := json.Unmarshal([]byte(fixtures.Qwen3MoE30BConfig), &raw); err != nil {
 		t.Fatal(err)
 	}
 	for k, v := range edit {
@@ -49,7 +36,7 @@ func moeConfigJSON(t *testing.T, edit map[string]any) []byte {
 // is read and written back under its name; the sparse layers follow
 // decoder_sparse_step and mlp_only_layers.
 func TestConfigQwen3MoE(t *testing.T) {
-	c, err := ParseConfig([]byte(qwen3MoE30B), "config.json")
+	c, err := ParseConfig([]byte(fixtures.Qwen3MoE30BConfig), "config.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,19 +10,6 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
-// qwen3MoE30BConfig is Qwen3-30B-A3B's config.json as published.
-const qwen3MoE30BConfig = `{
-  "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 151643,
-  "decoder_sparse_step": 1, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048,
-  "initializer_range": 0.02, "intermediate_size": 6144, "max_position_embeddings": 40960, "max_window_layers": 48,
-  "mlp_only_layers": [], "model_type": "qwen3_moe", "moe_intermediate_size": 768, "norm_topk_prob": true,
-  "num_attention_heads": 32, "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48,
-  "num_key_value_heads": 4, "output_router_logits": false, "rms_norm_eps": 1e-06, "rope_scaling": null,
-  "rope_theta": 1000000.0, "router_aux_loss_coef": 0.001, "sliding_window": null, "tie_word_embeddings": false,
-  "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false,
-  "vocab_size": 151936
-}`
-
 // The Qwen3-30B-A3B example's dry run, with a folder holding the model's
 // published config.json and the Qwen tokenizer for /models (no weights:
 // the dry run reads none), on cuda:0 in bf16 as shipped: every expert's parameters are
@@ -35,7 +22,7 @@ func TestDryRunQwen3MoEExample(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(qwen3MoE30BConfig), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(fixtures.Qwen3MoE30BConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tokDir := fixtures.Path(t, "data", "tokenizers", "qwen")
