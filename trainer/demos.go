@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/synth"
@@ -151,14 +152,21 @@ func LoadDemos(path string) ([][]tokenizer.Message, error) {
 }
 
 // renderDemos turns conversations into token sequences whose mask is 1 on
-// the assistant's tokens only.
+// the assistant's tokens only. A demonstration with a piece the tokenizer
+// lacks (a word-level tokenizer encodes it as its unknown token) is an
+// error naming it.
 func renderDemos(cf *tokenizer.ChatFormat, demos [][]tokenizer.Message, tools []json.RawMessage, maxTokens int) ([]*trajectory.Trajectory, int, error) {
 	var out []*trajectory.Trajectory
 	dropped := 0
+	unk, hasUnk := cf.Tokenizer().TokenID(tokenizer.UnknownToken)
 	for i, msgs := range demos {
 		ids, mask, err := cf.Render(msgs, tools, false)
 		if err != nil {
 			return nil, 0, fmt.Errorf("demonstration %d: %w", i+1, err)
+		}
+		if k := slices.Index(ids, unk); hasUnk && k >= 0 {
+			return nil, 0, fmt.Errorf("demonstration %d: the text after %q is not in the tokenizer's vocabulary (it encodes as %s): "+
+				"the warm start would teach the model to write %s", i+1, cf.Tokenizer().Decode(ids[max(0, k-8):k], false), tokenizer.UnknownToken, tokenizer.UnknownToken)
 		}
 		if maxTokens > 0 && len(ids) > maxTokens {
 			dropped++

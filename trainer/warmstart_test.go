@@ -208,3 +208,38 @@ func TestWarmStartSetting(t *testing.T) {
 		t.Fatal("sft.warm_start oracle accepted")
 	}
 }
+
+// A demonstration with a piece the word-level tokenizer lacks is refused,
+// naming the text before it, instead of teaching the model to write
+// <unk>.
+func TestRenderDemosRefusesUnknownPieces(t *testing.T) {
+	ok := []tokenizer.Message{{Role: "user", Content: "Where is Voza?"}, {Role: "assistant", Content: "In Lund."}}
+	boot, err := tokenizer.BuildWordLevel(nil, protocol.SpecialTokens())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := tokenizer.NewChatFormat(boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := bf.RenderText(ok, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.BuildWordLevel([]string{text}, protocol.SpecialTokens())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := tokenizer.NewChatFormat(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seqs, _, err := renderDemos(cf, [][]tokenizer.Message{ok}, nil, 0); err != nil || len(seqs) != 1 {
+		t.Fatalf("a demonstration of known pieces: %d sequences, %v", len(seqs), err)
+	}
+	bad := []tokenizer.Message{{Role: "user", Content: "Where is Voza?"}, {Role: "assistant", Content: "In Lund!"}}
+	_, _, err = renderDemos(cf, [][]tokenizer.Message{ok, bad}, nil, 0)
+	if err == nil || !strings.Contains(err.Error(), `demonstration 2: the text after "`) || !strings.Contains(err.Error(), `Lund" is not in the tokenizer's vocabulary`) {
+		t.Errorf("unknown piece: %v", err)
+	}
+}

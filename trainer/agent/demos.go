@@ -181,6 +181,28 @@ func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool, names
 				return nil, err
 			}
 			texts = append(texts, s)
+			// A search for the question's own text, as the warm start's
+			// search demonstrations and an untrained model write it: the
+			// question's last word and punctuation run into the call's
+			// closing ("Gorko.\"}}\n"), a piece no scripted demonstration has.
+			call, _ := json.Marshal(map[string]string{"query": t.Question})
+			s, err = cf.RenderText([]tokenizer.Message{{Role: "system", Content: protocol.SystemPrompt}, {Role: "user", Content: t.Question},
+				{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{Name: search.SearchName, Arguments: call}}}}, schemas, false)
+			if err != nil {
+				return nil, err
+			}
+			texts = append(texts, s)
+			// The reading demonstration, whose prompt lists more passages
+			// than a search returns ("Doc 3").
+			msgs, err = ReadingDemonstration(ctx, w, t, tools, rand.New(rand.NewPCG(0, 0)))
+			if err != nil {
+				return nil, err
+			}
+			s, err = cf.RenderText(msgs, nil, false)
+			if err != nil {
+				return nil, err
+			}
+			texts = append(texts, s)
 			rag, err := ragUser(ctx, tools, t)
 			if err != nil {
 				return nil, err
