@@ -155,11 +155,22 @@ func TestTrainAgentProgramKilledThenResumed(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The run resumes after its last checkpoint (checkpoints/latest), which
+	// the kill may have found a whole iteration behind the stored episodes
+	// (stored, not yet checkpointed): the resumed run plays every iteration
+	// after the checkpoint.
 	store := filepath.Join(runs, "killed", "store.db")
 	before := trajectoryCounts(t, store)["train"]
+	done := 0
+	if b, err := os.ReadFile(filepath.Join(runs, "killed", "checkpoints", "latest")); err == nil {
+		done = atoi(t, strings.TrimPrefix(strings.TrimSpace(string(b)), "iter-"))
+	}
+	if before < 4*done {
+		t.Fatalf("checkpoint %d with only %d stored training episodes", done, before)
+	}
 	r := ok(t, "train", "--run-dir", runs, "--run", "killed", "--resume", "--iterations", "3", "--no-report")
-	if strings.Count(r.stderr, `"message":"iteration"`) != 3-before/4 {
-		t.Errorf("resumed from %d stored training episodes; the resumed run's iterations:\n%s", before, r.stderr)
+	if strings.Count(r.stderr, `"message":"iteration"`) != 3-done {
+		t.Errorf("resumed from checkpoint %d (%d stored training episodes); the resumed run's iterations:\n%s", done, before, r.stderr)
 	}
 	got2 := ok(t, "rollouts", "sql", "--store", store,
 		"SELECT iteration, COUNT(DISTINCT group_idx || '-' || sample_idx) FROM trajectories WHERE split = 'train' GROUP BY iteration ORDER BY iteration")
