@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 
@@ -25,6 +26,12 @@ type Config struct {
 	Repeats   int `json:"repeats"` // measured runs after one warm-up
 	// Tied ties the LM head to the embedding, as Qwen2.5's small models do.
 	Tied bool `json:"tied,omitempty"`
+	// Model is a model folder (or a Hugging Face model id in the local
+	// cache) or a config.json file whose architecture the benchmark builds
+	// with random weights, in place of the Qwen2-style shape of the fields
+	// above, which resolve then fills from it (a Qwen3.5 or Qwen3 shape, as
+	// published). "" = the shape fields.
+	Model string `json:"model,omitempty"`
 	// LogitsChunk is the model's logits chunk in Train's forwards (see
 	// torch.Model.SetLogitsChunk): 0 computes the logits whole.
 	LogitsChunk int `json:"logits_chunk"`
@@ -115,7 +122,7 @@ func (c Config) validate() error {
 	if c.Threads < 0 {
 		return fmt.Errorf("bench config: threads must not be negative, got %d", c.Threads)
 	}
-	if c.Hidden%c.Heads != 0 {
+	if c.Model == "" && c.Hidden%c.Heads != 0 {
 		return fmt.Errorf("bench config: hidden (%d) must be a multiple of heads (%d)", c.Hidden, c.Heads)
 	}
 	if c.LoRARank < 0 {
@@ -188,9 +195,48 @@ func (c Config) threads() int {
 	return c.Threads
 }
 
-// model is the torch configuration of the benchmarked decoder.
-func (c Config) model(maxPositions int) torch.Config {
-	return torch.Config{ModelType: "qwen2", Vocab: c.Vocab, Hidden: c.Hidden, Intermediate: c.Inter,
-		Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.Hidden / c.Heads,
-		RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: maxPositions, TieEmbeddings: c.Tied}
+// model is the torch configuration of the benchmarked decoder: Model's
+// architecture, or a Qwen2-style one of the shape fields.
+func (c Config) model(maxPositions int) (torch.Config, error) {
+	if c.Model == "" {
+		return torch.Config{ModelType: "qwen2", Vocab: c.Vocab, Hidden: c.Hidden, Intermediate: c.Inter,
+			Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.Hidden / c.Heads,
+			RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: maxPositions, TieEmbeddings: c.Tied}, nil
+	}
+	mc, err := readModelConfig(c.Model)
+	if err != nil {
+		return torch.Config{}, fmt.Errorf("bench config: model: %w", err)
+	}
+	if mc.MaxPositions < maxPositions {
+		mc.MaxPositions = maxPositions
+	}
+	return mc, nil
+}
+
+// readModelConfig reads path's config.json: path is the file itself, or a
+// folder or model id holding it.
+func readModelConfig(path string) (torch.Config, error) {
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return torch.Config{}, err
+		}
+		return torch.ParseConfig(b, path)
+	}
+	return torch.ReadConfig(path)
+}
+
+// resolve fills the shape fields from Model's config.json, so the result
+// says what ran; a config without Model is returned as it is.
+func (c Config) resolve() (Config, error) {
+	if c.Model == "" {
+		return c, nil
+	}
+	mc, err := c.model(0)
+	if err != nil {
+		return c, err
+	}
+	c.Vocab, c.Hidden, c.Inter, c.Layers = mc.Vocab, mc.Hidden, mc.Intermediate, mc.Layers
+	c.Heads, c.KVHeads, c.Tied = mc.Heads, mc.KVHeads, mc.TieEmbeddings
+	return c, nil
 }

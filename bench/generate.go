@@ -12,7 +12,10 @@ import (
 // tokens prefilled into slots 0..Batch-1, then NewTokens decode steps of all
 // slots together at temperature 1 (see the package doc for the rates).
 func Generate(cfg Config) (Result, error) {
-	cfg = cfg.withLoRADefaults()
+	cfg, err := cfg.withLoRADefaults().resolve()
+	if err != nil {
+		return Result{}, err
+	}
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
 	}
@@ -21,7 +24,7 @@ func Generate(cfg Config) (Result, error) {
 	}
 	cfg.Threads = cfg.threads()
 	var res Result
-	err := onWorker(cfg.Threads, func() error {
+	err = onWorker(cfg.Threads, func() error {
 		var err error
 		res, err = generate(cfg)
 		return err
@@ -42,7 +45,14 @@ func generate(cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	m, err := torch.NewRandomModel(cfg.model(maxLen), torch.Float32, dev, false, 1)
+	mc, err := cfg.model(maxLen)
+	if err != nil {
+		return Result{}, err
+	}
+	if mc.Sparse() {
+		return Result{}, fmt.Errorf("bench generate: model %s: a %s model is not benchmarked (the weight-read bound counts every weight once; a mixture of experts reads the chosen experts')", cfg.Model, mc.ModelType)
+	}
+	m, err := torch.NewRandomModel(mc, torch.Float32, dev, false, 1)
 	if err != nil {
 		return Result{}, fmt.Errorf("bench generate: model: %w", err)
 	}
@@ -109,7 +119,11 @@ func generate(cfg Config) (Result, error) {
 	if m.DType != torch.Float32 {
 		elem = 2
 	}
-	res.WeightBytesPerStep = weightBytes(m.Config, cfg.Batch, elem)
+	shapes, err := m.ParamShapes()
+	if err != nil {
+		return Result{}, fmt.Errorf("bench generate: %w", err)
+	}
+	res.WeightBytesPerStep = weightBytes(shapes, m.Config, cfg.Batch, elem)
 	res.ReadGBs = cfg.BandwidthGBs
 	if res.ReadGBs == 0 {
 		if res.ReadGBs, err = readGBs(dev); err != nil {
@@ -138,19 +152,19 @@ var decodePaths = map[string]torch.DecodePath{"auto": torch.DecodeAuto, "kernels
 	"fused": torch.DecodeFused, "unfused": torch.DecodeUnfused}
 
 // weightBytes is what one decode step of batch rows reads of the model's
-// weights, elem bytes each: every matrix, bias and norm once (lm_head
-// included), and of the embedding only the batch's rows.
-func weightBytes(c torch.Config, batch int, elem int64) int64 {
-	H, I, q, kv := int64(c.Hidden), int64(c.Intermediate), int64(c.Heads*c.HeadDim), int64(c.KVHeads*c.HeadDim)
-	layer := H*q + 2*H*kv + q*H + 3*H*I + 2*H // q, k, v, o, gate/up/down, two norms
-	if c.QKVBias() {
-		layer += q + 2*kv
+// weights (shapes, the model's parameter table), elem bytes each: every
+// parameter once, the LM head included (a tied model's is the embedding
+// matrix, read whole), and of an untied embedding only the batch's rows.
+// The KV cache and a Gated DeltaNet layer's state are not counted.
+func weightBytes(shapes []torch.ParamShape, c torch.Config, batch int, elem int64) int64 {
+	var n int64
+	for _, p := range shapes {
+		n += p.Numel()
 	}
-	n := int64(c.Layers)*layer + H + int64(batch)*H // + final norm and embedding rows
 	if !c.TieEmbeddings {
-		n += int64(c.Vocab) * H // lm_head
+		n -= int64(c.Vocab) * int64(c.Hidden) // the embedding: only the batch's rows
 	}
-	return n * elem
+	return (n + int64(batch)*int64(c.Hidden)) * elem
 }
 
 // readGBs measures the memory read bandwidth of dev in-process, the way

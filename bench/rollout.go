@@ -68,6 +68,9 @@ func (r RolloutResult) JSON() string {
 // Rollout runs the scenario without and with the tool latency (after a
 // warm-up) and reports the medians.
 func Rollout(cfg RolloutConfig) (RolloutResult, error) {
+	if cfg.Model.Model != "" {
+		return RolloutResult{}, fmt.Errorf("bench rollout: model %s: a model's architecture is not benchmarked here (the shape fields only)", cfg.Model.Model)
+	}
 	if cfg.Trajectories >= cfg.Model.Vocab-1 {
 		return RolloutResult{}, fmt.Errorf("bench rollout: %d trajectories need a vocabulary above %d", cfg.Trajectories, cfg.Trajectories+1)
 	}
@@ -90,7 +93,11 @@ func Rollout(cfg RolloutConfig) (RolloutResult, error) {
 func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 	turns := cfg.ToolTurns + 1
 	maxLen := cfg.Model.PromptLen + turns*(cfg.TurnTokens+cfg.TurnJitter+cfg.ObsTokens+2)
-	m, err := torch.NewRandomModel(cfg.Model.model(maxLen), torch.Float32, torch.CPU, false, 1)
+	mc, err := cfg.Model.model(maxLen)
+	if err != nil {
+		return RolloutResult{}, err
+	}
+	m, err := torch.NewRandomModel(mc, torch.Float32, torch.CPU, false, 1)
 	if err != nil {
 		return RolloutResult{}, err
 	}

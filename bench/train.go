@@ -21,7 +21,10 @@ const (
 // Train benchmarks the learner's Update on Batch trajectories of SeqLen
 // tokens (see the package doc for what it includes).
 func Train(cfg Config) (Result, error) {
-	cfg = cfg.withLoRADefaults()
+	cfg, err := cfg.withLoRADefaults().resolve()
+	if err != nil {
+		return Result{}, err
+	}
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
 	}
@@ -30,7 +33,7 @@ func Train(cfg Config) (Result, error) {
 	}
 	cfg.Threads = cfg.threads()
 	var res Result
-	err := onWorker(cfg.Threads, func() error {
+	err = onWorker(cfg.Threads, func() error {
 		var err error
 		res, err = train(cfg)
 		return err
@@ -55,7 +58,11 @@ func train(cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	m, err := torch.NewRandomModel(cfg.model(cfg.SeqLen), dt, dev, false, 1)
+	mc, err := cfg.model(cfg.SeqLen)
+	if err != nil {
+		return Result{}, err
+	}
+	m, err := torch.NewRandomModel(mc, dt, dev, false, 1)
 	if err != nil {
 		return Result{}, fmt.Errorf("bench train: model: %w", err)
 	}

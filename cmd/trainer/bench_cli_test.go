@@ -134,3 +134,16 @@ func TestBenchBadConfig(t *testing.T) {
 	fails(t, []string{`lora target "qproj"`}, "bench", "train", "--lora-rank", "4", "--lora-targets", "qproj")
 	fails(t, []string{"lora_rank", "negative"}, "bench", "generate", "--lora-rank", "-2")
 }
+
+// --model takes the shape from a config.json and refuses the shape flags
+// beside it, naming the flag.
+func TestBenchModelFlag(t *testing.T) {
+	t.Parallel() // independent of the shared run
+	p := writeFile(t, "config.json", `{"model_type": "qwen3", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64,
+ "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "max_position_embeddings": 64}`)
+	m := benchLine(t, "train", "--model", p, "--batch", "2", "--seq-len", "16", "--repeats", "1", "--threads", "1")
+	if c, _ := m["config"].(map[string]any); c["vocab"] != 64.0 || c["hidden"] != 32.0 || c["model"] != p {
+		t.Errorf("config %v, want the file's shape", m["config"])
+	}
+	fails(t, []string{"--hidden with --model"}, "bench", "generate", "--model", p, "--hidden", "64")
+}

@@ -57,6 +57,27 @@ func withLoRA(c *cli.Context, cfg bench.Config) bench.Config {
 	return cfg
 }
 
+// benchModelUsage is --model of bench generate and train.
+const benchModelUsage = "a model folder, model id or config.json whose architecture is benchmarked with random weights " +
+	"(Qwen3.5, Qwen3, ... as published), in place of the shape flags (\"\" = the shape flags' Qwen2-style model)"
+
+// shapeFlags are the flags --model replaces.
+var shapeFlags = []string{"vocab", "hidden", "inter", "layers", "heads", "kv-heads", "tied"}
+
+// withModel sets cfg.Model from --model, refusing the shape flags beside it.
+func withModel(c *cli.Context, cfg bench.Config) (bench.Config, error) {
+	cfg.Model = c.String(flagModel)
+	if cfg.Model == "" {
+		return cfg, nil
+	}
+	for _, f := range shapeFlags {
+		if c.IsSet(f) {
+			return cfg, fmt.Errorf("--%s with --model: the model's config.json gives its shape", f)
+		}
+	}
+	return cfg, nil
+}
+
 // deviceFlag is --device of bench generate and train.
 func deviceFlag() cli.Flag {
 	return &cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu, cuda or cuda:N (a CUDA build)"}
@@ -89,10 +110,13 @@ func benchCommand() *cli.Command {
 					&cli.StringFlag{Name: "decode", Value: "auto", Usage: "decode path: auto, kernels (hand-written CPU step), fused (libtorch, fused weights) or unfused (libtorch, as before the kernels)"},
 					&cli.Float64Flag{Name: "bandwidth-gbs", Usage: "memory read bandwidth (GB/s) for bound_fraction, e.g. refbench peak's sum_gbs_read (0 = measure in-process)"},
 					&cli.BoolFlag{Name: "profile", Usage: "add step_ms: one decode step's time by phase (products, attention, sampling, other)"},
-					deviceFlag(),
+					deviceFlag(), modelFlag(benchModelUsage),
 				),
 				Action: func(c *cli.Context) error {
-					cfg := withLoRA(c, benchConfig(c))
+					cfg, err := withModel(c, withLoRA(c, benchConfig(c)))
+					if err != nil {
+						return err
+					}
 					cfg.EngineDType = c.String("engine-dtype")
 					cfg.Decode, cfg.BandwidthGBs, cfg.Profile = c.String("decode"), c.Float64("bandwidth-gbs"), c.Bool("profile")
 					cfg.Device = c.String("device")
@@ -106,10 +130,13 @@ func benchCommand() *cli.Command {
 			{
 				Name:  "train",
 				Usage: "the learner's Update on a GRPO batch: advantages, forward, PPO loss, backward, clip, AdamW, in one step over the batch whose forward also gives the old logprobs (no recompute pass; random weights); one JSON line",
-				Flags: append(append(modelFlags(tr), loraFlags()...), deviceFlag(),
+				Flags: append(append(modelFlags(tr), loraFlags()...), deviceFlag(), modelFlag(benchModelUsage),
 					&cli.StringFlag{Name: "dtype", Value: "f32", Usage: "parameter dtype: f32, bf16 or f16 (AdamW keeps f32 master weights)"}),
 				Action: func(c *cli.Context) error {
-					cfg := withLoRA(c, benchConfig(c))
+					cfg, err := withModel(c, withLoRA(c, benchConfig(c)))
+					if err != nil {
+						return err
+					}
 					cfg.Device, cfg.DType = c.String("device"), c.String("dtype")
 					r, err := bench.Train(cfg)
 					if err != nil {
