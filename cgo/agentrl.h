@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 15
+#define AR_ABI_VERSION 16
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -258,11 +258,15 @@ typedef struct {
    * moe_intermediate (mlp.experts.{e}.gate_proj, up_proj, down_proj); each
    * token takes the experts_per_token experts of highest softmax
    * probability, weighted by those probabilities (renormalised to sum to 1
-   * when norm_topk_prob). experts 0: every layer dense. */
+   * when norm_topk_prob). experts 0: every layer dense. With
+   * shared_expert_intermediate > 0 (Qwen3.5 MoE) a sparse layer also has a
+   * shared expert, a SwiGLU MLP of that width (mlp.shared_expert.*) every
+   * token takes, its output times sigmoid(mlp.shared_expert_gate(x)). */
   int64_t experts;
   int64_t experts_per_token;
   int64_t moe_intermediate;
   int norm_topk_prob;
+  int64_t shared_expert_intermediate;
   uint8_t moe_layer[AR_MAX_MOE_LAYERS];
   /* Qwen3.5 (qwen3_5_text); zero for the other families. */
   int64_t rotary_dim;   /* the leading dimensions of a head RoPE rotates

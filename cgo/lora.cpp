@@ -92,7 +92,7 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
     for (size_t i = 0; i < base->layers.size(); i++)
       TORCH_CHECK(!base->layers[i].router.defined() || (c.targets & kMLP) == 0,
                   "lora targets: gate_proj, up_proj and down_proj are not supported on a model with "
-                  "mixture-of-experts layers (layer ", i, " is one): LoRA on the experts (mlp.experts.*) is not "
+                  "mixture-of-experts layers (layer ", i, " is one): LoRA on the experts (mlp.experts.*, mlp.shared_expert.*) is not "
                   "implemented; target the attention's q_proj, k_proj, v_proj, o_proj");
     DeviceScope on(base->dev);
     auto m = std::make_unique<ar_model_s>();

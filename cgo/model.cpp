@@ -30,6 +30,7 @@ bool has(When w, const ar_model_config &c, int64_t layer) {
   switch (w) {
     case kDenseMLP: return layer < 0 || !sparse(c, layer);
     case kSparseMLP: return layer >= 0 && sparse(c, layer);
+    case kSharedExpert: return layer >= 0 && sparse(c, layer) && c.shared_expert_intermediate > 0;
     case kAttn: return layer < 0 || !linear_layer(c, layer);
     case kLinear: return layer >= 0 && linear_layer(c, layer);
     case kAlways: return true;
@@ -55,6 +56,7 @@ std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c) {
       case kHeadDim: out.push_back(c.head_dim); break;
       case kExperts: out.push_back(c.experts); break;
       case kMoeInter: out.push_back(c.moe_intermediate); break;
+      case kSharedInter: out.push_back(c.shared_expert_intermediate); break;
       case kQProj: out.push_back(c.heads * c.head_dim * (c.attn_output_gate != 0 ? 2 : 1)); break;
       case kLinQKV: out.push_back(2 * c.linear_k_heads * c.linear_k_dim + c.linear_v_heads * c.linear_v_dim); break;
       case kLinV: out.push_back(c.linear_v_heads * c.linear_v_dim); break;
@@ -460,7 +462,10 @@ extern "C" {
 int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, char **err) {
   return guard(err, [&] {
     const auto &c = *cfg;
-    TORCH_CHECK(c.vocab > 0 && c.hidden > 0 && c.intermediate > 0 && c.layers > 0, "model config: sizes must be positive");
+    TORCH_CHECK(c.vocab > 0 && c.hidden > 0 && c.layers > 0, "model config: sizes must be positive");
+    bool any_dense = false;  // a layer with the dense MLP, of width intermediate
+    for (int64_t i = 0; i < c.layers; i++) any_dense = any_dense || !sparse(c, i);
+    TORCH_CHECK(c.intermediate > 0 || !any_dense, "model config: intermediate_size must be positive, got ", c.intermediate);
     TORCH_CHECK(c.heads > 0 && c.kv_heads > 0 && c.heads % c.kv_heads == 0,
                 "model config: num_attention_heads (", c.heads, ") must be a positive multiple of num_key_value_heads (", c.kv_heads, ")");
     TORCH_CHECK(c.head_dim > 0 && c.head_dim % 2 == 0, "model config: head_dim must be positive and even, got ", c.head_dim);

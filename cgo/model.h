@@ -45,6 +45,10 @@ struct ar_model_s {
     };
     at::Tensor router;
     std::vector<Expert> experts;
+    // A sparse layer's shared expert (Qwen3.5 MoE: mlp.shared_expert.*, a
+    // SwiGLU MLP of width shared_expert_intermediate) and its gate
+    // mlp.shared_expert_gate [1, hidden]; undefined where the config has none.
+    at::Tensor shared_gate_proj, shared_up_proj, shared_down_proj, shared_expert_gate;
     // The LoRA adapters of each target (ar::LoraTarget), undefined where
     // the layer has none (every plain model): a [r, in] and b [out, r].
     struct Adapter {
@@ -129,19 +133,21 @@ struct Fused {
 // Dim is a size of the config that parameter shapes are made of: kQ and
 // kKV are the widths of the query and of the key/value projections
 // (heads * head_dim, kv_heads * head_dim).
-// kExperts and kMoeInter are a sparse layer's expert count and expert width.
+// kExperts and kMoeInter are a sparse layer's expert count and expert
+// width, kSharedInter its shared expert's width.
 // kQProj is q_proj's rows (kQ, twice that with the attention output
 // gate). The Gated DeltaNet sizes: kLinQKV the conv channels (q|k|v:
 // 2 k_heads*k_dim + v_heads*v_dim), kLinV v_heads*v_dim, kLinHeads
 // v_heads, kLinVDim v_dim, kConvTaps two sizes, [1, kernel] (the
 // depthwise conv's weight is [channels, 1, kernel]).
-enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kMoeInter,
+enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kMoeInter, kSharedInter,
            kQProj, kLinQKV, kLinV, kLinHeads, kLinVDim, kConvTaps };
 
 // When says which configs (and, for kDenseMLP and kSparseMLP, kAttn and
 // kLinear, which of their layers) have a parameter: kAttn an attention
-// layer's, kLinear a Gated DeltaNet layer's (Qwen3.5).
-enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP, kAttn, kLinear };
+// layer's, kLinear a Gated DeltaNet layer's (Qwen3.5), kSharedExpert a
+// sparse layer's with a shared expert (Qwen3.5 MoE).
+enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP, kAttn, kLinear, kSharedExpert };
 
 // Param is a row of a parameter table: the HF key (under model.layers.{i}.
 // for a layer's), the member of Owner (the model, or a Layer) that holds
@@ -187,6 +193,10 @@ inline const Param<Layer> kLayerParams[] = {
     {"mlp.up_proj.weight",              &Layer::up_proj,                  {kInter, kHidden}, kDenseMLP},
     {"mlp.down_proj.weight",            &Layer::down_proj,                {kHidden, kInter}, kDenseMLP},
     {"mlp.gate.weight",                 &Layer::router,                   {kExperts, kHidden}, kSparseMLP},
+    {"mlp.shared_expert.gate_proj.weight", &Layer::shared_gate_proj,      {kSharedInter, kHidden}, kSharedExpert},
+    {"mlp.shared_expert.up_proj.weight",   &Layer::shared_up_proj,        {kSharedInter, kHidden}, kSharedExpert},
+    {"mlp.shared_expert.down_proj.weight", &Layer::shared_down_proj,      {kHidden, kSharedInter}, kSharedExpert},
+    {"mlp.shared_expert_gate.weight",   &Layer::shared_expert_gate,       {kOne, kHidden},   kSharedExpert},
 };
 // Each expert's parameters, under model.layers.{i}.mlp.experts.{e}. (the
 // keys transformers saves and published checkpoints hold), after the

@@ -12,6 +12,8 @@ void check_moe_config(const ar_model_config &c) {
   TORCH_CHECK(c.experts_per_token > 0 && c.experts_per_token <= c.experts, "model config: num_experts_per_tok ",
               c.experts_per_token, " must be in 1..num_experts (", c.experts, ")");
   TORCH_CHECK(c.moe_intermediate > 0, "model config: moe_intermediate_size must be positive, got ", c.moe_intermediate);
+  TORCH_CHECK(c.shared_expert_intermediate >= 0, "model config: shared_expert_intermediate_size must not be negative, got ",
+              c.shared_expert_intermediate);
   TORCH_CHECK(c.layers <= AR_MAX_MOE_LAYERS, "model config: a model with mixture-of-experts layers has at most ",
               AR_MAX_MOE_LAYERS, " layers, got ", c.layers);
 }
@@ -45,6 +47,11 @@ at::Tensor moe_mlp(const Layer &l, const ar_model_config &c, const at::Tensor &h
     at::Tensor ye = linear(act, ex.down_proj, at::Tensor()) * weight.narrow(0, at_pair, n[e]);
     out.index_add_(0, idx, ye.to(out.scalar_type()));
     at_pair += n[e];
+  }
+  if (l.shared_expert_gate.defined()) {
+    at::Tensor act = at::silu(linear(x, l.shared_gate_proj, at::Tensor())) * linear(x, l.shared_up_proj, at::Tensor());
+    at::Tensor shared = linear(act, l.shared_down_proj, at::Tensor());
+    out = out + at::sigmoid(linear(x, l.shared_expert_gate, at::Tensor())) * shared;
   }
   return out.view(h.sizes());
 }

@@ -1,6 +1,8 @@
-// moe.h: the mixture-of-experts MLP of a sparse layer (Qwen3 MoE) and the
-// routers' load-balancing loss, as transformers 5's qwen3_moe computes
-// them (Qwen3MoeSparseMoeBlock, load_balancing_loss_func).
+// moe.h: the mixture-of-experts MLP of a sparse layer (Qwen3 MoE, Qwen3.5
+// MoE) and the routers' load-balancing loss, as transformers 5's qwen3_moe
+// and qwen3_5_moe compute them (Qwen3MoeSparseMoeBlock,
+// Qwen3_5MoeSparseMoeBlock, load_balancing_loss_func: the same function in
+// both).
 #pragma once
 
 #include <vector>
@@ -19,9 +21,12 @@ void check_moe_config(const ar_model_config &c);
 // experts_per_token most probable experts, weighted by their probabilities
 // (divided by their sum when norm_topk_prob) cast to h's dtype; the sum
 // over them of weight * down(silu(gate(h)) * up(h)) by that expert's
-// weights. Each expert runs once on the tokens that chose it (their
-// indices come to the host: one synchronisation per layer). When
-// router_logits is not null, r [N,E] (N the tokens) is appended to it.
+// weights; plus, where the layer has a shared expert (Qwen3.5 MoE),
+// sigmoid(shared_expert_gate(h)) * down(silu(gate(h)) * up(h)) by the
+// shared expert's weights, for every token. Each expert runs once on the
+// tokens that chose it (their indices come to the host: one
+// synchronisation per layer). When router_logits is not null, r [N,E] (N
+// the tokens) is appended to it.
 at::Tensor moe_mlp(const Layer &l, const ar_model_config &c, const at::Tensor &h,
                    std::vector<at::Tensor> *router_logits);
 

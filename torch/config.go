@@ -48,21 +48,23 @@ type Config struct {
 	PartialRotary    float64  `json:"-"` // partial_rotary_factor (0: 1)
 	Wrapped          bool     `json:"-"`
 
-	// MoE is a qwen3_moe model's mixture-of-experts settings (zero for the
-	// dense families).
+	// MoE is a qwen3_moe or qwen3_5_moe model's mixture-of-experts
+	// settings (zero for the dense families).
 	MoE MoE `json:"-"`
 
 	Raw map[string]any `json:"-"`
 }
 
-// MoE is the mixture-of-experts part of a Qwen3 MoE config (transformers'
-// Qwen3MoeConfig): which layers are sparse, their experts and router, and
-// the routers' load-balancing loss.
+// MoE is the mixture-of-experts part of a Qwen3 MoE or Qwen3.5 MoE config
+// (transformers' Qwen3MoeConfig, Qwen3_5MoeTextConfig): which layers are
+// sparse, their experts, shared expert and router, and the routers'
+// load-balancing loss.
 type MoE struct {
 	Experts            int     // num_experts (transformers 5 writes num_local_experts)
 	ExpertsPerToken    int     // num_experts_per_tok: the top-k
 	Intermediate       int     // moe_intermediate_size: each expert's width
 	NormTopKProb       bool    // norm_topk_prob: the top-k probabilities divided by their sum
+	SharedIntermediate int     // shared_expert_intermediate_size: the shared expert's width (0: none; Qwen3.5 MoE)
 	SparseStep         int     // decoder_sparse_step: layer i is sparse when (i+1) % step == 0 ...
 	MLPOnlyLayers      []int   // mlp_only_layers: ... and i is not listed here
 	OutputRouterLogits bool    // output_router_logits: the aux loss joins the training loss
@@ -93,12 +95,12 @@ func (c Config) QKVBias() bool { return c.ModelType == "qwen2" }
 // QKNorm reports whether each query and key head is RMSNorm'd before RoPE
 // (Qwen3's self_attn.q_norm and k_norm).
 func (c Config) QKNorm() bool {
-	return c.ModelType == "qwen3" || c.ModelType == "qwen3_moe" || c.ModelType == qwen35
+	return c.ModelType == "qwen3" || c.ModelType == "qwen3_moe" || c.IsQwen35()
 }
 
 // architectures maps a model_type to the HF class that config.json names.
 var architectures = map[string]string{"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM",
-	"qwen3_moe": "Qwen3MoeForCausalLM", qwen35: "Qwen3_5ForCausalLM"}
+	"qwen3_moe": "Qwen3MoeForCausalLM", qwen35: "Qwen3_5ForCausalLM", qwen35MoE: "Qwen3_5MoeForCausalLM"}
 
 // ReadConfig reads and validates dir/config.json; dir may be a Hugging
 // Face model id in the local cache (hubcache).
@@ -124,7 +126,7 @@ func ParseConfig(b []byte, name string) (Config, error) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
-	wrapped := raw["model_type"] == "qwen3_5"
+	_, wrapped := wrappedQwen35[fmt.Sprint(raw["model_type"])]
 	if wrapped {
 		text, err := unwrapQwen35(raw)
 		if err != nil {
@@ -169,22 +171,28 @@ func ParseConfig(b []byte, name string) (Config, error) {
 		case ok:
 		case c.ModelType == "qwen3_moe", c.ModelType == qwen35:
 			c.KVHeads = 4 // Qwen3MoeConfig's and Qwen3_5TextConfig's default
+		case c.ModelType == qwen35MoE:
+			c.KVHeads = 2 // Qwen3_5MoeTextConfig's
 		case c.ModelType != "llama":
 			c.KVHeads = 32 // Qwen2Config's and Qwen3Config's default
 		}
 	}
-	if c.ModelType == "qwen3_moe" {
-		if c.MoE, err = parseMoE(raw); err != nil {
-			return Config{}, fmt.Errorf("%s: %w", name, err)
-		}
+	switch c.ModelType {
+	case "qwen3_moe":
+		c.MoE, err = parseMoE(raw)
+	case qwen35MoE:
+		c.MoE, err = parseMoE35(raw)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if v, ok := raw["head_dim"]; (!ok || v == nil) && c.ModelType == "qwen3" {
 		c.HeadDim = 128 // Qwen3Config's default, which need not be hidden/heads
 	}
-	if v, ok := raw["head_dim"]; (!ok || v == nil) && c.ModelType == qwen35 {
-		c.HeadDim = 256 // Qwen3_5TextConfig's
+	if v, ok := raw["head_dim"]; (!ok || v == nil) && c.IsQwen35() {
+		c.HeadDim = 256 // Qwen3_5TextConfig's and Qwen3_5MoeTextConfig's
 	}
-	if c.ModelType == qwen35 {
+	if c.IsQwen35() {
 		if err := parseQwen35(raw, &c); err != nil {
 			return Config{}, fmt.Errorf("%s: %w", name, err)
 		}
@@ -195,7 +203,7 @@ func ParseConfig(b []byte, name string) (Config, error) {
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
-	if c.ModelType == qwen35 {
+	if c.IsQwen35() {
 		return c, nil // its layer types are parseQwen35's
 	}
 	if err := checkLayerTypes(raw, c); err != nil {
@@ -293,7 +301,8 @@ func checkLayerTypes(raw map[string]any, c Config) error {
 // Validate checks every field is in range, naming the first that is not.
 func (c Config) Validate() error {
 	if _, ok := architectures[c.ModelType]; !ok {
-		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, qwen3_moe, llama, qwen3_5 / qwen3_5_text)", c.ModelType)
+		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, qwen3_moe, llama, qwen3_5 / qwen3_5_text, "+
+			"qwen3_5_moe / qwen3_5_moe_text)", c.ModelType)
 	}
 	if err := c.MoE.validate(c.ModelType, c.Layers); err != nil {
 		return err
@@ -304,13 +313,15 @@ func (c Config) Validate() error {
 	pos := []struct {
 		name string
 		v    int
-	}{{"vocab_size", c.Vocab}, {"hidden_size", c.Hidden}, {"intermediate_size", c.Intermediate},
-		{"num_hidden_layers", c.Layers}, {"num_attention_heads", c.Heads}, {"num_key_value_heads", c.KVHeads},
+	}{{"vocab_size", c.Vocab}, {"hidden_size", c.Hidden}, {"num_hidden_layers", c.Layers}, {"num_attention_heads", c.Heads}, {"num_key_value_heads", c.KVHeads},
 		{"head_dim", c.HeadDim}}
 	for _, p := range pos {
 		if p.v <= 0 {
 			return fmt.Errorf("%s must be positive, got %d", p.name, p.v)
 		}
+	}
+	if c.Intermediate <= 0 && c.ModelType != qwen35MoE { // Qwen3_5MoeTextConfig has none: every layer is sparse
+		return fmt.Errorf("intermediate_size must be positive, got %d", c.Intermediate)
 	}
 	if c.Heads%c.KVHeads != 0 {
 		return fmt.Errorf("num_attention_heads (%d) must be a multiple of num_key_value_heads (%d)", c.Heads, c.KVHeads)
@@ -333,11 +344,11 @@ func (c Config) Validate() error {
 	if c.MaxPositions < 0 {
 		return fmt.Errorf("max_position_embeddings must not be negative, got %d", c.MaxPositions)
 	}
-	if c.ModelType == qwen35 {
+	if c.IsQwen35() {
 		return c.validateQwen35()
 	}
 	if c.LayerTypes != nil || c.PartialRotary != 0 {
-		return fmt.Errorf("layer types and partial RoPE are Qwen3.5's (%s), not %s's", qwen35, c.ModelType)
+		return fmt.Errorf("layer types and partial RoPE are Qwen3.5's (%s, %s), not %s's", qwen35, qwen35MoE, c.ModelType)
 	}
 	return nil
 }
@@ -385,8 +396,14 @@ func (c Config) JSON() ([]byte, error) {
 	if c.ModelType != "qwen2" {
 		set["attention_bias"] = c.AttentionBias
 	}
-	if c.ModelType == "qwen3_moe" {
+	switch c.ModelType {
+	case "qwen3_moe":
 		c.MoE.setJSON(set, out)
+	case qwen35MoE:
+		c.MoE.setJSON35(set)
+		if _, ok := out["intermediate_size"]; !ok {
+			delete(set, "intermediate_size") // Qwen3_5MoeTextConfig has none: every layer is sparse
+		}
 	}
 	if c.TorchDType != "" {
 		key := "torch_dtype"
@@ -395,7 +412,7 @@ func (c Config) JSON() ([]byte, error) {
 		}
 		set[key] = c.TorchDType
 	}
-	if c.ModelType == qwen35 {
+	if c.IsQwen35() {
 		c.jsonQwen35(out, set)
 	}
 	for k, v := range set {

@@ -26,6 +26,7 @@ type hfModel struct {
 	Explicit     bool           `json:"explicit"`
 	Decode       []int          `json:"decode"`
 	Steps        int            `json:"steps"`
+	Fused        bool           `json:"fused,omitempty"` // the experts saved fused (hf_model.py)
 }
 
 // hfMade is what the script says of the models it made.

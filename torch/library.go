@@ -11,7 +11,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 15
+const abiVersion = 16
 
 var (
 	checkOnce sync.Once

@@ -69,13 +69,14 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 	if cfg.Sparse() {
 		cc.experts, cc.experts_per_token = C.int64_t(cfg.MoE.Experts), C.int64_t(cfg.MoE.ExpertsPerToken)
 		cc.moe_intermediate, cc.norm_topk_prob = C.int64_t(cfg.MoE.Intermediate), cbool(cfg.MoE.NormTopKProb)
+		cc.shared_expert_intermediate = C.int64_t(cfg.MoE.SharedIntermediate)
 		for i := range cfg.Layers {
 			if cfg.SparseLayer(i) {
 				cc.moe_layer[i] = 1
 			}
 		}
 	}
-	if cfg.ModelType == qwen35 {
+	if cfg.IsQwen35() {
 		cc.rotary_dim = C.int64_t(cfg.RotaryDim())
 		cc.norm_offset, cc.attn_output_gate = 1, 1
 		cc.linear_k_heads, cc.linear_v_heads = C.int64_t(cfg.LinearKeyHeads), C.int64_t(cfg.LinearValueHeads)
@@ -332,44 +333,15 @@ const layerPrefix = "model.layers."
 // by valueHead): each is there, with its shape and a dtype a weight can
 // have, and no tensor is left over. Nothing is read but the headers, and
 // nothing the size of the model is made: the shapes are those of a model
-// of one layer on the meta device, every layer having layer 0's (of its
-// kind: a model with mixture-of-experts layers has a dense and a sparse
-// one; a hybrid Qwen3.5 a Gated DeltaNet and an attention one). A
-// multimodal Qwen3.5 checkpoint holds the text model's model.* under
-// model.language_model.
+// of one layer on the meta device, every layer having those of the one of
+// its kind (layerKinds: dense or sparse MLP; Gated DeltaNet or attention).
+// A multimodal Qwen3.5 checkpoint holds the text model's model.* under
+// model.language_model.; a sparse layer's experts may be per-expert
+// tensors or fused ones (fusedExperts).
 func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool) error {
-	one := cfg
-	one.Layers = 1
-	if cfg.Sparse() {
-		one.MoE.SparseStep, one.MoE.MLPOnlyLayers = 1, nil // layer 0 sparse
-	}
-	if cfg.LayerTypes != nil {
-		one.LayerTypes = cfg.LayerTypes[:1]
-		if cfg.Hybrid() {
-			one.LayerTypes = []string{LinearAttention} // the other kind: attention
-		}
-	}
-	shapes, err := ParamShapes(one, valueHead)
+	kinds, others, err := layerKinds(cfg, valueHead)
 	if err != nil {
 		return err
-	}
-	dense := map[string][]int64{} // a dense layer's parameters, when the model has both kinds
-	var denseRests []string
-	if cfg.Sparse() || cfg.Hybrid() {
-		one.MoE.Experts = 0
-		if cfg.Hybrid() {
-			one.LayerTypes = []string{FullAttention}
-		}
-		ds, err := ParamShapes(one, valueHead)
-		if err != nil {
-			return err
-		}
-		for _, ps := range ds {
-			if rest, ok := strings.CutPrefix(ps.Name, layerPrefix+"0."); ok {
-				dense[rest] = ps.Shape
-				denseRests = append(denseRests, rest)
-			}
-		}
 	}
 	check := func(name string, shape []int64) error {
 		if IsValueHead(name) != valueHead {
@@ -388,17 +360,6 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 		}
 		return nil
 	}
-	layer := map[string][]int64{} // a layer's parameters, by the name after its prefix
-	var rests []string            // the same names, in the model's order
-	var others []ParamShape
-	for _, ps := range shapes {
-		if rest, ok := strings.CutPrefix(ps.Name, layerPrefix+"0."); ok {
-			layer[rest] = ps.Shape
-			rests = append(rests, rest)
-		} else {
-			others = append(others, ps)
-		}
-	}
 	for _, ps := range others {
 		if err := check(ps.Name, ps.Shape); err != nil {
 			return err
@@ -406,17 +367,22 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 	}
 	// Layer by layer, in the order the model lists them, so the first
 	// layer the checkpoint lacks is the one named.
-	kind := func(i int) (map[string][]int64, []string) {
-		if cfg.Sparse() && !cfg.SparseLayer(i) || cfg.Hybrid() && cfg.LayerTypes[i] != LinearAttention {
-			return dense, denseRests
-		}
-		return layer, rests
-	}
 	for i := range cfg.Layers {
-		shapes, names := kind(i)
-		for _, rest := range names {
-			if err := check(fmt.Sprintf("%s%d.%s", layerPrefix, i, rest), shapes[rest]); err != nil {
+		k := kinds[cfg.layerKind(i)]
+		fused := !valueHead && cfg.SparseLayer(i) && fusedExperts(r, cfg, i)
+		for _, rest := range k.names {
+			if fused && isExpertParam(rest) {
+				continue
+			}
+			if err := check(fmt.Sprintf("%s%d.%s", layerPrefix, i, rest), k.shapes[rest]); err != nil {
 				return err
+			}
+		}
+		if fused {
+			for _, f := range cfg.fusedExpertShapes() {
+				if err := check(fmt.Sprintf("%s%d.%s", layerPrefix, i, f.Name), f.Shape); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -426,14 +392,20 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 		} else if cfg.Wrapped && strings.HasPrefix(name, "model.") {
 			return false // the text model's key is model.language_model.*
 		}
-		if rest, ok := strings.CutPrefix(name, layerPrefix); ok {
-			idx, rest, _ := strings.Cut(rest, ".")
-			i, err := strconv.Atoi(idx)
-			if err != nil || i >= cfg.Layers || strconv.Itoa(i) != idx {
+		if _, ok := strings.CutPrefix(name, layerPrefix); ok {
+			i, rest, ok := layerParam(name)
+			if !ok || i >= cfg.Layers {
 				return false
 			}
-			shapes, _ := kind(i)
-			_, known := shapes[rest]
+			if cfg.SparseLayer(i) && fusedExperts(r, cfg, i) {
+				if isExpertParam(rest) {
+					return false
+				}
+				if slices.ContainsFunc(cfg.fusedExpertShapes(), func(f ParamShape) bool { return f.Name == rest }) {
+					return true
+				}
+			}
+			_, known := kinds[cfg.layerKind(i)].shapes[rest]
 			return known
 		}
 		return slices.ContainsFunc(others, func(ps ParamShape) bool { return ps.Name == name })
@@ -445,6 +417,80 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 	return nil
 }
 
+// layerParam splits a layer's parameter name model.layers.{i}.{rest} into
+// i and rest; ok is false for any other name.
+func layerParam(name string) (i int, rest string, ok bool) {
+	after, ok := strings.CutPrefix(name, layerPrefix)
+	if !ok {
+		return 0, "", false
+	}
+	idx, rest, ok := strings.Cut(after, ".")
+	i, err := strconv.Atoi(idx)
+	if !ok || err != nil || i < 0 || strconv.Itoa(i) != idx {
+		return 0, "", false
+	}
+	return i, rest, true
+}
+
+// layerKind is which kind of layer one is: whether its MLP is sparse and
+// whether it is a Gated DeltaNet layer.
+type layerKind struct{ sparse, linear bool }
+
+// layerKind is layer i's kind.
+func (c Config) layerKind(i int) layerKind {
+	return layerKind{sparse: c.SparseLayer(i), linear: c.LayerTypes != nil && c.LayerTypes[i] == LinearAttention}
+}
+
+// layerParams is one layer kind's parameters: their shapes by the name
+// after the layer's prefix, and the names in the model's order.
+type layerParams struct {
+	shapes map[string][]int64
+	names  []string
+}
+
+// layerKinds lists the parameters of each kind of layer cfg has (those of
+// a one-layer model of that kind on the meta device) and the parameters
+// outside the layers; the value head's too with valueHead.
+func layerKinds(cfg Config, valueHead bool) (map[layerKind]layerParams, []ParamShape, error) {
+	kinds := map[layerKind]layerParams{}
+	var others []ParamShape
+	for i := range cfg.Layers {
+		k := cfg.layerKind(i)
+		if _, done := kinds[k]; done {
+			continue
+		}
+		one := cfg
+		one.Layers = 1
+		if k.sparse {
+			one.MoE.SparseStep, one.MoE.MLPOnlyLayers = 1, nil // layer 0 sparse
+		} else {
+			one.MoE.Experts = 0
+		}
+		if cfg.LayerTypes != nil {
+			one.LayerTypes = []string{FullAttention}
+			if k.linear {
+				one.LayerTypes = []string{LinearAttention}
+			}
+		}
+		shapes, err := ParamShapes(one, valueHead)
+		if err != nil {
+			return nil, nil, err
+		}
+		lp := layerParams{shapes: map[string][]int64{}}
+		others = others[:0]
+		for _, ps := range shapes {
+			if rest, ok := strings.CutPrefix(ps.Name, layerPrefix+"0."); ok {
+				lp.shapes[rest] = ps.Shape
+				lp.names = append(lp.names, rest)
+			} else {
+				others = append(others, ps)
+			}
+		}
+		kinds[k] = lp
+	}
+	return kinds, others, nil
+}
+
 // loadFrom copies the weights of r, whose headers checkWeights passed,
 // into m: the value head's or the rest, by valueHead.
 func (m *Model) loadFrom(r *safetensors.Reader, shapes []ParamShape, valueHead bool) error {
@@ -453,8 +499,21 @@ func (m *Model) loadFrom(r *safetensors.Reader, shapes []ParamShape, valueHead b
 		if IsValueHead(name) != valueHead {
 			continue
 		}
-		info, _ := r.Info(m.Config.checkpointName(name))
-		b, err := r.Bytes(m.Config.checkpointName(name))
+		src := m.Config.checkpointName(name)
+		var b []byte
+		var err error
+		info, _ := r.Info(src)
+		if i, rest, ok := layerParam(name); ok && isExpertParam(rest) && fusedExperts(r, m.Config, i) {
+			// One expert's rows of a fused tensor.
+			var lo, hi int64
+			src, lo, hi = m.Config.fusedExpertSource(i, rest)
+			info, _ = r.Info(src)
+			size := int64(info.DType.Size())
+			b, err = r.BytesRange(src, lo*size, (hi-lo)*size)
+			info.Shape = ps.Shape
+		} else {
+			b, err = r.Bytes(src)
+		}
 		if err != nil {
 			return fmt.Errorf("load weights: %w", err)
 		}

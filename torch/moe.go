@@ -72,14 +72,83 @@ func parseMoE(raw map[string]any) (MoE, error) {
 	return m, nil
 }
 
+// parseMoE35 reads the mixture-of-experts keys of a qwen3_5_moe_text
+// config with Qwen3_5MoeTextConfig's defaults and types: num_experts 256,
+// num_experts_per_tok 8, moe_intermediate_size 512,
+// shared_expert_intermediate_size 512, output_router_logits false,
+// router_aux_loss_coef 0.001. The class has every layer sparse and always
+// divides the top-k probabilities by their sum: norm_topk_prob,
+// decoder_sparse_step and mlp_only_layers (Qwen3 MoE's keys, which it does
+// not read) are refused unless they say the same (true, 1, []), and
+// num_local_experts is refused (it reads num_experts only).
+func parseMoE35(raw map[string]any) (MoE, error) {
+	if _, ok := raw["num_local_experts"]; ok {
+		return MoE{}, fmt.Errorf("num_local_experts is not supported for %s (Qwen3_5MoeTextConfig reads num_experts)", qwen35MoE)
+	}
+	for _, k := range []string{"decoder_sparse_step", "mlp_only_layers", "norm_topk_prob"} {
+		v, ok := raw[k]
+		agrees := !ok || v == nil && k == "mlp_only_layers"
+		switch k {
+		case "decoder_sparse_step":
+			agrees = agrees || v == 1.0
+		case "mlp_only_layers":
+			l, isList := v.([]any)
+			agrees = agrees || isList && len(l) == 0
+		case "norm_topk_prob":
+			agrees = agrees || v == true
+		}
+		if !agrees {
+			return MoE{}, fmt.Errorf("%s %s is not supported for %s (transformers' Qwen3_5MoeTextConfig has every layer sparse "+
+				"and its router always divides the top-k probabilities by their sum)", k, jsonText(v), qwen35MoE)
+		}
+	}
+	m := MoE{NormTopKProb: true, SparseStep: 1}
+	for _, f := range []struct {
+		key string
+		v   *int
+		def int
+	}{{"num_experts", &m.Experts, 256}, {"num_experts_per_tok", &m.ExpertsPerToken, 8},
+		{"moe_intermediate_size", &m.Intermediate, 512}, {"shared_expert_intermediate_size", &m.SharedIntermediate, 512}} {
+		v, err := rawNumber(raw, f.key, float64(f.def), false)
+		if err != nil {
+			return m, err
+		}
+		if v != math.Trunc(v) || math.Abs(v) > 1<<31 {
+			return m, fmt.Errorf("%s must be a whole number, got %v", f.key, v)
+		}
+		*f.v = int(v)
+	}
+	var err error
+	if m.OutputRouterLogits, err = rawBool(raw, "output_router_logits"); err != nil {
+		return m, err
+	}
+	if m.RouterAuxLossCoef, err = rawNumber(raw, "router_aux_loss_coef", 0.001, false); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
 // validate checks the settings of a model_type's config: zero for the
-// dense families, in range for qwen3_moe.
+// dense families, in range for qwen3_moe and qwen3_5_moe_text (which has
+// experts and a shared expert in every layer).
 func (m MoE) validate(modelType string, layers int) error {
-	if modelType != "qwen3_moe" {
-		if m.Experts != 0 {
+	if modelType != "qwen3_moe" && modelType != qwen35MoE {
+		if m.Experts != 0 || m.SharedIntermediate != 0 {
 			return fmt.Errorf("model_type %s has no mixture-of-experts layers, but %d experts are set", modelType, m.Experts)
 		}
 		return nil
+	}
+	if modelType == qwen35MoE {
+		switch {
+		case m.Experts <= 0:
+			return fmt.Errorf("num_experts must be positive for %s (every layer is sparse), got %d", modelType, m.Experts)
+		case m.SharedIntermediate <= 0:
+			return fmt.Errorf("shared_expert_intermediate_size must be positive, got %d", m.SharedIntermediate)
+		case !m.NormTopKProb || m.SparseStep != 1 || len(m.MLPOnlyLayers) > 0:
+			return fmt.Errorf("%s has every layer sparse with normalised top-k probabilities", modelType)
+		}
+	} else if m.SharedIntermediate != 0 {
+		return fmt.Errorf("shared_expert_intermediate_size is not supported for %s (Qwen3 MoE has no shared expert)", modelType)
 	}
 	switch {
 	case m.Experts < 0:
@@ -118,6 +187,17 @@ func (m MoE) setJSON(set, out map[string]any) {
 		only = []int{}
 	}
 	set["mlp_only_layers"] = only
+	set["output_router_logits"] = m.OutputRouterLogits
+	set["router_aux_loss_coef"] = m.RouterAuxLossCoef
+}
+
+// setJSON35 puts the settings of a qwen3_5_moe_text config into set, the
+// keys config.json is written with (those Qwen3_5MoeTextConfig reads).
+func (m MoE) setJSON35(set map[string]any) {
+	set["num_experts"] = m.Experts
+	set["num_experts_per_tok"] = m.ExpertsPerToken
+	set["moe_intermediate_size"] = m.Intermediate
+	set["shared_expert_intermediate_size"] = m.SharedIntermediate
 	set["output_router_logits"] = m.OutputRouterLogits
 	set["router_aux_loss_coef"] = m.RouterAuxLossCoef
 }

@@ -61,7 +61,18 @@ func TestInteropQwen3MoE(t *testing.T) {
 			Decode: []int{9, 1, 30}, Steps: 6},
 	}
 	interopParity(t, models, []string{"qwen3-moe-norm-5.x", "qwen3-moe-plain-4.x-sharded"})
-	dir := models[0].Dir
+	moeChecks(t, models[0].Dir)
+}
+
+// moeChecks holds the model transformers made in dir (its text form, with
+// cases.json) to transformers (testdata/interop/moe_check.py): the packed
+// training forward's logprobs against the right-padded case's reference;
+// the routers' load-balancing loss, unpacked (with and without
+// checkpointing) and packed (the same tokens, so the same loss), against
+// transformers' aux_loss; the gradients of -mean logprob + coef * aux by
+// the checkpointed forward against transformers' autograd; and the model
+// saved by agentrl loads in transformers with every parameter equal.
+func moeChecks(t *testing.T, dir string) {
 	m, err := LoadModel(dir, Float32, CPU, false)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +203,8 @@ func logSoftmax64At(row []float64, k int64) float64 {
 // of batch b (case c) + coef * aux loss with the checkpointed training
 // forward, checks L against transformers' value, backpropagates, and holds
 // every parameter's gradient to transformers' (the file grads) within
-// 1e-4; it returns the largest difference.
+// 1e-4 (for a hybrid Qwen3.5 model, 1e-4 of the gradient's largest entry
+// where that exceeds 1: see below); it returns the largest difference.
 func moeGradients(t *testing.T, m *Model, b Batch, c fixtureCase, coef, refLoss float64, grads string) float64 {
 	if err := m.SetCheckpointing(true); err != nil {
 		t.Fatal(err)
@@ -256,8 +268,23 @@ func moeGradients(t *testing.T, m *Model, b Batch, c fixtureCase, coef, refLoss 
 		}
 		d := maxDiff32(got, want)
 		worst = math.Max(worst, d)
-		if d > 1e-4 {
-			t.Errorf("gradient of %s differs from transformers' by %g", name, d)
+		mx := 0.0
+		for _, w := range want {
+			mx = math.Max(mx, math.Abs(float64(w)))
+		}
+		tol := 1e-4
+		if m.Config.Hybrid() {
+			// transformers' Qwen3.5 computes the Gated DeltaNet core, the
+			// norms, the decays and RoPE in float32 even in a float64
+			// model, so its gradients carry float32 rounding: measured
+			// on TestInteropQwen35MoE's model, its own float32 and
+			// float64 gradients differ by 1.7e-4 on layer 0's conv1d
+			// (entries up to 4.1). Held within 1e-4 of the gradient's
+			// size where that exceeds 1.
+			tol *= math.Max(1, mx)
+		}
+		if d > tol {
+			t.Errorf("gradient of %s differs from transformers' by %g (largest entry %g)", name, d, mx)
 		}
 	}
 	if worst == 0 {

@@ -14,10 +14,32 @@ import (
 // Qwen3_5ForConditionalGeneration), whose text settings sit in
 // text_config and whose text weights sit under model.language_model.,
 // beside a vision tower (model.visual.*) and multi-token-prediction
-// weights (mtp.*) that the text model does not use.
+// weights (mtp.*) that the text model does not use. Qwen3.5 MoE
+// (qwen3_5_moe, Qwen3.5-35B-A3B and larger) is the same stack with every
+// MLP sparse (moe.go), in the same two forms (model_type qwen3_5_moe_text
+// alone, qwen3_5_moe multimodal).
 
-// qwen35 is the text model's model_type, the family's name here.
-const qwen35 = "qwen3_5_text"
+// qwen35 and qwen35MoE are the text models' model_types, the families'
+// names here.
+const (
+	qwen35    = "qwen3_5_text"
+	qwen35MoE = "qwen3_5_moe_text"
+)
+
+// wrappedQwen35 maps each multimodal model_type to its text model's and
+// the classes a config.json of it may name (the multimodal and the
+// causal-LM class).
+var wrappedQwen35 = map[string]struct {
+	text    string
+	classes []string
+}{
+	"qwen3_5":     {qwen35, []string{"Qwen3_5ForConditionalGeneration", "Qwen3_5ForCausalLM"}},
+	"qwen3_5_moe": {qwen35MoE, []string{"Qwen3_5MoeForConditionalGeneration", "Qwen3_5MoeForCausalLM"}},
+}
+
+// IsQwen35 reports whether the model is a Qwen3.5 text model, dense or
+// MoE (the hybrid stack).
+func (c Config) IsQwen35() bool { return c.ModelType == qwen35 || c.ModelType == qwen35MoE }
 
 // Layer types of Config.LayerTypes.
 const (
@@ -59,7 +81,7 @@ func (c Config) checkpointName(name string) string {
 // skippedTensor says whether a checkpoint tensor is one the model skips
 // by name (the vision tower and MTP weights of a Qwen3.5 checkpoint).
 func (c Config) skippedTensor(name string) bool {
-	if c.ModelType != qwen35 {
+	if !c.IsQwen35() {
 		return false
 	}
 	for _, p := range skippedPrefixes {
@@ -71,13 +93,15 @@ func (c Config) skippedTensor(name string) bool {
 }
 
 // unwrapQwen35 returns the text config of a multimodal Qwen3.5 config.json
-// (model_type qwen3_5), with what the text model takes from the outer
+// (model_type qwen3_5 or qwen3_5_moe, wrappedQwen35), with what the text model takes from the outer
 // config (token ids, dtype) filled in where text_config lacks it. Refused
 // by name: another class, a quantization_config, a text_config of another
 // model_type, and tie_word_embeddings that differ between the two (the
 // multimodal class ties by the outer key, the causal-LM class by
 // text_config's: they would compute different models).
 func unwrapQwen35(outer map[string]any) (map[string]any, error) {
+	mt := fmt.Sprint(outer["model_type"])
+	w := wrappedQwen35[mt]
 	if q, ok := outer["quantization_config"]; ok && q != nil {
 		return nil, fmt.Errorf("quantization_config is not supported (a quantized checkpoint; load its unquantized weights)")
 	}
@@ -87,23 +111,24 @@ func unwrapQwen35(outer map[string]any) (map[string]any, error) {
 			return nil, fmt.Errorf("architectures must be a list of class names, got %v", v)
 		}
 		for _, a := range archs {
-			if a != "Qwen3_5ForConditionalGeneration" && a != "Qwen3_5ForCausalLM" {
-				return nil, fmt.Errorf("architectures %v: %v is not supported (model_type qwen3_5 is loaded as Qwen3_5ForCausalLM, its text model)", archs, a)
+			if !slices.Contains(w.classes, fmt.Sprint(a)) {
+				return nil, fmt.Errorf("architectures %v: %v is not supported (model_type %s is loaded as %s, its text model)",
+					archs, a, mt, w.classes[1])
 			}
 		}
 	}
 	tc, ok := outer["text_config"].(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("model_type qwen3_5 needs text_config, an object, got %s", jsonText(outer["text_config"]))
+		return nil, fmt.Errorf("model_type %s needs text_config, an object, got %s", mt, jsonText(outer["text_config"]))
 	}
 	text := map[string]any{}
 	for k, v := range tc {
 		text[k] = v
 	}
-	if mt, ok := text["model_type"]; !ok {
-		text["model_type"] = qwen35
-	} else if mt != qwen35 {
-		return nil, fmt.Errorf("text_config.model_type %s is not supported (%s)", jsonText(mt), qwen35)
+	if tm, ok := text["model_type"]; !ok {
+		text["model_type"] = w.text
+	} else if tm != w.text {
+		return nil, fmt.Errorf("text_config.model_type %s is not supported in a %s config (%s)", jsonText(tm), mt, w.text)
 	}
 	outerTie, err := rawBool(outer, "tie_word_embeddings")
 	if err != nil {
@@ -115,7 +140,7 @@ func unwrapQwen35(outer map[string]any) (map[string]any, error) {
 	}
 	if outerTie != textTie {
 		return nil, fmt.Errorf("tie_word_embeddings %v and text_config.tie_word_embeddings %v differ: transformers' "+
-			"Qwen3_5ForConditionalGeneration ties by the first, Qwen3_5ForCausalLM by the second", outerTie, textTie)
+			"%s ties by the first, %s by the second", outerTie, textTie, w.classes[0], w.classes[1])
 	}
 	for _, k := range []string{"bos_token_id", "eos_token_id", "pad_token_id", "dtype", "torch_dtype"} {
 		if v, ok := text[k]; (!ok || v == nil) && outer[k] != nil {
@@ -126,7 +151,7 @@ func unwrapQwen35(outer map[string]any) (map[string]any, error) {
 }
 
 // parseQwen35 reads the Qwen3.5 keys of a text config raw into c, with
-// Qwen3_5TextConfig's defaults: the Gated DeltaNet sizes, the layer types
+// Qwen3_5TextConfig's defaults (Qwen3_5MoeTextConfig's are the same): the Gated DeltaNet sizes, the layer types
 // (layer_types, else every full_attention_interval-th layer full, the
 // rest linear), partial_rotary_factor (0.25) and the attention output
 // gate (attn_output_gate false is refused: transformers 5's Qwen3.5 always
@@ -200,7 +225,7 @@ func parseQwen35(raw map[string]any, c *Config) error {
 		return fmt.Errorf("partial_rotary_factor must be in (0, 1], got %g", c.PartialRotary)
 	}
 	if c.Rope.Type != "" {
-		return fmt.Errorf("rope_type %q is not supported for %s (default only)", c.Rope.Type, qwen35)
+		return fmt.Errorf("rope_type %q is not supported for %s (default only)", c.Rope.Type, c.ModelType)
 	}
 	return nil
 }
@@ -211,7 +236,7 @@ func (c Config) validateQwen35() error {
 		return fmt.Errorf("%d layer types for %d layers", len(c.LayerTypes), c.Layers)
 	}
 	if c.Layers > maxMoELayers {
-		return fmt.Errorf("num_hidden_layers %d is not supported for %s (at most %d)", c.Layers, qwen35, maxMoELayers)
+		return fmt.Errorf("num_hidden_layers %d is not supported for %s (at most %d)", c.Layers, c.ModelType, maxMoELayers)
 	}
 	if d := c.RotaryDim(); d <= 0 || d%2 != 0 {
 		return fmt.Errorf("partial_rotary_factor %g of head_dim %d gives %d RoPE dimensions, which must be positive and even",
@@ -225,7 +250,7 @@ func (c Config) validateQwen35() error {
 }
 
 // jsonQwen35 sets the Qwen3.5 keys of config.json in out, the text model's
-// form: transformers loads it as Qwen3_5ForCausalLM.
+// form: transformers loads it as Qwen3_5ForCausalLM (Qwen3_5MoeForCausalLM).
 func (c Config) jsonQwen35(out, set map[string]any) {
 	set["layer_types"] = c.LayerTypes
 	set["linear_num_key_heads"], set["linear_num_value_heads"] = c.LinearKeyHeads, c.LinearValueHeads

@@ -143,7 +143,7 @@ func parseRoPE(raw map[string]any, maxPositions int) (float64, RoPE, error) {
 	}
 	// Qwen3.5's partial RoPE and its multimodal RoPE keys (the same
 	// rotation for text positions) are read by parseQwen35.
-	qwen35Keys := raw["model_type"] == qwen35
+	qwen35Keys := raw["model_type"] == qwen35 || raw["model_type"] == qwen35MoE
 	if partial != 1 && !qwen35Keys {
 		return 0, RoPE{}, fmt.Errorf("partial_rotary_factor %g is not supported (RoPE on every dimension of a head only)", partial)
 	}

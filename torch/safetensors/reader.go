@@ -207,6 +207,23 @@ func (r *Reader) Bytes(name string) ([]byte, error) {
 	return buf, nil
 }
 
+// BytesRange reads n bytes of tensor name's raw bytes from byte offset off
+// (part of a tensor: one expert's rows of a fused tensor).
+func (r *Reader) BytesRange(name string, off, n int64) ([]byte, error) {
+	e, ok := r.tensors[name]
+	if !ok {
+		return nil, fmt.Errorf("safetensors: no tensor %q", name)
+	}
+	if off < 0 || n < 0 || off+n > e.size {
+		return nil, fmt.Errorf("safetensors %s: bytes [%d, %d) of tensor %q are outside its %d bytes", e.info.File, off, off+n, name, e.size)
+	}
+	buf := make([]byte, n)
+	if _, err := e.f.ReadAt(buf, e.off+off); err != nil {
+		return nil, fmt.Errorf("safetensors %s: read tensor %q (%d bytes at offset %d): %w", e.info.File, name, n, e.off+off, err)
+	}
+	return buf, nil
+}
+
 // Metadata returns the "__metadata__" maps of the opened files, merged.
 func (r *Reader) Metadata() map[string]string {
 	m := make(map[string]string, len(r.metadata))

@@ -8,13 +8,17 @@ argv: in.json out.json. in.json is {"models": [...]}, one model each:
                   (Qwen3_5ForConditionalGeneration: config is its
                   text_config, vision its vision_config, and mtp.* tensors
                   are added to the saved weights, as the published
-                  checkpoints carry them)
+                  checkpoints carry them); qwen3_5_moe and qwen3_5_moe_vl
+                  the same for Qwen3.5 MoE
   config          the config class's arguments (shapes, rope_parameters, ...)
   vision          qwen3_5_vl's vision_config
   style           "5" (as save_pretrained writes it) or "4" (config.json
                   rewritten as transformers 4 wrote it: top-level rope_theta,
                   rope_scaling, torch_dtype)
   max_shard_size  save_pretrained's max_shard_size ("" for its default)
+  fused           save the experts fused (save_original_format=False:
+                  mlp.experts.gate_up_proj and down_proj, as the published
+                  Qwen3.5 MoE checkpoints hold them) instead of per expert
   seed            torch's seed for the weights and the token ids
   ref_dtype       float64 or float32: the dtype of transformers' forward
   full            [T, ...]: lengths of the rows of the right-padded case
@@ -48,7 +52,17 @@ CONFIGS = {
     "llama": transformers.LlamaConfig,
     "qwen3_moe": transformers.Qwen3MoeConfig,
     "qwen3_5": transformers.Qwen3_5TextConfig,
+    "qwen3_5_moe": transformers.Qwen3_5MoeTextConfig,
 }
+
+# The multimodal families: their config and model classes.
+MULTIMODAL = {
+    "qwen3_5_vl": (transformers.Qwen3_5Config, transformers.Qwen3_5ForConditionalGeneration),
+    "qwen3_5_moe_vl": (transformers.Qwen3_5MoeConfig, transformers.Qwen3_5MoeForConditionalGeneration),
+}
+
+# The families with mixture-of-experts layers.
+MOE = {"qwen3_moe", "qwen3_5_moe", "qwen3_5_moe_vl"}
 
 
 def add_mtp(path, hidden, gen):
@@ -68,7 +82,7 @@ def perturb(model, gen):
     bias put in the wrong place shows in the logits (the init sets them to
     1 and 0). Qwen3.5's RMSNorms scale by 1 + w (its gated norm by w):
     their w spreads around 0, so that they scale as much as the others."""
-    offset = getattr(model.config.get_text_config(), "model_type", "") == "qwen3_5_text"
+    offset = getattr(model.config.get_text_config(), "model_type", "") in ("qwen3_5_text", "qwen3_5_moe_text")
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
@@ -115,18 +129,21 @@ def make(a):
     """Makes the model a describes; returns its config.json and files."""
     torch.manual_seed(a["seed"])
     gen = torch.Generator().manual_seed(a["seed"])
-    if a["family"] == "qwen3_5_vl":
-        cfg = transformers.Qwen3_5Config(text_config=a["config"], vision_config=a["vision"],
-                                         tie_word_embeddings=a["config"].get("tie_word_embeddings", False))
-        model = transformers.Qwen3_5ForConditionalGeneration(cfg).to(torch.float32)
+    if a["family"] in MULTIMODAL:
+        config_class, model_class = MULTIMODAL[a["family"]]
+        cfg = config_class(text_config=a["config"], vision_config=a["vision"],
+                           tie_word_embeddings=a["config"].get("tie_word_embeddings", False))
+        model = model_class(cfg).to(torch.float32)
     else:
         cfg = CONFIGS[a["family"]](**a["config"])
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
     perturb(model, gen)
     model.generation_config.eos_token_id = None
     kw = {"max_shard_size": a["max_shard_size"]} if a["max_shard_size"] else {}
+    if a.get("fused"):
+        kw["save_original_format"] = False
     model.save_pretrained(a["dir"], **kw)
-    if a["family"] == "qwen3_5_vl":
+    if a["family"] in MULTIMODAL:
         add_mtp(a["dir"], a["config"]["hidden_size"], gen)
     rope = model.config.get_text_config().rope_parameters
     del model
@@ -137,7 +154,7 @@ def make(a):
     dt = getattr(torch, a["ref_dtype"])
     # MoE experts run transformers' eager loop over the experts (its default,
     # grouped_mm, takes no float64).
-    eager = {"experts_implementation": "eager"} if a["family"] == "qwen3_moe" else {}
+    eager = {"experts_implementation": "eager"} if a["family"] in MOE else {}
     ref = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=dt, attn_implementation="eager", **eager)
     ref.eval()
     got = ref.config.rope_parameters

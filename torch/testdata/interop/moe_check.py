@@ -9,7 +9,8 @@ argv: in.json out.json. in.json holds:
   export     a folder agentrl saved from dir ("" for none)
 
 In float64, with the router logits (output_router_logits): the routers'
-load-balancing loss transformers' Qwen3MoeForCausalLM returns (aux_loss)
+load-balancing loss transformers' Qwen3MoeForCausalLM (Qwen3_5MoeForCausalLM)
+returns (aux_loss)
 for the batch, and the gradient of every parameter of the short loss
   L = -mean of log p(ids[b][t+1] | ids[b][..t]) over the real pairs + coef * aux_loss
 by autograd (the experts' under the per-expert keys of the checkpoint:
