@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/torch"
@@ -22,7 +23,11 @@ type DryRunReport struct {
 	Vocab                 int // tokenizer size
 	Model                 torch.Config
 	Params                int64
-	Memory                MemoryEstimate // per rank
+	// ActiveParams is the parameters one token runs through: Params less,
+	// in each sparse layer, the experts its router does not choose (the
+	// top-k and a shared expert counted); Params for a dense model.
+	ActiveParams int64
+	Memory       MemoryEstimate // per rank
 	// World is the number of data-parallel ranks (WORLD_SIZE under a
 	// launcher, else dist.nproc) and Zero the ZeRO stage (dist.zero) the
 	// estimate is for.
@@ -46,6 +51,24 @@ func paramCount(shapes []torch.ParamShape) int64 {
 		n += p.Numel()
 	}
 	return n
+}
+
+// activeParams is the parameters of shapes one token of a model of c
+// runs through: all but, in each sparse layer, experts - top-k of its
+// experts (each expert's parameters are mlp.experts.{e}.*, the same
+// number for every expert).
+func activeParams(c torch.Config, shapes []torch.ParamShape) int64 {
+	var all, experts int64
+	for _, p := range shapes {
+		all += p.Numel()
+		if strings.Contains(p.Name, ".mlp.experts.") {
+			experts += p.Numel()
+		}
+	}
+	if e := int64(c.MoE.Experts); e > 0 {
+		all -= experts / e * (e - int64(c.MoE.ExpertsPerToken))
+	}
+	return all
 }
 
 // DryRun loads and checks everything a run needs (data, index, tools,
@@ -110,6 +133,7 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		return nil, err
 	}
 	r.Params = paramCount(shapes)
+	r.ActiveParams = activeParams(r.Model, shapes)
 	dt, err := torch.ParseDType(cfg.Device.DType)
 	if err != nil {
 		return nil, err
@@ -138,6 +162,9 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	m.Activations = activationBytes(c, cfg.Algorithm.MicroBatch, cfg.Env.MaxTokens, cfg.Model.LogitsChunk,
 		cfg.Model.Checkpointing, !cfg.Model.LoRA.On())
 	if cfg.Model.LoRA.On() {
+		if err := checkLoRATargets(r.Model, cfg.Model.LoRA.Targets()); err != nil {
+			return nil, err
+		}
 		loraMemory(m, c, shapes, cfg, r.Params, b, sharded)
 	}
 	m.Total = m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations + m.Merged
@@ -221,7 +248,9 @@ func trainingState(params, b int64, world, zero int) (grads, optimizer int64) {
 // intermediate-sized tensors, those of the experts each token runs
 // (experts_per_token x 4 of the expert width), the token's rows gathered
 // for them and their outputs (2 x experts_per_token hidden-sized), and
-// the router's logits and probabilities (2 x experts).
+// the router's logits and probabilities (2 x experts). A shared expert
+// (Qwen3.5 MoE) adds its MLP's 4 tensors of its width, its output
+// (hidden-sized) and its gate's logit and sigmoid (2).
 //
 // The LM head's logits whole (logitsChunk 0) are three [tokens, vocab]
 // tensors at the backward's peak (the log-softmax kept by the forward, its
@@ -238,6 +267,9 @@ func activationBytes(c torch.Config, micro, seq, logitsChunk int, checkpointing,
 		if c.SparseLayer(i) {
 			k := int64(c.MoE.ExpertsPerToken)
 			mlp = 4*k*int64(c.MoE.Intermediate) + 2*k*h + 2*int64(c.MoE.Experts)
+			if s := int64(c.MoE.SharedIntermediate); s > 0 { // the shared expert's MLP, output and gate
+				mlp += 4*s + h + 2
+			}
 		}
 		return tok * (10*h + 6*kv + mlp + int64(c.Heads)*int64(seq)) * 4
 	}

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/agentrl/agentrl/torch"
@@ -23,6 +24,22 @@ func loraCounts(shapes []torch.ParamShape, rank int, targets []string) (adapters
 		}
 	}
 	return adapters, weights
+}
+
+// checkLoRATargets refuses, as the model does when the adapters are made,
+// the MLP targets of a model with mixture-of-experts layers: its sparse
+// layers' MLPs are experts (and a shared expert), which take no adapters.
+func checkLoRATargets(c torch.Config, targets []string) error {
+	if !c.Sparse() {
+		return nil
+	}
+	for _, t := range targets {
+		if t == "gate_proj" || t == "up_proj" || t == "down_proj" {
+			return fmt.Errorf("model.lora.target_modules: %s is not supported on a model with mixture-of-experts layers: "+
+				"LoRA on the experts (mlp.experts.*, mlp.shared_expert.*) is not implemented; target q_proj, k_proj, v_proj, o_proj", t)
+		}
+	}
+	return nil
 }
 
 // loraMemory is the estimate with model.lora, over the full fine-tune's

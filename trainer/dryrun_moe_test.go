@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentrl/agentrl/internal/fixtures"
@@ -70,5 +71,90 @@ func TestDryRunQwen3MoEExample(t *testing.T) {
 			t.Errorf("activations %d, kv cache %d, total %d; want %d, %d, %d", m.Activations, m.KVCache, m.Total, acts, kv, want)
 		}
 		wantWarning(t, r.Warnings, "mixture-of-experts", "decode kernels")
+	}
+}
+
+// The Qwen3.5-35B-A3B example's dry run (LoRA on the attention layers),
+// with the model's published config.json (the multimodal form) and the
+// Qwen tokenizer, on cuda:0 in bf16: every expert's parameters are counted
+// (34,660,610,688, computed by hand in torch's TestConfigQwen35MoE), and a
+// token's active ones are those less 248 of the 256 experts of each of the
+// 40 layers (the top-8 and the shared expert stay). By hand: the frozen
+// bf16 base once; rank-32 adapters on q_proj [8192, 2048], k_proj and
+// v_proj [512, 2048] and o_proj [2048, 4096] of the 10 attention layers
+// (32 x (10240 + 2 x 2560 + 6144) a layer) in f32 with their gradients and
+// two AdamW moments; the merged decode model's copy of those weights; the
+// KV cache 2 x 40 layers x 64 slots x 2049 positions x 512 x 2 bytes; the
+// checkpointed activations: each layer's input, two sparse layers' worth
+// (per token 10 x 2048 + 6 x 512 + 4 x 8 x 512 + 2 x 8 x 2048 + 2 x 256,
+// the shared expert's 4 x 512 + 2048 + 2, and 16 heads x 2048 attention
+// probabilities) and the chunked LM head (two 256-token chunks and the
+// hidden states; the frozen head takes no gradient). It fits one 141 GB
+// H200. LoRA on the MLP projections of a MoE model is refused, naming the
+// experts and the shared expert.
+func TestDryRunQwen35MoEExample(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "Qwen3.5-35B-A3B")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(fixtures.Qwen35MoE35BConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tokDir := fixtures.Path(t, "data", "tokenizers", "qwen")
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		copyTestFile(t, filepath.Join(tokDir, f), filepath.Join(dir, f))
+	}
+	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
+	index := buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
+	load := func() config.Config {
+		cfg, err := config.Load(filepath.Join("..", "examples", "qwen3.5-35b-a3b-hotpotqa-grpo.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Model.Path = dir
+		cfg.Data.Train = []string{raw("hotpotqa", "hotpotqa_train.json")}
+		cfg.Data.Eval = []string{raw("musique", "gold_with_3_distractors_context_cot_qa_codex.txt")}
+		cfg.Tools.Search.Index = index
+		cfg.Run.Dir = t.TempDir()
+		return cfg
+	}
+	r, err := DryRun(context.Background(), load())
+	if err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	const (
+		params   = int64(34660610688)
+		active   = params - 40*248*3*512*2048
+		adapters = int64(10 * 32 * (10240 + 2*2560 + 6144))
+		targets  = int64(10 * (8192*2048 + 2*512*2048 + 2048*4096))
+		kv       = int64(2 * 40 * 64 * 2049 * 512 * 2)
+		perToken = int64(10*2048 + 6*512 + 4*8*512 + 2*8*2048 + 2*256 + 4*512 + 2048 + 2 + 16*2048)
+		acts     = 40*2048*2048*4 + 2*perToken*2048*4 + 2*256*248320*4 + 2048*2048*4
+	)
+	m := r.Memory
+	t.Logf("%d params, %d active; total %.1fe9 (weights %.1fe9, kv %.1fe9, activations %.1fe9, merged %.1fe9)", r.Params,
+		r.ActiveParams, float64(m.Total)/1e9, float64(m.Weights)/1e9, float64(m.KVCache)/1e9, float64(m.Activations)/1e9,
+		float64(m.Merged)/1e9)
+	if r.Params != params || r.ActiveParams != active {
+		t.Errorf("params %d, active %d; want %d, %d", r.Params, r.ActiveParams, params, active)
+	}
+	if m.Weights != 2*params+4*adapters || m.Grads != 4*adapters || m.Optimizer != 8*adapters || m.Reference != 0 ||
+		m.Merged != 2*targets {
+		t.Errorf("weights %d, grads %d, optimizer %d, reference %d, merged %d; want %d, %d, %d, 0, %d", m.Weights, m.Grads,
+			m.Optimizer, m.Reference, m.Merged, 2*params+4*adapters, 4*adapters, 8*adapters, 2*targets)
+	}
+	want := 2*params + 16*adapters + 2*targets + kv + acts
+	if m.KVCache != kv || m.Activations != acts || m.Total != want {
+		t.Errorf("kv cache %d, activations %d, total %d; want %d, %d, %d", m.KVCache, m.Activations, m.Total, kv, acts, want)
+	}
+	if m.Total > 141e9 {
+		t.Errorf("estimated %.1fe9 bytes: the example does not fit one H200 as its comment says", float64(m.Total)/1e9)
+	}
+	wantWarning(t, r.Warnings, "mixture-of-experts", "decode kernels")
+
+	cfg := load()
+	cfg.Model.LoRA.TargetModules = []string{"all-linear"}
+	if _, err := DryRun(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "mlp.shared_expert") {
+		t.Errorf("LoRA on all linear layers of a MoE model: %v, want a refusal naming the experts and the shared expert", err)
 	}
 }

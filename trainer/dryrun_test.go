@@ -26,10 +26,11 @@ type exampleSpec struct {
 	group     int
 	miniBatch int // trajectories: 64 questions x group
 	klMode    string
-	critic    bool    // a separate critic model is trained
-	lr        float64 // the policy's learning rate: Agent-R1's 1e-6 for full fine-tuning
-	lora      int     // the adapters' rank (0: full fine-tuning)
-	model     string  // model.path as shipped ("": /models/Qwen2.5-3B-Instruct)
+	critic    bool     // a separate critic model is trained
+	lr        float64  // the policy's learning rate: Agent-R1's 1e-6 for full fine-tuning
+	lora      int      // the adapters' rank (0: full fine-tuning)
+	targets   []string // the adapters' target_modules (nil: all-linear)
+	model     string   // model.path as shipped ("": /models/Qwen2.5-3B-Instruct)
 }
 
 var exampleConfigs = []exampleSpec{
@@ -44,6 +45,10 @@ var exampleConfigs = []exampleSpec{
 	// A mixture-of-experts model with the GRPO example's settings.
 	{file: "qwen3-30b-a3b-hotpotqa-grpo.yaml", estimator: "grpo", group: 5, miniBatch: 64 * 5, klMode: "loss", lr: 1e-6,
 		model: "/models/Qwen3-30B-A3B"},
+	// A hybrid mixture-of-experts model with the GRPO example's settings
+	// and LoRA r=32 on the attention (its experts take no adapters).
+	{file: "qwen3.5-35b-a3b-hotpotqa-grpo.yaml", estimator: "grpo", group: 5, miniBatch: 64 * 5, klMode: "loss", lr: 1e-5,
+		lora: 32, targets: []string{"q_proj", "k_proj", "v_proj", "o_proj"}, model: "/models/Qwen3.5-35B-A3B"},
 }
 
 // The fixture qwen2-tiny-a (its README and config.json): vocab 384, hidden
@@ -170,8 +175,12 @@ func checkAsShipped(t *testing.T, cfg config.Config, ex exampleSpec) {
 		t.Errorf("batch %d, mini-batch %d, lr %g, kl %g, turns %d; want 128, %d, %g, 0.001, 5",
 			cfg.Rollout.BatchSize, a.MiniBatch, o.LR, a.KLCoef, cfg.Env.MaxTurns, ex.miniBatch, ex.lr)
 	}
-	if l := cfg.Model.LoRA; l.Rank != ex.lora || (ex.lora > 0 && !slices.Equal(l.TargetModules, []string{"all-linear"})) {
-		t.Errorf("model.lora rank %d on %v, want %d (all-linear when on)", l.Rank, l.TargetModules, ex.lora)
+	targets := ex.targets
+	if targets == nil {
+		targets = []string{"all-linear"}
+	}
+	if l := cfg.Model.LoRA; l.Rank != ex.lora || (ex.lora > 0 && !slices.Equal(l.TargetModules, targets)) {
+		t.Errorf("model.lora rank %d on %v, want %d (%v when on)", l.Rank, l.TargetModules, ex.lora, targets)
 	}
 	if a.Estimator != ex.estimator || cfg.Rollout.GroupSize != ex.group || a.KLMode != ex.klMode {
 		t.Errorf("estimator %s, group %d, kl mode %s; want %s, %d, %s", a.Estimator, cfg.Rollout.GroupSize, a.KLMode, ex.estimator, ex.group, ex.klMode)
@@ -189,7 +198,7 @@ func checkAsShipped(t *testing.T, cfg config.Config, ex exampleSpec) {
 func checkMemory(t *testing.T, m MemoryEstimate, cfg config.Config, ex exampleSpec) {
 	t.Helper()
 	if ex.lora > 0 {
-		checkLoRAMemory(t, m, cfg)
+		checkLoRAMemory(t, m, cfg, ex)
 		return
 	}
 	w := int64(fixtureParams * 4)
@@ -398,20 +407,36 @@ const (
 	fixtureHead     = 65
 )
 
-// checkLoRAMemory checks the LoRA example's estimate on the fixture in
-// f32: the base's weights once and the policy's adapters, their gradients
-// and two AdamW moments, no reference, the critic's adapters and value
-// head with theirs, the merged copy of the target weights, and the KV
-// cache and activations of a full fine-tune.
-func checkLoRAMemory(t *testing.T, m MemoryEstimate, cfg config.Config) {
+// The fixture's adapters at r=32 on q_proj, k_proj, v_proj and o_proj, by
+// hand: 32 x (128 + 96 + 96 + 128) = 14336 a layer, 28672 for 2; the
+// target weights 4096 + 2048 + 2048 + 4096 = 12288 a layer, 24576 for 2.
+const (
+	fixtureAttnAdapters = 28672
+	fixtureAttnTargets  = 24576
+)
+
+// checkLoRAMemory checks a LoRA example's estimate on the fixture in f32
+// (its adapters on all linear layers, or on the attention's q/k/v/o): the
+// base's weights once and the policy's adapters, their gradients and two
+// AdamW moments, no reference, a separate critic's adapters and value head
+// with theirs, the merged copy of the target weights, and the KV cache and
+// activations of a full fine-tune.
+func checkLoRAMemory(t *testing.T, m MemoryEstimate, cfg config.Config, ex exampleSpec) {
 	t.Helper()
 	kv := int64(2*fixtureLayers*cfg.Rollout.Slots*(cfg.Env.MaxTokens+1)*fixtureKVWidth) * 4
+	adapters, targets := int64(fixtureAdapters), int64(fixtureTargets)
+	if ex.targets != nil {
+		adapters, targets = fixtureAttnAdapters, fixtureAttnTargets
+	}
 	want := MemoryEstimate{
-		Weights: (fixtureParams + fixtureAdapters) * 4, Grads: fixtureAdapters * 4, Optimizer: 2 * fixtureAdapters * 4,
-		Critic: 4 * (fixtureAdapters + fixtureHead) * 4, KVCache: kv, Merged: fixtureTargets * 4, Activations: m.Activations,
+		Weights: (fixtureParams + adapters) * 4, Grads: adapters * 4, Optimizer: 2 * adapters * 4,
+		KVCache: kv, Merged: targets * 4, Activations: m.Activations,
 		// the policy's adapters written whole in f32 (the optimizer state
 		// goes one adapter at a time)
-		Checkpoint: fixtureAdapters * 4,
+		Checkpoint: adapters * 4,
+	}
+	if ex.critic {
+		want.Critic = 4 * (adapters + fixtureHead) * 4
 	}
 	want.Total = want.Weights + want.Grads + want.Optimizer + want.Critic + want.KVCache + want.Merged + want.Activations + want.Checkpoint
 	if m != want {

@@ -131,6 +131,10 @@ func dryRun(c *cli.Context, cfg config.Config) error {
 	fmt.Printf("tokenizer: %d tokens\n", r.Vocab)
 	fmt.Printf("model:     %s, vocab %d, hidden %d, %d layers, %d heads (%d kv), %.1fM parameters\n",
 		r.Model.ModelType, r.Model.Vocab, r.Model.Hidden, r.Model.Layers, r.Model.Heads, r.Model.KVHeads, float64(r.Params)/1e6)
+	if r.ActiveParams != r.Params {
+		fmt.Printf("           %.1fM active per token (%d of %d experts in each sparse layer)\n",
+			float64(r.ActiveParams)/1e6, r.Model.MoE.ExpertsPerToken, r.Model.MoE.Experts)
+	}
 	m := r.Memory
 	parts := map[string]int64{"weights": m.Weights, "grads": m.Grads, "optimizer": m.Optimizer, "reference": m.Reference,
 		"critic": m.Critic, "kv cache": m.KVCache, "activations": m.Activations}
