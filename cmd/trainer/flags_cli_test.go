@@ -94,9 +94,10 @@ func TestLocatingFlagsAreTheSame(t *testing.T) {
 	walk("", commands())
 	// --run and --run-dir: the config's commands (train, sft, eval,
 	// experiment paper), chat, serve, merge, inspect, report and the four
-	// rollouts subcommands; --model: the config's commands, chat, serve and
-	// merge; --resume: the config's commands.
-	for flag, want := range map[string]int{"run": 13, "run-dir": 13, "model": 7, "resume": 4} {
+	// rollouts subcommands; --model: the config's commands, chat, serve,
+	// merge, and bench generate and train (the architecture benchmarked);
+	// --resume: the config's commands.
+	for flag, want := range map[string]int{"run": 13, "run-dir": 13, "model": 9, "resume": 4} {
 		if seen[flag] != want {
 			t.Errorf("%d subcommands take --%s, want %d", seen[flag], flag, want)
 		}
