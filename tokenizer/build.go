@@ -16,6 +16,18 @@ import (
 //go:embed qwen_chat_template.jinja
 var qwenChatTemplate string
 
+// qwen35ChatTemplate is Qwen3.5's published chat template (that of
+// Qwen/Qwen3.5-4B, as llama.cpp vendors it: testdata/templates/SOURCES.md),
+// written into the tokenizer_config.json of tokenizers built for
+// Qwen3.5-shaped tiny models, and the interop tests' copy of it.
+//
+//go:embed qwen35_chat_template.jinja
+var qwen35ChatTemplate string
+
+// builtTemplates are the chat templates BuildWordLevelAs can write, by
+// family.
+var builtTemplates = map[Family]string{Qwen3: qwenChatTemplate, Qwen35: qwen35ChatTemplate}
+
 // UnknownToken is the token BuildWordLevel gives to pieces it has not seen.
 const UnknownToken = "<unk>"
 
@@ -32,9 +44,21 @@ var QwenSpecials = protocol.SpecialTokens()
 // byte order. Specials written like "<|name|>" (and UnknownToken) are
 // special tokens, the others plain added tokens. Decoding concatenates tokens
 // (the Fuse decoder), so Decode(Encode(s)) == s for any s made of seen pieces.
-// The tokenizer_config.json saved with it carries Qwen's chat template, with
+// The tokenizer_config.json saved with it carries Qwen3's chat template, with
 // "<|im_end|>" as eos and "<|endoftext|>" as pad when they are specials.
 func BuildWordLevel(texts []string, specials []string) (*Tokenizer, error) {
+	return BuildWordLevelAs(Qwen3, texts, specials)
+}
+
+// BuildWordLevelAs is BuildWordLevel with family's chat template in the
+// tokenizer_config.json, so that NewChatFormat lays conversations out as
+// that family does: Qwen3, or Qwen35 (tool calls in XML). The other
+// families are refused by name.
+func BuildWordLevelAs(family Family, texts []string, specials []string) (*Tokenizer, error) {
+	template, ok := builtTemplates[family]
+	if !ok {
+		return nil, fmt.Errorf("build word-level tokenizer: chat format %q: only %s and %s can be built", family, Qwen3, Qwen35)
+	}
 	vocab := vocabJSON{}
 	var added []addedToken
 	addToken := func(content string, special bool) {
@@ -102,7 +126,7 @@ func BuildWordLevel(texts []string, specials []string) (*Tokenizer, error) {
 	}
 	config := map[string]json.RawMessage{
 		"tokenizer_class":              mustJSON("PreTrainedTokenizerFast"),
-		"chat_template":                mustJSON(qwenChatTemplate),
+		"chat_template":                mustJSON(template),
 		"clean_up_tokenization_spaces": mustJSON(false),
 		"model_max_length":             mustJSON(131072),
 		"unk_token":                    mustJSON(UnknownToken),

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/internal/hubcache/hubcachetest"
 )
 
@@ -206,5 +207,58 @@ func TestLoadFromHubCache(t *testing.T) {
 	sameTokenizer(t, tok, back, twoCallText)
 	if _, err := Load("org/other"); err == nil || !strings.Contains(err.Error(), "in the Hugging Face cache "+cache+" (from $HF_HUB_CACHE)") {
 		t.Errorf("absent id: %v", err)
+	}
+}
+
+// A word-level tokenizer built as Qwen3.5's carries Qwen3.5's published
+// template, saved and read back: its chat format is Qwen3.5's, writing
+// calls in XML, whose every piece the tokenizer holds when the rendered
+// text was among its texts. Families whose template the package does not
+// carry are refused by name.
+func TestBuildWordLevelAsQwen35(t *testing.T) {
+	msgs := []Message{{Role: "system", Content: "Search."}, {Role: "user", Content: "Where is Tarn?"},
+		{Role: "assistant", ToolCalls: []ToolCall{{Name: "search", Arguments: json.RawMessage(`{"query": "Tarn"}`)}}},
+		{Role: "tool", Content: "Tarn is in Oc."}, {Role: "assistant", Content: "<answer>Oc</answer>"}}
+	boot, err := BuildWordLevelAs(Qwen35, nil, QwenSpecials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := NewChatFormat(boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := bf.RenderText(msgs, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := "<tool_call>\n<function=search>\n<parameter=query>\nTarn\n</parameter>\n</function>\n</tool_call>"
+	if !strings.Contains(text, call) {
+		t.Fatalf("rendered text lacks the XML call %q:\n%s", call, text)
+	}
+	tok, err := BuildWordLevelAs(Qwen35, []string{text}, QwenSpecials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := tok.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewChatFormat(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Family() != Qwen35 || f.CallSyntax() != protocol.QwenXML {
+		t.Errorf("format %s writing %v calls, want qwen3.5 writing %v", f.Family(), f.CallSyntax(), protocol.QwenXML)
+	}
+	unk, _ := back.TokenID(UnknownToken)
+	if ids := back.Encode(call); slices.Contains(ids, unk) || back.Decode(ids, false) != call {
+		t.Errorf("the XML call does not round-trip: %v", ids)
+	}
+	if _, err := BuildWordLevelAs(Llama31, nil, QwenSpecials); err == nil || !strings.Contains(err.Error(), `"llama3.1"`) {
+		t.Errorf("built as Llama 3.1: %v, want a refusal naming it", err)
 	}
 }

@@ -251,7 +251,7 @@ func chatFamilies(t *testing.T) map[Family]string {
 	if err := os.Symlink(filepath.Join(qwen, "tokenizer.json"), filepath.Join(q35, "tokenizer.json")); err != nil {
 		t.Fatal(err)
 	}
-	config["chat_template"] = readTemplate("qwen3.5.jinja")
+	config["chat_template"] = qwen35ChatTemplate
 	writeJSONFile(t, filepath.Join(q35, "tokenizer_config.json"), config)
 	return map[Family]string{
 		Qwen25:  q25,

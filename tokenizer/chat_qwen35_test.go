@@ -12,7 +12,7 @@ import (
 // qwen35Chat is the shared Qwen tokenizer with Qwen3.5's template.
 func qwen35Chat(t *testing.T) *ChatFormat {
 	t.Helper()
-	f, err := NewChatFormat(withTemplate(t, qwen(t), readTestTemplate(t, "qwen3.5.jinja")))
+	f, err := NewChatFormat(withTemplate(t, qwen(t), qwen35ChatTemplate))
 	if err != nil {
 		t.Fatal(err)
 	}
