@@ -28,7 +28,8 @@ type Spec struct {
 	// Index is the search index that search and lookup read ("" = none).
 	Index string
 	// TokenizerDir holds the policy's tokenizer; "" builds the word-level
-	// tokenizer of World.
+	// tokenizer of World, laid out in the chat format of the tiny model
+	// (Config's model.tiny: tinyChatFamily).
 	TokenizerDir string
 	// World is the synthetic world, nil when the tasks come from files.
 	// With fresh worlds it is their vocabulary world (whose index is
@@ -98,7 +99,8 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 		if s.World == nil {
 			return nil, fmt.Errorf("model.path is empty and data.source is not synthetic: a tokenizer is needed (give model.path)")
 		}
-		if a.Tokenizer, err = wordTokenizer(ctx, s.World, a.Tools, s.Names); err != nil {
+		family := tinyChatFamily(s.Config.Model.Tiny)
+		if a.Tokenizer, err = wordTokenizer(ctx, s.World, a.Tools, s.Names, family); err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 	}

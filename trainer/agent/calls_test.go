@@ -2,12 +2,15 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/tokenizer/tokenizertest"
+	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
@@ -67,4 +70,73 @@ func TestLlamaAgentRefusesRenderedContexts(t *testing.T) {
 		t.Fatalf("env.context append on a Llama 3 agent: %v", err)
 	}
 	a.Close()
+}
+
+// The synthetic world's agent for a qwen3_5 tiny model builds its
+// word-level tokenizer with Qwen3.5's template: the format is Qwen3.5's,
+// the env reads XML calls (a Hermes block is an error observation, not a
+// call), the demonstrations' XML calls encode without unknown pieces, and
+// the tiny model's config is transformers' qwen3_5_text with the layer
+// types Qwen3_5TextConfig derives from the interval (layer i full when
+// i+1 is a multiple of it).
+func TestQwen35TinyAgentWritesXMLCalls(t *testing.T) {
+	w, index := world(t)
+	cfg := config.Default()
+	cfg.Model.Tiny.ModelType = "qwen3_5"
+	a, err := New(context.Background(), Spec{Config: cfg, Index: index, World: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Format.Family() != tokenizer.Qwen35 || a.Env.Calls != protocol.QwenXML {
+		t.Fatalf("qwen3_5 tiny agent: format %s, env call syntax %v; want qwen3.5 and %v", a.Format.Family(), a.Env.Calls, protocol.QwenXML)
+	}
+	task := w.Train[0]
+	msgs, err := Demonstration(context.Background(), w, task, a.Tools, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := a.Format.RenderText(msgs, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "<function=search>\n<parameter=query>\n") || strings.Contains(text, `{"name": "search"`) {
+		t.Fatalf("demonstration not in XML calls:\n%s", text)
+	}
+	unk, _ := a.Tokenizer.TokenID(tokenizer.UnknownToken)
+	if ids := a.Tokenizer.Encode(text); slices.Contains(ids, unk) {
+		t.Errorf("the demonstration has unknown pieces")
+	}
+	query := "<tool_call>\n<function=search>\n<parameter=query>\n" + task.Question + "\n</parameter>\n</function>\n</tool_call>"
+	for _, c := range []struct {
+		text string
+		call bool
+	}{{query, true}, {`<tool_call>` + "\n" + `{"name": "search", "arguments": {"query": "x"}}` + "\n</tool_call>", false}} {
+		s, err := a.Episode(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Env.Step(context.Background(), envs.Action{Text: c.text, Tokens: 20, TotalTokens: 100})
+		if err != nil || res.Done || len(res.Responses) != 1 {
+			t.Fatalf("step with %q: %+v, %v", c.text, res, err)
+		}
+		if got := !strings.HasPrefix(res.Responses[0], "Error"); got != c.call {
+			t.Errorf("step with %q: response %q; a search ran: %v, want %v", c.text, res.Responses[0], got, c.call)
+		}
+	}
+	tc := TinyConfig(cfg.Model.Tiny, a.Tokenizer)
+	want := []string{torch.LinearAttention, torch.FullAttention} // the default 2 layers, interval 2
+	if tc.ModelType != "qwen3_5_text" || !slices.Equal(tc.LayerTypes, want) || tc.HeadDim != 32 || tc.RotaryDim() != 8 ||
+		tc.LinearKeyHeads != 2 || tc.LinearValueHeads != 4 || tc.LinearKeyDim != 32 || tc.LinearValueDim != 32 || tc.LinearConvKernel != 4 {
+		t.Errorf("tiny config %+v", tc)
+	}
+	if err := tc.Validate(); err != nil {
+		t.Errorf("tiny config: %v", err)
+	}
+	cfg.Model.Tiny.Layers, cfg.Model.Tiny.FullAttentionInterval = 8, 4
+	tc = TinyConfig(cfg.Model.Tiny, a.Tokenizer)
+	l, f := torch.LinearAttention, torch.FullAttention
+	if want := []string{l, l, l, f, l, l, l, f}; !slices.Equal(tc.LayerTypes, want) {
+		t.Errorf("8 layers, interval 4: layer types %v, want %v", tc.LayerTypes, want)
+	}
 }

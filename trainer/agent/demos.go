@@ -153,11 +153,13 @@ func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, qu
 }
 
 // wordTokenizer makes the tiny word-level tokenizer of the synthetic
-// world: every piece of every text the agent can see or say (the world's
-// texts, rendered prompts and demonstrations, search results), and, when
-// names is not nil (fresh worlds), the texts it gives from those.
-func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool, names func([]string) []string) (*tokenizer.Tokenizer, error) {
-	boot, err := tokenizer.BuildWordLevel(nil, protocol.SpecialTokens())
+// world, with family's chat template: every piece of every text the agent
+// can see or say (the world's texts, prompts and demonstrations rendered
+// in that format, search results), and, when names is not nil (fresh
+// worlds), the texts it gives from those.
+func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool, names func([]string) []string,
+	family tokenizer.Family) (*tokenizer.Tokenizer, error) {
+	boot, err := tokenizer.BuildWordLevelAs(family, nil, protocol.SpecialTokens())
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +221,7 @@ func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool, names
 	}
 	// Error observations the agent may meet.
 	texts = append(texts, "Error: ", "No results.", "[truncated", "chars]")
-	return tokenizer.BuildWordLevel(texts, protocol.SpecialTokens())
+	return tokenizer.BuildWordLevelAs(family, texts, protocol.SpecialTokens())
 }
 
 // toolByName finds a tool by name, nil when there is none.

@@ -34,11 +34,42 @@ func (md Mode) Apply(m *torch.Model) error {
 }
 
 // TinyConfig is the config of a model created from scratch (model.tiny,
-// Qwen2- or Qwen3-style) for tok's vocabulary.
+// Qwen2-, Qwen3- or Qwen3.5-style) for tok's vocabulary. A qwen3_5 model is
+// transformers' qwen3_5_text: Gated DeltaNet layers with every
+// full_attention_interval-th layer a gated attention layer (as
+// Qwen3_5TextConfig derives layer_types), RoPE θ 1e7 over a quarter of each
+// head, as Qwen3.5's published models.
 func TinyConfig(c config.TinyConfig, tok *tokenizer.Tokenizer) torch.Config {
-	return torch.Config{ModelType: c.ModelType, Vocab: tok.VocabSize(), Hidden: c.Hidden, Intermediate: c.Intermediate,
+	tc := torch.Config{ModelType: c.ModelType, Vocab: tok.VocabSize(), Hidden: c.Hidden, Intermediate: c.Intermediate,
 		Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.Hidden / max(c.Heads, 1), RMSEps: 1e-6,
 		RopeTheta: 10000, MaxPositions: c.MaxPositions, BOS: int(tok.EOS()), EOS: int(tok.EOS())}
+	if c.ModelType != tinyQwen35 {
+		return tc
+	}
+	tc.ModelType, tc.RopeTheta, tc.PartialRotary = "qwen3_5_text", 1e7, 0.25
+	tc.LinearKeyHeads, tc.LinearValueHeads = c.LinearKeyHeads, c.LinearValueHeads
+	tc.LinearKeyDim, tc.LinearValueDim, tc.LinearConvKernel = c.LinearKeyDim, c.LinearValueDim, c.ConvKernel
+	for i := range c.Layers {
+		t := torch.LinearAttention
+		if (i+1)%max(c.FullAttentionInterval, 1) == 0 {
+			t = torch.FullAttention
+		}
+		tc.LayerTypes = append(tc.LayerTypes, t)
+	}
+	return tc
+}
+
+// tinyQwen35 is model.tiny.model_type's name of the Qwen3.5 family.
+const tinyQwen35 = "qwen3_5"
+
+// tinyChatFamily is the chat format of the word-level tokenizer made for
+// the tiny model of c: Qwen3.5's (tool calls in XML) for a qwen3_5 model,
+// else Qwen3's.
+func tinyChatFamily(c config.TinyConfig) tokenizer.Family {
+	if c.ModelType == tinyQwen35 {
+		return tokenizer.Qwen35
+	}
+	return tokenizer.Qwen3
 }
 
 // Sampler is what an agent's rollouts sample from: torch's KV-cache engine

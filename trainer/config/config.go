@@ -94,15 +94,25 @@ type LoRAConfig struct {
 	Merge         bool     `yaml:"merge" default:"false" doc:"the final export (<run>/final) is a full Hugging Face model folder with the adapters merged in, instead of the PEFT adapter folder"`
 }
 
-// TinyConfig is the shape of a freshly created Qwen2-style model.
+// TinyConfig is the shape of a freshly created model: Qwen2-, Qwen3- or
+// Qwen3.5-style (a hybrid of Gated DeltaNet layers and gated attention
+// layers, sized by the linear_* keys and full_attention_interval).
 type TinyConfig struct {
-	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3" doc:"architecture: qwen2, or qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases)"`
+	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), or qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML)"`
 	Hidden       int    `yaml:"hidden" default:"128" doc:"hidden size"`
 	Intermediate int    `yaml:"intermediate" default:"256" doc:"MLP intermediate size"`
 	Layers       int    `yaml:"layers" default:"2" doc:"transformer layers"`
 	Heads        int    `yaml:"heads" default:"4" doc:"attention heads"`
 	KVHeads      int    `yaml:"kv_heads" default:"2" doc:"key/value heads (grouped-query attention)"`
 	MaxPositions int    `yaml:"max_positions" default:"1024" doc:"maximum sequence length"`
+	// The Qwen3.5 keys (model_type qwen3_5), as Qwen3_5TextConfig names
+	// them: full_attention_interval, linear_num_key_heads, ...
+	FullAttentionInterval int `yaml:"full_attention_interval" default:"2" doc:"qwen3_5: every N-th layer is a gated attention layer, the others Gated DeltaNet layers (Qwen3.5's own models use 4; 2 makes the default 2 layers one of each)"`
+	LinearKeyHeads        int `yaml:"linear_key_heads" default:"2" doc:"qwen3_5: query/key heads of the Gated DeltaNet layers (linear_num_key_heads)"`
+	LinearValueHeads      int `yaml:"linear_value_heads" default:"4" doc:"qwen3_5: value heads of the Gated DeltaNet layers, a multiple of linear_key_heads (linear_num_value_heads)"`
+	LinearKeyDim          int `yaml:"linear_key_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet query/key head (linear_key_head_dim)"`
+	LinearValueDim        int `yaml:"linear_value_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet value head (linear_value_head_dim)"`
+	ConvKernel            int `yaml:"conv_kernel" default:"4" doc:"qwen3_5: width of the Gated DeltaNet layers' causal convolution (linear_conv_kernel_dim)"`
 }
 
 // DataConfig picks the questions.

@@ -113,11 +113,54 @@ func (c *Config) validateModel(p *problems) {
 	if t.KVHeads >= 1 && t.Heads%t.KVHeads != 0 {
 		p.add("model.tiny.kv_heads", "%d does not divide model.tiny.heads %d", t.KVHeads, t.Heads)
 	}
+	c.validateTinyQwen35(p)
 	p.atLeast("model.logits_chunk", c.Model.LogitsChunk, 0)
 	if c.Model.Critic == "shared" && c.Model.CriticPath != "" {
 		p.add("model.critic_path", "%q, but model.critic is shared (the value head sits on the policy)", c.Model.CriticPath)
 	}
 	c.validateLoRA(p)
+}
+
+// validateTinyQwen35 checks the Qwen3.5 keys of model.tiny: in range for
+// a qwen3_5 model, at their defaults for the others (which have no Gated
+// DeltaNet layers: a key set there would be ignored).
+func (c *Config) validateTinyQwen35(p *problems) {
+	t, d := c.Model.Tiny, Default().Model.Tiny
+	keys := []struct {
+		name     string
+		v, def   int
+		smallest int
+	}{
+		{"model.tiny.full_attention_interval", t.FullAttentionInterval, d.FullAttentionInterval, 1},
+		{"model.tiny.linear_key_heads", t.LinearKeyHeads, d.LinearKeyHeads, 1},
+		{"model.tiny.linear_value_heads", t.LinearValueHeads, d.LinearValueHeads, 1},
+		{"model.tiny.linear_key_dim", t.LinearKeyDim, d.LinearKeyDim, 1},
+		{"model.tiny.linear_value_dim", t.LinearValueDim, d.LinearValueDim, 1},
+		// A kernel of 1 would leave the decode state no inputs to keep.
+		{"model.tiny.conv_kernel", t.ConvKernel, d.ConvKernel, 2},
+	}
+	if t.ModelType != "qwen3_5" {
+		for _, k := range keys {
+			if k.v != k.def {
+				p.add(k.name, "%d, but model.tiny.model_type is %s: the Qwen3.5 keys apply to qwen3_5 only", k.v, t.ModelType)
+			}
+		}
+		return
+	}
+	for _, k := range keys {
+		p.atLeast(k.name, k.v, k.smallest)
+	}
+	if t.LinearKeyHeads >= 1 && t.LinearValueHeads >= 1 && t.LinearValueHeads%t.LinearKeyHeads != 0 {
+		p.add("model.tiny.linear_value_heads", "%d is not a multiple of model.tiny.linear_key_heads %d", t.LinearValueHeads, t.LinearKeyHeads)
+	}
+	if t.FullAttentionInterval > t.Layers && t.Layers >= 1 {
+		p.add("model.tiny.full_attention_interval", "%d exceeds model.tiny.layers %d: the model would have no attention layer", t.FullAttentionInterval, t.Layers)
+	}
+	// Qwen3.5's attention turns a quarter of each head by RoPE, in pairs.
+	if h := t.Hidden / max(t.Heads, 1); t.Heads >= 1 && t.Hidden%t.Heads == 0 && h%2 == 0 && h%8 != 0 {
+		p.add("model.tiny.heads", "%d gives a head size of %d; qwen3_5's partial RoPE turns a quarter of each head in pairs, so the head size must be a multiple of 8",
+			t.Heads, h)
+	}
 }
 
 func (c *Config) validateData(p *problems) {

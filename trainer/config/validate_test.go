@@ -30,6 +30,16 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"model.tiny.heads", func(c *Config) { c.Model.Tiny.Hidden, c.Model.Tiny.Heads, c.Model.Tiny.KVHeads = 12, 4, 1 }, "odd head size 3"},
 		{"model.tiny.kv_heads", func(c *Config) { c.Model.Tiny.KVHeads = 3 }, "does not divide model.tiny.heads 4"},
 		{"model.tiny.model_type", func(c *Config) { c.Model.Tiny.ModelType = "llama" }, "llama"},
+		{"model.tiny.linear_key_heads", func(c *Config) { c.Model.Tiny.LinearKeyHeads = 3 }, "3, but model.tiny.model_type is qwen2: the Qwen3.5 keys apply to qwen3_5 only"},
+		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 1 }, "want at least 2"},
+		{"model.tiny.linear_key_dim", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.LinearKeyDim = "qwen3_5", 0 }, "want at least 1"},
+		{"model.tiny.linear_value_heads", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.LinearValueHeads = "qwen3_5", 3 },
+			"3 is not a multiple of model.tiny.linear_key_heads 2"},
+		{"model.tiny.full_attention_interval", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.FullAttentionInterval = "qwen3_5", 3 },
+			"3 exceeds model.tiny.layers 2: the model would have no attention layer"},
+		{"model.tiny.full_attention_interval", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.FullAttentionInterval = "qwen3_5", 0 }, "want at least 1"},
+		// hidden 80 over 4 heads: a head of 20, whose quarter (5) is odd.
+		{"model.tiny.heads", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.Hidden = "qwen3_5", 80 }, "head size of 20"},
 		{"model.logits_chunk", func(c *Config) { c.Model.LogitsChunk = -1 }, "want at least 0"},
 		{"data.train", func(c *Config) { c.Data.Source = "files" }, "empty, but data.source is files"},
 		{"data.format", func(c *Config) { c.Data.Format = "csv" }, "hotpotqa"},
@@ -121,6 +131,15 @@ func checkBrokenRules(t *testing.T, valid func() Config, cases []brokenRule) {
 				t.Errorf("%s: %d problems reported, want 1: %v", tc.key, n, err)
 			}
 		}
+	}
+}
+
+// The default job with a Qwen3.5-shaped tiny model is valid as it is.
+func TestValidateTinyQwen35(t *testing.T) {
+	c := Default()
+	c.Model.Tiny.ModelType = "qwen3_5"
+	if err := c.Validate(); err != nil {
+		t.Errorf("model.tiny.model_type qwen3_5 over the defaults: %v", err)
 	}
 }
 
