@@ -184,7 +184,22 @@ func (c *ChatFormat) Special(name string) (int32, bool) {
 // tool contents and the tools are plain text (see ChatFormat); the ids are
 // those of encoding RenderText's text when they spell no added token.
 func (c *ChatFormat) Render(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool) (ids []int32, mask []uint8, err error) {
-	ids, mask, _, err = c.render(msgs, tools, addGenerationPrompt, 0)
+	ids, mask, _, err = c.render(msgs, tools, addGenerationPrompt, 0, false)
+	return ids, mask, err
+}
+
+// RenderEpisode is Render with the token boundaries of an episode: the
+// text each assistant turn generates is encoded on its own, apart from the
+// template's text before and after it, as a rollout samples a turn after a
+// prompt encoded without it. Render encodes a turn whole, as transformers
+// tokenizes apply_chat_template's text; the two differ only where a
+// generated turn starts (or ends) with white space that joins the
+// template's: Qwen3.5's generation prompt ends "<think>\n" and an empty
+// think block starts "\n</think>", which Render encodes as one "\n\n" token
+// that no rollout samples after the prompt's "\n". Demonstrations the
+// policy learns to imitate are rendered so (the warm start, sft).
+func (c *ChatFormat) RenderEpisode(msgs []Message, tools []json.RawMessage) (ids []int32, mask []uint8, err error) {
+	ids, mask, _, err = c.render(msgs, tools, false, 0, true)
 	return ids, mask, err
 }
 
@@ -197,30 +212,50 @@ func (c *ChatFormat) RenderLimit(msgs []Message, tools []json.RawMessage, addGen
 	if len(msgs) > limit {
 		return nil, true, nil
 	}
-	ids, _, over, err = c.render(msgs, tools, addGenerationPrompt, limit)
+	ids, _, over, err = c.render(msgs, tools, addGenerationPrompt, limit, false)
 	return ids, over, err
 }
 
 // render encodes the turns while there are at most limit ids (limit 0:
-// all of them), and reports whether it stopped.
-func (c *ChatFormat) render(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool, limit int) (ids []int32, mask []uint8, over bool, err error) {
+// all of them), and reports whether it stopped. With split, each run of
+// generated spans is encoded apart from the spans around it.
+func (c *ChatFormat) render(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool, limit int, split bool) (ids []int32, mask []uint8, over bool, err error) {
 	turns, err := c.turns(msgs, tools, addGenerationPrompt)
 	if err != nil {
 		return nil, nil, false, err
 	}
 	for _, turn := range turns {
-		rest := -1
-		if limit > 0 {
-			rest = limit - len(ids)
+		parts := [][]span{turn}
+		if split {
+			parts = splitGenerated(turn)
 		}
-		i, m := c.tok.encodeSpans(turn, rest)
-		ids = append(ids, i...)
-		mask = append(mask, m...)
-		if limit > 0 && len(ids) > limit {
-			return ids, mask, true, nil
+		for _, part := range parts {
+			rest := -1
+			if limit > 0 {
+				rest = limit - len(ids)
+			}
+			i, m := c.tok.encodeSpans(part, rest)
+			ids = append(ids, i...)
+			mask = append(mask, m...)
+			if limit > 0 && len(ids) > limit {
+				return ids, mask, true, nil
+			}
 		}
 	}
 	return ids, mask, false, nil
+}
+
+// splitGenerated cuts a turn's spans where generated text starts or ends:
+// runs of spans that are all generated or all not.
+func splitGenerated(turn []span) [][]span {
+	var parts [][]span
+	for i, s := range turn {
+		if i == 0 || s.gen != turn[i-1].gen {
+			parts = append(parts, nil)
+		}
+		parts[len(parts)-1] = append(parts[len(parts)-1], s)
+	}
+	return parts
 }
 
 // RenderText returns the text Render encodes: what the chat template

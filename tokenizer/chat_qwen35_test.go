@@ -119,3 +119,75 @@ func TestQwen35PromptAndObservation(t *testing.T) {
 		t.Errorf("Prompt without thinking %q, want %q", got, want)
 	}
 }
+
+// RenderEpisode lays a Qwen3.5 conversation out as an episode's tokens
+// fall: the prompt, each generated turn encoded on its own, the
+// observation between them. Render encodes each turn whole, so the
+// generation prompt's "\n" and the empty think block's "\n" become one
+// token there, which no rollout samples after the prompt; the texts are
+// the same. On Qwen's own tokenizer and on a word-level one.
+func TestQwen35RenderEpisode(t *testing.T) {
+	msgs := []Message{{Role: "system", Content: "Search."}, {Role: "user", Content: "Where is Tarn?"},
+		{Role: "assistant", ToolCalls: []ToolCall{{Name: "search", Arguments: json.RawMessage(`{"query": "Tarn"}`)}}},
+		{Role: "tool", Content: "Tarn is in Oc."}, {Role: "assistant", Content: "<answer>Oc</answer>"}}
+	call := "\n</think>\n\n<tool_call>\n<function=search>\n<parameter=query>\nTarn\n</parameter>\n</function>\n</tool_call>"
+	answer := "\n</think>\n\n<answer>Oc</answer><|im_end|>"
+	word, err := BuildWordLevelAs(Qwen35, []string{"Search. Where is Tarn? Tarn is in Oc. search query " + call + answer +
+		"<|im_start|>system\nuser\nassistant\n<think>\n<tool_response>\n</tool_response>"}, QwenSpecials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := NewChatFormat(word)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*ChatFormat{qwen35Chat(t), wf} {
+		tok := f.Tokenizer()
+		prompt, err := f.Prompt("Search.", "Where is Tarn?", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := append(append([]int32{}, prompt...), tok.Encode(call)...)
+		wantMask := append(make([]uint8, len(prompt)), ones(len(want)-len(prompt))...)
+		obs := f.Observation([]string{"Tarn is in Oc."}, false)
+		want = append(want, obs...)
+		wantMask = append(wantMask, make([]uint8, len(obs))...)
+		n := len(want)
+		want = append(want, tok.Encode(answer)...)
+		wantMask = append(wantMask, ones(len(want)-n)...)
+		ids, mask, err := f.RenderEpisode(msgs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The episode ends at the model's <|im_end|>; the rendering has the
+		// template's "\n" after it. The first call's <|im_end|> is the
+		// model's in the rendering, the observation's in the episode.
+		if len(ids) != len(want)+1 || !slices.Equal(ids[:len(want)], want) {
+			t.Fatalf("%s: RenderEpisode\n%v\nwant the episode's\n%v", f.Family(), ids, want)
+		}
+		end, _ := f.Special(protocol.TurnEnd)
+		for i, m := range wantMask {
+			if ids[i] == end && i < n {
+				continue
+			}
+			if mask[i] != m {
+				t.Errorf("%s: token %d (%q) has mask %d, want %d", f.Family(), i, tok.Decode(ids[i:i+1], false), mask[i], m)
+			}
+		}
+		whole, _, err := f.Render(msgs, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(whole, ids) || tok.Decode(whole, false) != tok.Decode(ids, false) {
+			t.Errorf("%s: Render and RenderEpisode should differ in tokens only, not in text", f.Family())
+		}
+	}
+}
+
+func ones(n int) []uint8 {
+	m := make([]uint8, n)
+	for i := range m {
+		m[i] = 1
+	}
+	return m
+}

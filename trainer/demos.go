@@ -152,15 +152,17 @@ func LoadDemos(path string) ([][]tokenizer.Message, error) {
 }
 
 // renderDemos turns conversations into token sequences whose mask is 1 on
-// the assistant's tokens only. A demonstration with a piece the tokenizer
-// lacks (a word-level tokenizer encodes it as its unknown token) is an
-// error naming it.
+// the assistant's tokens only, each generated turn's tokens as an episode
+// has them (ChatFormat.RenderEpisode), so that the policy imitates turns
+// it can sample. A demonstration with a piece the tokenizer lacks (a
+// word-level tokenizer encodes it as its unknown token) is an error
+// naming it.
 func renderDemos(cf *tokenizer.ChatFormat, demos [][]tokenizer.Message, tools []json.RawMessage, maxTokens int) ([]*trajectory.Trajectory, int, error) {
 	var out []*trajectory.Trajectory
 	dropped := 0
 	unk, hasUnk := cf.Tokenizer().TokenID(tokenizer.UnknownToken)
 	for i, msgs := range demos {
-		ids, mask, err := cf.Render(msgs, tools, false)
+		ids, mask, err := cf.RenderEpisode(msgs, tools)
 		if err != nil {
 			return nil, 0, fmt.Errorf("demonstration %d: %w", i+1, err)
 		}
