@@ -22,7 +22,7 @@ var tinyRun = []string{
 	"--set", "sft.demos=8", "--set", "sft.epochs=1", "--set", "eval.max_eval=4",
 }
 
-// trained is the one tiny run the tests share: trained on first use.
+// trained is a tiny run the tests share: trained on first use.
 type trained struct {
 	name, runs string // run name and the folder of runs
 	out        result // what train printed
@@ -31,28 +31,38 @@ type trained struct {
 // dir is the run's folder.
 func (r *trained) dir() string { return filepath.Join(r.runs, r.name) }
 
-var (
-	shared     trained
-	sharedErr  string
-	sharedOnce sync.Once
-)
+// sharedRun trains the run called name with flags the first time a test
+// needs it; a failed training fails every test that needs it.
+type sharedRun struct {
+	name  string
+	flags []string
+	once  sync.Once
+	run   trained
+	err   string
+}
 
-// trainedRun trains the shared tiny run the first time it is called and
-// returns it; a failed training fails every test that needs it.
-func trainedRun(t *testing.T) *trained {
+// get trains the run the first time it is called and returns it.
+func (s *sharedRun) get(t *testing.T) *trained {
 	t.Helper()
-	sharedOnce.Do(func() {
-		shared = trained{name: "tiny", runs: filepath.Join(workDir, "runs")}
-		sharedErr = "training did not finish (see the first test that needed it)"
-		args := append([]string{"train", "--run-dir", shared.runs, "--run", shared.name}, tinyRun...)
-		shared.out = runCLI(t, "", args...)
-		sharedErr = ""
-		if shared.out.code != 0 {
-			sharedErr = shared.out.String()
+	s.once.Do(func() {
+		s.run = trained{name: s.name, runs: filepath.Join(workDir, "runs")}
+		s.err = "training did not finish (see the first test that needed it)"
+		args := append([]string{"train", "--run-dir", s.run.runs, "--run", s.run.name}, s.flags...)
+		s.run.out = runCLI(t, "", args...)
+		s.err = ""
+		if s.run.out.code != 0 {
+			s.err = s.run.out.String()
 		}
 	})
-	if sharedErr != "" {
-		t.Fatalf("the shared tiny training run failed:\n%s", sharedErr)
+	if s.err != "" {
+		t.Fatalf("the shared %s training run failed:\n%s", s.name, s.err)
 	}
-	return &shared
+	return &s.run
 }
+
+// shared is the one tiny run (tinyRun) most tests share.
+var shared = &sharedRun{name: "tiny", flags: tinyRun}
+
+// trainedRun trains the shared tiny run the first time it is called and
+// returns it.
+func trainedRun(t *testing.T) *trained { return shared.get(t) }
