@@ -35,13 +35,15 @@ type DryRunReport struct {
 	Warnings    []string
 }
 
-// MemoryEstimate is a rough device-memory budget in bytes. Merged is the
-// LoRA decode model's copy of the target weights (0 without LoRA).
-// Checkpoint is the host memory a checkpoint holds while it is written
-// (checkpointBytes); Total counts it on the CPU, where host memory is the
-// device's.
+// MemoryEstimate is a rough device-memory budget in bytes. KVCache is the
+// decode engine's key/value cache of the attention layers, DeltaNetState
+// its conv and recurrent states of the Gated DeltaNet layers (Qwen3.5),
+// which hold those instead (decodeStateBytes). Merged is the LoRA decode
+// model's copy of the target weights (0 without LoRA). Checkpoint is the
+// host memory a checkpoint holds while it is written (checkpointBytes);
+// Total counts it on the CPU, where host memory is the device's.
 type MemoryEstimate struct {
-	Weights, Grads, Optimizer, Reference, Critic, KVCache, Activations, Merged, Checkpoint, Total int64
+	Weights, Grads, Optimizer, Reference, Critic, KVCache, DeltaNetState, Activations, Merged, Checkpoint, Total int64
 }
 
 // paramCount is the number of weights of a model with these parameters.
@@ -120,6 +122,10 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	if err := agent.CheckVocab(tok, r.Model); err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
 	}
+	if r.Model.Hybrid() {
+		r.Warnings = append(r.Warnings, "the model has Gated DeltaNet layers (Qwen3.5): the hand-written CPU decode kernels run "+
+			"attention-only models, so rollouts decode on the libtorch path")
+	}
 	if r.Model.Sparse() {
 		r.Warnings = append(r.Warnings, "the model has mixture-of-experts layers: the hand-written CPU decode kernels run dense models only, "+
 			"so rollouts decode on the libtorch path (and on CUDA without graph capture: the routing picks each step's experts on the host)")
@@ -157,7 +163,7 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	sharded := r.World > 1 && r.Zero >= 1
 	m.Checkpoint = checkpointBytes(r.Params+criticParams, largestParam(shapes), 0, b, sharded)
 	c := r.Model
-	m.KVCache = 2 * int64(c.Layers) * int64(cfg.Rollout.Slots) * int64(cfg.Env.MaxTokens+1) * int64(c.KVHeads*c.HeadDim) * b
+	m.KVCache, m.DeltaNetState = decodeStateBytes(c, cfg.Rollout.Slots, cfg.Env.MaxTokens+1, b)
 	// A LoRA model's LM head is frozen: it takes no gradient.
 	m.Activations = activationBytes(c, cfg.Algorithm.MicroBatch, cfg.Env.MaxTokens, cfg.Model.LogitsChunk,
 		cfg.Model.Checkpointing, !cfg.Model.LoRA.On())
@@ -167,11 +173,39 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		}
 		loraMemory(m, c, shapes, cfg, r.Params, b, sharded)
 	}
-	m.Total = m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.Activations + m.Merged
+	m.Total = m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.DeltaNetState + m.Activations + m.Merged
 	if dev, err := torch.ParseDevice(cfg.Device.Device); err == nil && dev == torch.CPU {
 		m.Total += m.Checkpoint
 	}
 	return r, nil
+}
+
+// decodeStateBytes is what the decode engine of slots sequences of
+// positions tokens each holds per layer, for a model of b bytes a weight:
+// an attention layer's keys and values (2 x kv_heads x head_dim per
+// position, in the model's dtype); a Gated DeltaNet layer's, whatever the
+// length, its conv state (the last kernel-1 inputs of each of the conv's
+// channels, 2 x k_heads x k_dim + v_heads x v_dim, in the model's dtype)
+// and its recurrent state (a k_dim x v_dim matrix per value head, in
+// float32, the dtype the delta rule accumulates in for f32, bf16 and f16
+// models alike).
+func decodeStateBytes(c torch.Config, slots, positions int, b int64) (kv, deltanet int64) {
+	n := int64(slots)
+	for i := range c.Layers {
+		if linearLayer(c, i) {
+			conv := int64(2*c.LinearKeyHeads*c.LinearKeyDim+c.LinearValueHeads*c.LinearValueDim) * int64(c.LinearConvKernel-1) * b
+			recurrent := int64(c.LinearValueHeads) * int64(c.LinearKeyDim) * int64(c.LinearValueDim) * 4
+			deltanet += n * (conv + recurrent)
+			continue
+		}
+		kv += 2 * n * int64(positions) * int64(c.KVHeads*c.HeadDim) * b
+	}
+	return kv, deltanet
+}
+
+// linearLayer says whether layer i of c is a Gated DeltaNet layer.
+func linearLayer(c torch.Config, i int) bool {
+	return i < len(c.LayerTypes) && c.LayerTypes[i] == torch.LinearAttention
 }
 
 // checkpointBytes is the host memory a checkpoint holds at once beside
@@ -252,6 +286,27 @@ func trainingState(params, b int64, world, zero int) (grads, optimizer int64) {
 // (Qwen3.5 MoE) adds its MLP's 4 tensors of its width, its output
 // (hidden-sized) and its gate's logit and sigmoid (2).
 //
+// A Gated DeltaNet layer (Qwen3.5's linear_attention) keeps, instead of
+// the attention's, what transformers' chunked form
+// (torch_chunk_gated_delta_rule, chunks of C = 64 tokens) and the layer
+// around it keep, counted per token in floats, with q and k repeated to
+// the V value heads (Q = V x k_dim, W = V x v_dim, D the conv's channels
+// 2 x k_heads x k_dim + W): 6 hidden-sized (the residual input, the two
+// RMSNorms' normalised values and outputs, the residual sum); 3 x D (the
+// qkv projection, the conv's output and its SiLU); 4 x V (the a and b
+// projections, g and beta); 10 x Q (q and k in float32 and L2-normalised,
+// q scaled; k times beta and its decayed copy, the UT solve's decayed
+// keys, q and k decayed for the scan); 11 x W (v in float32 and times
+// beta, the UT solve's new values, the scan's corrected values, its read
+// of the state, the intra-chunk product, the output; z, silu(z), the gated
+// norm's normalised value and product); 7 x V x C (a row of the chunk's
+// pairwise decays, before the mask, masked and exponentiated, and of the
+// UT system and the intra-chunk attention, each before and after the
+// decay); and the state entering each chunk, V x k_dim x v_dim per C
+// tokens (padding to whole chunks aside). Qwen3.5's gated attention layer keeps, besides an attention
+// layer's, the gate half of its twice-as-wide q_proj, the gate's sigmoid
+// and the gated output (3 x heads x head_dim).
+//
 // The LM head's logits whole (logitsChunk 0) are three [tokens, vocab]
 // tensors at the backward's peak (the log-softmax kept by the forward, its
 // gradient and the gradient of the logits). In chunks, two [chunk, vocab]
@@ -271,7 +326,20 @@ func activationBytes(c torch.Config, micro, seq, logitsChunk int, checkpointing,
 				mlp += 4*s + h + 2
 			}
 		}
-		return tok * (10*h + 6*kv + mlp + int64(c.Heads)*int64(seq)) * 4
+		if linearLayer(c, i) {
+			const chunk = 64
+			vh := int64(c.LinearValueHeads)
+			q, w := vh*int64(c.LinearKeyDim), vh*int64(c.LinearValueDim)
+			d := 2*int64(c.LinearKeyHeads*c.LinearKeyDim) + w
+			state := vh * int64(c.LinearKeyDim) * int64(c.LinearValueDim)
+			chunks := int64(micro) * ((int64(seq) + chunk - 1) / chunk)
+			return (tok*(6*h+3*d+4*vh+10*q+11*w+7*vh*chunk+mlp) + chunks*state) * 4
+		}
+		gate := int64(0)
+		if c.LayerTypes != nil { // Qwen3.5's attention layers are gated
+			gate = 3 * int64(c.Heads) * int64(c.HeadDim)
+		}
+		return tok * (10*h + 6*kv + gate + mlp + int64(c.Heads)*int64(seq)) * 4
 	}
 	var all, largest int64
 	for i := range c.Layers {

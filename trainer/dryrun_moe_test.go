@@ -84,11 +84,15 @@ func TestDryRunQwen3MoEExample(t *testing.T) {
 // v_proj [512, 2048] and o_proj [2048, 4096] of the 10 attention layers
 // (32 x (10240 + 2 x 2560 + 6144) a layer) in f32 with their gradients and
 // two AdamW moments; the merged decode model's copy of those weights; the
-// KV cache 2 x 40 layers x 64 slots x 2049 positions x 512 x 2 bytes; the
-// checkpointed activations: each layer's input, two sparse layers' worth
-// (per token 10 x 2048 + 6 x 512 + 4 x 8 x 512 + 2 x 8 x 2048 + 2 x 256,
-// the shared expert's 4 x 512 + 2048 + 2, and 16 heads x 2048 attention
-// probabilities) and the chunked LM head (two 256-token chunks and the
+// KV cache of the 10 attention layers, 2 x 10 x 64 slots x 2049 positions
+// x 512 x 2 bytes, and the decode state of the 30 Gated DeltaNet layers,
+// per slot a conv state of 3 inputs of 8192 channels (bf16) and 32 heads'
+// 128 x 128 recurrent state (float32); the checkpointed activations: each
+// layer's input, two sparse DeltaNet layers' worth (per token 6 x 2048 +
+// 3 x 8192 + 4 x 32 + 10 x 4096 + 11 x 4096 + 7 x 32 x 64 floats, the
+// experts' 4 x 8 x 512 + 2 x 8 x 2048 + 2 x 256, the shared expert's
+// 4 x 512 + 2048 + 2, and the state at each of the 32 chunks' starts),
+// the larger kind, and the chunked LM head (two 256-token chunks and the
 // hidden states; the frozen head takes no gradient). It fits one 141 GB
 // H200. LoRA on the MLP projections of a MoE model is refused, naming the
 // experts and the shared expert.
@@ -127,14 +131,15 @@ func TestDryRunQwen35MoEExample(t *testing.T) {
 		active   = params - 40*248*3*512*2048
 		adapters = int64(10 * 32 * (10240 + 2*2560 + 6144))
 		targets  = int64(10 * (8192*2048 + 2*512*2048 + 2048*4096))
-		kv       = int64(2 * 40 * 64 * 2049 * 512 * 2)
-		perToken = int64(10*2048 + 6*512 + 4*8*512 + 2*8*2048 + 2*256 + 4*512 + 2048 + 2 + 16*2048)
-		acts     = 40*2048*2048*4 + 2*perToken*2048*4 + 2*256*248320*4 + 2048*2048*4
+		kv       = int64(2 * 10 * 64 * 2049 * 512 * 2)
+		state    = int64(30 * 64 * ((2*16*128+32*128)*3*2 + 32*128*128*4))
+		perToken = int64(6*2048 + 3*8192 + 4*32 + 10*4096 + 11*4096 + 7*32*64 + 4*8*512 + 2*8*2048 + 2*256 + 4*512 + 2048 + 2)
+		acts     = 40*2048*2048*4 + 2*(perToken*2048+32*32*128*128)*4 + 2*256*248320*4 + 2048*2048*4
 	)
 	m := r.Memory
-	t.Logf("%d params, %d active; total %.1fe9 (weights %.1fe9, kv %.1fe9, activations %.1fe9, merged %.1fe9)", r.Params,
-		r.ActiveParams, float64(m.Total)/1e9, float64(m.Weights)/1e9, float64(m.KVCache)/1e9, float64(m.Activations)/1e9,
-		float64(m.Merged)/1e9)
+	t.Logf("%d params, %d active; total %.1fe9 (weights %.1fe9, kv %.2fe9, deltanet state %.2fe9, activations %.2fe9, merged %.1fe9)", r.Params,
+		r.ActiveParams, float64(m.Total)/1e9, float64(m.Weights)/1e9, float64(m.KVCache)/1e9, float64(m.DeltaNetState)/1e9,
+		float64(m.Activations)/1e9, float64(m.Merged)/1e9)
 	if r.Params != params || r.ActiveParams != active {
 		t.Errorf("params %d, active %d; want %d, %d", r.Params, r.ActiveParams, params, active)
 	}
@@ -143,9 +148,10 @@ func TestDryRunQwen35MoEExample(t *testing.T) {
 		t.Errorf("weights %d, grads %d, optimizer %d, reference %d, merged %d; want %d, %d, %d, 0, %d", m.Weights, m.Grads,
 			m.Optimizer, m.Reference, m.Merged, 2*params+4*adapters, 4*adapters, 8*adapters, 2*targets)
 	}
-	want := 2*params + 16*adapters + 2*targets + kv + acts
-	if m.KVCache != kv || m.Activations != acts || m.Total != want {
-		t.Errorf("kv cache %d, activations %d, total %d; want %d, %d, %d", m.KVCache, m.Activations, m.Total, kv, acts, want)
+	want := 2*params + 16*adapters + 2*targets + kv + state + acts
+	if m.KVCache != kv || m.DeltaNetState != state || m.Activations != acts || m.Total != want {
+		t.Errorf("kv cache %d, deltanet state %d, activations %d, total %d; want %d, %d, %d, %d", m.KVCache, m.DeltaNetState,
+			m.Activations, m.Total, kv, state, acts, want)
 	}
 	if m.Total > 141e9 {
 		t.Errorf("estimated %.1fe9 bytes: the example does not fit one H200 as its comment says", float64(m.Total)/1e9)

@@ -49,6 +49,9 @@ var exampleConfigs = []exampleSpec{
 	// and LoRA r=32 on the attention (its experts take no adapters).
 	{file: "qwen3.5-35b-a3b-hotpotqa-grpo.yaml", estimator: "grpo", group: 5, miniBatch: 64 * 5, klMode: "loss", lr: 1e-5,
 		lora: 32, targets: []string{"q_proj", "k_proj", "v_proj", "o_proj"}, model: "/models/Qwen3.5-35B-A3B"},
+	// A hybrid Gated DeltaNet model with the GRPO example's settings.
+	{file: "qwen3.5-9b-hotpotqa-grpo.yaml", estimator: "grpo", group: 5, miniBatch: 64 * 5, klMode: "loss", lr: 1e-6,
+		model: "/models/Qwen3.5-9B"},
 }
 
 // The fixture qwen2-tiny-a (its README and config.json): vocab 384, hidden

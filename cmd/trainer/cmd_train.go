@@ -119,6 +119,17 @@ func trainConfig(c *cli.Context) (config.Config, error) {
 	return cfg, nil
 }
 
+// linearLayers counts the Gated DeltaNet layers of c.
+func linearLayers(c torch.Config) int {
+	n := 0
+	for _, t := range c.LayerTypes {
+		if t == torch.LinearAttention {
+			n++
+		}
+	}
+	return n
+}
+
 func dryRun(c *cli.Context, cfg config.Config) error {
 	r, err := trainer.DryRun(c.Context, cfg)
 	if err != nil {
@@ -129,8 +140,12 @@ func dryRun(c *cli.Context, cfg config.Config) error {
 	fmt.Printf("index:     %s (%d passages)\n", r.IndexPath, r.Passages)
 	fmt.Printf("tools:     %s\n", strings.Join(r.Tools, ", "))
 	fmt.Printf("tokenizer: %d tokens\n", r.Vocab)
-	fmt.Printf("model:     %s, vocab %d, hidden %d, %d layers, %d heads (%d kv), %.1fM parameters\n",
-		r.Model.ModelType, r.Model.Vocab, r.Model.Hidden, r.Model.Layers, r.Model.Heads, r.Model.KVHeads, float64(r.Params)/1e6)
+	layers := fmt.Sprintf("%d layers", r.Model.Layers)
+	if n := linearLayers(r.Model); n > 0 {
+		layers += fmt.Sprintf(" (%d Gated DeltaNet)", n)
+	}
+	fmt.Printf("model:     %s, vocab %d, hidden %d, %s, %d heads (%d kv), %.1fM parameters\n",
+		r.Model.ModelType, r.Model.Vocab, r.Model.Hidden, layers, r.Model.Heads, r.Model.KVHeads, float64(r.Params)/1e6)
 	if r.ActiveParams != r.Params {
 		fmt.Printf("           %.1fM active per token (%d of %d experts in each sparse layer)\n",
 			float64(r.ActiveParams)/1e6, r.Model.MoE.ExpertsPerToken, r.Model.MoE.Experts)
@@ -138,6 +153,9 @@ func dryRun(c *cli.Context, cfg config.Config) error {
 	m := r.Memory
 	parts := map[string]int64{"weights": m.Weights, "grads": m.Grads, "optimizer": m.Optimizer, "reference": m.Reference,
 		"critic": m.Critic, "kv cache": m.KVCache, "activations": m.Activations}
+	if m.DeltaNetState > 0 {
+		parts["deltanet state"] = m.DeltaNetState
+	}
 	if m.Merged > 0 {
 		parts["merged decode weights"] = m.Merged
 	}
