@@ -1,13 +1,16 @@
 package torch
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agentrl/agentrl/internal/pyinterop"
+	"github.com/agentrl/agentrl/torch/safetensors"
 )
 
 // hfModel is one model for testdata/interop/hf_model.py to make with
@@ -194,4 +197,126 @@ func TestInteropTransformersRealShapes(t *testing.T) {
 		names = append(names, c.name)
 	}
 	interopParity(t, models, names)
+}
+
+// packRows packs the rows of the right-padded case c one after the other
+// into one row (each attending only within itself, positions from 0, two
+// padding tokens after them) with every real next token of each row a
+// target, and returns the batch and log softmax of the case's logits at
+// the targets, in order.
+func packRows(c fixtureCase) (PackedBatch, []float64) {
+	var ids, pos, starts, lens []int64
+	for b, row := range c.InputIDs {
+		n := 0
+		for _, a := range c.AttentionMask[b] {
+			n += int(a)
+		}
+		starts = append(starts, int64(len(ids)))
+		lens = append(lens, int64(n))
+		ids = append(ids, row[:n]...)
+		pos = append(pos, c.PositionIDs[b][:n]...)
+	}
+	real := int64(len(ids))
+	ids, pos = append(ids, 0, 0), append(pos, 0, 0)
+	T := len(ids)
+	pb := PackedBatch{B: 1, T: T, IDs: ids, Positions: pos, Allowed: make([]uint8, T*T), Lens: []int64{real}}
+	for i := range T {
+		pb.Allowed[i*T+i] = 1
+	}
+	var want []float64
+	for b, s := range starts {
+		for i := range lens[b] {
+			for j := range i {
+				pb.Allowed[(s+i)*int64(T)+s+j] = 1
+			}
+			if i+1 < lens[b] {
+				pb.Row, pb.Src, pb.Tgt = append(pb.Row, 0), append(pb.Src, s+i), append(pb.Tgt, c.InputIDs[b][i+1])
+				want = append(want, logSoftmax64At(c.Logits[b][i], c.InputIDs[b][i+1]))
+			}
+		}
+	}
+	return pb, want
+}
+
+// holdGradients holds the gradient of every parameter of m to the one
+// the safetensors file grads holds under its name (transformers'
+// autograd) within tol, in float64 (with scaled, within tol times the
+// largest entry of transformers' gradient where that exceeds 1), and
+// returns the largest difference. A parameter without a gradient counts
+// as zeros (no token chose that expert). Every gradient equal to the bit
+// fails: the check would compare nothing.
+func holdGradients(t *testing.T, m *Model, grads string, tol float64, scaled bool) float64 {
+	t.Helper()
+	r, err := safetensors.Open(grads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	worst := 0.0
+	for _, name := range m.Names() {
+		want, err := float64sOf(r, name)
+		if err != nil {
+			t.Fatalf("transformers has no gradient for %s: %v", name, err)
+		}
+		p, err := m.Param(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := p.Grad()
+		p.Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float64, len(want))
+		if g != nil {
+			got, _ = g.Float64s()
+			g.Free()
+		}
+		if len(got) != len(want) {
+			t.Fatalf("gradient of %s: %d values, transformers' %d", name, len(got), len(want))
+		}
+		d, mx := 0.0, 0.0
+		for i := range want {
+			d = math.Max(d, math.Abs(got[i]-want[i]))
+			mx = math.Max(mx, math.Abs(want[i]))
+		}
+		worst = math.Max(worst, d)
+		limit := tol
+		if scaled {
+			limit *= math.Max(1, mx)
+		}
+		if d > limit {
+			t.Errorf("gradient of %s differs from transformers' by %g (largest entry %g)", name, d, mx)
+		}
+	}
+	if worst == 0 {
+		t.Error("every gradient is equal to transformers' to the bit: the check compares nothing")
+	}
+	return worst
+}
+
+// float64sOf reads tensor name of r as float64 values: an F64 tensor
+// exactly, another float dtype through Float32s.
+func float64sOf(r *safetensors.Reader, name string) ([]float64, error) {
+	info, ok := r.Info(name)
+	if !ok {
+		return nil, fmt.Errorf("no tensor %q", name)
+	}
+	if info.DType != safetensors.F64 {
+		f, err := r.Float32s(name)
+		out := make([]float64, len(f))
+		for i, v := range f {
+			out[i] = float64(v)
+		}
+		return out, err
+	}
+	raw, err := r.Bytes(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float64, len(raw)/8)
+	for i := range out {
+		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
+	}
+	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/internal/pyinterop"
-	"github.com/agentrl/agentrl/torch/safetensors"
 )
 
 // moeSmall is a small Qwen3 MoE: 3 layers, of which layer 1 is dense
@@ -127,43 +126,12 @@ func moeChecks(t *testing.T, dir string) {
 	})
 }
 
-// moePackedCase packs the rows of the right-padded case c one after the
-// other into one row (each attending only within itself, positions from 0,
-// two padding tokens after them), runs the packed training forward with
-// checkpointing and the aux loss, holds each real next token's logprob to
-// log softmax of the case's logits within 1e-4, and returns the largest
-// difference and the aux loss.
+// moePackedCase packs the rows of the right-padded case c (packRows),
+// runs the packed training forward with checkpointing and the aux loss,
+// holds each real next token's logprob to log softmax of the case's
+// logits within 1e-4, and returns the largest difference and the aux loss.
 func moePackedCase(t *testing.T, m *Model, c fixtureCase) (float64, float64) {
-	var ids, pos, starts, lens []int64
-	for b, row := range c.InputIDs {
-		n := 0
-		for _, a := range c.AttentionMask[b] {
-			n += int(a)
-		}
-		starts = append(starts, int64(len(ids)))
-		lens = append(lens, int64(n))
-		ids = append(ids, row[:n]...)
-		pos = append(pos, c.PositionIDs[b][:n]...)
-	}
-	real := int64(len(ids))
-	ids, pos = append(ids, 0, 0), append(pos, 0, 0)
-	T := len(ids)
-	pb := PackedBatch{B: 1, T: T, IDs: ids, Positions: pos, Allowed: make([]uint8, T*T), Lens: []int64{real}}
-	for i := range T {
-		pb.Allowed[i*T+i] = 1
-	}
-	var want []float64
-	for b, s := range starts {
-		for i := range lens[b] {
-			for j := range i {
-				pb.Allowed[(s+i)*int64(T)+s+j] = 1
-			}
-			if i+1 < lens[b] {
-				pb.Row, pb.Src, pb.Tgt = append(pb.Row, 0), append(pb.Src, s+i), append(pb.Tgt, c.InputIDs[b][i+1])
-				want = append(want, logSoftmax64At(c.Logits[b][i], c.InputIDs[b][i+1]))
-			}
-		}
-	}
+	pb, want := packRows(c)
 	if err := m.SetCheckpointing(true); err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +171,13 @@ func logSoftmax64At(row []float64, k int64) float64 {
 // of batch b (case c) + coef * aux loss with the checkpointed training
 // forward, checks L against transformers' value, backpropagates, and holds
 // every parameter's gradient to transformers' (the file grads) within
-// 1e-4 (for a hybrid Qwen3.5 model, 1e-4 of the gradient's largest entry
-// where that exceeds 1: see below); it returns the largest difference.
+// 1e-4 (holdGradients; for a hybrid Qwen3.5 model, 1e-4 of the
+// gradient's largest entry where that exceeds 1: transformers' Qwen3.5
+// computes the Gated DeltaNet core, the norms, the decays and RoPE in
+// float32 even in a float64 model, so its gradients carry float32
+// rounding: measured on TestInteropQwen35MoE's model, its own float32 and
+// float64 gradients differ by 1.7e-4 on layer 0's conv1d, entries up to
+// 4.1); it returns the largest difference.
 func moeGradients(t *testing.T, m *Model, b Batch, c fixtureCase, coef, refLoss float64, grads string) float64 {
 	if err := m.SetCheckpointing(true); err != nil {
 		t.Fatal(err)
@@ -239,58 +212,7 @@ func moeGradients(t *testing.T, m *Model, b Batch, c fixtureCase, coef, refLoss 
 	if err := loss.Backward(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := safetensors.Open(grads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	worst := 0.0
-	for _, name := range m.Names() {
-		want, err := r.Float32s(name)
-		if err != nil {
-			t.Fatalf("transformers has no gradient for %s: %v", name, err)
-		}
-		p, err := m.Param(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := p.Grad()
-		p.Free()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []float32
-		if g != nil {
-			got, _ = g.Float32s()
-			g.Free()
-		} else {
-			got = make([]float32, len(want)) // no token chose this expert
-		}
-		d := maxDiff32(got, want)
-		worst = math.Max(worst, d)
-		mx := 0.0
-		for _, w := range want {
-			mx = math.Max(mx, math.Abs(float64(w)))
-		}
-		tol := 1e-4
-		if m.Config.Hybrid() {
-			// transformers' Qwen3.5 computes the Gated DeltaNet core, the
-			// norms, the decays and RoPE in float32 even in a float64
-			// model, so its gradients carry float32 rounding: measured
-			// on TestInteropQwen35MoE's model, its own float32 and
-			// float64 gradients differ by 1.7e-4 on layer 0's conv1d
-			// (entries up to 4.1). Held within 1e-4 of the gradient's
-			// size where that exceeds 1.
-			tol *= math.Max(1, mx)
-		}
-		if d > tol {
-			t.Errorf("gradient of %s differs from transformers' by %g (largest entry %g)", name, d, mx)
-		}
-	}
-	if worst == 0 {
-		t.Error("every gradient is equal to transformers' to the bit: the check compares nothing")
-	}
-	return worst
+	return holdGradients(t, m, grads, 1e-4, m.Config.Hybrid())
 }
 
 // Qwen3-30B-A3B at its real shape but for depth and expert count (moeReal:

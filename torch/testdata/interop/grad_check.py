@@ -1,0 +1,76 @@
+"""transformers' side of the gradient and export checks of
+torch/qwen35_test.go, for a model folder that hf_model.py made (a dense
+model: no router loss, no experts; moe_check.py is the MoE one).
+
+argv: in.json out.json. in.json holds:
+  dir        the model folder
+  ids, mask  a right-padded batch [B][T] and its attention mask
+  grads      where to write the gradients (safetensors, float64)
+  export     a folder agentrl saved from dir
+
+In float64, train mode: the gradient of every parameter of the short loss
+  L = -mean of log p(ids[b][t+1] | ids[b][..t]) over the real pairs
+by autograd, under the names of the text model's checkpoint (model.*,
+lm_head.weight). The export, loaded with AutoModelForCausalLM.from_pretrained
+in float32 (no missing, unexpected or mismatched keys), against dir loaded
+the same way: the class it loads as, the largest difference of any
+parameter (the names must be the same), and of the float64 logits of the
+batch.
+out.json: {"loss", "export_class", "export_max_diff", "export_logits_max_diff"}.
+"""
+
+import json
+import sys
+
+import torch
+from safetensors.torch import save_file
+from transformers import AutoModelForCausalLM
+
+
+def text_name(n):
+    """The checkpoint name of a text model's parameter (a multimodal
+    class keeps the text model under model.language_model.)."""
+    return "model." + n[len("model.language_model."):] if n.startswith("model.language_model.") else n
+
+
+def logits(model, ids, mask):
+    with torch.no_grad():
+        return model.double().eval()(input_ids=ids, attention_mask=mask).logits
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        a = json.load(f)
+    ids = torch.tensor(a["ids"])
+    mask = torch.tensor(a["mask"])
+    model = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=torch.float64, attn_implementation="eager")
+    model.train()
+    out = model(input_ids=ids, attention_mask=mask)
+    logp = torch.log_softmax(out.logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
+    pairs = (mask[:, :-1] * mask[:, 1:]).double()
+    loss = -(logp * pairs).sum() / pairs.sum()
+    loss.backward()
+    grads = {text_name(n): p.grad.contiguous() for n, p in model.named_parameters() if p.grad is not None}
+    save_file(grads, a["grads"])
+
+    orig = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=torch.float32, attn_implementation="eager")
+    got, info = AutoModelForCausalLM.from_pretrained(
+        a["export"], dtype=torch.float32, attn_implementation="eager", output_loading_info=True
+    )
+    bad = {k: v for k, v in info.items() if v}
+    assert not bad, f"loading agentrl's export: {bad}"
+    want = {text_name(n): p for n, p in orig.named_parameters()}
+    have = {text_name(n): p for n, p in got.named_parameters()}
+    assert want.keys() == have.keys(), sorted(want.keys() ^ have.keys())
+    res = {
+        "loss": loss.item(),
+        "export_class": type(got).__name__,
+        "export_max_diff": max((want[k] - have[k]).abs().max().item() for k in want),
+        "export_logits_max_diff": (logits(orig, ids, mask) - logits(got, ids, mask)).abs().max().item(),
+    }
+    with open(sys.argv[2], "w") as f:
+        json.dump(res, f)
+
+
+if __name__ == "__main__":
+    main()
