@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 
 	"github.com/agentrl/agentrl/torch"
 )
@@ -59,7 +58,7 @@ type Config struct {
 	// (torch.NewMergedModel). 0 is full fine-tuning.
 	LoRARank int `json:"lora_rank,omitempty"`
 	// LoRAAlpha is lora_alpha (0: twice the rank), LoRATargets the adapted
-	// projections (none: all of torch.LoRATargets, PEFT's all-linear); the
+	// projections (none: all the model has, PEFT's all-linear); the
 	// result's config holds them resolved.
 	LoRAAlpha   float64  `json:"lora_alpha,omitempty"`
 	LoRATargets []string `json:"lora_targets,omitempty"`
@@ -164,18 +163,22 @@ func (c Config) dtype() (torch.DType, error) {
 }
 
 // withLoRADefaults resolves LoRAAlpha 0 to twice the rank and no
-// LoRATargets to all of them, when LoRARank > 0.
-func (c Config) withLoRADefaults() Config {
+// LoRATargets to all the model has (PEFT's all-linear), when LoRARank > 0.
+func (c Config) withLoRADefaults() (Config, error) {
 	if c.LoRARank <= 0 {
-		return c
+		return c, nil
 	}
 	if c.LoRAAlpha == 0 {
 		c.LoRAAlpha = 2 * float64(c.LoRARank)
 	}
 	if len(c.LoRATargets) == 0 {
-		c.LoRATargets = slices.Clone(torch.LoRATargets)
+		mc, err := c.model(0)
+		if err != nil {
+			return c, err
+		}
+		c.LoRATargets = mc.AllLinear()
 	}
-	return c
+	return c, nil
 }
 
 // lora is the adapters' shape (after withLoRADefaults), nil for full
@@ -227,10 +230,12 @@ func readModelConfig(path string) (torch.Config, error) {
 }
 
 // resolve fills the shape fields from Model's config.json, so the result
-// says what ran; a config without Model is returned as it is.
+// says what ran, and the LoRA defaults (withLoRADefaults); a config
+// without Model keeps its shape fields.
 func (c Config) resolve() (Config, error) {
-	if c.Model == "" {
-		return c, nil
+	c, err := c.withLoRADefaults()
+	if err != nil || c.Model == "" {
+		return c, err
 	}
 	mc, err := c.model(0)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // tokens prefilled into slots 0..Batch-1, then NewTokens decode steps of all
 // slots together at temperature 1 (see the package doc for the rates).
 func Generate(cfg Config) (Result, error) {
-	cfg, err := cfg.withLoRADefaults().resolve()
+	cfg, err := cfg.resolve()
 	if err != nil {
 		return Result{}, err
 	}

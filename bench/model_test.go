@@ -46,7 +46,8 @@ func TestGenerateTiedCountsTheHead(t *testing.T) {
 
 // Config.Model builds the architecture of a config.json (Qwen3.5 here):
 // the result's shape fields are the file's, the weights read per step are
-// the hybrid model's, counted by hand, and the update runs on it.
+// the hybrid model's, counted by hand, and the update runs on it, in full
+// and with LoRA on all its projections.
 func TestModelFromConfig(t *testing.T) {
 	cfg := tiny()
 	cfg.Vocab, cfg.Hidden, cfg.Layers = 0, 0, 0 // the file gives the shape
@@ -81,6 +82,19 @@ func TestModelFromConfig(t *testing.T) {
 	}
 	if !(rt.TokensPerS > 0) || rt.Config.Vocab != 97 {
 		t.Errorf("train: %+v", rt)
+	}
+	// LoRA r 2 on all it has: the twelve targets. By hand: a DeltaNet
+	// layer's in_proj_qkv 2 (32 + 64), in_proj_z 2 (32 + 32), in_proj_b and
+	// in_proj_a 2 (32 + 4) each, out_proj 2 (32 + 32): 592; the attention
+	// layer's q 2 (32 + 128), k and v 2 (32 + 32) each, o 2 (64 + 32): 768;
+	// each MLP 3 * 2 (32 + 48) = 480. 3 (592 + 480) + 768 + 480 = 4464.
+	tr.LoRARank = 2
+	rl, err := Train(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rl.TrainableParams != 4464 || len(rl.Config.LoRATargets) != 12 {
+		t.Errorf("LoRA on a Qwen3.5: trainable_params %d (want 4464), targets %v", rl.TrainableParams, rl.Config.LoRATargets)
 	}
 }
 

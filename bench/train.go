@@ -21,7 +21,7 @@ const (
 // Train benchmarks the learner's Update on Batch trajectories of SeqLen
 // tokens (see the package doc for what it includes).
 func Train(cfg Config) (Result, error) {
-	cfg, err := cfg.withLoRADefaults().resolve()
+	cfg, err := cfg.resolve()
 	if err != nil {
 		return Result{}, err
 	}

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/agentrl/agentrl/torch"
 )
 
 func TestTrainTiny(t *testing.T) {
@@ -113,7 +111,7 @@ func TestTrainLoRA(t *testing.T) {
 		if r.TrainableParams != 3712 {
 			t.Errorf("LoRA trainable_params %d, want 3712", r.TrainableParams)
 		}
-		if c := r.Config; c.LoRAAlpha != 8 || !slices.Equal(c.LoRATargets, torch.LoRATargets) {
+		if c := r.Config; c.LoRAAlpha != 8 || !slices.Equal(c.LoRATargets, []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) {
 			t.Errorf("LoRA config alpha %v targets %v, want 8 and all", c.LoRAAlpha, c.LoRATargets)
 		}
 		if want := 2.0 / 9 / (1 + 1e-6); math.Abs(r.Loss-want) > 1e-5 || !(r.GradNorm > 0) {

@@ -360,18 +360,25 @@ enum { AR_FORWARD_GRAD = 1, AR_FORWARD_ENTROPY_GRAD = 2 };
 /* ---- LoRA adapters ------------------------------------------------------ */
 
 /* The projections of a decoder layer an adapter can sit on, one bit each,
- * in the order of the Hugging Face module names q_proj, k_proj, v_proj,
- * o_proj, gate_proj, up_proj, down_proj. */
+ * in the order of the Hugging Face module names: an attention layer's
+ * q_proj, k_proj, v_proj, o_proj; a Gated DeltaNet layer's (Qwen3.5
+ * linear_attn) in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj;
+ * the MLP's gate_proj, up_proj, down_proj. */
 enum {
   AR_LORA_Q_PROJ = 1 << 0,
   AR_LORA_K_PROJ = 1 << 1,
   AR_LORA_V_PROJ = 1 << 2,
   AR_LORA_O_PROJ = 1 << 3,
-  AR_LORA_GATE_PROJ = 1 << 4,
-  AR_LORA_UP_PROJ = 1 << 5,
-  AR_LORA_DOWN_PROJ = 1 << 6
+  AR_LORA_IN_PROJ_QKV = 1 << 4,
+  AR_LORA_IN_PROJ_Z = 1 << 5,
+  AR_LORA_IN_PROJ_B = 1 << 6,
+  AR_LORA_IN_PROJ_A = 1 << 7,
+  AR_LORA_OUT_PROJ = 1 << 8,
+  AR_LORA_GATE_PROJ = 1 << 9,
+  AR_LORA_UP_PROJ = 1 << 10,
+  AR_LORA_DOWN_PROJ = 1 << 11
 };
-#define AR_LORA_TARGETS 7
+#define AR_LORA_TARGETS 12
 
 /* PEFT's LoraConfig: rank r, lora_alpha, lora_dropout and the targets
  * (AR_LORA_* bits). */
@@ -392,7 +399,10 @@ typedef struct {
  * names and tensors (ar_model_param_names, ar_model_param, set_param,
  * init_random, copy_weights) are the adapters under PEFT's saved keys,
  * base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight, ..._B,
- * layer by layer and target by target, then the value head's. Settings
+ * layer by layer and target by target, then the value head's. A target
+ * sits on every layer that has its projection (q_proj on the attention
+ * layers of a hybrid model, in_proj_qkv on its Gated DeltaNet layers); a
+ * target no layer has is refused, naming it. Settings
  * (checkpointing, logits chunk, autocast) start as base's. Activation
  * checkpointing with dropout > 0 is refused by a forward with grad (the
  * recomputed layer would draw another mask). */

@@ -124,13 +124,16 @@ at::Tensor deltanet_block(const ar_model_s &m, const Layer &l, const at::Tensor 
   const int64_t B = h.size(0), T = h.size(1), nv = c.linear_v_heads, dv = c.linear_v_dim;
   const at::ScalarType ct = acc_type(m.dtype);
   const at::Tensor x = scan.keep.defined() ? h * scan.keep.unsqueeze(-1).to(h.scalar_type()) : h;
-  at::Tensor mixed = linear(x, l.in_proj_qkv, at::Tensor());
-  at::Tensor z = linear(x, l.in_proj_z, at::Tensor()).reshape({B, T, nv, dv});
-  at::Tensor beta = at::sigmoid(linear(x, l.in_proj_b, at::Tensor())).to(ct);
-  at::Tensor g = -l.A_log.to(ct).exp() * at::softplus(linear(x, l.in_proj_a, at::Tensor()).to(ct) + l.dt_bias.to(ct));
+  // The projections, each with its LoRA adapter on a LoRA model
+  // (ar_model_s::project), in the order transformers computes them.
+  const at::Tensor none;
+  at::Tensor mixed = m.project(l, kLoraInQKV, x, none);
+  at::Tensor z = m.project(l, kLoraInZ, x, none).reshape({B, T, nv, dv});
+  at::Tensor beta = at::sigmoid(m.project(l, kLoraInB, x, none)).to(ct);
+  at::Tensor g = -l.A_log.to(ct).exp() * at::softplus(m.project(l, kLoraInA, x, none).to(ct) + l.dt_bias.to(ct));
   at::Tensor o = scan.run(mixed, g, beta);  // [B,T,nv,dv]
   o = gated_norm(o, z, l.linear_norm, c.rms_eps);
-  return linear(o.reshape({B, T, nv * dv}), l.out_proj, at::Tensor());
+  return m.project(l, kLoraOut, o.reshape({B, T, nv * dv}), none);
 }
 
 Scan whole_scan(const ar_model_s &m, const Layer &l, const at::Tensor &keep) {

@@ -13,6 +13,7 @@
 // full speed, and ar_model_merge_lora rewrites its targets in place when
 // the adapters change.
 #include <cmath>
+#include <cstring>
 
 #include "model.h"
 
@@ -94,6 +95,16 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
                   "lora targets: gate_proj, up_proj and down_proj are not supported on a model with "
                   "mixture-of-experts layers (layer ", i, " is one): LoRA on the experts (mlp.experts.*, mlp.shared_expert.*) is not "
                   "implemented; target the attention's q_proj, k_proj, v_proj, o_proj");
+    // A target sits on the layers that have its projection; one that no
+    // layer has (in_proj_qkv on a model without Gated DeltaNet layers) is
+    // refused, as PEFT refuses a target module the model lacks.
+    for (int t = 0; t < AR_LORA_TARGETS; t++) {
+      if ((c.targets & (1 << t)) == 0) continue;
+      bool found = false;
+      for (const Layer &l : base->layers) found = found || (l.*kLoraSites[t].weight).defined();
+      TORCH_CHECK(found, "lora target ", std::strrchr(kLoraSites[t].module, '.') + 1, ": no layer of the model has ",
+                  kLoraSites[t].module);
+    }
     DeviceScope on(base->dev);
     auto m = std::make_unique<ar_model_s>();
     share_base(*m, *base);
@@ -119,7 +130,7 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
       for (int t = 0; t < AR_LORA_TARGETS; t++) {
         if ((c.targets & (1 << t)) == 0) continue;
         const at::Tensor &w = l.*kLoraSites[t].weight;  // [out, in]
-        if (!w.defined()) continue;                      // a Gated DeltaNet layer's self_attn
+        if (!w.defined()) continue;                      // a layer without this projection
         const int64_t out_dim = w.size(0), in_dim = w.size(1);
         // PEFT's init of lora_A: nn.init.kaiming_uniform_(a=sqrt(5)), whose
         // bound gain * sqrt(3 / fan_in) with gain sqrt(2 / (1 + 5)) is

@@ -220,11 +220,14 @@ inline const Param<ar_model_s> kHeadParams[] = {
 
 // LoraTarget indexes a layer's adapters, in the order of the AR_LORA_*
 // bits and of kLayerParams.
-enum LoraTarget { kLoraQ, kLoraK, kLoraV, kLoraO, kLoraGate, kLoraUp, kLoraDown };
+enum LoraTarget { kLoraQ, kLoraK, kLoraV, kLoraO, kLoraInQKV, kLoraInZ, kLoraInB, kLoraInA, kLoraOut,
+                  kLoraGate, kLoraUp, kLoraDown };
 
 // LoraSite is where a target's adapter sits: the module's key under
 // model.layers.{i}. (PEFT names the adapters after it) and the base weight
-// [out, in] it adapts.
+// [out, in] it adapts (undefined in a layer without the projection: a
+// Gated DeltaNet layer has no self_attn, an attention layer no
+// linear_attn).
 struct LoraSite {
   const char *module;
   at::Tensor Layer::*weight;
@@ -232,6 +235,9 @@ struct LoraSite {
 inline const LoraSite kLoraSites[AR_LORA_TARGETS] = {
     {"self_attn.q_proj", &Layer::q_proj}, {"self_attn.k_proj", &Layer::k_proj},
     {"self_attn.v_proj", &Layer::v_proj}, {"self_attn.o_proj", &Layer::o_proj},
+    {"linear_attn.in_proj_qkv", &Layer::in_proj_qkv}, {"linear_attn.in_proj_z", &Layer::in_proj_z},
+    {"linear_attn.in_proj_b", &Layer::in_proj_b}, {"linear_attn.in_proj_a", &Layer::in_proj_a},
+    {"linear_attn.out_proj", &Layer::out_proj},
     {"mlp.gate_proj", &Layer::gate_proj}, {"mlp.up_proj", &Layer::up_proj},
     {"mlp.down_proj", &Layer::down_proj},
 };

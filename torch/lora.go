@@ -24,9 +24,68 @@ type LoRA struct {
 	RSLoRA bool
 }
 
-// LoRATargets are the module names an adapter can sit on, in a layer's table order;
-// PEFT's "all-linear" means all of them (the LM head is never adapted).
-var LoRATargets = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+// LoRATargets are the module names an adapter can sit on, in a layer's table order:
+// an attention layer's (self_attn), a Gated DeltaNet layer's (Qwen3.5's linear_attn),
+// the MLP's. PEFT's "all-linear" means those of them a model has
+// (Config.AllLinear; the LM head is never adapted).
+var LoRATargets = []string{"q_proj", "k_proj", "v_proj", "o_proj",
+	"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj",
+	"gate_proj", "up_proj", "down_proj"}
+
+// loraBlocks are the blocks of a decoder layer the LoRATargets sit in.
+var loraBlocks = map[string]string{"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn", "o_proj": "self_attn",
+	"in_proj_qkv": "linear_attn", "in_proj_z": "linear_attn", "in_proj_b": "linear_attn", "in_proj_a": "linear_attn",
+	"out_proj": "linear_attn", "gate_proj": "mlp", "up_proj": "mlp", "down_proj": "mlp"}
+
+// LoRAModule is the path of target's module under model.layers.{i}: its
+// block and name (self_attn.q_proj, linear_attn.in_proj_qkv, mlp.down_proj),
+// "" for a name not in LoRATargets.
+func LoRAModule(target string) string {
+	b, ok := loraBlocks[target]
+	if !ok {
+		return ""
+	}
+	return b + "." + target
+}
+
+// LoRALayers are the layers of a model of c that have target's projection:
+// the attention layers (self_attn), the Gated DeltaNet layers
+// (linear_attn), the layers whose MLP is dense (mlp); none for a name not
+// in LoRATargets.
+func (c Config) LoRALayers(target string) []int {
+	var out []int
+	for i := range c.Layers {
+		linear := c.Hybrid() && c.LayerTypes[i] == LinearAttention
+		switch loraBlocks[target] {
+		case "self_attn":
+			if !linear {
+				out = append(out, i)
+			}
+		case "linear_attn":
+			if linear {
+				out = append(out, i)
+			}
+		case "mlp":
+			if !c.SparseLayer(i) {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// AllLinear is PEFT's all-linear for a model of c: the LoRATargets some
+// layer has, in order. (A mixture-of-experts model's MLP targets are
+// kept, for NewLoRAModel to refuse by name.)
+func (c Config) AllLinear() []string {
+	var out []string
+	for _, t := range LoRATargets {
+		if len(c.LoRALayers(t)) > 0 || loraBlocks[t] == "mlp" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // Validate reports a bad rank, alpha, dropout or target name, naming it.
 func (c LoRA) Validate() error {
@@ -88,8 +147,11 @@ func (c LoRA) clone() *LoRA {
 //
 //	base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight   [r, in]
 //	base_model.model.model.layers.{i}.self_attn.q_proj.lora_B.weight   [out, r]
-//	... mlp.gate_proj / mlp.up_proj / mlp.down_proj likewise
+//	... linear_attn.in_proj_qkv / ... / mlp.down_proj likewise
 //
+// A target sits on every layer that has its projection (c.LoRALayers): a
+// hybrid model's q_proj on its attention layers, in_proj_qkv on its Gated
+// DeltaNet layers. A target no layer has is refused, naming it.
 // followed by the value head's v_head.summary.weight / .bias when it has one.
 // Forward computes W x + b + Scale() B A dropout(x) on the targets (dropout only with
 // grad on, as PEFT's train mode). The caller still owns and frees base; the LoRA model

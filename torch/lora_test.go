@@ -18,9 +18,10 @@ func newLoRA(t *testing.T, base *Model, c LoRA, valueHead bool) *Model {
 	return m
 }
 
-// allLinear is LoRA on every target, rank 4, alpha 8 (scale 2).
-func allLinear() LoRA {
-	return LoRA{Rank: 4, Alpha: 8, Targets: slices.Clone(LoRATargets)}
+// allLinear is LoRA on every target a model of c has, rank 4, alpha 8
+// (scale 2).
+func allLinear(c Config) LoRA {
+	return LoRA{Rank: 4, Alpha: 8, Targets: c.AllLinear()}
 }
 
 // A LoRA model's parameters are its adapters under PEFT's keys, layer by
@@ -38,7 +39,7 @@ func TestLoRAParamsArePEFTAdapters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer base.Free()
-	c := allLinear()
+	c := allLinear(base.Config)
 	m := newLoRA(t, base, c, true)
 	defer m.Free()
 	io := map[string][2]int64{"self_attn.q_proj": {40, 128}, "self_attn.k_proj": {40, 64}, "self_attn.v_proj": {40, 64},
@@ -94,7 +95,7 @@ func TestLoRAParamsArePEFTAdapters(t *testing.T) {
 	if m.Config.Hidden != base.Config.Hidden || m.Config.Layers != 2 || m.DType != Float32 || !m.ValueHead {
 		t.Errorf("config %+v dtype %s value head %v", m.Config, m.DType, m.ValueHead)
 	}
-	if l := m.LoRA(); l == nil || l.Rank != 4 || l.Scale() != 2 || !slices.Equal(l.Targets, LoRATargets) {
+	if l := m.LoRA(); l == nil || l.Rank != 4 || l.Scale() != 2 || !slices.Equal(l.Targets, c.Targets) {
 		t.Errorf("LoRA() = %+v", l)
 	}
 	if base.LoRA() != nil {
@@ -130,7 +131,7 @@ func TestLoRAValidate(t *testing.T) {
 			t.Errorf("%+v: error %v, want it to say %q", c, err, want)
 		}
 	}
-	bad(func(c *LoRA) { c.Targets[1] = "qproj" }, `lora target "qproj": want one of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj`)
+	bad(func(c *LoRA) { c.Targets[1] = "qproj" }, `lora target "qproj": want one of q_proj, k_proj, v_proj, o_proj, in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj, gate_proj, up_proj, down_proj`)
 	bad(func(c *LoRA) { c.Targets = append(c.Targets, "lm_head") }, `lora target "lm_head"`)
 	bad(func(c *LoRA) { c.Targets = append(c.Targets, "v_proj") }, `"v_proj" is named twice`)
 	bad(func(c *LoRA) { c.Targets = nil }, "lora targets: none given")
@@ -183,7 +184,7 @@ func TestLoRAFreshEqualsBaseAndAdaptersOff(t *testing.T) {
 	base, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 9)
 	ids := seq(11, 4)
 	want := fullLogits(t, base, ids)
-	m := newLoRA(t, base, allLinear(), false)
+	m := newLoRA(t, base, allLinear(base.Config), false)
 	defer m.Free()
 	base.Free()
 	if got := fullLogits(t, m, ids); !slices.Equal(got, want) {
@@ -206,10 +207,6 @@ func TestLoRAFreshEqualsBaseAndAdaptersOff(t *testing.T) {
 		t.Fatalf("adapters back on moved the logits by only %v", d)
 	}
 }
-
-// loraModules are the module paths under model.layers.{i} of LoRATargets.
-var loraModules = map[string]string{"q_proj": "self_attn.q_proj", "k_proj": "self_attn.k_proj", "v_proj": "self_attn.v_proj",
-	"o_proj": "self_attn.o_proj", "gate_proj": "mlp.gate_proj", "up_proj": "mlp.up_proj", "down_proj": "mlp.down_proj"}
 
 // paramF64 is a parameter's values (in float64) and shape.
 func paramF64(t *testing.T, m *Model, name string) ([]float64, []int64) {
@@ -277,16 +274,35 @@ func padBatch() Batch {
 // rounding: logits and the next tokens' log-probabilities (log-softmax
 // in Go) within 1e-9. Two layers of the Qwen2 tiny config, q/k/v biases
 // nonzero, rank 3, alpha 5 (scale 5/3), B nonzero, on all targets and on
-// v_proj and down_proj only (the others left as the base's). The
-// adapters move the logits by more than 1e-3, so a missed target shows.
+// v_proj and down_proj only (the others left as the base's); and a
+// Qwen3.5 (three Gated DeltaNet layers, an attention layer) with all its
+// targets, with the DeltaNet layers' five only, and with in_proj_a and
+// out_proj only. The adapters move the logits by more than 1e-3, so a
+// missed target shows.
 func TestLoRAForwardMatchesFloat64Reference(t *testing.T) {
-	for name, targets := range map[string][]string{"all-linear": LoRATargets, "v_proj+down_proj": {"v_proj", "down_proj"}} {
-		t.Run(name, func(t *testing.T) {
-			cfg := tinyConfig()
+	for _, k := range []struct {
+		name    string
+		cfg     Config
+		targets []string
+	}{
+		{"all-linear", tinyConfig(), tinyConfig().AllLinear()},
+		{"v_proj+down_proj", tinyConfig(), []string{"v_proj", "down_proj"}},
+		{"qwen3.5 all-linear", qwen35Config(), qwen35Config().AllLinear()},
+		{"qwen3.5 deltanet", qwen35Config(), []string{"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj"}},
+		{"qwen3.5 in_proj_a+out_proj", qwen35Config(), []string{"in_proj_a", "out_proj"}},
+	} {
+		cfg, targets := k.cfg, k.targets
+		t.Run(k.name, func(t *testing.T) {
 			base, _ := NewRandomModel(cfg, Float64, CPU, false, 17)
 			defer base.Free()
-			withBiases(t, base)
-			sharpenAttention(t, base, 8)
+			if cfg.Hybrid() {
+				if err := base.InitRandom(17, 0.2); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				withBiases(t, base)
+				sharpenAttention(t, base, 8)
+			}
 			c := LoRA{Rank: 3, Alpha: 5, Targets: targets}
 			m := newLoRA(t, base, c, false)
 			defer m.Free()
@@ -297,9 +313,9 @@ func TestLoRAForwardMatchesFloat64Reference(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := 5.0 / 3
-			for i := 0; i < cfg.Layers; i++ {
-				for _, tg := range targets {
-					key := fmt.Sprintf("model.layers.%d.%s", i, loraModules[tg])
+			for _, tg := range targets {
+				for _, i := range cfg.LoRALayers(tg) {
+					key := fmt.Sprintf("model.layers.%d.%s", i, LoRAModule(tg))
 					w, ws := paramF64(t, base, key+".weight")
 					a, as := paramF64(t, m, "base_model.model."+key+".lora_A.weight")
 					bm, _ := paramF64(t, m, "base_model.model."+key+".lora_B.weight")
@@ -419,7 +435,7 @@ func TestLoRAGradientsOnAdaptersOnly(t *testing.T) {
 	defer base.Free()
 	withBiases(t, base)
 	sharpenAttention(t, base, 4)
-	m := newLoRA(t, base, LoRA{Rank: 2, Alpha: 3, Targets: LoRATargets}, true)
+	m := newLoRA(t, base, LoRA{Rank: 2, Alpha: 3, Targets: base.Config.AllLinear()}, true)
 	defer m.Free()
 	b := padBatch()
 	g0 := lossGrads(t, m, b)
@@ -546,14 +562,27 @@ func decodeAgainst(t *testing.T, e *Engine, lora *Model, prompt []int64, steps i
 // merged targets in place and the same engine follows: the fused path's
 // concatenated q/k/v and gate/up copies refresh. The merged model is a
 // plain model (HF names, the base's config, no value head); merging into
-// the base itself is refused.
+// the base itself is refused. For a Qwen2 and a Qwen3.5, whose Gated
+// DeltaNet layers' merged projections the libtorch paths read.
 func TestLoRAMergedModelAndEngine(t *testing.T) {
-	cfg := kernelConfig()
+	for name, cfg := range map[string]Config{"qwen2": kernelConfig(), "qwen3.5": qwen35Config()} {
+		t.Run(name, func(t *testing.T) { loraMergedAndEngine(t, cfg) })
+	}
+}
+
+// loraMergedAndEngine is TestLoRAMergedModelAndEngine on a model of cfg.
+func loraMergedAndEngine(t *testing.T, cfg Config) {
 	base, _ := NewRandomModel(cfg, Float32, CPU, false, 31)
 	defer base.Free()
-	withBiases(t, base)
-	sharpenAttention(t, base, 4)
-	lora := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: LoRATargets}, true)
+	if cfg.Hybrid() {
+		if err := base.InitRandom(31, 0.2); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		withBiases(t, base)
+		sharpenAttention(t, base, 4)
+	}
+	lora := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: base.Config.AllLinear()}, true)
 	defer lora.Free()
 	setRandomB(t, lora)
 	merged, err := NewMergedModel(lora)
@@ -594,7 +623,7 @@ func TestLoRAMergedModelAndEngine(t *testing.T) {
 
 // Activation checkpointing changes memory, not math, for a LoRA model too:
 // the recomputed layers hand the adapters (and the value head) the same
-// gradients, for a Qwen2 and a Qwen3; the frozen base weights are left out
+// gradients, for a Qwen2, a Qwen3 and a Qwen3.5; the frozen base weights are left out
 // of the recomputation's inputs. Same up to float32 rounding: the
 // checkpointed forward runs without a graph, with the adapters merged into
 // the weights (ar_model_s::project), so each layer's input differs from the
@@ -602,11 +631,11 @@ func TestLoRAMergedModelAndEngine(t *testing.T) {
 // largest entry; the bound is 1e-4 of it. LoRA dropout with
 // checkpointing is refused (the recomputation would draw another mask).
 func TestLoRACheckpointingSameGradients(t *testing.T) {
-	for name, cfg := range map[string]Config{"qwen2": tinyConfig(), "qwen3": qwen3Config()} {
+	for name, cfg := range map[string]Config{"qwen2": tinyConfig(), "qwen3": qwen3Config(), "qwen3.5": qwen35Config()} {
 		t.Run(name, func(t *testing.T) {
 			base, _ := NewRandomModel(cfg, Float32, CPU, false, 13)
 			defer base.Free()
-			m := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: LoRATargets}, true)
+			m := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: base.Config.AllLinear()}, true)
 			defer m.Free()
 			setRandomB(t, m)
 			b := padBatch()
@@ -633,7 +662,7 @@ func TestLoRACheckpointingSameGradients(t *testing.T) {
 	}
 	base, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 13)
 	defer base.Free()
-	m := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Dropout: 0.1, Targets: LoRATargets}, false)
+	m := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Dropout: 0.1, Targets: base.Config.AllLinear()}, false)
 	defer m.Free()
 	if err := m.SetCheckpointing(true); err != nil {
 		t.Fatal(err)
@@ -651,10 +680,10 @@ func TestLoRACheckpointingSameGradients(t *testing.T) {
 func TestLoRADropoutOnlyWithGrad(t *testing.T) {
 	base, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 19)
 	defer base.Free()
-	drop := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Dropout: 0.5, Targets: LoRATargets}, false)
+	drop := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Dropout: 0.5, Targets: base.Config.AllLinear()}, false)
 	defer drop.Free()
 	setRandomB(t, drop)
-	none := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: LoRATargets}, false)
+	none := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: base.Config.AllLinear()}, false)
 	defer none.Free()
 	if err := none.CopyWeightsFrom(drop); err != nil {
 		t.Fatal(err)
@@ -687,7 +716,7 @@ func TestLoRAOverBF16Base(t *testing.T) {
 	cfg := tinyConfig()
 	base, _ := NewRandomModel(cfg, BFloat16, CPU, false, 29)
 	defer base.Free()
-	m := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: LoRATargets}, false)
+	m := newLoRA(t, base, LoRA{Rank: 4, Alpha: 8, Targets: base.Config.AllLinear()}, false)
 	defer m.Free()
 	setRandomB(t, m)
 	const q = "model.layers.0.self_attn.q_proj.weight"
@@ -828,4 +857,90 @@ func TestLoRAMergeRefusesNonFinite(t *testing.T) {
 		t.Fatal(err)
 	}
 	merged.Free()
+}
+
+// On a Qwen3.5 (qwen35Config: Gated DeltaNet layers 0-2, attention layer
+// 3) a target sits on the layers that have its projection: the
+// DeltaNet's in_proj_qkv [64, 32] (q|k|v: 2 key heads x 8 twice, 4 value
+// heads x 8), in_proj_z [32, 32], in_proj_b and in_proj_a [4, 32] (one
+// row per value head) and out_proj [32, 32] on layers 0-2, the
+// attention's q_proj [128, 32] (query and gate: 4 heads x 16 x 2) and
+// o_proj [32, 64] on layer 3, the MLP's on all four; all-linear is all
+// twelve targets there and a dense model's seven. A target no layer has
+// is refused, naming it: in_proj_qkv on a Qwen2, q_proj on a Qwen3.5
+// whose every layer is a DeltaNet layer.
+func TestLoRAQwen35Targets(t *testing.T) {
+	c := qwen35Config()
+	if got := c.AllLinear(); !slices.Equal(got, []string{"q_proj", "k_proj", "v_proj", "o_proj",
+		"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj", "gate_proj", "up_proj", "down_proj"}) {
+		t.Errorf("qwen3.5 all-linear %v", got)
+	}
+	if got := tinyConfig().AllLinear(); !slices.Equal(got, []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) {
+		t.Errorf("qwen2 all-linear %v", got)
+	}
+	for tg, want := range map[string][]int{"in_proj_qkv": {0, 1, 2}, "out_proj": {0, 1, 2}, "q_proj": {3}, "down_proj": {0, 1, 2, 3}, "conv1d": nil} {
+		if got := c.LoRALayers(tg); !slices.Equal(got, want) {
+			t.Errorf("layers of %s: %v, want %v", tg, got, want)
+		}
+	}
+	base, err := NewRandomModel(c, Float32, CPU, false, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Free()
+	m := newLoRA(t, base, LoRA{Rank: 2, Alpha: 4, Targets: []string{"q_proj", "o_proj", "in_proj_qkv", "in_proj_z", "in_proj_b",
+		"in_proj_a", "out_proj", "down_proj"}}, false)
+	defer m.Free()
+	io := map[string][2]int64{"self_attn.q_proj": {32, 128}, "self_attn.o_proj": {64, 32}, "linear_attn.in_proj_qkv": {32, 64},
+		"linear_attn.in_proj_z": {32, 32}, "linear_attn.in_proj_b": {32, 4}, "linear_attn.in_proj_a": {32, 4},
+		"linear_attn.out_proj": {32, 32}, "mlp.down_proj": {48, 32}}
+	var want []string
+	shapes := map[string][]int64{}
+	for i := range 4 {
+		mods := []string{"linear_attn.in_proj_qkv", "linear_attn.in_proj_z", "linear_attn.in_proj_b", "linear_attn.in_proj_a",
+			"linear_attn.out_proj", "mlp.down_proj"}
+		if i == 3 {
+			mods = []string{"self_attn.q_proj", "self_attn.o_proj", "mlp.down_proj"}
+		}
+		for _, mod := range mods {
+			key := fmt.Sprintf("base_model.model.model.layers.%d.%s.lora_", i, mod)
+			want = append(want, key+"A.weight", key+"B.weight")
+			shapes[key+"A.weight"] = []int64{2, io[mod][0]}
+			shapes[key+"B.weight"] = []int64{io[mod][1], 2}
+		}
+	}
+	if got := m.Names(); !slices.Equal(got, want) {
+		t.Fatalf("names:\n%v\nwant\n%v", got, want)
+	}
+	for _, name := range want {
+		p, err := m.Param(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shape, _ := p.Shape()
+		p.Free()
+		if !slices.Equal(shape, shapes[name]) {
+			t.Errorf("%s: shape %v, want %v", name, shape, shapes[name])
+		}
+	}
+	qwen2, _ := NewRandomModel(tinyConfig(), Float32, CPU, false, 3)
+	defer qwen2.Free()
+	if _, err := NewLoRAModel(qwen2, LoRA{Rank: 2, Alpha: 4, Targets: []string{"q_proj", "in_proj_qkv"}}, false, 1); err == nil ||
+		!strings.Contains(err.Error(), "lora target in_proj_qkv: no layer of the model has linear_attn.in_proj_qkv") {
+		t.Errorf("in_proj_qkv on a Qwen2: %v", err)
+	}
+	allDeltaNet := qwen35Config()
+	allDeltaNet.LayerTypes = []string{LinearAttention, LinearAttention, LinearAttention, LinearAttention}
+	if got := allDeltaNet.AllLinear(); slices.Contains(got, "q_proj") || !slices.Contains(got, "in_proj_qkv") {
+		t.Errorf("all-linear of a model without attention layers: %v", got)
+	}
+	linear, err := NewRandomModel(allDeltaNet, Float32, CPU, false, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer linear.Free()
+	if _, err := NewLoRAModel(linear, LoRA{Rank: 2, Alpha: 4, Targets: []string{"q_proj"}}, false, 1); err == nil ||
+		!strings.Contains(err.Error(), "lora target q_proj: no layer of the model has self_attn.q_proj") {
+		t.Errorf("q_proj on a model without attention layers: %v", err)
+	}
 }

@@ -481,6 +481,33 @@ func TestLoRAMemoryBF16Shared(t *testing.T) {
 	}
 }
 
+// On a Qwen3.5 the dry run counts the adapters of the Gated DeltaNet
+// layers' projections too. Three DeltaNet layers (2 key heads and 4 value
+// heads of 16 over hidden 64: in_proj_qkv [128, 64], in_proj_z and
+// out_proj [64, 64], in_proj_b and in_proj_a [4, 64]) and an attention
+// layer (q_proj [128, 64] with its gate, k/v_proj [32, 64], o_proj
+// [64, 64]), MLPs of 160, all-linear at r 8: a DeltaNet layer's adapters
+// 8 (192 + 128 + 68 + 68 + 128) = 4672 and its weights 8192 + 4096 +
+// 256 + 256 + 4096 = 16896; the attention layer's 8 (192 + 96 + 96 + 128)
+// = 4096 and 16384; each MLP's 8 (224 + 224 + 224) = 5376 and 30720. In
+// all 3 (4672 + 5376) + 4096 + 5376 = 39616 adapter numbers over
+// 3 (16896 + 30720) + 16384 + 30720 = 189952 target weights.
+func TestLoRACountsQwen35(t *testing.T) {
+	c := torch.Config{ModelType: "qwen3_5_text", Vocab: 384, Hidden: 64, Intermediate: 160, Layers: 4, Heads: 4, KVHeads: 2,
+		HeadDim: 16, RMSEps: 1e-6, RopeTheta: 1e7, PartialRotary: 0.25,
+		LayerTypes:     []string{torch.LinearAttention, torch.LinearAttention, torch.LinearAttention, torch.FullAttention},
+		LinearKeyHeads: 2, LinearValueHeads: 4, LinearKeyDim: 16, LinearValueDim: 16, LinearConvKernel: 4}
+	shapes, err := torch.ParamShapes(c, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Model.LoRA.Rank, cfg.Model.LoRA.TargetModules = 8, []string{"all-linear"}
+	if a, w := loraCounts(shapes, 8, cfg.Model.LoRA.Targets()); a != 39616 || w != 189952 {
+		t.Errorf("all-linear at r 8: %d adapter numbers, %d target weights; want 39616, 189952", a, w)
+	}
+}
+
 // The dry run counts the parameters of the table the model is made from:
 // for the shared Qwen2 and Qwen3 fixtures, as many as their safetensors
 // hold (Qwen3's q_norm and k_norm included), and for real shapes the

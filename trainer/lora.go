@@ -12,6 +12,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/torch/peft"
 	"github.com/agentrl/agentrl/trainer/agent"
+	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/learner"
 )
 
@@ -32,10 +33,15 @@ import (
 // changed (the tiny model, a warm-started one).
 const baseDirName = "base"
 
-// loraShape is the adapters' shape model.lora sets.
-func (m *models) loraShape() torch.LoRA {
+// loraShape is the adapters' shape model.lora sets over a base of config
+// base: all-linear is the projections the base has.
+func (m *models) loraShape(base torch.Config) torch.LoRA {
 	l := m.cfg.Model.LoRA
-	return torch.LoRA{Rank: l.Rank, Alpha: l.Alpha, Dropout: l.Dropout, Targets: l.Targets()}
+	targets := l.Targets()
+	if slices.Contains(l.TargetModules, config.AllLinear) {
+		targets = base.AllLinear()
+	}
+	return torch.LoRA{Rank: l.Rank, Alpha: l.Alpha, Dropout: l.Dropout, Targets: targets}
 }
 
 // loadLoRA loads or creates the base, the policy's adapters and a
@@ -115,11 +121,11 @@ func (m *models) loadAdapters(ck, sub, from string, valueHead bool, seed uint64)
 	case ck != "":
 		a, err = peft.Load(filepath.Join(ck, sub), m.base, valueHead, seed)
 	case from != "":
-		if err = m.sameShape(from); err == nil {
+		if err = m.sameShape(from, m.base.Config); err == nil {
 			a, err = peft.Load(from, m.base, valueHead, seed)
 		}
 	default:
-		a, err = torch.NewLoRAModel(m.base, m.loraShape(), valueHead, seed)
+		a, err = torch.NewLoRAModel(m.base, m.loraShape(m.base.Config), valueHead, seed)
 	}
 	if err != nil {
 		return nil, err
@@ -131,14 +137,19 @@ func (m *models) loadAdapters(ck, sub, from string, valueHead bool, seed uint64)
 	return a, nil
 }
 
-// sameShape checks that the adapter folder dir has model.lora's rank,
-// alpha, dropout, targets and plain alpha/r scaling, naming each that differs.
-func (m *models) sameShape(dir string) error {
+// sameShape checks that the adapter folder dir has, over a base of config
+// base, model.lora's rank, alpha, dropout, targets and plain alpha/r
+// scaling, naming each that differs.
+func (m *models) sameShape(dir string, base torch.Config) error {
 	c, err := peft.ReadConfig(dir)
 	if err != nil {
 		return err
 	}
-	want, got := m.loraShape(), c.LoRA
+	got, err := c.Over(base)
+	if err != nil {
+		return fmt.Errorf("model.lora.path %s: %w", dir, err)
+	}
+	want := m.loraShape(base)
 	var diff []string
 	if got.Rank != want.Rank {
 		diff = append(diff, fmt.Sprintf("r %d against model.lora.rank %d", got.Rank, want.Rank))

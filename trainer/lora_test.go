@@ -242,12 +242,31 @@ func TestLoRAPathShape(t *testing.T) {
 		}
 		return d
 	}
-	if err := m.sameShape(write("")); err != nil {
+	base := torch.Config{ModelType: "qwen2", Layers: 2}
+	if err := m.sameShape(write(""), base); err != nil {
 		t.Fatalf("the same shape: %v", err)
 	}
-	err := m.sameShape(write(`, "use_rslora": true`))
+	err := m.sameShape(write(`, "use_rslora": true`), base)
 	if err == nil || !strings.Contains(err.Error(), "use_rslora true") {
 		t.Fatalf("an rsLoRA adapter: %v, want a refusal naming use_rslora", err)
+	}
+	// all-linear is the projections the base has: a Qwen3.5's twelve (its
+	// Gated DeltaNet layers' five among them), a Qwen2's seven.
+	m.cfg.Model.LoRA.TargetModules = []string{"all-linear"}
+	hybrid := torch.Config{ModelType: "qwen3_5_text", Layers: 2, LayerTypes: []string{torch.LinearAttention, torch.FullAttention}}
+	if got := m.loraShape(hybrid).Targets; len(got) != 12 || !slices.Contains(got, "in_proj_qkv") {
+		t.Errorf("all-linear over a Qwen3.5: %v", got)
+	}
+	if got := m.loraShape(base).Targets; len(got) != 7 || slices.Contains(got, "in_proj_qkv") {
+		t.Errorf("all-linear over a Qwen2: %v", got)
+	}
+	d := t.TempDir()
+	body := `{"peft_type": "LORA", "r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": "all-linear"}`
+	if err := os.WriteFile(filepath.Join(d, "adapter_config.json"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.sameShape(d, hybrid); err != nil {
+		t.Errorf("all-linear against all-linear over a Qwen3.5: %v", err)
 	}
 }
 

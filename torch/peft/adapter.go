@@ -73,7 +73,7 @@ func tensorOf(m *torch.Model, name string) (safetensors.Tensor, error) {
 }
 
 // adapterKey is PEFT's saved key of one adapter matrix.
-var adapterKey = regexp.MustCompile(`^base_model\.model\.model\.layers\.(\d+)\.(self_attn|mlp)\.([a-z_]+)\.lora_([AB])(\.[^.]+)?\.weight$`)
+var adapterKey = regexp.MustCompile(`^base_model\.model\.model\.layers\.(\d+)\.(self_attn|linear_attn|mlp)\.([a-z_]+)\.lora_([AB])(\.[^.]+)?\.weight$`)
 
 // Load reads the adapter folder dir into a new LoRA model over base
 // (torch.NewLoRAModel with the folder's config; with valueHead, a value
@@ -93,23 +93,27 @@ func Load(dir string, base *torch.Model, valueHead bool, seed uint64) (*torch.Mo
 	if err != nil {
 		return nil, err
 	}
+	shape, err := c.Over(base.Config)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ConfigFile), err)
+	}
 	path := filepath.Join(dir, WeightsFile)
 	r, err := safetensors.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	if err := checkKeys(path, r.Names(), c.LoRA, base.Config.Layers); err != nil {
+	if err := checkKeys(path, r.Names(), shape, base.Config); err != nil {
 		return nil, err
 	}
-	if err := checkShapes(path, r, c.LoRA, base); err != nil {
+	if err := checkShapes(path, r, shape, base); err != nil {
 		return nil, err
 	}
-	m, err := torch.NewLoRAModel(base, c.LoRA, valueHead, seed)
+	m, err := torch.NewLoRAModel(base, shape, valueHead, seed)
 	if err != nil {
 		return nil, fmt.Errorf("adapter folder %s: %w", dir, err)
 	}
-	if err := loadTensors(m, r, path, false, c.LoRA.Rank); err != nil {
+	if err := loadTensors(m, r, path, false, shape.Rank); err != nil {
 		m.Free()
 		return nil, err
 	}
@@ -118,7 +122,7 @@ func Load(dir string, base *torch.Model, valueHead bool, seed uint64) (*torch.Mo
 		if _, err := os.Stat(vh); err == nil {
 			hr, err := safetensors.Open(vh)
 			if err == nil {
-				err = loadTensors(m, hr, vh, true, c.LoRA.Rank)
+				err = loadTensors(m, hr, vh, true, shape.Rank)
 				hr.Close()
 			}
 			if err != nil {
@@ -130,32 +134,37 @@ func Load(dir string, base *torch.Model, valueHead bool, seed uint64) (*torch.Mo
 	return m, nil
 }
 
-// checkKeys checks the file's keys against the config and the base before
-// any model is made: every key an adapter matrix of a listed target on a
-// layer the base has, with no adapter name in it.
-func checkKeys(path string, names []string, c torch.LoRA, layers int) error {
+// checkKeys checks the file's keys against the config and the base (of
+// config base) before any model is made: every key an adapter matrix of a
+// listed target on a layer the base has, that has the target's
+// projection, with no adapter name in it.
+func checkKeys(path string, names []string, c torch.LoRA, base torch.Config) error {
+	layers := base.Layers
 	for _, n := range names {
 		k := adapterKey.FindStringSubmatch(n)
 		if k == nil {
-			return fmt.Errorf("%s: unexpected tensor %s: not an adapter matrix of a decoder layer (base_model.model.model.layers.{i}.self_attn|mlp.<module>.lora_A|lora_B.weight)", path, n)
+			return fmt.Errorf("%s: unexpected tensor %s: not an adapter matrix of a decoder layer (base_model.model.model.layers.{i}.self_attn|linear_attn|mlp.<module>.lora_A|lora_B.weight)", path, n)
 		}
 		i, _ := strconv.Atoi(k[1])
 		switch {
 		case k[5] != "":
 			return fmt.Errorf("%s: tensor %s carries an adapter name (%s); PEFT saves the keys without it", path, n, strings.TrimPrefix(k[5], "."))
-		case !slices.Contains(torch.LoRATargets, k[3]):
-			return fmt.Errorf("%s: tensor %s adapts %s, a module the base does not have (it has %s)", path, n, k[3], strings.Join(torch.LoRATargets, ", "))
+		case torch.LoRAModule(k[3]) != k[2]+"."+k[3]:
+			return fmt.Errorf("%s: tensor %s adapts %s.%s, a module the base does not have (it has %s)", path, n, k[2], k[3], strings.Join(torch.LoRATargets, ", "))
 		case !slices.Contains(c.Targets, k[3]):
 			return fmt.Errorf("%s: tensor %s adapts %s, which target_modules (%s) does not list", path, n, k[3], strings.Join(c.Targets, ", "))
 		case i >= layers:
 			return fmt.Errorf("%s: tensor %s is on layer %d, but the base has %d layers (0..%d)", path, n, i, layers, layers-1)
+		case !slices.Contains(base.LoRALayers(k[3]), i):
+			return fmt.Errorf("%s: tensor %s is on layer %d, which has no %s (the base has it on layers %v)", path, n, i,
+				torch.LoRAModule(k[3]), base.LoRALayers(k[3]))
 		}
 	}
 	return nil
 }
 
 // baseKey is a base weight an adapter can sit on.
-var baseKey = regexp.MustCompile(`^model\.layers\.\d+\.(self_attn|mlp)\.([a-z_]+)\.weight$`)
+var baseKey = regexp.MustCompile(`^model\.layers\.\d+\.(self_attn|linear_attn|mlp)\.([a-z_]+)\.weight$`)
 
 // checkShapes checks, from the file's headers alone and before anything is
 // allocated, that every adapter matrix the config asks for is there, a

@@ -392,3 +392,130 @@ func TestLoadRefusesMismatch(t *testing.T) {
 		t.Errorf("a .bin folder: %v, want a refusal naming adapter_model.bin", err)
 	}
 }
+
+// hybridConfig is a small Qwen3.5 text model: Gated DeltaNet layers 0-2
+// (in_proj_qkv [64, 32]: 2 key heads of 8 for q and k, 4 value heads of
+// 8), a gated attention layer 3 (q_proj [128, 32]: 4 heads of 16, query
+// and gate), hidden 32, intermediate 48.
+func hybridConfig() torch.Config {
+	return torch.Config{ModelType: "qwen3_5_text", Vocab: 101, Hidden: 32, Intermediate: 48, Layers: 4, Heads: 4, KVHeads: 2,
+		HeadDim: 16, RMSEps: 1e-6, RopeTheta: 1e7, MaxPositions: 256, PartialRotary: 0.25, TorchDType: "float32",
+		LayerTypes:     []string{torch.LinearAttention, torch.LinearAttention, torch.LinearAttention, torch.FullAttention},
+		LinearKeyHeads: 2, LinearValueHeads: 4, LinearKeyDim: 8, LinearValueDim: 8, LinearConvKernel: 4}
+}
+
+// hybridTensors are adapters of r 4 on in_proj_qkv (layers 0-2) and
+// q_proj (layer 3) of hybridConfig, as PEFT saves them.
+func hybridTensors(t *testing.T) []safetensors.Tensor {
+	t.Helper()
+	var out []safetensors.Tensor
+	for l, m := range []struct {
+		module string
+		out    int64
+	}{{"linear_attn.in_proj_qkv", 64}, {"linear_attn.in_proj_qkv", 64}, {"linear_attn.in_proj_qkv", 64}, {"self_attn.q_proj", 128}} {
+		p := "base_model.model.model.layers." + string(rune('0'+l)) + "." + m.module
+		out = append(out, filled(t, p+".lora_A.weight", float32(l+1), 4, 32), filled(t, p+".lora_B.weight", float32(-l-1), m.out, 4))
+	}
+	return out
+}
+
+// Over a Qwen3.5, an adapter's targets sit on the layers that have them:
+// PEFT's all-linear written as module paths names in_proj_qkv on the
+// DeltaNet layers 0-2 and q_proj on the attention layer 3, which loads,
+// each tensor in its place, and round-trips through Save; target_modules
+// "all-linear" is the base's twelve projections. Refused, naming why: a
+// path on a layer without the projection, a DeltaNet target on some of
+// its layers only, a tensor on a layer without its projection, and a
+// DeltaNet adapter over a model without DeltaNet layers (a Qwen2).
+func TestLoadQwen35Adapters(t *testing.T) {
+	base, err := torch.NewRandomModel(hybridConfig(), torch.Float32, torch.CPU, false, 11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Free()
+	paths := func(p ...string) string {
+		q, _ := json.Marshal(p)
+		return strings.Replace(peftConfig, `[
+    "v_proj",
+    "q_proj"
+  ]`, string(q), 1)
+	}
+	written := paths("model.layers.3.self_attn.q_proj", "model.layers.0.linear_attn.in_proj_qkv",
+		"model.layers.2.linear_attn.in_proj_qkv", "model.layers.1.linear_attn.in_proj_qkv")
+	ts := hybridTensors(t)
+	m, err := Load(writeFolder(t, written, ts), base, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	if c := m.LoRA(); !slices.Equal(c.Targets, []string{"q_proj", "in_proj_qkv"}) {
+		t.Errorf("targets %v, want q_proj, in_proj_qkv", c.Targets)
+	}
+	var names []string
+	for _, st := range ts {
+		names = append(names, st.Name)
+		if got := paramBytes(t, m, st.Name); !slices.Equal(got, st.Data) {
+			t.Errorf("%s does not hold the file's values", st.Name)
+		}
+	}
+	if !slices.Equal(m.Names(), names) {
+		t.Errorf("names %v, want %v", m.Names(), names)
+	}
+	dir := t.TempDir()
+	if err := Save(dir, m, "base"); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(dir, base, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Free()
+	for _, n := range names {
+		if !slices.Equal(paramBytes(t, back, n), paramBytes(t, m, n)) {
+			t.Errorf("%s differs after Save and Load", n)
+		}
+	}
+	c, err := ReadConfig(writeFolder(t, strings.Replace(peftConfig, `[
+    "v_proj",
+    "q_proj"
+  ]`, `"all-linear"`, 1), nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.Over(base.Config); err != nil || len(l.Targets) != 12 {
+		t.Errorf("all-linear over a Qwen3.5: %v, %v", l.Targets, err)
+	}
+	if l, err := c.Over(baseConfig()); err != nil || len(l.Targets) != 7 || slices.Contains(l.Targets, "in_proj_qkv") {
+		t.Errorf("all-linear over a Qwen2: %v, %v", l.Targets, err)
+	}
+	qwen2 := newBase(t)
+	for _, k := range []struct {
+		name    string
+		base    *torch.Model
+		config  string
+		tensors []safetensors.Tensor
+		want    string
+	}{
+		{"path on a layer without it", base, paths("model.layers.3.linear_attn.in_proj_qkv", "model.layers.0.linear_attn.in_proj_qkv"), ts,
+			"in_proj_qkv on layer 3, which has no linear_attn.in_proj_qkv"},
+		{"deltanet target on some layers", base, paths("model.layers.0.linear_attn.in_proj_qkv", "model.layers.3.self_attn.q_proj"), ts,
+			"in_proj_qkv on layers [0] only, the base has it on [0 1 2]"},
+		{"tensor on a layer without it", base, paths("in_proj_qkv", "q_proj"), append(slices.Clone(ts),
+			filled(t, "base_model.model.model.layers.3.linear_attn.in_proj_qkv.lora_A.weight", 1, 4, 32)),
+			"is on layer 3, which has no linear_attn.in_proj_qkv"},
+		{"deltanet adapter over a qwen2", qwen2, paths("in_proj_qkv"), ts[:2],
+			"is on layer 0, which has no linear_attn.in_proj_qkv"},
+		{"path in the wrong block", base, paths("model.layers.0.self_attn.in_proj_qkv"), ts, "no in_proj_qkv in self_attn"},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			m, err := Load(writeFolder(t, k.config, k.tensors), k.base, false, 1)
+			if err == nil {
+				m.Free()
+				t.Fatalf("loaded; want an error naming %q", k.want)
+			}
+			if !strings.Contains(err.Error(), k.want) {
+				t.Errorf("error %q does not name %q", err, k.want)
+			}
+		})
+	}
+}

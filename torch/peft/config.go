@@ -6,7 +6,7 @@
 //	adapter_model.safetensors  the adapters, f32, under PEFT's saved keys:
 //	                           base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight [r, in]
 //	                           base_model.model.model.layers.{i}.self_attn.q_proj.lora_B.weight [out, r]
-//	                           (mlp.gate_proj, mlp.up_proj, mlp.down_proj likewise); no adapter
+//	                           (linear_attn.in_proj_qkv, ..., mlp.down_proj likewise); no adapter
 //	                           name ("default") in the keys, as PEFT strips it when saving
 //	value_head.safetensors     a critic's value head (v_head.summary.weight, .bias), beside the
 //	                           adapters as beside a full model (torch.ValueHeadFile): PEFT and
@@ -73,9 +73,45 @@ type fileConfig struct {
 
 // Config is what an adapter folder says of its adapters: their shape and
 // the base they were trained on (base_model_name_or_path, as written).
+// Over a base, the shape is Over's.
 type Config struct {
 	LoRA torch.LoRA
 	Base string
+	// allLinear says target_modules is the string all-linear: the targets
+	// are those the base has.
+	allLinear bool
+	// layers are the layers named of each target named by its path.
+	layers map[string][]int
+}
+
+// Over is the adapters' shape over a base of config base: all-linear is
+// the projections the base has (torch.Config.AllLinear), and a target
+// named by its module paths must be named on every layer of the base that
+// has its projection (a hybrid model's q_proj on its attention layers,
+// in_proj_qkv on its Gated DeltaNet layers) and on no other.
+func (c Config) Over(base torch.Config) (torch.LoRA, error) {
+	l := c.LoRA
+	l.Targets = slices.Clone(l.Targets)
+	if c.allLinear {
+		l.Targets = base.AllLinear()
+	}
+	for _, t := range torch.LoRATargets {
+		ls, ok := c.layers[t]
+		if !ok {
+			continue
+		}
+		has := base.LoRALayers(t)
+		for _, i := range ls {
+			if !slices.Contains(has, i) {
+				return torch.LoRA{}, fmt.Errorf("target_modules name %s on layer %d, which has no %s (the base has it on layers %v)",
+					t, i, torch.LoRAModule(t), has)
+			}
+		}
+		if len(ls) < len(has) {
+			return torch.LoRA{}, fmt.Errorf("target_modules name %s on layers %v only, the base has it on %v: adapters on a subset of layers are not supported", t, ls, has)
+		}
+	}
+	return l, nil
 }
 
 // ReadConfig reads dir's adapter_config.json (use_rslora as torch.LoRA's
@@ -120,11 +156,12 @@ func ReadConfig(dir string) (Config, error) {
 	case !isNull(f.LayersToTransform):
 		return bad("layers_to_transform %s: adapters on a subset of layers are not supported", f.LayersToTransform)
 	}
-	targets, err := parseTargets(f.TargetModules)
+	targets, allLinear, layers, err := parseTargets(f.TargetModules)
 	if err != nil {
 		return bad("%v", err)
 	}
-	c := Config{LoRA: torch.LoRA{Rank: f.R, Alpha: f.LoraAlpha, Dropout: f.LoraDropout, Targets: targets, RSLoRA: f.UseRslora}, Base: f.BaseModelNameOrPath}
+	c := Config{LoRA: torch.LoRA{Rank: f.R, Alpha: f.LoraAlpha, Dropout: f.LoraDropout, Targets: targets, RSLoRA: f.UseRslora},
+		Base: f.BaseModelNameOrPath, allLinear: allLinear, layers: layers}
 	if err := c.LoRA.Validate(); err != nil {
 		return bad("%v", err)
 	}
@@ -139,71 +176,53 @@ func isNull(raw json.RawMessage) bool {
 // parseTargets reads target_modules: a list of module names, or a string
 // (all-linear, or one module name; PEFT's regular expressions are not
 // supported). A list may name modules by their path, as PEFT writes the
-// all-linear of a model (model.layers.{i}.self_attn.q_proj, ...): each
-// module so named must be on the same layers, 0 to some n-1 (a base of
-// another depth is refused when the tensors are read). The names come back
-// in a layer's order (torch.LoRATargets).
-func parseTargets(raw json.RawMessage) ([]string, error) {
+// all-linear of a model (model.layers.{i}.self_attn.q_proj, ...); the
+// layers so named of each come back in layers, for Config.Over to hold to
+// a base. The names come back in a layer's order (torch.LoRATargets):
+// all of them for all-linear, which all reports.
+func parseTargets(raw json.RawMessage) (targets []string, all bool, layers map[string][]int, err error) {
 	var names []string
 	if err := json.Unmarshal(raw, &names); err != nil {
 		var one string
 		if err := json.Unmarshal(raw, &one); err != nil {
-			return nil, fmt.Errorf("target_modules %s, want a list of module names or a string", raw)
+			return nil, false, nil, fmt.Errorf("target_modules %s, want a list of module names or a string", raw)
 		}
 		if one == allLinear {
-			return slices.Clone(torch.LoRATargets), nil
+			return slices.Clone(torch.LoRATargets), true, nil, nil
 		}
 		names = []string{one}
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("target_modules is empty")
+		return nil, false, nil, fmt.Errorf("target_modules is empty")
 	}
-	layers := map[string][]int{} // the layers of each module named by path
+	layers = map[string][]int{}
 	for i, n := range names {
 		if k := targetPath.FindStringSubmatch(n); k != nil {
-			if parent := targetParent(k[3]); parent != k[2] {
-				return nil, fmt.Errorf("target module %q: the base has no %s in %s", n, k[3], k[2])
+			if module := torch.LoRAModule(k[3]); module != k[2]+"."+k[3] {
+				return nil, false, nil, fmt.Errorf("target module %q: the base has no %s in %s", n, k[3], k[2])
 			}
 			l, _ := strconv.Atoi(k[1])
 			layers[k[3]] = append(layers[k[3]], l)
 			names[i] = k[3]
 		}
 		if !slices.Contains(torch.LoRATargets, names[i]) {
-			return nil, fmt.Errorf("target module %q: the base has no such projection, want some of %s", n, strings.Join(torch.LoRATargets, ", "))
+			return nil, false, nil, fmt.Errorf("target module %q: the base has no such projection, want some of %s", n, strings.Join(torch.LoRATargets, ", "))
 		}
 	}
-	var first []int
-	for _, t := range torch.LoRATargets {
-		ls, ok := layers[t]
-		if !ok {
-			continue
-		}
+	for t, ls := range layers {
 		slices.Sort(ls)
-		ls = slices.Compact(ls)
-		if ls[0] != 0 || ls[len(ls)-1] != len(ls)-1 || first != nil && !slices.Equal(ls, first) {
-			return nil, fmt.Errorf("target_modules name %s on layers %v only: adapters on a subset of layers are not supported", t, ls)
-		}
-		first = ls
+		layers[t] = slices.Compact(ls)
 	}
-	var out []string
 	for _, t := range torch.LoRATargets {
 		if slices.Contains(names, t) {
-			out = append(out, t)
+			targets = append(targets, t)
 		}
 	}
-	return out, nil
+	return targets, false, layers, nil
 }
 
 // targetPath is a target module named by its path in the model.
-var targetPath = regexp.MustCompile(`^(?:model\.)?layers\.(\d+)\.(self_attn|mlp)\.([a-z_]+)$`)
-
-// targetParent is the block a projection sits in: self_attn or mlp.
-func targetParent(module string) string {
-	if slices.Index(torch.LoRATargets, module) >= 4 {
-		return "mlp"
-	}
-	return "self_attn"
-}
+var targetPath = regexp.MustCompile(`^(?:model\.)?layers\.(\d+)\.(self_attn|linear_attn|mlp)\.([a-z_]+)$`)
 
 // variants are the keys of newer PEFT LoraConfigs (0.21) that, when set,
 // make the adapters compute something other than W x + scale B A x, or

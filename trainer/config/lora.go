@@ -8,7 +8,9 @@ import (
 // LoRATargets are the projection names model.lora.target_modules may list,
 // in a layer's order: torch.LoRATargets (this package builds without
 // libtorch, so it keeps its own copy; a trainer test checks they agree).
-var LoRATargets = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+var LoRATargets = []string{"q_proj", "k_proj", "v_proj", "o_proj",
+	"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj",
+	"gate_proj", "up_proj", "down_proj"}
 
 // AllLinear is PEFT's name for every linear projection but the LM head.
 const AllLinear = "all-linear"
@@ -16,8 +18,9 @@ const AllLinear = "all-linear"
 // On reports whether the run trains adapters (model.lora.rank > 0).
 func (l LoRAConfig) On() bool { return l.Rank > 0 }
 
-// Targets are the projections adapted, in LoRATargets order: all of them
-// for all-linear.
+// Targets are the projections named, in LoRATargets order: all of them
+// for all-linear, of which a model has those its layers have
+// (torch.Config.AllLinear: a Gated DeltaNet layer's only in Qwen3.5).
 func (l LoRAConfig) Targets() []string {
 	if slices.Contains(l.TargetModules, AllLinear) {
 		return slices.Clone(LoRATargets)

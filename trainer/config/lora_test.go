@@ -44,13 +44,15 @@ func TestLoRADefaultsAndTargets(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Model.LoRA.Targets(); !slices.Equal(got, []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}) {
+	// Every projection a layer may have (a model keeps those it has).
+	if got := c.Model.LoRA.Targets(); !slices.Equal(got, []string{"q_proj", "k_proj", "v_proj", "o_proj",
+		"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj", "gate_proj", "up_proj", "down_proj"}) {
 		t.Errorf("all-linear gives %v", got)
 	}
 	// Listed in any order, returned in a layer's order.
-	c.Model.LoRA.TargetModules = []string{"v_proj", "down_proj", "q_proj"}
-	if got := c.Model.LoRA.Targets(); !slices.Equal(got, []string{"q_proj", "v_proj", "down_proj"}) {
-		t.Errorf("targets %v, want q_proj v_proj down_proj", got)
+	c.Model.LoRA.TargetModules = []string{"v_proj", "down_proj", "out_proj", "q_proj", "in_proj_qkv"}
+	if got := c.Model.LoRA.Targets(); !slices.Equal(got, []string{"q_proj", "v_proj", "in_proj_qkv", "out_proj", "down_proj"}) {
+		t.Errorf("targets %v, want q_proj v_proj in_proj_qkv out_proj down_proj", got)
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)

@@ -11,11 +11,16 @@ argv: in.json out.json. in.json is {"ids": [token ids], "jobs": [...]}; a job:
            float32 and saved with save_pretrained into adapter; not set, the
            folder is read as it is
   logits   whether to compute the logits
+  grads    when set, where to write the adapters' gradients (safetensors,
+           float64)
 
 With logits, the folder is loaded with PeftModel.from_pretrained over base,
 both in float64, and its logits of ids (one row, every position) are
-returned with the base's own. out.json: {"jobs": [{"logits", "base_logits",
-"adapter_config"}]}.
+returned with the base's own. With grads, the adapters' gradients of
+L = -mean of log p(ids[t+1] | ids[..t]) by autograd, through the folder
+loaded the same way (eval mode: no dropout), under PEFT's saved keys (no
+adapter name). out.json: {"jobs": [{"logits", "base_logits",
+"adapter_config", "loss"}]}.
 """
 
 import json
@@ -47,6 +52,21 @@ def logits(job, ids):
     return adapted, plain
 
 
+def grads(job, ids):
+    from safetensors.torch import save_file
+    base = AutoModelForCausalLM.from_pretrained(job["base"], dtype=torch.float64, attn_implementation="eager")
+    model = peft.PeftModel.from_pretrained(base, job["adapter"], is_trainable=True)
+    model.double().eval()
+    x = torch.tensor([ids])
+    logp = torch.log_softmax(model(input_ids=x).logits[0, :-1], -1).gather(-1, x[0, 1:, None])[:, 0]
+    loss = -logp.mean()
+    loss.backward()
+    out = {n.replace(".default.", "."): p.grad for n, p in model.named_parameters() if "lora_" in n}
+    assert out and all(g is not None for g in out.values()), f"adapters without a gradient: {out.keys()}"
+    save_file({n: g.contiguous() for n, g in out.items()}, job["grads"])
+    return loss.item()
+
+
 def main():
     with open(sys.argv[1]) as f:
         a = json.load(f)
@@ -57,6 +77,8 @@ def main():
         r = {}
         if job.get("logits"):
             r["logits"], r["base_logits"] = logits(job, a["ids"])
+        if job.get("grads"):
+            r["loss"] = grads(job, a["ids"])
         with open(os.path.join(job["adapter"], "adapter_config.json")) as f:
             r["adapter_config"] = json.load(f)
         out.append(r)
