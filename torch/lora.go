@@ -149,10 +149,10 @@ func (c LoRA) clone() *LoRA {
 //	base_model.model.model.layers.{i}.self_attn.q_proj.lora_B.weight   [out, r]
 //	... linear_attn.in_proj_qkv / ... / mlp.down_proj likewise
 //
-// A target sits on every layer that has its projection (c.LoRALayers): a
-// hybrid model's q_proj on its attention layers, in_proj_qkv on its Gated
-// DeltaNet layers. A target no layer has is refused, naming it.
 // followed by the value head's v_head.summary.weight / .bias when it has one.
+// A target sits on every layer that has its projection (Config.LoRALayers): a
+// hybrid model's q_proj on its attention layers, in_proj_qkv on its Gated
+// DeltaNet layers; a target no layer has is refused, naming it.
 // Forward computes W x + b + Scale() B A dropout(x) on the targets (dropout only with
 // grad on, as PEFT's train mode). The caller still owns and frees base; the LoRA model
 // keeps the shared weights alive on its own. Its settings (checkpointing, logits
