@@ -11,7 +11,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 16
+const abiVersion = 17
 
 var (
 	checkOnce sync.Once

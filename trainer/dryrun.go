@@ -168,7 +168,7 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	m.Activations = activationBytes(c, cfg.Algorithm.MicroBatch, cfg.Env.MaxTokens, cfg.Model.LogitsChunk,
 		cfg.Model.Checkpointing, !cfg.Model.LoRA.On())
 	if cfg.Model.LoRA.On() {
-		if err := checkLoRATargets(r.Model, cfg.Model.LoRA.Targets()); err != nil {
+		if err := checkLoRATargets(r.Model, loraTargets(r.Model, cfg.Model.LoRA)); err != nil {
 			return nil, err
 		}
 		loraMemory(m, c, shapes, cfg, r.Params, b, sharded)

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentrl/agentrl/torch"
@@ -27,19 +28,30 @@ func loraCounts(shapes []torch.ParamShape, rank int, targets []string) (adapters
 }
 
 // checkLoRATargets refuses, as the model does when the adapters are made,
-// the MLP targets of a model with mixture-of-experts layers: its sparse
-// layers' MLPs are experts (and a shared expert), which take no adapters.
+// the MLP targets of a model with mixture-of-experts layers (its sparse
+// layers' MLPs are experts, and a shared expert, which take no adapters)
+// and a target no layer of the model has (in_proj_qkv, a Gated DeltaNet
+// layer's, on a Qwen3).
 func checkLoRATargets(c torch.Config, targets []string) error {
-	if !c.Sparse() {
-		return nil
-	}
 	for _, t := range targets {
-		if t == "gate_proj" || t == "up_proj" || t == "down_proj" {
+		if c.Sparse() && (t == "gate_proj" || t == "up_proj" || t == "down_proj") {
 			return fmt.Errorf("model.lora.target_modules: %s is not supported on a model with mixture-of-experts layers: "+
 				"LoRA on the experts (mlp.experts.*, mlp.shared_expert.*) is not implemented; target q_proj, k_proj, v_proj, o_proj", t)
 		}
+		if len(c.LoRALayers(t)) == 0 {
+			return fmt.Errorf("model.lora.target_modules: %s: no layer of the model has %s", t, torch.LoRAModule(t))
+		}
 	}
 	return nil
+}
+
+// loraTargets are the projections model.lora adapts on a model of c:
+// all-linear is those c has.
+func loraTargets(c torch.Config, l config.LoRAConfig) []string {
+	if slices.Contains(l.TargetModules, config.AllLinear) {
+		return c.AllLinear()
+	}
+	return l.Targets()
 }
 
 // loraMemory is the estimate with model.lora, over the full fine-tune's
@@ -51,7 +63,7 @@ func checkLoRATargets(c torch.Config, targets []string) error {
 // weights in the base's dtype (its other weights are the base's).
 func loraMemory(m *MemoryEstimate, c torch.Config, shapes []torch.ParamShape, cfg config.Config, params, b int64, sharded bool) {
 	l := cfg.Model.LoRA
-	adapters, targets := loraCounts(shapes, l.Rank, l.Targets())
+	adapters, targets := loraCounts(shapes, l.Rank, loraTargets(c, l))
 	head := int64(c.Hidden + 1)
 	est, _ := algo.Get(cfg.Algorithm.Estimator)
 	policy := adapters

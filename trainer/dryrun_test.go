@@ -492,6 +492,7 @@ func TestLoRAMemoryBF16Shared(t *testing.T) {
 // = 4096 and 16384; each MLP's 8 (224 + 224 + 224) = 5376 and 30720. In
 // all 3 (4672 + 5376) + 4096 + 5376 = 39616 adapter numbers over
 // 3 (16896 + 30720) + 16384 + 30720 = 189952 target weights.
+// in_proj_qkv on a Qwen2 is refused, as the model refuses it.
 func TestLoRACountsQwen35(t *testing.T) {
 	c := torch.Config{ModelType: "qwen3_5_text", Vocab: 384, Hidden: 64, Intermediate: 160, Layers: 4, Heads: 4, KVHeads: 2,
 		HeadDim: 16, RMSEps: 1e-6, RopeTheta: 1e7, PartialRotary: 0.25,
@@ -503,8 +504,18 @@ func TestLoRACountsQwen35(t *testing.T) {
 	}
 	cfg := config.Default()
 	cfg.Model.LoRA.Rank, cfg.Model.LoRA.TargetModules = 8, []string{"all-linear"}
-	if a, w := loraCounts(shapes, 8, cfg.Model.LoRA.Targets()); a != 39616 || w != 189952 {
+	if a, w := loraCounts(shapes, 8, loraTargets(c, cfg.Model.LoRA)); a != 39616 || w != 189952 {
 		t.Errorf("all-linear at r 8: %d adapter numbers, %d target weights; want 39616, 189952", a, w)
+	}
+	// all-linear on a Qwen2 is its seven; a DeltaNet target there is
+	// refused, naming it, as the model refuses it.
+	qwen2 := torch.Config{ModelType: "qwen2", Layers: 2}
+	if got := loraTargets(qwen2, cfg.Model.LoRA); len(got) != 7 || checkLoRATargets(qwen2, got) != nil {
+		t.Errorf("all-linear on a Qwen2: %v", got)
+	}
+	if err := checkLoRATargets(qwen2, []string{"q_proj", "in_proj_qkv"}); err == nil ||
+		!strings.Contains(err.Error(), "in_proj_qkv: no layer of the model has linear_attn.in_proj_qkv") {
+		t.Errorf("in_proj_qkv on a Qwen2: %v", err)
 	}
 }
 
