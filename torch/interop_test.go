@@ -73,8 +73,8 @@ func smallShapes(family string) map[string]any {
 }
 
 // realShapes are each family's published model at its real depth, width
-// and vocabulary (Qwen2.5-0.5B, Qwen3-0.6B, Llama-3.2-1B), with their RoPE
-// settings and random weights.
+// and vocabulary (Qwen2.5-0.5B, Qwen3-0.6B, Llama-3.2-1B, Qwen3.5-0.8B),
+// with their RoPE settings and random weights.
 var realShapes = map[string]map[string]any{
 	"qwen2": {"vocab_size": 151936, "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
 		"num_attention_heads": 14, "num_key_value_heads": 2, "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
@@ -89,7 +89,24 @@ var realShapes = map[string]map[string]any{
 		"rms_norm_eps": 1e-5, "rope_parameters": map[string]any{"rope_type": "llama3", "rope_theta": 500000.0,
 			"factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
 		"tie_word_embeddings": true, "bos_token_id": 128000, "eos_token_id": 128001},
+	// Qwen3.5-0.8B's text_config as published (Qwen/Qwen3.5-0.8B's
+	// config.json): 24 layers, three Gated DeltaNet layers to one gated
+	// attention layer, 16 key and value heads of 128 in the DeltaNet
+	// layers, head_dim 256 with a quarter turned by RoPE.
+	"qwen3_5": {"vocab_size": 248320, "hidden_size": 1024, "intermediate_size": 3584, "num_hidden_layers": 24,
+		"num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256, "max_position_embeddings": 262144,
+		"rms_norm_eps": 1e-6, "full_attention_interval": 4, "linear_conv_kernel_dim": 4,
+		"linear_key_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 16, "linear_value_head_dim": 128,
+		"rope_parameters": map[string]any{"mrope_interleaved": true, "mrope_section": []int{11, 11, 10},
+			"rope_type": "default", "rope_theta": 1e7, "partial_rotary_factor": 0.25},
+		"tie_word_embeddings": true, "eos_token_id": 248044},
 }
+
+// qwen35RealVision is Qwen3.5-0.8B's vision_config as published.
+var qwen35RealVision = map[string]any{"depth": 12, "hidden_act": "gelu_pytorch_tanh", "hidden_size": 768,
+	"in_channels": 3, "intermediate_size": 3072, "num_heads": 12, "num_position_embeddings": 2304,
+	"out_hidden_size": 1024, "patch_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2,
+	"deepstack_visual_indexes": []int{}}
 
 // interopParity makes models with transformers (one Python run) and holds
 // agentrl to each with fixtureParity: logits, the training forward's
@@ -177,21 +194,28 @@ func TestInteropTransformersModels(t *testing.T) {
 }
 
 // Each family at its published shape (Qwen2.5-0.5B, Qwen3-0.6B,
-// Llama-3.2-1B: real depth, width and vocabulary, random weights) made by
-// transformers 5, in its 5.x form (Qwen2.5 sharded, Llama in the 4.x form:
-// rope_scaling llama3), against transformers' forward and generate in
-// float32.
+// Llama-3.2-1B, Qwen3.5-0.8B: real depth, width and vocabulary, random
+// weights) made by transformers 5, in its 5.x form (Qwen2.5 sharded, Llama
+// in the 4.x form: rope_scaling llama3; Qwen3.5 as the conditional-
+// generation class saves it, its vision tower included, plus mtp.*
+// tensors), against transformers' forward and generate in float32. The
+// Qwen3.5 rows of 12 and 5 tokens run the chunked DeltaNet form over one
+// chunk; TestInteropQwen35 crosses chunks at a small shape.
 func TestInteropTransformersRealShapes(t *testing.T) {
 	pyinterop.Python(t)
 	root := t.TempDir()
 	var models []hfModel
 	var names []string
-	for i, c := range []struct{ family, name, style, shard string }{
-		{"qwen2", "Qwen2.5-0.5B", "5", "500MB"},
-		{"qwen3", "Qwen3-0.6B", "5", ""},
-		{"llama", "Llama-3.2-1B", "4", ""},
+	for i, c := range []struct {
+		family, name, style, shard string
+		config, vision             map[string]any
+	}{
+		{"qwen2", "Qwen2.5-0.5B", "5", "500MB", realShapes["qwen2"], nil},
+		{"qwen3", "Qwen3-0.6B", "5", "", realShapes["qwen3"], nil},
+		{"llama", "Llama-3.2-1B", "4", "", realShapes["llama"], nil},
+		{"qwen3_5_vl", "Qwen3.5-0.8B", "5", "", realShapes["qwen3_5"], qwen35RealVision},
 	} {
-		models = append(models, hfModel{Dir: filepath.Join(root, c.name), Family: c.family, Config: realShapes[c.family],
+		models = append(models, hfModel{Dir: filepath.Join(root, c.name), Family: c.family, Config: c.config, Vision: c.vision,
 			Style: c.style, MaxShardSize: c.shard, Seed: 100 + i, RefDType: "float32",
 			Full: []int{12, 5}, Decode: []int{7}, Steps: 3})
 		names = append(names, c.name)
