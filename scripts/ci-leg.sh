@@ -48,6 +48,7 @@ sid-2.14)
 cuda-2.11)
 	venv=$(scripts/venv.sh torch-2.11)
 	torch=$(torch_dir "$venv")
+	mkdir -p build # the leg run alone: no earlier leg made it
 	make -j"$(nproc)" cuda LIBTORCH="$torch" GLOO_HOME=/usr CXXFLAGS="-O2 -g0 -Werror" 2>&1 | tee build/cuda-2.11.log
 	if grep -i 'warning:' build/cuda-2.11.log; then say "warnings above"; exit 1; fi
 	say "bin/trainer (CUDA build) on a machine without a GPU:"
