@@ -532,7 +532,17 @@ func decodeAgainst(t *testing.T, e *Engine, lora *Model, prompt []int64, steps i
 		}
 		full := fullLogits(t, lora, ids)
 		want := full[(len(ids)-1)*V:]
-		if d := maxDiff32(pend, want); d > 1e-5 {
+		// A hybrid model's two f32 paths (the engine: merged weights, the
+		// recurrent DeltaNet step; the forward: unmerged adapters, the
+		// chunked form) round differently: 1.6e-5 apart under libtorch
+		// 2.11's CPU kernels, under 1e-5 under 1.13's. They are held at
+		// 1e-4, the bound of every other f32 Qwen3.5 comparison here; the
+		// dense families at 1e-5.
+		tol := 1e-5
+		if lora.Config.Hybrid() {
+			tol = 1e-4
+		}
+		if d := maxDiff32(pend, want); d > tol {
 			t.Fatalf("step %d: engine logits differ from the LoRA forward by %v", step, d)
 		}
 		if step == 0 {
