@@ -2,7 +2,6 @@ package trainer
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,17 +18,7 @@ import (
 // experts 128 x 3 x 768 x 2048; the final norm), the weights are two bytes
 // each, and the report says the decode kernels are dense-only.
 func TestDryRunQwen3MoEExample(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "Qwen3-30B-A3B")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(fixtures.Qwen3MoE30BConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tokDir := fixtures.Path(t, "data", "tokenizers", "qwen")
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		copyTestFile(t, filepath.Join(tokDir, f), filepath.Join(dir, f))
-	}
+	dir := exampleModelDir(t, "Qwen3-30B-A3B", fixtures.Qwen3MoE30BConfig, "tokenizer.json", "tokenizer_config.json")
 	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
 	index := buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
 	const params = int64(2*151936*2048 + 48*(18874368+4352+128*2048+128*3*768*2048) + 2048)
@@ -97,17 +86,7 @@ func TestDryRunQwen3MoEExample(t *testing.T) {
 // H200. LoRA on the MLP projections of a MoE model is refused, naming the
 // experts and the shared expert.
 func TestDryRunQwen35MoEExample(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "Qwen3.5-35B-A3B")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(fixtures.Qwen35MoE35BConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tokDir := fixtures.Path(t, "data", "tokenizers", "qwen")
-	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
-		copyTestFile(t, filepath.Join(tokDir, f), filepath.Join(dir, f))
-	}
+	dir := exampleModelDir(t, "Qwen3.5-35B-A3B", fixtures.Qwen35MoE35BConfig, "tokenizer.json", "tokenizer_config.json")
 	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
 	index := buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
 	load := func() config.Config {

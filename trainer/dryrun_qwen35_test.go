@@ -33,15 +33,8 @@ import (
 // the last 3 inputs of its 8192 channels (bf16) and a recurrent state of
 // 32 heads of 128 x 128 (float32).
 func TestDryRunQwen35Example(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "Qwen3.5-9B")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(fixtures.Qwen35Dense9BConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir := exampleModelDir(t, "Qwen3.5-9B", fixtures.Qwen35Dense9BConfig, "tokenizer.json")
 	tokDir := fixtures.Path(t, "data", "tokenizers", "qwen")
-	copyTestFile(t, filepath.Join(tokDir, "tokenizer.json"), filepath.Join(dir, "tokenizer.json"))
 	var tc map[string]any
 	b, err := os.ReadFile(filepath.Join(tokDir, "tokenizer_config.json"))
 	if err != nil {

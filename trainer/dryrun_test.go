@@ -258,6 +258,25 @@ func exampleModel(t *testing.T) string {
 	return dir
 }
 
+// exampleModelDir is a model folder for an example's dry run, named name
+// under a temporary folder: configJSON as its config.json and the named
+// files of the Qwen tokenizer fixture (no weights: the dry run reads none).
+func exampleModelDir(t *testing.T, name, configJSON string, tokenizerFiles ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(configJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tokDir := fixtures.Path(t, "data", "tokenizers", "qwen")
+	for _, f := range tokenizerFiles {
+		copyTestFile(t, filepath.Join(tokDir, f), filepath.Join(dir, f))
+	}
+	return dir
+}
+
 func copyTestFile(t *testing.T, from, to string) {
 	t.Helper()
 	in, err := os.Open(from)
