@@ -63,6 +63,38 @@ func TestInteropQwen35MoE(t *testing.T) {
 	moeChecks(t, models[0].Dir)
 }
 
+// Qwen3.5-35B-A3B at its real shape but for depth and expert count: the
+// published config's text_config (fixtures.Qwen35MoE35BConfig: vocabulary
+// 248,320, untied; width 2048; 16 key and 32 value heads of 128 in the
+// DeltaNet layers; 16 heads and 2 key/value heads of 256 in the attention
+// layer; experts of width 512, top-8, a shared expert of width 512) with 4
+// layers instead of 40 (three DeltaNet layers and the attention layer, the
+// pattern's one period) and 16 experts instead of 256, so that
+// transformers' float64 reference fits in this machine's memory. Made by
+// transformers 5 as the multimodal class saves it, its experts fused, with
+// a one-block vision tower instead of the published 27 and mtp.* tensors
+// added: logits, logprobs and greedy decoding against transformers'
+// float64 forward and generate, in f32 within 1e-4.
+func TestInteropQwen35MoERealShape(t *testing.T) {
+	pyinterop.Python(t)
+	var outer struct {
+		TextConfig map[string]any `json:"text_config"`
+	}
+	if err := json.Unmarshal([]byte(fixtures.Qwen35MoE35BConfig), &outer); err != nil {
+		t.Fatal(err)
+	}
+	c := outer.TextConfig
+	c["num_hidden_layers"], c["num_experts"] = 4, 16
+	c["layer_types"] = c["layer_types"].([]any)[:4]
+	delete(c, "model_type")
+	vision := map[string]any{"depth": 1, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2,
+		"out_hidden_size": 2048, "patch_size": 16, "num_position_embeddings": 16}
+	hm := hfModel{Dir: filepath.Join(t.TempDir(), "Qwen3.5-35B-A3B-4layers-16experts"), Family: "qwen3_5_moe_vl",
+		Config: c, Vision: vision, Style: "5", Seed: 52, RefDType: "float64", Full: []int{12, 5}, Decode: []int{7},
+		Steps: 3, Fused: true}
+	interopParity(t, []hfModel{hm}, []string{"Qwen3.5-35B-A3B (4 layers, 16 experts)"})
+}
+
 // qwen35MoETiny is a tiny Qwen3.5 MoE for tests without transformers.
 func qwen35MoETiny() Config {
 	c := qwen35Config()
