@@ -40,7 +40,10 @@ func (t *Trainer) openStore(gitRev string, resumed bool) error {
 	if n > 0 {
 		t.log.Warn().Int("iterations", n).Int("after", after).Msg("dropped stored iterations that the checkpoint does not cover; they are redone")
 	}
-	t.writer = store.NewWriter(s, max(1, t.cfg.Store.WriterDepth))
+	t.writer = store.NewWriter(s, max(1, t.cfg.Store.WriterDepth), func(iter int, waited time.Duration) {
+		t.log.Warn().Int("iteration", iter).Dur("waited", waited).Str("store", s.Path()).
+			Msg("the store is locked by another connection: waiting to write the iteration")
+	})
 	if t.tb, err = tensorboard.Create(filepath.Join(t.dir, "tb")); err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ func TestWriterWritesInOrderAndFlushes(t *testing.T) {
 	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWriter(s, 2)
+	w := NewWriter(s, 2, nil)
 	for it := range 5 {
 		if err := w.Submit(it, map[string]float64{"it": float64(it)}, synthBatch(it, 4, 200, 2)); err != nil {
 			t.Fatal(err)
@@ -48,7 +48,7 @@ func TestWriterSurfacesFirstErrorAndStops(t *testing.T) {
 	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWriter(s, 4)
+	w := NewWriter(s, 4, nil)
 	bad := synthBatch(1, 2, 150, 1)
 	bad[1].Mask = nil // length mismatch: iteration 1 fails
 	if err := w.Submit(0, nil, synthBatch(0, 2, 150, 1)); err != nil {
@@ -91,7 +91,7 @@ func TestWriterSubmitBlocksOnlyWhenQueueIsFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	const depth = 3
-	w := NewWriter(s, depth)
+	w := NewWriter(s, depth, nil)
 	// The goroutine takes batch 0 and stalls; batches 1..depth fill the queue.
 	// None of these depth+1 submits may wait for the database.
 	for it := range depth + 1 {
@@ -128,5 +128,64 @@ func TestWriterSubmitBlocksOnlyWhenQueueIsFull(t *testing.T) {
 	}
 	if last, _, _ := s.LastIteration(); last != depth+1 {
 		t.Errorf("last iteration %d, want %d", last, depth+1)
+	}
+}
+
+// A write that finds the database locked past the busy timeout (another
+// connection holds the write lock for longer, as a kill test under load
+// or another program's long write does) is retried, the retry reported,
+// and stored once the lock is released, not failed.
+func TestWriterWaitsOutALockPastTheBusyTimeout(t *testing.T) {
+	s := openTemp(t)
+	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite3", uri(s.Path())+"?"+rwParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	lock, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	retried := make(chan time.Duration, 16)
+	w := NewWriter(s, 1, func(iter int, waited time.Duration) {
+		if iter != 0 {
+			t.Errorf("retry reported for iteration %d, want 0", iter)
+		}
+		select {
+		case retried <- waited:
+		default:
+		}
+	})
+	if err := w.Submit(0, map[string]float64{"it": 0}, synthBatch(0, 2, 150, 1)); err != nil {
+		t.Fatal(err)
+	}
+	// The first attempt waits the busy timeout, fails, and is retried; a
+	// writer that gives up instead ends the flush with the error.
+	flushed := make(chan error, 1)
+	go func() { flushed <- w.Flush() }()
+	select {
+	case waited := <-retried:
+		if waited < 10*time.Second {
+			t.Errorf("first retry after %v: before the busy timeout", waited)
+		}
+	case err := <-flushed:
+		t.Fatalf("the write ended with the database locked instead of waiting: %v", err)
+	}
+	if err := lock.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("the write failed instead of waiting for the lock: %v", err)
+	}
+	last, ok, err := s.LastIteration()
+	if err != nil || !ok || last != 0 {
+		t.Fatalf("after the lock: last iteration %d (stored %v, %v), want 0", last, ok, err)
+	}
+	var n int
+	if err := s.db.QueryRow("SELECT COUNT(*) FROM trajectories").Scan(&n); err != nil || n != 2 {
+		t.Errorf("stored %d trajectories (%v), want the batch's 2 once", n, err)
 	}
 }
