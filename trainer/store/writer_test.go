@@ -75,21 +75,9 @@ func TestWriterSurfacesFirstErrorAndStops(t *testing.T) {
 }
 
 func TestWriterSubmitBlocksOnlyWhenQueueIsFull(t *testing.T) {
-	s := openTemp(t)
-	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
-		t.Fatal(err)
-	}
 	// Another connection holds the write lock, so the writer goroutine
 	// stalls in its first transaction (it waits on the busy timeout).
-	other, err := sql.Open("sqlite3", uri(s.Path())+"?"+rwParams)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	lock, err := other.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, lock := lockedStore(t)
 	const depth = 3
 	w := NewWriter(s, depth, nil)
 	// The goroutine takes batch 0 and stalls; batches 1..depth fill the queue.
@@ -136,19 +124,7 @@ func TestWriterSubmitBlocksOnlyWhenQueueIsFull(t *testing.T) {
 // or another program's long write does) is retried, the retry reported,
 // and stored once the lock is released, not failed.
 func TestWriterWaitsOutALockPastTheBusyTimeout(t *testing.T) {
-	s := openTemp(t)
-	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
-		t.Fatal(err)
-	}
-	other, err := sql.Open("sqlite3", uri(s.Path())+"?"+rwParams)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	lock, err := other.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, lock := lockedStore(t)
 	retried := make(chan time.Duration, 16)
 	w := NewWriter(s, 1, func(iter int, waited time.Duration) {
 		if iter != 0 {
@@ -188,4 +164,24 @@ func TestWriterWaitsOutALockPastTheBusyTimeout(t *testing.T) {
 	if err := s.db.QueryRow("SELECT COUNT(*) FROM trajectories").Scan(&n); err != nil || n != 2 {
 		t.Errorf("stored %d trajectories (%v), want the batch's 2 once", n, err)
 	}
+}
+
+// lockedStore is a store with a run begun whose write lock another
+// connection holds (BEGIN IMMEDIATE) until the test rolls lock back.
+func lockedStore(t *testing.T) (*Store, *sql.Tx) {
+	t.Helper()
+	s := openTemp(t)
+	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite3", uri(s.Path())+"?"+rwParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	lock, err := other.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, lock
 }
