@@ -77,13 +77,7 @@ func TestInteropQwen35MoE(t *testing.T) {
 // float64 forward and generate, in f32 within 1e-4.
 func TestInteropQwen35MoERealShape(t *testing.T) {
 	pyinterop.Python(t)
-	var outer struct {
-		TextConfig map[string]any `json:"text_config"`
-	}
-	if err := json.Unmarshal([]byte(fixtures.Qwen35MoE35BConfig), &outer); err != nil {
-		t.Fatal(err)
-	}
-	c := outer.TextConfig
+	c := qwen35MoE35BText(t)
 	c["num_hidden_layers"], c["num_experts"] = 4, 16
 	c["layer_types"] = c["layer_types"].([]any)[:4]
 	delete(c, "model_type")
@@ -93,6 +87,19 @@ func TestInteropQwen35MoERealShape(t *testing.T) {
 		Config: c, Vision: vision, Style: "5", Seed: 52, RefDType: "float64", Full: []int{12, 5}, Decode: []int{7},
 		Steps: 3, Fused: true}
 	interopParity(t, []hfModel{hm}, []string{"Qwen3.5-35B-A3B (4 layers, 16 experts)"})
+}
+
+// qwen35MoE35BText is Qwen3.5-35B-A3B's text_config
+// (fixtures.Qwen35MoE35BConfig), a new map on each call.
+func qwen35MoE35BText(t *testing.T) map[string]any {
+	t.Helper()
+	var outer struct {
+		TextConfig map[string]any `json:"text_config"`
+	}
+	if err := json.Unmarshal([]byte(fixtures.Qwen35MoE35BConfig), &outer); err != nil || outer.TextConfig == nil {
+		t.Fatalf("Qwen3.5-35B-A3B's config has no text_config: %v", err)
+	}
+	return outer.TextConfig
 }
 
 // qwen35MoETiny is a tiny Qwen3.5 MoE for tests without transformers.
@@ -179,9 +186,7 @@ func TestConfigQwen35MoE(t *testing.T) {
 		t.Fatalf("written and read back as %+v", back)
 	}
 	// Defaults: Qwen3_5MoeTextConfig's.
-	var outer map[string]any
-	json.Unmarshal([]byte(fixtures.Qwen35MoE35BConfig), &outer)
-	text := outer["text_config"].(map[string]any)
+	text := qwen35MoE35BText(t)
 	for _, k := range []string{"num_experts", "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size",
 		"num_key_value_heads", "head_dim", "norm_topk_prob", "mlp_only_layers", "router_aux_loss_coef"} {
 		delete(text, k)
