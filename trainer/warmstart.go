@@ -12,7 +12,7 @@ import (
 
 // warmStart is the supervised warm start: scripted demonstrations of the
 // synthetic world, or of worlds of their own with fresh worlds (general
-// skills or the multi-hop expert, by sft.warm_start), or sft.data, masked
+// skills, calls or the multi-hop expert, by sft.warm_start), or sft.data, masked
 // NLL on the assistant's tokens.
 func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	c := t.cfg.SFT
@@ -26,7 +26,7 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	case t.models.fresh && t.data.world != nil && c.Demos > 0 && c.WarmStart == "expert":
 		demos, err = scriptedDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, c.ImperfectFraction, t.rng)
 	case t.models.fresh && t.data.world != nil && c.Demos > 0:
-		demos, err = generalDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, t.rng)
+		demos, err = generalDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, c.WarmStart == "calls", t.rng)
 	default:
 		return nil
 	}

@@ -75,7 +75,7 @@ func TestGeneralDemosTeachReadingAndSingleSearchesOnly(t *testing.T) {
 	for _, task := range w.Train {
 		train[task.Question] = task
 	}
-	demos, err := generalDemos(ctx, w, w.Train, tools, 200, rand.New(rand.NewPCG(1, 2)))
+	demos, err := generalDemos(ctx, w, w.Train, tools, 200, false, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,6 +153,70 @@ func TestGeneralDemosTeachReadingAndSingleSearchesOnly(t *testing.T) {
 	}
 	if readHops[1] == 0 || readHops[2] == 0 || readHops[3] == 0 {
 		t.Errorf("reading demos by hop count %v, want every training hop count", readHops)
+	}
+}
+
+// The calls warm start (sft.warm_start calls) adds well-formed calls on
+// every kind of question and still shows no chain: of 240 demonstrations
+// 120 read; of the 120 that search, 20 each search a 1-hop question's
+// text, its name, or retry; 20 confirm a 1-hop answer by searching for the
+// name the first result gave, and answer that name; 40 are a multi-hop
+// question's first search of its text, ending at the call.
+func TestCallsDemosShowFirstCallsAndNoChain(t *testing.T) {
+	ctx := context.Background()
+	w, tools := demoWorld(t)
+	train := map[string]envs.Task{}
+	for _, task := range w.Train {
+		train[task.Question] = task
+	}
+	demos, err := generalDemos(ctx, w, w.Train, tools, 240, true, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	firstHops := map[int]int{}
+	for i, msgs := range demos {
+		if msgs[0].Content == protocol.RAGSystemPrompt {
+			kinds["reading"]++
+			continue
+		}
+		task, ok := train[msgs[1].Content]
+		if !ok {
+			t.Fatalf("demo %d: question %q is not a training question", i, msgs[1].Content)
+		}
+		last := msgs[len(msgs)-1]
+		if task.Hops > 1 { // a first search, ending at the call
+			var a struct{ Query string }
+			if len(msgs) != 3 || last.Role != "assistant" || len(last.ToolCalls) != 1 || json.Unmarshal(last.ToolCalls[0].Arguments, &a) != nil || a.Query != task.Question {
+				t.Fatalf("demo %d of a %d-hop question is not its first search alone: %+v", i, task.Hops, msgs)
+			}
+			kinds["first"]++
+			firstHops[task.Hops]++
+			continue
+		}
+		if last.Content != protocol.Answer(task.Answers[0]) {
+			t.Errorf("search demo %d ends with %+v, want the answer %q", i, last, task.Answers[0])
+		}
+		queries, responses := searchQueries(t, msgs)
+		switch {
+		case len(queries) == 1:
+			kinds["one search"]++
+		case responses[0] == "No results.":
+			kinds["retry"]++
+		case queries[1] == task.Answers[0] && strings.Contains(responses[0], task.Answers[0]) && !strings.Contains(task.Question, task.Answers[0]):
+			kinds["confirm"]++
+		default:
+			t.Errorf("search demo %d: searches %q -> %q are neither a retry nor a confirmation", i, queries, responses)
+		}
+	}
+	want := map[string]int{"reading": 120, "one search": 40, "retry": 20, "confirm": 20, "first": 40}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("%d %s demonstrations, want %d (all: %v)", kinds[k], k, n, kinds)
+		}
+	}
+	if firstHops[2] == 0 || firstHops[3] == 0 {
+		t.Errorf("first searches by hop count %v, want 2- and 3-hop questions", firstHops)
 	}
 }
 

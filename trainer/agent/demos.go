@@ -96,6 +96,7 @@ const (
 	QueryQuestion = iota // one search for the question's text, falling back to the name
 	QueryName            // one search for the name the question mentions
 	QueryRetry           // a search for the question's other words (no results), then the name
+	QueryConfirm         // QueryQuestion's search, then one for the answer's name it returned
 )
 
 // SearchDemonstration is a warm-start demonstration of the tool-call
@@ -103,7 +104,9 @@ const (
 // question's text, or the name it mentions; or, with QueryRetry, the
 // question without the name first), their real results, then the answer
 // read off the last result. Every query is made of the question's words,
-// never of a tool response's. A task of more than one hop is an error.
+// except QueryConfirm's second, which searches for the answer's name as
+// the first result gave it (a confirmation: the answer stays that name).
+// A task of more than one hop is an error.
 func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, queries int) ([]tokenizer.Message, error) {
 	if t.Hops != 1 || len(t.Support) != 1 || len(t.Answers) == 0 {
 		return nil, fmt.Errorf("search demonstration of %s: want a 1-hop question with its supporting passage, got %d hops", t.ID, t.Hops)
@@ -122,7 +125,7 @@ func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, qu
 	}
 	var queryList []string
 	switch queries {
-	case QueryQuestion:
+	case QueryQuestion, QueryConfirm:
 		res, err := callTool(ctx, tools, search.SearchName, map[string]string{"query": t.Question})
 		if err != nil {
 			return nil, fmt.Errorf("search demonstration of %s: %w", t.ID, err)
@@ -130,6 +133,9 @@ func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, qu
 		queryList = []string{name}
 		if strings.Contains(res.Content, answer) {
 			queryList = []string{t.Question}
+		}
+		if queries == QueryConfirm {
+			queryList = append(queryList, answer)
 		}
 	case QueryName:
 		queryList = []string{name}
@@ -150,6 +156,16 @@ func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, qu
 		return nil, fmt.Errorf("search demonstration of %s: the search for %q does not return the answer %q", t.ID, queryList[len(queryList)-1], answer)
 	}
 	return append(msgs, tokenizer.Message{Role: "assistant", Content: protocol.Answer(answer)}), nil
+}
+
+// FirstSearch is a warm-start demonstration of a first tool call on a task
+// of any hop count: the user's question, then one search for its text. It
+// ends at the call: neither the result nor what follows is shown, so it
+// teaches how an episode starts, not how a chain goes on.
+func FirstSearch(t envs.Task) []tokenizer.Message {
+	args, _ := json.Marshal(map[string]string{"query": t.Question})
+	return []tokenizer.Message{{Role: "system", Content: protocol.SystemPrompt}, {Role: "user", Content: t.Question},
+		{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{Name: search.SearchName, Arguments: args}}}}
 }
 
 // wordTokenizer makes the tiny word-level tokenizer of the synthetic
@@ -187,9 +203,7 @@ func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool, names
 			// search demonstrations and an untrained model write it: the
 			// question's last word and punctuation run into the call's
 			// closing ("Gorko.\"}}\n"), a piece no scripted demonstration has.
-			call, _ := json.Marshal(map[string]string{"query": t.Question})
-			s, err = cf.RenderText([]tokenizer.Message{{Role: "system", Content: protocol.SystemPrompt}, {Role: "user", Content: t.Question},
-				{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{Name: search.SearchName, Arguments: call}}}}, schemas, false)
+			s, err = cf.RenderText(FirstSearch(t), schemas, false)
 			if err != nil {
 				return nil, err
 			}

@@ -15,10 +15,11 @@ import (
 // The synthetic world's word-level tokenizer encodes every warm-start
 // demonstration without its unknown token: the scripted chains, reading
 // (whose prompt lists more passages than a search returns: "Doc 3"), and
-// the search demonstrations of every query kind, among them searches
-// for a question's own text, whose last word and punctuation run into the
-// call's closing ("Gorko.\"}}\n"). It lacked that piece, so the warm start
-// taught the model to end such a call with <unk>, which no parser reads.
+// the search demonstrations of every query kind and the first searches
+// of every question, among them searches for a question's own text, whose
+// last word and punctuation run into the call's closing ("Gorko.\"}}\n").
+// It lacked that piece, so the warm start taught the model to end such a
+// call with <unk>, which no parser reads.
 func TestDemonstrationsHaveNoUnknownPieces(t *testing.T) {
 	ctx := context.Background()
 	w, index := world(t)
@@ -52,10 +53,15 @@ func TestDemonstrationsHaveNoUnknownPieces(t *testing.T) {
 			t.Fatal(err)
 		}
 		check("reading "+task.ID, msgs)
+		check("first search "+task.ID, FirstSearch(task))
 		if task.Hops != 1 {
 			continue
 		}
-		for _, q := range []int{QueryQuestion, QueryName, QueryRetry} {
+		queries := []int{QueryQuestion, QueryName, QueryRetry}
+		if _, ok := w.Passage(task.Answers[0]); ok {
+			queries = append(queries, QueryConfirm)
+		}
+		for _, q := range queries {
 			msgs, err := SearchDemonstration(ctx, task, a.Tools, q)
 			if err != nil {
 				t.Fatal(err)
