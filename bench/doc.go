@@ -35,7 +35,9 @@
 // (refbench.py train) times the optimizer step alone: compare it with
 // ForwardS+BackwardS+OptimS.
 //
-// Train also reports the process's peak resident memory (PeakRSSMB), and
+// Train also reports the process's peak resident memory (PeakRSSMB), the
+// tensor allocator's peak (AllocatorPeakMB) beside the dry run's estimate
+// of the same update (EstimateMB), and
 // computes the LM head's logits in chunks of Config.LogitsChunk tokens
 // (0: whole), as model.logits_chunk does in training, with activation
 // checkpointing when Config.Checkpointing.

@@ -41,6 +41,14 @@ type Result struct {
 	Loss        float64 `json:"loss,omitempty"`         // PPO loss of the last run
 	GradNorm    float64 `json:"grad_norm,omitempty"`    // gradient norm before clipping, last run
 	PeakRSSMB   float64 `json:"peak_rss_mb,omitempty"`  // the process's peak resident memory after the runs, MB
+	// AllocatorPeakMB is the most the tensor allocator ever held, MB:
+	// CUDA's caching allocator on CUDA, on the CPU agentrl's host
+	// allocator (tensors of 4 MB and up, torch.HostMemory).
+	AllocatorPeakMB float64 `json:"allocator_peak_mb,omitempty"`
+	// EstimateMB is the dry run's estimate of the same update, MB: the
+	// weights, gradients, optimizer state and one micro-batch's
+	// activations (trainer/memory); absent with LoRA.
+	EstimateMB float64 `json:"estimate_mb,omitempty"`
 	// OldFromStep: the update took the old logprobs from its step's
 	// training forward instead of recomputing them (learner.UpdateResult).
 	OldFromStep bool `json:"old_from_step,omitempty"`

@@ -9,6 +9,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/learner"
+	"github.com/agentrl/agentrl/trainer/memory"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -110,6 +111,17 @@ func train(cfg Config) (Result, error) {
 	}
 	res := trainResult(cfg, runs)
 	res.PeakRSSMB = peakRSSMB()
+	stats, err := torch.HostMemory()
+	if dev != torch.CPU {
+		stats, err = torch.CUDAMemory(dev)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("bench train: %w", err)
+	}
+	res.AllocatorPeakMB = float64(stats.Peak) / 1e6
+	if cfg.LoRARank == 0 {
+		res.EstimateMB = float64(updateEstimate(mc, trainable, dt, cfg, dev != torch.CPU)) / 1e6
+	}
 	res.TrainableParams = trainable
 	if res.SDPABackend, err = m.SDPABackend(); err != nil {
 		return Result{}, fmt.Errorf("bench train: %w", err)
@@ -130,6 +142,19 @@ func paramCount(m *torch.Model) (int64, error) {
 		p.Free()
 	}
 	return n, nil
+}
+
+// updateEstimate is the dry run's estimate of a full fine-tune's update
+// of params parameters of dtype dt (one micro-batch of cfg.Batch x
+// cfg.SeqLen tokens): weights, gradients and AdamW's state
+// (memory.TrainingState) and the activations (memory.Activations, under
+// SDPA on CUDA).
+func updateEstimate(mc torch.Config, params int64, dt torch.DType, cfg Config, cuda bool) int64 {
+	b := int64(dt.Size())
+	grads, optimizer := memory.TrainingState(params, b, 1, 0)
+	acts := memory.Activations(mc, memory.Workload{Micro: cfg.Batch, Seq: cfg.SeqLen, LogitsChunk: cfg.LogitsChunk,
+		Checkpointing: cfg.Checkpointing, HeadGrad: true, Bytes: b, SDPA: cuda})
+	return params*b + grads + optimizer + acts
 }
 
 // trainSettings are GRPO's update as one optimizer step over the whole

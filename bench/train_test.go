@@ -14,7 +14,7 @@ func TestTrainTiny(t *testing.T) {
 		t.Fatal(err)
 	}
 	obj := jsonLine(t, r, cfg, "train")
-	positive(t, obj, "tokens_per_s", "median_s", "cpu_s", "forward_s", "backward_s", "optim_s", "grad_norm", "peak_rss_mb")
+	positive(t, obj, "tokens_per_s", "median_s", "cpu_s", "forward_s", "backward_s", "optim_s", "grad_norm", "peak_rss_mb", "estimate_mb")
 	// One step over the whole batch: the old logprobs come from it.
 	if obj["old_from_step"] != true {
 		t.Errorf("old_from_step %v, want true (GRPO in one step over the batch)", obj["old_from_step"])

@@ -12,6 +12,9 @@
 #             it runs before decoding, so the budget cannot cut it
 #   sdpa      which SDPA kernel libtorch chose for the training forward
 #             (bench train's sdpa_backend)
+#   memory    the update's allocator peak at full length (4 x SEQ tokens)
+#             against the dry run's estimate of it (bench train's
+#             allocator_peak_mb, estimate_mb)
 #   decode    agentrl's `trainer bench generate` (bf16 engine) against
 #             transformers' generate (bf16, SDPA) at batch 1, 8, 64, 256:
 #             tokens/s of both, and agentrl's decode rate against the
@@ -72,6 +75,9 @@ ratio=$("$PY" -c "import sys; a, b = sys.argv[1:]; print(f'{float(a)/float(b):.2
 ROWS+=("| update 4 x $SEQ | agentrl $otok tok/s (MFU $(mfu "$otok")) | plain step $rtok tok/s (MFU $(mfu "$rtok")) | $ratio |")
 read -r sdpa < <(jget "$ours" sdpa_backend)
 ROWS+=("| SDPA backend in training | ${sdpa:-?} (libtorch's choice for the training forward's attention) | | |")
+read -r apeak est < <(jget "$ours" allocator_peak_mb estimate_mb)
+eratio=$("$PY" -c "import sys; p, e = map(float, sys.argv[1:]); print(f'{e/p - 1:+.0%}')" "$apeak" "$est" 2>/dev/null || echo "?")
+ROWS+=("| update memory, 4 x $SEQ | allocator peak $apeak MB | dry-run estimate $est MB | $eratio |")
 
 for b in $BATCHES; do
 	say "decode batch $b"

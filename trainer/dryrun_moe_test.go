@@ -48,12 +48,14 @@ func TestDryRunQwen3MoEExample(t *testing.T) {
 		// and optimizer state 12 bytes a parameter (divided by 8 under
 		// ZeRO-2), a reference copy, the KV cache 2 x 48 layers x 64 slots
 		// x 2049 positions x 512 x 2 bytes, and the checkpointed
-		// activations: each layer's input, two sparse layers' worth (per
-		// token 10 x 2048 + 6 x 512 + 4 x 8 x 768 + 2 x 8 x 2048 + 2 x 128 +
-		// 32 x 2048 floats) and the chunked LM head (two 256-token chunks,
-		// the hidden states, the head's gradient).
-		acts := int64(48*2048*2048*4 + 2*(10*2048+6*512+4*8*768+2*8*2048+2*128+32*2048)*2048*4 +
-			2*256*151936*4 + 2048*2048*4 + 151936*2048*4)
+		// activations in bf16 under SDPA: each layer's input, two sparse
+		// layers' worth (per token 10 x 2048 + 6 x 512 + 4 x 8 x 768 +
+		// 2 x 8 x 2048 + 2 x 128 numbers and a float32 log-sum-exp per
+		// head, 32), the additive mask (32/4 heads a group, 2048 x 2048),
+		// and the chunked LM head (two 256-token chunks in float32, the
+		// hidden states' and the head's gradients).
+		acts := int64(48*2048*2048*2 + 2*((10*2048+6*512+4*8*768+2*8*2048+2*128)*2+32*4)*2048 + 8*2048*2048*2 +
+			2*256*151936*4 + 2048*2048*2 + 151936*2048*2)
 		kv := int64(2 * 48 * 64 * 2049 * 512 * 2)
 		want := 2*params + 6*params/int64(c.nproc) + 12*params/int64(c.nproc) + 2*params + kv + acts
 		if m.Activations != acts || m.KVCache != kv || m.Total != want {
@@ -77,12 +79,13 @@ func TestDryRunQwen3MoEExample(t *testing.T) {
 // x 512 x 2 bytes, and the decode state of the 30 Gated DeltaNet layers,
 // per slot a conv state of 3 inputs of 8192 channels (bf16) and 32 heads'
 // 128 x 128 recurrent state (float32); the checkpointed activations: each
-// layer's input, two sparse DeltaNet layers' worth (per token 6 x 2048 +
-// 3 x 8192 + 4 x 32 + 10 x 4096 + 11 x 4096 + 7 x 32 x 64 floats, the
-// experts' 4 x 8 x 512 + 2 x 8 x 2048 + 2 x 256, the shared expert's
-// 4 x 512 + 2048 + 2, and the state at each of the 32 chunks' starts),
-// the larger kind, and the chunked LM head (two 256-token chunks and the
-// hidden states; the frozen head takes no gradient). It fits one 141 GB
+// layer's input (bf16), two sparse DeltaNet layers' worth (per token
+// 6 x 2048 + 3 x 8192 + 4 x 32 + 10 x 4096 + 11 x 4096 + 7 x 32 x 64
+// floats, the experts' 4 x 8 x 512 + 2 x 8 x 2048 + 2 x 256, the shared
+// expert's 4 x 512 + 2048 + 2, and the state at each of the 32 chunks'
+// starts), the larger kind, SDPA's additive mask (16/2 heads a group,
+// 2048 x 2048, bf16), and the chunked LM head (two 256-token chunks in
+// float32 and the hidden states' gradient; the frozen head takes none). It fits one 141 GB
 // H200. LoRA on the MLP projections of a MoE model is refused, naming the
 // experts and the shared expert.
 func TestDryRunQwen35MoEExample(t *testing.T) {
@@ -113,7 +116,7 @@ func TestDryRunQwen35MoEExample(t *testing.T) {
 		kv       = int64(2 * 10 * 64 * 2049 * 512 * 2)
 		state    = int64(30 * 64 * ((2*16*128+32*128)*3*2 + 32*128*128*4))
 		perToken = int64(6*2048 + 3*8192 + 4*32 + 10*4096 + 11*4096 + 7*32*64 + 4*8*512 + 2*8*2048 + 2*256 + 4*512 + 2048 + 2)
-		acts     = 40*2048*2048*4 + 2*(perToken*2048+32*32*128*128)*4 + 2*256*248320*4 + 2048*2048*4
+		acts     = 40*2048*2048*2 + 2*(perToken*2048+32*32*128*128)*4 + 8*2048*2048*2 + 2*256*248320*4 + 2048*2048*2
 	)
 	m := r.Memory
 	t.Logf("%d params, %d active; total %.1fe9 (weights %.1fe9, kv %.2fe9, deltanet state %.2fe9, activations %.2fe9, merged %.1fe9)", r.Params,

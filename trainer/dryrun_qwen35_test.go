@@ -66,13 +66,15 @@ func TestDryRunQwen35Example(t *testing.T) {
 		kv     = int64(8 * 64 * 2049 * 2 * 4 * 256 * 2)
 		state  = int64(24 * 64 * ((2*16*128+32*128)*3*2 + 32*128*128*4))
 		// The checkpointed activations: each layer's input (32 x 2048 x
-		// 4096 floats), twice the largest layer's (a DeltaNet layer's, per
-		// token 6 x 4096 + 3 x 8192 + 4 x 32 + 10 x 4096 + 11 x 4096 +
-		// 7 x 32 x 64 + 4 x 12,288 floats, and its state at each of the 32
-		// chunks' starts, 32 x 128 x 128), and the chunked LM head (two
-		// 256-token chunks, the hidden states, the head's gradient).
+		// 4096 bf16 numbers), twice the largest layer's (a DeltaNet layer's,
+		// in float32: per token 6 x 4096 + 3 x 8192 + 4 x 32 + 10 x 4096 +
+		// 11 x 4096 + 7 x 32 x 64 + 4 x 12,288, and its state at each of the
+		// 32 chunks' starts, 32 x 128 x 128), SDPA's additive mask (16/4
+		// heads a group, 2048 x 2048, bf16), and the chunked LM head (two
+		// 256-token chunks in float32, the hidden states' and the head's
+		// gradients in bf16).
 		deltaLayer = int64((2048*(6*4096+3*8192+4*32+10*4096+11*4096+7*32*64+4*12288) + 32*32*128*128) * 4)
-		acts       = int64(32*2048*4096*4) + 2*deltaLayer + int64(2*256*248320*4+2048*4096*4) + embed*4
+		acts       = int64(32*2048*4096*2) + 2*deltaLayer + int64(4*2048*2048*2) + int64(2*256*248320*4+2048*4096*2) + embed*2
 	)
 	for _, c := range []struct{ nproc, zero int }{{1, 0}, {8, 2}} {
 		cfg, err := config.Load(filepath.Join("..", "examples", "qwen3.5-9b-hotpotqa-grpo.yaml"))

@@ -15,6 +15,7 @@ import (
 	"github.com/agentrl/agentrl/internal/fixtures"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/memory"
 )
 
 // exampleSpec is what an example config must say: the Agent-R1 settings it
@@ -193,6 +194,59 @@ func checkAsShipped(t *testing.T, cfg config.Config, ex exampleSpec) {
 	}
 }
 
+// The estimate follows the job's dtypes and device: the KV cache in
+// rollout.dtype where it is set, else device.dtype; the activations in
+// device.dtype, under SDPA on CUDA (a CPU build estimates a CUDA job too),
+// and the checkpoint's host memory counted in the total on the CPU only.
+func TestDryRunSizesByDTypeAndDevice(t *testing.T) {
+	model := exampleModel(t)
+	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
+	index := buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
+	base, err := config.Load(filepath.Join("..", "examples", exampleConfigs[0].file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.Model.Path = model
+	base.Data.Train = []string{raw("hotpotqa", "hotpotqa_train.json")}
+	base.Data.Eval = []string{raw("musique", "gold_with_3_distractors_context_cot_qa_codex.txt")}
+	base.Tools.Search.Index = index
+	base.Run.Dir = t.TempDir()
+	kv := func(b int) int64 {
+		return int64(2*fixtureLayers*base.Rollout.Slots*(base.Env.MaxTokens+1)*fixtureKVWidth) * int64(b)
+	}
+	for _, c := range []struct {
+		device, dtype, rollout string
+		kvBytes, actBytes      int
+		cuda                   bool
+	}{
+		{"cpu", "f32", "auto", 4, 4, false},
+		{"cpu", "f32", "bf16", 2, 4, false},
+		{"cpu", "bf16", "auto", 2, 2, false},
+		{"cuda:0", "bf16", "auto", 2, 2, true},
+		{"cuda", "f32", "bf16", 2, 4, true},
+	} {
+		cfg := base
+		cfg.Device.Device, cfg.Device.DType, cfg.Rollout.DType = c.device, c.dtype, c.rollout
+		r, err := DryRun(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("%+v: dry run: %v", c, err)
+		}
+		m := r.Memory
+		act := memory.Activations(r.Model, memory.Workload{Micro: cfg.Algorithm.MicroBatch, Seq: cfg.Env.MaxTokens,
+			LogitsChunk: cfg.Model.LogitsChunk, HeadGrad: true, Bytes: int64(c.actBytes), SDPA: c.cuda})
+		if m.KVCache != kv(c.kvBytes) || m.Activations != act {
+			t.Errorf("%+v: kv cache %d, activations %d; want %d and %d", c, m.KVCache, m.Activations, kv(c.kvBytes), act)
+		}
+		sum := m.Weights + m.Grads + m.Optimizer + m.Reference + m.Critic + m.KVCache + m.DeltaNetState + m.Activations + m.Merged
+		if !c.cuda {
+			sum += m.Checkpoint
+		}
+		if m.Total != sum {
+			t.Errorf("%+v: total %d, want %d", c, m.Total, sum)
+		}
+	}
+}
+
 // checkMemory checks the estimate against what each part must hold for the
 // fixture in f32 (4 bytes a number): weights, gradients, AdamW's two
 // moments, a reference copy (both examples use a KL term), a separate
@@ -345,76 +399,6 @@ func safetensorsParams(t *testing.T, path string) int64 {
 		total += size
 	}
 	return total
-}
-
-// The activation estimate for a Qwen2.5-0.5B shape (vocab 151936, hidden
-// 896, intermediate 4864, 24 layers, 14 heads, 2 kv heads of 64) at a
-// micro-batch of 8 x 250 tokens (2000 tokens), by hand:
-// per layer and token 10*896 + 6*128 + 4*4864 + 14*250 = 32684 floats, so
-// 32684 * 2000 * 4 = 261,472,000 bytes a layer; 24 layers and the
-// gradients of one, 25 * 261,472,000 = 6,536,800,000.
-// Logits whole: 3 * 2000 * 151936 * 4 = 3,646,464,000.
-// In chunks of 256: 2 * 256 * 151936 * 4 = 311,164,928, the LM head's
-// gradient 151936 * 896 * 4 = 544,538,624 (none for a frozen head) and the
-// hidden states 2000 * 896 * 4 = 7,168,000: 862,871,552.
-// With checkpointing the layers keep their inputs, 24 * 2000 * 896 * 4 =
-// 172,032,000, plus one layer's activations and their gradients,
-// 2 * 261,472,000 = 522,944,000.
-func TestActivationBytes(t *testing.T) {
-	c := torch.Config{Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2, HeadDim: 64}
-	cases := []struct {
-		chunk          int
-		ckpt, headGrad bool
-		want           int64
-	}{
-		{0, false, true, 6536800000 + 3646464000},
-		{256, false, true, 6536800000 + 862871552},
-		{256, true, true, 172032000 + 522944000 + 862871552},
-		// A frozen head (LoRA): no [vocab, hidden] gradient.
-		{256, true, false, 172032000 + 522944000 + 862871552 - 544538624},
-		// A chunk larger than the micro-batch holds all its 2000 tokens:
-		// 2 * 2000 * 151936 * 4 = 2,430,976,000.
-		{5000, false, true, 6536800000 + 2430976000 + 544538624 + 7168000},
-	}
-	for _, k := range cases {
-		if got := activationBytes(c, 8, 250, k.chunk, k.ckpt, k.headGrad); got != k.want {
-			t.Errorf("chunk %d, checkpointing %v, head gradient %v: %d bytes, want %d", k.chunk, k.ckpt, k.headGrad, got, k.want)
-		}
-	}
-}
-
-// The gradients and optimizer state a rank holds, for the fixture's
-// 135744 parameters, worked by hand. In f32 (4 bytes): whole, gradients
-// 135744*4 = 542976 and two f32 moments 2*542976 = 1085952. Over 8 ranks
-// each owns ceil(135744/8) = 16968 elements: stage 1 keeps the moments of
-// those, 2*16968*4 = 135744 bytes, and the whole gradients; stage 2 the
-// gradients of those too, 16968*4 = 67872. Over 5 ranks 135744/5 =
-// 27148.8, so the flat vector is padded to 135745 and a rank owns 27149:
-// moments 2*27149*4 = 217192. In bf16 a parameter has a 2-byte gradient
-// and a 4-byte f32 accumulator, two f32 moments and an f32 master (12
-// bytes): whole 135744*6 = 814464 and 135744*12 = 1628928; over 8 ranks at
-// stage 2, 16968*6 = 101808 and 16968*12 = 203616. One rank is plain AdamW
-// at any stage.
-func TestTrainingStateZeRO(t *testing.T) {
-	for _, c := range []struct {
-		b                int64
-		world, zero      int
-		grads, optimizer int64
-	}{
-		{4, 1, 0, 542976, 1085952},
-		{4, 1, 2, 542976, 1085952},
-		{4, 8, 0, 542976, 1085952},
-		{4, 8, 1, 542976, 135744},
-		{4, 8, 2, 67872, 135744},
-		{4, 5, 1, 542976, 217192},
-		{2, 1, 0, 814464, 1628928},
-		{2, 8, 2, 101808, 203616},
-	} {
-		g, o := trainingState(fixtureParams, c.b, c.world, c.zero)
-		if g != c.grads || o != c.optimizer {
-			t.Errorf("%d bytes, %d ranks, stage %d: grads %d optimizer %d, want %d and %d", c.b, c.world, c.zero, g, o, c.grads, c.optimizer)
-		}
-	}
 }
 
 // The fixture's adapters at r=16 on all linear layers (hidden 64, q and o

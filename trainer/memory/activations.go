@@ -1,0 +1,139 @@
+package memory
+
+import "github.com/agentrl/agentrl/torch"
+
+// Workload is one micro-batch of the training forward and how it runs.
+type Workload struct {
+	// Micro sequences of Seq tokens each.
+	Micro, Seq int
+	// LogitsChunk is model.logits_chunk (0: the logits whole).
+	LogitsChunk int
+	// Checkpointing is model.checkpointing.
+	Checkpointing bool
+	// HeadGrad says the LM head takes a gradient (not under LoRA, whose
+	// head is frozen).
+	HeadGrad bool
+	// Bytes is the size of one activation: the model's dtype (2 for bf16
+	// and f16, 4 for f32; 4 for an f32 model under autocast, whose norms
+	// and residuals stay in float32: an upper bound).
+	Bytes int64
+	// SDPA says the attention runs libtorch's scaled_dot_product_attention
+	// (on CUDA, libtorch 2.5 and later), which keeps a log-sum-exp per head
+	// instead of a row of probabilities, and takes the mask as an additive
+	// bias made once per forward.
+	SDPA bool
+}
+
+// Activations estimates what the training forward of one micro-batch
+// keeps for its backward pass, and the LM head's share of the backward's
+// peak.
+//
+// A decoder layer keeps, per token, about 10 hidden-sized tensors (the
+// residual input, the two RMSNorms' normalised values and outputs, q
+// before and after RoPE, the attention output), 6 of the key/value width
+// (k, v and k's RoPE), 4 of the MLP's intermediate size (gate, its SiLU,
+// up and their product), each w.Bytes a number, and, where the attention is
+// written out (the CPU), a row of attention probabilities per head:
+// softmax's float32 output, and its copy in the model's dtype when that is
+// narrower. Under SDPA a float32 log-sum-exp per head instead, and the
+// additive mask once for all layers (micro x heads/kv_heads x seq x seq
+// rounded up to 8, in the model's dtype).
+// The backward of a layer holds, besides them, the gradients of its
+// activations: one layer's worth more. With activation checkpointing only
+// each layer's input is kept, and one layer's activations (and their
+// gradients) exist at a time, while its backward recomputes them.
+//
+// A sparse (mixture-of-experts) layer keeps, instead of the dense MLP's 4
+// intermediate-sized tensors, those of the experts each token runs
+// (experts_per_token x 4 of the expert width), the token's rows gathered
+// for them and their outputs (2 x experts_per_token hidden-sized), and
+// the router's logits and probabilities (2 x experts). A shared expert
+// (Qwen3.5 MoE) adds its MLP's 4 tensors of its width, its output
+// (hidden-sized) and its gate's logit and sigmoid (2).
+//
+// A Gated DeltaNet layer (Qwen3.5's linear_attention) keeps, instead of
+// the attention's, what transformers' chunked form
+// (torch_chunk_gated_delta_rule, chunks of C = 64 tokens) and the layer
+// around it keep, counted per token in floats (4 bytes whatever the
+// model's dtype: the delta rule runs in float32), with q and k repeated to
+// the V value heads (Q = V x k_dim, W = V x v_dim, D the conv's channels
+// 2 x k_heads x k_dim + W): 6 hidden-sized (the residual input, the two
+// RMSNorms' normalised values and outputs, the residual sum); 3 x D (the
+// qkv projection, the conv's output and its SiLU); 4 x V (the a and b
+// projections, g and beta); 10 x Q (q and k in float32 and L2-normalised,
+// q scaled; k times beta and its decayed copy, the UT solve's decayed
+// keys, q and k decayed for the scan); 11 x W (v in float32 and times
+// beta, the UT solve's new values, the scan's corrected values, its read
+// of the state, the intra-chunk product, the output; z, silu(z), the gated
+// norm's normalised value and product); 7 x V x C (a row of the chunk's
+// pairwise decays, before the mask, masked and exponentiated, and of the
+// UT system and the intra-chunk attention, each before and after the
+// decay); and the state entering each chunk, V x k_dim x v_dim per C
+// tokens (padding to whole chunks aside). Qwen3.5's gated attention layer
+// keeps, besides an attention layer's, the gate half of its twice-as-wide
+// q_proj, the gate's sigmoid and the gated output (3 x heads x head_dim).
+//
+// The LM head's logits whole (LogitsChunk 0) are three [tokens, vocab]
+// float32 tensors at the backward's peak (the log-softmax kept by the
+// forward, its gradient and the gradient of the logits). In chunks, two
+// [chunk, vocab] float32 buffers at a time, the LM head's gradient [vocab,
+// hidden] before it is added to the parameter's (when HeadGrad), and the
+// hidden states' gradient [tokens, hidden].
+func Activations(c torch.Config, w Workload) int64 {
+	tok := int64(w.Micro) * int64(w.Seq)
+	h, v, b := int64(c.Hidden), int64(c.Vocab), w.Bytes
+	kv := int64(c.KVHeads) * int64(c.HeadDim)
+	// Written out, a row of probabilities per head: softmax's float32
+	// output, and its copy in the model's dtype when that is narrower.
+	attention := int64(c.Heads) * int64(w.Seq) * 4
+	if b < 4 {
+		attention += int64(c.Heads) * int64(w.Seq) * b
+	}
+	if w.SDPA {
+		attention = int64(c.Heads) * 4 // a float32 log-sum-exp per head
+	}
+	layer := func(i int) int64 { // the bytes layer i keeps
+		mlp := 4 * int64(c.Intermediate)
+		if c.SparseLayer(i) {
+			k := int64(c.MoE.ExpertsPerToken)
+			mlp = 4*k*int64(c.MoE.Intermediate) + 2*k*h + 2*int64(c.MoE.Experts)
+			if s := int64(c.MoE.SharedIntermediate); s > 0 { // the shared expert's MLP, output and gate
+				mlp += 4*s + h + 2
+			}
+		}
+		if linearLayer(c, i) {
+			const chunk = 64
+			vh := int64(c.LinearValueHeads)
+			q, wv := vh*int64(c.LinearKeyDim), vh*int64(c.LinearValueDim)
+			d := 2*int64(c.LinearKeyHeads*c.LinearKeyDim) + wv
+			state := vh * int64(c.LinearKeyDim) * int64(c.LinearValueDim)
+			chunks := int64(w.Micro) * ((int64(w.Seq) + chunk - 1) / chunk)
+			return (tok*(6*h+3*d+4*vh+10*q+11*wv+7*vh*chunk+mlp) + chunks*state) * 4
+		}
+		gate := int64(0)
+		if c.LayerTypes != nil { // Qwen3.5's attention layers are gated
+			gate = 3 * int64(c.Heads) * int64(c.HeadDim)
+		}
+		return tok * ((10*h+6*kv+gate+mlp)*b + attention)
+	}
+	var all, largest int64
+	for i := range c.Layers {
+		all += layer(i)
+		largest = max(largest, layer(i))
+	}
+	layers := all + largest
+	if w.Checkpointing {
+		layers = int64(c.Layers)*tok*h*b + 2*largest
+	}
+	if w.SDPA && c.KVHeads > 0 {
+		layers += int64(w.Micro) * int64(c.Heads/c.KVHeads) * int64(w.Seq) * ((int64(w.Seq) + 7) / 8 * 8) * b
+	}
+	logits := 3 * tok * v * 4
+	if w.LogitsChunk > 0 {
+		logits = 2*min(int64(w.LogitsChunk), tok)*v*4 + tok*h*b
+		if w.HeadGrad {
+			logits += v * h * b
+		}
+	}
+	return layers + logits
+}

@@ -1,0 +1,120 @@
+package memory
+
+import (
+	"testing"
+
+	"github.com/agentrl/agentrl/torch"
+)
+
+// fixtureParams is the parameter count of ../shared/fixtures/qwen2-tiny-a,
+// worked by hand in trainer's dry-run tests.
+const fixtureParams = 135744
+
+// The activation estimate for a Qwen2.5-0.5B shape (vocab 151936, hidden
+// 896, intermediate 4864, 24 layers, 14 heads, 2 kv heads of 64) at a
+// micro-batch of 8 x 250 tokens (2000 tokens), by hand:
+// per layer and token 10*896 + 6*128 + 4*4864 + 14*250 = 32684 floats, so
+// 32684 * 2000 * 4 = 261,472,000 bytes a layer; 24 layers and the
+// gradients of one, 25 * 261,472,000 = 6,536,800,000.
+// Logits whole: 3 * 2000 * 151936 * 4 = 3,646,464,000.
+// In chunks of 256: 2 * 256 * 151936 * 4 = 311,164,928, the LM head's
+// gradient 151936 * 896 * 4 = 544,538,624 (none for a frozen head) and the
+// hidden states 2000 * 896 * 4 = 7,168,000: 862,871,552.
+// With checkpointing the layers keep their inputs, 24 * 2000 * 896 * 4 =
+// 172,032,000, plus one layer's activations and their gradients,
+// 2 * 261,472,000 = 522,944,000.
+func TestActivations(t *testing.T) {
+	c := torch.Config{Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2, HeadDim: 64}
+	cases := []struct {
+		chunk          int
+		ckpt, headGrad bool
+		want           int64
+	}{
+		{0, false, true, 6536800000 + 3646464000},
+		{256, false, true, 6536800000 + 862871552},
+		{256, true, true, 172032000 + 522944000 + 862871552},
+		// A frozen head (LoRA): no [vocab, hidden] gradient.
+		{256, true, false, 172032000 + 522944000 + 862871552 - 544538624},
+		// A chunk larger than the micro-batch holds all its 2000 tokens:
+		// 2 * 2000 * 151936 * 4 = 2,430,976,000.
+		{5000, false, true, 6536800000 + 2430976000 + 544538624 + 7168000},
+	}
+	for _, k := range cases {
+		if got := Activations(c, Workload{Micro: 8, Seq: 250, LogitsChunk: k.chunk, Checkpointing: k.ckpt, HeadGrad: k.headGrad, Bytes: 4}); got != k.want {
+			t.Errorf("chunk %d, checkpointing %v, head gradient %v: %d bytes, want %d", k.chunk, k.ckpt, k.headGrad, got, k.want)
+		}
+	}
+}
+
+// The gradients and optimizer state a rank holds, for the fixture's
+// 135744 parameters, worked by hand. In f32 (4 bytes): whole, gradients
+// 135744*4 = 542976 and two f32 moments 2*542976 = 1085952. Over 8 ranks
+// each owns ceil(135744/8) = 16968 elements: stage 1 keeps the moments of
+// those, 2*16968*4 = 135744 bytes, and the whole gradients; stage 2 the
+// gradients of those too, 16968*4 = 67872. Over 5 ranks 135744/5 =
+// 27148.8, so the flat vector is padded to 135745 and a rank owns 27149:
+// moments 2*27149*4 = 217192. In bf16 a parameter has a 2-byte gradient
+// and a 4-byte f32 accumulator, two f32 moments and an f32 master (12
+// bytes): whole 135744*6 = 814464 and 135744*12 = 1628928; over 8 ranks at
+// stage 2, 16968*6 = 101808 and 16968*12 = 203616. One rank is plain AdamW
+// at any stage.
+func TestTrainingStateZeRO(t *testing.T) {
+	for _, c := range []struct {
+		b                int64
+		world, zero      int
+		grads, optimizer int64
+	}{
+		{4, 1, 0, 542976, 1085952},
+		{4, 1, 2, 542976, 1085952},
+		{4, 8, 0, 542976, 1085952},
+		{4, 8, 1, 542976, 135744},
+		{4, 8, 2, 67872, 135744},
+		{4, 5, 1, 542976, 217192},
+		{2, 1, 0, 814464, 1628928},
+		{2, 8, 2, 101808, 203616},
+	} {
+		g, o := TrainingState(fixtureParams, c.b, c.world, c.zero)
+		if g != c.grads || o != c.optimizer {
+			t.Errorf("%d bytes, %d ranks, stage %d: grads %d optimizer %d, want %d and %d", c.b, c.world, c.zero, g, o, c.grads, c.optimizer)
+		}
+	}
+}
+
+// The same shape in bf16 on CUDA (SDPA) at 4 x 2048 tokens, chunks of 256,
+// by hand: per layer and token 10*896 + 6*128 + 4*4864 = 29184 numbers of
+// 2 bytes and a float32 log-sum-exp per head (no probabilities), 58368 +
+// 56 = 58424 bytes; 8192 tokens, 478,609,408 bytes a layer, 25 of them
+// 11,965,235,200. The additive mask once: 4 * 14/2 * 2048 * 2048 * 2 =
+// 234,881,024. Logits: 2 * 256 * 151936 * 4 = 311,164,928 in float32, the
+// hidden states' gradient 8192 * 896 * 2 = 14,680,064 and the head's
+// 151936 * 896 * 2 = 272,269,312. On the CPU the attention is written out:
+// per layer and token 14 rows of 2048 probabilities, softmax's float32
+// output and its bf16 copy, 14 * 2048 * 6 = 172,032 bytes in place of the
+// 56, so 25 * 8192 * (58368 + 172032) = 47,185,920,000, and no mask.
+func TestActivationsBF16SDPA(t *testing.T) {
+	c := torch.Config{Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2, HeadDim: 64}
+	w := Workload{Micro: 4, Seq: 2048, LogitsChunk: 256, HeadGrad: true, Bytes: 2, SDPA: true}
+	logits := int64(311164928 + 14680064 + 272269312)
+	if got, want := Activations(c, w), int64(11965235200+234881024)+logits; got != want {
+		t.Errorf("bf16 under SDPA: %d bytes, want %d", got, want)
+	}
+	w.SDPA = false
+	if got, want := Activations(c, w), int64(47185920000)+logits; got != want {
+		t.Errorf("bf16 written out: %d bytes, want %d", got, want)
+	}
+}
+
+// The decode state of the 0.5B shape's 24 attention layers for 64 slots of
+// 2049 positions: 2 * 64 * 2049 * 2 * 64 = 33,570,816 numbers a layer,
+// 805,699,584 in all: 1,611,399,168 bytes in bf16, twice that in f32.
+func TestDecodeStateByDType(t *testing.T) {
+	c := torch.Config{Vocab: 151936, Hidden: 896, Intermediate: 4864, Layers: 24, Heads: 14, KVHeads: 2, HeadDim: 64}
+	for _, k := range []struct {
+		b    int64
+		want int64
+	}{{2, 1611399168}, {4, 3222798336}} {
+		if kv, dn := DecodeState(c, 64, 2049, k.b); kv != k.want || dn != 0 {
+			t.Errorf("%d bytes: kv %d, deltanet %d, want %d and 0", k.b, kv, dn, k.want)
+		}
+	}
+}
