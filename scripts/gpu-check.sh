@@ -215,6 +215,10 @@ default_job() {
 		END {print last}' "$log")"
 	[ -f "$W/runs/$1/store.db" ] || fail "$2: no store.db"
 	find "$W/runs/$1" -name report.html | grep -q . || fail "$2: no report.html"
+	# The sampler's CUDA graphs: off (and why) when a capture failed.
+	local off
+	off=$(grep -m1 -o 'CUDA graphs off.*' "$log" | cut -c1-300)
+	fig "$2 CUDA graphs" "${off:-on}"
 }
 step_default() {
 	fig iterations "$ITERATIONS"
@@ -255,7 +259,7 @@ step_05b() {
 	# The per-iteration metrics, from the store's iterations table.
 	"$PY" - "$W/runs/q05/store.db" <<'EOF' | tee "$W/q05-figs.txt"
 import json, sqlite3, sys
-keys = ["cuda_peak_gb", "time_rollout_s", "time_update_s", "tokens_per_s_rollout", "tokens_per_s_update"]
+keys = ["cuda_peak_gb", "cuda_graphs", "time_rollout_s", "time_update_s", "tokens_per_s_rollout", "tokens_per_s_update"]
 for it, m in sqlite3.connect(sys.argv[1]).execute("SELECT iteration, metrics FROM iterations ORDER BY iteration"):
     m = json.loads(m)
     print(f"{it}:", " ".join(f"{k}={m[k]:.4g}" for k in keys if k in m))

@@ -51,6 +51,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		if ms, err := torch.CUDAMemory(t.models.device); err == nil {
 			m[metric.CUDAAllocatedGB], m[metric.CUDAPeakGB] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
 		}
+		t.graphFigures(m)
 	} else if ms, err := torch.HostMemory(); err == nil {
 		m[metric.HostMappedGB], m[metric.HostPeakGB] = float64(ms.Reserved)/1e9, float64(ms.Peak)/1e9
 	}
@@ -68,6 +69,26 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	}
 	ev.Msg("iteration")
 	return t.submit(iter, m, all)
+}
+
+// graphFigures adds the sampler's CUDA graphs to m, and logs once why they
+// went off when a capture failed (decode steps then run eagerly, many
+// times slower on a small model). With asynchronous rollouts the engine
+// decodes on the rollout role's thread while this one updates: it is not
+// asked then.
+func (t *Trainer) graphFigures(m map[string]float64) {
+	if t.cfg.Rollout.MaxStaleness > 0 {
+		return
+	}
+	n, off, err := t.sampler.CUDAGraphs()
+	if err != nil {
+		return
+	}
+	m[metric.CUDAGraphs] = float64(n)
+	if off != "" && off != t.graphsOff {
+		t.graphsOff = off
+		t.log.Warn().Str("why", off).Msg("CUDA graphs off: the rollouts' decode steps run eagerly")
+	}
 }
 
 // learn updates the models on the training trajectories of an iteration

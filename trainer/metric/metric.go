@@ -84,6 +84,7 @@ const (
 	TimeIterationS    = "time_iteration_s"
 	CUDAAllocatedGB   = "cuda_allocated_gb"
 	CUDAPeakGB        = "cuda_peak_gb"
+	CUDAGraphs        = "cuda_graphs"
 	HostMappedGB      = "host_mapped_gb"
 	HostPeakGB        = "host_peak_gb"
 )
@@ -173,6 +174,7 @@ var Defs = []Def{
 	{TimeIterationS, "wall time of the whole iteration", false},
 	{CUDAAllocatedGB, "CUDA memory allocated at the end of the iteration (CUDA only)", false},
 	{CUDAPeakGB, "peak CUDA memory (CUDA only)", false},
+	{CUDAGraphs, "decode steps the sampler holds captured as CUDA graphs, one per row count (CUDA only; 0 once a capture failed and steps run eagerly, which the log says why)", false},
 	{HostMappedGB, "memory the host cache holds for tensors of 4 MB and up, in use or kept for reuse, at the end of the iteration (CPU only)", false},
 	{HostPeakGB, "the most memory tensors of 4 MB and up have had in use at once (CPU only)", false},
 }
