@@ -163,9 +163,13 @@ test: deps build vet
 # and skip, saying why, without it (a plain make test).
 INTEROP_PKGS := ./internal/pyinterop/ ./internal/hubcache/ ./tokenizer/ ./torch/ ./torch/peft/ ./cmd/trainer/
 
+# The real-shape tests (models of published sizes, minutes each) run in a
+# go test of their own, so that each call has its own timeout.
 interop: deps build
 	@venv=$$(scripts/venv.sh torch-2.15) && echo "go test -run TestInterop (AGENTRL_PYTHON=$$venv/bin/python)" && \
-	AGENTRL_PYTHON=$$venv/bin/python $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run TestInterop $(INTEROP_PKGS)
+	AGENTRL_PYTHON=$$venv/bin/python $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run TestInterop -skip RealShape $(INTEROP_PKGS) && \
+	echo "go test -run 'TestInterop.*RealShape' ./torch/" && \
+	AGENTRL_PYTHON=$$venv/bin/python $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestInterop.*RealShape' ./torch/
 
 bench: deps build
 	@echo "go test -bench ./..."
