@@ -110,6 +110,16 @@ func train(cfg Config) (Result, error) {
 	}
 	res := trainResult(cfg, runs)
 	res.PeakRSSMB = peakRSSMB()
+	if cfg.KernelProfile {
+		p, err := torch.RecordProfile(dev.CUDA, func() error {
+			_, err := l.Update(1, learner.NewBatch(batch, false))
+			return err
+		})
+		if err != nil {
+			return Result{}, fmt.Errorf("bench train: kernel profile: %w", err)
+		}
+		res.Kernels = &p
+	}
 	res.TrainableParams = trainable
 	if res.SDPABackend, err = m.SDPABackend(); err != nil {
 		return Result{}, fmt.Errorf("bench train: %w", err)

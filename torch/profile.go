@@ -98,7 +98,7 @@ func (p Profile) Table(title string, top int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", title)
 	if len(rows) == 0 {
-		b.WriteString("(the profiler recorded no events of this device)\n")
+		fmt.Fprintf(&b, "(no %s events: the profiler sees libtorch's operators and kernels, not work outside them such as the hand-written CPU decode kernels)\n", strings.Fields(what)[0])
 		return b.String()
 	}
 	fmt.Fprintf(&b, "%d %s names, %.3f ms in all (self time)\n\n", len(rows), strings.Fields(what)[0], ms(sum))
