@@ -48,6 +48,10 @@ type Result struct {
 	// OldFromStep: the update took the old logprobs from its step's
 	// training forward instead of recomputing them (learner.UpdateResult).
 	OldFromStep bool `json:"old_from_step,omitempty"`
+	// AdamW is how the optimizer stepped: "fused" (libtorch's
+	// at::_fused_adamw_) or "loop" (elementwise ops per parameter, where
+	// the linked libtorch lacks the fused kernel).
+	AdamW string `json:"adamw,omitempty"`
 	// TrainableParams counts the values the optimizer trains: every weight,
 	// or with LoRA the adapters alone.
 	TrainableParams int64 `json:"trainable_params,omitempty"`

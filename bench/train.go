@@ -110,6 +110,14 @@ func train(cfg Config) (Result, error) {
 	}
 	res := trainResult(cfg, runs)
 	res.PeakRSSMB = peakRSSMB()
+	fused, err := l.FusedOptimizer()
+	if err != nil {
+		return Result{}, fmt.Errorf("bench train: %w", err)
+	}
+	res.AdamW = "loop"
+	if fused {
+		res.AdamW = "fused"
+	}
 	if cfg.KernelProfile {
 		p, err := torch.RecordProfile(dev.CUDA, func() error {
 			_, err := l.Update(1, learner.NewBatch(batch, false))
