@@ -101,8 +101,8 @@ int ar_check_graph_replay(ar_tensor eager, ar_tensor replayed, int64_t slots,
  * per name and device, *n of them in a malloc'd array (NULL when none) the
  * caller frees with ar_profile_free, sorted by self time, longest first.
  * total_ns is the time of the entry's events; self_ns that time less the
- * time of events nested in them on the same thread (operators call
- * operators): summed over the entries of a device it is that device's
+ * time of events nested in them on the same thread or stream (operators
+ * call operators): summed over the entries of a device it is that device's
  * busy time. A kernel's self_ns is its total_ns. */
 enum { AR_PROFILE_CPU = 0, AR_PROFILE_CUDA = 1 };
 typedef struct {

@@ -33,10 +33,10 @@
 // CPU from 2.4), one call per group, device, dtype and step count, over
 // the same weights (masters for bf16/f16 parameters), gradients and
 // moments the loop takes one parameter at a time: it reads and writes each
-// once instead of once per elementwise op. Its arithmetic is the loop's
-// (the same bias corrections; the first moment as a lerp, which rounds
-// differently in the last bit). Elsewhere (libtorch 1.13, the CPU before
-// 2.4) the loop runs. ar_adamw_set_fused chooses.
+// once instead of once per elementwise op. Its formulas are the loop's;
+// it rounds differently in the last bits (the first moment as a lerp, and
+// on CUDA the bias corrections in f32). Elsewhere (libtorch 1.13, the CPU
+// before 2.4) the loop runs. ar_adamw_set_fused chooses.
 #include <algorithm>
 #include <cmath>
 #include <map>

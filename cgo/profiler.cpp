@@ -8,9 +8,11 @@
 // threads it hands work to, such as autograd's device threads), kernels
 // through Kineto and CUPTI on a CUDA libtorch. Operators nest (aten::linear
 // calls aten::addmm), so each row also gets its self time: its events'
-// time less that of the events nested in them on the same thread, which
-// sums, over the rows, to the time of the outermost operators. Kernels do
-// not nest: their self time is their time.
+// time less that of the events nested in them on the same thread (for a
+// device, the same stream), which sums, over the rows, to the time of the
+// outermost events. Kernels on one stream do not nest: their self time is
+// their time; a span around them (a synchronization CUPTI reports) keeps
+// only the time no kernel of its stream ran.
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <algorithm>
@@ -67,7 +69,7 @@ struct Row {
 std::vector<Row> aggregate(const std::vector<prof::KinetoEvent> &events) {
   std::vector<Row> rows;
   std::map<std::pair<std::string, int>, size_t> index;
-  std::map<uint64_t, std::vector<Span>> threads;  // nesting CPU events, by thread
+  std::map<std::pair<int, uint64_t>, std::vector<Span>> threads;  // events by device and thread (stream)
   for (const auto &e : events) {
     const int dev = e.deviceType() == c10::DeviceType::CUDA ? AR_PROFILE_CUDA : AR_PROFILE_CPU;
     auto key = std::make_pair(e.name(), dev);
@@ -81,15 +83,15 @@ std::vector<Row> aggregate(const std::vector<prof::KinetoEvent> &events) {
     r.calls++;
     r.total += d;
     r.self += d;
-    if (dev == AR_PROFILE_CPU && !e.isAsync()) {
+    if (!e.isAsync()) {
       const int64_t s = start_ns(e, 0);
-      threads[e.startThreadId()].push_back(Span{s, s + d, it->second});
+      threads[{dev, e.startThreadId()}].push_back(Span{s, s + d, it->second});
     }
   }
-  // An event's parent is the innermost earlier event on its thread still
-  // open when it starts: the parent's self time loses the child's time.
-  // (1.13's microsecond times may let a child end a microsecond after its
-  // parent; it still counts as nested, and self times are clamped at 0.)
+  // An event's parent is the innermost earlier event of its thread still
+  // open when it starts: the parent's self time loses the part of the
+  // child's time that lies within it (1.13's microsecond times may let a
+  // child end a microsecond after its parent).
   for (auto &kv : threads) {
     auto &spans = kv.second;
     std::stable_sort(spans.begin(), spans.end(), [](const Span &a, const Span &b) {
@@ -98,11 +100,10 @@ std::vector<Row> aggregate(const std::vector<prof::KinetoEvent> &events) {
     std::vector<const Span *> open;
     for (const Span &s : spans) {
       while (!open.empty() && open.back()->end <= s.start) open.pop_back();
-      if (!open.empty()) rows[open.back()->row].self -= s.end - s.start;
+      if (!open.empty()) rows[open.back()->row].self -= std::min(s.end, open.back()->end) - s.start;
       open.push_back(&s);
     }
   }
-  for (auto &r : rows) r.self = std::max<int64_t>(r.self, 0);
   std::stable_sort(rows.begin(), rows.end(), [](const Row &a, const Row &b) { return a.self > b.self; });
   return rows;
 }
