@@ -98,7 +98,11 @@ func (p Profile) Table(title string, top int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n", title)
 	if len(rows) == 0 {
-		fmt.Fprintf(&b, "(no %s events: the profiler sees libtorch's operators and kernels, not work outside them such as the hand-written CPU decode kernels)\n", strings.Fields(what)[0])
+		if p.CUDA {
+			b.WriteString("(no kernel events: the linked libtorch's profiler reported none from CUPTI)\n")
+		} else {
+			b.WriteString("(no operator events: the profiler sees libtorch's operators, not work outside them such as the hand-written CPU decode kernels)\n")
+		}
 		return b.String()
 	}
 	fmt.Fprintf(&b, "%d %s names, %.3f ms in all (self time)\n\n", len(rows), strings.Fields(what)[0], ms(sum))
