@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A profile of a tiny model's training forward and backward on the CPU
@@ -135,4 +136,31 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// A CUDA profile's table lists its kernels alone, by self time, with
+// shares, averages and a row for the rest worked out by hand; a name with
+// '|' stays in its cell; a profile without kernels says so.
+func TestProfileTable(t *testing.T) {
+	us := time.Microsecond
+	p := Profile{CUDA: true, Entries: []ProfileEntry{
+		{Name: "gemm<a|b>", CUDA: true, Calls: 4, Total: 600 * us, Self: 600 * us},
+		{Name: "aten::mm", Calls: 4, Total: 900 * us, Self: 900 * us}, // a CPU operator: left out
+		{Name: "softmax", CUDA: true, Calls: 2, Total: 300 * us, Self: 300 * us},
+		{Name: "copy", CUDA: true, Calls: 5, Total: 60 * us, Self: 60 * us},
+		{Name: "fill", CUDA: true, Calls: 1, Total: 40 * us, Self: 40 * us},
+	}}
+	// Kernels: 600 + 300 + 60 + 40 = 1000 us; the top 2 are 60% and 30%,
+	// the other two 10% in 6 calls.
+	want := "### t\n\n4 kernel names, 1.000 ms in all (self time)\n\n" +
+		"| kernel (CUDA) | share | calls | self ms | avg µs | total ms |\n|---|---:|---:|---:|---:|---:|\n" +
+		"| `gemm<a\\|b>` | 60.0% | 4 | 0.600 | 150.0 | 0.600 |\n" +
+		"| `softmax` | 30.0% | 2 | 0.300 | 150.0 | 0.300 |\n" +
+		"| (2 others) | 10.0% | 6 | 0.100 | | |\n"
+	if got := p.Table("### t", 2); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
+	}
+	if got := (Profile{CUDA: true, Entries: p.Entries[1:2]}).Table("### t", 2); !strings.Contains(got, "no kernel events") {
+		t.Errorf("a CUDA profile without kernels:\n%s", got)
+	}
 }
