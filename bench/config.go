@@ -52,6 +52,11 @@ type Config struct {
 	BandwidthGBs float64 `json:"-"`
 	// Profile adds the decode step's time by phase (step_ms) to the result.
 	Profile bool `json:"-"`
+	// KernelProfile records, after the measured runs, one more update
+	// (Train) or one decode step in the middle of one more run (Generate)
+	// under libtorch's profiler, into the result's Kernels: on CUDA the
+	// kernels, on the CPU the operators.
+	KernelProfile bool `json:"-"`
 	// LoRARank > 0 benchmarks LoRA adapters of that rank over the random
 	// base (torch.NewLoRAModel): Train trains the adapters alone (the
 	// optimizer holds only them), Generate decodes from the merged weights

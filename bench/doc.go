@@ -35,9 +35,10 @@
 // (refbench.py train) times the optimizer step alone: compare it with
 // ForwardS+BackwardS+OptimS.
 //
-// Train also reports the process's peak resident memory (PeakRSSMB), the
-// tensor allocator's peak (AllocatorPeakMB) beside the dry run's estimate
-// of the same update (EstimateMB), and
+// Train also reports how AdamW stepped (AdamW: "fused", libtorch's
+// at::_fused_adamw_, or "loop"), the process's peak resident memory
+// (PeakRSSMB), the tensor allocator's peak (AllocatorPeakMB) beside the
+// dry run's estimate of the same update (EstimateMB), and
 // computes the LM head's logits in chunks of Config.LogitsChunk tokens
 // (0: whole), as model.logits_chunk does in training, with activation
 // checkpointing when Config.Checkpointing.
@@ -61,6 +62,13 @@
 // 3-13x slower and burned 3-8x the CPU time; OPENBLAS_THREAD_TIMEOUT=16
 // (idle OpenBLAS workers sleep after 2^16 cycles instead of 2^28) helped
 // further.
+//
+// With Config.KernelProfile, after the measured runs, Train records one
+// more update and Generate one decode step (the middle one of one more
+// run) under libtorch's profiler (torch.RecordProfile) into
+// Result.Kernels: on CUDA the kernels, on the CPU the operators (the
+// hand-written CPU decode kernels are none, so a profile of that path is
+// empty).
 //
 // A Result marshals (encoding/json) to one line:
 //

@@ -105,7 +105,7 @@ func generate(cfg Config) (Result, error) {
 	}
 	runs := make([]genRun, 0, cfg.Repeats)
 	for i := 0; i <= cfg.Repeats; i++ {
-		run, err := generateOnce(e, prompts, cfg.NewTokens, cfg.Profile)
+		run, err := generateOnce(e, prompts, cfg.NewTokens, cfg.Profile, nil)
 		if err != nil {
 			return Result{}, fmt.Errorf("bench generate run %d: %w", i, err)
 		}
@@ -115,6 +115,18 @@ func generate(cfg Config) (Result, error) {
 	}
 	res := generateResult(cfg, runs)
 	res.DecodePath = path.String()
+	if cfg.KernelProfile {
+		var p torch.Profile
+		record := func(step func() error) error {
+			var err error
+			p, err = torch.RecordProfile(dev.CUDA, step)
+			return err
+		}
+		if _, err := generateOnce(e, prompts, cfg.NewTokens, false, record); err != nil {
+			return Result{}, fmt.Errorf("bench generate: kernel profile: %w", err)
+		}
+		res.Kernels = &p
+	}
 	elem := int64(4)
 	if m.DType != torch.Float32 {
 		elem = 2
@@ -204,8 +216,9 @@ func readGBs(dev torch.Device) (float64, error) {
 
 // generateOnce empties and reseeds every slot, so each run does the same
 // work, then prefills the prompts (all in one batched call) and decodes
-// newTokens steps.
-func generateOnce(e *torch.Engine, prompts [][]int64, newTokens int, profile bool) (genRun, error) {
+// newTokens steps. With record, decode step newTokens/2 runs inside it (a
+// kernel profile).
+func generateOnce(e *torch.Engine, prompts [][]int64, newTokens int, profile bool, record func(step func() error) error) (genRun, error) {
 	slots := make([]int, len(prompts))
 	for i := range slots {
 		slots[i] = i
@@ -229,7 +242,14 @@ func generateOnce(e *torch.Engine, prompts [][]int64, newTokens int, profile boo
 		}
 	}
 	for s := 0; s < newTokens; s++ {
-		if err := e.Step(slots, torch.Sampling{Temperature: 1}, tokens, logprobs); err != nil {
+		step := func() error { return e.Step(slots, torch.Sampling{Temperature: 1}, tokens, logprobs) }
+		var err error
+		if record != nil && s == newTokens/2 {
+			err = record(step)
+		} else {
+			err = step()
+		}
+		if err != nil {
 			return genRun{}, fmt.Errorf("decode step %d: %w", s, err)
 		}
 	}

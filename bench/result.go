@@ -1,6 +1,10 @@
 package bench
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/agentrl/agentrl/torch"
+)
 
 // Result is one benchmark's outcome. Times are medians over the measured
 // runs, in seconds. Fields of the other mode are zero and left out of the
@@ -52,6 +56,10 @@ type Result struct {
 	// OldFromStep: the update took the old logprobs from its step's
 	// training forward instead of recomputing them (learner.UpdateResult).
 	OldFromStep bool `json:"old_from_step,omitempty"`
+	// AdamW is how the optimizer stepped: "fused" (libtorch's
+	// at::_fused_adamw_) or "loop" (elementwise ops per parameter, where
+	// the linked libtorch lacks the fused kernel).
+	AdamW string `json:"adamw,omitempty"`
 	// TrainableParams counts the values the optimizer trains: every weight,
 	// or with LoRA the adapters alone.
 	TrainableParams int64 `json:"trainable_params,omitempty"`
@@ -59,6 +67,11 @@ type Result struct {
 	// last attention call (torch.Model.SDPABackend); empty where attention
 	// does not run through scaled_dot_product_attention (libtorch < 2.5).
 	SDPABackend string `json:"sdpa_backend,omitempty"`
+
+	// Kernels is the kernel profile of one more update or decode step
+	// (Config.KernelProfile), nil without one; its table goes to a file of
+	// its own, not into the JSON.
+	Kernels *torch.Profile `json:"-"`
 }
 
 // StepPhases is a decode step's time by phase (see torch.StepProfile).

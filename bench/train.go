@@ -112,7 +112,7 @@ func train(cfg Config) (Result, error) {
 	res := trainResult(cfg, runs)
 	res.PeakRSSMB = peakRSSMB()
 	stats, err := torch.HostMemory()
-	if dev != torch.CPU {
+	if dev.CUDA {
 		stats, err = torch.CUDAMemory(dev)
 	}
 	if err != nil {
@@ -120,7 +120,25 @@ func train(cfg Config) (Result, error) {
 	}
 	res.AllocatorPeakMB = float64(stats.Peak) / 1e6
 	if cfg.LoRARank == 0 {
-		res.EstimateMB = float64(updateEstimate(mc, trainable, dt, cfg, dev != torch.CPU)) / 1e6
+		res.EstimateMB = float64(updateEstimate(mc, trainable, dt, cfg, dev.CUDA)) / 1e6
+	}
+	fused, err := l.FusedOptimizer()
+	if err != nil {
+		return Result{}, fmt.Errorf("bench train: %w", err)
+	}
+	res.AdamW = "loop"
+	if fused {
+		res.AdamW = "fused"
+	}
+	if cfg.KernelProfile {
+		p, err := torch.RecordProfile(dev.CUDA, func() error {
+			_, err := l.Update(1, learner.NewBatch(batch, false))
+			return err
+		})
+		if err != nil {
+			return Result{}, fmt.Errorf("bench train: kernel profile: %w", err)
+		}
+		res.Kernels = &p
 	}
 	res.TrainableParams = trainable
 	if res.SDPABackend, err = m.SDPABackend(); err != nil {

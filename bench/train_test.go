@@ -24,6 +24,10 @@ func TestTrainTiny(t *testing.T) {
 			t.Errorf("train result carries the generate field %s", k)
 		}
 	}
+	// AdamW steps fused where libtorch has the kernel, else as a loop.
+	if a := obj["adamw"]; a != "fused" && a != "loop" {
+		t.Errorf("adamw %v, want fused or loop", a)
+	}
 	// On the CPU attention runs as plain ops (SDPA is the CUDA path), so
 	// no SDPA kernel is named.
 	if b, ok := obj["sdpa_backend"]; ok {

@@ -201,6 +201,15 @@ int ar_adamw_reduce_grads(ar_adamw o, char **err);
 /* One update of every parameter that has a gradient (with a sharded
  * state, a collective). */
 int ar_adamw_step(ar_adamw o, char **err);
+/* Whether ar_adamw_step runs libtorch's fused multi-tensor AdamW
+ * (at::_fused_adamw_, the kernel of torch.optim.AdamW(fused=True): CUDA
+ * from libtorch 2.0, the CPU from 2.4) or a loop of elementwise ops per
+ * parameter; both take the same state and give the same update to the last
+ * bits. A new optimizer takes the fused step where every parameter's
+ * device has it. ar_adamw_set_fused(o, 1) refuses, saying why, where some
+ * device lacks it; (o, 0) chooses the loop. */
+int ar_adamw_fused(ar_adamw o, int *fused, char **err);
+int ar_adamw_set_fused(ar_adamw o, int fused, char **err);
 int ar_adamw_zero_grad(ar_adamw o, char **err);
 /* The global L2 norm of all gradients (0 when there are none), the same on
  * every rank of an attached group (a collective). */

@@ -1,9 +1,9 @@
 /*
  * internal.h: the shim's entries for its own tests, benchmarks and
  * profiling, kept out of the ABI of agentrl.h: reference logits for parity
- * tests, the choice of decode path, the decode step's profile, and the
- * check a CUDA graph capture ends with. They follow agentrl.h's conventions
- * (a status, a malloc'd *err) and its ABI version.
+ * tests, the choice of decode path, the decode step's profile, kernel
+ * profiles, and the check a CUDA graph capture ends with. They follow
+ * agentrl.h's conventions (a status, a malloc'd *err) and its ABI version.
  */
 #ifndef AGENTRL_INTERNAL_H
 #define AGENTRL_INTERNAL_H
@@ -92,6 +92,27 @@ int ar_cpu_f32_matmul_reduced(int *reduced, char **err);
  * written, or differ from the eager step's. */
 int ar_check_graph_replay(ar_tensor eager, ar_tensor replayed, int64_t slots,
                           char **err);
+
+/* Kernel profiles: libtorch's profiler (Kineto), as torch.profiler drives
+ * it. ar_profile_start starts recording the operators the calling thread
+ * runs (and the threads it hands work to, such as autograd's), and with
+ * cuda != 0 the kernels CUDA devices run (a CUDA build). ar_profile_stop,
+ * on the same thread, stops it and returns the events reduced to one entry
+ * per name and device, *n of them in a malloc'd array (NULL when none) the
+ * caller frees with ar_profile_free, sorted by self time, longest first.
+ * total_ns is the time of the entry's events; self_ns that time less the
+ * time of events nested in them on the same thread or stream (operators
+ * call operators): summed over the entries of a device it is that device's
+ * busy time. A kernel's self_ns is its total_ns. */
+enum { AR_PROFILE_CPU = 0, AR_PROFILE_CUDA = 1 };
+typedef struct {
+  char *name;
+  int device; /* AR_PROFILE_CPU or AR_PROFILE_CUDA */
+  int64_t calls, total_ns, self_ns;
+} ar_profile_entry;
+int ar_profile_start(int cuda, char **err);
+int ar_profile_stop(ar_profile_entry **entries, int64_t *n, char **err);
+int ar_profile_free(ar_profile_entry *entries, int64_t n);
 
 #ifdef __cplusplus
 }

@@ -26,12 +26,51 @@
 // stage 2 reduce-scatters them, so each rank keeps only its range's sum.
 // A step's micro-batch gradients accumulate whole (autograd's .grad, or
 // the f32 accumulator) before that reduction.
+//
+// Fused step. Where the linked libtorch has it for the parameters' device,
+// the update runs as libtorch's multi-tensor AdamW, at::_fused_adamw_ (the
+// kernel behind torch.optim.AdamW(fused=True): CUDA from libtorch 2.0, the
+// CPU from 2.4), one call per group, device, dtype and step count, over
+// the same weights (masters for bf16/f16 parameters), gradients and
+// moments the loop takes one parameter at a time: it reads and writes each
+// once instead of once per elementwise op. Its formulas are the loop's;
+// it rounds differently in the last bits (the first moment as a lerp, and
+// on CUDA the bias corrections in f32). Elsewhere (libtorch 1.13, the CPU
+// before 2.4) the loop runs. ar_adamw_set_fused chooses.
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "collectives.h"
 #include "common.h"
+
+#if AR_TORCH_AT_LEAST(2, 0)
+#include <ATen/core/dispatch/Dispatcher.h>
+#endif
+
+namespace {
+
+// fused_missing is why the fused AdamW cannot run on device d with the
+// linked libtorch ("" when it can).
+std::string fused_missing(const at::Device &d) {
+#if AR_TORCH_AT_LEAST(2, 0)
+  if (d.is_cpu() || d.is_cuda()) {
+    auto op = c10::Dispatcher::singleton().findSchema({"aten::_fused_adamw_", ""});
+    if (op.has_value() && op->hasKernelForDispatchKey(d.is_cpu() ? c10::DispatchKey::CPU : c10::DispatchKey::CUDA))
+      return "";
+  }
+  return "the linked libtorch has no at::_fused_adamw_ kernel for " + d.str() +
+         " (libtorch has it for CUDA from 2.0, for the CPU from 2.4)";
+#else
+  return "libtorch " + std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
+         " has no at::_fused_adamw_ (libtorch has it for CUDA from 2.0, for the CPU from 2.4)";
+#endif
+}
+
+}  // namespace
 
 struct ar_adamw_s {
   struct Group {
@@ -100,6 +139,7 @@ struct ar_adamw_s {
   int64_t shard = 0;         // S, elements per rank (sharded)
   int64_t bucket = 25 << 20; // bytes a reduce-scatter or all-gather moves at once
   bool reduced = false;      // reduce_grads ran since the last step or zero_grad
+  bool fused = false;        // the step runs at::_fused_adamw_ (see fused_missing)
 
   bool sharded() const { return dist != nullptr && stage >= 1; }
 
@@ -191,6 +231,66 @@ struct ar_adamw_s {
     TORCH_CHECK(reduced, "adamw: reduce the gradients over the ranks (ar_adamw_reduce_grads) before this");
   }
 
+  // why_not_fused is why some parameter's device has no fused AdamW (""
+  // when every one has it).
+  std::string why_not_fused() const {
+    for (const auto &pr : params) {
+      std::string why = fused_missing(pr.p.device());
+      if (!why.empty()) return why;
+    }
+    return "";
+  }
+
+  // update_loop is AdamW's update of one parameter's owned range, one
+  // elementwise op at a time (pr.step already counts this step).
+  void update_loop(Param &pr) {
+    const auto &h = groups[pr.group];
+    at::Tensor w = pr.weights(), g = pr.owned_grad();
+    // theta <- theta - lr * lambda * theta          (decoupled weight decay)
+    if (h.weight_decay != 0) w.mul_(1 - h.lr * h.weight_decay);
+    // m <- beta1 m + (1 - beta1) g ;  v <- beta2 v + (1 - beta2) g^2
+    pr.m.mul_(h.beta1).add_(g, 1 - h.beta1);
+    pr.v.mul_(h.beta2).addcmul_(g, g, 1 - h.beta2);
+    // theta <- theta - lr * m_hat / (sqrt(v_hat) + eps)
+    double bc1 = 1 - std::pow(h.beta1, static_cast<double>(pr.step));
+    double bc2 = 1 - std::pow(h.beta2, static_cast<double>(pr.step));
+    at::Tensor denom = (pr.v.sqrt() / std::sqrt(bc2)).add_(h.eps);
+    w.addcdiv_(pr.m, denom, -h.lr / bc1);
+  }
+
+  // update_fused is the same update of the parameters ps (their step
+  // counts already advanced) through at::_fused_adamw_: one call per
+  // group, device, dtype and step count, as its lists must share one
+  // device and dtype and its hyper-parameters are per call.
+  void update_fused(const std::vector<Param *> &ps) {
+#if AR_TORCH_AT_LEAST(2, 0)
+    using Key = std::tuple<int, int, int, int64_t>;  // group, device, dtype, step
+    std::map<Key, std::vector<Param *>> buckets;
+    for (Param *pr : ps)
+      buckets[Key{pr->group, ar::device_code(pr->p.device()), static_cast<int>(pr->work_type()), pr->step}].push_back(pr);
+    for (auto &kv : buckets) {
+      const auto &bucket = kv.second;
+      const auto &h = groups[std::get<0>(kv.first)];
+      std::vector<at::Tensor> w, g, m, v;
+      for (Param *pr : bucket) {
+        w.push_back(pr->weights());
+        g.push_back(pr->owned_grad());
+        m.push_back(pr->m);
+        v.push_back(pr->v);
+      }
+      // The step count as torch.optim keeps it for the fused kernel (an
+      // f32 scalar on the parameters' device), already advanced: the
+      // kernel reads it and leaves it. One tensor serves the bucket.
+      at::Tensor step = at::full({}, static_cast<double>(std::get<3>(kv.first)), w[0].options().dtype(at::kFloat));
+      std::vector<at::Tensor> steps(bucket.size(), step);
+      at::_fused_adamw_(w, g, m, v, {}, steps, h.lr, h.beta1, h.beta2, h.weight_decay, h.eps, /*amsgrad=*/false,
+                        /*maximize=*/false);
+    }
+#else
+    TORCH_CHECK(ps.empty(), "adamw: ", fused_missing(at::Device(at::kCPU)));
+#endif
+  }
+
   // allgather_weights gives every rank the weights each rank updated.
   void allgather_weights() {
     c10::NoGradGuard no_grad;
@@ -244,6 +344,7 @@ int ar_adamw_new(const ar_tensor *params, const int *group, int nparams, const d
       o->offset.push_back(off);
       off += p.numel();
     }
+    o->fused = !o->params.empty() && o->why_not_fused().empty();
     *out = o.release();
   });
 }
@@ -309,30 +410,37 @@ int ar_adamw_step(ar_adamw o, char **err) {
   return guard(err, [&] {
     c10::NoGradGuard no_grad;
     o->prepare();
+    std::vector<ar_adamw_s::Param *> stepped;
     for (auto &pr : o->params) {
       if (!pr.has_grad) continue;
-      const auto &h = o->groups[pr.group];
       if (!pr.m.defined()) {
         pr.m = at::zeros({pr.owned()}, pr.p.options().dtype(pr.work_type()));
         pr.v = at::zeros({pr.owned()}, pr.p.options().dtype(pr.work_type()));
       }
       pr.step++;
       if (pr.owned() == 0) continue;
-      at::Tensor w = pr.weights(), g = pr.owned_grad();
-      // theta <- theta - lr * lambda * theta          (decoupled weight decay)
-      if (h.weight_decay != 0) w.mul_(1 - h.lr * h.weight_decay);
-      // m <- beta1 m + (1 - beta1) g ;  v <- beta2 v + (1 - beta2) g^2
-      pr.m.mul_(h.beta1).add_(g, 1 - h.beta1);
-      pr.v.mul_(h.beta2).addcmul_(g, g, 1 - h.beta2);
-      // theta <- theta - lr * m_hat / (sqrt(v_hat) + eps)
-      double bc1 = 1 - std::pow(h.beta1, static_cast<double>(pr.step));
-      double bc2 = 1 - std::pow(h.beta2, static_cast<double>(pr.step));
-      at::Tensor denom = (pr.v.sqrt() / std::sqrt(bc2)).add_(h.eps);
-      w.addcdiv_(pr.m, denom, -h.lr / bc1);
-      if (pr.master.defined()) pr.p_owned().copy_(pr.master);  // rounded to p's dtype
+      if (!o->fused) o->update_loop(pr);
+      stepped.push_back(&pr);
     }
+    if (o->fused) o->update_fused(stepped);
+    for (auto *pr : stepped)
+      if (pr->master.defined()) pr->p_owned().copy_(pr->master);  // rounded to p's dtype
     if (o->sharded()) o->allgather_weights();
     o->reduced = false;
+  });
+}
+
+int ar_adamw_fused(ar_adamw o, int *fused, char **err) {
+  return guard(err, [&] { *fused = o->fused ? 1 : 0; });
+}
+
+int ar_adamw_set_fused(ar_adamw o, int fused, char **err) {
+  return guard(err, [&] {
+    if (fused) {
+      const std::string why = o->why_not_fused();
+      TORCH_CHECK(why.empty(), "adamw: no fused step here: ", why);
+    }
+    o->fused = fused != 0;
   });
 }
 

@@ -19,13 +19,18 @@
 #             transformers' generate (bf16, SDPA) at batch 1, 8, 64, 256:
 #             tokens/s of both, and agentrl's decode rate against the
 #             weight-read bound from the measured copy bandwidth
+#   profiles  after its measured runs, bench train records one more update
+#             and bench generate (at batch 1 and 64, PROFILE_BATCHES) one
+#             decode step under libtorch's profiler (--kernel-profile): the
+#             top 25 kernels of each, by time share, with calls and average
 #
 # Each agentrl figure is the median of 5 runs after a warm-up (wall time of
 # calls that end by reading results back); the references time with CUDA
-# events. The table goes to stdout and $OUT/gpu-bench.md, the JSON lines
-# to $OUT/bench.jsonl: only these two files, as the device tool brings
-# back 8 at most. Without a GPU it rehearses at a small size on the CPU
-# (BATCHES, NEW, SEQ override the sizes). BUDGET (240 s) bounds the
+# events. The table goes to stdout and $OUT/gpu-bench.md, followed there by
+# the kernel profiles, the JSON lines to $OUT/bench.jsonl: only these two
+# files, as the device tool brings back 8 at most. Without a GPU it
+# rehearses at a small size on the CPU (BATCHES, NEW, SEQ override the
+# sizes). BUDGET (240 s) bounds the
 # whole: a command gets at most what is left of it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,14 +45,15 @@ xz -dc gpu/bin/trainer.xz >"$W/bin/trainer" && chmod +x "$W/bin/trainer" || { ec
 ln -s "$PWD/build/cuda/libagentrl.so" "$W/lib/libagentrl.so" # the trainer's RUNPATH $ORIGIN/../lib
 TR=$W/bin/trainer
 GPU=$("$PY" -c 'import torch; print(int(torch.cuda.is_available()))')
-if [ "$GPU" = 1 ]; then DEV=cuda:0 BATCHES=${BATCHES:-1 8 64 256} NEW=${NEW:-128} SEQ=${SEQ:-2048}; else
-	DEV=cpu BATCHES=${BATCHES:-1 8} NEW=${NEW:-8} SEQ=${SEQ:-64}
+if [ "$GPU" = 1 ]; then DEV=cuda:0 BATCHES=${BATCHES:-1 8 64 256} NEW=${NEW:-128} SEQ=${SEQ:-2048} PROFILE_BATCHES=${PROFILE_BATCHES:-1 64}; else
+	DEV=cpu BATCHES=${BATCHES:-1 8} NEW=${NEW:-8} SEQ=${SEQ:-64} PROFILE_BATCHES=${PROFILE_BATCHES:-1}
 	echo "gpu-bench: no GPU: a rehearsal on the CPU at batch $BATCHES, $NEW new tokens, train 4 x $SEQ"
 fi
 SHAPE=(--vocab 151936 --hidden 896 --inter 4864 --layers 24 --heads 14 --kv-heads 2 --tied --repeats 5)
 J=$OUT/bench.jsonl
 : >"$J"
 ROWS=()
+PROFILES=("$W/profile-train.md") # the kernel profiles' tables, in order
 # lim N: N seconds, or what is left of BUDGET (240 s) if less (at least 1).
 BUDGET=${BUDGET:-240}
 T0=$(date +%s)
@@ -63,8 +69,8 @@ read -r copy tflops < <(jget "$peak" copy_gbs bf16_matmul_tflops)
 ROWS+=("| peak | copy $copy GB/s, bf16 matmul $tflops TFLOP/s | | |")
 
 say "update 4 x $SEQ"
-timeout "$(lim 300)" "$TR" bench train "${SHAPE[@]}" --device "$DEV" --dtype bf16 --batch 4 --seq-len "$SEQ" --threads 0 2>&1 |
-	tee -a "$J" >"$W/train.json"
+timeout "$(lim 300)" "$TR" bench train "${SHAPE[@]}" --device "$DEV" --dtype bf16 --batch 4 --seq-len "$SEQ" --threads 0 \
+	--kernel-profile "$W/profile-train.md" 2>&1 | tee -a "$J" >"$W/train.json"
 ours=$(last "$W/train.json")
 timeout "$(lim 300)" "$PY" scripts/gpu/ref_bench.py "$DEV" train 4 "$SEQ" 2>/dev/null | tee -a "$J" >"$W/ref-train.json"
 ref=$(last "$W/ref-train.json")
@@ -81,8 +87,13 @@ ROWS+=("| update memory, 4 x $SEQ | allocator peak $apeak MB | dry-run estimate 
 
 for b in $BATCHES; do
 	say "decode batch $b"
+	prof=()
+	if [[ " $PROFILE_BATCHES " == *" $b "* ]]; then
+		prof=(--kernel-profile "$W/profile-gen-$b.md")
+		PROFILES+=("$W/profile-gen-$b.md")
+	fi
 	timeout "$(lim 180)" "$TR" bench generate "${SHAPE[@]}" --device "$DEV" --engine-dtype bf16 --batch "$b" --prompt-len 128 \
-		--new-tokens "$NEW" --threads 0 --bandwidth-gbs "${copy/\?/0}" 2>&1 | tee -a "$J" >"$W/gen-$b.json"
+		--new-tokens "$NEW" --threads 0 --bandwidth-gbs "${copy/\?/0}" ${prof[@]+"${prof[@]}"} 2>&1 | tee -a "$J" >"$W/gen-$b.json"
 	ours=$(last "$W/gen-$b.json")
 	timeout "$(lim 300)" "$PY" scripts/gpu/ref_bench.py "$DEV" generate "$b" 128 "$NEW" 2>/dev/null | tee -a "$J" >"$W/ref-gen-$b.json"
 	ref=$(last "$W/ref-gen-$b.json")
@@ -100,4 +111,10 @@ done
 	echo "| what | agentrl | reference | agentrl / reference |"
 	echo "|---|---|---|---|"
 	printf '%s\n' "${ROWS[@]}"
+	echo
+	echo "## Kernel profiles (libtorch's profiler, one more update or decode step after the measured runs)"
+	for f in "${PROFILES[@]}"; do
+		echo
+		if [ -s "$f" ]; then cat "$f"; else echo "(no profile: $(basename "$f" .md) did not run to its end)"; fi
+	done
 } | tee "$OUT/gpu-bench.md"

@@ -143,6 +143,33 @@ func (o *AdamW) Step() error {
 	return check("adamw_step", C.ar_adamw_step(o.h, &msg), msg)
 }
 
+// Fused reports whether Step runs libtorch's fused multi-tensor AdamW
+// (at::_fused_adamw_, torch.optim.AdamW(fused=True)'s kernel) rather than
+// a loop of elementwise ops per parameter. A new optimizer is fused where
+// the linked libtorch has the kernel for every parameter's device: CUDA
+// from libtorch 2.0, the CPU from 2.4.
+func (o *AdamW) Fused() (bool, error) {
+	var f C.int
+	var msg *C.char
+	if err := check("adamw_fused", C.ar_adamw_fused(o.h, &f, &msg), msg); err != nil {
+		return false, err
+	}
+	return f != 0, nil
+}
+
+// SetFused chooses the fused step (on) or the loop. Both take the same
+// state and give the same update to the last bits, so they may alternate.
+// Choosing the fused step where some parameter's device lacks it is an
+// error that says why.
+func (o *AdamW) SetFused(on bool) error {
+	f := C.int(0)
+	if on {
+		f = 1
+	}
+	var msg *C.char
+	return check("adamw_set_fused", C.ar_adamw_set_fused(o.h, f, &msg), msg)
+}
+
 // ZeroGrad drops all parameter gradients.
 func (o *AdamW) ZeroGrad() error {
 	var msg *C.char

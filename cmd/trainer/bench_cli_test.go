@@ -3,6 +3,9 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -73,6 +76,39 @@ func TestBenchTrain(t *testing.T) {
 	// One update on batch x seq len = 2 x 16 = 32 tokens.
 	if tps, s := num(t, m, "tokens_per_s"), num(t, m, "median_s"); !near(tps, 32/s) {
 		t.Errorf("tokens_per_s %v, want 32 / median_s = %v", tps, 32/s)
+	}
+}
+
+// --kernel-profile writes one update's (train) and one decode step's
+// (generate, on libtorch's ops: the hand-written CPU kernels are no
+// operators) profile as a markdown table: on the CPU the operators, the
+// matrix products among them.
+func TestBenchKernelProfile(t *testing.T) {
+	t.Parallel() // independent of the shared run
+	dir := t.TempDir()
+	for _, c := range []struct {
+		mode, title string
+		flags       []string
+	}{
+		{"train", "### One update of 2 x 16 tokens (cpu, f32 parameters)", nil},
+		{"generate", "### One decode step at batch 2 (cpu, f32 weights, fused path, 8-token prompts)", []string{"--decode", "fused"}},
+	} {
+		path := filepath.Join(dir, c.mode+".md")
+		args := append(append([]string{c.mode, "--kernel-profile", path}, c.flags...), tinyBench...)
+		m := benchLine(t, args...)
+		if m["mode"] != c.mode {
+			t.Errorf("mode %v, want %s", m["mode"], c.mode)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab := string(b)
+		if !strings.HasPrefix(tab, c.title+"\n") || !strings.Contains(tab, "| operator (CPU) | share | calls | self ms | avg µs | total ms |") ||
+			!strings.Contains(tab, "| `aten::") || !(strings.Contains(tab, "`aten::mm`") || strings.Contains(tab, "`aten::addmm`") ||
+			strings.Contains(tab, "`aten::matmul`") || strings.Contains(tab, "`aten::linear`")) {
+			t.Errorf("bench %s --kernel-profile wrote:\n%s", c.mode, tab)
+		}
 	}
 }
 

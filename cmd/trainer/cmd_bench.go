@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -83,6 +84,29 @@ func deviceFlag() cli.Flag {
 	return &cli.StringFlag{Name: "device", Value: "cpu", Usage: "cpu, cuda or cuda:N (a CUDA build)"}
 }
 
+// kernelProfileFlag is --kernel-profile of bench generate and train.
+func kernelProfileFlag(what string) cli.Flag {
+	return &cli.StringFlag{Name: "kernel-profile", Usage: "record " + what + " under libtorch's profiler after the measured runs " +
+		"and write its top 25 kernels (CUDA) or operators (CPU) to this file as a markdown table"}
+}
+
+// kernelProfileTop is how many rows --kernel-profile's table has (and one
+// for the rest).
+const kernelProfileTop = 25
+
+// writeKernelProfile writes r's kernel profile to --kernel-profile's file,
+// if one was asked for, headed by title.
+func writeKernelProfile(c *cli.Context, r bench.Result, title string) error {
+	path := c.String("kernel-profile")
+	if path == "" || r.Kernels == nil {
+		return nil
+	}
+	if err := os.WriteFile(path, []byte(r.Kernels.Table(title, kernelProfileTop)), 0o644); err != nil {
+		return fmt.Errorf("--kernel-profile: %w", err)
+	}
+	return nil
+}
+
 func printJSON(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -110,7 +134,7 @@ func benchCommand() *cli.Command {
 					&cli.StringFlag{Name: "decode", Value: "auto", Usage: "decode path: auto, kernels (hand-written CPU step), fused (libtorch, fused weights) or unfused (libtorch, as before the kernels)"},
 					&cli.Float64Flag{Name: "bandwidth-gbs", Usage: "memory read bandwidth (GB/s) for bound_fraction, e.g. refbench peak's sum_gbs_read (0 = measure in-process)"},
 					&cli.BoolFlag{Name: "profile", Usage: "add step_ms: one decode step's time by phase (products, attention, sampling, other)"},
-					deviceFlag(), modelFlag(benchModelUsage),
+					kernelProfileFlag("one decode step (in one more run)"), deviceFlag(), modelFlag(benchModelUsage),
 				),
 				Action: func(c *cli.Context) error {
 					cfg, err := withModel(c, withLoRA(c, benchConfig(c)))
@@ -119,9 +143,14 @@ func benchCommand() *cli.Command {
 					}
 					cfg.EngineDType = c.String("engine-dtype")
 					cfg.Decode, cfg.BandwidthGBs, cfg.Profile = c.String("decode"), c.Float64("bandwidth-gbs"), c.Bool("profile")
-					cfg.Device = c.String("device")
+					cfg.Device, cfg.KernelProfile = c.String("device"), c.String("kernel-profile") != ""
 					r, err := bench.Generate(cfg)
 					if err != nil {
+						return err
+					}
+					title := fmt.Sprintf("### One decode step at batch %d (%s, %s weights, %s path, %d-token prompts)",
+						r.Config.Batch, r.Config.Device, r.Config.EngineDType, r.DecodePath, r.Config.PromptLen)
+					if err := writeKernelProfile(c, r, title); err != nil {
 						return err
 					}
 					return printJSON(r)
@@ -131,15 +160,22 @@ func benchCommand() *cli.Command {
 				Name:  "train",
 				Usage: "the learner's Update on a GRPO batch: advantages, forward, PPO loss, backward, clip, AdamW, in one step over the batch whose forward also gives the old logprobs (no recompute pass; random weights); one JSON line",
 				Flags: append(append(modelFlags(tr), loraFlags()...), deviceFlag(), modelFlag(benchModelUsage),
-					&cli.StringFlag{Name: "dtype", Value: "f32", Usage: "parameter dtype: f32, bf16 or f16 (AdamW keeps f32 master weights)"}),
+					&cli.StringFlag{Name: "dtype", Value: "f32", Usage: "parameter dtype: f32, bf16 or f16 (AdamW keeps f32 master weights)"},
+					kernelProfileFlag("one more update")),
 				Action: func(c *cli.Context) error {
 					cfg, err := withModel(c, withLoRA(c, benchConfig(c)))
 					if err != nil {
 						return err
 					}
 					cfg.Device, cfg.DType = c.String("device"), c.String("dtype")
+					cfg.KernelProfile = c.String("kernel-profile") != ""
 					r, err := bench.Train(cfg)
 					if err != nil {
+						return err
+					}
+					title := fmt.Sprintf("### One update of %d x %d tokens (%s, %s parameters)", r.Config.Batch, r.Config.SeqLen,
+						r.Config.Device, r.Config.DType)
+					if err := writeKernelProfile(c, r, title); err != nil {
 						return err
 					}
 					return printJSON(r)

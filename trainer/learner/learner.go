@@ -171,6 +171,11 @@ func (l *Learner) Reference() *torch.Model { return l.ref }
 // the rewards or the loss as the settings say.
 func (l *Learner) SetReference(ref *torch.Model) { l.ref = ref }
 
+// FusedOptimizer reports whether the policy's AdamW steps through
+// libtorch's fused multi-tensor kernel (torch.AdamW.Fused) rather than a
+// loop of elementwise ops per parameter.
+func (l *Learner) FusedOptimizer() (bool, error) { return l.opt.Fused() }
+
 // Steps is the number of policy optimizer steps taken so far.
 func (l *Learner) Steps() int { return l.steps }
 
