@@ -80,6 +80,12 @@ struct ar_engine_s {
   std::vector<Fused> fused;
   int64_t fused_version = -1;  // sum of the sources' version counters when copied
 
+  // What the engine did since it was made (ar_engine_counters): the fused
+  // weights rewritten from the model's (refresh_fused), CUDA graph
+  // captures tried, decode steps replayed from a graph, and decode steps
+  // run otherwise (libtorch ops or the hand-written kernels).
+  int64_t refreshes = 0, captures = 0, replays = 0, eager_steps = 0;
+
 #ifdef AGENTRL_CUDA
   // One captured decode step per row count R (cache rows 0..R-1), replayed
   // from static inputs (positions, token ids) to a static output (logits).
@@ -166,6 +172,7 @@ void refresh_fused(ar_engine_s &e) {
   const ar_model_s &m = *e.m;
   int64_t v = weights_version(m);
   if (!e.fused.empty() && v == e.fused_version) return;
+  e.refreshes++;
   const bool fresh = e.fused.empty();
   if (fresh) e.fused.resize(m.layers.size());
   for (size_t i = 0; i < m.layers.size(); i++) {
@@ -545,6 +552,7 @@ at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tenso
 // cudaMalloc, cudaFree or synchronization of another thread would
 // invalidate it. Nothing here empties the allocator's cache.
 at::Tensor capture(ar_engine_s &e, std::unique_ptr<ar_engine_s::Graph> g, int64_t R) {
+  e.captures++;
   if (e.pool == decltype(e.pool){0, 0}) e.pool = at::cuda::graph_pool_handle();
   c10::cuda::CUDAStream ambient = c10::cuda::getCurrentCUDAStream();
   ambient.synchronize();
@@ -634,6 +642,7 @@ at::Tensor graph_step(ar_engine_s &e, const std::vector<int64_t> &slots, const i
     g.pos.copy_(upload(pos.data(), {R}, dev), true);
     g.ids.copy_(upload(ids.data(), {R, 1}, dev), true);
     g.graph.replay();
+    e.replays++;
     all = g.logits;
   }
   for (int64_t s : slots) e.len[s] += 1;
@@ -837,6 +846,7 @@ int ar_engine_step(ar_engine e, const int *slots, int n, const ar_sampling *s, i
     }
     const int64_t V = e->m->cfg.vocab;
     const Path p = path(*e);
+    const int64_t replays = e->replays;
     auto t = Clock::now();
     // Plain temperature sampling and greedy decoding read the pending rows
     // in place (kernels path); top-k and top-p go through libtorch.
@@ -877,6 +887,7 @@ int ar_engine_step(ar_engine e, const int *slots, int n, const ar_sampling *s, i
       // run added its products and attention; the rest is other
       e->prof.other += since(t) - (e->prof.products + e->prof.attention - inside);
     }
+    if (e->replays == replays) e->eager_steps++;
     e->prof.steps++;
   });
 }
@@ -912,6 +923,16 @@ int ar_engine_cuda_graphs(ar_engine e, int64_t *captured, char **off, char **err
 #else
     (void)e;
 #endif
+  });
+}
+
+int ar_engine_counters(ar_engine e, int64_t *refreshes, int64_t *captures, int64_t *replays, int64_t *eager_steps,
+                       char **err) {
+  return guard(err, [&] {
+    *refreshes = e->refreshes;
+    *captures = e->captures;
+    *replays = e->replays;
+    *eager_steps = e->eager_steps;
   });
 }
 

@@ -52,6 +52,12 @@ int ar_engine_decode_path(ar_engine e, int *path, char **why, char **err);
  * longer use graphs (a capture failed), or NULL. 0 and NULL on builds
  * without CUDA. */
 int ar_engine_cuda_graphs(ar_engine e, int64_t *captured, char **off, char **err);
+/* What the engine did since it was made: *refreshes the times its fused
+ * weights were rewritten from the model's (a weight changed), *captures
+ * the CUDA graph captures tried, *replays the decode steps replayed from a
+ * CUDA graph, *eager_steps the other decode steps. */
+int ar_engine_counters(ar_engine e, int64_t *refreshes, int64_t *captures, int64_t *replays,
+                       int64_t *eager_steps, char **err);
 /* The most padded tokens (slots x longest new length) one forward of
  * ar_engine_prefill_batch takes; 0 restores the default (16384). Tests
  * set it low to run a batch as several forwards. */

@@ -219,6 +219,15 @@ default_job() {
 	local off
 	off=$(grep -m1 -o 'CUDA graphs off.*' "$log" | cut -c1-300)
 	fig "$2 CUDA graphs" "${off:-on}"
+	# What the sampler's engine did over the run (a graph per row count
+	# captured once, the fused weights rewritten once per update).
+	fig "$2 engine" "$("$PY" - "$W/runs/$1/store.db" <<'EOF'
+import json, sqlite3, sys
+ms = [json.loads(m) for (m,) in sqlite3.connect(sys.argv[1]).execute("SELECT metrics FROM iterations WHERE iteration > 0")]
+s = lambda k: sum(m.get(k, 0) for m in ms)
+print(f"{len(ms)} iterations: graph captures {s('cuda_graph_captures'):g}, weight refreshes {s('engine_refreshes'):g}, steps without a graph {s('engine_eager_steps'):g}")
+EOF
+)"
 }
 step_default() {
 	fig iterations "$ITERATIONS"
@@ -259,7 +268,7 @@ step_05b() {
 	# The per-iteration metrics, from the store's iterations table.
 	"$PY" - "$W/runs/q05/store.db" <<'EOF' | tee "$W/q05-figs.txt"
 import json, sqlite3, sys
-keys = ["cuda_peak_gb", "cuda_graphs", "time_rollout_s", "time_update_s", "tokens_per_s_rollout", "tokens_per_s_update"]
+keys = ["cuda_peak_gb", "cuda_graphs", "cuda_graph_captures", "engine_refreshes", "engine_eager_steps", "time_rollout_s", "time_update_s", "tokens_per_s_rollout", "tokens_per_s_update"]
 for it, m in sqlite3.connect(sys.argv[1]).execute("SELECT iteration, metrics FROM iterations ORDER BY iteration"):
     m = json.loads(m)
     print(f"{it}:", " ".join(f"{k}={m[k]:.4g}" for k in keys if k in m))

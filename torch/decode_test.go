@@ -224,8 +224,10 @@ func decodePathsAgree(t *testing.T, cfg Config) {
 // After the policy's weights change (an AdamW step on the policy, then the
 // rollout copy refreshed with CopyWeightsFrom, as the trainer does before
 // every rollout), every path decodes with the new weights: the fused
-// path's concatenated copies must not go stale. For a Qwen2 (with q/k/v
-// biases) and a Qwen3 (with q/k norms).
+// path's concatenated copies must not go stale. They are rewritten once per
+// change of the weights, not per step (the engine's Refreshes counter; the
+// unfused path has none to rewrite), and every step counts as eager on the
+// CPU. For a Qwen2 (with q/k/v biases) and a Qwen3 (with q/k norms).
 func TestDecodeFollowsWeightUpdate(t *testing.T) {
 	t.Run("qwen2", func(t *testing.T) { decodeFollowsWeightUpdate(t, kernelConfig()) })
 	t.Run("qwen3", func(t *testing.T) { decodeFollowsWeightUpdate(t, qwen3Config()) })
@@ -280,7 +282,27 @@ func decodeFollowsWeightUpdate(t *testing.T, cfg Config) {
 			}
 		}
 	}
+	// counted checks the engines' counters: refreshes rewrites of the
+	// fused weights (the fused path's only) and steps decode steps.
+	counted := func(refreshes, steps int64) {
+		t.Helper()
+		for i, e := range engines {
+			c, err := e.Counters()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := EngineCounters{EagerSteps: steps}
+			if p, _, _ := e.DecodePath(); p == DecodeFused {
+				want.Refreshes = refreshes
+			}
+			if c != want {
+				t.Errorf("the %v engine: counters %+v, want %+v", paths[i], c, want)
+			}
+		}
+	}
 	decode("before the update")
+	decode("again, with the same weights")
+	counted(1, 4)
 	// One AdamW step with a large learning rate on the summed logprobs of
 	// a sequence: every weight moves.
 	params, err := policy.Params()
@@ -319,6 +341,7 @@ func decodeFollowsWeightUpdate(t *testing.T, cfg Config) {
 		t.Fatal(err)
 	}
 	decode("after an AdamW step and CopyWeightsFrom")
+	counted(2, 6)
 	// SetParam (a checkpoint load) on one fused weight only.
 	up, _ := policy.Param("model.layers.1.mlp.up_proj.weight")
 	s = NewScope()
@@ -332,6 +355,7 @@ func decodeFollowsWeightUpdate(t *testing.T, cfg Config) {
 	}
 	s.Close()
 	decode("after SetParam of up_proj")
+	counted(3, 8)
 }
 
 // A bf16 model decodes through the kernels (bf16 weights widened in

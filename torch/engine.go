@@ -226,6 +226,25 @@ func (e *Engine) CUDAGraphs() (captured int, off string, err error) {
 	return int(n), off, nil
 }
 
+// EngineCounters is what an engine did since it was made: Refreshes
+// counts the rewrites of its fused weights from the model's (once per
+// change of the weights, on the fused path), Captures the CUDA graph
+// captures tried, Replays the decode steps replayed from a CUDA graph and
+// EagerSteps the other decode steps (libtorch ops or the CPU kernels).
+type EngineCounters struct {
+	Refreshes, Captures, Replays, EagerSteps int64
+}
+
+// Counters reads the engine's counters.
+func (e *Engine) Counters() (EngineCounters, error) {
+	var r, c, p, s C.int64_t
+	var msg *C.char
+	if err := check("engine_counters", C.ar_engine_counters(e.h, &r, &c, &p, &s, &msg), msg); err != nil {
+		return EngineCounters{}, err
+	}
+	return EngineCounters{Refreshes: int64(r), Captures: int64(c), Replays: int64(p), EagerSteps: int64(s)}, nil
+}
+
 // StepProfile is the wall time of an engine's decode steps by phase, in
 // seconds: weight matrix products (lm_head included), attention (RoPE, the
 // cache write, scores, softmax, values), sampling, and everything else.

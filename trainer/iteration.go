@@ -55,6 +55,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	} else if ms, err := torch.HostMemory(); err == nil {
 		m[metric.HostMappedGB], m[metric.HostPeakGB] = float64(ms.Reserved)/1e9, float64(ms.Peak)/1e9
 	}
+	t.engineFigures(m)
 	m[metric.TimeIterationS] = time.Since(start).Seconds()
 	ev := t.log.Info().Int("iteration", iter).Float64("reward", m[metric.RewardMean]).Float64("em", m[metric.EM]).
 		Float64("entropy", m[metric.Entropy]).Float64("approx_kl", m[metric.ApproxKL]).Float64("mismatch_kl", m[metric.MismatchKL]).
@@ -89,6 +90,27 @@ func (t *Trainer) graphFigures(m map[string]float64) {
 		t.graphsOff = off
 		t.log.Warn().Str("why", off).Msg("CUDA graphs off: the rollouts' decode steps run eagerly")
 	}
+}
+
+// engineFigures adds what the sampler's engine did this iteration to m:
+// rewrites of its fused weights (once per change of the policy's weights
+// is right; once a step would be a defect), CUDA graph captures (once per
+// row count for the run is right) and the decode steps that ran without
+// a graph. Not with asynchronous rollouts (see graphFigures).
+func (t *Trainer) engineFigures(m map[string]float64) {
+	if t.cfg.Rollout.MaxStaleness > 0 {
+		return
+	}
+	c, err := t.sampler.Counters()
+	if err != nil {
+		return
+	}
+	m[metric.EngineRefreshes] = float64(c.Refreshes - t.engineSeen.Refreshes)
+	m[metric.EngineEagerSteps] = float64(c.EagerSteps - t.engineSeen.EagerSteps)
+	if t.models.device.CUDA {
+		m[metric.CUDAGraphCaptures] = float64(c.Captures - t.engineSeen.Captures)
+	}
+	t.engineSeen = c
 }
 
 // learn updates the models on the training trajectories of an iteration

@@ -135,10 +135,14 @@ func TestDefaultJobSmall(t *testing.T) {
 			t.Errorf("TensorBoard has no %s at step %d", k, step)
 		}
 	}
-	for _, k := range []string{metric.TimeIterationS, metric.HostMappedGB, metric.HostPeakGB} {
+	for _, k := range []string{metric.TimeIterationS, metric.HostMappedGB, metric.HostPeakGB, metric.EngineRefreshes, metric.EngineEagerSteps} {
 		if _, ok := tb[1][k]; !ok {
 			t.Errorf("TensorBoard has no %s at step 1", k)
 		}
+	}
+	// On the CPU every decode step of the sampler's engine is eager.
+	if v := tb[1][metric.EngineEagerSteps]; !(v > 0) {
+		t.Errorf("%s at step 1 is %v, want the iteration's decode steps", metric.EngineEagerSteps, v)
 	}
 	train, _ := s.LoadIteration(1, trajectory.Train)
 	if len(train) != 8 {
@@ -241,10 +245,24 @@ func TestAutocastJob(t *testing.T) {
 	cfg := smallConfig(t.TempDir())
 	cfg.Device.Autocast = true
 	ms, dir := runJob(t, cfg)
+	refreshes := 0.0
 	for _, m := range ms {
 		if v, ok := m.Metrics["logprob_mismatch_max"]; ok && !(v < 0.25) {
 			t.Fatalf("iteration %d: behaviour vs training logprobs differ by up to %v under autocast", m.Iteration, v)
 		}
+		// Under autocast the sampler decodes on the fused path, whose
+		// weights are rewritten when the policy's changed: before the
+		// rollout and before an evaluation after the update, never per step.
+		if m.Iteration > 0 {
+			r, steps := m.Metrics[metric.EngineRefreshes], m.Metrics[metric.EngineEagerSteps]
+			if r > 2 || !(steps > 2) {
+				t.Errorf("iteration %d: %v fused weight rewrites over %v decode steps, want at most 2 over many", m.Iteration, r, steps)
+			}
+			refreshes += r
+		}
+	}
+	if refreshes == 0 {
+		t.Error("the fused weights were never rewritten: the engine would decode with stale weights")
 	}
 	r, err := safetensors.Open(filepath.Join(dir, "final"))
 	if err != nil {

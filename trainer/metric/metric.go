@@ -85,6 +85,9 @@ const (
 	CUDAAllocatedGB   = "cuda_allocated_gb"
 	CUDAPeakGB        = "cuda_peak_gb"
 	CUDAGraphs        = "cuda_graphs"
+	CUDAGraphCaptures = "cuda_graph_captures"
+	EngineRefreshes   = "engine_refreshes"
+	EngineEagerSteps  = "engine_eager_steps"
 	HostMappedGB      = "host_mapped_gb"
 	HostPeakGB        = "host_peak_gb"
 )
@@ -175,6 +178,9 @@ var Defs = []Def{
 	{CUDAAllocatedGB, "CUDA memory allocated at the end of the iteration (CUDA only)", false},
 	{CUDAPeakGB, "peak CUDA memory (CUDA only)", false},
 	{CUDAGraphs, "decode steps the sampler holds captured as CUDA graphs, one per row count (CUDA only; 0 once a capture failed and steps run eagerly, which the log says why)", false},
+	{CUDAGraphCaptures, "CUDA graph captures of decode steps this iteration (CUDA only; after the first iterations 0: a graph per row count, captured once)", false},
+	{EngineRefreshes, "rewrites of the sampler's fused weights from the policy's this iteration (the fused path: once per change of the weights)", false},
+	{EngineEagerSteps, "decode steps this iteration not replayed from a CUDA graph (every step on the CPU)", false},
 	{HostMappedGB, "memory the host cache holds for tensors of 4 MB and up, in use or kept for reuse, at the end of the iteration (CPU only)", false},
 	{HostPeakGB, "the most memory tensors of 4 MB and up have had in use at once (CPU only)", false},
 }
