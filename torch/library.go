@@ -11,7 +11,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 17
+const abiVersion = 18
 
 var (
 	checkOnce sync.Once
