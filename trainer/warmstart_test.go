@@ -64,21 +64,28 @@ func searchQueries(t *testing.T, msgs []tokenizer.Message) (queries, responses [
 // questions do: born_in then located_in, works_for then based_in.
 var heldOutPhrases = []string{"nation of the birthplace of", "headquarters of the employer of"}
 
-// The general warm start (sft.warm_start general) teaches reading and the
-// tool-call format, and never a multi-hop search: 200 demonstrations
-// alternate reading (100) and searching (100); of every four search
-// demonstrations one is a retry, so 25 have two searches and 75 one.
-func TestGeneralDemosTeachReadingAndSingleSearchesOnly(t *testing.T) {
-	ctx := context.Background()
+// generalDemoSet renders n general demonstrations (calls: the calls warm
+// start's) of demoWorld's training questions, and those questions by text.
+func generalDemoSet(t *testing.T, n int, calls bool) (map[string]envs.Task, [][]tokenizer.Message) {
+	t.Helper()
 	w, tools := demoWorld(t)
 	train := map[string]envs.Task{}
 	for _, task := range w.Train {
 		train[task.Question] = task
 	}
-	demos, err := generalDemos(ctx, w, w.Train, tools, 200, false, rand.New(rand.NewPCG(1, 2)))
+	demos, err := generalDemos(context.Background(), w, w.Train, tools, n, calls, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return train, demos
+}
+
+// The general warm start (sft.warm_start general) teaches reading and the
+// tool-call format, and never a multi-hop search: 200 demonstrations
+// alternate reading (100) and searching (100); of every four search
+// demonstrations one is a retry, so 25 have two searches and 75 one.
+func TestGeneralDemosTeachReadingAndSingleSearchesOnly(t *testing.T) {
+	train, demos := generalDemoSet(t, 200, false)
 	reading, searching, retries := 0, 0, 0
 	readHops := map[int]int{}
 	for i, msgs := range demos {
@@ -163,16 +170,7 @@ func TestGeneralDemosTeachReadingAndSingleSearchesOnly(t *testing.T) {
 // name the first result gave, and answer that name; 40 are a multi-hop
 // question's first search of its text, ending at the call.
 func TestCallsDemosShowFirstCallsAndNoChain(t *testing.T) {
-	ctx := context.Background()
-	w, tools := demoWorld(t)
-	train := map[string]envs.Task{}
-	for _, task := range w.Train {
-		train[task.Question] = task
-	}
-	demos, err := generalDemos(ctx, w, w.Train, tools, 240, true, rand.New(rand.NewPCG(1, 2)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	train, demos := generalDemoSet(t, 240, true)
 	kinds := map[string]int{}
 	firstHops := map[int]int{}
 	for i, msgs := range demos {
