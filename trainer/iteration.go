@@ -17,6 +17,11 @@ import (
 func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	cfg := t.cfg
 	start := time.Now()
+	lockstep := cfg.Rollout.MaxStaleness == 0
+	var engine0 torch.EngineCounters
+	if lockstep {
+		engine0, _ = t.sampler.Counters()
+	}
 	b, err := t.batches.next(ctx, iter)
 	if err != nil {
 		return err
@@ -51,11 +56,15 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		if ms, err := torch.CUDAMemory(t.models.device); err == nil {
 			m[metric.CUDAAllocatedGB], m[metric.CUDAPeakGB] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
 		}
-		t.graphFigures(m)
+		if lockstep {
+			t.graphFigures(m)
+		}
 	} else if ms, err := torch.HostMemory(); err == nil {
 		m[metric.HostMappedGB], m[metric.HostPeakGB] = float64(ms.Reserved)/1e9, float64(ms.Peak)/1e9
 	}
-	t.engineFigures(m)
+	if lockstep {
+		t.engineFigures(m, engine0)
+	}
 	m[metric.TimeIterationS] = time.Since(start).Seconds()
 	ev := t.log.Info().Int("iteration", iter).Float64("reward", m[metric.RewardMean]).Float64("em", m[metric.EM]).
 		Float64("entropy", m[metric.Entropy]).Float64("approx_kl", m[metric.ApproxKL]).Float64("mismatch_kl", m[metric.MismatchKL]).
@@ -74,13 +83,10 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 
 // graphFigures adds the sampler's CUDA graphs to m, and logs once why they
 // went off when a capture failed (decode steps then run eagerly, many
-// times slower on a small model). With asynchronous rollouts the engine
-// decodes on the rollout role's thread while this one updates: it is not
-// asked then.
+// times slower on a small model). Lockstep only: with asynchronous
+// rollouts the engine decodes on the rollout role's thread while this one
+// updates.
 func (t *Trainer) graphFigures(m map[string]float64) {
-	if t.cfg.Rollout.MaxStaleness > 0 {
-		return
-	}
 	n, off, err := t.sampler.CUDAGraphs()
 	if err != nil {
 		return
@@ -92,25 +98,22 @@ func (t *Trainer) graphFigures(m map[string]float64) {
 	}
 }
 
-// engineFigures adds what the sampler's engine did this iteration to m:
-// rewrites of its fused weights (once per change of the policy's weights
-// is right; once a step would be a defect), CUDA graph captures (once per
-// row count for the run is right) and the decode steps that ran without
-// a graph. Not with asynchronous rollouts (see graphFigures).
-func (t *Trainer) engineFigures(m map[string]float64) {
-	if t.cfg.Rollout.MaxStaleness > 0 {
-		return
-	}
+// engineFigures adds what the sampler's engine did this iteration (since
+// the counters were before) to m: rewrites of its fused weights (once per
+// change of the policy's weights is right; once a step would be a
+// defect), CUDA graph captures (once per row count for the run is right)
+// and the decode steps that ran without a graph. Lockstep only (see
+// graphFigures).
+func (t *Trainer) engineFigures(m map[string]float64, before torch.EngineCounters) {
 	c, err := t.sampler.Counters()
 	if err != nil {
 		return
 	}
-	m[metric.EngineRefreshes] = float64(c.Refreshes - t.engineSeen.Refreshes)
-	m[metric.EngineEagerSteps] = float64(c.EagerSteps - t.engineSeen.EagerSteps)
+	m[metric.EngineRefreshes] = float64(c.Refreshes - before.Refreshes)
+	m[metric.EngineEagerSteps] = float64(c.EagerSteps - before.EagerSteps)
 	if t.models.device.CUDA {
-		m[metric.CUDAGraphCaptures] = float64(c.Captures - t.engineSeen.Captures)
+		m[metric.CUDAGraphCaptures] = float64(c.Captures - before.Captures)
 	}
-	t.engineSeen = c
 }
 
 // learn updates the models on the training trajectories of an iteration

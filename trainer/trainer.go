@@ -67,10 +67,8 @@ type Trainer struct {
 	// stop is Run's stop: asked, the run ends after the current iteration,
 	// whose dynamic sampling draws no more.
 	stop stopSignal
-	// graphsOff is why the sampler's CUDA graphs went off, once logged;
-	// engineSeen the sampler's engine counters at the last iteration's end.
-	graphsOff  string
-	engineSeen torch.EngineCounters
+	// graphsOff is why the sampler's CUDA graphs went off, once logged.
+	graphsOff string
 }
 
 // runState is what a checkpoint needs besides the weights to continue a run
