@@ -10,7 +10,7 @@ import (
 // EM per hop count (the mean over seeds), and EM on average and (when
 // measured) on the out-of-domain split, each with its 95% interval where
 // the per-question outcomes were read (else mean ± sample std over
-// seeds).
+// seeds); then, where read, how each method searched (Table.Behaviour).
 func (t *Table) Markdown() string {
 	hops := append([]int(nil), t.Hops...)
 	sort.Ints(hops)
@@ -52,6 +52,21 @@ func (t *Table) Markdown() string {
 			fmt.Fprintf(&b, " %s |", t.EM[m]["ood"])
 		}
 		b.WriteString("\n")
+	}
+	if len(t.Behaviour) > 0 {
+		b.WriteString("\nHow each searched, on the in-domain test episodes of its final evaluation (mean over seeds; naive RAG's " +
+			"search is the harness's): search calls per episode; the shares of multi-hop (2- and 3-hop) episodes that searched " +
+			"once, twice, three times or more; the share of episodes whose answer a search result of theirs contained; the " +
+			"share with no search.\n\n")
+		b.WriteString("| Method | Searches | Multi-hop: 1 / 2 / 3+ searches | Answer in a result | No search |\n|---|---:|---|---:|---:|\n")
+		for _, m := range t.Methods {
+			x, ok := t.Behaviour[m]
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %.2f | %.1f%% / %.1f%% / %.1f%% | %.1f%% | %.1f%% |\n", m, x.Searches, 100*x.MultiHop1,
+				100*x.MultiHop2, 100*x.MultiHop3, 100*x.AnswerInResult, 100*x.NoSearch)
+		}
 	}
 	return b.String()
 }

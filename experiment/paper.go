@@ -124,7 +124,10 @@ type Table struct {
 	// methods.
 	Outcomes map[string]map[string]map[int][]float64
 	Runs     map[string][]string // method -> run names (for curves)
-	Seeds    []int
+	// Behaviour is how each method but naive RAG searched on its in-domain
+	// evaluation episodes, averaged over its seeds (results.ReadBehaviour).
+	Behaviour map[string]results.Behaviour
+	Seeds     []int
 	// Nested is true for a split whose questions differ between seeds
 	// (one world per seed, Options.Worlds): its intervals and claims then
 	// nest questions in seeds (stat.NestedInterval, stat.NestedBootstrap)
@@ -280,7 +283,8 @@ func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
 		return nil, err
 	}
 	tab := &Table{EM: map[string]map[string]Cell{}, Runs: map[string][]string{}, Seeds: seeds,
-		Outcomes: map[string]map[string]map[int][]float64{}, Nested: map[string]bool{}}
+		Outcomes: map[string]map[string]map[int][]float64{}, Nested: map[string]bool{}, Behaviour: map[string]results.Behaviour{}}
+	behaviours := map[string][]results.Behaviour{}
 	specs, on := Rows(seeds, other, extra)
 	samples := map[string]map[string][]float64{}
 	add := func(method, key string, v float64) {
@@ -310,6 +314,15 @@ func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
 			outcomes, err := results.ReadOutcomes(path, spec.Name)
 			if err != nil {
 				return nil, fmt.Errorf("run %s: %w", name, err)
+			}
+			bs, err := results.ReadBehaviour(path, spec.Name)
+			if err != nil {
+				return nil, fmt.Errorf("run %s: %w", name, err)
+			}
+			for method, b := range bs {
+				if method == spec.Name || i == 0 { // the base model once per seed, from the first row's run
+					behaviours[method] = append(behaviours[method], b)
+				}
 			}
 			tab.Runs[spec.Name] = append(tab.Runs[spec.Name], name)
 			for method, m := range res.Metrics {
@@ -388,6 +401,9 @@ func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
 				tab.EM[m][key] = c
 			}
 		}
+	}
+	for m, bs := range behaviours {
+		tab.Behaviour[m] = meanBehaviour(bs)
 	}
 	sort.Ints(tab.Hops)
 	wall, err := span(paths)
@@ -469,6 +485,23 @@ func specNamesOf(specs []Spec) []string {
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// meanBehaviour is the mean of each figure of bs (one per seed); Episodes
+// their sum.
+func meanBehaviour(bs []results.Behaviour) results.Behaviour {
+	var m results.Behaviour
+	n := float64(len(bs))
+	for _, b := range bs {
+		m.Episodes += b.Episodes
+		m.Searches += b.Searches / n
+		m.MultiHop1 += b.MultiHop1 / n
+		m.MultiHop2 += b.MultiHop2 / n
+		m.MultiHop3 += b.MultiHop3 / n
+		m.AnswerInResult += b.AnswerInResult / n
+		m.NoSearch += b.NoSearch / n
+	}
+	return m
 }
 
 // meanStd is the mean and the sample standard deviation (n-1; 0 for n=1).
