@@ -127,6 +127,8 @@ type Table struct {
 	// Behaviour is how each method but naive RAG searched on its in-domain
 	// evaluation episodes, averaged over its seeds (results.ReadBehaviour).
 	Behaviour map[string]results.Behaviour
+	// WarmStart is the runs' sft.warm_start, from their stored configs.
+	WarmStart string
 	Seeds     []int
 	// Nested is true for a split whose questions differ between seeds
 	// (one world per seed, Options.Worlds): its intervals and claims then
@@ -325,6 +327,15 @@ func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
 				}
 			}
 			tab.Runs[spec.Name] = append(tab.Runs[spec.Name], name)
+			saved, err := storedConfig(path, name)
+			if err != nil {
+				return nil, err
+			}
+			if tab.WarmStart != "" && saved.SFT.WarmStart != tab.WarmStart {
+				return nil, fmt.Errorf("run %s was warm-started with sft.warm_start %s, the runs before it with %s: one table holds one design",
+					name, saved.SFT.WarmStart, tab.WarmStart)
+			}
+			tab.WarmStart = saved.SFT.WarmStart
 			for method, m := range res.Metrics {
 				if method != spec.Name && i != 0 {
 					continue // the baselines: once per seed, from the first row's run

@@ -178,6 +178,23 @@ func done(tk *task) bool {
 // model is saved.
 const sftDone = "sft.done"
 
+// storedConfig is the config run name was trained with, as the runs table
+// of the store at path holds it.
+func storedConfig(path, name string) (config.Config, error) {
+	_, rows, err := store.QueryReadOnly(path, "SELECT config FROM runs WHERE name = ?", name)
+	if err != nil {
+		return config.Config{}, fmt.Errorf("run %s: %w", name, err)
+	}
+	if len(rows) != 1 {
+		return config.Config{}, fmt.Errorf("run %s: its store holds %d configs of it, not one", name, len(rows))
+	}
+	var saved config.Config
+	if err := json.Unmarshal([]byte(fmt.Sprint(rows[0][0])), &saved); err != nil {
+		return config.Config{}, fmt.Errorf("run %s: its stored config: %w", name, err)
+	}
+	return saved, nil
+}
+
 // checkKept refuses to resume over a finished task whose stored config
 // (the one its store's runs table holds) differs from the one this call
 // would train it with: keeping it would mix runs of two configs in one
@@ -187,16 +204,9 @@ func checkKept(tk *task) error {
 		return nil
 	}
 	name := tk.cfg.Run.Name
-	_, rows, err := store.QueryReadOnly(filepath.Join(trainer.RunDir(tk.cfg), "store.db"), "SELECT config FROM runs WHERE name = ?", name)
+	saved, err := storedConfig(filepath.Join(trainer.RunDir(tk.cfg), "store.db"), name)
 	if err != nil {
-		return fmt.Errorf("resume: run %s: %w", name, err)
-	}
-	if len(rows) != 1 {
-		return fmt.Errorf("resume: run %s finished, but its store holds %d configs of it, not one: rerun without resume to train it again", name, len(rows))
-	}
-	var saved config.Config
-	if err := json.Unmarshal([]byte(fmt.Sprint(rows[0][0])), &saved); err != nil {
-		return fmt.Errorf("resume: run %s: its stored config: %w", name, err)
+		return fmt.Errorf("resume: %w: rerun without resume to train it again", err)
 	}
 	if diff := tk.cfg.Diff(saved); len(diff) > 0 {
 		return fmt.Errorf("resume: run %s finished with another config than this call's (%s differ): "+

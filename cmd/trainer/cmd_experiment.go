@@ -121,7 +121,7 @@ func experimentCommand() *cli.Command {
 				if c.Bool("collect") {
 					command = "make paper (table rebuilt from its runs with: " + command + ")"
 				}
-				md, err := paperMarkdown(tab, cfg.Run.Dir, cfg.SFT.WarmStart, command, out, html)
+				md, err := paperMarkdown(tab, cfg.Run.Dir, command, out, html)
 				if err != nil {
 					return err
 				}
@@ -216,10 +216,9 @@ var warmStarts = map[string]string{
 }
 
 // paperMarkdown is docs/results.md: the table with its intervals, how it
-// was made (warmStart: sft.warm_start), the curves, and the paper's
-// claims, each tested with a paired bootstrap and stated as holding,
-// failing or undecided.
-func paperMarkdown(t *experiment.Table, runsDir, warmStart, command, out, html string) (string, error) {
+// was made, the curves, and the paper's claims, each tested with a paired
+// bootstrap and stated as holding, failing or undecided.
+func paperMarkdown(t *experiment.Table, runsDir, command, out, html string) (string, error) {
 	claims, err := t.Claims()
 	if err != nil {
 		return "", err
@@ -235,7 +234,7 @@ func paperMarkdown(t *experiment.Table, runsDir, warmStart, command, out, html s
 	if t.Nested[results.SplitInDomain] {
 		b.WriteString("- each seed has its own world (--world-seeds), so its own test and out-of-domain questions\n")
 	}
-	fmt.Fprintf(&b, "- every row of a seed starts from that seed's one warm start (sft.warm_start %s: %s)\n", warmStart, warmStarts[warmStart])
+	fmt.Fprintf(&b, "- every row of a seed starts from that seed's one warm start (sft.warm_start %s: %s)\n", t.WarmStart, warmStarts[t.WarmStart])
 	if t.Nested[results.SplitInDomain] {
 		b.WriteString("- Avg EM and OOD EM: mean of the seed means [95% interval: ± 1.96 SE, SE² = var(seed means)/S + Σ var(seed s's outcomes)/Q_s / S²]; hop columns: means\n")
 	} else {
