@@ -285,6 +285,11 @@ struct ar_adamw_s {
       std::vector<at::Tensor> steps(bucket.size(), step);
       at::_fused_adamw_(w, g, m, v, {}, steps, h.lr, h.beta1, h.beta2, h.weight_decay, h.eps, /*amsgrad=*/false,
                         /*maximize=*/false);
+      // The fused kernel writes the weights without moving their version
+      // counters, which is how the decode engine sees that its fused
+      // copies are stale (engine.cpp, weights_version): move them here.
+      for (const at::Tensor &t : w)
+        if (!t.is_inference()) t.unsafeGetTensorImpl()->bump_version();
     }
 #else
     TORCH_CHECK(ps.empty(), "adamw: ", fused_missing(at::Device(at::kCPU)));

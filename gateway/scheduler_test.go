@@ -81,8 +81,14 @@ func TestJobsDecodeTogetherAsAlone(t *testing.T) {
 			}
 		}
 	}
-	if slices.EqualFunc(together[0], together[1], func(a, b gateway.Token) bool { return a.ID == b.ID }) {
-		t.Fatalf("seeds 1 and 2 sampled the same tokens")
+	// The seeds matter: not all four sampled the same tokens. (Any two may:
+	// the tiny model has learned its conversation and is nearly certain of
+	// many tokens, so whether seeds 1 and 2 alone differ turns on rounding,
+	// such as the fused AdamW step's in libtorch 2.4 and later.)
+	same := func(a, b gateway.Token) bool { return a.ID == b.ID }
+	if slices.EqualFunc(together[0], together[1], same) && slices.EqualFunc(together[0], together[2], same) &&
+		slices.EqualFunc(together[0], together[3], same) {
+		t.Fatalf("seeds 1-4 sampled the same tokens")
 	}
 }
 

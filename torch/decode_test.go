@@ -251,10 +251,18 @@ func decodeFollowsWeightUpdate(t *testing.T, cfg Config) {
 	}
 	prompt := seq(7, 3)
 	V := cfg.Vocab
-	paths := []DecodePath{DecodeAuto, DecodeFused, DecodeUnfused}
+	// Three engines over the rollout copy, one per path, and a fused one
+	// over the policy itself, as the trainer's sampler decodes: its
+	// weights change by the optimizer step alone (fused AdamW where
+	// libtorch has it, which must move their version counters too).
+	paths := []DecodePath{DecodeAuto, DecodeFused, DecodeUnfused, DecodeFused}
 	engines := make([]*Engine, len(paths))
 	for i, p := range paths {
-		engines[i] = newEngineOn(t, rollout, 1, p)
+		m := rollout
+		if i == len(paths)-1 {
+			m = policy
+		}
+		engines[i] = newEngineOn(t, m, 1, p)
 		defer engines[i].Free()
 	}
 	// decode prefills the prompt afresh and takes two greedy steps; the
