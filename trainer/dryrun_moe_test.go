@@ -2,7 +2,6 @@ package trainer
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,20 +18,11 @@ import (
 // each, and the report says the decode kernels are dense-only.
 func TestDryRunQwen3MoEExample(t *testing.T) {
 	dir := exampleModelDir(t, "Qwen3-30B-A3B", fixtures.Qwen3MoE30BConfig, "tokenizer.json", "tokenizer_config.json")
-	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
-	index := buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
+	index := fixtureIndex(t)
 	const params = int64(2*151936*2048 + 48*(18874368+4352+128*2048+128*3*768*2048) + 2048)
 	for _, c := range []struct{ nproc, zero int }{{1, 0}, {8, 2}} {
-		cfg, err := config.Load(filepath.Join("..", "examples", "qwen3-30b-a3b-hotpotqa-grpo.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Model.Path = dir
-		cfg.Data.Train = []string{raw("hotpotqa", "hotpotqa_train.json")}
-		cfg.Data.Eval = []string{raw("musique", "gold_with_3_distractors_context_cot_qa_codex.txt")}
-		cfg.Tools.Search.Index = index
+		cfg := exampleOnFixtures(t, "qwen3-30b-a3b-hotpotqa-grpo.yaml", dir, index)
 		cfg.Dist.NProc, cfg.Dist.Zero = c.nproc, c.zero
-		cfg.Run.Dir = t.TempDir()
 		r, err := DryRun(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("dry run: %v", err)
@@ -90,20 +80,8 @@ func TestDryRunQwen3MoEExample(t *testing.T) {
 // experts and the shared expert.
 func TestDryRunQwen35MoEExample(t *testing.T) {
 	dir := exampleModelDir(t, "Qwen3.5-35B-A3B", fixtures.Qwen35MoE35BConfig, "tokenizer.json", "tokenizer_config.json")
-	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
-	index := buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
-	load := func() config.Config {
-		cfg, err := config.Load(filepath.Join("..", "examples", "qwen3.5-35b-a3b-hotpotqa-grpo.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Model.Path = dir
-		cfg.Data.Train = []string{raw("hotpotqa", "hotpotqa_train.json")}
-		cfg.Data.Eval = []string{raw("musique", "gold_with_3_distractors_context_cot_qa_codex.txt")}
-		cfg.Tools.Search.Index = index
-		cfg.Run.Dir = t.TempDir()
-		return cfg
-	}
+	index := fixtureIndex(t)
+	load := func() config.Config { return exampleOnFixtures(t, "qwen3.5-35b-a3b-hotpotqa-grpo.yaml", dir, index) }
 	r, err := DryRun(context.Background(), load())
 	if err != nil {
 		t.Fatalf("dry run: %v", err)

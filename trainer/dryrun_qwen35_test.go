@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/internal/fixtures"
-	"github.com/agentrl/agentrl/trainer/config"
 )
 
 // The Qwen3.5-9B example's dry run, with a folder holding the model's
@@ -54,8 +53,7 @@ func TestDryRunQwen35Example(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
-	index := buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
+	index := fixtureIndex(t)
 
 	const (
 		embed  = int64(248320 * 4096)
@@ -77,16 +75,8 @@ func TestDryRunQwen35Example(t *testing.T) {
 		acts       = int64(32*2048*4096*2) + 2*deltaLayer + int64(4*2048*2048*2) + int64(2*256*248320*4+2048*4096*2) + embed*2
 	)
 	for _, c := range []struct{ nproc, zero int }{{1, 0}, {8, 2}} {
-		cfg, err := config.Load(filepath.Join("..", "examples", "qwen3.5-9b-hotpotqa-grpo.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Model.Path = dir
-		cfg.Data.Train = []string{raw("hotpotqa", "hotpotqa_train.json")}
-		cfg.Data.Eval = []string{raw("musique", "gold_with_3_distractors_context_cot_qa_codex.txt")}
-		cfg.Tools.Search.Index = index
+		cfg := exampleOnFixtures(t, "qwen3.5-9b-hotpotqa-grpo.yaml", dir, index)
 		cfg.Dist.NProc, cfg.Dist.Zero = c.nproc, c.zero
-		cfg.Run.Dir = t.TempDir()
 		r, err := DryRun(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("dry run: %v", err)

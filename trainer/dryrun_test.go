@@ -199,18 +199,7 @@ func checkAsShipped(t *testing.T, cfg config.Config, ex exampleSpec) {
 // device.dtype, under SDPA on CUDA (a CPU build estimates a CUDA job too),
 // and the checkpoint's host memory counted in the total on the CPU only.
 func TestDryRunSizesByDTypeAndDevice(t *testing.T) {
-	model := exampleModel(t)
-	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
-	index := buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
-	base, err := config.Load(filepath.Join("..", "examples", exampleConfigs[0].file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	base.Model.Path = model
-	base.Data.Train = []string{raw("hotpotqa", "hotpotqa_train.json")}
-	base.Data.Eval = []string{raw("musique", "gold_with_3_distractors_context_cot_qa_codex.txt")}
-	base.Tools.Search.Index = index
-	base.Run.Dir = t.TempDir()
+	base := exampleOnFixtures(t, exampleConfigs[0].file, exampleModel(t), fixtureIndex(t))
 	kv := func(b int) int64 {
 		return int64(2*fixtureLayers*base.Rollout.Slots*(base.Env.MaxTokens+1)*fixtureKVWidth) * int64(b)
 	}
@@ -294,6 +283,31 @@ func wantWarning(t *testing.T, warnings []string, parts ...string) {
 		}
 	}
 	t.Errorf("no warning mentions %q among %q", parts, warnings)
+}
+
+// fixtureIndex builds the search index of the shared HotpotQA corpus.
+func fixtureIndex(t *testing.T) string {
+	t.Helper()
+	return buildExampleIndex(t, fixtures.Path(t, "data", "raw", "hotpotqa", "hotpotqa_train_corpus.json"))
+}
+
+// exampleOnFixtures loads examples/file with the shared fixtures standing
+// in for the GPU machine's files: model as the model folder, the HotpotQA
+// sample for training and the MuSiQue one for evaluation, index
+// (fixtureIndex) as the search index, and a temporary run folder.
+func exampleOnFixtures(t *testing.T, file, model, index string) config.Config {
+	t.Helper()
+	cfg, err := config.Load(filepath.Join("..", "examples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
+	cfg.Model.Path = model
+	cfg.Data.Train = []string{raw("hotpotqa", "hotpotqa_train.json")}
+	cfg.Data.Eval = []string{raw("musique", "gold_with_3_distractors_context_cot_qa_codex.txt")}
+	cfg.Tools.Search.Index = index
+	cfg.Run.Dir = t.TempDir()
+	return cfg
 }
 
 // exampleModel is the qwen2-tiny-a fixture with the shared Qwen tokenizer
@@ -614,16 +628,7 @@ func TestDryRunLlamaExample(t *testing.T) {
 	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
 		copyTestFile(t, filepath.Join(tokDir, f), filepath.Join(dir, f))
 	}
-	raw := func(rel ...string) string { return fixtures.Path(t, append([]string{"data", "raw"}, rel...)...) }
-	cfg, err := config.Load(filepath.Join("..", "examples", "llama3.2-3b-hotpotqa-grpo.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Model.Path = dir
-	cfg.Data.Train = []string{raw("hotpotqa", "hotpotqa_train.json")}
-	cfg.Data.Eval = []string{raw("musique", "gold_with_3_distractors_context_cot_qa_codex.txt")}
-	cfg.Tools.Search.Index = buildExampleIndex(t, raw("hotpotqa", "hotpotqa_train_corpus.json"))
-	cfg.Run.Dir = t.TempDir()
+	cfg := exampleOnFixtures(t, "llama3.2-3b-hotpotqa-grpo.yaml", dir, fixtureIndex(t))
 	r, err := DryRun(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
