@@ -56,9 +56,6 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		if ms, err := torch.CUDAMemory(t.models.device); err == nil {
 			m[metric.CUDAAllocatedGB], m[metric.CUDAPeakGB] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
 		}
-		if lockstep {
-			t.graphFigures(m)
-		}
 	} else if ms, err := torch.HostMemory(); err == nil {
 		m[metric.HostMappedGB], m[metric.HostPeakGB] = float64(ms.Reserved)/1e9, float64(ms.Peak)/1e9
 	}
@@ -81,12 +78,26 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	return t.submit(iter, m, all)
 }
 
-// graphFigures adds the sampler's CUDA graphs to m, and logs once why they
-// went off when a capture failed (decode steps then run eagerly, many
-// times slower on a small model). Lockstep only: with asynchronous
-// rollouts the engine decodes on the rollout role's thread while this one
-// updates.
-func (t *Trainer) graphFigures(m map[string]float64) {
+// engineFigures adds what the sampler's engine did this iteration (since
+// the counters were before) to m: rewrites of its fused weights (once per
+// change of the policy's weights is right; once a step would be a
+// defect), the decode steps that ran without a graph, and on CUDA the
+// graph captures (once per row count for the run is right) and the graphs
+// held, logging once why they went off when a capture failed (decode
+// steps then run eagerly, many times slower on a small model). Lockstep
+// only: with asynchronous rollouts the engine decodes on the rollout
+// role's thread while this one updates.
+func (t *Trainer) engineFigures(m map[string]float64, before torch.EngineCounters) {
+	c, err := t.sampler.Counters()
+	if err != nil {
+		return
+	}
+	m[metric.EngineRefreshes] = float64(c.Refreshes - before.Refreshes)
+	m[metric.EngineEagerSteps] = float64(c.EagerSteps - before.EagerSteps)
+	if !t.models.device.CUDA {
+		return
+	}
+	m[metric.CUDAGraphCaptures] = float64(c.Captures - before.Captures)
 	n, off, err := t.sampler.CUDAGraphs()
 	if err != nil {
 		return
@@ -95,24 +106,6 @@ func (t *Trainer) graphFigures(m map[string]float64) {
 	if off != "" && off != t.graphsOff {
 		t.graphsOff = off
 		t.log.Warn().Str("why", off).Msg("CUDA graphs off: the rollouts' decode steps run eagerly")
-	}
-}
-
-// engineFigures adds what the sampler's engine did this iteration (since
-// the counters were before) to m: rewrites of its fused weights (once per
-// change of the policy's weights is right; once a step would be a
-// defect), CUDA graph captures (once per row count for the run is right)
-// and the decode steps that ran without a graph. Lockstep only (see
-// graphFigures).
-func (t *Trainer) engineFigures(m map[string]float64, before torch.EngineCounters) {
-	c, err := t.sampler.Counters()
-	if err != nil {
-		return
-	}
-	m[metric.EngineRefreshes] = float64(c.Refreshes - before.Refreshes)
-	m[metric.EngineEagerSteps] = float64(c.EagerSteps - before.EagerSteps)
-	if t.models.device.CUDA {
-		m[metric.CUDAGraphCaptures] = float64(c.Captures - before.Captures)
 	}
 }
 
