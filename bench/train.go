@@ -111,9 +111,11 @@ func train(cfg Config) (Result, error) {
 	}
 	res := trainResult(cfg, runs)
 	res.PeakRSSMB = peakRSSMB()
-	stats, err := torch.HostMemory()
+	var stats torch.MemoryStats
 	if dev.CUDA {
 		stats, err = torch.CUDAMemory(dev)
+	} else {
+		stats, err = torch.HostMemory()
 	}
 	if err != nil {
 		return Result{}, fmt.Errorf("bench train: %w", err)
@@ -122,13 +124,8 @@ func train(cfg Config) (Result, error) {
 	if cfg.LoRARank == 0 {
 		res.EstimateMB = float64(updateEstimate(mc, trainable, dt, cfg, dev.CUDA)) / 1e6
 	}
-	fused, err := l.FusedOptimizer()
-	if err != nil {
+	if res.AdamW, err = l.OptimizerStep(); err != nil {
 		return Result{}, fmt.Errorf("bench train: %w", err)
-	}
-	res.AdamW = "loop"
-	if fused {
-		res.AdamW = "fused"
 	}
 	if cfg.KernelProfile {
 		p, err := torch.RecordProfile(dev.CUDA, func() error {

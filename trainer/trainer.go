@@ -208,11 +208,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := t.models.syncReplicas(); err != nil {
 		return nil, err
 	}
-	fused, err := t.models.learner.FusedOptimizer()
+	step, err := t.models.learner.OptimizerStep()
 	if err != nil {
 		return nil, err
 	}
-	t.log.Info().Str("adamw", adamwStep(fused)).Msg("optimizer ready")
+	t.log.Info().Str("adamw", step).Msg("optimizer ready")
 	rdt := dtype
 	if dt := cfg.Rollout.DType; dt != "auto" {
 		if rdt, err = torch.ParseDType(dt); err != nil {
@@ -233,15 +233,6 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	}
 	ok = true
 	return t, nil
-}
-
-// adamwStep names how AdamW steps: "fused" (libtorch's at::_fused_adamw_)
-// or "loop" (elementwise ops per parameter, where libtorch lacks it).
-func adamwStep(fused bool) string {
-	if fused {
-		return "fused"
-	}
-	return "loop"
 }
 
 // buildAgent assembles the run's agent: its tokenizer is the

@@ -171,10 +171,16 @@ func (l *Learner) Reference() *torch.Model { return l.ref }
 // the rewards or the loss as the settings say.
 func (l *Learner) SetReference(ref *torch.Model) { l.ref = ref }
 
-// FusedOptimizer reports whether the policy's AdamW steps through
-// libtorch's fused multi-tensor kernel (torch.AdamW.Fused) rather than a
-// loop of elementwise ops per parameter.
-func (l *Learner) FusedOptimizer() (bool, error) { return l.opt.Fused() }
+// OptimizerStep names how the policy's AdamW steps: "fused" (libtorch's
+// multi-tensor at::_fused_adamw_, torch.AdamW.Fused) or "loop"
+// (elementwise ops per parameter, where libtorch lacks the kernel).
+func (l *Learner) OptimizerStep() (string, error) {
+	fused, err := l.opt.Fused()
+	if fused {
+		return "fused", err
+	}
+	return "loop", err
+}
 
 // Steps is the number of policy optimizer steps taken so far.
 func (l *Learner) Steps() int { return l.steps }
