@@ -19,9 +19,9 @@ type Behaviour struct {
 }
 
 // ReadBehaviour reads the behaviour of a store's in-domain evaluation
-// episodes, by method as ReadOutcomes names them: "Base Tool Call" at
-// iteration 0 and rl at the last evaluated iteration. Naive RAG's episodes
-// are left out: their search is the harness's, not the policy's.
+// episodes, by method as ReadOutcomes names them (evalMethod): "Base Tool
+// Call" at iteration 0 and rl at the last evaluated iteration. Naive RAG's
+// episodes are left out: their search is the harness's, not the policy's.
 func ReadBehaviour(storePath, rl string) (map[string]Behaviour, error) {
 	_, rows, err := store.QueryReadOnly(storePath, `
 WITH ep AS (
@@ -40,17 +40,18 @@ FROM ep GROUP BY it ORDER BY it`)
 		return nil, err
 	}
 	out := map[string]Behaviour{}
-	for i, r := range rows {
+	last := 0
+	if len(rows) > 0 { // rows come in iteration order
+		last, _ = strconv.Atoi(fmt.Sprint(rows[len(rows)-1][0]))
+	}
+	for _, r := range rows {
 		it, err := strconv.Atoi(fmt.Sprint(r[0]))
 		if err != nil {
 			return nil, fmt.Errorf("%s: iteration %v: %w", storePath, r[0], err)
 		}
-		method := rl
-		switch {
-		case it == 0:
-			method = "Base Tool Call"
-		case i != len(rows)-1:
-			continue // not the last evaluation
+		method, ok := evalMethod(it, last, false, rl)
+		if !ok {
+			continue
 		}
 		var f [6]float64
 		for k := range f {

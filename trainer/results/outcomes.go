@@ -46,9 +46,6 @@ func ReadOutcomes(storePath, rl string) (Outcomes, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: iteration %v: %w", storePath, r[0], err)
 		}
-		if it != 0 && it != last {
-			continue
-		}
 		rest := strings.TrimPrefix(fmt.Sprint(r[1]), fmt.Sprintf("%d-eval-", it))
 		rag := strings.HasPrefix(rest, "rag-")
 		rest = strings.TrimPrefix(rest, "rag-")
@@ -56,14 +53,9 @@ func ReadOutcomes(storePath, rl string) (Outcomes, error) {
 		if strings.HasPrefix(rest, "ood-") {
 			split = SplitOOD
 		}
-		method := rl
-		switch {
-		case it == 0 && rag:
-			method = "Naive RAG"
-		case it == 0:
-			method = "Base Tool Call"
-		case rag:
-			continue // no naive-RAG pass after iteration 0
+		method, ok := evalMethod(it, last, rag, rl)
+		if !ok {
+			continue
 		}
 		correct, err := strconv.ParseFloat(fmt.Sprint(r[3]), 64)
 		if err != nil {
@@ -78,6 +70,23 @@ func ReadOutcomes(storePath, rl string) (Outcomes, error) {
 		out[method][split][fmt.Sprint(r[2])] = correct
 	}
 	return out, nil
+}
+
+// evalMethod names the method an evaluation episode of iteration it
+// belongs to, last being the store's last evaluated iteration and rag
+// saying the episode is naive RAG's: "Naive RAG" and "Base Tool Call" at
+// iteration 0, rl at last. It is not any method's (ok false) at another
+// iteration, nor as a naive-RAG pass after iteration 0.
+func evalMethod(it, last int, rag bool, rl string) (method string, ok bool) {
+	switch {
+	case it == 0 && rag:
+		return "Naive RAG", true
+	case it == 0:
+		return "Base Tool Call", true
+	case rag || it != last:
+		return "", false
+	}
+	return rl, true
 }
 
 // Vector is one method's outcomes on a split in the order of ids (sorted
