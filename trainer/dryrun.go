@@ -177,7 +177,7 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	// A LoRA model's LM head is frozen: it takes no gradient. On CUDA the
 	// attention runs libtorch's SDPA (ar_model_set_attention's auto); a CPU
 	// build estimates a CUDA job's memory too.
-	cuda := strings.HasPrefix(strings.ToLower(strings.TrimSpace(cfg.Device.Device)), "cuda")
+	cuda := strings.HasPrefix(cfg.Device.Device, "cuda") // validated: cpu, cuda or cuda:N
 	m.Activations = memory.Activations(c, memory.Workload{Micro: cfg.Algorithm.MicroBatch, Seq: cfg.Env.MaxTokens,
 		LogitsChunk: cfg.Model.LogitsChunk, Checkpointing: cfg.Model.Checkpointing, HeadGrad: !cfg.Model.LoRA.On(),
 		Bytes: b, SDPA: cuda})
