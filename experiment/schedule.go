@@ -29,10 +29,11 @@ type task struct {
 	ready  chan struct{}
 }
 
-// plan lists the experiment's runs in the order they start: the first
-// seed's warm start, then, per seed, the next seed's warm start before
-// this seed's rows, so that with several jobs a row seldom waits for its
-// warm start.
+// plan lists the experiment's runs in the order they start: every seed's
+// warm start, then each seed's rows. The warm starts are the longest
+// runs, so with several jobs starting them first keeps every worker busy
+// to the end (the rows fill in beside the last warm starts) instead of
+// leaving the last seed's warm start to run alone.
 func plan(base config.Config, o Options) ([]*task, error) {
 	if err := checkSeeds(o.Seeds, o.OtherSeeds); err != nil {
 		return nil, err
@@ -53,13 +54,10 @@ func plan(base config.Config, o Options) ([]*task, error) {
 		sft[seed] = &task{seed: seed, cfg: cfg, sftDir: filepath.Join(trainer.RunDir(cfg), "sft"), ready: make(chan struct{})}
 	}
 	var tasks []*task
-	for i, seed := range o.Seeds {
-		if i == 0 {
-			tasks = append(tasks, sft[seed])
-		}
-		if i+1 < len(o.Seeds) {
-			tasks = append(tasks, sft[o.Seeds[i+1]])
-		}
+	for _, seed := range o.Seeds {
+		tasks = append(tasks, sft[seed])
+	}
+	for _, seed := range o.Seeds {
 		for _, spec := range specs {
 			if !slices.Contains(on[spec.Name], seed) {
 				continue

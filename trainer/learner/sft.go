@@ -91,7 +91,7 @@ func SFT(m *torch.Model, g *dist.Group, seqs []*trajectory.Trajectory, cfg SFTCo
 func sftStep(m *torch.Model, opt *torch.AdamW, g *dist.Group, cfg SFTConfig, mini []*trajectory.Trajectory, st *SFTStats) error {
 	n := Norm(mini, true)
 	sum, nonFinite := 0.0, false
-	for _, p := range microBatches(NewBatch(mini, false).shard(g), cfg.Micro, allTargets) {
+	for _, p := range sftMicroBatches(mini, g, cfg.Micro) {
 		v, err := sftMicroBatch(m, opt, p, n)
 		if err != nil {
 			return err
@@ -119,6 +119,20 @@ func sftStep(m *torch.Model, opt *torch.AdamW, g *dist.Group, cfg SFTConfig, min
 	return nil
 }
 
+// sftMicroBatches are this rank's micro-batches of a warm-start
+// mini-batch, each run packed (one demonstration a row) with the tokens
+// the loss reads, the assistant's, as its targets: the LM head and its
+// log-softmax over the vocabulary run on them alone, not on the prompts
+// and tool responses around them (most of a demonstration's tokens). The
+// loss is the padded forward's.
+func sftMicroBatches(mini []*trajectory.Trajectory, g *dist.Group, micro int) []Padded {
+	ps := microBatches(NewBatch(mini, false).shard(g), micro, allTargets)
+	for i := range ps {
+		ps[i].packed = packRows(ps[i], func(t *trajectory.Trajectory, j int) bool { return LossMask(t, j, true) != 0 })
+	}
+	return ps
+}
+
 // sftMicroBatch builds one micro-batch's loss in a scope of its own,
 // back-propagates it and returns it.
 func sftMicroBatch(m *torch.Model, opt *torch.AdamW, p Padded, n algo.Norm) (float64, error) {
@@ -141,11 +155,10 @@ func sftMicroBatch(m *torch.Model, opt *torch.AdamW, p Padded, n algo.Norm) (flo
 // sftLoss is one micro-batch's masked negative log-likelihood, normalised
 // by the whole mini-batch's tokens n.
 func sftLoss(s *torch.Scope, m *torch.Model, p Padded, n algo.Norm) (*torch.Tensor, error) {
-	o, err := m.Forward(p.Batch, torch.ForwardOptions{Grad: true})
+	o, err := forward(s, m, p, torch.ForwardOptions{Grad: true}, torch.Output{})
 	if err != nil {
-		return nil, OOMHint(fmt.Errorf("sft forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Batch.T, err))
+		return nil, OOMHint(fmt.Errorf("sft forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Tokens(), err))
 	}
-	s.Own(o.LogProbs)
 	maskV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return LossMask(t, j, true) })
 	mask := s.Float32(maskV, int64(len(p.Trs)), int64(p.Width()))
 	return loss.Aggregate(s, s.Neg(o.LogProbs), mask, "token-mean", n), nil

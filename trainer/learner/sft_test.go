@@ -46,3 +46,87 @@ func TestSFTCountsSkippedSteps(t *testing.T) {
 		t.Errorf("losses %v: want the first finite, the others not", losses)
 	}
 }
+
+// A warm-start micro-batch runs the LM head on the assistant's tokens
+// alone (packed, one demonstration a row): its targets are exactly the
+// loss tokens, and its loss and gradients are the padded forward's, which
+// runs the head on every token.
+func TestSFTHeadOnlyOnLossTokens(t *testing.T) {
+	m := tinyModel(t)
+	// Prompt, assistant, tool response, assistant; three lengths.
+	mask := func(spans ...int) []uint8 {
+		var out []uint8
+		for i, n := range spans {
+			for range n {
+				out = append(out, uint8(i%2))
+			}
+		}
+		return out
+	}
+	var mini []*trajectory.Trajectory
+	for i, spans := range [][]int{{3, 2, 3, 2}, {4, 3}, {2, 2, 4, 3}} {
+		mk := mask(spans...)
+		tr := &trajectory.Trajectory{Mask: mk}
+		for j := range mk {
+			tr.Tokens = append(tr.Tokens, int32(1+(j*5+i*3)%15))
+		}
+		mini = append(mini, tr)
+	}
+	params, err := m.Params()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := torch.NewAdamW(params, nil, []torch.AdamWGroup{torch.DefaultAdamW})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Free()
+	ps := sftMicroBatches(mini, nil, 8)
+	if len(ps) != 1 || ps[0].packed == nil {
+		t.Fatalf("micro-batches %d, the first packed: %v; want one, packed", len(ps), len(ps) > 0 && ps[0].packed != nil)
+	}
+	lossTokens := 0
+	for _, tr := range mini {
+		for j := 1; j < len(tr.Tokens); j++ {
+			lossTokens += int(tr.Mask[j])
+		}
+	}
+	if got := len(ps[0].packed.at); got != lossTokens {
+		t.Errorf("the head runs on %d tokens, want the %d loss tokens", got, lossTokens)
+	}
+	n := Norm(mini, true)
+	var loss [2]float64
+	var grads [2][]float32
+	for i, packed := range []*packedRows{nil, ps[0].packed} {
+		p := ps[0]
+		p.packed = packed
+		if loss[i], err = sftMicroBatch(m, opt, p, n); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range params {
+			g, err := w.Grad()
+			if err != nil || g == nil {
+				t.Fatalf("no gradient: %v", err)
+			}
+			v, err := g.Float32s()
+			g.Free()
+			if err != nil {
+				t.Fatal(err)
+			}
+			grads[i] = append(grads[i], v...)
+		}
+		if err := opt.ZeroGrad(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	largest := 0.0
+	for _, g := range grads[0] {
+		largest = math.Max(largest, math.Abs(float64(g)))
+	}
+	if d := maxDiff(grads[0], grads[1]); largest == 0 || d > 1e-5*math.Max(1, largest) {
+		t.Errorf("gradients differ by %g (largest %g)", d, largest)
+	}
+	if math.Abs(loss[0]-loss[1]) > 1e-6 || loss[0] <= 0 {
+		t.Errorf("loss %v padded, %v on the loss tokens alone", loss[0], loss[1])
+	}
+}
