@@ -73,14 +73,14 @@ func (t *Table) Claims() ([]Claim, error) {
 		if !s.Algorithm {
 			continue
 		}
-		if err := add(s.Name+" is above naive RAG in-domain", in, s.Name, "Naive RAG", 1); err != nil {
+		if err := add(s.Name+" is above naive RAG in-domain", in, s.Name, results.NaiveRAG, 1); err != nil {
 			return nil, err
 		}
-		if err := add(fmt.Sprintf("%s reaches %.1fx naive RAG in-domain (%s − %.1f × Naive RAG)", s.Name, RLOverRAG, s.Name, RLOverRAG), in, s.Name, "Naive RAG", RLOverRAG); err != nil {
+		if err := add(fmt.Sprintf("%s reaches %.1fx naive RAG in-domain (%s − %.1f × Naive RAG)", s.Name, RLOverRAG, s.Name, RLOverRAG), in, s.Name, results.NaiveRAG, RLOverRAG); err != nil {
 			return nil, err
 		}
 	}
-	if err := add("Base Tool Call is below Naive RAG in-domain (Naive RAG − Base Tool Call)", in, "Naive RAG", "Base Tool Call", 1); err != nil {
+	if err := add("Base Tool Call is below Naive RAG in-domain (Naive RAG − Base Tool Call)", in, results.NaiveRAG, results.BaseToolCall, 1); err != nil {
 		return nil, err
 	}
 	for _, s := range PaperSpecs {
@@ -95,7 +95,7 @@ func (t *Table) Claims() ([]Claim, error) {
 		if !s.Algorithm {
 			continue
 		}
-		if err := add(s.Name+" is above naive RAG out of domain", ood, s.Name, "Naive RAG", 1); err != nil {
+		if err := add(s.Name+" is above naive RAG out of domain", ood, s.Name, results.NaiveRAG, 1); err != nil {
 			return nil, err
 		}
 	}

@@ -71,7 +71,7 @@ var PaperSpecs = []Spec{
 }
 
 // Baselines are the rows measured before RL.
-var Baselines = []string{"Naive RAG", "Base Tool Call"}
+var Baselines = []string{results.NaiveRAG, results.BaseToolCall}
 
 // specConfig is the config of spec's run for one seed: base with the
 // spec's overrides, the warm-started model, and the baselines evaluated in

@@ -41,15 +41,15 @@ func (t *Trainer) Evaluate(ctx context.Context) (*results.Table, error) {
 		return nil, err
 	}
 	// Without RL the policy's row is the one evaluated at iteration 0.
-	if m, ok := r.Metrics["Base Tool Call"]; ok {
-		delete(r.Metrics, "Base Tool Call")
+	if m, ok := r.Metrics[results.BaseToolCall]; ok {
+		delete(r.Metrics, results.BaseToolCall)
 		r.Metrics["Policy"] = m
-		if o, ok := r.OOD["Base Tool Call"]; ok {
-			delete(r.OOD, "Base Tool Call")
+		if o, ok := r.OOD[results.BaseToolCall]; ok {
+			delete(r.OOD, results.BaseToolCall)
 			r.OOD["Policy"] = o
 		}
 		for i, name := range r.Methods {
-			if name == "Base Tool Call" {
+			if name == results.BaseToolCall {
 				r.Methods[i] = "Policy"
 			}
 		}

@@ -80,9 +80,9 @@ func ReadOutcomes(storePath, rl string) (Outcomes, error) {
 func evalMethod(it, last int, rag bool, rl string) (method string, ok bool) {
 	switch {
 	case it == 0 && rag:
-		return "Naive RAG", true
+		return NaiveRAG, true
 	case it == 0:
-		return "Base Tool Call", true
+		return BaseToolCall, true
 	case rag || it != last:
 		return "", false
 	}

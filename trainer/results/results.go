@@ -12,6 +12,14 @@ import (
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
+// The baselines' names as the tables print them: the warm-started model
+// answering from the passages retrieved for the question (naive RAG), and
+// calling the tools itself before any RL (the base tool-calling model).
+const (
+	NaiveRAG     = "Naive RAG"
+	BaseToolCall = "Base Tool Call"
+)
+
 // Table is the final evaluation figures of a run, by method.
 type Table struct {
 	Methods []string                      // in table order
@@ -59,13 +67,13 @@ func Of(ms []store.IterationMetrics, rl string) *Table {
 	for _, it := range ms {
 		if it.Iteration == 0 {
 			if rag := pickPrefix(it.Metrics, metric.NaiveRAG); len(rag) > 0 {
-				r.Methods = append(r.Methods, "Naive RAG")
-				r.Metrics["Naive RAG"] = rag
-				ood("Naive RAG", it.Metrics, metric.NaiveRAGOOD)
+				r.Methods = append(r.Methods, NaiveRAG)
+				r.Metrics[NaiveRAG] = rag
+				ood(NaiveRAG, it.Metrics, metric.NaiveRAGOOD)
 			}
-			r.Methods = append(r.Methods, "Base Tool Call")
-			r.Metrics["Base Tool Call"] = pickPrefix(it.Metrics, metric.Eval)
-			ood("Base Tool Call", it.Metrics, metric.EvalOOD)
+			r.Methods = append(r.Methods, BaseToolCall)
+			r.Metrics[BaseToolCall] = pickPrefix(it.Metrics, metric.Eval)
+			ood(BaseToolCall, it.Metrics, metric.EvalOOD)
 		} else if _, ok := it.Metrics[metric.Eval+metric.EM]; ok {
 			last = it.Metrics
 		}
