@@ -5,7 +5,8 @@
 # trixie's libtorch-cuda 2.6, CUDA 12.4, NCCL 2.22), runs the Dockerfile's
 # build command (`make cuda LIBTORCH=/usr`, with Debian's go and
 # GOTOOLCHAIN=auto) inside it with chroot (scripts/in-root.sh), then
-# `trainer train --dry-run` and a short default job on the CPU inside it.
+# `trainer train --dry-run` and a short default job on the CPU inside it
+# (a 100-step warm start, 2 iterations).
 #
 # cuDNN: Debian's libtorch-cuda needs libcudnn.so.9, which the nvidia-cudnn
 # package downloads from NVIDIA when it is installed; offline that fails
@@ -50,6 +51,6 @@ run 'out=$(./bin/trainer train --device cuda --iterations 1 --run-dir /tmp/cuda-
 	grep -q "CUDA is not available" <<<"$out"'
 run './bin/trainer train --dry-run --device cuda | tail -n 5'
 t0=$(date +%s)
-run 'rm -rf /tmp/runs && ./bin/trainer train --run image-check --run-dir /tmp/runs --iterations 2 2>&1 | tail -n 25
+run 'rm -rf /tmp/runs && ./bin/trainer train --run image-check --run-dir /tmp/runs --iterations 2 --set sft.demos=1600 --set sft.epochs=1 2>&1 | tail -n 25
 	test -s /tmp/runs/image-check/store.db'
 say "short default job inside the root: $(($(date +%s) - t0)) s"

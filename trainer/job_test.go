@@ -17,9 +17,16 @@ import (
 	"github.com/agentrl/agentrl/trajectory"
 )
 
-// smallConfig is the default job at reduced size.
+// smallConfig is a small job in one synthetic world that training and
+// test share (fresh worlds off, the general warm start, a quarter of the
+// questions held out): the default job's lifecycle at a size and in a
+// world that the tests below can reason about (freshConfig is the default
+// job's fresh worlds at this size).
 func smallConfig(dir string) config.Config {
 	c := config.Default()
+	c.Data.Synthetic.FreshWorlds = false
+	c.Data.Synthetic.TestFraction = 0.25
+	c.SFT.WarmStart = "general"
 	c.Run.Dir = dir
 	c.Run.Name = "small"
 	c.Run.Iterations = 2

@@ -28,7 +28,8 @@ import (
 var qwen35 = &sharedRun{name: "qwen35", flags: []string{
 	"--iterations", "2", "--threads", "1",
 	"--set", "data.synthetic.entities=24", "--set", "data.synthetic.questions=40", "--set", "data.synthetic.max_hops=2",
-	"--set", "data.synthetic.ood_questions=0",
+	"--set", "data.synthetic.ood_questions=0", "--set", "data.synthetic.test_fraction=0.25",
+	"--set", "data.synthetic.fresh_worlds=false", "--set", "sft.warm_start=general",
 	"--set", "model.tiny.model_type=qwen3_5",
 	"--set", "model.tiny.hidden=32", "--set", "model.tiny.intermediate=64", "--set", "model.tiny.heads=2", "--set", "model.tiny.kv_heads=1",
 	"--set", "tools.schemas=show",

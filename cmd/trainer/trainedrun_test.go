@@ -7,15 +7,17 @@ import (
 )
 
 // tinyRun is the flags of a training job small enough for a test: a world
-// of 24 entities and 40 questions of at most 2 hops, held out at the
-// default 25% (round(40*0.25) = 10 evaluation, 30 training questions), and
-// no out-of-domain questions (the default 60 do not fit in it); a
+// of 24 entities and 40 questions of at most 2 hops, a quarter held out
+// (round(40*0.25) = 10 evaluation, 30 training questions), and no
+// out-of-domain questions (the default 100 do not fit in it), shared by
+// training and test (fresh worlds off, the general warm start); a
 // 2-layer model of hidden size 32; one iteration of 2 prompts x 2 samples;
 // 4 evaluation questions per pass.
 var tinyRun = []string{
 	"--iterations", "1", "--threads", "1",
 	"--set", "data.synthetic.entities=24", "--set", "data.synthetic.questions=40", "--set", "data.synthetic.max_hops=2",
-	"--set", "data.synthetic.ood_questions=0",
+	"--set", "data.synthetic.ood_questions=0", "--set", "data.synthetic.test_fraction=0.25",
+	"--set", "data.synthetic.fresh_worlds=false", "--set", "sft.warm_start=general",
 	"--set", "model.tiny.hidden=32", "--set", "model.tiny.intermediate=64", "--set", "model.tiny.heads=2", "--set", "model.tiny.kv_heads=1",
 	"--set", "rollout.batch_size=2", "--set", "rollout.group_size=2", "--set", "rollout.slots=4",
 	"--set", "algorithm.mini_batch=4", "--set", "algorithm.micro_batch=4",

@@ -57,7 +57,7 @@ type RunConfig struct {
 	Name       string `yaml:"name" default:"default" doc:"run name; outputs go to <run.dir>/<run.name>"`
 	Dir        string `yaml:"dir" default:"runs" doc:"folder holding all runs"`
 	Seed       int    `yaml:"seed" default:"1" doc:"seed of every random choice of the run"`
-	Iterations int    `yaml:"iterations" default:"80" doc:"RL iterations (rollout + update) to run"`
+	Iterations int    `yaml:"iterations" default:"20" doc:"RL iterations (rollout + update) to run"`
 	EvalEvery  int    `yaml:"eval_every" default:"20" doc:"evaluate every N iterations (0 = only at the end)"`
 	SaveEvery  int    `yaml:"save_every" default:"10" doc:"checkpoint every N iterations (0 = only at the end)"`
 	Resume     bool   `yaml:"resume" default:"false" doc:"continue from the run's latest checkpoint"`
@@ -130,13 +130,13 @@ type DataConfig struct {
 type SyntheticConfig struct {
 	Seed         int     `yaml:"seed" default:"7" doc:"seed of the generated world"`
 	Relations    string  `yaml:"relations" default:"basic" enum:"basic|rich" doc:"the world's relations: basic (six: birthplace, employer, nation, capital, headquarters, founder) or rich (fourteen: also home, mentor, mayor, twin, leader, ally, owner, chief, with four more compositions held out of domain), for splits larger than a basic world of the same size holds"`
-	Entities     int     `yaml:"entities" default:"80" doc:"entities in the world"`
+	Entities     int     `yaml:"entities" default:"100" doc:"entities in the world"`
 	MaxHops      int     `yaml:"max_hops" default:"3" doc:"most hops a question needs"`
-	TestFraction float64 `yaml:"test_fraction" default:"0.25" doc:"fraction of questions held out for evaluation"`
-	Questions    int     `yaml:"questions" default:"400" doc:"questions generated"`
-	OODQuestions int     `yaml:"ood_questions" default:"140" doc:"out-of-domain questions, evaluated as their own split: 2 to max_hops hops, each composing relations in a way no training or test question does (0 = none, and in-domain questions use every composition)"`
+	TestFraction float64 `yaml:"test_fraction" default:"0.4" doc:"fraction of questions held out for evaluation"`
+	Questions    int     `yaml:"questions" default:"500" doc:"questions generated"`
+	OODQuestions int     `yaml:"ood_questions" default:"100" doc:"out-of-domain questions, evaluated as their own split: 2 to max_hops hops, each composing relations in a way no training or test question does (0 = none, and in-domain questions use every composition)"`
 	ValQuestions int     `yaml:"val_questions" default:"0" doc:"validation questions, taken from the questions not held out for test and never trained on; eval.split validation evaluates them (0 = none, and the train and test splits are as without)"`
-	FreshWorlds  bool    `yaml:"fresh_worlds" default:"false" doc:"a world of its own for every training batch (each draw of each iteration: rollout.batch_size questions), for the warm start's demonstrations (rollout.batch_size per world) and for evaluation, each world drawn from seed, role and number with its own search index and its entities named from one fixed pool (so the vocabulary is fixed and an answer differs from world to world); the test questions (questions x test_fraction), the out-of-domain and the validation ones are spread over eval_worlds worlds of their own that no batch trains on"`
+	FreshWorlds  bool    `yaml:"fresh_worlds" default:"true" doc:"a world of its own for every training batch (each draw of each iteration: rollout.batch_size questions), for the warm start's demonstrations (rollout.batch_size per world) and for evaluation, each world drawn from seed, role and number with its own search index and its entities named from one fixed pool (so the vocabulary is fixed and an answer differs from world to world); the test questions (questions x test_fraction), the out-of-domain and the validation ones are spread over eval_worlds worlds of their own that no batch trains on"`
 	EvalWorlds   int     `yaml:"eval_worlds" default:"10" doc:"with fresh_worlds: how many worlds the test and out-of-domain questions (and, apart, the validation questions) are spread over"`
 }
 
@@ -296,11 +296,11 @@ type OptimConfig struct {
 // SFTConfig sets the supervised warm-up.
 type SFTConfig struct {
 	Data              string  `yaml:"data" default:"" doc:"demonstrations file (\"\" = scripted demonstrations of the synthetic world)"`
-	WarmStart         string  `yaml:"warm_start" default:"general" enum:"general|calls|expert" doc:"what the synthetic world's scripted demonstrations teach: general skills (reading passages in the naive-RAG prompt, single searches of 1-hop questions; not the multi-hop search strategy), calls (general's, with a multi-hop question's first search and a search confirming a 1-hop answer's name; still no chain) or the multi-hop expert (one search per hop)"`
-	Epochs            int     `yaml:"epochs" default:"8" doc:"passes over the demonstrations"`
+	WarmStart         string  `yaml:"warm_start" default:"calls" enum:"general|calls|expert" doc:"what the synthetic world's scripted demonstrations teach: general skills (reading passages in the naive-RAG prompt, single searches of 1-hop questions; not the multi-hop search strategy), calls (general's, with a multi-hop question's first search and a search confirming a 1-hop answer's name; still no chain) or the multi-hop expert (one search per hop)"`
+	Epochs            int     `yaml:"epochs" default:"3" doc:"passes over the demonstrations"`
 	LR                float64 `yaml:"lr" default:"1e-3" doc:"learning rate"`
 	Batch             int     `yaml:"batch" default:"16" doc:"demonstrations per optimiser step"`
-	Demos             int     `yaml:"demos" default:"800" doc:"scripted demonstrations generated"`
+	Demos             int     `yaml:"demos" default:"25600" doc:"scripted demonstrations generated"`
 	ImperfectFraction float64 `yaml:"imperfect_fraction" default:"0.3" doc:"fraction of the expert's demonstrations (sft.warm_start expert) that stop after the first hop and answer wrongly"`
 }
 
