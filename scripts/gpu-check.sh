@@ -10,7 +10,8 @@
 #   2 torch   the torch tests on cuda:0: qwen2-tiny-a and qwen3-tiny-a
 #             parity (f32, TF32 off, every decode path), CUDA-graph decode
 #             vs eager vs CPU, one short compute-sanitizer memcheck run
-#   3 default the default job on cuda:0 in f32, and in bf16 (f32 masters)
+#   3 default the default job on cuda:0 in f32, and in bf16 (f32 masters),
+#             with its former warm start (800 demonstrations x 8 epochs)
 #   4 0.5b    a Qwen2.5-0.5B-shaped random model: 3 GRPO iterations, 64
 #             slots, 2048 max tokens; peak memory beside the dry run's estimate
 #   5 gloo    two ranks on the one GPU over Gloo, one iteration
@@ -201,8 +202,8 @@ step 2-torch step_torch
 default_job() {
 	local log=$W/$1.log s
 	s=$(date +%s)
-	run "$T_DEFAULT" "$TR" train --device "$DEV" --device-dtype "$2" --iterations "$ITERATIONS" --run-dir "$W/runs" \
-		--run "$1" --logging-format console >"$log" 2>&1
+	run "$T_DEFAULT" "$TR" train --device "$DEV" --device-dtype "$2" --iterations "$ITERATIONS" --sft-demos 800 --sft-epochs 8 \
+		--run-dir "$W/runs" --run "$1" --logging-format console >"$log" 2>&1
 	local rc=$?
 	tail -n 25 "$log"
 	fig "$2" "$(($(date +%s) - s)) s"
@@ -284,8 +285,8 @@ step_gloo() {
 	local port=$((29500 + RANDOM % 1000)) r pids=() rc=0
 	for r in 0 1; do
 		RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-			run "$T_GLOO" "$TR" train --device "$DEV" --dist-backend gloo --iterations 1 --sft-epochs 1 --no-report --eval-baselines=false \
-			--eval-max-eval 8 --run-dir "$W/runs" --run gloo --logging-format console >"$W/gloo-$r.log" 2>&1 &
+			run "$T_GLOO" "$TR" train --device "$DEV" --dist-backend gloo --iterations 1 --sft-demos 800 --sft-epochs 1 --no-report \
+			--eval-baselines=false --eval-max-eval 8 --run-dir "$W/runs" --run gloo --logging-format console >"$W/gloo-$r.log" 2>&1 &
 		pids+=($!)
 	done
 	for r in 0 1; do wait "${pids[$r]}" || rc=$?; tail -n 8 "$W/gloo-$r.log" | sed "s/^/rank $r: /"; done
@@ -317,7 +318,7 @@ step_interop() {
 	else
 		fail "make_model.py"
 	fi
-	run "$T_INTEROP" "$TR" train --device "$DEV" --model-lora-rank 8 --iterations 1 --sft-epochs 1 --eval-baselines=false --eval-max-eval 8 \
+	run "$T_INTEROP" "$TR" train --device "$DEV" --model-lora-rank 8 --iterations 1 --sft-demos 800 --sft-epochs 1 --eval-baselines=false --eval-max-eval 8 \
 		--run-dir "$W/runs" --run lora --logging-format console >"$W/lora.log" 2>&1 || { tail -n 20 "$W/lora.log"; fail "LoRA run exited"; }
 	tail -n 3 "$W/lora.log"
 	run 60 "$TR" merge --run lora --run-dir "$W/runs" --out "$W/lora-merged" --dtype f32 || fail "trainer merge"

@@ -113,22 +113,28 @@ func TestFreshWorldsData(t *testing.T) {
 	if err := a.DropWorld(id); err != nil {
 		t.Fatal(err)
 	}
+	// What fresh worlds do not implement is refused by name, saying how to
+	// turn them off (they are on by default); like every data.synthetic
+	// key they leave other data sources alone.
 	for _, c := range []struct{ key, value, want string }{
-		{"data.source", "files", "needs data.source synthetic"},
 		{"data.max_train", "5", "data.max_train"},
 		{"tools.search.index", "x.db", "tools.search.index"},
 		{"data.synthetic.eval_worlds", "0", "data.synthetic.eval_worlds"},
 	} {
 		bad := freshConfig(t.TempDir())
-		if c.key == "data.source" {
-			bad.Data.Train = []string{"x.jsonl"}
-		}
 		if err := bad.Set(c.key + "=" + c.value); err != nil {
 			t.Fatal(err)
 		}
 		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("fresh worlds with %s=%s: error %v, want one naming %s", c.key, c.value, err, c.want)
+		} else if c.key != "data.synthetic.eval_worlds" && !strings.Contains(err.Error(), "set data.synthetic.fresh_worlds false") {
+			t.Errorf("fresh worlds with %s=%s: %v does not say how to turn them off", c.key, c.value, err)
 		}
+	}
+	files := freshConfig(t.TempDir())
+	files.Data.Source, files.Data.Train = "files", []string{"x.jsonl"}
+	if err := files.Validate(); err != nil {
+		t.Errorf("data.source files with data.synthetic.fresh_worlds on: %v", err)
 	}
 }
 

@@ -179,7 +179,7 @@ func (c *Config) validateData(p *problems) {
 	p.openRange("data.synthetic.test_fraction", s.TestFraction, 0, 1)
 	p.atLeast("data.synthetic.questions", s.Questions, 1)
 	p.atLeast("data.synthetic.val_questions", s.ValQuestions, 0)
-	if s.FreshWorlds {
+	if s.FreshWorlds && d.Source == "synthetic" {
 		c.validateFreshWorlds(p)
 	}
 	if c.Eval.Split == "validation" {
@@ -191,24 +191,27 @@ func (c *Config) validateData(p *problems) {
 	}
 }
 
-// validateFreshWorlds refuses what data.synthetic.fresh_worlds does not
-// implement, by name.
+// validateFreshWorlds refuses what data.synthetic.fresh_worlds (on by
+// default) does not implement, by name, saying how to turn it off. Like
+// every data.synthetic key it applies to the synthetic source only.
 func (c *Config) validateFreshWorlds(p *problems) {
 	d := c.Data
 	const key = "data.synthetic.fresh_worlds"
 	p.atLeast("data.synthetic.eval_worlds", d.Synthetic.EvalWorlds, 1)
+	var why string
 	switch {
-	case d.Source != "synthetic":
-		p.add(key, "needs data.source synthetic, got %q", d.Source)
 	case d.MaxTrain > 0:
-		p.add(key, "every batch is a world of its own: data.max_train (%d) has no training split to cut", d.MaxTrain)
+		why = fmt.Sprintf("every batch is a world of its own: data.max_train (%d) has no training split to cut", d.MaxTrain)
 	case c.Tools.Search.Index != "":
-		p.add(key, "every world has its own index: tools.search.index (%q) is not implemented with it", c.Tools.Search.Index)
+		why = fmt.Sprintf("every world has its own index: tools.search.index (%q) is not implemented with it", c.Tools.Search.Index)
 	case len(c.Agent.Command) > 0:
-		p.add(key, "is not implemented for agent.command's episodes (their tools are the agent's, one index)")
+		why = "is not implemented for agent.command's episodes (their tools are the agent's, one index)"
 	case c.SFT.Data != "":
-		p.add(key, "demonstrations are drawn in worlds of their own: sft.data is not implemented with it")
+		why = "demonstrations are drawn in worlds of their own: sft.data is not implemented with it"
+	default:
+		return
 	}
+	p.add(key, "%s; set data.synthetic.fresh_worlds false for one world that training and test share", why)
 }
 
 func (c *Config) validateTools(p *problems) {
