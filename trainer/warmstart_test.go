@@ -256,11 +256,11 @@ func TestSearchDemonstrationWantsOneHop(t *testing.T) {
 	t.Fatal("no 2-hop training question")
 }
 
-// The default config asks for the general warm start and out-of-domain
+// The default config asks for the calls warm start and out-of-domain
 // questions; the expert setting is reachable.
 func TestWarmStartSetting(t *testing.T) {
 	cfg := config.Default()
-	if cfg.SFT.WarmStart != "general" || cfg.Data.Synthetic.OODQuestions != 140 {
+	if cfg.SFT.WarmStart != "calls" || cfg.Data.Synthetic.OODQuestions != 100 {
 		t.Fatalf("default sft.warm_start %q, ood_questions %d", cfg.SFT.WarmStart, cfg.Data.Synthetic.OODQuestions)
 	}
 	if err := cfg.Set("sft.warm_start=expert"); err != nil || cfg.Validate() != nil {

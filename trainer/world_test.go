@@ -9,14 +9,14 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
-// richWorld is the world of docs/experiments.md's amendment 2: the rich
-// relations over 140 entities, 1,000 test and 600 training questions, 500
+// richWorld is the one world (fresh worlds off) of docs/experiments.md's
+// amendment 2: the rich relations over 140 entities, 1,000 test and 600 training questions, 500
 // out-of-domain ones, and here 300 validation questions more (taken from
 // training's share).
 func richWorld(t *testing.T) config.Config {
 	t.Helper()
 	cfg := config.Default()
-	for _, kv := range []string{"data.synthetic.relations=rich", "data.synthetic.entities=140", "data.synthetic.questions=1900",
+	for _, kv := range []string{"data.synthetic.fresh_worlds=false", "data.synthetic.relations=rich", "data.synthetic.entities=140", "data.synthetic.questions=1900",
 		"data.synthetic.test_fraction=0.5263", "data.synthetic.val_questions=300", "data.synthetic.ood_questions=500"} {
 		if err := cfg.Set(kv); err != nil {
 			t.Fatal(err)

@@ -156,7 +156,8 @@ func TestChatOfRun(t *testing.T) {
 	if err := os.Symlink(final, filepath.Join(dir, "final")); err != nil {
 		t.Fatal(err)
 	}
-	saved := fmt.Sprintf("env:\n  max_turns: 3\n  max_tokens: 500\n  max_turn_tokens: 5\ntools:\n  schemas: show\n  search:\n    index: %q\n",
+	saved := fmt.Sprintf("env:\n  max_turns: 3\n  max_tokens: 500\n  max_turn_tokens: 5\ntools:\n  schemas: show\n  search:\n    index: %q\n"+
+		"data:\n  synthetic:\n    fresh_worlds: false\n",
 		filepath.Join(run.dir(), "index.db"))
 	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(saved), 0o644); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,8 @@ func TestDefaultsValidate(t *testing.T) {
 }
 
 // TestDefaultValues checks a sample of the defaults against the values
-// written in the issue, one of each type.
+// written in the issue (the default job's since amendment 9 of
+// docs/experiments.md), one of each type.
 func TestDefaultValues(t *testing.T) {
 	c := Default()
 	checks := []struct {
@@ -27,11 +28,12 @@ func TestDefaultValues(t *testing.T) {
 		got, want any
 	}{
 		{"run.name", c.Run.Name, "default"},
-		{"run.iterations", c.Run.Iterations, 80},
+		{"run.iterations", c.Run.Iterations, 20},
 		{"run.resume", c.Run.Resume, false},
 		{"model.tiny.kv_heads", c.Model.Tiny.KVHeads, 2},
 		{"model.critic", c.Model.Critic, "separate"},
-		{"data.synthetic.test_fraction", c.Data.Synthetic.TestFraction, 0.25},
+		{"data.synthetic.test_fraction", c.Data.Synthetic.TestFraction, 0.4},
+		{"data.synthetic.fresh_worlds", c.Data.Synthetic.FreshWorlds, true},
 		{"tools.enabled", c.Tools.Enabled, []string{"search"}},
 		{"data.train", c.Data.Train, []string{}},
 		{"env.tool_timeout", c.Env.ToolTimeout, 5 * time.Second},

@@ -21,7 +21,9 @@ func TestValidateLoRANamesTheKey(t *testing.T) {
 		{"model.lora.target_modules", func(c *Config) { c.Model.LoRA.TargetModules = nil }, "empty"},
 		{"model.lora.path", func(c *Config) { c.Model.LoRA.Rank, c.Model.LoRA.Path = 0, "adapter" }, "model.lora.rank is 0"},
 		{"model.lora.merge", func(c *Config) { c.Model.LoRA.Rank, c.Model.LoRA.Merge = 0, true }, "no adapters to merge"},
-		{"model.lora.path", func(c *Config) { c.Model.LoRA.Path, c.SFT.Data = "adapter", "demos.jsonl" }, "the warm start trains the base"},
+		{"model.lora.path", func(c *Config) {
+			c.Model.LoRA.Path, c.SFT.Data, c.Data.Synthetic.FreshWorlds = "adapter", "demos.jsonl", false
+		}, "the warm start trains the base"},
 		{"model.ref_path", func(c *Config) { c.Model.RefPath = "ref" }, "the base model itself"},
 		{"model.critic_path", func(c *Config) { c.Model.CriticPath = "critic" }, "second adapter set"},
 		{"rollout.dtype", func(c *Config) { c.Rollout.DType = "bf16" }, "merged weights"},

@@ -16,8 +16,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"agent.timeout", func(c *Config) { c.Agent.Timeout = 0 }, "want a positive duration"},
 		{"agent.env", func(c *Config) { c.Agent.Env = []string{"NOVALUE"} }, "want KEY=VALUE"},
 		{"agent.max_stdout", func(c *Config) { c.Agent.MaxStdout = 0 }, "want at least 1"},
-		{"agent.command", func(c *Config) { c.Agent.Command = []string{""} }, "the program is"},
-		{"agent.command", func(c *Config) { c.Agent.Command = []string{"/nonexistent/agent.js"} }, `the program "/nonexistent/agent.js" cannot be run`},
+		{"agent.command", func(c *Config) { c.Agent.Command, c.Data.Synthetic.FreshWorlds = []string{""}, false }, "the program is"},
+		{"agent.command", func(c *Config) {
+			c.Agent.Command, c.Data.Synthetic.FreshWorlds = []string{"/nonexistent/agent.js"}, false
+		}, `the program "/nonexistent/agent.js" cannot be run`},
 		{"device.device", func(c *Config) { c.Device.Device = "gpu" }, "want cpu, cuda or cuda:N"},
 		{"device.dtype", func(c *Config) { c.Device.DType = "f8" }, "want one of f32, bf16, f16"},
 		{"dist.backend", func(c *Config) { c.Dist.Backend = "nccl" }, "nccl needs device.device cuda"},
@@ -50,7 +52,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"env.tool_timeout", func(c *Config) { c.Env.ToolTimeout = 0 }, "positive duration"},
 		{"env.max_observation_chars", func(c *Config) { c.Env.MaxObservationChars = 10 }, "want at least 64"},
 		{"env.context", func(c *Config) { c.Env.Context = "sliding" }, `unknown context "sliding"`},
-		{"env.context", func(c *Config) { c.Env.Context, c.Agent.Command = "window", []string{"/bin/true"} }, "agent.command's program renders its own context"},
+		{"env.context", func(c *Config) {
+			c.Env.Context, c.Agent.Command, c.Data.Synthetic.FreshWorlds = "window", []string{"/bin/true"}, false
+		}, "agent.command's program renders its own context"},
 		{"env.context_turns", func(c *Config) { c.Env.ContextTurns = 0 }, "want at least 1"},
 		{"env.context", func(c *Config) { c.Env.Context, c.Algorithm.Estimator = "template", "gigpo" }, "algorithm.estimator gigpo does not credit"},
 		{"env.rewards.scorer", func(c *Config) { c.Env.Rewards.Scorer = "bleu" }, "bleu"},
