@@ -44,7 +44,8 @@ type Spec struct {
 }
 
 // PaperSpecs are the RL rows of the table, in table order: the four
-// algorithms, PPO without each mask, PPO with GAE lambda 0.95 (where GAE
+// algorithms, PPO without each mask, GRPO without the per-group standard
+// deviation (Dr. GRPO's advantage), PPO with GAE lambda 0.95 (where GAE
 // no longer telescopes, so the critic's values on tool tokens can matter)
 // with and without the advantage mask, then the Extra rows: GiGPO, GRPO
 // with GSPO's loss (its paper's clip range and per-sequence mean), and
@@ -59,6 +60,7 @@ var PaperSpecs = []Spec{
 	{Name: "RLOO", Set: []string{"algorithm.estimator=rloo"}, Algorithm: true},
 	{Name: "PPO w/o advantage mask", Set: []string{"algorithm.estimator=gae", "algorithm.advantage_mask=false"}, Ablates: "PPO", Core: true},
 	{Name: "PPO w/o loss mask", Set: []string{"algorithm.estimator=gae", "algorithm.loss_mask=false"}, Ablates: "PPO", Core: true},
+	{Name: "GRPO w/o std normalisation", Set: []string{"algorithm.estimator=grpo", "algorithm.norm_by_std=false"}, Ablates: "GRPO", Core: true},
 	{Name: "PPO λ=0.95", Set: []string{"algorithm.estimator=gae", "algorithm.lambda=0.95"}},
 	{Name: "PPO λ=0.95 w/o advantage mask", Set: []string{"algorithm.estimator=gae", "algorithm.lambda=0.95", "algorithm.advantage_mask=false"}, Ablates: "PPO λ=0.95"},
 	{Name: "GiGPO", Set: []string{"algorithm.estimator=gigpo"}, Algorithm: true, Extra: true},

@@ -222,12 +222,12 @@ func TestRows(t *testing.T) {
 			core++
 		}
 	}
-	if core != 5 || len(specs) != 8 {
-		t.Errorf("%d core RL rows and %d rows, want 5 (PPO, GRPO, REINFORCE++, the two mask ablations) and 8", core, len(specs))
+	if core != 6 || len(specs) != 9 {
+		t.Errorf("%d core RL rows and %d rows, want 6 (PPO, GRPO, REINFORCE++, the two mask ablations, GRPO w/o std normalisation) and 9", core, len(specs))
 	}
 	all, _ := Rows([]int{4}, []int{1, 2, 3}, true)
-	if len(all) != 5 {
-		t.Errorf("seed 4 alone, with extra: %d rows, want the 5 core ones", len(all))
+	if len(all) != 6 {
+		t.Errorf("seed 4 alone, with extra: %d rows, want the 6 core ones", len(all))
 	}
 	if all, _ := Rows([]int{1}, nil, true); len(all) != len(PaperSpecs) {
 		t.Errorf("with extra: %d rows, want all %d", len(all), len(PaperSpecs))

@@ -16,7 +16,7 @@ import (
 // `trainer experiment paper` end to end at the tiny size: one warm start
 // and one run per row for each of 2 seeds, then docs/results.md's form:
 // the table with its seeds and out-of-domain columns (2 baselines + the
-// 8 rows that are not Extra), Avg EM and OOD EM with 95% intervals, the
+// 9 rows that are not Extra), Avg EM and OOD EM with 95% intervals, the
 // curves, and the claims, each with its paired test and verdict (per
 // algorithm row: above naive RAG, 2.5x naive RAG, above it out of domain;
 // base tool call below naive RAG; one per ablation).
