@@ -247,37 +247,52 @@ func TestPackedGradientsMatchSamples(t *testing.T) {
 			}
 			loss[i] += v
 		}
-		for _, p := range l.params {
-			g, err := p.Grad()
-			if err != nil || g == nil {
-				t.Fatalf("no gradient: %v", err)
-			}
-			v, err := g.Float32s()
-			g.Free()
-			if err != nil {
-				t.Fatal(err)
-			}
-			grads[i] = append(grads[i], v...)
-		}
-		if err := l.opt.ZeroGrad(); err != nil {
-			t.Fatal(err)
-		}
+		grads[i] = takeGrads(t, l.params, l.opt)
 	}
 	for k := range old[0] {
 		if d := maxDiff(old[0][k], old[1][k]); d > 1e-5 {
 			t.Errorf("%s: old logprobs on the actions differ by %g", trs[k].ID, d)
 		}
 	}
-	largest := 0.0
-	for _, g := range grads[0] {
-		largest = math.Max(largest, math.Abs(float64(g)))
-	}
-	d := maxDiff(grads[0], grads[1])
-	t.Logf("loss %.9g unpacked, %.9g packed; gradients differ by %.2g (largest %.3g)", loss[0], loss[1], d, largest)
-	if largest == 0 || d > 1e-5*math.Max(1, largest) {
-		t.Errorf("gradients differ by %g (largest %g)", d, largest)
-	}
+	sameGrads(t, grads[0], grads[1])
+	t.Logf("loss %.9g unpacked, %.9g packed", loss[0], loss[1])
 	if math.Abs(loss[0]-loss[1]) > 1e-6 {
 		t.Errorf("loss %v unpacked, %v packed", loss[0], loss[1])
+	}
+}
+
+// takeGrads returns every parameter's gradient, flattened in order, and
+// zeroes them for the next pass.
+func takeGrads(t *testing.T, params []*torch.Tensor, opt *torch.AdamW) []float32 {
+	t.Helper()
+	var out []float32
+	for _, p := range params {
+		g, err := p.Grad()
+		if err != nil || g == nil {
+			t.Fatalf("no gradient: %v", err)
+		}
+		v, err := g.Float32s()
+		g.Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v...)
+	}
+	if err := opt.ZeroGrad(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameGrads fails unless every gradient of b is within 1e-5 of a's (times
+// a's largest, at least 1), and a is not all zero.
+func sameGrads(t *testing.T, a, b []float32) {
+	t.Helper()
+	largest := 0.0
+	for _, g := range a {
+		largest = math.Max(largest, math.Abs(float64(g)))
+	}
+	if d := maxDiff(a, b); largest == 0 || d > 1e-5*math.Max(1, largest) {
+		t.Errorf("gradients differ by %g (largest %g)", d, largest)
 	}
 }

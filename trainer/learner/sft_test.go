@@ -103,29 +103,9 @@ func TestSFTHeadOnlyOnLossTokens(t *testing.T) {
 		if loss[i], err = sftMicroBatch(m, opt, p, n); err != nil {
 			t.Fatal(err)
 		}
-		for _, w := range params {
-			g, err := w.Grad()
-			if err != nil || g == nil {
-				t.Fatalf("no gradient: %v", err)
-			}
-			v, err := g.Float32s()
-			g.Free()
-			if err != nil {
-				t.Fatal(err)
-			}
-			grads[i] = append(grads[i], v...)
-		}
-		if err := opt.ZeroGrad(); err != nil {
-			t.Fatal(err)
-		}
+		grads[i] = takeGrads(t, params, opt)
 	}
-	largest := 0.0
-	for _, g := range grads[0] {
-		largest = math.Max(largest, math.Abs(float64(g)))
-	}
-	if d := maxDiff(grads[0], grads[1]); largest == 0 || d > 1e-5*math.Max(1, largest) {
-		t.Errorf("gradients differ by %g (largest %g)", d, largest)
-	}
+	sameGrads(t, grads[0], grads[1])
 	if math.Abs(loss[0]-loss[1]) > 1e-6 || loss[0] <= 0 {
 		t.Errorf("loss %v padded, %v on the loss tokens alone", loss[0], loss[1])
 	}
