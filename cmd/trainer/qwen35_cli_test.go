@@ -25,18 +25,14 @@ import (
 // sending the search tool gets the prompt the model was trained on; the
 // warm start is long enough (32 demonstrations, 20 epochs: 80 steps) for
 // the model to write Qwen3.5's XML calls.
-var qwen35 = &sharedRun{name: "qwen35", flags: []string{
-	"--iterations", "2", "--threads", "1",
-	"--set", "data.synthetic.entities=24", "--set", "data.synthetic.questions=40", "--set", "data.synthetic.max_hops=2",
-	"--set", "data.synthetic.ood_questions=0", "--set", "data.synthetic.test_fraction=0.25",
-	"--set", "data.synthetic.fresh_worlds=false", "--set", "sft.warm_start=general",
+var qwen35 = &sharedRun{name: "qwen35", flags: slices.Clip(append(append([]string{"--iterations", "2", "--threads", "1"}, tinyWorld...),
 	"--set", "model.tiny.model_type=qwen3_5",
 	"--set", "model.tiny.hidden=32", "--set", "model.tiny.intermediate=64", "--set", "model.tiny.heads=2", "--set", "model.tiny.kv_heads=1",
 	"--set", "tools.schemas=show",
 	"--set", "rollout.batch_size=2", "--set", "rollout.group_size=2", "--set", "rollout.slots=4",
 	"--set", "algorithm.mini_batch=4", "--set", "algorithm.micro_batch=4",
 	"--set", "sft.demos=32", "--set", "sft.epochs=20", "--set", "sft.batch=8", "--set", "sft.lr=1e-2", "--set", "eval.max_eval=4",
-}}
+))}
 
 // sqlRows runs a query on a store through `trainer rollouts sql` and
 // returns its rows, each a line of values; the queries here select one

@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -13,15 +14,19 @@ import (
 // training and test (fresh worlds off, the general warm start); a
 // 2-layer model of hidden size 32; one iteration of 2 prompts x 2 samples;
 // 4 evaluation questions per pass.
-var tinyRun = []string{
-	"--iterations", "1", "--threads", "1",
-	"--set", "data.synthetic.entities=24", "--set", "data.synthetic.questions=40", "--set", "data.synthetic.max_hops=2",
-	"--set", "data.synthetic.ood_questions=0", "--set", "data.synthetic.test_fraction=0.25",
-	"--set", "data.synthetic.fresh_worlds=false", "--set", "sft.warm_start=general",
+var tinyRun = slices.Clip(append([]string{"--iterations", "1", "--threads", "1"}, append(tinyWorld,
 	"--set", "model.tiny.hidden=32", "--set", "model.tiny.intermediate=64", "--set", "model.tiny.heads=2", "--set", "model.tiny.kv_heads=1",
 	"--set", "rollout.batch_size=2", "--set", "rollout.group_size=2", "--set", "rollout.slots=4",
 	"--set", "algorithm.mini_batch=4", "--set", "algorithm.micro_batch=4",
-	"--set", "sft.demos=8", "--set", "sft.epochs=1", "--set", "eval.max_eval=4",
+	"--set", "sft.demos=8", "--set", "sft.epochs=1", "--set", "eval.max_eval=4")...))
+
+// tinyWorld is tinyRun's world, which other test runs share. (tinyRun is
+// clipped: an append to it copies, so tests running at once never share
+// its backing array.)
+var tinyWorld = []string{
+	"--set", "data.synthetic.entities=24", "--set", "data.synthetic.questions=40", "--set", "data.synthetic.max_hops=2",
+	"--set", "data.synthetic.ood_questions=0", "--set", "data.synthetic.test_fraction=0.25",
+	"--set", "data.synthetic.fresh_worlds=false", "--set", "sft.warm_start=general",
 }
 
 // trained is a tiny run the tests share: trained on first use.

@@ -128,7 +128,7 @@ func sftStep(m *torch.Model, opt *torch.AdamW, g *dist.Group, cfg SFTConfig, min
 func sftMicroBatches(mini []*trajectory.Trajectory, g *dist.Group, micro int) []Padded {
 	ps := microBatches(NewBatch(mini, false).shard(g), micro, allTargets)
 	for i := range ps {
-		ps[i].packed = packRows(ps[i], func(t *trajectory.Trajectory, j int) bool { return LossMask(t, j, true) != 0 })
+		ps[i].packed = packRows(ps[i], lossTargets(true))
 	}
 	return ps
 }
