@@ -40,7 +40,7 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	total := (len(seqs) + c.Batch - 1) / c.Batch * c.Epochs
 	bar := t.bar("warm start (SFT)", total)
 	st, err := learner.SFT(t.models.warmStartModel(), t.dist, seqs, learner.SFTConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
-		LR: c.LR, MaxGradNorm: t.cfg.Optim.MaxGradNorm, Zero: t.cfg.Dist.Zero,
+		LR: c.LR, Schedule: learner.Schedule{Shape: c.Schedule, Warmup: c.WarmupSteps}, MaxGradNorm: t.cfg.Optim.MaxGradNorm, Zero: t.cfg.Dist.Zero,
 		Before: func() error {
 			if err := ctx.Err(); err != nil {
 				return err

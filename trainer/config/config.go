@@ -299,6 +299,8 @@ type SFTConfig struct {
 	WarmStart         string  `yaml:"warm_start" default:"calls" enum:"general|calls|expert" doc:"what the synthetic world's scripted demonstrations teach: general skills (reading passages in the naive-RAG prompt, single searches of 1-hop questions; not the multi-hop search strategy), calls (general's, with a multi-hop question's first search and a search confirming a 1-hop answer's name; still no chain) or the multi-hop expert (one search per hop)"`
 	Epochs            int     `yaml:"epochs" default:"3" doc:"passes over the demonstrations"`
 	LR                float64 `yaml:"lr" default:"1e-3" doc:"learning rate"`
+	Schedule          string  `yaml:"schedule" default:"constant" enum:"constant|cosine|linear" doc:"learning-rate schedule after warm-up: constant, or down to 0 at the last step (cosine, linear)"`
+	WarmupSteps       int     `yaml:"warmup_steps" default:"0" doc:"linear warm-up steps"`
 	Batch             int     `yaml:"batch" default:"16" doc:"demonstrations per optimiser step"`
 	Demos             int     `yaml:"demos" default:"25600" doc:"scripted demonstrations generated"`
 	ImperfectFraction float64 `yaml:"imperfect_fraction" default:"0.3" doc:"fraction of the expert's demonstrations (sft.warm_start expert) that stop after the first hop and answer wrongly"`

@@ -49,7 +49,7 @@ algorithm.overlong_filter algorithm.overlong_buffer.enable algorithm.overlong_bu
 algorithm.dynamic_sampling algorithm.max_num_gen_batches
 optim.lr optim.critic_lr optim.beta1 optim.beta2 optim.eps optim.weight_decay optim.warmup_steps
 optim.schedule optim.min_lr_ratio optim.max_grad_norm
-sft.data sft.warm_start sft.epochs sft.lr sft.batch sft.demos sft.imperfect_fraction
+sft.data sft.warm_start sft.epochs sft.lr sft.schedule sft.warmup_steps sft.batch sft.demos sft.imperfect_fraction
 store.path store.writer_depth
 logging.level logging.format
 eval.baselines eval.max_eval eval.split

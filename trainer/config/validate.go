@@ -351,6 +351,7 @@ func (c *Config) validateSFT(p *problems) {
 	s := c.SFT
 	p.atLeast("sft.epochs", s.Epochs, 1)
 	p.positive("sft.lr", s.LR)
+	p.atLeast("sft.warmup_steps", s.WarmupSteps, 0)
 	p.atLeast("sft.batch", s.Batch, 1)
 	p.atLeast("sft.demos", s.Demos, 1)
 	p.closedRange("sft.imperfect_fraction", s.ImperfectFraction, 0, 1)

@@ -16,7 +16,10 @@ import (
 type SFTConfig struct {
 	Epochs, Batch, Micro int
 	LR, MaxGradNorm      float64
-	Zero                 int // the optimizer's ZeRO stage over g's ranks (dist.zero)
+	// Schedule gives each step's learning rate from LR (its Total is
+	// set to the run's steps); the zero Schedule is constant.
+	Schedule Schedule
+	Zero     int // the optimizer's ZeRO stage over g's ranks (dist.zero)
 	// Before is called before every optimizer step; an error (a stop, a
 	// cancelled context) ends the run with it. Nil never stops.
 	Before func() error
@@ -34,8 +37,9 @@ type SFTStats struct {
 
 // SFT trains m by masked negative log-likelihood over the tokens of seqs
 // whose Mask is 1 (the assistant's; token-mean over each mini-batch), with
-// AdamW (no weight decay) and gradient-norm clipping, through the same
-// step as the RL update.
+// AdamW (no weight decay), the learning rate of cfg.Schedule over the run's
+// steps and gradient-norm clipping, through the same step as the RL
+// update.
 //
 // In a data-parallel job (g not nil) every rank walks the same batches
 // and computes the gradient of its share of each; the summed gradient is
@@ -66,6 +70,8 @@ func SFT(m *torch.Model, g *dist.Group, seqs []*trajectory.Trajectory, cfg SFTCo
 	}
 	idx := rng.Perm(len(seqs))
 	total := (len(seqs) + cfg.Batch - 1) / cfg.Batch * cfg.Epochs
+	sched := cfg.Schedule
+	sched.Total = total
 	for epoch := 0; epoch < cfg.Epochs; epoch++ {
 		rng.Shuffle(len(idx), func(a, b int) { idx[a], idx[b] = idx[b], idx[a] })
 		for lo := 0; lo < len(idx); lo += cfg.Batch {
@@ -73,6 +79,9 @@ func SFT(m *torch.Model, g *dist.Group, seqs []*trajectory.Trajectory, cfg SFTCo
 				if err := cfg.Before(); err != nil {
 					return st, err
 				}
+			}
+			if err := opt.SetLR(0, sched.At(cfg.LR, st.Steps)); err != nil {
+				return st, err
 			}
 			if err := sftStep(m, opt, g, cfg, Pick(seqs, idx[lo:min(lo+cfg.Batch, len(idx))]), &st); err != nil {
 				return st, err

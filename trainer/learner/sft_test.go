@@ -110,3 +110,78 @@ func TestSFTHeadOnlyOnLossTokens(t *testing.T) {
 		t.Errorf("loss %v padded, %v on the loss tokens alone", loss[0], loss[1])
 	}
 }
+
+// The warm start's learning rate follows its schedule, step by step. Two
+// demonstrations, one step each, a linear schedule over the two steps
+// (rates lr and lr/2). Each has tokens of its own, whose embedding rows
+// get a gradient only at its step, and AdamW moves every entry of a row
+// by a closed form of the two rates and the betas (the first moments over
+// the square roots of the second, bias-corrected, are ±1 scaled): the
+// second step's rows by lr1·√(1+β2)/(1+β1); the first step's rows by lr0
+// at their step, then by lr1·β1·√(1+β2)/((1+β1)·√β2) on momentum alone.
+func TestSFTFollowsSchedule(t *testing.T) {
+	const lr = 1e-2
+	b1, b2 := torch.DefaultAdamW.Beta1, torch.DefaultAdamW.Beta2
+	for _, tc := range []struct {
+		sched    Schedule
+		lr0, lr1 float64
+	}{
+		{Schedule{}, lr, lr},
+		{Schedule{Shape: "linear"}, lr, lr / 2},
+		{Schedule{Shape: "constant", Warmup: 2}, lr / 2, lr},
+	} {
+		m := tinyModel(t)
+		emb, err := m.Param("model.embed_tokens.weight")
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := emb.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		own := [][]int32{{2, 3, 4}, {5, 6, 7}}
+		var seqs []*trajectory.Trajectory
+		for _, o := range own {
+			seqs = append(seqs, &trajectory.Trajectory{Tokens: append(append([]int32{1}, o...), 9), Mask: []uint8{0, 1, 1, 1, 1}})
+		}
+		st, err := SFT(m, nil, seqs, SFTConfig{Epochs: 1, Batch: 1, Micro: 1, LR: lr, MaxGradNorm: 1, Schedule: tc.sched}, rand.New(rand.NewPCG(1, 2)))
+		if err != nil || st.Steps != 2 {
+			t.Fatalf("%+v: %d steps, %v", tc.sched, st.Steps, err)
+		}
+		after, err := emb.Float32s()
+		emb.Free()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hidden := len(before) / 16
+		moved := func(tok int32) (lo, hi float64) {
+			lo = math.Inf(1)
+			for k := int(tok) * hidden; k < int(tok+1)*hidden; k++ {
+				d := math.Abs(float64(after[k] - before[k]))
+				lo, hi = math.Min(lo, d), math.Max(hi, d)
+			}
+			return lo, hi
+		}
+		second := tc.lr1 * math.Sqrt(1+b2) / (1 + b1)
+		first := tc.lr0 + tc.lr1*b1*math.Sqrt(1+b2)/((1+b1)*math.Sqrt(b2))
+		// Which demonstration came first is the shuffle's; each row's
+		// entries must all move by one of the two forms, one set each.
+		var firstRows, secondRows int
+		for _, o := range own {
+			for _, tok := range o {
+				lo, hi := moved(tok)
+				switch {
+				case math.Abs(lo-first) < 1e-4*first && math.Abs(hi-first) < 1e-4*first:
+					firstRows++
+				case math.Abs(lo-second) < 1e-4*second && math.Abs(hi-second) < 1e-4*second:
+					secondRows++
+				default:
+					t.Errorf("%+v: token %d's row moved by %.6g to %.6g, want %.6g (first step) or %.6g (second)", tc.sched, tok, lo, hi, first, second)
+				}
+			}
+		}
+		if firstRows != 3 || secondRows != 3 {
+			t.Errorf("%+v: %d rows moved as the first step's, %d as the second's; want 3 and 3", tc.sched, firstRows, secondRows)
+		}
+	}
+}
