@@ -14,7 +14,8 @@
 #             with its former warm start (800 demonstrations x 8 epochs)
 #   4 0.5b    a Qwen2.5-0.5B-shaped random model: 3 GRPO iterations, 64
 #             slots, 2048 max tokens; peak memory beside the dry run's estimate
-#   5 gloo    two ranks on the one GPU over Gloo, one iteration
+#   5 gloo    two ranks on the one GPU over Gloo, one iteration in one
+#             world (ONE_WORLD)
 #   6 interop transformers' logits (0.5B shape, f32; and bf16 against
 #             transformers' own bf16 distance) against agentrl's; a
 #             LoRA adapter agentrl wrote, loaded by PEFT; a run's tb/ read
@@ -280,12 +281,20 @@ step 4-0.5b step_05b
 
 # ---- 5 two ranks on one GPU over Gloo --------------------------------------
 
+# ONE_WORLD: the job of steps 5 and 6, one shared world and a warm start
+# that answers some of its questions, so that one GRPO iteration has
+# rewards that differ within groups and so a gradient: the ranks' weights
+# and the LoRA adapter must move for their checks to mean anything (in
+# fresh worlds a short warm start scores 0 everywhere, and the adapter
+# stayed exactly zero: caught by the CPU rehearsal, 2026-11-29).
+ONE_WORLD=(--set data.synthetic.fresh_worlds=false --sft-demos 800 --sft-epochs 8)
+
 step_gloo() {
 	# Each rank as if on a machine of its own (LOCAL_RANK 0), so both take cuda:0.
 	local port=$((29500 + RANDOM % 1000)) r pids=() rc=0
 	for r in 0 1; do
 		RANK=$r WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-			run "$T_GLOO" "$TR" train --device "$DEV" --dist-backend gloo --iterations 1 --sft-demos 800 --sft-epochs 1 --no-report \
+			run "$T_GLOO" "$TR" train --device "$DEV" --dist-backend gloo --iterations 1 "${ONE_WORLD[@]}" --no-report \
 			--eval-baselines=false --eval-max-eval 8 --run-dir "$W/runs" --run gloo --logging-format console >"$W/gloo-$r.log" 2>&1 &
 		pids+=($!)
 	done
@@ -318,7 +327,7 @@ step_interop() {
 	else
 		fail "make_model.py"
 	fi
-	run "$T_INTEROP" "$TR" train --device "$DEV" --model-lora-rank 8 --iterations 1 --sft-demos 800 --sft-epochs 1 --eval-baselines=false --eval-max-eval 8 \
+	run "$T_INTEROP" "$TR" train --device "$DEV" --model-lora-rank 8 --iterations 1 "${ONE_WORLD[@]}" --eval-baselines=false --eval-max-eval 8 \
 		--run-dir "$W/runs" --run lora --logging-format console >"$W/lora.log" 2>&1 || { tail -n 20 "$W/lora.log"; fail "LoRA run exited"; }
 	tail -n 3 "$W/lora.log"
 	run 60 "$TR" merge --run lora --run-dir "$W/runs" --out "$W/lora-merged" --dtype f32 || fail "trainer merge"
