@@ -112,15 +112,16 @@ func TestSFTHeadOnlyOnLossTokens(t *testing.T) {
 }
 
 // The warm start's learning rate follows its schedule, step by step. Two
-// demonstrations, one step each, a linear schedule over the two steps
-// (rates lr and lr/2). Each has tokens of its own, whose embedding rows
+// demonstrations, one step each, under three schedules: constant (rates lr,
+// lr), linear over the two steps (lr, lr/2) and a 2-step warm-up (lr/2,
+// lr). Each demonstration has tokens of its own, whose embedding rows
 // get a gradient only at its step, and AdamW moves every entry of a row
 // by a closed form of the two rates and the betas (the first moments over
 // the square roots of the second, bias-corrected, are ±1 scaled): the
 // second step's rows by lr1·√(1+β2)/(1+β1); the first step's rows by lr0
 // at their step, then by lr1·β1·√(1+β2)/((1+β1)·√β2) on momentum alone.
 func TestSFTFollowsSchedule(t *testing.T) {
-	const lr = 1e-2
+	const lr, vocab = 1e-2, 16 // tinyModel's vocabulary
 	b1, b2 := torch.DefaultAdamW.Beta1, torch.DefaultAdamW.Beta2
 	for _, tc := range []struct {
 		sched    Schedule
@@ -153,7 +154,7 @@ func TestSFTFollowsSchedule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hidden := len(before) / 16
+		hidden := len(before) / vocab
 		moved := func(tok int32) (lo, hi float64) {
 			lo = math.Inf(1)
 			for k := int(tok) * hidden; k < int(tok+1)*hidden; k++ {
