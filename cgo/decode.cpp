@@ -32,6 +32,21 @@
 
 #include <ATen/Parallel.h>
 
+#include <cstdlib>
+#include <cstring>
+
+namespace ar {
+
+std::string cpu_kernels() {
+  const char *v = std::getenv("AGENTRL_CPU_KERNELS");
+  std::string s = v == nullptr || *v == '\0' ? "auto" : v;
+  TORCH_CHECK(s == "auto" || s == "avx512" || s == "off", "AGENTRL_CPU_KERNELS=", s,
+              ": want auto (the best this CPU runs), avx512 or off (libtorch's decode step)");
+  return s;
+}
+
+}  // namespace ar
+
 // The kernels are x86-64 (AVX-512, chosen at run time); elsewhere the file
 // compiles to stubs that report the step unsupported, so the engine takes
 // the fused libtorch path.
@@ -640,6 +655,7 @@ bool FastDecoder::supported(const ar_model_s &m, std::string *why) {
   if (m.cfg.experts > 0)
     for (int64_t i = 0; i < m.cfg.layers; i++)
       if (sparse(m.cfg, i)) return no("the model has mixture-of-experts layers (the libtorch path runs them)");
+  if (cpu_kernels() == "off") return no("AGENTRL_CPU_KERNELS=off");
   for (const char *f : {"avx512f", "avx512bw", "avx512vl", "avx512dq"})
     if (!cpu_has(f)) return no(std::string("the CPU lacks ") + f);
   return true;
@@ -874,6 +890,7 @@ void parallel_tasks(int64_t n, const std::function<void(int64_t)> &fn) {
 }
 
 bool FastDecoder::supported(const ar_model_s &, std::string *why) {
+  cpu_kernels();  // a bad value is an error everywhere
   if (why != nullptr) *why = "not an x86-64 CPU";
   return false;
 }

@@ -32,6 +32,13 @@ namespace ar {
 // must not throw (it may run on a worker thread).
 void parallel_tasks(int64_t n, const std::function<void(int64_t)> &fn);
 
+// cpu_kernels is the hand-written kernels' setting, AGENTRL_CPU_KERNELS:
+// "auto" (unset: the best instruction set this CPU runs), "avx512" (those
+// kernels, where the CPU has them) or "off" (libtorch's decode step, as on
+// a CPU without them). Tests and benchmarks pin it to run as another
+// machine would; any other value is an error naming it.
+std::string cpu_kernels();
+
 // FastDecoder runs decode steps of one model for up to `slots` slots.
 class FastDecoder {
  public:

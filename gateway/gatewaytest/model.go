@@ -106,9 +106,7 @@ func build() (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := torch.Config{ModelType: "qwen2", Vocab: tok.VocabSize(), Hidden: 32, Intermediate: 64, Layers: 2, Heads: 4,
-		KVHeads: 2, HeadDim: 8, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 512, BOS: int(tok.EOS()), EOS: int(tok.EOS())}
-	m, err := torch.NewRandomModel(cfg, torch.Float32, torch.CPU, false, 7)
+	m, err := torch.NewRandomModel(config(tok), torch.Float32, torch.CPU, false, 7)
 	if err != nil {
 		return nil, err
 	}
@@ -125,6 +123,27 @@ func build() (*Model, error) {
 		return nil, fmt.Errorf("gatewaytest: the tiny model did not learn its conversation (loss %.4f)", st.LastLoss)
 	}
 	return &Model{Tok: tok, Format: cf, Policy: m}, nil
+}
+
+// config is the model's shape over tok's vocabulary.
+func config(tok *tokenizer.Tokenizer) torch.Config {
+	return torch.Config{ModelType: "qwen2", Vocab: tok.VocabSize(), Hidden: 32, Intermediate: 64, Layers: 2, Heads: 4,
+		KVHeads: 2, HeadDim: 8, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 512, BOS: int(tok.EOS()), EOS: int(tok.EOS())}
+}
+
+// Untrained returns a model of the trained one's shape and vocabulary
+// with its random initial weights (seed), freed when t ends: its
+// next-token distributions are nearly uniform over the vocabulary, so
+// sampling with different seeds gives different tokens by construction,
+// where the trained model is nearly certain of many.
+func (m *Model) Untrained(t testing.TB, seed uint64) *torch.Model {
+	t.Helper()
+	u, err := torch.NewRandomModel(config(m.Tok), torch.Float32, torch.CPU, false, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(u.Free)
+	return u
 }
 
 // Folder saves the model as a Hugging Face folder (config, weights,
