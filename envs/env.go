@@ -119,7 +119,7 @@ func (e *ToolEnv) Step(ctx context.Context, a Action) (StepResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.turns = append(e.turns, trajectory.Turn{Text: a.Text, GenTokens: a.Tokens, Calls: res.Calls,
-		ProcessReward: res.ProcessReward, LatencyMS: milliseconds(latency)})
+		ProcessReward: res.ProcessReward, Evidence: res.Evidence, LatencyMS: milliseconds(latency)})
 	e.state = StateAwaitingAction
 	if res.Done {
 		e.state, e.stop, e.answer = StateDone, res.Stop, res.Answer
@@ -150,7 +150,7 @@ func (e *ToolEnv) act(ctx context.Context, turn int, a Action) (StepResult, erro
 	case perr != nil:
 		obs := errorObservation(perr)
 		res := StepResult{Calls: parseFailure(perr), Responses: []string{capObservation(obs, e.cfg.MaxObservationChars)}}
-		res.ProcessReward = e.cfg.Rewards.Process(e.memo.facts(res.Calls, nil, e.task.Support))
+		e.credit(&res, nil)
 		return res, nil
 	}
 	return e.execute(ctx, calls)
@@ -187,7 +187,10 @@ func (e *ToolEnv) execute(ctx context.Context, calls []ToolCall) (StepResult, er
 			outs[i] = callOutcome{status: callRejected, err: fmt.Errorf("invalid arguments for %s: %w", c.Name, err)}
 			continue
 		}
-		wg.Go(func() { outs[i] = runTool(ctx, bt.tool, c.Arguments, e.cfg.ToolTimeout) })
+		wg.Go(func() {
+			outs[i] = runTool(ctx, bt.tool, c.Arguments, e.cfg.ToolTimeout)
+			outs[i].foreign = e.foreign(bt.tool)
+		})
 	}
 	wg.Wait()
 
@@ -211,8 +214,21 @@ func (e *ToolEnv) execute(ctx context.Context, calls []ToolCall) (StepResult, er
 	if err := ctx.Err(); err != nil {
 		return StepResult{Calls: res.Calls, Done: true, Stop: trajectory.StopCancelled}, fmt.Errorf("task %s: step cancelled: %w", e.task.ID, err)
 	}
-	res.ProcessReward = e.cfg.Rewards.Process(e.memo.facts(res.Calls, outs, e.task.Support))
+	e.credit(&res, outs)
 	return res, nil
+}
+
+// foreign reports whether t reads another world's corpus than the task's.
+func (e *ToolEnv) foreign(t Tool) bool {
+	wt, ok := t.(WorldTool)
+	return ok && wt.World() != e.task.Meta[WorldKey]
+}
+
+// credit sets the turn's process reward and the evidence it retrieved
+// from what its calls did (outs is nil when they did not parse).
+func (e *ToolEnv) credit(res *StepResult, outs []callOutcome) {
+	f := e.memo.facts(res.Calls, outs, e.task.Support)
+	res.ProcessReward, res.Evidence = e.cfg.Rewards.Process(f), f.NewSupport
 }
 
 // milliseconds converts a duration to the milliseconds a trajectory records.

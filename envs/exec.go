@@ -24,6 +24,9 @@ type callOutcome struct {
 	result  Result
 	err     error
 	latency time.Duration
+	// foreign: the tool reads another world's corpus than the task's
+	// (WorldTool), so its passages are not the task's evidence.
+	foreign bool
 }
 
 // runTool calls t with a per-call timeout. It returns when the tool does or

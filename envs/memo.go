@@ -21,7 +21,8 @@ func newEpisodeMemo() episodeMemo {
 }
 
 // facts counts the turn's valid, invalid and repeated calls and newly
-// found supporting passages, and remembers them. outs is nil for a turn
+// found supporting passages (never from another world's corpus), and
+// remembers them. outs is nil for a turn
 // whose calls did not parse. A call whose tool panicked or timed out
 // counts as neither valid nor invalid: the fault is the tool's.
 func (m *episodeMemo) facts(calls []trajectory.ToolCall, outs []callOutcome, support []string) reward.TurnFacts {
@@ -40,6 +41,9 @@ func (m *episodeMemo) facts(calls []trajectory.ToolCall, outs []callOutcome, sup
 		} else {
 			m.seen[key] = true
 			f.Valid++
+		}
+		if outs[i].foreign {
+			continue
 		}
 		for _, s := range reward.MatchSupport(c.Refs, support) {
 			k := strings.ToLower(strings.TrimSpace(s))

@@ -15,6 +15,7 @@ type StepResult struct {
 	Responses     []string              // one observation per call, to wrap in <tool_response>
 	Calls         []trajectory.ToolCall // the calls of the turn, in order, each with its whole Result
 	ProcessReward float64               // this turn's process reward
+	Evidence      int                   // supporting passages (Task.Support) this turn retrieved first in the episode
 	Done          bool                  // the episode has ended
 	Stop          trajectory.StopReason // why it ended, "" while it goes on
 	Answer        string                // the final answer when Stop is StopAnswer

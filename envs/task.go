@@ -11,3 +11,9 @@ type Task struct {
 	Hops     int               // number of reasoning hops, 0 when unknown
 	Meta     map[string]string // anything else a loader keeps (level, type, split)
 }
+
+// WorldKey is the Meta key naming the world a task belongs to (a fresh
+// synthetic world): its supporting passages are that world's, so a
+// passage of the same title from a WorldTool of another world is not its
+// evidence.
+const WorldKey = "world"

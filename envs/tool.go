@@ -17,6 +17,15 @@ type Result struct {
 	Refs    []string // titles of the passages the call returned, for process rewards
 }
 
+// WorldTool is a tool that reads the corpus of one world (fresh synthetic
+// worlds share their names, not their passages): the passages it returns
+// count as a task's evidence only when the task's Meta names the same
+// world (WorldKey).
+type WorldTool interface {
+	Tool
+	World() string
+}
+
 // Tool executes one kind of action (search, lookup, calculator, ...). Its
 // parameters are a JSON schema object; arguments are validated against it
 // before Call is invoked.

@@ -56,16 +56,17 @@ func (t *Table) Markdown() string {
 	if len(t.Behaviour) > 0 {
 		b.WriteString("\nHow each searched, on the in-domain test episodes of its final evaluation (mean over seeds; naive RAG's " +
 			"search is the harness's): search calls per episode; the shares of multi-hop (2- and 3-hop) episodes that searched " +
-			"once, twice, three times or more; the share of episodes whose answer a search result of theirs contained; the " +
-			"share with no search.\n\n")
-		b.WriteString("| Method | Searches | Multi-hop: 1 / 2 / 3+ searches | Answer in a result | No search |\n|---|---:|---|---:|---:|\n")
+			"once, twice, three times or more; the share of the multi-hop episodes' supporting passages their searches " +
+			"retrieved (evidence); the share of episodes whose answer a search result of theirs contained; the share with no search.\n\n")
+		b.WriteString("| Method | Searches | Multi-hop: 1 / 2 / 3+ searches | Multi-hop evidence | Answer in a result | No search |\n" +
+			"|---|---:|---|---:|---:|---:|\n")
 		for _, m := range t.Methods {
 			x, ok := t.Behaviour[m]
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(&b, "| %s | %.2f | %.1f%% / %.1f%% / %.1f%% | %.1f%% | %.1f%% |\n", m, x.Searches, 100*x.MultiHop1,
-				100*x.MultiHop2, 100*x.MultiHop3, 100*x.AnswerInResult, 100*x.NoSearch)
+			fmt.Fprintf(&b, "| %s | %.2f | %.1f%% / %.1f%% / %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n", m, x.Searches, 100*x.MultiHop1,
+				100*x.MultiHop2, 100*x.MultiHop3, 100*x.Evidence, 100*x.AnswerInResult, 100*x.NoSearch)
 		}
 	}
 	return b.String()

@@ -511,6 +511,7 @@ func meanBehaviour(bs []results.Behaviour) results.Behaviour {
 		m.MultiHop1 += b.MultiHop1 / n
 		m.MultiHop2 += b.MultiHop2 / n
 		m.MultiHop3 += b.MultiHop3 / n
+		m.Evidence += b.Evidence / n
 		m.AnswerInResult += b.AnswerInResult / n
 		m.NoSearch += b.NoSearch / n
 	}

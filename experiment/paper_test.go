@@ -53,11 +53,11 @@ func TestMarkdownTable(t *testing.T) {
 	// With the behaviour read, a second table: each method's searches per
 	// episode and its shares in percent, means over the seeds.
 	tab.Behaviour = map[string]results.Behaviour{"GRPO": meanBehaviour([]results.Behaviour{
-		{Episodes: 200, Searches: 1, MultiHop1: 1, AnswerInResult: 0.5},
-		{Episodes: 200, Searches: 2, MultiHop2: 0.5, MultiHop3: 0.25, AnswerInResult: 0.7, NoSearch: 0.1}})}
+		{Episodes: 200, Searches: 1, MultiHop1: 1, Evidence: 0.5, AnswerInResult: 0.5},
+		{Episodes: 200, Searches: 2, MultiHop2: 0.5, MultiHop3: 0.25, Evidence: 0.75, AnswerInResult: 0.7, NoSearch: 0.1}})}
 	md = tab.Markdown()
-	want := "| GRPO | 1.50 | 50.0% / 25.0% / 12.5% | 60.0% | 5.0% |"
-	if !strings.Contains(md, "| Method | Searches | Multi-hop: 1 / 2 / 3+ searches | Answer in a result | No search |") || !strings.Contains(md, want) {
+	want := "| GRPO | 1.50 | 50.0% / 25.0% / 12.5% | 62.5% | 60.0% | 5.0% |"
+	if !strings.Contains(md, "| Method | Searches | Multi-hop: 1 / 2 / 3+ searches | Multi-hop evidence | Answer in a result | No search |") || !strings.Contains(md, want) {
 		t.Errorf("markdown lacks the behaviour row %q:\n%s", want, md)
 	}
 }

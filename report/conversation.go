@@ -67,6 +67,9 @@ func Render(w io.Writer, t *trajectory.Trajectory, opts RenderOptions) error {
 	r.line("%s", r.style(ansiBold, fmt.Sprintf("== trajectory %s: iteration %d, %s, policy version %d ==",
 		t.ID, t.Iteration, t.Split, t.PolicyVersion)))
 	r.line("task %s (%s, %d hops), group %d, sample %d", t.TaskID, t.Dataset, t.Hops, t.Group, t.Sample)
+	if t.Support > 0 {
+		r.line("evidence: %d of its %d supporting passages retrieved", t.Evidence, t.Support)
+	}
 	r.line("%s %s", r.style(ansiBold, "question:"), t.Question)
 	r.line("%s %s", r.style(ansiBold, "gold:"), strings.Join(t.Gold, " | "))
 	for i, u := range t.Turns {
@@ -98,7 +101,11 @@ func Render(w io.Writer, t *trajectory.Trajectory, opts RenderOptions) error {
 
 // turn writes one turn: its text, then each of its tool calls.
 func (r *renderer) turn(i, n int, u trajectory.Turn) {
-	r.line("%s", r.style(ansiBold, fmt.Sprintf("-- turn %d/%d, %d tokens, process reward %s --", i+1, n, u.GenTokens, shortNum(u.ProcessReward))))
+	evidence := ""
+	if u.Evidence > 0 {
+		evidence = fmt.Sprintf(", evidence %d", u.Evidence)
+	}
+	r.line("%s", r.style(ansiBold, fmt.Sprintf("-- turn %d/%d, %d tokens, process reward %s%s --", i+1, n, u.GenTokens, shortNum(u.ProcessReward), evidence)))
 	r.block("  ", "", u.Text)
 	for _, c := range u.Calls {
 		r.call(c)

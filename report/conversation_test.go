@@ -21,7 +21,8 @@ func TestRenderConversation(t *testing.T) {
 		"task hp-0042 (hotpotqa, 2 hops), group 1, sample 2",
 		"question: Qui a écrit « Le Petit Prince » ? 作者は誰? 🚀",
 		"gold: Antoine de Saint-Exupéry | Saint-Exupéry",
-		"-- turn 1/2, 2 tokens, process reward 0.025 --",
+		"evidence: 2 of its 2 supporting passages retrieved",
+		"-- turn 1/2, 2 tokens, process reward 0.025, evidence 2 --",
 		"  Je cherche… <tool_call>",
 		`  tool call: search {"query":"Petit Prince auteur"} (ok, 12.5 ms)`,
 		"    Le Petit Prince — Saint-Exupéry (1943)\n    ligne 2", // multi-line results stay indented

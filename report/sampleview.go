@@ -32,6 +32,9 @@ type turnView struct {
 	Text   string
 	Calls  []callView
 	Reward string // "" when not recorded
+	// Evidence says how many supporting passages the turn retrieved first
+	// ("1 supporting passage"), "" for none.
+	Evidence string
 }
 
 // callView is one tool call and the result the model was shown.
@@ -60,6 +63,9 @@ func sampleViews(samples []sample) []sampleView {
 		if v.Answer == "" {
 			v.Answer = "(none)"
 		}
+		if t.Support > 0 {
+			v.Meta += fmt.Sprintf(" · evidence %d of %d", t.Evidence, t.Support)
+		}
 		if t.Stop.Truncated() {
 			v.Stop += " (truncated)"
 		}
@@ -67,6 +73,9 @@ func sampleViews(samples []sample) []sampleView {
 			tv := turnView{N: i + 1, Tokens: plural(u.GenTokens, "token"), Text: clip(u.Text, maxTextLen)}
 			if !math.IsNaN(u.ProcessReward) && u.ProcessReward != 0 {
 				tv.Reward = num(u.ProcessReward)
+			}
+			if u.Evidence > 0 {
+				tv.Evidence = plural(u.Evidence, "supporting passage")
 			}
 			for _, c := range u.Calls {
 				cv := callView{Tool: clip(c.Name, maxTextLen), Args: clip(c.Args, maxTextLen), OK: c.OK,

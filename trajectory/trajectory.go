@@ -34,10 +34,14 @@ type Trajectory struct {
 	Correct       bool     // the answer matches a gold answer (exact match after normalisation)
 	Outcome       float64  // outcome reward (scorer + format), enters at the last action token
 	Reward        float64  // Outcome plus the sum of process rewards
-	Components    map[string]float64
-	Stop          StopReason
-	Error         string // what ended the episode when Stop == StopError
-	DurationMS    float64
+	// Support is how many supporting passages the task names (0 when it
+	// names none); Evidence how many of them the episode retrieved: the
+	// sum of its turns' Evidence over all its segments.
+	Support, Evidence int
+	Components        map[string]float64
+	Stop              StopReason
+	Error             string // what ended the episode when Stop == StopError
+	DurationMS        float64
 	// Dropped says why the update left the episode out of its batch:
 	// "" (it did not), DroppedZeroVariance or DroppedSurplus (dynamic
 	// sampling).
@@ -75,6 +79,15 @@ const (
 	DroppedZeroVariance = "zero_variance"
 	DroppedSurplus      = "surplus"
 )
+
+// EvidenceRecall is the share of the task's supporting passages the
+// episode retrieved; ok is false when the task names none.
+func (t *Trajectory) EvidenceRecall() (recall float64, ok bool) {
+	if t.Support <= 0 {
+		return 0, false
+	}
+	return float64(t.Evidence) / float64(t.Support), true
+}
 
 // ActionTokens counts the tokens the policy generated.
 func (t *Trajectory) ActionTokens() int {

@@ -7,6 +7,7 @@ type Turn struct {
 	GenTokens     int        `json:"gen_tokens"`     // tokens the policy generated in this turn
 	Calls         []ToolCall `json:"calls"`          // the turn's tool calls in order, nil when it made none
 	ProcessReward float64    `json:"process_reward"` // reward for this turn, enters at its last action token
+	Evidence      int        `json:"evidence"`       // supporting passages of the task first retrieved in this turn (each credited once, here)
 	LatencyMS     float64    `json:"latency_ms"`     // wall time of the environment's step (its calls run concurrently)
 	PolicyVersion int        `json:"policy_version"` // updates the policy that sampled this turn had seen
 }

@@ -38,8 +38,8 @@ func (r Role) String() string {
 }
 
 // WorldKey is the Meta key of a fresh world's task that names its world:
-// the world whose passages, and only those, hold its answer.
-const WorldKey = "world"
+// the world whose passages, and only those, hold its answer (envs.WorldKey).
+const WorldKey = envs.WorldKey
 
 // Fresh draws fresh worlds: every one of Shape's size and schema, with its
 // own seed derived from Shape.Seed, its role and its number, and its

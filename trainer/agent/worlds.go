@@ -39,9 +39,9 @@ func (a *Agent) AddWorld(id, index string) error {
 	for i, t := range tools {
 		switch t.Name() {
 		case search.SearchName:
-			tools[i] = search.NewSearchTool(idx, a.searchK)
+			tools[i] = worldTool{search.NewSearchTool(idx, a.searchK), id}
 		case search.LookupName:
-			tools[i] = search.NewLookupTool(idx)
+			tools[i] = worldTool{search.NewLookupTool(idx), id}
 		}
 	}
 	a.worlds.mu.Lock()
@@ -56,6 +56,16 @@ func (a *Agent) AddWorld(id, index string) error {
 	a.worlds.m[id] = &worldTools{tools: tools, idx: idx}
 	return nil
 }
+
+// worldTool is a tool over world's index: the passages it returns are
+// evidence for that world's tasks only (envs.WorldTool).
+type worldTool struct {
+	envs.Tool
+	world string
+}
+
+// World names the world whose index the tool reads.
+func (t worldTool) World() string { return t.world }
 
 // DropWorld closes world id's index; its tasks can no longer be played.
 func (a *Agent) DropWorld(id string) error {

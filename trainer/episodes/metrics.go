@@ -34,13 +34,16 @@ func (a acc) std() float64 {
 }
 
 // Metrics summarises trajectories under a prefix: reward (mean, std,
-// per component), EM/F1 (overall and per hop count), response length,
-// turns, tool calls, tool success, truncation and error rates.
+// per component), EM/F1 (overall and per hop count), evidence recall
+// (overall and per hop count, over the tasks that name their supporting
+// passages), response length, turns, tool calls, tool success, truncation
+// and error rates.
 func Metrics(prefix string, trs []*trajectory.Trajectory) map[string]float64 {
 	m := map[string]float64{}
 	var reward, resp, turns, calls, okCalls, trunc, errs acc
 	comps := map[string]*acc{}
-	hops := map[int]*acc{}
+	hops, evidence := map[int]*acc{}, map[int]*acc{}
+	var recall acc
 	extended, split := 0, 0 // gateway requests that extended an agent program's ledger, and that did not
 	type key struct{ group, sample int }
 	seen := map[key]bool{}
@@ -88,6 +91,13 @@ func Metrics(prefix string, trs []*trajectory.Trajectory) map[string]float64 {
 			hops[t.Hops] = &acc{}
 		}
 		hops[t.Hops].add(t.Components[metric.EM])
+		if r, ok := t.EvidenceRecall(); ok {
+			recall.add(r)
+			if evidence[t.Hops] == nil {
+				evidence[t.Hops] = &acc{}
+			}
+			evidence[t.Hops].add(r)
+		}
 	}
 	m[prefix+metric.RewardMean] = reward.mean()
 	m[prefix+metric.RewardStd] = reward.std()
@@ -100,6 +110,14 @@ func Metrics(prefix string, trs []*trajectory.Trajectory) map[string]float64 {
 	for h, a := range hops {
 		if h > 0 {
 			m[prefix+metric.EMHop(h)] = a.mean()
+		}
+	}
+	if len(recall.xs) > 0 {
+		m[prefix+metric.EvidenceRecall] = recall.mean()
+		for h, a := range evidence {
+			if h > 0 {
+				m[prefix+metric.EvidenceHop(h)] = a.mean()
+			}
 		}
 	}
 	m[prefix+metric.ResponseLenMean] = resp.mean()

@@ -32,6 +32,7 @@ const (
 	ErrorRate       = "error_rate"
 	N               = "n"
 	PrefixMatchRate = "prefix_match_rate"
+	EvidenceRecall  = "evidence_recall"
 
 	// The update.
 	GroupRewardStd     = "group_reward_std"
@@ -112,7 +113,8 @@ type Def struct {
 }
 
 // Defs are the metrics, in the order the docs list them. Besides these an
-// episode records EM by hop count as em_hopN.
+// episode records EM and evidence recall by hop count, as em_hopN and
+// evidence_recall_hopN.
 var Defs = []Def{
 	{RewardMean, "mean scalar reward (outcome + process rewards)", true},
 	{RewardStd, "population std (ddof 0) of the reward over the batch", true},
@@ -128,6 +130,7 @@ var Defs = []Def{
 	{TruncationRate, "fraction of trajectories stopped by a token or turn limit", true},
 	{ErrorRate, "fraction of episodes that failed: an environment error, or an agent program's failure (agent.command)", true},
 	{N, "number of episodes (an agent program's episode of several ledger segments counts once)", true},
+	{EvidenceRecall, "mean share of a task's supporting passages the episode retrieved, over the episodes whose task names them (by hop count as evidence_recall_hopN)", true},
 	{PrefixMatchRate, "agent programs (agent.command): fraction of an episode's requests after its first whose rendered prompt extended the previous prompt and completion token for token (the rest start new segments)", true},
 	{GroupRewardStd, "mean within-group reward std (ddof 1) over groups of two or more, before the variance filter: the echo-trap signal", false},
 	{GroupsDropped, "groups the variance filter (algorithm.filter_keep_ratio) dropped", false},
@@ -199,6 +202,7 @@ type Series struct{ Key, Label string }
 var Charts = []Chart{
 	{"reward", "Train reward", []Series{{RewardMean, "mean reward (train)"}}},
 	{"eval", "Evaluation EM / F1", []Series{{Eval + EM, "EM"}, {Eval + F1, "F1"}, {EvalOOD + EM, "EM (out of domain)"}}},
+	{"evidence", "Evidence recall (supporting passages retrieved)", []Series{{EvidenceRecall, "train"}, {Eval + EvidenceRecall, "evaluation"}}},
 	{"kl", "KL divergence", []Series{{KLRef, "KL to reference"}, {ApproxKL, "approx KL (old to new policy)"}}},
 	{"mismatch", "Rollout/training mismatch", []Series{{MismatchKL, "k3 KL(behaviour || training)"}, {MismatchBeyond, "fraction of tokens beyond [1/C, C]"}}},
 	{"mismatch_ratio", "Ratio π_train/π_behaviour", []Series{{MismatchRatioMax, "largest"}, {MismatchRatioMin, "smallest"}}},
@@ -228,10 +232,15 @@ const EMHopPrefix = "em_hop"
 // EMHop is the name of the exact match over the questions of h hops.
 func EMHop(h int) string { return EMHopPrefix + strconv.Itoa(h) }
 
-var hopEM = regexp.MustCompile(`^em_hop[0-9]+$`)
+// EvidenceHop is the name of the evidence recall over the questions of h
+// hops.
+func EvidenceHop(h int) string { return EvidenceRecall + "_hop" + strconv.Itoa(h) }
+
+var hopEM = regexp.MustCompile(`^(em|evidence_recall)_hop[0-9]+$`)
 
 // Declared reports whether name is a declared metric: one of Defs, an
-// episode metric under an evaluation prefix, or em_hopN.
+// episode metric under an evaluation prefix, em_hopN or
+// evidence_recall_hopN.
 func Declared(name string) bool {
 	episode := false
 	for _, p := range []string{Eval, NaiveRAG, EvalOOD, NaiveRAGOOD} {

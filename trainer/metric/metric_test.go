@@ -21,7 +21,7 @@ func TestDeclarations(t *testing.T) {
 	}
 	for name, want := range map[string]bool{
 		"reward_mean": true, "eval/reward_mean": true, "baseline/naive_rag/em": true, "eval/em_hop3": true,
-		"eval/grad_norm": false, "grad_norm": true, "no_such_metric": false, "em_hopx": false,
+		"eval/grad_norm": false, "grad_norm": true, "no_such_metric": false, "em_hopx": false, "eval/evidence_recall_hop2": true, "evidence_recall": true, "evidence_recall_hopx": false,
 	} {
 		if got := Declared(name); got != want {
 			t.Errorf("Declared(%q) = %v, want %v", name, got, want)

@@ -11,11 +11,14 @@ import (
 // (each stored trajectory an episode): Searches is the search calls per
 // episode; MultiHop1, MultiHop2 and MultiHop3 the shares of the multi-hop
 // (2 or more hops) episodes that searched once, twice, and three times or
-// more; AnswerInResult the share of episodes whose answer one of their
-// search results contained; NoSearch the share with no search.
+// more; Evidence the share of the multi-hop episodes' supporting passages
+// their searches retrieved (over the tasks that name them; 0 for a store
+// written before evidence was recorded); AnswerInResult the share of
+// episodes whose answer one of their search results contained; NoSearch
+// the share with no search.
 type Behaviour struct {
-	Episodes                                                            int
-	Searches, MultiHop1, MultiHop2, MultiHop3, AnswerInResult, NoSearch float64
+	Episodes                                                                      int
+	Searches, MultiHop1, MultiHop2, MultiHop3, Evidence, AnswerInResult, NoSearch float64
 }
 
 // ReadBehaviour reads the behaviour of a store's in-domain evaluation
@@ -25,7 +28,7 @@ type Behaviour struct {
 func ReadBehaviour(storePath, rl string) (map[string]Behaviour, error) {
 	_, rows, err := store.QueryReadOnly(storePath, `
 WITH ep AS (
-  SELECT t.iteration it, t.hops,
+  SELECT t.iteration it, t.hops, 1.0 * t.evidence / t.support recall,
     (SELECT count(*) FROM tool_calls c WHERE c.tid = t.tid AND c.tool = 'search') ns,
     (SELECT count(*) FROM tool_calls c WHERE c.tid = t.tid AND c.tool = 'search' AND t.answer <> ''
        AND instr(lower(c.result), lower(t.answer)) > 0) hit
@@ -34,7 +37,8 @@ WITH ep AS (
 )
 SELECT it, count(*), avg(ns),
   coalesce(avg(CASE WHEN hops >= 2 THEN ns = 1 END), 0), coalesce(avg(CASE WHEN hops >= 2 THEN ns = 2 END), 0),
-  coalesce(avg(CASE WHEN hops >= 2 THEN ns >= 3 END), 0), avg(hit > 0), avg(ns = 0)
+  coalesce(avg(CASE WHEN hops >= 2 THEN ns >= 3 END), 0), coalesce(avg(CASE WHEN hops >= 2 THEN recall END), 0),
+  avg(hit > 0), avg(ns = 0)
 FROM ep GROUP BY it ORDER BY it`)
 	if err != nil {
 		return nil, err
@@ -53,14 +57,15 @@ FROM ep GROUP BY it ORDER BY it`)
 		if !ok {
 			continue
 		}
-		var f [6]float64
+		var f [7]float64
 		for k := range f {
 			if f[k], err = strconv.ParseFloat(fmt.Sprint(r[2+k]), 64); err != nil {
 				return nil, fmt.Errorf("%s: iteration %d: %v: %w", storePath, it, r[2+k], err)
 			}
 		}
 		n, _ := strconv.Atoi(fmt.Sprint(r[1]))
-		out[method] = Behaviour{Episodes: n, Searches: f[0], MultiHop1: f[1], MultiHop2: f[2], MultiHop3: f[3], AnswerInResult: f[4], NoSearch: f[5]}
+		out[method] = Behaviour{Episodes: n, Searches: f[0], MultiHop1: f[1], MultiHop2: f[2], MultiHop3: f[3], Evidence: f[4],
+			AnswerInResult: f[5], NoSearch: f[6]}
 	}
 	return out, nil
 }

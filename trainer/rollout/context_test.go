@@ -254,9 +254,14 @@ func TestContextModes(t *testing.T) {
 					}
 				}
 				// Every segment has the episode's ending and reward: outcome 3
-				// plus 0.5 for each of the 3 tool turns.
+				// plus 0.5 for each of the 3 tool turns; and its evidence: one
+				// supporting passage of the task's 4 for each tool turn, over
+				// all segments.
 				if tr.Stop != trajectory.StopAnswer || tr.Outcome != 3 || tr.Reward != 4.5 || tr.Components["em"] != 1 {
 					t.Errorf("segment %d: stop %s outcome %v reward %v", i, tr.Stop, tr.Outcome, tr.Reward)
+				}
+				if tr.Evidence != 3 || tr.Support != 4 {
+					t.Errorf("segment %d: evidence %d of %d, want 3 of 4", i, tr.Evidence, tr.Support)
 				}
 				turns += len(tr.Turns)
 			}

@@ -178,6 +178,7 @@ func (s *sched) newTraj(req Request, sample int) *trajectory.Trajectory {
 		TaskID:        t.ID,
 		Dataset:       t.Dataset,
 		Hops:          t.Hops,
+		Support:       len(t.Support),
 		Group:         req.Group,
 		Sample:        sample,
 		Split:         s.opt.Split,
@@ -423,21 +424,23 @@ func turnRecord(r envReply) trajectory.Turn {
 		}
 	}
 	return trajectory.Turn{Text: r.text, GenTokens: r.gen, Calls: calls, ProcessReward: r.res.ProcessReward,
-		LatencyMS: float64(r.latency) / float64(time.Millisecond)}
+		Evidence: r.res.Evidence, LatencyMS: float64(r.latency) / float64(time.Millisecond)}
 }
 
 // end finishes an episode, scores it and frees its slot. Every segment
-// gets the episode's ending and reward: the outcome plus the process
-// rewards of all its turns.
+// gets the episode's ending, reward (the outcome plus the process rewards
+// of all its turns) and evidence (the supporting passages all its turns
+// retrieved).
 func (s *sched) end(ep *episode) error {
 	tr := ep.tr
 	if tr.Stop != trajectory.StopError && tr.Stop != trajectory.StopCancelled {
 		tr.Outcome, tr.Components = ep.env.Outcome()
 	}
-	tr.Reward = tr.Outcome
+	tr.Reward, tr.Evidence = tr.Outcome, 0
 	for _, seg := range ep.segs {
 		for _, t := range seg.Turns {
 			tr.Reward += t.ProcessReward
+			tr.Evidence += t.Evidence
 		}
 	}
 	tr.DurationMS = float64(time.Since(ep.started)) / float64(time.Millisecond)
@@ -455,6 +458,7 @@ func (s *sched) finishSegments(ep *episode) {
 	for _, seg := range ep.segs[:len(ep.segs)-1] {
 		seg.Stop, seg.Error, seg.Answer, seg.Correct = last.Stop, last.Error, last.Answer, last.Correct
 		seg.Outcome, seg.Components, seg.Reward, seg.DurationMS = last.Outcome, last.Components, last.Reward, last.DurationMS
+		seg.Evidence = last.Evidence
 		s.finish(seg)
 	}
 	s.finish(last)

@@ -211,7 +211,7 @@ func (e *fakeEnv) Step(ctx context.Context, a envs.Action) (envs.StepResult, err
 	case e.turns >= e.maxTurns:
 		return envs.StepResult{Done: true, Stop: trajectory.StopMaxTurns}, nil
 	}
-	return envs.StepResult{Responses: []string{"r"}, ProcessReward: 0.5,
+	return envs.StepResult{Responses: []string{"r"}, ProcessReward: 0.5, Evidence: 1,
 		Calls: []trajectory.ToolCall{{Name: "search", Args: `{"query":"q"}`, Result: "r", OK: true}}}, nil
 }
 
@@ -227,8 +227,11 @@ func factory(maxTurns, budget int, delay time.Duration) Factory {
 	}
 }
 
+// task k names k+1 supporting passages (its fake environment credits one
+// a tool turn, so k of them).
 func task(k int) envs.Task {
-	return envs.Task{ID: fmt.Sprintf("t%d", k), Question: fmt.Sprintf("task %d", k), Answers: []string{"a"}}
+	return envs.Task{ID: fmt.Sprintf("t%d", k), Question: fmt.Sprintf("task %d", k), Answers: []string{"a"},
+		Support: make([]string, k+1)}
 }
 
 // expected rebuilds task k's token sequence and mask by hand from the script.
@@ -305,9 +308,13 @@ func TestScriptedRollout(t *testing.T) {
 			if tr.Stop != trajectory.StopAnswer || len(tr.Turns) != k+1 {
 				t.Fatalf("task %d: stop %s after %d turns", k, tr.Stop, len(tr.Turns))
 			}
-			// outcome k, plus 0.5 per tool turn
+			// outcome k, plus 0.5 per tool turn; one supporting passage of
+			// k+1 per tool turn
 			if tr.Outcome != float64(k) || tr.Reward != float64(k)+0.5*float64(k) {
 				t.Fatalf("task %d: outcome %v reward %v", k, tr.Outcome, tr.Reward)
+			}
+			if tr.Support != k+1 || tr.Evidence != k || tr.Turns[k].Evidence != 0 || k > 0 && tr.Turns[0].Evidence != 1 {
+				t.Fatalf("task %d: evidence %d of %d, turns %+v", k, tr.Evidence, tr.Support, tr.Turns)
 			}
 			if k > 0 && (len(tr.Turns[0].Calls) != 1 || tr.Turns[0].Calls[0].Name != "search" || !tr.Turns[0].Calls[0].OK ||
 				tr.Turns[0].GenTokens != 4) {

@@ -20,7 +20,7 @@ func extends(context, sofar []int32) bool {
 func (s *sched) split(ep *episode, context []int32) error {
 	first := ep.segs[0]
 	seg := &trajectory.Trajectory{
-		ID: fmt.Sprintf("%s.%d", first.ID, len(ep.segs)), TaskID: first.TaskID, Dataset: first.Dataset, Hops: first.Hops,
+		ID: fmt.Sprintf("%s.%d", first.ID, len(ep.segs)), TaskID: first.TaskID, Dataset: first.Dataset, Hops: first.Hops, Support: first.Support,
 		Group: first.Group, Sample: first.Sample, Split: first.Split, Iteration: first.Iteration,
 		PolicyVersion: first.PolicyVersion, Question: first.Question, Gold: first.Gold,
 		PromptLen: len(context),

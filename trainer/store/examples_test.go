@@ -71,7 +71,9 @@ var exampleRows = []exampleRow{
 
 // exampleTraj builds the trajectory a row describes. Rewards: outcome 1 when
 // right, else 0; process reward +0.1 per successful tool call, -0.1 per
-// failed or unparsed one; total = outcome + process rewards. Tokens: a
+// failed or unparsed one; total = outcome + process rewards. Evidence: the
+// task's supporting passages are as many as its hops, and each successful
+// search retrieves the next one (lookups retrieve none). Tokens: a
 // 4-token prompt, 3 generated tokens per turn, 2 observation tokens after
 // each turn with tool calls. Each call takes 10 ms.
 func exampleTraj(r exampleRow) *trajectory.Trajectory {
@@ -81,7 +83,7 @@ func exampleTraj(r exampleRow) *trajectory.Trajectory {
 		Hops: task.hops, Group: r.group, Sample: r.sample, Split: r.split, Iteration: r.iter, PolicyVersion: r.iter,
 		Question: task.question, Gold: task.gold, Answer: r.answer, Correct: reward.Correct(r.answer, task.gold), Stop: r.stop, DurationMS: 100,
 		PromptLen: 4, Tokens: []int32{1, 2, 3, 4}, Logprobs: make([]float32, 4), Mask: make([]uint8, 4),
-		TurnOf: []int16{-1, -1, -1, -1},
+		TurnOf: []int16{-1, -1, -1, -1}, Support: task.hops,
 	}
 	if r.right {
 		t.Outcome = 1
@@ -107,6 +109,10 @@ func exampleTraj(r exampleRow) *trajectory.Trajectory {
 				reward := -0.1
 				if c.OK {
 					c.Result, reward = "a passage", 0.1
+				}
+				if c.OK && c.Name == "search" && t.Evidence < t.Support {
+					u.Evidence++
+					t.Evidence++
 				}
 				u.Text += "<tool_call>" + c.Args + "</tool_call>"
 				u.ProcessReward += reward
@@ -203,6 +209,15 @@ var exampleWant = [][]string{
 		"2-train-1-1 | 0 | 0 | search | 1",
 		"2-train-1-1 | 0 | 1 | lookup | 1",
 		"2-train-1-1 | 0 | 2 | search | 0"},
+	// 8. Evidence by hops over the eval episodes, each task's support its
+	// hop count and one passage per successful search: nq-1 (1 hop) S+ A,
+	// S+ A, A: 1, 1, 0 -> 2/3, two complete; hp-2 (2 hops) S+ L- A, S+ L+
+	// A, S+ L+ A: 1 of 2 each -> 0.5, none complete; mu-3 (3 hops) S- A,
+	// S+ S- A, S+ L+ A: 0, 1, 1 of 3 -> 2/9 = 0.222, none complete.
+	{"hops | n | recall | complete",
+		"1 | 3 | 0.667 | 2",
+		"2 | 3 | 0.5 | 0",
+		"3 | 3 | 0.222 | 0"},
 }
 
 // storeDoc is the store's user page, with the example queries; the

@@ -113,7 +113,7 @@ func loadRequests(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajector
 func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Trajectory, map[int64]*trajectory.Trajectory, error) {
 	rows, err := tx.Query(`SELECT tid, id, iteration, split, task_id, dataset, hops, group_idx, sample_idx,
 		policy_version, question, gold, answer, correct, outcome, reward, components, stop, error, prompt_tokens,
-		duration_ms, dropped FROM trajectories WHERE `+where+` ORDER BY tid`, args...)
+		duration_ms, dropped, support, evidence FROM trajectories WHERE `+where+` ORDER BY tid`, args...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,12 +127,14 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Traje
 			split, stop               string
 			gold, comp                *string
 			outcome, reward, duration sql.NullFloat64
+			support, evidence         sql.NullInt64
 		)
 		if err := rows.Scan(&tid, &t.ID, &t.Iteration, &split, &t.TaskID, &t.Dataset, &t.Hops, &t.Group,
 			&t.Sample, &t.PolicyVersion, &t.Question, &gold, &t.Answer, &t.Correct, &outcome, &reward, &comp, &stop,
-			&t.Error, &t.PromptLen, &duration, &t.Dropped); err != nil {
+			&t.Error, &t.PromptLen, &duration, &t.Dropped, &support, &evidence); err != nil {
 			return nil, nil, err
 		}
+		t.Support, t.Evidence = int(support.Int64), int(evidence.Int64) // 0 where not recorded
 		t.Split, t.Stop = trajectory.Split(split), trajectory.StopReason(stop)
 		t.Outcome, t.Reward, t.DurationMS = orNaN(outcome), orNaN(reward), orNaN(duration)
 		if t.Gold, err = decodeStrings(gold); err != nil {
@@ -187,7 +189,7 @@ func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.
 
 // loadTurns reads the turns of the selected trajectories in turn order.
 func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
-	rows, err := tx.Query(`SELECT tid, turn, text, gen_tokens, process_reward, latency_ms, policy_version
+	rows, err := tx.Query(`SELECT tid, turn, text, gen_tokens, process_reward, latency_ms, policy_version, evidence
 		FROM turns WHERE `+sub+` ORDER BY tid, turn`, args...)
 	if err != nil {
 		return err
@@ -198,10 +200,12 @@ func loadTurns(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.T
 			tid, turn       int64
 			u               trajectory.Turn
 			reward, latency sql.NullFloat64
+			evidence        sql.NullInt64
 		)
-		if err := rows.Scan(&tid, &turn, &u.Text, &u.GenTokens, &reward, &latency, &u.PolicyVersion); err != nil {
+		if err := rows.Scan(&tid, &turn, &u.Text, &u.GenTokens, &reward, &latency, &u.PolicyVersion, &evidence); err != nil {
 			return err
 		}
+		u.Evidence = int(evidence.Int64) // 0 where not recorded
 		u.ProcessReward, u.LatencyMS = orNaN(reward), orNaN(latency)
 		t := byTID[tid]
 		if t == nil {

@@ -265,7 +265,7 @@ func TestOpenMigratesV1Store(t *testing.T) {
 	// call columns are gone; tool_success counts calls, leaving NULL out.
 	for _, c := range []struct{ query, want string }{
 		{"SELECT turn, call, ok FROM tool_calls WHERE ok IS NULL ORDER BY tid, turn, call", "turn | call | ok\n1 | 0 | NULL\n1 | 1 | NULL"},
-		{"SELECT group_concat(name, ' ') AS columns FROM pragma_table_info('turns')", "columns\ntid turn text gen_tokens process_reward latency_ms policy_version"},
+		{"SELECT group_concat(name, ' ') AS columns FROM pragma_table_info('turns')", "columns\ntid turn text gen_tokens process_reward latency_ms policy_version evidence"},
 		{"SELECT tool, calls, ok, failures, parse_errors FROM tool_success ORDER BY tool",
 			"tool | calls | ok | failures | parse_errors\n(unparsed) | 1 | 0 | 1 | 1\nlookup | 3 | 1 | 1 | 0\nsearch | 4 | 3 | 0 | 0"},
 	} {

@@ -249,3 +249,14 @@ ALTER TABLE turns ADD COLUMN policy_version INTEGER NOT NULL DEFAULT 0;
 UPDATE turns SET policy_version = (SELECT policy_version FROM trajectories t WHERE t.tid = turns.tid);
 ALTER TABLE trajectories ADD COLUMN dropped TEXT NOT NULL DEFAULT '';
 `
+
+// schemaV7 records the evidence an episode gathered: per turn, the
+// supporting passages of its task first retrieved there (what
+// env.rewards.support credits); per trajectory, how many the task names
+// and how many the whole episode retrieved. Older rows keep NULL: not
+// recorded.
+const schemaV7 = `
+ALTER TABLE turns ADD COLUMN evidence INTEGER;
+ALTER TABLE trajectories ADD COLUMN support INTEGER;
+ALTER TABLE trajectories ADD COLUMN evidence INTEGER;
+`

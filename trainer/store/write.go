@@ -127,12 +127,12 @@ func prepareInserts(tx *sql.Tx) (*inserts, error) {
 	var err error
 	if w.traj, err = tx.Prepare(`INSERT INTO trajectories (run, id, iteration, split, task_id, dataset, hops,
 		group_idx, sample_idx, policy_version, question, gold, answer, correct, outcome, reward, components,
-		stop, truncated, error, prompt_tokens, total_tokens, action_tokens, n_turns, duration_ms, dropped)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		stop, truncated, error, prompt_tokens, total_tokens, action_tokens, n_turns, duration_ms, dropped, support, evidence)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return nil, err
 	}
-	if w.turn, err = tx.Prepare(`INSERT INTO turns (tid, turn, text, gen_tokens, process_reward, latency_ms, policy_version)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`); err != nil {
+	if w.turn, err = tx.Prepare(`INSERT INTO turns (tid, turn, text, gen_tokens, process_reward, latency_ms, policy_version,
+		evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		w.close()
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (w *inserts) insert(run string, t *trajectory.Trajectory) error {
 	res, err := w.traj.Exec(run, t.ID, t.Iteration, string(t.Split), t.TaskID, t.Dataset, t.Hops,
 		t.Group, t.Sample, t.PolicyVersion, t.Question, gold, t.Answer, t.Correct,
 		t.Outcome, t.Reward, comp, string(t.Stop), t.Stop.Truncated(), t.Error,
-		t.PromptLen, len(t.Tokens), t.ActionTokens(), len(t.Turns), t.DurationMS, t.Dropped)
+		t.PromptLen, len(t.Tokens), t.ActionTokens(), len(t.Turns), t.DurationMS, t.Dropped, t.Support, t.Evidence)
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (w *inserts) insert(run string, t *trajectory.Trajectory) error {
 		return err
 	}
 	for i, u := range t.Turns {
-		if _, err := w.turn.Exec(tid, i, u.Text, u.GenTokens, u.ProcessReward, u.LatencyMS, u.PolicyVersion); err != nil {
+		if _, err := w.turn.Exec(tid, i, u.Text, u.GenTokens, u.ProcessReward, u.LatencyMS, u.PolicyVersion, u.Evidence); err != nil {
 			return fmt.Errorf("turn %d: %w", i, err)
 		}
 		for j, c := range u.Calls {

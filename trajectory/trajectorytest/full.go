@@ -16,7 +16,7 @@ func Full() *trajectory.Trajectory {
 		Gold:     []string{"Antoine de Saint-Exupéry", "Saint-Exupéry"},
 		Answer:   "Antoine de Saint-Exupéry",
 		Correct:  true,
-		Outcome:  1, Reward: 1.125, Components: map[string]float64{"em": 1, "format": 0.1, "process": 0.025, "neg": -0.5},
+		Outcome:  1, Reward: 1.125, Support: 2, Evidence: 2, Components: map[string]float64{"em": 1, "format": 0.1, "process": 0.025, "neg": -0.5},
 		Stop: trajectory.StopMaxTokens, Error: "tool timeout after 5s", DurationMS: 4321.25, Dropped: trajectory.DroppedSurplus,
 		PromptLen:     3,
 		Tokens:        []int32{151644, 0, -1, 2147483647, 42, 7},
@@ -29,7 +29,7 @@ func Full() *trajectory.Trajectory {
 		TrainLogprobs: []float32{0, 0, 0, -0.25, -3.25, 0},
 		Entropies:     []float32{0, 0, 0, 1.5, 0.0625, 0},
 		Turns: []trajectory.Turn{
-			{Text: "Je cherche… <tool_call>", GenTokens: 2, ProcessReward: 0.025, LatencyMS: 13, PolicyVersion: 5, Calls: []trajectory.ToolCall{
+			{Text: "Je cherche… <tool_call>", GenTokens: 2, ProcessReward: 0.025, Evidence: 2, LatencyMS: 13, PolicyVersion: 5, Calls: []trajectory.ToolCall{
 				{Name: "search", Args: `{"query":"Petit Prince auteur"}`, Result: "Le Petit Prince — Saint-Exupéry (1943)\nligne 2",
 					OK: true, LatencyMS: 12.5, Refs: []string{"Le Petit Prince", "Saint-Exupéry"}},
 				{Name: "lookup", Args: `{"title":"Vol de nuit"}`, Result: "Error: no passage is titled \"Vol de nuit\"", LatencyMS: 0.75},
