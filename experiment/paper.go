@@ -41,6 +41,11 @@ type Spec struct {
 	// Extra marks a row outside the paper's table, run only with
 	// Options.Extra (trainer experiment paper --extra).
 	Extra bool
+	// Process marks a row trained with the mission's process rewards
+	// (amendment 11): the claims check that it is above naive RAG and the
+	// base tool-calling model in-domain, at least ProcessOverBase times the
+	// base's multi-hop EM, and not below naive RAG out of domain.
+	Process bool
 }
 
 // PaperSpecs are the RL rows of the table, in table order: the four
@@ -50,9 +55,11 @@ type Spec struct {
 // with and without the advantage mask, then the Extra rows: GiGPO, GRPO
 // with GSPO's loss (its paper's clip range and per-sequence mean), and
 // GRPO decoding its rollouts in bf16 with and without truncated
-// importance sampling. A row is one entry; the claims follow Algorithm
-// and Ablates. The first row is Core: its run of a seed evaluates the
-// baselines.
+// importance sampling; and the two rows with process rewards (amendment
+// 11: env.rewards.support 0.3 per supporting passage first retrieved, 60
+// iterations, as its validation chose), PPO and GRPO w/o std. A row is one
+// entry; the claims follow Algorithm, Ablates and Process. The first row
+// is Core: its run of a seed evaluates the baselines.
 var PaperSpecs = []Spec{
 	{Name: "PPO", Set: []string{"algorithm.estimator=gae"}, Algorithm: true, Core: true},
 	{Name: "GRPO", Set: []string{"algorithm.estimator=grpo"}, Algorithm: true, Core: true},
@@ -70,6 +77,10 @@ var PaperSpecs = []Spec{
 		"algorithm.rollout_correction=tis"}, Extra: true},
 	{Name: "GRPO w/ bf16 rollouts", Set: []string{"algorithm.estimator=grpo", "rollout.dtype=bf16",
 		"algorithm.rollout_correction=off"}, Ablates: "GRPO w/ bf16 rollouts + TIS", Extra: true},
+	{Name: "PPO + process rewards", Set: []string{"algorithm.estimator=gae", "env.rewards.support=0.3", "run.iterations=60"},
+		Process: true, Core: true},
+	{Name: "GRPO w/o std + process rewards", Set: []string{"algorithm.estimator=grpo", "algorithm.norm_by_std=false",
+		"env.rewards.support=0.3", "run.iterations=60"}, Process: true, Core: true},
 }
 
 // Baselines are the rows measured before RL.

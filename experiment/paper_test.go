@@ -73,14 +73,16 @@ func TestSpecConfigs(t *testing.T) {
 		lambda         float64
 	}
 	wants := map[string]want{
-		"PPO":                           {"gae", true, true, 1},
-		"GRPO":                          {"grpo", true, true, 1},
-		"REINFORCE++":                   {"reinforce_pp", true, true, 1},
-		"RLOO":                          {"rloo", true, true, 1},
-		"PPO w/o advantage mask":        {"gae", false, true, 1},
-		"PPO w/o loss mask":             {"gae", true, false, 1},
-		"PPO λ=0.95":                    {"gae", true, true, 0.95},
-		"PPO λ=0.95 w/o advantage mask": {"gae", false, true, 0.95},
+		"PPO":                            {"gae", true, true, 1},
+		"GRPO":                           {"grpo", true, true, 1},
+		"REINFORCE++":                    {"reinforce_pp", true, true, 1},
+		"RLOO":                           {"rloo", true, true, 1},
+		"PPO w/o advantage mask":         {"gae", false, true, 1},
+		"PPO w/o loss mask":              {"gae", true, false, 1},
+		"PPO λ=0.95":                     {"gae", true, true, 0.95},
+		"PPO λ=0.95 w/o advantage mask":  {"gae", false, true, 0.95},
+		"PPO + process rewards":          {"gae", true, true, 1},
+		"GRPO w/o std + process rewards": {"grpo", true, true, 1},
 	}
 	names := map[string]bool{}
 	for i, s := range PaperSpecs {
@@ -95,6 +97,10 @@ func TestSpecConfigs(t *testing.T) {
 		}
 		if c.Run.Seed != 3 || c.Model.Path != "runs/sft" || c.Eval.Baselines != (i == 0) || c.Run.Name != runName(s.Name, 3) {
 			t.Errorf("%s: run %+v, model %q, baselines %v", s.Name, c.Run, c.Model.Path, c.Eval.Baselines)
+		}
+		if process := c.Env.Rewards.Support == 0.3 && c.Run.Iterations == 60; process != s.Process {
+			t.Errorf("%s: env.rewards.support %v, run.iterations %d; want 0.3 and 60 exactly on the process-reward rows", s.Name,
+				c.Env.Rewards.Support, c.Run.Iterations)
 		}
 		if s.Ablates != "" && !names[s.Ablates] {
 			t.Errorf("%s ablates %q, not an earlier row", s.Name, s.Ablates)
@@ -196,6 +202,65 @@ func TestClaims(t *testing.T) {
 	}
 }
 
+// The claims of a row with process rewards (amendment 11) on hand-made
+// outcomes, two seeds, worked by hand (d = A − c·B per question, then the
+// mean over seeds):
+//
+//	in-domain: Naive RAG 1000 / 0100, Base Tool Call 1000 / 0000,
+//	P 1110 / 1101: P − RAG 0110 / 1001, 0.5 and 0.5; P − Base 0110 / 1101,
+//	0.5 and 0.75, mean 0.625;
+//	multi-hop: Base 10 / 00, P 11 / 01: P − 2·Base (−1, 1) / (0, 1), 0 and
+//	0.5, mean 0.25;
+//	out of domain: RAG 01 / 00, P 01 / 10: 0 and 0.5, mean 0.25.
+//
+// Before them comes the protocol's claim on the baselines (RAG − Base: 0
+// and 0.25); the rows without outcomes have no claims.
+func TestProcessClaims(t *testing.T) {
+	o := func(in1, in2, mh1, mh2, ood1, ood2 []float64) map[string]map[int][]float64 {
+		m := map[string]map[int][]float64{results.SplitInDomain: {1: in1, 2: in2}}
+		if mh1 != nil {
+			m[results.SplitMultiHop] = map[int][]float64{1: mh1, 2: mh2}
+		}
+		if ood1 != nil {
+			m[results.SplitOOD] = map[int][]float64{1: ood1, 2: ood2}
+		}
+		return m
+	}
+	p := "PPO + process rewards"
+	tab := &Table{Seeds: []int{1, 2}, Outcomes: map[string]map[string]map[int][]float64{
+		results.NaiveRAG:     o([]float64{1, 0, 0, 0}, []float64{0, 1, 0, 0}, nil, nil, []float64{0, 1}, []float64{0, 0}),
+		results.BaseToolCall: o([]float64{1, 0, 0, 0}, []float64{0, 0, 0, 0}, []float64{1, 0}, []float64{0, 0}, nil, nil),
+		p:                    o([]float64{1, 1, 1, 0}, []float64{1, 1, 0, 1}, []float64{1, 1}, []float64{0, 1}, []float64{0, 1}, []float64{1, 0}),
+	}}
+	cs, err := tab.Claims()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		text    string
+		split   string
+		n       int
+		perSeed [2]float64
+	}{
+		{"Base Tool Call is below Naive RAG in-domain (Naive RAG − Base Tool Call)", results.SplitInDomain, 4, [2]float64{0, 0.25}},
+		{p + " is above naive RAG in-domain", results.SplitInDomain, 4, [2]float64{0.5, 0.5}},
+		{p + " is above Base Tool Call in-domain", results.SplitInDomain, 4, [2]float64{0.5, 0.75}},
+		{p + " reaches 2x Base Tool Call's multi-hop EM (" + p + " − 2 × Base Tool Call, 2- and 3-hop questions)", results.SplitMultiHop, 2, [2]float64{0, 0.5}},
+		{p + " is not below naive RAG out of domain (fails only when its interval is below 0)", results.SplitOOD, 2, [2]float64{0, 0.5}},
+	}
+	if len(cs) != len(want) {
+		t.Fatalf("%d claims, want %d: %+v", len(cs), len(want), cs)
+	}
+	for i, w := range want {
+		c := cs[i]
+		mean := (w.perSeed[0] + w.perSeed[1]) / 2
+		if c.Text != w.text || c.Split != w.split || c.N != w.n || len(c.PerSeed) != 2 || math.Abs(c.PerSeed[0]-w.perSeed[0]) > 1e-12 ||
+			math.Abs(c.PerSeed[1]-w.perSeed[1]) > 1e-12 || math.Abs(c.Interval.Mean-mean) > 1e-12 {
+			t.Errorf("claim %d: %+v\nwant %q on %s, %v per seed over %d questions", i, c, w.text, w.split, w.perSeed, w.n)
+		}
+	}
+}
+
 // The core rows run on every seed, the others on the other seeds, the
 // Extra rows only when asked for; the first row is core (its run
 // evaluates the baselines of every seed).
@@ -222,12 +287,13 @@ func TestRows(t *testing.T) {
 			core++
 		}
 	}
-	if core != 6 || len(specs) != 9 {
-		t.Errorf("%d core RL rows and %d rows, want 6 (PPO, GRPO, REINFORCE++, the two mask ablations, GRPO w/o std normalisation) and 9", core, len(specs))
+	if core != 8 || len(specs) != 11 {
+		t.Errorf("%d core RL rows and %d rows, want 8 (PPO, GRPO, REINFORCE++, the two mask ablations, GRPO w/o std normalisation, "+
+			"the two with process rewards) and 11", core, len(specs))
 	}
 	all, _ := Rows([]int{4}, []int{1, 2, 3}, true)
-	if len(all) != 6 {
-		t.Errorf("seed 4 alone, with extra: %d rows, want the 6 core ones", len(all))
+	if len(all) != 8 {
+		t.Errorf("seed 4 alone, with extra: %d rows, want the 8 core ones", len(all))
 	}
 	if all, _ := Rows([]int{1}, nil, true); len(all) != len(PaperSpecs) {
 		t.Errorf("with extra: %d rows, want all %d", len(all), len(PaperSpecs))

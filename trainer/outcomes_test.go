@@ -39,6 +39,21 @@ func TestReadOutcomesMatchTheTable(t *testing.T) {
 			}
 		}
 	}
+	// The multi-hop split is the in-domain questions of 2 hops (the world's
+	// most), with the same outcomes, averaging the table's em_hop2.
+	for _, m := range res.Methods {
+		mh := o[m][results.SplitMultiHop]
+		sum := 0.0
+		for id, x := range mh {
+			if y, ok := o[m][results.SplitInDomain][id]; !ok || y != x {
+				t.Errorf("%s: multi-hop question %s outcome %v, in-domain %v (%v)", m, id, x, y, ok)
+			}
+			sum += x
+		}
+		if want := res.Metrics[m][metric.EMHop(2)]; len(mh) == 0 || math.Abs(sum/float64(len(mh))-want) > 1e-9 {
+			t.Errorf("%s: %d multi-hop outcomes averaging %v, want the table's 2-hop EM %v", m, len(mh), sum/float64(len(mh)), want)
+		}
+	}
 	if iv := o.Intervals()[res.RL()][results.SplitInDomain]; !(iv.Lo <= iv.Mean && iv.Mean <= iv.Hi) {
 		t.Errorf("RL interval %+v does not hold its mean", iv)
 	}

@@ -15,11 +15,14 @@ import (
 const (
 	SplitInDomain = "in-domain"
 	SplitOOD      = "ood"
+	// SplitMultiHop is the in-domain questions of two hops or more, also
+	// counted under SplitInDomain.
+	SplitMultiHop = "multi-hop"
 )
 
 // Outcomes are a run's per-question exact-match outcomes (1 right, 0
 // wrong) at its final evaluations, read back from its store: method ->
-// split (SplitInDomain or SplitOOD) -> task ID -> outcome. The methods
+// split (SplitInDomain, SplitMultiHop or SplitOOD) -> task ID -> outcome. The methods
 // are Read's: "Naive RAG" and "Base Tool Call" from iteration 0,
 // and the RL row (named as Read was told) from the last evaluated
 // iteration after it.
@@ -29,7 +32,7 @@ type Outcomes map[string]map[string]map[string]float64
 // An episode stored in segments counts as right when any segment is.
 func ReadOutcomes(storePath, rl string) (Outcomes, error) {
 	_, rows, err := store.QueryReadOnly(storePath,
-		"SELECT iteration, id, task_id, MAX(correct) FROM trajectories WHERE split = 'eval' GROUP BY iteration, task_id, "+
+		"SELECT iteration, id, task_id, MAX(correct), MAX(hops) FROM trajectories WHERE split = 'eval' GROUP BY iteration, task_id, "+
 			"CASE WHEN id LIKE '%-eval-rag-ood-%' THEN 3 WHEN id LIKE '%-eval-rag-%' THEN 2 WHEN id LIKE '%-eval-ood-%' THEN 1 ELSE 0 END")
 	if err != nil {
 		return nil, err
@@ -61,15 +64,27 @@ func ReadOutcomes(storePath, rl string) (Outcomes, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: correct %v: %w", storePath, r[3], err)
 		}
-		if out[method] == nil {
-			out[method] = map[string]map[string]float64{}
+		hops, err := strconv.Atoi(fmt.Sprint(r[4]))
+		if err != nil {
+			return nil, fmt.Errorf("%s: hops %v: %w", storePath, r[4], err)
 		}
-		if out[method][split] == nil {
-			out[method][split] = map[string]float64{}
+		out.add(method, split, fmt.Sprint(r[2]), correct)
+		if split == SplitInDomain && hops >= 2 {
+			out.add(method, SplitMultiHop, fmt.Sprint(r[2]), correct)
 		}
-		out[method][split][fmt.Sprint(r[2])] = correct
 	}
 	return out, nil
+}
+
+// add records a method's outcome of question id on split.
+func (o Outcomes) add(method, split, id string, correct float64) {
+	if o[method] == nil {
+		o[method] = map[string]map[string]float64{}
+	}
+	if o[method][split] == nil {
+		o[method][split] = map[string]float64{}
+	}
+	o[method][split][id] = correct
 }
 
 // evalMethod names the method an evaluation episode of iteration it
