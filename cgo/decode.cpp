@@ -4,8 +4,7 @@
 // decode batch, reading W where it is, in its HF [out, in] layout: each
 // output row is a dot product of a contiguous weight row with x. A kernel
 // call takes R weight rows and M input rows at a time (R x M accumulators in
-// registers: 4 x 4 of the 32 zmm registers on AVX-512, 3 x 4 (f32) and 3 x 2
-// (bf16, whose widened weights take two registers a row) of the 16 ymm
+// registers: 4 x 4 of the 32 zmm registers on AVX-512, 3 x 4 of the 16 ymm
 // registers on AVX2); the R weight rows (at most 4 x 8 KB here) stay in L1
 // while further groups of input rows reuse them, so each weight byte comes
 // from memory once per step whatever the batch. Several matrices that read
@@ -264,8 +263,10 @@ struct V {
   using Tail = __mmask16;  // the first n lanes
   static constexpr int W = 16;
   static constexpr const char *kName = "avx512";
-  // 4 x 4 accumulators (of 32 registers) in the products, 16 in attention.
+  // 4 x 4 accumulators (of 32 registers) in the products, 16 in attention;
+  // bf16 rows widened both halves at once (see dot_pairs).
   static constexpr int kRowsF32 = 4, kInRowsF32 = 4, kRowsBF16 = 4, kInRowsBF16 = 4, kAccRegs = 16;
+  static constexpr bool kHalves = false;
 
   static AR_INLINE Tail tail(int64_t n) {
     return n >= 16 ? static_cast<Tail>(0xffff) : n <= 0 ? static_cast<Tail>(0) : static_cast<Tail>((1u << n) - 1);
@@ -322,17 +323,17 @@ struct V {
     return _mm512_add_ps(_mm512_shuffle_f32x4(v01, v23, 0x88), _mm512_shuffle_f32x4(v01, v23, 0xdd));
   }
 
-  // widen_pairs splits 32 bf16 (16 pairs in 32-bit lanes) into the even
-  // columns as f32 (each lane's low half moved up: a byte shuffle) and the
-  // odd ones (its low half cleared: a mask). Both are exact. The shuffle
-  // runs on the vector port that does not multiply (port 5), where a shift
-  // would take a slot of the one 512-bit FMA port on the AVX-512 machine's
-  // cores.
-  static AR_INLINE void widen_pairs(const uint16_t *p, vec &even, vec &odd) {
-    const __m512i v = _mm512_loadu_si512(p);
+  // even and odd: of 32 bf16 (16 pairs in 32-bit lanes), the even columns
+  // as f32 (each lane's low half moved up: a byte shuffle) and the odd ones
+  // (its low half cleared: a mask). Both are exact. The shuffle runs on the
+  // vector port that does not multiply (port 5), where a shift would take a
+  // slot of the one 512-bit FMA port on the AVX-512 machine's cores.
+  static AR_INLINE vec even(const uint16_t *p) {
     const __m512i up = _mm512_set4_epi32(0x0d0c8080, 0x09088080, 0x05048080, 0x01008080);
-    even = _mm512_castsi512_ps(_mm512_shuffle_epi8(v, up));
-    odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+    return _mm512_castsi512_ps(_mm512_shuffle_epi8(_mm512_loadu_si512(p), up));
+  }
+  static AR_INLINE vec odd(const uint16_t *p) {
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
   }
 };
 
@@ -362,15 +363,16 @@ struct V {
   };
   static constexpr int W = 8;
   static constexpr const char *kName = "avx2";
-  // 16 registers: f32 products take 3 x 4 accumulators (with 3 weight
-  // rows: 15 registers, the inputs read as memory operands), bf16 ones 3 x
-  // 2 (with the even and odd halves of 3 widened rows and the two widening
-  // constants: 14); attention keeps 8 accumulators. Measured on the AVX-512
-  // machine (Zen 4) against 3 x 3, 4 x 3, 2 x 4 and 4 x 4 (and for bf16 3 x
-  // 3, 3 x 4 and 4 x 2): in cache, f32 3 x 4 45-49 G multiply-adds/s per
-  // core against 44-46 for 3 x 3 and 25-28 for the others, which spill or
-  // wait on fewer accumulator chains; bf16 3 x 2 37-38 against 28-35.
-  static constexpr int kRowsF32 = 3, kInRowsF32 = 4, kRowsBF16 = 3, kInRowsBF16 = 2, kAccRegs = 8;
+  // 16 registers: the products take 3 x 4 accumulators and 3 weight rows
+  // (15 registers, the inputs read as memory operands; bf16 rows widened
+  // one half at a time, see dot_pairs); attention keeps 8 accumulators.
+  // Measured on the AVX-512 machine (Zen 4) against 3 x 3, 4 x 3, 2 x 4 and
+  // 4 x 4: in cache, f32 3 x 4 45-49 G multiply-adds/s per core against
+  // 44-46 for 3 x 3 and 25-28 for the others, which spill or wait on fewer
+  // accumulator chains; bf16 3 x 4 by halves 43-45 (at 16 input rows 50),
+  // against 37-39 for the best tiling with both halves live (3 x 2).
+  static constexpr int kRowsF32 = 3, kInRowsF32 = 4, kRowsBF16 = 3, kInRowsBF16 = 4, kAccRegs = 8;
+  static constexpr bool kHalves = true;
 
   static AR_INLINE Tail tail(int64_t n) {
     const int c = n <= 0 ? 0 : n >= 8 ? 8 : static_cast<int>(n);
@@ -447,15 +449,17 @@ struct V {
     return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
   }
 
-  // widen_pairs splits 16 bf16 (8 pairs in 32-bit lanes) into the even
-  // columns as f32 (a byte shuffle within each 128-bit lane) and the odd
-  // ones (a mask), as the AVX-512 kernels do.
-  static AR_INLINE void widen_pairs(const uint16_t *p, vec &even, vec &odd) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+  // even and odd: of 16 bf16 (8 pairs in 32-bit lanes), the even columns
+  // as f32 (a byte shuffle within each 128-bit lane) and the odd ones (a
+  // mask), as on AVX-512.
+  static AR_INLINE vec even(const uint16_t *p) {
     const __m256i up = _mm256_setr_epi32(0x01008080, 0x05048080, 0x09088080, 0x0d0c8080, 0x01008080, 0x05048080,
                                          0x09088080, 0x0d0c8080);
-    even = _mm256_castsi256_ps(_mm256_shuffle_epi8(v, up));
-    odd = _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+    return _mm256_castsi256_ps(_mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)), up));
+  }
+  static AR_INLINE vec odd(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)),
+                                                _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
   }
 };
 
