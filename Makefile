@@ -106,6 +106,9 @@ $(CPU_BUILD)/obj/%.o: cgo/%.cpp $(SHIM_HDR) $(CPU_MK)
 	@echo "c++  $< -> $@ (libtorch $(CPU_TORCH_VERSION) at $(CPU_TORCH_LIBTORCH), $(CPU_TORCH_CXXSTD))"
 	@$(CXX) $(CPU_TORCH_CXXSTD) $(CXXWARN) $(CXXFLAGS) $(CPU_TORCH_CPPFLAGS) -Icgo -c $< -o $@
 
+# decode.cpp includes its kernels once per instruction set (cgo/decode_kernels.inc).
+$(CPU_BUILD)/obj/decode.o $(CUDA_BUILD)/obj/decode.o: cgo/decode_kernels.inc
+
 $(CPU_BUILD)/libagentrl.so: $(patsubst cgo/%.cpp,$(CPU_BUILD)/obj/%.o,$(SHIM_SRC))
 	@echo "link $@"
 	@$(CXX) -shared -fopenmp -o $@ $^ $(CPU_TORCH_LDFLAGS) -ltorch -ltorch_cpu -lc10 -ldl

@@ -15,7 +15,11 @@
 // in-process, or Config.BandwidthGBs), the decode rate that reading alone
 // would allow (BoundTokensPerS) and the fraction of it reached
 // (BoundFraction); with Config.Profile, one step's time by phase (StepMs).
-// Config.Decode picks the engine's decode path (see torch.DecodePath).
+// Config.Decode picks the engine's decode path (see torch.DecodePath); the
+// result's DecodePath names the path that ran, with the hand-written
+// kernels' instruction set ("kernels (avx2)"), and NoKernels why those
+// kernels cannot run here, where they cannot (AGENTRL_CPU_KERNELS picks or
+// turns them off: auto, avx512, avx2, off).
 //
 // Train times the learner's Update (trainer/learner), the one the trainer
 // runs every iteration, on Batch trajectories of SeqLen random tokens: a

@@ -94,7 +94,7 @@ func generate(cfg Config) (Result, error) {
 			return Result{}, fmt.Errorf("bench generate: %w", err)
 		}
 	}
-	path, _, err := e.DecodePath()
+	decode, err := e.Decode()
 	if err != nil {
 		return Result{}, err
 	}
@@ -114,7 +114,7 @@ func generate(cfg Config) (Result, error) {
 		}
 	}
 	res := generateResult(cfg, runs)
-	res.DecodePath = path.String()
+	res.DecodePath, res.NoKernels = decode.String(), decode.Why
 	if cfg.KernelProfile {
 		var p torch.Profile
 		record := func(step func() error) error {

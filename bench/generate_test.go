@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -42,13 +43,40 @@ func TestGenerateTiny(t *testing.T) {
 		t.Errorf("bound: read %v (measured %v), bound %v tok/s (want %v), fraction %v", r.ReadGBs, r.ReadGBsMeasured,
 			r.BoundTokensPerS, bound, r.BoundFraction)
 	}
-	if r.DecodePath != "fused" { // head_dim 8: the kernels need a multiple of 16
-		t.Errorf("decode_path %q, want fused", r.DecodePath)
+	if r.DecodePath != "fused" || !strings.Contains(r.NoKernels, "head_dim") { // head_dim 8: the kernels need a multiple of 16
+		t.Errorf("decode_path %q (no_kernels %q), want fused because of head_dim", r.DecodePath, r.NoKernels)
 	}
 	if p := r.StepMs; p == nil || !(p.Products > 0) || !(p.Sampling > 0) || p.Attention < 0 || p.Other < 0 {
 		t.Errorf("step_ms %+v, want every phase", r.StepMs)
 	} else if sum := p.Products + p.Attention + p.Sampling + p.Other; sum > 1.5*r.MsPerStep {
 		t.Errorf("the phases add up to %v ms, more than a step's %v ms", sum, r.MsPerStep)
+	}
+}
+
+// decode_path names the instruction set of the hand-written kernels that
+// ran, as AGENTRL_CPU_KERNELS picked them (each set where this CPU has it);
+// with the kernels off it says so, and the libtorch path runs.
+func TestGenerateNamesKernels(t *testing.T) {
+	cfg := tiny()
+	cfg.Hidden, cfg.Repeats, cfg.BandwidthGBs = 64, 1, 10 // head_dim 16
+	for _, isa := range []string{"avx512", "avx2", "off"} {
+		t.Run(isa, func(t *testing.T) {
+			t.Setenv("AGENTRL_CPU_KERNELS", isa)
+			r, err := Generate(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case isa == "off":
+				if r.DecodePath != "fused" || r.NoKernels != "AGENTRL_CPU_KERNELS=off" {
+					t.Errorf("decode_path %q, no_kernels %q; want fused, AGENTRL_CPU_KERNELS=off", r.DecodePath, r.NoKernels)
+				}
+			case strings.Contains(r.NoKernels, "the CPU lacks"):
+				t.Skipf("%s: %s", isa, r.NoKernels)
+			case r.DecodePath != "kernels ("+isa+")" || r.NoKernels != "":
+				t.Errorf("decode_path %q, no_kernels %q; want kernels (%s)", r.DecodePath, r.NoKernels, isa)
+			}
+		})
 	}
 }
 

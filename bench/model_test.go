@@ -71,8 +71,8 @@ func TestModelFromConfig(t *testing.T) {
 	if r.WeightBytesPerStep != 176064 {
 		t.Errorf("weight_bytes_per_step %d, want 176064", r.WeightBytesPerStep)
 	}
-	if r.DecodePath == "kernels" {
-		t.Errorf("decode_path %q: the CPU kernels are dense-only", r.DecodePath)
+	if strings.HasPrefix(r.DecodePath, "kernels") || !strings.Contains(r.NoKernels, "Gated DeltaNet") {
+		t.Errorf("decode_path %q (no_kernels %q): the CPU kernels run attention-only models", r.DecodePath, r.NoKernels)
 	}
 	tr := cfg
 	tr.Batch = 4

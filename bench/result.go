@@ -24,7 +24,10 @@ type Result struct {
 	DecodeS           float64 `json:"decode_s,omitempty"`
 	MsPerStep         float64 `json:"ms_per_step,omitempty"`   // 1000*DecodeS/NewTokens
 	PrefillShare      float64 `json:"prefill_share,omitempty"` // PrefillS / (PrefillS + DecodeS)
-	DecodePath        string  `json:"decode_path,omitempty"`   // the engine's decode path as run (kernels, fused, unfused)
+	DecodePath        string  `json:"decode_path,omitempty"`   // the engine's decode path as run: "kernels (avx512)", "kernels (avx2)", "fused" or "unfused"
+	// NoKernels is why the hand-written CPU decode kernels cannot run here
+	// (e.g. "AGENTRL_CPU_KERNELS=off", "not an x86-64 CPU"); absent when they can.
+	NoKernels string `json:"no_kernels,omitempty"`
 	// The bandwidth bound of decoding: every weight is read once per step,
 	// so no step can take less than WeightBytesPerStep / ReadGBs.
 	WeightBytesPerStep int64   `json:"weight_bytes_per_step,omitempty"` // all weights but the embedding, plus the Batch embedding rows

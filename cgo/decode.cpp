@@ -2,18 +2,18 @@
 //
 // Products. y[m, o] = sum_k x[m, k] W[o, k] (+ b[o]) for the few rows m of a
 // decode batch, reading W where it is, in its HF [out, in] layout: each
-// output row is a dot product of a contiguous weight row with x. The kernel
-// takes 4 weight rows and 4 input rows at a time (16 accumulators, 8 loads
-// per 16 fused multiply-adds); the 4 weight rows (at most 4 x 8 KB here)
-// stay in L1 while further groups of 4 input rows reuse them, so each
-// weight byte comes from memory once per step whatever the batch. Several
-// matrices that read the same input (q, k and v; gate and up) are one
-// "fused" product: one pass over the input, one parallel region, their rows
-// handed out together, with no concatenated copy of the weights to keep in
-// sync with the policy. Threads take chunks of 64 rows from a shared
-// counter (parallel_tasks), so a core slowed by other work takes fewer;
-// the last few chunks are split in quarters so that the threads finish
-// close together.
+// output row is a dot product of a contiguous weight row with x. A kernel
+// call takes R weight rows and M input rows at a time (R x M accumulators in
+// registers: 4 x 4 of the 32 zmm registers on AVX-512, 3 x 4 of the 16 ymm
+// registers on AVX2); the R weight rows (at most 4 x 8 KB here) stay in L1
+// while further groups of input rows reuse them, so each weight byte comes
+// from memory once per step whatever the batch. Several matrices that read
+// the same input (q, k and v; gate and up) are one "fused" product: one pass
+// over the input, one parallel region, their rows handed out together, with
+// no concatenated copy of the weights to keep in sync with the policy.
+// Threads take chunks of 16 R rows from a shared counter (parallel_tasks),
+// so a core slowed by other work takes fewer; the last few chunks are split
+// in quarters so that the threads finish close together.
 //
 // bf16 weights are widened to f32 in registers (exact) and multiplied with
 // f32 inputs; the activations between products stay f32, which is at least
@@ -22,6 +22,15 @@
 // Everything else (norms, RoPE, attention over the cache, SiLU, residuals)
 // is a loop over preallocated f32 buffers; attention runs one task per
 // (slot, kv head) in parallel.
+//
+// Instruction sets. The kernels (decode_kernels.inc) are written once over
+// a vector type V and compiled twice, in the namespaces avx512 (16 floats a
+// vector) and avx2 (8 floats, AVX2 with FMA), each function with its own
+// target attribute: no #pragma GCC target, whose region would compile the
+// inline functions of the headers it covers for that instruction set, and
+// the linker could then pick those copies for generic callers. Which set
+// runs is chosen at run time (FastDecoder::supported, AGENTRL_CPU_KERNELS);
+// everything outside the two namespaces is generic x86-64 code.
 #include "decode.h"
 
 // GCC 12's _mm512_reduce_add_ps starts from _mm256_undefined_pd(), which
@@ -40,25 +49,25 @@ namespace ar {
 std::string cpu_kernels() {
   const char *v = std::getenv("AGENTRL_CPU_KERNELS");
   std::string s = v == nullptr || *v == '\0' ? "auto" : v;
-  TORCH_CHECK(s == "auto" || s == "avx512" || s == "off", "AGENTRL_CPU_KERNELS=", s,
-              ": want auto (the best this CPU runs), avx512 or off (libtorch's decode step)");
+  TORCH_CHECK(s == "auto" || s == "avx512" || s == "avx2" || s == "off", "AGENTRL_CPU_KERNELS=", s,
+              ": want auto (the best this CPU runs), avx512, avx2 or off (libtorch's decode step)");
   return s;
 }
 
 }  // namespace ar
 
-// The kernels are x86-64 (AVX-512, chosen at run time); elsewhere the file
-// compiles to stubs that report the step unsupported, so the engine takes
-// the fused libtorch path.
+// The kernels are x86-64 (AVX-512 or AVX2, chosen at run time); elsewhere
+// the file compiles to stubs that report the step unsupported, so the
+// engine takes the fused libtorch path.
 #if defined(__x86_64__)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstring>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -160,9 +169,47 @@ class Pool {
 
 void parallel_tasks(int64_t n, const std::function<void(int64_t)> &fn) { Pool::get().run(n, fn); }
 
-namespace {
+// DotFn is a product kernel call: res[a*R + r] = x[a] . w[r] for R weight
+// rows (stride K) and M input rows (stride ldx), R and M its own.
+using DotFn = void (*)(const void *w, int64_t K, const float *x, int64_t ldx, float *res);
 
-#define AR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+// Product is one instruction set's product kernels for one weight type:
+// calls of up to rows weight rows x in_rows input rows (fn[weight rows -
+// 1][input rows - 1]), work handed out in chunks of chunk rows.
+struct Product {
+  int rows, in_rows;
+  int64_t chunk;
+  std::array<std::array<DotFn, 4>, 4> fn;
+};
+
+// AttendFn is attention for one cache type and head_dim: the g query heads
+// q [g, hd] that share a kv head attend to its keys and values K, V [L, hd]
+// (cache rows) into out [g, hd]; scores holds g * L floats.
+using AttendFn = void (*)(const float *q, int64_t g, const void *K, const void *V, int64_t L, float scale,
+                          float *scores, float *out);
+
+// Kernels is one instruction set's kernels, the table the generic step
+// below calls through (decode_kernels.inc fills one per set).
+struct Kernels {
+  const char *isa;  // "avx512" or "avx2"
+  Product f32, bf16;  // the products' kernels, by weight type
+  // reorder copies input rows x [M, K] to out with each full block of 2W
+  // columns as its W even columns, then its W odd ones: the order the bf16
+  // kernels multiply them in.
+  void (*reorder)(const float *x, int64_t M, int64_t K, float *out);
+  // attention by [bf16][head_dim / 16 - 1] (head_dim <= 256)
+  std::array<AttendFn, 16> attend[2];
+  // the residual add and RMSNorm, by the norm weights' type
+  void (*norm_f32)(float *x, float *h, const float *w, int64_t S, int64_t H, float eps, bool add);
+  void (*norm_bf16)(float *x, float *h, const uint16_t *w, int64_t S, int64_t H, float eps, bool add);
+  void (*silu_mul)(const float *gate, const float *up, float *out, int64_t n);
+  // the sampler's row statistics
+  void (*row_max)(const float *row, int64_t V, float *mx, int64_t *arg);
+  double (*block_sums)(const float *row, int64_t V, float mx, float invT, float *blocks);
+  void (*block_exps)(const float *row, int64_t n, float mx, float invT, float *out);
+};
+
+namespace {
 
 // ---- scalar helpers ----------------------------------------------------------
 
@@ -182,199 +229,287 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-// ---- vector helpers ----------------------------------------------------------
-
-// lanes is the mask of the first min(n, 16) of 16 lanes (n >= 0): the tail
-// of a row that is not a multiple of 16.
-inline __mmask16 lanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
-}
-
-// exp for 16 floats: x = n ln2 + r with |r| <= ln2/2, exp(r) by Cephes'
-// expf polynomial, times 2^n. Relative error about 1e-7, arguments clamped
-// to [-88.38, 88.38] (so exp(-inf) is ~3e-39, not 0).
-AR_AVX512 inline __m512 exp16(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.3762626647949f)), _mm512_set1_ps(88.3762626647949f));
-  __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500E-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
-  __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
-  y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(y, n);
-}
-
-AR_AVX512 inline __m512 load16(const float *p) { return _mm512_loadu_ps(p); }
-AR_AVX512 inline __m512 load16(const uint16_t *p) {
-  __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-}
-
-// ---- product kernels ---------------------------------------------------------
-
-// Masked load of n < 16 weights or inputs, zeros beyond.
-AR_AVX512 inline __m512 load16(const float *p, __mmask16 mk) { return _mm512_maskz_loadu_ps(mk, p); }
-AR_AVX512 inline __m512 load16(const uint16_t *p, __mmask16 mk) {
-  __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
-}
-
-// reduce16 sums each of 16 vectors: lane i of the result is the sum of
-// v[i]'s lanes. A transposing tree (pairs within 128-bit lanes, then
-// across them) costs 15 adds and 30 shuffles for all 16, where 16
-// separate horizontal sums cost about 8 dependent instructions each.
-AR_AVX512 inline __m512 reduce16(const __m512 *v) {
-  __m512 s[8], u[4];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; i++)
-    s[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; i++) {
-    __m512d a = _mm512_castps_pd(s[2 * i]), b = _mm512_castps_pd(s[2 * i + 1]);
-    u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
-  }
-  __m512 v01 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xdd));
-  __m512 v23 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88), _mm512_shuffle_f32x4(u[2], u[3], 0xdd));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(v01, v23, 0x88), _mm512_shuffle_f32x4(v01, v23, 0xdd));
-}
-
-// widen_pairs splits 32 bf16 (16 pairs in 32-bit lanes) into the even
-// columns as f32 (each lane's low half moved up: a byte shuffle) and the odd
-// ones (its low half cleared: a mask). Both are exact. The shuffle runs on
-// the vector port that does not multiply (port 5), where a shift would take
-// a slot of the one 512-bit FMA port on this machine's cores.
-AR_AVX512 inline __attribute__((always_inline)) void widen_pairs(__m512i v, __m512 &even, __m512 &odd) {
-  const __m512i up = _mm512_set4_epi32(0x0d0c8080, 0x09088080, 0x05048080, 0x01008080);
-  even = _mm512_castsi512_ps(_mm512_shuffle_epi8(v, up));
-  odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
-}
-
-// dot<T, R, MM>: res[a*R + r] = sum_k x[a][k] w[r][k] for R weight rows of
-// type T (f32, or bf16 widened to f32 in registers: exact) with row stride
-// K, and MM f32 input rows of stride ldx. Each step of 32 columns also
-// prefetches (into L2) the same columns of the next R rows, the next
-// call's weights, so that memory traffic overlaps the arithmetic: for an
-// 8-row product of a 2048 x 768 matrix streamed from memory on one core,
-// 0.49 ms (f32) and 0.40 ms (bf16) instead of 0.73 and 0.67 ms with the
-// hardware prefetcher alone (prefetching two or three blocks ahead, or into
-// L1, measured slower).
-//
-// bf16: a 64-byte load holds 32 weights as 16 pairs, widened by
-// widen_pairs: 2 instructions per 32 weights, where widening 16 at a time
-// costs 4. The input rows come with each full block of 32 columns
-// reordered to match (even columns, then odd: see deinterleave32). On this
-// machine (one 512-bit FMA unit per core, so the products are bound by
-// multiply-adds, not by memory) that measured 12% faster than widening,
-// and AVX512-BF16's dot product slower still (it needs the activations in
-// bf16 as well). Columns past the last full block keep the plain order.
-template <typename T, int R, int MM>
-AR_AVX512 inline __attribute__((always_inline)) void dot_step(const T *w, int64_t K, const float *x, int64_t ldx,
-                                                              int64_t k, __m512 (&acc)[MM][R]) {
-  __m512 wr[R];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; r++) wr[r] = load16(w + r * K + k);
-#pragma GCC unroll 4
-  for (int a = 0; a < MM; a++) {
-    __m512 xa = _mm512_loadu_ps(x + a * ldx + k);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[a][r] = _mm512_fmadd_ps(wr[r], xa, acc[a][r]);
-  }
-}
-
-// One block of 32 bf16 columns from k, inputs in deinterleaved order.
-template <int R, int MM>
-AR_AVX512 inline __attribute__((always_inline)) void dot_pairs(const uint16_t *w, int64_t K, const float *x,
-                                                               int64_t ldx, int64_t k, __m512 (&acc)[MM][R]) {
-  __m512 we[R], wo[R];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; r++) widen_pairs(_mm512_loadu_si512(w + r * K + k), we[r], wo[r]);
-#pragma GCC unroll 4
-  for (int a = 0; a < MM; a++) {
-    __m512 xe = _mm512_loadu_ps(x + a * ldx + k), xo = _mm512_loadu_ps(x + a * ldx + k + 16);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[a][r] = _mm512_fmadd_ps(wo[r], xo, _mm512_fmadd_ps(we[r], xe, acc[a][r]));
-  }
-}
-
-template <typename T, int R, int MM>
-AR_AVX512 void dot(const void *wv, int64_t K, const float *x, int64_t ldx, float *res) {
-  const T *w = static_cast<const T *>(wv);
-  constexpr int kLine = 64 / sizeof(T);  // elements per cache line
-  __m512 acc[MM][R];
-#pragma GCC unroll 4
-  for (int a = 0; a < MM; a++)
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) acc[a][r] = _mm512_setzero_ps();
-  int64_t k = 0;
-  for (; k + 32 <= K; k += 32) {
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 2
-      for (int l = 0; l < 32; l += kLine) _mm_prefetch(reinterpret_cast<const char *>(w + (R + r) * K + k + l), _MM_HINT_T1);
-    if constexpr (std::is_same_v<T, uint16_t>) {
-      dot_pairs<R, MM>(w, K, x, ldx, k, acc);
-    } else {
-      dot_step<T, R, MM>(w, K, x, ldx, k, acc);
-      dot_step<T, R, MM>(w, K, x, ldx, k + 16, acc);
-    }
-  }
-  for (; k + 16 <= K; k += 16) dot_step<T, R, MM>(w, K, x, ldx, k, acc);
-  if (k < K) {
-    __mmask16 mk = lanes(K - k);
-    __m512 wr[R];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; r++) wr[r] = load16(w + r * K + k, mk);
-#pragma GCC unroll 4
-    for (int a = 0; a < MM; a++) {
-      __m512 xa = _mm512_maskz_loadu_ps(mk, x + a * ldx + k);
-#pragma GCC unroll 4
-      for (int r = 0; r < R; r++) acc[a][r] = _mm512_fmadd_ps(wr[r], xa, acc[a][r]);
-    }
-  }
-  if constexpr (R * MM == 16) {
-    _mm512_storeu_ps(res, reduce16(&acc[0][0]));
-  } else {
-#pragma GCC unroll 4
-    for (int a = 0; a < MM; a++)
-#pragma GCC unroll 4
-      for (int r = 0; r < R; r++) res[a * R + r] = _mm512_reduce_add_ps(acc[a][r]);
-  }
-}
-
-// deinterleave32 copies the rows x [M, K] to out, each full block of 32
-// columns reordered as its 16 even columns, then its 16 odd ones (the
-// order dot_pairs multiplies them in); the columns after the last full
-// block keep their order. Always inlined: attention reorders each query
-// head with it, on its hot path (out of line, attention took 13% longer).
-inline __attribute__((always_inline)) void deinterleave32(const float *x, int64_t M, int64_t K, float *out) {
+// deinterleave<B> copies the rows x [M, K] to out, each full block of B
+// columns reordered as its B/2 even columns, then its B/2 odd ones (the
+// order the bf16 kernels multiply them in, B = 2W); the columns after the
+// last full block keep their order. Generic code, always inlined:
+// attention reorders each query head with it, on its hot path (out of
+// line, attention took 13% longer).
+template <int B>
+inline __attribute__((always_inline)) void deinterleave(const float *x, int64_t M, int64_t K, float *out) {
   for (int64_t m = 0; m < M; m++) {
     const float *xi = x + m * K;
     float *o = out + m * K;
     int64_t k = 0;
-    for (; k + 32 <= K; k += 32)
-      for (int i = 0; i < 16; i++) {
+    for (; k + B <= K; k += B)
+      for (int i = 0; i < B / 2; i++) {
         o[k + i] = xi[k + 2 * i];
-        o[k + 16 + i] = xi[k + 2 * i + 1];
+        o[k + B / 2 + i] = xi[k + 2 * i + 1];
       }
     for (; k < K; k++) o[k] = xi[k];
   }
 }
 
-using DotFn = void (*)(const void *, int64_t, const float *, int64_t, float *);
-constexpr int kRows = 4;   // weight rows per kernel call
-constexpr int kInRows = 4;  // input rows per kernel call
+// ---- AVX-512 -----------------------------------------------------------------
 
-// The kernel instantiations by [weight rows - 1][input rows - 1].
-#define AR_ROW(T, R) {dot<T, R, 1>, dot<T, R, 2>, dot<T, R, 3>, dot<T, R, 4>}
-const DotFn kF32[4][4] = {AR_ROW(float, 1), AR_ROW(float, 2), AR_ROW(float, 3), AR_ROW(float, 4)};
-const DotFn kBF16[4][4] = {AR_ROW(uint16_t, 1), AR_ROW(uint16_t, 2), AR_ROW(uint16_t, 3), AR_ROW(uint16_t, 4)};
-#undef AR_ROW
+namespace avx512 {
+
+#define AR_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,fma")))
+#define AR_INLINE AR_TARGET inline __attribute__((always_inline))
+
+// V: 16 floats in a zmm register; tails as lane masks.
+struct V {
+  using vec = __m512;
+  using Tail = __mmask16;  // the first n lanes
+  static constexpr int W = 16;
+  static constexpr const char *kName = "avx512";
+  // 4 x 4 accumulators (of 32 registers) in the products, 16 in attention;
+  // bf16 rows widened both halves at once (see dot_pairs).
+  static constexpr int kRowsF32 = 4, kInRowsF32 = 4, kRowsBF16 = 4, kInRowsBF16 = 4, kAccRegs = 16;
+  static constexpr bool kHalves = false;
+
+  static AR_INLINE Tail tail(int64_t n) {
+    return n >= 16 ? static_cast<Tail>(0xffff) : n <= 0 ? static_cast<Tail>(0) : static_cast<Tail>((1u << n) - 1);
+  }
+  static AR_INLINE vec zero() { return _mm512_setzero_ps(); }
+  static AR_INLINE vec set1(float x) { return _mm512_set1_ps(x); }
+  static AR_INLINE vec load(const float *p) { return _mm512_loadu_ps(p); }
+  static AR_INLINE vec load(const uint16_t *p) {
+    __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+  // The first lanes of t, zeros beyond (nothing past them is read).
+  static AR_INLINE vec load(const float *p, Tail t) { return _mm512_maskz_loadu_ps(t, p); }
+  static AR_INLINE vec load(const uint16_t *p, Tail t) {
+    __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(t, p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+  static AR_INLINE void store(float *p, vec v) { _mm512_storeu_ps(p, v); }
+  static AR_INLINE void store(float *p, Tail t, vec v) { _mm512_mask_storeu_ps(p, t, v); }
+  static AR_INLINE vec add(vec a, vec b) { return _mm512_add_ps(a, b); }
+  static AR_INLINE vec sub(vec a, vec b) { return _mm512_sub_ps(a, b); }
+  static AR_INLINE vec mul(vec a, vec b) { return _mm512_mul_ps(a, b); }
+  static AR_INLINE vec div(vec a, vec b) { return _mm512_div_ps(a, b); }
+  static AR_INLINE vec min(vec a, vec b) { return _mm512_min_ps(a, b); }
+  static AR_INLINE vec max(vec a, vec b) { return _mm512_max_ps(a, b); }
+  static AR_INLINE vec fmadd(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }    // a b + c
+  static AR_INLINE vec fnmadd(vec a, vec b, vec c) { return _mm512_fnmadd_ps(a, b, c); }  // c - a b
+  // a in the lanes of t, b elsewhere
+  static AR_INLINE vec select(Tail t, vec a, vec b) { return _mm512_mask_blend_ps(t, b, a); }
+  static AR_INLINE vec round(vec x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // y 2^n for integral n in [-128, 128], rounded once
+  static AR_INLINE vec scale2(vec y, vec n) { return _mm512_scalef_ps(y, n); }
+  static AR_INLINE float reduce_add(vec v) { return _mm512_reduce_add_ps(v); }
+  static AR_INLINE float reduce_max(vec v) { return _mm512_reduce_max_ps(v); }
+  // The bits of the lanes equal to x.
+  static AR_INLINE unsigned equal(vec v, float x) { return _mm512_cmp_ps_mask(v, _mm512_set1_ps(x), _CMP_EQ_OQ); }
+
+  // sum_lanes: lane i of the result is the sum of v[i]'s lanes, for 16
+  // vectors. A transposing tree (pairs within 128-bit lanes, then across
+  // them) costs 15 adds and 30 shuffles for all 16, where 16 separate
+  // horizontal sums cost about 8 dependent instructions each.
+  static AR_INLINE vec sum_lanes(const vec *v) {
+    __m512 s[8], u[4];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++)
+      s[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+      __m512d a = _mm512_castps_pd(s[2 * i]), b = _mm512_castps_pd(s[2 * i + 1]);
+      u[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+    }
+    __m512 v01 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], 0x88), _mm512_shuffle_f32x4(u[0], u[1], 0xdd));
+    __m512 v23 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], 0x88), _mm512_shuffle_f32x4(u[2], u[3], 0xdd));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(v01, v23, 0x88), _mm512_shuffle_f32x4(v01, v23, 0xdd));
+  }
+
+  // even and odd: of 32 bf16 (16 pairs in 32-bit lanes), the even columns
+  // as f32 (each lane's low half moved up: a byte shuffle) and the odd ones
+  // (its low half cleared: a mask). Both are exact. The shuffle runs on the
+  // vector port that does not multiply (port 5), where a shift would take a
+  // slot of the one 512-bit FMA port on the AVX-512 machine's cores.
+  static AR_INLINE vec even(const uint16_t *p) {
+    const __m512i up = _mm512_set4_epi32(0x0d0c8080, 0x09088080, 0x05048080, 0x01008080);
+    return _mm512_castsi512_ps(_mm512_shuffle_epi8(_mm512_loadu_si512(p), up));
+  }
+  static AR_INLINE vec odd(const uint16_t *p) {
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_loadu_si512(p), _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+  }
+};
+
+#include "decode_kernels.inc"
+
+#undef AR_INLINE
+#undef AR_TARGET
+
+}  // namespace avx512
+
+// ---- AVX2 with FMA -----------------------------------------------------------
+
+namespace avx2 {
+
+#define AR_TARGET __attribute__((target("avx2,fma")))
+#define AR_INLINE AR_TARGET inline __attribute__((always_inline))
+
+// V: 8 floats in a ymm register. AVX2 has no lane masks: a tail is a
+// vector mask and its length; f32 tails load with vmaskmovps, bf16 tails
+// and every partial store go through a small buffer (vmaskmovps stores are
+// slow on AMD's cores).
+struct V {
+  using vec = __m256;
+  struct Tail {
+    __m256i m;  // all ones in the first n lanes
+    int n;
+  };
+  static constexpr int W = 8;
+  static constexpr const char *kName = "avx2";
+  // 16 registers: the products take 3 x 4 accumulators and 3 weight rows
+  // (15 registers, the inputs read as memory operands; bf16 rows widened
+  // one half at a time, see dot_pairs); attention keeps 8 accumulators.
+  // Measured on the AVX-512 machine (Zen 4) against 3 x 3, 4 x 3, 2 x 4 and
+  // 4 x 4: in cache, f32 3 x 4 45-49 G multiply-adds/s per core against
+  // 44-46 for 3 x 3 and 25-28 for the others, which spill or wait on fewer
+  // accumulator chains; bf16 3 x 4 by halves 43-45 (at 16 input rows 50),
+  // against 37-39 for the best tiling with both halves live (3 x 2).
+  static constexpr int kRowsF32 = 3, kInRowsF32 = 4, kRowsBF16 = 3, kInRowsBF16 = 4, kAccRegs = 8;
+  static constexpr bool kHalves = true;
+
+  static AR_INLINE Tail tail(int64_t n) {
+    const int c = n <= 0 ? 0 : n >= 8 ? 8 : static_cast<int>(n);
+    return {_mm256_cmpgt_epi32(_mm256_set1_epi32(c), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), c};
+  }
+  static AR_INLINE vec zero() { return _mm256_setzero_ps(); }
+  static AR_INLINE vec set1(float x) { return _mm256_set1_ps(x); }
+  static AR_INLINE vec load(const float *p) { return _mm256_loadu_ps(p); }
+  static AR_INLINE vec load(const uint16_t *p) {
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  // The first lanes of t, zeros beyond (nothing past them is read).
+  static AR_INLINE vec load(const float *p, Tail t) { return _mm256_maskload_ps(p, t.m); }
+  static AR_INLINE vec load(const uint16_t *p, Tail t) {
+    if (t.n == 8) return load(p);
+    uint16_t b[8] = {};
+    std::memcpy(b, p, sizeof(uint16_t) * t.n);
+    return load(b);
+  }
+  static AR_INLINE void store(float *p, vec v) { _mm256_storeu_ps(p, v); }
+  static AR_INLINE void store(float *p, Tail t, vec v) {
+    if (t.n == 8) {
+      _mm256_storeu_ps(p, v);
+      return;
+    }
+    float b[8];
+    _mm256_storeu_ps(b, v);
+    std::memcpy(p, b, sizeof(float) * t.n);
+  }
+  static AR_INLINE vec add(vec a, vec b) { return _mm256_add_ps(a, b); }
+  static AR_INLINE vec sub(vec a, vec b) { return _mm256_sub_ps(a, b); }
+  static AR_INLINE vec mul(vec a, vec b) { return _mm256_mul_ps(a, b); }
+  static AR_INLINE vec div(vec a, vec b) { return _mm256_div_ps(a, b); }
+  static AR_INLINE vec min(vec a, vec b) { return _mm256_min_ps(a, b); }
+  static AR_INLINE vec max(vec a, vec b) { return _mm256_max_ps(a, b); }
+  static AR_INLINE vec fmadd(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }    // a b + c
+  static AR_INLINE vec fnmadd(vec a, vec b, vec c) { return _mm256_fnmadd_ps(a, b, c); }  // c - a b
+  // a in the lanes of t, b elsewhere
+  static AR_INLINE vec select(Tail t, vec a, vec b) { return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(t.m)); }
+  static AR_INLINE vec round(vec x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // y 2^n for integral n in [-128, 128], rounded once, as AVX-512's scalef:
+  // 2^n is not a normal float at both ends of that range, so y is
+  // multiplied by 2^h, exactly (h = floor(n/2) in [-64, 64]), then by
+  // 2^(n-h), the one rounding.
+  static AR_INLINE vec scale2(vec y, vec n) {
+    const __m256i ni = _mm256_cvtps_epi32(n), h = _mm256_srai_epi32(ni, 1), l = _mm256_sub_epi32(ni, h);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const vec ph = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, bias), 23));
+    const vec pl = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(l, bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(y, ph), pl);
+  }
+  static AR_INLINE float reduce_add(vec v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+  }
+  static AR_INLINE float reduce_max(vec v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
+  }
+  // The bits of the lanes equal to x.
+  static AR_INLINE unsigned equal(vec v, float x) {
+    return static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(x), _CMP_EQ_OQ)));
+  }
+
+  // sum_lanes: lane i of the result is the sum of v[i]'s lanes, for 8
+  // vectors: two rounds of horizontal adds sum each vector's halves within
+  // their 128-bit lanes, then the two lanes are added.
+  static AR_INLINE vec sum_lanes(const vec *v) {
+    const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+    const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+  }
+
+  // even and odd: of 16 bf16 (8 pairs in 32-bit lanes), the even columns
+  // as f32 (a byte shuffle within each 128-bit lane) and the odd ones (a
+  // mask), as on AVX-512.
+  static AR_INLINE vec even(const uint16_t *p) {
+    const __m256i up = _mm256_setr_epi32(0x01008080, 0x05048080, 0x09088080, 0x0d0c8080, 0x01008080, 0x05048080,
+                                         0x09088080, 0x0d0c8080);
+    return _mm256_castsi256_ps(_mm256_shuffle_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)), up));
+  }
+  static AR_INLINE vec odd(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)),
+                                                _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+  }
+};
+
+#include "decode_kernels.inc"
+
+#undef AR_INLINE
+#undef AR_TARGET
+
+}  // namespace avx2
+
+bool cpu_has(const char *feature) {
+  __builtin_cpu_init();
+  if (std::strcmp(feature, "avx512f") == 0) return __builtin_cpu_supports("avx512f");
+  if (std::strcmp(feature, "avx512bw") == 0) return __builtin_cpu_supports("avx512bw");
+  if (std::strcmp(feature, "avx512vl") == 0) return __builtin_cpu_supports("avx512vl");
+  if (std::strcmp(feature, "avx512dq") == 0) return __builtin_cpu_supports("avx512dq");
+  if (std::strcmp(feature, "avx2") == 0) return __builtin_cpu_supports("avx2");
+  if (std::strcmp(feature, "fma") == 0) return __builtin_cpu_supports("fma");
+  return false;
+}
+
+// lacking is the comma-separated features of fs this CPU lacks ("" when it has them all).
+std::string lacking(std::initializer_list<const char *> fs) {
+  std::string out;
+  for (const char *f : fs)
+    if (!cpu_has(f)) out += (out.empty() ? "" : ", ") + std::string(f);
+  return out;
+}
+
+// choose is the kernels AGENTRL_CPU_KERNELS picks on this CPU: auto, the
+// AVX-512 ones where the CPU has F, BW, VL and DQ, else the AVX2 ones where
+// it has AVX2 and FMA; avx512 or avx2, those where the CPU has them. Or
+// nullptr, and *why says why not.
+const Kernels *choose(std::string *why) {
+  const std::string s = cpu_kernels();
+  const std::string no512 = lacking({"avx512f", "avx512bw", "avx512vl", "avx512dq"}), no2 = lacking({"avx2", "fma"});
+  if (s == "off") {
+    *why = "AGENTRL_CPU_KERNELS=off";
+  } else if (s == "avx512" || (s == "auto" && no512.empty())) {
+    if (no512.empty()) return &avx512::kernels;
+    *why = "AGENTRL_CPU_KERNELS=avx512, but the CPU lacks " + no512;
+  } else if (no2.empty()) {
+    return &avx2::kernels;
+  } else if (s == "avx2") {
+    *why = "AGENTRL_CPU_KERNELS=avx2, but the CPU lacks " + no2;
+  } else {
+    *why = "the CPU has neither AVX-512 (it lacks " + no512 + ") nor AVX2 with FMA (it lacks " + no2 + ")";
+  }
+  return nullptr;
+}
 
 // A matrix of a (possibly fused) product: rows x K weights (and a bias, or
 // null) in the model's dtype; its outputs go to columns col.. of each output row.
@@ -398,12 +533,15 @@ std::vector<Seg> segments(const Layer &l, const Group &g) {
 }
 
 // products computes out[m][seg.col + o] = x[m] . seg.w[o] + seg.b[o] for
-// every segment (all with K columns, f32 or bf16 as bf16 says), m < M; x
-// is f32 [M, K] (for bf16 weights, read through a deinterleaved copy).
-void products(const std::vector<Seg> &sv, int64_t K, const float *x, int64_t M, float *const *out, bool bf16) {
-  size_t esize = bf16 ? 2 : 4;
-  constexpr int64_t kChunk = 64;  // rows per unit of work
-  constexpr size_t kTail = 4;     // the last chunks, handed out in quarters
+// every segment (all with K columns, f32 or bf16 as bf16 says), m < M, with
+// the kernels k; x is f32 [M, K] (for bf16 weights, read through a
+// reordered copy).
+void products(const Kernels &k, const std::vector<Seg> &sv, int64_t K, const float *x, int64_t M, float *const *out,
+              bool bf16) {
+  const Product &pr = bf16 ? k.bf16 : k.f32;
+  const size_t esize = bf16 ? 2 : 4;
+  const int64_t kChunk = pr.chunk;  // rows per unit of work
+  constexpr size_t kTail = 4;       // the last chunks, handed out in quarters
   struct Chunk {
     size_t seg;
     int64_t r0, r1;
@@ -430,21 +568,21 @@ void products(const std::vector<Seg> &sv, int64_t K, const float *x, int64_t M, 
   if (bf16) {
     thread_local std::vector<float> xd;
     xd.resize(M * K);
-    deinterleave32(x, M, K, xd.data());
+    k.reorder(x, M, K, xd.data());
     x = xd.data();
   }
   parallel_tasks(total, [&](int64_t c) {
-    float res[kRows * kInRows];
+    float res[32];  // R x M results, rounded up to whole vectors
     const Chunk &ch = chunks[c];
     const Seg &g = sv[ch.seg];
     const char *w = static_cast<const char *>(g.w->data_ptr());
     const char *b = g.b != nullptr && g.b->defined() ? static_cast<const char *>(g.b->data_ptr()) : nullptr;
     const int64_t r1 = ch.r1;
-    for (int64_t r = ch.r0; r < r1; r += kRows) {
-      int nr = static_cast<int>(std::min<int64_t>(kRows, r1 - r));
-      for (int64_t m0 = 0; m0 < M; m0 += kInRows) {
-        int nm = static_cast<int>(std::min<int64_t>(kInRows, M - m0));
-        (bf16 ? kBF16 : kF32)[nr - 1][nm - 1](w + r * K * esize, K, x + m0 * K, K, res);
+    for (int64_t r = ch.r0; r < r1; r += pr.rows) {
+      int nr = static_cast<int>(std::min<int64_t>(pr.rows, r1 - r));
+      for (int64_t m0 = 0; m0 < M; m0 += pr.in_rows) {
+        int nm = static_cast<int>(std::min<int64_t>(pr.in_rows, M - m0));
+        pr.fn[nr - 1][nm - 1](w + r * K * esize, K, x + m0 * K, K, res);
         for (int a = 0; a < nm; a++) {
           float *o = out[m0 + a] + g.col + r;
           for (int j = 0; j < nr; j++) {
@@ -460,45 +598,6 @@ void products(const std::vector<Seg> &sv, int64_t K, const float *x, int64_t M, 
   });
 }
 
-// ---- pieces between the products --------------------------------------------
-
-// add_norm_rows: for each of S rows of H floats, the residual x += h
-// (when add), then RMSNorm as the model does it (f32): h = w * (x /
-// sqrt(mean(x^2) + eps)), the sum of squares in 16 f32 lanes.
-template <typename W>
-AR_AVX512 void add_norm_rows(float *x, float *h, const W *w, int64_t S, int64_t H, float eps, bool add) {
-  for (int64_t i = 0; i < S; i++) {
-    float *xi = x + i * H, *hi = h + i * H;
-    __m512 ss = _mm512_setzero_ps();
-    for (int64_t j = 0; j < H; j += 16) {
-      __mmask16 mk = lanes(H - j);
-      __m512 v = _mm512_maskz_loadu_ps(mk, xi + j);
-      if (add) {
-        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, hi + j));
-        _mm512_mask_storeu_ps(xi + j, mk, v);
-      }
-      ss = _mm512_fmadd_ps(v, v, ss);
-    }
-    __m512 r = _mm512_set1_ps(1.0f / std::sqrt(_mm512_reduce_add_ps(ss) / static_cast<float>(H) + eps));
-    for (int64_t j = 0; j < H; j += 16) {
-      __mmask16 mk = lanes(H - j);
-      __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, xi + j), r);
-      _mm512_mask_storeu_ps(hi + j, mk, _mm512_mul_ps(load16(w + j, mk), v));
-    }
-  }
-}
-
-// silu(gate) * up over n floats: gate [n] then up [n] in gu, into out.
-AR_AVX512 void silu_mul(const float *gate, const float *up, float *out, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m512 g = _mm512_loadu_ps(gate + i);
-    __m512 s = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), g))));
-    _mm512_storeu_ps(out + i, _mm512_mul_ps(s, _mm512_loadu_ps(up + i)));
-  }
-  for (; i < n; i++) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
-}
-
 // rope rotates one head in place (HF rotate_half pairing: j with j + hd/2).
 inline void rope_head(float *v, const float *cos, const float *sin, int64_t half) {
   for (int64_t j = 0; j < half; j++) {
@@ -508,160 +607,34 @@ inline void rope_head(float *v, const float *cos, const float *sin, int64_t half
   }
 }
 
-// load_row widens one cache row (NC chunks of 16) to f32 in registers. A
-// bf16 row with an even number of chunks is widened by pairs (as in
-// dot_pairs): chunks 2c and 2c + 1 then hold the even and the odd columns
-// of columns 32c..32c + 31, and the caller's query and output follow that
-// order.
-template <typename C, int NC>
-AR_AVX512 inline __attribute__((always_inline)) void load_row(const C *p, __m512 (&row)[NC]) {
-  if constexpr (std::is_same_v<C, uint16_t> && NC % 2 == 0) {
-#pragma GCC unroll 8
-    for (int c = 0; c < NC; c += 2) widen_pairs(_mm512_loadu_si512(p + 16 * c), row[c], row[c + 1]);
-  } else {
-#pragma GCC unroll 16
-    for (int c = 0; c < NC; c++) row[c] = load16(p + 16 * c);
-  }
-}
-
-// attend_group: the g query heads q [g, hd] (hd = 16 NC) that share one kv
-// head attend to keys and values K, V [L, hd] (cache rows of type C):
-// softmax(q.K / sqrt(hd)) . V into out [g, hd]. scores holds g * L floats.
-// Scores: per head, the query stays in registers and 16 positions are
-// summed at once by reduce16. Values: up to 16 / NC heads at a time
-// accumulate in registers, so each value row is loaded (and widened) once
-// per pass. 2.3x faster than a horizontal sum per score and accumulators
-// in memory (medium benchmark, one layer: 43 vs 100 us per core).
-template <typename C, int NC>
-AR_AVX512 void attend_group(const float *q, int64_t g, const C *K, const C *V, int64_t L, float scale, float *scores,
-                            float *out) {
-  constexpr int64_t hd = 16 * NC;
-  constexpr bool pairs = std::is_same_v<C, uint16_t> && NC % 2 == 0;
-  constexpr int GB = NC >= 16 ? 1 : 16 / NC;  // heads per pass over the values
-  for (int64_t j = 0; j < g; j++) {
-    const float *qj = q + j * hd;
-    float qd[hd];
-    if constexpr (pairs) {
-      deinterleave32(qj, 1, hd, qd);
-      qj = qd;
-    }
-    __m512 qv[NC];
-#pragma GCC unroll 16
-    for (int c = 0; c < NC; c++) qv[c] = _mm512_mul_ps(_mm512_loadu_ps(qj + 16 * c), _mm512_set1_ps(scale));
-    float *sj = scores + j * L;
-    for (int64_t p0 = 0; p0 < L; p0 += 16) {
-      const int64_t n = std::min<int64_t>(16, L - p0);
-      __m512 acc[16];
-#pragma GCC unroll 16
-      for (int i = 0; i < 16; i++) {
-        acc[i] = _mm512_setzero_ps();
-        if (i < n) {
-          __m512 row[NC];
-          load_row<C, NC>(K + (p0 + i) * hd, row);
-#pragma GCC unroll 16
-          for (int c = 0; c < NC; c++) acc[i] = _mm512_fmadd_ps(qv[c], row[c], acc[i]);
-        }
-      }
-      _mm512_mask_storeu_ps(sj + p0, lanes(n), reduce16(acc));
-    }
-  }
-  for (int64_t j = 0; j < g; j++) {
-    float *sj = scores + j * L;
-    __m512 vmx = _mm512_set1_ps(-INFINITY);
-    for (int64_t p = 0; p < L; p += 16) vmx = _mm512_mask_max_ps(vmx, lanes(L - p), vmx, _mm512_maskz_loadu_ps(lanes(L - p), sj + p));
-    __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmx)), vs = _mm512_setzero_ps();
-    for (int64_t p = 0; p < L; p += 16) {
-      __m512 e = _mm512_maskz_mov_ps(lanes(L - p), exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes(L - p), sj + p), vm)));
-      _mm512_mask_storeu_ps(sj + p, lanes(L - p), e);
-      vs = _mm512_add_ps(vs, e);
-    }
-    __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(vs));
-    for (int64_t p = 0; p < L; p += 16)
-      _mm512_mask_storeu_ps(sj + p, lanes(L - p), _mm512_mul_ps(inv, _mm512_maskz_loadu_ps(lanes(L - p), sj + p)));
-  }
-  for (int64_t j0 = 0; j0 < g; j0 += GB) {
-    const int64_t gb = std::min<int64_t>(GB, g - j0);
-    __m512 acc[GB][NC];
-#pragma GCC unroll 16
-    for (int b = 0; b < GB; b++)
-#pragma GCC unroll 16
-      for (int c = 0; c < NC; c++) acc[b][c] = _mm512_setzero_ps();
-    for (int64_t p = 0; p < L; p++) {
-      __m512 row[NC];
-      load_row<C, NC>(V + p * hd, row);
-#pragma GCC unroll 16
-      for (int b = 0; b < GB; b++) {
-        if (b < gb) {
-          __m512 w = _mm512_set1_ps(scores[(j0 + b) * L + p]);
-#pragma GCC unroll 16
-          for (int c = 0; c < NC; c++) acc[b][c] = _mm512_fmadd_ps(w, row[c], acc[b][c]);
-        }
-      }
-    }
-    for (int64_t b = 0; b < gb; b++) {
-      float *o = out + (j0 + b) * hd;
-      if constexpr (pairs) {
-        float t[hd];
-        for (int c = 0; c < NC; c++) _mm512_storeu_ps(t + 16 * c, acc[b][c]);
-        for (int c = 0; c < NC; c += 2)
-          for (int i = 0; i < 16; i++) {
-            o[16 * c + 2 * i] = t[16 * c + i];
-            o[16 * c + 2 * i + 1] = t[16 * c + 16 + i];
-          }
-      } else {
-        for (int c = 0; c < NC; c++) _mm512_storeu_ps(o + 16 * c, acc[b][c]);
-      }
-    }
-  }
-}
-
-// AttendFn is attend_group for one cache type and head_dim; kAttend
-// holds them by [bf16][head_dim / 16 - 1] (head_dim <= 256: see supported).
-using AttendFn = void (*)(const float *, int64_t, const void *, const void *, int64_t, float, float *, float *);
-template <typename C, int NC>
-void attend_erased(const float *q, int64_t g, const void *K, const void *V, int64_t L, float scale, float *scores,
-                   float *out) {
-  attend_group<C, NC>(q, g, static_cast<const C *>(K), static_cast<const C *>(V), L, scale, scores, out);
-}
-template <typename C, int... NC>
-constexpr std::array<AttendFn, sizeof...(NC)> attend_table(std::integer_sequence<int, NC...>) {
-  return {attend_erased<C, NC + 1>...};
-}
-const std::array<AttendFn, 16> kAttend[2] = {attend_table<float>(std::make_integer_sequence<int, 16>{}),
-                                              attend_table<uint16_t>(std::make_integer_sequence<int, 16>{})};
-
-bool cpu_has(const char *feature) {
-  __builtin_cpu_init();
-  if (std::strcmp(feature, "avx512f") == 0) return __builtin_cpu_supports("avx512f");
-  if (std::strcmp(feature, "avx512bw") == 0) return __builtin_cpu_supports("avx512bw");
-  if (std::strcmp(feature, "avx512vl") == 0) return __builtin_cpu_supports("avx512vl");
-  if (std::strcmp(feature, "avx512dq") == 0) return __builtin_cpu_supports("avx512dq");
-  return false;
-}
-
 }  // namespace
 
-bool FastDecoder::supported(const ar_model_s &m, std::string *why) {
+bool FastDecoder::supported(const ar_model_s &m, std::string *why, const char **isa, bool any_device) {
+  std::string reason;
   auto no = [&](const std::string &s) {
     if (why != nullptr) *why = s;
     return false;
   };
-  if (!m.dev.is_cpu()) return no("not a CPU model");
+  const Kernels *k = choose(&reason);  // first: a bad AGENTRL_CPU_KERNELS is an error whatever the model
+  if (!any_device && !m.dev.is_cpu()) return no("not a CPU model");
   if (m.dtype != at::kFloat && m.dtype != at::kBFloat16) return no("weights are neither f32 nor bf16");
   if (m.autocast != at::ScalarType::Undefined) return no("autocast is on");
+  if (m.hybrid()) return no("the model has Gated DeltaNet layers (Qwen3.5), which only the libtorch paths run");
   if (m.cfg.head_dim % 16 != 0 || m.cfg.head_dim > 256) return no("head_dim is not a multiple of 16 up to 256");
   if (m.cfg.norm_offset != 0 || m.cfg.attn_output_gate != 0 || m.rotary_dim() != m.cfg.head_dim)
     return no("Qwen3.5's attention (1 + w norms, the output gate, partial RoPE) runs on the libtorch paths only");
   if (m.cfg.experts > 0)
     for (int64_t i = 0; i < m.cfg.layers; i++)
       if (sparse(m.cfg, i)) return no("the model has mixture-of-experts layers (the libtorch path runs them)");
-  if (cpu_kernels() == "off") return no("AGENTRL_CPU_KERNELS=off");
-  for (const char *f : {"avx512f", "avx512bw", "avx512vl", "avx512dq"})
-    if (!cpu_has(f)) return no(std::string("the CPU lacks ") + f);
+  if (k == nullptr) return no(reason);
+  if (isa != nullptr) *isa = k->isa;
   return true;
 }
 
 FastDecoder::FastDecoder(const ar_model_s &m, int slots, int64_t max_len) : m_(m), max_len_(max_len) {
+  std::string why;
+  k_ = choose(&why);
+  TORCH_CHECK(k_ != nullptr, "the hand-written decode step cannot run here: ", why);
   const auto &c = m.cfg;
   int64_t qkv = (c.heads + 2 * c.kv_heads) * c.head_dim;
   x_.resize(slots * c.hidden);
@@ -675,6 +648,8 @@ FastDecoder::FastDecoder(const ar_model_s &m, int slots, int64_t max_len) : m_(m
   sin_.resize(slots * c.head_dim / 2);
 }
 
+const char *FastDecoder::isa() const { return k_->isa; }
+
 void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int64_t *tokens, int64_t S,
                           std::vector<at::Tensor> &K, std::vector<at::Tensor> &V, float *const *logits,
                           StepProfile *prof) {
@@ -684,7 +659,8 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
   const bool bf = m_.dtype == at::kBFloat16;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   const auto attention_factor = static_cast<float>(c.rope_attention_factor);
-  const AttendFn attend = kAttend[bf ? 1 : 0][hd / 16 - 1];
+  const Kernels &k = *k_;
+  const AttendFn attend = k.attend[bf ? 1 : 0][hd / 16 - 1];
   Lap lap{prof};
 
   // Row pointers into the activation buffers, one per slot of the batch.
@@ -715,14 +691,14 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
   // norm: h = RMSNorm(x) with weights w, after x += h when add.
   const auto eps = static_cast<float>(c.rms_eps);
   auto norm = [&](const at::Tensor &w, bool add) {
-    if (bf) add_norm_rows(x_.data(), h_.data(), static_cast<const uint16_t *>(w.data_ptr()), S, H, eps, add);
-    else add_norm_rows(x_.data(), h_.data(), w.data_ptr<float>(), S, H, eps, add);
+    if (bf) k.norm_bf16(x_.data(), h_.data(), static_cast<const uint16_t *>(w.data_ptr()), S, H, eps, add);
+    else k.norm_f32(x_.data(), h_.data(), w.data_ptr<float>(), S, H, eps, add);
   };
   // head_norm: RMSNorm of n heads (hd floats each) in place, with weights
   // w (Qwen3's q_norm and k_norm).
   auto head_norm = [&](float *heads, int64_t n, const at::Tensor &w) {
-    if (bf) add_norm_rows(heads, heads, static_cast<const uint16_t *>(w.data_ptr()), n, hd, eps, false);
-    else add_norm_rows(heads, heads, w.data_ptr<float>(), n, hd, eps, false);
+    if (bf) k.norm_bf16(heads, heads, static_cast<const uint16_t *>(w.data_ptr()), n, hd, eps, false);
+    else k.norm_f32(heads, heads, w.data_ptr<float>(), n, hd, eps, false);
   };
   lap(&StepProfile::other);
 
@@ -731,7 +707,7 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     norm(l.input_layernorm, li > 0);  // after the previous layer's MLP residual
     lap(&StepProfile::other);
     const std::vector<Seg> qkv_segs = segments(l, kQKV);
-    products(qkv_segs, H, h_.data(), S, qkvrows.data(), bf);
+    products(k, qkv_segs, H, h_.data(), S, qkvrows.data(), bf);
     lap(&StepProfile::products);
 
     // Attention, one task per (slot, kv head): q/k norms (Qwen3) and RoPE
@@ -771,81 +747,34 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
     });
     lap(&StepProfile::attention);
 
-    products({{&l.o_proj, nullptr, 0}}, nh * hd, att_.data(), S, hrows.data(), bf);
+    products(k, {{&l.o_proj, nullptr, 0}}, nh * hd, att_.data(), S, hrows.data(), bf);
     lap(&StepProfile::products);
     norm(l.post_attention_layernorm, true);
     lap(&StepProfile::other);
     const std::vector<Seg> gu_segs = segments(l, kGateUp);
-    products(gu_segs, H, h_.data(), S, gurows.data(), bf);
+    products(k, gu_segs, H, h_.data(), S, gurows.data(), bf);
     lap(&StepProfile::products);
     for (int64_t i = 0; i < S; i++)
-      silu_mul(&gu_[i * 2 * I + gu_segs[0].col], &gu_[i * 2 * I + gu_segs[1].col], &act_[i * I], I);
+      k.silu_mul(&gu_[i * 2 * I + gu_segs[0].col], &gu_[i * 2 * I + gu_segs[1].col], &act_[i * I], I);
     lap(&StepProfile::other);
-    products({{&l.down_proj, nullptr, 0}}, I, act_.data(), S, hrows.data(), bf);
+    products(k, {{&l.down_proj, nullptr, 0}}, I, act_.data(), S, hrows.data(), bf);
     lap(&StepProfile::products);
   }
   norm(m_.norm, !m_.layers.empty());
   lap(&StepProfile::other);
-  products({{&m_.lm_head, nullptr, 0}}, H, h_.data(), S, logits, bf);
+  products(k, {{&m_.lm_head, nullptr, 0}}, H, h_.data(), S, logits, bf);
   lap(&StepProfile::products);
 }
 
-namespace {
-
-// Row statistics for sampling: the maximum and the first index holding it.
-AR_AVX512 void row_max(const float *row, int64_t V, float *mx, int64_t *arg) {
-  __m512 vm = _mm512_set1_ps(-INFINITY);
-  int64_t i = 0;
-  for (; i + 16 <= V; i += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(row + i));
-  float m = _mm512_reduce_max_ps(vm);
-  for (; i < V; i++) m = std::max(m, row[i]);
-  *mx = m;
-  for (i = 0; i + 16 <= V; i += 16) {
-    __mmask16 eq = _mm512_cmp_ps_mask(_mm512_loadu_ps(row + i), _mm512_set1_ps(m), _CMP_EQ_OQ);
-    if (eq) {
-      *arg = i + __builtin_ctz(eq);
-      return;
-    }
-  }
-  for (; i < V; i++)
-    if (row[i] == m) {
-      *arg = i;
-      return;
-    }
-  *arg = 0;  // all NaN
-}
-
-// exp((row - mx) * invT) summed per block of 16 (the last block padded with
-// zeros) into blocks; returns the total, added in order in double.
-AR_AVX512 double block_sums(const float *row, int64_t V, float mx, float invT, float *blocks) {
-  __m512 vm = _mm512_set1_ps(mx), vt = _mm512_set1_ps(invT);
-  double total = 0;
-  for (int64_t i = 0, b = 0; i < V; i += 16, b++) {
-    __mmask16 mk = lanes(V - i);
-    __m512 e = exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, row + i), vm), vt));
-    blocks[b] = _mm512_mask_reduce_add_ps(mk, e);
-    total += blocks[b];
-  }
-  return total;
-}
-
-AR_AVX512 void block_exps(const float *row, int64_t n, float mx, float invT, float *out) {
-  __mmask16 mk = lanes(n);
-  __m512 e = exp16(_mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, row), _mm512_set1_ps(mx)), _mm512_set1_ps(invT)));
-  _mm512_mask_storeu_ps(out, mk, e);
-}
-
-}  // namespace
-
-void sample_fast(const float *row, int64_t V, double T, double u, int64_t *token, float *lp) {
+void FastDecoder::sample(const float *row, int64_t V, double T, double u, int64_t *token, float *lp) const {
   const bool greedy = T <= 0;
   const float invT = greedy ? 1.0f : static_cast<float>(1.0 / T);
   float mx;
   int64_t arg;
-  row_max(row, V, &mx, &arg);
+  k_->row_max(row, V, &mx, &arg);
   thread_local std::vector<float> blocks;
   blocks.resize((V + 15) / 16);
-  const double z = block_sums(row, V, mx, invT, blocks.data());
+  const double z = k_->block_sums(row, V, mx, invT, blocks.data());
   int64_t tok = arg;
   if (!greedy) {
     // The first token whose cumulative mass reaches u * z, skipping tokens
@@ -860,7 +789,7 @@ void sample_fast(const float *row, int64_t V, double T, double u, int64_t *token
       }
       float e[16];
       int64_t n = std::min<int64_t>(16, V - b * 16);
-      block_exps(row + b * 16, n, mx, invT, e);
+      k_->block_exps(row + b * 16, n, mx, invT, e);
       int64_t found = -1;
       for (int64_t j = 0; j < n; j++) {
         cum += e[j];
@@ -889,20 +818,24 @@ void parallel_tasks(int64_t n, const std::function<void(int64_t)> &fn) {
   for (int64_t i = 0; i < n; i++) fn(i);
 }
 
-bool FastDecoder::supported(const ar_model_s &, std::string *why) {
+bool FastDecoder::supported(const ar_model_s &, std::string *why, const char **, bool) {
   cpu_kernels();  // a bad value is an error everywhere
   if (why != nullptr) *why = "not an x86-64 CPU";
   return false;
 }
 
-FastDecoder::FastDecoder(const ar_model_s &m, int, int64_t max_len) : m_(m), max_len_(max_len) {}
+FastDecoder::FastDecoder(const ar_model_s &m, int, int64_t max_len) : m_(m), max_len_(max_len) {
+  TORCH_CHECK(false, "the hand-written decode step needs an x86-64 CPU");
+}
+
+const char *FastDecoder::isa() const { return ""; }
 
 void FastDecoder::forward(const int64_t *, const int64_t *, const int64_t *, int64_t, std::vector<at::Tensor> &,
                           std::vector<at::Tensor> &, float *const *, StepProfile *) {
   TORCH_CHECK(false, "the hand-written decode step needs an x86-64 CPU");
 }
 
-void sample_fast(const float *, int64_t, double, double, int64_t *, float *) {
+void FastDecoder::sample(const float *, int64_t, double, double, int64_t *, float *) const {
   TORCH_CHECK(false, "the hand-written sampler needs an x86-64 CPU");
 }
 

@@ -690,10 +690,7 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
     e->pending = at::zeros({slots, c.vocab}, at::TensorOptions().dtype(at::kFloat).device(m->dev));
     e->has_pending.assign(slots, false);
     for (int i = 0; i < slots; i++) e->rng.emplace_back(static_cast<uint64_t>(i) + 1);
-    if (m->hybrid())
-      e->no_fast = "the model has Gated DeltaNet layers (Qwen3.5), which only the libtorch paths run";
-    else if (FastDecoder::supported(*m, &e->no_fast))
-      e->fast = std::make_unique<FastDecoder>(*m, slots, max_len);
+    if (FastDecoder::supported(*m, &e->no_fast)) e->fast = std::make_unique<FastDecoder>(*m, slots, max_len);
 #ifdef AGENTRL_CUDA
     for (const auto &l : m->layers)
       if (l.router.defined())
@@ -858,7 +855,7 @@ int ar_engine_step(ar_engine e, const int *slots, int n, const ar_sampling *s, i
       if (s->temperature > 0)
         for (int i = 0; i < n; i++) u[i] = unif(e->rng[sl[i]]);
       parallel_tasks(n, [&](int64_t i) {
-        sample_fast(pending + sl[i] * V, V, s->temperature, u[i], &tokens[i], &logprobs[i]);
+        e->fast->sample(pending + sl[i] * V, V, s->temperature, u[i], &tokens[i], &logprobs[i]);
       });
     } else {
       at::Tensor idx = upload(sl.data(), {n}, e->m->dev);
@@ -903,13 +900,24 @@ int ar_engine_set_decode(ar_engine e, int mode, char **err) {
   });
 }
 
-int ar_engine_decode_path(ar_engine e, int *p, char **why, char **err) {
+int ar_engine_decode_path(ar_engine e, int *p, char **why, char **isa, char **err) {
   return guard(err, [&] {
     *p = path(*e);
     if (why != nullptr) {
       std::string no = e->fast == nullptr ? e->no_fast : e->m->autocast != at::ScalarType::Undefined ? "autocast is on" : "";
       *why = no.empty() ? nullptr : strdup(no.c_str());
     }
+    if (isa != nullptr) *isa = e->fast == nullptr ? nullptr : strdup(e->fast->isa());
+  });
+}
+
+int ar_model_cpu_decode(ar_model m, char **isa, char **why, char **err) {
+  return guard(err, [&] {
+    std::string no;
+    const char *k = nullptr;
+    const bool ok = FastDecoder::supported(*m, &no, &k, true);
+    *isa = ok ? strdup(k) : nullptr;
+    *why = ok ? nullptr : strdup(no.c_str());
   });
 }
 

@@ -36,7 +36,7 @@ int ar_engine_logits(ar_engine e, int slot, float *dst, int64_t vocab,
 
 /* How decode steps run. AUTO: the hand-written CPU kernels where they are
  * supported (a CPU model in f32 or bf16 without autocast, on a CPU with
- * AVX-512), FUSED elsewhere. KERNELS: those kernels (an error where
+ * AVX-512 or AVX2 with FMA, as AGENTRL_CPU_KERNELS allows), FUSED elsewhere. KERNELS: those kernels (an error where
  * unsupported). FUSED: libtorch ops with q/k/v and gate/up fused into one
  * weight each (copies refreshed whenever the model's weights change;
  * replayed as CUDA graphs on CUDA). UNFUSED: libtorch ops on the model's
@@ -45,8 +45,16 @@ enum { AR_DECODE_AUTO = 0, AR_DECODE_KERNELS, AR_DECODE_FUSED, AR_DECODE_UNFUSED
 int ar_engine_set_decode(ar_engine e, int mode, char **err);
 /* The path decode steps take now (KERNELS, FUSED or UNFUSED); when why is
  * not NULL it receives a malloc'd reason the kernels cannot run here, or
- * NULL when they can. */
-int ar_engine_decode_path(ar_engine e, int *path, char **why, char **err);
+ * NULL when they can; when isa is not NULL, a malloc'd name of the
+ * kernels' instruction set ("avx512" or "avx2") where the engine has them,
+ * or NULL. */
+int ar_engine_decode_path(ar_engine e, int *path, char **why, char **isa, char **err);
+/* What a CPU engine would decode model m with on this machine (m on any
+ * device, the meta device included: only its config and dtype count):
+ * *isa a malloc'd name of the hand-written kernels' instruction set and
+ * *why NULL, or *isa NULL and *why a malloc'd reason they would not run.
+ * An AGENTRL_CPU_KERNELS the shim does not know is an error. */
+int ar_model_cpu_decode(ar_model m, char **isa, char **why, char **err);
 /* The engine's CUDA graphs: *captured receives how many decode steps are
  * captured now (one per row count), *off a malloc'd reason decode steps no
  * longer use graphs (a capture failed), or NULL. 0 and NULL on builds

@@ -1,7 +1,9 @@
 package torch
 
 import (
+	"bufio"
 	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -108,7 +110,9 @@ func newEngineOn(t *testing.T, m *Model, slots int, p DecodePath) *Engine {
 }
 
 // kernelsOrSkip skips a test on machines where the hand-written step cannot
-// run (no AVX-512), saying why.
+// run (neither AVX-512 nor AVX2, or not the instruction set
+// AGENTRL_CPU_KERNELS asks for), saying why. Where it runs, it is the set
+// asked for.
 func kernelsOrSkip(t *testing.T, m *Model) {
 	t.Helper()
 	e, err := NewEngine(m, 1, 8)
@@ -116,8 +120,31 @@ func kernelsOrSkip(t *testing.T, m *Model) {
 		t.Fatal(err)
 	}
 	defer e.Free()
-	if p, why, _ := e.DecodePath(); p != DecodeKernels {
-		t.Skipf("the decode kernels do not run here: %s", why)
+	d, err := e.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Path != DecodeKernels {
+		t.Skipf("the decode kernels do not run here: %s", d.Why)
+	}
+	if want := os.Getenv("AGENTRL_CPU_KERNELS"); (want == "avx512" || want == "avx2") && d.ISA != want {
+		t.Fatalf("AGENTRL_CPU_KERNELS=%s, but the engine runs the %s kernels", want, d.ISA)
+	}
+}
+
+// kernelISAs are the instruction sets of the hand-written kernels, each
+// forced by AGENTRL_CPU_KERNELS in the tests that run every one.
+var kernelISAs = []string{"avx512", "avx2"}
+
+// eachISA runs test as a subtest per instruction set of the kernels, with
+// AGENTRL_CPU_KERNELS set to it (engines read it when they are made); on a
+// CPU without that set, kernelsOrSkip skips it.
+func eachISA(t *testing.T, test func(t *testing.T)) {
+	for _, isa := range kernelISAs {
+		t.Run(isa, func(t *testing.T) {
+			t.Setenv("AGENTRL_CPU_KERNELS", isa)
+			test(t)
+		})
 	}
 }
 
@@ -133,11 +160,12 @@ func maxDiff32(a, b []float32) float64 {
 // libtorch as the training forward) agree step by step in f32: the same
 // pending logits within 1e-5, the same sampled tokens, the same logprobs
 // within 1e-5, and each equals the full pass. Six slots of different
-// lengths decode together (input rows in a group of 4 and one of 2), in an
-// order that is not the slot order, at temperature 0.7 and greedily.
+// lengths decode together (input rows in groups of 4 and 2 on AVX-512, of
+// 3 on AVX2), in an order that is not the slot order, at temperature 0.7
+// and greedily. For the kernels of each instruction set.
 func TestDecodePathsAgree(t *testing.T) {
 	for name, cfg := range kernelConfigs() {
-		t.Run(name, func(t *testing.T) { decodePathsAgree(t, cfg) })
+		t.Run(name, func(t *testing.T) { eachISA(t, func(t *testing.T) { decodePathsAgree(t, cfg) }) })
 	}
 }
 
@@ -170,6 +198,10 @@ func decodePathsAgree(t *testing.T, cfg Config) {
 	}
 	order := []int{4, 1, 5, 0, 3, 2}
 	V := m.Config.Vocab
+	var maxLogit, maxLogprob float64 // the kernels' largest differences from the full pass
+	defer func() {
+		t.Logf("kernels vs the full pass: logits within %.2g, logprobs within %.2g", maxLogit, maxLogprob)
+	}()
 	for step := 0; step < 8; step++ {
 		samp := Sampling{Temperature: 0.7}
 		if step%3 == 2 {
@@ -201,7 +233,9 @@ func decodePathsAgree(t *testing.T, cfg Config) {
 			for k := range row {
 				scaled[k] = float32(float64(row[k]) / temp)
 			}
-			if d := math.Abs(float64(lps[0][j]) - logSoftmaxAt(scaled, int(toks[0][j]))); d > 1e-5 {
+			d := math.Abs(float64(lps[0][j]) - logSoftmaxAt(scaled, int(toks[0][j])))
+			maxLogprob = math.Max(maxLogprob, d)
+			if d > 1e-5 {
 				t.Fatalf("step %d slot %d: kernels logprob %v, full pass %v", step, s, lps[0][j], logSoftmaxAt(scaled, int(toks[0][j])))
 			}
 			hist[s] = append(hist[s], toks[0][j])
@@ -213,7 +247,11 @@ func decodePathsAgree(t *testing.T, cfg Config) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if d := maxDiff32(got, want); d > 1e-5 {
+				d := maxDiff32(got, want)
+				if i == 0 {
+					maxLogit = math.Max(maxLogit, d)
+				}
+				if d > 1e-5 {
 					t.Fatalf("step %d slot %d: %v logits differ from the full pass by %g", step, s, paths[i], d)
 				}
 			}
@@ -368,10 +406,11 @@ func decodeFollowsWeightUpdate(t *testing.T, cfg Config) {
 
 // A bf16 model decodes through the kernels (bf16 weights widened in
 // registers, f32 activations) close to libtorch's bf16 path and to the f32
-// model it was copied from: bf16 rounding, not a different function.
+// model it was copied from: bf16 rounding, not a different function. For
+// the kernels of each instruction set.
 func TestDecodeKernelsBF16(t *testing.T) {
 	for name, cfg := range kernelConfigs() {
-		t.Run(name, func(t *testing.T) { decodeKernelsBF16(t, cfg) })
+		t.Run(name, func(t *testing.T) { eachISA(t, func(t *testing.T) { decodeKernelsBF16(t, cfg) }) })
 	}
 }
 
@@ -405,6 +444,8 @@ func decodeKernelsBF16(t *testing.T, cfg Config) {
 	}
 	V := cfg.Vocab
 	tok, lp := make([]int64, 4), make([]float32, 4)
+	var max32, max16 float64
+	defer func() { t.Logf("bf16 kernels: within %.2g of the f32 model, %.2g of libtorch bf16", max32, max16) }()
 	for step := 0; step < 4; step++ {
 		if err := ek.Step([]int{0, 1, 2, 3}, Sampling{Temperature: 1}, tok, lp); err != nil {
 			t.Fatal(err)
@@ -421,6 +462,7 @@ func decodeKernelsBF16(t *testing.T, cfg Config) {
 			eu.Free()
 			want := fullLogits(t, m32, hist[s])[(len(hist[s])-1)*V:]
 			d32, d16 := maxDiff32(got, want), maxDiff32(got, ref)
+			max32, max16 = math.Max(max32, d32), math.Max(max16, d16)
 			if d32 == 0 || d32 > 0.05 || d16 > 0.05 {
 				t.Errorf("step %d slot %d: bf16 kernels are %g from the f32 model and %g from libtorch bf16, want bf16 rounding (0 < d <= 0.05)",
 					step, s, d32, d16)
@@ -499,8 +541,11 @@ func TestDecodeProfileAndPath(t *testing.T) {
 // the decode pool's workers, each output row computed whole by one of
 // them: on a model big enough for a worker to take part (products of about
 // a millisecond), two threads decode bit for bit as one does, in f32 and in
-// bf16, and the f32 logits match the unfused path.
-func TestDecodeKernelsTwoThreads(t *testing.T) {
+// bf16, and the f32 logits match the unfused path. For the kernels of each
+// instruction set.
+func TestDecodeKernelsTwoThreads(t *testing.T) { eachISA(t, decodeKernelsTwoThreads) }
+
+func decodeKernelsTwoThreads(t *testing.T) {
 	cfg := Config{ModelType: "qwen2", Vocab: 8000, Hidden: 256, Intermediate: 704, Layers: 2, Heads: 6, KVHeads: 2,
 		HeadDim: 64, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 256}
 	old := Threads()
@@ -566,15 +611,140 @@ func TestDecodeKernelsTwoThreads(t *testing.T) {
 			// the two paths sum in different orders, over rows of 256 and
 			// 704 (TestDecodePathsAgree holds the tiny model to 1e-5; here
 			// the differences reach 1.2e-5).
+			var worst float64
+			defer func() { t.Logf("f32 kernels vs the unfused path: within %.2g", worst) }()
 			for i := range one {
 				scale := 1.0
 				for _, v := range ref[i] {
 					scale = math.Max(scale, math.Abs(float64(v)))
 				}
-				if d := maxDiff32(two[i], ref[i]); d > 5e-5*scale {
+				d := maxDiff32(two[i], ref[i])
+				worst = math.Max(worst, d)
+				if d > 5e-5*scale {
 					t.Fatalf("step %d slot %d: kernels differ from the unfused path by %g (largest logit %g)", i/S, i%S, d, scale)
 				}
 			}
 		}
 	}
+}
+
+// AGENTRL_CPU_KERNELS picks the hand-written kernels' instruction set when
+// an engine is made: auto the best this CPU has (AVX-512 with F, BW, VL
+// and DQ, else AVX2 with FMA, as /proc/cpuinfo lists the CPU's flags),
+// avx512 and avx2 that set where the CPU has it, off none (libtorch's
+// step, saying why). Engine.Decode and CPUDecode name the set. Any other
+// value is refused, naming the variable, even for a model the kernels
+// cannot run.
+func TestCPUKernelsSetting(t *testing.T) {
+	m, err := NewRandomModel(kernelConfig(), Float32, CPU, false, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	flags := cpuFlags(t)
+	has := func(fs ...string) bool {
+		for _, f := range fs {
+			if !flags[f] {
+				return false
+			}
+		}
+		return true
+	}
+	// The sets this CPU has ("" where it lacks one), and the best of them.
+	avx512, avx2 := "", ""
+	if has("avx512f", "avx512bw", "avx512vl", "avx512dq") {
+		avx512 = "avx512"
+	}
+	if has("avx2", "fma") {
+		avx2 = "avx2"
+	}
+	best := avx512
+	if best == "" {
+		best = avx2
+	}
+	for _, c := range []struct {
+		env, isa string // isa: the set wanted, "" for none
+		why      string // in the reason when none
+	}{
+		{"", best, "the CPU has neither"},
+		{"auto", best, "the CPU has neither"},
+		{"avx512", avx512, "AGENTRL_CPU_KERNELS=avx512, but the CPU lacks"},
+		{"avx2", avx2, "AGENTRL_CPU_KERNELS=avx2, but the CPU lacks"},
+		{"off", "", "AGENTRL_CPU_KERNELS=off"},
+	} {
+		t.Run("env="+c.env, func(t *testing.T) {
+			t.Setenv("AGENTRL_CPU_KERNELS", c.env)
+			e, err := NewEngine(m, 1, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Free()
+			d, err := e.Decode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			isa, why, err := CPUDecode(m.Config, Float32, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.isa != "" {
+				want := DecodeInfo{Path: DecodeKernels, ISA: c.isa}
+				if d != want || d.String() != "kernels ("+c.isa+")" || isa != c.isa || why != "" {
+					t.Errorf("engine %+v (%q), CPUDecode %q %q; want the %s kernels", d, d, isa, why, c.isa)
+				}
+				return
+			}
+			if d.Path != DecodeFused || d.ISA != "" || !strings.Contains(d.Why, c.why) || isa != "" || why != d.Why {
+				t.Errorf("engine %+v, CPUDecode %q %q; want fused because %q", d, isa, why, c.why)
+			}
+			if err := e.SetDecodePath(DecodeKernels); err == nil || !strings.Contains(err.Error(), c.why) {
+				t.Errorf("forcing the kernels: %v, want an error saying %q", err, c.why)
+			}
+		})
+	}
+	// A bad value: an error naming it, for a model the kernels run and for
+	// one they cannot (head_dim 8).
+	t.Setenv("AGENTRL_CPU_KERNELS", "avx3")
+	small, err := NewRandomModel(tinyConfig(), Float32, CPU, false, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Free()
+	for _, mm := range []*Model{m, small} {
+		if e, err := NewEngine(mm, 1, 8); err == nil || !strings.Contains(err.Error(), "AGENTRL_CPU_KERNELS=avx3") {
+			if e != nil {
+				e.Free()
+			}
+			t.Errorf("head_dim %d: AGENTRL_CPU_KERNELS=avx3 gave %v, want an error naming it", mm.Config.HeadDim, err)
+		}
+	}
+	if _, _, err := CPUDecode(m.Config, Float32, false); err == nil || !strings.Contains(err.Error(), "AGENTRL_CPU_KERNELS=avx3") {
+		t.Errorf("CPUDecode under AGENTRL_CPU_KERNELS=avx3: %v, want an error naming it", err)
+	}
+}
+
+// cpuFlags are the CPU's feature flags as Linux lists them in
+// /proc/cpuinfo (the test skips elsewhere, or on a CPU that is not
+// x86-64: there the kernels never run, which TestDecodeProfileAndPath
+// covers).
+func cpuFlags(t *testing.T) map[string]bool {
+	t.Helper()
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		t.Skipf("no /proc/cpuinfo: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "flags" {
+			flags := map[string]bool{}
+			for _, fl := range strings.Fields(v) {
+				flags[fl] = true
+			}
+			return flags
+		}
+	}
+	t.Skip("/proc/cpuinfo lists no x86 flags")
+	return nil
 }

@@ -154,8 +154,9 @@ func (e *Engine) PendingLogits(slot int) ([]float32, error) {
 type DecodePath int
 
 // The decode paths. DecodeAuto picks DecodeKernels where they are supported
-// (a CPU model in f32 or bf16 without autocast, on a CPU with AVX-512) and
-// DecodeFused elsewhere.
+// (a CPU model in f32 or bf16 without autocast, on a CPU with AVX-512 or
+// AVX2 with FMA, as the environment variable AGENTRL_CPU_KERNELS allows:
+// auto, avx512, avx2 or off) and DecodeFused elsewhere.
 const (
 	// DecodeAuto is the default choice.
 	DecodeAuto DecodePath = C.AR_DECODE_AUTO
@@ -196,17 +197,67 @@ func (e *Engine) SetDecodePath(p DecodePath) error {
 // DecodePath is the path decode steps take now (never DecodeAuto) and, when
 // the hand-written kernels cannot run here, why not ("" when they can).
 func (e *Engine) DecodePath() (DecodePath, string, error) {
+	d, err := e.Decode()
+	return d.Path, d.Why, err
+}
+
+// DecodeInfo is how an engine decodes: the path its steps take now (never
+// DecodeAuto), the instruction set of its hand-written CPU kernels where
+// it has them ("avx512" or "avx2"; "" otherwise), and where it cannot run
+// them, why not ("" when it can).
+type DecodeInfo struct {
+	Path     DecodePath
+	ISA, Why string
+}
+
+// String names the path with the kernels' instruction set: "kernels
+// (avx2)", "fused", "unfused".
+func (d DecodeInfo) String() string {
+	if d.Path == DecodeKernels && d.ISA != "" {
+		return fmt.Sprintf("%v (%s)", d.Path, d.ISA)
+	}
+	return d.Path.String()
+}
+
+// Decode says how the engine decodes now.
+func (e *Engine) Decode() (DecodeInfo, error) {
 	var p C.int
-	var why, msg *C.char
-	if err := check("engine_decode_path", C.ar_engine_decode_path(e.h, &p, &why, &msg), msg); err != nil {
-		return 0, "", err
+	var why, isa, msg *C.char
+	if err := check("engine_decode_path", C.ar_engine_decode_path(e.h, &p, &why, &isa, &msg), msg); err != nil {
+		return DecodeInfo{}, err
 	}
-	reason := ""
-	if why != nil {
-		reason = C.GoString(why)
-		C.free(unsafe.Pointer(why))
+	return DecodeInfo{Path: DecodePath(p), ISA: takeString(isa), Why: takeString(why)}, nil
+}
+
+// CPUDecode says which decode step a CPU engine would run for a model of
+// cfg with weights of dtype dt (under bf16 autocast when autocast) on this
+// machine, without making one (no weights are allocated): the hand-written
+// kernels' instruction set ("avx512" or "avx2") and "", or "" and why the
+// kernels would not run (the engine then takes libtorch's step). An
+// AGENTRL_CPU_KERNELS the shim does not know is an error.
+func CPUDecode(cfg Config, dt DType, autocast bool) (isa, why string, err error) {
+	m, err := NewModel(cfg, dt, Meta, false)
+	if err != nil {
+		return "", "", err
 	}
-	return DecodePath(p), reason, nil
+	defer m.Free()
+	if err := m.SetAutocast(autocast, BFloat16); err != nil {
+		return "", "", err
+	}
+	var cisa, cwhy, msg *C.char
+	if err := check("model_cpu_decode", C.ar_model_cpu_decode(m.h, &cisa, &cwhy, &msg), msg); err != nil {
+		return "", "", err
+	}
+	return takeString(cisa), takeString(cwhy), nil
+}
+
+// takeString is a malloc'd C string as Go's, freed ("" for NULL).
+func takeString(s *C.char) string {
+	if s == nil {
+		return ""
+	}
+	defer C.free(unsafe.Pointer(s))
+	return C.GoString(s)
 }
 
 // CUDAGraphs reports the engine's CUDA graphs: how many decode steps are

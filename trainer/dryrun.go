@@ -33,7 +33,12 @@ type DryRunReport struct {
 	// launcher, else dist.nproc) and Zero the ZeRO stage (dist.zero) the
 	// estimate is for.
 	World, Zero int
-	Warnings    []string
+	// Decode is, on a CPU device, the decode step the rollouts will run on
+	// this machine: "hand-written kernels (avx512)" or "(avx2)", or
+	// "libtorch's step: " and why the kernels do not run (the CPU, the
+	// model, device.autocast, or AGENTRL_CPU_KERNELS=off). "" on CUDA.
+	Decode   string
+	Warnings []string
 }
 
 // MemoryEstimate is a rough device-memory budget in bytes. KVCache is the
@@ -165,19 +170,28 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 	m.Checkpoint = checkpointBytes(r.Params+criticParams, largestParam(shapes), 0, b, sharded)
 	c := r.Model
 	// The rollouts decode in rollout.dtype where it is set.
-	rb := b
+	rdt := dt
 	if cfg.Rollout.DType != "auto" {
-		rdt, err := torch.ParseDType(cfg.Rollout.DType)
-		if err != nil {
+		if rdt, err = torch.ParseDType(cfg.Rollout.DType); err != nil {
 			return nil, err
 		}
-		rb = int64(rdt.Size())
 	}
+	rb := int64(rdt.Size())
 	m.KVCache, m.DeltaNetState = memory.DecodeState(c, cfg.Rollout.Slots, cfg.Env.MaxTokens+1, rb)
 	// A LoRA model's LM head is frozen: it takes no gradient. On CUDA the
 	// attention runs libtorch's SDPA (ar_model_set_attention's auto); a CPU
 	// build estimates a CUDA job's memory too.
 	cuda := strings.HasPrefix(cfg.Device.Device, "cuda") // validated: cpu, cuda or cuda:N
+	if !cuda {
+		isa, why, err := torch.CPUDecode(c, rdt, cfg.Device.Autocast)
+		if err != nil {
+			return nil, err
+		}
+		r.Decode = "hand-written kernels (" + isa + ")"
+		if isa == "" {
+			r.Decode = "libtorch's step: " + why
+		}
+	}
 	m.Activations = memory.Activations(c, memory.Workload{Micro: cfg.Algorithm.MicroBatch, Seq: cfg.Env.MaxTokens,
 		LogitsChunk: cfg.Model.LogitsChunk, Checkpointing: cfg.Model.Checkpointing, HeadGrad: !cfg.Model.LoRA.On(),
 		Bytes: b, SDPA: cuda})

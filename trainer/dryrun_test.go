@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -233,6 +234,51 @@ func TestDryRunSizesByDTypeAndDevice(t *testing.T) {
 		if m.Total != sum {
 			t.Errorf("%+v: total %d, want %d", c, m.Total, sum)
 		}
+	}
+}
+
+// On a CPU device the dry run names the decode step the rollouts will run
+// (in rollout.dtype): the hand-written kernels of the instruction set
+// AGENTRL_CPU_KERNELS picks (each where this CPU has it), or libtorch's
+// step and why (the kernels off; f16 weights, which the kernels do not
+// read; autocast, which they do not emulate); nothing on CUDA. A setting the shim does not know is an error
+// naming the variable.
+func TestDryRunNamesDecode(t *testing.T) {
+	base := exampleOnFixtures(t, exampleConfigs[0].file, exampleModel(t), fixtureIndex(t)) // head_dim 16
+	for _, c := range []struct {
+		env, device, dtype, rollout string
+		autocast                    bool
+		want                        string
+	}{
+		{"off", "cpu", "f32", "auto", false, "libtorch's step: AGENTRL_CPU_KERNELS=off"},
+		{"avx2", "cpu", "f32", "auto", false, "hand-written kernels (avx2)"},
+		{"avx512", "cpu", "f32", "bf16", false, "hand-written kernels (avx512)"},
+		{"auto", "cpu", "f32", "f16", false, "libtorch's step: weights are neither f32 nor bf16"},
+		{"avx2", "cpu", "f32", "auto", true, "libtorch's step: autocast is on"},
+		{"avx2", "cuda", "bf16", "auto", false, ""},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/%s/autocast=%v", c.env, c.device, c.rollout, c.autocast), func(t *testing.T) {
+			t.Setenv("AGENTRL_CPU_KERNELS", c.env)
+			cfg := base
+			cfg.Device.Device, cfg.Device.DType, cfg.Rollout.DType = c.device, c.dtype, c.rollout
+			cfg.Device.Autocast = c.autocast
+			r, err := DryRun(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(r.Decode, "but the CPU lacks") {
+				t.Skip(r.Decode)
+			}
+			if r.Decode != c.want {
+				t.Errorf("decode %q, want %q", r.Decode, c.want)
+			}
+		})
+	}
+	t.Setenv("AGENTRL_CPU_KERNELS", "avx3")
+	bad := base
+	bad.Device.Device, bad.Device.DType, bad.Rollout.DType = "cpu", "f32", "auto"
+	if _, err := DryRun(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "AGENTRL_CPU_KERNELS=avx3") {
+		t.Errorf("AGENTRL_CPU_KERNELS=avx3: %v, want an error naming it", err)
 	}
 }
 

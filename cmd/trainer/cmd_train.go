@@ -179,6 +179,9 @@ func dryRun(c *cli.Context, cfg config.Config) error {
 		fmt.Printf("%s %s", k, gb(parts[k]))
 	}
 	fmt.Println(")")
+	if r.Decode != "" {
+		fmt.Printf("decode:    %s\n", r.Decode)
+	}
 	for _, w := range r.Warnings {
 		fmt.Printf("warning:   %s\n", w)
 	}

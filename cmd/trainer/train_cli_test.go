@@ -238,9 +238,10 @@ func TestTrainDryRun(t *testing.T) {
 	args := append([]string{"train", "--dry-run", "--run-dir", runs, "--run", "dry"}, tinyRun...)
 	r := ok(t, args...)
 	// 40 questions, 25% held out: 10 evaluation, 30 training; one passage
-	// per entity: 24.
+	// per entity: 24. The CPU decode step is named (which one depends on
+	// the CPU: trainer.TestDryRunNamesDecode pins it).
 	for _, want := range []string{"data:      30 training and 10 evaluation questions", "(24 passages)",
-		"tools:     search", "hidden 32, 2 layers, 2 heads (1 kv)", "memory:    ~", "dry run: ok"} {
+		"tools:     search", "hidden 32, 2 layers, 2 heads (1 kv)", "memory:    ~", "decode:    ", "dry run: ok"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, r)
 		}
