@@ -337,8 +337,14 @@ const layerPrefix = "model.layers."
 // its kind (layerKinds: dense or sparse MLP; Gated DeltaNet or attention).
 // A multimodal Qwen3.5 checkpoint holds the text model's model.* under
 // model.language_model.; a sparse layer's experts may be per-expert
-// tensors or fused ones (fusedExperts).
+// tensors or fused ones (fusedExperts). The policy's layer count is
+// compared with the layers the files hold before any layer is walked, so
+// a num_hidden_layers of 9e18 is refused at once.
 func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool) error {
+	if held := heldLayers(r, cfg); !valueHead && cfg.Layers > held {
+		return fmt.Errorf("load weights from %s: num_hidden_layers %d in config.json, but the checkpoint holds %d layers "+
+			"(no tensor %s%d.*): the config and the weights disagree", path, cfg.Layers, held, cfg.checkpointName(layerPrefix), held)
+	}
 	kinds, others, err := layerKinds(cfg, valueHead)
 	if err != nil {
 		return err
@@ -415,6 +421,22 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 			"the config and the weights disagree (as transformers' strict loading, this is an error)", path, len(unused), strings.Join(unused, ", "))
 	}
 	return nil
+}
+
+// heldLayers is the number of decoder layers the checkpoint r holds: one
+// more than the highest layer index among its tensors (under
+// model.language_model. for a multimodal Qwen3.5), 0 when none.
+func heldLayers(r *safetensors.Reader, cfg Config) int {
+	held := 0
+	for _, n := range r.Names() {
+		if rest, ok := strings.CutPrefix(n, wrappedTextPrefix); ok && cfg.Wrapped {
+			n = "model." + rest
+		}
+		if i, _, ok := layerParam(n); ok && i >= held {
+			held = i + 1
+		}
+	}
+	return held
 }
 
 // layerParam splits a layer's parameter name model.layers.{i}.{rest} into
