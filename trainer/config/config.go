@@ -112,7 +112,7 @@ type TinyConfig struct {
 	LinearValueHeads      int `yaml:"linear_value_heads" default:"4" doc:"qwen3_5: value heads of the Gated DeltaNet layers, a multiple of linear_key_heads (linear_num_value_heads)"`
 	LinearKeyDim          int `yaml:"linear_key_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet query/key head (linear_key_head_dim)"`
 	LinearValueDim        int `yaml:"linear_value_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet value head (linear_value_head_dim)"`
-	ConvKernel            int `yaml:"conv_kernel" default:"4" doc:"qwen3_5: width of the Gated DeltaNet layers' causal convolution (linear_conv_kernel_dim)"`
+	ConvKernel            int `yaml:"conv_kernel" default:"4" doc:"qwen3_5: width of the Gated DeltaNet layers' causal convolution (linear_conv_kernel_dim), at most max_positions"`
 }
 
 // DataConfig picks the questions.

@@ -153,6 +153,15 @@ func (c *Config) validateTinyQwen35(p *problems) {
 	if t.LinearKeyHeads >= 1 && t.LinearValueHeads >= 1 && t.LinearValueHeads%t.LinearKeyHeads != 0 {
 		p.add("model.tiny.linear_value_heads", "%d is not a multiple of model.tiny.linear_key_heads %d", t.LinearValueHeads, t.LinearKeyHeads)
 	}
+	// The causal convolution reads the conv_kernel tokens up to each one;
+	// no sequence is longer than max_positions, so taps past it would only
+	// ever meet the zero padding before the first token, while the packed
+	// forward keeps a copy of the layer's inputs per tap.
+	if t.MaxPositions >= 1 && t.ConvKernel > t.MaxPositions {
+		p.add("model.tiny.conv_kernel", "%d exceeds model.tiny.max_positions %d: the convolution reads the conv_kernel tokens up to each one, "+
+			"and no sequence is longer than max_positions, so the taps past it would only ever see padding (and the packed forward keeps "+
+			"a copy of the layer's inputs per tap)", t.ConvKernel, t.MaxPositions)
+	}
 	if t.FullAttentionInterval > t.Layers && t.Layers >= 1 {
 		p.add("model.tiny.full_attention_interval", "%d exceeds model.tiny.layers %d: the model would have no attention layer", t.FullAttentionInterval, t.Layers)
 	}

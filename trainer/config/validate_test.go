@@ -34,6 +34,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"model.tiny.model_type", func(c *Config) { c.Model.Tiny.ModelType = "llama" }, "llama"},
 		{"model.tiny.linear_key_heads", func(c *Config) { c.Model.Tiny.LinearKeyHeads = 3 }, "3, but model.tiny.model_type is qwen2: the Qwen3.5 keys apply to qwen3_5 only"},
 		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 1 }, "want at least 2"},
+		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 100000 },
+			"100000 exceeds model.tiny.max_positions 1024"},
 		{"model.tiny.linear_key_dim", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.LinearKeyDim = "qwen3_5", 0 }, "want at least 1"},
 		{"model.tiny.linear_value_heads", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.LinearValueHeads = "qwen3_5", 3 },
 			"3 is not a multiple of model.tiny.linear_key_heads 2"},
@@ -138,12 +140,17 @@ func checkBrokenRules(t *testing.T, valid func() Config, cases []brokenRule) {
 	}
 }
 
-// The default job with a Qwen3.5-shaped tiny model is valid as it is.
+// The default job with a Qwen3.5-shaped tiny model is valid as it is, and
+// with a convolution as wide as the longest sequence (1024 positions).
 func TestValidateTinyQwen35(t *testing.T) {
 	c := Default()
 	c.Model.Tiny.ModelType = "qwen3_5"
 	if err := c.Validate(); err != nil {
 		t.Errorf("model.tiny.model_type qwen3_5 over the defaults: %v", err)
+	}
+	c.Model.Tiny.ConvKernel = 1024
+	if err := c.Validate(); err != nil {
+		t.Errorf("model.tiny.conv_kernel 1024 of 1024 positions: %v", err)
 	}
 }
 
