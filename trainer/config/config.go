@@ -130,7 +130,7 @@ type DataConfig struct {
 type SyntheticConfig struct {
 	Seed         int     `yaml:"seed" default:"7" doc:"seed of the generated world"`
 	Relations    string  `yaml:"relations" default:"basic" enum:"basic|rich" doc:"the world's relations: basic (six: birthplace, employer, nation, capital, headquarters, founder) or rich (fourteen: also home, mentor, mayor, twin, leader, ally, owner, chief, with four more compositions held out of domain), for splits larger than a basic world of the same size holds"`
-	Entities     int     `yaml:"entities" default:"100" doc:"entities in the world"`
+	Entities     int     `yaml:"entities" default:"100" doc:"entities in the world (at most about 83333 with fresh_worlds, 333333 without: the words the name generator can draw)"`
 	MaxHops      int     `yaml:"max_hops" default:"3" doc:"most hops a question needs"`
 	TestFraction float64 `yaml:"test_fraction" default:"0.4" doc:"fraction of questions held out for evaluation"`
 	Questions    int     `yaml:"questions" default:"500" doc:"questions generated"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
+	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tasks"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -184,6 +185,14 @@ func (c *Config) validateData(p *problems) {
 	p.atLeast("data.max_eval", d.MaxEval, 0)
 	s := d.Synthetic
 	p.atLeast("data.synthetic.entities", s.Entities, 2)
+	if synth.NameWords(s.Entities, s.FreshWorlds) > synth.MaxNameWords {
+		pool := "without data.synthetic.fresh_worlds"
+		if s.FreshWorlds {
+			pool = fmt.Sprintf("with data.synthetic.fresh_worlds (its name pool holds %d times a world's words)", synth.PoolFactor)
+		}
+		p.add("data.synthetic.entities", "%d take more name words than the %d the name generator can draw with none containing another "+
+			"(a word per entity, a second per person): at most about %d %s", s.Entities, synth.MaxNameWords, synth.MaxEntities(s.FreshWorlds), pool)
+	}
 	p.atLeast("data.synthetic.max_hops", s.MaxHops, 1)
 	p.openRange("data.synthetic.test_fraction", s.TestFraction, 0, 1)
 	p.atLeast("data.synthetic.questions", s.Questions, 1)

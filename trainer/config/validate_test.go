@@ -3,8 +3,12 @@ package config
 import (
 	"errors"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentrl/agentrl/envs/synth"
 )
 
 // TestValidateNamesTheKey breaks one rule at a time and checks that the
@@ -48,6 +52,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"data.train", func(c *Config) { c.Data.Source = "files" }, "empty, but data.source is files"},
 		{"data.format", func(c *Config) { c.Data.Format = "csv" }, "hotpotqa"},
 		{"data.synthetic.test_fraction", func(c *Config) { c.Data.Synthetic.TestFraction = 1 }, "want in (0, 1)"},
+		// 10^8 entities take 1.5 x 10^8 name words, their pool (fresh
+		// worlds) 6 x 10^8; 90,000 are too many for a pool, not a world.
+		{"data.synthetic.entities", func(c *Config) { c.Data.Synthetic.Entities = 100_000_000 }, "100000000 take more name words than the 500000"},
+		{"data.synthetic.entities", func(c *Config) { c.Data.Synthetic.Entities = 90_000 }, "at most about 83333 with data.synthetic.fresh_worlds"},
 		{"tools.enabled", func(c *Config) { c.Tools.Enabled = []string{"search", "search"} }, "listed twice"},
 		{"tools.search.k", func(c *Config) { c.Tools.Search.K = 0 }, "want at least 1"},
 		{"env.max_turn_tokens", func(c *Config) { c.Env.MaxTurnTokens = 1000 }, "exceeds env.max_tokens 768"},
@@ -173,8 +181,25 @@ func TestValidateAccepts(t *testing.T) {
 	c.Algorithm.Gamma, c.Algorithm.ClipLow, c.Optim.MinLRRatio = 0, 0.999, 1
 	c.Algorithm.LossAgg = "seq-mean-token-sum-norm"
 	c.Data.Source, c.Data.Train, c.Data.Format = "files", []string{"x.jsonl"}, "musique"
-	c.Rollout.MaxStaleness, c.Dist.NProc = 2, 2 // asynchronous and data-parallel
+	c.Rollout.MaxStaleness, c.Dist.NProc = 2, 2                              // asynchronous and data-parallel
+	c.Data.Synthetic.FreshWorlds, c.Data.Synthetic.Entities = false, 300_000 // 450,000 name words
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// data.synthetic.entities' doc states the limits validation keeps to.
+func TestEntitiesDocSaysTheLimits(t *testing.T) {
+	for _, d := range Docs() {
+		if d.Path != "data.synthetic.entities" {
+			continue
+		}
+		for _, n := range []int{synth.MaxEntities(true), synth.MaxEntities(false)} {
+			if !strings.Contains(d.Doc, strconv.Itoa(n)) {
+				t.Errorf("the doc %q does not say %d", d.Doc, n)
+			}
+		}
+		return
+	}
+	t.Fatal("no doc for data.synthetic.entities")
 }
