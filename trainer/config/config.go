@@ -300,7 +300,7 @@ type SFTConfig struct {
 	Epochs            int     `yaml:"epochs" default:"3" doc:"passes over the demonstrations"`
 	LR                float64 `yaml:"lr" default:"1e-3" doc:"learning rate"`
 	Schedule          string  `yaml:"schedule" default:"constant" enum:"constant|cosine|linear" doc:"learning-rate schedule after warm-up: constant, or down to 0 at the last step (cosine, linear)"`
-	WarmupSteps       int     `yaml:"warmup_steps" default:"0" doc:"linear warm-up steps"`
+	WarmupSteps       int     `yaml:"warmup_steps" default:"0" doc:"linear warm-up steps, at most the warm start's (sft.demos or sft.data's demonstrations over sft.batch, times sft.epochs)"`
 	Batch             int     `yaml:"batch" default:"16" doc:"demonstrations per optimiser step"`
 	Demos             int     `yaml:"demos" default:"25600" doc:"scripted demonstrations generated"`
 	ImperfectFraction float64 `yaml:"imperfect_fraction" default:"0.3" doc:"fraction of the expert's demonstrations (sft.warm_start expert) that stop after the first hop and answer wrongly"`

@@ -373,6 +373,35 @@ func (c *Config) validateSFT(p *problems) {
 	p.atLeast("sft.batch", s.Batch, 1)
 	p.atLeast("sft.demos", s.Demos, 1)
 	p.closedRange("sft.imperfect_fraction", s.ImperfectFraction, 0, 1)
+	// The warm start of a model made here on scripted demonstrations
+	// takes, at most (too long ones are dropped), sft.demos in batches of
+	// sft.batch, sft.epochs times: a longer warm-up never reaches sft.lr.
+	// (With sft.data the warm start counts its demonstrations itself.)
+	if s.Data == "" && c.Model.Path == "" && s.Demos >= 1 && s.Batch >= 1 && s.Epochs >= 1 {
+		if steps := warmStartSteps(s.Demos, s.Batch, s.Epochs); s.WarmupSteps > steps {
+			p.add("sft.warmup_steps", "%d exceeds the warm start's %d step%s (sft.demos %d in batches of sft.batch %d, sft.epochs %d): "+
+				"the learning rate would never reach sft.lr", s.WarmupSteps, steps, plural(steps), s.Demos, s.Batch, s.Epochs)
+		}
+	}
+}
+
+// warmStartSteps is the optimizer steps of a warm start on demos
+// demonstrations in batches of batch, epochs times (the last batch of an
+// epoch may be short), at most math.MaxInt.
+func warmStartSteps(demos, batch, epochs int) int {
+	batches := (demos-1)/batch + 1
+	if batches > math.MaxInt/epochs {
+		return math.MaxInt
+	}
+	return batches * epochs
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // problems collects validation errors, each a *KeyError.

@@ -116,6 +116,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"optim.schedule", func(c *Config) { c.Optim.Schedule = "step" }, "constant, cosine, linear"},
 		{"optim.max_grad_norm", func(c *Config) { c.Optim.MaxGradNorm = math.Inf(1) }, "finite"},
 		{"sft.imperfect_fraction", func(c *Config) { c.SFT.ImperfectFraction = 1.2 }, "want in [0, 1]"},
+		// The default warm start: 25,600 demonstrations in batches of 16,
+		// 3 epochs: 1,600 x 3 = 4,800 steps.
+		{"sft.warmup_steps", func(c *Config) { c.SFT.WarmupSteps = 1_000_000 }, "1000000 exceeds the warm start's 4800 steps (sft.demos 25600 in batches of sft.batch 16, sft.epochs 3)"},
+		{"sft.warmup_steps", func(c *Config) { c.SFT.WarmupSteps = 4801 }, "4801 exceeds the warm start's 4800 steps"},
 		{"store.writer_depth", func(c *Config) { c.Store.WriterDepth = 0 }, "want at least 1"},
 		{"logging.level", func(c *Config) { c.Logging.Level = "loud" }, "trace, debug, info, warn, error"},
 		{"logging.format", func(c *Config) { c.Logging.Format = "xml" }, "auto, console, json"},
@@ -183,6 +187,7 @@ func TestValidateAccepts(t *testing.T) {
 	c.Data.Source, c.Data.Train, c.Data.Format = "files", []string{"x.jsonl"}, "musique"
 	c.Rollout.MaxStaleness, c.Dist.NProc = 2, 2                              // asynchronous and data-parallel
 	c.Data.Synthetic.FreshWorlds, c.Data.Synthetic.Entities = false, 300_000 // 450,000 name words
+	c.SFT.WarmupSteps = 4800                                                 // the default warm start's steps
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
