@@ -350,8 +350,8 @@ func (c *Config) validateAlgorithm(p *problems) {
 
 func (c *Config) validateOptim(p *problems) {
 	o := c.Optim
-	p.positive("optim.lr", o.LR)
-	p.positive("optim.critic_lr", o.CriticLR)
+	p.learningRate("optim.lr", o.LR)
+	p.learningRate("optim.critic_lr", o.CriticLR)
 	if o.Beta1 < 0 || o.Beta1 >= 1 {
 		p.add("optim.beta1", "%v, want in [0, 1)", o.Beta1)
 	}
@@ -368,7 +368,7 @@ func (c *Config) validateOptim(p *problems) {
 func (c *Config) validateSFT(p *problems) {
 	s := c.SFT
 	p.atLeast("sft.epochs", s.Epochs, 1)
-	p.positive("sft.lr", s.LR)
+	p.learningRate("sft.lr", s.LR)
 	p.atLeast("sft.warmup_steps", s.WarmupSteps, 0)
 	p.atLeast("sft.batch", s.Batch, 1)
 	p.atLeast("sft.demos", s.Demos, 1)
@@ -470,6 +470,20 @@ func (p *problems) atLeastF(path string, v, lo float64) {
 func (p *problems) positive(path string, v float64) {
 	if v <= 0 {
 		p.add(path, "%v, want > 0", v)
+	}
+}
+
+// learningRate checks a learning rate: positive, and a float32 (the
+// optimizer step computes in float32; libtorch refuses a rate beyond its
+// range, and one below its smallest positive value would be 0 there).
+func (p *problems) learningRate(path string, v float64) {
+	switch {
+	case v <= 0:
+		p.add(path, "%v, want > 0", v)
+	case v > math.MaxFloat32:
+		p.add(path, "%v is beyond float32's range (at most %v), which the optimizer step computes in", v, math.MaxFloat32)
+	case v < math.SmallestNonzeroFloat32:
+		p.add(path, "%v is 0 in float32 (the smallest positive is %v), which the optimizer step computes in", v, math.SmallestNonzeroFloat32)
 	}
 }
 

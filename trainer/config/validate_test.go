@@ -112,6 +112,12 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"rollout.max_staleness", func(c *Config) { c.Rollout.MaxStaleness = -1 }, "want at least 0"},
 		{"algorithm.dynamic_sampling", func(c *Config) { c.Rollout.MaxStaleness, c.Dist.NProc, c.Algorithm.DynamicSampling = 1, 2, true }, "every rank's groups"},
 		{"optim.lr", func(c *Config) { c.Optim.LR = 0 }, "want > 0"},
+		// The optimizer step computes in float32: at most 3.40282e+38,
+		// and a positive rate under 1.4e-45 would be 0 there.
+		{"optim.lr", func(c *Config) { c.Optim.LR = 1e300 }, "1e+300 is beyond float32's range (at most 3.4028234663852886e+38)"},
+		{"optim.critic_lr", func(c *Config) { c.Optim.CriticLR = 1e300 }, "1e+300 is beyond float32's range"},
+		{"sft.lr", func(c *Config) { c.SFT.LR = 1e300 }, "1e+300 is beyond float32's range"},
+		{"optim.lr", func(c *Config) { c.Optim.LR = 1e-50 }, "1e-50 is 0 in float32 (the smallest positive is 1.401298464324817e-45)"},
 		{"optim.beta2", func(c *Config) { c.Optim.Beta2 = 1 }, "want in [0, 1)"},
 		{"optim.schedule", func(c *Config) { c.Optim.Schedule = "step" }, "constant, cosine, linear"},
 		{"optim.max_grad_norm", func(c *Config) { c.Optim.MaxGradNorm = math.Inf(1) }, "finite"},
