@@ -319,6 +319,32 @@ func LoadModel(dir string, dt DType, dev Device, valueHead bool) (*Model, error)
 	return m, nil
 }
 
+// CheckWeightsIfPresent checks the headers of the safetensors weights of
+// the model folder dir (or Hugging Face model id) against cfg as LoadModel
+// does before it allocates anything, reading no weight: the layer count
+// first, then each tensor's name, shape and dtype. A folder without
+// weights (a config.json alone, as a dry run may estimate from) has
+// nothing to check and passes.
+func CheckWeightsIfPresent(dir string, cfg Config) error {
+	dir, err := hubcache.Resolve(dir)
+	if err != nil {
+		return err
+	}
+	shards, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, safetensors.IndexFileName)); len(shards) == 0 && err != nil {
+		return nil
+	}
+	r, err := safetensors.Open(dir)
+	if err != nil {
+		return fmt.Errorf("load weights: %w", err)
+	}
+	defer r.Close()
+	return checkWeights(r, dir, cfg, false)
+}
+
 // IsValueHead reports whether a parameter name is the value head's (TRL's
 // v_head.summary.* names, AR_VALUE_HEAD_PREFIX in cgo/agentrl.h).
 func IsValueHead(name string) bool { return strings.HasPrefix(name, C.AR_VALUE_HEAD_PREFIX) }
