@@ -59,8 +59,9 @@ func SplitToolCalls(text string) (head string, calls []WrittenCall, ok bool) {
 // Qwen3.5's XML calls each call's Args is the JSON object of its
 // parameters' texts (strings, in order; see envs.ParseXMLToolCalls without
 // schemas), which the template writes back as they were written, and head
-// is the text before the first call less the "\n\n" the template puts
-// between content and calls. Any other syntax is read as Hermes blocks.
+// is the text before the first call (after the reasoning, which may
+// mention the tags) less the "\n\n" the template puts between content and
+// calls. Any other syntax is read as Hermes blocks.
 func SplitToolCallsIn(syntax protocol.CallSyntax, text string) (head string, calls []WrittenCall, ok bool) {
 	if syntax != protocol.QwenXML {
 		return SplitToolCalls(text)
@@ -69,10 +70,11 @@ func SplitToolCallsIn(syntax protocol.CallSyntax, text string) (head string, cal
 		return text, nil, false
 	}
 	parsed, err := envs.ParseXMLToolCalls(text, nil)
-	if err != nil {
+	if err != nil || len(parsed) == 0 { // none: the reasoning's mention of the tags is content
 		return text, nil, false
 	}
-	head = strings.TrimSuffix(text[:strings.Index(text, protocol.ToolCallOpen)], "\n\n")
+	from := protocol.QwenXML.ContentStart(text)
+	head = strings.TrimSuffix(text[:from+strings.Index(text[from:], protocol.ToolCallOpen)], "\n\n")
 	for _, c := range parsed {
 		calls = append(calls, WrittenCall{Name: c.Name, Args: string(c.Arguments)})
 	}

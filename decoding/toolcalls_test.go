@@ -27,3 +27,20 @@ func TestSplitToolCallsInXML(t *testing.T) {
 		t.Errorf("Hermes AssistantMessageIn = %+v", hermes)
 	}
 }
+
+// A Qwen3.5 turn whose reasoning mentions <tool_call> splits at the call
+// after the reasoning: the head is the reasoning and the content before
+// the call, whole; a turn whose only mention is in the reasoning holds no
+// call.
+func TestSplitToolCallsInXMLReasoningMentionsTheTag(t *testing.T) {
+	reasoning := "I will write <tool_call> next.\n</think>\n\n"
+	call := protocol.XMLToolCall("search", []protocol.XMLParam{{Key: "query", Value: "Kamo"}})
+	head, calls, ok := SplitToolCallsIn(protocol.QwenXML, reasoning+"Searching.\n\n"+call)
+	if !ok || head != reasoning+"Searching." || len(calls) != 1 || calls[0].Name != "search" || calls[0].Args != `{"query":"Kamo"}` {
+		t.Fatalf("SplitToolCallsIn = %q, %+v, %v", head, calls, ok)
+	}
+	text := reasoning + "<answer>Paris</answer>"
+	if head, calls, ok := SplitToolCallsIn(protocol.QwenXML, text); ok || head != text || calls != nil {
+		t.Errorf("a mention in the reasoning alone: SplitToolCallsIn = %q, %+v, %v; want the text, no call", head, calls, ok)
+	}
+}

@@ -36,9 +36,12 @@ func ParamSchemasOf(tools []Tool) ParamSchemas {
 //	</function>
 //	</tool_call>
 //
-// The blocks are found as ParseToolCalls finds Hermes blocks: any text
-// before the first, only white space between them, and after the last
-// only white space and one <|im_end|>. In a block, white space may
+// The reasoning, up to the last </think>, is split off first
+// (protocol.CallSyntax.ContentStart), so that reasoning that mentions the
+// tags is not read as a call. In the content the blocks are found as
+// ParseToolCalls finds Hermes blocks: any text before the first, only
+// white space between them, and after the last only white space and one
+// <|im_end|>. In a block, white space may
 // surround the tags; a value is the text between <parameter=KEY> and its
 // </parameter>, less the one newline the template writes at each end; a
 // </parameter> ends the value only where white space and then another
@@ -57,7 +60,8 @@ func ParamSchemasOf(tools []Tool) ParamSchemas {
 // (nil schemas) every value is its text. Every problem is a *ParseError
 // with its Kind; the calls are returned only when there is none.
 func ParseXMLToolCalls(text string, schemas ParamSchemas) ([]ToolCall, error) {
-	return parseBlocks(text, func(body string, n int) (ToolCall, error) { return parseXMLBody(body, n, schemas) })
+	content := text[protocol.QwenXML.ContentStart(text):]
+	return parseBlocks(content, func(body string, n int) (ToolCall, error) { return parseXMLBody(body, n, schemas) })
 }
 
 // parseXMLBody parses the text between the tags of the n-th call.

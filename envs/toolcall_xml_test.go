@@ -160,3 +160,27 @@ func TestToolEnvStepsXMLCalls(t *testing.T) {
 		t.Errorf("format %v after a malformed call, want 0", comp["format"])
 	}
 }
+
+// A Qwen3.5 turn whose reasoning mentions the call tags (the reasoning
+// ends at </think>, which the chat template splits the turn's content
+// after) still makes the call written after it, and an answer after such
+// reasoning still ends the episode: the calls are read from the content
+// only, and the episode earns the format reward.
+func TestToolEnvXMLReasoningMentionsTheTags(t *testing.T) {
+	echo := &echoTool{}
+	e := newEnv(t, xmlConfig(), echo)
+	turn := "I call a tool by writing <tool_call>, then <function=echo> and its <parameter=text>.\n</think>\n\n" +
+		protocol.XMLToolCall("echo", []protocol.XMLParam{{Key: "text", Value: "Eiffel Tower is in Paris"}}) + "<|im_end|>"
+	res := step(t, e, turn)
+	if res.Done || len(res.Calls) != 1 || !res.Calls[0].OK || res.Calls[0].Name != "echo" || res.Calls[0].Args != `{"text":"Eiffel Tower is in Paris"}` ||
+		echo.calls.Load() != 1 {
+		t.Fatalf("call turn after reasoning that mentions <tool_call>: %+v (tool called %d times)", res, echo.calls.Load())
+	}
+	res = step(t, e, "No further <tool_call> is needed.\n</think>\n\n<answer>Paris</answer><|im_end|>")
+	if !res.Done || res.Stop != trajectory.StopAnswer || res.Answer != "Paris" {
+		t.Fatalf("answer turn after reasoning that mentions <tool_call>: %+v", res)
+	}
+	if total, comp := e.Outcome(); comp["format"] != 1 || !near(total, 1.1) {
+		t.Errorf("outcome %v, components %v; want format 1, total 1.1", total, comp)
+	}
+}

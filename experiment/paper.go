@@ -294,7 +294,7 @@ func finished(storePath, name string) bool {
 // count and per-question outcomes. The wall time is the span from the
 // first run's start to the last iteration written.
 func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
-	if err := checkSeeds(seeds, other); err != nil {
+	if err := checkSeeds(seeds, other, extra); err != nil {
 		return nil, err
 	}
 	tab := &Table{EM: map[string]map[string]Cell{}, Runs: map[string][]string{}, Seeds: seeds,

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -35,7 +36,7 @@ type task struct {
 // to the end (the rows fill in beside the last warm starts) instead of
 // leaving the last seed's warm start to run alone.
 func plan(base config.Config, o Options) ([]*task, error) {
-	if err := checkSeeds(o.Seeds, o.OtherSeeds); err != nil {
+	if err := checkSeeds(o.Seeds, o.OtherSeeds, o.Extra); err != nil {
 		return nil, err
 	}
 	worlds := map[int]int{}
@@ -146,8 +147,9 @@ func runTasks(ctx context.Context, tasks []*task, o Options) error {
 
 // checkSeeds refuses a seed given twice in seeds or in other: a seed is
 // one warm start and one run per row, and the intervals count each seed
-// once.
-func checkSeeds(seeds, other []int) error {
+// once. With extra it refuses the extra rows on no seed (none of other in
+// seeds): they were asked for, and would be neither trained nor shown.
+func checkSeeds(seeds, other []int, extra bool) error {
 	for _, list := range []struct {
 		name  string
 		seeds []int
@@ -158,7 +160,30 @@ func checkSeeds(seeds, other []int) error {
 			}
 		}
 	}
+	if !extra {
+		return nil
+	}
+	_, on := Rows(seeds, other, extra)
+	var none []string
+	for _, s := range PaperSpecs {
+		if s.Extra && len(on[s.Name]) == 0 {
+			none = append(none, s.Name)
+		}
+	}
+	if len(none) > 0 {
+		return fmt.Errorf("--extra with --seeds %s and --other-seeds %s: the extra rows (%s) run on the seeds of --other-seeds that are in --seeds, "+
+			"and none is, so they would be neither trained nor shown; give --other-seeds a seed of --seeds", seedText(seeds), seedText(other), strings.Join(none, ", "))
+	}
 	return nil
+}
+
+// seedText writes seeds as their flag takes them: 1,2,3.
+func seedText(seeds []int) string {
+	s := make([]string, len(seeds))
+	for i, n := range seeds {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
 }
 
 // done reports whether the task finished in an earlier call: a warm

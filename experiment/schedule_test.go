@@ -104,6 +104,31 @@ func TestPlanRefusesRepeats(t *testing.T) {
 	}
 }
 
+// The extra rows run on the seeds of OtherSeeds that are in Seeds: with
+// none (--seeds 1 --other-seeds 2 --extra), planning and collecting are
+// refused, naming both flags and the rows, instead of a table without
+// them; without --extra that table (the core rows alone) is planned.
+func TestExtraRowsNeedAnOtherSeed(t *testing.T) {
+	o := Options{Seeds: []int{1}, OtherSeeds: []int{2}, Extra: true}
+	want := []string{"--extra", "--other-seeds", "GiGPO", "GRPO w/ bf16 rollouts"}
+	_, err := plan(config.Default(), o)
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("plan %+v: got %v, want an error saying %q", o, err, w)
+		}
+	}
+	_, err = Collect(t.TempDir(), o.Seeds, o.OtherSeeds, o.Extra)
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("Collect %+v: got %v, want an error saying %q", o, err, w)
+		}
+	}
+	o.Extra = false
+	if _, err := plan(config.Default(), o); err != nil {
+		t.Errorf("plan %+v (the core rows alone): %v", o, err)
+	}
+}
+
 // A finished run is kept on resume only when its stored config is the one
 // this call would train it with: another iterations count and learning
 // rate are refused, naming the run and exactly those two keys, and the

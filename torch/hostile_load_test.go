@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentrl/agentrl/internal/memtest"
 	"github.com/agentrl/agentrl/internal/regular/regulartest"
@@ -91,7 +92,7 @@ func TestLoadChecksShapesBeforeAllocating(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ key, value, want string }{
-		{"num_hidden_layers", "20000", "tensor model.layers.2.input_layernorm.weight is missing"},
+		{"num_hidden_layers", "20000", "num_hidden_layers 20000 in config.json, but the checkpoint holds 2 layers (no tensor model.layers.2.*)"},
 		{"intermediate_size", "1000000", "tensor model.layers.0.mlp.gate_proj.weight has shape [48 32], the model config.json describes needs [1000000 32]"},
 	} {
 		var cfg map[string]any
@@ -118,5 +119,76 @@ func TestLoadChecksShapesBeforeAllocating(t *testing.T) {
 		if g := grew(); g > 64<<20 {
 			t.Errorf("%s %s: the peak memory rose %d MB before the refusal", c.key, c.value, g>>20)
 		}
+	}
+}
+
+// A config.json whose num_hidden_layers far exceeds the layers its
+// checkpoint holds (9e18 and 10^9 beside the tiny model's 2 layers) is
+// refused naming the key, its value and the layers the files hold, before
+// any per-layer work: a walk over 9e18 layers would never end. A Qwen3.5
+// config is refused at AR_MAX_MOE_LAYERS (1024, the shim's per-layer
+// tables) before a list of 9e18 layer types, which would never fit, is
+// derived. The watchdog only turns such a hang into a failure; a refusal
+// takes milliseconds.
+func TestLoadComparesLayerCountWithFilesFirst(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		value string
+		want  string
+	}{
+		{"qwen2 9e18", tinyConfig(), "9000000000000000000", "the checkpoint holds 2 layers"},
+		{"qwen2 1e9", tinyConfig(), "1000000000", "the checkpoint holds 2 layers"},
+		{"qwen3_5 9e18", qwen35Config(), "9000000000000000000", "(at most 1024)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := NewRandomModel(c.cfg, Float32, CPU, false, 21)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Free()
+			dir := t.TempDir()
+			if err := m.Save(dir); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, "config.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cfg map[string]any
+			if err := json.Unmarshal(raw, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			cfg["num_hidden_layers"] = json.RawMessage(c.value)
+			delete(cfg, "layer_types") // Qwen3.5's are then derived, one per configured layer
+			b, err := json.Marshal(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				back, err := LoadModel(dir, Float32, CPU, false)
+				if err == nil {
+					back.Free()
+				}
+				done <- err
+			}()
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				t.Fatalf("num_hidden_layers %s: still loading after a minute", c.value)
+			}
+			if err == nil {
+				t.Fatalf("num_hidden_layers %s: loaded", c.value)
+			}
+			for _, want := range []string{"num_hidden_layers " + c.value, c.want} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
 	}
 }

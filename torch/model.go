@@ -319,6 +319,32 @@ func LoadModel(dir string, dt DType, dev Device, valueHead bool) (*Model, error)
 	return m, nil
 }
 
+// CheckWeightsIfPresent checks the headers of the safetensors weights of
+// the model folder dir (or Hugging Face model id) against cfg as LoadModel
+// does before it allocates anything, reading no weight: the layer count
+// first, then each tensor's name, shape and dtype. A folder without
+// weights (a config.json alone, as a dry run may estimate from) has
+// nothing to check and passes.
+func CheckWeightsIfPresent(dir string, cfg Config) error {
+	dir, err := hubcache.Resolve(dir)
+	if err != nil {
+		return err
+	}
+	shards, err := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, safetensors.IndexFileName)); len(shards) == 0 && err != nil {
+		return nil
+	}
+	r, err := safetensors.Open(dir)
+	if err != nil {
+		return fmt.Errorf("load weights: %w", err)
+	}
+	defer r.Close()
+	return checkWeights(r, dir, cfg, false)
+}
+
 // IsValueHead reports whether a parameter name is the value head's (TRL's
 // v_head.summary.* names, AR_VALUE_HEAD_PREFIX in cgo/agentrl.h).
 func IsValueHead(name string) bool { return strings.HasPrefix(name, C.AR_VALUE_HEAD_PREFIX) }
@@ -337,8 +363,14 @@ const layerPrefix = "model.layers."
 // its kind (layerKinds: dense or sparse MLP; Gated DeltaNet or attention).
 // A multimodal Qwen3.5 checkpoint holds the text model's model.* under
 // model.language_model.; a sparse layer's experts may be per-expert
-// tensors or fused ones (fusedExperts).
+// tensors or fused ones (fusedExperts). The policy's layer count is
+// compared with the layers the files hold before any layer is walked, so
+// a num_hidden_layers of 9e18 is refused at once.
 func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool) error {
+	if held := heldLayers(r, cfg); !valueHead && cfg.Layers > held {
+		return fmt.Errorf("load weights from %s: num_hidden_layers %d in config.json, but the checkpoint holds %d layers "+
+			"(no tensor %s%d.*): the config and the weights disagree", path, cfg.Layers, held, cfg.checkpointName(layerPrefix), held)
+	}
 	kinds, others, err := layerKinds(cfg, valueHead)
 	if err != nil {
 		return err
@@ -415,6 +447,22 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 			"the config and the weights disagree (as transformers' strict loading, this is an error)", path, len(unused), strings.Join(unused, ", "))
 	}
 	return nil
+}
+
+// heldLayers is the number of decoder layers the checkpoint r holds: one
+// more than the highest layer index among its tensors (under
+// model.language_model. for a multimodal Qwen3.5), 0 when none.
+func heldLayers(r *safetensors.Reader, cfg Config) int {
+	held := 0
+	for _, n := range r.Names() {
+		if rest, ok := strings.CutPrefix(n, wrappedTextPrefix); ok && cfg.Wrapped {
+			n = "model." + rest
+		}
+		if i, _, ok := layerParam(n); ok && i >= held {
+			held = i + 1
+		}
+	}
+	return held
 }
 
 // layerParam splits a layer's parameter name model.layers.{i}.{rest} into

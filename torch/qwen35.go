@@ -198,6 +198,9 @@ func parseQwen35(raw map[string]any, c *Config) error {
 		if every != float64(int(every)) || every < 1 {
 			return fmt.Errorf("full_attention_interval must be a positive whole number, got %v", every)
 		}
+		if c.Layers > maxMoELayers { // before a type is listed for each layer
+			return fmt.Errorf("num_hidden_layers %d is not supported for %s (at most %d)", c.Layers, c.ModelType, maxMoELayers)
+		}
 		for i := range c.Layers {
 			t := LinearAttention
 			if (i+1)%int(every) == 0 {

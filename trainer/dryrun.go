@@ -121,6 +121,12 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		if r.Model, err = torch.ReadConfig(cfg.Model.Path); err != nil {
 			return nil, err
 		}
+		// Where the folder has weights, the config must describe them (a
+		// count of layers they do not hold would be walked layer by
+		// layer below); their headers are read, no weight.
+		if err := torch.CheckWeightsIfPresent(cfg.Model.Path, r.Model); err != nil {
+			return nil, err
+		}
 	} else {
 		r.Model = agent.TinyConfig(cfg.Model.Tiny, tok)
 	}

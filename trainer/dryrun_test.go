@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/internal/fixtures"
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/torch/safetensors"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/memory"
 )
@@ -653,6 +655,48 @@ const llama32Config = `{
   "rope_theta": 500000.0, "tie_word_embeddings": true, "torch_dtype": "bfloat16", "transformers_version": "4.45.0.dev0",
   "use_cache": true, "vocab_size": 128256
 }`
+
+// A dry run of a model folder whose config.json says 9e18 layers beside
+// weights of 28 (their headers: one tensor of each layer) is refused from
+// the headers, naming num_hidden_layers and the layers held, before the
+// estimate walks every configured layer, which would never end (the
+// watchdog only turns that into a failure).
+func TestDryRunComparesLayersWithTheWeights(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "Llama-3.2-3B-Instruct")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfgJSON := strings.Replace(llama32Config, `"num_hidden_layers": 28`, `"num_hidden_layers": 9000000000000000000`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfgJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ts []safetensors.Tensor
+	for i := range 28 {
+		ts = append(ts, safetensors.Tensor{Name: fmt.Sprintf("model.layers.%d.input_layernorm.weight", i), DType: safetensors.F32,
+			Shape: []int64{1}, Data: make([]byte, 4)})
+	}
+	if err := safetensors.Write(filepath.Join(dir, safetensors.SingleFileName), ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	tokDir := fixtures.Path(t, "data", "tokenizers", "qwen")
+	for _, f := range []string{"tokenizer.json", "tokenizer_config.json"} {
+		copyTestFile(t, filepath.Join(tokDir, f), filepath.Join(dir, f))
+	}
+	cfg := exampleOnFixtures(t, "llama3.2-3b-hotpotqa-grpo.yaml", dir, fixtureIndex(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := DryRun(context.Background(), cfg)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "num_hidden_layers 9000000000000000000 in config.json, but the checkpoint holds 28 layers") {
+			t.Errorf("dry run: %v, want the refusal of num_hidden_layers beside 28 layers", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the dry run still runs a minute later")
+	}
+}
 
 // The Llama 3.2 example dry-runs with the real Llama-3.2-3B-Instruct
 // config.json (the shared Qwen tokenizer standing in for Llama's): the

@@ -18,6 +18,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/results"
+	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // JobOptions are a training job's surroundings, given by the command that
@@ -109,7 +110,11 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) (string, error
 		ctx, stop, done = o.Signals()
 		defer done()
 	}
-	t, err := New(ctx, cfg, Options{Log: log, Progress: o.Progress, GitRev: o.GitRev, Dist: group})
+	t, err := New(ctx, cfg, Options{Log: log, Progress: o.Progress, GitRev: o.GitRev, Dist: group, Stop: stop})
+	if errors.Is(err, store.ErrLockWaitStopped) {
+		fmt.Fprintf(o.Stderr, "%v\nstopped before the run began; %s\n", err, continueWith(cfg))
+		return "", nil
+	}
 	if err != nil {
 		return "", err
 	}
@@ -132,6 +137,10 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) (string, error
 		fmt.Fprintf(o.Stderr, "%v\n", runErr)
 		return "", nil
 	}
+	if errors.Is(runErr, store.ErrLockWaitStopped) {
+		fmt.Fprintf(o.Stderr, "%v\nstopped; what the latest checkpoint does not cover was not stored, and is redone: %s\n", runErr, continueWith(cfg))
+		return "", nil
+	}
 	if runErr != nil {
 		// No barrier on the way out: the other ranks see this one's
 		// connections close, or its heartbeat stop.
@@ -144,11 +153,7 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) (string, error
 		return "", nil
 	}
 	if res == nil {
-		resume := "trainer train --run " + cfg.Run.Name + " --resume"
-		if cfg.Run.Dir != config.Default().Run.Dir {
-			resume += " --run-dir " + cfg.Run.Dir
-		}
-		fmt.Fprintf(o.Stderr, "stopped; checkpoint written. Continue with: %s\n", resume)
+		fmt.Fprintf(o.Stderr, "stopped; checkpoint written. Continue with: %s\n", resumeCommand(cfg))
 		return "", nil
 	}
 	outcomes, err := results.ReadOutcomes(storePath, res.RL())
@@ -159,6 +164,25 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) (string, error
 	fmt.Fprintf(o.Stdout, "\nstore:  %s   (query it: trainer rollouts sql --store %s \"SELECT ...\")\n", storePath, storePath)
 	fmt.Fprintf(o.Stdout, "policy: %s\n", filepath.Join(dir, "final"))
 	return storePath, nil
+}
+
+// resumeCommand is the command that continues the run from its latest
+// checkpoint.
+func resumeCommand(cfg config.Config) string {
+	resume := "trainer train --run " + cfg.Run.Name + " --resume"
+	if cfg.Run.Dir != config.Default().Run.Dir {
+		resume += " --run-dir " + cfg.Run.Dir
+	}
+	return resume
+}
+
+// continueWith says how to go on with a run that stopped where its latest
+// checkpoint, if any, is: resume from it, or, without one, start again.
+func continueWith(cfg config.Config) string {
+	if ck, _, err := FindCheckpoint(RunDir(cfg)); err == nil && ck != "" {
+		return "continue with: " + resumeCommand(cfg)
+	}
+	return "the run has no checkpoint yet: run it again to start over"
 }
 
 // OpenRun takes a run's folder for this process, before anything is

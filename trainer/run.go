@@ -30,9 +30,16 @@ func (s stopSignal) asked() bool {
 // Run carries out the whole job: the warm start (once), the evaluation of
 // the baselines before RL (iteration 0), the RL iterations, the final
 // evaluation, and the export of the final policy to <run>/final. A value on
-// stop ends the run after the current iteration, with a checkpoint (an
-// iteration of dynamic sampling then makes no further draw).
+// stop (nil: Options.Stop) ends the run after the current iteration, with
+// a checkpoint (an iteration of dynamic sampling then makes no further
+// draw). Asked while the store waits for another connection's write lock,
+// it ends the wait too, and the run with an error wrapping
+// store.ErrLockWaitStopped, without the checkpoint: the latest one, which
+// the store covers, is where --resume continues.
 func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table, error) {
+	if stop == nil {
+		stop = t.stop
+	}
 	t.stop = stop
 	if !t.state.WarmedUp {
 		if err := t.warmStart(ctx, stop); err != nil {

@@ -16,7 +16,15 @@ func (t *Trainer) openStore(gitRev string, resumed bool) error {
 	if path == "" {
 		path = filepath.Join(t.dir, "store.db")
 	}
-	s, err := store.Open(path)
+	// While another connection holds the store's write lock, opening it
+	// and every write after wait, warned about, until a stop is asked.
+	s, err := store.OpenWaiting(path, store.LockWait{
+		Stopped: func() bool { return t.stop.asked() },
+		Warn: func(what string, waited time.Duration) {
+			t.log.Warn().Str("waiting_to", what).Dur("waited", waited).Str("store", path).
+				Msg("the store is locked by another connection: waiting for its write lock (Ctrl-C stops the wait; nothing is lost)")
+		},
+	})
 	if err != nil {
 		return err
 	}
@@ -40,10 +48,7 @@ func (t *Trainer) openStore(gitRev string, resumed bool) error {
 	if n > 0 {
 		t.log.Warn().Int("iterations", n).Int("after", after).Msg("dropped stored iterations that the checkpoint does not cover; they are redone")
 	}
-	t.writer = store.NewWriter(s, max(1, t.cfg.Store.WriterDepth), func(iter int, waited time.Duration) {
-		t.log.Warn().Int("iteration", iter).Dur("waited", waited).Str("store", s.Path()).
-			Msg("the store is locked by another connection: waiting to write the iteration")
-	})
+	t.writer = store.NewWriter(s, max(1, t.cfg.Store.WriterDepth))
 	if t.tb, err = tensorboard.Create(filepath.Join(t.dir, "tb")); err != nil {
 		return err
 	}

@@ -64,8 +64,9 @@ type Trainer struct {
 	echo  *algo.EchoTrap // watches the echo-trap signals; made on the first update
 	state runState
 	bar   ProgressFunc
-	// stop is Run's stop: asked, the run ends after the current iteration,
-	// whose dynamic sampling draws no more.
+	// stop is Run's stop (New's until Run): asked, the run ends after the
+	// current iteration, whose dynamic sampling draws no more, and a wait
+	// for the store's write lock ends.
 	stop stopSignal
 	// graphsOff is why the sampler's CUDA graphs went off, once logged.
 	graphsOff string
@@ -104,6 +105,10 @@ type Options struct {
 	// trains alone). Rank 0 owns the store, the logs, the checkpoints and
 	// the final policy; every rank keeps identical weights.
 	Dist *dist.Group
+	// Stop, asked (closed) while New waits for another connection's write
+	// lock on the store, ends that wait: New returns an error wrapping
+	// store.ErrLockWaitStopped. It is Run's stop too when Run is given none.
+	Stop <-chan struct{}
 }
 
 // RunDir is where a run keeps everything: <run.dir>/<run.name>.
@@ -117,7 +122,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := torch.Check(); err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, log: o.Log, dir: RunDir(cfg), bar: o.Progress, dist: o.Dist}
+	t := &Trainer{cfg: cfg, log: o.Log, dir: RunDir(cfg), bar: o.Progress, dist: o.Dist, stop: o.Stop}
 	t.batches = lockstep{t}
 	if cfg.Rollout.MaxStaleness > 0 && t.dist.World() > 1 && cfg.Algorithm.DynamicSampling {
 		return nil, fmt.Errorf("algorithm.dynamic_sampling %s", config.AsyncDynamicSamplingRanks(cfg.Rollout.MaxStaleness, t.dist.World()))

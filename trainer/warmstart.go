@@ -38,6 +38,14 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 		return err
 	}
 	total := (len(seqs) + c.Batch - 1) / c.Batch * c.Epochs
+	if c.WarmupSteps > total { // the config's check knows only scripted demonstrations' count, and not the dropped
+		s := "s"
+		if total == 1 {
+			s = ""
+		}
+		return fmt.Errorf("sft.warmup_steps %d exceeds the warm start's %d step%s (%d demonstrations in batches of sft.batch %d, sft.epochs %d): "+
+			"the learning rate would never reach sft.lr", c.WarmupSteps, total, s, len(seqs), c.Batch, c.Epochs)
+	}
 	bar := t.bar("warm start (SFT)", total)
 	st, err := learner.SFT(t.models.warmStartModel(), t.dist, seqs, learner.SFTConfig{Epochs: c.Epochs, Batch: c.Batch, Micro: t.cfg.Algorithm.MicroBatch,
 		LR: c.LR, Schedule: learner.Schedule{Shape: c.Schedule, Warmup: c.WarmupSteps}, MaxGradNorm: t.cfg.Optim.MaxGradNorm, Zero: t.cfg.Dist.Zero,

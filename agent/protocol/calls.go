@@ -58,6 +58,23 @@ func (s CallSyntax) TurnEnds() []string {
 // on), so that a turn may close a think block it did not open.
 func (s CallSyntax) PromptOpensThink() bool { return s == QwenXML }
 
+// ContentStart is the byte offset in an assistant turn's text where its
+// content begins, after its reasoning: for Qwen3.5 (QwenXML) just after the
+// last </think>, where its chat template splits the two
+// (content.split('</think>')[-1]), so that reasoning that mentions the call
+// tags is never read as calls; 0 when the text has no </think>, and for the
+// other syntaxes, whose calls are read from the whole text.
+func (s CallSyntax) ContentStart(text string) int {
+	if s != QwenXML {
+		return 0
+	}
+	i := strings.LastIndex(text, ThinkClose)
+	if i < 0 {
+		return 0
+	}
+	return i + len(ThinkClose)
+}
+
 // Llama 3's tokens that end an assistant turn, and the tag its models may
 // put before a call when the system turn says "Environment: ipython" (as
 // the template's does when there are tools).

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
@@ -172,7 +173,9 @@ func rolloutsCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					s, err := store.Open(p)
+					s, err := store.OpenWaiting(p, store.LockWait{Warn: func(_ string, waited time.Duration) {
+						fmt.Fprintf(os.Stderr, "%s is locked by another connection: waiting for its write lock (%s so far)\n", p, waited.Round(time.Second))
+					}})
 					if err != nil {
 						return err
 					}

@@ -74,3 +74,29 @@ func TestSFT(t *testing.T) {
 	bad := append([]string{"sft", "--run-dir", runs, "--run", "bad", "--sft-data", missing, "--out", filepath.Join(t.TempDir(), "x")}, tinyRun...)
 	fails(t, []string{missing}, bad...)
 }
+
+// A warm start from sft.data whose warm-up is longer than the warm start
+// (4 demonstrations in batches of 1, one epoch: 4 steps; 10^6 warm-up
+// steps, which would leave the learning rate at 4 millionths of sft.lr)
+// is refused once the demonstrations are counted, naming the key and the
+// steps, before any step is taken; so is one of scripted demonstrations
+// (tinyRun's 8 in a batch of 16: 1 step), when the config is read.
+func TestSFTRefusesWarmupLongerThanTheWarmStart(t *testing.T) {
+	t.Parallel()
+	runs := filepath.Join(t.TempDir(), "runs")
+	var demos strings.Builder
+	for range 4 {
+		demos.WriteString(`{"messages": [{"role": "user", "content": "Name the job of the founder."}, ` +
+			`{"role": "assistant", "content": "<answer>painter</answer>"}]}` + "\n")
+	}
+	data := writeFile(t, "demos.jsonl", demos.String())
+	out := filepath.Join(t.TempDir(), "warm")
+	fails(t, []string{"sft.warmup_steps 1000000 exceeds the warm start's 4 steps (4 demonstrations in batches of sft.batch 1, sft.epochs 1)"},
+		append([]string{"sft", "--run-dir", runs, "--run", "data", "--out", out, "--sft-data", data}, append(tinyRun,
+			"--set", "sft.batch=1", "--set", "sft.warmup_steps=1000000")...)...)
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("the refused warm start wrote %s", out)
+	}
+	fails(t, []string{"sft.warmup_steps: 1000000 exceeds the warm start's 1 step (sft.demos 8 in batches of sft.batch 16, sft.epochs 1)"},
+		append([]string{"sft", "--run-dir", runs, "--run", "scripted", "--out", out}, append(tinyRun, "--set", "sft.warmup_steps=1000000")...)...)
+}

@@ -28,8 +28,9 @@ type FormatTurn struct {
 //   - every turn but the last holds parseable tool calls (CallsOK) and no
 //     <answer> tag;
 //   - the last turn holds exactly one <answer>...</answer>, no tool call
-//     (Hermes: no tool-call tag; Llama 3: it does not start with the "{"
-//     of a call), and nothing after </answer> but whitespace and an
+//     (Hermes: no tool-call tag; Qwen3.5: none after its reasoning, which
+//     may mention them; Llama 3: it does not start with the "{" of a
+//     call), and nothing after </answer> but whitespace and an
 //     optional end of turn (Hermes: <|im_end|>; Llama 3: <|eot_id|> or
 //     <|eom_id|>);
 //   - in every turn the <think> blocks are optional but balanced (never
@@ -57,11 +58,15 @@ func toolTurnOK(calls protocol.CallSyntax, t FormatTurn) bool {
 	if !t.CallsOK || strings.Contains(t.Text, tagAnswerOpen) || strings.Contains(t.Text, tagAnswerClose) {
 		return false
 	}
-	return thinkOK(t.Text, callStart(calls, t.Text), calls.PromptOpensThink())
+	// A call only inside the reasoning (before Qwen3.5's last </think>) is
+	// no call.
+	start := callStart(calls, t.Text)
+	return start >= 0 && thinkOK(t.Text, start, calls.PromptOpensThink())
 }
 
 // callStart is the byte offset of the turn's first tool call, -1 when it
-// has none: Hermes' first <tool_call>, Llama 3's "{".
+// has none: Hermes' first <tool_call>, Qwen3.5's first after its reasoning
+// (calls.ContentStart), Llama 3's "{".
 func callStart(calls protocol.CallSyntax, text string) int {
 	if calls == protocol.LlamaJSON {
 		call, ok := protocol.LlamaCall(text)
@@ -70,7 +75,12 @@ func callStart(calls protocol.CallSyntax, text string) int {
 		}
 		return strings.Index(text, call)
 	}
-	return strings.Index(text, tagToolCallOpen)
+	from := calls.ContentStart(text)
+	i := strings.Index(text[from:], tagToolCallOpen)
+	if i < 0 {
+		return -1
+	}
+	return from + i
 }
 
 // answerTurnOK checks the final turn.
@@ -81,7 +91,7 @@ func answerTurnOK(calls protocol.CallSyntax, text string) bool {
 			return false
 		}
 	default:
-		if strings.Contains(text, tagToolCallOpen) || strings.Contains(text, tagToolCallClose) {
+		if content := text[calls.ContentStart(text):]; strings.Contains(content, tagToolCallOpen) || strings.Contains(content, tagToolCallClose) {
 			return false
 		}
 	}

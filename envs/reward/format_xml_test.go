@@ -40,3 +40,19 @@ func TestFormatUnopenedThink(t *testing.T) {
 		t.Errorf("Qwen3.5, a second unopened </think>: Format = %v, want 0", got)
 	}
 }
+
+// Qwen3.5's reasoning may mention the call tags: the turns are judged by
+// what follows it, a call after reasoning that mentions <tool_call> is a
+// call turn, and an answer after it an answer turn.
+func TestFormatQwenXMLReasoningMentionsTheTags(t *testing.T) {
+	call := FormatTurn{Text: "A call is written <tool_call>...</tool_call>.\n</think>\n\n" +
+		protocol.XMLToolCall("search", []protocol.XMLParam{{Key: "query", Value: "Kamo"}}), CallsOK: true}
+	answer := FormatTurn{Text: "No <tool_call> is needed.\n</think>\n\n<answer>Paris</answer><|im_end|>"}
+	if got := Format(protocol.QwenXML, []FormatTurn{call, answer}); got != 1 {
+		t.Errorf("Format = %v, want 1", got)
+	}
+	// Hermes reads the whole turn, as before: the mention is a tag.
+	if got := Format(protocol.Hermes, []FormatTurn{{Text: "<think>No <tool_call> is needed.</think>\n\n<answer>Paris</answer><|im_end|>"}}); got != 0 {
+		t.Errorf("Hermes: Format = %v, want 0", got)
+	}
+}

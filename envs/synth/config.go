@@ -45,6 +45,9 @@ func (c Config) validate() error {
 	switch {
 	case c.Entities < 12:
 		return fmt.Errorf("synth config: Entities = %d, want at least 12", c.Entities)
+	case NameWords(c.Entities, false) > MaxNameWords:
+		return fmt.Errorf("synth config: Entities = %d takes more name words than the %d the name generator can draw with none containing "+
+			"another (a word per entity, a second per person): at most about %d entities", c.Entities, MaxNameWords, MaxEntities(false))
 	case c.Questions < 1:
 		return fmt.Errorf("synth config: Questions = %d, want at least 1", c.Questions)
 	case c.MaxHops < 1 || c.MaxHops > 4:
@@ -65,6 +68,17 @@ func (c Config) validate() error {
 		return fmt.Errorf("synth config: OODQuestions = %d needs MaxHops >= 2 (out-of-domain questions compose two relations), got %d", c.OODQuestions, c.MaxHops)
 	}
 	return nil
+}
+
+// MaxEntities is about the most entities whose names fit in MaxNameWords
+// (NameWords: half of a world's entities are people, so 1.5 words each;
+// pooled, PoolFactor times that).
+func MaxEntities(pooled bool) int {
+	n := MaxNameWords * 2 / 3
+	if pooled {
+		n /= PoolFactor
+	}
+	return n
 }
 
 // kindCounts splits Entities between the kinds.

@@ -17,19 +17,65 @@ const (
 	endVowels  = "ao"
 )
 
+// MaxNameWords is how many name words a world, or the name pool of fresh
+// worlds, may take. The namer's syllables make 9,800 words of two
+// syllables and 3,430,000 of three, but so many contain one another that
+// it runs out (10,000 draws without a new word) at about 555,000 (554,581
+// with the basic schema, 554,899 with the rich one, drawn to the end); up
+// to 500,000 a new word takes under 500 draws on average (487 from 450,000
+// to 500,000, 37 around 100,000), a world's names seconds.
+const MaxNameWords = 500_000
+
+// NameWords is how many name words worlds of entities entities take: one
+// per entity and a second (the family name) per person, and with pooled
+// (fresh worlds) the pool's PoolFactor times as many. Past MaxNameWords
+// entities (each takes a word at least) it is MaxNameWords + 1.
+func NameWords(entities int, pooled bool) int {
+	if entities > MaxNameWords {
+		return MaxNameWords + 1
+	}
+	n := entities + Config{Entities: entities}.kindCounts()[Person]
+	if pooled {
+		n *= PoolFactor
+	}
+	return n
+}
+
 // namer draws distinct name words such that no word is a substring of
 // another word of the world, nor contains an attribute value (a possible
 // answer). Then finding a name or an answer in a text by substring never
-// matches the wrong word.
+// matches the wrong word. It keeps every substring of the words drawn and
+// of the template words that a word could be (minWord letters or more), so
+// that a new word is checked in a time that does not grow with the world.
 type namer struct {
-	rng      *rand.Rand
-	words    []string // lowercase name words drawn so far
-	reserved []string // lowercase template and attribute words
-	answers  []string // lowercase attribute values
+	rng     *rand.Rand
+	words   map[string]bool // lowercase name words drawn so far
+	inside  map[string]bool // substrings of minWord letters or more of the words drawn and the template words
+	answers map[string]bool // lowercase attribute values
 }
 
+// minWord is the length of the shortest word draw makes: two syllables of
+// a consonant and a vowel.
+const minWord = 4
+
 func newNamer(rng *rand.Rand, s *schema) *namer {
-	return &namer{rng: rng, reserved: templateWords(s), answers: attributeWords()}
+	n := &namer{rng: rng, words: map[string]bool{}, inside: map[string]bool{}, answers: map[string]bool{}}
+	for _, w := range templateWords(s) {
+		n.keepSubstrings(w)
+	}
+	for _, a := range attributeWords() {
+		n.answers[a] = true
+	}
+	return n
+}
+
+// keepSubstrings adds the substrings of w that a word could be to inside.
+func (n *namer) keepSubstrings(w string) {
+	for i := range w {
+		for j := i + minWord; j <= len(w); j++ {
+			n.inside[w[i:j]] = true
+		}
+	}
 }
 
 // word returns a new capitalised name word.
@@ -37,7 +83,8 @@ func (n *namer) word() (string, error) {
 	for range 10000 {
 		w := n.draw()
 		if n.fits(w) {
-			n.words = append(n.words, w)
+			n.words[w] = true
+			n.keepSubstrings(w)
 			return strings.ToUpper(w[:1]) + w[1:], nil
 		}
 	}
@@ -65,20 +112,17 @@ func (n *namer) draw() string {
 	return b.String()
 }
 
+// fits reports whether w may join the words: no word drawn and no
+// template word contains it, it contains no word drawn and no answer.
 func (n *namer) fits(w string) bool {
-	for _, x := range n.words {
-		if strings.Contains(x, w) || strings.Contains(w, x) {
-			return false
-		}
+	if n.inside[w] {
+		return false
 	}
-	for _, x := range n.reserved {
-		if strings.Contains(x, w) {
-			return false
-		}
-	}
-	for _, a := range n.answers {
-		if strings.Contains(w, a) {
-			return false
+	for i := range w {
+		for j := i + 1; j <= len(w); j++ {
+			if n.words[w[i:j]] || n.answers[w[i:j]] {
+				return false
+			}
 		}
 	}
 	return true

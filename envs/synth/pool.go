@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -14,14 +15,14 @@ import (
 // run (and every run of the same size) speaks one vocabulary.
 const poolSeed = 0x9001
 
-// poolFactor is how many names a pool holds per entity of a world, for
+// PoolFactor is how many names a pool holds per entity of a world, for
 // every kind: a world uses a quarter of each kind's names, so a name's
 // facts differ from world to world and a name is in a given world only
 // one time in four.
-const poolFactor = 4
+const PoolFactor = 4
 
 // Pool is a fixed set of names that fresh worlds draw their entities
-// from: per kind, poolFactor times a world's count of that kind (people:
+// from: per kind, PoolFactor times a world's count of that kind (people:
 // as many given and as many family words). Every word is unique and no
 // word contains another, nor a template word, nor an answer, as in a
 // world of its own names.
@@ -36,6 +37,11 @@ func NewPool(cfg Config) (*Pool, error) {
 	cfg = Config{Entities: cfg.Entities, Relations: cfg.Relations, Questions: 1, MaxHops: 1}
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if NameWords(cfg.Entities, true) > MaxNameWords {
+		return nil, fmt.Errorf("synth name pool: worlds of %d entities take a pool of more name words than the %d the name generator can "+
+			"draw with none containing another (%d times a world's: a word per entity, a second per person): at most about %d entities",
+			cfg.Entities, MaxNameWords, PoolFactor, MaxEntities(true))
 	}
 	rng := rand.New(rand.NewPCG(poolSeed, 0x9001))
 	names := newNamer(rng, schemas[cfg.Relations])
@@ -56,17 +62,17 @@ func NewPool(cfg Config) (*Pool, error) {
 		if k == Person {
 			continue
 		}
-		ws, err := draw(poolFactor * counts[k])
+		ws, err := draw(PoolFactor * counts[k])
 		if err != nil {
 			return nil, err
 		}
 		p.kinds[k] = ws
 	}
 	var err error
-	if p.given, err = draw(poolFactor * counts[Person]); err != nil {
+	if p.given, err = draw(PoolFactor * counts[Person]); err != nil {
 		return nil, err
 	}
-	if p.families, err = draw(poolFactor * counts[Person]); err != nil {
+	if p.families, err = draw(PoolFactor * counts[Person]); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/tools/search"
@@ -349,6 +351,8 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.Relations = "full" }, `Relations = "full", want basic or rich`},
 		// 12 entities cannot carry 2000 distinct questions.
 		{func(c *Config) { c.Entities, c.Questions = 12, 2000 }, "use more Entities"},
+		// 10^8 entities take 1.5 x 10^8 name words: refused at once.
+		{func(c *Config) { c.Entities = 100_000_000 }, "Entities = 100000000 takes more name words than the 500000"},
 	}
 	for _, c := range cases {
 		cfg := base
@@ -485,6 +489,66 @@ func TestRichOutOfDomainSplit(t *testing.T) {
 	for h := 1; h <= 3; h++ {
 		if hops[h] < 290 || hops[h] > 380 {
 			t.Errorf("%d test questions of %d hops, want about 333 (%v)", hops[h], h, hops)
+		}
+	}
+}
+
+// The namer draws 100,000 words, which the name pool of worlds of 16,667
+// entities takes, in a time that does not grow with the square of the
+// words (it took minutes when each new word was checked against every
+// word drawn; the watchdog only turns that into a failure). No word
+// contains another, none sits in a template word, none contains an
+// answer, checked through each word's substrings.
+func TestNamerDrawsManyWords(t *testing.T) {
+	const n = 100_000
+	names := newNamer(rand.New(rand.NewPCG(3, 4)), schemas["rich"])
+	drawn := make(chan []string, 1)
+	go func() {
+		var ws []string
+		for range n {
+			w, err := names.word()
+			if err != nil {
+				t.Error(err)
+				break
+			}
+			ws = append(ws, strings.ToLower(w))
+		}
+		drawn <- ws
+	}()
+	var ws []string
+	select {
+	case ws = <-drawn:
+	case <-time.After(time.Minute):
+		t.Fatalf("%d name words still not drawn after a minute", n)
+	}
+	set := map[string]bool{}
+	for _, w := range ws {
+		if set[w] {
+			t.Fatalf("%q drawn twice", w)
+		}
+		set[w] = true
+	}
+	for _, w := range ws {
+		for i := range w {
+			for j := i + 1; j <= len(w); j++ {
+				if s := w[i:j]; s != w && set[s] {
+					t.Fatalf("name word %q contains name word %q", w, s)
+				}
+			}
+		}
+		for _, x := range attributeWords() {
+			if strings.Contains(w, x) {
+				t.Fatalf("name word %q contains answer word %q", w, x)
+			}
+		}
+	}
+	for _, x := range templateWords(schemas["rich"]) {
+		for i := range x {
+			for j := i + 1; j <= len(x); j++ {
+				if set[x[i:j]] {
+					t.Fatalf("template word %q contains name word %q", x, x[i:j])
+				}
+			}
 		}
 	}
 }

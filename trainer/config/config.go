@@ -112,7 +112,7 @@ type TinyConfig struct {
 	LinearValueHeads      int `yaml:"linear_value_heads" default:"4" doc:"qwen3_5: value heads of the Gated DeltaNet layers, a multiple of linear_key_heads (linear_num_value_heads)"`
 	LinearKeyDim          int `yaml:"linear_key_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet query/key head (linear_key_head_dim)"`
 	LinearValueDim        int `yaml:"linear_value_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet value head (linear_value_head_dim)"`
-	ConvKernel            int `yaml:"conv_kernel" default:"4" doc:"qwen3_5: width of the Gated DeltaNet layers' causal convolution (linear_conv_kernel_dim)"`
+	ConvKernel            int `yaml:"conv_kernel" default:"4" doc:"qwen3_5: width of the Gated DeltaNet layers' causal convolution (linear_conv_kernel_dim), at most max_positions"`
 }
 
 // DataConfig picks the questions.
@@ -130,7 +130,7 @@ type DataConfig struct {
 type SyntheticConfig struct {
 	Seed         int     `yaml:"seed" default:"7" doc:"seed of the generated world"`
 	Relations    string  `yaml:"relations" default:"basic" enum:"basic|rich" doc:"the world's relations: basic (six: birthplace, employer, nation, capital, headquarters, founder) or rich (fourteen: also home, mentor, mayor, twin, leader, ally, owner, chief, with four more compositions held out of domain), for splits larger than a basic world of the same size holds"`
-	Entities     int     `yaml:"entities" default:"100" doc:"entities in the world"`
+	Entities     int     `yaml:"entities" default:"100" doc:"entities in the world (at most about 83333 with fresh_worlds, 333333 without: the words the name generator can draw)"`
 	MaxHops      int     `yaml:"max_hops" default:"3" doc:"most hops a question needs"`
 	TestFraction float64 `yaml:"test_fraction" default:"0.4" doc:"fraction of questions held out for evaluation"`
 	Questions    int     `yaml:"questions" default:"500" doc:"questions generated"`
@@ -300,7 +300,7 @@ type SFTConfig struct {
 	Epochs            int     `yaml:"epochs" default:"3" doc:"passes over the demonstrations"`
 	LR                float64 `yaml:"lr" default:"1e-3" doc:"learning rate"`
 	Schedule          string  `yaml:"schedule" default:"constant" enum:"constant|cosine|linear" doc:"learning-rate schedule after warm-up: constant, or down to 0 at the last step (cosine, linear)"`
-	WarmupSteps       int     `yaml:"warmup_steps" default:"0" doc:"linear warm-up steps"`
+	WarmupSteps       int     `yaml:"warmup_steps" default:"0" doc:"linear warm-up steps, at most the warm start's (sft.demos or sft.data's demonstrations over sft.batch, times sft.epochs)"`
 	Batch             int     `yaml:"batch" default:"16" doc:"demonstrations per optimiser step"`
 	Demos             int     `yaml:"demos" default:"25600" doc:"scripted demonstrations generated"`
 	ImperfectFraction float64 `yaml:"imperfect_fraction" default:"0.3" doc:"fraction of the expert's demonstrations (sft.warm_start expert) that stop after the first hop and answer wrongly"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
+	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tasks"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -153,6 +154,15 @@ func (c *Config) validateTinyQwen35(p *problems) {
 	if t.LinearKeyHeads >= 1 && t.LinearValueHeads >= 1 && t.LinearValueHeads%t.LinearKeyHeads != 0 {
 		p.add("model.tiny.linear_value_heads", "%d is not a multiple of model.tiny.linear_key_heads %d", t.LinearValueHeads, t.LinearKeyHeads)
 	}
+	// The causal convolution reads the conv_kernel tokens up to each one;
+	// no sequence is longer than max_positions, so taps past it would only
+	// ever meet the zero padding before the first token, while the packed
+	// forward keeps a copy of the layer's inputs per tap.
+	if t.MaxPositions >= 1 && t.ConvKernel > t.MaxPositions {
+		p.add("model.tiny.conv_kernel", "%d exceeds model.tiny.max_positions %d: the convolution reads the conv_kernel tokens up to each one, "+
+			"and no sequence is longer than max_positions, so the taps past it would only ever see padding (and the packed forward keeps "+
+			"a copy of the layer's inputs per tap)", t.ConvKernel, t.MaxPositions)
+	}
 	if t.FullAttentionInterval > t.Layers && t.Layers >= 1 {
 		p.add("model.tiny.full_attention_interval", "%d exceeds model.tiny.layers %d: the model would have no attention layer", t.FullAttentionInterval, t.Layers)
 	}
@@ -175,6 +185,14 @@ func (c *Config) validateData(p *problems) {
 	p.atLeast("data.max_eval", d.MaxEval, 0)
 	s := d.Synthetic
 	p.atLeast("data.synthetic.entities", s.Entities, 2)
+	if synth.NameWords(s.Entities, s.FreshWorlds) > synth.MaxNameWords {
+		pool := "without data.synthetic.fresh_worlds"
+		if s.FreshWorlds {
+			pool = fmt.Sprintf("with data.synthetic.fresh_worlds (its name pool holds %d times a world's words)", synth.PoolFactor)
+		}
+		p.add("data.synthetic.entities", "%d take more name words than the %d the name generator can draw with none containing another "+
+			"(a word per entity, a second per person): at most about %d %s", s.Entities, synth.MaxNameWords, synth.MaxEntities(s.FreshWorlds), pool)
+	}
 	p.atLeast("data.synthetic.max_hops", s.MaxHops, 1)
 	p.openRange("data.synthetic.test_fraction", s.TestFraction, 0, 1)
 	p.atLeast("data.synthetic.questions", s.Questions, 1)
@@ -332,8 +350,8 @@ func (c *Config) validateAlgorithm(p *problems) {
 
 func (c *Config) validateOptim(p *problems) {
 	o := c.Optim
-	p.positive("optim.lr", o.LR)
-	p.positive("optim.critic_lr", o.CriticLR)
+	p.learningRate("optim.lr", o.LR)
+	p.learningRate("optim.critic_lr", o.CriticLR)
 	if o.Beta1 < 0 || o.Beta1 >= 1 {
 		p.add("optim.beta1", "%v, want in [0, 1)", o.Beta1)
 	}
@@ -350,11 +368,40 @@ func (c *Config) validateOptim(p *problems) {
 func (c *Config) validateSFT(p *problems) {
 	s := c.SFT
 	p.atLeast("sft.epochs", s.Epochs, 1)
-	p.positive("sft.lr", s.LR)
+	p.learningRate("sft.lr", s.LR)
 	p.atLeast("sft.warmup_steps", s.WarmupSteps, 0)
 	p.atLeast("sft.batch", s.Batch, 1)
 	p.atLeast("sft.demos", s.Demos, 1)
 	p.closedRange("sft.imperfect_fraction", s.ImperfectFraction, 0, 1)
+	// The warm start of a model made here on scripted demonstrations
+	// takes, at most (too long ones are dropped), sft.demos in batches of
+	// sft.batch, sft.epochs times: a longer warm-up never reaches sft.lr.
+	// (With sft.data the warm start counts its demonstrations itself.)
+	if s.Data == "" && c.Model.Path == "" && s.Demos >= 1 && s.Batch >= 1 && s.Epochs >= 1 {
+		if steps := warmStartSteps(s.Demos, s.Batch, s.Epochs); s.WarmupSteps > steps {
+			p.add("sft.warmup_steps", "%d exceeds the warm start's %d step%s (sft.demos %d in batches of sft.batch %d, sft.epochs %d): "+
+				"the learning rate would never reach sft.lr", s.WarmupSteps, steps, plural(steps), s.Demos, s.Batch, s.Epochs)
+		}
+	}
+}
+
+// warmStartSteps is the optimizer steps of a warm start on demos
+// demonstrations in batches of batch, epochs times (the last batch of an
+// epoch may be short), at most math.MaxInt.
+func warmStartSteps(demos, batch, epochs int) int {
+	batches := (demos-1)/batch + 1
+	if batches > math.MaxInt/epochs {
+		return math.MaxInt
+	}
+	return batches * epochs
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // problems collects validation errors, each a *KeyError.
@@ -423,6 +470,20 @@ func (p *problems) atLeastF(path string, v, lo float64) {
 func (p *problems) positive(path string, v float64) {
 	if v <= 0 {
 		p.add(path, "%v, want > 0", v)
+	}
+}
+
+// learningRate checks a learning rate: positive, and a float32 (the
+// optimizer step computes in float32; libtorch refuses a rate beyond its
+// range, and one below its smallest positive value would be 0 there).
+func (p *problems) learningRate(path string, v float64) {
+	switch {
+	case v <= 0:
+		p.add(path, "%v, want > 0", v)
+	case v > math.MaxFloat32:
+		p.add(path, "%v is beyond float32's range (at most %v), which the optimizer step computes in", v, math.MaxFloat32)
+	case v < math.SmallestNonzeroFloat32:
+		p.add(path, "%v is 0 in float32 (the smallest positive is %v), which the optimizer step computes in", v, math.SmallestNonzeroFloat32)
 	}
 }
 

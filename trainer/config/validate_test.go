@@ -3,8 +3,12 @@ package config
 import (
 	"errors"
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentrl/agentrl/envs/synth"
 )
 
 // TestValidateNamesTheKey breaks one rule at a time and checks that the
@@ -34,6 +38,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"model.tiny.model_type", func(c *Config) { c.Model.Tiny.ModelType = "llama" }, "llama"},
 		{"model.tiny.linear_key_heads", func(c *Config) { c.Model.Tiny.LinearKeyHeads = 3 }, "3, but model.tiny.model_type is qwen2: the Qwen3.5 keys apply to qwen3_5 only"},
 		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 1 }, "want at least 2"},
+		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 100000 },
+			"100000 exceeds model.tiny.max_positions 1024"},
 		{"model.tiny.linear_key_dim", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.LinearKeyDim = "qwen3_5", 0 }, "want at least 1"},
 		{"model.tiny.linear_value_heads", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.LinearValueHeads = "qwen3_5", 3 },
 			"3 is not a multiple of model.tiny.linear_key_heads 2"},
@@ -46,6 +52,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"data.train", func(c *Config) { c.Data.Source = "files" }, "empty, but data.source is files"},
 		{"data.format", func(c *Config) { c.Data.Format = "csv" }, "hotpotqa"},
 		{"data.synthetic.test_fraction", func(c *Config) { c.Data.Synthetic.TestFraction = 1 }, "want in (0, 1)"},
+		// 10^8 entities take 1.5 x 10^8 name words, their pool (fresh
+		// worlds) 6 x 10^8; 90,000 are too many for a pool, not a world.
+		{"data.synthetic.entities", func(c *Config) { c.Data.Synthetic.Entities = 100_000_000 }, "100000000 take more name words than the 500000"},
+		{"data.synthetic.entities", func(c *Config) { c.Data.Synthetic.Entities = 90_000 }, "at most about 83333 with data.synthetic.fresh_worlds"},
 		{"tools.enabled", func(c *Config) { c.Tools.Enabled = []string{"search", "search"} }, "listed twice"},
 		{"tools.search.k", func(c *Config) { c.Tools.Search.K = 0 }, "want at least 1"},
 		{"env.max_turn_tokens", func(c *Config) { c.Env.MaxTurnTokens = 1000 }, "exceeds env.max_tokens 768"},
@@ -102,10 +112,20 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"rollout.max_staleness", func(c *Config) { c.Rollout.MaxStaleness = -1 }, "want at least 0"},
 		{"algorithm.dynamic_sampling", func(c *Config) { c.Rollout.MaxStaleness, c.Dist.NProc, c.Algorithm.DynamicSampling = 1, 2, true }, "every rank's groups"},
 		{"optim.lr", func(c *Config) { c.Optim.LR = 0 }, "want > 0"},
+		// The optimizer step computes in float32: at most 3.40282e+38,
+		// and a positive rate under 1.4e-45 would be 0 there.
+		{"optim.lr", func(c *Config) { c.Optim.LR = 1e300 }, "1e+300 is beyond float32's range (at most 3.4028234663852886e+38)"},
+		{"optim.critic_lr", func(c *Config) { c.Optim.CriticLR = 1e300 }, "1e+300 is beyond float32's range"},
+		{"sft.lr", func(c *Config) { c.SFT.LR = 1e300 }, "1e+300 is beyond float32's range"},
+		{"optim.lr", func(c *Config) { c.Optim.LR = 1e-50 }, "1e-50 is 0 in float32 (the smallest positive is 1.401298464324817e-45)"},
 		{"optim.beta2", func(c *Config) { c.Optim.Beta2 = 1 }, "want in [0, 1)"},
 		{"optim.schedule", func(c *Config) { c.Optim.Schedule = "step" }, "constant, cosine, linear"},
 		{"optim.max_grad_norm", func(c *Config) { c.Optim.MaxGradNorm = math.Inf(1) }, "finite"},
 		{"sft.imperfect_fraction", func(c *Config) { c.SFT.ImperfectFraction = 1.2 }, "want in [0, 1]"},
+		// The default warm start: 25,600 demonstrations in batches of 16,
+		// 3 epochs: 1,600 x 3 = 4,800 steps.
+		{"sft.warmup_steps", func(c *Config) { c.SFT.WarmupSteps = 1_000_000 }, "1000000 exceeds the warm start's 4800 steps (sft.demos 25600 in batches of sft.batch 16, sft.epochs 3)"},
+		{"sft.warmup_steps", func(c *Config) { c.SFT.WarmupSteps = 4801 }, "4801 exceeds the warm start's 4800 steps"},
 		{"store.writer_depth", func(c *Config) { c.Store.WriterDepth = 0 }, "want at least 1"},
 		{"logging.level", func(c *Config) { c.Logging.Level = "loud" }, "trace, debug, info, warn, error"},
 		{"logging.format", func(c *Config) { c.Logging.Format = "xml" }, "auto, console, json"},
@@ -138,12 +158,17 @@ func checkBrokenRules(t *testing.T, valid func() Config, cases []brokenRule) {
 	}
 }
 
-// The default job with a Qwen3.5-shaped tiny model is valid as it is.
+// The default job with a Qwen3.5-shaped tiny model is valid as it is, and
+// with a convolution as wide as the longest sequence (1024 positions).
 func TestValidateTinyQwen35(t *testing.T) {
 	c := Default()
 	c.Model.Tiny.ModelType = "qwen3_5"
 	if err := c.Validate(); err != nil {
 		t.Errorf("model.tiny.model_type qwen3_5 over the defaults: %v", err)
+	}
+	c.Model.Tiny.ConvKernel = 1024
+	if err := c.Validate(); err != nil {
+		t.Errorf("model.tiny.conv_kernel 1024 of 1024 positions: %v", err)
 	}
 }
 
@@ -166,8 +191,26 @@ func TestValidateAccepts(t *testing.T) {
 	c.Algorithm.Gamma, c.Algorithm.ClipLow, c.Optim.MinLRRatio = 0, 0.999, 1
 	c.Algorithm.LossAgg = "seq-mean-token-sum-norm"
 	c.Data.Source, c.Data.Train, c.Data.Format = "files", []string{"x.jsonl"}, "musique"
-	c.Rollout.MaxStaleness, c.Dist.NProc = 2, 2 // asynchronous and data-parallel
+	c.Rollout.MaxStaleness, c.Dist.NProc = 2, 2                              // asynchronous and data-parallel
+	c.Data.Synthetic.FreshWorlds, c.Data.Synthetic.Entities = false, 300_000 // 450,000 name words
+	c.SFT.WarmupSteps = 4800                                                 // the default warm start's steps
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// data.synthetic.entities' doc states the limits validation keeps to.
+func TestEntitiesDocSaysTheLimits(t *testing.T) {
+	for _, d := range Docs() {
+		if d.Path != "data.synthetic.entities" {
+			continue
+		}
+		for _, n := range []int{synth.MaxEntities(true), synth.MaxEntities(false)} {
+			if !strings.Contains(d.Doc, strconv.Itoa(n)) {
+				t.Errorf("the doc %q does not say %d", d.Doc, n)
+			}
+		}
+		return
+	}
+	t.Fatal("no doc for data.synthetic.entities")
 }

@@ -57,8 +57,19 @@ func (s *Store) Get(id string) (*trajectory.Trajectory, error) {
 // load reads the trajectories matching where (a condition on the
 // trajectories table), then their token arrays, turns and tool calls, in
 // tid order.
-func (s *Store) load(where string, args []any) ([]*trajectory.Trajectory, error) {
-	tx, err := s.db.Begin() // one snapshot for the four reads
+func (s *Store) load(where string, args []any) (ts []*trajectory.Trajectory, err error) {
+	// One snapshot for the four reads: a transaction, which begins by
+	// taking the write lock (the store's transactions are IMMEDIATE).
+	err = s.wait.retry("read trajectories", func() error {
+		ts, err = s.loadOnce(where, args)
+		return err
+	})
+	return ts, err
+}
+
+// loadOnce is one attempt of load.
+func (s *Store) loadOnce(where string, args []any) ([]*trajectory.Trajectory, error) {
+	tx, err := s.db.Begin()
 	if err != nil {
 		return nil, err
 	}

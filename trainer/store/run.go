@@ -26,7 +26,8 @@ type RunInfo struct {
 // row. A resume (info.Resume) of a run that has one keeps its
 // configuration, revision and start time, and records the resume time and
 // count; a fresh start under a name the store already holds starts the row
-// over, with no resume.
+// over, with no resume. While another connection holds the write lock it
+// waits as the store's LockWait says.
 func (s *Store) BeginRun(info RunInfo) error {
 	if info.Name == "" {
 		return fmt.Errorf("begin run in %s: empty run name", s.path)
@@ -47,8 +48,11 @@ func (s *Store) BeginRun(info RunInfo) error {
 	if info.Resume {
 		again = `resumed_at = excluded.started_at, resumes = resumes + 1`
 	}
-	_, err := s.db.Exec(`INSERT INTO runs (name, config, git_rev, started_at) VALUES (?, ?, ?, ?)
+	err := s.wait.retry("begin run "+info.Name, func() error {
+		_, err := s.db.Exec(`INSERT INTO runs (name, config, git_rev, started_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET `+again, info.Name, cfg, info.GitRev, at)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("begin run %s in %s: %w", info.Name, s.path, err)
 	}

@@ -28,6 +28,8 @@ type Store struct {
 	ro       *sql.DB // read-only: queries that carry caller SQL (ListFilter.Where)
 	readOnly bool    // opened by OpenReadOnly: db is ro
 
+	wait LockWait // how writes wait for another connection's write lock
+
 	mu  sync.Mutex
 	run string // the run chosen by BeginRun, "" before
 }
@@ -36,13 +38,20 @@ type Store struct {
 // readers never block the writer, NORMAL sync (a committed transaction
 // survives a process crash; an OS crash may lose the last ones but never
 // corrupts), foreign keys on, and IMMEDIATE transactions so two writers
-// queue on the busy timeout instead of failing on a lock upgrade.
-const rwParams = "_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=1&_busy_timeout=10000&_txlock=immediate"
+// queue for the lock (SQLite's busy timeout is one slice of LockWait's
+// wait) instead of failing on a lock upgrade.
+var rwParams = fmt.Sprintf("_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=1&_busy_timeout=%d&_txlock=immediate", lockSlice.Milliseconds())
 
-// Open opens the store at path, creating its directory and the database as
-// needed, and migrates the schema to the current version. Opening a store
-// written by a newer build is an error.
-func Open(path string) (*Store, error) {
+// Open opens the store at path as OpenWaiting does, its writes waiting
+// silently for as long as another connection holds the write lock.
+func Open(path string) (*Store, error) { return OpenWaiting(path, LockWait{}) }
+
+// OpenWaiting opens the store at path, creating its directory and the
+// database as needed, and migrates the schema to the current version.
+// Opening a store written by a newer build is an error. Opening, and every
+// write after, waits as wait says while another connection holds the
+// database's write lock.
+func OpenWaiting(path string, wait LockWait) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open store: empty path")
 	}
@@ -56,16 +65,9 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	var mode string
-	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	if mode != "wal" {
-		db.Close()
-		return nil, fmt.Errorf("open store %s: journal mode is %q, want wal", path, mode)
-	}
-	if err := migrate(db, migrations); err != nil {
+	// The first connection turns WAL on, and the migrations write: both
+	// wait for another connection's write lock.
+	if err := wait.retry("open the store", func() error { return walAndMigrate(db) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -74,7 +76,20 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	return &Store{path: path, db: db, ro: ro}, nil
+	return &Store{path: path, db: db, ro: ro, wait: wait}, nil
+}
+
+// walAndMigrate checks that db is in WAL mode (its connections turn it on)
+// and brings its schema to this build's.
+func walAndMigrate(db *sql.DB) error {
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if mode != "wal" {
+		return fmt.Errorf("journal mode is %q, want wal", mode)
+	}
+	return migrate(db, migrations)
 }
 
 // refuseForeign refuses an existing SQLite database that has tables but is

@@ -4,8 +4,19 @@ import "fmt"
 
 // DropAfter deletes, in one transaction, every iteration of the run after
 // iter with its trajectories, turns, tool calls and tokens: a run resumed
-// from the checkpoint of iteration iter redoes what came after it.
-func (s *Store) DropAfter(iter int) (int, error) {
+// from the checkpoint of iteration iter redoes what came after it. While
+// another connection holds the write lock it waits as the store's LockWait
+// says.
+func (s *Store) DropAfter(iter int) (n int, err error) {
+	err = s.wait.retry(fmt.Sprintf("drop iterations after %d", iter), func() error {
+		n, err = s.dropAfter(iter)
+		return err
+	})
+	return n, err
+}
+
+// dropAfter is one attempt of DropAfter.
+func (s *Store) dropAfter(iter int) (int, error) {
 	run, err := s.writeScope()
 	if err != nil {
 		return 0, err

@@ -16,8 +16,14 @@ import (
 // its turns, tool calls and token arrays, in one transaction: after an error or a crash
 // nothing of the iteration is stored. Each trajectory's Iteration must equal
 // iter and its per-token arrays must match its Tokens in length (Values,
-// Advantages and Returns may be nil).
+// Advantages and Returns may be nil). While another connection holds the
+// write lock it waits as the store's LockWait says.
 func (s *Store) WriteIteration(iter int, metrics map[string]float64, trajs []*trajectory.Trajectory) error {
+	return s.wait.retry(fmt.Sprintf("write iteration %d", iter), func() error { return s.writeIteration(iter, metrics, trajs) })
+}
+
+// writeIteration is one attempt of WriteIteration.
+func (s *Store) writeIteration(iter int, metrics map[string]float64, trajs []*trajectory.Trajectory) error {
 	run, err := s.writeScope()
 	if err != nil {
 		return fmt.Errorf("write iteration %d to %s: %w", iter, s.path, err)

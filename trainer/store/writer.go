@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
-
-	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -15,13 +12,13 @@ import (
 // loop's hot path. Batches are written in the order submitted. After a
 // failed write, later batches are dropped (so the store never holds
 // iteration n+1 without n) and every call reports the first error. A write
-// that finds the database locked by another connection past the store's
-// busy timeout is not a failure: it is retried until it succeeds.
+// that finds the database locked by another connection waits as the
+// store's LockWait says: until the lock is released, or, when its Stopped
+// ends the wait, as a failed write.
 type Writer struct {
 	s     *Store
 	queue chan writeJob
 	done  chan struct{}
-	wait  func(iter int, waited time.Duration)
 
 	sendMu sync.RWMutex // held for reading while sending, for writing while closing
 	closed bool
@@ -42,16 +39,12 @@ type writeJob struct {
 var errWriterClosed = errors.New("store writer is closed")
 
 // NewWriter starts a writer for s that queues up to depth batches (at least
-// one) before Submit blocks. While another connection holds the database's
-// write lock (a slow disk, another program's long write), a batch's write
-// is retried, its transaction rolled back each time, so nothing is stored
-// twice or lost; wait, when not nil, is told of each retry with how long
-// that batch has waited. Close it to stop the goroutine.
-func NewWriter(s *Store, depth int, wait func(iter int, waited time.Duration)) *Writer {
+// one) before Submit blocks. Close it to stop the goroutine.
+func NewWriter(s *Store, depth int) *Writer {
 	if depth < 1 {
 		depth = 1
 	}
-	w := &Writer{s: s, queue: make(chan writeJob, depth), done: make(chan struct{}), wait: wait}
+	w := &Writer{s: s, queue: make(chan writeJob, depth), done: make(chan struct{})}
 	go w.loop()
 	return w
 }
@@ -111,38 +104,12 @@ func (w *Writer) loop() {
 		if w.firstErr() != nil {
 			continue
 		}
-		if err := w.write(j); err != nil {
+		if err := w.s.WriteIteration(j.iter, j.metrics, j.trajs); err != nil {
 			w.errMu.Lock()
 			w.err = err
 			w.errMu.Unlock()
 		}
 	}
-}
-
-// busyPause is how long the writer waits before retrying a write that
-// found the database locked, beyond the busy timeout it already waited.
-const busyPause = 100 * time.Millisecond
-
-// write writes one batch, retrying while the database is locked.
-func (w *Writer) write(j writeJob) error {
-	start := time.Now()
-	for {
-		err := w.s.WriteIteration(j.iter, j.metrics, j.trajs)
-		if !locked(err) {
-			return err
-		}
-		time.Sleep(busyPause)
-		if w.wait != nil {
-			w.wait(j.iter, time.Since(start))
-		}
-	}
-}
-
-// locked reports whether err is SQLite's: the database (or a table) is
-// locked by another connection.
-func locked(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 // firstErr returns the first write error, nil when there was none.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ func TestWriterWritesInOrderAndFlushes(t *testing.T) {
 	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWriter(s, 2, nil)
+	w := NewWriter(s, 2)
 	for it := range 5 {
 		if err := w.Submit(it, map[string]float64{"it": float64(it)}, synthBatch(it, 4, 200, 2)); err != nil {
 			t.Fatal(err)
@@ -48,7 +49,7 @@ func TestWriterSurfacesFirstErrorAndStops(t *testing.T) {
 	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	w := NewWriter(s, 4, nil)
+	w := NewWriter(s, 4)
 	bad := synthBatch(1, 2, 150, 1)
 	bad[1].Mask = nil // length mismatch: iteration 1 fails
 	if err := w.Submit(0, nil, synthBatch(0, 2, 150, 1)); err != nil {
@@ -77,9 +78,9 @@ func TestWriterSurfacesFirstErrorAndStops(t *testing.T) {
 func TestWriterSubmitBlocksOnlyWhenQueueIsFull(t *testing.T) {
 	// Another connection holds the write lock, so the writer goroutine
 	// stalls in its first transaction (it waits on the busy timeout).
-	s, lock := lockedStore(t)
+	s, lock := lockedStore(t, LockWait{})
 	const depth = 3
-	w := NewWriter(s, depth, nil)
+	w := NewWriter(s, depth)
 	// The goroutine takes batch 0 and stalls; batches 1..depth fill the queue.
 	// None of these depth+1 submits may wait for the database.
 	for it := range depth + 1 {
@@ -119,33 +120,33 @@ func TestWriterSubmitBlocksOnlyWhenQueueIsFull(t *testing.T) {
 	}
 }
 
-// A write that finds the database locked past the busy timeout (another
-// connection holds the write lock for longer, as a kill test under load
-// or another program's long write does) is retried, the retry reported,
-// and stored once the lock is released, not failed.
+// A write that finds the database locked past SQLite's old busy timeout
+// of 10 s (another connection holds the write lock for longer, as a kill
+// test under load or another program's long write does) waits, the wait
+// reported after 10 s, and is stored once the lock is released, not
+// failed.
 func TestWriterWaitsOutALockPastTheBusyTimeout(t *testing.T) {
-	s, lock := lockedStore(t)
-	retried := make(chan time.Duration, 16)
-	w := NewWriter(s, 1, func(iter int, waited time.Duration) {
-		if iter != 0 {
-			t.Errorf("retry reported for iteration %d, want 0", iter)
+	warned := make(chan time.Duration, 16)
+	s, lock := lockedStore(t, LockWait{Warn: func(what string, waited time.Duration) {
+		if what != "write iteration 0" {
+			t.Errorf("wait reported for %q, want write iteration 0", what)
 		}
 		select {
-		case retried <- waited:
+		case warned <- waited:
 		default:
 		}
-	})
+	}})
+	w := NewWriter(s, 1)
 	if err := w.Submit(0, map[string]float64{"it": 0}, synthBatch(0, 2, 150, 1)); err != nil {
 		t.Fatal(err)
 	}
-	// The first attempt waits the busy timeout, fails, and is retried; a
-	// writer that gives up instead ends the flush with the error.
+	// A writer that gives up instead ends the flush with the error.
 	flushed := make(chan error, 1)
 	go func() { flushed <- w.Flush() }()
 	select {
-	case waited := <-retried:
+	case waited := <-warned:
 		if waited < 10*time.Second {
-			t.Errorf("first retry after %v: before the busy timeout", waited)
+			t.Errorf("first report after %v, want one after 10 s", waited)
 		}
 	case err := <-flushed:
 		t.Fatalf("the write ended with the database locked instead of waiting: %v", err)
@@ -166,15 +167,28 @@ func TestWriterWaitsOutALockPastTheBusyTimeout(t *testing.T) {
 	}
 }
 
-// lockedStore is a store with a run begun whose write lock another
-// connection holds (BEGIN IMMEDIATE) until the test rolls lock back.
-func lockedStore(t *testing.T) (*Store, *sql.Tx) {
+// lockedStore is a store opened with wait, with a run begun, whose write
+// lock another connection holds (BEGIN IMMEDIATE) until the test rolls
+// lock back.
+func lockedStore(t *testing.T, wait LockWait) (*Store, *sql.Tx) {
 	t.Helper()
-	s := openTemp(t)
+	s, err := OpenWaiting(filepath.Join(t.TempDir(), "runs", "test", "store.db"), wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
 	if err := s.BeginRun(RunInfo{Name: "w"}); err != nil {
 		t.Fatal(err)
 	}
-	other, err := sql.Open("sqlite3", uri(s.Path())+"?"+rwParams)
+	return s, lockDatabase(t, s.Path())
+}
+
+// lockDatabase takes the write lock of the database at path on a
+// connection of its own (BEGIN IMMEDIATE), as another program writing to
+// it holds it, until the test rolls it back (or ends).
+func lockDatabase(t *testing.T, path string) *sql.Tx {
+	t.Helper()
+	other, err := sql.Open("sqlite3", uri(path)+"?_busy_timeout=10000&_txlock=immediate")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,5 +197,6 @@ func lockedStore(t *testing.T) (*Store, *sql.Tx) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, lock
+	t.Cleanup(func() { lock.Rollback() })
+	return lock
 }
