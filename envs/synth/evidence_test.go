@@ -2,7 +2,6 @@ package synth
 
 import (
 	"context"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -15,16 +14,7 @@ import (
 // (an envs.WorldTool).
 func worldSearch(t *testing.T, w *World, id string) envs.Tool {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "index.db")
-	if err := search.BuildIndex(context.Background(), path, w.Passages, nil); err != nil {
-		t.Fatal(err)
-	}
-	idx, err := search.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { idx.Close() })
-	return inWorld{search.NewSearchTool(idx, 2), id}
+	return inWorld{search.NewSearchTool(worldIndex(t, w), 2), id}
 }
 
 // inWorld is a tool over one world's index.

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"database/sql"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentrl/agentrl/trajectory"
@@ -12,27 +10,13 @@ import (
 // this build: its rows keep NULL there (not recorded) and read back as 0,
 // and new rows store their evidence.
 func TestMigrateV6KeepsEvidenceUnrecorded(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "v6.db")
-	db, err := sql.Open("sqlite3", uri(path)+"?"+rwParams)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := migrate(db, migrations[:6]); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
+	path := storeAtVersion(t, 6,
 		`INSERT INTO runs (name, config, git_rev, started_at) VALUES ('r', '{}', '', '2026-01-01T00:00:00.000Z')`,
 		`INSERT INTO iterations (run, iteration, metrics, created_at) VALUES ('r', 3, '{}', '2026-01-01T00:00:00.000Z')`,
 		`INSERT INTO trajectories (run, id, iteration, split, task_id, dataset, hops, group_idx, sample_idx, policy_version,
 			question, answer, correct, stop, truncated, error, prompt_tokens, total_tokens, action_tokens, n_turns)
 			VALUES ('r', '3-train-0-0', 3, 'train', 'q', 'd', 2, 0, 0, 7, 'q?', 'a', 1, 'answer', 0, '', 2, 5, 3, 1)`,
-		`INSERT INTO turns (tid, turn, text, gen_tokens) VALUES (1, 0, 'x', 1)`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+		`INSERT INTO turns (tid, turn, text, gen_tokens) VALUES (1, 0, 'x', 1)`)
 	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
