@@ -95,18 +95,7 @@ func TestLoadChecksShapesBeforeAllocating(t *testing.T) {
 		{"num_hidden_layers", "20000", "num_hidden_layers 20000 in config.json, but the checkpoint holds 2 layers (no tensor model.layers.2.*)"},
 		{"intermediate_size", "1000000", "tensor model.layers.0.mlp.gate_proj.weight has shape [48 32], the model config.json describes needs [1000000 32]"},
 	} {
-		var cfg map[string]any
-		if err := json.Unmarshal(raw, &cfg); err != nil {
-			t.Fatal(err)
-		}
-		cfg[c.key] = json.RawMessage(c.value)
-		b, err := json.Marshal(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeConfig(t, dir, raw, func(cfg map[string]any) { cfg[c.key] = json.RawMessage(c.value) })
 		grew := memtest.PeakRSS(t)
 		back, err := LoadModel(dir, Float32, CPU, false)
 		if err == nil {
@@ -155,19 +144,10 @@ func TestLoadComparesLayerCountWithFilesFirst(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var cfg map[string]any
-			if err := json.Unmarshal(raw, &cfg); err != nil {
-				t.Fatal(err)
-			}
-			cfg["num_hidden_layers"] = json.RawMessage(c.value)
-			delete(cfg, "layer_types") // Qwen3.5's are then derived, one per configured layer
-			b, err := json.Marshal(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeConfig(t, dir, raw, func(cfg map[string]any) {
+				cfg["num_hidden_layers"] = json.RawMessage(c.value)
+				delete(cfg, "layer_types") // Qwen3.5's are then derived, one per configured layer
+			})
 			done := make(chan error, 1)
 			go func() {
 				back, err := LoadModel(dir, Float32, CPU, false)
@@ -190,5 +170,23 @@ func TestLoadComparesLayerCountWithFilesFirst(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// writeConfig writes dir/config.json as raw (a saved config) with edit
+// applied to its keys.
+func writeConfig(t *testing.T, dir string, raw []byte, edit func(cfg map[string]any)) {
+	t.Helper()
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	edit(cfg)
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
