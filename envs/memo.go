@@ -22,9 +22,9 @@ func newEpisodeMemo() episodeMemo {
 
 // facts counts the turn's valid, invalid and repeated calls and newly
 // found supporting passages (never from another world's corpus), and
-// remembers them. outs is nil for a turn
-// whose calls did not parse. A call whose tool panicked or timed out
-// counts as neither valid nor invalid: the fault is the tool's.
+// remembers them. outs is nil for a turn whose calls did not parse. A call
+// whose tool panicked or timed out counts as neither valid nor invalid:
+// the fault is the tool's.
 func (m *episodeMemo) facts(calls []trajectory.ToolCall, outs []callOutcome, support []string) reward.TurnFacts {
 	var f reward.TurnFacts
 	for i, c := range calls {
