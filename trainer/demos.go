@@ -33,7 +33,7 @@ func scriptedDemos(ctx context.Context, w *synth.World, tasks []envs.Task, tools
 }
 
 // generalDemos renders n warm-start demonstrations of general skills only
-// (sft.warm_start general or calls): the even ones reading (the naive-RAG
+// (sft.warm_start general, calls or follow): the even ones reading (the naive-RAG
 // prompt of a training question of any hop count, with its supporting
 // passages), the odd ones the tool-call format. With general, all on a
 // 1-hop training question: of every four, one searches the question's
@@ -41,12 +41,14 @@ func scriptedDemos(ctx context.Context, w *synth.World, tasks []envs.Task, tools
 // nothing, and one alternates between the first two. With calls, of every
 // six: the question's text, the name, the retry, a search for the
 // question's text confirmed by a search for the answer's name it
-// returned, and twice a multi-hop question's first search (FirstSearch:
+// returned (with follow: a search for the question's text, then one for
+// the name it mentions, the answer read off the second result), and
+// twice a multi-hop question's first search (FirstSearch:
 // the demonstration ends at the call); tasks without a name to confirm or
 // without a multi-hop question (a small world may have none) search the
 // question's text in their place. Tasks are taken in a shuffled order,
 // cycling. None shows a multi-hop question past its first search.
-func generalDemos(ctx context.Context, w *synth.World, tasks []envs.Task, tools []envs.Tool, n int, calls bool, rng *rand.Rand) ([][]tokenizer.Message, error) {
+func generalDemos(ctx context.Context, w *synth.World, tasks []envs.Task, tools []envs.Tool, n int, warmStart string, rng *rand.Rand) ([][]tokenizer.Message, error) {
 	var oneHop, multiHop, named []envs.Task
 	for _, t := range tasks {
 		if t.Hops == 1 {
@@ -62,6 +64,11 @@ func generalDemos(ctx context.Context, w *synth.World, tasks []envs.Task, tools 
 		return nil, fmt.Errorf("warm start: no training questions (%d) or no 1-hop ones (%d) to demonstrate on", len(tasks), len(oneHop))
 	}
 	reading, searching := rng.Perm(len(tasks)), rng.Perm(len(oneHop))
+	calls := warmStart == "calls" || warmStart == "follow"
+	second := agent.QueryConfirm
+	if warmStart == "follow" {
+		second = agent.QueryFollow
+	}
 	var firsts, confirms []int
 	if calls {
 		firsts, confirms = rng.Perm(len(multiHop)), rng.Perm(len(named))
@@ -80,7 +87,7 @@ func generalDemos(ctx context.Context, w *synth.World, tasks []envs.Task, tools 
 		case j%6 < 3:
 			msgs, err = agent.SearchDemonstration(ctx, oneHop[searching[j%len(searching)]], tools, [3]int{agent.QueryQuestion, agent.QueryName, agent.QueryRetry}[j%6])
 		case j%6 == 3 && len(named) > 0:
-			msgs, err = agent.SearchDemonstration(ctx, named[confirms[j/6%len(confirms)]], tools, agent.QueryConfirm)
+			msgs, err = agent.SearchDemonstration(ctx, named[confirms[j/6%len(confirms)]], tools, second)
 		case j%6 > 3 && len(multiHop) > 0:
 			msgs = agent.FirstSearch(multiHop[firsts[(2*(j/6)+j%6-4)%len(firsts)]])
 		default:

@@ -141,7 +141,7 @@ func (t *Trainer) freshDemos(ctx context.Context, n int) ([][]tokenizer.Message,
 		if err == nil && c.WarmStart == "expert" {
 			demos, err = scriptedDemos(ctx, w, w.Train, tools, m, c.ImperfectFraction, t.rng)
 		} else if err == nil {
-			demos, err = generalDemos(ctx, w, w.Train, tools, m, c.WarmStart == "calls", t.rng)
+			demos, err = generalDemos(ctx, w, w.Train, tools, m, c.WarmStart, t.rng)
 		}
 		if derr := t.agent.DropWorld(id); err == nil {
 			err = derr

@@ -26,7 +26,7 @@ func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
 	case t.models.fresh && t.data.world != nil && c.Demos > 0 && c.WarmStart == "expert":
 		demos, err = scriptedDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, c.ImperfectFraction, t.rng)
 	case t.models.fresh && t.data.world != nil && c.Demos > 0:
-		demos, err = generalDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, c.WarmStart == "calls", t.rng)
+		demos, err = generalDemos(ctx, t.data.world, t.data.train, t.agent.Tools, c.Demos, c.WarmStart, t.rng)
 	default:
 		return nil
 	}

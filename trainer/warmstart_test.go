@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode"
@@ -64,16 +65,17 @@ func searchQueries(t *testing.T, msgs []tokenizer.Message) (queries, responses [
 // questions do: born_in then located_in, works_for then based_in.
 var heldOutPhrases = []string{"nation of the birthplace of", "headquarters of the employer of"}
 
-// generalDemoSet renders n general demonstrations (calls: the calls warm
-// start's) of demoWorld's training questions, and those questions by text.
-func generalDemoSet(t *testing.T, n int, calls bool) (map[string]envs.Task, [][]tokenizer.Message) {
+// generalDemoSet renders n demonstrations of the warm start named
+// (general, calls or follow) of demoWorld's training questions, and those
+// questions by text.
+func generalDemoSet(t *testing.T, n int, warmStart string) (map[string]envs.Task, [][]tokenizer.Message) {
 	t.Helper()
 	w, tools := demoWorld(t)
 	train := map[string]envs.Task{}
 	for _, task := range w.Train {
 		train[task.Question] = task
 	}
-	demos, err := generalDemos(context.Background(), w, w.Train, tools, n, calls, rand.New(rand.NewPCG(1, 2)))
+	demos, err := generalDemos(context.Background(), w, w.Train, tools, n, warmStart, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func generalDemoSet(t *testing.T, n int, calls bool) (map[string]envs.Task, [][]
 // alternate reading (100) and searching (100); of every four search
 // demonstrations one is a retry, so 25 have two searches and 75 one.
 func TestGeneralDemosTeachReadingAndSingleSearchesOnly(t *testing.T) {
-	train, demos := generalDemoSet(t, 200, false)
+	train, demos := generalDemoSet(t, 200, "general")
 	reading, searching, retries := 0, 0, 0
 	readHops := map[int]int{}
 	for i, msgs := range demos {
@@ -170,7 +172,7 @@ func TestGeneralDemosTeachReadingAndSingleSearchesOnly(t *testing.T) {
 // name the first result gave, and answer that name; 40 are a multi-hop
 // question's first search of its text, ending at the call.
 func TestCallsDemosShowFirstCallsAndNoChain(t *testing.T) {
-	train, demos := generalDemoSet(t, 240, true)
+	train, demos := generalDemoSet(t, 240, "calls")
 	kinds := map[string]int{}
 	firstHops := map[int]int{}
 	for i, msgs := range demos {
@@ -215,6 +217,40 @@ func TestCallsDemosShowFirstCallsAndNoChain(t *testing.T) {
 	}
 	if firstHops[2] == 0 || firstHops[3] == 0 {
 		t.Errorf("first searches by hop count %v, want 2- and 3-hop questions", firstHops)
+	}
+}
+
+// The follow warm start (sft.warm_start follow) is the calls warm start
+// demonstration for demonstration, except that each confirmation becomes
+// a search for the same question's text, then for the name it mentions,
+// answered with what the second result says: never the name searched, and
+// still no query from a tool response.
+func TestFollowDemosReadTheSecondResult(t *testing.T) {
+	_, calls := generalDemoSet(t, 240, "calls")
+	train, follow := generalDemoSet(t, 240, "follow")
+	if len(calls) != len(follow) {
+		t.Fatalf("%d follow demonstrations, %d calls ones", len(follow), len(calls))
+	}
+	followed := 0
+	for i := range calls {
+		if reflect.DeepEqual(calls[i], follow[i]) {
+			continue
+		}
+		task := train[follow[i][1].Content]
+		cq, _ := searchQueries(t, calls[i])
+		queries, responses := searchQueries(t, follow[i])
+		if calls[i][1].Content != follow[i][1].Content || len(cq) != 2 || cq[1] != task.Answers[0] {
+			t.Fatalf("demo %d differs from calls' and is not in place of a confirmation: %+v", i, follow[i])
+		}
+		last := follow[i][len(follow[i])-1]
+		if len(queries) != 2 || queries[0] != task.Question || queries[1] != task.Support[0] ||
+			!strings.Contains(responses[1], task.Answers[0]) || last.Content != protocol.Answer(task.Answers[0]) || task.Answers[0] == queries[1] {
+			t.Errorf("demo %d: searches %q -> %q answered %q, want the question's text, then its name, answered off the second result", i, queries, responses, last.Content)
+		}
+		followed++
+	}
+	if followed != 20 {
+		t.Errorf("%d demonstrations follow a name, want the 20 confirmations replaced", followed)
 	}
 }
 

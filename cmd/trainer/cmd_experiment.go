@@ -212,6 +212,7 @@ func worldSeeds(list string, seeds []int, source string) (map[int]int, error) {
 var warmStarts = map[string]string{
 	"general": "reading, and single searches of 1-hop questions",
 	"calls":   "reading, single searches of 1-hop questions, a confirming search, and a multi-hop question's first search; no chain",
+	"follow":  "reading, single searches of 1-hop questions, a second search whose result holds the answer, and a multi-hop question's first search; no chain",
 	"expert":  "the scripted multi-hop expert, one search per hop",
 }
 

@@ -97,6 +97,7 @@ const (
 	QueryName            // one search for the name the question mentions
 	QueryRetry           // a search for the question's other words (no results), then the name
 	QueryConfirm         // QueryQuestion's search, then one for the answer's name it returned
+	QueryFollow          // a search for the question's text, then one for the name it mentions
 )
 
 // SearchDemonstration is a warm-start demonstration of the tool-call
@@ -106,6 +107,8 @@ const (
 // read off the last result. Every query is made of the question's words,
 // except QueryConfirm's second, which searches for the answer's name as
 // the first result gave it (a confirmation: the answer stays that name).
+// QueryFollow searches the question's text, then the name it mentions,
+// and answers what the second result says, never the name searched.
 // A task of more than one hop is an error.
 func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, queries int) ([]tokenizer.Message, error) {
 	if t.Hops != 1 || len(t.Support) != 1 || len(t.Answers) == 0 {
@@ -139,6 +142,8 @@ func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, qu
 		}
 	case QueryName:
 		queryList = []string{name}
+	case QueryFollow:
+		queryList = []string{t.Question, name}
 	case QueryRetry:
 		rest := strings.TrimSuffix(strings.TrimSuffix(t.Question, "."), " of "+name)
 		queryList = []string{rest, name}

@@ -61,6 +61,7 @@ func TestDemonstrationsHaveNoUnknownPieces(t *testing.T) {
 		if _, ok := w.Passage(task.Answers[0]); ok {
 			queries = append(queries, QueryConfirm)
 		}
+		queries = append(queries, QueryFollow)
 		for _, q := range queries {
 			msgs, err := SearchDemonstration(ctx, task, a.Tools, q)
 			if err != nil {

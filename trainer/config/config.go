@@ -296,7 +296,7 @@ type OptimConfig struct {
 // SFTConfig sets the supervised warm-up.
 type SFTConfig struct {
 	Data              string  `yaml:"data" default:"" doc:"demonstrations file (\"\" = scripted demonstrations of the synthetic world)"`
-	WarmStart         string  `yaml:"warm_start" default:"calls" enum:"general|calls|expert" doc:"what the synthetic world's scripted demonstrations teach: general skills (reading passages in the naive-RAG prompt, single searches of 1-hop questions; not the multi-hop search strategy), calls (general's, with a multi-hop question's first search and a search confirming a 1-hop answer's name; still no chain) or the multi-hop expert (one search per hop)"`
+	WarmStart         string  `yaml:"warm_start" default:"calls" enum:"general|calls|follow|expert" doc:"what the synthetic world's scripted demonstrations teach: general skills (reading passages in the naive-RAG prompt, single searches of 1-hop questions; not the multi-hop search strategy), calls (general's, with a multi-hop question's first search and a search confirming a 1-hop answer's name; still no chain), follow (calls' with the confirmation replaced by a search for the question's text then the name it mentions, the answer read off the second result; still no chain) or the multi-hop expert (one search per hop)"`
 	Epochs            int     `yaml:"epochs" default:"3" doc:"passes over the demonstrations"`
 	LR                float64 `yaml:"lr" default:"1e-3" doc:"learning rate"`
 	Schedule          string  `yaml:"schedule" default:"constant" enum:"constant|cosine|linear" doc:"learning-rate schedule after warm-up: constant, or down to 0 at the last step (cosine, linear)"`
