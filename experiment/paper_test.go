@@ -73,16 +73,18 @@ func TestSpecConfigs(t *testing.T) {
 		lambda         float64
 	}
 	wants := map[string]want{
-		"PPO":                            {"gae", true, true, 1},
-		"GRPO":                           {"grpo", true, true, 1},
-		"REINFORCE++":                    {"reinforce_pp", true, true, 1},
-		"RLOO":                           {"rloo", true, true, 1},
-		"PPO w/o advantage mask":         {"gae", false, true, 1},
-		"PPO w/o loss mask":              {"gae", true, false, 1},
-		"PPO λ=0.95":                     {"gae", true, true, 0.95},
-		"PPO λ=0.95 w/o advantage mask":  {"gae", false, true, 0.95},
-		"PPO + process rewards":          {"gae", true, true, 1},
-		"GRPO w/o std + process rewards": {"grpo", true, true, 1},
+		"PPO":                                    {"gae", true, true, 1},
+		"GRPO":                                   {"grpo", true, true, 1},
+		"REINFORCE++":                            {"reinforce_pp", true, true, 1},
+		"RLOO":                                   {"rloo", true, true, 1},
+		"PPO w/o advantage mask":                 {"gae", false, true, 1},
+		"PPO w/o loss mask":                      {"gae", true, false, 1},
+		"PPO λ=0.95":                             {"gae", true, true, 0.95},
+		"PPO λ=0.95 w/o advantage mask":          {"gae", false, true, 0.95},
+		"PPO + process rewards":                  {"gae", true, true, 1},
+		"GRPO w/o std + process rewards":         {"grpo", true, true, 1},
+		"PPO + process rewards, 80 its":          {"gae", true, true, 1},
+		"GRPO w/o std + process rewards, 80 its": {"grpo", true, true, 1},
 	}
 	names := map[string]bool{}
 	for i, s := range PaperSpecs {
@@ -98,8 +100,12 @@ func TestSpecConfigs(t *testing.T) {
 		if c.Run.Seed != 3 || c.Model.Path != "runs/sft" || c.Eval.Baselines != (i == 0) || c.Run.Name != runName(s.Name, 3) {
 			t.Errorf("%s: run %+v, model %q, baselines %v", s.Name, c.Run, c.Model.Path, c.Eval.Baselines)
 		}
-		if process := c.Env.Rewards.Support == 0.3 && c.Run.Iterations == 60; process != s.Process {
-			t.Errorf("%s: env.rewards.support %v, run.iterations %d; want 0.3 and 60 exactly on the process-reward rows", s.Name,
+		its := 60
+		if strings.HasSuffix(s.Name, ", 80 its") {
+			its = 80
+		}
+		if process := c.Env.Rewards.Support == 0.3 && c.Run.Iterations == its; process != s.Process {
+			t.Errorf("%s: env.rewards.support %v, run.iterations %d; want 0.3 and 60 (80 where the name says so) exactly on the process-reward rows", s.Name,
 				c.Env.Rewards.Support, c.Run.Iterations)
 		}
 		if s.Ablates != "" && !names[s.Ablates] {
@@ -287,13 +293,13 @@ func TestRows(t *testing.T) {
 			core++
 		}
 	}
-	if core != 8 || len(specs) != 11 {
-		t.Errorf("%d core RL rows and %d rows, want 8 (PPO, GRPO, REINFORCE++, the two mask ablations, GRPO w/o std normalisation, "+
-			"the two with process rewards) and 11", core, len(specs))
+	if core != 10 || len(specs) != 13 {
+		t.Errorf("%d core RL rows and %d rows, want 10 (PPO, GRPO, REINFORCE++, the two mask ablations, GRPO w/o std normalisation, "+
+			"the four with process rewards) and 13", core, len(specs))
 	}
 	all, _ := Rows([]int{4}, []int{1, 2, 3}, true)
-	if len(all) != 8 {
-		t.Errorf("seed 4 alone, with extra: %d rows, want the 8 core ones", len(all))
+	if len(all) != 10 {
+		t.Errorf("seed 4 alone, with extra: %d rows, want the 10 core ones", len(all))
 	}
 	if all, _ := Rows([]int{1}, nil, true); len(all) != len(PaperSpecs) {
 		t.Errorf("with extra: %d rows, want all %d", len(all), len(PaperSpecs))
