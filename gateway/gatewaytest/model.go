@@ -13,8 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trajectory"
@@ -80,7 +80,7 @@ func Build(t testing.TB) *Model {
 
 func build() (*Model, error) {
 	tools := []json.RawMessage{json.RawMessage(ToolJSON)}
-	boot, err := tokenizer.BuildWordLevel(nil, protocol.SpecialTokens())
+	boot, err := tokenizer.BuildWordLevel(nil, toolcall.SpecialTokens())
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func build() (*Model, error) {
 	}
 	// Words the clients' tests send besides the conversation.
 	extra := "Say hello in one word. Hello there! What is the weather in Paris? You are a helpful assistant."
-	tok, err := tokenizer.BuildWordLevel([]string{text, extra}, protocol.SpecialTokens())
+	tok, err := tokenizer.BuildWordLevel([]string{text, extra}, toolcall.SpecialTokens())
 	if err != nil {
 		return nil, err
 	}

@@ -1,21 +1,18 @@
-package envs
+package toolcall
 
 import (
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/agentrl/agentrl/agent/protocol"
-	"github.com/agentrl/agentrl/trajectory"
 )
 
 func TestParseLlamaToolCallsValid(t *testing.T) {
-	search := []ToolCall{{"search", []byte(`{"query":"Eiffel Tower"}`)}}
+	search := []Call{{"search", []byte(`{"query":"Eiffel Tower"}`)}}
 	cases := []struct {
 		name string
 		text string
-		want []ToolCall
+		want []Call
 	}{
 		{"as the template renders it", `{"name": "search", "parameters": {"query": "Eiffel Tower"}}<|eot_id|>`, search},
 		{"without the end of turn", `{"name": "search", "parameters": {"query": "Eiffel Tower"}}`, search},
@@ -24,10 +21,10 @@ func TestParseLlamaToolCallsValid(t *testing.T) {
 		// Meta's prompt format shows the models writing the tag first under
 		// "Environment: ipython", and a "type" key.
 		{"python tag", `<|python_tag|>{"type": "function", "name": "search", "parameters": {"query": "Eiffel Tower"}}<|eom_id|>`, search},
-		{"absent parameters", `{"name": "now"}<|eot_id|>`, []ToolCall{{"now", []byte(`{}`)}}},
-		{"null parameters", `{"name": "now", "parameters": null}`, []ToolCall{{"now", []byte(`{}`)}}},
+		{"absent parameters", `{"name": "now"}<|eot_id|>`, []Call{{"now", []byte(`{}`)}}},
+		{"null parameters", `{"name": "now", "parameters": null}`, []Call{{"now", []byte(`{}`)}}},
 		{"nested parameters compacted", "{\"name\": \"a\", \"parameters\": { \"list\" : [1, 2],\n \"o\": {\"p\": true} }}",
-			[]ToolCall{{"a", []byte(`{"list":[1,2],"o":{"p":true}}`)}}},
+			[]Call{{"a", []byte(`{"list":[1,2],"o":{"p":true}}`)}}},
 		{"an answer", "<answer>Paris</answer><|eot_id|>", nil},
 		{"text before a call", `I will search: {"name": "search", "parameters": {}}`, nil},
 		{"a Hermes call", "<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>", nil},
@@ -35,7 +32,7 @@ func TestParseLlamaToolCallsValid(t *testing.T) {
 		{"only the end of turn", "<|eot_id|>", nil},
 	}
 	for _, c := range cases {
-		got, err := ParseLlamaToolCalls(c.text)
+		got, err := ParseLlama(c.text)
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
@@ -69,7 +66,7 @@ func TestParseLlamaToolCallsErrors(t *testing.T) {
 			"a second tool call after tool call 1: Llama 3's format makes one call per turn: `{\"name\": \"b\""},
 	}
 	for _, c := range cases {
-		calls, err := ParseLlamaToolCalls(c.text)
+		calls, err := ParseLlama(c.text)
 		var pe *ParseError
 		if !errors.As(err, &pe) {
 			t.Errorf("%s: got calls %v, err %v; want a *ParseError", c.name, calls, err)
@@ -84,88 +81,26 @@ func TestParseLlamaToolCallsErrors(t *testing.T) {
 	}
 }
 
-// ParseToolCallsIn reads each syntax with its parser, and neither reads
+// Parse reads each syntax with its parser, and neither reads
 // the other's calls; a syntax it does not know is an error.
 func TestParseToolCallsIn(t *testing.T) {
-	hermes := call("search", `{"query": "x"}`)
-	llama := protocol.LlamaToolCall("search", `{"query": "x"}`) + protocol.LlamaEOT
-	want := []ToolCall{{"search", []byte(`{"query":"x"}`)}}
+	hermes := ToolCall("search", `{"query": "x"}`)
+	llama := LlamaToolCall("search", `{"query": "x"}`) + LlamaEOT
+	want := []Call{{"search", []byte(`{"query":"x"}`)}}
 	for _, c := range []struct {
-		syntax protocol.CallSyntax
+		syntax CallSyntax
 		text   string
-		want   []ToolCall
+		want   []Call
 	}{
-		{protocol.Hermes, hermes, want}, {protocol.LlamaJSON, llama, want},
-		{protocol.Hermes, llama, nil}, {protocol.LlamaJSON, hermes, nil},
+		{Hermes, hermes, want}, {LlamaJSON, llama, want},
+		{Hermes, llama, nil}, {LlamaJSON, hermes, nil},
 	} {
-		got, err := ParseToolCallsIn(c.syntax, c.text, nil)
+		got, err := Parse(c.syntax, c.text, nil)
 		if err != nil || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("ParseToolCallsIn(%v, %q) = %+v, %v; want %+v", c.syntax, c.text, got, err, c.want)
+			t.Errorf("Parse(%v, %q) = %+v, %v; want %+v", c.syntax, c.text, got, err, c.want)
 		}
 	}
-	if _, err := ParseToolCallsIn(protocol.CallSyntax(7), llama, nil); err == nil || !strings.Contains(err.Error(), "CallSyntax(7)") {
+	if _, err := Parse(CallSyntax(7), llama, nil); err == nil || !strings.Contains(err.Error(), "CallSyntax(7)") {
 		t.Errorf("unknown syntax: err = %v", err)
-	}
-}
-
-// llamaConfig is testConfig with Llama 3's tool-call syntax.
-func llamaConfig() EnvConfig {
-	c := testConfig()
-	c.Calls = protocol.LlamaJSON
-	return c
-}
-
-// A Llama 3 policy's call runs the tool, its answer ends the episode, and
-// the episode earns the format reward; the same turns in a Hermes
-// environment are no tool call.
-func TestToolEnvStepsLlamaCalls(t *testing.T) {
-	echo := &echoTool{}
-	e := newEnv(t, llamaConfig(), echo)
-	res := step(t, e, `{"name": "echo", "parameters": {"text": "Eiffel Tower is in Paris"}}<|eot_id|>`)
-	if res.Done || len(res.Responses) != 1 || res.Responses[0] != "Eiffel Tower is in Paris" || echo.calls.Load() != 1 {
-		t.Fatalf("call turn: %+v (tool called %d times)", res, echo.calls.Load())
-	}
-	if c := res.Calls[0]; c.Name != "echo" || c.Args != `{"text":"Eiffel Tower is in Paris"}` || !c.OK {
-		t.Errorf("recorded call %+v", c)
-	}
-	res = step(t, e, "<answer>Paris</answer><|eot_id|>")
-	if !res.Done || res.Stop != trajectory.StopAnswer || res.Answer != "Paris" {
-		t.Fatalf("answer turn: %+v", res)
-	}
-	// em 1, format 1: total = 1*1 + 0.1*1.
-	total, comp := e.Outcome()
-	if comp["format"] != 1 || !near(total, 1.1) {
-		t.Errorf("outcome %v, components %v; want format 1, total 1.1", total, comp)
-	}
-
-	h := newEnv(t, testConfig(), &echoTool{})
-	if res := step(t, h, `{"name": "echo", "parameters": {"text": "x"}}<|eot_id|>`); !res.Done || res.Stop != trajectory.StopNoToolCall {
-		t.Errorf("a Llama call in a Hermes environment: %+v, want no_tool_call", res)
-	}
-}
-
-// A malformed Llama call gets the parser's error as its response and the
-// episode goes on; the format reward then fails the episode.
-func TestToolEnvLlamaParseError(t *testing.T) {
-	echo := &echoTool{}
-	e := newEnv(t, llamaConfig(), echo)
-	res := step(t, e, `{"name": "echo", "arguments": {"text": "x"}}<|eot_id|>`)
-	if res.Done || len(res.Responses) != 1 || !strings.Contains(res.Responses[0], `not "arguments"`) || echo.calls.Load() != 0 {
-		t.Fatalf("malformed call: %+v", res)
-	}
-	if res.Calls[0].ParseError == "" {
-		t.Errorf("the parse error is not recorded: %+v", res.Calls[0])
-	}
-	step(t, e, "<answer>Paris</answer><|eot_id|>")
-	if _, comp := e.Outcome(); comp["format"] != 0 {
-		t.Errorf("format %v after a malformed call, want 0", comp["format"])
-	}
-}
-
-func TestEnvConfigRefusesUnknownCallSyntax(t *testing.T) {
-	c := testConfig()
-	c.Calls = protocol.CallSyntax(3)
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "tool-call syntax CallSyntax(3)") {
-		t.Errorf("Validate = %v", err)
 	}
 }
