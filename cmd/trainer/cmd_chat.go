@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/report"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/config"
@@ -249,7 +250,7 @@ func (s *showingEnv) Step(ctx context.Context, a envs.Action) (envs.StepResult, 
 		}
 		fmt.Fprintf(s.out, "  %s %s(%s)\n", s.paint("35", "→"), call.Name, call.Args)
 		if i < len(r.Responses) {
-			fmt.Fprintf(s.out, "  %s %s\n", s.paint("35", "←"), clip(envs.Printable(strings.ReplaceAll(r.Responses[i], "\n", " | ")), 300))
+			fmt.Fprintf(s.out, "  %s %s\n", s.paint("35", "←"), report.Clip(envs.Printable(strings.ReplaceAll(r.Responses[i], "\n", " | ")), 300))
 		}
 	}
 	return r, err

@@ -93,7 +93,7 @@ func rolloutsCommand() *cli.Command {
 					fmt.Fprintln(w, "ID\tITER\tSPLIT\tTASK\tHOPS\tTURNS\tTOKENS\tREWARD\tSTOP\tOK\tANSWER")
 					for _, r := range rows {
 						fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%.3f\t%s\t%v\t%s\n", r.ID, r.Iteration, r.Split, r.TaskID, r.Hops,
-							r.Turns, r.Tokens, r.Reward, r.Stop, r.Correct, clip(r.Answer, 40))
+							r.Turns, r.Tokens, r.Reward, r.Stop, r.Correct, report.Clip(r.Answer, 40))
 					}
 					return w.Flush()
 				},
@@ -157,7 +157,7 @@ func rolloutsCommand() *cli.Command {
 					for _, r := range rows {
 						cells := make([]string, len(r))
 						for i, v := range r {
-							cells[i] = clip(strings.ReplaceAll(store.Cell(v), "\n", " "), 80)
+							cells[i] = report.Clip(strings.ReplaceAll(store.Cell(v), "\n", " "), 80)
 						}
 						fmt.Fprintln(w, strings.Join(cells, "\t"))
 					}
@@ -196,12 +196,4 @@ func newestFirst(rows []store.Summary, limit int) []store.Summary {
 		rows = rows[:limit]
 	}
 	return rows
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }
