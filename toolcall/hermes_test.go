@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestParseToolCallsValid(t *testing.T) {
+func TestParseHermesValid(t *testing.T) {
 	cases := []struct {
 		name string
 		text string
@@ -41,7 +41,7 @@ func TestParseToolCallsValid(t *testing.T) {
 	}
 }
 
-func TestParseToolCallsErrors(t *testing.T) {
+func TestParseHermesErrors(t *testing.T) {
 	long := strings.Repeat("x", 500)
 	cases := []struct {
 		name string

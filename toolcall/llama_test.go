@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestParseLlamaToolCallsValid(t *testing.T) {
+func TestParseLlamaValid(t *testing.T) {
 	search := []Call{{"search", []byte(`{"query":"Eiffel Tower"}`)}}
 	cases := []struct {
 		name string
@@ -43,7 +43,7 @@ func TestParseLlamaToolCallsValid(t *testing.T) {
 	}
 }
 
-func TestParseLlamaToolCallsErrors(t *testing.T) {
+func TestParseLlamaErrors(t *testing.T) {
 	cases := []struct {
 		name string
 		text string
@@ -83,7 +83,7 @@ func TestParseLlamaToolCallsErrors(t *testing.T) {
 
 // Parse reads each syntax with its parser, and neither reads
 // the other's calls; a syntax it does not know is an error.
-func TestParseToolCallsIn(t *testing.T) {
+func TestParse(t *testing.T) {
 	hermes := ToolCall("search", `{"query": "x"}`)
 	llama := LlamaToolCall("search", `{"query": "x"}`) + LlamaEOT
 	want := []Call{{"search", []byte(`{"query":"x"}`)}}

@@ -15,7 +15,7 @@ var xmlSchemas = ParamSchemas{"calc": json.RawMessage(`{"type": "object", "prope
 	"opts": {"type": "object"}, "list": {"type": "array"}, "maybe": {"type": ["null", "integer"]},
 	"either": {"anyOf": [{"type": "null"}, {"type": "boolean"}]}}}`)}
 
-func TestParseXMLToolCallsValid(t *testing.T) {
+func TestParseXMLValid(t *testing.T) {
 	call := func(name string, params ...string) string {
 		var ps []XMLParam
 		for i := 0; i < len(params); i += 2 {
@@ -70,7 +70,7 @@ func show(calls []Call) string {
 	return strings.Join(s, ", ")
 }
 
-func TestParseXMLToolCallsErrors(t *testing.T) {
+func TestParseXMLErrors(t *testing.T) {
 	cases := []struct {
 		name string
 		text string
@@ -106,7 +106,7 @@ func TestParseXMLToolCallsErrors(t *testing.T) {
 }
 
 // Parse reads the XML syntax with the schemas it is given.
-func TestParseToolCallsInXML(t *testing.T) {
+func TestParseQwenXML(t *testing.T) {
 	text := XMLToolCall("calc", []XMLParam{{Key: "n", Value: "7"}})
 	got, err := Parse(QwenXML, text, xmlSchemas)
 	if err != nil || len(got) != 1 || string(got[0].Arguments) != `{"n":7}` {
