@@ -5,15 +5,6 @@ import (
 	"testing"
 )
 
-func BenchmarkParseToolCalls(b *testing.B) {
-	text := "<think>I need the birthplace first.</think>\n" + call("search", `{"query": "Gustave Eiffel birthplace", "k": 5}`)
-	for b.Loop() {
-		if _, err := ParseToolCalls(text); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkStep measures the env's own overhead around a trivial tool:
 // parse, validate, run in a goroutine with a timeout, process reward.
 func BenchmarkStep(b *testing.B) {

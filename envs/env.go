@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -20,8 +21,8 @@ type ToolEnv struct {
 	task    Task
 	cfg     EnvConfig
 	tools   map[string]boundTool
-	schemas ParamSchemas // the tools' parameter schemas, which type the XML syntax's values
-	names   string       // the tools' names, for error messages
+	schemas toolcall.ParamSchemas // the tools' parameter schemas, which type the XML syntax's values
+	names   string                // the tools' names, for error messages
 
 	mu     sync.Mutex
 	state  State
@@ -129,10 +130,10 @@ func (e *ToolEnv) Step(ctx context.Context, a Action) (StepResult, error) {
 
 // act decides what the turn is and carries it out.
 func (e *ToolEnv) act(ctx context.Context, turn int, a Action) (StepResult, error) {
-	calls, perr := ParseToolCallsIn(e.cfg.Calls, a.Text, e.schemas)
+	calls, perr := toolcall.Parse(e.cfg.Calls, a.Text, e.schemas)
 	budgetSpent := a.TotalTokens >= e.cfg.MaxTokens
 	if perr == nil && len(calls) == 0 { // no tool call at all
-		if answer, ok := ParseAnswer(a.Text); ok {
+		if answer, ok := toolcall.ParseAnswer(a.Text); ok {
 			return StepResult{Done: true, Stop: trajectory.StopAnswer, Answer: answer}, nil
 		}
 		if a.TurnTruncated || budgetSpent {
@@ -162,7 +163,7 @@ func parseFailure(perr error) []trajectory.ToolCall {
 }
 
 // unrun records calls that were not run because the episode ended.
-func unrun(calls []ToolCall, perr error) []trajectory.ToolCall {
+func unrun(calls []toolcall.Call, perr error) []trajectory.ToolCall {
 	if perr != nil {
 		return parseFailure(perr)
 	}
@@ -174,7 +175,7 @@ func unrun(calls []ToolCall, perr error) []trajectory.ToolCall {
 }
 
 // execute validates and runs the calls concurrently, keeping call order.
-func (e *ToolEnv) execute(ctx context.Context, calls []ToolCall) (StepResult, error) {
+func (e *ToolEnv) execute(ctx context.Context, calls []toolcall.Call) (StepResult, error) {
 	outs := make([]callOutcome, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
@@ -233,3 +234,12 @@ func (e *ToolEnv) credit(res *StepResult, outs []callOutcome) {
 
 // milliseconds converts a duration to the milliseconds a trajectory records.
 func milliseconds(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// ParamSchemasOf are the parameter schemas of tools.
+func ParamSchemasOf(tools []Tool) toolcall.ParamSchemas {
+	s := make(toolcall.ParamSchemas, len(tools))
+	for _, t := range tools {
+		s[t.Name()] = t.Parameters()
+	}
+	return s
+}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/internal/deftag"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // EnvConfig bounds an episode and weighs its rewards. The struct tags
@@ -44,7 +44,7 @@ type EnvConfig struct {
 	// format's (tokenizer.ChatFormat.CallSyntax): Step and the format
 	// reward read the turns with it. Wiring, set where the environment is
 	// built from the agent; the zero value is Hermes.
-	Calls protocol.CallSyntax `yaml:"-" json:"-"`
+	Calls toolcall.CallSyntax `yaml:"-" json:"-"`
 }
 
 // MinObservationChars is the least MaxObservationChars accepted: room for
@@ -72,8 +72,8 @@ func (c EnvConfig) Validate() error {
 	case c.MaxObservationChars < MinObservationChars:
 		return fmt.Errorf("env config: max_observation_chars is %d, want at least %d", c.MaxObservationChars, MinObservationChars)
 	}
-	if c.Calls != protocol.Hermes && c.Calls != protocol.LlamaJSON && c.Calls != protocol.QwenXML {
-		return fmt.Errorf("env config: tool-call syntax %v is not one agentrl parses (%v, %v, %v)", c.Calls, protocol.Hermes, protocol.LlamaJSON, protocol.QwenXML)
+	if c.Calls != toolcall.Hermes && c.Calls != toolcall.LlamaJSON && c.Calls != toolcall.QwenXML {
+		return fmt.Errorf("env config: tool-call syntax %v is not one agentrl parses (%v, %v, %v)", c.Calls, toolcall.Hermes, toolcall.LlamaJSON, toolcall.QwenXML)
 	}
 	if err := c.Rewards.Validate(); err != nil {
 		return fmt.Errorf("env config: %w", err)

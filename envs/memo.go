@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentrl/agentrl/envs/reward"
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -60,7 +61,7 @@ func (m *episodeMemo) facts(calls []trajectory.ToolCall, outs []callOutcome, sup
 // lowercased with its whitespace collapsed, so that {"query": "Paris "} and
 // {"query":"paris"} count as the same call.
 func canonicalArgs(args string) string {
-	v, err := decodeJSON([]byte(args))
+	v, err := toolcall.DecodeJSON([]byte(args))
 	if err != nil {
 		return args
 	}

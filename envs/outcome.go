@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/envs/reward"
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -33,7 +34,7 @@ func (e *ToolEnv) Outcome() (float64, map[string]float64) {
 	e.mu.Lock()
 	turns := make([]reward.FormatTurn, len(e.turns))
 	for i, t := range e.turns {
-		calls, err := ParseToolCallsIn(e.cfg.Calls, t.Text, e.schemas)
+		calls, err := toolcall.Parse(e.cfg.Calls, t.Text, e.schemas)
 		turns[i] = reward.FormatTurn{Text: t.Text, CallsOK: err == nil && len(calls) > 0}
 	}
 	answered, answer := e.stop == trajectory.StopAnswer, e.answer

@@ -1,12 +1,13 @@
 package envs
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // Schema is a compiled JSON schema of the subset tools use to describe
@@ -53,7 +54,7 @@ func compileParameters(raw json.RawMessage) (*Schema, error) {
 func compileSchema(raw json.RawMessage, at string) (*Schema, error) {
 	var kw map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &kw); err != nil || kw == nil {
-		return nil, fmt.Errorf("%s: not a JSON object: %s", at, quote(string(raw)))
+		return nil, fmt.Errorf("%s: not a JSON object: %s", at, toolcall.Quote(string(raw)))
 	}
 	s := &Schema{}
 	keys := make([]string, 0, len(kw))
@@ -75,12 +76,12 @@ func (s *Schema) compileKeyword(k string, v json.RawMessage, at string) error {
 	switch k {
 	case "type":
 		if err := json.Unmarshal(v, &s.Type); err != nil || !slices.Contains(schemaTypes, s.Type) {
-			return fmt.Errorf("%s: want one of %v, got %s", where, schemaTypes, quote(string(v)))
+			return fmt.Errorf("%s: want one of %v, got %s", where, schemaTypes, toolcall.Quote(string(v)))
 		}
 	case "properties":
 		var props map[string]json.RawMessage
 		if err := json.Unmarshal(v, &props); err != nil || props == nil {
-			return fmt.Errorf("%s: want an object of schemas, got %s", where, quote(string(v)))
+			return fmt.Errorf("%s: want an object of schemas, got %s", where, toolcall.Quote(string(v)))
 		}
 		s.Properties = make(map[string]*Schema, len(props))
 		for name, p := range props {
@@ -92,25 +93,25 @@ func (s *Schema) compileKeyword(k string, v json.RawMessage, at string) error {
 		}
 	case "required":
 		if err := json.Unmarshal(v, &s.Required); err != nil {
-			return fmt.Errorf("%s: want an array of strings, got %s", where, quote(string(v)))
+			return fmt.Errorf("%s: want an array of strings, got %s", where, toolcall.Quote(string(v)))
 		}
 	case "additionalProperties":
 		var allowed bool
 		if err := json.Unmarshal(v, &allowed); err != nil {
-			return fmt.Errorf("%s: only true or false is supported, got %s", where, quote(string(v)))
+			return fmt.Errorf("%s: only true or false is supported, got %s", where, toolcall.Quote(string(v)))
 		}
 		s.NoAdditional = !allowed
 	case "enum":
-		vals, err := decodeJSON(v)
+		vals, err := toolcall.DecodeJSON(v)
 		list, ok := vals.([]any)
 		if err != nil || !ok || len(list) == 0 {
-			return fmt.Errorf("%s: want a non-empty array, got %s", where, quote(string(v)))
+			return fmt.Errorf("%s: want a non-empty array, got %s", where, toolcall.Quote(string(v)))
 		}
 		s.Enum = list
 	case "minLength", "maxLength":
 		var n int
 		if err := json.Unmarshal(v, &n); err != nil || n < 0 {
-			return fmt.Errorf("%s: want a non-negative integer, got %s", where, quote(string(v)))
+			return fmt.Errorf("%s: want a non-negative integer, got %s", where, toolcall.Quote(string(v)))
 		}
 		if k == "minLength" {
 			s.MinLength = &n
@@ -120,7 +121,7 @@ func (s *Schema) compileKeyword(k string, v json.RawMessage, at string) error {
 	case "minimum", "maximum":
 		var x float64
 		if err := json.Unmarshal(v, &x); err != nil {
-			return fmt.Errorf("%s: want a number, got %s", where, quote(string(v)))
+			return fmt.Errorf("%s: want a number, got %s", where, toolcall.Quote(string(v)))
 		}
 		if k == "minimum" {
 			s.Minimum = &x
@@ -139,21 +140,6 @@ func (s *Schema) compileKeyword(k string, v json.RawMessage, at string) error {
 		}
 	}
 	return nil
-}
-
-// decodeJSON decodes one JSON value keeping numbers as json.Number, and
-// refuses trailing data.
-func decodeJSON(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if rest := bytes.TrimSpace(raw[dec.InputOffset():]); len(rest) > 0 {
-		return nil, fmt.Errorf("unexpected data after the JSON value: %s", quote(string(rest)))
-	}
-	return v, nil
 }
 
 // numberValue converts a JSON number to float64, refusing values out of

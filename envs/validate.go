@@ -7,13 +7,15 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // Validate checks args against the schema. The error lists every problem
 // found, each with its location ("arguments.query: ..."), so that the model
 // can fix them all in its next call.
 func (s *Schema) Validate(args json.RawMessage) error {
-	v, err := decodeJSON(args)
+	v, err := toolcall.DecodeJSON(args)
 	if err != nil {
 		return fmt.Errorf("arguments are not valid JSON: %v", err)
 	}
@@ -135,7 +137,7 @@ func describe(v any) string {
 	case []any:
 		return "array"
 	case string:
-		return "string " + quote(x)
+		return "string " + toolcall.Quote(x)
 	case bool:
 		return "boolean " + strconv.FormatBool(x)
 	case json.Number:

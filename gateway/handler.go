@@ -15,12 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/decoding"
-	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/gateway/openai"
 	"github.com/agentrl/agentrl/internal/localorigin"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // MaxBody is the largest request body the handler reads.
@@ -131,7 +130,7 @@ func redact(key string) string {
 // ChatMessages are a request's messages as the chat template renders them
 // for a family that writes calls in syntax: each tool call's arguments as
 // callArguments gives them to the template.
-func ChatMessages(req *openai.Request, syntax protocol.CallSyntax) []tokenizer.Message {
+func ChatMessages(req *openai.Request, syntax toolcall.CallSyntax) []tokenizer.Message {
 	msgs := make([]tokenizer.Message, len(req.Messages))
 	for i, m := range req.Messages {
 		msgs[i] = tokenizer.Message{Role: m.Role}
@@ -274,8 +273,8 @@ func (c *call) text(i int) (string, []Token, Finish) {
 
 // schemas are the parameter schemas of the request's functions, by name,
 // which type Qwen3.5's XML call values.
-func (c *call) schemas() envs.ParamSchemas {
-	s := envs.ParamSchemas{}
+func (c *call) schemas() toolcall.ParamSchemas {
+	s := toolcall.ParamSchemas{}
 	for _, raw := range c.req.Tools {
 		var t struct {
 			Function struct {

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/tokenizer/tokenizertest"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // scripted is a stand-in policy: each prompt prefilled gets the next of
@@ -71,7 +71,7 @@ func (d *scripted) PendingLogits(slot int) ([]float32, error) { return nil, nil 
 // content.
 func TestLlamaToolCalls(t *testing.T) {
 	tools := []json.RawMessage{json.RawMessage(gatewaytest.ToolJSON)}
-	callText := protocol.LlamaToolCall(gatewaytest.ToolName, gatewaytest.QueryArgs)
+	callText := toolcall.LlamaToolCall(gatewaytest.ToolName, gatewaytest.QueryArgs)
 	bad := `{"name": "search", "arguments": ` + gatewaytest.QueryArgs + `}`
 	msgs := []tokenizer.Message{{Role: "system", Content: gatewaytest.System}, {Role: "user", Content: gatewaytest.Question},
 		{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{Name: gatewaytest.ToolName, Arguments: json.RawMessage(gatewaytest.QueryArgs)}}},
@@ -82,7 +82,7 @@ func TestLlamaToolCalls(t *testing.T) {
 	}
 	f := tokenizertest.LlamaFormat(t, text, bad)
 	tok := f.Tokenizer()
-	eot, _ := f.Special(protocol.LlamaEOT)
+	eot, _ := f.Special(toolcall.LlamaEOT)
 	gen := func(s string) []int32 {
 		ids := tok.Encode(s)
 		if tok.Decode(ids, false) != s {

@@ -7,11 +7,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/agentrl/agentrl/agent/protocol"
-	"github.com/agentrl/agentrl/decoding"
-	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/gateway/openai"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // output is a finished choice as the API shows it.
@@ -26,7 +24,7 @@ type output struct {
 // it. "</tool_call>" stays: it belongs to the call.
 func textIDs(f *tokenizer.ChatFormat, toks []int32, fin Finish) []int32 {
 	if fin == EndToken && len(toks) > 0 {
-		if end, ok := f.Special(protocol.ToolCallClose); !ok || toks[len(toks)-1] != end {
+		if end, ok := f.Special(toolcall.ToolCallClose); !ok || toks[len(toks)-1] != end {
 			return toks[:len(toks)-1]
 		}
 	}
@@ -53,7 +51,7 @@ func cutAtStop(text string, stops []string) (string, bool) {
 // blocks, or Llama 3's bare JSON object) becomes tool calls (finish
 // "tool_calls"), the text before them the content; otherwise all of it is
 // content.
-func makeOutput(text string, fin Finish, toolsOn bool, syntax protocol.CallSyntax, schemas envs.ParamSchemas) output {
+func makeOutput(text string, fin Finish, toolsOn bool, syntax toolcall.CallSyntax, schemas toolcall.ParamSchemas) output {
 	o := output{finish: openai.FinishStop}
 	if fin == Length {
 		o.finish = openai.FinishLength
@@ -74,25 +72,25 @@ func makeOutput(text string, fin Finish, toolsOn bool, syntax protocol.CallSynta
 // toolCallsIn parses the tool calls of text in syntax; ok is false when
 // it holds none or they do not parse. Qwen3.5's XML values are typed by
 // schemas, the request's tools.
-func toolCallsIn(syntax protocol.CallSyntax, text string, schemas envs.ParamSchemas) (calls []openai.ToolCall, head string, ok bool) {
+func toolCallsIn(syntax toolcall.CallSyntax, text string, schemas toolcall.ParamSchemas) (calls []openai.ToolCall, head string, ok bool) {
 	switch syntax {
-	case protocol.LlamaJSON:
+	case toolcall.LlamaJSON:
 		return llamaToolCallsOf(text)
-	case protocol.QwenXML:
+	case toolcall.QwenXML:
 		return xmlToolCallsOf(text, schemas)
 	}
-	if !strings.Contains(text, protocol.ToolCallOpen) {
+	if !strings.Contains(text, toolcall.ToolCallOpen) {
 		return nil, "", false
 	}
 	return toolCallsOf(text)
 }
 
-// toolCallsOf parses the <tool_call> blocks of text (rollout.SplitToolCalls:
+// toolCallsOf parses the <tool_call> blocks of text (toolcall.Split:
 // each call's arguments as the model wrote them, so that a client sending
 // them back renders the same tokens) and returns the text before the first
 // block.
 func toolCallsOf(text string) ([]openai.ToolCall, string, bool) {
-	head, written, ok := decoding.SplitToolCalls(text)
+	head, written, ok := toolcall.Split(toolcall.Hermes, text)
 	if !ok {
 		return nil, "", false
 	}
@@ -106,10 +104,10 @@ func toolCallsOf(text string) ([]openai.ToolCall, string, bool) {
 // llamaToolCallsOf parses Llama 3's one call per turn, the whole text, its
 // "parameters" kept as the model wrote them; such a turn has no content.
 func llamaToolCallsOf(text string) ([]openai.ToolCall, string, bool) {
-	if calls, err := envs.ParseLlamaToolCalls(text); err != nil || len(calls) == 0 {
+	if calls, err := toolcall.ParseLlama(text); err != nil || len(calls) == 0 {
 		return nil, "", false
 	}
-	call, _ := protocol.LlamaCall(text)
+	call, _ := toolcall.LlamaCall(text)
 	var body struct {
 		Name       string          `json:"name"`
 		Parameters json.RawMessage `json:"parameters"`
@@ -121,14 +119,14 @@ func llamaToolCallsOf(text string) ([]openai.ToolCall, string, bool) {
 }
 
 // xmlToolCallsOf parses Qwen3.5's XML calls, each call's arguments the
-// JSON object of its parameters typed by schemas (envs.ParseXMLToolCalls),
+// JSON object of its parameters typed by schemas (toolcall.ParseXML),
 // and returns the text before the first call less the "\n\n" the template
 // puts between content and calls.
-func xmlToolCallsOf(text string, schemas envs.ParamSchemas) ([]openai.ToolCall, string, bool) {
-	if !strings.Contains(text, protocol.ToolCallOpen) {
+func xmlToolCallsOf(text string, schemas toolcall.ParamSchemas) ([]openai.ToolCall, string, bool) {
+	if !strings.Contains(text, toolcall.ToolCallOpen) {
 		return nil, "", false
 	}
-	parsed, err := envs.ParseXMLToolCalls(text, schemas)
+	parsed, err := toolcall.ParseXML(text, schemas)
 	if err != nil {
 		return nil, "", false
 	}
@@ -136,7 +134,7 @@ func xmlToolCallsOf(text string, schemas envs.ParamSchemas) ([]openai.ToolCall, 
 	for i, c := range parsed {
 		calls[i] = functionCall(c.Name, c.Arguments)
 	}
-	return calls, strings.TrimSuffix(text[:strings.Index(text, protocol.ToolCallOpen)], "\n\n"), true
+	return calls, strings.TrimSuffix(text[:strings.Index(text, toolcall.ToolCallOpen)], "\n\n"), true
 }
 
 // functionCall is a call as the API shows it: a fresh id, the arguments
@@ -156,8 +154,8 @@ func functionCall(name string, args json.RawMessage) openai.ToolCall {
 // so one that is a JSON object goes in as that object: the call renders as
 // the model wrote it, {"name": ..., "parameters": {...}}. Qwen3.5's
 // template lists the arguments' members, so it takes the object too.
-func callArguments(args string, syntax protocol.CallSyntax) json.RawMessage {
-	if syntax == protocol.LlamaJSON || syntax == protocol.QwenXML {
+func callArguments(args string, syntax toolcall.CallSyntax) json.RawMessage {
+	if syntax == toolcall.LlamaJSON || syntax == toolcall.QwenXML {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal([]byte(args), &obj) == nil && obj != nil {
 			return json.RawMessage(args)
@@ -185,21 +183,21 @@ func callID() string {
 // "<tool_call>", held back with the newline that may precede it; a Llama 3
 // turn is a call when it starts with "{", so nothing of it is sent while
 // it does or still could (white space, <|python_tag|>).
-func streamable(text string, stops []string, toolsOn bool, syntax protocol.CallSyntax) int {
+func streamable(text string, stops []string, toolsOn bool, syntax toolcall.CallSyntax) int {
 	n := len(text)
 	for n > 0 && !utf8.ValidString(text[:n]) {
 		n--
 	}
 	holds := stops
-	hermes := toolsOn && syntax != protocol.LlamaJSON
-	if toolsOn && syntax == protocol.LlamaJSON && mayBeLlamaCall(text[:n]) {
+	hermes := toolsOn && syntax != toolcall.LlamaJSON
+	if toolsOn && syntax == toolcall.LlamaJSON && mayBeLlamaCall(text[:n]) {
 		return 0
 	}
 	if hermes {
-		if i := strings.Index(text[:n], protocol.ToolCallOpen); i >= 0 {
+		if i := strings.Index(text[:n], toolcall.ToolCallOpen); i >= 0 {
 			n = i
 		}
-		holds = append([]string{protocol.ToolCallOpen}, stops...)
+		holds = append([]string{toolcall.ToolCallOpen}, stops...)
 	}
 	for _, h := range holds {
 		for k := min(len(h)-1, n); k > 0; k-- {
@@ -219,12 +217,12 @@ func streamable(text string, stops []string, toolsOn bool, syntax protocol.CallS
 // or may still turn out to be, a tool call: it is one, or it is white
 // space and the start of <|python_tag|> at most.
 func mayBeLlamaCall(text string) bool {
-	if _, ok := protocol.LlamaCall(text); ok {
+	if _, ok := toolcall.LlamaCall(text); ok {
 		return true
 	}
 	rest := strings.TrimLeftFunc(text, unicode.IsSpace)
-	if after, ok := strings.CutPrefix(rest, protocol.LlamaPythonTag); ok {
+	if after, ok := strings.CutPrefix(rest, toolcall.LlamaPythonTag); ok {
 		return strings.TrimSpace(after) == ""
 	}
-	return strings.HasPrefix(protocol.LlamaPythonTag, rest)
+	return strings.HasPrefix(toolcall.LlamaPythonTag, rest)
 }

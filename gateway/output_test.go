@@ -3,8 +3,8 @@ package gateway
 import (
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/gateway/openai"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // A finished Llama 3 completion that is one well-formed call becomes that
@@ -16,7 +16,7 @@ func TestMakeOutputLlama(t *testing.T) {
 	}{
 		{call, "search", `{"query":  "Kamo"}`},
 		{"\n" + call + " ", "search", `{"query":  "Kamo"}`},
-		{protocol.LlamaPythonTag + call, "search", `{"query":  "Kamo"}`},
+		{toolcall.LlamaPythonTag + call, "search", `{"query":  "Kamo"}`},
 		{`{"name": "now"}`, "now", "{}"},
 		{`{"name": "now", "parameters": null}`, "now", "{}"},
 		{`{"name": "search", "arguments": {"query": "Kamo"}}`, "", ""},
@@ -26,7 +26,7 @@ func TestMakeOutputLlama(t *testing.T) {
 		{"<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>", "", ""},
 	}
 	for _, c := range cases {
-		o := makeOutput(c.text, EndToken, true, protocol.LlamaJSON, nil)
+		o := makeOutput(c.text, EndToken, true, toolcall.LlamaJSON, nil)
 		if c.name == "" {
 			if o.content == nil || *o.content != c.text || o.toolCalls != nil || o.finish != openai.FinishStop {
 				t.Errorf("%q: %+v, want it all as content", c.text, o)
@@ -41,7 +41,7 @@ func TestMakeOutputLlama(t *testing.T) {
 			t.Errorf("%q: call %+v, want %s(%s)", c.text, f, c.name, c.args)
 		}
 	}
-	if o := makeOutput(call, EndToken, false, protocol.LlamaJSON, nil); o.content == nil || *o.content != call {
+	if o := makeOutput(call, EndToken, false, toolcall.LlamaJSON, nil); o.content == nil || *o.content != call {
 		t.Errorf("tools off: %+v, want content", o)
 	}
 }
@@ -59,20 +59,20 @@ func TestStreamableLlama(t *testing.T) {
 		{"{", 0},
 		{` {"name": "search", "param`, 0},
 		{"<|python", 0},
-		{protocol.LlamaPythonTag + "\n", 0},
-		{protocol.LlamaPythonTag + `{"na`, 0},
-		{protocol.LlamaPythonTag + "print(1)", len(protocol.LlamaPythonTag + "print(1)")},
+		{toolcall.LlamaPythonTag + "\n", 0},
+		{toolcall.LlamaPythonTag + `{"na`, 0},
+		{toolcall.LlamaPythonTag + "print(1)", len(toolcall.LlamaPythonTag + "print(1)")},
 		{"The answer", len("The answer")},
 		{"Paris ST", len("Paris ")},
 		{"See {x}", len("See {x}")},
 		{"<tool_call>\n", len("<tool_call>\n")}, // not Llama's markup
 	}
 	for _, c := range cases {
-		if got := streamable(c.text, stops, true, protocol.LlamaJSON); got != c.want {
+		if got := streamable(c.text, stops, true, toolcall.LlamaJSON); got != c.want {
 			t.Errorf("streamable(%q) = %d, want %d", c.text, got, c.want)
 		}
 	}
-	if got := streamable("{", nil, false, protocol.LlamaJSON); got != 1 {
+	if got := streamable("{", nil, false, toolcall.LlamaJSON); got != 1 {
 		t.Errorf("tools off: streamable(\"{\") = %d, want 1", got)
 	}
 }
@@ -83,14 +83,14 @@ func TestStreamableLlama(t *testing.T) {
 func TestCallArguments(t *testing.T) {
 	cases := []struct {
 		args   string
-		syntax protocol.CallSyntax
+		syntax toolcall.CallSyntax
 		want   string
 	}{
-		{`{"query": "Kamo"}`, protocol.LlamaJSON, `{"query": "Kamo"}`},
-		{`not json`, protocol.LlamaJSON, `"not json"`},
-		{`[1]`, protocol.LlamaJSON, `"[1]"`},
-		{`null`, protocol.LlamaJSON, `"null"`},
-		{`{"query": "Kamo"}`, protocol.Hermes, `"{\"query\": \"Kamo\"}"`},
+		{`{"query": "Kamo"}`, toolcall.LlamaJSON, `{"query": "Kamo"}`},
+		{`not json`, toolcall.LlamaJSON, `"not json"`},
+		{`[1]`, toolcall.LlamaJSON, `"[1]"`},
+		{`null`, toolcall.LlamaJSON, `"null"`},
+		{`{"query": "Kamo"}`, toolcall.Hermes, `"{\"query\": \"Kamo\"}"`},
 	}
 	for _, c := range cases {
 		if got := string(callArguments(c.args, c.syntax)); got != c.want {

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
-	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/gateway/openai"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // A finished Qwen3.5 completion with well-formed XML calls becomes those
@@ -14,10 +13,10 @@ import (
 // them (less the template's "\n\n") the content; a malformed call is
 // content.
 func TestMakeOutputQwenXML(t *testing.T) {
-	schemas := envs.ParamSchemas{"search": json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"k":{"type":"integer"}}}`)}
-	call := protocol.XMLToolCall("search", []protocol.XMLParam{{Key: "query", Value: "Kamo"}, {Key: "k", Value: "3"}})
-	text := "I look it up.\n</think>\n\nSearching.\n\n" + call + "\n" + protocol.XMLToolCall("now", nil)
-	o := makeOutput(text, EndToken, true, protocol.QwenXML, schemas)
+	schemas := toolcall.ParamSchemas{"search": json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"k":{"type":"integer"}}}`)}
+	call := toolcall.XMLToolCall("search", []toolcall.XMLParam{{Key: "query", Value: "Kamo"}, {Key: "k", Value: "3"}})
+	text := "I look it up.\n</think>\n\nSearching.\n\n" + call + "\n" + toolcall.XMLToolCall("now", nil)
+	o := makeOutput(text, EndToken, true, toolcall.QwenXML, schemas)
 	if o.finish != openai.FinishToolCalls || len(o.toolCalls) != 2 || o.content == nil || *o.content != "I look it up.\n</think>\n\nSearching." {
 		t.Fatalf("%+v, want two calls and the text before them", o)
 	}
@@ -28,11 +27,11 @@ func TestMakeOutputQwenXML(t *testing.T) {
 		t.Errorf("call 2 %+v, want now({})", f)
 	}
 	bad := "<tool_call>\n<function=search>\n</tool_call>"
-	if o := makeOutput(bad, EndToken, true, protocol.QwenXML, schemas); o.content == nil || *o.content != bad || o.toolCalls != nil {
+	if o := makeOutput(bad, EndToken, true, toolcall.QwenXML, schemas); o.content == nil || *o.content != bad || o.toolCalls != nil {
 		t.Errorf("malformed call: %+v, want it all as content", o)
 	}
 	// A call sent back goes to the template as the object it holds.
-	if got := string(callArguments(`{"query":"Kamo","k":3}`, protocol.QwenXML)); got != `{"query":"Kamo","k":3}` {
+	if got := string(callArguments(`{"query":"Kamo","k":3}`, toolcall.QwenXML)); got != `{"query":"Kamo","k":3}` {
 		t.Errorf("callArguments = %s, want the object", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentrl/agentrl/report"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -324,7 +325,7 @@ func (r *runSource) fillList(p *listPage, run string) error {
 			return fmt.Errorf("list trajectories of %s: %w", r.Path, err)
 		}
 		x.Reward, x.Duration = orNaN(reward), orNaN(dur)
-		x.Question, x.Answer = clip(x.Question, 160), clip(x.Answer, 80)
+		x.Question, x.Answer = report.Clip(x.Question, 160), report.Clip(x.Answer, 80)
 		p.Rows = append(p.Rows, x)
 	}
 	if err := rows.Err(); err != nil {

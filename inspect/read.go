@@ -3,8 +3,6 @@ package inspect
 import (
 	"database/sql"
 	"math"
-	"strings"
-	"unicode/utf8"
 )
 
 // orNaN reads a nullable REAL: the store keeps NaN as NULL.
@@ -49,18 +47,4 @@ func strs(tx *sql.Tx, q string, args ...any) ([]string, error) {
 		out = append(out, v)
 	}
 	return out, rows.Err()
-}
-
-// clip shortens s to at most n bytes on a rune boundary, marking the cut
-// with "…", and replaces invalid UTF-8.
-func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrl/agentrl/report"
 	"github.com/agentrl/agentrl/trainer/store"
 )
 
@@ -54,7 +55,7 @@ func (s *Server) sqlPage(w http.ResponseWriter, r *http.Request) {
 			for _, row := range rows {
 				cells := make([]string, len(row))
 				for i, v := range row {
-					cells[i] = clip(store.Cell(v), 2000)
+					cells[i] = report.Clip(store.Cell(v), 2000)
 				}
 				p.Rows = append(p.Rows, cells)
 			}

@@ -91,7 +91,7 @@ func (s *Server) trajectoryPage(w http.ResponseWriter, r *http.Request) {
 	sort.Slice(p.Components, func(i, j int) bool { return p.Components[i].Name < p.Components[j].Name })
 	for i, u := range t.Turns {
 		for j, c := range u.Calls {
-			p.Calls = append(p.Calls, callRow{Turn: i, Call: j, Tool: c.Name, Args: clip(c.Args, 2000), Result: clip(c.Result, 4000),
+			p.Calls = append(p.Calls, callRow{Turn: i, Call: j, Tool: c.Name, Args: report.Clip(c.Args, 2000), Result: report.Clip(c.Result, 4000),
 				ParseError: c.ParseError, OK: c.OK, Latency: c.LatencyMS})
 		}
 	}
@@ -211,7 +211,7 @@ func (r *runSource) group(run string, t *trajectory.Trajectory, tid int64) ([]gr
 		if err := rows.Scan(&g.TID, &g.ID, &g.Sample, &g.Answer, &g.Correct, &reward, &g.Stop, &g.Turns); err != nil {
 			return nil, fmt.Errorf("group of %s in %s: %w", t.ID, r.Path, err)
 		}
-		g.Reward, g.Current, g.Answer = orNaN(reward), g.TID == tid, clip(g.Answer, 200)
+		g.Reward, g.Current, g.Answer = orNaN(reward), g.TID == tid, report.Clip(g.Answer, 200)
 		out = append(out, g)
 	}
 	return out, rows.Err()

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 //go:embed page.tmpl
@@ -122,16 +121,15 @@ func num(v float64) string {
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
-// clip shortens s to at most n bytes (on a rune boundary), saying how much
-// was left out, and replaces invalid UTF-8 so the page stays valid.
-func clip(s string, n int) string {
+// Clip shortens s for a person to read: at most n characters (runes), the
+// last of them "…" when s was cut, invalid UTF-8 replaced so that a page
+// or a terminal shows it whole. The report, trainer inspect and the CLI's
+// tables all clip with it.
+func Clip(s string, n int) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
+	r := []rune(s)
+	if len(r) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf(" … [%d more bytes]", len(s)-cut)
+	return string(r[:n-1]) + "…"
 }

@@ -55,10 +55,10 @@ func sampleViews(samples []sample) []sampleView {
 			Why: s.why, ID: t.ID,
 			Meta: fmt.Sprintf("iteration %d · %s · task %s (%s, %d hops) · group %d, sample %d · policy version %d · %d tokens",
 				t.Iteration, t.Split, t.TaskID, t.Dataset, t.Hops, t.Group, t.Sample, t.PolicyVersion, len(t.Tokens)),
-			Question: clip(t.Question, maxTextLen), Gold: clip(strings.Join(t.Gold, " | "), maxTextLen),
-			Answer: clip(t.Answer, maxTextLen), Correct: s.correct,
+			Question: Clip(t.Question, maxTextLen), Gold: Clip(strings.Join(t.Gold, " | "), maxTextLen),
+			Answer: Clip(t.Answer, maxTextLen), Correct: s.correct,
 			Reward: num(t.Reward), Outcome: num(t.Outcome), Components: componentList(t.Components),
-			Stop: string(t.Stop), Error: clip(t.Error, maxTextLen),
+			Stop: string(t.Stop), Error: Clip(t.Error, maxTextLen),
 		}
 		if v.Answer == "" {
 			v.Answer = "(none)"
@@ -70,7 +70,7 @@ func sampleViews(samples []sample) []sampleView {
 			v.Stop += " (truncated)"
 		}
 		for i, u := range t.Turns {
-			tv := turnView{N: i + 1, Tokens: plural(u.GenTokens, "token"), Text: clip(u.Text, maxTextLen)}
+			tv := turnView{N: i + 1, Tokens: plural(u.GenTokens, "token"), Text: Clip(u.Text, maxTextLen)}
 			if !math.IsNaN(u.ProcessReward) && u.ProcessReward != 0 {
 				tv.Reward = num(u.ProcessReward)
 			}
@@ -78,8 +78,8 @@ func sampleViews(samples []sample) []sampleView {
 				tv.Evidence = plural(u.Evidence, "supporting passage")
 			}
 			for _, c := range u.Calls {
-				cv := callView{Tool: clip(c.Name, maxTextLen), Args: clip(c.Args, maxTextLen), OK: c.OK,
-					ParseError: clip(c.ParseError, maxTextLen), Result: clip(c.Result, maxObservationLen)}
+				cv := callView{Tool: Clip(c.Name, maxTextLen), Args: Clip(c.Args, maxTextLen), OK: c.OK,
+					ParseError: Clip(c.ParseError, maxTextLen), Result: Clip(c.Result, maxObservationLen)}
 				if c.Name != "" && !math.IsNaN(c.LatencyMS) {
 					cv.Latency = num(c.LatencyMS) + " ms"
 				}

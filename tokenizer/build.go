@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // qwenChatTemplate is the chat template of Qwen3's tokenizer_config.json,
@@ -34,7 +34,7 @@ const UnknownToken = "<unk>"
 // QwenSpecials are the added tokens the chat format of this package uses,
 // for BuildWordLevel: the first three are special (skipped by Decode on
 // request), the others are added tokens as in Qwen3's own file.
-var QwenSpecials = protocol.SpecialTokens()
+var QwenSpecials = toolcall.SpecialTokens()
 
 // BuildWordLevel makes a tiny WordLevel tokenizer for CPU demos. The texts
 // are cut at the specials, and the rest is pre-tokenized with Qwen's Split
@@ -131,11 +131,11 @@ func BuildWordLevelAs(family Family, texts []string, specials []string) (*Tokeni
 		"model_max_length":             mustJSON(131072),
 		"unk_token":                    mustJSON(UnknownToken),
 	}
-	if _, ok := vocab[protocol.TurnEnd]; ok {
-		config["eos_token"] = mustJSON(protocol.TurnEnd)
+	if _, ok := vocab[toolcall.TurnEnd]; ok {
+		config["eos_token"] = mustJSON(toolcall.TurnEnd)
 	}
-	if _, ok := vocab[protocol.EndOfText]; ok {
-		config["pad_token"] = mustJSON(protocol.EndOfText)
+	if _, ok := vocab[toolcall.EndOfText]; ok {
+		config["pad_token"] = mustJSON(toolcall.EndOfText)
 	}
 	t, err := newTokenizer(f, config)
 	if err != nil {

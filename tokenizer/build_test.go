@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/internal/hubcache/hubcachetest"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 func TestBuildWordLevelIDs(t *testing.T) {
@@ -251,8 +251,8 @@ func TestBuildWordLevelAsQwen35(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Family() != Qwen35 || f.CallSyntax() != protocol.QwenXML {
-		t.Errorf("format %s writing %v calls, want qwen3.5 writing %v", f.Family(), f.CallSyntax(), protocol.QwenXML)
+	if f.Family() != Qwen35 || f.CallSyntax() != toolcall.QwenXML {
+		t.Errorf("format %s writing %v calls, want qwen3.5 writing %v", f.Family(), f.CallSyntax(), toolcall.QwenXML)
 	}
 	unk, _ := back.TokenID(UnknownToken)
 	if ids := back.Encode(call); slices.Contains(ids, unk) || back.Decode(ids, false) != call {

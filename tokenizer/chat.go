@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // ToolCall is a function call made by an assistant message.
@@ -149,7 +149,7 @@ func (c *ChatFormat) Family() Family { return c.family }
 // Hermes <tool_call> blocks (Qwen2.5, Qwen3 and the word-level tokenizers
 // without a template), Llama 3's bare JSON object with "parameters", or
 // Qwen3.5's XML in <tool_call> blocks.
-func (c *ChatFormat) CallSyntax() protocol.CallSyntax { return familySpecs[c.family].calls }
+func (c *ChatFormat) CallSyntax() toolcall.CallSyntax { return familySpecs[c.family].calls }
 
 // RewritesHistory reports whether the chat template renders a
 // conversation so that a later prompt need not extend an earlier one:

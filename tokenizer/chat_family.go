@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // Family is a model family whose chat template agentrl writes by hand.
@@ -30,7 +30,7 @@ const (
 	// the layout of a tokenizer with no chat template.
 	Qwen3 Family = "qwen3"
 	// Qwen35 is Qwen3.5's template: thinking opened by the generation
-	// prompt (enable_thinking), tool calls in XML (protocol.QwenXML),
+	// prompt (enable_thinking), tool calls in XML (toolcall.QwenXML),
 	// contents trimmed.
 	Qwen35 Family = "qwen3.5"
 	// Llama31 is Llama 3.1-Instruct's template, which Llama 3.3-Instruct
@@ -62,7 +62,7 @@ type familySpec struct {
 	required []string // added tokens the format writes
 	turnEnd  string   // the token that ends an assistant turn
 	stops    []string // other tokens that end generation, when present
-	calls    protocol.CallSyntax
+	calls    toolcall.CallSyntax
 }
 
 // Llama 3's special tokens.
@@ -70,28 +70,28 @@ const (
 	llamaBOS         = "<|begin_of_text|>"
 	llamaHeaderStart = "<|start_header_id|>"
 	llamaHeaderEnd   = "<|end_header_id|>"
-	llamaEOT         = protocol.LlamaEOT
+	llamaEOT         = toolcall.LlamaEOT
 )
 
 var qwenSpec = familySpec{
-	required: []string{protocol.TurnStart, protocol.TurnEnd},
-	turnEnd:  protocol.TurnEnd,
-	stops:    []string{protocol.EndOfText, protocol.ToolCallClose},
-	calls:    protocol.Hermes,
+	required: []string{toolcall.TurnStart, toolcall.TurnEnd},
+	turnEnd:  toolcall.TurnEnd,
+	stops:    []string{toolcall.EndOfText, toolcall.ToolCallClose},
+	calls:    toolcall.Hermes,
 }
 
 var qwen35Spec = familySpec{
-	required: []string{protocol.TurnStart, protocol.TurnEnd},
-	turnEnd:  protocol.TurnEnd,
-	stops:    []string{protocol.EndOfText, protocol.ToolCallClose},
-	calls:    protocol.QwenXML,
+	required: []string{toolcall.TurnStart, toolcall.TurnEnd},
+	turnEnd:  toolcall.TurnEnd,
+	stops:    []string{toolcall.EndOfText, toolcall.ToolCallClose},
+	calls:    toolcall.QwenXML,
 }
 
 var llamaSpec = familySpec{
 	required: []string{llamaBOS, llamaHeaderStart, llamaHeaderEnd, llamaEOT},
 	turnEnd:  llamaEOT,
-	stops:    []string{protocol.LlamaEOM, "<|end_of_text|>"},
-	calls:    protocol.LlamaJSON,
+	stops:    []string{toolcall.LlamaEOM, "<|end_of_text|>"},
+	calls:    toolcall.LlamaJSON,
 }
 
 var familySpecs = map[Family]familySpec{Qwen25: qwenSpec, Qwen3: qwenSpec, Qwen35: qwen35Spec, Llama31: llamaSpec, Llama32: llamaSpec}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 func readTestTemplate(t *testing.T, name string) string {
@@ -109,12 +109,12 @@ func TestChatFormatCallSyntax(t *testing.T) {
 	}
 	cases := []struct {
 		tok  *Tokenizer
-		want protocol.CallSyntax
+		want toolcall.CallSyntax
 	}{
-		{words, protocol.Hermes},
-		{withTemplate(t, words, readTestTemplate(t, "qwen2.5-instruct.jinja")), protocol.Hermes},
-		{llamaWordLevel(t, readTestTemplate(t, "llama3.1-instruct.jinja")), protocol.LlamaJSON},
-		{llamaWordLevel(t, readTestTemplate(t, "llama3.2-instruct.jinja")), protocol.LlamaJSON},
+		{words, toolcall.Hermes},
+		{withTemplate(t, words, readTestTemplate(t, "qwen2.5-instruct.jinja")), toolcall.Hermes},
+		{llamaWordLevel(t, readTestTemplate(t, "llama3.1-instruct.jinja")), toolcall.LlamaJSON},
+		{llamaWordLevel(t, readTestTemplate(t, "llama3.2-instruct.jinja")), toolcall.LlamaJSON},
 	}
 	for _, c := range cases {
 		f, err := NewChatFormat(c.tok)

@@ -11,9 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
-	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/internal/pyinterop"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // chatCase is one conversation rendered by both sides.
@@ -426,7 +425,7 @@ func checkChatCases(t *testing.T, base *ChatFormat, dir string, cases []chatCase
 // in transformers' text of an assistant message with tool calls whose
 // arguments are JSON objects, the message's calls; it reports whether the
 // message was such a one.
-func callsReadBack(t *testing.T, syntax protocol.CallSyntax, m Message, generated, name string) bool {
+func callsReadBack(t *testing.T, syntax toolcall.CallSyntax, m Message, generated, name string) bool {
 	t.Helper()
 	if len(m.ToolCalls) == 0 {
 		return false
@@ -437,12 +436,12 @@ func callsReadBack(t *testing.T, syntax protocol.CallSyntax, m Message, generate
 			return false
 		}
 	}
-	calls, err := envs.ParseToolCallsIn(syntax, generated, nil)
+	calls, err := toolcall.Parse(syntax, generated, nil)
 	if err != nil || len(calls) != len(m.ToolCalls) {
 		t.Errorf("%s: %v reads %+v, %v in %q; want the message's %d calls", name, syntax, calls, err, generated, len(m.ToolCalls))
 		return true
 	}
-	if syntax == protocol.QwenXML {
+	if syntax == toolcall.QwenXML {
 		// Read without schemas, each value is the text the template wrote:
 		// written again, the calls are the message's.
 		for i, c := range calls {
@@ -454,7 +453,7 @@ func callsReadBack(t *testing.T, syntax protocol.CallSyntax, m Message, generate
 			if err != nil {
 				t.Fatal(err)
 			}
-			if g, w := protocol.XMLToolCall(c.Name, got), protocol.XMLToolCall(m.ToolCalls[i].Name, want); g != w {
+			if g, w := toolcall.XMLToolCall(c.Name, got), toolcall.XMLToolCall(m.ToolCalls[i].Name, want); g != w {
 				t.Errorf("%s: call %d read back as %q, want %q", name, i, g, w)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // llamaLayout is Llama 3.1/3.2/3.3-Instruct's template with its defaults
@@ -80,7 +80,7 @@ func (l llamaLayout) turns(msgs []Message, tools []json.RawMessage, addGeneratio
 			}
 			// The content of a message with a call is not rendered.
 			turn = []span{{text: llamaHeader("assistant")},
-				{text: protocol.LlamaToolCall(call.Name, args) + llamaEOT, gen: true}}
+				{text: toolcall.LlamaToolCall(call.Name, args) + llamaEOT, gen: true}}
 		case m.Role == "assistant":
 			turn = []span{{text: llamaHeader("assistant")}, {text: pyStrip(m.Content) + llamaEOT, gen: true}}
 		case m.Role == "user" || m.Role == "system":

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // qwenLayout is ChatML with Hermes-style tools as Qwen3's template lays it
@@ -26,19 +26,19 @@ const (
 	toolsHeader = "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
 		"You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
 	toolsFooter = "\n</tools>\n\nFor each function call, return a json object with function name and arguments " +
-		"within " + protocol.ToolCallOpen + protocol.ToolCallClose + " XML tags:\n" + protocol.ToolCallOpen + "\n{\"name\": <function-name>, " +
-		"\"arguments\": <args-json-object>}\n" + protocol.ToolCallClose + protocol.TurnEnd + "\n"
+		"within " + toolcall.ToolCallOpen + toolcall.ToolCallClose + " XML tags:\n" + toolcall.ToolCallOpen + "\n{\"name\": <function-name>, " +
+		"\"arguments\": <args-json-object>}\n" + toolcall.ToolCallClose + toolcall.TurnEnd + "\n"
 	// emptyThink is the think block of Qwen3's generation prompt with
 	// enable_thinking=false, and of a last turn with no reasoning.
-	emptyThink = protocol.ThinkOpen + "\n\n" + protocol.ThinkClose + "\n\n"
+	emptyThink = toolcall.ThinkOpen + "\n\n" + toolcall.ThinkClose + "\n\n"
 )
 
 // generationPrompt opens the assistant turn the model writes.
 func (q qwenLayout) generationPrompt() string {
 	if q.noThinking {
-		return protocol.TurnStart + "assistant\n" + emptyThink
+		return toolcall.TurnStart + "assistant\n" + emptyThink
 	}
-	return protocol.TurnStart + "assistant\n"
+	return toolcall.TurnStart + "assistant\n"
 }
 
 // turns lays out the conversation as the template does; every turn starts
@@ -54,7 +54,7 @@ func (q qwenLayout) turns(msgs []Message, tools []json.RawMessage, addGeneration
 	}
 	switch {
 	case len(tools) > 0:
-		head := protocol.TurnStart + "system\n"
+		head := toolcall.TurnStart + "system\n"
 		if hasSystem {
 			head += system + "\n\n"
 		}
@@ -68,7 +68,7 @@ func (q qwenLayout) turns(msgs []Message, tools []json.RawMessage, addGeneration
 		}
 		turns = append(turns, append(turn, span{text: toolsFooter}))
 	case hasSystem:
-		turns = append(turns, []span{{text: protocol.TurnStart + "system\n" + system + protocol.TurnEnd + "\n"}})
+		turns = append(turns, []span{{text: toolcall.TurnStart + "system\n" + system + toolcall.TurnEnd + "\n"}})
 	}
 	lastQuery := lastQueryIndex(msgs)
 	for i, m := range msgs {
@@ -77,8 +77,8 @@ func (q qwenLayout) turns(msgs []Message, tools []json.RawMessage, addGeneration
 			if m.Role == "system" && i == 0 {
 				continue
 			}
-			turns = append(turns, []span{{text: protocol.TurnStart + m.Role + "\n"},
-				{text: m.Content, plain: m.Role == "user"}, {text: protocol.TurnEnd + "\n"}})
+			turns = append(turns, []span{{text: toolcall.TurnStart + m.Role + "\n"},
+				{text: m.Content, plain: m.Role == "user"}, {text: toolcall.TurnEnd + "\n"}})
 		case "assistant":
 			var turn []span
 			var err error
@@ -93,12 +93,12 @@ func (q qwenLayout) turns(msgs []Message, tools []json.RawMessage, addGeneration
 			turns = append(turns, turn)
 		case "tool":
 			if i == 0 || msgs[i-1].Role != "tool" {
-				turns = append(turns, []span{{text: protocol.TurnStart + "user"}})
+				turns = append(turns, []span{{text: toolcall.TurnStart + "user"}})
 			}
 			last := &turns[len(turns)-1]
 			*last = append(*last, toolResponse(m.Content)...)
 			if i == len(msgs)-1 || msgs[i+1].Role != "tool" {
-				*last = append(*last, span{text: protocol.TurnEnd + "\n"})
+				*last = append(*last, span{text: toolcall.TurnEnd + "\n"})
 			}
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
@@ -122,22 +122,22 @@ func (q qwenLayout) observation(responses []string, modelClosedTurn bool) []span
 func userObservation(responses []string, modelClosedTurn bool, prompt string) []span {
 	var spans []span
 	if !modelClosedTurn {
-		spans = append(spans, span{text: protocol.TurnEnd})
+		spans = append(spans, span{text: toolcall.TurnEnd})
 	}
 	spans = append(spans, span{text: "\n"})
 	if len(responses) > 0 {
-		spans = append(spans, span{text: protocol.TurnStart + "user"})
+		spans = append(spans, span{text: toolcall.TurnStart + "user"})
 		for _, r := range responses {
 			spans = append(spans, toolResponse(r)...)
 		}
-		spans = append(spans, span{text: protocol.TurnEnd + "\n"})
+		spans = append(spans, span{text: toolcall.TurnEnd + "\n"})
 	}
 	return append(spans, span{text: prompt})
 }
 
 // toolResponse is one tool response in its tags, the response plain.
 func toolResponse(text string) []span {
-	return []span{{text: protocol.ToolResponseBefore}, {text: text, plain: true}, {text: protocol.ToolResponseAfter}}
+	return []span{{text: toolcall.ToolResponseBefore}, {text: text, plain: true}, {text: toolcall.ToolResponseAfter}}
 }
 
 // lastQueryIndex is the index of the last user message that is not a
@@ -145,7 +145,7 @@ func toolResponse(text string) []span {
 func lastQueryIndex(msgs []Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m := msgs[i]
-		if m.Role == "user" && !(strings.HasPrefix(m.Content, protocol.ToolResponseOpen) && strings.HasSuffix(m.Content, protocol.ToolResponseClose)) {
+		if m.Role == "user" && !(strings.HasPrefix(m.Content, toolcall.ToolResponseOpen) && strings.HasSuffix(m.Content, toolcall.ToolResponseClose)) {
 			return i
 		}
 	}
@@ -159,15 +159,15 @@ func lastQueryIndex(msgs []Message) int {
 // block of the last message is the generation prompt's, so not generated.
 func (q qwenLayout) qwen3Assistant(m Message, afterQuery, last bool) ([]span, error) {
 	content, reasoning := m.Content, ""
-	if strings.Contains(content, protocol.ThinkClose) {
-		parts := strings.Split(content, protocol.ThinkClose)
+	if strings.Contains(content, toolcall.ThinkClose) {
+		parts := strings.Split(content, toolcall.ThinkClose)
 		content = strings.TrimLeft(parts[len(parts)-1], "\n")
-		before := strings.Split(strings.TrimRight(parts[0], "\n"), protocol.ThinkOpen)
+		before := strings.Split(strings.TrimRight(parts[0], "\n"), toolcall.ThinkOpen)
 		reasoning = strings.TrimLeft(before[len(before)-1], "\n")
 	}
-	head := protocol.TurnStart + "assistant\n"
+	head := toolcall.TurnStart + "assistant\n"
 	var b strings.Builder
-	switch think := protocol.Think(strings.Trim(reasoning, "\n")); {
+	switch think := toolcall.Think(strings.Trim(reasoning, "\n")); {
 	case afterQuery && q.noThinking && last && think == emptyThink:
 		head += emptyThink
 		b.WriteString(strings.TrimLeft(content, "\n"))
@@ -184,9 +184,9 @@ func (q qwenLayout) qwen3Assistant(m Message, afterQuery, last bool) ([]span, er
 		if err != nil {
 			return nil, fmt.Errorf("tool call %q: %w", call.Name, err)
 		}
-		b.WriteString(protocol.ToolCall(call.Name, args))
+		b.WriteString(toolcall.ToolCall(call.Name, args))
 	}
-	b.WriteString(protocol.TurnEnd)
+	b.WriteString(toolcall.TurnEnd)
 	return []span{{text: head}, {text: b.String(), gen: true}, {text: "\n"}}, nil
 }
 
@@ -207,10 +207,10 @@ func qwen25Assistant(m Message) ([]span, error) {
 		if b.Len() > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString(protocol.ToolCall(call.Name, args))
+		b.WriteString(toolcall.ToolCall(call.Name, args))
 	}
-	b.WriteString(protocol.TurnEnd)
-	return []span{{text: protocol.TurnStart + "assistant\n"}, {text: b.String(), gen: true}, {text: "\n"}}, nil
+	b.WriteString(toolcall.TurnEnd)
+	return []span{{text: toolcall.TurnStart + "assistant\n"}, {text: b.String(), gen: true}, {text: "\n"}}, nil
 }
 
 // qwen3Arguments prints a tool call's arguments as Qwen3's template does: a

@@ -8,11 +8,11 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // qwen35Layout is Qwen3.5's chat template: ChatML, the tools block before
-// the system message, tool calls in the XML syntax (protocol.QwenXML),
+// the system message, tool calls in the XML syntax (toolcall.QwenXML),
 // every message's content trimmed, and a generation prompt that opens the
 // think block ("<think>\n"; with enable_thinking=false an empty block).
 type qwen35Layout struct {
@@ -22,28 +22,28 @@ type qwen35Layout struct {
 const (
 	qwen35ToolsHeader = "# Tools\n\nYou have access to the following functions:\n\n<tools>"
 	qwen35ToolsFooter = "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n" +
-		protocol.ToolCallOpen + "\n" + protocol.FunctionOpen + "example_function_name>\n" +
-		protocol.ParameterOpen + "example_parameter_1>\nvalue_1\n" + protocol.ParameterClose + "\n" +
-		protocol.ParameterOpen + "example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n" + protocol.ParameterClose + "\n" +
-		protocol.FunctionClose + "\n" + protocol.ToolCallClose + "\n\n" +
+		toolcall.ToolCallOpen + "\n" + toolcall.FunctionOpen + "example_function_name>\n" +
+		toolcall.ParameterOpen + "example_parameter_1>\nvalue_1\n" + toolcall.ParameterClose + "\n" +
+		toolcall.ParameterOpen + "example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n" + toolcall.ParameterClose + "\n" +
+		toolcall.FunctionClose + "\n" + toolcall.ToolCallClose + "\n\n" +
 		"<IMPORTANT>\nReminder:\n" +
-		"- Function calls MUST follow the specified format: an inner " + protocol.FunctionOpen + "...></function> block must be nested within " +
-		protocol.ToolCallOpen + protocol.ToolCallClose + " XML tags\n" +
+		"- Function calls MUST follow the specified format: an inner " + toolcall.FunctionOpen + "...></function> block must be nested within " +
+		toolcall.ToolCallOpen + toolcall.ToolCallClose + " XML tags\n" +
 		"- Required parameters MUST be specified\n" +
 		"- You may provide optional reasoning for your function call in natural language BEFORE the function call, but NOT after\n" +
 		"- If there is no function call available, answer the question like normal with your current knowledge and do not tell the user about function calls\n" +
 		"</IMPORTANT>"
 	// qwen35ThinkOpen is what the generation prompt writes of the think
 	// block when thinking is on: the model writes the rest.
-	qwen35ThinkOpen = protocol.ThinkOpen + "\n"
+	qwen35ThinkOpen = toolcall.ThinkOpen + "\n"
 )
 
 // generationPrompt opens the assistant turn the model writes.
 func (q qwen35Layout) generationPrompt() string {
 	if q.noThinking {
-		return protocol.TurnStart + "assistant\n" + emptyThink
+		return toolcall.TurnStart + "assistant\n" + emptyThink
 	}
-	return protocol.TurnStart + "assistant\n" + qwen35ThinkOpen
+	return toolcall.TurnStart + "assistant\n" + qwen35ThinkOpen
 }
 
 // turns lays out the conversation as the template does.
@@ -55,7 +55,7 @@ func (q qwen35Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 	}
 	switch {
 	case len(tools) > 0:
-		turn := []span{{text: protocol.TurnStart + "system\n" + qwen35ToolsHeader}}
+		turn := []span{{text: toolcall.TurnStart + "system\n" + qwen35ToolsHeader}}
 		for i, tool := range tools {
 			s, err := pyJSON(tool)
 			if err != nil {
@@ -67,14 +67,14 @@ func (q qwen35Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 		if system != "" {
 			tail += "\n\n" + system
 		}
-		turns = append(turns, append(turn, span{text: tail + protocol.TurnEnd + "\n"}))
+		turns = append(turns, append(turn, span{text: tail + toolcall.TurnEnd + "\n"}))
 	case msgs[0].Role == "system":
-		turns = append(turns, []span{{text: protocol.TurnStart + "system\n" + system + protocol.TurnEnd + "\n"}})
+		turns = append(turns, []span{{text: toolcall.TurnStart + "system\n" + system + toolcall.TurnEnd + "\n"}})
 	}
 	lastQuery := -1
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if c := pyStrip(msgs[i].Content); msgs[i].Role == "user" &&
-			!(strings.HasPrefix(c, protocol.ToolResponseOpen) && strings.HasSuffix(c, protocol.ToolResponseClose)) {
+			!(strings.HasPrefix(c, toolcall.ToolResponseOpen) && strings.HasSuffix(c, toolcall.ToolResponseClose)) {
 			lastQuery = i
 			break
 		}
@@ -90,7 +90,7 @@ func (q qwen35Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 				return nil, fmt.Errorf("message %d: a system message must be the first (the template refuses one elsewhere)", i)
 			}
 		case "user":
-			turns = append(turns, []span{{text: protocol.TurnStart + "user\n"}, {text: content, plain: true}, {text: protocol.TurnEnd + "\n"}})
+			turns = append(turns, []span{{text: toolcall.TurnStart + "user\n"}, {text: content, plain: true}, {text: toolcall.TurnEnd + "\n"}})
 		case "assistant":
 			turn, err := q.assistant(m, content, i > lastQuery)
 			if err != nil {
@@ -99,7 +99,7 @@ func (q qwen35Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 			turns = append(turns, turn)
 		case "tool":
 			if i > 0 && msgs[i-1].Role != "tool" {
-				turns = append(turns, []span{{text: protocol.TurnStart + "user"}})
+				turns = append(turns, []span{{text: toolcall.TurnStart + "user"}})
 			}
 			if len(turns) == 0 {
 				turns = append(turns, nil)
@@ -107,7 +107,7 @@ func (q qwen35Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 			last := &turns[len(turns)-1]
 			*last = append(*last, toolResponse(content)...)
 			if i == len(msgs)-1 || msgs[i+1].Role != "tool" {
-				*last = append(*last, span{text: protocol.TurnEnd + "\n"})
+				*last = append(*last, span{text: toolcall.TurnEnd + "\n"})
 			}
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
@@ -128,21 +128,21 @@ func (q qwen35Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 // content, after "\n\n" when there is content.
 func (q qwen35Layout) assistant(m Message, content string, afterQuery bool) ([]span, error) {
 	reasoning := ""
-	if strings.Contains(content, protocol.ThinkClose) {
-		parts := strings.Split(content, protocol.ThinkClose)
-		before := strings.Split(strings.TrimRight(parts[0], "\n"), protocol.ThinkOpen)
+	if strings.Contains(content, toolcall.ThinkClose) {
+		parts := strings.Split(content, toolcall.ThinkClose)
+		before := strings.Split(strings.TrimRight(parts[0], "\n"), toolcall.ThinkOpen)
 		reasoning = strings.TrimLeft(before[len(before)-1], "\n")
 		content = strings.TrimLeft(parts[len(parts)-1], "\n")
 	}
 	reasoning = pyStrip(reasoning)
-	head := protocol.TurnStart + "assistant\n"
+	head := toolcall.TurnStart + "assistant\n"
 	var b strings.Builder
 	switch {
 	case afterQuery && q.noThinking && reasoning == "":
 		head += emptyThink
 	case afterQuery:
 		head += qwen35ThinkOpen
-		b.WriteString(reasoning + "\n" + protocol.ThinkClose + "\n\n")
+		b.WriteString(reasoning + "\n" + toolcall.ThinkClose + "\n\n")
 	}
 	b.WriteString(content)
 	for j, call := range m.ToolCalls {
@@ -156,9 +156,9 @@ func (q qwen35Layout) assistant(m Message, content string, afterQuery bool) ([]s
 		case pyStrip(content) != "":
 			b.WriteString("\n\n")
 		}
-		b.WriteString(protocol.XMLToolCall(call.Name, params))
+		b.WriteString(toolcall.XMLToolCall(call.Name, params))
 	}
-	b.WriteString(protocol.TurnEnd)
+	b.WriteString(toolcall.TurnEnd)
 	return []span{{text: head}, {text: b.String(), gen: true}, {text: "\n"}}, nil
 }
 
@@ -166,7 +166,7 @@ func (q qwen35Layout) assistant(m Message, content string, afterQuery bool) ([]s
 // them: in their order, each value a string as it is, an object or a list
 // through tojson, anything else as Python's str prints what json.loads
 // made of it (True, None, 1.0).
-func xmlParams(raw json.RawMessage) ([]protocol.XMLParam, error) {
+func xmlParams(raw json.RawMessage) ([]toolcall.XMLParam, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil // no arguments: the template writes no parameter
 	}
@@ -183,7 +183,7 @@ func xmlParams(raw json.RawMessage) ([]protocol.XMLParam, error) {
 	if !ok {
 		return nil, fmt.Errorf("arguments must be a JSON object (the template lists its items), got %s", raw)
 	}
-	params := make([]protocol.XMLParam, len(obj))
+	params := make([]toolcall.XMLParam, len(obj))
 	for i, m := range obj {
 		var s string
 		switch v := m.value.(type) {
@@ -207,7 +207,7 @@ func xmlParams(raw json.RawMessage) ([]protocol.XMLParam, error) {
 			}
 			s = w.b.String()
 		}
-		params[i] = protocol.XMLParam{Key: m.key, Value: s}
+		params[i] = toolcall.XMLParam{Key: m.key, Value: s}
 	}
 	return params, nil
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // qwen35Chat is the shared Qwen tokenizer with Qwen3.5's template.
@@ -23,7 +23,7 @@ func qwen35Chat(t *testing.T) *ChatFormat {
 // history and takes enable_thinking but not Llama's date.
 func TestQwen35Family(t *testing.T) {
 	f := qwen35Chat(t)
-	if f.Family() != Qwen35 || f.CallSyntax() != protocol.QwenXML || f.RewritesHistory() {
+	if f.Family() != Qwen35 || f.CallSyntax() != toolcall.QwenXML || f.RewritesHistory() {
 		t.Errorf("family %s, calls %v, rewrites history %v; want qwen3.5, qwen3.5-xml, false", f.Family(), f.CallSyntax(), f.RewritesHistory())
 	}
 	if _, err := f.WithOptions(ChatOptions{NoThinking: true}); err != nil {
@@ -165,7 +165,7 @@ func TestQwen35RenderEpisode(t *testing.T) {
 		if len(ids) != len(want)+1 || !slices.Equal(ids[:len(want)], want) {
 			t.Fatalf("%s: RenderEpisode\n%v\nwant the episode's\n%v", f.Family(), ids, want)
 		}
-		end, _ := f.Special(protocol.TurnEnd)
+		end, _ := f.Special(toolcall.TurnEnd)
 		for i, m := range wantMask {
 			if ids[i] == end && i < n {
 				continue

@@ -11,10 +11,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/gateway"
 	"github.com/agentrl/agentrl/gateway/openai"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trainer/store"
@@ -156,7 +156,7 @@ func checkEpisodeContexts(t *testing.T, f *tokenizer.ChatFormat, schemas []json.
 			if j == 0 && start != x.PromptLen {
 				t.Fatalf("%s: segment %d's first turn starts at %d, its prompt is %d tokens", id, k, start, x.PromptLen)
 			}
-			msgs := rollout.Context{Mode: rollout.ContextTemplate}.Messages(protocol.SystemPrompt, x.Question, conv)
+			msgs := rollout.Context{Mode: rollout.ContextTemplate}.Messages(toolcall.SystemPrompt, x.Question, conv)
 			want, _, err := f.Render(msgs, schemas, true)
 			if err != nil {
 				t.Fatal(err)
@@ -177,7 +177,7 @@ func checkEpisodeContexts(t *testing.T, f *tokenizer.ChatFormat, schemas []json.
 				}
 			}
 			text := turn.Text
-			for _, end := range []string{protocol.TurnEnd, protocol.EndOfText} {
+			for _, end := range []string{toolcall.TurnEnd, toolcall.EndOfText} {
 				text = strings.TrimSuffix(text, end)
 			}
 			var resp []string

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/config"
 )
@@ -92,7 +92,7 @@ func TestGeneralDemosTeachReadingAndSingleSearchesOnly(t *testing.T) {
 	readHops := map[int]int{}
 	for i, msgs := range demos {
 		q := msgs[1].Content
-		if msgs[0].Content == protocol.RAGSystemPrompt {
+		if msgs[0].Content == toolcall.RAGSystemPrompt {
 			q, _, _ = strings.Cut(strings.TrimPrefix(q, "Question: "), "\nPassages:\n")
 		}
 		task, ok := train[q]
@@ -105,11 +105,11 @@ func TestGeneralDemosTeachReadingAndSingleSearchesOnly(t *testing.T) {
 			}
 		}
 		last := msgs[len(msgs)-1]
-		if last.Role != "assistant" || last.Content != protocol.Answer(task.Answers[0]) || len(last.ToolCalls) != 0 {
+		if last.Role != "assistant" || last.Content != toolcall.Answer(task.Answers[0]) || len(last.ToolCalls) != 0 {
 			t.Errorf("demo %d ends with %+v, want the answer %q", i, last, task.Answers[0])
 		}
 		switch msgs[0].Content {
-		case protocol.RAGSystemPrompt: // reading: the naive-RAG prompt, answered at once
+		case toolcall.RAGSystemPrompt: // reading: the naive-RAG prompt, answered at once
 			reading++
 			readHops[task.Hops]++
 			user := msgs[1].Content
@@ -121,7 +121,7 @@ func TestGeneralDemosTeachReadingAndSingleSearchesOnly(t *testing.T) {
 					t.Errorf("reading demo %d lacks the supporting passage %q", i, title)
 				}
 			}
-		case protocol.SystemPrompt: // the tool-call format on a 1-hop question
+		case toolcall.SystemPrompt: // the tool-call format on a 1-hop question
 			searching++
 			if task.Hops != 1 {
 				t.Errorf("search demo %d is of a %d-hop question", i, task.Hops)
@@ -176,7 +176,7 @@ func TestCallsDemosShowFirstCallsAndNoChain(t *testing.T) {
 	kinds := map[string]int{}
 	firstHops := map[int]int{}
 	for i, msgs := range demos {
-		if msgs[0].Content == protocol.RAGSystemPrompt {
+		if msgs[0].Content == toolcall.RAGSystemPrompt {
 			kinds["reading"]++
 			continue
 		}
@@ -194,7 +194,7 @@ func TestCallsDemosShowFirstCallsAndNoChain(t *testing.T) {
 			firstHops[task.Hops]++
 			continue
 		}
-		if last.Content != protocol.Answer(task.Answers[0]) {
+		if last.Content != toolcall.Answer(task.Answers[0]) {
 			t.Errorf("search demo %d ends with %+v, want the answer %q", i, last, task.Answers[0])
 		}
 		queries, responses := searchQueries(t, msgs)
@@ -312,7 +312,7 @@ func TestWarmStartSetting(t *testing.T) {
 // <unk>.
 func TestRenderDemosRefusesUnknownPieces(t *testing.T) {
 	ok := []tokenizer.Message{{Role: "user", Content: "Where is Voza?"}, {Role: "assistant", Content: "In Lund."}}
-	boot, err := tokenizer.BuildWordLevel(nil, protocol.SpecialTokens())
+	boot, err := tokenizer.BuildWordLevel(nil, toolcall.SpecialTokens())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestRenderDemosRefusesUnknownPieces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := tokenizer.BuildWordLevel([]string{text}, protocol.SpecialTokens())
+	tok, err := tokenizer.BuildWordLevel([]string{text}, toolcall.SpecialTokens())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,8 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
-// adapterFlagUsage is the --adapter flag's help, the same for chat, eval,
-// serve and merge.
-const adapterFlagUsage = "PEFT LoRA adapter `DIR` (adapter_config.json, adapter_model.safetensors) over the model; decoded from the merged weights"
+// adapterDecoded is what chat, eval and serve do with --adapter.
+const adapterDecoded = " over the model; decoded from the merged weights"
 
 // isAdapterFolder reports whether dir is a PEFT adapter folder.
 func isAdapterFolder(dir string) bool { return exists(filepath.Join(dir, peft.ConfigFile)) }

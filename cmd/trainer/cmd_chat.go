@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/report"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/config"
@@ -39,7 +40,7 @@ func chatCommand() *cli.Command {
 			runFlag("", "chat with the final policy of run `NAME` under the run's saved config (its tools, schemas, env limits, rewards)"),
 			runDirFlag(),
 			modelFlag("Hugging Face model `DIR` (with its tokenizer); with --run, default: the run's final policy"),
-			&cli.StringFlag{Name: "adapter", Usage: adapterFlagUsage, TakesFile: true},
+			adapterFlag(adapterDecoded),
 			&cli.StringSliceFlag{Name: "tools", Value: cli.NewStringSlice("search"), Usage: "registered tools the agent may call (with --run or --config, default: its tools.enabled)"},
 			&cli.StringFlag{Name: "config", Usage: "trainer config `FILE` whose tools and env sections are used: tools.enabled, tools.mcp servers, tools.http tools, tools.code limits, env limits and rewards", TakesFile: true},
 			&cli.StringFlag{Name: "index", Usage: "search index `DB` (for search and lookup; with --run or --config, default: its tools.search.index, or the run's index.db)", TakesFile: true},
@@ -165,7 +166,7 @@ type chatSetup struct {
 // the run named by --run (and its final policy), the trainer config of
 // --config, or the built-in defaults.
 func chatConfigOf(c *cli.Context) (chatSetup, error) {
-	cs := chatSetup{model: c.String(flagModel), adapter: c.String("adapter"), cfg: config.Default(), showSchemas: true}
+	cs := chatSetup{model: c.String(flagModel), adapter: c.String(flagAdapter), cfg: config.Default(), showSchemas: true}
 	run, runDir := c.String(flagRun), ""
 	switch {
 	case run != "" && c.IsSet("config"):
@@ -249,7 +250,7 @@ func (s *showingEnv) Step(ctx context.Context, a envs.Action) (envs.StepResult, 
 		}
 		fmt.Fprintf(s.out, "  %s %s(%s)\n", s.paint("35", "→"), call.Name, call.Args)
 		if i < len(r.Responses) {
-			fmt.Fprintf(s.out, "  %s %s\n", s.paint("35", "←"), clip(envs.Printable(strings.ReplaceAll(r.Responses[i], "\n", " | ")), 300))
+			fmt.Fprintf(s.out, "  %s %s\n", s.paint("35", "←"), report.Clip(envs.Printable(strings.ReplaceAll(r.Responses[i], "\n", " | ")), 300))
 		}
 	}
 	return r, err

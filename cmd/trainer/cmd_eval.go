@@ -21,7 +21,7 @@ func evalCommand() *cli.Command {
 			"  trainer eval --model runs/default/final --run my-eval\n" +
 			"  trainer eval --model Qwen2.5-3B-Instruct --adapter runs/lora/final --run lora-eval",
 		Flags: append(configFlags(),
-			&cli.StringFlag{Name: "adapter", Usage: adapterFlagUsage + "; sets model.lora from its adapter_config.json", TakesFile: true},
+			adapterFlag(adapterDecoded+"; sets model.lora from its adapter_config.json"),
 		),
 		Action: func(c *cli.Context) error {
 			cfg := config.Default()
@@ -55,7 +55,7 @@ func evalCommand() *cli.Command {
 			if run != "" {
 				cfg.Run.Name = run + "-eval"
 			}
-			if a := c.String("adapter"); a != "" {
+			if a := c.String(flagAdapter); a != "" {
 				if err := loraFromAdapter(&cfg, a); err != nil {
 					return err
 				}

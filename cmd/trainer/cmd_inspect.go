@@ -18,28 +18,27 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentrl/agentrl/inspect"
-	"github.com/agentrl/agentrl/tokenizer"
 )
 
 func inspectCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "inspect",
-		Usage:     "browse runs and their trajectories in a local web app (read-only)",
-		ArgsUsage: "[STORE|FOLDER...]",
-		Description: "--run NAME is a run under --run-dir; a FOLDER is a run folder or a folder of runs (every run in it), a\n" +
-			"STORE a store file. The stores are opened read-only: a live run can be inspected while it trains.\n\nExamples:\n" +
-			"  trainer inspect --run default\n  trainer inspect --open runs/\n  trainer inspect --run grpo --run ppo --port 8080",
+		Name:  "inspect",
+		Usage: "browse runs and their trajectories in a local web app (read-only)",
+		Description: "--run NAME is a run under --run-dir; --store PATH a store file, a run folder or a folder of runs (every\n" +
+			"run in it). The stores are opened read-only: a live run can be inspected while it trains.\n\nExamples:\n" +
+			"  trainer inspect --run default\n  trainer inspect --open --store runs/\n  trainer inspect --run grpo --run ppo --port 8080",
 		Flags: []cli.Flag{
 			runsFlag("run `NAME` under --run-dir"),
 			runDirFlag(),
+			storesFlag("trajectory store `PATH`: a store file, a run folder, or a folder of runs (each one's)"),
 			&cli.StringFlag{Name: "host", Value: "127.0.0.1", Usage: "address to listen on (as trainer serve's); beyond loopback anyone who can reach it can read the stores"},
 			&cli.IntFlag{Name: "port", Value: 0, Usage: "port to listen on (0: any free port, printed)"},
 			&cli.BoolFlag{Name: "open", Usage: "open the app in the default browser"},
-			&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer `DIR` to show token text (default: each run's final policy, when it has one; else ids)"},
+			tokenizerFlag(),
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 && len(c.StringSlice(flagRun)) == 0 {
-				return exitErr("inspect: name at least one --run NAME, or a STORE or FOLDER")
+			if len(c.StringSlice(flagStore)) == 0 && len(c.StringSlice(flagRun)) == 0 {
+				return exitErr("inspect: name at least one --run NAME or --store PATH")
 			}
 			var paths []string
 			for _, name := range c.StringSlice(flagRun) {
@@ -49,7 +48,7 @@ func inspectCommand() *cli.Command {
 				}
 				paths = append(paths, p)
 			}
-			for _, a := range c.Args().Slice() {
+			for _, a := range c.StringSlice(flagStore) {
 				found, err := inspectStores(a)
 				if err != nil {
 					return err
@@ -59,14 +58,12 @@ func inspectCommand() *cli.Command {
 			var sources []inspect.Source
 			for _, p := range paths {
 				src := inspect.Source{Label: filepath.Base(filepath.Dir(p)), Path: p}
-				dir := c.String("tokenizer")
-				if dir == "" {
-					dir = filepath.Join(filepath.Dir(p), "final")
+				tok, err := runTokenizer(c, p)
+				if err != nil {
+					return err
 				}
-				if tok, err := tokenizer.Load(dir); err == nil {
+				if tok != nil {
 					src.Decode = func(id int32) string { return tok.Decode([]int32{id}, false) }
-				} else if c.String("tokenizer") != "" {
-					return fmt.Errorf("inspect: %w", err)
 				}
 				sources = append(sources, src)
 			}
@@ -106,9 +103,9 @@ func inspectCommand() *cli.Command {
 	}
 }
 
-// inspectStores resolves an argument of inspect to store files: a store
-// file, a run folder (its store.db) or a folder of run folders (each
-// one's). A run by its name is --run's.
+// inspectStores resolves inspect's --store to store files: a store file, a
+// run folder (its store.db) or a folder of run folders (each one's). A run
+// by its name is --run's.
 func inspectStores(arg string) ([]string, error) {
 	st, err := os.Stat(arg)
 	switch {

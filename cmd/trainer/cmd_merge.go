@@ -23,7 +23,7 @@ func mergeCommand() *cli.Command {
 			"  trainer merge --run lora --out merged   # a LoRA run's final adapters over its base",
 		Flags: []cli.Flag{
 			modelFlag("the base: Hugging Face model `DIR`"),
-			&cli.StringFlag{Name: "adapter", Usage: "PEFT LoRA adapter `DIR` (adapter_config.json, adapter_model.safetensors)", TakesFile: true},
+			adapterFlag(""),
 			runFlag("", "merge the final adapters of LoRA run `NAME` into its base"),
 			runDirFlag(),
 			&cli.StringFlag{Name: "out", Usage: "the merged model's `DIR` (must not exist, or be empty)", Required: true, TakesFile: true},
@@ -34,7 +34,7 @@ func mergeCommand() *cli.Command {
 }
 
 func merge(c *cli.Context) error {
-	model, adapter := c.String(flagModel), c.String("adapter")
+	model, adapter := c.String(flagModel), c.String(flagAdapter)
 	switch run := c.String(flagRun); {
 	case run != "" && (model != "" || adapter != ""):
 		return exitErr("merge: give --run RUN or --model DIR --adapter DIR, not both")

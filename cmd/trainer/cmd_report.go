@@ -12,20 +12,20 @@ import (
 
 func reportCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "report",
-		Usage:     "write a run's report (PNG plots + one self-contained HTML page), or compare runs",
-		ArgsUsage: "[STORE|FOLDER...]",
-		Description: "--run NAME is a run under --run-dir; a FOLDER is a run folder, a STORE a store file. One run: its report;\n" +
+		Name:  "report",
+		Usage: "write a run's report (PNG plots + one self-contained HTML page), or compare runs",
+		Description: "--run NAME is a run under --run-dir; --store PATH a store file or a run folder. One run: its report;\n" +
 			"several: their comparison, in the order given (--run first).\n\nExamples:\n  trainer report --run default\n" +
 			"  trainer report --run grpo --run ppo --run rloo --out runs/compare",
 		Flags: []cli.Flag{
 			runsFlag("run `NAME` under --run-dir"),
 			runDirFlag(),
+			storesFlag("trajectory store `PATH`: a store file or a run folder"),
 			&cli.StringFlag{Name: "out", Usage: "output folder (default: <run>/report, or <run-dir>/compare)"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.NArg() == 0 && len(c.StringSlice(flagRun)) == 0 {
-				return exitErr("report: name at least one --run NAME, or a STORE or FOLDER")
+			if len(c.StringSlice(flagStore)) == 0 && len(c.StringSlice(flagRun)) == 0 {
+				return exitErr("report: name at least one --run NAME or --store PATH")
 			}
 			var stores, labels []string
 			for _, name := range c.StringSlice(flagRun) {
@@ -35,7 +35,7 @@ func reportCommand() *cli.Command {
 				}
 				stores = append(stores, p)
 			}
-			for _, a := range c.Args().Slice() {
+			for _, a := range c.StringSlice(flagStore) {
 				st, err := os.Stat(a)
 				if err != nil {
 					return fmt.Errorf("report: no file or folder %s (a run under --%s is named with --%s %s)", a, flagRunDir, flagRun, a)

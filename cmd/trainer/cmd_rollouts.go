@@ -14,17 +14,16 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentrl/agentrl/report"
-	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
-// storeFlags name a run's store: --store FILE, or --run NAME under
+// storeFlags name a run's store: --store PATH, or --run NAME under
 // --run-dir.
 func storeFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "store", Usage: "trajectory store `FILE` (default: <run-dir>/<run>/store.db)", TakesFile: true},
+		storeFlag("trajectory store `PATH`: a store file or a run folder (default: <run-dir>/<run>/store.db)"),
 		runFlag(config.Default().Run.Name, "run `NAME`"),
 		runDirFlag(),
 	}
@@ -32,9 +31,11 @@ func storeFlags() []cli.Flag {
 
 // storePath is the store the store flags name.
 func storePath(c *cli.Context) (string, error) {
-	p := c.String("store")
+	p := c.String(flagStore)
 	if p == "" {
 		p = filepath.Join(c.String(flagRunDir), c.String(flagRun), "store.db")
+	} else if st, err := os.Stat(p); err == nil && st.IsDir() {
+		p = filepath.Join(p, "store.db")
 	}
 	if _, err := os.Stat(p); err != nil {
 		return "", fmt.Errorf("trajectory store %s: %w", p, err)
@@ -93,7 +94,7 @@ func rolloutsCommand() *cli.Command {
 					fmt.Fprintln(w, "ID\tITER\tSPLIT\tTASK\tHOPS\tTURNS\tTOKENS\tREWARD\tSTOP\tOK\tANSWER")
 					for _, r := range rows {
 						fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\t%d\t%d\t%.3f\t%s\t%v\t%s\n", r.ID, r.Iteration, r.Split, r.TaskID, r.Hops,
-							r.Turns, r.Tokens, r.Reward, r.Stop, r.Correct, clip(r.Answer, 40))
+							r.Turns, r.Tokens, r.Reward, r.Stop, r.Correct, report.Clip(r.Answer, 40))
 					}
 					return w.Flush()
 				},
@@ -104,7 +105,7 @@ func rolloutsCommand() *cli.Command {
 				ArgsUsage: "ID",
 				Flags: append(storeFlags(),
 					&cli.BoolFlag{Name: "mask", Usage: "show the tokens grouped by action-mask bit"},
-					&cli.StringFlag{Name: "tokenizer", Usage: "tokenizer `DIR` to decode tokens with --mask (default: the run's final policy)"},
+					tokenizerFlag(),
 				),
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 1 {
@@ -121,11 +122,11 @@ func rolloutsCommand() *cli.Command {
 					}
 					opts := report.RenderOptions{ShowMask: c.Bool("mask"), Color: isatty.IsTerminal(os.Stdout.Fd())}
 					if opts.ShowMask {
-						dir := c.String("tokenizer")
-						if dir == "" {
-							dir = filepath.Join(filepath.Dir(p), "final")
+						tok, err := runTokenizer(c, p)
+						if err != nil {
+							return err
 						}
-						if tok, err := tokenizer.Load(dir); err == nil {
+						if tok != nil {
 							opts.Decode = func(ids []int32) string { return tok.Decode(ids, false) }
 						}
 					}
@@ -157,7 +158,7 @@ func rolloutsCommand() *cli.Command {
 					for _, r := range rows {
 						cells := make([]string, len(r))
 						for i, v := range r {
-							cells[i] = clip(strings.ReplaceAll(store.Cell(v), "\n", " "), 80)
+							cells[i] = report.Clip(strings.ReplaceAll(store.Cell(v), "\n", " "), 80)
 						}
 						fmt.Fprintln(w, strings.Join(cells, "\t"))
 					}
@@ -196,12 +197,4 @@ func newestFirst(rows []store.Summary, limit int) []store.Summary {
 		rows = rows[:limit]
 	}
 	return rows
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

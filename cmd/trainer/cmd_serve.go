@@ -34,7 +34,7 @@ func serveCommand() *cli.Command {
 			"Then: OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_API_KEY=none any OpenAI client, model name as --served-model-name.",
 		Flags: []cli.Flag{
 			modelFlag("Hugging Face model `DIR` (with its tokenizer)"),
-			&cli.StringFlag{Name: "adapter", Usage: adapterFlagUsage, TakesFile: true},
+			adapterFlag(adapterDecoded),
 			runFlag("", "serve the final policy of run `NAME` (a LoRA run's: its base with its adapters)"),
 			runDirFlag(),
 			&cli.StringFlag{Name: "served-model-name", Usage: "the model's name in the API (default: the run's name, or the model folder's)"},
@@ -53,7 +53,7 @@ func serveCommand() *cli.Command {
 }
 
 func serve(c *cli.Context) error {
-	dir, adapter, name := c.String(flagModel), c.String("adapter"), c.String("served-model-name")
+	dir, adapter, name := c.String(flagModel), c.String(flagAdapter), c.String("served-model-name")
 	switch run := c.String(flagRun); {
 	case run != "" && (dir != "" || adapter != ""):
 		return exitErr("serve: give --run RUN or --model DIR (and --adapter DIR), not both")

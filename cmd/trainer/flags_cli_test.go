@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -60,17 +61,25 @@ func TestStrayArgumentRefused(t *testing.T) {
 }
 
 // The flags that locate things have one spelling in every subcommand:
-// --run-dir, --run, --model, --resume. The old spellings are hidden
-// refusals, and a command that takes a run by name takes the folder it is
-// in too.
+// --run-dir, --run, --model, --resume, --adapter, --tokenizer, --store.
+// The old spellings are hidden refusals, a command that takes a run by
+// name takes the folder it is in too, no command takes a store as an
+// argument, and --tokenizer means the same everywhere.
 func TestLocatingFlagsAreTheSame(t *testing.T) {
 	var walk func(prefix string, cmds []*cli.Command)
 	seen := map[string]int{}
+	tokenizerUsage := map[string]bool{}
 	walk = func(prefix string, cmds []*cli.Command) {
 		for _, c := range cmds {
 			name := prefix + c.Name
 			names := map[string]bool{}
+			if strings.Contains(c.ArgsUsage, "STORE") || strings.Contains(c.ArgsUsage, "FOLDER") {
+				t.Errorf("trainer %s takes %s as arguments: name a store with --store", name, c.ArgsUsage)
+			}
 			for _, f := range c.Flags {
+				if sf, ok := f.(*cli.StringFlag); ok && sf.Name == flagTokenizer {
+					tokenizerUsage[sf.Usage] = true
+				}
 				for _, n := range f.Names() {
 					names[n] = true
 					hidden := false
@@ -96,11 +105,16 @@ func TestLocatingFlagsAreTheSame(t *testing.T) {
 	// experiment paper), chat, serve, merge, inspect, report and the four
 	// rollouts subcommands; --model: the config's commands, chat, serve,
 	// merge, and bench generate and train (the architecture benchmarked);
-	// --resume: the config's commands.
-	for flag, want := range map[string]int{"run": 13, "run-dir": 13, "model": 9, "resume": 4} {
+	// --resume: the config's commands; --adapter: chat, eval, serve and
+	// merge; --tokenizer: inspect and rollouts show; --store: inspect,
+	// report and the four rollouts subcommands.
+	for flag, want := range map[string]int{"run": 13, "run-dir": 13, "model": 9, "resume": 4, "adapter": 4, "tokenizer": 2, "store": 6} {
 		if seen[flag] != want {
 			t.Errorf("%d subcommands take --%s, want %d", seen[flag], flag, want)
 		}
+	}
+	if len(tokenizerUsage) != 1 {
+		t.Errorf("--tokenizer has %d usages, want one: %v", len(tokenizerUsage), tokenizerUsage)
 	}
 }
 

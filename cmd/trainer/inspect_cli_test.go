@@ -89,8 +89,10 @@ func TestInspect(t *testing.T) {
 func TestInspectErrors(t *testing.T) {
 	fails(t, []string{"name at least one --run NAME"}, "inspect")
 	fails(t, []string{"run nosuch", "no store at"}, "inspect", "--run-dir", t.TempDir(), "--run", "nosuch")
-	// A name given as an argument is refused, naming --run.
-	fails(t, []string{"no file or folder nosuch", "--run nosuch"}, "inspect", "--run-dir", t.TempDir(), "nosuch")
+	// A name given as a store is refused, naming --run.
+	fails(t, []string{"no file or folder nosuch", "--run nosuch"}, "inspect", "--run-dir", t.TempDir(), "--store", "nosuch")
 	empty := t.TempDir()
-	fails(t, []string{empty, "holds no store.db"}, "inspect", empty)
+	fails(t, []string{empty, "holds no store.db"}, "inspect", "--store", empty)
+	// A store given as an argument is refused, naming --store.
+	fails(t, []string{`unexpected argument "` + empty + `"`, "--store " + empty}, "inspect", empty)
 }

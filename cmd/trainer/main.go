@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -57,7 +58,8 @@ func commands() []*cli.Command {
 
 // flagsOnly makes every command that names no arguments (no ArgsUsage)
 // refuse them: the flag parser stops at the first argument, so the flags
-// after a stray one would otherwise be dropped without a word.
+// after a stray one would otherwise be dropped without a word. A command
+// that reads stores says that a store is named with --store.
 func flagsOnly(cmds []*cli.Command) []*cli.Command {
 	for _, cmd := range cmds {
 		flagsOnly(cmd.Subcommands)
@@ -65,9 +67,14 @@ func flagsOnly(cmds []*cli.Command) []*cli.Command {
 			continue
 		}
 		action := cmd.Action
+		takesStore := slices.ContainsFunc(cmd.Flags, func(f cli.Flag) bool { return slices.Contains(f.Names(), flagStore) })
 		cmd.Action = func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return fmt.Errorf("%s: unexpected argument %q (it takes flags only; flags after it were not read)", c.Command.FullName(), c.Args().First())
+				arg := c.Args().First()
+				if takesStore {
+					return fmt.Errorf("%s: unexpected argument %q (a store is named with --%s %s; flags after it were not read)", c.Command.FullName(), arg, flagStore, arg)
+				}
+				return fmt.Errorf("%s: unexpected argument %q (it takes flags only; flags after it were not read)", c.Command.FullName(), arg)
 			}
 			return action(c)
 		}

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/torch"
 )
 
@@ -90,7 +90,7 @@ func TestTrainTinyQwen35(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Family() != tokenizer.Qwen35 || f.CallSyntax() != protocol.QwenXML {
+	if f.Family() != tokenizer.Qwen35 || f.CallSyntax() != toolcall.QwenXML {
 		t.Errorf("the exported tokenizer's format is %s writing %v calls, want qwen3.5 writing XML", f.Family(), f.CallSyntax())
 	}
 
@@ -135,7 +135,7 @@ func TestServeTinyQwen35(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, _ := json.Marshal([]map[string]string{{"role": "system", "content": protocol.SystemPrompt}, {"role": "user", "content": question}})
+	msgs, _ := json.Marshal([]map[string]string{{"role": "system", "content": toolcall.SystemPrompt}, {"role": "user", "content": question}})
 	body := `{"model": "tiny", "temperature": 0, "tools": [` + string(schemas[0]) + `], "messages": ` + string(msgs) + `}`
 
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)

@@ -38,20 +38,22 @@ func TestReport(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(run.dir(), "report")); err != nil {
 		t.Fatal(err)
 	}
-	r = ok(t, "report", filepath.Join(run.dir(), "store.db"))
+	r = ok(t, "report", "--store", filepath.Join(run.dir(), "store.db"))
 	checkReport(t, r.stdout, filepath.Join(run.dir(), "report", "report.html"))
 
 	// So does the run's folder.
 	byDir := filepath.Join(t.TempDir(), "bydir")
-	r = ok(t, "report", "--out", byDir, run.dir())
+	r = ok(t, "report", "--out", byDir, "--store", run.dir())
 	checkReport(t, r.stdout, filepath.Join(byDir, "report.html"))
 
 	fails(t, []string{"run ghost", filepath.Join(run.runs, "ghost", "store.db")}, "report", "--run-dir", run.runs, "--run", "ghost")
 	fails(t, []string{"at least one --run NAME"}, "report")
-	// A name given as an argument is refused, naming --run.
-	fails(t, []string{"no file or folder ghost", "--run ghost"}, "report", "--run-dir", run.runs, "ghost")
+	// A name given as a store is refused, naming --run.
+	fails(t, []string{"no file or folder ghost", "--run ghost"}, "report", "--run-dir", run.runs, "--store", "ghost")
 	empty := t.TempDir()
-	fails(t, []string{empty, "holds no store.db"}, "report", empty)
+	fails(t, []string{empty, "holds no store.db"}, "report", "--store", empty)
+	// A store given as an argument is refused, naming --store.
+	fails(t, []string{`unexpected argument "` + run.dir() + `"`, "--store " + run.dir()}, "report", run.dir())
 }
 
 func TestEvalOfRun(t *testing.T) {

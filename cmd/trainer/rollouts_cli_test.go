@@ -141,6 +141,16 @@ func TestRolloutsShow(t *testing.T) {
 
 	fails(t, []string{"no-such-id", "not found"}, "rollouts", "show", "--store", store, "no-such-id")
 	fails(t, []string{"give one trajectory ID"}, "rollouts", "show", "--store", store)
+	// A --tokenizer that does not load is refused, as trainer inspect
+	// refuses it, not passed over for the ids.
+	nosuch := filepath.Join(t.TempDir(), "nosuch")
+	fails(t, []string{"--tokenizer " + nosuch, "tokenizer.json"}, "rollouts", "show", "--store", store, "--mask", "--tokenizer", nosuch, id)
+	// --store takes the run's folder too; a store given as an argument is
+	// refused, naming --store.
+	if r := ok(t, "rollouts", "show", "--store", run.dir(), id); !strings.Contains(r.stdout, "== trajectory "+id) {
+		t.Errorf("show --store %s lacks the trajectory:\n%s", run.dir(), r)
+	}
+	fails(t, []string{`unexpected argument "` + store + `"`, "--store " + store}, "rollouts", "list", store)
 }
 
 func TestRolloutsSQL(t *testing.T) {
@@ -199,7 +209,7 @@ func TestRolloutsRefuseIndexUnchanged(t *testing.T) {
 		{"rollouts", "list", "--store", index},
 		{"rollouts", "show", "--store", index, "0-train-0-0"},
 		{"rollouts", "sql", "--store", index, "SELECT 1"},
-		{"report", "--out", t.TempDir(), index},
+		{"report", "--out", t.TempDir(), "--store", index},
 	} {
 		fails(t, []string{index, "not an agentrl trajectory store"}, args...)
 		got, err := os.ReadFile(index)

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/gateway/gatewaytest"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // trainer serve answers the OpenAI API on loopback with the model's tool
@@ -96,7 +96,7 @@ func TestServeRefusesLargerTokenizer(t *testing.T) {
 		}
 		words = append(words, string(w))
 	}
-	big, err := tokenizer.BuildWordLevel([]string{strings.Join(words, " ")}, protocol.SpecialTokens())
+	big, err := tokenizer.BuildWordLevel([]string{strings.Join(words, " ")}, toolcall.SpecialTokens())
 	if err != nil {
 		t.Fatal(err)
 	}

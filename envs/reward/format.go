@@ -4,17 +4,17 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // The protocol's tags.
 const (
-	tagThinkOpen     = protocol.ThinkOpen
-	tagThinkClose    = protocol.ThinkClose
-	tagToolCallOpen  = protocol.ToolCallOpen
-	tagToolCallClose = protocol.ToolCallClose
-	tagAnswerOpen    = protocol.AnswerOpen
-	tagAnswerClose   = protocol.AnswerClose
+	tagThinkOpen     = toolcall.ThinkOpen
+	tagThinkClose    = toolcall.ThinkClose
+	tagToolCallOpen  = toolcall.ToolCallOpen
+	tagToolCallClose = toolcall.ToolCallClose
+	tagAnswerOpen    = toolcall.AnswerOpen
+	tagAnswerClose   = toolcall.AnswerClose
 )
 
 // FormatTurn is one assistant turn as the format reward sees it.
@@ -40,7 +40,7 @@ type FormatTurn struct {
 //     first think tag is </think> closes that block.
 //
 // It is all-or-nothing so that it cannot be farmed turn by turn.
-func Format(calls protocol.CallSyntax, turns []FormatTurn) float64 {
+func Format(calls toolcall.CallSyntax, turns []FormatTurn) float64 {
 	if len(turns) == 0 {
 		return 0
 	}
@@ -54,7 +54,7 @@ func Format(calls protocol.CallSyntax, turns []FormatTurn) float64 {
 }
 
 // toolTurnOK checks a turn that should call tools.
-func toolTurnOK(calls protocol.CallSyntax, t FormatTurn) bool {
+func toolTurnOK(calls toolcall.CallSyntax, t FormatTurn) bool {
 	if !t.CallsOK || strings.Contains(t.Text, tagAnswerOpen) || strings.Contains(t.Text, tagAnswerClose) {
 		return false
 	}
@@ -67,9 +67,9 @@ func toolTurnOK(calls protocol.CallSyntax, t FormatTurn) bool {
 // callStart is the byte offset of the turn's first tool call, -1 when it
 // has none: Hermes' first <tool_call>, Qwen3.5's first after its reasoning
 // (calls.ContentStart), Llama 3's "{".
-func callStart(calls protocol.CallSyntax, text string) int {
-	if calls == protocol.LlamaJSON {
-		call, ok := protocol.LlamaCall(text)
+func callStart(calls toolcall.CallSyntax, text string) int {
+	if calls == toolcall.LlamaJSON {
+		call, ok := toolcall.LlamaCall(text)
 		if !ok {
 			return -1
 		}
@@ -84,10 +84,10 @@ func callStart(calls protocol.CallSyntax, text string) int {
 }
 
 // answerTurnOK checks the final turn.
-func answerTurnOK(calls protocol.CallSyntax, text string) bool {
+func answerTurnOK(calls toolcall.CallSyntax, text string) bool {
 	switch calls {
-	case protocol.LlamaJSON:
-		if _, ok := protocol.LlamaCall(text); ok {
+	case toolcall.LlamaJSON:
+		if _, ok := toolcall.LlamaCall(text); ok {
 			return false
 		}
 	default:

@@ -3,7 +3,7 @@ package reward
 import (
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 func TestFormat(t *testing.T) {
@@ -35,7 +35,7 @@ func TestFormat(t *testing.T) {
 		{"two think blocks", []FormatTurn{{Text: "<think>a</think>b<think>c</think><answer>Paris</answer>"}}, 1},
 	}
 	for _, c := range cases {
-		if got := Format(protocol.Hermes, c.turns); got != c.want {
+		if got := Format(toolcall.Hermes, c.turns); got != c.want {
 			t.Errorf("%s: Format = %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -64,12 +64,12 @@ func TestFormatLlama(t *testing.T) {
 		{"text after answer", []FormatTurn{call, {Text: "<answer>Paris</answer> I hope<|eot_id|>"}}, 0},
 	}
 	for _, c := range cases {
-		if got := Format(protocol.LlamaJSON, c.turns); got != c.want {
+		if got := Format(toolcall.LlamaJSON, c.turns); got != c.want {
 			t.Errorf("%s: Format = %v, want %v", c.name, got, c.want)
 		}
 	}
 	// The same Llama episode read as Hermes fails: <|eot_id|> ends no Hermes turn.
-	if got := Format(protocol.Hermes, []FormatTurn{call, answer}); got != 0 {
+	if got := Format(toolcall.Hermes, []FormatTurn{call, answer}); got != 0 {
 		t.Errorf("a Llama episode scored as Hermes: Format = %v, want 0", got)
 	}
 }

@@ -1,23 +1,21 @@
 // Package gatewaytest builds, for the gateway's tests and the CLI's, a real
 // tiny policy that has learned one tool-using conversation: asked
 // Question with the search tool, it calls search, and shown the tool's
-// answer, it answers. It is a word-level Qwen2-style model trained by the
-// learner's supervised step until its loss on the conversation is below
-// 0.01 (greedy decoding then reproduces it); Folder saves it.
+// answer, it answers. It is a word-level Qwen2-style model fitted to the
+// conversation with torch's AdamW until its loss is below 0.01 (greedy
+// decoding then reproduces it); Folder saves it. It sits below the trainer
+// and imports nothing of it.
 package gatewaytest
 
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/torch"
-	"github.com/agentrl/agentrl/trainer/learner"
-	"github.com/agentrl/agentrl/trajectory"
 )
 
 // The conversation the model learns.
@@ -80,7 +78,7 @@ func Build(t testing.TB) *Model {
 
 func build() (*Model, error) {
 	tools := []json.RawMessage{json.RawMessage(ToolJSON)}
-	boot, err := tokenizer.BuildWordLevel(nil, protocol.SpecialTokens())
+	boot, err := tokenizer.BuildWordLevel(nil, toolcall.SpecialTokens())
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +92,7 @@ func build() (*Model, error) {
 	}
 	// Words the clients' tests send besides the conversation.
 	extra := "Say hello in one word. Hello there! What is the weather in Paris? You are a helpful assistant."
-	tok, err := tokenizer.BuildWordLevel([]string{text, extra}, protocol.SpecialTokens())
+	tok, err := tokenizer.BuildWordLevel([]string{text, extra}, toolcall.SpecialTokens())
 	if err != nil {
 		return nil, err
 	}
@@ -110,19 +108,88 @@ func build() (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	seq := &trajectory.Trajectory{Tokens: ids, Mask: mask, Logprobs: make([]float32, len(ids)), TurnOf: make([]int16, len(ids))}
-	seqs := []*trajectory.Trajectory{seq, seq, seq, seq}
-	st, err := learner.SFT(m, nil, seqs, learner.SFTConfig{Epochs: 150, Batch: 4, Micro: 4, LR: 1e-2, MaxGradNorm: 1},
-		rand.New(rand.NewPCG(1, 2)))
+	loss, err := learn(m, ids, mask, 150, 1e-2)
 	if err != nil {
 		m.Free()
 		return nil, err
 	}
-	if st.LastLoss > 0.01 {
+	if loss > 0.01 {
 		m.Free()
-		return nil, fmt.Errorf("gatewaytest: the tiny model did not learn its conversation (loss %.4f)", st.LastLoss)
+		return nil, fmt.Errorf("gatewaytest: the tiny model did not learn its conversation (loss %.4f)", loss)
 	}
 	return &Model{Tok: tok, Format: cf, Policy: m}, nil
+}
+
+// learn fits m to the conversation ids, whose mask is 1 on the tokens the
+// model writes: steps AdamW steps (no weight decay) at learning rate lr on
+// the mean negative log-likelihood of those tokens, the gradient norm
+// clipped to 1. It returns the last step's loss.
+func learn(m *torch.Model, ids []int32, mask []uint8, steps int, lr float64) (float64, error) {
+	params, err := m.Params()
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		for _, p := range params {
+			p.Free()
+		}
+	}()
+	hp := torch.DefaultAdamW
+	hp.LR, hp.WeightDecay = lr, 0
+	opt, err := torch.NewAdamW(params, nil, []torch.AdamWGroup{hp})
+	if err != nil {
+		return 0, err
+	}
+	defer opt.Free()
+	T := len(ids)
+	b := torch.Batch{B: 1, T: T, IDs: make([]int64, T), Attn: make([]int64, T), Positions: make([]int64, T)}
+	weight := make([]float32, T-1) // predicting token j from the tokens before it weighs weight[j-1]
+	n := 0.0
+	for j, id := range ids {
+		b.IDs[j], b.Attn[j], b.Positions[j] = int64(id), 1, int64(j)
+		if j > 0 && mask[j] == 1 {
+			weight[j-1] = 1
+			n++
+		}
+	}
+	var loss float64
+	for range steps {
+		if loss, err = learnStep(m, opt, b, weight, n); err != nil {
+			return 0, err
+		}
+	}
+	return loss, nil
+}
+
+// learnStep is one step of learn: the loss, its gradient and the update.
+func learnStep(m *torch.Model, opt *torch.AdamW, b torch.Batch, weight []float32, n float64) (float64, error) {
+	s := torch.NewScopeOn(m.Device)
+	defer s.Close()
+	o, err := m.Forward(b, torch.ForwardOptions{Grad: true})
+	if err != nil {
+		return 0, err
+	}
+	s.Own(o.LogProbs)
+	loss := s.DivScalar(s.Sum(s.Mul(s.Neg(o.LogProbs), s.Float32(weight, 1, int64(len(weight))))), n)
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	if err := loss.Backward(); err != nil {
+		return 0, err
+	}
+	if err := opt.Accumulate(); err != nil {
+		return 0, err
+	}
+	if _, err := opt.ClipGradNorm(1); err != nil {
+		return 0, err
+	}
+	if err := opt.Step(); err != nil {
+		return 0, err
+	}
+	if err := opt.ZeroGrad(); err != nil {
+		return 0, err
+	}
+	return loss.Item()
 }
 
 // config is the model's shape over tok's vocabulary.

@@ -8,8 +8,8 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // LlamaDir writes a word-level tokenizer over the words of texts, with
@@ -19,7 +19,7 @@ import (
 func LlamaDir(t testing.TB, texts ...string) string {
 	t.Helper()
 	tok, err := tokenizer.BuildWordLevel(texts, []string{"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
-		"<|end_header_id|>", protocol.LlamaEOT, protocol.LlamaEOM, protocol.LlamaPythonTag})
+		"<|end_header_id|>", toolcall.LlamaEOT, toolcall.LlamaEOM, toolcall.LlamaPythonTag})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,11 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tools/all"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/rollout"
 )
@@ -119,7 +119,7 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 		// asked otherwise, fresh or resumed.
 		mode = rollout.ContextAppend
 	}
-	if ctx := (rollout.Context{Mode: mode}); ctx.Renders() && a.Format.CallSyntax() == protocol.LlamaJSON {
+	if ctx := (rollout.Context{Mode: mode}); ctx.Renders() && a.Format.CallSyntax() == toolcall.LlamaJSON {
 		// The rendering contexts read a turn's calls back as Hermes or
 		// Qwen3.5 XML blocks.
 		return nil, fmt.Errorf("env.context: %s is not implemented for a model that writes %s tool calls (its template appends: use append)",
@@ -167,7 +167,7 @@ func (a *Agent) Episode(task envs.Task) (rollout.Setup, error) {
 	if err != nil {
 		return rollout.Setup{}, err
 	}
-	return rollout.Setup{System: protocol.SystemPrompt, User: task.Question, Tools: a.Schemas, Env: env}, nil
+	return rollout.Setup{System: toolcall.SystemPrompt, User: task.Question, Tools: a.Schemas, Env: env}, nil
 }
 
 // RAGEpisodes is the naive-RAG baseline's episode factory: the question's
@@ -189,7 +189,7 @@ func (a *Agent) RAGEpisodes(ctx context.Context) rollout.Factory {
 		if err != nil {
 			return rollout.Setup{}, err
 		}
-		return rollout.Setup{System: protocol.RAGSystemPrompt, User: user, Env: env}, nil
+		return rollout.Setup{System: toolcall.RAGSystemPrompt, User: user, Env: env}, nil
 	}
 }
 

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tools/search"
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -56,7 +56,7 @@ func TestSyntheticAgent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.System != protocol.SystemPrompt || s.User != task.Question || len(s.Tools) != len(a.Schemas) || s.Env == nil {
+		if s.System != toolcall.SystemPrompt || s.User != task.Question || len(s.Tools) != len(a.Schemas) || s.Env == nil {
 			t.Errorf("episode %+v", s)
 		}
 		ids, err := a.Chat.Prompt(s.System, s.User, s.Tools)
@@ -67,7 +67,7 @@ func TestSyntheticAgent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rag.System != protocol.RAGSystemPrompt || !strings.HasPrefix(rag.User, "Question: "+task.Question+"\nPassages:\nDoc 1 (Title: ") || rag.Tools != nil {
+		if rag.System != toolcall.RAGSystemPrompt || !strings.HasPrefix(rag.User, "Question: "+task.Question+"\nPassages:\nDoc 1 (Title: ") || rag.Tools != nil {
 			t.Errorf("naive RAG episode %+v", rag)
 		}
 	}

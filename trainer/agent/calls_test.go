@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/tokenizer/tokenizertest"
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
 )
@@ -26,8 +26,8 @@ func TestAgentReadsItsFormatsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if a.Env.Calls != protocol.LlamaJSON {
-		t.Fatalf("%s agent: env call syntax %v, want %v", a.Format.Family(), a.Env.Calls, protocol.LlamaJSON)
+	if a.Env.Calls != toolcall.LlamaJSON {
+		t.Fatalf("%s agent: env call syntax %v, want %v", a.Format.Family(), a.Env.Calls, toolcall.LlamaJSON)
 	}
 	s, err := a.Episode(envs.Task{ID: "t", Question: "What is 6 times 7?", Answers: []string{"42"}})
 	if err != nil {
@@ -44,8 +44,8 @@ func TestAgentReadsItsFormatsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	if q.Env.Calls != protocol.Hermes {
-		t.Errorf("word-level agent: env call syntax %v, want %v", q.Env.Calls, protocol.Hermes)
+	if q.Env.Calls != toolcall.Hermes {
+		t.Errorf("word-level agent: env call syntax %v, want %v", q.Env.Calls, toolcall.Hermes)
 	}
 }
 
@@ -88,8 +88,8 @@ func TestQwen35TinyAgentWritesXMLCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if a.Format.Family() != tokenizer.Qwen35 || a.Env.Calls != protocol.QwenXML {
-		t.Fatalf("qwen3_5 tiny agent: format %s, env call syntax %v; want qwen3.5 and %v", a.Format.Family(), a.Env.Calls, protocol.QwenXML)
+	if a.Format.Family() != tokenizer.Qwen35 || a.Env.Calls != toolcall.QwenXML {
+		t.Fatalf("qwen3_5 tiny agent: format %s, env call syntax %v; want qwen3.5 and %v", a.Format.Family(), a.Env.Calls, toolcall.QwenXML)
 	}
 	task := w.Train[0]
 	msgs, err := Demonstration(context.Background(), w, task, a.Tools, false)

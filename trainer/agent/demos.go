@@ -7,11 +7,11 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tools/search"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // Demonstration renders the scripted expert of the synthetic world on task
@@ -25,7 +25,7 @@ func Demonstration(ctx context.Context, w *synth.World, t envs.Task, tools []env
 	if err != nil {
 		return nil, err
 	}
-	msgs := []tokenizer.Message{{Role: "system", Content: protocol.SystemPrompt}, {Role: "user", Content: t.Question}}
+	msgs := []tokenizer.Message{{Role: "system", Content: toolcall.SystemPrompt}, {Role: "user", Content: t.Question}}
 	answer := d.Answer
 	steps := d.Steps
 	if imperfect && len(steps) > 1 {
@@ -41,7 +41,7 @@ func Demonstration(ctx context.Context, w *synth.World, t envs.Task, tools []env
 		}
 		msgs = append(msgs, tokenizer.Message{Role: "tool", Content: res.Content})
 	}
-	msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: protocol.Answer(answer)})
+	msgs = append(msgs, tokenizer.Message{Role: "assistant", Content: toolcall.Answer(answer)})
 	return msgs, nil
 }
 
@@ -85,9 +85,9 @@ func ReadingDemonstration(ctx context.Context, w *synth.World, t envs.Task, tool
 	}
 	rng.Shuffle(len(ps), func(i, j int) { ps[i], ps[j] = ps[j], ps[i] })
 	return []tokenizer.Message{
-		{Role: "system", Content: protocol.RAGSystemPrompt},
+		{Role: "system", Content: toolcall.RAGSystemPrompt},
 		{Role: "user", Content: ragPrompt(t.Question, search.FormatDocs(ps))},
-		{Role: "assistant", Content: protocol.Answer(t.Answers[0])},
+		{Role: "assistant", Content: toolcall.Answer(t.Answers[0])},
 	}, nil
 }
 
@@ -115,7 +115,7 @@ func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, qu
 		return nil, fmt.Errorf("search demonstration of %s: want a 1-hop question with its supporting passage, got %d hops", t.ID, t.Hops)
 	}
 	name, answer := t.Support[0], t.Answers[0]
-	msgs := []tokenizer.Message{{Role: "system", Content: protocol.SystemPrompt}, {Role: "user", Content: t.Question}}
+	msgs := []tokenizer.Message{{Role: "system", Content: toolcall.SystemPrompt}, {Role: "user", Content: t.Question}}
 	search1 := func(query string) (string, error) {
 		args, _ := json.Marshal(map[string]string{"query": query})
 		res, err := callTool(ctx, tools, search.SearchName, map[string]string{"query": query})
@@ -160,7 +160,7 @@ func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, qu
 	if !strings.Contains(last, answer) {
 		return nil, fmt.Errorf("search demonstration of %s: the search for %q does not return the answer %q", t.ID, queryList[len(queryList)-1], answer)
 	}
-	return append(msgs, tokenizer.Message{Role: "assistant", Content: protocol.Answer(answer)}), nil
+	return append(msgs, tokenizer.Message{Role: "assistant", Content: toolcall.Answer(answer)}), nil
 }
 
 // FirstSearch is a warm-start demonstration of a first tool call on a task
@@ -169,7 +169,7 @@ func SearchDemonstration(ctx context.Context, t envs.Task, tools []envs.Tool, qu
 // teaches how an episode starts, not how a chain goes on.
 func FirstSearch(t envs.Task) []tokenizer.Message {
 	args, _ := json.Marshal(map[string]string{"query": t.Question})
-	return []tokenizer.Message{{Role: "system", Content: protocol.SystemPrompt}, {Role: "user", Content: t.Question},
+	return []tokenizer.Message{{Role: "system", Content: toolcall.SystemPrompt}, {Role: "user", Content: t.Question},
 		{Role: "assistant", ToolCalls: []tokenizer.ToolCall{{Name: search.SearchName, Arguments: args}}}}
 }
 
@@ -180,7 +180,7 @@ func FirstSearch(t envs.Task) []tokenizer.Message {
 // worlds), the texts it gives from those.
 func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool, names func([]string) []string,
 	family tokenizer.Family) (*tokenizer.Tokenizer, error) {
-	boot, err := tokenizer.BuildWordLevelAs(family, nil, protocol.SpecialTokens())
+	boot, err := tokenizer.BuildWordLevelAs(family, nil, toolcall.SpecialTokens())
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +228,7 @@ func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool, names
 			if err != nil {
 				return nil, err
 			}
-			s, err = cf.RenderText([]tokenizer.Message{{Role: "system", Content: protocol.RAGSystemPrompt}, {Role: "user", Content: rag}}, nil, true)
+			s, err = cf.RenderText([]tokenizer.Message{{Role: "system", Content: toolcall.RAGSystemPrompt}, {Role: "user", Content: rag}}, nil, true)
 			if err != nil {
 				return nil, err
 			}
@@ -240,7 +240,7 @@ func wordTokenizer(ctx context.Context, w *synth.World, tools []envs.Tool, names
 	}
 	// Error observations the agent may meet.
 	texts = append(texts, "Error: ", "No results.", "[truncated", "chars]")
-	return tokenizer.BuildWordLevelAs(family, texts, protocol.SpecialTokens())
+	return tokenizer.BuildWordLevelAs(family, texts, toolcall.SpecialTokens())
 }
 
 // toolByName finds a tool by name, nil when there is none.

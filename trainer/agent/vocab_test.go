@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 	"github.com/agentrl/agentrl/torch"
 )
 
@@ -14,7 +14,7 @@ import (
 // token more than the model has rows for is refused, naming both sizes and
 // the ids past the end.
 func TestCheckVocab(t *testing.T) {
-	tok, err := tokenizer.BuildWordLevel([]string{"one two three"}, protocol.SpecialTokens())
+	tok, err := tokenizer.BuildWordLevel([]string{"one two three"}, toolcall.SpecialTokens())
 	if err != nil {
 		t.Fatal(err)
 	}

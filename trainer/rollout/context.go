@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentrl/agentrl/agent/protocol"
-	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // ContextMode is how the context of an episode's next turn is made
@@ -48,7 +47,7 @@ type Context struct {
 	Turns int
 	// Calls is how the model writes its tool calls, which Messages and
 	// the summary read back (the chat format's; WithContext sets it).
-	Calls protocol.CallSyntax
+	Calls toolcall.CallSyntax
 }
 
 // Renders reports whether the mode renders each turn's context from the
@@ -65,7 +64,7 @@ type ConvTurn struct {
 
 // Messages are the messages the mode renders before the next turn: the
 // system text (when not empty), the question, then the turns it keeps,
-// each as the assistant's message (decoding.AssistantMessageIn) and one tool message
+// each as the assistant's message (assistantMessage) and one tool message
 // per response.
 func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Message {
 	var msgs []tokenizer.Message
@@ -81,12 +80,34 @@ func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Mes
 		}
 	}
 	for _, t := range kept {
-		msgs = append(msgs, decoding.AssistantMessageIn(c.Calls, t.Text))
+		msgs = append(msgs, assistantMessage(c.Calls, t.Text))
 		for _, r := range t.Responses {
 			msgs = append(msgs, tokenizer.Message{Role: "tool", Content: r})
 		}
 	}
 	return msgs
+}
+
+// assistantMessage is the message a client of a serving engine sends back
+// for an assistant text written in syntax: its tool calls split off
+// (toolcall.Split), each call's arguments a JSON string holding the text
+// the model wrote, as the OpenAI API carries them; Qwen3.5's XML calls keep
+// their arguments as the JSON object of the parameters' texts, which its
+// template takes.
+func assistantMessage(syntax toolcall.CallSyntax, text string) tokenizer.Message {
+	head, calls, ok := toolcall.Split(syntax, text)
+	m := tokenizer.Message{Role: "assistant", Content: head}
+	if !ok {
+		return m
+	}
+	for _, c := range calls {
+		args := json.RawMessage(c.Args)
+		if syntax != toolcall.QwenXML {
+			args, _ = json.Marshal(c.Args)
+		}
+		m.ToolCalls = append(m.ToolCalls, tokenizer.ToolCall{Name: c.Name, Arguments: args})
+	}
+	return m
 }
 
 // SummaryChars bounds each response quoted in a summary.
@@ -96,11 +117,11 @@ const SummaryChars = 200
 // of the turns it replaces, the call and the start of the response it
 // got, or the turn's text (its first SummaryChars characters) when it
 // made no call; calls is the syntax the turns' calls are written in.
-func Summary(calls protocol.CallSyntax, turns []ConvTurn) string {
+func Summary(calls toolcall.CallSyntax, turns []ConvTurn) string {
 	var b strings.Builder
 	b.WriteString("Summary of the earlier turns:")
 	for _, t := range turns {
-		_, written, ok := decoding.SplitToolCallsIn(calls, t.Text)
+		_, written, ok := toolcall.Split(calls, t.Text)
 		if !ok {
 			fmt.Fprintf(&b, "\n- said: %s", cut(t.Text))
 			continue

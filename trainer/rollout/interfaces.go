@@ -12,9 +12,9 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/agentrl/agentrl/agent/protocol"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/toolcall"
 )
 
 // Chat renders prompts and observations to tokens and says where turns end.
@@ -68,7 +68,7 @@ func NewChat(f *tokenizer.ChatFormat) *ChatFormat {
 	for _, id := range f.StopIDs() {
 		c.stops[id] = true
 	}
-	c.toolCallEnd, c.hasToolEnd = f.Special(protocol.ToolCallClose)
+	c.toolCallEnd, c.hasToolEnd = f.Special(toolcall.ToolCallClose)
 	return c
 }
 

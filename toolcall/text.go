@@ -1,19 +1,25 @@
-// Package protocol is the agent's protocol, in one place: the tags a
-// policy writes (<think>, <tool_call>, <answer>) and reads
-// (<tool_response>), the chat's special tokens, the system prompts and
-// the text of a tool call, an answer and a tool response. The tool-call
-// parser and the observations (envs), the format reward (envs/reward),
-// the chat format and the tiny models' vocabulary (tokenizer), the
-// scripted demonstrations and the prompts (trainer) all take them from
-// here, so they cannot drift apart. It imports nothing of the project.
+// Package toolcall is the text of an agent's turns, in one place: how each
+// model family writes a tool call (CallSyntax: Hermes' JSON between
+// <tool_call> tags, Llama 3's bare JSON object, Qwen3.5's XML), parsing a
+// turn's calls (Parse, with a *ParseError the model is shown when they are
+// malformed) and its answer (ParseAnswer), splitting a turn into its content
+// and its calls as written (Split), and rendering them (ToolCall,
+// LlamaToolCall, XMLToolCall). Beside the calls it holds the rest of the
+// protocol a policy writes and reads: the tags (<think>, <answer>,
+// <tool_response>), the chat's special tokens and the system prompts.
 //
-// The format is Qwen2.5/Qwen3's: ChatML turns (<|im_start|>role ...
+// The tool environment and its observations (envs), the format reward
+// (envs/reward), the chat formats and the tiny models' vocabulary
+// (tokenizer), the gateway's reading of a completion, the rollouts'
+// contexts and the scripted demonstrations all take them from here, so they
+// cannot drift apart. It imports nothing of the project.
+//
+// The default format is Qwen2.5/Qwen3's: ChatML turns (<|im_start|>role ...
 // <|im_end|>) and Hermes-style tool calls, a JSON object
-// {"name": ..., "arguments": {...}} between <tool_call> tags. Llama 3
-// writes its calls otherwise, as a bare JSON object with "parameters", and
-// Qwen3.5 as XML between the same tags (xmlcall.go); CallSyntax (calls.go)
-// names the three.
-package protocol
+// {"name": ..., "arguments": {...}} between <tool_call> tags. The reasoning
+// of a Qwen3.5 turn is split off (CallSyntax.ContentStart) before its calls
+// are parsed.
+package toolcall
 
 // The tags of the agent's turns and of the tool responses it reads.
 const (

@@ -1,4 +1,4 @@
-package envs
+package toolcall
 
 import (
 	"bytes"
@@ -6,27 +6,16 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/agentrl/agentrl/agent/protocol"
 )
 
 // ParamSchemas are tools' parameter schemas (Tool.Parameters, or the
 // "parameters" of an OpenAI request's functions) by tool name. The XML
 // syntax writes every value as text; a parameter's declared type says
-// what the text stands for (see ParseXMLToolCalls).
+// what the text stands for (see ParseXML).
 type ParamSchemas map[string]json.RawMessage
 
-// ParamSchemasOf are the parameter schemas of tools.
-func ParamSchemasOf(tools []Tool) ParamSchemas {
-	s := make(ParamSchemas, len(tools))
-	for _, t := range tools {
-		s[t.Name()] = t.Parameters()
-	}
-	return s
-}
-
-// ParseXMLToolCalls extracts the tool calls of an assistant turn in
-// Qwen3.5's XML syntax (protocol.QwenXML):
+// ParseXML extracts the tool calls of an assistant turn in
+// Qwen3.5's XML syntax (QwenXML):
 //
 //	<tool_call>
 //	<function=search>
@@ -37,9 +26,9 @@ func ParamSchemasOf(tools []Tool) ParamSchemas {
 //	</tool_call>
 //
 // The reasoning, up to the last </think>, is split off first
-// (protocol.CallSyntax.ContentStart), so that reasoning that mentions the
+// (CallSyntax.ContentStart), so that reasoning that mentions the
 // tags is not read as a call. In the content the blocks are found as
-// ParseToolCalls finds Hermes blocks: any text before the first, only
+// ParseHermes finds Hermes blocks: any text before the first, only
 // white space between them, and after the last only white space and one
 // <|im_end|>. In a block, white space may
 // surround the tags; a value is the text between <parameter=KEY> and its
@@ -59,77 +48,77 @@ func ParamSchemasOf(tools []Tool) ParamSchemas {
 // string, for the tool's schema to refuse; with no schema for the tool
 // (nil schemas) every value is its text. Every problem is a *ParseError
 // with its Kind; the calls are returned only when there is none.
-func ParseXMLToolCalls(text string, schemas ParamSchemas) ([]ToolCall, error) {
-	content := text[protocol.QwenXML.ContentStart(text):]
-	return parseBlocks(content, func(body string, n int) (ToolCall, error) { return parseXMLBody(body, n, schemas) })
+func ParseXML(text string, schemas ParamSchemas) ([]Call, error) {
+	content := text[QwenXML.ContentStart(text):]
+	return parseBlocks(content, func(body string, n int) (Call, error) { return parseXMLBody(body, n, schemas) })
 }
 
 // parseXMLBody parses the text between the tags of the n-th call.
-func parseXMLBody(body string, n int, schemas ParamSchemas) (ToolCall, error) {
-	malformed := func(format string, a ...any) (ToolCall, error) {
-		return ToolCall{}, &ParseError{Kind: KindMalformedXML, Call: n, Msg: fmt.Sprintf("tool call %d ", n) + fmt.Sprintf(format, a...)}
+func parseXMLBody(body string, n int, schemas ParamSchemas) (Call, error) {
+	malformed := func(format string, a ...any) (Call, error) {
+		return Call{}, &ParseError{Kind: KindMalformedXML, Call: n, Msg: fmt.Sprintf("tool call %d ", n) + fmt.Sprintf(format, a...)}
 	}
 	rest := strings.TrimSpace(body)
 	if rest == "" {
-		return malformed("is empty: expected %sNAME>, its parameters and %s", protocol.FunctionOpen, protocol.FunctionClose)
+		return malformed("is empty: expected %sNAME>, its parameters and %s", FunctionOpen, FunctionClose)
 	}
-	if !strings.HasPrefix(rest, protocol.FunctionOpen) {
-		return malformed("must start with %sNAME>: %s", protocol.FunctionOpen, quote(rest))
+	if !strings.HasPrefix(rest, FunctionOpen) {
+		return malformed("must start with %sNAME>: %s", FunctionOpen, Quote(rest))
 	}
-	rest = rest[len(protocol.FunctionOpen):]
+	rest = rest[len(FunctionOpen):]
 	gt := strings.Index(rest, ">")
 	if gt < 0 {
-		return malformed("has no \">\" after %s: %s", protocol.FunctionOpen, quote(body))
+		return malformed("has no \">\" after %s: %s", FunctionOpen, Quote(body))
 	}
 	name := rest[:gt]
 	if !validXMLName(name) {
-		return ToolCall{}, &ParseError{Kind: KindMissingName, Call: n,
+		return Call{}, &ParseError{Kind: KindMissingName, Call: n,
 			Msg: fmt.Sprintf("tool call %d: the function name must be a non-empty name without spaces or tags, got %q", n, name)}
 	}
-	rest, ok := strings.CutSuffix(rest[gt+1:], protocol.FunctionClose)
+	rest, ok := strings.CutSuffix(rest[gt+1:], FunctionClose)
 	if !ok {
-		return malformed("(%s) has no %s before %s: %s", name, protocol.FunctionClose, protocol.ToolCallClose, quote(body))
+		return malformed("(%s) has no %s before %s: %s", name, FunctionClose, ToolCallClose, Quote(body))
 	}
-	var params []protocol.XMLParam
+	var params []XMLParam
 	seen := map[string]bool{}
 	for {
 		rest = strings.TrimLeft(rest, " \t\r\n")
 		if rest == "" {
 			break
 		}
-		if !strings.HasPrefix(rest, protocol.ParameterOpen) {
-			return malformed("(%s): expected %sKEY> or %s, got %s", name, protocol.ParameterOpen, protocol.FunctionClose, quote(rest))
+		if !strings.HasPrefix(rest, ParameterOpen) {
+			return malformed("(%s): expected %sKEY> or %s, got %s", name, ParameterOpen, FunctionClose, Quote(rest))
 		}
-		rest = rest[len(protocol.ParameterOpen):]
+		rest = rest[len(ParameterOpen):]
 		gt := strings.Index(rest, ">")
 		if gt < 0 {
-			return malformed("(%s) has no \">\" after %s: %s", name, protocol.ParameterOpen, quote(rest))
+			return malformed("(%s) has no \">\" after %s: %s", name, ParameterOpen, Quote(rest))
 		}
 		key := rest[:gt]
 		if !validXMLName(key) {
-			return ToolCall{}, &ParseError{Kind: KindBadArguments, Call: n,
+			return Call{}, &ParseError{Kind: KindBadArguments, Call: n,
 				Msg: fmt.Sprintf("tool call %d (%s): a parameter name must be non-empty, without spaces or tags, got %q", n, name, key)}
 		}
 		if seen[key] {
-			return ToolCall{}, &ParseError{Kind: KindBadArguments, Call: n,
+			return Call{}, &ParseError{Kind: KindBadArguments, Call: n,
 				Msg: fmt.Sprintf("tool call %d (%s): parameter %q is given twice", n, name, key)}
 		}
 		seen[key] = true
 		rest = rest[gt+1:]
 		end := valueEnd(rest)
 		if end < 0 {
-			return malformed("(%s): parameter %q has no %s", name, key, protocol.ParameterClose)
+			return malformed("(%s): parameter %q has no %s", name, key, ParameterClose)
 		}
 		value := strings.TrimPrefix(rest[:end], "\n")
 		value = strings.TrimSuffix(value, "\n")
-		params = append(params, protocol.XMLParam{Key: key, Value: value})
-		rest = rest[end+len(protocol.ParameterClose):]
+		params = append(params, XMLParam{Key: key, Value: value})
+		rest = rest[end+len(ParameterClose):]
 	}
 	args, err := xmlArguments(params, schemas[name])
 	if err != nil {
-		return ToolCall{}, &ParseError{Kind: KindBadArguments, Call: n, Msg: fmt.Sprintf("tool call %d (%s): %v", n, name, err)}
+		return Call{}, &ParseError{Kind: KindBadArguments, Call: n, Msg: fmt.Sprintf("tool call %d (%s): %v", n, name, err)}
 	}
-	return ToolCall{Name: name, Arguments: args}, nil
+	return Call{Name: name, Arguments: args}, nil
 }
 
 // validXMLName reports whether s can be a function or parameter name: not
@@ -143,22 +132,22 @@ func validXMLName(s string) bool {
 // space, by the end of s or another <parameter=; -1 when there is none.
 func valueEnd(s string) int {
 	for from := 0; ; {
-		i := strings.Index(s[from:], protocol.ParameterClose)
+		i := strings.Index(s[from:], ParameterClose)
 		if i < 0 {
 			return -1
 		}
 		i += from
-		after := strings.TrimLeft(s[i+len(protocol.ParameterClose):], " \t\r\n")
-		if after == "" || strings.HasPrefix(after, protocol.ParameterOpen) {
+		after := strings.TrimLeft(s[i+len(ParameterClose):], " \t\r\n")
+		if after == "" || strings.HasPrefix(after, ParameterOpen) {
 			return i
 		}
-		from = i + len(protocol.ParameterClose)
+		from = i + len(ParameterClose)
 	}
 }
 
 // xmlArguments is the JSON object of the parameters, in order, each value
-// typed by schema (see ParseXMLToolCalls).
-func xmlArguments(params []protocol.XMLParam, schema json.RawMessage) (json.RawMessage, error) {
+// typed by schema (see ParseXML).
+func xmlArguments(params []XMLParam, schema json.RawMessage) (json.RawMessage, error) {
 	var s struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}

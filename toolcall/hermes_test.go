@@ -1,4 +1,4 @@
-package envs
+package toolcall
 
 import (
 	"errors"
@@ -7,30 +7,30 @@ import (
 	"testing"
 )
 
-func TestParseToolCallsValid(t *testing.T) {
+func TestParseHermesValid(t *testing.T) {
 	cases := []struct {
 		name string
 		text string
-		want []ToolCall
+		want []Call
 	}{
 		{"no call", "<think>I know this.</think><answer>Paris</answer>", nil},
 		{"empty text", "", nil},
 		{"qwen layout", "<think>search</think>\n<tool_call>\n{\"name\": \"search\", \"arguments\": {\"query\": \"Eiffel Tower\"}}\n</tool_call>",
-			[]ToolCall{{"search", []byte(`{"query":"Eiffel Tower"}`)}}},
+			[]Call{{"search", []byte(`{"query":"Eiffel Tower"}`)}}},
 		{"no whitespace", `<tool_call>{"name":"search","arguments":{"query":"x"}}</tool_call>`,
-			[]ToolCall{{"search", []byte(`{"query":"x"}`)}}},
-		{"absent arguments", `<tool_call>{"name":"now"}</tool_call>`, []ToolCall{{"now", []byte(`{}`)}}},
-		{"null arguments", `<tool_call>{"name":"now","arguments":null}</tool_call>`, []ToolCall{{"now", []byte(`{}`)}}},
+			[]Call{{"search", []byte(`{"query":"x"}`)}}},
+		{"absent arguments", `<tool_call>{"name":"now"}</tool_call>`, []Call{{"now", []byte(`{}`)}}},
+		{"null arguments", `<tool_call>{"name":"now","arguments":null}</tool_call>`, []Call{{"now", []byte(`{}`)}}},
 		{"two calls", "<tool_call>{\"name\":\"a\",\"arguments\":{\"x\":1}}</tool_call>\n\n<tool_call>\n{\"name\":\"b\",\"arguments\":{}}\n</tool_call>",
-			[]ToolCall{{"a", []byte(`{"x":1}`)}, {"b", []byte(`{}`)}}},
-		{"end of turn after", "<tool_call>{\"name\":\"a\"}</tool_call>\n<|im_end|>\n", []ToolCall{{"a", []byte(`{}`)}}},
+			[]Call{{"a", []byte(`{"x":1}`)}, {"b", []byte(`{}`)}}},
+		{"end of turn after", "<tool_call>{\"name\":\"a\"}</tool_call>\n<|im_end|>\n", []Call{{"a", []byte(`{}`)}}},
 		{"extra keys ignored", `<tool_call>{"name":"a","arguments":{"k":"v"},"id":"c1"}</tool_call>`,
-			[]ToolCall{{"a", []byte(`{"k":"v"}`)}}},
+			[]Call{{"a", []byte(`{"k":"v"}`)}}},
 		{"nested arguments compacted", "<tool_call>{\"name\":\"a\",\"arguments\":{ \"list\" : [1, 2],\n \"o\": {\"p\": true} }}</tool_call>",
-			[]ToolCall{{"a", []byte(`{"list":[1,2],"o":{"p":true}}`)}}},
+			[]Call{{"a", []byte(`{"list":[1,2],"o":{"p":true}}`)}}},
 	}
 	for _, c := range cases {
-		got, err := ParseToolCalls(c.text)
+		got, err := ParseHermes(c.text)
 		if err != nil {
 			t.Errorf("%s: %v", c.name, err)
 			continue
@@ -41,7 +41,7 @@ func TestParseToolCallsValid(t *testing.T) {
 	}
 }
 
-func TestParseToolCallsErrors(t *testing.T) {
+func TestParseHermesErrors(t *testing.T) {
 	long := strings.Repeat("x", 500)
 	cases := []struct {
 		name string
@@ -70,7 +70,7 @@ func TestParseToolCallsErrors(t *testing.T) {
 		{"long quote truncated", "<tool_call>{\"name\":\"a\"}</tool_call>" + long, KindTrailingText, 1, "`" + strings.Repeat("x", quoteLimit) + "`..."},
 	}
 	for _, c := range cases {
-		calls, err := ParseToolCalls(c.text)
+		calls, err := ParseHermes(c.text)
 		var pe *ParseError
 		if !errors.As(err, &pe) {
 			t.Errorf("%s: got calls %v, err %v; want a *ParseError", c.name, calls, err)
@@ -84,7 +84,7 @@ func TestParseToolCallsErrors(t *testing.T) {
 		}
 	}
 	// The quote is cut at quoteLimit characters, so the message stays short.
-	_, err := ParseToolCalls("<tool_call>{\"name\":\"a\"}</tool_call>" + long)
+	_, err := ParseHermes("<tool_call>{\"name\":\"a\"}</tool_call>" + long)
 	if n := len(err.Error()); n > 200 {
 		t.Errorf("message of %d bytes for a 500-byte trailing text", n)
 	}

@@ -1,4 +1,4 @@
-package envs_test
+package calculator_test
 
 import (
 	"context"

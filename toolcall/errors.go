@@ -1,6 +1,9 @@
-package envs
+package toolcall
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode"
@@ -35,10 +38,12 @@ func (e *ParseError) Error() string { return e.Msg }
 // quoteLimit is how many characters of an offending text a message quotes.
 const quoteLimit = 80
 
-// quote shows s to the model: at most quoteLimit characters between
-// backquotes, "..." marking a cut, control characters escaped (\n, \t,
-// \x01) so the message stays on one line, and JSON quotes left alone.
-func quote(s string) string {
+// Quote shows s to the model in an error message (a parse error here, a
+// call's arguments refused by its tool's schema in envs): at most
+// quoteLimit characters between backquotes, "..." marking a cut, control
+// characters escaped (\n, \t, \x01) so the message stays on one line, and
+// JSON quotes left alone.
+func Quote(s string) string {
 	var b strings.Builder
 	b.WriteByte('`')
 	n := 0
@@ -57,4 +62,19 @@ func quote(s string) string {
 	}
 	b.WriteByte('`')
 	return b.String()
+}
+
+// DecodeJSON decodes one JSON value as a call's arguments are read: numbers
+// kept as json.Number, trailing data refused (quoted in the error).
+func DecodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if rest := bytes.TrimSpace(raw[dec.InputOffset():]); len(rest) > 0 {
+		return nil, fmt.Errorf("unexpected data after the JSON value: %s", Quote(string(rest)))
+	}
+	return v, nil
 }

@@ -1,4 +1,4 @@
-package protocol
+package toolcall
 
 import (
 	"fmt"
@@ -7,8 +7,9 @@ import (
 
 // CallSyntax is how a model family writes a tool call in an assistant
 // turn. The chat format says which one its family uses
-// (tokenizer.ChatFormat.CallSyntax); the tool-call parser (envs), the
-// format reward and the gateway read the turn with it.
+// (tokenizer.ChatFormat.CallSyntax); the parser (Parse), the
+// environment (envs), the format reward and the gateway read the turn
+// with it.
 type CallSyntax int
 
 // The tool-call syntaxes. The zero value is Hermes, agentrl's own.
@@ -73,6 +74,22 @@ func (s CallSyntax) ContentStart(text string) int {
 		return 0
 	}
 	return i + len(ThinkClose)
+}
+
+// Parse extracts the tool calls of an assistant turn written in
+// syntax: ParseHermes for Hermes, ParseLlama for Llama 3,
+// ParseXML for Qwen3.5 (whose values schemas types; the JSON
+// syntaxes do not need them).
+func Parse(syntax CallSyntax, text string, schemas ParamSchemas) ([]Call, error) {
+	switch syntax {
+	case Hermes:
+		return ParseHermes(text)
+	case LlamaJSON:
+		return ParseLlama(text)
+	case QwenXML:
+		return ParseXML(text, schemas)
+	}
+	return nil, fmt.Errorf("tool-call syntax %v: agentrl parses only %v, %v and %v", syntax, Hermes, LlamaJSON, QwenXML)
 }
 
 // Llama 3's tokens that end an assistant turn, and the tag its models may

@@ -1,0 +1,33 @@
+package toolcall
+
+import "testing"
+
+// A Qwen3.5 turn splits into its content (less the template's "\n\n") and
+// its XML calls, whose arguments are the parameters' texts.
+func TestSplitXML(t *testing.T) {
+	call := XMLToolCall("search", []XMLParam{{Key: "query", Value: "Kamo"}, {Key: "k", Value: "3"}})
+	head, calls, ok := Split(QwenXML, "Searching.\n\n"+call)
+	if !ok || head != "Searching." || len(calls) != 1 || calls[0].Name != "search" || calls[0].Args != `{"query":"Kamo","k":"3"}` {
+		t.Fatalf("Split = %q, %+v, %v", head, calls, ok)
+	}
+	if _, _, ok := Split(QwenXML, "<tool_call>\n{\"name\": \"search\"}\n</tool_call>"); ok {
+		t.Error("a Hermes block read as an XML call")
+	}
+}
+
+// A Qwen3.5 turn whose reasoning mentions <tool_call> splits at the call
+// after the reasoning: the head is the reasoning and the content before
+// the call, whole; a turn whose only mention is in the reasoning holds no
+// call.
+func TestSplitXMLReasoningMentionsTheTag(t *testing.T) {
+	reasoning := "I will write <tool_call> next.\n</think>\n\n"
+	call := XMLToolCall("search", []XMLParam{{Key: "query", Value: "Kamo"}})
+	head, calls, ok := Split(QwenXML, reasoning+"Searching.\n\n"+call)
+	if !ok || head != reasoning+"Searching." || len(calls) != 1 || calls[0].Name != "search" || calls[0].Args != `{"query":"Kamo"}` {
+		t.Fatalf("Split = %q, %+v, %v", head, calls, ok)
+	}
+	text := reasoning + "<answer>Paris</answer>"
+	if head, calls, ok := Split(QwenXML, text); ok || head != text || calls != nil {
+		t.Errorf("a mention in the reasoning alone: Split = %q, %+v, %v; want the text, no call", head, calls, ok)
+	}
+}
