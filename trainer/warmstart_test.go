@@ -244,7 +244,7 @@ func TestFollowDemosReadTheSecondResult(t *testing.T) {
 		}
 		last := follow[i][len(follow[i])-1]
 		if len(queries) != 2 || queries[0] != task.Question || queries[1] != task.Support[0] ||
-			!strings.Contains(responses[1], task.Answers[0]) || last.Content != protocol.Answer(task.Answers[0]) || task.Answers[0] == queries[1] {
+			!strings.Contains(responses[1], task.Answers[0]) || last.Content != toolcall.Answer(task.Answers[0]) || task.Answers[0] == queries[1] {
 			t.Errorf("demo %d: searches %q -> %q answered %q, want the question's text, then its name, answered off the second result", i, queries, responses, last.Content)
 		}
 		followed++

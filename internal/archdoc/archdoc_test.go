@@ -105,9 +105,14 @@ func TestCheckFindsAnImportUp(t *testing.T) {
 		"gateway/gatewayx": {Path: "gateway/gatewayx", Imports: []string{"trainer/learner"}},
 		"trainer/learner":  {Path: "trainer/learner"},
 		"nowhere":          {Path: "nowhere"},
+		"envs":             {Path: "envs", TestImports: []string{"envs/tools/calc", "envs/envstest"}},
+		"envs/tools/calc":  {Path: "envs/tools/calc", Imports: []string{"envs/tools"}},
+		"envs/tools":       {Path: "envs/tools", Imports: []string{"envs"}},
+		"envs/envstest":    {Path: "envs/envstest", Imports: []string{"envs"}},
 	}
 	bad := Check(pkgs)
-	want := []string{"gateway/gatewayx imports trainer/learner", "nowhere is in no layer", "tokenizer's tests import decoding"}
+	want := []string{"envs's tests import envs/tools/calc, which imports envs", "gateway/gatewayx imports trainer/learner",
+		"nowhere is in no layer", "tokenizer's tests import decoding, a layer above", "tokenizer's tests import decoding, which imports tokenizer"}
 	if len(bad) != len(want) {
 		t.Fatalf("Check = %q, want %d findings", bad, len(want))
 	}

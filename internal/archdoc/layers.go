@@ -19,7 +19,7 @@ type Layer struct {
 // names it).
 var Layers = []Layer{
 	{"foundations: internal helpers, the trajectory, the tokenizer, libtorch, the environments and tools", []string{
-		"internal/...", "trajectory/...", "tokenizer/...", "torch/...", "agent/protocol", "envs/...", "tensorboard",
+		"internal/...", "trajectory/...", "tokenizer/...", "torch/...", "toolcall", "envs/...", "tensorboard",
 	}},
 	{"the trainer's plain data: store, metrics, results, packing, memory, ranks", []string{
 		"trainer/store", "trainer/metric", "trainer/results", "trainer/packing", "trainer/memory", "trainer/dist",
@@ -52,8 +52,11 @@ func LayerOf(path string) int {
 	return -1
 }
 
-// Check lists every package in no layer and every import, test imports
-// included, of a package above the importer's layer.
+// Check lists every package in no layer, every import, test imports
+// included, of a package above the importer's layer, and every test
+// import of a package that imports the package under test (its own
+// fixtures, P/...test, excepted): a test that reaches back up within a
+// layer.
 func Check(pkgs map[string]*Package) []string {
 	var bad []string
 	for _, path := range sortedPaths(pkgs) {
@@ -72,8 +75,36 @@ func Check(pkgs map[string]*Package) []string {
 				bad = append(bad, fmt.Sprintf("%s%s %s, a layer above it (%q over %q)", show(path), spaced(what), imp, Layers[li].Name, Layers[lp].Name))
 			}
 		}
+		for _, imp := range p.TestImports {
+			if !(Fixture(imp) && strings.HasPrefix(imp, path+"/")) && reaches(pkgs, imp, path) {
+				bad = append(bad, fmt.Sprintf("%s's tests import %s, which imports %s", show(path), imp, show(path)))
+			}
+		}
 	}
 	return bad
+}
+
+// reaches says whether package from imports package to, directly or not,
+// through non-test imports.
+func reaches(pkgs map[string]*Package, from, to string) bool {
+	seen, todo := map[string]bool{from: true}, []string{from}
+	for len(todo) > 0 {
+		p := pkgs[todo[len(todo)-1]]
+		todo = todo[:len(todo)-1]
+		if p == nil {
+			continue
+		}
+		for _, q := range p.Imports {
+			if q == to {
+				return true
+			}
+			if !seen[q] {
+				seen[q] = true
+				todo = append(todo, q)
+			}
+		}
+	}
+	return false
 }
 
 // spaced puts a space before a verb, none before a possessive.
