@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/job"
 	"github.com/agentrl/agentrl/report"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer"
@@ -50,7 +51,7 @@ func trainCommand() *cli.Command {
 			if c.Bool("dry-run") {
 				return dryRun(c, cfg)
 			}
-			storePath, err := trainer.RunJob(c.Context, cfg, trainer.JobOptions{Progress: bars, GitRev: gitRev(), Signals: signalContext,
+			storePath, err := job.Run(c.Context, cfg, job.Options{Progress: bars, GitRev: gitRev(), Signals: signalContext,
 				Relaunch: os.Args[1:], LaunchGrace: launchGrace})
 			if err != nil || storePath == "" || c.Bool("no-report") {
 				return err
