@@ -19,8 +19,10 @@ import (
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/models"
 	"github.com/agentrl/agentrl/trainer/results"
 	"github.com/agentrl/agentrl/trainer/store"
+	"github.com/agentrl/agentrl/trainer/warmstart"
 )
 
 // Options are a training job's surroundings, given by the command that
@@ -53,7 +55,7 @@ type Options struct {
 // and on the leader prints the results. It returns the trajectory store of
 // a run that finished, on the leader, for the caller's end-of-job report;
 // "" on the other ranks and when the job stopped before its end. An
-// interrupted job (trainer.ErrStopped, or a stop that checkpointed) is
+// interrupted job (warmstart.ErrStopped, or a stop that checkpointed) is
 // no error.
 func Run(ctx context.Context, cfg config.Config, o Options) (string, error) {
 	if o.Stdout == nil {
@@ -136,7 +138,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (string, error) {
 	if err := t.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
-	if errors.Is(runErr, trainer.ErrStopped) {
+	if errors.Is(runErr, warmstart.ErrStopped) {
 		fmt.Fprintf(o.Stderr, "%v\n", runErr)
 		return "", nil
 	}
@@ -182,7 +184,7 @@ func resumeCommand(cfg config.Config) string {
 // continueWith says how to go on with a run that stopped where its latest
 // checkpoint, if any, is: resume from it, or, without one, start again.
 func continueWith(cfg config.Config) string {
-	if ck, _, err := trainer.FindCheckpoint(trainer.RunDir(cfg)); err == nil && ck != "" {
+	if ck, _, err := models.FindCheckpoint(trainer.RunDir(cfg)); err == nil && ck != "" {
 		return "continue with: " + resumeCommand(cfg)
 	}
 	return "the run has no checkpoint yet: run it again to start over"

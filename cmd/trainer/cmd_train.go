@@ -17,6 +17,8 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/dryrun"
+	"github.com/agentrl/agentrl/trainer/models"
 )
 
 func trainCommand() *cli.Command {
@@ -90,7 +92,7 @@ func trainConfig(c *cli.Context) (config.Config, error) {
 		run := trainer.RunDir(cfg)
 		// Before anything is built or written (a log, an index): a run
 		// without a checkpoint cannot be resumed.
-		ck, _, err := trainer.FindCheckpoint(run)
+		ck, _, err := models.FindCheckpoint(run)
 		if err != nil {
 			return cfg, fmt.Errorf("resume %s: %w", name, err)
 		}
@@ -132,7 +134,7 @@ func linearLayers(c torch.Config) int {
 }
 
 func dryRun(c *cli.Context, cfg config.Config) error {
-	r, err := trainer.DryRun(c.Context, cfg)
+	r, err := dryrun.Run(c.Context, cfg)
 	if err != nil {
 		return err
 	}
