@@ -219,17 +219,15 @@ func (m *Set) loadCritic(ck string, policy *torch.Model) (*torch.Model, error) {
 // LearnerSettings are the run's update settings.
 func LearnerSettings(cfg config.Config) learner.Settings {
 	a, o := cfg.Algorithm, cfg.Optim
-	loss := cfg.Loss()
-	loss.KLInLoss = a.KLMode == "loss"
 	policy := torch.AdamWGroup{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay}
 	critic := policy
 	critic.LR = o.CriticLR
 	return learner.Settings{
-		Estimator: a.Estimator, Advantage: a.Options, KLEstimator: a.KLEstimator, KLInReward: a.KLMode == "reward",
+		Estimator: a.Estimator, Advantage: a.Options,
 		FilterKeepRatio: a.FilterKeepRatio, CriticWarmup: a.CriticWarmup,
 		Overlong: algo.Overlong{Filter: a.OverlongFilter, Buffer: a.OverlongBuffer.On(), MaxLen: cfg.Env.MaxTokens,
 			PenaltyFactor: a.OverlongBuffer.PenaltyFactor},
-		Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
+		Loss: a.LossConfig, Horizon: cfg.Env.MaxTokens, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
 		MaxGradNorm: o.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
 		RolloutCorrection: cfg.RolloutCorrection(), RolloutBound: a.RolloutCorrectionBound, OldLogprobs: a.OldLogprobs,
 		PolicyOptim: policy, CriticOptim: critic, Zero: cfg.Dist.Zero,
