@@ -179,8 +179,8 @@ func updateEstimate(mc torch.Config, params int64, dt torch.DType, cfg Config, c
 func trainSettings(cfg Config) learner.Settings {
 	group := torch.DefaultAdamW
 	group.LR = 1e-5
-	return learner.Settings{Estimator: "grpo", Advantage: algo.DefaultOptions(), KLEstimator: "k3", FilterKeepRatio: 1,
-		Loss: algo.LossConfig{PolicyLoss: "ppo", ClipLow: clipEps, ClipHigh: clipEps, Agg: "token-mean"}, Epochs: 1,
+	return learner.Settings{Estimator: "grpo", Advantage: algo.DefaultOptions(), FilterKeepRatio: 1,
+		Loss: algo.LossConfig{PolicyLoss: "ppo", ClipLow: clipEps, ClipHigh: clipEps, LossAgg: "token-mean", KLEstimator: "k3"}, Epochs: 1,
 		MiniBatch: cfg.Batch, MicroBatch: cfg.Batch, LossMask: true, MaxGradNorm: maxGradNorm, Temperature: 1,
 		PolicyOptim: group, CriticOptim: group}
 }

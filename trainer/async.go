@@ -12,7 +12,6 @@ import (
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/rollout"
-	"github.com/agentrl/agentrl/trajectory"
 )
 
 // Asynchronous training (rollout.max_staleness = k > 0) runs two roles in
@@ -39,95 +38,12 @@ import (
 // apply the same summed gradients), and the staleness check runs on the
 // gathered batch, which every rank holds whole.
 
-// rolloutDecoder is the rollout role's decoder: the sampler over its copy
-// of the policy weights, and that copy's version. Each decoder call and
-// each swap hold mu, so a swap lands between two steps.
-type rolloutDecoder struct {
-	sampler *agent.Sampler
-	mu      sync.Mutex
-	version int // of the weights in the copy
-	used    int // the version the last Step sampled with
-}
-
-func (w *rolloutDecoder) Slots() int  { return w.sampler.Slots() }
-func (w *rolloutDecoder) MaxLen() int { return w.sampler.MaxLen() }
-
-func (w *rolloutDecoder) Prefill(slot int, ids []int64) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.sampler.Prefill(slot, ids)
-}
-
-func (w *rolloutDecoder) PrefillBatch(slots []int, ids [][]int64) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.sampler.Decoder().PrefillBatch(slots, ids)
-}
-
-func (w *rolloutDecoder) CopySlot(src, dst int) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.sampler.CopySlot(src, dst)
-}
-
-func (w *rolloutDecoder) Release(slot int) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.sampler.Release(slot)
-}
-
-func (w *rolloutDecoder) Seed(slot int, seed uint64) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.sampler.Seed(slot, seed)
-}
-
-func (w *rolloutDecoder) Step(slots []int, s decoding.Sampling, tokens []int64, logprobs []float32) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.used = w.version
-	return w.sampler.Decoder().Step(slots, s, tokens, logprobs)
-}
-
-// PendingLogits serves the gateway's top_logprobs (an agent program's
-// requests).
-func (w *rolloutDecoder) PendingLogits(slot int) ([]float32, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.sampler.Decoder().PendingLogits(slot)
-}
-
-// lastUsed is the version the last Step sampled with (rollout.Options.Version).
-func (w *rolloutDecoder) lastUsed() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.used
-}
-
-// current is the version of the weights the next step samples with.
-func (w *rolloutDecoder) current() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.version
-}
-
-// swap copies the policy's weights (version v) into the sampler's copy.
-func (w *rolloutDecoder) swap(v int) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err := w.sampler.Sync(); err != nil {
-		return err
-	}
-	w.version = v
-	return nil
-}
-
 // pipeline is the running rollout role and what the learning role shares
 // with it: asynchronous training's source of batches.
 type pipeline struct {
 	t       *Trainer
 	k       int
-	weights *rolloutDecoder
+	weights *agent.SwapDecoder
 	runMu   sync.Mutex // one rollout at a time on the sampler (training draws, evaluations)
 	out     chan batch // closed when the rollout role ends
 	cancel  context.CancelFunc
@@ -141,51 +57,12 @@ type pipeline struct {
 	versions []int
 }
 
-// mayStart reports whether the batch of iteration j may be sampled once
-// the updates up to iteration updated are published, under the bound k.
-func mayStart(j, updated, k int) bool { return j-k-1 <= updated }
-
-// versionLag is the number of versions in published (ascending) after v up
-// to now: how many updates the policy at now has seen that the one at v
-// had not.
-func versionLag(v int, published []int, now int) int {
-	n := 0
-	for _, p := range published {
-		if p > v && p <= now {
-			n++
-		}
-	}
-	return n
-}
-
-// staleness checks that no turn of trs was sampled more than k versions
-// before now, and returns the mean and largest version lag of their turns.
-func staleness(trs []*trajectory.Trajectory, published []int, now, k int) (mean, largest float64, err error) {
-	n := 0
-	for _, tr := range trs {
-		for i, tu := range tr.Turns {
-			lag := versionLag(tu.PolicyVersion, published, now)
-			if lag > k {
-				return 0, 0, fmt.Errorf("turn %d of %s was sampled by policy version %d, %d versions before the update's %d: above rollout.max_staleness %d",
-					i, tr.ID, tu.PolicyVersion, lag, now, k)
-			}
-			mean += float64(lag)
-			largest = max(largest, float64(lag))
-			n++
-		}
-	}
-	if n > 0 {
-		mean /= float64(n)
-	}
-	return mean, largest, nil
-}
-
 // startPipeline starts the rollout role for the iterations after the run
 // state's, from its data position and with the policy's current weights.
 func (t *Trainer) startPipeline(ctx context.Context) (*pipeline, error) {
 	v := t.state.OptSteps
-	w := &rolloutDecoder{sampler: t.sampler}
-	if err := w.swap(v); err != nil {
+	w, err := agent.NewSwapDecoder(t.sampler, v)
+	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -206,7 +83,7 @@ func (p *pipeline) stop() {
 }
 
 // produce is the rollout role: it samples the batches of iterations first
-// to run.iterations in order, each once mayStart allows it, from its own
+// to run.iterations in order, each once rollout.MayStart allows it, from its own
 // data position pos (each pass shuffled by a generator of its own, seeded
 // by the run's seed and the pass, so the prompts do not depend on the
 // timing of the two roles).
@@ -244,7 +121,7 @@ func (p *pipeline) wait(ctx context.Context, j int) bool {
 		p.mu.Lock()
 		u, ch := p.updated, p.changed
 		p.mu.Unlock()
-		if mayStart(j, u, p.k) {
+		if rollout.MayStart(j, u, p.k) {
 			return true
 		}
 		select {
@@ -278,7 +155,7 @@ func (p *pipeline) next(_ context.Context, iter int) (batch, error) {
 	}
 	t.state.dataPos = b.pos
 	train := trainable(b.trs)
-	mean, largest, err := staleness(train, p.versions, t.state.OptSteps, p.k)
+	mean, largest, err := rollout.Staleness(train, p.versions, t.state.OptSteps, p.k)
 	if err != nil {
 		return b, err
 	}
@@ -300,14 +177,14 @@ func (p *pipeline) decoder() (decoding.LogitsDecoder, func()) {
 // stamp: the episodes record the version of the weights in the copy, each
 // turn the one its first token was sampled with.
 func (p *pipeline) stamp(o *rollout.Options) {
-	o.PolicyVersion, o.Version = p.weights.current(), p.weights.lastUsed
+	o.PolicyVersion, o.Version = p.weights.Current(), p.weights.LastUsed
 }
 
 // published hands the weights of the policy after iteration iter's update
 // (version v) to the rollout role and lets it start the batches the bound
 // now allows.
 func (p *pipeline) published(iter, v int) error {
-	if err := p.weights.swap(v); err != nil {
+	if err := p.weights.Swap(v); err != nil {
 		return err
 	}
 	if last := p.versions[len(p.versions)-1]; v != last {

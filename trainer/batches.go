@@ -71,14 +71,14 @@ func trainable(trs []*trajectory.Trajectory) []*trajectory.Trajectory {
 // lockstep is the synchronous loop's source: each batch is sampled when
 // the loop asks for it, by the policy as it is (the sampler's copy of the
 // weights brought up to the policy's first), from the run state's data
-// position.
+// position, each pass shuffled by the run's generator.
 type lockstep struct{ t *Trainer }
 
 func (s lockstep) next(ctx context.Context, iter int) (batch, error) {
 	if err := s.ready(); err != nil {
 		return batch{}, err
 	}
-	trs, rs, drawn, err := s.t.trainingEpisodes(ctx, iter, s.t.ownTasks())
+	trs, rs, drawn, err := s.t.trainingEpisodes(ctx, iter, taskSource{pos: &s.t.state.dataPos, perm: func(_, n int) []int { return s.t.rng.Perm(n) }})
 	return batch{iter: iter, trs: trs, rs: rs, drawn: drawn}, err
 }
 

@@ -2,116 +2,14 @@ package trainer
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
-
-	"github.com/agentrl/agentrl/internal/atomicfile"
 )
 
-// A checkpoint is a folder <run>/checkpoints/iter-NNNNNN holding:
-//
-//	policy/                  the policy as a Hugging Face folder, with its tokenizer; with
-//	                         model.lora a PEFT adapter folder (the base is model.path or <run>/base)
-//	critic/                  a separate critic (value head in value_head.safetensors); with
-//	                         model.lora its adapters as a PEFT folder
-//	optimizer.safetensors    AdamW moments per parameter (<name>.exp_avg, .exp_avg_sq), the f32
-//	                         master weights of bf16/f16 parameters (<name>.master), steps in the metadata
-//	critic_optimizer.safetensors
-//	state.json               iteration, data cursor and order, RNG state
-//
-// <run>/checkpoints/latest names the newest complete one. A checkpoint is
-// written under a temporary name and renamed, and the folder latest names
-// is never deleted or replaced while latest names it, so a kill at any
-// moment leaves a run that resumes: from the old checkpoint or the new one.
-// Should latest itself be broken (a damaged disk, a hand edit), a resume
-// falls back, with a warning, to the newest complete iter-* folder.
-const keepCheckpoints = 2
-
-func checkpointsDir(run string) string { return filepath.Join(run, "checkpoints") }
-
-// complete reports whether dir is a whole checkpoint: state.json is the
-// last file written into it before it was renamed into place.
-func complete(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, "state.json"))
-	return err == nil
-}
-
-// latestName returns the checkpoint name that <run>/checkpoints/latest
-// holds, "" when there is no such file.
-func latestName(run string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(checkpointsDir(run), "latest"))
-	if os.IsNotExist(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(b)), nil
-}
-
-// FindCheckpoint returns the checkpoint a resume of the run in folder run
-// starts from: the one checkpoints/latest names when it is complete; when
-// latest is missing, unreadable or names an incomplete or missing folder,
-// the newest complete iter-* folder, with a warning saying so. It returns
-// "" when the run has no complete checkpoint.
-func FindCheckpoint(run string) (dir, warning string, err error) {
-	root := checkpointsDir(run)
-	name, err := latestName(run)
-	if err == nil && name != "" && !strings.ContainsAny(name, `/\`) && strings.HasPrefix(name, "iter-") && complete(filepath.Join(root, name)) {
-		return filepath.Join(root, name), "", nil
-	}
-	why := "it is missing"
-	switch {
-	case err != nil:
-		why = err.Error()
-	case name != "":
-		why = fmt.Sprintf("it names %q, which is not a complete checkpoint", name)
-	}
-	names, derr := checkpointNames(root)
-	if derr != nil && !os.IsNotExist(derr) {
-		return "", "", derr
-	}
-	for i := len(names) - 1; i >= 0; i-- {
-		if d := filepath.Join(root, names[i]); complete(d) {
-			return d, fmt.Sprintf("%s/latest is broken (%s): resuming from the newest complete checkpoint, %s", root, why, names[i]), nil
-		}
-	}
-	return "", "", nil
-}
-
-// checkpointNames lists the iter-* folders of root, oldest first.
-func checkpointNames(root string) ([]string, error) {
-	ents, err := os.ReadDir(root)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, e := range ents {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "iter-") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
-	return names, nil
-}
-
-// checkpointStage, when set (by the kill tests), is called at each step
-// of writing a checkpoint, before the step is taken.
-var checkpointStage func(stage string)
-
-func stage(name string) {
-	if checkpointStage != nil {
-		checkpointStage(name)
-	}
-}
-
-// checkpoint saves the run's state after iteration t.state.Iteration.
+// checkpoint saves the run after iteration t.state.Iteration: the models
+// and their optimizers' state, and the run state (the data position, the
+// optimizer steps, the generator's state) as state.json, into the folder
+// models.Set.Checkpoint writes. Every rank takes part; rank 0 writes.
 func (t *Trainer) checkpoint() error {
-	if err := t.models.agreeOnWeights(); err != nil {
+	if err := t.models.AgreeOnWeights(); err != nil {
 		return err
 	}
 	// With ZeRO every rank holds a range of the optimizer state: all take
@@ -125,91 +23,15 @@ func (t *Trainer) checkpoint() error {
 	}
 	// The store must hold every iteration the checkpoint covers: a resume
 	// redoes only what comes after it.
-	if err := t.writer.Flush(); err != nil {
+	if err := t.rec.writer.Flush(); err != nil {
 		return err
 	}
-	name := fmt.Sprintf("iter-%06d", t.state.Iteration)
-	root := checkpointsDir(t.dir)
-	final := filepath.Join(root, name)
-	// A checkpoint of this iteration that latest already names holds this
-	// very state (a stop right after a saved iteration saves it again):
-	// it stays as it is, never deleted and rewritten under latest's feet.
-	if latest, err := latestName(t.dir); err == nil && latest == name && complete(final) {
-		return nil
-	}
-	tmp := filepath.Join(root, ".tmp-"+name)
-	stage("write")
-	if err := os.RemoveAll(tmp); err != nil {
+	if t.state.RNG, err = t.pcg.MarshalBinary(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return err
-	}
-	if err := t.models.save(tmp, opt); err != nil {
-		return err
-	}
-	rs, err := t.pcg.MarshalBinary()
+	state, err := json.MarshalIndent(t.state, "", "  ")
 	if err != nil {
 		return err
 	}
-	t.state.RNG = rs
-	sb, err := json.MarshalIndent(t.state, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "state.json"), sb, 0o644); err != nil {
-		return err
-	}
-	stage("rename")
-	// final is not what latest names (checked above): replacing it cannot
-	// break a resume.
-	if err := os.RemoveAll(final); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return err
-	}
-	stage("latest")
-	if err := atomicfile.Write(filepath.Join(root, "latest"), func(w io.Writer) error {
-		_, err := io.WriteString(w, name+"\n")
-		return err
-	}); err != nil {
-		return err
-	}
-	stage("prune")
-	return pruneCheckpoints(root, name)
-}
-
-// pruneCheckpoints removes the oldest iter-* folders beyond
-// keepCheckpoints, never keep (the one latest names).
-func pruneCheckpoints(root, keep string) error {
-	names, err := checkpointNames(root)
-	if err != nil {
-		return err
-	}
-	for len(names) > keepCheckpoints {
-		if names[0] != keep {
-			if err := os.RemoveAll(filepath.Join(root, names[0])); err != nil {
-				return err
-			}
-		}
-		names = names[1:]
-	}
-	return nil
-}
-
-// restore reads the run state of a checkpoint, and the models' optimizer
-// state (the weights were loaded with the models).
-func (t *Trainer) restore(ck string) error {
-	b, err := os.ReadFile(filepath.Join(ck, "state.json"))
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, &t.state); err != nil {
-		return fmt.Errorf("%s/state.json: %w", ck, err)
-	}
-	if err := t.pcg.UnmarshalBinary(t.state.RNG); err != nil {
-		return fmt.Errorf("%s/state.json: rng: %w", ck, err)
-	}
-	return t.models.restore(ck, t.state.OptSteps)
+	return t.models.Checkpoint(t.state.Iteration, opt, state)
 }

@@ -153,7 +153,7 @@ func dpTrainer(t *testing.T, estimator string, zero int, g *dist.Group) *Trainer
 			c.Optim.LR = 3e-4
 		}
 	})
-	if err := tr.models.syncReplicas(); err != nil {
+	if err := tr.dist.Broadcast(tr.models.learner.Params()); err != nil { // as New does
 		t.Fatal(err)
 	}
 	return tr
@@ -230,7 +230,7 @@ func dpSave(t *testing.T, tr *Trainer, dir string) {
 
 // dpLoad restores what dpSave wrote into tr, as a resume does.
 func dpLoad(t *testing.T, tr *Trainer, dir string) {
-	m, err := torch.LoadModel(filepath.Join(dir, "policy"), torch.Float32, torch.CPU, tr.models.sharedCritic())
+	m, err := torch.LoadModel(filepath.Join(dir, "policy"), torch.Float32, torch.CPU, tr.models.learner.Mode() == learner.SharedCritic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,8 +35,8 @@ func TestDynamicSamplingCapInJob(t *testing.T) {
 	if _, err := tr.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.data.train) < 12 {
-		t.Fatalf("only %d training tasks: the test needs 12 for one pass", len(tr.data.train))
+	if len(tr.data.Train) < 12 {
+		t.Fatalf("only %d training tasks: the test needs 12 for one pass", len(tr.data.Train))
 	}
 	if tr.state.Pass != 1 || tr.state.Cursor != 12 {
 		t.Errorf("data pass %d cursor %d, want pass 1 cursor 12 (3 draws of 4 prompts)", tr.state.Pass, tr.state.Cursor)

@@ -11,19 +11,16 @@ import (
 // world's scripted demonstrations) and writes the policy as a Hugging Face
 // folder to out.
 func (t *Trainer) SFT(ctx context.Context, out string) error {
-	if t.models.base != nil {
+	if t.models.LoRA() {
 		return fmt.Errorf("sft: model.lora is set, but the warm start trains the whole model: run trainer sft without model.lora, then train adapters over its output")
 	}
-	if t.cfg.SFT.Data == "" && (t.data.world == nil || t.cfg.SFT.Demos <= 0) {
+	if t.cfg.SFT.Data == "" && (t.data.World == nil || t.cfg.SFT.Demos <= 0) {
 		return fmt.Errorf("sft: no demonstrations: give sft.data (a JSONL file), or use the synthetic world")
 	}
-	// Scripted demonstrations are meant for a model created here; sft.data
-	// may warm-start any model.
-	t.models.fresh = t.models.fresh || t.cfg.SFT.Data != ""
 	if err := t.warmStart(ctx, nil); err != nil {
 		return err
 	}
-	return t.models.exportPolicy(out)
+	return t.models.ExportPolicy(out)
 }
 
 // Evaluate evaluates the policy as it is (greedy) and, with eval.baselines,
@@ -33,26 +30,14 @@ func (t *Trainer) Evaluate(ctx context.Context) (*results.Table, error) {
 	if err := t.iterationZero(ctx); err != nil {
 		return nil, err
 	}
-	if err := t.writer.Flush(); err != nil {
+	if err := t.rec.writer.Flush(); err != nil {
 		return nil, err
 	}
-	r, err := t.results()
+	r, err := t.rec.results(t.cfg.Algorithm.Estimator)
 	if err != nil {
 		return nil, err
 	}
 	// Without RL the policy's row is the one evaluated at iteration 0.
-	if m, ok := r.Metrics[results.BaseToolCall]; ok {
-		delete(r.Metrics, results.BaseToolCall)
-		r.Metrics["Policy"] = m
-		if o, ok := r.OOD[results.BaseToolCall]; ok {
-			delete(r.OOD, results.BaseToolCall)
-			r.OOD["Policy"] = o
-		}
-		for i, name := range r.Methods {
-			if name == results.BaseToolCall {
-				r.Methods[i] = "Policy"
-			}
-		}
-	}
+	r.Rename(results.BaseToolCall, "Policy")
 	return r, nil
 }

@@ -28,7 +28,7 @@ func (t *Trainer) iterationZero(ctx context.Context) error {
 		return err
 	}
 	t.log.Info().Int("iteration", 0).Float64("eval_em", m[metric.Eval+metric.EM]).Float64("naive_rag_em", m[metric.NaiveRAG+metric.EM]).Msg("baselines evaluated")
-	return t.submit(0, m, all)
+	return t.rec.submit(0, m, all)
 }
 
 // evalSet is one evaluation pass: its tasks, the episode factory, the
@@ -49,9 +49,9 @@ func (t *Trainer) evalSets(ctx context.Context, rag bool) []evalSet {
 	if rag {
 		f, pre, preOOD, tag = t.agent.RAGEpisodes(ctx), metric.NaiveRAG, metric.NaiveRAGOOD, "rag"
 	}
-	sets := []evalSet{{t.data.eval, f, pre, tag}}
-	if len(t.data.ood) > 0 {
-		sets = append(sets, evalSet{t.data.ood, f, preOOD, strings.TrimPrefix(tag+"-ood", "-")})
+	sets := []evalSet{{t.data.Eval, f, pre, tag}}
+	if len(t.data.OOD) > 0 {
+		sets = append(sets, evalSet{t.data.OOD, f, preOOD, strings.TrimPrefix(tag+"-ood", "-")})
 	}
 	return sets
 }

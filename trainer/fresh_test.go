@@ -15,6 +15,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/datasets"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -43,15 +44,15 @@ func TestFreshWorldsData(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := loadData(ctx, cfg, t.TempDir())
+	d, err := datasets.Load(ctx, cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.train) != 0 || len(d.eval) != 10 || len(d.ood) != 4 || len(d.worlds) != 3 {
-		t.Fatalf("train %d eval %d ood %d worlds %d, want 0, 10, 4, 3", len(d.train), len(d.eval), len(d.ood), len(d.worlds))
+	if len(d.Train) != 0 || len(d.Eval) != 10 || len(d.OOD) != 4 || len(d.Worlds) != 3 {
+		t.Fatalf("train %d eval %d ood %d worlds %d, want 0, 10, 4, 3", len(d.Train), len(d.Eval), len(d.OOD), len(d.Worlds))
 	}
 	perWorld := map[string][2]int{}
-	for _, task := range slices.Concat(d.eval, d.ood) {
+	for _, task := range slices.Concat(d.Eval, d.OOD) {
 		id := task.Meta[synth.WorldKey]
 		n := perWorld[id]
 		if task.Meta["split"] == "ood" {
@@ -64,12 +65,12 @@ func TestFreshWorldsData(t *testing.T) {
 	if want := map[string][2]int{"test-0": {4, 2}, "test-1": {3, 1}, "test-2": {3, 1}}; fmt.Sprint(perWorld) != fmt.Sprint(want) {
 		t.Errorf("questions per world %v, want %v", perWorld, want)
 	}
-	a, err := agent.New(ctx, agentSpec(cfg, d, ""))
+	a, err := agent.New(ctx, d.AgentSpec(cfg, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	for _, task := range d.eval {
+	for _, task := range d.Eval {
 		tools, err := a.ToolsFor(task)
 		if err != nil {
 			t.Fatal(err)
@@ -82,14 +83,8 @@ func TestFreshWorldsData(t *testing.T) {
 		}
 	}
 	// A training batch's world: added, played with its own index, dropped.
-	w, id, path, err := d.fresh.build(ctx, synth.RoleTrain, trainWorld(1, 0), cfg.Rollout.BatchSize, 0)
+	w, id, done, err := d.Fresh.Open(ctx, a, synth.RoleTrain, datasets.TrainWorld(1, 0))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.ToolsFor(w.Train[0]); err == nil {
-		t.Error("a task of a world not added: no error")
-	}
-	if err := a.AddWorld(id, path); err != nil {
 		t.Fatal(err)
 	}
 	unk, _ := a.Tokenizer.TokenID(tokenizer.UnknownToken)
@@ -110,8 +105,11 @@ func TestFreshWorldsData(t *testing.T) {
 			t.Errorf("world %s, %s: its demonstration has a piece the vocabulary lacks: %q", id, task.ID, text)
 		}
 	}
-	if err := a.DropWorld(id); err != nil {
+	if err := done(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := a.ToolsFor(w.Train[0]); err == nil {
+		t.Error("a task of a dropped world: no error")
 	}
 	// What fresh worlds do not implement is refused by name, saying how to
 	// turn them off (they are on by default); like every data.synthetic

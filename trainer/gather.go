@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/rollout"
@@ -90,20 +89,4 @@ func (t *Trainer) rolloutOptions(iter int, split trajectory.Split, o rollout.Opt
 	o.Split = split
 	o.Deterministic = t.cfg.Rollout.Deterministic
 	return o
-}
-
-// nextTasks takes the next n training tasks from pos, in a shuffled order
-// that perm redraws after every pass (it is given the new pass's number).
-func (t *Trainer) nextTasks(pos *dataPos, perm func(pass, n int) []int, n int) []envs.Task {
-	out := make([]envs.Task, 0, n)
-	for len(out) < n {
-		if pos.Cursor >= len(pos.Order) || len(pos.Order) != len(t.data.train) {
-			pos.Order = perm(pos.Pass+1, len(t.data.train))
-			pos.Cursor = 0
-			pos.Pass++
-		}
-		out = append(out, t.data.train[pos.Order[pos.Cursor]])
-		pos.Cursor++
-	}
-	return out
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/metric"
+	"github.com/agentrl/agentrl/trainer/models"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -52,8 +53,8 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		}
 		all = append(all, evalTrs...)
 	}
-	if t.models.device.CUDA {
-		if ms, err := torch.CUDAMemory(t.models.device); err == nil {
+	if t.device.CUDA {
+		if ms, err := torch.CUDAMemory(t.device); err == nil {
 			m[metric.CUDAAllocatedGB], m[metric.CUDAPeakGB] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
 		}
 	} else if ms, err := torch.HostMemory(); err == nil {
@@ -75,7 +76,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		ev = ev.Float64(f.name, f.value)
 	}
 	ev.Msg("iteration")
-	return t.submit(iter, m, all)
+	return t.rec.submit(iter, m, all)
 }
 
 // engineFigures adds what the sampler's engine did this iteration (since
@@ -94,7 +95,7 @@ func (t *Trainer) engineFigures(m map[string]float64, before torch.EngineCounter
 	}
 	m[metric.EngineRefreshes] = float64(c.Refreshes - before.Refreshes)
 	m[metric.EngineEagerSteps] = float64(c.EagerSteps - before.EagerSteps)
-	if !t.models.device.CUDA {
+	if !t.device.CUDA {
 		return
 	}
 	m[metric.CUDAGraphCaptures] = float64(c.Captures - before.Captures)
@@ -119,7 +120,7 @@ func (t *Trainer) learn(iter int, train []*trajectory.Trajectory, m map[string]f
 	if err := torch.EmptyCache(); err != nil {
 		return err
 	}
-	if err := t.models.seedDropout(iter); err != nil {
+	if err := models.SeedDropout(t.cfg, t.dist.Rank(), iter); err != nil {
 		return err
 	}
 	t0 := time.Now()

@@ -18,6 +18,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/learner"
+	"github.com/agentrl/agentrl/trainer/models"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -139,23 +140,28 @@ func newBanditOn(t *testing.T, g *dist.Group, estimator string, tweaks ...func(*
 	tr := &Trainer{cfg: cfg, log: zerolog.Nop(), pcg: rand.NewPCG(uint64(cfg.Run.Seed), 0x5eed), dist: g}
 	tr.rng = rand.New(tr.pcg)
 	tr.batches = lockstep{tr} // as New sets it
-	tr.models = &models{cfg: cfg, dist: g, device: torch.CPU, dtype: torch.Float32}
+	mode := models.CriticMode(cfg)
 	mc := torch.Config{ModelType: "qwen2", Vocab: banditVocab, Hidden: 32, Intermediate: 64, Layers: 1, Heads: 2,
 		KVHeads: 1, HeadDim: 16, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 16}
-	policy, err := torch.NewRandomModel(mc, torch.Float32, torch.CPU, tr.models.sharedCritic(), uint64(cfg.Run.Seed))
+	policy, err := torch.NewRandomModel(mc, torch.Float32, torch.CPU, mode == learner.SharedCritic, uint64(cfg.Run.Seed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var critic *torch.Model
-	if tr.models.criticMode() == learner.SeparateCritic {
+	if mode == learner.SeparateCritic {
 		if critic, err = torch.NewRandomModel(mc, torch.Float32, torch.CPU, true, uint64(cfg.Run.Seed)+1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if tr.models.learner, err = learner.New(policy, critic, tr.models.criticMode(), tr.models.learnerSettings(), g, tr.rng); err != nil {
+	if tr.models.learner, err = learner.New(policy, critic, mode, models.LearnerSettings(cfg), g, tr.rng); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tr.Close() })
+	// No models.Set (it loads its models from files): the learner is freed
+	// here, after the sampler that decodes from its policy.
+	t.Cleanup(func() {
+		tr.Close()
+		tr.models.learner.Close()
+	})
 	if tr.sampler, err = agent.NewSampler(policy, torch.Float32, agent.Mode{}, banditGroups*banditSamples, cfg.Env.MaxTokens); err != nil {
 		t.Fatal(err)
 	}

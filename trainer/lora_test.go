@@ -11,19 +11,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/agentrl/agentrl/internal/hubcache/hubcachetest"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/metric"
 )
-
-// trainer/config keeps its own list of target names (it builds without
-// libtorch): it must be torch's.
-func TestLoRATargetsAgree(t *testing.T) {
-	if !slices.Equal(config.LoRATargets, torch.LoRATargets) {
-		t.Fatalf("config.LoRATargets %v, torch.LoRATargets %v", config.LoRATargets, torch.LoRATargets)
-	}
-}
 
 // loraConfig is the small job with LoRA r=4, alpha 8 on every projection,
 // PPO with a separate critic and a KL loss: every LoRA model in play.
@@ -81,7 +72,7 @@ func TestLoRAModels(t *testing.T) {
 	if l.Policy().LoRA() == nil || l.Critic().LoRA() == nil || !l.Critic().ValueHead {
 		t.Fatal("the policy and the critic are not LoRA models (the critic with a value head)")
 	}
-	if l.Reference() != tr.models.base {
+	if l.Reference() != tr.models.WarmStartModel() { // with LoRA, the base
 		t.Error("the KL reference is not the base model")
 	}
 	if n := numbers(t, l.Params()); n != 4096+4096+33 {
@@ -224,67 +215,4 @@ func maxDiff(a, b []float32) float64 {
 		}
 	}
 	return d
-}
-
-// model.lora.path must be adapters of model.lora's shape: each key that
-// differs is named, an rsLoRA adapter (scaled alpha/sqrt(r), where
-// model.lora scales alpha/r) among them.
-func TestLoRAPathShape(t *testing.T) {
-	dir := t.TempDir()
-	cfg := loraConfig(dir)
-	cfg.Model.LoRA.Rank, cfg.Model.LoRA.Alpha, cfg.Model.LoRA.TargetModules = 4, 8, []string{"q_proj"}
-	m := &models{cfg: cfg}
-	write := func(extra string) string {
-		d := t.TempDir()
-		body := `{"peft_type": "LORA", "r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["q_proj"]` + extra + `}`
-		if err := os.WriteFile(filepath.Join(d, "adapter_config.json"), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	base := torch.Config{ModelType: "qwen2", Layers: 2}
-	if err := m.sameShape(write(""), base); err != nil {
-		t.Fatalf("the same shape: %v", err)
-	}
-	err := m.sameShape(write(`, "use_rslora": true`), base)
-	if err == nil || !strings.Contains(err.Error(), "use_rslora true") {
-		t.Fatalf("an rsLoRA adapter: %v, want a refusal naming use_rslora", err)
-	}
-	// all-linear is the projections the base has: a Qwen3.5's twelve (its
-	// Gated DeltaNet layers' five among them), a Qwen2's seven.
-	m.cfg.Model.LoRA.TargetModules = []string{"all-linear"}
-	hybrid := torch.Config{ModelType: "qwen3_5_text", Layers: 2, LayerTypes: []string{torch.LinearAttention, torch.FullAttention}}
-	if got := m.loraShape(hybrid).Targets; len(got) != 12 || !slices.Contains(got, "in_proj_qkv") {
-		t.Errorf("all-linear over a Qwen3.5: %v", got)
-	}
-	if got := m.loraShape(base).Targets; len(got) != 7 || slices.Contains(got, "in_proj_qkv") {
-		t.Errorf("all-linear over a Qwen2: %v", got)
-	}
-	d := t.TempDir()
-	body := `{"peft_type": "LORA", "r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": "all-linear"}`
-	if err := os.WriteFile(filepath.Join(d, "adapter_config.json"), []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.sameShape(d, hybrid); err != nil {
-		t.Errorf("all-linear against all-linear over a Qwen3.5: %v", err)
-	}
-}
-
-// An adapter names a base read by model id as the id, and one read at a
-// revision as its snapshot folder (base_model_name_or_path cannot carry
-// "@REVISION"); a local base by its absolute folder.
-func TestLoRABaseName(t *testing.T) {
-	cache := t.TempDir()
-	t.Setenv("HF_HUB_CACHE", cache)
-	src := t.TempDir()
-	if err := os.WriteFile(filepath.Join(src, "config.json"), []byte("{}"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	snap := hubcachetest.Put(t, cache, "org/base", "v1", "0123456789abcdef0123456789abcdef01234567", src)
-	local := t.TempDir()
-	for dir, want := range map[string]string{"org/base": "org/base", "org/base@v1": snap, local: local} {
-		if got := (&models{baseDir: dir}).baseName(); got != want {
-			t.Errorf("baseName of %s = %s, want %s", dir, got, want)
-		}
-	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/torch/safetensors"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/models"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -104,7 +105,7 @@ func TestResumeChild(t *testing.T) {
 		name, n, _ := strings.Cut(at, ":")
 		want, _ := strconv.Atoi(n)
 		seen := 0
-		checkpointStage = func(s string) {
+		models.CheckpointStage = func(s string) {
 			if s == name {
 				if seen++; seen == want {
 					syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -245,7 +246,7 @@ func pathExists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 // latestIs reports whether the run's checkpoints/latest names iteration it.
 func latestIs(run string, it int) bool {
-	b, err := os.ReadFile(filepath.Join(checkpointsDir(run), "latest"))
+	b, err := os.ReadFile(filepath.Join(run, "checkpoints", "latest"))
 	return err == nil && strings.TrimSpace(string(b)) == fmt.Sprintf("iter-%06d", it)
 }
 
@@ -362,7 +363,7 @@ func TestResume(t *testing.T) {
 		} else if c.err != nil {
 			t.Fatalf("child: %v; its output:\n%s", c.err, c.out.String())
 		}
-		ck, warning, err := FindCheckpoint(run)
+		ck, warning, err := models.FindCheckpoint(run)
 		if err != nil || filepath.Base(ck) != "iter-000002" || warning != "" {
 			t.Fatalf("after the stop: checkpoint %q (warning %q, %v), want iter-000002 named by latest", ck, warning, err)
 		}
@@ -380,7 +381,7 @@ func TestResume(t *testing.T) {
 		if !c.killedAtStage() {
 			t.Fatalf("child was not killed at the 4th latest update (%v); its output:\n%s", c.err, c.out.String())
 		}
-		if !latestIs(run, 2) || !pathExists(filepath.Join(checkpointsDir(run), "iter-000003", "state.json")) {
+		if !latestIs(run, 2) || !pathExists(filepath.Join(run, "checkpoints", "iter-000003", "state.json")) {
 			t.Fatal("want iter-000003 in place and latest still naming iteration 2")
 		}
 		checkStoreCovers(t, run)
@@ -475,7 +476,7 @@ func sameRun(t *testing.T, ref, run string) {
 	t.Helper()
 	sameFiles(t, filepath.Join(ref, "final"), filepath.Join(run, "final"))
 	last := fmt.Sprintf("iter-%06d", resumeIters)
-	sameFiles(t, filepath.Join(checkpointsDir(ref), last), filepath.Join(checkpointsDir(run), last))
+	sameFiles(t, filepath.Join(ref, "checkpoints", last), filepath.Join(run, "checkpoints", last))
 	sameStore(t, ref, run)
 }
 
@@ -483,7 +484,7 @@ func sameRun(t *testing.T, ref, run string) {
 // iteration up to its latest checkpoint.
 func checkStoreCovers(t *testing.T, run string) {
 	t.Helper()
-	ck, _, err := FindCheckpoint(run)
+	ck, _, err := models.FindCheckpoint(run)
 	if err != nil || ck == "" {
 		t.Fatalf("killed run: latest checkpoint %q, %v", ck, err)
 	}

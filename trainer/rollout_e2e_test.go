@@ -33,7 +33,7 @@ func TestRolloutLogprobsMatchTrainingForward(t *testing.T) {
 	}
 	defer tr.Close()
 	reqs := []rollout.Request{}
-	for i, task := range tr.data.train[:6] {
+	for i, task := range tr.data.Train[:6] {
 		reqs = append(reqs, rollout.Request{Task: task, Group: i, Samples: 2})
 	}
 	// An untrained model rarely writes a valid tool call, so the first two

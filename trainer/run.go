@@ -2,16 +2,12 @@ package trainer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/agentrl/agentrl/trainer/results"
+	"github.com/agentrl/agentrl/trainer/warmstart"
 )
-
-// ErrStopped is returned by Run when a stop was asked during the warm
-// start: there is no checkpoint yet, so the run starts over when run again.
-var ErrStopped = errors.New("stopped during the warm start, before the first checkpoint: run it again to start over")
 
 // stopSignal is the channel a stop is asked on; nil is never asked.
 type stopSignal <-chan struct{}
@@ -27,7 +23,8 @@ func (s stopSignal) asked() bool {
 	}
 }
 
-// Run carries out the whole job: the warm start (once), the evaluation of
+// Run carries out the whole job: the warm start (once; a stop asked
+// during it ends Run with warmstart.ErrStopped), the evaluation of
 // the baselines before RL (iteration 0), the RL iterations, the final
 // evaluation, and the export of the final policy to <run>/final. A value on
 // stop (nil: Options.Stop) ends the run after the current iteration, with
@@ -45,10 +42,10 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table
 		if err := t.warmStart(ctx, stop); err != nil {
 			return nil, err
 		}
-		if err := t.models.freezeReference(); err != nil {
+		if err := t.models.FreezeReference(); err != nil {
 			return nil, err
 		}
-		if err := t.models.saveBase(); err != nil {
+		if err := t.models.SaveBase(); err != nil {
 			return nil, err
 		}
 		if err := t.iterationZero(ctx); err != nil {
@@ -79,7 +76,7 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table
 			t.log.Warn().Int("iteration", t.state.Iteration).Msg("stopping after this iteration (Ctrl-C again to stop at once)")
 			continue
 		}
-		if err := t.agreeOnState(); err != nil {
+		if err := t.state.agree(t.dist); err != nil {
 			return nil, err
 		}
 		iter := t.state.Iteration + 1
@@ -106,21 +103,23 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table
 	if !t.dist.Leader() {
 		return nil, nil
 	}
-	if err := t.writer.Flush(); err != nil {
+	if err := t.rec.writer.Flush(); err != nil {
 		return nil, err
 	}
-	if err := t.models.exportFinal(); err != nil {
+	if err := t.models.ExportFinal(); err != nil {
 		return nil, err
 	}
-	return t.results()
+	return t.rec.results(t.cfg.Algorithm.Estimator)
 }
 
-// agreeOnState checks, before each iteration of a data-parallel job, that
-// every rank is at the same iteration, data cursor and optimizer step (they
-// draw the same tasks and shuffles from identical state; a difference
-// would mean they train on different data).
-func (t *Trainer) agreeOnState() error {
-	s := t.state
-	return t.dist.Agree("the run state", []string{"iteration", "data cursor", "data pass", "optimizer steps"},
-		[]float64{float64(s.Iteration), float64(s.Cursor), float64(s.Pass), float64(s.OptSteps)})
+// warmStart runs the supervised warm start (package warmstart) on the
+// model the models give it, and tells them when it trained it.
+func (t *Trainer) warmStart(ctx context.Context, stop <-chan struct{}) error {
+	trained, err := warmstart.Run(ctx, warmstart.Inputs{Config: t.cfg, Model: t.models.WarmStartModel(), Fresh: t.models.Fresh(),
+		Data: t.data, Agent: t.agent, Dist: t.dist, Rand: t.rng, Log: t.log, Stop: stop,
+		Bar: func(total int) warmstart.Bar { return t.bar("warm start (SFT)", total) }})
+	if err != nil || !trained {
+		return err
+	}
+	return t.models.WarmStarted()
 }

@@ -6,7 +6,9 @@ import (
 
 	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/trainer/algo"
+	"github.com/agentrl/agentrl/trainer/datasets"
 	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
@@ -78,15 +80,19 @@ func (t *Trainer) trainingEpisodes(ctx context.Context, iter int, src taskSource
 func (t *Trainer) draw(ctx context.Context, iter, d int, label string, src taskSource) ([]*trajectory.Trajectory, rollout.Stats, error) {
 	r := t.cfg.Rollout
 	var tasks []envs.Task
-	if t.data.fresh != nil {
-		var done func()
-		var err error
-		if tasks, done, err = t.batchWorld(ctx, iter, d); err != nil {
+	if f := t.data.Fresh; f != nil {
+		w, _, done, err := f.Open(ctx, t.agent, synth.RoleTrain, datasets.TrainWorld(iter, d))
+		if err != nil {
 			return nil, rollout.Stats{}, err
 		}
-		defer done()
+		defer func() {
+			if err := done(); err != nil {
+				t.log.Warn().Err(err).Msg("drop a batch's world")
+			}
+		}()
+		tasks = w.Train
 	} else {
-		tasks = t.nextTasks(src.pos, src.perm, r.BatchSize)
+		tasks = src.pos.next(t.data.Train, src.perm, r.BatchSize)
 	}
 	reqs := make([]rollout.Request, len(tasks))
 	for i, task := range tasks {
@@ -109,10 +115,4 @@ type taskSource struct {
 	// (the rollout role of a data-parallel job, whose batches the learning
 	// role gathers: collectives stay on one goroutine).
 	share bool
-}
-
-// ownTasks is the synchronous loop's source: the run state's position,
-// each pass shuffled by the run's generator.
-func (t *Trainer) ownTasks() taskSource {
-	return taskSource{pos: &t.state.dataPos, perm: func(_, n int) []int { return t.rng.Perm(n) }}
 }

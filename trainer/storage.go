@@ -5,51 +5,65 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/agentrl/agentrl/tensorboard"
+	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/results"
 	"github.com/agentrl/agentrl/trainer/store"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
-func (t *Trainer) openStore(gitRev string, resumed bool) error {
-	path := t.cfg.Store.Path
+// records are where rank 0 keeps what the run did: the trajectory store
+// (store.path, or <run>/store.db), its background writer, and <run>/tb,
+// the metrics for TensorBoard.
+type records struct {
+	store  *store.Store
+	writer *store.Writer
+	tb     *tensorboard.Writer
+}
+
+// open opens the records of the run in folder dir and begins the run in
+// the store; resumed, the iterations after the checkpoint's, after, are
+// dropped (a fresh start drops all). While another connection holds the
+// store's write lock, opening it and every write after wait, warned
+// about, until stopped says a stop was asked.
+func (r *records) open(cfg config.Config, dir, gitRev string, resumed bool, after int, stopped func() bool, log zerolog.Logger) error {
+	path := cfg.Store.Path
 	if path == "" {
-		path = filepath.Join(t.dir, "store.db")
+		path = filepath.Join(dir, "store.db")
 	}
-	// While another connection holds the store's write lock, opening it
-	// and every write after wait, warned about, until a stop is asked.
 	s, err := store.OpenWaiting(path, store.LockWait{
-		Stopped: func() bool { return t.stop.asked() },
+		Stopped: stopped,
 		Warn: func(what string, waited time.Duration) {
-			t.log.Warn().Str("waiting_to", what).Dur("waited", waited).Str("store", path).
+			log.Warn().Str("waiting_to", what).Dur("waited", waited).Str("store", path).
 				Msg("the store is locked by another connection: waiting for its write lock (Ctrl-C stops the wait; nothing is lost)")
 		},
 	})
 	if err != nil {
 		return err
 	}
-	t.store = s
-	cj, err := json.Marshal(t.cfg)
+	r.store = s
+	cj, err := json.Marshal(cfg)
 	if err != nil {
 		return err
 	}
-	if err := s.BeginRun(store.RunInfo{Name: t.cfg.Run.Name, ConfigJSON: string(cj), GitRev: gitRev, Start: time.Now(), Resume: resumed}); err != nil {
+	if err := s.BeginRun(store.RunInfo{Name: cfg.Run.Name, ConfigJSON: string(cj), GitRev: gitRev, Start: time.Now(), Resume: resumed}); err != nil {
 		return err
 	}
 	// Iterations after the checkpoint (or all, for a fresh start) are redone.
-	after := -1
-	if resumed {
-		after = t.state.Iteration
+	if !resumed {
+		after = -1
 	}
 	n, err := s.DropAfter(after)
 	if err != nil {
 		return err
 	}
 	if n > 0 {
-		t.log.Warn().Int("iterations", n).Int("after", after).Msg("dropped stored iterations that the checkpoint does not cover; they are redone")
+		log.Warn().Int("iterations", n).Int("after", after).Msg("dropped stored iterations that the checkpoint does not cover; they are redone")
 	}
-	t.writer = store.NewWriter(s, max(1, t.cfg.Store.WriterDepth))
-	if t.tb, err = tensorboard.Create(filepath.Join(t.dir, "tb")); err != nil {
+	r.writer = store.NewWriter(s, max(1, cfg.Store.WriterDepth))
+	if r.tb, err = tensorboard.Create(filepath.Join(dir, "tb")); err != nil {
 		return err
 	}
 	return nil
@@ -57,23 +71,44 @@ func (t *Trainer) openStore(gitRev string, resumed bool) error {
 
 // submit hands an iteration's metrics and trajectories to the store
 // writer, and the metrics to TensorBoard (one scalar per metric, at the
-// iteration as step); only rank 0 has them (it holds every rank's
-// trajectories).
-func (t *Trainer) submit(iter int, m map[string]float64, trs []*trajectory.Trajectory) error {
-	if !t.dist.Leader() {
+// iteration as step). Nil records (the ranks other than 0, which hold
+// every rank's trajectories too) keep nothing.
+func (r *records) submit(iter int, m map[string]float64, trs []*trajectory.Trajectory) error {
+	if r == nil {
 		return nil
 	}
-	if err := t.tb.Scalars(int64(iter), time.Now(), m); err != nil {
+	if err := r.tb.Scalars(int64(iter), time.Now(), m); err != nil {
 		return err
 	}
-	return t.writer.Submit(iter, m, trs)
+	return r.writer.Submit(iter, m, trs)
 }
 
-// results reads the run's final table from its store.
-func (t *Trainer) results() (*results.Table, error) {
-	ms, err := t.store.Metrics()
+// results reads the run's final table from its store; the RL method's
+// row is named after the estimator.
+func (r *records) results(estimator string) (*results.Table, error) {
+	ms, err := r.store.Metrics()
 	if err != nil {
 		return nil, err
 	}
-	return results.Of(ms, "RL ("+t.cfg.Algorithm.Estimator+")"), nil
+	return results.Of(ms, "RL ("+estimator+")"), nil
+}
+
+// close flushes the pending writes and closes the writer, the store and
+// TensorBoard's file, returning the first error.
+func (r *records) close() error {
+	var first error
+	if r.writer != nil {
+		first = r.writer.Close()
+	}
+	if r.store != nil {
+		if err := r.store.Close(); first == nil {
+			first = err
+		}
+	}
+	if r.tb != nil {
+		if err := r.tb.Close(); first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -6,18 +6,20 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/rs/zerolog"
 
-	"github.com/agentrl/agentrl/tensorboard"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/datasets"
 	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/learner"
+	"github.com/agentrl/agentrl/trainer/models"
 	"github.com/agentrl/agentrl/trainer/program"
 	"github.com/agentrl/agentrl/trainer/rollout"
-	"github.com/agentrl/agentrl/trainer/store"
 )
 
 // Bar is a progress bar (the CLI's, or none).
@@ -35,29 +37,28 @@ func (noBar) Add(int) {}
 func (noBar) Done()   {}
 
 // Trainer is one run: the loop, its data, agent (tools, tokenizer, chat
-// format, episode settings), sampler and store; its models (the learner's
-// policy, critic and reference, a LoRA base) belong to models
-// (models.go), which loads, restores and exports them. All its methods
+// format, episode settings), sampler and records; its models (the
+// learner's policy, critic and reference, a LoRA base) belong to
+// models.Set, which loads, checkpoints and exports them. All its methods
 // must be called from one goroutine locked to its OS thread (libtorch
 // keeps per-thread state); with rollout.max_staleness > 0, Run starts the
 // rollout role on a second one (async.go).
 type Trainer struct {
-	cfg   config.Config
-	log   zerolog.Logger
-	dir   string
-	data  *datasets
-	agent *agent.Agent
+	cfg    config.Config
+	log    zerolog.Logger
+	dir    string
+	device torch.Device
+	data   *datasets.Sets
+	agent  *agent.Agent
 
-	models  *models         // owns the policy, critic, reference, LoRA base and their optimizers
+	models  heldModels      // the policy, critic, reference, LoRA base and their optimizers
 	sampler *agent.Sampler  // decodes the rollouts, from the policy or a copy in rollout.dtype
 	program *program.Runner // runs agent.command's episodes through the gateway; nil: the built-in loop
 	episode rollout.Factory // starts the policy's own episodes: the agent's (a test may slow its tools down)
 	batches batches         // the loop's training batches and the rollouts' decoder: lockstep, or the rollout role while the loop runs
 
-	store  *store.Store        // rank 0 only
-	writer *store.Writer       // rank 0 only
-	tb     *tensorboard.Writer // rank 0 only: <run>/tb, the metrics for TensorBoard
-	dist   *dist.Group         // nil: a single process
+	rec  *records    // rank 0 only: the store and TensorBoard (storage.go)
+	dist *dist.Group // nil: a single process
 
 	pcg   *rand.PCG
 	rng   *rand.Rand
@@ -72,28 +73,12 @@ type Trainer struct {
 	graphsOff string
 }
 
-// runState is what a checkpoint needs besides the weights to continue a run
-// exactly: the next iteration, the data cursor and the optimizer step.
-type runState struct {
-	Iteration int `json:"iteration"` // last finished iteration (0 = none)
-	dataPos
-	OptSteps int    `json:"opt_steps"` // policy optimizer steps taken
-	RNG      []byte `json:"rng"`       // PCG state
-	WarmedUp bool   `json:"warmed_up"` // the supervised warm start is done
-}
-
-// dataPos is where the run is in its training tasks: the prompts before
-// Cursor in Order are consumed.
-type dataPos struct {
-	Cursor int   `json:"cursor"` // position in Order
-	Order  []int `json:"order"`  // shuffled training-task order of this pass
-	Pass   int   `json:"pass"`   // passes over the training tasks so far
-}
-
-// clone is a copy of p that shares nothing with it.
-func (p dataPos) clone() dataPos {
-	p.Order = append([]int(nil), p.Order...)
-	return p
+// heldModels are the run's models as the loop holds them: their owner
+// (loading, checkpoints, export) and the learner it made, which updates
+// them every iteration.
+type heldModels struct {
+	*models.Set
+	learner *learner.Learner
 }
 
 // Options are what the CLI hands the trainer besides the config.
@@ -133,8 +118,8 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if err := os.MkdirAll(t.dir, 0o755); err != nil {
 		return nil, err
 	}
-	device, err := torch.ParseDevice(cfg.Device.Device)
-	if err != nil {
+	var err error
+	if t.device, err = torch.ParseDevice(cfg.Device.Device); err != nil {
 		return nil, err
 	}
 	dtype, err := torch.ParseDType(cfg.Device.DType)
@@ -143,12 +128,12 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	}
 	threads := cfg.Device.Threads
 	if threads <= 0 {
-		threads = numCPU()
+		threads = runtime.NumCPU()
 	}
 	if err := torch.SetThreads(threads); err != nil {
 		return nil, err
 	}
-	t.log.Info().Str("device", device.String()).Int("threads", torch.Threads()).Msg("torch ready")
+	t.log.Info().Str("device", t.device.String()).Int("threads", torch.Threads()).Msg("torch ready")
 	if err := torch.ManualSeed(uint64(cfg.Run.Seed)); err != nil {
 		return nil, err
 	}
@@ -169,48 +154,45 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 			return nil, err
 		}
 	}
-	if t.data, err = loadData(ctx, cfg, local); err != nil {
+	if t.data, err = datasets.Load(ctx, cfg, local); err != nil {
 		return nil, err
 	}
-	// Rank 0 decides where the run starts from; the others load the same
-	// checkpoint (a resumed multi-node run needs the run folder on a
-	// shared filesystem).
-	var ck string
-	if t.dist.Leader() {
-		var warning string
-		if ck, warning, err = FindCheckpoint(t.dir); err != nil {
-			return nil, err
-		}
-		if warning != "" && cfg.Run.Resume {
-			t.log.Warn().Msg(warning)
-		}
-		if cfg.Run.Resume && ck == "" {
-			return nil, fmt.Errorf("run %s: --resume given but %s has no checkpoint", cfg.Run.Name, t.dir)
-		}
-		if !cfg.Run.Resume && ck != "" {
-			return nil, fmt.Errorf("run %s already has checkpoints in %s: resume it with --resume, or choose another run.name", cfg.Run.Name, t.dir)
-		}
-	}
-	if ck, err = dist.FromLeader(t.dist, ck); err != nil {
+	ck, warning, err := models.Resume(cfg, t.dir, t.dist)
+	if err != nil {
 		return nil, err
 	}
-	if ck != "" && !t.dist.Leader() {
-		if _, err := os.Stat(filepath.Join(ck, "state.json")); err != nil {
-			return nil, fmt.Errorf("rank %d cannot read rank 0's checkpoint (a resumed multi-node run needs the run folder on a shared filesystem): %w", t.dist.Rank(), err)
-		}
+	if warning != "" {
+		t.log.Warn().Msg(warning)
 	}
-	if err := t.buildAgent(ctx, ck); err != nil {
-		return nil, err
-	}
-	if t.models, err = newModels(cfg, t.dir, t.dist, t.agent.Tokenizer, device, dtype, t.rng, ck); err != nil {
-		return nil, err
-	}
+	// The tokenizer is the checkpoint's, model.path's, or the synthetic
+	// world's word-level one.
+	tokDir := cfg.Model.Path
 	if ck != "" {
-		if err := t.restore(ck); err != nil {
+		tokDir = filepath.Join(ck, "policy")
+	}
+	spec := t.data.AgentSpec(cfg, tokDir)
+	spec.RewardErrors = func(err error) { t.log.Warn().Err(err).Msg("external reward failed (counted 0)") }
+	if t.agent, err = agent.New(ctx, spec); err != nil {
+		return nil, err
+	}
+	t.episode = t.agent.Episode
+	if len(cfg.Agent.Command) > 0 {
+		t.program = &program.Runner{Cfg: cfg.Agent, Format: t.agent.Format, Rewards: cfg.Env.Rewards}
+	}
+	set, err := models.New(cfg, t.dir, t.dist, t.agent.Tokenizer, t.device, dtype, t.rng, ck)
+	if err != nil {
+		return nil, err
+	}
+	t.models = heldModels{set, set.Learner()}
+	if ck != "" { // the weights were loaded with the models
+		if err := t.state.read(ck, t.pcg); err != nil {
+			return nil, err
+		}
+		if err := t.models.Restore(ck, t.state.OptSteps); err != nil {
 			return nil, err
 		}
 	}
-	if err := t.models.syncReplicas(); err != nil {
+	if err := t.models.SyncReplicas(); err != nil {
 		return nil, err
 	}
 	step, err := t.models.learner.OptimizerStep()
@@ -218,21 +200,12 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 		return nil, err
 	}
 	t.log.Info().Str("adamw", step).Msg("optimizer ready")
-	rdt := dtype
-	if dt := cfg.Rollout.DType; dt != "auto" {
-		if rdt, err = torch.ParseDType(dt); err != nil {
-			return nil, err
-		}
-	}
-	newSampler := agent.NewSampler
-	if cfg.Rollout.MaxStaleness > 0 { // the rollout role decodes while the policy is updated
-		newSampler = agent.NewCopySampler
-	}
-	if t.sampler, err = newSampler(t.models.learner.Policy(), rdt, agent.ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1); err != nil {
+	if t.sampler, err = agent.NewRolloutSampler(cfg, t.models.learner.Policy(), dtype); err != nil {
 		return nil, err
 	}
 	if t.dist.Leader() {
-		if err := t.openStore(o.GitRev, ck != ""); err != nil {
+		t.rec = &records{}
+		if err := t.rec.open(cfg, t.dir, o.GitRev, ck != "", t.state.Iteration, func() bool { return t.stop.asked() }, t.log); err != nil {
 			return nil, err
 		}
 	}
@@ -240,49 +213,16 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	return t, nil
 }
 
-// buildAgent assembles the run's agent: its tokenizer is the
-// checkpoint's, model.path's, or the synthetic world's word-level one.
-func (t *Trainer) buildAgent(ctx context.Context, ck string) error {
-	dir := t.cfg.Model.Path
-	if ck != "" {
-		dir = filepath.Join(ck, "policy")
-	}
-	var err error
-	spec := agentSpec(t.cfg, t.data, dir)
-	spec.RewardErrors = func(err error) { t.log.Warn().Err(err).Msg("external reward failed (counted 0)") }
-	t.agent, err = agent.New(ctx, spec)
-	if err != nil {
-		return err
-	}
-	t.episode = t.agent.Episode
-	if len(t.cfg.Agent.Command) > 0 {
-		t.program = &program.Runner{Cfg: t.cfg.Agent, Format: t.agent.Format, Rewards: t.cfg.Env.Rewards}
-	}
-	return nil
-}
-
-// Close releases models, sampler and store (flushing pending writes).
+// Close releases models, sampler and records (flushing pending writes).
 func (t *Trainer) Close() error {
 	var first error
 	t.agent.Close()
-	if t.writer != nil {
-		first = t.writer.Close()
-		t.writer = nil
-	}
-	if t.store != nil {
-		if err := t.store.Close(); first == nil {
-			first = err
-		}
-		t.store = nil
-	}
-	if t.tb != nil {
-		if err := t.tb.Close(); first == nil {
-			first = err
-		}
-		t.tb = nil
+	if t.rec != nil {
+		first = t.rec.close()
+		t.rec = nil
 	}
 	t.sampler.Free()
-	t.models.close()
+	t.models.Close()
 	return first
 }
 
@@ -291,8 +231,8 @@ func (t *Trainer) Dir() string { return t.dir }
 
 // StorePath is the run's trajectory store ("" on ranks other than 0).
 func (t *Trainer) StorePath() string {
-	if t.store == nil {
+	if t.rec == nil {
 		return ""
 	}
-	return t.store.Path()
+	return t.rec.store.Path()
 }

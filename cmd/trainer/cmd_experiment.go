@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentrl/agentrl/experiment"
+	"github.com/agentrl/agentrl/job"
 	"github.com/agentrl/agentrl/report"
-	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/results"
@@ -84,7 +84,7 @@ func experimentCommand() *cli.Command {
 					progress = nil // one bar at a time; the log says when each run starts
 				}
 				cfg.Run.Name = "paper"
-				log, closer, err := trainer.OpenRun(cfg)
+				log, closer, err := job.OpenRun(cfg)
 				if err != nil {
 					return err
 				}

@@ -12,10 +12,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/agentrl/agentrl/job"
 	"github.com/agentrl/agentrl/report"
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/dryrun"
+	"github.com/agentrl/agentrl/trainer/models"
 )
 
 func trainCommand() *cli.Command {
@@ -50,7 +53,7 @@ func trainCommand() *cli.Command {
 			if c.Bool("dry-run") {
 				return dryRun(c, cfg)
 			}
-			storePath, err := trainer.RunJob(c.Context, cfg, trainer.JobOptions{Progress: bars, GitRev: gitRev(), Signals: signalContext,
+			storePath, err := job.Run(c.Context, cfg, job.Options{Progress: bars, GitRev: gitRev(), Signals: signalContext,
 				Relaunch: os.Args[1:], LaunchGrace: launchGrace})
 			if err != nil || storePath == "" || c.Bool("no-report") {
 				return err
@@ -89,7 +92,7 @@ func trainConfig(c *cli.Context) (config.Config, error) {
 		run := trainer.RunDir(cfg)
 		// Before anything is built or written (a log, an index): a run
 		// without a checkpoint cannot be resumed.
-		ck, _, err := trainer.FindCheckpoint(run)
+		ck, _, err := models.FindCheckpoint(run)
 		if err != nil {
 			return cfg, fmt.Errorf("resume %s: %w", name, err)
 		}
@@ -131,7 +134,7 @@ func linearLayers(c torch.Config) int {
 }
 
 func dryRun(c *cli.Context, cfg config.Config) error {
-	r, err := trainer.DryRun(c.Context, cfg)
+	r, err := dryrun.Run(c.Context, cfg)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/agentrl/agentrl/internal/progress"
+	"github.com/agentrl/agentrl/job"
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
@@ -26,7 +27,7 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	return cfg, nil
 }
 
-// startRun takes the run's folder (its lock and logging, trainer.OpenRun)
+// startRun takes the run's folder (its lock and logging, job.OpenRun)
 // and prepares its trainer; the closer ends the logging and releases the
 // lock (close the trainer first). Only train runs as several
 // ranks: started as one of several, sft and eval refuse rather than have
@@ -35,7 +36,7 @@ func startRun(c *cli.Context, cfg config.Config) (*trainer.Trainer, io.Closer, e
 	if env, ranked, err := dist.FromEnv(); err == nil && ranked && env.World > 1 {
 		return nil, nil, fmt.Errorf("trainer %s runs as one process, but this is rank %d of %d (RANK/WORLD_SIZE are set): start it without torchrun or srun", c.Command.Name, env.Rank, env.World)
 	}
-	log, closer, err := trainer.OpenRun(cfg)
+	log, closer, err := job.OpenRun(cfg)
 	if err != nil {
 		return nil, nil, err
 	}

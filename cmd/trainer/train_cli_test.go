@@ -239,7 +239,7 @@ func TestTrainDryRun(t *testing.T) {
 	r := ok(t, args...)
 	// 40 questions, 25% held out: 10 evaluation, 30 training; one passage
 	// per entity: 24. The CPU decode step is named (which one depends on
-	// the CPU: trainer.TestDryRunNamesDecode pins it).
+	// the CPU: dryrun.TestDryRunNamesDecode pins it).
 	for _, want := range []string{"data:      30 training and 10 evaluation questions", "(24 passages)",
 		"tools:     search", "hidden 32, 2 layers, 2 heads (1 kv)", "memory:    ~", "decode:    ", "dry run: ok"} {
 		if !strings.Contains(r.stdout, want) {

@@ -25,6 +25,7 @@ type Package struct {
 	Files       int      // non-test .go files
 	Lines       int      // lines of the non-test files
 	Funcs       int      // functions and methods of the non-test files
+	Doc         string   // the first sentence of the package comment
 	Imports     []string // project packages the non-test files import
 	TestImports []string // project packages the test files import, beyond Imports
 }
@@ -83,7 +84,7 @@ func (p *Package) read(path, module string) error {
 	if err != nil {
 		return err
 	}
-	f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.SkipObjectResolution|parser.ParseComments)
 	if err != nil {
 		return err
 	}
@@ -108,6 +109,9 @@ func (p *Package) read(path, module string) error {
 	}
 	p.Files++
 	p.Lines += strings.Count(string(src), "\n")
+	if p.Doc == "" && f.Doc != nil {
+		p.Doc = firstSentence(f.Doc.Text())
+	}
 	for _, d := range f.Decls {
 		if _, ok := d.(*ast.FuncDecl); ok {
 			p.Funcs++
@@ -176,4 +180,19 @@ func receiverName(e ast.Expr) string {
 			return ""
 		}
 	}
+}
+
+// firstSentence is the text up to its first ". " (or the whole text), on
+// one line, without the "Package x" that opens a package comment.
+func firstSentence(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	if i := strings.Index(text, ". "); i >= 0 {
+		text = text[:i+1]
+	}
+	if rest, ok := strings.CutPrefix(text, "Package "); ok {
+		if _, after, ok := strings.Cut(rest, " "); ok {
+			text = after
+		}
+	}
+	return text
 }

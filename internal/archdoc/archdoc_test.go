@@ -123,7 +123,8 @@ func TestCheckFindsAnImportUp(t *testing.T) {
 	}
 }
 
-// Module reads imports, test imports, lines and functions of a package,
+// Module reads imports, test imports, lines, functions and the package
+// comment's first sentence of a package,
 // and Methods a type's methods and fields, from sources written here.
 func TestModuleAndMethodsReadSources(t *testing.T) {
 	dir := t.TempDir()
@@ -136,7 +137,7 @@ func TestModuleAndMethodsReadSources(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("a/a.go", "package a\n\nimport (\n\t\"fmt\"\n\t\"m/b\"\n)\n\ntype T struct{ x, y int; z string }\n\nfunc (t *T) M() { fmt.Println(b.V) }\nfunc (T) N()    {}\nfunc F()        {}\n")
+	write("a/a.go", "// Package a holds\n// things. More of them.\npackage a\n\nimport (\n\t\"fmt\"\n\t\"m/b\"\n)\n\ntype T struct{ x, y int; z string }\n\nfunc (t *T) M() { fmt.Println(b.V) }\nfunc (T) N()    {}\nfunc F()        {}\n")
 	write("a/b.go", "package a\n\nfunc (t T) O() {}\n")
 	write("a/a_test.go", "package a\n\nimport (\n\t\"m/b\"\n\t\"m/c\"\n)\n\nfunc G() { _ = b.V; _ = c.V }\n")
 	write("b/b.go", "package b\n\nvar V = 1\n")
@@ -147,8 +148,8 @@ func TestModuleAndMethodsReadSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := pkgs["a"]
-	if a == nil || a.Files != 2 || a.Lines != 15 || a.Funcs != 4 || strings.Join(a.Imports, ",") != "b" || strings.Join(a.TestImports, ",") != "c" {
-		t.Fatalf("package a read as %+v, want 2 files, 15 lines, 4 functions, imports b, tests c", a)
+	if a == nil || a.Files != 2 || a.Lines != 17 || a.Funcs != 4 || strings.Join(a.Imports, ",") != "b" || strings.Join(a.TestImports, ",") != "c" || a.Doc != "holds things." {
+		t.Fatalf("package a read as %+v, want 2 files, 17 lines, 4 functions, imports b, tests c, doc \"holds things.\"", a)
 	}
 	methods, files, fields, err := Methods(filepath.Join(dir, "a"), "T")
 	if err != nil || methods != 3 || files != 2 || fields != 3 {

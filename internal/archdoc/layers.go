@@ -28,11 +28,12 @@ var Layers = []Layer{
 		"decoding/...", "gateway/...",
 	}},
 	{"rollouts and the update", []string{"trainer/rollout", "trainer/algo", "trainer/loss", "trainer/learner"}},
-	{"the run's configuration and episodes, the agent, external agent programs", []string{
-		"trainer/config", "trainer/episodes", "trainer/agent", "trainer/program",
+	{"beside the loop: the run's configuration, episodes, models, tasks and warm start; the agent; agent programs", []string{
+		"trainer/config", "trainer/episodes", "trainer/models", "trainer/datasets", "trainer/warmstart",
+		"trainer/agent", "trainer/program",
 	}},
-	{"the loop and the run tooling", []string{"trainer", "bench", "report", "inspect"}},
-	{"experiments", []string{"experiment"}},
+	{"the loop, the dry run and the run tooling", []string{"trainer", "trainer/dryrun", "bench", "report", "inspect"}},
+	{"jobs and experiments", []string{"job", "experiment"}},
 	{"the command", []string{"cmd/..."}},
 }
 

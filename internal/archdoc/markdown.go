@@ -24,22 +24,17 @@ func Fixture(p string) bool {
 
 // Markdown is the generated part of docs/architecture.md: the layers, the
 // graph of the packages above the plain-data layers (imports as arrows,
-// test fixtures left out), the counts of every package and of the
-// trainer's Trainer type (methods, the files they are in, fields).
+// test fixtures left out), every package with its counts and what its
+// package comment says it holds, and the counts of the trainer's Trainer
+// type (methods, the files they are in, fields).
 func Markdown(pkgs map[string]*Package, trainerMethods, trainerFiles, trainerFields int) string {
 	var b strings.Builder
 	b.WriteString(Begin + "\n\n")
 	b.WriteString("### The layers, bottom first\n\n")
 	b.WriteString("A package imports only packages of its own layer or below, its tests and test fixtures included.\n\n")
-	b.WriteString("| layer | packages |\n|---|---|\n")
+	b.WriteString("| layer | what it holds |\n|---:|---|\n")
 	for i, l := range Layers {
-		var names []string
-		for _, p := range sortedPaths(pkgs) {
-			if LayerOf(p) == i {
-				names = append(names, "`"+show(p)+"`")
-			}
-		}
-		fmt.Fprintf(&b, "| %d. %s | %s |\n", i, l.Name, strings.Join(names, ", "))
+		fmt.Fprintf(&b, "| %d | %s |\n", i, l.Name)
 	}
 	b.WriteString("\n### The package graph\n\n")
 	fmt.Fprintf(&b, "Packages from layer %d up as boxes, imports as arrows (an arrow points at the package imported); test fixtures left out.\n\n", drawnFrom)
@@ -61,17 +56,17 @@ func Markdown(pkgs map[string]*Package, trainerMethods, trainerFiles, trainerFie
 			}
 		}
 	}
-	b.WriteString("```\n\n### The counts\n\n")
-	b.WriteString("Non-test files, their lines and their functions and methods.\n\n")
-	b.WriteString("| package | layer | files | lines | functions |\n|---|---:|---:|---:|---:|\n")
+	b.WriteString("```\n\n### Every package\n\n")
+	b.WriteString("From the top layer down: its non-test files, their lines, their functions and methods, and the first sentence of its package comment.\n\n")
+	b.WriteString("| package | layer | files | lines | functions | holds |\n|---|---:|---:|---:|---:|---|\n")
 	paths := sortedPaths(pkgs)
-	slices.SortStableFunc(paths, func(a, c string) int { return LayerOf(a) - LayerOf(c) })
+	slices.SortStableFunc(paths, func(a, c string) int { return LayerOf(c) - LayerOf(a) })
 	for _, p := range paths {
 		q := pkgs[p]
 		if q.Files == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "| `%s` | %d | %d | %d | %d |\n", show(p), LayerOf(p), q.Files, q.Lines, q.Funcs)
+		fmt.Fprintf(&b, "| `%s` | %d | %d | %d | %d | %s |\n", show(p), LayerOf(p), q.Files, q.Lines, q.Funcs, strings.ReplaceAll(q.Doc, "|", "\\|"))
 	}
 	fmt.Fprintf(&b, "\n`trainer.Trainer` has %d methods in %d files and %d fields.\n\n", trainerMethods, trainerFiles, trainerFields)
 	b.WriteString(End)

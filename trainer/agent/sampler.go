@@ -98,6 +98,25 @@ func NewCopySampler(policy *torch.Model, dtype torch.DType, mode Mode, slots, ma
 	return newSampler(policy, dtype, mode, slots, maxLen, true)
 }
 
+// NewRolloutSampler is the sampler of a run's rollouts over policy: in
+// rollout.dtype (auto: dtype, the policy's), for rollout.slots sequences
+// (at least a group) of env.max_tokens and the token after; a copy
+// sampler when the rollout role decodes while the policy is updated
+// (rollout.max_staleness > 0).
+func NewRolloutSampler(cfg config.Config, policy *torch.Model, dtype torch.DType) (*Sampler, error) {
+	if dt := cfg.Rollout.DType; dt != "auto" {
+		var err error
+		if dtype, err = torch.ParseDType(dt); err != nil {
+			return nil, err
+		}
+	}
+	newSampler := NewSampler
+	if cfg.Rollout.MaxStaleness > 0 {
+		newSampler = NewCopySampler
+	}
+	return newSampler(policy, dtype, ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1)
+}
+
 func newSampler(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int, copyAlways bool) (*Sampler, error) {
 	e := &Sampler{policy: policy}
 	decoder := policy

@@ -7,41 +7,46 @@ import (
 	"strings"
 )
 
-// LossConfig configures the policy, KL, entropy and value losses.
+// LossConfig configures the policy, KL, entropy and value losses. The
+// struct tags hold each setting's one default and description: the
+// trainer's configuration inlines LossConfig in its algorithm section
+// (algorithm.policy_loss, algorithm.clip_low, ...), and the learner reads
+// it from there as the losses here do.
 type LossConfig struct {
 	// PolicyLoss names the policy loss (one of PolicyLosses): "ppo",
 	// "gspo" or "cispo" (trainer/loss registers each under its name).
-	PolicyLoss string
+	PolicyLoss string `yaml:"policy_loss" default:"ppo" enum:"ppo|gspo|cispo" doc:"policy loss: PPO's clipped token ratio, GSPO's clipped sequence ratio (arXiv:2507.18071; its paper clips at 3e-4/4e-4 with seq-mean-token-mean), or CISPO's clipped, stop-gradient importance weight on log-probabilities (arXiv:2506.13585)"`
 	// ClipLow and ClipHigh bound the ratio to [1-ClipLow, 1+ClipHigh]:
 	// the token ratio of ppo, the sequence ratio of gspo (whose paper uses
 	// 3e-4 and 4e-4), the importance-sampling weight of cispo.
 	// ClipHigh > ClipLow is DAPO's clip-higher (Yu et al. 2025,
 	// arXiv:2503.14476, Sec. 3.1), which leaves low-probability tokens room
 	// to grow and so delays entropy collapse.
-	ClipLow, ClipHigh float64
+	ClipLow  float64 `yaml:"clip_low" default:"0.2" doc:"ratio clip below: 1 - clip_low (the token ratio of ppo, the sequence ratio of gspo, the IS weight of cispo)"`
+	ClipHigh float64 `yaml:"clip_high" default:"0.28" doc:"ratio clip above: 1 + clip_high (DAPO clip-higher)"`
 	// DualClip > 1 bounds the ppo loss of negative-advantage tokens by
 	// -A * DualClip (Ye et al. 2020, "Mastering Complex Control in MOBA
 	// Games", arXiv:1912.09729, Eq. 5; verl: clip_ratio_c); 0 is off.
-	DualClip float64
+	DualClip float64 `yaml:"dual_clip" default:"0" doc:"dual-clip bound c > 1 for negative advantages, ppo only (0 = off)"`
 	// Agg is how token losses become one number: "token-mean" (every
 	// token of the mini-batch weighs the same), "seq-mean-token-sum" or
 	// "seq-mean-token-mean" (every sequence weighs the same; verl's
 	// agg_loss), or "seq-mean-token-sum-norm" (Dr. GRPO: token sums over a
-	// constant Horizon, see Aggregate).
-	Agg string
-	// Horizon is the constant divisor of seq-mean-token-sum-norm, in
-	// tokens (the trainer uses env.max_tokens).
-	Horizon int
-	// KLCoef weighs the KL-to-reference loss term (KLInLoss) estimated with
-	// KLEstimator (k1, k2, k3).
-	KLCoef      float64
-	KLEstimator string
-	KLInLoss    bool
+	// constant horizon, Norm.Horizon; the trainer's is env.max_tokens).
+	LossAgg string `yaml:"loss_agg" default:"token-mean" enum:"token-mean|seq-mean-token-sum|seq-mean-token-mean|seq-mean-token-sum-norm" doc:"how token losses are averaged (seq-mean-token-sum-norm: Dr. GRPO, token sums over the constant env.max_tokens)"`
+	// KLEstimator estimates the per-token KL to the reference (k1, k2, k3),
+	// in the loss term or the reward penalty, whose weight is
+	// Options.KLCoef (algorithm.kl_coef).
+	KLEstimator string `yaml:"kl_estimator" default:"k3" doc:"single-sample KL estimator: k1, k2 or k3"`
+	// KLMode puts the KL to the reference in the loss ("loss"), in the
+	// rewards ("reward", the estimators' KL penalty) or nowhere ("off").
+	KLMode string `yaml:"kl_mode" default:"loss" enum:"loss|reward|off" doc:"KL as a loss term, as a reward penalty, or not at all"`
 	// EntropyCoef is the entropy bonus: loss -= EntropyCoef * entropy.
-	EntropyCoef float64
+	EntropyCoef float64 `yaml:"entropy_coef" default:"0" doc:"weight of the entropy bonus"`
 	// VFCoef weighs the critic's loss; ValueClip bounds how far a value may
 	// move from the one the rollout saw (PPO2's clipped value loss).
-	VFCoef, ValueClip float64
+	VFCoef    float64 `yaml:"vf_coef" default:"0.5" doc:"weight of the value loss"`
+	ValueClip float64 `yaml:"value_clip" default:"0.2" doc:"clip range of value updates (0 = off)"`
 }
 
 // PolicyLosses are the names PolicyLoss accepts, as trainer/loss
@@ -49,7 +54,7 @@ type LossConfig struct {
 // CISPO's clipped importance-sampling weight.
 var PolicyLosses = []string{"ppo", "gspo", "cispo"}
 
-// LossAggs are the names Agg accepts.
+// LossAggs are the names LossAgg accepts.
 var LossAggs = []string{"token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"}
 
 // FieldError is a LossConfig problem; Field is the field's YAML name
@@ -59,8 +64,9 @@ type FieldError struct{ Field, Msg string }
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 
 // Validate checks the ranges and names, reporting every problem as a
-// *FieldError (joined).
-func (c LossConfig) Validate() error {
+// *FieldError (joined); horizon is the constant divisor
+// seq-mean-token-sum-norm would use.
+func (c LossConfig) Validate(horizon int) error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
@@ -79,11 +85,11 @@ func (c LossConfig) Validate() error {
 	} else if c.DualClip != 0 && c.PolicyLoss != "ppo" {
 		bad("dual_clip", "%v, but dual clip bounds the ppo loss only (policy_loss is %q)", c.DualClip, c.PolicyLoss)
 	}
-	if !slices.Contains(LossAggs, c.Agg) {
-		bad("loss_agg", "%q, want one of %s", c.Agg, strings.Join(LossAggs, ", "))
+	if !slices.Contains(LossAggs, c.LossAgg) {
+		bad("loss_agg", "%q, want one of %s", c.LossAgg, strings.Join(LossAggs, ", "))
 	}
-	if c.Agg == "seq-mean-token-sum-norm" && c.Horizon <= 0 {
-		bad("loss_agg", "seq-mean-token-sum-norm needs a positive horizon, got %d", c.Horizon)
+	if c.LossAgg == "seq-mean-token-sum-norm" && horizon <= 0 {
+		bad("loss_agg", "seq-mean-token-sum-norm needs a positive horizon, got %d", horizon)
 	}
 	if !slices.Contains(KLEstimators, c.KLEstimator) {
 		bad("kl_estimator", "%q, want one of %s", c.KLEstimator, strings.Join(KLEstimators, ", "))

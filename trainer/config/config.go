@@ -216,17 +216,12 @@ type AlgorithmConfig struct {
 	// Options are the estimators' settings (gamma, lambda, norm_by_std,
 	// eps, turn_gamma, step_weight, whiten, kl_coef, advantage_mask), keys
 	// of this section.
-	algo.Options    `yaml:",inline"`
-	PolicyLoss      string  `yaml:"policy_loss" default:"ppo" enum:"ppo|gspo|cispo" doc:"policy loss: PPO's clipped token ratio, GSPO's clipped sequence ratio (arXiv:2507.18071; its paper clips at 3e-4/4e-4 with seq-mean-token-mean), or CISPO's clipped, stop-gradient importance weight on log-probabilities (arXiv:2506.13585)"`
-	ClipLow         float64 `yaml:"clip_low" default:"0.2" doc:"ratio clip below: 1 - clip_low (the token ratio of ppo, the sequence ratio of gspo, the IS weight of cispo)"`
-	ClipHigh        float64 `yaml:"clip_high" default:"0.28" doc:"ratio clip above: 1 + clip_high (DAPO clip-higher)"`
-	DualClip        float64 `yaml:"dual_clip" default:"0" doc:"dual-clip bound c > 1 for negative advantages, ppo only (0 = off)"`
-	LossAgg         string  `yaml:"loss_agg" default:"token-mean" enum:"token-mean|seq-mean-token-sum|seq-mean-token-mean|seq-mean-token-sum-norm" doc:"how token losses are averaged (seq-mean-token-sum-norm: Dr. GRPO, token sums over the constant env.max_tokens)"`
-	KLEstimator     string  `yaml:"kl_estimator" default:"k3" doc:"single-sample KL estimator: k1, k2 or k3"`
-	KLMode          string  `yaml:"kl_mode" default:"loss" enum:"loss|reward|off" doc:"KL as a loss term, as a reward penalty, or not at all"`
-	EntropyCoef     float64 `yaml:"entropy_coef" default:"0" doc:"weight of the entropy bonus"`
-	VFCoef          float64 `yaml:"vf_coef" default:"0.5" doc:"weight of the value loss"`
-	ValueClip       float64 `yaml:"value_clip" default:"0.2" doc:"clip range of value updates (0 = off)"`
+	algo.Options `yaml:",inline"`
+	// LossConfig is the losses' settings (policy_loss, clip_low,
+	// clip_high, dual_clip, loss_agg, kl_estimator, kl_mode, entropy_coef,
+	// vf_coef, value_clip), keys of this section, read where the losses
+	// use them.
+	algo.LossConfig `yaml:",inline"`
 	Epochs          int     `yaml:"epochs" default:"1" doc:"passes over each iteration's batch"`
 	MiniBatch       int     `yaml:"mini_batch" default:"32" doc:"trajectories per optimiser step"`
 	MicroBatch      int     `yaml:"micro_batch" default:"8" doc:"trajectories per forward/backward pass (gradient accumulation)"`

@@ -308,7 +308,7 @@ func (c *Config) validateAlgorithm(p *problems) {
 	// The loss settings are checked by the loss's own validation, the one
 	// the trainer relies on; its problems are named by their keys.
 	var fe *algo.FieldError
-	for _, err := range unjoin(c.Loss().Validate()) {
+	for _, err := range unjoin(a.LossConfig.Validate(c.Env.MaxTokens)) {
 		if errors.As(err, &fe) {
 			p.once("algorithm."+fe.Field, "%s", fe.Msg)
 		} else {

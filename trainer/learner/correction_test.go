@@ -44,8 +44,8 @@ func tinyLearnerWith(t *testing.T, m *torch.Model, mode CriticMode, tweak func(*
 // is SeparateCritic), which it owns too.
 func tinyLearnerOf(t *testing.T, m, critic *torch.Model, mode CriticMode, tweak func(*Settings)) *Learner {
 	t.Helper()
-	s := Settings{Estimator: "grpo", Advantage: algo.DefaultOptions(), KLEstimator: "k3", FilterKeepRatio: 1,
-		Loss:   algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean", KLEstimator: "k3"},
+	s := Settings{Estimator: "grpo", Advantage: algo.DefaultOptions(), FilterKeepRatio: 1,
+		Loss:   algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2, LossAgg: "token-mean", KLEstimator: "k3"},
 		Epochs: 1, MiniBatch: 4, MicroBatch: 4, LossMask: true, MaxGradNorm: 1, Temperature: 1,
 		PolicyOptim: torch.DefaultAdamW, CriticOptim: torch.DefaultAdamW, RolloutCorrection: "off", RolloutBound: 2}
 	tweak(&s)

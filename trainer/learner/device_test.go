@@ -70,7 +70,8 @@ func TestPolicyLossesOnTheModelsDevice(t *testing.T) {
 	trs, data := metaBatch()
 	for _, shared := range []bool{false, true} {
 		l := &Learner{policy: m, ref: m, s: Settings{LossMask: true, Temperature: 1, Loss: algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2,
-			DualClip: 3, Agg: "token-mean", KLEstimator: "k3", KLInLoss: true, KLCoef: 0.1, EntropyCoef: 0.01, VFCoef: 0.5, ValueClip: 0.2}}}
+			DualClip: 3, LossAgg: "token-mean", KLEstimator: "k3", KLMode: "loss", EntropyCoef: 0.01, VFCoef: 0.5, ValueClip: 0.2},
+			Advantage: algo.Options{KLCoef: 0.1}}}
 		if shared {
 			l.critic, l.mode = m, SharedCritic
 		}
@@ -94,7 +95,7 @@ func TestPolicyLossesOnTheModelsDevice(t *testing.T) {
 func TestCriticLossOnTheModelsDevice(t *testing.T) {
 	policy, critic := metaModel(t, false), metaModel(t, true)
 	trs, data := metaBatch()
-	l := &Learner{policy: policy, critic: critic, mode: SeparateCritic, s: Settings{LossMask: true, Loss: algo.LossConfig{Agg: "seq-mean-token-mean", ValueClip: 0.2}}}
+	l := &Learner{policy: policy, critic: critic, mode: SeparateCritic, s: Settings{LossMask: true, Loss: algo.LossConfig{LossAgg: "seq-mean-token-mean", ValueClip: 0.2}}}
 	s := torch.NewScopeOn(critic.Device)
 	defer s.Close()
 	vl, err := l.criticLoss(s, PadBatch(trs), data, l.norm(trs))

@@ -22,14 +22,17 @@ const (
 // Settings shape every update of a run.
 type Settings struct {
 	Estimator       string        // the advantage estimator (algo.Get)
-	Advantage       algo.Options  // its options
-	KLEstimator     string        // k1, k2 or k3: the per-token KL to the reference
-	KLInReward      bool          // the KL is subtracted from the rewards (else, with KL in Loss, a loss term)
+	Advantage       algo.Options  // its options, KLCoef the weight of the KL to the reference
 	FilterKeepRatio float64       // the share of groups the variance filter keeps
 	Overlong        algo.Overlong // DAPO's overlong filtering and soft punishment
 	CriticWarmup    int           // the first iterations train the critic alone
 
-	Loss       algo.LossConfig
+	// Loss is the losses' settings, as the config has them: KLMode puts
+	// the KL to the reference (KLEstimator's) in the loss or the rewards.
+	Loss algo.LossConfig
+	// Horizon is the constant token count that seq-mean-token-sum-norm
+	// divides by (env.max_tokens).
+	Horizon    int
 	Epochs     int
 	MiniBatch  int
 	MicroBatch int

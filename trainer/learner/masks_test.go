@@ -81,7 +81,7 @@ func TestLossMaskSwitchOnHandWorkedTrajectory(t *testing.T) {
 		vals := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Values[j] })
 		ret := grid(func(t *trajectory.Trajectory, j int) float32 { return t.Returns[j] })
 		n := Norm([]*trajectory.Trajectory{tr}, tc.lossMask)
-		cfg := algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean", KLEstimator: "k3"}
+		cfg := algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2, LossAgg: "token-mean", KLEstimator: "k3"}
 		pg, err := loss.PolicyLoss(s, loss.PolicyInputs{LogP: logp, OldLogP: logp, Adv: adv, Mask: mask}, cfg, n)
 		if err != nil {
 			t.Fatal(err)

@@ -20,7 +20,7 @@ func TestLearnerNorm(t *testing.T) {
 		mask   bool
 		tokens float64
 	}{{true, 3}, {false, 4}} {
-		l := &Learner{s: Settings{LossMask: tc.mask, Loss: algo.LossConfig{Agg: "seq-mean-token-sum-norm", Horizon: 64}}}
+		l := &Learner{s: Settings{LossMask: tc.mask, Loss: algo.LossConfig{LossAgg: "seq-mean-token-sum-norm"}, Horizon: 64}}
 		if got, want := l.norm(mini), (algo.Norm{Tokens: tc.tokens, Sequences: 2, Horizon: 64}); got != want {
 			t.Errorf("loss mask %v: norm %+v, want %+v", tc.mask, got, want)
 		}

@@ -74,7 +74,7 @@ func TestOldFromStepMatchesRecompute(t *testing.T) {
 	for i, mode := range []string{"auto", "recompute"} {
 		l := tinyLearnerWith(t, tinyPolicy(t, false, 7), NoCritic, func(s *Settings) {
 			s.OldLogprobs = mode
-			s.Loss.KLInLoss, s.Loss.KLCoef = true, 0.1
+			s.Loss.KLMode, s.Advantage.KLCoef = "loss", 0.1
 		})
 		l.SetReference(tinyPolicy(t, false, 8))
 		batches[i] = onPolicyBatch(t, l)
@@ -148,15 +148,15 @@ func TestOldFromStepOnlyWhenOnPolicy(t *testing.T) {
 	}{
 		{name: "auto", want: true},
 		{name: "unset", want: true, tweak: func(s *Settings) { s.OldLogprobs, s.RolloutCorrection = "", "" }},
-		{name: "KL in the loss with a reference", want: true, ref: true, tweak: func(s *Settings) { s.Loss.KLInLoss, s.Loss.KLCoef = true, 0.1 }},
-		{name: "KL in the reward without a reference", want: true, tweak: func(s *Settings) { s.KLInReward = true }},
+		{name: "KL in the loss with a reference", want: true, ref: true, tweak: func(s *Settings) { s.Loss.KLMode, s.Advantage.KLCoef = "loss", 0.1 }},
+		{name: "KL in the reward without a reference", want: true, tweak: func(s *Settings) { s.Loss.KLMode = "reward" }},
 		{name: "a mini-batch of exactly the batch", want: true, tweak: func(s *Settings) { s.MiniBatch, s.MicroBatch = 2, 1 }},
 		{name: "shared critic after its warm-up", want: true, mode: SharedCritic, tweak: func(s *Settings) { s.CriticWarmup = 0 }},
 		{name: "recompute", tweak: func(s *Settings) { s.OldLogprobs = "recompute" }},
 		{name: "two epochs", tweak: func(s *Settings) { s.Epochs = 2 }},
 		{name: "a mini-batch smaller than the batch", tweak: func(s *Settings) { s.MiniBatch, s.MicroBatch = 1, 1 }},
 		{name: "rollout correction tis", tweak: func(s *Settings) { s.RolloutCorrection = "tis" }},
-		{name: "KL in the reward with a reference", ref: true, tweak: func(s *Settings) { s.KLInReward = true }},
+		{name: "KL in the reward with a reference", ref: true, tweak: func(s *Settings) { s.Loss.KLMode = "reward" }},
 		{name: "critic warm-up", mode: SharedCritic, tweak: func(s *Settings) { s.CriticWarmup = 1 }},
 		{name: "LoRA dropout", model: func(t *testing.T) *torch.Model {
 			base := tinyPolicy(t, false, 7)

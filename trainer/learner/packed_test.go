@@ -95,7 +95,7 @@ func TestPackedUpdateMatchesSamples(t *testing.T) {
 		tweak  func(*Settings)
 	}{
 		{"grpo from the step, KL and entropy in the loss", NoCritic, true, false, func(s *Settings) {
-			s.Loss.KLInLoss, s.Loss.KLCoef, s.Loss.EntropyCoef = true, 0.1, 0.01
+			s.Loss.KLMode, s.Advantage.KLCoef, s.Loss.EntropyCoef = "loss", 0.1, 0.01
 		}},
 		{"grpo recomputed, two epochs, tis", NoCritic, false, false, func(s *Settings) {
 			s.OldLogprobs, s.Epochs, s.RolloutCorrection = "recompute", 2, "tis"
@@ -212,7 +212,7 @@ func loraPolicy(t *testing.T, base *torch.Model) *torch.Model {
 func TestPackedGradientsMatchSamples(t *testing.T) {
 	l := tinyLearnerWith(t, tinyPolicy(t, false, 7), NoCritic, func(s *Settings) {
 		s.MiniBatch, s.MicroBatch, s.OldLogprobs = 8, 2, "recompute"
-		s.Loss.KLInLoss, s.Loss.KLCoef = true, 0.1
+		s.Loss.KLMode, s.Advantage.KLCoef = "loss", 0.1
 	})
 	l.SetReference(tinyPolicy(t, false, 8))
 	trs := segmentedBatch(t, l)

@@ -128,7 +128,7 @@ func (l *Learner) oldFromStep(train []*trajectory.Trajectory, trainPolicy bool) 
 	s := l.s
 	lora := l.policy.LoRA()
 	return s.OldLogprobs != "recompute" && s.Epochs == 1 && s.MiniBatch >= len(train) && trainPolicy &&
-		(s.RolloutCorrection == "" || s.RolloutCorrection == "off") && !(s.KLInReward && l.ref != nil) &&
+		(s.RolloutCorrection == "" || s.RolloutCorrection == "off") && !(s.Loss.KLMode == "reward" && l.ref != nil) &&
 		(lora == nil || lora.Dropout == 0)
 }
 
@@ -151,7 +151,7 @@ func (l *Learner) updateRecomputed(train Batch, trainPolicy bool, r *UpdateResul
 	if err != nil {
 		return err
 	}
-	if !l.s.KLInReward {
+	if l.s.Loss.KLMode != "reward" {
 		kl = nil
 	}
 	if err := l.advantages(trs, kl); err != nil {
@@ -319,7 +319,7 @@ func (l *Learner) referenceKL(train []*trajectory.Trajectory, data TokenTable, r
 	}
 	old := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Old[j] })
 	ref := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Ref[j] })
-	k := loss.TokenKL(s, old, ref, l.s.KLEstimator)
+	k := loss.TokenKL(s, old, ref, l.s.Loss.KLEstimator)
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("kl to the reference: %w", err)
 	}
@@ -463,7 +463,7 @@ func (l *Learner) setLR(st *Stats) error {
 // norm is the mini-batch's loss normaliser.
 func (l *Learner) norm(mini []*trajectory.Trajectory) algo.Norm {
 	n := Norm(mini, l.s.LossMask)
-	n.Horizon = float64(l.s.Loss.Horizon)
+	n.Horizon = float64(l.s.Horizon)
 	return n
 }
 
@@ -600,13 +600,13 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data TokenTable, n algo.N
 		}
 		out.total = s.Add(out.total, pg.Loss)
 		out.policy, out.clipLow, out.clipHigh = pg.Loss, pg.ClipLow, pg.ClipHigh
-		if c.Loss.KLInLoss && c.Loss.KLCoef != 0 && l.ref != nil {
+		if c.Loss.KLMode == "loss" && c.Advantage.KLCoef != 0 && l.ref != nil {
 			ref := grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Ref[j] })
-			out.kl = loss.KLLoss(s, o.LogProbs, ref, mask, c.Loss.KLEstimator, c.Loss.Agg, n)
-			out.total = s.Add(out.total, s.MulScalar(out.kl, c.Loss.KLCoef))
+			out.kl = loss.KLLoss(s, o.LogProbs, ref, mask, c.Loss.KLEstimator, c.Loss.LossAgg, n)
+			out.total = s.Add(out.total, s.MulScalar(out.kl, c.Advantage.KLCoef))
 		}
 		if c.Loss.EntropyCoef != 0 {
-			ent := loss.Aggregate(s, o.Entropy, mask, c.Loss.Agg, n)
+			ent := loss.Aggregate(s, o.Entropy, mask, c.Loss.LossAgg, n)
 			out.total = s.Sub(out.total, s.MulScalar(ent, c.Loss.EntropyCoef))
 		}
 		d := loss.Diagnose(s, o.LogProbs, old, o.Entropy, mask)
@@ -689,7 +689,7 @@ func (l *Learner) valueLoss(s *torch.Scope, p Padded, values, mask *torch.Tensor
 	B, W := int64(len(p.Trs)), int64(p.Width())
 	oldV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return data[t].Values[j] })
 	retV := p.Grid(func(t *trajectory.Trajectory, j int) float32 { return t.Returns[j] })
-	return loss.ValueLoss(s, values, s.Float32(oldV, B, W), s.Float32(retV, B, W), mask, l.s.Loss.ValueClip, l.s.Loss.Agg, n)
+	return loss.ValueLoss(s, values, s.Float32(oldV, B, W), s.Float32(retV, B, W), mask, l.s.Loss.ValueClip, l.s.Loss.LossAgg, n)
 }
 
 // backward back-propagates a micro-batch's loss, accumulating its

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -23,7 +24,7 @@ func TestReferenceKLByHand(t *testing.T) {
 		a: {Old: []float32{0, -1, -1, -2}, Ref: []float32{0, -9, -1.5, -1.75}},
 		b: {Old: []float32{0, -1}, Ref: []float32{0, -3}},
 	}
-	l := &Learner{ref: &torch.Model{}, s: Settings{KLEstimator: "k1"}}
+	l := &Learner{ref: &torch.Model{}, s: Settings{Loss: algo.LossConfig{KLEstimator: "k1"}}}
 	var r UpdateResult
 	kl, err := l.referenceKL([]*trajectory.Trajectory{a, b}, data, &r)
 	if err != nil {

@@ -104,7 +104,7 @@ func TestMaskGradients(t *testing.T) {
 		lp := s.Float32(lpv, 1, 8)
 		lp.SetRequiresGrad(true)
 		pg, err := PolicyLoss(s, PolicyInputs{LogP: lp, OldLogP: s.Float32(oldv, 1, 8), Adv: s.Float32(tr.Advantages, 1, 8), Mask: s.Float32(mask, 1, 8)},
-			algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2, Agg: "token-mean"}, algo.Norm{Tokens: 4, Sequences: 1})
+			algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.2, LossAgg: "token-mean"}, algo.Norm{Tokens: 4, Sequences: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func TestMaskGradients(t *testing.T) {
 func TestLossesBoundedAndPaddingSafe(t *testing.T) {
 	s := torch.NewScope()
 	defer s.Close()
-	cfg := algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean", KLEstimator: "k3"}
+	cfg := algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.28, LossAgg: "token-mean", KLEstimator: "k3"}
 	logp := s.Float32([]float32{100, 0, float32(math.Inf(1))}, 1, 3)
 	if err := logp.SetRequiresGrad(true); err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ type Policy struct {
 
 // PolicyLoss is the policy loss cfg.PolicyLoss names, each token's loss
 // multiplied by the rollout correction's weight (when in.Weight is set)
-// and aggregated by cfg.Agg over the mask:
+// and aggregated by cfg.LossAgg over the mask:
 //
 //	L = agg_t( w_t * L_t )
 //
@@ -111,7 +111,7 @@ func PolicyLoss(s *torch.Scope, in PolicyInputs, cfg algo.LossConfig, n algo.Nor
 		l = s.Mul(l, in.Weight)
 	}
 	return Policy{
-		Loss:     Aggregate(s, l, in.Mask, cfg.Agg, n),
+		Loss:     Aggregate(s, l, in.Mask, cfg.LossAgg, n),
 		ClipLow:  s.MaskedSum(terms.ClipLow, in.Mask),
 		ClipHigh: s.MaskedSum(terms.ClipHigh, in.Mask),
 	}, nil

@@ -86,7 +86,7 @@ func TestPolicyLossRegistry(t *testing.T) {
 // constant); it is not a clip bit (r is above 1+eps with A < 0).
 func TestPPOByHand(t *testing.T) {
 	ln := func(x float64) float32 { return float32(math.Log(x)) }
-	cfg := algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean"}
+	cfg := algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.28, LossAgg: "token-mean"}
 	c := policyCase{B: 1, T: 4, logp: []float32{ln(1.5), ln(0.5), 0, ln(2)}, old: make([]float32, 4),
 		adv: []float32{1, -2, 0.5, 3}, mask: []float32{1, 1, 1, 0}, cfg: cfg, n: algo.Norm{Tokens: 3, Sequences: 1}}
 	checkPolicy(t, "ppo", c, -0.06, 1, 1, []float64{0, 0, -0.5 / 3, 0})
@@ -114,10 +114,10 @@ func TestGSPOByHand(t *testing.T) {
 	old := []float32{0, 0, 0, 0, 0, 0}
 	c := policyCase{B: 2, T: 3, logp: []float32{0.3, -0.1, 0.1, -0.6, -0.4, 5}, old: old,
 		adv: []float32{2, 2, 2, -1, -1, -1}, mask: []float32{1, 1, 1, 1, 1, 0},
-		cfg: algo.LossConfig{PolicyLoss: "gspo", ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean"}, n: algo.Norm{Tokens: 5, Sequences: 2}}
+		cfg: algo.LossConfig{PolicyLoss: "gspo", ClipLow: 0.2, ClipHigh: 0.28, LossAgg: "token-mean"}, n: algo.Norm{Tokens: 5, Sequences: 2}}
 	g := -0.442068367
 	checkPolicy(t, "gspo token-mean", c, -1.006205102, 2, 0, []float64{g, g, g, 0, 0, 0})
-	c.cfg.Agg = "seq-mean-token-mean"
+	c.cfg.LossAgg = "seq-mean-token-mean"
 	g = -0.368390306
 	checkPolicy(t, "gspo seq-mean-token-mean", c, -0.705170918, 2, 0, []float64{g, g, g, 0, 0, 0})
 }
@@ -136,7 +136,7 @@ func TestGSPOByHand(t *testing.T) {
 func TestCISPOByHand(t *testing.T) {
 	c := policyCase{B: 1, T: 4, logp: []float32{-1, -2, -0.5, -3}, old: []float32{-1.5, -1, -0.5, 0},
 		adv: []float32{1, -0.5, 2, 5}, mask: []float32{1, 1, 1, 0},
-		cfg: algo.LossConfig{PolicyLoss: "cispo", ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean"}, n: algo.Norm{Tokens: 3, Sequences: 1}}
+		cfg: algo.LossConfig{PolicyLoss: "cispo", ClipLow: 0.2, ClipHigh: 0.28, LossAgg: "token-mean"}, n: algo.Norm{Tokens: 3, Sequences: 1}}
 	checkPolicy(t, "cispo", c, 1.48/3, 1, 1, []float64{-1.28 / 3, 0.4 / 3, -2.0 / 3, 0})
 }
 
@@ -150,7 +150,7 @@ func TestPolicyLossWeights(t *testing.T) {
 	for _, name := range algo.PolicyLosses {
 		c := policyCase{B: 1, T: 4, logp: []float32{ln(1.5), ln(0.5), -0.1, ln(2)}, old: []float32{0, 0, 0.05, 0},
 			adv: []float32{1, -2, 0.5, 3}, mask: []float32{1, 1, 1, 0},
-			cfg: algo.LossConfig{PolicyLoss: name, ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean"}, n: algo.Norm{Tokens: 3, Sequences: 1}}
+			cfg: algo.LossConfig{PolicyLoss: name, ClipLow: 0.2, ClipHigh: 0.28, LossAgg: "token-mean"}, n: algo.Norm{Tokens: 3, Sequences: 1}}
 		l0, _, _, g0 := c.run(t)
 		c.wts = []float32{1, 1, 1, 1}
 		l1, _, _, g1 := c.run(t)
@@ -160,6 +160,6 @@ func TestPolicyLossWeights(t *testing.T) {
 	}
 	c := policyCase{B: 1, T: 4, logp: []float32{ln(1.5), ln(0.5), 0, ln(2)}, old: make([]float32, 4),
 		adv: []float32{1, -2, 0.5, 3}, mask: []float32{1, 1, 1, 0}, wts: []float32{2, 0.5, 0, 1},
-		cfg: algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.28, Agg: "token-mean"}, n: algo.Norm{Tokens: 3, Sequences: 1}}
+		cfg: algo.LossConfig{PolicyLoss: "ppo", ClipLow: 0.2, ClipHigh: 0.28, LossAgg: "token-mean"}, n: algo.Norm{Tokens: 3, Sequences: 1}}
 	checkPolicy(t, "ppo weighted", c, -1.76/3, 1, 1, []float64{0, 0, 0, 0})
 }

@@ -28,6 +28,26 @@ type Table struct {
 	Hops    []int
 }
 
+// Rename names the row of method from to: its figures, out-of-domain
+// ones and place in the table. A table without from is left as it is.
+func (t *Table) Rename(from, to string) {
+	m, ok := t.Metrics[from]
+	if !ok {
+		return
+	}
+	delete(t.Metrics, from)
+	t.Metrics[to] = m
+	if o, ok := t.OOD[from]; ok {
+		delete(t.OOD, from)
+		t.OOD[to] = o
+	}
+	for i, name := range t.Methods {
+		if name == from {
+			t.Methods[i] = to
+		}
+	}
+}
+
 // Read reads the final table of a finished run from its store:
 // the naive-RAG and base-tool-call baselines (iteration 0) and the policy's
 // last evaluation, named rl.

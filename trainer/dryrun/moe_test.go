@@ -1,4 +1,4 @@
-package trainer
+package dryrun
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func TestDryRunQwen3MoEExample(t *testing.T) {
 	for _, c := range []struct{ nproc, zero int }{{1, 0}, {8, 2}} {
 		cfg := exampleOnFixtures(t, "qwen3-30b-a3b-hotpotqa-grpo.yaml", dir, index)
 		cfg.Dist.NProc, cfg.Dist.Zero = c.nproc, c.zero
-		r, err := DryRun(context.Background(), cfg)
+		r, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("dry run: %v", err)
 		}
@@ -82,7 +82,7 @@ func TestDryRunQwen35MoEExample(t *testing.T) {
 	dir := exampleModelDir(t, "Qwen3.5-35B-A3B", fixtures.Qwen35MoE35BConfig, "tokenizer.json", "tokenizer_config.json")
 	index := fixtureIndex(t)
 	load := func() config.Config { return exampleOnFixtures(t, "qwen3.5-35b-a3b-hotpotqa-grpo.yaml", dir, index) }
-	r, err := DryRun(context.Background(), load())
+	r, err := Run(context.Background(), load())
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
 	}
@@ -120,7 +120,7 @@ func TestDryRunQwen35MoEExample(t *testing.T) {
 
 	cfg := load()
 	cfg.Model.LoRA.TargetModules = []string{"all-linear"}
-	if _, err := DryRun(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "mlp.shared_expert") {
+	if _, err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "mlp.shared_expert") {
 		t.Errorf("LoRA on all linear layers of a MoE model: %v, want a refusal naming the experts and the shared expert", err)
 	}
 }

@@ -1,4 +1,4 @@
-package trainer
+package dryrun
 
 import (
 	"context"
@@ -97,7 +97,7 @@ func TestDryRunExamples(t *testing.T) {
 
 	for _, ex := range exampleConfigs {
 		t.Run(ex.file, func(t *testing.T) {
-			cfg, err := config.Load(filepath.Join("..", "examples", ex.file))
+			cfg, err := config.Load(filepath.Join("..", "..", "examples", ex.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func TestDryRunExamples(t *testing.T) {
 			cfg.Tools.Search.Index = index
 			cfg.Device.Device, cfg.Device.DType = "cpu", "f32"
 			cfg.Run.Dir = t.TempDir()
-			r, err := DryRun(context.Background(), cfg)
+			r, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatalf("dry run: %v", err)
 			}
@@ -140,7 +140,7 @@ func TestDryRunExamples(t *testing.T) {
 
 // Every config in examples/ is dry-run by TestDryRunExamples.
 func TestExampleConfigsListed(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "examples", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no examples/*.yaml (%v)", err)
 	}
@@ -219,7 +219,7 @@ func TestDryRunSizesByDTypeAndDevice(t *testing.T) {
 	} {
 		cfg := base
 		cfg.Device.Device, cfg.Device.DType, cfg.Rollout.DType = c.device, c.dtype, c.rollout
-		r, err := DryRun(context.Background(), cfg)
+		r, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("%+v: dry run: %v", c, err)
 		}
@@ -264,7 +264,7 @@ func TestDryRunNamesDecode(t *testing.T) {
 			cfg := base
 			cfg.Device.Device, cfg.Device.DType, cfg.Rollout.DType = c.device, c.dtype, c.rollout
 			cfg.Device.Autocast = c.autocast
-			r, err := DryRun(context.Background(), cfg)
+			r, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,7 +279,7 @@ func TestDryRunNamesDecode(t *testing.T) {
 	t.Setenv("AGENTRL_CPU_KERNELS", "avx3")
 	bad := base
 	bad.Device.Device, bad.Device.DType, bad.Rollout.DType = "cpu", "f32", "auto"
-	if _, err := DryRun(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "AGENTRL_CPU_KERNELS=avx3") {
+	if _, err := Run(context.Background(), bad); err == nil || !strings.Contains(err.Error(), "AGENTRL_CPU_KERNELS=avx3") {
 		t.Errorf("AGENTRL_CPU_KERNELS=avx3: %v, want an error naming it", err)
 	}
 }
@@ -345,7 +345,7 @@ func fixtureIndex(t *testing.T) string {
 // (fixtureIndex) as the search index, and a temporary run folder.
 func exampleOnFixtures(t *testing.T, file, model, index string) config.Config {
 	t.Helper()
-	cfg, err := config.Load(filepath.Join("..", "examples", file))
+	cfg, err := config.Load(filepath.Join("..", "..", "examples", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -685,7 +685,7 @@ func TestDryRunComparesLayersWithTheWeights(t *testing.T) {
 	cfg := exampleOnFixtures(t, "llama3.2-3b-hotpotqa-grpo.yaml", dir, fixtureIndex(t))
 	done := make(chan error, 1)
 	go func() {
-		_, err := DryRun(context.Background(), cfg)
+		_, err := Run(context.Background(), cfg)
 		done <- err
 	}()
 	select {
@@ -719,7 +719,7 @@ func TestDryRunLlamaExample(t *testing.T) {
 		copyTestFile(t, filepath.Join(tokDir, f), filepath.Join(dir, f))
 	}
 	cfg := exampleOnFixtures(t, "llama3.2-3b-hotpotqa-grpo.yaml", dir, fixtureIndex(t))
-	r, err := DryRun(context.Background(), cfg)
+	r, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
 	}

@@ -1,4 +1,4 @@
-package trainer
+package datasets
 
 import (
 	"context"
@@ -31,25 +31,25 @@ func richWorld(t *testing.T) config.Config {
 // validation run the 300 validation ones and no out-of-domain question.
 func TestSplitsNeverTrainedOn(t *testing.T) {
 	cfg := richWorld(t)
-	d, err := loadData(context.Background(), cfg, t.TempDir())
+	d, err := Load(context.Background(), cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.train) != 600 || len(d.eval) != 1000 || len(d.ood) != 500 || len(d.world.Val) != 300 {
-		t.Fatalf("train %d eval %d ood %d validation %d, want 600, 1000, 500, 300", len(d.train), len(d.eval), len(d.ood), len(d.world.Val))
+	if len(d.Train) != 600 || len(d.Eval) != 1000 || len(d.OOD) != 500 || len(d.World.Val) != 300 {
+		t.Fatalf("train %d eval %d ood %d validation %d, want 600, 1000, 500, 300", len(d.Train), len(d.Eval), len(d.OOD), len(d.World.Val))
 	}
 	// data.synthetic.relations reached the world: passages state the rich
 	// relations.
-	if p := d.world.Passages[len(d.world.Passages)-1].Text; !strings.Contains(p, " learned from ") {
+	if p := d.World.Passages[len(d.World.Passages)-1].Text; !strings.Contains(p, " learned from ") {
 		t.Fatalf("a person's passage of the rich world states no mentor: %q", p)
 	}
 	held := map[string]string{}
-	for split, ts := range map[string][]envs.Task{"validation": d.world.Val, "test": d.eval, "ood": d.ood} {
+	for split, ts := range map[string][]envs.Task{"validation": d.World.Val, "test": d.Eval, "ood": d.OOD} {
 		for _, task := range ts {
 			held[task.Question] = split
 		}
 	}
-	for _, task := range d.train {
+	for _, task := range d.Train {
 		if split, ok := held[task.Question]; ok {
 			t.Errorf("training question %q is in the %s split", task.Question, split)
 		}
@@ -58,15 +58,15 @@ func TestSplitsNeverTrainedOn(t *testing.T) {
 		}
 	}
 	cfg.Eval.Split = "validation"
-	v, err := loadData(context.Background(), cfg, t.TempDir())
+	v, err := Load(context.Background(), cfg, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v.eval) != 300 || len(v.ood) != 0 || v.eval[0].Meta["split"] != "validation" {
-		t.Fatalf("eval.split validation: eval %d (%s), ood %d; want the 300 validation questions and none", len(v.eval), v.eval[0].Meta["split"], len(v.ood))
+	if len(v.Eval) != 300 || len(v.OOD) != 0 || v.Eval[0].Meta["split"] != "validation" {
+		t.Fatalf("eval.split validation: eval %d (%s), ood %d; want the 300 validation questions and none", len(v.Eval), v.Eval[0].Meta["split"], len(v.OOD))
 	}
-	for i := range v.train {
-		if v.train[i].ID != d.train[i].ID {
+	for i := range v.Train {
+		if v.Train[i].ID != d.Train[i].ID {
 			t.Fatal("eval.split changed the training split")
 		}
 	}

@@ -1,4 +1,4 @@
-package trainer
+package datasets
 
 import (
 	"context"
@@ -6,34 +6,33 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tools/search"
-	"github.com/agentrl/agentrl/tokenizer"
+	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
-// freshWorlds are a run's fresh worlds (data.synthetic.fresh_worlds): a
+// Fresh are a run's fresh worlds (data.synthetic.fresh_worlds): a
 // world of its own for every training batch and for every
 // rollout.batch_size demonstrations of the warm start, and eval_worlds
 // more that hold the evaluation questions. Each world is drawn from the
 // world seed, its role and its number (synth.Fresh), so a rerun or a
 // resume draws the same ones.
-type freshWorlds struct {
+type Fresh struct {
 	gen   *synth.Fresh
 	dir   string // where the worlds' search indexes are built
 	batch int    // questions of a training or demonstration world
 }
 
-// trainWorld is the number of the world of an iteration's d-th draw:
+// TrainWorld is the number of the world of an iteration's d-th draw:
 // 100·iteration + d (a draw is below algorithm.max_num_gen_batches, at
 // most 100), so world train-1203 is iteration 12's fourth draw.
-func trainWorld(iter, d int) uint64 { return uint64(iter)*100 + uint64(d) }
+func TrainWorld(iter, d int) uint64 { return uint64(iter)*100 + uint64(d) }
 
 // build generates world n of role r with questions in-domain and ood
 // out-of-domain questions and builds its search index, returning the
 // world, its ID and the index's path.
-func (f *freshWorlds) build(ctx context.Context, r synth.Role, n uint64, questions, ood int) (*synth.World, string, string, error) {
+func (f *Fresh) build(ctx context.Context, r synth.Role, n uint64, questions, ood int) (*synth.World, string, string, error) {
 	w, err := f.gen.World(r, n, questions, ood)
 	if err != nil {
 		return nil, "", "", err
@@ -54,19 +53,19 @@ func (f *freshWorlds) build(ctx context.Context, r synth.Role, n uint64, questio
 // the name pool, make the word-level tokenizer) is the datasets' world,
 // its index the agent's own. There is no training split: every batch
 // draws its world (batchWorld).
-func loadFresh(ctx context.Context, cfg config.Config, runDir string) (*datasets, error) {
+func loadFresh(ctx context.Context, cfg config.Config, runDir string) (*Sets, error) {
 	sc := cfg.Data.Synthetic
 	gen, err := synth.NewFresh(synth.Config{Seed: int64(sc.Seed), Relations: sc.Relations, Entities: sc.Entities,
 		MaxHops: sc.MaxHops, OODQuestions: sc.OODQuestions})
 	if err != nil {
 		return nil, err
 	}
-	f := &freshWorlds{gen: gen, dir: filepath.Join(runDir, "worlds"), batch: cfg.Rollout.BatchSize}
+	f := &Fresh{gen: gen, dir: filepath.Join(runDir, "worlds"), batch: cfg.Rollout.BatchSize}
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		return nil, err
 	}
-	d := &datasets{fresh: f, worlds: map[string]string{}}
-	if d.world, _, d.indexPath, err = f.build(ctx, synth.RoleVocab, 0, sc.Questions, sc.OODQuestions); err != nil {
+	d := &Sets{Fresh: f, Worlds: map[string]string{}}
+	if d.World, _, d.IndexPath, err = f.build(ctx, synth.RoleVocab, 0, sc.Questions, sc.OODQuestions); err != nil {
 		return nil, err
 	}
 	role, in, ood := synth.RoleTest, int(float64(sc.Questions)*sc.TestFraction+0.5), sc.OODQuestions
@@ -83,9 +82,9 @@ func loadFresh(ctx context.Context, cfg config.Config, runDir string) (*datasets
 		if err != nil {
 			return nil, err
 		}
-		d.worlds[id] = path
-		d.eval = append(append(d.eval, w.Test...), w.Val...)
-		d.ood = append(d.ood, w.OOD...)
+		d.Worlds[id] = path
+		d.Eval = append(append(d.Eval, w.Test...), w.Val...)
+		d.OOD = append(d.OOD, w.OOD...)
 	}
 	return d, nil
 }
@@ -100,57 +99,25 @@ func share(total, n, j int) int {
 	return s
 }
 
-// batchWorld draws the world of an iteration's d-th draw, adds its index
-// to the agent and returns its rollout.batch_size questions, and done,
-// which drops the world and deletes its index once the draw's episodes
-// are played.
-func (t *Trainer) batchWorld(ctx context.Context, iter, d int) ([]envs.Task, func(), error) {
-	w, id, path, err := t.data.fresh.build(ctx, synth.RoleTrain, trainWorld(iter, d), t.data.fresh.batch, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := t.agent.AddWorld(id, path); err != nil {
-		return nil, nil, err
-	}
-	return w.Train, func() {
-		if err := t.agent.DropWorld(id); err != nil {
-			t.log.Warn().Err(err).Msg("drop a batch's world")
-		}
-		os.Remove(path)
-	}, nil
-}
+// Questions is the number of questions of a training or demonstration
+// world: rollout.batch_size.
+func (f *Fresh) Questions() int { return f.batch }
 
-// freshDemos renders the warm start's n demonstrations in worlds of their
-// own: rollout.batch_size per world (worlds demo-1, demo-2, ...), each
-// world's questions demonstrated as sft.warm_start says (generalDemos,
-// or scriptedDemos for expert).
-func (t *Trainer) freshDemos(ctx context.Context, n int) ([][]tokenizer.Message, error) {
-	c := t.cfg.SFT
-	var out [][]tokenizer.Message
-	for k := uint64(1); len(out) < n; k++ {
-		w, id, path, err := t.data.fresh.build(ctx, synth.RoleDemo, k, t.data.fresh.batch, 0)
-		if err != nil {
-			return nil, err
-		}
-		if err := t.agent.AddWorld(id, path); err != nil {
-			return nil, err
-		}
-		tools, err := t.agent.ToolsFor(w.Train[0])
-		var demos [][]tokenizer.Message
-		m := min(t.data.fresh.batch, n-len(out))
-		if err == nil && c.WarmStart == "expert" {
-			demos, err = scriptedDemos(ctx, w, w.Train, tools, m, c.ImperfectFraction, t.rng)
-		} else if err == nil {
-			demos, err = generalDemos(ctx, w, w.Train, tools, m, c.WarmStart, t.rng)
-		}
-		if derr := t.agent.DropWorld(id); err == nil {
-			err = derr
-		}
-		os.Remove(path)
-		if err != nil {
-			return nil, fmt.Errorf("demonstrations in world %s: %w", id, err)
-		}
-		out = append(out, demos...)
+// Open draws world n of role r (an iteration's draw, TrainWorld, or a
+// warm start's demonstrations) with rollout.batch_size questions, builds
+// its index and adds it to the agent a. done drops the world from a and
+// deletes its index once its episodes are played.
+func (f *Fresh) Open(ctx context.Context, a *agent.Agent, r synth.Role, n uint64) (w *synth.World, id string, done func() error, err error) {
+	w, id, path, err := f.build(ctx, r, n, f.batch, 0)
+	if err != nil {
+		return nil, "", nil, err
 	}
-	return out, nil
+	if err := a.AddWorld(id, path); err != nil {
+		return nil, "", nil, err
+	}
+	return w, id, func() error {
+		err := a.DropWorld(id)
+		os.Remove(path)
+		return err
+	}, nil
 }

@@ -16,10 +16,10 @@ import (
 func TestOpenStoreCountsOnlyResumes(t *testing.T) {
 	cfg := config.Default()
 	cfg.Run.Dir, cfg.Run.Name = t.TempDir(), "r"
-	tr := &Trainer{cfg: cfg, log: zerolog.Nop(), dir: RunDir(cfg)}
+	dir := RunDir(cfg)
 	resumes := func() int {
 		t.Helper()
-		db, err := sql.Open("sqlite3", "file:"+filepath.Join(tr.dir, "store.db")+"?mode=ro")
+		db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "store.db")+"?mode=ro")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,10 +31,11 @@ func TestOpenStoreCountsOnlyResumes(t *testing.T) {
 		return n
 	}
 	for i, resumed := range []bool{false, false, true, true} {
-		if err := tr.openStore("rev", resumed); err != nil {
+		r := &records{}
+		if err := r.open(cfg, dir, "rev", resumed, 0, func() bool { return false }, zerolog.Nop()); err != nil {
 			t.Fatal(err)
 		}
-		if err := tr.Close(); err != nil {
+		if err := r.close(); err != nil {
 			t.Fatal(err)
 		}
 		want := max(0, i-1)

@@ -1,4 +1,4 @@
-package trainer
+package job
 
 import (
 	"bytes"
@@ -7,21 +7,32 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/trainer"
+	"github.com/agentrl/agentrl/trainer/config"
 )
+
+// jobConfig is the default job, named small, with its run folder under
+// dir.
+func jobConfig(dir string) config.Config {
+	c := config.Default()
+	c.Run.Dir, c.Run.Name = dir, "small"
+	return c
+}
 
 // A job that New refuses returns New's error and saves no config.yaml:
 // the run's folder keeps what it had.
 func TestRunJobRefusedLeavesNoConfig(t *testing.T) {
 	dir := t.TempDir()
-	cfg := smallConfig(dir)
+	cfg := jobConfig(dir)
 	missing := filepath.Join(dir, "no-such-train.jsonl")
 	cfg.Data.Source, cfg.Data.Train = "files", []string{missing}
 	var out, errOut bytes.Buffer
-	_, err := RunJob(context.Background(), cfg, JobOptions{Stdout: &out, Stderr: &errOut})
+	_, err := Run(context.Background(), cfg, Options{Stdout: &out, Stderr: &errOut})
 	if err == nil || !strings.Contains(err.Error(), missing) {
-		t.Fatalf("RunJob = %v, want an error naming %s", err, missing)
+		t.Fatalf("Run = %v, want an error naming %s", err, missing)
 	}
-	if _, err := os.Stat(filepath.Join(RunDir(cfg), "config.yaml")); err == nil {
+	if _, err := os.Stat(filepath.Join(trainer.RunDir(cfg), "config.yaml")); err == nil {
 		t.Error("a refused job saved its config.yaml")
 	}
 	if out.Len() != 0 {
@@ -34,14 +45,14 @@ func TestRunJobRefusedLeavesNoConfig(t *testing.T) {
 // made: no empty run is left behind.
 func TestRunJobBadDeviceMakesNoRunFolder(t *testing.T) {
 	dir := t.TempDir()
-	cfg := smallConfig(dir)
+	cfg := jobConfig(dir)
 	cfg.Device.Device = "cuda:7"
 	var out, errOut bytes.Buffer
-	_, err := RunJob(context.Background(), cfg, JobOptions{Stdout: &out, Stderr: &errOut})
+	_, err := Run(context.Background(), cfg, Options{Stdout: &out, Stderr: &errOut})
 	if err == nil || !strings.Contains(err.Error(), "cuda:7") {
-		t.Fatalf("RunJob = %v, want an error naming the device cuda:7", err)
+		t.Fatalf("Run = %v, want an error naming the device cuda:7", err)
 	}
-	if _, err := os.Stat(RunDir(cfg)); !os.IsNotExist(err) {
-		t.Errorf("the refused job made its run folder %s (%v)", RunDir(cfg), err)
+	if _, err := os.Stat(trainer.RunDir(cfg)); !os.IsNotExist(err) {
+		t.Errorf("the refused job made its run folder %s (%v)", trainer.RunDir(cfg), err)
 	}
 }

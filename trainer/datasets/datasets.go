@@ -1,4 +1,8 @@
-package trainer
+// Package datasets loads what a run trains and evaluates on: the
+// synthetic world and its search index, a fresh-worlds run's evaluation
+// worlds (and the world each training batch draws), or dataset files;
+// and the spec of the agent that plays their tasks.
+package datasets
 
 import (
 	"context"
@@ -14,22 +18,22 @@ import (
 	"github.com/agentrl/agentrl/trainer/config"
 )
 
-// datasets are what the run trains and evaluates on.
-type datasets struct {
-	world     *synth.World // nil for dataset files
-	train     []envs.Task
-	eval      []envs.Task
-	ood       []envs.Task // the synthetic world's out-of-domain questions, evaluated apart
-	indexPath string
-	fresh     *freshWorlds      // data.synthetic.fresh_worlds: every batch draws its world (fresh.go); nil otherwise
-	worlds    map[string]string // the fresh evaluation worlds' IDs -> their indexes
+// Sets are what the run trains and evaluates on.
+type Sets struct {
+	World     *synth.World // nil for dataset files
+	Train     []envs.Task
+	Eval      []envs.Task
+	OOD       []envs.Task // the synthetic world's out-of-domain questions, evaluated apart
+	IndexPath string
+	Fresh     *Fresh            // data.synthetic.fresh_worlds: every batch draws its world (fresh.go); nil otherwise
+	Worlds    map[string]string // the fresh evaluation worlds' IDs -> their indexes
 }
 
-// loadData generates the synthetic world (and its search index under
+// Load generates the synthetic world (and its search index under
 // runDir), or a fresh-worlds run's evaluation worlds (loadFresh), or loads
 // the dataset files.
-func loadData(ctx context.Context, cfg config.Config, runDir string) (*datasets, error) {
-	d := &datasets{indexPath: cfg.Tools.Search.Index}
+func Load(ctx context.Context, cfg config.Config, runDir string) (*Sets, error) {
+	d := &Sets{IndexPath: cfg.Tools.Search.Index}
 	var err error
 	switch {
 	case cfg.Data.Source == "synthetic" && cfg.Data.Synthetic.FreshWorlds:
@@ -43,14 +47,14 @@ func loadData(ctx context.Context, cfg config.Config, runDir string) (*datasets,
 		if err != nil {
 			return nil, err
 		}
-		d.world, d.train, d.eval, d.ood = w, w.Train, w.Test, w.OOD
+		d.World, d.Train, d.Eval, d.OOD = w, w.Train, w.Test, w.OOD
 		if cfg.Eval.Split == "validation" { // the out-of-domain questions are test data: not read
-			d.eval, d.ood = w.Val, nil
+			d.Eval, d.OOD = w.Val, nil
 		}
-		if d.indexPath == "" {
-			d.indexPath = filepath.Join(runDir, "index.db")
-			if _, err := os.Stat(d.indexPath); err != nil {
-				if err := search.BuildIndex(ctx, d.indexPath, w.Passages, nil); err != nil {
+		if d.IndexPath == "" {
+			d.IndexPath = filepath.Join(runDir, "index.db")
+			if _, err := os.Stat(d.IndexPath); err != nil {
+				if err := search.BuildIndex(ctx, d.IndexPath, w.Passages, nil); err != nil {
 					return nil, fmt.Errorf("build the synthetic world's index: %w", err)
 				}
 			}
@@ -61,41 +65,41 @@ func loadData(ctx context.Context, cfg config.Config, runDir string) (*datasets,
 			if err != nil {
 				return nil, err
 			}
-			d.train = append(d.train, ts...)
+			d.Train = append(d.Train, ts...)
 		}
 		for _, p := range cfg.Data.Eval {
 			ts, err := tasks.Load(p, cfg.Data.Format)
 			if err != nil {
 				return nil, err
 			}
-			d.eval = append(d.eval, ts...)
+			d.Eval = append(d.Eval, ts...)
 		}
-		if len(d.train) == 0 {
+		if len(d.Train) == 0 {
 			return nil, fmt.Errorf("data.train: no training questions (data.source is files)")
 		}
 	default:
 		return nil, fmt.Errorf("data.source %q: want synthetic or files", cfg.Data.Source)
 	}
-	if n := cfg.Data.MaxTrain; n > 0 && n < len(d.train) {
-		d.train = d.train[:n]
+	if n := cfg.Data.MaxTrain; n > 0 && n < len(d.Train) {
+		d.Train = d.Train[:n]
 	}
-	if n := cfg.Data.MaxEval; n > 0 && n < len(d.eval) {
-		d.eval = d.eval[:n]
+	if n := cfg.Data.MaxEval; n > 0 && n < len(d.Eval) {
+		d.Eval = d.Eval[:n]
 	}
-	if n := cfg.Data.MaxEval; n > 0 && n < len(d.ood) {
-		d.ood = d.ood[:n]
+	if n := cfg.Data.MaxEval; n > 0 && n < len(d.OOD) {
+		d.OOD = d.OOD[:n]
 	}
 	return d, nil
 }
 
-// agentSpec is the spec of the agent that plays d's tasks, with the
+// AgentSpec is the spec of the agent that plays d's tasks, with the
 // tokenizer in tokenizerDir ("" = the synthetic world's word-level one,
 // which with fresh worlds holds every name of their pool).
-func agentSpec(cfg config.Config, d *datasets, tokenizerDir string) agent.Spec {
-	s := agent.Spec{Config: cfg, Index: d.indexPath, TokenizerDir: tokenizerDir, World: d.world, Worlds: d.worlds,
+func (d *Sets) AgentSpec(cfg config.Config, tokenizerDir string) agent.Spec {
+	s := agent.Spec{Config: cfg, Index: d.IndexPath, TokenizerDir: tokenizerDir, World: d.World, Worlds: d.Worlds,
 		ShowSchemas: agent.SchemasShown(cfg)}
-	if d.fresh != nil {
-		pool, w := d.fresh.gen.Pool(), d.world
+	if d.Fresh != nil {
+		pool, w := d.Fresh.gen.Pool(), d.World
 		s.Names = func(texts []string) []string { return pool.Contexts(w, texts) }
 	}
 	return s

@@ -1,4 +1,4 @@
-package trainer
+package warmstart
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package trainer
+package job
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/trainer"
 )
 
 // One writer per run folder: a second lock of it (another open, as a
@@ -38,9 +40,9 @@ func TestRunLockRefusesSecondWriter(t *testing.T) {
 // unchanged.
 func TestRunJobRefusedWhileLocked(t *testing.T) {
 	dir := t.TempDir()
-	cfg := smallConfig(dir)
+	cfg := jobConfig(dir)
 	cfg.Data.Source, cfg.Data.Train = "files", []string{filepath.Join(dir, "no-such-train.jsonl")} // fails fast if not refused
-	run := RunDir(cfg)
+	run := trainer.RunDir(cfg)
 	holder, err := lockRun(run)
 	if err != nil {
 		t.Fatal(err)
@@ -51,9 +53,9 @@ func TestRunJobRefusedWhileLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	_, err = RunJob(context.Background(), cfg, JobOptions{Stdout: &out, Stderr: &errOut})
+	_, err = Run(context.Background(), cfg, Options{Stdout: &out, Stderr: &errOut})
 	if want := fmt.Sprintf("process %d holds its lock", os.Getpid()); err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("RunJob = %v, want an error saying %q", err, want)
+		t.Fatalf("Run = %v, want an error saying %q", err, want)
 	}
 	if got, err := os.ReadFile(filepath.Join(run, "config.yaml")); err != nil || !bytes.Equal(got, winner) {
 		t.Errorf("config.yaml is now %q (%v), want the other writer's", got, err)

@@ -1,4 +1,8 @@
-package trainer
+// Package job is a training job's lifecycle around the trainer: the ranks
+// it launches or joins, the run folder's lock and logs, the effective
+// config saved with the run, the trainer built, run and closed, and the
+// results printed.
+package job
 
 import (
 	"context"
@@ -7,31 +11,31 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/agentrl/agentrl/internal/logging"
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/dist"
+	"github.com/agentrl/agentrl/trainer/models"
 	"github.com/agentrl/agentrl/trainer/results"
 	"github.com/agentrl/agentrl/trainer/store"
+	"github.com/agentrl/agentrl/trainer/warmstart"
 )
 
-// JobOptions are a training job's surroundings, given by the command that
-// starts it; RunJob does the rest.
-type JobOptions struct {
+// Options are a training job's surroundings, given by the command that
+// starts it; Run does the rest.
+type Options struct {
 	// Progress draws progress bars (nil: none).
-	Progress ProgressFunc
+	Progress trainer.ProgressFunc
 	// GitRev is recorded with the run.
 	GitRev string
 	// Signals, if set, is called once the job is about to build its
 	// trainer: it returns the job's context, a channel closed on the first
 	// interrupt (finish the iteration, checkpoint, stop) and a function
-	// that stops listening. Nil: the context given to RunJob, no stop.
+	// that stops listening. Nil: the context given to Run, no stop.
 	Signals func() (context.Context, <-chan struct{}, func())
 	// Stdout receives the results table and where the outputs are; Stderr
 	// the effective config and the notices (nil: os.Stdout, os.Stderr).
@@ -44,15 +48,16 @@ type JobOptions struct {
 	LaunchGrace time.Duration
 }
 
-// RunJob runs a training job from its validated configuration to its
+// Run runs a training job from its validated configuration to its
 // results: it launches the ranks (dist.nproc > 1) or joins the job's
 // process group (torchrun, Slurm), sets up the run's logs, builds the
-// trainer (New), saves the effective config as <run>/config.yaml, trains,
+// trainer (trainer.New), saves the effective config as <run>/config.yaml, trains,
 // and on the leader prints the results. It returns the trajectory store of
 // a run that finished, on the leader, for the caller's end-of-job report;
 // "" on the other ranks and when the job stopped before its end. An
-// interrupted job (ErrStopped, or a stop that checkpointed) is no error.
-func RunJob(ctx context.Context, cfg config.Config, o JobOptions) (string, error) {
+// interrupted job (warmstart.ErrStopped, or a stop that checkpointed) is
+// no error.
+func Run(ctx context.Context, cfg config.Config, o Options) (string, error) {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}
@@ -110,7 +115,7 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) (string, error
 		ctx, stop, done = o.Signals()
 		defer done()
 	}
-	t, err := New(ctx, cfg, Options{Log: log, Progress: o.Progress, GitRev: o.GitRev, Dist: group, Stop: stop})
+	t, err := trainer.New(ctx, cfg, trainer.Options{Log: log, Progress: o.Progress, GitRev: o.GitRev, Dist: group, Stop: stop})
 	if errors.Is(err, store.ErrLockWaitStopped) {
 		fmt.Fprintf(o.Stderr, "%v\nstopped before the run began; %s\n", err, continueWith(cfg))
 		return "", nil
@@ -120,7 +125,7 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) (string, error
 	}
 	// Saved only once New has accepted the run: a refused start (the name
 	// is taken, a bad checkpoint) leaves the run's config.yaml as it was.
-	dir := RunDir(cfg)
+	dir := trainer.RunDir(cfg)
 	if leader {
 		if err := os.WriteFile(filepath.Join(dir, "config.yaml"), y, 0o644); err != nil {
 			t.Close()
@@ -133,7 +138,7 @@ func RunJob(ctx context.Context, cfg config.Config, o JobOptions) (string, error
 	if err := t.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
-	if errors.Is(runErr, ErrStopped) {
+	if errors.Is(runErr, warmstart.ErrStopped) {
 		fmt.Fprintf(o.Stderr, "%v\n", runErr)
 		return "", nil
 	}
@@ -179,74 +184,13 @@ func resumeCommand(cfg config.Config) string {
 // continueWith says how to go on with a run that stopped where its latest
 // checkpoint, if any, is: resume from it, or, without one, start again.
 func continueWith(cfg config.Config) string {
-	if ck, _, err := FindCheckpoint(RunDir(cfg)); err == nil && ck != "" {
+	if ck, _, err := models.FindCheckpoint(trainer.RunDir(cfg)); err == nil && ck != "" {
 		return "continue with: " + resumeCommand(cfg)
 	}
 	return "the run has no checkpoint yet: run it again to start over"
 }
 
-// OpenRun takes a run's folder for this process, before anything is
-// written there: an exclusive lock on <run>/run.lock, so that a second
-// train, sft or eval of the run is refused, naming the process that
-// holds it. Then it sets up the run's logging: console or JSON on stderr,
-// and JSON lines in <run>/log.jsonl, every line carrying the run's name.
-// Closing the closer ends the logging and releases the lock.
-func OpenRun(cfg config.Config) (zerolog.Logger, io.Closer, error) {
-	dir := RunDir(cfg)
-	lock, err := lockRun(dir)
-	if err != nil {
-		return zerolog.Nop(), nil, err
-	}
-	l, closer, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, os.Stderr, filepath.Join(dir, "log.jsonl"))
-	if err != nil {
-		lock.Close()
-		return zerolog.Nop(), nil, err
-	}
-	return logging.WithRun(l, cfg.Run.Name), closeAll{closer, lock}, nil
-}
-
-// closeAll is closers closed as one, in order.
-type closeAll []io.Closer
-
-// Close closes every closer, in order, and joins their errors.
-func (cs closeAll) Close() error {
-	var errs []error
-	for _, c := range cs {
-		errs = append(errs, c.Close())
-	}
-	return errors.Join(errs...)
-}
-
-// rankLogger is OpenRun for rank 0 (or a single process); the other
-// ranks log warnings and errors to stderr only, tagged with their rank.
-func rankLogger(cfg config.Config, env dist.Env, ranked bool) (zerolog.Logger, io.Closer, error) {
-	if !ranked || env.Rank == 0 {
-		l, c, err := OpenRun(cfg)
-		if ranked {
-			l = l.With().Int("rank", 0).Logger()
-		}
-		return l, c, err
-	}
-	l, c, err := logging.New(cfg.Logging.Level, cfg.Logging.Format, os.Stderr, "")
-	if err != nil {
-		return l, c, err
-	}
-	l = logging.WithRun(l, cfg.Run.Name).With().Int("rank", env.Rank).Logger()
-	return l.Level(max(l.GetLevel(), zerolog.WarnLevel)), c, nil
-}
-
-// placeRank adapts the config to this rank's place on its machine: the
-// cores are shared among the machine's ranks, and on CUDA each rank
-// takes the GPU of its LOCAL_RANK.
-func placeRank(cfg *config.Config, env dist.Env) {
-	if cfg.Device.Threads == 0 {
-		cfg.Device.Threads = max(1, runtime.NumCPU()/env.LocalWorld)
-	}
-	if strings.HasPrefix(cfg.Device.Device, "cuda") {
-		cfg.Device.Device = fmt.Sprintf("cuda:%d", env.LocalRank)
-	}
-}
-
+// indent indents every line of s by two spaces.
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
 }

@@ -1,4 +1,4 @@
-package trainer
+package dryrun
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func TestDryRunQwen35Example(t *testing.T) {
 	if err := json.Unmarshal(b, &tc); err != nil {
 		t.Fatal(err)
 	}
-	template, err := os.ReadFile(filepath.Join("..", "tokenizer", "qwen35_chat_template.jinja"))
+	template, err := os.ReadFile(filepath.Join("..", "..", "tokenizer", "qwen35_chat_template.jinja"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestDryRunQwen35Example(t *testing.T) {
 	for _, c := range []struct{ nproc, zero int }{{1, 0}, {8, 2}} {
 		cfg := exampleOnFixtures(t, "qwen3.5-9b-hotpotqa-grpo.yaml", dir, index)
 		cfg.Dist.NProc, cfg.Dist.Zero = c.nproc, c.zero
-		r, err := DryRun(context.Background(), cfg)
+		r, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("dry run: %v", err)
 		}

@@ -1,4 +1,10 @@
-package trainer
+// Package models owns a run's models: it loads or creates the policy, a
+// separate critic and the KL reference (or, with model.lora, the frozen
+// base and the adapters over it), hands them to the learner, restores
+// their optimizers, keeps the ranks' weights identical, freezes the
+// reference after the warm start, and writes them out: the run's
+// checkpoints (checkpoint.go) and the final policy (export.go).
+package models
 
 import (
 	"fmt"
@@ -6,7 +12,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
@@ -17,16 +22,14 @@ import (
 	"github.com/agentrl/agentrl/trainer/learner"
 )
 
-func numCPU() int { return runtime.NumCPU() }
-
-// models owns the run's models: it loads or creates the policy, a
-// separate critic and the KL reference (or, with model.lora, the frozen
-// base and the adapters over it: lora.go), hands them to the learner,
-// which builds and steps their optimizers, restores the optimizers from a
-// checkpoint, keeps the ranks' weights identical, freezes the reference
-// after the warm start, and exports the policy (checkpoints, <run>/final).
-// The Trainer's loop, data and store use it; it knows nothing of them.
-type models struct {
+// Set owns the run's models: it loads or creates the policy, a separate
+// critic and the KL reference (or, with model.lora, the frozen base and
+// the adapters over it: lora.go), hands them to the learner, which builds
+// and steps their optimizers, restores the optimizers from a checkpoint,
+// keeps the ranks' weights identical, freezes the reference after the
+// warm start, and exports the policy (checkpoints, <run>/final). The
+// trainer's loop, data and store use it; it knows nothing of them.
+type Set struct {
 	cfg     config.Config
 	dir     string      // the run's folder: <run>/ref, <run>/base
 	dist    *dist.Group // nil: a single process
@@ -45,21 +48,32 @@ type models struct {
 	baseTrained bool
 }
 
-// newModels loads or creates the run's models, from the checkpoint ck
-// when it is not "", for the tokenizer tok; rng shuffles the learner's
-// mini-batches.
-func newModels(cfg config.Config, dir string, g *dist.Group, tok *tokenizer.Tokenizer, device torch.Device, dtype torch.DType,
-	rng *rand.Rand, ck string) (*models, error) {
-	m := &models{cfg: cfg, dir: dir, dist: g, tok: tok, device: device, dtype: dtype}
+// New loads or creates the run's models in the run folder dir, from the
+// checkpoint ck when it is not "", for the tokenizer tok; rng shuffles
+// the learner's mini-batches.
+func New(cfg config.Config, dir string, g *dist.Group, tok *tokenizer.Tokenizer, device torch.Device, dtype torch.DType,
+	rng *rand.Rand, ck string) (*Set, error) {
+	m := &Set{cfg: cfg, dir: dir, dist: g, tok: tok, device: device, dtype: dtype}
 	if err := m.load(ck, rng); err != nil {
-		m.close()
+		m.Close()
 		return nil, err
 	}
 	return m, nil
 }
 
-// close frees the learner (its models and optimizers) and the base.
-func (m *models) close() {
+// Learner is the learner that updates the models.
+func (m *Set) Learner() *learner.Learner { return m.learner }
+
+// Fresh reports whether the policy (or LoRA's base) was created here, not
+// loaded, so that a warm start on scripted demonstrations makes sense.
+func (m *Set) Fresh() bool { return m.fresh }
+
+// LoRA reports whether the run trains adapters over a frozen base
+// (model.lora).
+func (m *Set) LoRA() bool { return m.base != nil }
+
+// Close frees the learner (its models and optimizers) and the base.
+func (m *Set) Close() {
 	if m == nil {
 		return
 	}
@@ -67,23 +81,16 @@ func (m *models) close() {
 	m.base.Free() // the learner's reference when there is one: freed once
 }
 
-// needsCritic: the estimator reads values (GAE), so a value function is
-// learned.
-func (m *models) needsCritic() bool {
-	est, _ := algo.Get(m.cfg.Algorithm.Estimator)
-	return est.Critic
-}
-
 // needsRef: a KL term to the reference policy is on.
-func (m *models) needsRef() bool {
+func (m *Set) needsRef() bool {
 	return m.cfg.Algorithm.KLCoef != 0 && m.cfg.Algorithm.KLMode != "off"
 }
 
-func (m *models) sharedCritic() bool { return m.needsCritic() && m.cfg.Model.Critic == "shared" }
+func (m *Set) sharedCritic() bool { return CriticMode(m.cfg) == learner.SharedCritic }
 
 // load loads or creates the policy, the critic and the reference, and
 // hands them to the learner, which builds their optimizers.
-func (m *models) load(ck string, rng *rand.Rand) error {
+func (m *Set) load(ck string, rng *rand.Rand) error {
 	if m.cfg.Model.LoRA.On() {
 		return m.loadLoRA(ck, rng)
 	}
@@ -97,14 +104,14 @@ func (m *models) load(ck string, rng *rand.Rand) error {
 		return err
 	}
 	var critic *torch.Model
-	if m.criticMode() == learner.SeparateCritic {
+	if CriticMode(m.cfg) == learner.SeparateCritic {
 		if critic, err = m.loadCritic(ck, policy); err != nil {
 			policy.Free()
 			ref.Free()
 			return err
 		}
 	}
-	if m.learner, err = learner.New(policy, critic, m.criticMode(), m.learnerSettings(), m.dist, rng); err != nil {
+	if m.learner, err = learner.New(policy, critic, CriticMode(m.cfg), LearnerSettings(m.cfg), m.dist, rng); err != nil {
 		ref.Free()
 		return err
 	}
@@ -112,13 +119,15 @@ func (m *models) load(ck string, rng *rand.Rand) error {
 	return nil
 }
 
-// criticMode is how the estimator's value function is held: none, a head
-// on the policy, or a model of its own (model.critic).
-func (m *models) criticMode() learner.CriticMode {
+// CriticMode is how the estimator's value function is held: none (the
+// estimator reads no values), a head on the policy, or a model of its own
+// (model.critic).
+func CriticMode(cfg config.Config) learner.CriticMode {
+	est, _ := algo.Get(cfg.Algorithm.Estimator)
 	switch {
-	case !m.needsCritic():
+	case !est.Critic:
 		return learner.NoCritic
-	case m.sharedCritic():
+	case cfg.Model.Critic == "shared":
 		return learner.SharedCritic
 	}
 	return learner.SeparateCritic
@@ -126,7 +135,7 @@ func (m *models) criticMode() learner.CriticMode {
 
 // loadPolicy reads the policy from the checkpoint or model.path, or
 // creates the tiny model of the synthetic world.
-func (m *models) loadPolicy(ck string) (*torch.Model, error) {
+func (m *Set) loadPolicy(ck string) (*torch.Model, error) {
 	var p *torch.Model
 	var err error
 	shared := m.sharedCritic()
@@ -154,9 +163,9 @@ func (m *models) loadPolicy(ck string) (*torch.Model, error) {
 }
 
 // loadReference reads the KL reference (model.ref_path, or the run's own
-// from a checkpoint); nil when there is none yet: freezeReference makes
+// from a checkpoint); nil when there is none yet: FreezeReference makes
 // it from the policy after the warm start.
-func (m *models) loadReference(ck string) (*torch.Model, error) {
+func (m *Set) loadReference(ck string) (*torch.Model, error) {
 	if !m.needsRef() {
 		return nil, nil
 	}
@@ -183,7 +192,7 @@ func (m *models) loadReference(ck string) (*torch.Model, error) {
 
 // loadCritic reads a separate critic from the checkpoint or
 // model.critic_path, or makes one from the policy with a fresh value head.
-func (m *models) loadCritic(ck string, policy *torch.Model) (*torch.Model, error) {
+func (m *Set) loadCritic(ck string, policy *torch.Model) (*torch.Model, error) {
 	var c *torch.Model
 	var err error
 	switch {
@@ -207,21 +216,18 @@ func (m *models) loadCritic(ck string, policy *torch.Model) (*torch.Model, error
 	return c, nil
 }
 
-// learnerSettings are the run's update settings.
-func (m *models) learnerSettings() learner.Settings {
-	cfg := m.cfg
+// LearnerSettings are the run's update settings.
+func LearnerSettings(cfg config.Config) learner.Settings {
 	a, o := cfg.Algorithm, cfg.Optim
-	loss := cfg.Loss()
-	loss.KLInLoss = a.KLMode == "loss"
 	policy := torch.AdamWGroup{LR: o.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay}
 	critic := policy
 	critic.LR = o.CriticLR
 	return learner.Settings{
-		Estimator: a.Estimator, Advantage: a.Options, KLEstimator: a.KLEstimator, KLInReward: a.KLMode == "reward",
+		Estimator: a.Estimator, Advantage: a.Options,
 		FilterKeepRatio: a.FilterKeepRatio, CriticWarmup: a.CriticWarmup,
 		Overlong: algo.Overlong{Filter: a.OverlongFilter, Buffer: a.OverlongBuffer.On(), MaxLen: cfg.Env.MaxTokens,
 			PenaltyFactor: a.OverlongBuffer.PenaltyFactor},
-		Loss: loss, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
+		Loss: a.LossConfig, Horizon: cfg.Env.MaxTokens, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
 		MaxGradNorm: o.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
 		RolloutCorrection: cfg.RolloutCorrection(), RolloutBound: a.RolloutCorrectionBound, OldLogprobs: a.OldLogprobs,
 		PolicyOptim: policy, CriticOptim: critic, Zero: cfg.Dist.Zero,
@@ -236,11 +242,11 @@ func optimizerSteps(cfg config.Config) int {
 	return cfg.Run.Iterations * a.Epochs * int(math.Ceil(float64(r.BatchSize*r.GroupSize)/float64(a.MiniBatch)))
 }
 
-// freezeReference makes the KL reference a frozen copy of the policy as it
+// FreezeReference makes the KL reference a frozen copy of the policy as it
 // is now (after the warm start) and saves it with the run, so a resumed
 // run uses the same reference. With LoRA the reference is the base, set
 // when the models were loaded.
-func (m *models) freezeReference() error {
+func (m *Set) FreezeReference() error {
 	if !m.needsRef() || m.learner.Reference() != nil {
 		return nil
 	}
@@ -273,12 +279,12 @@ func (m *models) freezeReference() error {
 
 // setMode applies the run's activation checkpointing and mixed precision
 // to a model.
-func (m *models) setMode(x *torch.Model) error { return agent.ModeOf(m.cfg).Apply(x) }
+func (m *Set) setMode(x *torch.Model) error { return agent.ModeOf(m.cfg).Apply(x) }
 
-// warmStarted records that the warm start trained warmStartModel: with
+// WarmStarted records that the warm start trained WarmStartModel: with
 // LoRA the adapters (and a LoRA critic's) sit on the base as it is now;
 // a separate critic starts from the warm-started policy.
-func (m *models) warmStarted() error {
+func (m *Set) WarmStarted() error {
 	if m.base != nil {
 		m.baseTrained = true
 		return nil
@@ -289,26 +295,26 @@ func (m *models) warmStarted() error {
 	return nil
 }
 
-// restore reads the optimizers' state of the checkpoint ck, whose run
+// Restore reads the optimizers' state of the checkpoint ck, whose run
 // had taken steps policy optimizer steps (the weights were loaded with
 // the models).
-func (m *models) restore(ck string, steps int) error { return m.learner.Load(ck, steps) }
+func (m *Set) Restore(ck string, steps int) error { return m.learner.Load(ck, steps) }
 
-// syncReplicas makes every rank's trainable weights rank 0's, as DDP does
+// SyncReplicas makes every rank's trainable weights rank 0's, as DDP does
 // at start: the ranks then stay identical because they apply the same
 // summed gradients.
-func (m *models) syncReplicas() error {
+func (m *Set) SyncReplicas() error {
 	if m.dist.World() == 1 {
 		return nil
 	}
 	return m.dist.Broadcast(m.learner.Params())
 }
 
-// agreeOnWeights checks that every rank still holds the same trainable
+// AgreeOnWeights checks that every rank still holds the same trainable
 // weights (the sum and the sum of squares of each parameter, computed in
 // one order whatever the thread count, compared exactly), before rank 0
 // saves them for all.
-func (m *models) agreeOnWeights() error {
+func (m *Set) AgreeOnWeights() error {
 	if m.dist.World() == 1 {
 		return nil
 	}
@@ -324,51 +330,4 @@ func (m *models) agreeOnWeights() error {
 		vals = append(vals, a, b)
 	}
 	return m.dist.Agree("the weights", keys, vals)
-}
-
-// save writes the models' part of a checkpoint into dir: the policy
-// (exportPolicy) as dir/policy, a separate critic and the optimizers'
-// state opt (learner.Save).
-func (m *models) save(dir string, opt *learner.OptimizerState) error {
-	if err := m.exportPolicy(filepath.Join(dir, "policy")); err != nil {
-		return err
-	}
-	return m.learner.Save(dir, opt)
-}
-
-// exportFinal exports the trained policy to <run>/final through a
-// temporary folder beside it, so that a kill mid-export leaves no partial
-// model folder and no temporary file inside one: final is either the
-// previous export or the whole new one. A leftover temporary folder from a
-// killed export is removed by the next.
-func (m *models) exportFinal() error {
-	final := filepath.Join(m.dir, "final")
-	tmp := filepath.Join(m.dir, ".tmp-final")
-	if err := os.RemoveAll(tmp); err != nil {
-		return err
-	}
-	export := m.exportPolicy
-	if m.base != nil && m.cfg.Model.LoRA.Merge {
-		export = func(dir string) error { return m.exportAdapters(dir, true) }
-	}
-	if err := export(tmp); err != nil {
-		return err
-	}
-	stage("final")
-	if err := os.RemoveAll(final); err != nil {
-		return err
-	}
-	return os.Rename(tmp, final)
-}
-
-// exportPolicy writes the policy and its tokenizer as a Hugging Face
-// folder, or with LoRA as a PEFT adapter folder.
-func (m *models) exportPolicy(dir string) error {
-	if m.base != nil {
-		return m.exportAdapters(dir, false)
-	}
-	if err := m.learner.Policy().Save(dir); err != nil {
-		return err
-	}
-	return m.tok.Save(dir)
 }

@@ -1,4 +1,8 @@
-package trainer
+// Package dryrun is `trainer train --dry-run`: it loads and checks
+// everything a run needs (data, index, tools, tokenizer, model config)
+// and estimates the memory a rank needs, without loading weights or
+// training.
+package dryrun
 
 import (
 	"context"
@@ -11,12 +15,13 @@ import (
 	"github.com/agentrl/agentrl/trainer/agent"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/config"
+	"github.com/agentrl/agentrl/trainer/datasets"
 	"github.com/agentrl/agentrl/trainer/dist"
 	"github.com/agentrl/agentrl/trainer/memory"
 )
 
-// DryRunReport is what `trainer train --dry-run` checked.
-type DryRunReport struct {
+// Report is what `trainer train --dry-run` checked.
+type Report struct {
 	TrainTasks, EvalTasks int
 	IndexPath             string
 	Passages              int
@@ -41,74 +46,36 @@ type DryRunReport struct {
 	Warnings []string
 }
 
-// MemoryEstimate is a rough device-memory budget in bytes. KVCache is the
-// decode engine's key/value cache of the attention layers, DeltaNetState
-// its conv and recurrent states of the Gated DeltaNet layers (Qwen3.5),
-// which hold those instead (memory.DecodeState). Merged is the LoRA decode
-// model's copy of the target weights (0 without LoRA). Checkpoint is the
-// host memory a checkpoint holds while it is written (checkpointBytes);
-// Total counts it on the CPU, where host memory is the device's.
-type MemoryEstimate struct {
-	Weights, Grads, Optimizer, Reference, Critic, KVCache, DeltaNetState, Activations, Merged, Checkpoint, Total int64
-}
-
-// paramCount is the number of weights of a model with these parameters.
-func paramCount(shapes []torch.ParamShape) int64 {
-	var n int64
-	for _, p := range shapes {
-		n += p.Numel()
-	}
-	return n
-}
-
-// activeParams is the parameters of shapes one token of a model of c
-// runs through: all but, in each sparse layer, experts - top-k of its
-// experts (each expert's parameters are mlp.experts.{e}.*, the same
-// number for every expert).
-func activeParams(c torch.Config, shapes []torch.ParamShape) int64 {
-	var all, experts int64
-	for _, p := range shapes {
-		all += p.Numel()
-		if strings.Contains(p.Name, ".mlp.experts.") {
-			experts += p.Numel()
-		}
-	}
-	if e := int64(c.MoE.Experts); e > 0 {
-		all -= experts / e * (e - int64(c.MoE.ExpertsPerToken))
-	}
-	return all
-}
-
-// DryRun loads and checks everything a run needs (data, index, tools,
+// Run loads and checks everything a run needs (data, index, tools,
 // tokenizer, model config) and estimates memory, without loading weights or
 // training.
-func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
+func Run(ctx context.Context, cfg config.Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &DryRunReport{}
+	r := &Report{}
 	dir, err := os.MkdirTemp("", "agentrl-dryrun-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	d, err := loadData(ctx, cfg, dir)
+	d, err := datasets.Load(ctx, cfg, dir)
 	if err != nil {
 		return nil, err
 	}
-	r.TrainTasks, r.EvalTasks, r.IndexPath = len(d.train), len(d.eval), d.indexPath
-	if d.fresh != nil { // the first draws' questions, each batch in its own world
+	r.TrainTasks, r.EvalTasks, r.IndexPath = len(d.Train), len(d.Eval), d.IndexPath
+	if d.Fresh != nil { // the first draws' questions, each batch in its own world
 		r.TrainTasks = cfg.Run.Iterations * cfg.Rollout.BatchSize
 	}
-	if d.indexPath != "" {
-		idx, err := search.Open(d.indexPath)
+	if d.IndexPath != "" {
+		idx, err := search.Open(d.IndexPath)
 		if err != nil {
 			return nil, err
 		}
 		r.Passages = idx.Len()
 		idx.Close()
 	}
-	a, err := agent.New(ctx, agentSpec(cfg, d, cfg.Model.Path))
+	a, err := agent.New(ctx, d.AgentSpec(cfg, cfg.Model.Path))
 	if err != nil {
 		return nil, err
 	}
@@ -212,34 +179,4 @@ func DryRun(ctx context.Context, cfg config.Config) (*DryRunReport, error) {
 		m.Total += m.Checkpoint
 	}
 	return r, nil
-}
-
-// checkpointBytes is the host memory a checkpoint holds at once beside
-// the update's (rank 0's, trainer.checkpoint) for trained parameters, the
-// largest of them largest elements, in a model of b bytes a weight.
-// AdamW's state is 8 f32 bytes a parameter (its two moments), 12 with
-// the master weights of a bf16/f16 parameter (b < 4). Without ZeRO it is
-// written one parameter at a time: the largest parameter's state copied
-// out of the optimizer, and its f32 bytes in Go. With ZeRO (sharded) it is
-// gathered whole first and held while the weights are written, one tensor
-// at a time (the largest's bytes). eagerWeights is a PEFT adapter folder's
-// bytes, written whole before the optimizer state.
-func checkpointBytes(trained, largest, eagerWeights, b int64, sharded bool) int64 {
-	opt := int64(8)
-	if b < 4 {
-		opt = 12
-	}
-	if sharded {
-		return trained*opt + max(eagerWeights, largest*b)
-	}
-	return max(eagerWeights, largest*(opt+4))
-}
-
-// largestParam is the element count of the largest of the parameters.
-func largestParam(shapes []torch.ParamShape) int64 {
-	var n int64
-	for _, p := range shapes {
-		n = max(n, p.Numel())
-	}
-	return n
 }

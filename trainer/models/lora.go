@@ -1,4 +1,4 @@
-package trainer
+package models
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ const baseDirName = "base"
 
 // loraShape is the adapters' shape model.lora sets over a base of config
 // base: all-linear is the projections the base has.
-func (m *models) loraShape(base torch.Config) torch.LoRA {
+func (m *Set) loraShape(base torch.Config) torch.LoRA {
 	l := m.cfg.Model.LoRA
 	targets := l.Targets()
 	if slices.Contains(l.TargetModules, config.AllLinear) {
@@ -47,7 +47,7 @@ func (m *models) loraShape(base torch.Config) torch.LoRA {
 // loadLoRA loads or creates the base, the policy's adapters and a
 // separate critic's, and hands them to the learner with the base as the
 // KL reference.
-func (m *models) loadLoRA(ck string, rng *rand.Rand) error {
+func (m *Set) loadLoRA(ck string, rng *rand.Rand) error {
 	base, err := m.loadBase(ck)
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func (m *models) loadLoRA(ck string, rng *rand.Rand) error {
 		return fmt.Errorf("policy: %w", err)
 	}
 	var critic *torch.Model
-	if m.criticMode() == learner.SeparateCritic {
+	if CriticMode(m.cfg) == learner.SeparateCritic {
 		dir := ""
 		if ck != "" {
 			dir = learner.CriticDir(ck)
@@ -69,7 +69,7 @@ func (m *models) loadLoRA(ck string, rng *rand.Rand) error {
 			return fmt.Errorf("critic: %w", err)
 		}
 	}
-	if m.learner, err = learner.New(policy, critic, m.criticMode(), m.learnerSettings(), m.dist, rng); err != nil {
+	if m.learner, err = learner.New(policy, critic, CriticMode(m.cfg), LearnerSettings(m.cfg), m.dist, rng); err != nil {
 		return err
 	}
 	if m.needsRef() {
@@ -81,7 +81,7 @@ func (m *models) loadLoRA(ck string, rng *rand.Rand) error {
 // loadBase reads the base: the run's own (<run>/base) on a resume of a run
 // that saved one, else model.path, else the tiny model created from the
 // seed (fresh: a warm start makes sense).
-func (m *models) loadBase(ck string) (*torch.Model, error) {
+func (m *Set) loadBase(ck string) (*torch.Model, error) {
 	var b *torch.Model
 	var err error
 	saved := filepath.Join(m.dir, baseDirName)
@@ -114,7 +114,7 @@ func (m *models) loadBase(ck string) (*torch.Model, error) {
 // loadAdapters reads an adapter set over m.base: from the checkpoint's
 // folder sub (ck/sub; ck alone when sub is ""), else from the PEFT folder
 // from (whose shape must be model.lora's), else fresh from seed.
-func (m *models) loadAdapters(ck, sub, from string, valueHead bool, seed uint64) (*torch.Model, error) {
+func (m *Set) loadAdapters(ck, sub, from string, valueHead bool, seed uint64) (*torch.Model, error) {
 	var a *torch.Model
 	var err error
 	switch {
@@ -140,7 +140,7 @@ func (m *models) loadAdapters(ck, sub, from string, valueHead bool, seed uint64)
 // sameShape checks that the adapter folder dir has, over a base of config
 // base, model.lora's rank, alpha, dropout, targets and plain alpha/r
 // scaling, naming each that differs.
-func (m *models) sameShape(dir string, base torch.Config) error {
+func (m *Set) sameShape(dir string, base torch.Config) error {
 	c, err := peft.ReadConfig(dir)
 	if err != nil {
 		return err
@@ -172,20 +172,20 @@ func (m *models) sameShape(dir string, base torch.Config) error {
 	return nil
 }
 
-// warmStartModel is the model the warm start trains: the policy, or with
+// WarmStartModel is the model the warm start trains: the policy, or with
 // LoRA the base in full (the adapters start over the warm-started base).
-func (m *models) warmStartModel() *torch.Model {
+func (m *Set) WarmStartModel() *torch.Model {
 	if m.base != nil {
 		return m.base
 	}
 	return m.learner.Policy()
 }
 
-// saveBase saves a base the run made or changed (the tiny model, a warm
+// SaveBase saves a base the run made or changed (the tiny model, a warm
 // start) as <run>/base with the tokenizer, once, through a temporary
 // folder, so a resume rebuilds it. A base read unchanged from model.path
 // is not copied.
-func (m *models) saveBase() error {
+func (m *Set) SaveBase() error {
 	if m.base == nil || !(m.fresh || m.baseTrained) || !m.dist.Leader() {
 		return nil
 	}
@@ -214,7 +214,7 @@ func (m *models) saveBase() error {
 // (base_model_name_or_path): the base's folder, absolute when it is local;
 // a Hugging Face model id as given, as PEFT writes it, but one with
 // "@REVISION" (which the key cannot carry) as its snapshot's folder.
-func (m *models) baseName() string {
+func (m *Set) baseName() string {
 	if abs, err := filepath.Abs(m.baseDir); err == nil && m.baseDir != "" {
 		if _, err := os.Stat(abs); err == nil {
 			return abs
@@ -233,7 +233,7 @@ func (m *models) baseName() string {
 // exportAdapters writes the policy as a PEFT adapter folder with the
 // tokenizer, or with merge a full Hugging Face folder of the merged
 // weights.
-func (m *models) exportAdapters(dir string, merge bool) error {
+func (m *Set) exportAdapters(dir string, merge bool) error {
 	policy := m.learner.Policy()
 	if merge {
 		merged, err := torch.NewMergedModel(policy)
@@ -251,13 +251,13 @@ func (m *models) exportAdapters(dir string, merge bool) error {
 	return m.tok.Save(dir)
 }
 
-// seedDropout reseeds libtorch's generator, which draws LoRA's dropout
+// SeedDropout reseeds libtorch's generator, which draws LoRA's dropout
 // masks, from the run's seed, the iteration and the rank before each
 // update: the masks of an iteration are then those an uninterrupted run
 // draws, although a checkpoint does not hold libtorch's generator state.
-func (m *models) seedDropout(iter int) error {
-	if m.base == nil || m.cfg.Model.LoRA.Dropout == 0 {
+func SeedDropout(cfg config.Config, rank, iter int) error {
+	if !cfg.Model.LoRA.On() || cfg.Model.LoRA.Dropout == 0 {
 		return nil
 	}
-	return torch.ManualSeed(uint64(m.cfg.Run.Seed)*1_000_003 + uint64(iter)*1_009 + uint64(m.dist.Rank()))
+	return torch.ManualSeed(uint64(cfg.Run.Seed)*1_000_003 + uint64(iter)*1_009 + uint64(rank))
 }

@@ -1,0 +1,9 @@
+package dryrun
+
+import (
+	"testing"
+
+	"github.com/agentrl/agentrl/torch/torchtest"
+)
+
+func TestMain(m *testing.M) { torchtest.Main(m) }
