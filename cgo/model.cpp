@@ -653,7 +653,9 @@ static HeadOutputs head_outputs(ar_model m, const at::Tensor &hs, const at::Tens
     if (wantLogprobs) o.lp = l;
     if (wantEntropy) o.ent = e;
   } else if (wantLogprobs || wantEntropy) {
-    at::Tensor logp = at::log_softmax(m->logits(hs).to(acc_type(m->dtype)) / temperature, -1);  // [N,V]
+    at::Tensor z = m->logits(hs).to(acc_type(m->dtype));
+    if (temperature != 1) z = z / temperature;  // (at 1 the division changes no value)
+    at::Tensor logp = at::log_softmax(z, -1);  // [N,V]
     if (wantLogprobs) o.lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1);
     if (wantEntropy) {
       c10::AutoGradMode entropy_grad_mode(entropyGrad);
