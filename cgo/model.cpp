@@ -249,16 +249,52 @@ at::Tensor full_mask(const at::Tensor &attn) {
   return m.view({attn.size(0), 1, 1, T, T});
 }
 
+// kQueryBlock is the number of queries in a block of attend_blocks.
+constexpr int64_t kQueryBlock = 64;
+
+// causal_blocks says whether a forward's attention runs in query blocks
+// (attend_blocks) for the additive mask full [B,1,1,T,T] and attend's
+// mask (attention_mask's result): on the CPU's plain-op path (not SDPA),
+// over more than one block, and only where no query may attend a later
+// key (always so for full_mask; checked for an explicit one).
+bool causal_blocks(const at::Tensor &full, const at::Tensor &mask) {
+  if (!full.is_cpu() || mask.dim() != 5 || full.size(3) <= kQueryBlock) return false;
+  return !(full == 0).triu(1).any().item<bool>();
+}
+
+// attend_blocks is m.attend(q, k, v, mask) for a mask under which no query
+// attends a later key, by blocks of kQueryBlock queries, each with the
+// keys up to its last query only: the keys after them are masked for the
+// whole block, so leaving them out changes no probability (their exp is 0)
+// and adds nothing to the output, and the products and softmax over them
+// (near half of a long sequence's attention) are not computed. Only the
+// sums over queries in the backward (the keys' and values' gradients) are
+// grouped by block.
+at::Tensor attend_blocks(const ar_model_s &m, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                         const at::Tensor &mask) {
+  std::vector<at::Tensor> outs;
+  int64_t t0 = 0;
+  for (const at::Tensor &qb : q.split(kQueryBlock, 2)) {  // (one backward node for all blocks, not one each)
+    const int64_t n = qb.size(2), L = t0 + n;
+    outs.push_back(m.attend(qb, k.narrow(2, 0, L), v.narrow(2, 0, L), mask.narrow(3, t0, n).narrow(4, 0, L)));
+    t0 = L;
+  }
+  return at::cat(outs, 1);
+}
+
 // One decoder layer over a full sequence; without grad, the output goes
 // into out when it is defined. A sparse layer appends its router logits
 // to router_logits when that is not null. A Gated DeltaNet layer runs over
 // the prefix trees of seqs [B,T] where that holds int64 parents (a packed
 // forward), else over whole rows, seqs (bool), where not empty, marking
-// their real tokens.
+// their real tokens. With blocks (causal_blocks), attention runs by
+// attend_blocks.
 at::Tensor layer_forward(const ar_model_s &m, const Layer &l, const at::Tensor &x, const at::Tensor &cos,
-                         const at::Tensor &sin, const at::Tensor &mask, const at::Tensor &seqs,
+                         const at::Tensor &sin, const at::Tensor &mask, const at::Tensor &seqs, bool blocks,
                          at::Tensor out = at::Tensor(), std::vector<at::Tensor> *router_logits = nullptr) {
-  auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) { return m.attend(q, k, v, mask); };
+  auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) {
+    return blocks ? attend_blocks(m, q, k, v, mask) : m.attend(q, k, v, mask);
+  };
   const bool tree = seqs.numel() > 0 && seqs.scalar_type() == at::kLong;
   Scan scan = tree ? tree_scan(m, l, seqs) : whole_scan(m, l, seqs.numel() > 0 ? seqs : at::Tensor());
   return decoder_layer({m, l, nullptr, router_logits}, x, cos, sin, attend, nullptr, std::move(out), &scan);
@@ -295,17 +331,18 @@ std::vector<at::Tensor> layer_params(const Layer &l) {
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
                                                 at::TensorList params, const at::Tensor &cos, const at::Tensor &sin,
-                                                const at::Tensor &mask, const at::Tensor &seqs, int64_t model,
-                                                int64_t layer, int64_t out, bool router) {
+                                                const at::Tensor &mask, const at::Tensor &seqs, bool blocks,
+                                                int64_t model, int64_t layer, int64_t out, bool router) {
     ctx->save_for_backward({x, cos, sin, mask, seqs});
+    ctx->saved_data["blocks"] = blocks;
     ctx->saved_data["model"] = model;
     ctx->saved_data["layer"] = layer;
     ctx->set_materialize_grads(false);  // a router output no loss reads gets no gradient
     at::NoGradGuard no_grad;
     const auto *m = reinterpret_cast<const ar_model_s *>(model);
     std::vector<at::Tensor> logits;
-    at::Tensor y = layer_forward(*m, m->layers[layer], x, cos, sin, mask, seqs, *reinterpret_cast<at::Tensor *>(out),
-                                 router ? &logits : nullptr);
+    at::Tensor y = layer_forward(*m, m->layers[layer], x, cos, sin, mask, seqs, blocks,
+                                 *reinterpret_cast<at::Tensor *>(out), router ? &logits : nullptr);
     if (logits.empty()) return {y};
     return {y, logits[0]};
   }
@@ -325,7 +362,8 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       c10::AutoGradMode on(true);
       AutocastScope ac(m->dev, m->autocast);
       std::vector<at::Tensor> logits;
-      at::Tensor y = layer_forward(*m, l, x, saved[1], saved[2], saved[3], saved[4], at::Tensor(),
+      at::Tensor y = layer_forward(*m, l, x, saved[1], saved[2], saved[3], saved[4],
+                                   ctx->saved_data["blocks"].toBool(), at::Tensor(),
                                    grad_out.size() > 1 ? &logits : nullptr);
       for (size_t i = 0; i < grad_out.size(); i++) {
         if (!grad_out[i].defined()) continue;
@@ -334,7 +372,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       }
     }
     // One gradient per forward input: x and each parameter, then none
-    // for cos, sin, mask, seqs, model, layer, out and router.
+    // for cos, sin, mask, seqs, blocks, model, layer, out and router.
     torch::autograd::variable_list out(inputs.size());
     if (!ys.empty()) out = torch::autograd::grad(ys, inputs, grads, false, false, true);
     // The gradients were allocated among the recomputation's temporaries:
@@ -346,7 +384,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     inputs.clear();
     for (auto &g : out)
       if (g.defined()) g = g.clone();
-    for (int i = 0; i < 8; i++) out.emplace_back();
+    for (int i = 0; i < 9; i++) out.emplace_back();
     return out;
   }
 };
@@ -379,6 +417,7 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
   at::Tensor x = embed(m, ids);
   auto [cos, sin] = m.rope(pos);
   at::Tensor mask = m.attention_mask(full);
+  const bool blocks = causal_blocks(full, mask);
   bool ckpt = m.checkpointing && at::GradMode::is_enabled();
   // The checkpoints (each layer's output) are allocated before any layer
   // runs. On the CPU a tensor under 4 MB lives in the C heap, which keeps
@@ -391,13 +430,13 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
   for (size_t i = 0; i < m.layers.size(); i++) {
     if (ckpt) {
       std::vector<at::Tensor> params = layer_params(m.layers[i]);
-      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, seqs, reinterpret_cast<int64_t>(&m),
+      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, seqs, blocks, reinterpret_cast<int64_t>(&m),
                                          static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]),
                                          router_logits != nullptr);
       x = ys[0];
       if (ys.size() > 1) router_logits->push_back(ys[1]);
     } else {
-      x = layer_forward(m, m.layers[i], x, cos, sin, mask, seqs, at::Tensor(), router_logits);
+      x = layer_forward(m, m.layers[i], x, cos, sin, mask, seqs, blocks, at::Tensor(), router_logits);
     }
   }
   return norm(m, x, m.norm);
