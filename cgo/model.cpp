@@ -142,13 +142,13 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
   // its group of query heads without copying the keys.
   int64_t B = q.size(0), T = q.size(2), L = k.size(2);
   int64_t g = cfg.heads / cfg.kv_heads;
-  at::Tensor qg = q.reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
   if (mask.dim() == 4) {
     // The SDPA path (attention_mask made the grouped bias [B,1,g*T,L]).
     // In the grouped layout query and key heads are equal in number and
     // the bias is additive: the memory-efficient kernel qualifies, where
     // enable_gqa with a mask leaves only the math backend, which repeats
     // the keys and values g times and computes in float32.
+    at::Tensor qg = q.reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
     const at::ScalarType ct = mask.scalar_type();
     at::Tensor qc = qg.to(ct), kc = k.to(ct), vc = v.to(ct);
 #if AR_TORCH_AT_LEAST(2, 5)
@@ -163,8 +163,18 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
         .transpose(1, 2)
         .reshape({B, T, cfg.heads * cfg.head_dim});
   }
+  // The scale 1/sqrt(hd) multiplies the queries [..,T,hd] where they are
+  // in their accumulation dtype (float32, float64), not the scores
+  // [..,T,L], L/hd times as many numbers, forward and backward: one
+  // rounding either way (none where the scale is a power of two). Low
+  // precision queries keep the scale on the float32 scores, as a product
+  // in their own dtype would round them again.
+  const double scale = 1.0 / std::sqrt(static_cast<double>(cfg.head_dim));
+  const bool scale_queries = acc_type(q.scalar_type()) == q.scalar_type();
+  at::Tensor qg = (scale_queries ? q * scale : q).reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
   at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)).view({B, cfg.kv_heads, g, T, L});
-  scores = scores.to(acc_type(scores.scalar_type())) * (1.0 / std::sqrt(static_cast<double>(cfg.head_dim))) + mask;
+  scores = scores.to(acc_type(scores.scalar_type()));
+  scores = (scale_queries ? scores : scores * scale) + mask;
   at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type()).view({B, cfg.kv_heads, g * T, L});
   return at::matmul(probs, v)                          // [B,kv,g*T,hd]
       .view({B, cfg.heads, T, cfg.head_dim})           // head = kv*g + j
