@@ -52,11 +52,14 @@ at::ScalarType compute_dtype(const at::Tensor &w, at::ScalarType autocast) {
   return autocast != at::ScalarType::Undefined ? autocast : w.scalar_type();
 }
 
+// scaled is x / temperature in place (x a fresh tensor); at temperature 1,
+// where the division changes no value, x untouched.
+at::Tensor scaled(at::Tensor x, double temperature) { return temperature == 1 ? x : x.div_(temperature); }
+
 // chunk_logits is z = hc wc^T / temperature [c,V] in float32 (float64 for
 // float64 inputs), for hc and wc in the compute dtype.
 at::Tensor chunk_logits(const at::Tensor &hc, const at::Tensor &wc, double temperature) {
-  at::Tensor z = at::linear(hc, wc).to(acc_type(hc.scalar_type()));  // a fresh tensor: safe to change in place
-  return z.div_(temperature);
+  return scaled(at::linear(hc, wc).to(acc_type(hc.scalar_type())), temperature);  // a fresh tensor
 }
 
 // log_sum_exp is each row's log sum_j exp(z_j) for z [c,V], shifted by the
@@ -90,7 +93,7 @@ void forward_chunks(const at::Tensor &h, const at::Tensor &wc, const at::Tensor 
     at::Tensor dz = p.neg_().scatter_add_(1, y, at::ones({c, 1}, p.options()));  // onehot_y - p
     // With p's buffer taken: sum_j dz_j log p_j = log p_y + H.
     if (ent.defined()) ent.narrow(0, s, c).copy_(logp.mul_(dz).sum(1).sub_(lp.narrow(0, s, c)));
-    dlp_dh.narrow(0, s, c).copy_(at::mm(dz.div_(temperature).to(wc.scalar_type()), wc));
+    dlp_dh.narrow(0, s, c).copy_(at::mm(scaled(dz, temperature).to(wc.scalar_type()), wc));
   }
 }
 
@@ -164,7 +167,7 @@ struct ChunkedLogprobs : public torch::autograd::Function<ChunkedLogprobs> {
         dz = p.mul_(-gl);  // -p g
       }
       dz.scatter_add_(1, targets.narrow(0, s, c).unsqueeze(1), gl);  // + g onehot_y
-      dz = dz.div_(temperature).to(cd);
+      dz = scaled(dz, temperature).to(cd);
       gh.narrow(0, s, c).copy_(at::mm(dz, wc));
       if (!want_gw) continue;
       if (cd == gw.scalar_type())

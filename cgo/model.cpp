@@ -142,13 +142,13 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
   // its group of query heads without copying the keys.
   int64_t B = q.size(0), T = q.size(2), L = k.size(2);
   int64_t g = cfg.heads / cfg.kv_heads;
-  at::Tensor qg = q.reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
   if (mask.dim() == 4) {
     // The SDPA path (attention_mask made the grouped bias [B,1,g*T,L]).
     // In the grouped layout query and key heads are equal in number and
     // the bias is additive: the memory-efficient kernel qualifies, where
     // enable_gqa with a mask leaves only the math backend, which repeats
     // the keys and values g times and computes in float32.
+    at::Tensor qg = q.reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
     const at::ScalarType ct = mask.scalar_type();
     at::Tensor qc = qg.to(ct), kc = k.to(ct), vc = v.to(ct);
 #if AR_TORCH_AT_LEAST(2, 5)
@@ -163,8 +163,18 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
         .transpose(1, 2)
         .reshape({B, T, cfg.heads * cfg.head_dim});
   }
+  // The scale 1/sqrt(hd) multiplies the queries [..,T,hd] where they are
+  // in their accumulation dtype (float32, float64), not the scores
+  // [..,T,L], L/hd times as many numbers, forward and backward: one
+  // rounding either way (none where the scale is a power of two). Low
+  // precision queries keep the scale on the float32 scores, as a product
+  // in their own dtype would round them again.
+  const double scale = 1.0 / std::sqrt(static_cast<double>(cfg.head_dim));
+  const bool scale_queries = acc_type(q.scalar_type()) == q.scalar_type();
+  at::Tensor qg = (scale_queries ? q * scale : q).reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
   at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)).view({B, cfg.kv_heads, g, T, L});
-  scores = scores.to(acc_type(scores.scalar_type())) * (1.0 / std::sqrt(static_cast<double>(cfg.head_dim))) + mask;
+  scores = scores.to(acc_type(scores.scalar_type()));
+  scores = (scale_queries ? scores : scores * scale) + mask;
   at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type()).view({B, cfg.kv_heads, g * T, L});
   return at::matmul(probs, v)                          // [B,kv,g*T,hd]
       .view({B, cfg.heads, T, cfg.head_dim})           // head = kv*g + j
@@ -249,16 +259,52 @@ at::Tensor full_mask(const at::Tensor &attn) {
   return m.view({attn.size(0), 1, 1, T, T});
 }
 
+// kQueryBlock is the number of queries in a block of attend_blocks.
+constexpr int64_t kQueryBlock = 64;
+
+// causal_blocks says whether a forward's attention runs in query blocks
+// (attend_blocks) for the additive mask full [B,1,1,T,T] and attend's
+// mask (attention_mask's result): on the CPU's plain-op path (not SDPA),
+// over more than one block, and only where no query may attend a later
+// key (always so for full_mask; checked for an explicit one).
+bool causal_blocks(const at::Tensor &full, const at::Tensor &mask) {
+  if (!full.is_cpu() || mask.dim() != 5 || full.size(3) <= kQueryBlock) return false;
+  return !(full == 0).triu(1).any().item<bool>();
+}
+
+// attend_blocks is m.attend(q, k, v, mask) for a mask under which no query
+// attends a later key, by blocks of kQueryBlock queries, each with the
+// keys up to its last query only: the keys after them are masked for the
+// whole block, so leaving them out changes no probability (their exp is 0)
+// and adds nothing to the output, and the products and softmax over them
+// (near half of a long sequence's attention) are not computed. Only the
+// sums over queries in the backward (the keys' and values' gradients) are
+// grouped by block.
+at::Tensor attend_blocks(const ar_model_s &m, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                         const at::Tensor &mask) {
+  std::vector<at::Tensor> outs;
+  int64_t t0 = 0;
+  for (const at::Tensor &qb : q.split(kQueryBlock, 2)) {  // (one backward node for all blocks, not one each)
+    const int64_t n = qb.size(2), L = t0 + n;
+    outs.push_back(m.attend(qb, k.narrow(2, 0, L), v.narrow(2, 0, L), mask.narrow(3, t0, n).narrow(4, 0, L)));
+    t0 = L;
+  }
+  return at::cat(outs, 1);
+}
+
 // One decoder layer over a full sequence; without grad, the output goes
 // into out when it is defined. A sparse layer appends its router logits
 // to router_logits when that is not null. A Gated DeltaNet layer runs over
 // the prefix trees of seqs [B,T] where that holds int64 parents (a packed
 // forward), else over whole rows, seqs (bool), where not empty, marking
-// their real tokens.
+// their real tokens. With blocks (causal_blocks), attention runs by
+// attend_blocks.
 at::Tensor layer_forward(const ar_model_s &m, const Layer &l, const at::Tensor &x, const at::Tensor &cos,
-                         const at::Tensor &sin, const at::Tensor &mask, const at::Tensor &seqs,
+                         const at::Tensor &sin, const at::Tensor &mask, const at::Tensor &seqs, bool blocks,
                          at::Tensor out = at::Tensor(), std::vector<at::Tensor> *router_logits = nullptr) {
-  auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) { return m.attend(q, k, v, mask); };
+  auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) {
+    return blocks ? attend_blocks(m, q, k, v, mask) : m.attend(q, k, v, mask);
+  };
   const bool tree = seqs.numel() > 0 && seqs.scalar_type() == at::kLong;
   Scan scan = tree ? tree_scan(m, l, seqs) : whole_scan(m, l, seqs.numel() > 0 ? seqs : at::Tensor());
   return decoder_layer({m, l, nullptr, router_logits}, x, cos, sin, attend, nullptr, std::move(out), &scan);
@@ -295,17 +341,18 @@ std::vector<at::Tensor> layer_params(const Layer &l) {
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
                                                 at::TensorList params, const at::Tensor &cos, const at::Tensor &sin,
-                                                const at::Tensor &mask, const at::Tensor &seqs, int64_t model,
-                                                int64_t layer, int64_t out, bool router) {
+                                                const at::Tensor &mask, const at::Tensor &seqs, bool blocks,
+                                                int64_t model, int64_t layer, int64_t out, bool router) {
     ctx->save_for_backward({x, cos, sin, mask, seqs});
+    ctx->saved_data["blocks"] = blocks;
     ctx->saved_data["model"] = model;
     ctx->saved_data["layer"] = layer;
     ctx->set_materialize_grads(false);  // a router output no loss reads gets no gradient
     at::NoGradGuard no_grad;
     const auto *m = reinterpret_cast<const ar_model_s *>(model);
     std::vector<at::Tensor> logits;
-    at::Tensor y = layer_forward(*m, m->layers[layer], x, cos, sin, mask, seqs, *reinterpret_cast<at::Tensor *>(out),
-                                 router ? &logits : nullptr);
+    at::Tensor y = layer_forward(*m, m->layers[layer], x, cos, sin, mask, seqs, blocks,
+                                 *reinterpret_cast<at::Tensor *>(out), router ? &logits : nullptr);
     if (logits.empty()) return {y};
     return {y, logits[0]};
   }
@@ -325,7 +372,8 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       c10::AutoGradMode on(true);
       AutocastScope ac(m->dev, m->autocast);
       std::vector<at::Tensor> logits;
-      at::Tensor y = layer_forward(*m, l, x, saved[1], saved[2], saved[3], saved[4], at::Tensor(),
+      at::Tensor y = layer_forward(*m, l, x, saved[1], saved[2], saved[3], saved[4],
+                                   ctx->saved_data["blocks"].toBool(), at::Tensor(),
                                    grad_out.size() > 1 ? &logits : nullptr);
       for (size_t i = 0; i < grad_out.size(); i++) {
         if (!grad_out[i].defined()) continue;
@@ -334,7 +382,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       }
     }
     // One gradient per forward input: x and each parameter, then none
-    // for cos, sin, mask, seqs, model, layer, out and router.
+    // for cos, sin, mask, seqs, blocks, model, layer, out and router.
     torch::autograd::variable_list out(inputs.size());
     if (!ys.empty()) out = torch::autograd::grad(ys, inputs, grads, false, false, true);
     // The gradients were allocated among the recomputation's temporaries:
@@ -346,7 +394,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     inputs.clear();
     for (auto &g : out)
       if (g.defined()) g = g.clone();
-    for (int i = 0; i < 8; i++) out.emplace_back();
+    for (int i = 0; i < 9; i++) out.emplace_back();
     return out;
   }
 };
@@ -379,6 +427,7 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
   at::Tensor x = embed(m, ids);
   auto [cos, sin] = m.rope(pos);
   at::Tensor mask = m.attention_mask(full);
+  const bool blocks = causal_blocks(full, mask);
   bool ckpt = m.checkpointing && at::GradMode::is_enabled();
   // The checkpoints (each layer's output) are allocated before any layer
   // runs. On the CPU a tensor under 4 MB lives in the C heap, which keeps
@@ -391,13 +440,13 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
   for (size_t i = 0; i < m.layers.size(); i++) {
     if (ckpt) {
       std::vector<at::Tensor> params = layer_params(m.layers[i]);
-      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, seqs, reinterpret_cast<int64_t>(&m),
+      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, seqs, blocks, reinterpret_cast<int64_t>(&m),
                                          static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]),
                                          router_logits != nullptr);
       x = ys[0];
       if (ys.size() > 1) router_logits->push_back(ys[1]);
     } else {
-      x = layer_forward(m, m.layers[i], x, cos, sin, mask, seqs, at::Tensor(), router_logits);
+      x = layer_forward(m, m.layers[i], x, cos, sin, mask, seqs, blocks, at::Tensor(), router_logits);
     }
   }
   return norm(m, x, m.norm);
@@ -653,7 +702,9 @@ static HeadOutputs head_outputs(ar_model m, const at::Tensor &hs, const at::Tens
     if (wantLogprobs) o.lp = l;
     if (wantEntropy) o.ent = e;
   } else if (wantLogprobs || wantEntropy) {
-    at::Tensor logp = at::log_softmax(m->logits(hs).to(acc_type(m->dtype)) / temperature, -1);  // [N,V]
+    at::Tensor z = m->logits(hs).to(acc_type(m->dtype));
+    if (temperature != 1) z = z / temperature;  // (at 1 the division changes no value)
+    at::Tensor logp = at::log_softmax(z, -1);  // [N,V]
     if (wantLogprobs) o.lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1);
     if (wantEntropy) {
       c10::AutoGradMode entropy_grad_mode(entropyGrad);
