@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 18
+#define AR_ABI_VERSION 19
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -344,6 +344,20 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn,
                      ar_tensor *entropy, ar_tensor *values, ar_tensor *aux,
                      char **err);
 
+/* Routing replay of a model with mixture-of-experts layers (routing: each
+ * token's experts at each sparse layer, int16 [B,T,L,k], L the sparse
+ * layers in order, k num_experts_per_tok): ar_model_forward where replay,
+ * when not NULL, gives the experts each sparse layer takes for each token
+ * instead of its router's k most probable (weighted by the router's
+ * probabilities of them, so the router still gets gradients; distinct and
+ * in 0..num_experts-1, padding included), and record, when not NULL,
+ * receives the experts each took. Both NULL: ar_model_forward. */
+int ar_model_forward_routed(ar_model m, const int64_t *ids, const int64_t *attn,
+                            const int64_t *positions, int64_t B, int64_t T,
+                            double temperature, int flags, const int16_t *replay,
+                            int16_t *record, ar_tensor *logprobs, ar_tensor *entropy,
+                            ar_tensor *values, ar_tensor *aux, char **err);
+
 /* Packed training forward (several sequences that share prefixes packed into
  * one row): as ar_model_forward, but query t of row b attends key s where
  * allowed[b,t,s] is nonzero (uint8 [B,T,T]; each query must allow itself),
@@ -460,6 +474,14 @@ int ar_engine_prefill_batch(ar_engine e, const int *slots, int n_slots,
 int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err);
 int ar_engine_release(ar_engine e, int slot, char **err);
 int ar_engine_slot_len(ar_engine e, int slot, int64_t *len, char **err);
+/* Routing record of a model with mixture-of-experts layers: while on, the
+ * engine keeps, for each slot, the experts each token it caches took at each
+ * sparse layer (prefilled and decoded tokens alike); a copied slot copies
+ * them, a released one forgets them. Turning it on refuses while a slot
+ * holds tokens; turning it off forgets everything. ar_engine_routing copies
+ * slot's record, int16 [len, sparse layers, k] (n elements), into out. */
+int ar_engine_set_record_routing(ar_engine e, int on, char **err);
+int ar_engine_routing(ar_engine e, int slot, int16_t *out, int64_t n, char **err);
 
 typedef struct {
   double temperature; /* <= 0: greedy */

@@ -68,6 +68,11 @@ struct ar_engine_s {
   at::Tensor pending;               // [slots, vocab] float32 logits of the last token, on the model's device
   std::vector<bool> has_pending;
   std::vector<std::mt19937_64> rng; // one stream per slot: sampling does not depend on batch makeup
+  // Routing record (ar_engine_set_record_routing): per slot, the experts
+  // each cached token took at each sparse layer, [len, sparse layers, k]
+  // int16, while record_routing is on.
+  bool record_routing = false;
+  std::vector<std::vector<int16_t>> routing;
   int64_t prefill_tokens = kPrefillTokens;  // bound of one batched prefill forward (slots x longest)
 
   int mode = AR_DECODE_AUTO;          // as set by ar_engine_set_decode
@@ -308,6 +313,8 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
 
   auto [cos, sin] = m.rope(pos);
   at::Tensor x = at::embedding(m.embed, ids);
+  std::vector<at::Tensor> chosen;  // each sparse layer's experts [S*n,k], when recorded
+  std::vector<at::Tensor> *took = e.record_routing ? &chosen : nullptr;
   // A Gated DeltaNet layer continues each row's slot state (zeros for a
   // slot starting at 0) and leaves it after the row's last real token:
   // padding gets zero rates and log decays, which keep the state as it is.
@@ -349,8 +356,8 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
         return d.out;
       };
       const Scan scan{run_scan, at::Tensor()};
-      x = decoder_layer({m, m.layers[li], fused ? &e.fused[li] : nullptr}, x, cos, sin, Attend(), &lap, at::Tensor(),
-                        &scan);
+      x = decoder_layer({m, m.layers[li], fused ? &e.fused[li] : nullptr, nullptr, at::Tensor(), took}, x, cos, sin,
+                        Attend(), &lap, at::Tensor(), &scan);
       continue;
     }
     // Attention writes k, v [S,kv,n,hd] at positions pos into the cache,
@@ -381,7 +388,19 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
       }
       return outs.size() == 1 ? outs[0] : at::cat(outs, 0);
     };
-    x = decoder_layer({m, m.layers[li], fused ? &e.fused[li] : nullptr}, x, cos, sin, attend, &lap);
+    x = decoder_layer({m, m.layers[li], fused ? &e.fused[li] : nullptr, nullptr, at::Tensor(), took}, x, cos, sin,
+                      attend, &lap);
+  }
+  if (took != nullptr && !chosen.empty()) {
+    // Each row's real tokens' experts [n,L,k] go after the slot's cached ones.
+    const int64_t k = m.cfg.experts_per_token, per = static_cast<int64_t>(chosen.size()) * k;
+    at::Tensor all = at::stack(chosen, 1).to(at::kCPU, at::kShort).contiguous();  // [S*n,L,k]
+    const int16_t *src = all.data_ptr<int16_t>();
+    for (int64_t i = 0; i < S; i++) {
+      auto &r = e.routing[slots[i]];
+      r.resize((start[i] + count[i]) * per);
+      std::copy(src + i * n * per, src + (i * n + count[i]) * per, r.begin() + start[i] * per);
+    }
   }
   for (int64_t i = 0; i < S; i++) e.len[slots[i]] = start[i] + count[i];
   at::Tensor xl;  // [S,H]: each row's last real token
@@ -689,6 +708,7 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
     e->len.assign(slots, 0);
     e->pending = at::zeros({slots, c.vocab}, at::TensorOptions().dtype(at::kFloat).device(m->dev));
     e->has_pending.assign(slots, false);
+    e->routing.assign(slots, {});
     for (int i = 0; i < slots; i++) e->rng.emplace_back(static_cast<uint64_t>(i) + 1);
     if (FastDecoder::supported(*m, &e->no_fast)) e->fast = std::make_unique<FastDecoder>(*m, slots, max_len);
 #ifdef AGENTRL_CUDA
@@ -808,6 +828,7 @@ int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err) {
       }
     }
     e->len[dst] = n;
+    e->routing[dst] = e->routing[src];
     e->pending[dst].copy_(e->pending[src]);
     e->has_pending[dst] = e->has_pending[src];
   });
@@ -817,7 +838,33 @@ int ar_engine_release(ar_engine e, int slot, char **err) {
   return guard(err, [&] {
     check_slot(*e, slot);
     e->len[slot] = 0;
+    e->routing[slot].clear();
     e->has_pending[slot] = false;
+  });
+}
+
+int ar_engine_set_record_routing(ar_engine e, int on, char **err) {
+  return guard(err, [&] {
+    int64_t L = 0;
+    for (const auto &l : e->m->layers) L += l.router.defined() ? 1 : 0;
+    TORCH_CHECK(!on || L > 0, "routing record: the model has no mixture-of-experts layer");
+    for (int s = 0; on && !e->record_routing && s < e->slots; s++)
+      TORCH_CHECK(e->len[s] == 0, "routing record turned on while slot ", s, " holds ", e->len[s],
+                  " tokens whose routing was not recorded; release the slots first");
+    e->record_routing = on != 0;
+    if (!e->record_routing)
+      for (auto &r : e->routing) r.clear();
+  });
+}
+
+int ar_engine_routing(ar_engine e, int slot, int16_t *out, int64_t n, char **err) {
+  return guard(err, [&] {
+    check_slot(*e, slot);
+    TORCH_CHECK(e->record_routing, "routing of slot ", slot, ": the engine does not record routing");
+    const auto &r = e->routing[slot];
+    TORCH_CHECK(static_cast<int64_t>(r.size()) == n, "routing of slot ", slot, ": ", r.size(), " choices recorded, ",
+                n, " asked for");
+    std::copy(r.begin(), r.end(), out);
   });
 }
 

@@ -126,7 +126,7 @@ at::Tensor attention_block(const LayerWeights &w, const at::Tensor &x, const at:
 // the residual: down_proj(silu(gate) * up). gate and up are freed before
 // the down projection.
 at::Tensor mlp_block(const LayerWeights &w, const at::Tensor &h) {
-  if (w.l.router.defined()) return moe_mlp(w.l, w.m.cfg, h, w.router_logits);
+  if (w.l.router.defined()) return moe_mlp(w.l, w.m.cfg, h, w.router_logits, w.replay, w.chosen);
   std::vector<at::Tensor> gu = project_group(w, kGateUp, h);
   at::Tensor act = swiglu(gu[0], gu[1]);
   gu.clear();

@@ -41,12 +41,16 @@ at::Tensor decode_product(const at::Tensor &x, const at::Tensor &w, const at::Te
 //
 // A sparse layer's MLP is moe_mlp (moe.h) on either: its experts are the
 // model's tensors. router_logits, when not null, receives its router
-// logits (the load-balancing loss is computed from them).
+// logits (the load-balancing loss is computed from them); replay, where
+// defined, gives the experts each token takes [N,k], and chosen, when not
+// null, receives those it took (moe_mlp's routing replay).
 struct LayerWeights {
   const ar_model_s &m;
   const Layer &l;
   const Fused *fused = nullptr;
   std::vector<at::Tensor> *router_logits = nullptr;
+  at::Tensor replay = at::Tensor();
+  std::vector<at::Tensor> *chosen = nullptr;
 };
 
 // Attend is attention before the output projection: the queries q

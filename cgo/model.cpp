@@ -12,6 +12,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "internal.h"
 #include "deltanet.h"
@@ -298,16 +299,20 @@ at::Tensor attend_blocks(const ar_model_s &m, const at::Tensor &q, const at::Ten
 // the prefix trees of seqs [B,T] where that holds int64 parents (a packed
 // forward), else over whole rows, seqs (bool), where not empty, marking
 // their real tokens. With blocks (causal_blocks), attention runs by
-// attend_blocks.
+// attend_blocks. A sparse layer takes the experts replay [N,k] gives,
+// where defined, and appends those it took to chosen when that is not null
+// (moe_mlp's routing replay).
 at::Tensor layer_forward(const ar_model_s &m, const Layer &l, const at::Tensor &x, const at::Tensor &cos,
                          const at::Tensor &sin, const at::Tensor &mask, const at::Tensor &seqs, bool blocks,
-                         at::Tensor out = at::Tensor(), std::vector<at::Tensor> *router_logits = nullptr) {
+                         at::Tensor out = at::Tensor(), std::vector<at::Tensor> *router_logits = nullptr,
+                         const at::Tensor &replay = at::Tensor(), std::vector<at::Tensor> *chosen = nullptr) {
   auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) {
     return blocks ? attend_blocks(m, q, k, v, mask) : m.attend(q, k, v, mask);
   };
   const bool tree = seqs.numel() > 0 && seqs.scalar_type() == at::kLong;
   Scan scan = tree ? tree_scan(m, l, seqs) : whole_scan(m, l, seqs.numel() > 0 ? seqs : at::Tensor());
-  return decoder_layer({m, l, nullptr, router_logits}, x, cos, sin, attend, nullptr, std::move(out), &scan);
+  return decoder_layer({m, l, nullptr, router_logits, replay, chosen}, x, cos, sin, attend, nullptr, std::move(out),
+                       &scan);
 }
 
 // The tensors of layer l that take gradients: its parameters in table
@@ -337,22 +342,28 @@ std::vector<at::Tensor> layer_params(const Layer &l) {
 // *out, a tensor hidden() allocated before any layer ran (see there).
 // With router, a sparse layer's router logits are a second output (the
 // load-balancing loss reads them), recomputed and differentiated with the
-// layer's output.
+// layer's output. A sparse layer takes the experts replay gives (empty:
+// its router's choice) and appends those it took to *chosen (when chosen
+// is not 0); the backward pass recomputes it with the experts the forward
+// took, so that a near tie cannot route the recomputation differently.
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
                                                 at::TensorList params, const at::Tensor &cos, const at::Tensor &sin,
                                                 const at::Tensor &mask, const at::Tensor &seqs, bool blocks,
-                                                int64_t model, int64_t layer, int64_t out, bool router) {
-    ctx->save_for_backward({x, cos, sin, mask, seqs});
+                                                const at::Tensor &replay, int64_t model, int64_t layer, int64_t out,
+                                                bool router, int64_t chosen) {
     ctx->saved_data["blocks"] = blocks;
     ctx->saved_data["model"] = model;
     ctx->saved_data["layer"] = layer;
     ctx->set_materialize_grads(false);  // a router output no loss reads gets no gradient
     at::NoGradGuard no_grad;
     const auto *m = reinterpret_cast<const ar_model_s *>(model);
-    std::vector<at::Tensor> logits;
+    std::vector<at::Tensor> logits, took;
     at::Tensor y = layer_forward(*m, m->layers[layer], x, cos, sin, mask, seqs, blocks,
-                                 *reinterpret_cast<at::Tensor *>(out), router ? &logits : nullptr);
+                                 *reinterpret_cast<at::Tensor *>(out), router ? &logits : nullptr,
+                                 replay.numel() > 0 ? replay : at::Tensor(), &took);
+    ctx->save_for_backward({x, cos, sin, mask, seqs, took.empty() ? at::empty({0}, at::kLong) : took[0]});
+    if (chosen != 0 && !took.empty()) reinterpret_cast<std::vector<at::Tensor> *>(chosen)->push_back(took[0]);
     if (logits.empty()) return {y};
     return {y, logits[0]};
   }
@@ -374,7 +385,8 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       std::vector<at::Tensor> logits;
       at::Tensor y = layer_forward(*m, l, x, saved[1], saved[2], saved[3], saved[4],
                                    ctx->saved_data["blocks"].toBool(), at::Tensor(),
-                                   grad_out.size() > 1 ? &logits : nullptr);
+                                   grad_out.size() > 1 ? &logits : nullptr,
+                                   saved[5].numel() > 0 ? saved[5] : at::Tensor());
       for (size_t i = 0; i < grad_out.size(); i++) {
         if (!grad_out[i].defined()) continue;
         ys.push_back(i == 0 ? y : logits[0]);
@@ -382,7 +394,8 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       }
     }
     // One gradient per forward input: x and each parameter, then none
-    // for cos, sin, mask, seqs, blocks, model, layer, out and router.
+    // for cos, sin, mask, seqs, blocks, replay, model, layer, out, router
+    // and chosen.
     torch::autograd::variable_list out(inputs.size());
     if (!ys.empty()) out = torch::autograd::grad(ys, inputs, grads, false, false, true);
     // The gradients were allocated among the recomputation's temporaries:
@@ -394,7 +407,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     inputs.clear();
     for (auto &g : out)
       if (g.defined()) g = g.clone();
-    for (int i = 0; i < 9; i++) out.emplace_back();
+    for (int i = 0; i < 11; i++) out.emplace_back();
     return out;
   }
 };
@@ -420,10 +433,14 @@ at::Tensor explicit_mask(const at::Tensor &allowed) {
 // Final hidden states [B,T,H] for full sequences with the additive mask
 // of full_mask or explicit_mask. With router_logits, each sparse layer's
 // router logits [B*T,E] are appended to it. seqs says how a hybrid
-// model's DeltaNet layers run (layer_forward; empty: whole rows).
+// model's DeltaNet layers run (layer_forward; empty: whole rows). Where
+// replay [B,T,L,k] (int64; L the sparse layers in order) is defined, the
+// j-th sparse layer takes the experts replay[:,:,j] gives; with chosen,
+// the experts each sparse layer took [B*T,k] are appended to it, in order.
 at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &full,
                          const at::Tensor &pos, std::vector<at::Tensor> *router_logits = nullptr,
-                         const at::Tensor &seqs = at::empty({0}, at::kLong)) {
+                         const at::Tensor &seqs = at::empty({0}, at::kLong), const at::Tensor &replay = at::Tensor(),
+                         std::vector<at::Tensor> *chosen = nullptr) {
   at::Tensor x = embed(m, ids);
   auto [cos, sin] = m.rope(pos);
   at::Tensor mask = m.attention_mask(full);
@@ -437,16 +454,22 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
   // about a layer's activations per layer.
   std::vector<at::Tensor> outs(ckpt ? m.layers.size() : 0);
   for (auto &o : outs) o = at::empty(x.sizes(), x.options().requires_grad(false));
+  int64_t sparse = 0;
   for (size_t i = 0; i < m.layers.size(); i++) {
+    at::Tensor r;
+    if (replay.defined() && m.layers[i].router.defined())
+      r = replay.select(2, sparse).reshape({-1, m.cfg.experts_per_token});
+    if (m.layers[i].router.defined()) sparse++;
     if (ckpt) {
       std::vector<at::Tensor> params = layer_params(m.layers[i]);
-      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, seqs, blocks, reinterpret_cast<int64_t>(&m),
+      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, seqs, blocks,
+                                         r.defined() ? r : at::empty({0}, at::kLong), reinterpret_cast<int64_t>(&m),
                                          static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]),
-                                         router_logits != nullptr);
+                                         router_logits != nullptr, reinterpret_cast<int64_t>(chosen));
       x = ys[0];
       if (ys.size() > 1) router_logits->push_back(ys[1]);
     } else {
-      x = layer_forward(m, m.layers[i], x, cos, sin, mask, seqs, blocks, at::Tensor(), router_logits);
+      x = layer_forward(m, m.layers[i], x, cos, sin, mask, seqs, blocks, at::Tensor(), router_logits, r, chosen);
     }
   }
   return norm(m, x, m.norm);
@@ -477,11 +500,13 @@ at::Tensor tree_parents(const uint8_t *allowed, int64_t B, int64_t T) {
   return out;
 }
 
-// Final hidden states [B,T,H] for a full sequence.
+// Final hidden states [B,T,H] for a full sequence (replay and chosen as
+// hidden_masked's).
 at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &attn,
-                  const at::Tensor &pos, std::vector<at::Tensor> *router_logits = nullptr) {
+                  const at::Tensor &pos, std::vector<at::Tensor> *router_logits = nullptr,
+                  const at::Tensor &replay = at::Tensor(), std::vector<at::Tensor> *chosen = nullptr) {
   return hidden_masked(m, ids, full_mask(attn), pos, router_logits,
-                       m.hybrid() ? attn.to(at::kBool) : at::empty({0}, at::kLong));
+                       m.hybrid() ? attn.to(at::kBool) : at::empty({0}, at::kLong), replay, chosen);
 }
 
 at::Tensor ids_tensor(const int64_t *p, int64_t B, int64_t T, const at::Device &d) {
@@ -738,12 +763,25 @@ static void check_forward_request(ar_model m, bool grad, double temperature, boo
 int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const int64_t *positions,
                      int64_t B, int64_t T, double temperature, int flags, ar_tensor *logprobs,
                      ar_tensor *entropy, ar_tensor *values, ar_tensor *aux, char **err) {
+  return ar_model_forward_routed(m, ids, attn, positions, B, T, temperature, flags, nullptr, nullptr, logprobs, entropy,
+                                 values, aux, err);
+}
+
+int ar_model_forward_routed(ar_model m, const int64_t *ids, const int64_t *attn, const int64_t *positions,
+                            int64_t B, int64_t T, double temperature, int flags, const int16_t *replay,
+                            int16_t *record, ar_tensor *logprobs, ar_tensor *entropy, ar_tensor *values,
+                            ar_tensor *aux, char **err) {
   return guard(err, [&] {
     DeviceScope on(m->dev);
     const bool grad = (flags & AR_FORWARD_GRAD) != 0;
     TORCH_CHECK(T >= 2, "forward needs sequences of at least 2 tokens, got ", T);
     check_forward_request(m, grad, temperature, values != nullptr, aux != nullptr);
-    at::Tensor lp, ent, val, aux_loss;
+    int64_t L = 0;
+    for (const auto &l : m->layers) L += l.router.defined() ? 1 : 0;
+    TORCH_CHECK((replay == nullptr && record == nullptr) || L > 0,
+                "routing replay or record: the model has no mixture-of-experts layer");
+    const int64_t k = m->cfg.experts_per_token;
+    at::Tensor lp, ent, val, aux_loss, took;
     {
       // Without grad the work runs in inference mode; results are cloned
       // outside it so later autograd code may use them freely.
@@ -752,8 +790,13 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
       if (!grad) inference.emplace();
       AutocastScope ac(m->dev, m->autocast);
       at::Tensor idt = ids_tensor(ids, B, T, m->dev), attnt = ids_tensor(attn, B, T, m->dev);
-      std::vector<at::Tensor> router_logits;
-      at::Tensor h = hidden(*m, idt, attnt, ids_tensor(positions, B, T, m->dev), aux != nullptr ? &router_logits : nullptr);
+      std::vector<at::Tensor> router_logits, chosen;
+      at::Tensor rep;
+      if (replay != nullptr)
+        rep = at::from_blob(const_cast<int16_t *>(replay), {B, T, L, k}, at::kShort).to(m->dev, at::kLong, false, true);
+      at::Tensor h = hidden(*m, idt, attnt, ids_tensor(positions, B, T, m->dev), aux != nullptr ? &router_logits : nullptr,
+                            rep, record != nullptr ? &chosen : nullptr);
+      if (record != nullptr) took = at::stack(chosen, 1).to(at::kCPU, at::kShort).contiguous();  // [B*T,L,k]
       if (aux != nullptr)
         aux_loss = router_aux_loss(router_logits, attnt, m->cfg.experts, m->cfg.experts_per_token);
       at::Tensor hs = h.narrow(1, 0, T - 1);
@@ -768,6 +811,7 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const 
     if (entropy != nullptr) *entropy = wrap(out(ent));
     if (values != nullptr) *values = wrap(out(val));
     if (aux != nullptr) *aux = wrap(out(aux_loss));
+    if (record != nullptr) std::memcpy(record, took.data_ptr<int16_t>(), sizeof(int16_t) * B * T * L * k);
   });
 }
 

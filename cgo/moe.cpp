@@ -19,13 +19,30 @@ void check_moe_config(const ar_model_config &c) {
 }
 
 at::Tensor moe_mlp(const Layer &l, const ar_model_config &c, const at::Tensor &h,
-                   std::vector<at::Tensor> *router_logits) {
+                   std::vector<at::Tensor> *router_logits, const at::Tensor &replay,
+                   std::vector<at::Tensor> *chosen_out) {
   const int64_t H = h.size(-1), E = c.experts, k = c.experts_per_token;
   at::Tensor x = h.reshape({-1, H});
   at::Tensor logits = linear(x, l.router, at::Tensor());  // [N,E]
   if (router_logits != nullptr) router_logits->push_back(logits);
   at::Tensor probs = at::softmax(logits, -1, acc_type(logits.scalar_type()));
-  auto [top, chosen] = probs.topk(k, -1);  // [N,k]
+  at::Tensor top, chosen;  // [N,k]
+  if (replay.defined()) {
+    TORCH_CHECK(replay.dim() == 2 && replay.size(0) == x.size(0) && replay.size(1) == k, "routing replay: ",
+                replay.sizes(), " experts for ", x.size(0), " tokens, want [", x.size(0), ", ", k, "]");
+    chosen = replay.to(probs.device(), at::kLong);
+    if (chosen.numel() > 0) {
+      TORCH_CHECK(chosen.min().item<int64_t>() >= 0 && chosen.max().item<int64_t>() < E,
+                  "routing replay: an expert outside 0..", E - 1);
+      at::Tensor sorted = std::get<0>(chosen.sort(-1));
+      TORCH_CHECK(k < 2 || !(sorted.narrow(1, 1, k - 1) == sorted.narrow(1, 0, k - 1)).any().item<bool>(),
+                  "routing replay: a token takes the same expert twice");
+    }
+    top = probs.gather(-1, chosen);
+  } else {
+    std::tie(top, chosen) = probs.topk(k, -1);
+  }
+  if (chosen_out != nullptr) chosen_out->push_back(chosen);
   if (c.norm_topk_prob) top = top / top.sum(-1, true);
   top = top.to(x.scalar_type());
   // The (token, choice) pairs sorted by expert: expert e's are the

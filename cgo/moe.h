@@ -27,8 +27,16 @@ void check_moe_config(const ar_model_config &c);
 // tokens that chose it (their indices come to the host: one
 // synchronisation per layer). When router_logits is not null, r [N,E] (N
 // the tokens) is appended to it.
+//
+// Routing replay: where replay [N,k] (int64, on h's device) is defined,
+// token n takes the experts replay[n] instead of its k most probable ones,
+// each weighted by its probability under this router (normalised over the
+// k when norm_topk_prob), so the router still learns through the weights;
+// the experts must be distinct and in 0..experts-1. When chosen is not
+// null, the experts the tokens took [N,k] (int64) are appended to it.
 at::Tensor moe_mlp(const Layer &l, const ar_model_config &c, const at::Tensor &h,
-                   std::vector<at::Tensor> *router_logits);
+                   std::vector<at::Tensor> *router_logits, const at::Tensor &replay = at::Tensor(),
+                   std::vector<at::Tensor> *chosen_out = nullptr);
 
 // router_aux_loss is transformers' load-balancing loss over the router
 // logits of every sparse layer (each [N,E]) for the tokens where mask [N]

@@ -17,7 +17,7 @@
 set -euo pipefail
 name=${1:?usage: scripts/venv.sh torch-2.15|torch-2.11}
 cache=${AGENTRL_CACHE:-/var/cache/agentrl}
-libs="transformers==5.24.0 peft==0.21.2 tensorboard==2.21.0 tokenizers==0.23.3 safetensors==0.8.0 numpy"
+libs="transformers==5.25.0 peft==0.21.2 tensorboard==2.21.0 tokenizers==0.23.3 safetensors==0.8.0 numpy"
 case $name in
 torch-2.15) reqs="torch==2.15.0 $libs" ;;
 torch-2.11) reqs="torch==2.11.0 cuda-toolkit[nvcc,cccl]==13.0.2 $libs" ;;

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,8 +15,9 @@ type ToolCall struct {
 	Name string
 	// Arguments is a JSON value, printed as the template prints it: Qwen3
 	// inserts a JSON string as its text and anything else through tojson;
-	// Qwen2.5 and Llama 3 put everything through tojson; Qwen3.5 takes an
-	// object and writes each member as a parameter (see xmlParams).
+	// Qwen2.5 and Llama 3 put everything through tojson; Qwen3.5 and
+	// Qwen3.8 take an object and write each member as a parameter (see
+	// xmlParams).
 	Arguments json.RawMessage
 }
 
@@ -50,10 +52,21 @@ type ChatFormat struct {
 // ChatOptions are the switches of the chat templates that agentrl
 // implements; each belongs to one family and is refused by the others.
 type ChatOptions struct {
-	// NoThinking is Qwen3's and Qwen3.5's enable_thinking=false: the
-	// generation prompt ends with an empty "<think>\n\n</think>\n\n" block,
-	// which is the template's (mask 0), not the model's.
+	// NoThinking is Qwen3's, Qwen3.5's and Qwen3.8's enable_thinking=false:
+	// the generation prompt ends with an empty "<think>\n\n</think>\n\n"
+	// block, which is the template's (mask 0), not the model's.
 	NoThinking bool
+	// ReasoningEffort is Qwen3.8's reasoning_effort: "xhigh", "medium" or
+	// "low", or "" for the template's default (xhigh). While thinking is
+	// on, xhigh and low write the template's instruction for that effort at
+	// the head of the system turn (making one when there is none); medium
+	// writes none. With NoThinking the template writes no instruction.
+	ReasoningEffort string
+	// DropThinking is Qwen3.8's preserve_thinking=false: assistant turns
+	// up to the last user query lose their reasoning and think block, as
+	// Qwen3.5's always do. Unset, the template's default keeps every
+	// turn's think block.
+	DropThinking bool
 	// Date is Llama 3's date_string, the "Today Date:" line of the system
 	// turn, written as "26 Jul 2024". Empty means the template's default:
 	// "26 Jul 2024" for Llama 3.1 and 3.3; for Llama 3.2 the day the format
@@ -61,6 +74,10 @@ type ChatOptions struct {
 	// prompts do not change at midnight.
 	Date string
 }
+
+// ReasoningEfforts are the values of Qwen3.8's reasoning_effort, as its
+// template lists them; it refuses any other.
+var ReasoningEfforts = []string{"xhigh", "medium", "low"}
 
 // layout is one family's chat format.
 type layout interface {
@@ -112,6 +129,14 @@ func NewChatFormat(tok *Tokenizer) (*ChatFormat, error) {
 func (c *ChatFormat) WithOptions(opts ChatOptions) (*ChatFormat, error) {
 	out := *c
 	out.opts = opts
+	if c.family != Qwen38 {
+		if opts.ReasoningEffort != "" {
+			return nil, fmt.Errorf("chat format %s: option ReasoningEffort (Qwen3.8's reasoning_effort) is not part of this template", c.family)
+		}
+		if opts.DropThinking {
+			return nil, fmt.Errorf("chat format %s: option DropThinking (Qwen3.8's preserve_thinking=false) is not part of this template", c.family)
+		}
+	}
 	switch c.family {
 	case Qwen25, Qwen3:
 		if opts.Date != "" {
@@ -126,6 +151,19 @@ func (c *ChatFormat) WithOptions(opts ChatOptions) (*ChatFormat, error) {
 			return nil, fmt.Errorf("chat format %s: option Date (Llama 3's date_string) is not part of this template", c.family)
 		}
 		out.layout = qwen35Layout{noThinking: opts.NoThinking}
+	case Qwen38:
+		if opts.Date != "" {
+			return nil, fmt.Errorf("chat format %s: option Date (Llama 3's date_string) is not part of this template", c.family)
+		}
+		effort := opts.ReasoningEffort
+		if effort == "" {
+			effort = "xhigh" // reasoning_effort|default('xhigh')
+		}
+		if !slices.Contains(ReasoningEfforts, effort) {
+			return nil, fmt.Errorf("chat format %s: option ReasoningEffort %q is not one the template takes (%s)",
+				c.family, opts.ReasoningEffort, strings.Join(ReasoningEfforts, ", "))
+		}
+		out.layout = qwen35Layout{noThinking: opts.NoThinking, qwen38: true, effort: effort, dropThinking: opts.DropThinking}
 	case Llama31, Llama32:
 		if opts.NoThinking {
 			return nil, fmt.Errorf("chat format %s: option NoThinking (Qwen3's enable_thinking=false) is not part of this template", c.family)
@@ -148,14 +186,16 @@ func (c *ChatFormat) Family() Family { return c.family }
 // CallSyntax is how the family's assistant turns write a tool call:
 // Hermes <tool_call> blocks (Qwen2.5, Qwen3 and the word-level tokenizers
 // without a template), Llama 3's bare JSON object with "parameters", or
-// Qwen3.5's XML in <tool_call> blocks.
+// Qwen3.5's (and Qwen3.8's) XML in <tool_call> blocks.
 func (c *ChatFormat) CallSyntax() toolcall.CallSyntax { return familySpecs[c.family].calls }
 
 // RewritesHistory reports whether the chat template renders a
 // conversation so that a later prompt need not extend an earlier one:
 // Qwen3's drops earlier reasoning and empty think blocks. Qwen3.5's keeps
 // every turn after the last user query with its think block (an empty one
-// too), so an episode's prompts extend each other, and is not counted.
+// too), so an episode's prompts extend each other, and is not counted;
+// nor is Qwen3.8's, which keeps them too (and, by default, every earlier
+// turn's).
 func (c *ChatFormat) RewritesHistory() bool { return c.family == Qwen3 }
 
 // Tokenizer returns the tokenizer the format encodes with.

@@ -33,6 +33,13 @@ const (
 	// prompt (enable_thinking), tool calls in XML (toolcall.QwenXML),
 	// contents trimmed.
 	Qwen35 Family = "qwen3.5"
+	// Qwen38 is Qwen3.8's template: Qwen3.5's layout with reasoning_effort
+	// (an instruction at the head of the system turn while thinking is
+	// on) and preserve_thinking (every turn keeps its think block unless
+	// it is false); the reasoning comes from reasoning_content, never
+	// split off the content by the template, and a call's booleans and
+	// nulls go through tojson.
+	Qwen38 Family = "qwen3.8"
 	// Llama31 is Llama 3.1-Instruct's template, which Llama 3.3-Instruct
 	// ships unchanged: date line "26 Jul 2024" unless given.
 	Llama31 Family = "llama3.1"
@@ -51,6 +58,9 @@ var knownTemplates = map[string]Family{
 	"87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5": Qwen3,
 	// Qwen/Qwen3.5-4B (as llama.cpp vendors it in models/templates/).
 	"a4aee8afcf2e0711942cf848899be66016f8d14a889ff9ede07bca099c28f715": Qwen35,
+	// Qwen/Qwen3.8-27B (revision 1d4bf0f2) and Qwen/Qwen3.8-2.4T-A95B
+	// (revision 9d060ae8): the same chat_template.jinja.
+	"c3cf9e34abf4f9e36c2d72165aa9c132d3e2a725b6c2586aaa3a8af9d7a81041": Qwen38,
 	// meta-llama/Llama-3.1-8B-Instruct and Llama-3.3-70B-Instruct.
 	"93c0e9aa3629bbd77e68dbc0f5621f6e6b23aa8d74b932595cdb8d64684526d7": Llama31,
 	// meta-llama/Llama-3.2-3B-Instruct.
@@ -94,7 +104,7 @@ var llamaSpec = familySpec{
 	calls:    toolcall.LlamaJSON,
 }
 
-var familySpecs = map[Family]familySpec{Qwen25: qwenSpec, Qwen3: qwenSpec, Qwen35: qwen35Spec, Llama31: llamaSpec, Llama32: llamaSpec}
+var familySpecs = map[Family]familySpec{Qwen25: qwenSpec, Qwen3: qwenSpec, Qwen35: qwen35Spec, Qwen38: qwen35Spec, Llama31: llamaSpec, Llama32: llamaSpec}
 
 // templateFamily recognises a chat template; "" (no template) is Qwen3's
 // layout.
@@ -109,6 +119,6 @@ func templateFamily(template string) (Family, error) {
 		return f, nil
 	}
 	return "", fmt.Errorf("chat format: the tokenizer's chat_template (sha256 %s, %d bytes) is not one agentrl renders: "+
-		"it knows the templates of Qwen2.5-Instruct, Qwen3, Qwen3.5, and Llama 3.1, 3.2 and 3.3 Instruct, written by hand; "+
+		"it knows the templates of Qwen2.5-Instruct, Qwen3, Qwen3.5, Qwen3.8, and Llama 3.1, 3.2 and 3.3 Instruct, written by hand; "+
 		"an edited or other template is refused rather than rendered differently from how the model was trained", hash, len(template))
 }

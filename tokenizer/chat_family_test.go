@@ -80,6 +80,8 @@ func TestTemplateFamilies(t *testing.T) {
 		{qwenChatTemplate, Qwen3},
 		{readTestTemplate(t, "llama3.1-instruct.jinja"), Llama31},
 		{readTestTemplate(t, "llama3.2-instruct.jinja"), Llama32},
+		{readTestTemplate(t, "qwen3.8.jinja"), Qwen38},
+		{qwen35ChatTemplate, Qwen35},
 		{"", Qwen3},
 		{"\n" + readTestTemplate(t, "llama3.2-instruct.jinja") + "\n\n", Llama32},
 	}

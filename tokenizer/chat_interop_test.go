@@ -23,6 +23,8 @@ type chatCase struct {
 	opts  ChatOptions
 	// thinkingOn passes enable_thinking=True explicitly (Qwen3).
 	thinkingOn bool
+	// preserveOn passes preserve_thinking=True explicitly (Qwen3.8).
+	preserveOn bool
 }
 
 // pyMessages is the conversation as transformers takes it; a message has
@@ -54,6 +56,15 @@ func (c chatCase) kwargs() map[string]any {
 	}
 	if c.opts.Date != "" {
 		kw["date_string"] = c.opts.Date
+	}
+	if c.opts.ReasoningEffort != "" {
+		kw["reasoning_effort"] = c.opts.ReasoningEffort
+	}
+	if c.opts.DropThinking {
+		kw["preserve_thinking"] = false
+	}
+	if c.preserveOn {
+		kw["preserve_thinking"] = true
 	}
 	return kw
 }
@@ -173,7 +184,7 @@ func fixedCases(family Family) []chatCase {
 				chatCase{msgs: spelled, tools: tl, gen: gen})
 		}
 	}
-	if family == Qwen35 {
+	if family == Qwen35 || family == Qwen38 {
 		// An episode as a policy writes it, every turn after the one
 		// question: with reasoning, and the same with none (the template
 		// then shows an empty think block).
@@ -199,7 +210,38 @@ func fixedCases(family Family) []chatCase {
 		// is not the first: the template refuses both.
 		cases = append(cases, chatCase{msgs: []Message{system}}, chatCase{msgs: []Message{user, system}})
 	}
+	if family == Qwen38 {
+		// Arguments that are the empty string: no parameter; a system
+		// message that is empty once trimmed: no system turn but the
+		// reasoning instruction's.
+		empty := []Message{{Role: "system", Content: " \n"}, user, {Role: "assistant", ToolCalls: []ToolCall{{Name: "search", Arguments: json.RawMessage(`""`)}}},
+			{Role: "tool", Content: "nothing"}, {Role: "assistant", Content: "<think>\nNo luck.\n</think>\n\nI do not know."}}
+		cases = append(cases, chatCase{msgs: empty}, chatCase{msgs: empty, tools: tools}, chatCase{msgs: empty[:2], gen: true})
+	}
 	switch family {
+	case Qwen38:
+		// Each reasoning effort, and the default; thinking kept (by
+		// default and explicitly) and dropped; thinking off, where the
+		// template writes no instruction whatever the effort.
+		for _, c := range slices.Clone(cases) {
+			for _, effort := range []string{"xhigh", "medium", "low"} {
+				c.opts.ReasoningEffort = effort
+				cases = append(cases, c)
+			}
+			c.opts.ReasoningEffort = "low"
+			c.opts.DropThinking = true
+			cases = append(cases, c)
+			c.opts.ReasoningEffort, c.opts.DropThinking, c.preserveOn = "", false, true
+			cases = append(cases, c)
+			c.opts.DropThinking, c.preserveOn = true, false
+			cases = append(cases, c)
+			c.opts.NoThinking, c.opts.DropThinking, c.opts.ReasoningEffort = true, false, "low"
+			cases = append(cases, c)
+			c.opts.DropThinking, c.opts.ReasoningEffort = true, ""
+			cases = append(cases, c)
+			c.opts.NoThinking, c.opts.DropThinking, c.opts.ReasoningEffort, c.thinkingOn = false, false, "medium", true
+			cases = append(cases, c)
+		}
 	case Qwen3, Qwen35:
 		for _, c := range slices.Clone(cases) {
 			c.opts.NoThinking = true
@@ -218,9 +260,9 @@ func fixedCases(family Family) []chatCase {
 	return cases
 }
 
-// chatFamilies are the tokenizer folders of the four formats: the shared
-// Qwen3 tokenizer, the same with Qwen2.5's template, and Llama 3.2's
-// tokenizer with Llama 3.1's and 3.2's templates.
+// chatFamilies are the tokenizer folders of the formats: the shared Qwen3
+// tokenizer, the same with Qwen2.5's, Qwen3.5's and Qwen3.8's templates,
+// and Llama 3.2's tokenizer with Llama 3.1's and 3.2's templates.
 func chatFamilies(t *testing.T) map[Family]string {
 	t.Helper()
 	pyinterop.Python(t)
@@ -252,10 +294,17 @@ func chatFamilies(t *testing.T) map[Family]string {
 	}
 	config["chat_template"] = qwen35ChatTemplate
 	writeJSONFile(t, filepath.Join(q35, "tokenizer_config.json"), config)
+	q38 := t.TempDir()
+	if err := os.Symlink(filepath.Join(qwen, "tokenizer.json"), filepath.Join(q38, "tokenizer.json")); err != nil {
+		t.Fatal(err)
+	}
+	config["chat_template"] = readTemplate("qwen3.8.jinja")
+	writeJSONFile(t, filepath.Join(q38, "tokenizer_config.json"), config)
 	return map[Family]string{
 		Qwen25:  q25,
 		Qwen3:   qwen,
 		Qwen35:  q35,
+		Qwen38:  q38,
 		Llama31: llamaTokenizerDir(t, readTemplate("llama3.1-instruct.jinja")),
 		Llama32: llamaTokenizerDir(t, readTemplate("llama3.2-instruct.jinja")),
 	}
@@ -265,7 +314,9 @@ func chatFamilies(t *testing.T) map[Family]string {
 // transformers' apply_chat_template and with agentrl's format of the same
 // family (recognised from the template): with and without tools, system
 // messages and the generation prompt; Qwen3 with enable_thinking unset,
-// true and false; Llama 3 with and without date_string. For each:
+// true and false; Qwen3.8 with each reasoning_effort (and none),
+// preserve_thinking unset, true and false, and enable_thinking; Llama 3
+// with and without date_string. For each:
 //   - a conversation the template refuses is refused;
 //   - the text is the same;
 //   - the ids are the same (where no user or tool text spells an added
@@ -280,7 +331,7 @@ func chatFamilies(t *testing.T) map[Family]string {
 //     Observation gives the ids of the whole conversation.
 func TestInteropChatTemplates(t *testing.T) {
 	dirs := chatFamilies(t)
-	for _, family := range []Family{Qwen25, Qwen3, Qwen35, Llama31, Llama32} {
+	for _, family := range []Family{Qwen25, Qwen3, Qwen35, Qwen38, Llama31, Llama32} {
 		t.Run(string(family), func(t *testing.T) {
 			tok, err := Load(dirs[family])
 			if err != nil {
@@ -302,6 +353,10 @@ func TestInteropChatTemplates(t *testing.T) {
 					c.tools = []json.RawMessage{searchTool, calcTool}
 				}
 				switch {
+				case family == Qwen38:
+					c.opts.NoThinking = r.Intn(3) == 0
+					c.opts.DropThinking = r.Intn(2) == 0
+					c.opts.ReasoningEffort = []string{"", "xhigh", "medium", "low"}[r.Intn(4)]
 				case (family == Qwen3 || family == Qwen35) && r.Intn(3) == 0:
 					c.opts.NoThinking = true
 				case llama && r.Intn(2) == 0:
@@ -327,12 +382,12 @@ func checkChatCases(t *testing.T, base *ChatFormat, dir string, cases []chatCase
 		Error     string            `json:"error"`
 		Generated map[string]string `json:"generated"`
 	}
-	pyinterop.Run(t, "testdata/interop/chat_template.py", map[string]any{"dir": dir, "cases": in}, &ref)
+	pyinterop.Run(t, "testdata/interop/chat_template.py", map[string]any{"dir": dir, "cases": in, "split_reasoning": base.Family() == Qwen38}, &ref)
 	if len(ref) != len(cases) {
 		t.Fatalf("transformers answered %d cases of %d", len(ref), len(cases))
 	}
 	tok := base.Tokenizer()
-	qwen := base.Family() == Qwen25 || base.Family() == Qwen3 || base.Family() == Qwen35
+	qwen := base.Family() == Qwen25 || base.Family() == Qwen3 || base.Family() == Qwen35 || base.Family() == Qwen38
 	// Plain text that spells an added token is encoded as text by agentrl
 	// and as the token by transformers.
 	spells := func(c chatCase) bool {
@@ -408,7 +463,7 @@ func checkChatCases(t *testing.T, base *ChatFormat, dir string, cases []chatCase
 				t.Errorf("%s: message %d: the generated run is %q, transformers says %q", name, at, got, want)
 			}
 			nTurns++
-			if callsReadBack(t, base.CallSyntax(), c.msgs[at], want, name) {
+			if callsReadBack(t, base.CallSyntax(), base.Family() == Qwen38, c.msgs[at], want, name) {
 				nCalls++
 			}
 		}
@@ -424,8 +479,8 @@ func checkChatCases(t *testing.T, base *ChatFormat, dir string, cases []chatCase
 // callsReadBack checks that the parser of the family's call syntax reads,
 // in transformers' text of an assistant message with tool calls whose
 // arguments are JSON objects, the message's calls; it reports whether the
-// message was such a one.
-func callsReadBack(t *testing.T, syntax toolcall.CallSyntax, m Message, generated, name string) bool {
+// message was such a one. tojson is Qwen3.8's way of writing values.
+func callsReadBack(t *testing.T, syntax toolcall.CallSyntax, tojson bool, m Message, generated, name string) bool {
 	t.Helper()
 	if len(m.ToolCalls) == 0 {
 		return false
@@ -445,11 +500,11 @@ func callsReadBack(t *testing.T, syntax toolcall.CallSyntax, m Message, generate
 		// Read without schemas, each value is the text the template wrote:
 		// written again, the calls are the message's.
 		for i, c := range calls {
-			got, err := xmlParams(c.Arguments)
+			got, err := xmlParams(c.Arguments, tojson)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := xmlParams(m.ToolCalls[i].Arguments)
+			want, err := xmlParams(m.ToolCalls[i].Arguments, tojson)
 			if err != nil {
 				t.Fatal(err)
 			}

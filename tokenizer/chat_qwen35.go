@@ -15,8 +15,16 @@ import (
 // the system message, tool calls in the XML syntax (toolcall.QwenXML),
 // every message's content trimmed, and a generation prompt that opens the
 // think block ("<think>\n"; with enable_thinking=false an empty block).
+//
+// Qwen3.8's template is the same layout with three changes, which qwen38
+// switches on: the reasoning effort's instruction at the head of the
+// system turn, every turn's think block kept unless preserve_thinking is
+// false, and a call's non-string values all through tojson.
 type qwen35Layout struct {
-	noThinking bool // enable_thinking=false
+	noThinking   bool   // enable_thinking=false
+	qwen38       bool   // Qwen3.8's template
+	effort       string // Qwen3.8's reasoning_effort, resolved: xhigh, medium or low
+	dropThinking bool   // Qwen3.8's preserve_thinking=false
 }
 
 const (
@@ -36,7 +44,29 @@ const (
 	// qwen35ThinkOpen is what the generation prompt writes of the think
 	// block when thinking is on: the model writes the rest.
 	qwen35ThinkOpen = toolcall.ThinkOpen + "\n"
+	// Qwen3.8's instructions for the reasoning efforts that have one
+	// (medium has none).
+	qwen38EffortXHigh = "Reasoning effort is set to xhigh. Please think carefully through the task, validate key assumptions, " +
+		"consider plausible alternatives, and prioritize correctness, consistency, and clarity in the final answer."
+	qwen38EffortLow = "Reasoning effort is set to low. Keep your thinking brief and focused, moving directly to the conclusion " +
+		"without unnecessary elaboration."
 )
+
+// reasoningInstructions is what Qwen3.8's template writes at the head of
+// the system turn: the instruction of the reasoning effort while thinking
+// is on, nothing with enable_thinking=false, for medium, or for Qwen3.5.
+func (q qwen35Layout) reasoningInstructions() string {
+	if !q.qwen38 || q.noThinking {
+		return ""
+	}
+	switch q.effort {
+	case "xhigh":
+		return qwen38EffortXHigh
+	case "low":
+		return qwen38EffortLow
+	}
+	return ""
+}
 
 // generationPrompt opens the assistant turn the model writes.
 func (q qwen35Layout) generationPrompt() string {
@@ -53,9 +83,14 @@ func (q qwen35Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 	if msgs[0].Role == "system" {
 		system = pyStrip(msgs[0].Content)
 	}
+	instructions := q.reasoningInstructions()
 	switch {
 	case len(tools) > 0:
-		turn := []span{{text: toolcall.TurnStart + "system\n" + qwen35ToolsHeader}}
+		head := toolcall.TurnStart + "system\n"
+		if instructions != "" {
+			head += instructions + "\n\n"
+		}
+		turn := []span{{text: head + qwen35ToolsHeader}}
 		for i, tool := range tools {
 			s, err := pyJSON(tool)
 			if err != nil {
@@ -68,6 +103,18 @@ func (q qwen35Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 			tail += "\n\n" + system
 		}
 		turns = append(turns, append(turn, span{text: tail + toolcall.TurnEnd + "\n"}))
+	case q.qwen38:
+		// A system turn when there is an instruction or a system message
+		// that is not empty once trimmed, the instruction first.
+		body := system
+		if instructions != "" && body != "" {
+			body = instructions + "\n\n" + body
+		} else if instructions != "" {
+			body = instructions
+		}
+		if body != "" {
+			turns = append(turns, []span{{text: toolcall.TurnStart + "system\n" + body + toolcall.TurnEnd + "\n"}})
+		}
 	case msgs[0].Role == "system":
 		turns = append(turns, []span{{text: toolcall.TurnStart + "system\n" + system + toolcall.TurnEnd + "\n"}})
 	}
@@ -126,27 +173,45 @@ func (q qwen35Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 // generation prompt's (mask 0), and so is the whole empty block with
 // NoThinking, whose generation prompt writes it. The calls follow the
 // content, after "\n\n" when there is content.
+//
+// Qwen3.8's template takes the reasoning from the message's
+// reasoning_content, which agentrl's Message has not: the content is the
+// text the model generated, think block included, and it is read as a
+// reasoning parser reads it (the reasoning is the text before the first
+// "</think>", after its "<think>" if any; the content is the text after
+// the last), then each is trimmed, as the template trims both. Every
+// message shows its think block unless DropThinking drops those up to the
+// last user query.
 func (q qwen35Layout) assistant(m Message, content string, afterQuery bool) ([]span, error) {
 	reasoning := ""
-	if strings.Contains(content, toolcall.ThinkClose) {
+	if q.qwen38 {
+		content = m.Content
+		if strings.Contains(content, toolcall.ThinkClose) {
+			parts := strings.Split(content, toolcall.ThinkClose)
+			before := strings.Split(parts[0], toolcall.ThinkOpen)
+			reasoning, content = before[len(before)-1], parts[len(parts)-1]
+		}
+		content = pyStrip(content)
+	} else if strings.Contains(content, toolcall.ThinkClose) {
 		parts := strings.Split(content, toolcall.ThinkClose)
 		before := strings.Split(strings.TrimRight(parts[0], "\n"), toolcall.ThinkOpen)
 		reasoning = strings.TrimLeft(before[len(before)-1], "\n")
 		content = strings.TrimLeft(parts[len(parts)-1], "\n")
 	}
 	reasoning = pyStrip(reasoning)
+	showThink := afterQuery || (q.qwen38 && !q.dropThinking)
 	head := toolcall.TurnStart + "assistant\n"
 	var b strings.Builder
 	switch {
-	case afterQuery && q.noThinking && reasoning == "":
+	case showThink && q.noThinking && reasoning == "":
 		head += emptyThink
-	case afterQuery:
+	case showThink:
 		head += qwen35ThinkOpen
 		b.WriteString(reasoning + "\n" + toolcall.ThinkClose + "\n\n")
 	}
 	b.WriteString(content)
 	for j, call := range m.ToolCalls {
-		params, err := xmlParams(call.Arguments)
+		params, err := xmlParams(call.Arguments, q.qwen38)
 		if err != nil {
 			return nil, fmt.Errorf("tool call %q: %w", call.Name, err)
 		}
@@ -165,8 +230,11 @@ func (q qwen35Layout) assistant(m Message, content string, afterQuery bool) ([]s
 // xmlParams are a call's arguments, a JSON object, as the template writes
 // them: in their order, each value a string as it is, an object or a list
 // through tojson, anything else as Python's str prints what json.loads
-// made of it (True, None, 1.0).
-func xmlParams(raw json.RawMessage) ([]toolcall.XMLParam, error) {
+// made of it (True, None, 1.0). With tojson (Qwen3.8's template) every
+// value but a string goes through tojson (true, null, 1.0), and arguments
+// that are the empty string write no parameter, as the template skips
+// them.
+func xmlParams(raw json.RawMessage, tojson bool) ([]toolcall.XMLParam, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil // no arguments: the template writes no parameter
 	}
@@ -178,6 +246,9 @@ func xmlParams(raw json.RawMessage) ([]toolcall.XMLParam, error) {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("arguments: unexpected data after the JSON value")
+	}
+	if s, ok := v.(string); ok && s == "" && tojson {
+		return nil, nil
 	}
 	obj, ok := v.([]pyMember)
 	if !ok {
@@ -191,10 +262,16 @@ func xmlParams(raw json.RawMessage) ([]toolcall.XMLParam, error) {
 			s = v
 		case nil:
 			s = "None"
+			if tojson {
+				s = "null"
+			}
 		case bool:
 			s = "False"
 			if v {
 				s = "True"
+			}
+			if tojson {
+				s = strings.ToLower(s)
 			}
 		case json.Number:
 			if s, err = pyNumber(string(v)); err != nil {

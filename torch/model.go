@@ -720,6 +720,15 @@ type ForwardOptions struct {
 	// with mixture-of-experts layers (Output.AuxLoss), over the real
 	// tokens, as transformers' load_balancing_loss_func computes it.
 	RouterAuxLoss bool
+	// ReplayRouting, when not nil, is routing replay: each sparse layer
+	// takes, for each token of the batch, the experts it gives (its
+	// [B,T] tokens, padding included, each with distinct experts) instead
+	// of its router's most probable ones, weighted by the router's
+	// probabilities of them (see Routing).
+	ReplayRouting *Routing
+	// RecordRouting returns the experts each sparse layer took for each
+	// token (Output.Routing).
+	RecordRouting bool
 }
 
 // Output is the training forward's result, each [B,T-1]: index t refers to
@@ -727,6 +736,9 @@ type ForwardOptions struct {
 type Output struct {
 	LogProbs, Entropy, Values *Tensor
 	AuxLoss                   *Tensor // a scalar (ForwardOptions.RouterAuxLoss), with a graph under Grad
+	// Routing is the experts the tokens took at the sparse layers, [B,T]
+	// tokens (ForwardOptions.RecordRouting); not a tensor.
+	Routing *Routing
 }
 
 // Free releases the output tensors.
@@ -746,6 +758,9 @@ func (m *Model) Forward(b Batch, opt ForwardOptions) (Output, error) {
 	o, err := newForwardOuts(opt)
 	if err != nil {
 		return Output{}, err
+	}
+	if opt.ReplayRouting != nil || opt.RecordRouting {
+		return m.forwardRouted(b, opt, o)
 	}
 	var msg *C.char
 	rc := C.ar_model_forward(m.h, (*C.int64_t)(unsafe.Pointer(&b.IDs[0])), (*C.int64_t)(unsafe.Pointer(&b.Attn[0])),

@@ -47,6 +47,9 @@ func (m *Model) ForwardPacked(b PackedBatch, opt ForwardOptions) (Output, error)
 	if err := b.check(); err != nil {
 		return Output{}, err
 	}
+	if opt.ReplayRouting != nil || opt.RecordRouting {
+		return Output{}, fmt.Errorf("packed forward: routing replay and record (ForwardOptions.ReplayRouting, RecordRouting) are not implemented for packed batches; use Forward")
+	}
 	o, err := newForwardOuts(opt)
 	if err != nil {
 		return Output{}, err

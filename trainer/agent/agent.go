@@ -107,6 +107,10 @@ func New(ctx context.Context, s Spec) (*Agent, error) {
 	if a.Format, err = tokenizer.NewChatFormat(a.Tokenizer); err != nil {
 		return nil, err
 	}
+	if a.Format, err = a.Format.WithOptions(s.Config.Model.Chat.Options()); err != nil {
+		return nil, fmt.Errorf("model.chat (reasoning_effort %q, preserve_thinking %v): %w",
+			s.Config.Model.Chat.ReasoningEffort, s.Config.Model.Chat.PreserveThinking, err)
+	}
 	a.Env.Calls = a.Format.CallSyntax() // the turns are read as the format writes calls
 	mode, err := rollout.ParseContextMode(s.Config.Env.Context)
 	if err != nil {

@@ -140,3 +140,44 @@ func TestQwen35TinyAgentWritesXMLCalls(t *testing.T) {
 		t.Errorf("8 layers, interval 4: layer types %v, want %v", tc.LayerTypes, want)
 	}
 }
+
+// model.chat's keys reach the chat format: on Qwen3.8's template
+// reasoning_effort low writes its instruction at the head of the system
+// turn, and preserve_thinking false drops the reasoning of a turn before
+// the last question; a template without the switches (the word-level
+// tokenizer's Qwen3) refuses them, naming the keys.
+func TestAgentChatOptions(t *testing.T) {
+	dir := tokenizertest.Qwen38Dir(t, "What is 6 times 7?")
+	cfg := config.Default()
+	cfg.Tools.Enabled = []string{"calculator"}
+	cfg.Model.Chat.ReasoningEffort, cfg.Model.Chat.PreserveThinking = "low", false
+	a, err := New(context.Background(), Spec{Config: cfg, TokenizerDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Format.Family() != tokenizer.Qwen38 || a.Env.Calls != toolcall.QwenXML {
+		t.Fatalf("format %s, env call syntax %v; want qwen3.8 and %v", a.Format.Family(), a.Env.Calls, toolcall.QwenXML)
+	}
+	text, err := a.Format.RenderText([]tokenizer.Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "old</think>b"},
+		{Role: "user", Content: "c"}}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<|im_start|>system\nReasoning effort is set to low. Keep your thinking brief and focused, moving directly to the conclusion " +
+		"without unnecessary elaboration.<|im_end|>\n<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\nb<|im_end|>\n" +
+		"<|im_start|>user\nc<|im_end|>\n<|im_start|>assistant\n<think>\n"
+	if text != want {
+		t.Errorf("rendered\n%q\nwant\n%q", text, want)
+	}
+
+	w, index := world(t)
+	for _, chat := range []config.ChatConfig{{ReasoningEffort: "low", PreserveThinking: true}, {PreserveThinking: false}} {
+		cfg := config.Default()
+		cfg.Model.Chat = chat
+		_, err := New(context.Background(), Spec{Config: cfg, Index: index, World: w})
+		if err == nil || !strings.Contains(err.Error(), "model.chat") || !strings.Contains(err.Error(), "not part of this template") {
+			t.Errorf("model.chat %+v on a Qwen3 agent: %v, want a refusal naming model.chat", chat, err)
+		}
+	}
+}

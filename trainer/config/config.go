@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trainer/algo"
 )
 
@@ -81,6 +82,20 @@ type ModelConfig struct {
 	LogitsChunk   int        `yaml:"logits_chunk" default:"256" doc:"tokens per chunk of the LM head in the training, logprob and reference forwards: the taken tokens' logprobs and entropies are computed a chunk at a time and recomputed in the backward pass, so the [tokens x vocabulary] logits are never held whole (0 = all at once)"`
 	RefPath       string     `yaml:"ref_path" default:"" doc:"model folder of the KL reference (\"\" = copy of the initial policy; with model.lora, the base itself, adapters off)"`
 	LoRA          LoRAConfig `yaml:"lora" doc:"low-rank adapters (PEFT's LoRA) over a frozen base: only the adapters train (docs/lora.md)"`
+	Chat          ChatConfig `yaml:"chat" doc:"switches of the policy's chat template, as the template defines them (docs/chat-templates.md); one the template lacks is refused"`
+}
+
+// ChatConfig holds the switches of a chat template that agentrl renders
+// (tokenizer.ChatOptions). Each belongs to the templates that have it; a
+// value other than the default is refused for a template without it.
+type ChatConfig struct {
+	ReasoningEffort  string `yaml:"reasoning_effort" default:"" doc:"Qwen3.8's reasoning_effort: xhigh, medium or low (\"\" = the template's default, xhigh); while thinking is on, xhigh and low write the template's instruction at the head of the system turn, medium none"`
+	PreserveThinking bool   `yaml:"preserve_thinking" default:"true" doc:"Qwen3.8's preserve_thinking: false drops the think blocks of the assistant turns up to the last user query (true = the template's default, every turn keeps its think block)"`
+}
+
+// Options are the chat format's options these keys ask for.
+func (c ChatConfig) Options() tokenizer.ChatOptions {
+	return tokenizer.ChatOptions{ReasoningEffort: c.ReasoningEffort, DropThinking: !c.PreserveThinking}
 }
 
 // LoRAConfig trains low-rank adapters over the frozen base model, as PEFT's

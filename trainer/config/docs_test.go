@@ -19,6 +19,7 @@ model.path model.tiny.model_type model.tiny.hidden model.tiny.intermediate model
 model.tiny.kv_heads model.tiny.max_positions model.tiny.full_attention_interval model.tiny.linear_key_heads
 model.tiny.linear_value_heads model.tiny.linear_key_dim model.tiny.linear_value_dim model.tiny.conv_kernel model.critic model.critic_path model.checkpointing model.logits_chunk model.ref_path
 model.lora.rank model.lora.alpha model.lora.dropout model.lora.target_modules model.lora.path model.lora.merge
+model.chat.reasoning_effort model.chat.preserve_thinking
 data.source data.train data.eval data.format data.max_train data.max_eval
 data.synthetic.seed data.synthetic.relations data.synthetic.entities data.synthetic.max_hops data.synthetic.test_fraction data.synthetic.questions data.synthetic.ood_questions data.synthetic.val_questions
 data.synthetic.fresh_worlds data.synthetic.eval_worlds

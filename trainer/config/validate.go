@@ -15,6 +15,7 @@ import (
 	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/envs/tasks"
+	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/rollout"
 )
@@ -120,6 +121,9 @@ func (c *Config) validateModel(p *problems) {
 		p.add("model.critic_path", "%q, but model.critic is shared (the value head sits on the policy)", c.Model.CriticPath)
 	}
 	c.validateLoRA(p)
+	if e := c.Model.Chat.ReasoningEffort; e != "" && !slices.Contains(tokenizer.ReasoningEfforts, e) {
+		p.add("model.chat.reasoning_effort", "%q, want one of %s, or \"\" for the template's default", e, strings.Join(tokenizer.ReasoningEfforts, ", "))
+	}
 }
 
 // validateTinyQwen35 checks the Qwen3.5 keys of model.tiny: in range for

@@ -49,6 +49,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		// hidden 80 over 4 heads: a head of 20, whose quarter (5) is odd.
 		{"model.tiny.heads", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.Hidden = "qwen3_5", 80 }, "head size of 20"},
 		{"model.logits_chunk", func(c *Config) { c.Model.LogitsChunk = -1 }, "want at least 0"},
+		{"model.chat.reasoning_effort", func(c *Config) { c.Model.Chat.ReasoningEffort = "high" }, `"high", want one of xhigh, medium, low`},
 		{"data.train", func(c *Config) { c.Data.Source = "files" }, "empty, but data.source is files"},
 		{"data.format", func(c *Config) { c.Data.Format = "csv" }, "hotpotqa"},
 		{"data.synthetic.test_fraction", func(c *Config) { c.Data.Synthetic.TestFraction = 1 }, "want in (0, 1)"},

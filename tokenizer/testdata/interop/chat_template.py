@@ -1,7 +1,12 @@
 """Renders conversations with transformers' apply_chat_template, from a
 tokenizer folder (AutoTokenizer.from_pretrained).
 
-argv: in.json {"dir": folder, "cases": [{"messages", "tools", "gen", "kwargs"}]}, out.json.
+argv: in.json {"dir": folder, "split_reasoning": bool, "cases": [{"messages", "tools", "gen", "kwargs"}]}, out.json.
+With split_reasoning (a template that reads reasoning_content, Qwen3.8's),
+an assistant message whose content holds "</think>" is given to the
+template as a reasoning parser splits it: reasoning_content the text before
+the first "</think>" (after the last "<think>" there), content the text
+after the last.
 For each case the answer holds the text and ids of the whole conversation,
 or the error the template raised; and for each assistant message i whose
 rendering is a prefix of the whole text, the text the model generated in
@@ -18,9 +23,20 @@ tok = AutoTokenizer.from_pretrained(req["dir"])
 def render(messages, tools, gen, kwargs):
     return tok.apply_chat_template(messages, tools=tools, add_generation_prompt=gen, tokenize=False, **kwargs)
 
+def split(m):
+    c = m["content"]
+    if m["role"] != "assistant" or "</think>" not in c:
+        return m
+    m = dict(m)
+    m["reasoning_content"] = c.split("</think>")[0].split("<think>")[-1]
+    m["content"] = c.split("</think>")[-1]
+    return m
+
 out = []
 for case in req["cases"]:
     msgs, tools, kwargs = case["messages"], case["tools"], case.get("kwargs") or {}
+    if req.get("split_reasoning"):
+        msgs = [split(m) for m in msgs]
     try:
         text = render(msgs, tools, case["gen"], kwargs)
         enc = tok.apply_chat_template(msgs, tools=tools, add_generation_prompt=case["gen"], tokenize=True, **kwargs)
