@@ -108,24 +108,21 @@ func (s *sched) Admit() error {
 	return nil
 }
 
-// Arrive takes every environment reply that is ready without waiting; in
-// deterministic mode it first waits for all of them (drainAll).
+// Arrive takes every environment reply that is ready without waiting (this
+// goroutine is the replies' only receiver, so each one len counts is
+// there); in deterministic mode it first waits for all of them (drainAll).
 func (s *sched) Arrive() error {
 	if s.opt.Deterministic {
 		if err := s.drainAll(); err != nil {
 			return err
 		}
 	}
-	for {
-		select {
-		case r := <-s.replies:
-			if err := s.onReply(r); err != nil {
-				return err
-			}
-		default:
-			return nil
+	for len(s.replies) > 0 {
+		if err := s.onReply(<-s.replies); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // Wait, with no slot able to run, waits for an environment reply; it is
