@@ -3,8 +3,10 @@
 // by side: each round starts each binary's server in turn on the same
 // model, warms it up with one request per client, then has the clients
 // send a fixed number of chat completions between them and reports
-// completed requests per second of wall time. Rounds alternate the
-// binaries, so a machine's load drifts over all of them alike.
+// completed requests per second of wall time (and the completion tokens
+// per second they returned). Each round runs the binaries in turn, every
+// other round in reverse order, so a machine's load drifts over all of
+// them alike.
 //
 //	go run ./cmd/servebench -model runs/default/final -rounds 3 /tmp/trainer-old bin/trainer
 //
@@ -48,14 +50,19 @@ func main() {
 	}
 	rps := make([][]float64, len(bins))
 	for r := 0; r < *rounds; r++ {
-		for i, bin := range bins {
-			v, err := measure(bin, *model, *slots, *threads, *clients, *requests, *maxTokens)
+		for k := range bins {
+			i := k
+			if r%2 == 1 {
+				i = len(bins) - 1 - k
+			}
+			bin := bins[i]
+			m, err := measure(bin, *model, *slots, *threads, *clients, *requests, *maxTokens)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "%s: %v\n", bin, err)
 				os.Exit(1)
 			}
-			fmt.Printf("round %d  %-32s %7.1f requests/s\n", r+1, bin, v)
-			rps[i] = append(rps[i], v)
+			fmt.Printf("round %d  %-32s %7.1f requests/s  %8.0f completion tokens/s\n", r+1, bin, m.rps, m.tps)
+			rps[i] = append(rps[i], m.rps)
 		}
 	}
 	fmt.Printf("\n| binary | requests/s, rounds 1-%d | median |\n|---|---|---:|\n", *rounds)
@@ -70,19 +77,22 @@ func main() {
 	}
 }
 
+// rate is a measurement: requests and completion tokens per second.
+type rate struct{ rps, tps float64 }
+
 // measure starts bin's server on model, warms it up and returns the
-// requests per second that clients get answered.
-func measure(bin, model string, slots, threads, clients, requests, maxTokens int) (float64, error) {
+// rate at which clients get answered.
+func measure(bin, model string, slots, threads, clients, requests, maxTokens int) (rate, error) {
 	port, err := freePort()
 	if err != nil {
-		return 0, err
+		return rate{}, err
 	}
 	cmd := exec.Command(bin, "serve", "--model", model, "--port", fmt.Sprint(port), "--slots", fmt.Sprint(slots),
 		"--threads", fmt.Sprint(threads), "--served-model-name", "m")
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return rate{}, err
 	}
 	defer func() {
 		cmd.Process.Signal(syscall.SIGTERM)
@@ -90,10 +100,10 @@ func measure(bin, model string, slots, threads, clients, requests, maxTokens int
 	}()
 	base := fmt.Sprintf("http://127.0.0.1:%d/v1", port)
 	if err := ready(base); err != nil {
-		return 0, fmt.Errorf("%w\n%s", err, logs.String())
+		return rate{}, fmt.Errorf("%w\n%s", err, logs.String())
 	}
 	if _, err := load(base, clients, clients, maxTokens); err != nil {
-		return 0, err
+		return rate{}, err
 	}
 	return load(base, clients, requests, maxTokens)
 }
@@ -123,10 +133,10 @@ func ready(base string) error {
 	return fmt.Errorf("the server at %s did not answer within a minute", base)
 }
 
-// load sends n requests from clients goroutines and returns the completed
-// requests per second.
-func load(base string, clients, n, maxTokens int) (float64, error) {
-	var next atomic.Int64
+// load sends n requests from clients goroutines and returns the rate they
+// were answered at.
+func load(base string, clients, n, maxTokens int) (rate, error) {
+	var next, tokens atomic.Int64
 	var wg sync.WaitGroup
 	var first error
 	var once sync.Once
@@ -138,41 +148,53 @@ func load(base string, clients, n, maxTokens int) (float64, error) {
 		go func() {
 			defer wg.Done()
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				if err := ask(ctx, base, i, maxTokens); err != nil {
+				k, err := ask(ctx, base, i, maxTokens)
+				if err != nil {
 					once.Do(func() { first = err; cancel() })
 					return
 				}
+				tokens.Add(int64(k))
 			}
 		}()
 	}
 	wg.Wait()
 	if first != nil {
-		return 0, first
+		return rate{}, first
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	s := time.Since(start).Seconds()
+	return rate{rps: float64(n) / s, tps: float64(tokens.Load()) / s}, nil
 }
 
 // client keeps a connection per concurrent client open between requests.
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 
-// ask sends request i: its own question and seed.
-func ask(ctx context.Context, base string, i, maxTokens int) error {
+// ask sends request i, its own question and seed, and returns the
+// completion tokens of the answer.
+func ask(ctx context.Context, base string, i, maxTokens int) (int, error) {
 	q := fmt.Sprintf("Question %d: which city was the author of book %d born in?%s", i, i, strings.Repeat(" Answer briefly.", i%6))
 	body, _ := json.Marshal(map[string]any{"model": "m", "messages": []map[string]any{{"role": "user", "content": q}},
 		"max_tokens": maxTokens, "temperature": 1, "seed": i})
 	req, err := http.NewRequestWithContext(ctx, "POST", base+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("request %d: status %d: %s", i, resp.StatusCode, out)
+		return 0, fmt.Errorf("request %d: status %d: %s", i, resp.StatusCode, out)
 	}
-	return nil
+	var c struct {
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(out, &c); err != nil {
+		return 0, fmt.Errorf("request %d: %w", i, err)
+	}
+	return c.Usage.CompletionTokens, nil
 }
