@@ -9,10 +9,10 @@ import (
 
 // Loop is the continuous-batching loop that training rollouts and serving
 // both run on a decoder's slots (its Batcher). Each pass admits waiting
-// sequences into free slots, takes what came back for parked ones,
-// prefills what they append in one batched call, and decodes one token for
-// every active slot; when no slot is active it waits. What a sequence is,
-// and what its tokens do, is its Policy's.
+// sequences into free slots and prefills their prompts in one batched
+// call, takes what came back for parked ones and prefills that in another,
+// and decodes one token for every active slot; when no slot is active it
+// waits. What a sequence is, and what its tokens do, is its Policy's.
 type Loop[T any] struct {
 	*Batcher[T]
 	p        Policy[T]
@@ -36,6 +36,9 @@ func (l *Loop[T]) Run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return l.p.Stop(err)
 		}
+		// The admitted prompts and the replies are prefilled in two calls,
+		// in this order: which slots a prefill holds never depends on when
+		// a reply arrived (rollouts' deterministic mode).
 		if err := l.p.Admit(); err != nil {
 			return err
 		}
