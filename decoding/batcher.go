@@ -2,24 +2,20 @@ package decoding
 
 import "sync/atomic"
 
-// Batcher is the continuous-batching core that training rollouts and
-// serving share: it keeps the table of a decoder's slots and runs the
-// decode steps. A slot is free, or claimed by a sequence of type T; a
-// claimed slot is active (its sequence decodes in the next step) or
-// parked (its sequence waits: for a tool call, or for a session's next
-// request) and keeps its cache either way. A scheduler decides what
-// enters and leaves the batch; Batcher is used from the one goroutine that
-// owns the decoder, except Busy and Stats, which are safe from any.
+// Batcher is the table of a decoder's slots that a Loop schedules on. A
+// slot is free, or claimed by a sequence of type T; a claimed slot is
+// active (its sequence decodes in the next step) or parked (its sequence
+// waits: for a tool call, or for a session's next request) and keeps its
+// cache either way. It is used from the one goroutine that owns the
+// decoder, except Busy, which is safe from any.
 type Batcher[T any] struct {
 	dec    Decoder
 	free   []bool
 	active []*T // the sequence decoding in each slot; nil when free or parked
 
-	busy, steps, generated atomic.Int64
+	busy atomic.Int64
 
 	slotsBuf []int
-	tokBuf   []int64
-	lpBuf    []float32
 }
 
 // NewBatcher keeps the slots of dec, all free.
@@ -103,24 +99,3 @@ func (b *Batcher[T]) Active() []int {
 
 // Busy is the number of active slots. Safe from any goroutine.
 func (b *Batcher[T]) Busy() int { return int(b.busy.Load()) }
-
-// Step runs one decode call for slots with sampling s and returns each
-// slot's token and its log-probability, in slots' order. The slices are
-// reused by the next call.
-func (b *Batcher[T]) Step(slots []int, s Sampling) ([]int64, []float32, error) {
-	n := len(slots)
-	if cap(b.tokBuf) < n {
-		b.tokBuf, b.lpBuf = make([]int64, n), make([]float32, n)
-	}
-	toks, lps := b.tokBuf[:n], b.lpBuf[:n]
-	if err := b.dec.Step(slots, s, toks, lps); err != nil {
-		return nil, nil, err
-	}
-	b.steps.Add(1)
-	b.generated.Add(int64(n))
-	return toks, lps, nil
-}
-
-// Stats are the decode calls that succeeded and the tokens they sampled:
-// generated/steps is the mean batch. Safe from any goroutine.
-func (b *Batcher[T]) Stats() (steps, generated int64) { return b.steps.Load(), b.generated.Load() }

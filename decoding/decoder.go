@@ -1,11 +1,11 @@
 // Package decoding is the contract between a policy that decodes and the
 // code that drives it, shared by training rollouts (trainer/rollout) and
 // serving (gateway): the Decoder a KV-cache engine implements, the
-// Sampling of a decode step, the Batcher that decodes many sequences
-// together in the decoder's slots (continuous batching), and the reading
-// of tool calls out of an assistant's text. It imports neither the trainer
-// nor the gateway, and builds without libtorch (decoding/torchdecoder
-// adapts torch's engine to Decoder).
+// Sampling of a decode step, and the Loop that decodes many sequences
+// together in the decoder's slots (continuous batching: admission, batched
+// prefill, decode steps, ending), each user supplying its Policy. It
+// imports no project package, and builds without libtorch
+// (decoding/torchdecoder adapts torch's engine to Decoder).
 package decoding
 
 // Decoder is a KV-cache engine with slots, each a sequence of its own

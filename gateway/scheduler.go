@@ -1,9 +1,9 @@
 // Package gateway serves a policy over the OpenAI Chat Completions API and
 // records, token for token, what agent programs that call it were shown and
 // generated. Scheduler is the serving side of continuous batching:
-// requests arrive at any time and decode together in a decoder's slots (a
-// decoding.Batcher); Handler is the HTTP side; Ledger turns an episode's
-// requests into trajectories.
+// requests arrive at any time and decode together in a decoder's slots
+// (decoding.Loop, run with the serving policy); Handler is the HTTP side;
+// Ledger turns an episode's requests into trajectories.
 package gateway
 
 import (
@@ -13,7 +13,6 @@ import (
 	"math"
 	"sort"
 	"sync"
-	"sync/atomic"
 
 	"github.com/agentrl/agentrl/decoding"
 )
@@ -136,9 +135,11 @@ func (r *Pending) notify() {
 	}
 }
 
-// Scheduler decodes jobs together in a decoder's slots: it admits them
-// into a Batcher, ends their choices and holds sessions' slots. Run drives
-// it on the goroutine that owns the decoder; Submit may be called from any
+// Scheduler decodes jobs together in a decoder's slots: it runs a
+// decoding.Loop whose policy (serving) admits jobs, prefills the prompts
+// admitted together in one call, ends their choices and holds sessions'
+// slots. Run drives it on
+// the goroutine that owns the decoder; Submit may be called from any
 // goroutine.
 type Scheduler struct {
 	// Version, when set before Run, is called after each decode step and
@@ -148,7 +149,7 @@ type Scheduler struct {
 	Version func() int
 
 	dec   decoding.LogitsDecoder
-	b     *decoding.Batcher[Pending] // a slot is active while its choice decodes, parked while a session holds it
+	l     *decoding.Loop[Pending] // a slot is active while its choice decodes, parked while a session holds it
 	stops map[int32]bool
 
 	mu     sync.Mutex
@@ -157,10 +158,9 @@ type Scheduler struct {
 	closed error
 
 	// owned by Run's goroutine
-	choice  []int // the choice each busy slot decodes
+	choice  []int   // the choice each busy slot decodes
+	tops    [][]Alt // per slot: the top logprobs of the step being decoded
 	waiting []*Pending
-
-	prefilled atomic.Int64
 
 	sessions map[string]*held // sessions holding an idle slot (Run's goroutine)
 	heldBy   []*held          // per slot: the session holding it idle, or nil
@@ -170,12 +170,16 @@ type Scheduler struct {
 
 // Stats are the decode calls the scheduler made and the tokens they
 // sampled since it started: Generated/Steps is the mean batch.
-func (e *Scheduler) Stats() (steps, generated int64) { return e.b.Stats() }
+func (e *Scheduler) Stats() (steps, generated int64) {
+	st := e.l.Stats()
+	return st.Steps, st.Generated
+}
 
 // NewScheduler serves dec; stops are the token ids that end a completion.
 func NewScheduler(dec decoding.LogitsDecoder, stops []int32) *Scheduler {
-	e := &Scheduler{dec: dec, b: decoding.NewBatcher[Pending](dec), stops: map[int32]bool{}, wake: make(chan struct{}, 1),
-		choice: make([]int, dec.Slots()), sessions: map[string]*held{}, heldBy: make([]*held, dec.Slots())}
+	e := &Scheduler{dec: dec, stops: map[int32]bool{}, wake: make(chan struct{}, 1),
+		choice: make([]int, dec.Slots()), tops: make([][]Alt, dec.Slots()), sessions: map[string]*held{}, heldBy: make([]*held, dec.Slots())}
+	e.l = decoding.NewLoop[Pending](dec, serving{e})
 	for _, s := range stops {
 		e.stops[s] = true
 	}
@@ -183,10 +187,10 @@ func NewScheduler(dec decoding.LogitsDecoder, stops []int32) *Scheduler {
 }
 
 // Prefilled is the number of prompt tokens the scheduler prefilled.
-func (e *Scheduler) Prefilled() int64 { return e.prefilled.Load() }
+func (e *Scheduler) Prefilled() int64 { return e.l.Stats().Prefilled }
 
 // Busy is the number of slots decoding now.
-func (e *Scheduler) Busy() int { return e.b.Busy() }
+func (e *Scheduler) Busy() int { return e.l.Busy() }
 
 // Slots is how many sequences decode together at most.
 func (e *Scheduler) Slots() int { return e.dec.Slots() }
@@ -226,35 +230,7 @@ func (e *Scheduler) Submit(ctx context.Context, j Job) (*Pending, error) {
 // Run decodes until ctx ends; then every job still queued or decoding ends
 // Cancelled and later Submits fail. It must run on the goroutine that owns
 // the decoder. A decoder error fails the jobs it touched and Run goes on.
-func (e *Scheduler) Run(ctx context.Context) error {
-	for {
-		e.mu.Lock()
-		e.waiting = append(e.waiting, e.queue...)
-		e.queue = nil
-		closing := e.closing
-		e.closing = nil
-		e.mu.Unlock()
-		for _, id := range closing {
-			e.drop(id)
-		}
-		if ctx.Err() != nil {
-			e.shutdown(ctx.Err())
-			return nil
-		}
-		e.dropCancelled()
-		e.admit()
-		active := e.b.Active()
-		if len(active) == 0 {
-			select {
-			case <-e.wake:
-			case <-ctx.Done():
-			case <-e.anyCancelled():
-			}
-			continue
-		}
-		e.step(active)
-	}
-}
+func (e *Scheduler) Run(ctx context.Context) error { return e.l.Run(ctx) }
 
 // anyCancelled is a channel that is ready when a waiting job's context
 // ends (the first one's: they are checked again on each pass).
@@ -271,7 +247,7 @@ func (e *Scheduler) shutdown(err error) {
 	e.waiting = append(e.waiting, e.queue...)
 	e.queue = nil
 	e.mu.Unlock()
-	for _, sl := range e.b.Active() {
+	for _, sl := range e.l.Active() {
 		e.end(sl, Cancelled)
 	}
 	for id := range e.sessions {
@@ -285,8 +261,8 @@ func (e *Scheduler) shutdown(err error) {
 
 // dropCancelled ends the choices of jobs whose context ended.
 func (e *Scheduler) dropCancelled() {
-	for _, sl := range e.b.Active() {
-		if e.b.At(sl).ctx.Err() != nil {
+	for _, sl := range e.l.Active() {
+		if e.l.At(sl).ctx.Err() != nil {
 			e.end(sl, Cancelled)
 		}
 	}
@@ -302,7 +278,8 @@ func (e *Scheduler) dropCancelled() {
 }
 
 // admit starts waiting jobs, first come first served, while their choices
-// fit in the free slots: the prompt is prefilled once and copied.
+// fit in the free slots: the prompt is prefilled once, with the other
+// admitted jobs' prompts, and copied.
 func (e *Scheduler) admit() {
 	for len(e.waiting) > 0 {
 		r := e.waiting[0]
@@ -315,31 +292,39 @@ func (e *Scheduler) admit() {
 		}
 		e.waiting = e.waiting[1:]
 		if err := e.start(r, slots, cached); err != nil {
-			r.mu.Lock()
-			r.err = err
-			r.mu.Unlock()
-			for _, sl := range slots {
-				if e.b.At(sl) == r {
-					e.end(sl, Failed)
-				}
-			}
-			r.mu.Lock()
-			for i := range r.finish {
-				if r.finish[i] == Running {
-					r.finish[i], r.pending = Failed, r.pending-1
-				}
-			}
-			r.mu.Unlock()
-			r.notify()
+			e.failJob(r, err)
 		}
 	}
+}
+
+// failJob ends every choice of r that still runs as Failed, with err,
+// and frees its slots.
+func (e *Scheduler) failJob(r *Pending, err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.mu.Unlock()
+	for _, sl := range r.slots {
+		if e.l.At(sl) == r {
+			e.end(sl, Failed)
+		}
+	}
+	r.mu.Lock()
+	for i := range r.finish {
+		if r.finish[i] == Running {
+			r.finish[i], r.pending = Failed, r.pending-1
+		}
+	}
+	r.mu.Unlock()
+	r.notify()
 }
 
 // freeSlots returns n slots to start a job in, taking idle sessions' slots
 // (the longest idle first) when too few are free; nil when there are not
 // enough.
 func (e *Scheduler) freeSlots(n int) []int {
-	slots := e.b.Free(n)
+	slots := e.l.Free(n)
 	for len(slots) < n {
 		var oldest *held
 		for _, h := range e.sessions {
@@ -356,119 +341,27 @@ func (e *Scheduler) freeSlots(n int) []int {
 	return slots
 }
 
-// start places r in slots and prefills its prompt, after the first
-// cached tokens that slots[0] already holds.
+// start places r in slots, seeds them and queues its prompt's prefill,
+// after the first cached tokens that slots[0] already holds; once it is
+// cached it is copied into the other slots.
 func (e *Scheduler) start(r *Pending, slots []int, cached int) error {
-	ids := make([]int64, len(r.job.Prompt)-cached)
-	for i, v := range r.job.Prompt[cached:] {
-		ids[i] = int64(v)
-	}
-	e.prefilled.Add(int64(len(ids)))
 	r.slots = slots
 	for i, sl := range slots {
-		e.b.Activate(sl, r)
+		e.l.Activate(sl, r)
 		e.choice[sl] = i
-	}
-	if err := e.dec.Prefill(slots[0], ids); err != nil {
-		return fmt.Errorf("prefill: %w", err)
-	}
-	if err := e.b.Share(slots[0], slots[1:]); err != nil {
-		return fmt.Errorf("copy prompt: %w", err)
 	}
 	for i, sl := range slots {
 		if err := e.dec.Seed(sl, r.job.Seeds[i]); err != nil {
 			return err
 		}
 	}
+	e.l.Prefill(slots[0], r.job.Prompt[cached:], fmt.Sprintf("a prompt of %d tokens", len(r.job.Prompt)), func() error {
+		if err := e.l.Share(slots[0], slots[1:]); err != nil {
+			return fmt.Errorf("copy prompt: %w", err)
+		}
+		return nil
+	})
 	return nil
-}
-
-// step runs one decode call per distinct sampling setting among the active
-// slots (one call when all agree, as in a benchmark or a training run).
-func (e *Scheduler) step(active []int) {
-	groups := map[decoding.Sampling][]int{}
-	var keys []decoding.Sampling
-	for _, sl := range active {
-		s := e.b.At(sl).job.Sampling
-		if _, ok := groups[s]; !ok {
-			keys = append(keys, s)
-		}
-		groups[s] = append(groups[s], sl)
-	}
-	touched := map[*Pending]bool{}
-	for _, s := range keys {
-		slots := groups[s]
-		tops := make([][]Alt, len(slots))
-		failed := false
-		for i, sl := range slots {
-			if k := e.b.At(sl).job.TopLogprobs; k > 0 {
-				logits, err := e.dec.PendingLogits(sl)
-				if err != nil {
-					e.fail(slots, err)
-					failed = true
-					break
-				}
-				tops[i] = topK(logits, s.Temperature, k)
-			}
-		}
-		if failed {
-			continue
-		}
-		toks, lps, err := e.b.Step(slots, s)
-		if err != nil {
-			e.fail(slots, err)
-			continue
-		}
-		v := 0
-		if e.Version != nil {
-			v = e.Version()
-		}
-		for i, sl := range slots {
-			r, c := e.b.At(sl), e.choice[sl]
-			tok := Token{ID: int32(toks[i]), Logprob: lps[i], Top: tops[i], Version: v}
-			r.mu.Lock()
-			gen := len(r.tokens[c]) + 1
-			var completion []int32
-			if r.job.Stop != nil {
-				completion = make([]int32, 0, gen)
-				for _, t := range r.tokens[c] {
-					completion = append(completion, t.ID)
-				}
-				completion = append(completion, tok.ID)
-			}
-			r.mu.Unlock()
-			f := Running
-			switch {
-			case e.stops[tok.ID]:
-				f = EndToken
-			case r.job.Stop != nil && r.job.Stop(c, completion):
-				f = StopMatch
-			case gen >= r.job.MaxTokens || len(r.job.Prompt)+gen >= e.dec.MaxLen():
-				f = Length
-			}
-			// The token and the choice's end are published together, so a
-			// reader never sees a stop token on a running choice.
-			e.publish(sl, &tok, f)
-			touched[r] = true
-		}
-	}
-	for r := range touched {
-		r.notify()
-	}
-}
-
-// fail ends the jobs of slots with the decoder's error.
-func (e *Scheduler) fail(slots []int, err error) {
-	for _, sl := range slots {
-		if r := e.b.At(sl); r != nil {
-			r.mu.Lock()
-			if r.err == nil {
-				r.err = fmt.Errorf("decode: %w", err)
-			}
-			r.mu.Unlock()
-			e.end(sl, Failed)
-		}
-	}
 }
 
 // end finishes the choice in slot sl and frees the slot.
@@ -477,11 +370,11 @@ func (e *Scheduler) end(sl int, f Finish) { e.publish(sl, nil, f) }
 // publish appends tok (when not nil) to the choice in slot sl and, unless
 // f is Running, finishes the choice and frees the slot, under one lock.
 func (e *Scheduler) publish(sl int, tok *Token, f Finish) {
-	r, c := e.b.At(sl), e.choice[sl]
+	r, c := e.l.At(sl), e.choice[sl]
 	if f != Running {
-		e.b.Park(sl)
+		e.l.Park(sl)
 		if f != EndToken && f != StopMatch && f != Length || !e.hold(r, sl, tok) {
-			e.b.Release(sl)
+			e.l.Release(sl)
 		}
 	}
 	r.mu.Lock()

@@ -170,3 +170,65 @@ func TestDisconnectFreesSlot(t *testing.T) {
 		t.Fatalf("second request: %+v", c.Usage)
 	}
 }
+
+// prefillCounter is a decoder that records the slots of each batched
+// prefill and counts the prefills of one slot.
+type prefillCounter struct {
+	torchdecoder.Decoder
+	batches [][]int
+	single  int
+}
+
+func (d *prefillCounter) Prefill(slot int, ids []int64) error {
+	d.single++
+	return d.Decoder.Prefill(slot, ids)
+}
+
+func (d *prefillCounter) PrefillBatch(slots []int, ids [][]int64) error {
+	d.batches = append(d.batches, slices.Clone(slots))
+	return d.Decoder.PrefillBatch(slots, ids)
+}
+
+// Jobs admitted together are prefilled in one batched call: three jobs,
+// the second of two choices, queued before the scheduler starts take one
+// PrefillBatch of their first slots (0, 1 and 3: slot 2 gets the second
+// job's prompt copied) and no prefill of a single slot; each prompt is
+// counted once.
+func TestJobsPrefillTogether(t *testing.T) {
+	m := gatewaytest.Build(t)
+	policy := m.Untrained(t, 11)
+	prompt, _, err := m.Format.Render([]tokenizer.Message{{Role: "user", Content: "Say hello in one word."}}, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	te, err := torch.NewEngine(policy, 4, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer te.Free()
+	dec := &prefillCounter{Decoder: torchdecoder.Decoder{Engine: te}}
+	sched := gateway.NewScheduler(dec, nil)
+	var rs []*gateway.Pending
+	for i, n := range []int{1, 2, 1} {
+		seeds := []uint64{uint64(i), uint64(i + 10)}[:n]
+		r, err := sched.Submit(context.Background(), gateway.Job{Prompt: prompt, N: n, Sampling: decoding.Sampling{Temperature: 1},
+			MaxTokens: 3, Seeds: seeds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	stop := runScheduler(sched)
+	for _, r := range rs {
+		if err := r.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	if len(dec.batches) != 1 || !slices.Equal(dec.batches[0], []int{0, 1, 3}) || dec.single != 0 {
+		t.Fatalf("prefill calls of slots %v and %d of a single slot, want one of [0 1 3] and none", dec.batches, dec.single)
+	}
+	if got := sched.Prefilled(); got != int64(3*len(prompt)) {
+		t.Fatalf("prefilled %d tokens, want %d (3 prompts of %d)", got, 3*len(prompt), len(prompt))
+	}
+}

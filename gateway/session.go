@@ -60,7 +60,7 @@ func (e *Scheduler) drop(id string) {
 	}
 	delete(e.sessions, id)
 	e.heldBy[h.slot] = nil
-	e.b.Release(h.slot)
+	e.l.Release(h.slot)
 }
 
 // EndSession gives up the slot the session holds (its episode ended).

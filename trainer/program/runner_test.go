@@ -224,10 +224,19 @@ type swappingDecoder struct {
 }
 
 func (d *swappingDecoder) Prefill(slot int, ids []int64) error {
+	d.swap()
+	return d.Decoder.Prefill(slot, ids)
+}
+
+func (d *swappingDecoder) PrefillBatch(slots []int, ids [][]int64) error {
+	d.swap()
+	return d.Decoder.PrefillBatch(slots, ids)
+}
+
+func (d *swappingDecoder) swap() {
 	if d.stepped {
 		d.version = 9
 	}
-	return d.Decoder.Prefill(slot, ids)
 }
 
 func (d *swappingDecoder) Step(slots []int, s decoding.Sampling, tokens []int64, logprobs []float32) error {

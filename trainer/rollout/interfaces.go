@@ -1,8 +1,9 @@
 // Package rollout produces multi-turn agent trajectories with continuous
-// batching (decoding.Batcher): a fixed number of KV-cache slots decode
-// together, one decode call per step for all active slots; a slot whose
-// turn ends leaves the batch while its environment step (the tool call) runs on its own
-// goroutine, and re-enters once the observation is prefilled; a finished
+// batching (decoding.Loop, run with this package's policy): a fixed number
+// of KV-cache slots decode together, one decode call per step for all
+// active slots; a slot whose turn ends leaves the batch while its
+// environment step (the tool call) runs on its own goroutine, and
+// re-enters once the observation is prefilled; a finished
 // trajectory frees its slot for the next waiting prompt. Tokens are kept as
 // sampled (token-in, token-out): model output is never decoded and
 // re-encoded.

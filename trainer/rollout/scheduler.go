@@ -54,16 +54,17 @@ func Run(ctx context.Context, dec decoding.Decoder, chat Chat, factory Factory, 
 		return nil, Stats{}, err
 	}
 	start := time.Now()
-	s := &sched{b: decoding.NewBatcher[episode](dec), chat: chat, factory: factory, opt: opt, ctx: ctx,
-		replies: make(chan envReply, dec.Slots())}
+	s := &sched{chat: chat, factory: factory, opt: opt, ctx: ctx, replies: make(chan envReply, dec.Slots())}
+	s.l = decoding.NewLoop[episode](dec, s)
 	if cc, ok := chat.(ContextChat); ok && cc.Context().Renders() {
 		s.render = cc
 	}
 	s.queue = append(s.queue, reqs...)
-	err := s.loop()
+	err := s.l.Run(ctx)
+	ls := s.l.Stats()
 	s.stats.Wall = time.Since(start)
-	steps, generated := s.b.Stats()
-	s.stats.Steps, s.stats.Generated = int(steps), int(generated)
+	s.stats.Decode, s.stats.Prefill, s.stats.Idle = ls.Decode, ls.Prefill, ls.Idle
+	s.stats.Steps, s.stats.Generated, s.stats.Prefilled = int(ls.Steps), int(ls.Generated), int(ls.Prefilled)
 	if s.stats.Steps > 0 {
 		s.stats.MeanBatch = float64(s.stats.Generated) / float64(s.stats.Steps)
 	}
@@ -71,84 +72,28 @@ func Run(ctx context.Context, dec decoding.Decoder, chat Chat, factory Factory, 
 	return s.out, s.stats, err
 }
 
-// sched schedules episodes on a Batcher: an episode's slot is active while
-// it decodes, parked while its environment steps.
+// sched is the rollouts' policy of the continuous-batching loop: an
+// episode's slot is active while it decodes, parked while its environment
+// steps.
 type sched struct {
-	b       *decoding.Batcher[episode]
+	l       *decoding.Loop[episode]
 	chat    Chat
 	render  ContextChat // the chat when its context renders, else nil
 	factory Factory
 	opt     Options
 	ctx     context.Context
 
-	queue    []Request
-	inTool   int
-	replies  chan envReply
-	out      []*trajectory.Trajectory
-	stats    Stats
-	prefills []prefill // the round's prefills, not yet run (flushPrefills)
+	queue   []Request
+	inTool  int
+	replies chan envReply
+	out     []*trajectory.Trajectory
+	stats   Stats
 }
 
-func (s *sched) loop() error {
-	for {
-		if err := s.ctx.Err(); err != nil {
-			return s.cancel(err)
-		}
-		if err := s.admit(); err != nil {
-			return err
-		}
-		if s.opt.Deterministic {
-			if err := s.drainAll(); err != nil {
-				return err
-			}
-		}
-		// Take every observation that is ready without waiting.
-		for drained := false; !drained; {
-			select {
-			case r := <-s.replies:
-				if err := s.onReply(r); err != nil {
-					return err
-				}
-			default:
-				drained = true
-			}
-		}
-		if err := s.flushPrefills(); err != nil {
-			return err
-		}
-		active := s.b.Active()
-		if len(active) == 0 {
-			if s.inTool == 0 && len(s.queue) == 0 {
-				return nil
-			}
-			if s.inTool == 0 {
-				continue // slots were freed: admit more
-			}
-			t0 := time.Now()
-			select {
-			case r := <-s.replies:
-				s.stats.Idle += time.Since(t0)
-				if err := s.onReply(r); err != nil {
-					return err
-				}
-				if err := s.flushPrefills(); err != nil {
-					return err
-				}
-			case <-s.ctx.Done():
-				return s.cancel(s.ctx.Err())
-			}
-			continue
-		}
-		if err := s.step(active); err != nil {
-			return err
-		}
-	}
-}
-
-// admit starts waiting groups while enough slots are free: each prompt is
+// Admit starts waiting groups while enough slots are free: each prompt is
 // prefilled once and copied into the group's other slots, the prompts of
 // all the groups admitted together in one batched prefill.
-func (s *sched) admit() error {
+func (s *sched) Admit() error {
 	for len(s.queue) > 0 {
 		req := s.queue[0]
 		slots := s.freeSlots(req.Samples)
@@ -160,12 +105,56 @@ func (s *sched) admit() error {
 			return err
 		}
 	}
-	return s.flushPrefills()
+	return nil
 }
+
+// Arrive takes every environment reply that is ready without waiting (this
+// goroutine is the replies' only receiver, so each one len counts is
+// there); in deterministic mode it first waits for all of them (drainAll).
+func (s *sched) Arrive() error {
+	if s.opt.Deterministic {
+		if err := s.drainAll(); err != nil {
+			return err
+		}
+	}
+	for len(s.replies) > 0 {
+		if err := s.onReply(<-s.replies); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Wait, with no slot able to run, waits for an environment reply; it is
+// done when no step is in flight and no group waits, and returns at once
+// when a group waits for the slots that were freed.
+func (s *sched) Wait(ctx context.Context) (bool, error) {
+	if s.inTool == 0 {
+		return len(s.queue) == 0, nil
+	}
+	select {
+	case r := <-s.replies:
+		return false, s.onReply(r)
+	case <-ctx.Done():
+		return false, s.cancel(ctx.Err())
+	}
+}
+
+// Sampling is the run's, for every episode.
+func (s *sched) Sampling(*episode) decoding.Sampling { return s.opt.Sampling }
+
+// BeforeStep has nothing to do before a rollout's decode call.
+func (s *sched) BeforeStep([]int) error { return nil }
+
+// Failed ends the rollout: a failing decoder fails the whole batch.
+func (s *sched) Failed(_ []int, err error) error { return err }
+
+// Stop returns the unfinished trajectories as cancelled (cancel).
+func (s *sched) Stop(err error) error { return s.cancel(err) }
 
 // freeSlots returns n free slots, or nil when fewer are free.
 func (s *sched) freeSlots(n int) []int {
-	if out := s.b.Free(n); len(out) == n {
+	if out := s.l.Free(n); len(out) == n {
 		return out
 	}
 	return nil
@@ -218,8 +207,8 @@ func (s *sched) startGroup(req Request, slots []int) error {
 		s.failGroup(req, fmt.Errorf("task %s: prompt of %d tokens leaves no room under max_tokens %d", req.Task.ID, len(prompt), s.opt.MaxTotalTokens))
 		return nil
 	}
-	s.queuePrefill(slots[0], prompt, "prompt of task "+req.Task.ID, func() error {
-		if err := s.b.Share(slots[0], slots[1:]); err != nil {
+	s.l.Prefill(slots[0], prompt, "prompt of task "+req.Task.ID, func() error {
+		if err := s.l.Share(slots[0], slots[1:]); err != nil {
 			return fmt.Errorf("copy prompt of task %s: %w", req.Task.ID, err)
 		}
 		return nil
@@ -234,31 +223,25 @@ func (s *sched) startGroup(req Request, slots []int) error {
 		for j := range tr.TurnOf {
 			tr.TurnOf[j] = -1
 		}
-		if err := s.b.Decoder().Seed(sl, trajSeed(s.opt.Seed, s.opt.Iteration, req.Group, i, s.opt.Split)); err != nil {
+		if err := s.l.Decoder().Seed(sl, trajSeed(s.opt.Seed, s.opt.Iteration, req.Group, i, s.opt.Split)); err != nil {
 			return err
 		}
 		ep := &episode{tr: tr, segs: []*trajectory.Trajectory{tr}, env: setups[i].Env, setup: setups[i], slot: sl,
 			turnStart: len(prompt), started: time.Now()}
-		s.b.Activate(sl, ep)
+		s.l.Activate(sl, ep)
 	}
 	return nil
 }
 
-// step runs one decode call for all active slots and hands every slot whose
-// turn ended to its environment.
-func (s *sched) step(active []int) error {
-	t0 := time.Now()
-	toks, lps, err := s.b.Step(active, s.opt.Sampling)
-	if err != nil {
-		return fmt.Errorf("decode step: %w", err)
-	}
-	s.stats.Decode += time.Since(t0)
+// Sampled appends each slot's token to its episode and hands every slot
+// whose turn ended to its environment.
+func (s *sched) Sampled(slots []int, toks []int64, lps []float32) error {
 	v := s.opt.PolicyVersion
 	if s.opt.Version != nil {
 		v = s.opt.Version()
 	}
-	for i, sl := range active {
-		ep := s.b.At(sl)
+	for i, sl := range slots {
+		ep := s.l.At(sl)
 		tr := ep.tr
 		if len(tr.Tokens) == ep.turnStart { // the turn's first token
 			ep.turnVersion = v
@@ -276,7 +259,7 @@ func (s *sched) step(active []int) error {
 		truncated := !ends && gen >= s.opt.MaxTurnTokens
 		budget := len(tr.Tokens) >= s.opt.MaxTotalTokens
 		if ends || truncated || budget {
-			s.b.Park(sl)
+			s.l.Park(sl)
 			s.inTool++
 			text := s.chat.Decode(tr.Tokens[ep.turnStart:])
 			if s.render != nil {
@@ -402,13 +385,13 @@ func (s *sched) onReply(r envReply) error {
 		}
 		ep.turn++
 		ep.turnStart = len(tr.Tokens)
-		s.b.Activate(ep.slot, ep)
+		s.l.Activate(ep.slot, ep)
 		return nil
 	}
 	if len(r.obs) == 0 {
 		return resume()
 	}
-	s.queuePrefill(ep.slot, r.obs, "observation of "+tr.ID, resume)
+	s.l.Prefill(ep.slot, r.obs, "observation of "+tr.ID, resume)
 	return nil
 }
 
@@ -444,7 +427,7 @@ func (s *sched) end(ep *episode) error {
 		}
 	}
 	tr.DurationMS = float64(time.Since(ep.started)) / float64(time.Millisecond)
-	if err := s.b.Release(ep.slot); err != nil {
+	if err := s.l.Release(ep.slot); err != nil {
 		return err
 	}
 	s.finishSegments(ep)
@@ -480,8 +463,8 @@ func (s *sched) cancel(err error) error {
 		r.ep.tr.Turns = append(r.ep.tr.Turns, turnRecord(r))
 		s.markCancelled(r.ep)
 	}
-	for _, sl := range s.b.Active() {
-		s.markCancelled(s.b.At(sl))
+	for _, sl := range s.l.Active() {
+		s.markCancelled(s.l.At(sl))
 	}
 	for _, req := range s.queue {
 		for i := 0; i < req.Samples; i++ {
@@ -496,6 +479,6 @@ func (s *sched) cancel(err error) error {
 
 func (s *sched) markCancelled(ep *episode) {
 	ep.tr.Stop = trajectory.StopCancelled
-	s.b.Release(ep.slot)
+	s.l.Release(ep.slot)
 	s.finishSegments(ep)
 }

@@ -32,13 +32,13 @@ func (s *sched) split(ep *episode, context []int32) error {
 	for i := range seg.TurnOf {
 		seg.TurnOf[i] = -1
 	}
-	if err := s.b.Clear(ep.slot); err != nil {
+	if err := s.l.Clear(ep.slot); err != nil {
 		return err
 	}
-	s.queuePrefill(ep.slot, context, "the context of "+seg.ID, func() error {
+	s.l.Prefill(ep.slot, context, "the context of "+seg.ID, func() error {
 		ep.segs = append(ep.segs, seg)
 		ep.tr, ep.turn, ep.turnStart = seg, 0, len(context)
-		s.b.Activate(ep.slot, ep)
+		s.l.Activate(ep.slot, ep)
 		return nil
 	})
 	return nil
