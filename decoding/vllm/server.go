@@ -164,7 +164,7 @@ func (s *Server) signal(sig syscall.Signal) {
 // SIGKILL after the grace period; it returns once the process is reaped.
 // A server agentrl did not start is left running. Close is safe to call
 // more than once.
-func (s *Server) Close() error {
+func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		close(s.stopWatch)
 		if s.cmd == nil {
@@ -178,7 +178,6 @@ func (s *Server) Close() error {
 			<-s.exited
 		}
 	})
-	return nil
 }
 
 // Exited reports whether a started server has exited, and how.
