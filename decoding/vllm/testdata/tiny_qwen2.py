@@ -3,9 +3,9 @@
 Usage: tiny_qwen2.py IN.json OUT.json. IN names two folders and a prompt;
 two random tiny Qwen2 models (seeds seed_a and seed_b) are saved there by
 transformers, in float32 safetensors. OUT holds what transformers itself
-computes: model A's greedy continuation of the prompt (ids and the
-log-softmax of each chosen id), and both models' log-probabilities of each
-prompt token after the first.
+computes for each model: its greedy continuation of the prompt (ids and
+the log-softmax of each chosen id) and its log-probabilities of each prompt
+token after the first.
 """
 import json
 import sys
@@ -15,9 +15,10 @@ from transformers import Qwen2Config, Qwen2ForCausalLM
 
 
 def make(seed, folder):
+    # Heads of 32: vLLM's CPU attention takes head sizes of 32 and up.
     torch.manual_seed(seed)
     config = Qwen2Config(
-        vocab_size=512, hidden_size=64, intermediate_size=128,
+        vocab_size=512, hidden_size=128, intermediate_size=256,
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         max_position_embeddings=256, tie_word_embeddings=False,
         initializer_range=0.05,
@@ -42,15 +43,14 @@ def main():
         model = make(seed, folder)
         lp = logprobs(model, prompt)
         out["prompt_logprobs_" + name] = [lp[i - 1, prompt[i]].item() for i in range(1, len(prompt))]
-        if name == "a":
-            ids, tokens, lps = list(prompt), [], []
-            for _ in range(inp["max_tokens"]):
-                step = logprobs(model, ids)[-1]
-                tok = int(torch.argmax(step))
-                tokens.append(tok)
-                lps.append(step[tok].item())
-                ids.append(tok)
-            out["greedy_tokens"], out["greedy_logprobs"] = tokens, lps
+        ids, tokens, lps = list(prompt), [], []
+        for _ in range(inp["max_tokens"]):
+            step = logprobs(model, ids)[-1]
+            tok = int(torch.argmax(step))
+            tokens.append(tok)
+            lps.append(step[tok].item())
+            ids.append(tok)
+        out["greedy_tokens_" + name], out["greedy_logprobs_" + name] = tokens, lps
     with open(sys.argv[2], "w") as f:
         json.dump(out, f)
 
