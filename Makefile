@@ -52,7 +52,7 @@ TEST_TIMEOUT ?= 20m
 
 export GOFLAGS := -tags=sqlite_fts5
 
-.PHONY: all build flags deps cuda cuda-flags test vet bench run paper image clean fmt interop
+.PHONY: all build flags deps cuda cuda-flags test vet bench run paper image clean fmt interop vllm-check
 
 all: build
 
@@ -173,6 +173,15 @@ interop: deps build
 	AGENTRL_PYTHON=$$venv/bin/python $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run TestInterop -skip RealShape $(INTEROP_PKGS) && \
 	echo "go test -run 'TestInterop.*RealShape' ./torch/" && \
 	AGENTRL_PYTHON=$$venv/bin/python $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestInterop.*RealShape' ./torch/
+
+# The check of decoding/vllm against a real vLLM server: vLLM's CPU build in
+# the cached environment of scripts/vllm-venv.sh serves two random tiny Qwen2
+# models saved by transformers (docs/rollout-engines.md). Without the
+# environment (a plain make test) the check skips, saying why. It needs no
+# libtorch build: decoding/vllm speaks HTTP only.
+vllm-check:
+	@venv=$$(scripts/vllm-venv.sh) && echo "go test -run TestRealVLLMServer ./decoding/vllm/ (AGENTRL_VLLM_VENV=$$venv)" && \
+	AGENTRL_VLLM_VENV=$$venv $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run TestRealVLLMServer ./decoding/vllm/
 
 bench: deps build
 	@echo "go test -bench ./..."

@@ -287,6 +287,7 @@ func (c *Config) validateRollout(p *problems) {
 	p.atLeast("rollout.top_k", r.TopK, 0)
 	p.atLeastF("rollout.eval_temperature", r.EvalTemperature, 0)
 	p.atLeast("rollout.max_staleness", r.MaxStaleness, 0)
+	c.validateEngine(p)
 	if r.MaxStaleness > 0 && c.Dist.NProc > 1 && c.Algorithm.DynamicSampling {
 		p.add("algorithm.dynamic_sampling", "%s", AsyncDynamicSamplingRanks(r.MaxStaleness, c.Dist.NProc))
 	}
@@ -295,6 +296,25 @@ func (c *Config) validateRollout(p *problems) {
 	if est, _ := algo.Get(c.Algorithm.Estimator); est.Groups && r.GroupSize < 2 {
 		p.add("rollout.group_size", "%d, but algorithm.estimator %s needs at least 2 samples per prompt", r.GroupSize, c.Algorithm.Estimator)
 	}
+}
+
+// validateEngine refuses every engine but the built-in one, and settings
+// of the vLLM server that nothing would use: decoding/vllm exists, but the
+// rollouts do not run on it yet.
+func (c *Config) validateEngine(p *problems) {
+	r := c.Rollout
+	if r.Engine == "vllm" {
+		p.add("rollout.engine", "vllm: not yet wired into rollouts (decoding/vllm talks to the server, the rollout loop does not use it yet; docs/rollout-engines.md): use builtin")
+	}
+	v := r.VLLM
+	if v.Address != "" {
+		p.add("rollout.vllm.address", "%q, but no rollout engine uses a vLLM server yet (rollout.engine vllm is not wired into rollouts)", v.Address)
+	}
+	if len(v.Command) > 0 {
+		p.add("rollout.vllm.command", "%q, but no rollout engine uses a vLLM server yet (rollout.engine vllm is not wired into rollouts)", v.Command)
+	}
+	p.positiveDuration("rollout.vllm.startup_timeout", v.StartupTimeout)
+	p.positiveDuration("rollout.vllm.request_timeout", v.RequestTimeout)
 }
 
 func (c *Config) validateAlgorithm(p *problems) {

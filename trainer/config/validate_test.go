@@ -78,6 +78,12 @@ func TestValidateNamesTheKey(t *testing.T) {
 			c.Tools.MCP = []MCPServer{{Name: "s", URL: "http://h/mcp", StartTimeout: time.Second}}
 		}, "want at least 1"},
 		{"env.rewards.external.max_output_mb", func(c *Config) { c.Env.Rewards.External.MaxOutputMB = 0 }, "want at least 1"},
+		{"rollout.engine", func(c *Config) { c.Rollout.Engine = "vllm" }, "vllm: not yet wired into rollouts"},
+		{"rollout.engine", func(c *Config) { c.Rollout.Engine = "sglang" }, "sglang"},
+		{"rollout.vllm.address", func(c *Config) { c.Rollout.VLLM.Address = "http://127.0.0.1:8000" }, "no rollout engine uses a vLLM server yet"},
+		{"rollout.vllm.command", func(c *Config) { c.Rollout.VLLM.Command = []string{"vllm", "serve", "m"} }, "no rollout engine uses a vLLM server yet"},
+		{"rollout.vllm.startup_timeout", func(c *Config) { c.Rollout.VLLM.StartupTimeout = 0 }, "want a positive duration"},
+		{"rollout.vllm.request_timeout", func(c *Config) { c.Rollout.VLLM.RequestTimeout = -1 }, "want a positive duration"},
 		{"rollout.top_p", func(c *Config) { c.Rollout.TopP = 0 }, "want in (0, 1]"},
 		{"rollout.temperature", func(c *Config) { c.Rollout.Temperature = -1 }, "want > 0"},
 		{"rollout.temperature", func(c *Config) { c.Rollout.Temperature = 0 }, "greedy decoding gives every sample of a group the same trajectory"},
