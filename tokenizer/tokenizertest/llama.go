@@ -3,9 +3,6 @@
 package tokenizertest
 
 import (
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/agentrl/agentrl/tokenizer"
@@ -18,24 +15,8 @@ import (
 // returns the folder.
 func LlamaDir(t testing.TB, texts ...string) string {
 	t.Helper()
-	tok, err := tokenizer.BuildWordLevel(texts, []string{"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
-		"<|end_header_id|>", toolcall.LlamaEOT, toolcall.LlamaEOM, toolcall.LlamaPythonTag})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, here, _, _ := runtime.Caller(0)
-	template, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "testdata", "templates", "llama3.2-instruct.jinja"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := tok.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), template, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return templateDir(t, "llama3.2-instruct.jinja", []string{"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
+		"<|end_header_id|>", toolcall.LlamaEOT, toolcall.LlamaEOM, toolcall.LlamaPythonTag}, texts)
 }
 
 // LlamaFormat is the chat format of LlamaDir's folder: Llama 3.2's.
