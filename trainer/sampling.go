@@ -100,10 +100,25 @@ func (t *Trainer) draw(ctx context.Context, iter, d int, label string, src taskS
 	}
 	o := t.rolloutOptions(iter, trajectory.Train, rollout.Options{
 		Sampling: decoding.Sampling{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}})
+	run := t.rollouts
 	if src.share {
-		return t.share(ctx, label, nil, reqs, o)
+		run = t.share
 	}
-	return t.rollouts(ctx, label, nil, reqs, o)
+	trs, rs, err := run(ctx, label, nil, reqs, o)
+	if err != nil || !t.cfg.Algorithm.NearMiss {
+		return trs, rs, err
+	}
+	// Near-miss continuations (algorithm.near_miss), in the draw's world.
+	var more []rollout.Request
+	for _, m := range algo.NearMisses(trs) {
+		more = append(more, rollout.Request{Task: reqs[m.Episode.Group-d*r.BatchSize].Task, Group: m.Episode.Group,
+			Samples: t.cfg.Algorithm.NearMissSamples, Prefix: &rollout.Prefix{Episode: m.Episode, Turns: m.Turns, FirstSample: r.GroupSize}})
+	}
+	if len(more) == 0 {
+		return trs, rs, nil
+	}
+	cont, cs, err := run(ctx, label+" near misses", nil, more, o)
+	return append(trs, cont...), episodes.Then(rs, cs), err
 }
 
 // taskSource is where an iteration's training prompts come from: the data

@@ -46,6 +46,11 @@ type Trajectory struct {
 	// "" (it did not), DroppedZeroVariance or DroppedSurplus (dynamic
 	// sampling).
 	Dropped string
+	// ContinuedFrom is the ID of the episode this one continues
+	// (algorithm.near_miss): its first turns are that episode's, replayed
+	// as context and trained in no loss; "" for an episode sampled from
+	// its prompt.
+	ContinuedFrom string
 
 	PromptLen  int       // tokens of the initial prompt (all mask 0)
 	Tokens     []int32   // the whole token history
@@ -96,4 +101,19 @@ func (t *Trajectory) ActionTokens() int {
 		n += int(m)
 	}
 	return n
+}
+
+// TurnStart is the index of the first token of turn turn (0-based), where
+// an episode keeping the turns before it samples on; -1 when t has no
+// token of that turn or the turn does not start with the policy's token.
+func (t *Trajectory) TurnStart(turn int) int {
+	for i := t.PromptLen; i < len(t.Tokens) && i < len(t.TurnOf) && i < len(t.Mask); i++ {
+		if int(t.TurnOf[i]) >= turn {
+			if t.Mask[i] == 0 {
+				return -1
+			}
+			return i
+		}
+	}
+	return -1
 }

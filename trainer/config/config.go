@@ -271,6 +271,10 @@ type AlgorithmConfig struct {
 	// DynamicSampling is DAPO's dynamic sampling (verl's filter_groups).
 	DynamicSampling  bool `yaml:"dynamic_sampling" default:"false" doc:"DAPO's dynamic sampling: groups whose rewards all agree (zero variance) are dropped, and more prompts are drawn (rollout.batch_size at a time) until the batch has rollout.batch_size informative groups or algorithm.max_num_gen_batches draws were made"`
 	MaxNumGenBatches int  `yaml:"max_num_gen_batches" default:"10" doc:"the most draws of rollout.batch_size prompts one iteration of dynamic sampling makes (DAPO's max_num_gen_batches, 1 to 100); at the cap it trains on the informative groups it has"`
+	// NearMiss and NearMissSamples are the near-miss continuations
+	// (algo.NearMisses, rollout.Prefix).
+	NearMiss        bool `yaml:"near_miss" default:"false" doc:"near-miss continuations (David-GRPO's evidence-guided exploration): in each group of a draw, the wrong-answered episode that retrieved the most supporting passages is continued near_miss_samples more times from its last turn that retrieved a new one (its turns replayed as context, in no loss); the continuations join the group"`
+	NearMissSamples int  `yaml:"near_miss_samples" default:"2" doc:"continuations of each near miss (algorithm.near_miss; 1 to rollout.slots)"`
 }
 
 // MaxPenaltyFactor bounds algorithm.overlong_buffer.penalty_factor: the

@@ -48,7 +48,7 @@ algorithm.epochs algorithm.mini_batch algorithm.micro_batch algorithm.loss_mask 
 algorithm.filter_keep_ratio algorithm.critic_warmup
 algorithm.rollout_correction algorithm.rollout_correction_bound algorithm.mismatch_warn_kl algorithm.old_logprobs
 algorithm.overlong_filter algorithm.overlong_buffer.enable algorithm.overlong_buffer.len algorithm.overlong_buffer.penalty_factor
-algorithm.dynamic_sampling algorithm.max_num_gen_batches
+algorithm.dynamic_sampling algorithm.max_num_gen_batches algorithm.near_miss algorithm.near_miss_samples
 optim.lr optim.critic_lr optim.beta1 optim.beta2 optim.eps optim.weight_decay optim.warmup_steps
 optim.schedule optim.min_lr_ratio optim.max_grad_norm
 sft.data sft.warm_start sft.epochs sft.lr sft.schedule sft.warmup_steps sft.batch sft.demos sft.imperfect_fraction

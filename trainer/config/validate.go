@@ -291,6 +291,7 @@ func (c *Config) validateRollout(p *problems) {
 	if r.MaxStaleness > 0 && c.Dist.NProc > 1 && c.Algorithm.DynamicSampling {
 		p.add("algorithm.dynamic_sampling", "%s", AsyncDynamicSamplingRanks(r.MaxStaleness, c.Dist.NProc))
 	}
+	c.validateNearMiss(p)
 	// Group-relative estimators compare samples of one prompt: a group of
 	// one gives every trajectory advantage 0.
 	if est, _ := algo.Get(c.Algorithm.Estimator); est.Groups && r.GroupSize < 2 {
@@ -549,4 +550,27 @@ func (c *Config) validateDist(p *problems) {
 // collective, does not see.
 func AsyncDynamicSamplingRanks(k, ranks int) string {
 	return fmt.Sprintf("true with rollout.max_staleness %d and %d ranks: not supported (whether a batch needs another draw depends on every rank's groups, and the rollout role of a data-parallel job samples its own share without collectives); use rollout.max_staleness 0, one process, or algorithm.dynamic_sampling false", k, ranks)
+}
+
+// validateNearMiss refuses the near-miss continuations where an episode
+// cannot be replayed into a continuation: a rewritten context (its
+// segments), an agent program's episodes (their tools are the program's),
+// and asynchronous rollouts (a continuation would mix policies).
+func (c *Config) validateNearMiss(p *problems) {
+	a, r := c.Algorithm, c.Rollout
+	if !a.NearMiss {
+		return
+	}
+	if a.NearMissSamples < 1 || a.NearMissSamples > r.Slots {
+		p.add("algorithm.near_miss_samples", "%d, want 1 to rollout.slots (%d): a near miss's continuations decode together", a.NearMissSamples, r.Slots)
+	}
+	mode, err := rollout.ParseContextMode(c.Env.Context)
+	switch {
+	case len(c.Agent.Command) > 0:
+		p.add("algorithm.near_miss", "true with agent.command: not implemented (the program's episodes cannot be replayed into a continuation)")
+	case err == nil && (rollout.Context{Mode: mode}).Renders():
+		p.add("algorithm.near_miss", "true with env.context %q: not implemented (an episode whose context is rewritten cannot be continued); use env.context append", c.Env.Context)
+	case r.MaxStaleness > 0:
+		p.add("algorithm.near_miss", "true with rollout.max_staleness %d: not implemented (a continuation would be sampled by another policy than its prefix); use rollout.max_staleness 0", r.MaxStaleness)
+	}
 }

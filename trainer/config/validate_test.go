@@ -118,6 +118,13 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"algorithm.max_num_gen_batches", func(c *Config) { c.Algorithm.MaxNumGenBatches = 101 }, "want at most 100"},
 		{"rollout.max_staleness", func(c *Config) { c.Rollout.MaxStaleness = -1 }, "want at least 0"},
 		{"algorithm.dynamic_sampling", func(c *Config) { c.Rollout.MaxStaleness, c.Dist.NProc, c.Algorithm.DynamicSampling = 1, 2, true }, "every rank's groups"},
+		{"algorithm.near_miss_samples", func(c *Config) { c.Algorithm.NearMiss, c.Algorithm.NearMissSamples = true, 0 }, "want 1 to rollout.slots (32)"},
+		{"algorithm.near_miss_samples", func(c *Config) { c.Algorithm.NearMiss, c.Algorithm.NearMissSamples = true, 33 }, "want 1 to rollout.slots (32)"},
+		{"algorithm.near_miss", func(c *Config) { c.Algorithm.NearMiss, c.Rollout.MaxStaleness = true, 1 }, "a continuation would be sampled by another policy"},
+		{"algorithm.near_miss", func(c *Config) { c.Algorithm.NearMiss, c.Env.Context = true, "window" }, `env.context "window": not implemented`},
+		{"algorithm.near_miss", func(c *Config) {
+			c.Algorithm.NearMiss, c.Agent.Command, c.Data.Synthetic.FreshWorlds = true, []string{"/bin/true"}, false
+		}, "true with agent.command: not implemented"},
 		{"optim.lr", func(c *Config) { c.Optim.LR = 0 }, "want > 0"},
 		// The optimizer step computes in float32: at most 3.40282e+38,
 		// and a positive rate under 1.4e-45 would be 0 there.

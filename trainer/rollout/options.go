@@ -10,11 +10,13 @@ import (
 )
 
 // Request asks for Samples trajectories of one task; they form group Group
-// and share the prompt's prefill.
+// and share the prompt's prefill. With Prefix they continue an episode of
+// the task instead of starting from its prompt.
 type Request struct {
 	Task    envs.Task
 	Group   int
 	Samples int
+	Prefix  *Prefix
 }
 
 // Options are the limits and sampling settings of a rollout.

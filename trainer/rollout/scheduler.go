@@ -162,7 +162,12 @@ func (s *sched) freeSlots(n int) []int {
 
 func (s *sched) newTraj(req Request, sample int) *trajectory.Trajectory {
 	t := req.Task
+	from := ""
+	if req.Prefix != nil {
+		from = req.Prefix.Episode.ID
+	}
 	return &trajectory.Trajectory{
+		ContinuedFrom: from,
 		ID:            fmt.Sprintf("%d-%s-%d-%d", s.opt.Iteration, s.opt.Split, req.Group, sample),
 		TaskID:        t.ID,
 		Dataset:       t.Dataset,
@@ -182,13 +187,16 @@ func (s *sched) newTraj(req Request, sample int) *trajectory.Trajectory {
 // the error, nothing was decoded.
 func (s *sched) failGroup(req Request, err error) {
 	for i := 0; i < req.Samples; i++ {
-		tr := s.newTraj(req, i)
+		tr := s.newTraj(req, req.firstSample()+i)
 		tr.Stop, tr.Error = trajectory.StopError, err.Error()
 		s.finish(tr)
 	}
 }
 
 func (s *sched) startGroup(req Request, slots []int) error {
+	if req.Prefix != nil {
+		return s.startContinuations(req, slots)
+	}
 	setups := make([]Setup, req.Samples)
 	for i := range setups {
 		st, err := s.factory(req.Task)
@@ -468,7 +476,7 @@ func (s *sched) cancel(err error) error {
 	}
 	for _, req := range s.queue {
 		for i := 0; i < req.Samples; i++ {
-			tr := s.newTraj(req, i)
+			tr := s.newTraj(req, req.firstSample()+i)
 			tr.Stop = trajectory.StopCancelled
 			s.finish(tr)
 		}

@@ -124,7 +124,7 @@ func loadRequests(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajector
 func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Trajectory, map[int64]*trajectory.Trajectory, error) {
 	rows, err := tx.Query(`SELECT tid, id, iteration, split, task_id, dataset, hops, group_idx, sample_idx,
 		policy_version, question, gold, answer, correct, outcome, reward, components, stop, error, prompt_tokens,
-		duration_ms, dropped, support, evidence FROM trajectories WHERE `+where+` ORDER BY tid`, args...)
+		duration_ms, dropped, support, evidence, continued_from FROM trajectories WHERE `+where+` ORDER BY tid`, args...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -142,7 +142,7 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Traje
 		)
 		if err := rows.Scan(&tid, &t.ID, &t.Iteration, &split, &t.TaskID, &t.Dataset, &t.Hops, &t.Group,
 			&t.Sample, &t.PolicyVersion, &t.Question, &gold, &t.Answer, &t.Correct, &outcome, &reward, &comp, &stop,
-			&t.Error, &t.PromptLen, &duration, &t.Dropped, &support, &evidence); err != nil {
+			&t.Error, &t.PromptLen, &duration, &t.Dropped, &support, &evidence, &t.ContinuedFrom); err != nil {
 			return nil, nil, err
 		}
 		t.Support, t.Evidence = int(support.Int64), int(evidence.Int64) // 0 where not recorded

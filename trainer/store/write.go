@@ -133,8 +133,8 @@ func prepareInserts(tx *sql.Tx) (*inserts, error) {
 	var err error
 	if w.traj, err = tx.Prepare(`INSERT INTO trajectories (run, id, iteration, split, task_id, dataset, hops,
 		group_idx, sample_idx, policy_version, question, gold, answer, correct, outcome, reward, components,
-		stop, truncated, error, prompt_tokens, total_tokens, action_tokens, n_turns, duration_ms, dropped, support, evidence)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		stop, truncated, error, prompt_tokens, total_tokens, action_tokens, n_turns, duration_ms, dropped, support, evidence,
+		continued_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		return nil, err
 	}
 	if w.turn, err = tx.Prepare(`INSERT INTO turns (tid, turn, text, gen_tokens, process_reward, latency_ms, policy_version,
@@ -183,7 +183,7 @@ func (w *inserts) insert(run string, t *trajectory.Trajectory) error {
 	res, err := w.traj.Exec(run, t.ID, t.Iteration, string(t.Split), t.TaskID, t.Dataset, t.Hops,
 		t.Group, t.Sample, t.PolicyVersion, t.Question, gold, t.Answer, t.Correct,
 		t.Outcome, t.Reward, comp, string(t.Stop), t.Stop.Truncated(), t.Error,
-		t.PromptLen, len(t.Tokens), t.ActionTokens(), len(t.Turns), t.DurationMS, t.Dropped, t.Support, t.Evidence)
+		t.PromptLen, len(t.Tokens), t.ActionTokens(), len(t.Turns), t.DurationMS, t.Dropped, t.Support, t.Evidence, t.ContinuedFrom)
 	if err != nil {
 		return err
 	}
