@@ -263,7 +263,7 @@ ALTER TABLE trajectories ADD COLUMN evidence INTEGER;
 
 // schemaV8 records which episode a near-miss continuation continues
 // (algorithm.near_miss): the id of the episode whose first turns it
-// replayed, ” for an episode sampled from its prompt (older rows too).
+// replayed, empty for an episode sampled from its prompt (older rows too).
 const schemaV8 = `
 ALTER TABLE trajectories ADD COLUMN continued_from TEXT NOT NULL DEFAULT '';
 `
