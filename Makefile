@@ -188,9 +188,10 @@ bench: deps build
 	@$(GO) test -run '^$$' -bench . -benchtime 20x ./...
 
 # Each `make run` is a new run (runs/default-<time>), so it can be repeated.
-# make run: the default job with the row that moves, PPO with process rewards for 80
-# iterations (docs/experiments.md, amendment 14).
-RUN_ROW := --set algorithm.estimator=gae --set env.rewards.support=0.3 --set run.iterations=80 --set run.eval_every=80
+# make run: the default job with the row that moves, PPO with process rewards and
+# near-miss continuations for 80 iterations (docs/experiments.md, amendments 14 and 15).
+RUN_ROW := --set algorithm.estimator=gae --set env.rewards.support=0.3 --set algorithm.near_miss=true \
+	--set run.iterations=80 --set run.eval_every=80
 
 run: deps build
 	@name=default-$$(date +%Y%m%d-%H%M%S); echo "bin/trainer train --run $$name $(RUN_ROW)"; \

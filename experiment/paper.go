@@ -57,8 +57,9 @@ type Spec struct {
 // GRPO decoding its rollouts in bf16 with and without truncated
 // importance sampling; and the two rows with process rewards (amendment
 // 11: env.rewards.support 0.3 per supporting passage first retrieved, 60
-// iterations, as its validation chose), PPO and GRPO w/o std, and the same
-// two at 80 iterations (amendment 13's validation's choice). A row is one
+// iterations, as its validation chose), PPO and GRPO w/o std, the same
+// two at 80 iterations (amendment 13's validation's choice), and PPO at 80
+// with near-miss continuations (amendment 15's). A row is one
 // entry; the claims follow Algorithm, Ablates and Process. The first row
 // is Core: its run of a seed evaluates the baselines.
 var PaperSpecs = []Spec{
@@ -86,6 +87,8 @@ var PaperSpecs = []Spec{
 		Process: true, Core: true},
 	{Name: "GRPO w/o std + process rewards, 80 its", Set: []string{"algorithm.estimator=grpo", "algorithm.norm_by_std=false",
 		"env.rewards.support=0.3", "run.iterations=80"}, Process: true, Core: true},
+	{Name: "PPO + process rewards, near-miss, 80 its", Set: []string{"algorithm.estimator=gae", "env.rewards.support=0.3",
+		"algorithm.near_miss=true", "algorithm.near_miss_samples=2", "run.iterations=80"}, Process: true, Core: true},
 }
 
 // Baselines are the rows measured before RL.

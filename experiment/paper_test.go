@@ -85,6 +85,7 @@ func TestSpecConfigs(t *testing.T) {
 		"GRPO w/o std + process rewards":         {"grpo", true, true, 1},
 		"PPO + process rewards, 80 its":          {"gae", true, true, 1},
 		"GRPO w/o std + process rewards, 80 its": {"grpo", true, true, 1},
+		"PPO + process rewards, near-miss, 80 its": {"gae", true, true, 1},
 	}
 	names := map[string]bool{}
 	for i, s := range PaperSpecs {
@@ -103,6 +104,9 @@ func TestSpecConfigs(t *testing.T) {
 		its := 60
 		if strings.HasSuffix(s.Name, ", 80 its") {
 			its = 80
+		}
+		if nearMiss := strings.Contains(s.Name, "near-miss"); a.NearMiss != nearMiss || nearMiss && a.NearMissSamples != 2 {
+			t.Errorf("%s: algorithm.near_miss %v with %d samples; want true with 2 exactly where the name says near-miss", s.Name, a.NearMiss, a.NearMissSamples)
 		}
 		if process := c.Env.Rewards.Support == 0.3 && c.Run.Iterations == its; process != s.Process {
 			t.Errorf("%s: env.rewards.support %v, run.iterations %d; want 0.3 and 60 (80 where the name says so) exactly on the process-reward rows", s.Name,
@@ -293,13 +297,13 @@ func TestRows(t *testing.T) {
 			core++
 		}
 	}
-	if core != 10 || len(specs) != 13 {
-		t.Errorf("%d core RL rows and %d rows, want 10 (PPO, GRPO, REINFORCE++, the two mask ablations, GRPO w/o std normalisation, "+
-			"the four with process rewards) and 13", core, len(specs))
+	if core != 11 || len(specs) != 14 {
+		t.Errorf("%d core RL rows and %d rows, want 11 (PPO, GRPO, REINFORCE++, the two mask ablations, GRPO w/o std normalisation, "+
+			"the five with process rewards) and 14", core, len(specs))
 	}
 	all, _ := Rows([]int{4}, []int{1, 2, 3}, true)
-	if len(all) != 10 {
-		t.Errorf("seed 4 alone, with extra: %d rows, want the 10 core ones", len(all))
+	if len(all) != 11 {
+		t.Errorf("seed 4 alone, with extra: %d rows, want the 11 core ones", len(all))
 	}
 	if all, _ := Rows([]int{1}, nil, true); len(all) != len(PaperSpecs) {
 		t.Errorf("with extra: %d rows, want all %d", len(all), len(PaperSpecs))
