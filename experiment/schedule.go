@@ -202,7 +202,8 @@ func done(tk *task) bool {
 const sftDone = "sft.done"
 
 // storedConfig is the config run name was trained with, as the runs table
-// of the store at path holds it.
+// of the store at path holds it. A key the stored config lacks (one added
+// to agentrl after the run) takes its default, the behaviour the run had.
 func storedConfig(path, name string) (config.Config, error) {
 	_, rows, err := store.QueryReadOnly(path, "SELECT config FROM runs WHERE name = ?", name)
 	if err != nil {
@@ -211,7 +212,7 @@ func storedConfig(path, name string) (config.Config, error) {
 	if len(rows) != 1 {
 		return config.Config{}, fmt.Errorf("run %s: its store holds %d configs of it, not one", name, len(rows))
 	}
-	var saved config.Config
+	saved := config.Default()
 	if err := json.Unmarshal([]byte(fmt.Sprint(rows[0][0])), &saved); err != nil {
 		return config.Config{}, fmt.Errorf("run %s: its stored config: %w", name, err)
 	}

@@ -180,4 +180,32 @@ func TestCheckKeptComparesStoredConfig(t *testing.T) {
 	if err := checkKept(&same); err != nil {
 		t.Errorf("the stored config itself: %v", err)
 	}
+	// A run stored before a key existed lacks it: it reads as the key's
+	// default, not as a difference.
+	var m map[string]any
+	if err := json.Unmarshal(cj, &m); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := m["Rollout"].(map[string]any)
+	if _, has := r["Engine"]; !ok || !has || older.Rollout.Engine == "" {
+		t.Fatalf("the stored config has no rollout engine to leave out: %v", m["Rollout"])
+	}
+	delete(r, "Engine")
+	lacking, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = store.Open(filepath.Join(dir, "store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginRun(store.RunInfo{Name: sft.cfg.Run.Name, ConfigJSON: string(lacking), Start: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkKept(&same); err != nil {
+		t.Errorf("a stored config without rollout.engine (a run from before the key): %v", err)
+	}
 }
