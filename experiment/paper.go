@@ -255,6 +255,9 @@ func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
 	}
 	if o.Resume { // before any training: a refusal leaves every run as it was
 		for _, tk := range tasks {
+			if err := migrateKept(tk); err != nil {
+				return nil, err
+			}
 			if err := checkKept(tk); err != nil {
 				return nil, err
 			}

@@ -219,6 +219,22 @@ func storedConfig(path, name string) (config.Config, error) {
 	return saved, nil
 }
 
+// migrateKept brings the store of a task's earlier run to this build's
+// schema, so that resuming reads it (a read-only open does not migrate,
+// and a store it cannot read would count as unfinished and be trained
+// again); a task with no store yet is left alone.
+func migrateKept(tk *task) error {
+	path := filepath.Join(trainer.RunDir(tk.cfg), "store.db")
+	if _, err := os.Stat(path); err != nil {
+		return nil
+	}
+	s, err := store.Open(path)
+	if err != nil {
+		return fmt.Errorf("resume: run %s: %w", tk.cfg.Run.Name, err)
+	}
+	return s.Close()
+}
+
 // checkKept refuses to resume over a finished task whose stored config
 // (the one its store's runs table holds) differs from the one this call
 // would train it with: keeping it would mix runs of two configs in one

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"github.com/agentrl/agentrl/trainer"
 	"github.com/agentrl/agentrl/trainer/config"
 	"github.com/agentrl/agentrl/trainer/store"
+
+	_ "github.com/mattn/go-sqlite3"
 )
 
 // The plan holds every warm start and row once, each row after its seed's
@@ -207,5 +210,63 @@ func TestCheckKeptComparesStoredConfig(t *testing.T) {
 	}
 	if err := checkKept(&same); err != nil {
 		t.Errorf("a stored config without rollout.engine (a run from before the key): %v", err)
+	}
+}
+
+// A finished run whose store an older build wrote (an older schema, which
+// a read-only open refuses) is brought to this build's schema before
+// resuming reads it, and is then kept.
+func TestMigrateKeptOlderStore(t *testing.T) {
+	base := config.Default()
+	base.Run.Dir = t.TempDir()
+	tasks, err := plan(base, Options{Seeds: []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sft := tasks[0]
+	if err := migrateKept(sft); err != nil {
+		t.Fatalf("a run with no store yet: %v", err)
+	}
+	dir := trainer.RunDir(sft.cfg)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, sftDone), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cj, err := json.Marshal(sft.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "store.db")
+	s, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginRun(store.RunInfo{Name: sft.cfg.Run.Name, ConfigJSON: string(cj), Start: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The store as schema 7 left it: no continued_from.
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"ALTER TABLE trajectories DROP COLUMN continued_from", "PRAGMA user_version = 7"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	if err := checkKept(sft); err == nil || !strings.Contains(err.Error(), "schema version 7 is older") {
+		t.Fatalf("the older store before migrating: %v, want the read-only open's refusal", err)
+	}
+	if err := migrateKept(sft); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkKept(sft); err != nil {
+		t.Fatalf("the older store after migrating: %v", err)
 	}
 }
