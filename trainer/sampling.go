@@ -9,7 +9,6 @@ import (
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/datasets"
-	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -34,7 +33,7 @@ func (t *Trainer) trainingEpisodes(ctx context.Context, iter int, src taskSource
 		if d == 0 {
 			rs = s
 		} else {
-			rs = episodes.Then(rs, s)
+			rs = rs.Then(s)
 		}
 		return trs, err
 	}

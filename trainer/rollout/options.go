@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"time"
 
 	"github.com/agentrl/agentrl/decoding"
@@ -90,12 +91,18 @@ func (s Stats) Merge(o Stats) Stats {
 	return s
 }
 
-// TokensPerS is generated tokens per second of wall time.
-func (s Stats) TokensPerS() float64 {
-	if s.Wall <= 0 {
-		return 0
-	}
-	return float64(s.Generated) / s.Wall.Seconds()
+// Then combines the stats of rollouts that ran one after the other (the
+// draws of dynamic sampling): times and counts add up, and the mean
+// decode batch is weighted by decode calls.
+func (s Stats) Then(o Stats) Stats {
+	m := s.Merge(o)
+	m.Wall, m.Decode, m.Prefill, m.Idle = s.Wall+o.Wall, s.Decode+o.Decode, s.Prefill+o.Prefill, s.Idle+o.Idle
+	return m
+}
+
+// Timing is what the rollout measures, as the iteration records it.
+func (s Stats) Timing() metric.Rollout {
+	return metric.Rollout{Generated: s.Generated, Wall: s.Wall, Decode: s.Decode, Prefill: s.Prefill, ToolWait: s.Idle, DecodeBatchMean: s.MeanBatch}
 }
 
 // trajSeed derives a slot's sampling seed from the run seed and the
