@@ -98,7 +98,7 @@ func (t *Trainer) draw(ctx context.Context, iter, d int, label string, src taskS
 		reqs[i] = rollout.Request{Task: task, Group: d*r.BatchSize + i, Samples: r.GroupSize}
 	}
 	o := t.rolloutOptions(iter, trajectory.Train, rollout.Options{
-		Sampling: decoding.Sampling{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}})
+		Sampling: decoding.Sampling{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}, RecordRouting: t.cfg.Algorithm.RoutingReplay})
 	if src.share {
 		return t.share(ctx, label, nil, reqs, o)
 	}

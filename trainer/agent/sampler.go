@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"fmt"
+
 	"github.com/agentrl/agentrl/decoding/torchdecoder"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
@@ -102,7 +104,8 @@ func NewCopySampler(policy *torch.Model, dtype torch.DType, mode Mode, slots, ma
 // rollout.dtype (auto: dtype, the policy's), for rollout.slots sequences
 // (at least a group) of env.max_tokens and the token after; a copy
 // sampler when the rollout role decodes while the policy is updated
-// (rollout.max_staleness > 0).
+// (rollout.max_staleness > 0). With algorithm.routing_replay its engine
+// records each token's experts (refused for a dense policy).
 func NewRolloutSampler(cfg config.Config, policy *torch.Model, dtype torch.DType) (*Sampler, error) {
 	if dt := cfg.Rollout.DType; dt != "auto" {
 		var err error
@@ -110,11 +113,21 @@ func NewRolloutSampler(cfg config.Config, policy *torch.Model, dtype torch.DType
 			return nil, err
 		}
 	}
+	if cfg.Algorithm.RoutingReplay && policy.Config.SparseLayers() == 0 {
+		return nil, fmt.Errorf("algorithm.routing_replay: the policy (%s) has no mixture-of-experts layer to replay the routing of", policy.Config.ModelType)
+	}
 	newSampler := NewSampler
 	if cfg.Rollout.MaxStaleness > 0 {
 		newSampler = NewCopySampler
 	}
-	return newSampler(policy, dtype, ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1)
+	e, err := newSampler(policy, dtype, ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1)
+	if err == nil && cfg.Algorithm.RoutingReplay {
+		if err = e.SetRecordRouting(true); err != nil {
+			e.Free()
+			return nil, err
+		}
+	}
+	return e, err
 }
 
 func newSampler(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int, copyAlways bool) (*Sampler, error) {

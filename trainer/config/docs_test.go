@@ -46,7 +46,7 @@ algorithm.clip_low algorithm.clip_high algorithm.dual_clip algorithm.loss_agg
 algorithm.kl_estimator algorithm.kl_mode algorithm.entropy_coef algorithm.vf_coef algorithm.value_clip
 algorithm.epochs algorithm.mini_batch algorithm.micro_batch algorithm.loss_mask algorithm.pack_segments
 algorithm.filter_keep_ratio algorithm.critic_warmup
-algorithm.rollout_correction algorithm.rollout_correction_bound algorithm.mismatch_warn_kl algorithm.old_logprobs
+algorithm.rollout_correction algorithm.rollout_correction_bound algorithm.mismatch_warn_kl algorithm.routing_replay algorithm.old_logprobs
 algorithm.overlong_filter algorithm.overlong_buffer.enable algorithm.overlong_buffer.len algorithm.overlong_buffer.penalty_factor
 algorithm.dynamic_sampling algorithm.max_num_gen_batches
 optim.lr optim.critic_lr optim.beta1 optim.beta2 optim.eps optim.weight_decay optim.warmup_steps

@@ -357,6 +357,14 @@ func (c *Config) validateAlgorithm(p *problems) {
 		p.add("algorithm.rollout_correction_bound", "%v, want > 1", a.RolloutCorrectionBound)
 	}
 	p.atLeastF("algorithm.mismatch_warn_kl", a.MismatchWarnKL, 0)
+	if a.RoutingReplay {
+		if len(c.Agent.Command) > 0 {
+			p.add("algorithm.routing_replay", "agent programs (agent.command) decode through the gateway, which records no routing")
+		}
+		if mode, err := rollout.ParseContextMode(c.Env.Context); err == nil && (rollout.Context{Mode: mode}).Renders() && a.PackSegments {
+			p.add("algorithm.routing_replay", "replay of packed segments is not implemented: env.context %q splits episodes into segments, so set algorithm.pack_segments false", c.Env.Context)
+		}
+	}
 	if b := a.OverlongBuffer; b.Enable {
 		if b.Len <= 0 || b.Len >= c.Env.MaxTokens {
 			p.add("algorithm.overlong_buffer.len", "%d, want 0 < len < env.max_tokens (%d) with the buffer enabled", b.Len, c.Env.MaxTokens)

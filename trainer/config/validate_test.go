@@ -100,6 +100,10 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"algorithm.dual_clip", func(c *Config) { c.Algorithm.DualClip, c.Algorithm.PolicyLoss = 3, "gspo" }, "bounds the ppo loss only"},
 		{"algorithm.policy_loss", func(c *Config) { c.Algorithm.PolicyLoss = "trpo" }, "want one of ppo, gspo, cispo"},
 		{"algorithm.rollout_correction", func(c *Config) { c.Algorithm.RolloutCorrection = "is" }, "want one of auto, off, tis, tis_seq, mis, mis_seq"},
+		{"algorithm.routing_replay", func(c *Config) {
+			c.Algorithm.RoutingReplay, c.Agent.Command, c.Data.Synthetic.FreshWorlds = true, []string{"/bin/true"}, false
+		}, "records no routing"},
+		{"algorithm.routing_replay", func(c *Config) { c.Algorithm.RoutingReplay, c.Env.Context = true, "window" }, "set algorithm.pack_segments false"},
 		{"algorithm.rollout_correction_bound", func(c *Config) { c.Algorithm.RolloutCorrectionBound = 1 }, "want > 1"},
 		{"algorithm.mismatch_warn_kl", func(c *Config) { c.Algorithm.MismatchWarnKL = -1 }, "want at least 0"},
 		{"algorithm.old_logprobs", func(c *Config) { c.Algorithm.OldLogprobs = "reuse" }, "want one of auto, recompute"},

@@ -194,7 +194,7 @@ func (l *Learner) prepare(b Batch, old bool) (TokenTable, error) {
 	}
 	want := lossTargets(c.LossMask)
 	if old {
-		rows, err := pass(l.dist, l.policy, b, c.MicroBatch, want, torch.ForwardOptions{Temperature: c.Temperature, Entropy: true}, pickLogprobs, pickEntropy)
+		rows, err := pass(l.dist, l.policy, b, c.MicroBatch, want, torch.ForwardOptions{Temperature: c.Temperature, Entropy: true}, c.RoutingReplay, pickLogprobs, pickEntropy)
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +203,7 @@ func (l *Learner) prepare(b Batch, old bool) (TokenTable, error) {
 		}
 	}
 	if l.ref != nil {
-		rows, err := pass(l.dist, l.ref, b, c.MicroBatch, want, torch.ForwardOptions{Temperature: c.Temperature}, pickLogprobs)
+		rows, err := pass(l.dist, l.ref, b, c.MicroBatch, want, torch.ForwardOptions{Temperature: c.Temperature}, false, pickLogprobs)
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +212,7 @@ func (l *Learner) prepare(b Batch, old bool) (TokenTable, error) {
 		}
 	}
 	if l.critic != nil {
-		rows, err := pass(l.dist, l.critic, b, c.MicroBatch, allTargets, valuesOnly, pickValues)
+		rows, err := pass(l.dist, l.critic, b, c.MicroBatch, allTargets, valuesOnly, false, pickValues)
 		if err != nil {
 			return nil, err
 		}
@@ -557,7 +557,7 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data TokenTable, n algo.N
 	moe := l.policy.Config.MoE
 	aux := trainPolicy && moe.OutputRouterLogits && l.policy.Config.Sparse()
 	o, err := forward(s, l.policy, p, torch.ForwardOptions{Temperature: c.Temperature, Grad: true, Entropy: true,
-		EntropyGrad: trainPolicy && c.Loss.EntropyCoef != 0, Values: shared, RouterAuxLoss: aux}, torch.Output{LogProbs: old})
+		EntropyGrad: trainPolicy && c.Loss.EntropyCoef != 0, Values: shared, RouterAuxLoss: aux}, torch.Output{LogProbs: old}, c.RoutingReplay)
 	if err != nil {
 		return policyTerms{}, OOMHint(fmt.Errorf("policy forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Tokens(), err))
 	}
@@ -655,7 +655,7 @@ func (l *Learner) criticMicroBatch(p Padded, data TokenTable, n algo.Norm, tm *T
 // criticLoss is one micro-batch's value loss of a separate critic.
 func (l *Learner) criticLoss(s *torch.Scope, p Padded, data TokenTable, n algo.Norm) (*torch.Tensor, error) {
 	// Only the value head's output: no logits over the vocabulary.
-	o, err := forward(s, l.critic, p, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true}, torch.Output{})
+	o, err := forward(s, l.critic, p, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true}, torch.Output{}, false)
 	if err != nil {
 		return nil, OOMHint(fmt.Errorf("critic forward of %d trajectories: %w", len(p.Trs), err))
 	}

@@ -2,11 +2,11 @@ package rollout
 
 import (
 	"fmt"
-	"github.com/agentrl/agentrl/trainer/metric"
 	"time"
 
 	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -41,6 +41,11 @@ type Options struct {
 	// OnDone is called (on the scheduler's goroutine) as each trajectory
 	// finishes, e.g. to advance a progress bar.
 	OnDone func(*trajectory.Trajectory)
+	// RecordRouting keeps on each trajectory the experts its tokens took
+	// at the policy's mixture-of-experts layers (Trajectory.Routing, for
+	// routing replay): the decoder must be a decoding.RoutingDecoder that
+	// records.
+	RecordRouting bool
 }
 
 func (o Options) validate(d decoding.Decoder, reqs []Request) error {
@@ -49,6 +54,9 @@ func (o Options) validate(d decoding.Decoder, reqs []Request) error {
 	}
 	if o.MaxTotalTokens < 2 {
 		return fmt.Errorf("rollout: max_tokens is %d, want at least 2", o.MaxTotalTokens)
+	}
+	if _, ok := d.(decoding.RoutingDecoder); o.RecordRouting && !ok {
+		return fmt.Errorf("rollout: routing replay (algorithm.routing_replay) needs a decoder that records the experts of each token; %T does not", d)
 	}
 	if o.MaxTotalTokens > d.MaxLen() {
 		return fmt.Errorf("rollout: max_tokens %d exceeds the KV cache length %d", o.MaxTotalTokens, d.MaxLen())

@@ -260,3 +260,11 @@ ALTER TABLE turns ADD COLUMN evidence INTEGER;
 ALTER TABLE trajectories ADD COLUMN support INTEGER;
 ALTER TABLE trajectories ADD COLUMN evidence INTEGER;
 `
+
+// schemaV8 stores the experts each token of a trajectory took at the
+// sparse layers of a mixture-of-experts policy while the rollout computed
+// it (algorithm.routing_replay; torch.Routing.Bytes). Other rows keep
+// NULL: not recorded.
+const schemaV8 = `
+ALTER TABLE trajectory_tokens ADD COLUMN routing BLOB;
+`
