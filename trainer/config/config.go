@@ -111,9 +111,10 @@ type LoRAConfig struct {
 
 // TinyConfig is the shape of a freshly created model: Qwen2-, Qwen3- or
 // Qwen3.5-style (a hybrid of Gated DeltaNet layers and gated attention
-// layers, sized by the linear_* keys and full_attention_interval).
+// layers, sized by the linear_* keys and full_attention_interval), or a
+// Qwen3 MoE (every MLP a mixture of experts, sized by the experts keys).
 type TinyConfig struct {
-	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), or qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML)"`
+	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5|qwen3_moe" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML), or qwen3_moe (Qwen3 with every MLP a mixture of experts: experts, experts_per_token, moe_intermediate)"`
 	Hidden       int    `yaml:"hidden" default:"128" doc:"hidden size"`
 	Intermediate int    `yaml:"intermediate" default:"256" doc:"MLP intermediate size"`
 	Layers       int    `yaml:"layers" default:"2" doc:"transformer layers"`
@@ -128,6 +129,11 @@ type TinyConfig struct {
 	LinearKeyDim          int `yaml:"linear_key_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet query/key head (linear_key_head_dim)"`
 	LinearValueDim        int `yaml:"linear_value_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet value head (linear_value_head_dim)"`
 	ConvKernel            int `yaml:"conv_kernel" default:"4" doc:"qwen3_5: width of the Gated DeltaNet layers' causal convolution (linear_conv_kernel_dim), at most max_positions"`
+	// The Qwen3 MoE keys (model_type qwen3_moe), as Qwen3MoeConfig names
+	// them: num_experts, num_experts_per_tok, moe_intermediate_size.
+	Experts         int `yaml:"experts" default:"4" doc:"qwen3_moe: experts of each mixture-of-experts MLP (num_experts)"`
+	ExpertsPerToken int `yaml:"experts_per_token" default:"2" doc:"qwen3_moe: experts each token takes, its router's top-k (num_experts_per_tok), at most experts"`
+	MoEIntermediate int `yaml:"moe_intermediate" default:"64" doc:"qwen3_moe: each expert's MLP intermediate size (moe_intermediate_size)"`
 }
 
 // DataConfig picks the questions.

@@ -38,6 +38,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"model.tiny.model_type", func(c *Config) { c.Model.Tiny.ModelType = "llama" }, "llama"},
 		{"model.tiny.linear_key_heads", func(c *Config) { c.Model.Tiny.LinearKeyHeads = 3 }, "3, but model.tiny.model_type is qwen2: the Qwen3.5 keys apply to qwen3_5 only"},
 		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 1 }, "want at least 2"},
+		{"model.tiny.experts", func(c *Config) { c.Model.Tiny.Experts = 8 }, "8, but model.tiny.model_type is qwen2: the experts keys apply to qwen3_moe only"},
+		{"model.tiny.experts_per_token", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ExpertsPerToken = "qwen3_moe", 5 }, "5, want 1 to model.tiny.experts 4"},
 		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 100000 },
 			"100000 exceeds model.tiny.max_positions 1024"},
 		{"model.tiny.linear_key_dim", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.LinearKeyDim = "qwen3_5", 0 }, "want at least 1"},
