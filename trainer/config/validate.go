@@ -383,6 +383,9 @@ func (c *Config) validateAlgorithm(p *problems) {
 	}
 	p.atLeastF("algorithm.mismatch_warn_kl", a.MismatchWarnKL, 0)
 	if a.RoutingReplay {
+		if c.Model.Path == "" && c.Model.Tiny.ModelType != "qwen3_moe" {
+			p.add("algorithm.routing_replay", "the model created from scratch (model.tiny.model_type %s) has no mixture-of-experts layer; qwen3_moe has", c.Model.Tiny.ModelType)
+		}
 		if len(c.Agent.Command) > 0 {
 			p.add("algorithm.routing_replay", "agent programs (agent.command) decode through the gateway, which records no routing")
 		}

@@ -104,8 +104,12 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"algorithm.rollout_correction", func(c *Config) { c.Algorithm.RolloutCorrection = "is" }, "want one of auto, off, tis, tis_seq, mis, mis_seq"},
 		{"algorithm.routing_replay", func(c *Config) {
 			c.Algorithm.RoutingReplay, c.Agent.Command, c.Data.Synthetic.FreshWorlds = true, []string{"/bin/true"}, false
+			c.Model.Tiny.ModelType = "qwen3_moe"
 		}, "records no routing"},
-		{"algorithm.routing_replay", func(c *Config) { c.Algorithm.RoutingReplay, c.Env.Context = true, "window" }, "set algorithm.pack_segments false"},
+		{"algorithm.routing_replay", func(c *Config) {
+			c.Algorithm.RoutingReplay, c.Env.Context, c.Model.Tiny.ModelType = true, "window", "qwen3_moe"
+		}, "set algorithm.pack_segments false"},
+		{"algorithm.routing_replay", func(c *Config) { c.Algorithm.RoutingReplay = true }, "model.tiny.model_type qwen2) has no mixture-of-experts layer"},
 		{"algorithm.rollout_correction_bound", func(c *Config) { c.Algorithm.RolloutCorrectionBound = 1 }, "want > 1"},
 		{"algorithm.mismatch_warn_kl", func(c *Config) { c.Algorithm.MismatchWarnKL = -1 }, "want at least 0"},
 		{"algorithm.old_logprobs", func(c *Config) { c.Algorithm.OldLogprobs = "reuse" }, "want one of auto, recompute"},
