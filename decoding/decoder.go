@@ -32,3 +32,11 @@ type LogitsDecoder interface {
 	Decoder
 	PendingLogits(slot int) ([]float32, error)
 }
+
+// RoutingDecoder is a Decoder that records the experts each cached token
+// of a slot took at a mixture-of-experts model's sparse layers (routing
+// replay): RoutingBytes is slot's record, packed (torch.Routing.Bytes).
+type RoutingDecoder interface {
+	Decoder
+	RoutingBytes(slot int) ([]byte, error)
+}

@@ -249,18 +249,18 @@ func TestMigrateKeptOlderStore(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// The store as schema 7 left it: no continued_from.
+	// The store as schema 8 left it: no continued_from.
 	db, err := sql.Open("sqlite3", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{"ALTER TABLE trajectories DROP COLUMN continued_from", "PRAGMA user_version = 7"} {
+	for _, q := range []string{"ALTER TABLE trajectories DROP COLUMN continued_from", "PRAGMA user_version = 8"} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
 	db.Close()
-	if err := checkKept(sft); err == nil || !strings.Contains(err.Error(), "schema version 7 is older") {
+	if err := checkKept(sft); err == nil || !strings.Contains(err.Error(), "schema version 8 is older") {
 		t.Fatalf("the older store before migrating: %v, want the read-only open's refusal", err)
 	}
 	if err := migrateKept(sft); err != nil {

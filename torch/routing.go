@@ -89,6 +89,16 @@ func (e *Engine) Routing(slot int) (*Routing, error) {
 	return r, nil
 }
 
+// RoutingBytes is the record of slot (Routing) packed for storage
+// (Routing.Bytes, for the model's experts).
+func (e *Engine) RoutingBytes(slot int) ([]byte, error) {
+	r, err := e.Routing(slot)
+	if err != nil {
+		return nil, err
+	}
+	return r.Bytes(e.model.Config.MoE.Experts), nil
+}
+
 // forwardRouted is Forward with routing replay or record (ar_model_forward_routed).
 func (m *Model) forwardRouted(b Batch, opt ForwardOptions, o *forwardOuts) (Output, error) {
 	n := b.B * b.T

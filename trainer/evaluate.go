@@ -8,7 +8,6 @@ import (
 	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/tools/search"
-	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
@@ -107,5 +106,5 @@ func (t *Trainer) evaluate(ctx context.Context, iter int, s evalSet) ([]*traject
 			tr.ID = untagged + s.tag + "-" + strings.TrimPrefix(tr.ID, untagged)
 		}
 	}
-	return trs, episodes.Metrics(s.prefix, trs), nil
+	return trs, metric.Episodes(s.prefix, trs), nil
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/algo"
-	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trainer/models"
@@ -27,8 +26,8 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	if err != nil {
 		return err
 	}
-	m := episodes.Metrics("", b.trs)
-	episodes.AddRolloutStats(m, b.rs)
+	m := metric.Episodes("", b.trs)
+	b.rs.Timing().Add(m)
 	if cfg.Algorithm.DynamicSampling {
 		m[metric.NumGenBatches], m[metric.GroupsZeroVariance] = float64(b.drawn.Draws), float64(b.drawn.ZeroVariance)
 	}
@@ -55,10 +54,10 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 	}
 	if t.device.CUDA {
 		if ms, err := torch.CUDAMemory(t.device); err == nil {
-			m[metric.CUDAAllocatedGB], m[metric.CUDAPeakGB] = float64(ms.Allocated)/1e9, float64(ms.Peak)/1e9
+			metric.Memory(m, true, ms.Allocated, ms.Peak)
 		}
 	} else if ms, err := torch.HostMemory(); err == nil {
-		m[metric.HostMappedGB], m[metric.HostPeakGB] = float64(ms.Reserved)/1e9, float64(ms.Peak)/1e9
+		metric.Memory(m, false, ms.Reserved, ms.Peak)
 	}
 	if lockstep {
 		t.engineFigures(m, engine0)
@@ -93,17 +92,17 @@ func (t *Trainer) engineFigures(m map[string]float64, before torch.EngineCounter
 	if err != nil {
 		return
 	}
-	m[metric.EngineRefreshes] = float64(c.Refreshes - before.Refreshes)
-	m[metric.EngineEagerSteps] = float64(c.EagerSteps - before.EagerSteps)
+	e := metric.Engine{Refreshes: c.Refreshes - before.Refreshes, EagerSteps: c.EagerSteps - before.EagerSteps,
+		Captures: c.Captures - before.Captures, CUDA: t.device.CUDA, Graphs: -1}
+	defer func() { e.Add(m) }() // with the graphs where they are read
 	if !t.device.CUDA {
 		return
 	}
-	m[metric.CUDAGraphCaptures] = float64(c.Captures - before.Captures)
 	n, off, err := t.sampler.CUDAGraphs()
 	if err != nil {
 		return
 	}
-	m[metric.CUDAGraphs] = float64(n)
+	e.Graphs = n
 	if off != "" && off != t.graphsOff {
 		t.graphsOff = off
 		t.log.Warn().Str("why", off).Msg("CUDA graphs off: the rollouts' decode steps run eagerly")
@@ -131,13 +130,8 @@ func (t *Trainer) learn(iter int, train []*trajectory.Trajectory, m map[string]f
 	t.state.OptSteps = t.models.learner.Steps()
 	t.log.Debug().Int("iteration", iter).Bool("old_logprobs_from_step", r.OldFromStep).
 		Dur("prepare", r.Timing.Prepare).Msg("update")
-	r.AddMetrics(m, t.models.learner.Critic() != nil)
-	if t.cfg.Algorithm.OverlongBuffer.Enable {
-		m[metric.OverlongPenalty] = r.OverlongPenalty
-	}
-	if t.cfg.Algorithm.OverlongFilter {
-		m[metric.OverlongMasked] = float64(r.OverlongMasked)
-	}
+	metric.Step(m, r.Losses, r.Learned, metric.With{Critic: t.models.learner.Critic() != nil,
+		OverlongPenalty: t.cfg.Algorithm.OverlongBuffer.Enable, OverlongFilter: t.cfg.Algorithm.OverlongFilter})
 	mm := r.Mismatch
 	if w := mm.Warning(iter, t.cfg.Algorithm.MismatchWarnKL); w != "" {
 		t.log.Warn().Int("iteration", iter).Float64("mismatch_kl", mm.KL).Float64("ratio_max", mm.RatioMax).
@@ -148,9 +142,9 @@ func (t *Trainer) learn(iter int, train []*trajectory.Trajectory, m map[string]f
 	}
 	tokens := 0
 	for _, tr := range r.Trained {
-		tokens += len(tr.Tokens) * t.cfg.Algorithm.Epochs
+		tokens += len(tr.Tokens)
 	}
-	m[metric.TokensPerSUpdate] = float64(tokens) / time.Since(t0).Seconds()
+	m[metric.TokensPerSUpdate] = metric.UpdateThroughput(tokens, t.cfg.Algorithm.Epochs, time.Since(t0))
 	if r.Skipped > 0 {
 		t.log.Warn().Int("iteration", iter).Int("skipped", r.Skipped).Strs("trajectories", r.SkippedIDs).
 			Msg("non-finite loss or gradient: update skipped")

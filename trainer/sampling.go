@@ -9,7 +9,6 @@ import (
 	"github.com/agentrl/agentrl/envs/synth"
 	"github.com/agentrl/agentrl/trainer/algo"
 	"github.com/agentrl/agentrl/trainer/datasets"
-	"github.com/agentrl/agentrl/trainer/episodes"
 	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -34,7 +33,7 @@ func (t *Trainer) trainingEpisodes(ctx context.Context, iter int, src taskSource
 		if d == 0 {
 			rs = s
 		} else {
-			rs = episodes.Then(rs, s)
+			rs = rs.Then(s)
 		}
 		return trs, err
 	}
@@ -99,7 +98,7 @@ func (t *Trainer) draw(ctx context.Context, iter, d int, label string, src taskS
 		reqs[i] = rollout.Request{Task: task, Group: d*r.BatchSize + i, Samples: r.GroupSize}
 	}
 	o := t.rolloutOptions(iter, trajectory.Train, rollout.Options{
-		Sampling: decoding.Sampling{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}})
+		Sampling: decoding.Sampling{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}, RecordRouting: t.cfg.Algorithm.RoutingReplay})
 	run := t.rollouts
 	if src.share {
 		run = t.share
@@ -118,7 +117,7 @@ func (t *Trainer) draw(ctx context.Context, iter, d int, label string, src taskS
 		return trs, rs, nil
 	}
 	cont, cs, err := run(ctx, label+" near misses", nil, more, o)
-	return append(trs, cont...), episodes.Then(rs, cs), err
+	return append(trs, cont...), rs.Then(cs), err
 }
 
 // taskSource is where an iteration's training prompts come from: the data

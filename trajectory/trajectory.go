@@ -69,6 +69,12 @@ type Trajectory struct {
 	// Entropies is the policy's entropy at each action token under the
 	// training forward, 0 elsewhere; nil when not computed.
 	Entropies []float32
+	// Routing is, for a mixture-of-experts policy with routing replay on
+	// (algorithm.routing_replay), the experts each token took at each
+	// sparse layer while the rollout computed it, as torch.Routing.Bytes
+	// packs them (tokens x sparse layers x experts per token, a byte a
+	// choice up to 256 experts); nil when not recorded.
+	Routing []byte
 
 	Turns []Turn
 

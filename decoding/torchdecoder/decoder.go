@@ -10,10 +10,14 @@ import (
 	"github.com/agentrl/agentrl/torch"
 )
 
-// Decoder is a *torch.Engine as a decoding.LogitsDecoder.
+// Decoder is a *torch.Engine as a decoding.LogitsDecoder and, for a
+// mixture-of-experts model recording its routing, a decoding.RoutingDecoder.
 type Decoder struct{ *torch.Engine }
 
-var _ decoding.LogitsDecoder = Decoder{}
+var (
+	_ decoding.LogitsDecoder  = Decoder{}
+	_ decoding.RoutingDecoder = Decoder{}
+)
 
 // Step samples one token for each slot with sampling s (see
 // torch.Engine.Step).

@@ -246,3 +246,34 @@ func TestWordLevelContextDefaultsToAppend(t *testing.T) {
 		}
 	}
 }
+
+// With algorithm.routing_replay the rollout sampler's engine records each
+// token's experts (a byte per choice: 5 tokens x 2 sparse layers x top-2),
+// for the rollout to keep; a dense policy is refused by name.
+func TestRolloutSamplerRecordsRouting(t *testing.T) {
+	cfg := config.Default()
+	cfg.Algorithm.RoutingReplay = true
+	cfg.Rollout.Slots, cfg.Env.MaxTokens = 2, 16
+	if _, err := NewRolloutSampler(cfg, tinyPolicy(t), torch.Float32); err == nil || !strings.Contains(err.Error(), "algorithm.routing_replay: the policy (qwen2) has no mixture-of-experts layer") {
+		t.Errorf("a dense policy: %v", err)
+	}
+	moe, err := torch.NewRandomModel(torch.Config{ModelType: "qwen3_moe", Vocab: 64, Hidden: 16, Intermediate: 32, Layers: 2,
+		Heads: 2, KVHeads: 1, HeadDim: 8, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 32,
+		MoE: torch.MoE{Experts: 4, ExpertsPerToken: 2, Intermediate: 8, SparseStep: 1}}, torch.Float32, torch.CPU, false, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer moe.Free()
+	s, err := NewRolloutSampler(cfg, moe, torch.Float32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Free()
+	if err := s.Prefill(1, []int64{3, 1, 4, 1, 5}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Decoder().RoutingBytes(1)
+	if err != nil || len(b) != 5*2*2 {
+		t.Errorf("the engine's record of 5 tokens: %d bytes, %v; want 20", len(b), err)
+	}
+}

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"fmt"
+
 	"github.com/agentrl/agentrl/decoding/torchdecoder"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/torch"
@@ -34,7 +36,8 @@ func (md Mode) Apply(m *torch.Model) error {
 }
 
 // TinyConfig is the config of a model created from scratch (model.tiny,
-// Qwen2-, Qwen3- or Qwen3.5-style) for tok's vocabulary. A qwen3_5 model is
+// Qwen2-, Qwen3-, Qwen3.5- or Qwen3-MoE-style) for tok's vocabulary. A
+// qwen3_moe model has every MLP sparse, with normalised top-k. A qwen3_5 model is
 // transformers' qwen3_5_text: Gated DeltaNet layers with every
 // full_attention_interval-th layer a gated attention layer (as
 // Qwen3_5TextConfig derives layer_types), RoPE θ 1e7 over a quarter of each
@@ -43,6 +46,10 @@ func TinyConfig(c config.TinyConfig, tok *tokenizer.Tokenizer) torch.Config {
 	tc := torch.Config{ModelType: c.ModelType, Vocab: tok.VocabSize(), Hidden: c.Hidden, Intermediate: c.Intermediate,
 		Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.Hidden / max(c.Heads, 1), RMSEps: 1e-6,
 		RopeTheta: 10000, MaxPositions: c.MaxPositions, BOS: int(tok.EOS()), EOS: int(tok.EOS())}
+	if c.ModelType == tinyQwen3MoE {
+		tc.MoE = torch.MoE{Experts: c.Experts, ExpertsPerToken: c.ExpertsPerToken, Intermediate: c.MoEIntermediate,
+			NormTopKProb: true, SparseStep: 1}
+	}
 	if c.ModelType != tinyQwen35 {
 		return tc
 	}
@@ -59,8 +66,11 @@ func TinyConfig(c config.TinyConfig, tok *tokenizer.Tokenizer) torch.Config {
 	return tc
 }
 
-// tinyQwen35 is model.tiny.model_type's name of the Qwen3.5 family.
-const tinyQwen35 = "qwen3_5"
+// model.tiny.model_type's names of the Qwen3.5 family and of Qwen3 MoE.
+const (
+	tinyQwen35   = "qwen3_5"
+	tinyQwen3MoE = "qwen3_moe"
+)
 
 // tinyChatFamily is the chat format of the word-level tokenizer made for
 // the tiny model of c: Qwen3.5's (tool calls in XML) for a qwen3_5 model,
@@ -102,7 +112,8 @@ func NewCopySampler(policy *torch.Model, dtype torch.DType, mode Mode, slots, ma
 // rollout.dtype (auto: dtype, the policy's), for rollout.slots sequences
 // (at least a group) of env.max_tokens and the token after; a copy
 // sampler when the rollout role decodes while the policy is updated
-// (rollout.max_staleness > 0).
+// (rollout.max_staleness > 0). With algorithm.routing_replay its engine
+// records each token's experts (refused for a dense policy).
 func NewRolloutSampler(cfg config.Config, policy *torch.Model, dtype torch.DType) (*Sampler, error) {
 	if dt := cfg.Rollout.DType; dt != "auto" {
 		var err error
@@ -110,11 +121,21 @@ func NewRolloutSampler(cfg config.Config, policy *torch.Model, dtype torch.DType
 			return nil, err
 		}
 	}
+	if cfg.Algorithm.RoutingReplay && policy.Config.SparseLayers() == 0 {
+		return nil, fmt.Errorf("algorithm.routing_replay: the policy (%s) has no mixture-of-experts layer to replay the routing of", policy.Config.ModelType)
+	}
 	newSampler := NewSampler
 	if cfg.Rollout.MaxStaleness > 0 {
 		newSampler = NewCopySampler
 	}
-	return newSampler(policy, dtype, ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1)
+	e, err := newSampler(policy, dtype, ModeOf(cfg), max(cfg.Rollout.Slots, cfg.Rollout.GroupSize), cfg.Env.MaxTokens+1)
+	if err == nil && cfg.Algorithm.RoutingReplay {
+		if err = e.SetRecordRouting(true); err != nil {
+			e.Free()
+			return nil, err
+		}
+	}
+	return e, err
 }
 
 func newSampler(policy *torch.Model, dtype torch.DType, mode Mode, slots, maxLen int, copyAlways bool) (*Sampler, error) {

@@ -111,9 +111,10 @@ type LoRAConfig struct {
 
 // TinyConfig is the shape of a freshly created model: Qwen2-, Qwen3- or
 // Qwen3.5-style (a hybrid of Gated DeltaNet layers and gated attention
-// layers, sized by the linear_* keys and full_attention_interval).
+// layers, sized by the linear_* keys and full_attention_interval), or a
+// Qwen3 MoE (every MLP a mixture of experts, sized by the experts keys).
 type TinyConfig struct {
-	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), or qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML)"`
+	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5|qwen3_moe" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML), or qwen3_moe (Qwen3 with every MLP a mixture of experts: experts, experts_per_token, moe_intermediate)"`
 	Hidden       int    `yaml:"hidden" default:"128" doc:"hidden size"`
 	Intermediate int    `yaml:"intermediate" default:"256" doc:"MLP intermediate size"`
 	Layers       int    `yaml:"layers" default:"2" doc:"transformer layers"`
@@ -128,6 +129,11 @@ type TinyConfig struct {
 	LinearKeyDim          int `yaml:"linear_key_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet query/key head (linear_key_head_dim)"`
 	LinearValueDim        int `yaml:"linear_value_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet value head (linear_value_head_dim)"`
 	ConvKernel            int `yaml:"conv_kernel" default:"4" doc:"qwen3_5: width of the Gated DeltaNet layers' causal convolution (linear_conv_kernel_dim), at most max_positions"`
+	// The Qwen3 MoE keys (model_type qwen3_moe), as Qwen3MoeConfig names
+	// them: num_experts, num_experts_per_tok, moe_intermediate_size.
+	Experts         int `yaml:"experts" default:"4" doc:"qwen3_moe: experts of each mixture-of-experts MLP (num_experts)"`
+	ExpertsPerToken int `yaml:"experts_per_token" default:"2" doc:"qwen3_moe: experts each token takes, its router's top-k (num_experts_per_tok), at most experts"`
+	MoEIntermediate int `yaml:"moe_intermediate" default:"64" doc:"qwen3_moe: each expert's MLP intermediate size (moe_intermediate_size)"`
 }
 
 // DataConfig picks the questions.
@@ -262,6 +268,7 @@ type AlgorithmConfig struct {
 	RolloutCorrection      string  `yaml:"rollout_correction" default:"auto" enum:"auto|off|tis|tis_seq|mis|mis_seq" doc:"correction of the rollout/training mismatch on the policy-gradient term: truncated importance sampling (weight min(r, C), r = pi_train/pi_behaviour, per token or per sequence) or masked importance sampling (tokens or sequences with r outside [1/C, C] dropped); auto = tis when rollout.dtype differs from device.dtype or rollout.max_staleness > 0 (turns sampled by older weights: decoupled PPO), else off"`
 	RolloutCorrectionBound float64 `yaml:"rollout_correction_bound" default:"2.0" doc:"C of the rollout correction, and the bound the mismatch telemetry counts tokens beyond (> 1)"`
 	MismatchWarnKL         float64 `yaml:"mismatch_warn_kl" default:"0.05" doc:"warn when an iteration's rollout/training mismatch KL exceeds this, which a correct pipeline never reaches (0 = never)"`
+	RoutingReplay          bool    `yaml:"routing_replay" default:"false" doc:"mixture-of-experts policies: the rollout records the experts each token took at every sparse layer (stored with the trajectory), and the training forwards (the old logprobs' and the update's) route each token to those experts instead of their routers' top-k, weighted by the routers' probabilities of them, so that a router on a near tie cannot make training compute another distribution than the one that sampled (verl's routing replay); refused for dense models, agent programs (agent.command) and packed segments"`
 	// OldLogprobs says where PPO's old logprobs come from (learner.Settings.OldLogprobs).
 	OldLogprobs string `yaml:"old_logprobs" default:"auto" enum:"auto|recompute" doc:"where PPO's old logprobs come from: auto = from the training forward of the update's single optimizer step when the update is on-policy (epochs 1, mini_batch covering the batch, the policy training, no rollout correction, no KL in the reward, no LoRA dropout), skipping a no-gradient forward over the batch, else recomputed; recompute = always recomputed in a pass of their own before the step"`
 	// OverlongFilter and OverlongBuffer are DAPO's overlong handling

@@ -17,7 +17,7 @@ run.name run.dir run.seed run.iterations run.eval_every run.save_every run.resum
 device.device device.dtype device.threads device.autocast
 model.path model.tiny.model_type model.tiny.hidden model.tiny.intermediate model.tiny.layers model.tiny.heads
 model.tiny.kv_heads model.tiny.max_positions model.tiny.full_attention_interval model.tiny.linear_key_heads
-model.tiny.linear_value_heads model.tiny.linear_key_dim model.tiny.linear_value_dim model.tiny.conv_kernel model.critic model.critic_path model.checkpointing model.logits_chunk model.ref_path
+model.tiny.linear_value_heads model.tiny.linear_key_dim model.tiny.linear_value_dim model.tiny.conv_kernel model.tiny.experts model.tiny.experts_per_token model.tiny.moe_intermediate model.critic model.critic_path model.checkpointing model.logits_chunk model.ref_path
 model.lora.rank model.lora.alpha model.lora.dropout model.lora.target_modules model.lora.path model.lora.merge
 model.chat.reasoning_effort model.chat.preserve_thinking
 data.source data.train data.eval data.format data.max_train data.max_eval
@@ -46,7 +46,7 @@ algorithm.clip_low algorithm.clip_high algorithm.dual_clip algorithm.loss_agg
 algorithm.kl_estimator algorithm.kl_mode algorithm.entropy_coef algorithm.vf_coef algorithm.value_clip
 algorithm.epochs algorithm.mini_batch algorithm.micro_batch algorithm.loss_mask algorithm.pack_segments
 algorithm.filter_keep_ratio algorithm.critic_warmup
-algorithm.rollout_correction algorithm.rollout_correction_bound algorithm.mismatch_warn_kl algorithm.old_logprobs
+algorithm.rollout_correction algorithm.rollout_correction_bound algorithm.mismatch_warn_kl algorithm.routing_replay algorithm.old_logprobs
 algorithm.overlong_filter algorithm.overlong_buffer.enable algorithm.overlong_buffer.len algorithm.overlong_buffer.penalty_factor
 algorithm.dynamic_sampling algorithm.max_num_gen_batches algorithm.near_miss algorithm.near_miss_samples
 optim.lr optim.critic_lr optim.beta1 optim.beta2 optim.eps optim.weight_decay optim.warmup_steps

@@ -116,6 +116,7 @@ func (c *Config) validateModel(p *problems) {
 		p.add("model.tiny.kv_heads", "%d does not divide model.tiny.heads %d", t.KVHeads, t.Heads)
 	}
 	c.validateTinyQwen35(p)
+	c.validateTinyMoE(p)
 	p.atLeast("model.logits_chunk", c.Model.LogitsChunk, 0)
 	if c.Model.Critic == "shared" && c.Model.CriticPath != "" {
 		p.add("model.critic_path", "%q, but model.critic is shared (the value head sits on the policy)", c.Model.CriticPath)
@@ -174,6 +175,30 @@ func (c *Config) validateTinyQwen35(p *problems) {
 	if h := t.Hidden / max(t.Heads, 1); t.Heads >= 1 && t.Hidden%t.Heads == 0 && h%2 == 0 && h%8 != 0 {
 		p.add("model.tiny.heads", "%d gives a head size of %d; qwen3_5's partial RoPE turns a quarter of each head in pairs, so the head size must be a multiple of 8",
 			t.Heads, h)
+	}
+}
+
+// validateTinyMoE checks the Qwen3 MoE keys of model.tiny: in range for a
+// qwen3_moe model, at their defaults for the others (which have no
+// experts: a key set there would be ignored).
+func (c *Config) validateTinyMoE(p *problems) {
+	t, d := c.Model.Tiny, Default().Model.Tiny
+	if t.ModelType != "qwen3_moe" {
+		for _, k := range []struct {
+			name   string
+			v, def int
+		}{{"model.tiny.experts", t.Experts, d.Experts}, {"model.tiny.experts_per_token", t.ExpertsPerToken, d.ExpertsPerToken},
+			{"model.tiny.moe_intermediate", t.MoEIntermediate, d.MoEIntermediate}} {
+			if k.v != k.def {
+				p.add(k.name, "%d, but model.tiny.model_type is %s: the experts keys apply to qwen3_moe only", k.v, t.ModelType)
+			}
+		}
+		return
+	}
+	p.atLeast("model.tiny.experts", t.Experts, 1)
+	p.atLeast("model.tiny.moe_intermediate", t.MoEIntermediate, 1)
+	if t.ExpertsPerToken < 1 || t.ExpertsPerToken > t.Experts {
+		p.add("model.tiny.experts_per_token", "%d, want 1 to model.tiny.experts %d", t.ExpertsPerToken, t.Experts)
 	}
 }
 
@@ -358,6 +383,17 @@ func (c *Config) validateAlgorithm(p *problems) {
 		p.add("algorithm.rollout_correction_bound", "%v, want > 1", a.RolloutCorrectionBound)
 	}
 	p.atLeastF("algorithm.mismatch_warn_kl", a.MismatchWarnKL, 0)
+	if a.RoutingReplay {
+		if c.Model.Path == "" && c.Model.Tiny.ModelType != "qwen3_moe" {
+			p.add("algorithm.routing_replay", "the model created from scratch (model.tiny.model_type %s) has no mixture-of-experts layer; qwen3_moe has", c.Model.Tiny.ModelType)
+		}
+		if len(c.Agent.Command) > 0 {
+			p.add("algorithm.routing_replay", "agent programs (agent.command) decode through the gateway, which records no routing")
+		}
+		if mode, err := rollout.ParseContextMode(c.Env.Context); err == nil && (rollout.Context{Mode: mode}).Renders() && a.PackSegments {
+			p.add("algorithm.routing_replay", "replay of packed segments is not implemented: env.context %q splits episodes into segments, so set algorithm.pack_segments false", c.Env.Context)
+		}
+	}
 	if b := a.OverlongBuffer; b.Enable {
 		if b.Len <= 0 || b.Len >= c.Env.MaxTokens {
 			p.add("algorithm.overlong_buffer.len", "%d, want 0 < len < env.max_tokens (%d) with the buffer enabled", b.Len, c.Env.MaxTokens)

@@ -38,6 +38,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"model.tiny.model_type", func(c *Config) { c.Model.Tiny.ModelType = "llama" }, "llama"},
 		{"model.tiny.linear_key_heads", func(c *Config) { c.Model.Tiny.LinearKeyHeads = 3 }, "3, but model.tiny.model_type is qwen2: the Qwen3.5 keys apply to qwen3_5 only"},
 		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 1 }, "want at least 2"},
+		{"model.tiny.experts", func(c *Config) { c.Model.Tiny.Experts = 8 }, "8, but model.tiny.model_type is qwen2: the experts keys apply to qwen3_moe only"},
+		{"model.tiny.experts_per_token", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ExpertsPerToken = "qwen3_moe", 5 }, "5, want 1 to model.tiny.experts 4"},
 		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 100000 },
 			"100000 exceeds model.tiny.max_positions 1024"},
 		{"model.tiny.linear_key_dim", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.LinearKeyDim = "qwen3_5", 0 }, "want at least 1"},
@@ -100,6 +102,14 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"algorithm.dual_clip", func(c *Config) { c.Algorithm.DualClip, c.Algorithm.PolicyLoss = 3, "gspo" }, "bounds the ppo loss only"},
 		{"algorithm.policy_loss", func(c *Config) { c.Algorithm.PolicyLoss = "trpo" }, "want one of ppo, gspo, cispo"},
 		{"algorithm.rollout_correction", func(c *Config) { c.Algorithm.RolloutCorrection = "is" }, "want one of auto, off, tis, tis_seq, mis, mis_seq"},
+		{"algorithm.routing_replay", func(c *Config) {
+			c.Algorithm.RoutingReplay, c.Agent.Command, c.Data.Synthetic.FreshWorlds = true, []string{"/bin/true"}, false
+			c.Model.Tiny.ModelType = "qwen3_moe"
+		}, "records no routing"},
+		{"algorithm.routing_replay", func(c *Config) {
+			c.Algorithm.RoutingReplay, c.Env.Context, c.Model.Tiny.ModelType = true, "window", "qwen3_moe"
+		}, "set algorithm.pack_segments false"},
+		{"algorithm.routing_replay", func(c *Config) { c.Algorithm.RoutingReplay = true }, "model.tiny.model_type qwen2) has no mixture-of-experts layer"},
 		{"algorithm.rollout_correction_bound", func(c *Config) { c.Algorithm.RolloutCorrectionBound = 1 }, "want > 1"},
 		{"algorithm.mismatch_warn_kl", func(c *Config) { c.Algorithm.MismatchWarnKL = -1 }, "want at least 0"},
 		{"algorithm.old_logprobs", func(c *Config) { c.Algorithm.OldLogprobs = "reuse" }, "want one of auto, recompute"},

@@ -1,3 +1,7 @@
+// Package episodes holds what the trainer does with a batch of finished
+// episodes before learning from it: gathering every rank's share in one
+// order and telling whether all of them failed (what they measure is
+// metric.Episodes).
 package episodes
 
 import (

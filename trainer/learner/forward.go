@@ -15,8 +15,18 @@ import (
 // from the outputs after the base, so the gradient flows back to the
 // packed outputs); elsewhere the grid holds base's grid of that output
 // (nil: 0). No loss reads a token that is not a target, so the base only
-// keeps the unread values finite.
-func forward(s *torch.Scope, m *torch.Model, p Padded, opt torch.ForwardOptions, base torch.Output) (torch.Output, error) {
+// keeps the unread values finite. With replay the forward routes each
+// token to the experts the rollout recorded for it (routing replay).
+func forward(s *torch.Scope, m *torch.Model, p Padded, opt torch.ForwardOptions, base torch.Output, replay bool) (torch.Output, error) {
+	if replay {
+		if p.packed != nil {
+			return torch.Output{}, fmt.Errorf("routing replay (algorithm.routing_replay) of packed segments is not implemented: set algorithm.pack_segments false")
+		}
+		var err error
+		if opt.ReplayRouting, err = replayed(m, p); err != nil {
+			return torch.Output{}, err
+		}
+	}
 	if p.packed == nil {
 		o, err := m.Forward(p.Batch, opt)
 		s.Own(o.LogProbs, o.Entropy, o.Values, o.AuxLoss)
@@ -57,14 +67,14 @@ func forward(s *torch.Scope, m *torch.Model, p Padded, opt torch.ForwardOptions,
 // ratio and the reference's logprobs of the KL term. In a data-parallel
 // job each rank computes its share and every rank receives all.
 func TokenLogprobs(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, temperature float64, micro int) ([][]float32, error) {
-	rows, err := pass(g, m, NewBatch(trs, false), micro, allTargets, torch.ForwardOptions{Temperature: temperature}, pickLogprobs)
+	rows, err := pass(g, m, NewBatch(trs, false), micro, allTargets, torch.ForwardOptions{Temperature: temperature}, false, pickLogprobs)
 	return column(rows, 0), err
 }
 
 // TokenValues computes the critic's value for every token (index j holds
 // V before token j), sharded like TokenLogprobs.
 func TokenValues(g *dist.Group, m *torch.Model, trs []*trajectory.Trajectory, micro int) ([][]float32, error) {
-	rows, err := pass(g, m, NewBatch(trs, false), micro, allTargets, valuesOnly, pickValues)
+	rows, err := pass(g, m, NewBatch(trs, false), micro, allTargets, valuesOnly, false, pickValues)
 	return column(rows, 0), err
 }
 
@@ -91,8 +101,9 @@ var (
 // (this rank's share of its units; packed segments hold the tokens want
 // asks for, 0 elsewhere) and returns, per trajectory of b, one row per
 // picked output (token j's value at index j). In a data-parallel job
-// every rank receives every rank's rows.
-func pass(g *dist.Group, m *torch.Model, b Batch, micro int, want targets, opt torch.ForwardOptions, picks ...func(torch.Output) *torch.Tensor) ([][][]float32, error) {
+// every rank receives every rank's rows. With replay the forwards replay
+// the rollout's routing.
+func pass(g *dist.Group, m *torch.Model, b Batch, micro int, want targets, opt torch.ForwardOptions, replay bool, picks ...func(torch.Output) *torch.Tensor) ([][][]float32, error) {
 	trs := b.Trajectories
 	// Each rank's trajectories, in order: its units, dealt in turn.
 	dealt := make([][]int, g.World())
@@ -107,7 +118,7 @@ func pass(g *dist.Group, m *torch.Model, b Batch, micro int, want targets, opt t
 		index[t] = i
 	}
 	for _, p := range microBatches(mine, micro, want) {
-		if err := forwardRows(m, p, opt, picks, func(c, i int, row []float32) { local[index[p.Trs[i]]][c] = row }); err != nil {
+		if err := forwardRows(m, p, opt, replay, picks, func(c, i int, row []float32) { local[index[p.Trs[i]]][c] = row }); err != nil {
 			return nil, err
 		}
 	}
@@ -127,12 +138,13 @@ func pass(g *dist.Group, m *torch.Model, b Batch, micro int, want targets, opt t
 	return out, nil
 }
 
-// forwardRows runs m without gradients over p and hands each picked
+// forwardRows runs m without gradients over p (replaying the routing
+// with replay) and hands each picked
 // output's row of each trajectory (p.Trs[i]) to set.
-func forwardRows(m *torch.Model, p Padded, opt torch.ForwardOptions, picks []func(torch.Output) *torch.Tensor, set func(c, i int, row []float32)) error {
+func forwardRows(m *torch.Model, p Padded, opt torch.ForwardOptions, replay bool, picks []func(torch.Output) *torch.Tensor, set func(c, i int, row []float32)) error {
 	s := torch.NewScopeOn(m.Device)
 	defer s.Close()
-	o, err := forward(s, m, p, opt, torch.Output{})
+	o, err := forward(s, m, p, opt, torch.Output{}, replay)
 	if err != nil {
 		return OOMHint(fmt.Errorf("forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Tokens(), err))
 	}

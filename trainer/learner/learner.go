@@ -52,6 +52,10 @@ type Settings struct {
 	// pass of their own before every update; otherwise ("auto", "") an
 	// on-policy update takes them from its training forward (oldFromStep).
 	OldLogprobs string
+	// RoutingReplay makes the policy's training forwards (the old
+	// logprobs' and the update's) route each token to the experts the
+	// rollout recorded for it (Trajectory.Routing; routing replay).
+	RoutingReplay bool
 
 	// PolicyOptim is the policy's AdamW group; CriticOptim a value head's
 	// (a second group of the policy's optimizer when shared) or a separate

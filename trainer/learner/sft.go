@@ -164,7 +164,7 @@ func sftMicroBatch(m *torch.Model, opt *torch.AdamW, p Padded, n algo.Norm) (flo
 // sftLoss is one micro-batch's masked negative log-likelihood, normalised
 // by the whole mini-batch's tokens n.
 func sftLoss(s *torch.Scope, m *torch.Model, p Padded, n algo.Norm) (*torch.Tensor, error) {
-	o, err := forward(s, m, p, torch.ForwardOptions{Grad: true}, torch.Output{})
+	o, err := forward(s, m, p, torch.ForwardOptions{Grad: true}, torch.Output{}, false)
 	if err != nil {
 		return nil, OOMHint(fmt.Errorf("sft forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Tokens(), err))
 	}

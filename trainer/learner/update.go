@@ -2,6 +2,7 @@ package learner
 
 import (
 	"fmt"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"math"
 	"slices"
 	"time"
@@ -21,38 +22,17 @@ import (
 // micro-batches, packing) is in batch.go, the model's forward in
 // forward.go, the losses in trainer/loss, the estimators in trainer/algo.
 
-// UpdateResult is what an update did: its diagnostics and the figures of the
-// data it started from.
+// UpdateResult is what an update did: its steps' figures, the figures of
+// the data it started from, and whether the old logprobs came from the
+// update's one optimizer step.
 type UpdateResult struct {
 	Stats
-	// Trained is the batch the losses learned from: after the variance
-	// filter (the trajectories that got advantages), less the episodes
-	// overlong filtering masked.
-	Trained        []*trajectory.Trajectory
-	GroupRewardStd float64 // the mean within-group reward std of the whole batch
-	GroupsDropped  int     // groups the variance filter dropped
-	// OverlongPenalty is the mean soft overlong penalty added to the
-	// batch's rewards (0 without the buffer); OverlongMasked counts the
-	// episodes overlong filtering took out of the policy loss.
-	OverlongPenalty float64
-	OverlongMasked  int
-	// Mismatch compares the behaviour logprobs (recorded while sampling)
-	// with the old ones (the training forward's) over the policy's tokens:
-	// the rollout/training mismatch (its MaxAbsDiff is 0 when rollout and
-	// training compute the same distribution).
-	Mismatch algo.Mismatch
+	metric.Learned
 	// OldFromStep is true when the old logprobs (and the trajectories'
 	// TrainLogprobs and Entropies) came from the training forward of the
 	// update's one optimizer step, false when a pass of their own
 	// recomputed them before it (oldFromStep says when).
 	OldFromStep bool
-	// WeightMean is the mean rollout-correction weight over the policy's
-	// tokens, NaN without a correction.
-	WeightMean float64
-	// KLRef is the mean per-token KL of the policy to the reference (k1,
-	// k2 or k3 as set); HasRef is false when there is no reference.
-	KLRef  float64
-	HasRef bool
 }
 
 // TokenData are the per-token arrays an update needs besides the
@@ -214,7 +194,7 @@ func (l *Learner) prepare(b Batch, old bool) (TokenTable, error) {
 	}
 	want := lossTargets(c.LossMask)
 	if old {
-		rows, err := pass(l.dist, l.policy, b, c.MicroBatch, want, torch.ForwardOptions{Temperature: c.Temperature, Entropy: true}, pickLogprobs, pickEntropy)
+		rows, err := pass(l.dist, l.policy, b, c.MicroBatch, want, torch.ForwardOptions{Temperature: c.Temperature, Entropy: true}, c.RoutingReplay, pickLogprobs, pickEntropy)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +203,7 @@ func (l *Learner) prepare(b Batch, old bool) (TokenTable, error) {
 		}
 	}
 	if l.ref != nil {
-		rows, err := pass(l.dist, l.ref, b, c.MicroBatch, want, torch.ForwardOptions{Temperature: c.Temperature}, pickLogprobs)
+		rows, err := pass(l.dist, l.ref, b, c.MicroBatch, want, torch.ForwardOptions{Temperature: c.Temperature}, false, pickLogprobs)
 		if err != nil {
 			return nil, err
 		}
@@ -232,7 +212,7 @@ func (l *Learner) prepare(b Batch, old bool) (TokenTable, error) {
 		}
 	}
 	if l.critic != nil {
-		rows, err := pass(l.dist, l.critic, b, c.MicroBatch, allTargets, valuesOnly, pickValues)
+		rows, err := pass(l.dist, l.critic, b, c.MicroBatch, allTargets, valuesOnly, false, pickValues)
 		if err != nil {
 			return nil, err
 		}
@@ -266,12 +246,12 @@ func onActions(t *trajectory.Trajectory, x []float32) []float32 {
 
 // mismatch measures the rollout/training mismatch of the batch: the
 // behaviour logprobs against the old ones, on the action tokens.
-func mismatch(train []*trajectory.Trajectory, data TokenTable, bound float64) algo.Mismatch {
+func mismatch(train []*trajectory.Trajectory, data TokenTable, bound float64) metric.Mismatch {
 	behaviour, old, masks := make([][]float32, len(train)), make([][]float32, len(train)), make([][]uint8, len(train))
 	for i, tr := range train {
 		behaviour[i], old[i], masks[i] = tr.Logprobs, data[tr].Old, tr.Mask
 	}
-	return algo.MeasureMismatch(behaviour, old, masks, bound)
+	return metric.MeasureMismatch(behaviour, old, masks, bound, algo.MaxLogRatio)
 }
 
 // correct sets each trajectory's rollout-correction weights (the
@@ -475,7 +455,7 @@ func (l *Learner) norm(mini []*trajectory.Trajectory) algo.Norm {
 // loss counts. With fromStep the training forwards give the old logprobs,
 // set on data with their entropies.
 func (l *Learner) policyStep(mini []*trajectory.Trajectory, mbs []Padded, norm algo.Norm, data TokenTable, trainPolicy, fromStep bool, st *Stats) error {
-	st.policySteps++
+	st.PolicySteps++
 	nonFinite := false
 	for _, p := range mbs {
 		v, err := l.policyMicroBatch(p, data, norm, trainPolicy, fromStep, st)
@@ -498,7 +478,7 @@ func (l *Learner) policyStep(mini []*trajectory.Trajectory, mbs []Padded, norm a
 	st.GradNorm += gradNorm
 	st.Steps++
 	if l.mode == SharedCritic {
-		st.criticSteps++
+		st.CriticSteps++
 		st.CriticGradNorm += gradNorm
 	}
 	return nil
@@ -577,7 +557,7 @@ func (l *Learner) policyLoss(s *torch.Scope, p Padded, data TokenTable, n algo.N
 	moe := l.policy.Config.MoE
 	aux := trainPolicy && moe.OutputRouterLogits && l.policy.Config.Sparse()
 	o, err := forward(s, l.policy, p, torch.ForwardOptions{Temperature: c.Temperature, Grad: true, Entropy: true,
-		EntropyGrad: trainPolicy && c.Loss.EntropyCoef != 0, Values: shared, RouterAuxLoss: aux}, torch.Output{LogProbs: old})
+		EntropyGrad: trainPolicy && c.Loss.EntropyCoef != 0, Values: shared, RouterAuxLoss: aux}, torch.Output{LogProbs: old}, c.RoutingReplay)
 	if err != nil {
 		return policyTerms{}, OOMHint(fmt.Errorf("policy forward of %d trajectories (%d tokens): %w", len(p.Trs), p.Tokens(), err))
 	}
@@ -645,7 +625,7 @@ func (l *Learner) criticStep(mbs []Padded, norm algo.Norm, data TokenTable, st *
 	}
 	st.ValueLoss += sum
 	st.CriticGradNorm += gradNorm
-	st.criticSteps++
+	st.CriticSteps++
 	return nil
 }
 
@@ -675,7 +655,7 @@ func (l *Learner) criticMicroBatch(p Padded, data TokenTable, n algo.Norm, tm *T
 // criticLoss is one micro-batch's value loss of a separate critic.
 func (l *Learner) criticLoss(s *torch.Scope, p Padded, data TokenTable, n algo.Norm) (*torch.Tensor, error) {
 	// Only the value head's output: no logits over the vocabulary.
-	o, err := forward(s, l.critic, p, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true}, torch.Output{})
+	o, err := forward(s, l.critic, p, torch.ForwardOptions{Grad: true, Values: true, ValuesOnly: true}, torch.Output{}, false)
 	if err != nil {
 		return nil, OOMHint(fmt.Errorf("critic forward of %d trajectories: %w", len(p.Trs), err))
 	}

@@ -1,8 +1,12 @@
 // Package metric declares every metric the training loop records per
 // iteration: its name as stored (store.IterationMetrics), what it means,
-// and whether and where the report draws it. The producers (the trainer),
+// and whether and where the report draws it; and computes them, one file
+// per kind: what a batch of episodes measures (episode.go), what an
+// update measures (step.go, over the token statistics of tokens.go and the
+// rollout/training mismatch of mismatch.go), and where the time and
+// memory went (timing.go). The producers (the trainer and its learner),
 // the report and the experiment use these names, so a metric is renamed,
-// documented or plotted in one place.
+// documented, computed or plotted in one place.
 package metric
 
 import (

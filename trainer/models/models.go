@@ -229,7 +229,7 @@ func LearnerSettings(cfg config.Config) learner.Settings {
 			PenaltyFactor: a.OverlongBuffer.PenaltyFactor},
 		Loss: a.LossConfig, Horizon: cfg.Env.MaxTokens, Epochs: a.Epochs, MiniBatch: a.MiniBatch, MicroBatch: a.MicroBatch, LossMask: a.LossMask,
 		MaxGradNorm: o.MaxGradNorm, Temperature: cfg.Rollout.Temperature,
-		RolloutCorrection: cfg.RolloutCorrection(), RolloutBound: a.RolloutCorrectionBound, OldLogprobs: a.OldLogprobs,
+		RolloutCorrection: cfg.RolloutCorrection(), RolloutBound: a.RolloutCorrectionBound, OldLogprobs: a.OldLogprobs, RoutingReplay: a.RoutingReplay,
 		PolicyOptim: policy, CriticOptim: critic, Zero: cfg.Dist.Zero,
 		Schedule: learner.Schedule{Shape: o.Schedule, Warmup: o.WarmupSteps, Total: optimizerSteps(cfg), MinRatio: o.MinLRRatio},
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/trainer/metric"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -42,6 +43,11 @@ type Options struct {
 	// OnDone is called (on the scheduler's goroutine) as each trajectory
 	// finishes, e.g. to advance a progress bar.
 	OnDone func(*trajectory.Trajectory)
+	// RecordRouting keeps on each trajectory the experts its tokens took
+	// at the policy's mixture-of-experts layers (Trajectory.Routing, for
+	// routing replay): the decoder must be a decoding.RoutingDecoder that
+	// records.
+	RecordRouting bool
 }
 
 func (o Options) validate(d decoding.Decoder, reqs []Request) error {
@@ -50,6 +56,9 @@ func (o Options) validate(d decoding.Decoder, reqs []Request) error {
 	}
 	if o.MaxTotalTokens < 2 {
 		return fmt.Errorf("rollout: max_tokens is %d, want at least 2", o.MaxTotalTokens)
+	}
+	if _, ok := d.(decoding.RoutingDecoder); o.RecordRouting && !ok {
+		return fmt.Errorf("rollout: routing replay (algorithm.routing_replay) needs a decoder that records the experts of each token; %T does not", d)
 	}
 	if o.MaxTotalTokens > d.MaxLen() {
 		return fmt.Errorf("rollout: max_tokens %d exceeds the KV cache length %d", o.MaxTotalTokens, d.MaxLen())
@@ -92,12 +101,18 @@ func (s Stats) Merge(o Stats) Stats {
 	return s
 }
 
-// TokensPerS is generated tokens per second of wall time.
-func (s Stats) TokensPerS() float64 {
-	if s.Wall <= 0 {
-		return 0
-	}
-	return float64(s.Generated) / s.Wall.Seconds()
+// Then combines the stats of rollouts that ran one after the other (the
+// draws of dynamic sampling): times and counts add up, and the mean
+// decode batch is weighted by decode calls.
+func (s Stats) Then(o Stats) Stats {
+	m := s.Merge(o)
+	m.Wall, m.Decode, m.Prefill, m.Idle = s.Wall+o.Wall, s.Decode+o.Decode, s.Prefill+o.Prefill, s.Idle+o.Idle
+	return m
+}
+
+// Timing is what the rollout measures, as the iteration records it.
+func (s Stats) Timing() metric.Rollout {
+	return metric.Rollout{Generated: s.Generated, Wall: s.Wall, Decode: s.Decode, Prefill: s.Prefill, ToolWait: s.Idle, DecodeBatchMean: s.MeanBatch}
 }
 
 // trajSeed derives a slot's sampling seed from the run seed and the

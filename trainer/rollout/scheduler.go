@@ -435,6 +435,9 @@ func (s *sched) end(ep *episode) error {
 		}
 	}
 	tr.DurationMS = float64(time.Since(ep.started)) / float64(time.Millisecond)
+	if err := s.keepRouting(ep); err != nil {
+		return err
+	}
 	if err := s.l.Release(ep.slot); err != nil {
 		return err
 	}
@@ -453,6 +456,22 @@ func (s *sched) finishSegments(ep *episode) {
 		s.finish(seg)
 	}
 	s.finish(last)
+}
+
+// keepRouting, with Options.RecordRouting, keeps on the segment being
+// decoded the experts its tokens took, as the decoder recorded them for
+// its slot (every token of the segment is cached there: the prompt, the
+// observations and the sampled tokens, the last one included).
+func (s *sched) keepRouting(ep *episode) error {
+	if !s.opt.RecordRouting {
+		return nil
+	}
+	b, err := s.l.Decoder().(decoding.RoutingDecoder).RoutingBytes(ep.slot)
+	if err != nil {
+		return fmt.Errorf("routing of %s: %w", ep.tr.ID, err)
+	}
+	ep.tr.Routing = b
+	return nil
 }
 
 func (s *sched) finish(tr *trajectory.Trajectory) {

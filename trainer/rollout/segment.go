@@ -32,6 +32,9 @@ func (s *sched) split(ep *episode, context []int32) error {
 	for i := range seg.TurnOf {
 		seg.TurnOf[i] = -1
 	}
+	if err := s.keepRouting(ep); err != nil {
+		return err
+	}
 	if err := s.l.Clear(ep.slot); err != nil {
 		return err
 	}

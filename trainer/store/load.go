@@ -163,7 +163,7 @@ func loadTrajectories(tx *sql.Tx, where string, args []any) ([]*trajectory.Traje
 // loadTokens decodes the token blobs of the selected trajectories.
 func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.Trajectory) error {
 	rows, err := tx.Query(`SELECT tid, ids, logprobs, mask, turn_of, critic_values, advantages, returns,
-		train_logprobs, entropies FROM trajectory_tokens WHERE `+sub, args...)
+		train_logprobs, entropies, routing FROM trajectory_tokens WHERE `+sub, args...)
 	if err != nil {
 		return err
 	}
@@ -172,16 +172,16 @@ func loadTokens(tx *sql.Tx, sub string, args []any, byTID map[int64]*trajectory.
 		var (
 			tid                                    int64
 			ids, lp, mask, turnOf, vals, adv, rets []byte
-			trainLP, ent                           []byte
+			trainLP, ent, routing                  []byte
 		)
-		if err := rows.Scan(&tid, &ids, &lp, &mask, &turnOf, &vals, &adv, &rets, &trainLP, &ent); err != nil {
+		if err := rows.Scan(&tid, &ids, &lp, &mask, &turnOf, &vals, &adv, &rets, &trainLP, &ent, &routing); err != nil {
 			return err
 		}
 		t := byTID[tid]
 		if t == nil {
 			continue
 		}
-		t.Mask = mask
+		t.Mask, t.Routing = mask, routing
 		var errs [8]error
 		t.Tokens, errs[0] = decodeInt32(ids)
 		t.Logprobs, errs[1] = decodeFloat32(lp)

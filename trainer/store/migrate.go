@@ -8,7 +8,7 @@ import (
 // migrations are the schema's forward steps: step i takes a database from
 // version i (PRAGMA user_version) to version i+1. Steps are only ever
 // appended; a released step is never edited.
-var migrations = []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, schemaV7, schemaV8}
+var migrations = []string{schemaV1, schemaV2, schemaV3, schemaV4, schemaV5, schemaV6, schemaV7, schemaV8, schemaV9}
 
 // migrate applies the steps a database has not seen yet, in order, each in
 // its own transaction together with the version bump, so a crash leaves the

@@ -261,9 +261,17 @@ ALTER TABLE trajectories ADD COLUMN support INTEGER;
 ALTER TABLE trajectories ADD COLUMN evidence INTEGER;
 `
 
-// schemaV8 records which episode a near-miss continuation continues
+// schemaV8 stores the experts each token of a trajectory took at the
+// sparse layers of a mixture-of-experts policy while the rollout computed
+// it (algorithm.routing_replay; torch.Routing.Bytes). Other rows keep
+// NULL: not recorded.
+const schemaV8 = `
+ALTER TABLE trajectory_tokens ADD COLUMN routing BLOB;
+`
+
+// schemaV9 records which episode a near-miss continuation continues
 // (algorithm.near_miss): the id of the episode whose first turns it
 // replayed, empty for an episode sampled from its prompt (older rows too).
-const schemaV8 = `
+const schemaV9 = `
 ALTER TABLE trajectories ADD COLUMN continued_from TEXT NOT NULL DEFAULT '';
 `

@@ -148,7 +148,7 @@ func prepareInserts(tx *sql.Tx) (*inserts, error) {
 		return nil, err
 	}
 	if w.tokens, err = tx.Prepare(`INSERT INTO trajectory_tokens (tid, ids, logprobs, mask, turn_of,
-		critic_values, advantages, returns, train_logprobs, entropies) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
+		critic_values, advantages, returns, train_logprobs, entropies, routing) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`); err != nil {
 		w.close()
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (w *inserts) insert(run string, t *trajectory.Trajectory) error {
 	}
 	if _, err := w.tokens.Exec(tid, encodeInt32(t.Tokens), encodeFloat32(t.Logprobs), encodeUint8(t.Mask),
 		encodeInt16(t.TurnOf), encodeFloat32(t.Values), encodeFloat32(t.Advantages), encodeFloat32(t.Returns),
-		encodeFloat32(t.TrainLogprobs), encodeFloat32(t.Entropies)); err != nil {
+		encodeFloat32(t.TrainLogprobs), encodeFloat32(t.Entropies), encodeUint8(t.Routing)); err != nil {
 		return fmt.Errorf("tokens: %w", err)
 	}
 	for _, r := range t.Requests {

@@ -28,6 +28,7 @@ func Full() *trajectory.Trajectory {
 		Returns:       []float32{1, 1, 1, 1.5, 0.5, 0},
 		TrainLogprobs: []float32{0, 0, 0, -0.25, -3.25, 0},
 		Entropies:     []float32{0, 0, 0, 1.5, 0.0625, 0},
+		Routing:       []byte{0, 1, 2, 3, 3, 0, 1, 2, 0, 3, 2, 1}, // 6 tokens, 1 sparse layer, top-2
 		Turns: []trajectory.Turn{
 			{Text: "Je cherche… <tool_call>", GenTokens: 2, ProcessReward: 0.025, Evidence: 2, LatencyMS: 13, PolicyVersion: 5, Calls: []trajectory.ToolCall{
 				{Name: "search", Args: `{"query":"Petit Prince auteur"}`, Result: "Le Petit Prince — Saint-Exupéry (1943)\nligne 2",

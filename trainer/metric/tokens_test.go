@@ -1,4 +1,4 @@
-package algo
+package metric
 
 import (
 	"math"
@@ -23,7 +23,7 @@ func TestMaskedStats(t *testing.T) {
 // (the tool tokens' 100 is ignored): mean 2, squares 1+9+1+9 = 20, std
 // sqrt(5).
 func TestAdvantageAndReturnStats(t *testing.T) {
-	tr := twoTurn("a", 0, 1)
+	tr := &trajectory.Trajectory{Mask: []uint8{0, 0, 1, 1, 0, 0, 1, 1}} // the two-turn trajectory of algo's golden tests
 	tr.Advantages = []float32{0, 0, 1, -1, 100, 100, 3, 5}
 	tr.Returns = []float32{0, 0, 2, 2, 100, 100, 2, 2}
 	a := AdvantageStats([]*trajectory.Trajectory{tr})
@@ -44,8 +44,8 @@ func TestAdvantageAndReturnStats(t *testing.T) {
 //	constant returns:   Var[R] = 0              -> NaN
 func TestExplainedVariance(t *testing.T) {
 	build := func(ret, val [3]float32) *trajectory.Trajectory {
-		tr := oneTurn("a", 0, 3, 0)
-		tr.Returns = []float32{9, ret[0], ret[1], ret[2]} // the prompt's 9 is ignored
+		tr := &trajectory.Trajectory{Mask: []uint8{0, 1, 1, 1}} // a prompt token, three action tokens
+		tr.Returns = []float32{9, ret[0], ret[1], ret[2]}       // the prompt's 9 is ignored
 		tr.Values = []float32{-9, val[0], val[1], val[2]}
 		return tr
 	}
@@ -58,13 +58,14 @@ func TestExplainedVariance(t *testing.T) {
 		{[3]float32{1, 2, 3}, [3]float32{2, 2, 2}, 0},
 	}
 	for _, c := range cases {
-		noValues := oneTurn("b", 0, 2, 0) // skipped: no values
-		noValues.Values = nil
-		if got := ExplainedVariance([]*trajectory.Trajectory{build(c.ret, c.val), noValues}); !near(got, c.want) {
+		noValues := &trajectory.Trajectory{Mask: []uint8{0, 1, 1}} // skipped: no values
+		if got := ExplainedVarianceOf([]*trajectory.Trajectory{build(c.ret, c.val), noValues}); !near(got, c.want) {
 			t.Errorf("returns %v values %v: explained variance %v, want %v", c.ret, c.val, got, c.want)
 		}
 	}
-	if got := ExplainedVariance([]*trajectory.Trajectory{build([3]float32{2, 2, 2}, [3]float32{1, 2, 3})}); !math.IsNaN(got) {
+	if got := ExplainedVarianceOf([]*trajectory.Trajectory{build([3]float32{2, 2, 2}, [3]float32{1, 2, 3})}); !math.IsNaN(got) {
 		t.Errorf("constant returns: %v, want NaN", got)
 	}
 }
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*max(1, math.Abs(b)) }

@@ -1,4 +1,4 @@
-package algo
+package metric
 
 import (
 	"math"
@@ -7,10 +7,10 @@ import (
 	"github.com/agentrl/agentrl/trajectory"
 )
 
-// Stats summarises a per-token quantity over the selected tokens of a
-// batch. Std is the population std (divide by N). With N == 0 every field
+// TokenStats summarise a per-token quantity over the selected tokens of a
+// batch (what an update measures of its advantages and returns). Std is the population std (divide by N). With N == 0 every field
 // but N is NaN.
-type Stats struct {
+type TokenStats struct {
 	N                   int
 	Mean, Std, Min, Max float64
 }
@@ -18,8 +18,8 @@ type Stats struct {
 // MaskedStats summarises xs[k][i] over the positions where masks[k][i] !=
 // 0. Positions beyond either slice count as unselected, so a trajectory
 // without the quantity (nil) adds nothing.
-func MaskedStats(xs [][]float32, masks [][]uint8) Stats {
-	s := Stats{Min: math.Inf(1), Max: math.Inf(-1)}
+func MaskedStats(xs [][]float32, masks [][]uint8) TokenStats {
+	s := TokenStats{Min: math.Inf(1), Max: math.Inf(-1)}
 	var vals []float64
 	each(xs, masks, func(x float64) {
 		vals = append(vals, x)
@@ -29,7 +29,7 @@ func MaskedStats(xs [][]float32, masks [][]uint8) Stats {
 	s.N = len(vals)
 	if s.N == 0 {
 		nan := math.NaN()
-		return Stats{Mean: nan, Std: nan, Min: nan, Max: nan}
+		return TokenStats{Mean: nan, Std: nan, Min: nan, Max: nan}
 	}
 	s.Mean, s.Std = stat.MeanStd(vals, 0)
 	return s
@@ -46,21 +46,21 @@ func each(xs [][]float32, masks [][]uint8, f func(x float64)) {
 }
 
 // AdvantageStats summarises the advantages over the action tokens.
-func AdvantageStats(batch []*trajectory.Trajectory) Stats {
+func AdvantageStats(batch []*trajectory.Trajectory) TokenStats {
 	return MaskedStats(column(batch, func(t *trajectory.Trajectory) []float32 { return t.Advantages }), masks(batch))
 }
 
 // ReturnStats summarises the returns over the action tokens.
-func ReturnStats(batch []*trajectory.Trajectory) Stats {
+func ReturnStats(batch []*trajectory.Trajectory) TokenStats {
 	return MaskedStats(column(batch, func(t *trajectory.Trajectory) []float32 { return t.Returns }), masks(batch))
 }
 
-// ExplainedVariance is 1 - Var[R - V] / Var[R] over the action tokens of
+// ExplainedVarianceOf is 1 - Var[R - V] / Var[R] over the action tokens of
 // the trajectories that have both values and returns (population
 // variances), CleanRL ppo.py's diagnostic of how well the critic predicts
 // the returns: 1 is perfect, 0 no better than a constant, negative worse.
 // It is NaN when there is no such token or Var[R] is 0.
-func ExplainedVariance(batch []*trajectory.Trajectory) float64 {
+func ExplainedVarianceOf(batch []*trajectory.Trajectory) float64 {
 	var rs, ds []float64
 	for _, t := range batch {
 		if len(t.Values) != len(t.Mask) || len(t.Returns) != len(t.Mask) {

@@ -6,12 +6,12 @@ import (
 	"github.com/agentrl/agentrl/trajectory"
 )
 
-// A store written at schema 7 (before continued_from) opens with this
+// A store written at schema 8 (before continued_from) opens with this
 // build: its rows read back as sampled from their prompts, and a
 // near-miss continuation written after the migration keeps the episode it
 // continues.
-func TestMigrateV7ContinuedFrom(t *testing.T) {
-	path := storeAtVersion(t, 7,
+func TestMigrateV8ContinuedFrom(t *testing.T) {
+	path := storeAtVersion(t, 8,
 		`INSERT INTO runs (name, config, git_rev, started_at) VALUES ('r', '{}', '', '2026-01-01T00:00:00.000Z')`,
 		`INSERT INTO iterations (run, iteration, metrics, created_at) VALUES ('r', 3, '{}', '2026-01-01T00:00:00.000Z')`,
 		`INSERT INTO trajectories (run, id, iteration, split, task_id, dataset, hops, group_idx, sample_idx, policy_version,

@@ -1,15 +1,9 @@
-// Package episodes holds what the trainer does with a batch of finished
-// episodes before learning from it: gathering every rank's share in one
-// order, telling whether all of them failed, and summarising them as
-// metrics.
-package episodes
+package metric
 
 import (
 	"math"
 
 	"github.com/agentrl/agentrl/internal/stat"
-	"github.com/agentrl/agentrl/trainer/metric"
-	"github.com/agentrl/agentrl/trainer/rollout"
 	"github.com/agentrl/agentrl/trajectory"
 )
 
@@ -33,12 +27,12 @@ func (a acc) std() float64 {
 	return s
 }
 
-// Metrics summarises trajectories under a prefix: reward (mean, std,
-// per component), EM/F1 (overall and per hop count), evidence recall
-// (overall and per hop count, over the tasks that name their supporting
-// passages), response length, turns, tool calls, tool success, truncation
-// and error rates.
-func Metrics(prefix string, trs []*trajectory.Trajectory) map[string]float64 {
+// Episodes is what a batch of episodes measures, named under a prefix:
+// reward (mean, std, per component), EM/F1 (overall and per hop count),
+// evidence recall (overall and per hop count, over the tasks that name
+// their supporting passages), response length, turns, tool calls, tool
+// success, truncation and error rates.
+func Episodes(prefix string, trs []*trajectory.Trajectory) map[string]float64 {
 	m := map[string]float64{}
 	var reward, resp, turns, calls, okCalls, trunc, errs acc
 	comps := map[string]*acc{}
@@ -90,7 +84,7 @@ func Metrics(prefix string, trs []*trajectory.Trajectory) map[string]float64 {
 		if hops[t.Hops] == nil {
 			hops[t.Hops] = &acc{}
 		}
-		hops[t.Hops].add(t.Components[metric.EM])
+		hops[t.Hops].add(t.Components[EM])
 		if r, ok := t.EvidenceRecall(); ok {
 			recall.add(r)
 			if evidence[t.Hops] == nil {
@@ -99,36 +93,36 @@ func Metrics(prefix string, trs []*trajectory.Trajectory) map[string]float64 {
 			evidence[t.Hops].add(r)
 		}
 	}
-	m[prefix+metric.RewardMean] = reward.mean()
-	m[prefix+metric.RewardStd] = reward.std()
+	m[prefix+RewardMean] = reward.mean()
+	m[prefix+RewardStd] = reward.std()
 	for k, a := range comps {
 		m[prefix+k] = a.mean()
 	}
-	if _, ok := m[prefix+metric.EM]; !ok {
-		m[prefix+metric.EM] = 0
+	if _, ok := m[prefix+EM]; !ok {
+		m[prefix+EM] = 0
 	}
 	for h, a := range hops {
 		if h > 0 {
-			m[prefix+metric.EMHop(h)] = a.mean()
+			m[prefix+EMHop(h)] = a.mean()
 		}
 	}
 	if len(recall.xs) > 0 {
-		m[prefix+metric.EvidenceRecall] = recall.mean()
+		m[prefix+EvidenceRecall] = recall.mean()
 		for h, a := range evidence {
 			if h > 0 {
-				m[prefix+metric.EvidenceHop(h)] = a.mean()
+				m[prefix+EvidenceHop(h)] = a.mean()
 			}
 		}
 	}
-	m[prefix+metric.ResponseLenMean] = resp.mean()
-	m[prefix+metric.TurnsMean] = turns.mean()
-	m[prefix+metric.ToolCallsMean] = calls.mean()
-	m[prefix+metric.ToolSuccess] = okCalls.mean()
-	m[prefix+metric.TruncationRate] = trunc.mean()
-	m[prefix+metric.ErrorRate] = errs.mean()
-	m[prefix+metric.N] = float64(len(seen))
+	m[prefix+ResponseLenMean] = resp.mean()
+	m[prefix+TurnsMean] = turns.mean()
+	m[prefix+ToolCallsMean] = calls.mean()
+	m[prefix+ToolSuccess] = okCalls.mean()
+	m[prefix+TruncationRate] = trunc.mean()
+	m[prefix+ErrorRate] = errs.mean()
+	m[prefix+N] = float64(len(seen))
 	if extended+split > 0 {
-		m[prefix+metric.PrefixMatchRate] = float64(extended) / float64(extended+split)
+		m[prefix+PrefixMatchRate] = float64(extended) / float64(extended+split)
 	}
 	return m
 }
@@ -138,23 +132,4 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// AddRolloutStats adds the rollout scheduler's throughput and time split.
-func AddRolloutStats(m map[string]float64, s rollout.Stats) {
-	m[metric.TokensPerSRollout] = s.TokensPerS()
-	m[metric.TimeRolloutS] = s.Wall.Seconds()
-	m[metric.TimeDecodeS] = s.Decode.Seconds()
-	m[metric.TimePrefillS] = s.Prefill.Seconds()
-	m[metric.TimeToolWaitS] = s.Idle.Seconds()
-	m[metric.DecodeBatchMean] = s.MeanBatch
-}
-
-// Then combines the stats of rollouts that ran one after the other (the
-// draws of dynamic sampling): times and counts add up, and the mean
-// decode batch is weighted by decode calls.
-func Then(a, b rollout.Stats) rollout.Stats {
-	m := a.Merge(b)
-	m.Wall, m.Decode, m.Prefill, m.Idle = a.Wall+b.Wall, a.Decode+b.Decode, a.Prefill+b.Prefill, a.Idle+b.Idle
-	return m
 }

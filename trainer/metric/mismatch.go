@@ -1,4 +1,4 @@
-package algo
+package metric
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // With r_t = pi_train(a_t)/pi_behaviour(a_t):
 //
 //	KL          mean of k3 = (r - 1) - log r: KL(pi_behaviour || pi_train) estimated
-//	            from the behaviour's own samples (Schulman's k3, as in kl.go)
+//	            from the behaviour's own samples (Schulman's k3, as algo's KL estimators)
 //	RatioMax    the largest r
 //	RatioMin    the smallest r
 //	BeyondBound the fraction of tokens with r outside [1/C, C]: those truncated
@@ -31,9 +31,9 @@ type Mismatch struct {
 // MeasureMismatch measures the mismatch over the tokens where masks[k][i]
 // is 1, between behaviour[k][i] and train[k][i]. A trajectory whose
 // arrays do not cover its mask (no behaviour logprobs recorded) is left
-// out. bound is C. The log-ratio is clamped to [-MaxLogRatio,
-// MaxLogRatio], as the losses clamp it.
-func MeasureMismatch(behaviour, train [][]float32, masks [][]uint8, bound float64) Mismatch {
+// out. bound is C. The log-ratio is clamped to [-clamp, clamp], as the
+// losses clamp it (algo.MaxLogRatio).
+func MeasureMismatch(behaviour, train [][]float32, masks [][]uint8, bound, clamp float64) Mismatch {
 	m := Mismatch{RatioMax: math.Inf(-1), RatioMin: math.Inf(1)}
 	var kl float64
 	beyond := 0
@@ -47,7 +47,7 @@ func MeasureMismatch(behaviour, train [][]float32, masks [][]uint8, bound float6
 			}
 			d := float64(train[k][i]) - float64(behaviour[k][i])
 			m.MaxAbsDiff = math.Max(m.MaxAbsDiff, math.Abs(d))
-			d = math.Max(-MaxLogRatio, math.Min(MaxLogRatio, d))
+			d = math.Max(-clamp, math.Min(clamp, d))
 			r := math.Exp(d)
 			kl += r - 1 - d
 			m.RatioMax, m.RatioMin = math.Max(m.RatioMax, r), math.Min(m.RatioMin, r)
