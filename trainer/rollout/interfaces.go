@@ -12,6 +12,7 @@ package rollout
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
@@ -93,3 +94,13 @@ func (c *ChatFormat) EndsTurn(id int32) (bool, bool) {
 
 // Decode renders tokens as text, special tokens kept.
 func (c *ChatFormat) Decode(ids []int32) string { return c.F.Tokenizer().Decode(ids, false) }
+
+// StopIDs lists the ids that end a turn (EndsTurn's), in ascending order.
+func (c *ChatFormat) StopIDs() []int32 {
+	ids := make([]int32, 0, len(c.stops))
+	for id := range c.stops {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
