@@ -247,4 +247,6 @@ func TestEntitiesDocSaysTheLimits(t *testing.T) {
 }
 
 // vllmEngine sets rollout.engine vllm with a server's address.
-func vllmEngine(c *Config) { c.Rollout.Engine, c.Rollout.VLLM.Address = "vllm", "http://127.0.0.1:8000" }
+func vllmEngine(c *Config) {
+	c.Rollout.Engine, c.Rollout.VLLM.Address = "vllm", "http://127.0.0.1:8000"
+}
