@@ -29,10 +29,17 @@ type vllmEngine struct {
 
 // startVLLM connects to rollout.vllm's server, starting it first when
 // rollout.vllm.command is set (its log in the run folder as vllm.log,
-// stopped by Close), and waits until it is ready.
+// stopped by Close), and waits until it is ready. Before it starts the
+// command it writes the policy it starts with to the run folder's
+// vllm-weights, which the command may serve (--model <run>/vllm-weights).
 func (t *Trainer) startVLLM() error {
 	c := t.cfg.Rollout.VLLM
 	e := &vllmEngine{synced: -1, weights: filepath.Join(t.dir, "vllm-weights"), log: filepath.Join(t.dir, "vllm.log")}
+	if len(c.Command) > 0 {
+		if err := e.write(t); err != nil {
+			return err
+		}
+	}
 	srv, err := vllm.Start(context.Background(), vllm.ServerConfig{
 		Address: c.Address, Command: c.Command, Env: []string{vllm.DevModeEnv}, Log: e.log,
 		StartupTimeout: c.StartupTimeout, RequestTimeout: c.RequestTimeout,
@@ -70,17 +77,25 @@ func (t *Trainer) syncVLLM(ctx context.Context, v int) error {
 		return nil
 	}
 	start := time.Now()
-	if err := os.RemoveAll(e.weights); err != nil {
+	if err := e.write(t); err != nil {
 		return err
-	}
-	if err := t.models.ExportWeights(e.weights); err != nil {
-		return fmt.Errorf("rollout.engine vllm: write the policy for the server: %w", err)
 	}
 	if err := e.srv.SyncFromCheckpoint(ctx, e.weights, strconv.Itoa(v)); err != nil {
 		return t.vllmError(fmt.Errorf("rollout.engine vllm: load policy version %d: %w", v, err))
 	}
 	e.synced = v
 	t.log.Info().Int("policy_version", v).Dur("took", time.Since(start)).Msg("vLLM server's weights synced")
+	return nil
+}
+
+// write writes t's policy to e.weights, in place of what was there.
+func (e *vllmEngine) write(t *Trainer) error {
+	if err := os.RemoveAll(e.weights); err != nil {
+		return err
+	}
+	if err := t.models.ExportWeights(e.weights); err != nil {
+		return fmt.Errorf("rollout.engine vllm: write the policy for the server: %w", err)
+	}
 	return nil
 }
 
