@@ -277,12 +277,22 @@ const realVLLMKL = 1e-9
 // (without the syncs after the first, iteration 2's mismatch KL was
 // measured at 1.3e-3 instead); at the end the server holds the final
 // policy's version and its logprobs of a fixed sequence are the policy's.
+// With LoRA, the server is given the merged weights.
 func TestRealVLLMTrain(t *testing.T) {
+	t.Run("full", func(t *testing.T) { realVLLMTrain(t, false) })
+	t.Run("lora", func(t *testing.T) { realVLLMTrain(t, true) })
+}
+
+func realVLLMTrain(t *testing.T, lora bool) {
 	python := vllmPython(t)
 	cfg := smallConfig(t.TempDir())
 	cfg.Run.Name = "vllm"
 	cfg.Model.Tiny.Heads, cfg.Model.Tiny.KVHeads = 1, 1
 	cfg.Algorithm.EntropyCoef, cfg.Optim.LR = 0.05, 1e-3
+	if lora {
+		cfg.Model.LoRA.Rank, cfg.Model.LoRA.Alpha = 4, 8
+		cfg.Optim.LR = 1e-2
+	}
 	cfg.Rollout.Engine = "vllm"
 	cfg.Rollout.VLLM.Address, cfg.Rollout.VLLM.Command = vllmCommand(t, python, filepath.Join(RunDir(cfg), "vllm-weights"), cfg.Env.MaxTokens)
 	if err := cfg.Validate(); err != nil {
