@@ -4,9 +4,11 @@
 // active slots; a slot whose turn ends leaves the batch while its
 // environment step (the tool call) runs on its own goroutine, and
 // re-enters once the observation is prefilled; a finished
-// trajectory frees its slot for the next waiting prompt. Tokens are kept as
-// sampled (token-in, token-out): model output is never decoded and
-// re-encoded.
+// trajectory frees its slot for the next waiting prompt. Remote runs the
+// same episodes with their turns sampled by an external engine (a vLLM
+// server, VLLM), one goroutine per episode; both keep trajectories with
+// the same code (episode.go). Tokens are kept as sampled (token-in,
+// token-out): model output is never decoded and re-encoded.
 package rollout
 
 import (
