@@ -174,14 +174,22 @@ interop: deps build
 	echo "go test -run 'TestInterop.*RealShape' ./torch/" && \
 	AGENTRL_PYTHON=$$venv/bin/python $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestInterop.*RealShape' ./torch/
 
-# The check of decoding/vllm against a real vLLM server: vLLM's CPU build in
-# the cached environment of scripts/vllm-venv.sh serves two random tiny Qwen2
-# models saved by transformers (docs/rollout-engines.md). Without the
-# environment (a plain make test) the check skips, saying why. It needs no
-# libtorch build: decoding/vllm speaks HTTP only.
-vllm-check:
+# The checks against a real vLLM server: vLLM's CPU build in the cached
+# environment of scripts/vllm-venv.sh serves two random tiny Qwen2 models
+# saved by transformers (docs/rollout-engines.md): decoding/vllm's client
+# against transformers' own figures, then rollouts on the server against the
+# built-in engine's and the training forward's, before and after a weight
+# sync, a short GRPO run of the default job's tiny model on the server, and
+# bench rollout's side-by-side mode on a tiny scenario.
+# Without the environment (a plain make test) they skip, saying why. Each
+# package is a go test of its own, so that each call has its own timeout.
+vllm-check: deps build
 	@venv=$$(scripts/vllm-venv.sh) && echo "go test -run TestRealVLLMServer ./decoding/vllm/ (AGENTRL_VLLM_VENV=$$venv)" && \
-	AGENTRL_VLLM_VENV=$$venv $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run TestRealVLLMServer ./decoding/vllm/
+	AGENTRL_VLLM_VENV=$$venv $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run TestRealVLLMServer ./decoding/vllm/ && \
+	echo "go test -run 'TestRealVLLM(Engine|Train)' ./trainer/" && \
+	AGENTRL_VLLM_VENV=$$venv $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestRealVLLM(Engine|Train)' ./trainer/ && \
+	echo "go test -run TestBenchRolloutVLLM ./cmd/trainer/" && \
+	AGENTRL_VLLM_VENV=$$venv $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run TestBenchRolloutVLLM ./cmd/trainer/
 
 bench: deps build
 	@echo "go test -bench ./..."

@@ -68,16 +68,7 @@ func (r RolloutResult) JSON() string {
 // Rollout runs the scenario without and with the tool latency (after a
 // warm-up) and reports the medians.
 func Rollout(cfg RolloutConfig) (RolloutResult, error) {
-	if cfg.Model.Model != "" {
-		return RolloutResult{}, fmt.Errorf("bench rollout: model %s: a model's architecture is not benchmarked here (the shape fields only)", cfg.Model.Model)
-	}
-	if cfg.Trajectories >= cfg.Model.Vocab-1 {
-		return RolloutResult{}, fmt.Errorf("bench rollout: %d trajectories need a vocabulary above %d", cfg.Trajectories, cfg.Trajectories+1)
-	}
-	if cfg.Trajectories < 1 || cfg.ToolTurns < 0 || cfg.TurnTokens < 1 || cfg.Slots < 1 || cfg.Repeats < 1 || cfg.Model.PromptLen < 1 {
-		return RolloutResult{}, fmt.Errorf("bench rollout: trajectories, turn_tokens, slots, repeats and prompt_len must be positive")
-	}
-	if err := cfg.Model.validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return RolloutResult{}, err
 	}
 	cfg.Model.Threads = cfg.Model.threads()
@@ -88,6 +79,55 @@ func Rollout(cfg RolloutConfig) (RolloutResult, error) {
 		return err
 	})
 	return res, err
+}
+
+func (cfg RolloutConfig) validate() error {
+	if cfg.Model.Model != "" {
+		return fmt.Errorf("bench rollout: model %s: a model's architecture is not benchmarked here (the shape fields only)", cfg.Model.Model)
+	}
+	if cfg.Trajectories >= cfg.Model.Vocab-1 {
+		return fmt.Errorf("bench rollout: %d trajectories need a vocabulary above %d", cfg.Trajectories, cfg.Trajectories+1)
+	}
+	if cfg.Trajectories < 1 || cfg.ToolTurns < 0 || cfg.TurnTokens < 1 || cfg.Slots < 1 || cfg.Repeats < 1 || cfg.Model.PromptLen < 1 {
+		return fmt.Errorf("bench rollout: trajectories, turn_tokens, slots, repeats and prompt_len must be positive")
+	}
+	return cfg.Model.validate()
+}
+
+// prompts are the scenario's prompts: trajectory i's first token is i,
+// the rest drawn from r.
+func (cfg RolloutConfig) prompts(r *rand.Rand) [][]int32 {
+	prompts := make([][]int32, cfg.Trajectories)
+	for i := range prompts {
+		prompts[i] = []int32{int32(i)} // the first token names the trajectory
+		for j := 1; j < cfg.Model.PromptLen; j++ {
+			prompts[i] = append(prompts[i], int32(r.IntN(cfg.Model.Vocab-1)))
+		}
+	}
+	return prompts
+}
+
+// requests are the scenario's episodes, one group each, and the factory
+// of their environments with the tool latency.
+func (cfg RolloutConfig) requests(latency time.Duration) ([]rollout.Request, rollout.Factory) {
+	reqs := make([]rollout.Request, cfg.Trajectories)
+	for i := range reqs {
+		reqs[i] = rollout.Request{Task: envs.Task{ID: fmt.Sprint(i), Question: fmt.Sprint(i)}, Group: i, Samples: 1}
+	}
+	return reqs, func(t envs.Task) (rollout.Setup, error) {
+		return rollout.Setup{User: t.Question, Env: &benchEnv{toolTurns: cfg.ToolTurns, latency: latency}}, nil
+	}
+}
+
+// checkEnded refuses a run whose episodes did not all take the
+// scenario's turns.
+func checkEnded(trs []*trajectory.Trajectory, turns int) error {
+	for _, tr := range trs {
+		if tr.Stop != trajectory.StopAnswer || len(tr.Turns) != turns {
+			return fmt.Errorf("bench rollout: trajectory %s ended %s after %d turns (%s)", tr.ID, tr.Stop, len(tr.Turns), tr.Error)
+		}
+	}
+	return nil
 }
 
 func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
@@ -114,34 +154,18 @@ func rolloutBench(cfg RolloutConfig) (RolloutResult, error) {
 			sched[i] = append(sched[i], cfg.TurnTokens+r.IntN(cfg.TurnJitter+1))
 		}
 	}
-	prompts := make([][]int32, cfg.Trajectories)
-	for i := range prompts {
-		prompts[i] = []int32{int32(i)} // the first token names the trajectory
-		for j := 1; j < cfg.Model.PromptLen; j++ {
-			prompts[i] = append(prompts[i], int32(r.IntN(cfg.Model.Vocab-1)))
-		}
-	}
+	prompts := cfg.prompts(r)
 	end := int32(cfg.Model.Vocab - 1)
 	run := func(latency time.Duration) (time.Duration, rollout.Stats, error) {
 		dec := &scheduledDecoder{Decoder: e.Decoder(), sched: sched, end: end, slotTraj: make([]int, cfg.Slots), pos: make([][2]int, cfg.Slots)}
 		ch := &benchChat{prompts: prompts, end: end, obs: cfg.ObsTokens, vocab: cfg.Model.Vocab}
-		reqs := make([]rollout.Request, cfg.Trajectories)
-		for i := range reqs {
-			reqs[i] = rollout.Request{Task: envs.Task{ID: fmt.Sprint(i), Question: fmt.Sprint(i)}, Group: i, Samples: 1}
-		}
-		factory := func(t envs.Task) (rollout.Setup, error) {
-			return rollout.Setup{User: t.Question, Env: &benchEnv{toolTurns: cfg.ToolTurns, latency: latency}}, nil
-		}
+		reqs, factory := cfg.requests(latency)
 		t0 := time.Now()
 		trs, st, err := rollout.Run(context.Background(), dec, ch, factory, reqs, rollout.Options{
 			Sampling: decoding.Sampling{Temperature: 1}, MaxTurnTokens: maxLen, MaxTotalTokens: maxLen, Split: trajectory.Train})
 		wall := time.Since(t0)
 		if err == nil {
-			for _, tr := range trs {
-				if tr.Stop != trajectory.StopAnswer || len(tr.Turns) != turns {
-					return 0, st, fmt.Errorf("bench rollout: trajectory %s ended %s after %d turns (%s)", tr.ID, tr.Stop, len(tr.Turns), tr.Error)
-				}
-			}
+			err = checkEnded(trs, turns)
 		}
 		return wall, st, err
 	}
@@ -221,6 +245,7 @@ func (c *benchChat) Observation(responses []string, _ bool) []int32 {
 }
 
 func (c *benchChat) EndsTurn(id int32) (bool, bool) { return id == c.end, true }
+func (c *benchChat) StopIDs() []int32               { return []int32{c.end} }
 func (c *benchChat) Decode(ids []int32) string      { return "" }
 
 // A prefill of a prompt (into an empty slot) tells the decoder which

@@ -56,6 +56,7 @@ type Trainer struct {
 	program *program.Runner // runs agent.command's episodes through the gateway; nil: the built-in loop
 	episode rollout.Factory // starts the policy's own episodes: the agent's (a test may slow its tools down)
 	batches batches         // the loop's training batches and the rollouts' decoder: lockstep, or the rollout role while the loop runs
+	vllm    *vllmEngine     // rollout.engine vllm: the server the rollouts sample on; nil: the built-in engine
 
 	rec  *records    // rank 0 only: the store and TensorBoard (storage.go)
 	dist *dist.Group // nil: a single process
@@ -203,6 +204,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 	if t.sampler, err = agent.NewRolloutSampler(cfg, t.models.learner.Policy(), dtype); err != nil {
 		return nil, err
 	}
+	if cfg.Rollout.Engine == "vllm" {
+		if err := t.startVLLM(); err != nil {
+			return nil, err
+		}
+	}
 	if t.dist.Leader() {
 		t.rec = &records{}
 		if err := t.rec.open(cfg, t.dir, o.GitRev, ck != "", t.state.Iteration, func() bool { return t.stop.asked() }, t.log); err != nil {
@@ -217,6 +223,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 func (t *Trainer) Close() error {
 	var first error
 	t.agent.Close()
+	if t.vllm != nil {
+		t.vllm.srv.Close()
+	}
 	if t.rec != nil {
 		first = t.rec.close()
 		t.rec = nil

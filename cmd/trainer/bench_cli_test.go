@@ -183,3 +183,32 @@ func TestBenchModelFlag(t *testing.T) {
 	}
 	fails(t, []string{"--hidden with --model"}, "bench", "generate", "--model", p, "--hidden", "64")
 }
+
+// With --vllm-python (opt-in: $AGENTRL_VLLM_VENV, as make vllm-check sets
+// it), the scenario runs on the built-in engine and on vLLM's CPU build
+// side by side: 4 trajectories of 2 turns of at most 4 tokens each.
+func TestBenchRolloutVLLM(t *testing.T) {
+	venv := os.Getenv("AGENTRL_VLLM_VENV")
+	if venv == "" {
+		t.Skip("vLLM check: $AGENTRL_VLLM_VENV is not set (make vllm-check sets it to the environment of scripts/vllm-venv.sh)")
+	}
+	args := []string{"rollout", "--vocab", "64", "--hidden", "64", "--inter", "64", "--layers", "1", "--heads", "2", "--kv-heads", "1",
+		"--prompt-len", "8", "--repeats", "1", "--threads", "1",
+		"--trajectories", "4", "--tool-turns", "1", "--turn-tokens", "4", "--obs-tokens", "4", "--latency-ms", "5", "--slots", "2",
+		"--vllm-python", filepath.Join(venv, "bin", "python"), "--vllm-log", filepath.Join(t.TempDir(), "vllm.log")}
+	m := benchLine(t, args...)
+	if m["mode"] != "rollout-vllm" {
+		t.Errorf("mode %v, want rollout-vllm", m["mode"])
+	}
+	for _, engine := range []string{"builtin", "vllm"} {
+		f, _ := m[engine].(map[string]any)
+		// 4 trajectories x 2 turns x at most 4 tokens (a turn may end
+		// early at the end id).
+		if g := num(t, f, "generated_tokens"); g < 8 || g > 32 {
+			t.Errorf("%s: generated_tokens %v, want 8 to 32", engine, g)
+		}
+		num(t, f, "tokens_per_s")
+	}
+	num(t, m, "vllm_over_builtin")
+	num(t, m, "vllm_startup_s")
+}

@@ -193,6 +193,10 @@ func benchCommand() *cli.Command {
 					&cli.IntFlag{Name: "obs-tokens", Value: ro.ObsTokens, Usage: "tokens of each tool response"},
 					&cli.Float64Flag{Name: "latency-ms", Value: ro.LatencyMS, Usage: "tool latency"},
 					&cli.IntFlag{Name: "slots", Value: ro.Slots, Usage: "KV-cache slots decoding together"},
+					&cli.StringFlag{Name: "vllm-python", Usage: "the Python of an environment with vLLM (scripts/vllm-venv.sh): " +
+						"the same scenario, with the latency, on the built-in engine and on a vLLM server it starts, side by side " +
+						"(turns of turn-tokens tokens, no jitter)"},
+					&cli.StringFlag{Name: "vllm-log", Value: "vllm.log", Usage: "with --vllm-python: the file the server's output goes to"},
 				),
 				Action: func(c *cli.Context) error {
 					cfg := ro
@@ -200,6 +204,14 @@ func benchCommand() *cli.Command {
 					cfg.Trajectories, cfg.ToolTurns = c.Int("trajectories"), c.Int("tool-turns")
 					cfg.TurnTokens, cfg.TurnJitter, cfg.ObsTokens = c.Int("turn-tokens"), c.Int("turn-jitter"), c.Int("obs-tokens")
 					cfg.LatencyMS, cfg.Slots, cfg.Repeats = c.Float64("latency-ms"), c.Int("slots"), c.Int("repeats")
+					if py := c.String("vllm-python"); py != "" {
+						r, err := bench.RolloutVLLM(cfg, py, c.String("vllm-log"))
+						if err != nil {
+							return err
+						}
+						fmt.Println(r.JSON())
+						return nil
+					}
 					r, err := bench.Rollout(cfg)
 					if err != nil {
 						return err

@@ -9,8 +9,8 @@
 // NCCL on the GPU).
 //
 // It speaks only HTTP and JSON: no Python runs in agentrl, vLLM is the
-// user's process. The rollout loop does not use it yet (trainer/config
-// refuses rollout.engine vllm until it does).
+// user's process. The rollouts of rollout.engine vllm sample through it
+// (trainer/rollout.VLLM).
 package vllm
 
 import (

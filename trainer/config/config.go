@@ -229,13 +229,13 @@ type RolloutConfig struct {
 	DType           string     `yaml:"dtype" default:"auto" enum:"auto|f32|bf16|f16" doc:"precision the rollouts decode in (auto = the model's; bf16 decodes from a bf16 copy of the weights, refreshed before every rollout, while training stays in device.dtype; old logprobs are recomputed by the training forward either way)"`
 	Deterministic   bool       `yaml:"deterministic" default:"false" doc:"wait for all tool calls of a step before decoding on: reproducible runs, no overlap of tool latency"`
 	MaxStaleness    int        `yaml:"max_staleness" default:"0" doc:"asynchronous training: the rollouts of the next k iterations are sampled while an update runs, and an update never learns from a turn sampled by a policy more than k versions old (0 = the synchronous loop; k > 0 also with data parallelism and with agent.command, but not with algorithm.dynamic_sampling on several ranks)"`
-	Engine          string     `yaml:"engine" default:"builtin" enum:"builtin|vllm" doc:"the engine rollouts decode with: builtin (agentrl's own, in this binary) or vllm (an external vLLM server, rollout.vllm; not yet wired into rollouts, so refused: docs/rollout-engines.md)"`
+	Engine          string     `yaml:"engine" default:"builtin" enum:"builtin|vllm" doc:"the engine rollouts decode with: builtin (agentrl's own, in this binary) or vllm (an external vLLM server, rollout.vllm, given the policy's weights before every rollout: docs/rollout-engines.md)"`
 	VLLM            VLLMConfig `yaml:"vllm" doc:"the vLLM server of rollout.engine vllm"`
 }
 
 // VLLMConfig is the vLLM server of rollout.engine vllm: one already
 // running at Address, or one the trainer starts with Command and
-// supervises. Any of it set is refused until the rollouts use it.
+// supervises. Set with any other engine, it is refused.
 type VLLMConfig struct {
 	Address        string        `yaml:"address" default:"" doc:"base URL of the vLLM server (http://host:port): one already running, or where rollout.vllm.command listens"`
 	Command        []string      `yaml:"command" default:"[]" doc:"the program and arguments that start the vLLM server (vllm serve MODEL --port N ...), run by the trainer in a process group of its own with its log in the run folder and stopped with the run (SIGTERM, then SIGKILL); [] = the server at rollout.vllm.address is already running"`

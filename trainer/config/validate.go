@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentrl/agentrl/decoding/vllm"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/envs/synth"
@@ -324,23 +325,52 @@ func (c *Config) validateRollout(p *problems) {
 	}
 }
 
-// validateEngine refuses every engine but the built-in one, and settings
-// of the vLLM server that nothing would use: decoding/vllm exists, but the
-// rollouts do not run on it yet.
+// validateEngine checks rollout.engine and its server's settings: vllm
+// needs the server's address and refuses by name what its rollouts do not
+// support; a server set up for no engine that uses it is refused.
 func (c *Config) validateEngine(p *problems) {
-	r := c.Rollout
-	if r.Engine == "vllm" {
-		p.add("rollout.engine", "vllm: not yet wired into rollouts (decoding/vllm talks to the server, the rollout loop does not use it yet; docs/rollout-engines.md): use builtin")
-	}
-	v := r.VLLM
-	if v.Address != "" {
-		p.add("rollout.vllm.address", "%q, but no rollout engine uses a vLLM server yet (rollout.engine vllm is not wired into rollouts)", v.Address)
-	}
-	if len(v.Command) > 0 {
-		p.add("rollout.vllm.command", "%q, but no rollout engine uses a vLLM server yet (rollout.engine vllm is not wired into rollouts)", v.Command)
-	}
+	r, v := c.Rollout, c.Rollout.VLLM
 	p.positiveDuration("rollout.vllm.startup_timeout", v.StartupTimeout)
 	p.positiveDuration("rollout.vllm.request_timeout", v.RequestTimeout)
+	if r.Engine != "vllm" {
+		if v.Address != "" {
+			p.add("rollout.vllm.address", "%q, but rollout.engine is %s: the server is used with rollout.engine vllm only", v.Address, r.Engine)
+		}
+		if len(v.Command) > 0 {
+			p.add("rollout.vllm.command", "%q, but rollout.engine is %s: the server is used with rollout.engine vllm only", v.Command, r.Engine)
+		}
+		return
+	}
+	if v.Address == "" {
+		p.add("rollout.vllm.address", "empty, but rollout.engine vllm needs the server's base URL (http://host:port): where it runs, or where rollout.vllm.command listens")
+	} else if _, err := vllm.NewClient(v.Address, 0); err != nil {
+		p.add("rollout.vllm.address", "%v", err)
+	}
+	const why = "rollout.engine vllm records the logprobs vLLM reports, which (with its default --logprobs-mode raw_logprobs) are taken before"
+	if r.Temperature != 1 {
+		p.add("rollout.temperature", "%v: %s temperature, so only 1 keeps the built-in engine's behaviour logprobs (docs/rollout-engines.md)", r.Temperature, why)
+	}
+	if r.EvalTemperature != 0 && r.EvalTemperature != 1 {
+		p.add("rollout.eval_temperature", "%v: %s temperature, so only 0 (greedy) or 1 keeps the built-in engine's logprobs (docs/rollout-engines.md)", r.EvalTemperature, why)
+	}
+	if r.TopK > 0 {
+		p.add("rollout.top_k", "%d: %s top-k, so only 0 (off) keeps the built-in engine's behaviour logprobs (docs/rollout-engines.md)", r.TopK, why)
+	}
+	if r.TopP < 1 {
+		p.add("rollout.top_p", "%v: %s top-p, so only 1 (off) keeps the built-in engine's behaviour logprobs (docs/rollout-engines.md)", r.TopP, why)
+	}
+	if r.DType != "auto" {
+		p.add("rollout.dtype", "%s, but with rollout.engine vllm the server decodes in the precision of its own --dtype: leave auto", r.DType)
+	}
+	if r.MaxStaleness > 0 {
+		p.add("rollout.max_staleness", "%d, but rollout.engine vllm takes the policy's weights between iterations only: asynchronous training on a vLLM server is not supported yet (use 0)", r.MaxStaleness)
+	}
+	if c.Dist.NProc > 1 {
+		p.add("dist.nproc", "%d, but rollout.engine vllm runs from one trainer process: data parallelism with a vLLM server is not supported yet (use 1; the server itself may span GPUs)", c.Dist.NProc)
+	}
+	if len(c.Agent.Command) > 0 {
+		p.add("agent.command", "%q, but agent programs decode through the gateway on the built-in engine: with rollout.engine vllm they are not supported yet", c.Agent.Command)
+	}
 }
 
 func (c *Config) validateAlgorithm(p *problems) {
@@ -606,6 +636,8 @@ func (c *Config) validateNearMiss(p *problems) {
 		p.add("algorithm.near_miss", "true with agent.command: not implemented (the program's episodes cannot be replayed into a continuation)")
 	case err == nil && (rollout.Context{Mode: mode}).Renders():
 		p.add("algorithm.near_miss", "true with env.context %q: not implemented (an episode whose context is rewritten cannot be continued); use env.context append", c.Env.Context)
+	case r.Engine == "vllm":
+		p.add("algorithm.near_miss", "true with rollout.engine vllm: not implemented (a continuation replays its episode's turns into a slot of the built-in engine); use rollout.engine builtin")
 	case r.MaxStaleness > 0:
 		p.add("algorithm.near_miss", "true with rollout.max_staleness %d: not implemented (a continuation would be sampled by another policy than its prefix); use rollout.max_staleness 0", r.MaxStaleness)
 	}

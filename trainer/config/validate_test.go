@@ -80,10 +80,22 @@ func TestValidateNamesTheKey(t *testing.T) {
 			c.Tools.MCP = []MCPServer{{Name: "s", URL: "http://h/mcp", StartTimeout: time.Second}}
 		}, "want at least 1"},
 		{"env.rewards.external.max_output_mb", func(c *Config) { c.Env.Rewards.External.MaxOutputMB = 0 }, "want at least 1"},
-		{"rollout.engine", func(c *Config) { c.Rollout.Engine = "vllm" }, "vllm: not yet wired into rollouts"},
 		{"rollout.engine", func(c *Config) { c.Rollout.Engine = "sglang" }, "sglang"},
-		{"rollout.vllm.address", func(c *Config) { c.Rollout.VLLM.Address = "http://127.0.0.1:8000" }, "no rollout engine uses a vLLM server yet"},
-		{"rollout.vllm.command", func(c *Config) { c.Rollout.VLLM.Command = []string{"vllm", "serve", "m"} }, "no rollout engine uses a vLLM server yet"},
+		{"rollout.vllm.address", func(c *Config) { c.Rollout.VLLM.Address = "http://127.0.0.1:8000" }, "but rollout.engine is builtin"},
+		{"rollout.vllm.command", func(c *Config) { c.Rollout.VLLM.Command = []string{"vllm", "serve", "m"} }, "but rollout.engine is builtin"},
+		{"rollout.vllm.address", func(c *Config) { c.Rollout.Engine = "vllm" }, "needs the server's base URL"},
+		{"rollout.vllm.address", func(c *Config) { c.Rollout.Engine, c.Rollout.VLLM.Address = "vllm", "localhost:8000" }, "want http://host:port"},
+		{"rollout.temperature", func(c *Config) { vllmEngine(c); c.Rollout.Temperature = 0.7 }, "taken before temperature"},
+		{"rollout.eval_temperature", func(c *Config) { vllmEngine(c); c.Rollout.EvalTemperature = 0.5 }, "only 0 (greedy) or 1"},
+		{"rollout.top_k", func(c *Config) { vllmEngine(c); c.Rollout.TopK = 20 }, "taken before top-k"},
+		{"rollout.top_p", func(c *Config) { vllmEngine(c); c.Rollout.TopP = 0.9 }, "taken before top-p"},
+		{"rollout.dtype", func(c *Config) { vllmEngine(c); c.Rollout.DType = "bf16" }, "its own --dtype"},
+		{"rollout.max_staleness", func(c *Config) { vllmEngine(c); c.Rollout.MaxStaleness = 1 }, "asynchronous training on a vLLM server is not supported yet"},
+		{"dist.nproc", func(c *Config) { vllmEngine(c); c.Dist.NProc = 2 }, "data parallelism with a vLLM server is not supported yet"},
+		{"agent.command", func(c *Config) {
+			vllmEngine(c)
+			c.Agent.Command, c.Data.Synthetic.FreshWorlds = []string{"/bin/true"}, false
+		}, "with rollout.engine vllm they are not supported yet"},
 		{"rollout.vllm.startup_timeout", func(c *Config) { c.Rollout.VLLM.StartupTimeout = 0 }, "want a positive duration"},
 		{"rollout.vllm.request_timeout", func(c *Config) { c.Rollout.VLLM.RequestTimeout = -1 }, "want a positive duration"},
 		{"rollout.top_p", func(c *Config) { c.Rollout.TopP = 0 }, "want in (0, 1]"},
@@ -131,6 +143,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"algorithm.near_miss_samples", func(c *Config) { c.Algorithm.NearMiss, c.Algorithm.NearMissSamples = true, 0 }, "want 1 to rollout.slots (32)"},
 		{"algorithm.near_miss_samples", func(c *Config) { c.Algorithm.NearMiss, c.Algorithm.NearMissSamples = true, 33 }, "want 1 to rollout.slots (32)"},
 		{"algorithm.near_miss", func(c *Config) { c.Algorithm.NearMiss, c.Rollout.MaxStaleness = true, 1 }, "a continuation would be sampled by another policy"},
+		{"algorithm.near_miss", func(c *Config) {
+			c.Algorithm.NearMiss, c.Rollout.Engine, c.Rollout.VLLM.Address = true, "vllm", "http://127.0.0.1:8000"
+		}, "true with rollout.engine vllm: not implemented"},
 		{"algorithm.near_miss", func(c *Config) { c.Algorithm.NearMiss, c.Env.Context = true, "window" }, `env.context "window": not implemented`},
 		{"algorithm.near_miss", func(c *Config) {
 			c.Algorithm.NearMiss, c.Agent.Command, c.Data.Synthetic.FreshWorlds = true, []string{"/bin/true"}, false
@@ -223,6 +238,18 @@ func TestValidateAccepts(t *testing.T) {
 	}
 }
 
+// rollout.engine vllm is accepted with its server's address, started by a
+// command or not, with LoRA, and with greedy evaluation.
+func TestValidateAcceptsVLLM(t *testing.T) {
+	c := Default()
+	vllmEngine(&c)
+	c.Rollout.VLLM.Command = []string{"python", "-m", "vllm.entrypoints.openai.api_server", "--port", "8000"}
+	c.Model.LoRA.Rank = 8
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // data.synthetic.entities' doc states the limits validation keeps to.
 func TestEntitiesDocSaysTheLimits(t *testing.T) {
 	for _, d := range Docs() {
@@ -237,4 +264,9 @@ func TestEntitiesDocSaysTheLimits(t *testing.T) {
 		return
 	}
 	t.Fatal("no doc for data.synthetic.entities")
+}
+
+// vllmEngine sets rollout.engine vllm with a server's address.
+func vllmEngine(c *Config) {
+	c.Rollout.Engine, c.Rollout.VLLM.Address = "vllm", "http://127.0.0.1:8000"
 }

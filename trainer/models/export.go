@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentrl/agentrl/torch"
 	"github.com/agentrl/agentrl/trainer/learner"
 )
 
@@ -52,4 +53,19 @@ func (m *Set) ExportPolicy(dir string) error {
 		return err
 	}
 	return m.tok.Save(dir)
+}
+
+// ExportWeights writes the policy's weights as a Hugging Face folder
+// (config.json and safetensors, no tokenizer) for a rollout engine to load:
+// with LoRA the merged weights, base plus adapters.
+func (m *Set) ExportWeights(dir string) error {
+	if m.base != nil {
+		merged, err := torch.NewMergedModel(m.learner.Policy())
+		if err != nil {
+			return err
+		}
+		defer merged.Free()
+		return merged.Save(dir)
+	}
+	return m.learner.Policy().Save(dir)
 }

@@ -4,14 +4,17 @@
 // active slots; a slot whose turn ends leaves the batch while its
 // environment step (the tool call) runs on its own goroutine, and
 // re-enters once the observation is prefilled; a finished
-// trajectory frees its slot for the next waiting prompt. Tokens are kept as
-// sampled (token-in, token-out): model output is never decoded and
-// re-encoded.
+// trajectory frees its slot for the next waiting prompt. Remote runs the
+// same episodes with their turns sampled by an external engine (a vLLM
+// server, VLLM), one goroutine per episode; both keep trajectories with
+// the same code (episode.go). Tokens are kept as sampled (token-in,
+// token-out): model output is never decoded and re-encoded.
 package rollout
 
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
@@ -93,3 +96,13 @@ func (c *ChatFormat) EndsTurn(id int32) (bool, bool) {
 
 // Decode renders tokens as text, special tokens kept.
 func (c *ChatFormat) Decode(ids []int32) string { return c.F.Tokenizer().Decode(ids, false) }
+
+// StopIDs lists the ids that end a turn (EndsTurn's), in ascending order.
+func (c *ChatFormat) StopIDs() []int32 {
+	ids := make([]int32, 0, len(c.stops))
+	for id := range c.stops {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}

@@ -30,11 +30,11 @@ func (s *sched) startContinuations(req Request, slots []int) error {
 	src := p.Episode
 	cut := src.TurnStart(p.Turns)
 	if cut < 0 || p.Turns > len(src.Turns) {
-		s.failGroup(req, fmt.Errorf("continue episode %s after %d turns: it has no turn after them", src.ID, p.Turns))
+		s.finish(s.failed(req, fmt.Errorf("continue episode %s after %d turns: it has no turn after them", src.ID, p.Turns))...)
 		return nil
 	}
 	if cut >= s.opt.MaxTotalTokens {
-		s.failGroup(req, fmt.Errorf("continue episode %s: its first %d turns take %d tokens, max_tokens %d", src.ID, p.Turns, cut, s.opt.MaxTotalTokens))
+		s.finish(s.failed(req, fmt.Errorf("continue episode %s: its first %d turns take %d tokens, max_tokens %d", src.ID, p.Turns, cut, s.opt.MaxTotalTokens))...)
 		return nil
 	}
 	setups := make([]Setup, req.Samples)
@@ -42,11 +42,11 @@ func (s *sched) startContinuations(req Request, slots []int) error {
 	for i := range setups {
 		st, err := s.factory(req.Task)
 		if err != nil {
-			s.failGroup(req, fmt.Errorf("start task %s: %w", req.Task.ID, err))
+			s.finish(s.failed(req, fmt.Errorf("start task %s: %w", req.Task.ID, err))...)
 			return nil
 		}
 		if turns[i], err = s.replay(st.Env, src, p.Turns); err != nil {
-			s.failGroup(req, fmt.Errorf("continue episode %s: %w", src.ID, err))
+			s.finish(s.failed(req, fmt.Errorf("continue episode %s: %w", src.ID, err))...)
 			return nil
 		}
 		setups[i] = st

@@ -2,46 +2,13 @@ package rollout
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
 	"github.com/agentrl/agentrl/decoding"
-	"github.com/agentrl/agentrl/envs"
-	"github.com/agentrl/agentrl/envs/reward"
 	"github.com/agentrl/agentrl/trajectory"
 )
-
-// episode is a trajectory in flight.
-type episode struct {
-	tr        *trajectory.Trajectory // the segment being decoded
-	segs      []*trajectory.Trajectory
-	env       Env
-	setup     Setup
-	conv      []ConvTurn // the turns so far, when the context renders
-	slot      int
-	turn      int // index of the current assistant turn within tr
-	turnStart int // index in tr.Tokens where the current turn began
-	// turnVersion is the policy version that sampled the current turn's
-	// first token.
-	turnVersion int
-	started     time.Time
-}
-
-// envReply is what a tool goroutine sends back.
-type envReply struct {
-	ep      *episode
-	res     envs.StepResult
-	obs     []int32 // observation tokens to prefill (empty when done)
-	context []int32 // the next turn's whole context, when the context renders
-	err     error
-	closed  bool
-	latency time.Duration
-	text    string
-	gen     int
-}
 
 // Run produces the trajectories for reqs. It must be called on the
 // goroutine that owns the decoder (the device worker); environment steps
@@ -54,11 +21,8 @@ func Run(ctx context.Context, dec decoding.Decoder, chat Chat, factory Factory, 
 		return nil, Stats{}, err
 	}
 	start := time.Now()
-	s := &sched{chat: chat, factory: factory, opt: opt, ctx: ctx, replies: make(chan envReply, dec.Slots())}
+	s := &sched{stepper: newStepper(chat, factory, opt), ctx: ctx, replies: make(chan envReply, dec.Slots())}
 	s.l = decoding.NewLoop[episode](dec, s)
-	if cc, ok := chat.(ContextChat); ok && cc.Context().Renders() {
-		s.render = cc
-	}
 	s.queue = append(s.queue, reqs...)
 	err := s.l.Run(ctx)
 	ls := s.l.Stats()
@@ -76,12 +40,9 @@ func Run(ctx context.Context, dec decoding.Decoder, chat Chat, factory Factory, 
 // episode's slot is active while it decodes, parked while its environment
 // steps.
 type sched struct {
-	l       *decoding.Loop[episode]
-	chat    Chat
-	render  ContextChat // the chat when its context renders, else nil
-	factory Factory
-	opt     Options
-	ctx     context.Context
+	stepper
+	l   *decoding.Loop[episode]
+	ctx context.Context
 
 	queue   []Request
 	inTool  int
@@ -160,59 +121,13 @@ func (s *sched) freeSlots(n int) []int {
 	return nil
 }
 
-func (s *sched) newTraj(req Request, sample int) *trajectory.Trajectory {
-	t := req.Task
-	from := ""
-	if req.Prefix != nil {
-		from = req.Prefix.Episode.ID
-	}
-	return &trajectory.Trajectory{
-		ContinuedFrom: from,
-		ID:            fmt.Sprintf("%d-%s-%d-%d", s.opt.Iteration, s.opt.Split, req.Group, sample),
-		TaskID:        t.ID,
-		Dataset:       t.Dataset,
-		Hops:          t.Hops,
-		Support:       len(t.Support),
-		Group:         req.Group,
-		Sample:        sample,
-		Split:         s.opt.Split,
-		Iteration:     s.opt.Iteration,
-		PolicyVersion: s.opt.PolicyVersion,
-		Question:      t.Question,
-		Gold:          t.Answers,
-	}
-}
-
-// failGroup records a group that could not start: each sample ends with
-// the error, nothing was decoded.
-func (s *sched) failGroup(req Request, err error) {
-	for i := 0; i < req.Samples; i++ {
-		tr := s.newTraj(req, req.firstSample()+i)
-		tr.Stop, tr.Error = trajectory.StopError, err.Error()
-		s.finish(tr)
-	}
-}
-
 func (s *sched) startGroup(req Request, slots []int) error {
 	if req.Prefix != nil {
 		return s.startContinuations(req, slots)
 	}
-	setups := make([]Setup, req.Samples)
-	for i := range setups {
-		st, err := s.factory(req.Task)
-		if err != nil {
-			s.failGroup(req, fmt.Errorf("start task %s: %w", req.Task.ID, err))
-			return nil
-		}
-		setups[i] = st
-	}
-	prompt, err := s.chat.Prompt(setups[0].System, setups[0].User, setups[0].Tools)
+	setups, prompt, err := s.group(req)
 	if err != nil {
-		s.failGroup(req, fmt.Errorf("render prompt of task %s: %w", req.Task.ID, err))
-		return nil
-	}
-	if len(prompt) >= s.opt.MaxTotalTokens {
-		s.failGroup(req, fmt.Errorf("task %s: prompt of %d tokens leaves no room under max_tokens %d", req.Task.ID, len(prompt), s.opt.MaxTotalTokens))
+		s.finish(s.failed(req, err)...)
 		return nil
 	}
 	s.l.Prefill(slots[0], prompt, "prompt of task "+req.Task.ID, func() error {
@@ -222,21 +137,10 @@ func (s *sched) startGroup(req Request, slots []int) error {
 		return nil
 	})
 	for i, sl := range slots {
-		tr := s.newTraj(req, i)
-		tr.PromptLen = len(prompt)
-		tr.Tokens = append([]int32(nil), prompt...)
-		tr.Logprobs = make([]float32, len(prompt))
-		tr.Mask = make([]uint8, len(prompt))
-		tr.TurnOf = make([]int16, len(prompt))
-		for j := range tr.TurnOf {
-			tr.TurnOf[j] = -1
-		}
 		if err := s.l.Decoder().Seed(sl, trajSeed(s.opt.Seed, s.opt.Iteration, req.Group, i, s.opt.Split)); err != nil {
 			return err
 		}
-		ep := &episode{tr: tr, segs: []*trajectory.Trajectory{tr}, env: setups[i].Env, setup: setups[i], slot: sl,
-			turnStart: len(prompt), started: time.Now()}
-		s.l.Activate(sl, ep)
+		s.l.Activate(sl, s.episode(req, i, setups[i], prompt, sl))
 	}
 	return nil
 }
@@ -250,86 +154,13 @@ func (s *sched) Sampled(slots []int, toks []int64, lps []float32) error {
 	}
 	for i, sl := range slots {
 		ep := s.l.At(sl)
-		tr := ep.tr
-		if len(tr.Tokens) == ep.turnStart { // the turn's first token
-			ep.turnVersion = v
-			if ep.turn == 0 {
-				tr.PolicyVersion = v
-			}
-		}
-		tok := int32(toks[i])
-		tr.Tokens = append(tr.Tokens, tok)
-		tr.Logprobs = append(tr.Logprobs, lps[i])
-		tr.Mask = append(tr.Mask, 1)
-		tr.TurnOf = append(tr.TurnOf, int16(ep.turn))
-		ends, closes := s.chat.EndsTurn(tok)
-		gen := len(tr.Tokens) - ep.turnStart
-		truncated := !ends && gen >= s.opt.MaxTurnTokens
-		budget := len(tr.Tokens) >= s.opt.MaxTotalTokens
-		if ends || truncated || budget {
+		if a, closes := s.take(ep, int32(toks[i]), lps[i], v); a != nil {
 			s.l.Park(sl)
 			s.inTool++
-			text := s.chat.Decode(tr.Tokens[ep.turnStart:])
-			if s.render != nil {
-				msg := tr.Tokens[ep.turnStart:]
-				if closes {
-					msg = msg[:len(msg)-1] // the closing token ends the message, not part of it
-				}
-				ep.conv = append(ep.conv, ConvTurn{Text: s.chat.Decode(msg)})
-			}
-			go s.runEnv(ep, envs.Action{
-				Text:          text,
-				Tokens:        gen,
-				TotalTokens:   len(tr.Tokens),
-				TurnTruncated: truncated,
-			}, closes)
+			go func() { s.replies <- s.step(s.ctx, ep, *a, closes) }()
 		}
 	}
 	return nil
-}
-
-// runEnv runs one environment step (and renders the observation) off the
-// device thread. A panicking environment is recovered into an error.
-func (s *sched) runEnv(ep *episode, a envs.Action, closed bool) {
-	r := envReply{ep: ep, closed: closed, text: a.Text, gen: a.Tokens}
-	defer func() {
-		if p := recover(); p != nil {
-			r.err = fmt.Errorf("environment panicked: %v", p)
-		}
-		s.replies <- r
-	}()
-	t0 := time.Now()
-	r.res, r.err = ep.env.Step(s.ctx, a)
-	r.latency = time.Since(t0)
-	if r.err != nil || r.res.Done {
-		return
-	}
-	total := 0
-	if s.render != nil {
-		ep.conv[len(ep.conv)-1].Responses = r.res.Responses
-		msgs := s.render.Context().Messages(ep.setup.System, ep.setup.User, ep.conv)
-		if r.context, r.err = s.render.Render(msgs, ep.setup.Tools); r.err != nil {
-			r.err = fmt.Errorf("render the context of turn %d: %w", len(ep.conv), r.err)
-			return
-		}
-		total = len(r.context)
-	} else {
-		r.obs = s.chat.Observation(r.res.Responses, closed)
-		total = a.TotalTokens + len(r.obs)
-	}
-	if total >= s.opt.MaxTotalTokens {
-		// The next context would spend the budget: the episode ends here.
-		r.obs, r.context = nil, nil
-		end, err := ep.env.Step(s.ctx, envs.Action{TotalTokens: total})
-		if err != nil {
-			r.err = err
-			return
-		}
-		r.res.Done, r.res.Stop = true, end.Stop
-		if r.res.Stop == "" {
-			r.res.Stop = trajectory.StopMaxTokens
-		}
-	}
 }
 
 // drainAll waits for every environment step in flight and handles the
@@ -359,103 +190,46 @@ func (s *sched) drainAll() error {
 
 func (s *sched) onReply(r envReply) error {
 	s.inTool--
-	ep, tr := r.ep, r.ep.tr
+	ep := r.ep
 	s.stats.ToolLatencyMS += float64(r.latency) / float64(time.Millisecond)
-	tr.Turns = append(tr.Turns, turnRecord(r))
-	tr.Turns[len(tr.Turns)-1].PolicyVersion = ep.turnVersion
-	if r.err != nil {
-		tr.Stop, tr.Error = trajectory.StopError, r.err.Error()
-		if errors.Is(r.err, context.Canceled) || errors.Is(r.err, context.DeadlineExceeded) {
-			tr.Stop = trajectory.StopCancelled
+	n := s.reply(r)
+	switch {
+	case n.done:
+		if err := s.keepRouting(ep); err != nil {
+			return err
 		}
-		return s.end(ep)
-	}
-	if r.res.Done {
-		tr.Stop = r.res.Stop
-		tr.Answer = r.res.Answer
-		tr.Correct = reward.Correct(tr.Answer, tr.Gold)
-		return s.end(ep)
-	}
-	if r.context != nil {
-		if !extends(r.context, tr.Tokens) {
-			return s.split(ep, r.context)
+		if err := s.l.Release(ep.slot); err != nil {
+			return err
 		}
-		r.obs = r.context[len(tr.Tokens):]
-	}
-	// The observation joins the round's prefill; the episode decodes again
-	// once it is cached.
-	resume := func() error {
-		for _, v := range r.obs {
-			tr.Tokens = append(tr.Tokens, v)
-			tr.Logprobs = append(tr.Logprobs, 0)
-			tr.Mask = append(tr.Mask, 0)
-			tr.TurnOf = append(tr.TurnOf, int16(ep.turn))
+		s.finish(ep.end()...)
+	case n.seg != nil:
+		// The slot is emptied and the new segment's context prefilled
+		// whole, with the round's other prefills.
+		if err := s.keepRouting(ep); err != nil {
+			return err
 		}
-		ep.turn++
-		ep.turnStart = len(tr.Tokens)
-		s.l.Activate(ep.slot, ep)
-		return nil
+		if err := s.l.Clear(ep.slot); err != nil {
+			return err
+		}
+		s.l.Prefill(ep.slot, n.seg.Tokens, "the context of "+n.seg.ID, func() error {
+			ep.enter(n.seg)
+			s.l.Activate(ep.slot, ep)
+			return nil
+		})
+	default:
+		// The observation joins the round's prefill; the episode decodes
+		// again once it is cached.
+		resume := func() error {
+			ep.observe(n.obs)
+			s.l.Activate(ep.slot, ep)
+			return nil
+		}
+		if len(n.obs) == 0 {
+			return resume()
+		}
+		s.l.Prefill(ep.slot, n.obs, "observation of "+ep.tr.ID, resume)
 	}
-	if len(r.obs) == 0 {
-		return resume()
-	}
-	s.l.Prefill(ep.slot, r.obs, "observation of "+tr.ID, resume)
 	return nil
-}
-
-// turnRecord turns an environment reply into the turn's record. Each call
-// keeps as its result the response the model was shown for it, not the
-// tool's whole output; the calls are copied, as the environment keeps its own.
-func turnRecord(r envReply) trajectory.Turn {
-	calls := slices.Clone(r.res.Calls)
-	for i := range calls {
-		calls[i].Result = ""
-		if i < len(r.res.Responses) {
-			calls[i].Result = r.res.Responses[i]
-		}
-	}
-	return trajectory.Turn{Text: r.text, GenTokens: r.gen, Calls: calls, ProcessReward: r.res.ProcessReward,
-		Evidence: r.res.Evidence, LatencyMS: float64(r.latency) / float64(time.Millisecond)}
-}
-
-// end finishes an episode, scores it and frees its slot. Every segment
-// gets the episode's ending, reward (the outcome plus the process rewards
-// of all its turns) and evidence (the supporting passages all its turns
-// retrieved).
-func (s *sched) end(ep *episode) error {
-	tr := ep.tr
-	if tr.Stop != trajectory.StopError && tr.Stop != trajectory.StopCancelled {
-		tr.Outcome, tr.Components = ep.env.Outcome()
-	}
-	tr.Reward, tr.Evidence = tr.Outcome, 0
-	for _, seg := range ep.segs {
-		for _, t := range seg.Turns {
-			tr.Reward += t.ProcessReward
-			tr.Evidence += t.Evidence
-		}
-	}
-	tr.DurationMS = float64(time.Since(ep.started)) / float64(time.Millisecond)
-	if err := s.keepRouting(ep); err != nil {
-		return err
-	}
-	if err := s.l.Release(ep.slot); err != nil {
-		return err
-	}
-	s.finishSegments(ep)
-	return nil
-}
-
-// finishSegments hands on an episode's segments in order, the earlier
-// ones given the last one's ending and reward.
-func (s *sched) finishSegments(ep *episode) {
-	last := ep.tr
-	for _, seg := range ep.segs[:len(ep.segs)-1] {
-		seg.Stop, seg.Error, seg.Answer, seg.Correct = last.Stop, last.Error, last.Answer, last.Correct
-		seg.Outcome, seg.Components, seg.Reward, seg.DurationMS = last.Outcome, last.Components, last.Reward, last.DurationMS
-		seg.Evidence = last.Evidence
-		s.finish(seg)
-	}
-	s.finish(last)
 }
 
 // keepRouting, with Options.RecordRouting, keeps on the segment being
@@ -474,10 +248,12 @@ func (s *sched) keepRouting(ep *episode) error {
 	return nil
 }
 
-func (s *sched) finish(tr *trajectory.Trajectory) {
-	s.out = append(s.out, tr)
-	if s.opt.OnDone != nil {
-		s.opt.OnDone(tr)
+func (s *sched) finish(trs ...*trajectory.Trajectory) {
+	for _, tr := range trs {
+		s.out = append(s.out, tr)
+		if s.opt.OnDone != nil {
+			s.opt.OnDone(tr)
+		}
 	}
 }
 
@@ -494,18 +270,13 @@ func (s *sched) cancel(err error) error {
 		s.markCancelled(s.l.At(sl))
 	}
 	for _, req := range s.queue {
-		for i := 0; i < req.Samples; i++ {
-			tr := s.newTraj(req, req.firstSample()+i)
-			tr.Stop = trajectory.StopCancelled
-			s.finish(tr)
-		}
+		s.finish(s.cancelled(req)...)
 	}
 	s.queue = nil
 	return err
 }
 
 func (s *sched) markCancelled(ep *episode) {
-	ep.tr.Stop = trajectory.StopCancelled
 	s.l.Release(ep.slot)
-	s.finishSegments(ep)
+	s.finish(ep.cancel()...)
 }

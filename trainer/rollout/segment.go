@@ -13,11 +13,12 @@ func extends(context, sofar []int32) bool {
 	return len(context) >= len(sofar) && slices.Equal(context[:len(sofar)], sofar)
 }
 
-// split starts a new segment of ep whose prompt is context, a rendered
-// context that does not extend the current segment: the slot is emptied
-// and context prefilled whole (with the round's other prefills). The segment is trajectory "<id>.<k>" (k = 1,
-// 2, ...) of the same group and sample, all of context mask 0 and turn -1.
-func (s *sched) split(ep *episode, context []int32) error {
+// newSegment is the next segment of ep, whose prompt is context, a
+// rendered context that does not extend the current segment: trajectory
+// "<id>.<k>" (k = 1, 2, ...) of the same group and sample, all of context
+// mask 0 and turn -1. The episode enters it once context is in place
+// (episode.enter).
+func newSegment(ep *episode, context []int32) *trajectory.Trajectory {
 	first := ep.segs[0]
 	seg := &trajectory.Trajectory{
 		ID: fmt.Sprintf("%s.%d", first.ID, len(ep.segs)), TaskID: first.TaskID, Dataset: first.Dataset, Hops: first.Hops, Support: first.Support,
@@ -32,17 +33,5 @@ func (s *sched) split(ep *episode, context []int32) error {
 	for i := range seg.TurnOf {
 		seg.TurnOf[i] = -1
 	}
-	if err := s.keepRouting(ep); err != nil {
-		return err
-	}
-	if err := s.l.Clear(ep.slot); err != nil {
-		return err
-	}
-	s.l.Prefill(ep.slot, context, "the context of "+seg.ID, func() error {
-		ep.segs = append(ep.segs, seg)
-		ep.tr, ep.turn, ep.turnStart = seg, 0, len(context)
-		s.l.Activate(ep.slot, ep)
-		return nil
-	})
-	return nil
+	return seg
 }
