@@ -241,13 +241,13 @@ func runName(stem string, seed int) string {
 // baselines), and collects the table from the runs' stores. With
 // Options.Jobs > 1 that many runs train at once (see Options.Jobs).
 func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
+	if err := checkJobs(base, o.Jobs); err != nil {
+		return nil, err
+	}
 	for _, spec := range PaperSpecs { // a broken row fails before any training
 		if _, err := specConfig(base, spec, 1, "", true); err != nil {
 			return nil, err
 		}
-	}
-	if err := checkJobs(base, o.Jobs); err != nil {
-		return nil, err
 	}
 	tasks, err := plan(base, o)
 	if err != nil {

@@ -219,14 +219,22 @@ func storedConfig(path, name string) (config.Config, error) {
 	return saved, nil
 }
 
-// migrateKept brings the store of a task's earlier run to this build's
-// schema, so that resuming reads it (a read-only open does not migrate,
-// and a store it cannot read would count as unfinished and be trained
-// again); a task with no store yet is left alone.
+// migrateKept brings the store of a task's earlier run that an older
+// build wrote to this build's schema, so that resuming reads it (a
+// read-only open does not migrate, and a store it cannot read would count
+// as unfinished and be trained again). Any other store, or none, is left
+// untouched.
 func migrateKept(tk *task) error {
 	path := filepath.Join(trainer.RunDir(tk.cfg), "store.db")
 	if _, err := os.Stat(path); err != nil {
 		return nil
+	}
+	ro, err := store.OpenReadOnly(path)
+	if err == nil {
+		return ro.Close()
+	}
+	if !errors.As(err, new(store.OlderSchemaError)) {
+		return nil // what checkKept and the run itself say of it
 	}
 	s, err := store.Open(path)
 	if err != nil {

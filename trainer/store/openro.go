@@ -14,6 +14,15 @@ import (
 // is not a trajectory store (a search index, say).
 var ErrNotAStore = errors.New("not an agentrl trajectory store (it has no runs table)")
 
+// OlderSchemaError is OpenReadOnly's error (wrapped) for a store an
+// older build wrote at schema Version, which Open would migrate.
+type OlderSchemaError struct{ Version int }
+
+func (e OlderSchemaError) Error() string {
+	return fmt.Sprintf("schema version %d is older than this build's %d, and a read-only open does not migrate: "+
+		"migrate it once with `trainer rollouts migrate --store FILE`", e.Version, SchemaVersion())
+}
+
 // OpenReadOnly opens an existing store for reading only: nothing is
 // created, migrated or changed, and the file stays byte-identical. It is
 // how the inspection commands (rollouts list/show, report) open a store.
@@ -71,8 +80,7 @@ func checkStore(db *sql.DB) error {
 	case v > SchemaVersion():
 		return fmt.Errorf("schema version %d is newer than this build's %d: read it with a newer agentrl", v, SchemaVersion())
 	case v < SchemaVersion():
-		return fmt.Errorf("schema version %d is older than this build's %d, and a read-only open does not migrate: "+
-			"migrate it once with `trainer rollouts migrate --store FILE`", v, SchemaVersion())
+		return OlderSchemaError{Version: v}
 	}
 	return nil
 }
