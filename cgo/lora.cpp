@@ -39,8 +39,11 @@ void share_base(ar_model_s &m, const ar_model_s &base) {
   m.embed = frozen(base.embed);
   m.norm = frozen(base.norm);
   m.lm_head = base.cfg.tie_embeddings ? m.embed : frozen(base.lm_head);
+  m.global_inv_freq = base.global_inv_freq;
+  for (const auto &p : kEmbedParams) m.*p.slot = frozen(base.*p.slot);
   m.layers.resize(base.layers.size());
   for (size_t i = 0; i < base.layers.size(); i++) {
+    set_layer_shape(m.layers[i], m.cfg, static_cast<int64_t>(i));
     for (const auto &p : kLayerParams) m.layers[i].*p.slot = frozen(base.layers[i].*p.slot);
     m.layers[i].experts.resize(base.layers[i].experts.size());
     for (size_t e = 0; e < base.layers[i].experts.size(); e++)

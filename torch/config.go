@@ -52,6 +52,10 @@ type Config struct {
 	// settings (zero for the dense families).
 	MoE MoE `json:"-"`
 
+	// Gemma is a Gemma 4 model's own settings (gemma4.go); nil for the
+	// other families.
+	Gemma *Gemma4 `json:"-"`
+
 	Raw map[string]any `json:"-"`
 }
 
@@ -125,6 +129,9 @@ func ParseConfig(b []byte, name string) (Config, error) {
 	var raw map[string]any
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if isGemma4(raw) {
+		return parseGemma4(raw, name)
 	}
 	_, wrapped := wrappedQwen35[fmt.Sprint(raw["model_type"])]
 	if wrapped {
@@ -300,6 +307,9 @@ func checkLayerTypes(raw map[string]any, c Config) error {
 
 // Validate checks every field is in range, naming the first that is not.
 func (c Config) Validate() error {
+	if c.IsGemma4() {
+		return c.validateGemma4()
+	}
 	if _, ok := architectures[c.ModelType]; !ok {
 		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, qwen3_moe, llama, qwen3_5 / qwen3_5_text, "+
 			"qwen3_5_moe / qwen3_5_moe_text)", c.ModelType)
@@ -358,6 +368,9 @@ func (c Config) Validate() error {
 // read in (rope_parameters for transformers 5, else rope_theta and
 // rope_scaling).
 func (c Config) JSON() ([]byte, error) {
+	if c.IsGemma4() {
+		return c.jsonGemma4()
+	}
 	out := map[string]any{}
 	for k, v := range c.Raw {
 		out[k] = v

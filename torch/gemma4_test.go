@@ -1,0 +1,103 @@
+package torch
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/internal/pyinterop"
+)
+
+// gemma4Small is a small Gemma 4 text config (Gemma4TextConfig's
+// arguments) with every feature of the E2B shape: two periods of a
+// sliding, sliding, full pattern; sliding layers of head_dim 16 with a
+// window of 8 and their own RoPE base, full layers of head_dim 32 with
+// proportional RoPE turning a quarter; the last two layers kv-shared
+// (reading layer 3's and layer 2's keys and values) with double-wide MLPs;
+// per-layer inputs of 8; logits capped at 2.5 so that the cap bites; weights
+// drawn wide.
+func gemma4Small() map[string]any {
+	return map[string]any{"vocab_size": 384, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 6,
+		"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "global_head_dim": 32,
+		"layer_types":    []string{SlidingAttention, SlidingAttention, FullAttention, SlidingAttention, SlidingAttention, FullAttention},
+		"sliding_window": 8, "num_kv_shared_layers": 2, "use_double_wide_mlp": true,
+		"hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": 384, "final_logit_softcapping": 2.5,
+		"max_position_embeddings": 512, "rms_norm_eps": 1e-6, "initializer_range": 0.1, "bos_token_id": 1,
+		"eos_token_id": 2, "pad_token_id": 0, "tie_word_embeddings": false,
+		"rope_parameters": map[string]any{
+			SlidingAttention: map[string]any{"rope_type": "default", "rope_theta": 20000.0},
+			FullAttention:    map[string]any{"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1e6}}}
+}
+
+// gemma4SmallVision is a small vision tower for the multimodal checkpoint.
+var gemma4SmallVision = map[string]any{"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+	"num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 16, "patch_size": 4, "position_embedding_size": 64}
+
+// Gemma 4 models made by transformers 5.25: the text model alone
+// (Gemma4ForCausalLM, untied) and the multimodal checkpoint
+// (Gemma4ForConditionalGeneration: text_config, the vision tower skipped
+// by name, the text under model.language_model.*, tied) with
+// attention_k_eq_v (full layers with one key/value head and no v_proj).
+// Rows of 40, 35 and 33 tokens cross the sliding window several times (no
+// padding query is left without a real key in its window); the explicit
+// position ids case jumps, which transformers' sliding mask does not see
+// (it counts indices). Logits and the training forward's logprobs against
+// transformers' float64 forward, within 1e-4 in f32. The decode engine
+// refuses Gemma 4 by name (checked).
+func TestInteropGemma4(t *testing.T) {
+	pyinterop.Python(t)
+	root := t.TempDir()
+	mm := gemma4Small()
+	mm["tie_word_embeddings"] = true
+	mm["attention_k_eq_v"] = true
+	mm["num_global_key_value_heads"] = 1
+	var models []hfModel
+	var names []string
+	for i, c := range []struct {
+		name, family string
+		config       map[string]any
+		vision       map[string]any
+	}{
+		{"gemma4-text", "gemma4", gemma4Small(), nil},
+		{"gemma4-multimodal-k_eq_v", "gemma4_vl", mm, gemma4SmallVision},
+	} {
+		models = append(models, hfModel{Dir: filepath.Join(root, c.name), Family: c.family, Config: c.config, Vision: c.vision,
+			Style: "5", Seed: 60 + i, RefDType: "float64", Full: []int{40, 35, 33}, Explicit: true})
+		names = append(names, c.name)
+	}
+	var made hfMade
+	pyinterop.Run(t, "testdata/interop/hf_model.py", map[string]any{"models": models}, &made)
+	t.Logf("made with transformers %s, torch %s", made.Transformers, made.Torch)
+	for i, hm := range models {
+		t.Run(names[i], func(t *testing.T) {
+			checkStyle(t, hm, made.Models[i].Config, made.Models[i].Files)
+			m, err := LoadModel(hm.Dir, Float32, CPU, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Free()
+			for _, c := range loadCases(t, hm.Dir) {
+				if c.Kind != "full" {
+					continue
+				}
+				t.Logf("%s: logits max |diff| %.2e, training forward logprobs %.2e", c.Name, fullCaseLogits(t, m, c),
+					fullCaseLogprobs(t, m, c))
+			}
+			if err := m.SetCheckpointing(true); err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.Forward(Batch{B: 1, T: 3, IDs: []int64{5, 6, 7}, Attn: []int64{1, 1, 1}, Positions: []int64{0, 1, 2}},
+				ForwardOptions{Grad: true})
+			if err == nil || !strings.Contains(err.Error(), "activation checkpointing is not supported for Gemma 4") {
+				t.Errorf("a checkpointed Gemma 4 forward: got %v, want it refused by name", err)
+			}
+			e, err := NewEngine(m, 1, 64)
+			if err == nil {
+				e.Free()
+			}
+			if err == nil || !strings.Contains(err.Error(), "Gemma 4") {
+				t.Errorf("a Gemma 4 decode engine: got %v, want it refused by name", err)
+			}
+		})
+	}
+}
