@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,6 +99,62 @@ func TestInteropGemma4(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "Gemma 4") {
 				t.Errorf("a Gemma 4 decode engine: got %v, want it refused by name", err)
 			}
+		})
+		t.Run("training/"+names[i], func(t *testing.T) { gemma4Training(t, hm.Dir) })
+	}
+}
+
+// gemma4Training checks the training side of the Gemma 4 folder dir
+// against transformers in float64 over its right-padded rows: the
+// gradient of every parameter (the per-layer inputs' table, projection
+// and norms, the sandwich norms, the full and sliding layers'
+// projections, the embeddings, tied or not; layer_scalar is a buffer) of
+// L = -mean logprob over the real next-token pairs, within 1e-4 in f32,
+// unpacked and packed (the rows one after the other, each a tree of its
+// own: the window counts positions along it), and L within 1e-5; and
+// agentrl's export loads in transformers as Gemma4ForCausalLM with every
+// parameter and the logits equal.
+func gemma4Training(t *testing.T, dir string) {
+	var full fixtureCase
+	for _, c := range loadCases(t, dir) {
+		if c.Name == "right_padded" {
+			full = c
+		}
+	}
+	m, err := LoadModel(dir, Float32, CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	export := filepath.Join(t.TempDir(), "export")
+	err = m.Save(export)
+	m.Free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads := filepath.Join(t.TempDir(), "grads.safetensors")
+	var ref gradChecked
+	pyinterop.Run(t, "testdata/interop/grad_check.py", map[string]any{"dir": dir, "ids": full.InputIDs,
+		"mask": full.AttentionMask, "grads": grads, "export": export}, &ref)
+	t.Logf("export: loads as %s, parameters differ by %g, logits by %g", ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
+	if ref.ExportClass != "Gemma4ForCausalLM" || ref.ExportMaxDiff != 0 || ref.ExportLogitsMaxDiff != 0 {
+		t.Errorf("agentrl's export loads in transformers as %s, its parameters differing from the model's by %g, its logits by %g",
+			ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
+	}
+	b := Batch{B: len(full.InputIDs), T: len(full.InputIDs[0]), IDs: flat(full.InputIDs), Attn: flat(full.AttentionMask),
+		Positions: flat(full.PositionIDs)}
+	for _, packed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unpacked", true: "packed"}[packed], func(t *testing.T) {
+			m, err := LoadModel(dir, Float32, CPU, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Free()
+			loss := shortLoss(t, m, b, full, packed)
+			if math.Abs(loss-ref.Loss) > 1e-5 {
+				t.Errorf("loss %v, transformers %v", loss, ref.Loss)
+			}
+			d := holdGradients(t, m, grads, 1e-4, false)
+			t.Logf("loss %.6f (transformers %.6f), gradients max |diff| %.2e", loss, ref.Loss, d)
 		})
 	}
 }
