@@ -312,7 +312,7 @@ func (c Config) Validate() error {
 	}
 	if _, ok := architectures[c.ModelType]; !ok {
 		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, qwen3_moe, llama, qwen3_5 / qwen3_5_text, "+
-			"qwen3_5_moe / qwen3_5_moe_text)", c.ModelType)
+			"qwen3_5_moe / qwen3_5_moe_text, gemma4 / gemma4_text)", c.ModelType)
 	}
 	if err := c.MoE.validate(c.ModelType, c.Layers); err != nil {
 		return err

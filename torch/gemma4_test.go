@@ -3,6 +3,7 @@ package torch
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,5 +157,52 @@ func gemma4Training(t *testing.T, dir string) {
 			d := holdGradients(t, m, grads, 1e-4, false)
 			t.Logf("loss %.6f (transformers %.6f), gradients max |diff| %.2e", loss, ref.Loss, d)
 		})
+	}
+}
+
+// A Gemma 4 config.json is read with Gemma4TextConfig's defaults (the
+// pattern of five sliding layers and a full one, the last forced full;
+// proportional RoPE on full layers of head_dim 512, tied embeddings) and
+// what is not implemented is refused by name.
+func TestGemma4ConfigDefaultsAndRefusals(t *testing.T) {
+	base := `"model_type": "gemma4_text", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
+		"num_hidden_layers": 8, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+		"hidden_size_per_layer_input": 4, "vocab_size_per_layer_input": 64`
+	c, err := ParseConfig([]byte("{"+base+"}"), "config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.Gemma
+	wantTypes := []string{SlidingAttention, SlidingAttention, SlidingAttention, SlidingAttention, SlidingAttention,
+		FullAttention, SlidingAttention, FullAttention}
+	if !slices.Equal(c.LayerTypes, wantTypes) || g.SlidingWindow != 512 || g.GlobalHeadDim != 512 || g.GlobalKVHeads != 2 ||
+		!c.TieEmbeddings || c.RopeTheta != 10000 || g.GlobalRope != "proportional" || g.GlobalTheta != 1e6 || g.GlobalPartial != 0.25 {
+		t.Errorf("defaults: %+v %+v", c, *g)
+	}
+	// Proportional RoPE over 512 dimensions turns int(0.25*512/2) = 64 pairs.
+	inv := g.globalRopeFrequencies()
+	if len(inv) != 256 || inv[0] != 1 || !(inv[63] > 0) || inv[64] != 0 {
+		t.Errorf("proportional RoPE frequencies: %d entries, [0] %g, [63] %g, [64] %g", len(inv), inv[0], inv[63], inv[64])
+	}
+	wrapped := `{"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"], "tie_word_embeddings": false,
+		"vision_config": {"hidden_size": 8}, "text_config": {` + base + `}}`
+	if c, err := ParseConfig([]byte(wrapped), "config.json"); err != nil || !c.Wrapped || c.TieEmbeddings {
+		t.Errorf("multimodal config: wrapped %v, tied %v, %v", c.Wrapped, c.TieEmbeddings, err)
+	}
+	for extra, want := range map[string]string{
+		`"enable_moe_block": true`:             "enable_moe_block true is not supported",
+		`"use_bidirectional_attention": "all"`: "use_bidirectional_attention",
+		`"hidden_activation": "silu"`:          "hidden_activation",
+		`"attention_bias": true`:               "attention_bias true",
+		`"attn_logit_softcapping": 50.0`:       "attn_logit_softcapping is not supported",
+		`"layer_types": ["mamba"]`:             "layer_types must list one type for each",
+		`"num_kv_shared_layers": 8`:            "num_kv_shared_layers must be in 0..7",
+		`"rope_parameters": {"sliding_attention": {"rope_type": "yarn", "rope_theta": 1.0, "factor": 2.0}}`: "rope_type",
+		`"per_layer_config": {"0": {"head_dim": 16}}`:                                                       "a sliding layer's shape is the config's",
+	} {
+		_, err := ParseConfig([]byte("{"+base+", "+extra+"}"), "config.json")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error naming %q", extra, err, want)
+		}
 	}
 }
