@@ -93,6 +93,12 @@ func TestInteropGemma4(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "activation checkpointing is not supported for Gemma 4") {
 				t.Errorf("a checkpointed Gemma 4 forward: got %v, want it refused by name", err)
 			}
+			if lm, err := NewLoRAModel(m, LoRA{Rank: 2, Alpha: 4, Targets: []string{"q_proj"}}, false, 1); err == nil {
+				lm.Free()
+				t.Errorf("a LoRA model over Gemma 4: want it refused by name")
+			} else if !strings.Contains(err.Error(), "LoRA on Gemma 4 is not supported") {
+				t.Errorf("a LoRA model over Gemma 4: got %v, want it refused by name", err)
+			}
 			e, err := NewEngine(m, 1, 64)
 			if err == nil {
 				e.Free()
