@@ -499,19 +499,19 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
     if (replay.defined() && m.layers[i].router.defined())
       r = replay.select(2, sparse).reshape({-1, m.cfg.experts_per_token});
     if (m.layers[i].router.defined()) sparse++;
+    const Layer &l = m.layers[i];
+    const bool local = l.sliding || m.cfg.gemma == 0;
+    const at::Tensor &lcos = local ? cos : gcos, &lsin = local ? sin : gsin, &lmask = l.sliding ? smask : mask;
     if (ckpt) {
-      std::vector<at::Tensor> params = layer_params(m.layers[i]);
-      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, seqs, blocks,
+      std::vector<at::Tensor> params = layer_params(l);
+      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), lcos, lsin, lmask, seqs, blocks,
                                          r.defined() ? r : at::empty({0}, at::kLong), reinterpret_cast<int64_t>(&m),
                                          static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]),
                                          router_logits != nullptr, reinterpret_cast<int64_t>(chosen));
       x = ys[0];
       if (ys.size() > 1) router_logits->push_back(ys[1]);
     } else {
-      const Layer &l = m.layers[i];
-      const bool local = l.sliding || m.cfg.gemma == 0;
-      x = layer_forward(m, l, x, local ? cos : gcos, local ? sin : gsin, l.sliding ? smask : mask, seqs, blocks,
-                        at::Tensor(), router_logits, r, chosen, &share,
+      x = layer_forward(m, l, x, lcos, lsin, lmask, seqs, blocks, at::Tensor(), router_logits, r, chosen, &share,
                         per_layer.defined() ? per_layer.select(2, static_cast<int64_t>(i)) : at::Tensor());
     }
   }

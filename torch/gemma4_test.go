@@ -212,3 +212,45 @@ func TestGemma4ConfigDefaultsAndRefusals(t *testing.T) {
 		}
 	}
 }
+
+// gemma4E2B is Gemma-4-E2B's published text config (as the multimodal
+// checkpoint's text_config holds it) with its 35 layers reduced to two
+// periods of its pattern (four sliding layers, then a full one), its 20
+// kv-shared layers to the last period's 5, and its vocabulary (both
+// tables) from 262,144 to 32,768 so that transformers' reference and
+// ours fit beside the other tests; width 1536, 8 query heads, one
+// key/value head, head_dim 256 and 512, window 512, MLPs of 6144 (12,288
+// in the kv-shared layers), per-layer inputs of 256, logits capped at 30.
+func gemma4E2B() map[string]any {
+	period := []string{SlidingAttention, SlidingAttention, SlidingAttention, SlidingAttention, FullAttention}
+	return map[string]any{"vocab_size": 32768, "vocab_size_per_layer_input": 32768, "hidden_size": 1536,
+		"intermediate_size": 6144, "num_hidden_layers": 10, "num_attention_heads": 8, "num_key_value_heads": 1,
+		"head_dim": 256, "global_head_dim": 512, "attention_k_eq_v": false, "sliding_window": 512,
+		"hidden_size_per_layer_input": 256, "num_kv_shared_layers": 5, "use_double_wide_mlp": true,
+		"max_position_embeddings": 131072, "rms_norm_eps": 1e-6, "final_logit_softcapping": 30.0,
+		"tie_word_embeddings": true, "pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 1,
+		"layer_types": append(slices.Clone(period), period...)}
+}
+
+// The E2B shape above, as the multimodal checkpoint (a one-block vision
+// tower beside it) made by transformers 5.25 with random weights, against
+// its float32 forward: a row of 520 tokens crosses the 512-token window,
+// a row of 515 is padded (no padding query is left without a real key
+// in its window).
+func TestInteropGemma4RealShape(t *testing.T) {
+	pyinterop.Python(t)
+	hm := hfModel{Dir: filepath.Join(t.TempDir(), "gemma-4-E2B-2periods"), Family: "gemma4_vl", Config: gemma4E2B(),
+		Vision: gemma4SmallVision, Style: "5", Seed: 80, RefDType: "float32", Full: []int{520, 515}}
+	var made hfMade
+	pyinterop.Run(t, "testdata/interop/hf_model.py", map[string]any{"models": []hfModel{hm}}, &made)
+	checkStyle(t, hm, made.Models[0].Config, made.Models[0].Files)
+	m, err := LoadModel(hm.Dir, Float32, CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	for _, c := range loadCases(t, hm.Dir) {
+		t.Logf("%s: logits max |diff| %.2e, training forward logprobs %.2e", c.Name, fullCaseLogits(t, m, c),
+			fullCaseLogprobs(t, m, c))
+	}
+}

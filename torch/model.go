@@ -76,6 +76,14 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 			}
 		}
 	}
+	if cfg.Window > 0 {
+		cc.sliding_window = C.int64_t(cfg.Window)
+		for i, on := range cfg.WindowLayers {
+			if on {
+				cc.sliding_layer[i] = 1
+			}
+		}
+	}
 	if cfg.IsGemma4() {
 		cfg.fillGemma4(&cc)
 	}
