@@ -291,12 +291,13 @@ func checkLayerTypes(raw map[string]any, c Config) (int, []bool, error) {
 	if w, ok := raw["sliding_window"]; !ok || w == nil {
 		on = false // no window: every layer is full attention
 	}
-	sliding := make([]bool, c.Layers)
+	var sliding []bool // allocated only where a layer slides: num_hidden_layers may be hostile
 	if v, ok := raw["layer_types"]; ok && v != nil {
 		l, ok := v.([]any)
 		if !ok || len(l) != c.Layers {
 			return 0, nil, fmt.Errorf("layer_types must list one type for each of the %d layers, got %v", c.Layers, v)
 		}
+		sliding = make([]bool, c.Layers)
 		for i, t := range l {
 			switch {
 			case t == FullAttention:
@@ -308,7 +309,15 @@ func checkLayerTypes(raw map[string]any, c Config) (int, []bool, error) {
 				return 0, nil, fmt.Errorf("layer_types[%d] %v is not supported (full_attention only)", i, t)
 			}
 		}
-	} else if on {
+	} else if on && int(max(first, 0)) < c.Layers {
+		if c.ModelType == "qwen3_moe" {
+			return 0, nil, fmt.Errorf("use_sliding_window true with sliding_window %v: every layer would use sliding window attention, "+
+				"which is not supported for qwen3_moe", raw["sliding_window"])
+		}
+		if c.Layers > maxMoELayers {
+			return 0, nil, fmt.Errorf("sliding-window attention with more than %d layers is not supported", maxMoELayers)
+		}
+		sliding = make([]bool, c.Layers)
 		for i := int(max(first, 0)); i < c.Layers; i++ {
 			sliding[i] = true
 		}
@@ -316,15 +325,8 @@ func checkLayerTypes(raw map[string]any, c Config) (int, []bool, error) {
 	if !slices.Contains(sliding, true) {
 		return 0, nil, nil
 	}
-	if c.ModelType == "qwen3_moe" {
-		return 0, nil, fmt.Errorf("use_sliding_window true with sliding_window %v: every layer would use sliding window attention, "+
-			"which is not supported for qwen3_moe", raw["sliding_window"])
-	}
 	if window < 1 || window != math.Trunc(window) {
 		return 0, nil, fmt.Errorf("sliding_window must be a positive whole number, got %v", raw["sliding_window"])
-	}
-	if c.Layers > maxMoELayers {
-		return 0, nil, fmt.Errorf("sliding-window attention with more than %d layers is not supported", maxMoELayers)
 	}
 	return int(window), sliding, nil
 }
