@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 19
+#define AR_ABI_VERSION 20
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -291,6 +291,35 @@ typedef struct {
   uint8_t linear_layer[AR_MAX_MOE_LAYERS];
   int64_t linear_k_heads, linear_v_heads, linear_k_dim, linear_v_dim;
   int64_t linear_conv_kernel;
+  /* Sliding-window attention (Gemma 4's sliding layers; Qwen2/Mistral
+   * windows): a layer i with sliding_layer[i] set lets query position p
+   * attend key position s only where p - s < sliding_window. */
+  int64_t sliding_window;
+  uint8_t sliding_layer[AR_MAX_MOE_LAYERS];
+  /* Gemma 4 (gemma4_text, gemma4.cpp); zero for the other families. With
+   * gemma set every layer is Gemma's: the attention output and the MLP's
+   * input and output RMSNorm'd (sandwich norms), values RMSNorm'd without a
+   * weight, attention scores unscaled (q_norm and k_norm set their size),
+   * GELU-tanh MLPs, the output times layer_scalar, the embeddings times
+   * sqrt(hidden). Its full-attention layers (sliding_layer[i] 0) have heads
+   * of global_head_dim, global_kv_heads key/value heads and their own RoPE
+   * global_rope_inv_freq (global_head_dim/2 entries, zero for the
+   * dimensions proportional RoPE leaves unturned); with k_eq_v they have
+   * no v_proj (the values are the keys' projection). The last
+   * kv_shared_layers layers have no k_proj, v_proj or norms of them: each
+   * reads the keys and values of the last earlier layer of its type (with
+   * double_wide_mlp, their MLPs are twice intermediate wide). With
+   * per_layer_dim > 0 each layer adds a per-layer input (a table of
+   * per_layer_vocab rows and a projection of the embeddings).
+   * final_softcap > 0 caps the logits at cap * tanh(z / cap). */
+  int gemma;
+  int64_t global_head_dim, global_kv_heads;
+  double global_rope_inv_freq[AR_MAX_HEAD_DIM / 2];
+  int k_eq_v;
+  int64_t kv_shared_layers;
+  int double_wide_mlp;
+  int64_t per_layer_dim, per_layer_vocab;
+  double final_softcap;
 } ar_model_config;
 
 /* A model with no weights yet; weights are set by name with

@@ -4,6 +4,7 @@
 #include "layer.h"
 
 #include "deltanet.h"
+#include "gemma4.h"
 #include "moe.h"
 
 namespace ar {
@@ -55,13 +56,15 @@ at::Tensor project_one(const LayerWeights &w, LoraTarget target, const at::Tenso
 // project_group is the projections of x by group g's parts, in the
 // parts' order: from the fused copy, one product split by columns (the
 // parts' widths: their weights' rows); from the model's tensors, one
-// product each, computed in g.order.
+// product each, computed in g.order. A part the layer lacks (a Gemma 4
+// layer's k_proj or v_proj) is undefined.
 std::vector<at::Tensor> project_group(const LayerWeights &w, const Group &g, const at::Tensor &x) {
   std::vector<at::Tensor> out(g.n);
   if (w.fused == nullptr) {
     for (int j = 0; j < g.n; j++) {
       const int i = g.order[j];
       const Group::Part &p = g.parts[i];
+      if (!p.weight(w.l).defined()) continue;
       out[i] = w.m.project(w.l, p.target, x, p.bias(w.l) != nullptr ? *p.bias(w.l) : at::Tensor());
     }
     return out;
@@ -94,32 +97,51 @@ at::Tensor attention_block(const LayerWeights &w, const at::Tensor &x, const at:
                            const Attend &attend, Lap *lap) {
   const Layer &l = w.l;
   const auto &c = w.m.cfg;
-  at::Tensor h = norm(w.m, x, l.input_layernorm);
+  const bool gemma = c.gemma != 0;
+  at::Tensor h = gemma ? gemma_norm(x, l.input_layernorm, c.rms_eps) : norm(w.m, x, l.input_layernorm);
   mark(lap, nullptr);
   std::vector<at::Tensor> qkv = project_group(w, kQKV, h);
   h.reset();
-  at::Tensor q, gate;
+  at::Tensor q, k, v, gate;
   if (c.attn_output_gate != 0) {
     // Per head: the query's head_dim rows, then the gate's.
     at::Tensor qg = qkv[0].view({x.size(0), x.size(1), c.heads, 2 * c.head_dim});
     q = qg.narrow(-1, 0, c.head_dim).transpose(1, 2);
     gate = qg.narrow(-1, c.head_dim, c.head_dim).reshape({x.size(0), x.size(1), c.heads * c.head_dim});
   } else {
-    q = heads(qkv[0], c.heads, c.head_dim);
+    q = heads(qkv[0], c.heads, l.head_dim);
   }
-  at::Tensor k = heads(qkv[1], c.kv_heads, c.head_dim), v = heads(qkv[2], c.kv_heads, c.head_dim);
+  if (qkv[1].defined()) {
+    k = heads(qkv[1], l.kv_heads, l.head_dim);
+    v = qkv[2].defined() ? heads(qkv[2], l.kv_heads, l.head_dim) : k;  // k_eq_v: the keys' projection
+  }
   qkv.clear();
-  if (l.q_norm.defined()) {
+  if (gemma) {
+    q = gemma_norm(q, l.q_norm, c.rms_eps);
+    if (k.defined()) {
+      k = gemma_norm(k, l.k_norm, c.rms_eps);
+      v = gemma_norm(v, at::Tensor(), c.rms_eps);
+    }
+  } else if (l.q_norm.defined()) {
     q = norm(w.m, q, l.q_norm);
     k = norm(w.m, k, l.k_norm);
   }
   q = apply_rope(q, cos, sin);
-  k = apply_rope(k, cos, sin);
+  if (k.defined()) k = apply_rope(k, cos, sin);
+  if (l.kv_reuse) {
+    TORCH_CHECK(w.share != nullptr && w.share->k[l.sliding].defined(), "a kv-shared layer run without its keys and values");
+    k = w.share->k[l.sliding];
+    v = w.share->v[l.sliding];
+  } else if (l.kv_store && w.share != nullptr) {
+    w.share->k[l.sliding] = k;
+    w.share->v[l.sliding] = v;
+  }
   mark(lap, &StepProfile::products);
   at::Tensor a = attend(q, k, v);
   mark(lap, &StepProfile::attention);
   if (gate.defined()) a = a * at::sigmoid(gate);
-  return x + project_one(w, kLoraO, a);
+  at::Tensor o = project_one(w, kLoraO, a);
+  return x + (gemma ? gemma_norm(o, l.post_attention_layernorm, c.rms_eps) : o);
 }
 
 // mlp_block is the MLP of decoder_layer on its normed input h, without
@@ -128,7 +150,7 @@ at::Tensor attention_block(const LayerWeights &w, const at::Tensor &x, const at:
 at::Tensor mlp_block(const LayerWeights &w, const at::Tensor &h) {
   if (w.l.router.defined()) return moe_mlp(w.l, w.m.cfg, h, w.router_logits, w.replay, w.chosen);
   std::vector<at::Tensor> gu = project_group(w, kGateUp, h);
-  at::Tensor act = swiglu(gu[0], gu[1]);
+  at::Tensor act = w.m.cfg.gemma != 0 ? at::gelu(gu[0], "tanh") * gu[1] : swiglu(gu[0], gu[1]);
   gu.clear();
   return project_one(w, kLoraDown, act);
 }
@@ -144,6 +166,16 @@ at::Tensor decoder_layer(const LayerWeights &w, const at::Tensor &x, const at::T
     mark(lap, &StepProfile::products);
   } else {
     r = attention_block(w, x, cos, sin, attend, lap);
+  }
+  if (w.m.cfg.gemma != 0) {
+    const double eps = w.m.cfg.rms_eps;
+    at::Tensor y = gemma_norm(mlp_block(w, gemma_norm(r, w.l.pre_feedforward_layernorm, eps)),
+                              w.l.post_feedforward_layernorm, eps);
+    at::Tensor h = r + y;
+    if (w.per_layer.defined()) h = per_layer_block(w.m, w.l, h, w.per_layer);
+    h = h * w.l.layer_scalar;
+    mark(lap, &StepProfile::products);
+    return out.defined() ? out.copy_(h) : h;
   }
   at::Tensor y = mlp_block(w, norm(w.m, r, w.l.post_attention_layernorm));
   mark(lap, &StepProfile::products);  // (the o and MLP products, with the MLP's norm and activation)

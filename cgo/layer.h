@@ -44,6 +44,13 @@ at::Tensor decode_product(const at::Tensor &x, const at::Tensor &w, const at::Te
 // logits (the load-balancing loss is computed from them); replay, where
 // defined, gives the experts each token takes [N,k], and chosen, when not
 // null, receives those it took (moe_mlp's routing replay).
+//
+// A Gemma 4 layer keeps its keys and values in *share (Layer::kv_store)
+// or reads them from it (Layer::kv_reuse), and adds its per-layer input
+// per_layer [B,T,P] where defined.
+struct KVShare {
+  at::Tensor k[2], v[2];  // by Layer::sliding
+};
 struct LayerWeights {
   const ar_model_s &m;
   const Layer &l;
@@ -51,6 +58,8 @@ struct LayerWeights {
   std::vector<at::Tensor> *router_logits = nullptr;
   at::Tensor replay = at::Tensor();
   std::vector<at::Tensor> *chosen = nullptr;
+  KVShare *share = nullptr;
+  at::Tensor per_layer = at::Tensor();
 };
 
 // Attend is attention before the output projection: the queries q
@@ -90,6 +99,14 @@ struct Scan {
 // rotary_dim dimensions of a head, and the norms are norm's (1 + w). Its
 // Gated DeltaNet layers (l.linear()) run deltanet_block with scan in place
 // of the attention block.
+//
+// Gemma 4's layers (cfg.gemma, gemma4.h) norm the attention output by
+// post_attention_layernorm before the residual, and the MLP's input and
+// output by pre_ and post_feedforward_layernorm; their values are RMSNorm'd
+// without a weight, their scores unscaled, their MLP GELU-tanh; the
+// per-layer input's block follows the MLP, and the output is multiplied by
+// layer_scalar. A kv-shared layer attends with an earlier layer's keys and
+// values; a k_eq_v full layer's values are its keys' projection.
 at::Tensor decoder_layer(const LayerWeights &w, const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin,
                          const Attend &attend, Lap *lap = nullptr, at::Tensor out = at::Tensor(),
                          const Scan *scan = nullptr);

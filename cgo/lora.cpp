@@ -39,8 +39,11 @@ void share_base(ar_model_s &m, const ar_model_s &base) {
   m.embed = frozen(base.embed);
   m.norm = frozen(base.norm);
   m.lm_head = base.cfg.tie_embeddings ? m.embed : frozen(base.lm_head);
+  m.global_inv_freq = base.global_inv_freq;
+  for (const auto &p : kEmbedParams) m.*p.slot = frozen(base.*p.slot);
   m.layers.resize(base.layers.size());
   for (size_t i = 0; i < base.layers.size(); i++) {
+    set_layer_shape(m.layers[i], m.cfg, static_cast<int64_t>(i));
     for (const auto &p : kLayerParams) m.layers[i].*p.slot = frozen(base.layers[i].*p.slot);
     m.layers[i].experts.resize(base.layers[i].experts.size());
     for (size_t e = 0; e < base.layers[i].experts.size(); e++)
@@ -84,6 +87,7 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
   return guard(err, [&] {
     const auto &c = *cfg;
     TORCH_CHECK(base->lora.rank == 0, "lora_new: the base is itself a LoRA model");
+    TORCH_CHECK(base->cfg.gemma == 0, "lora_new: LoRA on Gemma 4 is not supported yet");
     TORCH_CHECK(c.rank > 0, "lora rank must be positive, got ", c.rank);
     TORCH_CHECK(c.alpha > 0, "lora alpha must be positive, got ", c.alpha);
     TORCH_CHECK(c.dropout >= 0 && c.dropout < 1, "lora dropout must be in [0, 1), got ", c.dropout);

@@ -16,6 +16,7 @@
 
 #include "internal.h"
 #include "deltanet.h"
+#include "gemma4.h"
 #include "layer.h"
 #include "moe.h"
 
@@ -39,26 +40,35 @@ bool has(When w, const ar_model_config &c, int64_t layer) {
     case kQKNorm: return c.qk_norm != 0 && (layer < 0 || !linear_layer(c, layer));
     case kUntied: return c.tie_embeddings == 0;
     case kValueHead: return c.value_head != 0;
+    case kOwnK: return has(kAttn, c, layer) && (layer < 0 || !kv_reuse(c, layer));
+    case kOwnV: return has(kOwnK, c, layer) && !(c.k_eq_v != 0 && gemma_full(c, layer));
+    case kKNorm: return has(kQKNorm, c, layer) && (layer < 0 || !kv_reuse(c, layer));
+    case kGemma: return c.gemma != 0;
+    case kPerLayer: return c.per_layer_dim > 0;
   }
   return false;
 }
 
-std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c) {
+std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c, int64_t layer) {
   std::vector<int64_t> out;
+  const int64_t hd = layer_head_dim(c, layer);
   for (Dim d : dims) {
     switch (d) {
       case kNone: break;
       case kOne: out.push_back(1); break;
       case kVocab: out.push_back(c.vocab); break;
       case kHidden: out.push_back(c.hidden); break;
-      case kInter: out.push_back(c.intermediate); break;
-      case kQ: out.push_back(c.heads * c.head_dim); break;
-      case kKV: out.push_back(c.kv_heads * c.head_dim); break;
-      case kHeadDim: out.push_back(c.head_dim); break;
+      case kInter: out.push_back(layer_intermediate(c, layer)); break;
+      case kQ: out.push_back(c.heads * hd); break;
+      case kKV: out.push_back(layer_kv_heads(c, layer) * hd); break;
+      case kHeadDim: out.push_back(hd); break;
+      case kPLEVocab: out.push_back(c.per_layer_vocab); break;
+      case kPLEAll: out.push_back(c.layers * c.per_layer_dim); break;
+      case kPLE: out.push_back(c.per_layer_dim); break;
       case kExperts: out.push_back(c.experts); break;
       case kMoeInter: out.push_back(c.moe_intermediate); break;
       case kSharedInter: out.push_back(c.shared_expert_intermediate); break;
-      case kQProj: out.push_back(c.heads * c.head_dim * (c.attn_output_gate != 0 ? 2 : 1)); break;
+      case kQProj: out.push_back(c.heads * hd * (c.attn_output_gate != 0 ? 2 : 1)); break;
       case kLinQKV: out.push_back(2 * c.linear_k_heads * c.linear_k_dim + c.linear_v_heads * c.linear_v_dim); break;
       case kLinV: out.push_back(c.linear_v_heads * c.linear_v_dim); break;
       case kLinHeads: out.push_back(c.linear_v_heads); break;
@@ -102,8 +112,8 @@ static void set_autocast(at::DeviceType d, bool on, at::ScalarType dt) {
 }
 #endif
 
-std::pair<at::Tensor, at::Tensor> ar_model_s::rope(const at::Tensor &positions) const {
-  at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * inv_freq;  // [B,T,hd/2]
+std::pair<at::Tensor, at::Tensor> ar_model_s::rope(const at::Tensor &positions, const at::Tensor &freq) const {
+  at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * freq;  // [B,T,hd/2]
   at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);             // [B,1,T,hd]
   at::Tensor cos = emb.cos(), sin = emb.sin();
   const double f = cfg.rope_attention_factor;
@@ -117,6 +127,9 @@ std::pair<at::Tensor, at::Tensor> ar_model_s::rope(const at::Tensor &positions) 
 // uses_sdpa says whether attention on tensors of device d runs libtorch's
 // scaled_dot_product_attention (ar_model_set_attention).
 static bool uses_sdpa(const ar_model_s &m, const at::Device &d) {
+  // Gemma 4's layers differ in key/value heads (the grouped bias is made
+  // once for all layers) and its scores are unscaled: plain ops.
+  if (m.cfg.gemma != 0) return false;
   if (m.attention_mode == AR_ATTENTION_SDPA) return true;
 #if AR_TORCH_AT_LEAST(2, 5)
   return m.attention_mode == AR_ATTENTION_AUTO && d.is_cuda();
@@ -140,16 +153,18 @@ at::Tensor ar_model_s::attention_mask(const at::Tensor &mask) const {
 at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
                               const at::Tensor &mask) const {
   // q [B,heads,T,hd] is viewed as [B,kv,group*T,hd] so each kv head serves
-  // its group of query heads without copying the keys.
+  // its group of query heads without copying the keys. The layer's shape
+  // is the tensors' (Gemma 4's full layers have their own).
   int64_t B = q.size(0), T = q.size(2), L = k.size(2);
-  int64_t g = cfg.heads / cfg.kv_heads;
+  const int64_t heads = q.size(1), kv_heads = k.size(1), head_dim = q.size(3);
+  int64_t g = heads / kv_heads;
   if (mask.dim() == 4) {
     // The SDPA path (attention_mask made the grouped bias [B,1,g*T,L]).
     // In the grouped layout query and key heads are equal in number and
     // the bias is additive: the memory-efficient kernel qualifies, where
     // enable_gqa with a mask leaves only the math backend, which repeats
     // the keys and values g times and computes in float32.
-    at::Tensor qg = q.reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
+    at::Tensor qg = q.reshape({B, kv_heads, g * T, head_dim});
     const at::ScalarType ct = mask.scalar_type();
     at::Tensor qc = qg.to(ct), kc = k.to(ct), vc = v.to(ct);
 #if AR_TORCH_AT_LEAST(2, 5)
@@ -157,12 +172,12 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
     at::Tensor o = at::scaled_dot_product_attention(qc, kc, vc, mask);
 #else
     // The same computation with plain ops (libtorch without SDPA).
-    at::Tensor s = at::matmul(qc, kc.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(cfg.head_dim))) + mask;
+    at::Tensor s = at::matmul(qc, kc.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(head_dim))) + mask;
     at::Tensor o = at::matmul(at::softmax(s, -1), vc);
 #endif
-    return o.reshape({B, cfg.heads, T, cfg.head_dim})  // head = kv*g + j
+    return o.reshape({B, heads, T, head_dim})  // head = kv*g + j
         .transpose(1, 2)
-        .reshape({B, T, cfg.heads * cfg.head_dim});
+        .reshape({B, T, heads * head_dim});
   }
   // The scale 1/sqrt(hd) multiplies the queries [..,T,hd] where they are
   // in their accumulation dtype (float32, float64), not the scores
@@ -170,17 +185,18 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
   // rounding either way (none where the scale is a power of two). Low
   // precision queries keep the scale on the float32 scores, as a product
   // in their own dtype would round them again.
-  const double scale = 1.0 / std::sqrt(static_cast<double>(cfg.head_dim));
+  // Gemma 4's scores are unscaled (its q_norm and k_norm set their size).
+  const double scale = cfg.gemma != 0 ? 1.0 : 1.0 / std::sqrt(static_cast<double>(head_dim));
   const bool scale_queries = acc_type(q.scalar_type()) == q.scalar_type();
-  at::Tensor qg = (scale_queries ? q * scale : q).reshape({B, cfg.kv_heads, g * T, cfg.head_dim});
-  at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)).view({B, cfg.kv_heads, g, T, L});
+  at::Tensor qg = (scale_queries && scale != 1 ? q * scale : q).reshape({B, kv_heads, g * T, head_dim});
+  at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)).view({B, kv_heads, g, T, L});
   scores = scores.to(acc_type(scores.scalar_type()));
-  scores = (scale_queries ? scores : scores * scale) + mask;
-  at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type()).view({B, cfg.kv_heads, g * T, L});
-  return at::matmul(probs, v)                          // [B,kv,g*T,hd]
-      .view({B, cfg.heads, T, cfg.head_dim})           // head = kv*g + j
+  scores = (scale_queries || scale == 1 ? scores : scores * scale) + mask;
+  at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type()).view({B, kv_heads, g * T, L});
+  return at::matmul(probs, v)                  // [B,kv,g*T,hd]
+      .view({B, heads, T, head_dim})           // head = kv*g + j
       .transpose(1, 2)
-      .reshape({B, T, cfg.heads * cfg.head_dim});
+      .reshape({B, T, heads * head_dim});
 }
 
 // project is target's projection of x, W x + b, and on a LoRA model with
@@ -220,7 +236,7 @@ at::Tensor ar::merged_weight(const at::Tensor &w, const ar_model_s::Layer::Adapt
   return at::addmm(w.to(ct), ad.b.to(ct), ad.a.to(ct), 1, scale).to(w.scalar_type());
 }
 
-at::Tensor ar_model_s::logits(const at::Tensor &h) const { return at::linear(h, lm_head); }
+at::Tensor ar_model_s::logits(const at::Tensor &h) const { return softcap(at::linear(h, lm_head), cfg.final_softcap); }
 
 bool ar_model_s::hybrid() const {
   for (const auto &l : layers)
@@ -302,17 +318,20 @@ at::Tensor attend_blocks(const ar_model_s &m, const at::Tensor &q, const at::Ten
 // attend_blocks. A sparse layer takes the experts replay [N,k] gives,
 // where defined, and appends those it took to chosen when that is not null
 // (moe_mlp's routing replay).
+// A Gemma 4 layer reads its per-layer input per_layer [B,T,P] where
+// defined and keeps or reads shared keys and values in *share.
 at::Tensor layer_forward(const ar_model_s &m, const Layer &l, const at::Tensor &x, const at::Tensor &cos,
                          const at::Tensor &sin, const at::Tensor &mask, const at::Tensor &seqs, bool blocks,
                          at::Tensor out = at::Tensor(), std::vector<at::Tensor> *router_logits = nullptr,
-                         const at::Tensor &replay = at::Tensor(), std::vector<at::Tensor> *chosen = nullptr) {
+                         const at::Tensor &replay = at::Tensor(), std::vector<at::Tensor> *chosen = nullptr,
+                         KVShare *share = nullptr, const at::Tensor &per_layer = at::Tensor()) {
   auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) {
     return blocks ? attend_blocks(m, q, k, v, mask) : m.attend(q, k, v, mask);
   };
   const bool tree = seqs.numel() > 0 && seqs.scalar_type() == at::kLong;
   Scan scan = tree ? tree_scan(m, l, seqs) : whole_scan(m, l, seqs.numel() > 0 ? seqs : at::Tensor());
-  return decoder_layer({m, l, nullptr, router_logits, replay, chosen}, x, cos, sin, attend, nullptr, std::move(out),
-                       &scan);
+  return decoder_layer({m, l, nullptr, router_logits, replay, chosen, share, per_layer}, x, cos, sin, attend, nullptr,
+                       std::move(out), &scan);
 }
 
 // The tensors of layer l that take gradients: its parameters in table
@@ -437,15 +456,35 @@ at::Tensor explicit_mask(const at::Tensor &allowed) {
 // replay [B,T,L,k] (int64; L the sparse layers in order) is defined, the
 // j-th sparse layer takes the experts replay[:,:,j] gives; with chosen,
 // the experts each sparse layer took [B*T,k] are appended to it, in order.
+// A sliding layer's window counts in window_pos [B,T] (undefined: pos):
+// a packed row's positions (the distance along its tree), a plain row's
+// indices (transformers' sliding mask counts cache positions, whatever
+// the position ids).
 at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &full,
                          const at::Tensor &pos, std::vector<at::Tensor> *router_logits = nullptr,
                          const at::Tensor &seqs = at::empty({0}, at::kLong), const at::Tensor &replay = at::Tensor(),
-                         std::vector<at::Tensor> *chosen = nullptr) {
-  at::Tensor x = embed(m, ids);
+                         std::vector<at::Tensor> *chosen = nullptr, const at::Tensor &window_pos = at::Tensor()) {
+  at::Tensor x = embed(m, ids), per_layer;
+  if (m.cfg.gemma != 0) {
+    GemmaInputs in = gemma_inputs(m, ids, x);
+    x = in.x;
+    per_layer = in.per_layer;
+  }
   auto [cos, sin] = m.rope(pos);
+  at::Tensor gcos = cos, gsin = sin;  // a Gemma 4 full layer's
+  if (m.global_inv_freq.defined()) std::tie(gcos, gsin) = m.rope(pos, m.global_inv_freq);
   at::Tensor mask = m.attention_mask(full);
   const bool blocks = causal_blocks(full, mask);
+  at::Tensor smask;  // a sliding layer's
+  for (const auto &l : m.layers)
+    if (l.sliding && !smask.defined()) {
+      const at::Tensor &wp = window_pos.defined() ? window_pos : pos;
+      smask = m.attention_mask(sliding_mask(full, wp, wp, m.cfg.sliding_window));
+    }
+  KVShare share;
   bool ckpt = m.checkpointing && at::GradMode::is_enabled();
+  TORCH_CHECK(!ckpt || m.cfg.gemma == 0, "activation checkpointing is not supported for Gemma 4 yet (its layers read "
+              "per-layer inputs and shared keys and values); turn it off");
   // The checkpoints (each layer's output) are allocated before any layer
   // runs. On the CPU a tensor under 4 MB lives in the C heap, which keeps
   // what is freed (keep_heap, library.cpp): a checkpoint allocated among a
@@ -460,19 +499,23 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
     if (replay.defined() && m.layers[i].router.defined())
       r = replay.select(2, sparse).reshape({-1, m.cfg.experts_per_token});
     if (m.layers[i].router.defined()) sparse++;
+    const Layer &l = m.layers[i];
+    const bool local = l.sliding || m.cfg.gemma == 0;
+    const at::Tensor &lcos = local ? cos : gcos, &lsin = local ? sin : gsin, &lmask = l.sliding ? smask : mask;
     if (ckpt) {
-      std::vector<at::Tensor> params = layer_params(m.layers[i]);
-      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, seqs, blocks,
+      std::vector<at::Tensor> params = layer_params(l);
+      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), lcos, lsin, lmask, seqs, blocks,
                                          r.defined() ? r : at::empty({0}, at::kLong), reinterpret_cast<int64_t>(&m),
                                          static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]),
                                          router_logits != nullptr, reinterpret_cast<int64_t>(chosen));
       x = ys[0];
       if (ys.size() > 1) router_logits->push_back(ys[1]);
     } else {
-      x = layer_forward(m, m.layers[i], x, cos, sin, mask, seqs, blocks, at::Tensor(), router_logits, r, chosen);
+      x = layer_forward(m, l, x, lcos, lsin, lmask, seqs, blocks, at::Tensor(), router_logits, r, chosen, &share,
+                        per_layer.defined() ? per_layer.select(2, static_cast<int64_t>(i)) : at::Tensor());
     }
   }
-  return norm(m, x, m.norm);
+  return m.cfg.gemma != 0 ? gemma_norm(x, m.norm, m.cfg.rms_eps) : norm(m, x, m.norm);
 }
 
 // tree_parents reads the prefix trees of a packed batch's rows off its
@@ -506,7 +549,8 @@ at::Tensor hidden(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &
                   const at::Tensor &pos, std::vector<at::Tensor> *router_logits = nullptr,
                   const at::Tensor &replay = at::Tensor(), std::vector<at::Tensor> *chosen = nullptr) {
   return hidden_masked(m, ids, full_mask(attn), pos, router_logits,
-                       m.hybrid() ? attn.to(at::kBool) : at::empty({0}, at::kLong), replay, chosen);
+                       m.hybrid() ? attn.to(at::kBool) : at::empty({0}, at::kLong), replay, chosen,
+                       at::arange(ids.size(1), pos.options()).expand(ids.sizes()));
 }
 
 at::Tensor ids_tensor(const int64_t *p, int64_t B, int64_t T, const at::Device &d) {
@@ -521,8 +565,8 @@ void add_params(ar_model_s &m, Owner &owner, const Param<Owner> (&rows)[N], cons
                 int64_t layer = -1) {
   for (const auto &r : rows) {
     if (!has(r.when, m.cfg, layer)) continue;
-    at::Tensor t = at::zeros(shape(r.shape, m.cfg), at::TensorOptions().dtype(m.dtype).device(m.dev));
-    t.set_requires_grad(true);
+    at::Tensor t = at::zeros(shape(r.shape, m.cfg, layer), at::TensorOptions().dtype(m.dtype).device(m.dev));
+    t.set_requires_grad(std::strcmp(r.key, "layer_scalar") != 0);  // a buffer in transformers: not trained
     m.names.push_back(prefix + r.key);
     m.params[m.names.back()] = t;
     owner.*r.slot = t;
@@ -547,6 +591,8 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     TORCH_CHECK(c.head_dim <= AR_MAX_HEAD_DIM, "model config: head_dim ", c.head_dim, " exceeds ", AR_MAX_HEAD_DIM);
     TORCH_CHECK(c.rope_attention_factor > 0, "model config: the RoPE attention factor must be positive");
     check_moe_config(c);
+    check_window_config(c);
+    check_gemma_config(c);
     const int64_t rd = c.rotary_dim > 0 ? c.rotary_dim : c.head_dim;
     TORCH_CHECK(rd % 2 == 0 && rd <= c.head_dim, "model config: RoPE dimensions ", rd, " must be even and at most head_dim");
     bool any_linear = false;
@@ -575,6 +621,7 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     m->layers.resize(c.layers);
     for (int64_t i = 0; i < c.layers; i++) {
       Layer &l = m->layers[i];
+      set_layer_shape(l, c, i);
       add_params(*m, l, kLayerParams, "model.layers." + std::to_string(i) + ".", i);
       if (!sparse(c, i)) continue;
       l.experts.resize(c.experts);
@@ -584,6 +631,9 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     if (c.tie_embeddings) m->lm_head = m->embed;
     m->inv_freq = at::from_blob(const_cast<double *>(c.rope_inv_freq), {rd / 2}, at::kDouble)
                       .to(m->dev, at::kFloat, false, true);
+    if (c.gemma != 0)
+      m->global_inv_freq = at::from_blob(const_cast<double *>(c.global_rope_inv_freq), {c.global_head_dim / 2}, at::kDouble)
+                               .to(m->dev, at::kFloat, false, true);
     *out = m.release();
   });
 }
@@ -603,7 +653,7 @@ int ar_model_init_random(ar_model m, uint64_t seed, double std, char **err) {
       auto ends_with = [&](const std::string &suffix) {
         return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
       };
-      bool is_norm = ends_with("norm.weight");  // every RMSNorm weight: *layernorm.weight, model.norm.weight
+      bool is_norm = ends_with("norm.weight") || ends_with("layer_scalar");  // every RMSNorm weight: *layernorm.weight, model.norm.weight
       bool is_bias = ends_with(".bias");
       if (is_norm) {
         // A 1 + w norm starts at 0, as transformers' Qwen3_5RMSNorm; the
@@ -721,7 +771,9 @@ struct HeadOutputs {
 static HeadOutputs head_outputs(ar_model m, const at::Tensor &hs, const at::Tensor &targets, double temperature,
                                 bool wantLogprobs, bool wantEntropy, bool entropyGrad) {
   HeadOutputs o;
-  if ((wantLogprobs || wantEntropy) && m->logits_chunk > 0) {
+  // Gemma 4's capped logits take the whole path (the chunks' backward
+  // knows no cap).
+  if ((wantLogprobs || wantEntropy) && m->logits_chunk > 0 && m->cfg.final_softcap == 0) {
     auto [l, e] = token_logprobs(hs, m->lm_head, targets, temperature, m->logits_chunk, wantEntropy, entropyGrad,
                                  m->autocast);
     if (wantLogprobs) o.lp = l;

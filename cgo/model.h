@@ -55,6 +55,17 @@ struct ar_model_s {
       at::Tensor a, b;
     };
     Adapter lora[AR_LORA_TARGETS];
+    // Gemma 4's (gemma4.h): the MLP's sandwich norms, the per-layer
+    // input's gate, projection and norm, and the output's scalar (a
+    // buffer transformers saves; no gradient).
+    at::Tensor pre_feedforward_layernorm, post_feedforward_layernorm;
+    at::Tensor per_layer_input_gate, per_layer_projection, post_per_layer_input_norm, layer_scalar;
+    // The layer's attention shape (set_layer_shape): its head size and
+    // key/value heads, whether it is a sliding-window layer, and whether it
+    // keeps its keys and values for later layers (kv_store) or reads an
+    // earlier layer's (kv_reuse: it has no k_proj, v_proj).
+    int64_t head_dim = 0, kv_heads = 0;
+    bool sliding = false, kv_store = false, kv_reuse = false;
   };
 
   // Lora is a LoRA model's adapter settings (rank 0: a plain model). The
@@ -77,6 +88,9 @@ struct ar_model_s {
   at::Tensor v_head_w, v_head_b;                    // the value head (TRL's v_head.summary.*)
   std::vector<Layer> layers;
   at::Tensor inv_freq;  // [rotary_dim/2] float32: cfg.rope_inv_freq (the angle per position)
+  // Gemma 4's: the full layers' RoPE [global_head_dim/2] (cfg.global_rope_inv_freq)
+  // and the per-layer inputs' table, projection and norm (undefined elsewhere).
+  at::Tensor global_inv_freq, embed_per_layer, per_layer_model_projection, per_layer_projection_norm;
   bool checkpointing = false;  // recompute layer activations in the backward pass
   // Tokens per chunk of the logits in the training forward (token_logprobs);
   // 0 computes the whole [B,T-1,V] logits at once.
@@ -103,7 +117,9 @@ struct ar_model_s {
   at::Tensor attention_mask(const at::Tensor &mask) const;
   // Rotary tables for positions [B,T] -> cos, sin [B,1,T,head_dim] in dtype,
   // each times cfg.rope_attention_factor.
-  std::pair<at::Tensor, at::Tensor> rope(const at::Tensor &positions) const;
+  std::pair<at::Tensor, at::Tensor> rope(const at::Tensor &positions) const { return rope(positions, inv_freq); }
+  // rope with the inverse frequencies freq (Gemma 4's full layers' own).
+  std::pair<at::Tensor, at::Tensor> rope(const at::Tensor &positions, const at::Tensor &freq) const;
   // attend is attention before the output projection: queries q
   // [B,heads,T,hd] read keys and values k, v [B,kv,L,hd], masked by
   // attention_mask's result for the additive mask [B,1,1,T,L]; the result
@@ -140,14 +156,23 @@ struct Fused {
 // 2 k_heads*k_dim + v_heads*v_dim), kLinV v_heads*v_dim, kLinHeads
 // v_heads, kLinVDim v_dim, kConvTaps two sizes, [1, kernel] (the
 // depthwise conv's weight is [channels, 1, kernel]).
+// kQ, kKV, kHeadDim and kInter are the layer's (Gemma 4's full layers
+// have their own head size and key/value heads, its kv-shared layers may
+// have twice as wide an MLP). kPLEVocab, kPLEAll and kPLE are Gemma 4's
+// per-layer inputs: the table's rows, layers * per_layer_dim, and
+// per_layer_dim.
 enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kMoeInter, kSharedInter,
-           kQProj, kLinQKV, kLinV, kLinHeads, kLinVDim, kConvTaps };
+           kQProj, kLinQKV, kLinV, kLinHeads, kLinVDim, kConvTaps, kPLEVocab, kPLEAll, kPLE };
 
 // When says which configs (and, for kDenseMLP and kSparseMLP, kAttn and
 // kLinear, which of their layers) have a parameter: kAttn an attention
 // layer's, kLinear a Gated DeltaNet layer's (Qwen3.5), kSharedExpert a
-// sparse layer's with a shared expert (Qwen3.5 MoE).
-enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP, kAttn, kLinear, kSharedExpert };
+// sparse layer's with a shared expert (Qwen3.5 MoE). kOwnK and kKNorm: an
+// attention layer that computes its keys (not a Gemma 4 kv-shared one);
+// kOwnV: that also has a v_proj (not a Gemma 4 k_eq_v full layer); kGemma
+// Gemma 4's layers, kPerLayer its per-layer inputs.
+enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP, kAttn, kLinear, kSharedExpert,
+            kOwnK, kOwnV, kKNorm, kGemma, kPerLayer };
 
 // Param is a row of a parameter table: the HF key (under model.layers.{i}.
 // for a layer's), the member of Owner (the model, or a Layer) that holds
@@ -166,19 +191,22 @@ struct Param {
 // creation, naming, checkpointing and the fused copies loop over them.
 inline const Param<ar_model_s> kEmbedParams[] = {
     {"model.embed_tokens.weight", &ar_model_s::embed, {kVocab, kHidden}, kAlways},
+    {"model.embed_tokens_per_layer.weight", &ar_model_s::embed_per_layer, {kPLEVocab, kPLEAll}, kPerLayer},
+    {"model.per_layer_model_projection.weight", &ar_model_s::per_layer_model_projection, {kPLEAll, kHidden}, kPerLayer},
+    {"model.per_layer_projection_norm.weight", &ar_model_s::per_layer_projection_norm, {kPLE}, kPerLayer},
 };
 inline const Param<Layer> kLayerParams[] = {
     // key                              slot                              shape              when
     {"input_layernorm.weight",          &Layer::input_layernorm,          {kHidden},         kAlways},
     {"self_attn.q_proj.weight",         &Layer::q_proj,                   {kQProj, kHidden}, kAttn},
     {"self_attn.q_proj.bias",           &Layer::q_bias,                   {kQ},              kQKVBias},
-    {"self_attn.k_proj.weight",         &Layer::k_proj,                   {kKV, kHidden},    kAttn},
+    {"self_attn.k_proj.weight",         &Layer::k_proj,                   {kKV, kHidden},    kOwnK},
     {"self_attn.k_proj.bias",           &Layer::k_bias,                   {kKV},             kQKVBias},
-    {"self_attn.v_proj.weight",         &Layer::v_proj,                   {kKV, kHidden},    kAttn},
+    {"self_attn.v_proj.weight",         &Layer::v_proj,                   {kKV, kHidden},    kOwnV},
     {"self_attn.v_proj.bias",           &Layer::v_bias,                   {kKV},             kQKVBias},
     {"self_attn.o_proj.weight",         &Layer::o_proj,                   {kHidden, kQ},     kAttn},
     {"self_attn.q_norm.weight",         &Layer::q_norm,                   {kHeadDim},        kQKNorm},
-    {"self_attn.k_norm.weight",         &Layer::k_norm,                   {kHeadDim},        kQKNorm},
+    {"self_attn.k_norm.weight",         &Layer::k_norm,                   {kHeadDim},        kKNorm},
     {"linear_attn.A_log",               &Layer::A_log,                    {kLinHeads},       kLinear},
     {"linear_attn.conv1d.weight",       &Layer::conv1d,                   {kLinQKV, kConvTaps}, kLinear},
     {"linear_attn.dt_bias",             &Layer::dt_bias,                  {kLinHeads},       kLinear},
@@ -197,6 +225,12 @@ inline const Param<Layer> kLayerParams[] = {
     {"mlp.shared_expert.up_proj.weight",   &Layer::shared_up_proj,        {kSharedInter, kHidden}, kSharedExpert},
     {"mlp.shared_expert.down_proj.weight", &Layer::shared_down_proj,      {kHidden, kSharedInter}, kSharedExpert},
     {"mlp.shared_expert_gate.weight",   &Layer::shared_expert_gate,       {kOne, kHidden},   kSharedExpert},
+    {"pre_feedforward_layernorm.weight",  &Layer::pre_feedforward_layernorm,  {kHidden},     kGemma},
+    {"post_feedforward_layernorm.weight", &Layer::post_feedforward_layernorm, {kHidden},     kGemma},
+    {"per_layer_input_gate.weight",     &Layer::per_layer_input_gate,     {kPLE, kHidden},   kPerLayer},
+    {"per_layer_projection.weight",     &Layer::per_layer_projection,     {kHidden, kPLE},   kPerLayer},
+    {"post_per_layer_input_norm.weight", &Layer::post_per_layer_input_norm, {kHidden},       kPerLayer},
+    {"layer_scalar",                    &Layer::layer_scalar,             {kOne},            kGemma},
 };
 // Each expert's parameters, under model.layers.{i}.mlp.experts.{e}. (the
 // keys transformers saves and published checkpoints hold), after the
@@ -294,8 +328,12 @@ inline bool linear_layer(const ar_model_config &c, int64_t i) { return c.linear_
 // has says whether config c has the parameters of rows marked w: in layer
 // `layer` for a layer's rows (kDenseMLP, kSparseMLP), -1 for the others.
 bool has(When w, const ar_model_config &c, int64_t layer = -1);
-// shape is a row's shape for config c.
-std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c);
+// shape is a row's shape for config c, in layer `layer` for a layer's
+// rows (-1 for the others).
+std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c, int64_t layer = -1);
+// set_layer_shape sets layer i's attention shape (Layer::head_dim, ...)
+// from config c (gemma4.cpp).
+void set_layer_shape(Layer &l, const ar_model_config &c, int64_t i);
 
 // linear is x [.., in] times w [out, in]^T, plus b where defined.
 at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b);

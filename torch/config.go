@@ -52,6 +52,15 @@ type Config struct {
 	// settings (zero for the dense families).
 	MoE MoE `json:"-"`
 
+	// Window is a Qwen2 or Qwen3 model's sliding_window where some layer
+	// slides (0: none), WindowLayers which layers do.
+	Window       int    `json:"-"`
+	WindowLayers []bool `json:"-"`
+
+	// Gemma is a Gemma 4 model's own settings (gemma4.go); nil for the
+	// other families.
+	Gemma *Gemma4 `json:"-"`
+
 	Raw map[string]any `json:"-"`
 }
 
@@ -125,6 +134,9 @@ func ParseConfig(b []byte, name string) (Config, error) {
 	var raw map[string]any
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if isGemma4(raw) {
+		return parseGemma4(raw, name)
 	}
 	_, wrapped := wrappedQwen35[fmt.Sprint(raw["model_type"])]
 	if wrapped {
@@ -206,7 +218,7 @@ func ParseConfig(b []byte, name string) (Config, error) {
 	if c.IsQwen35() {
 		return c, nil // its layer types are parseQwen35's
 	}
-	if err := checkLayerTypes(raw, c); err != nil {
+	if c.Window, c.WindowLayers, err = checkLayerTypes(raw, c); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return c, nil
@@ -247,62 +259,86 @@ func refuseUnsupported(raw map[string]any) error {
 	return nil
 }
 
-// checkLayerTypes refuses a model whose layers do not all use full causal
-// attention. The layer types are layer_types when config.json lists them,
+// checkLayerTypes reads which layers use sliding-window attention, and
+// its window. The layer types are layer_types when config.json lists them,
 // else, for Qwen2 and Qwen3, those their config classes derive: sliding
 // window attention from layer max_window_layers on when
-// use_sliding_window is true (sliding_window is then the window).
-func checkLayerTypes(raw map[string]any, c Config) error {
+// use_sliding_window is true and sliding_window is set. A sliding layer
+// needs that window (the classes set sliding_window to None without
+// use_sliding_window); Llama has no sliding layers, and Qwen3 MoE's
+// window (every layer's) stays refused.
+func checkLayerTypes(raw map[string]any, c Config) (int, []bool, error) {
 	// The sliding-window keys of Qwen2Config and Qwen3Config (LlamaConfig
 	// has none), typed as transformers 5 types them.
-	on, first := false, 28.0 // max_window_layers' default
+	on, first, window := false, 28.0, 0.0 // max_window_layers' default
 	if c.ModelType != "llama" {
 		var err error
 		if on, err = rawBool(raw, "use_sliding_window"); err != nil {
-			return err
+			return 0, nil, err
 		}
-		if _, err := rawNumber(raw, "sliding_window", 0, true); err != nil {
-			return err
+		if window, err = rawNumber(raw, "sliding_window", 0, true); err != nil {
+			return 0, nil, err
 		}
 		if c.ModelType == "qwen3_moe" {
 			first = 0 // Qwen3MoeConfig has no max_window_layers: a window applies to every layer
 		} else if first, err = rawNumber(raw, "max_window_layers", first, false); err != nil {
-			return err
+			return 0, nil, err
 		}
 		if first != math.Trunc(first) {
-			return fmt.Errorf("max_window_layers must be a whole number, got %v", first)
+			return 0, nil, fmt.Errorf("max_window_layers must be a whole number, got %v", first)
 		}
 	}
+	if w, ok := raw["sliding_window"]; !ok || w == nil {
+		on = false // no window: every layer is full attention
+	}
+	var sliding []bool // allocated only where a layer slides: num_hidden_layers may be hostile
 	if v, ok := raw["layer_types"]; ok && v != nil {
 		l, ok := v.([]any)
 		if !ok || len(l) != c.Layers {
-			return fmt.Errorf("layer_types must list one type for each of the %d layers, got %v", c.Layers, v)
+			return 0, nil, fmt.Errorf("layer_types must list one type for each of the %d layers, got %v", c.Layers, v)
 		}
+		sliding = make([]bool, c.Layers)
 		for i, t := range l {
-			if t != "full_attention" {
-				return fmt.Errorf("layer_types[%d] %v is not supported (full_attention only)", i, t)
+			switch {
+			case t == FullAttention:
+			case t == SlidingAttention && (c.ModelType == "qwen2" || c.ModelType == "qwen3") && on:
+				sliding[i] = true
+			case t == SlidingAttention && (c.ModelType == "qwen2" || c.ModelType == "qwen3"):
+				return 0, nil, fmt.Errorf("layer_types[%d] %v needs use_sliding_window true and a sliding_window", i, t)
+			default:
+				return 0, nil, fmt.Errorf("layer_types[%d] %v is not supported (full_attention only)", i, t)
 			}
 		}
-		return nil
+	} else if on && int(max(first, 0)) < c.Layers {
+		if c.ModelType == "qwen3_moe" {
+			return 0, nil, fmt.Errorf("use_sliding_window true with sliding_window %v: every layer would use sliding window attention, "+
+				"which is not supported for qwen3_moe", raw["sliding_window"])
+		}
+		if c.Layers > maxMoELayers {
+			return 0, nil, fmt.Errorf("sliding-window attention with more than %d layers is not supported", maxMoELayers)
+		}
+		sliding = make([]bool, c.Layers)
+		for i := int(max(first, 0)); i < c.Layers; i++ {
+			sliding[i] = true
+		}
 	}
-	if !on {
-		return nil
+	if !slices.Contains(sliding, true) {
+		return 0, nil, nil
 	}
-	if w, ok := raw["sliding_window"]; !ok || w == nil {
-		return nil // no window: every layer is full attention
+	if window < 1 || window != math.Trunc(window) {
+		return 0, nil, fmt.Errorf("sliding_window must be a positive whole number, got %v", raw["sliding_window"])
 	}
-	if int(first) < c.Layers {
-		return fmt.Errorf("use_sliding_window true with sliding_window %v: layers %d to %d would use sliding window attention, "+
-			"which is not supported (full attention only; max_window_layers %d)", raw["sliding_window"], int(first), c.Layers-1, int(first))
-	}
-	return nil
+	return int(window), sliding, nil
 }
 
 // Validate checks every field is in range, naming the first that is not.
 func (c Config) Validate() error {
+	if c.IsGemma4() {
+		return c.validateGemma4()
+	}
 	if _, ok := architectures[c.ModelType]; !ok {
 		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, qwen3_moe, llama, qwen3_5 / qwen3_5_text, "+
-			"qwen3_5_moe / qwen3_5_moe_text)", c.ModelType)
+			"qwen3_5_moe / qwen3_5_moe_text, gemma4 / gemma4_text)", c.ModelType)
 	}
 	if err := c.MoE.validate(c.ModelType, c.Layers); err != nil {
 		return err
@@ -358,6 +394,9 @@ func (c Config) Validate() error {
 // read in (rope_parameters for transformers 5, else rope_theta and
 // rope_scaling).
 func (c Config) JSON() ([]byte, error) {
+	if c.IsGemma4() {
+		return c.jsonGemma4()
+	}
 	out := map[string]any{}
 	for k, v := range c.Raw {
 		out[k] = v

@@ -156,9 +156,35 @@ func TestConfigFullAttentionLoads(t *testing.T) {
 		`{` + base + `,"use_sliding_window":true,"sliding_window":null,"max_window_layers":0}`,
 		`{` + base + `,"rope_scaling":null,"rope_parameters":null,"hidden_act":"silu","attention_dropout":0,"mlp_bias":false}`,
 	} {
-		if _, err := ParseConfig([]byte(js), "config.json"); err != nil {
-			t.Errorf("%s: %v", js, err)
+		if c, err := ParseConfig([]byte(js), "config.json"); err != nil || c.Window != 0 {
+			t.Errorf("%s: window %d, %v", js, c.Window, err)
 		}
+	}
+}
+
+// Qwen2's and Qwen3's sliding windows are read as their config classes
+// derive them: layers from max_window_layers on, or those layer_types
+// names, slide when use_sliding_window is true and sliding_window is set.
+func TestConfigSlidingWindowLayers(t *testing.T) {
+	base := `"vocab_size":8,"hidden_size":8,"intermediate_size":8,"num_hidden_layers":3,"num_attention_heads":2,"num_key_value_heads":2`
+	for _, c := range []struct {
+		js     string
+		window int
+		layers []bool
+	}{
+		{`{"model_type":"qwen2",` + base + `,"use_sliding_window":true,"sliding_window":4096,"max_window_layers":1}`, 4096, []bool{false, true, true}},
+		{`{"model_type":"qwen3",` + base + `,"use_sliding_window":true,"sliding_window":64,"max_window_layers":0}`, 64, []bool{true, true, true}},
+		{`{"model_type":"qwen2",` + base + `,"use_sliding_window":true,"sliding_window":8,` +
+			`"layer_types":["sliding_attention","full_attention","sliding_attention"]}`, 8, []bool{true, false, true}},
+	} {
+		got, err := ParseConfig([]byte(c.js), "config.json")
+		if err != nil || got.Window != c.window || !slices.Equal(got.WindowLayers, c.layers) {
+			t.Errorf("%s: window %d layers %v (%v), want %d %v", c.js, got.Window, got.WindowLayers, err, c.window, c.layers)
+		}
+	}
+	if _, err := ParseConfig([]byte(`{"model_type":"qwen2",`+base+`,"layer_types":["sliding_attention","full_attention","full_attention"]}`),
+		"config.json"); err == nil || !strings.Contains(err.Error(), "needs use_sliding_window true") {
+		t.Errorf("a sliding layer without use_sliding_window: %v", err)
 	}
 }
 
@@ -194,8 +220,8 @@ func TestConfigRefusesByName(t *testing.T) {
 		{qwen + `,"layer_types":["full_attention","sliding_attention"]}`, "layer_types[1]"},
 		{qwen + `,"layer_types":["full_attention"]}`, "layer_types"},
 		{llama + `,"layer_types":["chunked_attention","full_attention"]}`, "chunked_attention"},
-		{qwen + `,"use_sliding_window":true,"sliding_window":4096,"max_window_layers":1}`, "sliding_window"},
-		{`{"model_type":"qwen3",` + base + `,"use_sliding_window":true,"sliding_window":64,"max_window_layers":0}`, "sliding_window"},
+		{qwen + `,"use_sliding_window":true,"sliding_window":0,"max_window_layers":1}`, "sliding_window must be a positive whole number"},
+		{llama + `,"layer_types":["sliding_attention","full_attention"]}`, "layer_types[0]"},
 		// Values of another JSON type than transformers 5's config classes
 		// declare: refused, never read as false, absent or a default.
 		{qwen + `,"use_sliding_window":1,"sliding_window":4,"max_window_layers":0}`, "use_sliding_window must be true or false, got 1"},

@@ -11,7 +11,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 19
+const abiVersion = 20
 
 var (
 	checkOnce sync.Once

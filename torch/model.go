@@ -76,6 +76,17 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 			}
 		}
 	}
+	if cfg.Window > 0 {
+		cc.sliding_window = C.int64_t(cfg.Window)
+		for i, on := range cfg.WindowLayers {
+			if on {
+				cc.sliding_layer[i] = 1
+			}
+		}
+	}
+	if cfg.IsGemma4() {
+		cfg.fillGemma4(&cc)
+	}
 	if cfg.IsQwen35() {
 		cc.rotary_dim = C.int64_t(cfg.RotaryDim())
 		cc.norm_offset, cc.attn_output_gate = 1, 1
@@ -481,11 +492,18 @@ func layerParam(name string) (i int, rest string, ok bool) {
 }
 
 // layerKind is which kind of layer one is: whether its MLP is sparse and
-// whether it is a Gated DeltaNet layer.
-type layerKind struct{ sparse, linear bool }
+// whether it is a Gated DeltaNet layer; a Gemma 4 layer is its own kind
+// (gemma: its index + 1; its shapes depend on its type and place).
+type layerKind struct {
+	sparse, linear bool
+	gemma          int
+}
 
 // layerKind is layer i's kind.
 func (c Config) layerKind(i int) layerKind {
+	if c.IsGemma4() {
+		return layerKind{gemma: i + 1}
+	}
 	return layerKind{sparse: c.SparseLayer(i), linear: c.LayerTypes != nil && c.LayerTypes[i] == LinearAttention}
 }
 
@@ -502,6 +520,9 @@ type layerParams struct {
 func layerKinds(cfg Config, valueHead bool) (map[layerKind]layerParams, []ParamShape, error) {
 	kinds := map[layerKind]layerParams{}
 	var others []ParamShape
+	if cfg.IsGemma4() {
+		return gemma4LayerKinds(cfg, valueHead)
+	}
 	for i := range cfg.Layers {
 		k := cfg.layerKind(i)
 		if _, done := kinds[k]; done {

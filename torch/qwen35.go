@@ -81,6 +81,9 @@ func (c Config) checkpointName(name string) string {
 // skippedTensor says whether a checkpoint tensor is one the model skips
 // by name (the vision tower and MTP weights of a Qwen3.5 checkpoint).
 func (c Config) skippedTensor(name string) bool {
+	if c.IsGemma4() {
+		return c.gemma4Skips(name)
+	}
 	if !c.IsQwen35() {
 		return false
 	}

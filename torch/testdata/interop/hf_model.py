@@ -9,7 +9,9 @@ argv: in.json out.json. in.json is {"models": [...]}, one model each:
                   text_config, vision its vision_config, and mtp.* tensors
                   are added to the saved weights, as the published
                   checkpoints carry them); qwen3_5_moe and qwen3_5_moe_vl
-                  the same for Qwen3.5 MoE
+                  the same for Qwen3.5 MoE; gemma4 (Gemma4ForCausalLM)
+                  and gemma4_vl (Gemma4ForConditionalGeneration, vision
+                  its vision_config, no MTP tensors)
   config          the config class's arguments (shapes, rope_parameters, ...)
   vision          qwen3_5_vl's vision_config
   style           "5" (as save_pretrained writes it) or "4" (config.json
@@ -53,12 +55,14 @@ CONFIGS = {
     "qwen3_moe": transformers.Qwen3MoeConfig,
     "qwen3_5": transformers.Qwen3_5TextConfig,
     "qwen3_5_moe": transformers.Qwen3_5MoeTextConfig,
+    "gemma4": transformers.Gemma4TextConfig,
 }
 
 # The multimodal families: their config and model classes.
 MULTIMODAL = {
     "qwen3_5_vl": (transformers.Qwen3_5Config, transformers.Qwen3_5ForConditionalGeneration),
     "qwen3_5_moe_vl": (transformers.Qwen3_5MoeConfig, transformers.Qwen3_5MoeForConditionalGeneration),
+    "gemma4_vl": (transformers.Gemma4Config, transformers.Gemma4ForConditionalGeneration),
 }
 
 # The families with mixture-of-experts layers.
@@ -90,6 +94,10 @@ def perturb(model, gen):
                 p.copy_(centre + 0.3 * (2 * torch.rand(p.shape, generator=gen) - 1))
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+        # Gemma 4's layer_scalar, a buffer saved with the weights (init 1).
+        for name, b in model.named_buffers():
+            if name.endswith("layer_scalar"):
+                b.copy_(1 + 0.3 * (2 * torch.rand(b.shape, generator=gen) - 1))
 
 
 def to_style4(path):
@@ -143,7 +151,7 @@ def make(a):
     if a.get("fused"):
         kw["save_original_format"] = False
     model.save_pretrained(a["dir"], **kw)
-    if a["family"] in MULTIMODAL:
+    if a["family"] in MULTIMODAL and not a["family"].startswith("gemma4"):
         add_mtp(a["dir"], a["config"]["hidden_size"], gen)
     rope = model.config.get_text_config().rope_parameters
     del model
@@ -157,10 +165,10 @@ def make(a):
     eager = {"experts_implementation": "eager"} if a["family"] in MOE else {}
     ref = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=dt, attn_implementation="eager", **eager)
     ref.eval()
-    got = ref.config.rope_parameters
+    got = ref.config.get_text_config().rope_parameters
     assert {k: got.get(k) for k in rope} == rope, f"transformers reads the {a['style']}.x config's RoPE as {got}, saved {rope}"
     ref.generation_config.eos_token_id = None
-    V = ref.config.vocab_size
+    V = ref.config.get_text_config().vocab_size
 
     cases = []
     lens = a["full"]

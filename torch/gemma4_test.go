@@ -1,0 +1,214 @@
+package torch
+
+import (
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/internal/pyinterop"
+)
+
+// gemma4Small is a small Gemma 4 text config (Gemma4TextConfig's
+// arguments) with every feature of the E2B shape: two periods of a
+// sliding, sliding, full pattern; sliding layers of head_dim 16 with a
+// window of 8 and their own RoPE base, full layers of head_dim 32 with
+// proportional RoPE turning a quarter; the last two layers kv-shared
+// (reading layer 3's and layer 2's keys and values) with double-wide MLPs;
+// per-layer inputs of 8; logits capped at 2.5 so that the cap bites; weights
+// drawn wide.
+func gemma4Small() map[string]any {
+	return map[string]any{"vocab_size": 384, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 6,
+		"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "global_head_dim": 32,
+		"layer_types":    []string{SlidingAttention, SlidingAttention, FullAttention, SlidingAttention, SlidingAttention, FullAttention},
+		"sliding_window": 8, "num_kv_shared_layers": 2, "use_double_wide_mlp": true,
+		"hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": 384, "final_logit_softcapping": 2.5,
+		"max_position_embeddings": 512, "rms_norm_eps": 1e-6, "initializer_range": 0.1, "bos_token_id": 1,
+		"eos_token_id": 2, "pad_token_id": 0, "tie_word_embeddings": false,
+		"rope_parameters": map[string]any{
+			SlidingAttention: map[string]any{"rope_type": "default", "rope_theta": 20000.0},
+			FullAttention:    map[string]any{"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1e6}}}
+}
+
+// gemma4SmallVision is a small vision tower for the multimodal checkpoint.
+var gemma4SmallVision = map[string]any{"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+	"num_attention_heads": 2, "num_key_value_heads": 2, "head_dim": 16, "patch_size": 4, "position_embedding_size": 64}
+
+// Gemma 4 models made by transformers 5.25: the text model alone
+// (Gemma4ForCausalLM, untied) and the multimodal checkpoint
+// (Gemma4ForConditionalGeneration: text_config, the vision tower skipped
+// by name, the text under model.language_model.*, tied) with
+// attention_k_eq_v (full layers with one key/value head and no v_proj).
+// Rows of 40, 35 and 33 tokens cross the sliding window several times (no
+// padding query is left without a real key in its window); the explicit
+// position ids case jumps, which transformers' sliding mask does not see
+// (it counts indices). Logits and the training forward's logprobs against
+// transformers' float64 forward, within 1e-4 in f32. The decode engine
+// refuses Gemma 4 by name (checked).
+func TestInteropGemma4(t *testing.T) {
+	pyinterop.Python(t)
+	root := t.TempDir()
+	mm := gemma4Small()
+	mm["tie_word_embeddings"] = true
+	mm["attention_k_eq_v"] = true
+	mm["num_global_key_value_heads"] = 1
+	var models []hfModel
+	var names []string
+	for i, c := range []struct {
+		name, family string
+		config       map[string]any
+		vision       map[string]any
+	}{
+		{"gemma4-text", "gemma4", gemma4Small(), nil},
+		{"gemma4-multimodal-k_eq_v", "gemma4_vl", mm, gemma4SmallVision},
+	} {
+		models = append(models, hfModel{Dir: filepath.Join(root, c.name), Family: c.family, Config: c.config, Vision: c.vision,
+			Style: "5", Seed: 60 + i, RefDType: "float64", Full: []int{40, 35, 33}, Explicit: true})
+		names = append(names, c.name)
+	}
+	var made hfMade
+	pyinterop.Run(t, "testdata/interop/hf_model.py", map[string]any{"models": models}, &made)
+	t.Logf("made with transformers %s, torch %s", made.Transformers, made.Torch)
+	for i, hm := range models {
+		t.Run(names[i], func(t *testing.T) {
+			checkStyle(t, hm, made.Models[i].Config, made.Models[i].Files)
+			m, err := LoadModel(hm.Dir, Float32, CPU, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Free()
+			for _, c := range loadCases(t, hm.Dir) {
+				if c.Kind != "full" {
+					continue
+				}
+				t.Logf("%s: logits max |diff| %.2e, training forward logprobs %.2e", c.Name, fullCaseLogits(t, m, c),
+					fullCaseLogprobs(t, m, c))
+			}
+			if err := m.SetCheckpointing(true); err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.Forward(Batch{B: 1, T: 3, IDs: []int64{5, 6, 7}, Attn: []int64{1, 1, 1}, Positions: []int64{0, 1, 2}},
+				ForwardOptions{Grad: true})
+			if err == nil || !strings.Contains(err.Error(), "activation checkpointing is not supported for Gemma 4") {
+				t.Errorf("a checkpointed Gemma 4 forward: got %v, want it refused by name", err)
+			}
+			if lm, err := NewLoRAModel(m, LoRA{Rank: 2, Alpha: 4, Targets: []string{"q_proj"}}, false, 1); err == nil {
+				lm.Free()
+				t.Errorf("a LoRA model over Gemma 4: want it refused by name")
+			} else if !strings.Contains(err.Error(), "LoRA on Gemma 4 is not supported") {
+				t.Errorf("a LoRA model over Gemma 4: got %v, want it refused by name", err)
+			}
+			e, err := NewEngine(m, 1, 64)
+			if err == nil {
+				e.Free()
+			}
+			if err == nil || !strings.Contains(err.Error(), "Gemma 4") {
+				t.Errorf("a Gemma 4 decode engine: got %v, want it refused by name", err)
+			}
+		})
+		t.Run("training/"+names[i], func(t *testing.T) { gemma4Training(t, hm.Dir) })
+	}
+}
+
+// gemma4Training checks the training side of the Gemma 4 folder dir
+// against transformers in float64 over its right-padded rows: the
+// gradient of every parameter (the per-layer inputs' table, projection
+// and norms, the sandwich norms, the full and sliding layers'
+// projections, the embeddings, tied or not; layer_scalar is a buffer) of
+// L = -mean logprob over the real next-token pairs, within 1e-4 in f32,
+// unpacked and packed (the rows one after the other, each a tree of its
+// own: the window counts positions along it), and L within 1e-5; and
+// agentrl's export loads in transformers as Gemma4ForCausalLM with every
+// parameter and the logits equal.
+func gemma4Training(t *testing.T, dir string) {
+	var full fixtureCase
+	for _, c := range loadCases(t, dir) {
+		if c.Name == "right_padded" {
+			full = c
+		}
+	}
+	m, err := LoadModel(dir, Float32, CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	export := filepath.Join(t.TempDir(), "export")
+	err = m.Save(export)
+	m.Free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads := filepath.Join(t.TempDir(), "grads.safetensors")
+	var ref gradChecked
+	pyinterop.Run(t, "testdata/interop/grad_check.py", map[string]any{"dir": dir, "ids": full.InputIDs,
+		"mask": full.AttentionMask, "grads": grads, "export": export}, &ref)
+	t.Logf("export: loads as %s, parameters differ by %g, logits by %g", ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
+	if ref.ExportClass != "Gemma4ForCausalLM" || ref.ExportMaxDiff != 0 || ref.ExportLogitsMaxDiff != 0 {
+		t.Errorf("agentrl's export loads in transformers as %s, its parameters differing from the model's by %g, its logits by %g",
+			ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
+	}
+	b := Batch{B: len(full.InputIDs), T: len(full.InputIDs[0]), IDs: flat(full.InputIDs), Attn: flat(full.AttentionMask),
+		Positions: flat(full.PositionIDs)}
+	for _, packed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unpacked", true: "packed"}[packed], func(t *testing.T) {
+			m, err := LoadModel(dir, Float32, CPU, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Free()
+			loss := shortLoss(t, m, b, full, packed)
+			if math.Abs(loss-ref.Loss) > 1e-5 {
+				t.Errorf("loss %v, transformers %v", loss, ref.Loss)
+			}
+			d := holdGradients(t, m, grads, 1e-4, false)
+			t.Logf("loss %.6f (transformers %.6f), gradients max |diff| %.2e", loss, ref.Loss, d)
+		})
+	}
+}
+
+// A Gemma 4 config.json is read with Gemma4TextConfig's defaults (the
+// pattern of five sliding layers and a full one, the last forced full;
+// proportional RoPE on full layers of head_dim 512, tied embeddings) and
+// what is not implemented is refused by name.
+func TestGemma4ConfigDefaultsAndRefusals(t *testing.T) {
+	base := `"model_type": "gemma4_text", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
+		"num_hidden_layers": 8, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+		"hidden_size_per_layer_input": 4, "vocab_size_per_layer_input": 64`
+	c, err := ParseConfig([]byte("{"+base+"}"), "config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.Gemma
+	wantTypes := []string{SlidingAttention, SlidingAttention, SlidingAttention, SlidingAttention, SlidingAttention,
+		FullAttention, SlidingAttention, FullAttention}
+	if !slices.Equal(c.LayerTypes, wantTypes) || g.SlidingWindow != 512 || g.GlobalHeadDim != 512 || g.GlobalKVHeads != 2 ||
+		!c.TieEmbeddings || c.RopeTheta != 10000 || g.GlobalRope != "proportional" || g.GlobalTheta != 1e6 || g.GlobalPartial != 0.25 {
+		t.Errorf("defaults: %+v %+v", c, *g)
+	}
+	// Proportional RoPE over 512 dimensions turns int(0.25*512/2) = 64 pairs.
+	inv := g.globalRopeFrequencies()
+	if len(inv) != 256 || inv[0] != 1 || !(inv[63] > 0) || inv[64] != 0 {
+		t.Errorf("proportional RoPE frequencies: %d entries, [0] %g, [63] %g, [64] %g", len(inv), inv[0], inv[63], inv[64])
+	}
+	wrapped := `{"model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"], "tie_word_embeddings": false,
+		"vision_config": {"hidden_size": 8}, "text_config": {` + base + `}}`
+	if c, err := ParseConfig([]byte(wrapped), "config.json"); err != nil || !c.Wrapped || c.TieEmbeddings {
+		t.Errorf("multimodal config: wrapped %v, tied %v, %v", c.Wrapped, c.TieEmbeddings, err)
+	}
+	for extra, want := range map[string]string{
+		`"enable_moe_block": true`:             "enable_moe_block true is not supported",
+		`"use_bidirectional_attention": "all"`: "use_bidirectional_attention",
+		`"hidden_activation": "silu"`:          "hidden_activation",
+		`"attention_bias": true`:               "attention_bias true",
+		`"attn_logit_softcapping": 50.0`:       "attn_logit_softcapping is not supported",
+		`"layer_types": ["mamba"]`:             "layer_types must list one type for each",
+		`"num_kv_shared_layers": 8`:            "num_kv_shared_layers must be in 0..7",
+		`"rope_parameters": {"sliding_attention": {"rope_type": "yarn", "rope_theta": 1.0, "factor": 2.0}}`: "rope_type",
+		`"per_layer_config": {"0": {"head_dim": 16}}`:                                                       "a sliding layer's shape is the config's",
+	} {
+		_, err := ParseConfig([]byte("{"+base+", "+extra+"}"), "config.json")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error naming %q", extra, err, want)
+		}
+	}
+}
