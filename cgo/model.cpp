@@ -17,6 +17,7 @@
 #include "internal.h"
 #include "deltanet.h"
 #include "layer.h"
+#include "mamba2.h"
 #include "moe.h"
 
 using namespace ar;
@@ -39,6 +40,10 @@ bool has(When w, const ar_model_config &c, int64_t layer) {
     case kQKNorm: return c.qk_norm != 0 && (layer < 0 || !linear_layer(c, layer));
     case kUntied: return c.tie_embeddings == 0;
     case kValueHead: return c.value_head != 0;
+    case kMambaBlock: return layer >= 0 && block(c, layer) == AR_BLOCK_MAMBA;
+    case kMambaConvBias: return layer >= 0 && block(c, layer) == AR_BLOCK_MAMBA && c.mamba_conv_bias != 0;
+    case kAttnBlock: return layer >= 0 && block(c, layer) == AR_BLOCK_ATTENTION;
+    case kMLPBlock: return layer >= 0 && block(c, layer) == AR_BLOCK_MLP;
   }
   return false;
 }
@@ -66,6 +71,14 @@ std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c) {
       case kConvTaps:
         out.push_back(1);
         out.push_back(c.linear_conv_kernel);
+        break;
+      case kMambaInner: out.push_back(c.mamba_heads * c.mamba_head_dim); break;
+      case kMambaConv: out.push_back(c.mamba_heads * c.mamba_head_dim + 2 * c.mamba_groups * c.ssm_state); break;
+      case kMambaProj: out.push_back(2 * c.mamba_heads * c.mamba_head_dim + 2 * c.mamba_groups * c.ssm_state + c.mamba_heads); break;
+      case kMambaHeads: out.push_back(c.mamba_heads); break;
+      case kMambaTaps:
+        out.push_back(1);
+        out.push_back(c.mamba_conv_kernel);
         break;
     }
   }
@@ -224,7 +237,7 @@ at::Tensor ar_model_s::logits(const at::Tensor &h) const { return at::linear(h, 
 
 bool ar_model_s::hybrid() const {
   for (const auto &l : layers)
-    if (l.linear()) return true;
+    if (l.linear() || l.mamba()) return true;
   return false;
 }
 
@@ -310,21 +323,26 @@ at::Tensor layer_forward(const ar_model_s &m, const Layer &l, const at::Tensor &
     return blocks ? attend_blocks(m, q, k, v, mask) : m.attend(q, k, v, mask);
   };
   const bool tree = seqs.numel() > 0 && seqs.scalar_type() == at::kLong;
-  Scan scan = tree ? tree_scan(m, l, seqs) : whole_scan(m, l, seqs.numel() > 0 ? seqs : at::Tensor());
+  const at::Tensor keep = seqs.numel() > 0 && !tree ? seqs : at::Tensor();
+  TORCH_CHECK(!(tree && l.mamba()), "a packed forward (prefix trees) of a Mamba-2 layer is not implemented (Nemotron-H)");
+  Scan scan = l.mamba() ? mamba_whole_scan(m, l, keep) : tree ? tree_scan(m, l, seqs) : whole_scan(m, l, keep);
   return decoder_layer({m, l, nullptr, router_logits, replay, chosen}, x, cos, sin, attend, nullptr, std::move(out),
                        &scan);
 }
 
-// The tensors of layer l that take gradients: its parameters in table
+// The tensors of layer l of m that take gradients: its parameters in table
 // order, then its LoRA adapters, each where defined and requiring grad (a
 // LoRA model's base weights are frozen: autograd::grad refuses inputs
 // without grad).
-std::vector<at::Tensor> layer_params(const Layer &l) {
+std::vector<at::Tensor> layer_params(const ar_model_s &m, const Layer &l) {
   std::vector<at::Tensor> out;
   auto add = [&](const at::Tensor &t) {
     if (t.defined() && t.requires_grad()) out.push_back(t);
   };
-  for (const auto &p : kLayerParams) add(l.*p.slot);
+  if (m.cfg.nemotron != 0)
+    for (const auto &p : kNemotronLayerParams) add(l.*p.slot);
+  else
+    for (const auto &p : kLayerParams) add(l.*p.slot);
   for (const auto &ex : l.experts)
     for (const auto &p : kExpertParams) add(ex.*p.slot);
   for (const auto &ad : l.lora) {
@@ -375,7 +393,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     const auto &l = m->layers[ctx->saved_data["layer"].toInt()];
     at::Tensor x = saved[0].detach().requires_grad_(true);
     std::vector<at::Tensor> inputs{x};
-    for (const auto &p : layer_params(l)) inputs.push_back(p);
+    for (const auto &p : layer_params(*m, l)) inputs.push_back(p);
     // The outputs that received a gradient, and their gradients.
     std::vector<at::Tensor> ys, grads;
     {
@@ -442,7 +460,9 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
                          const at::Tensor &seqs = at::empty({0}, at::kLong), const at::Tensor &replay = at::Tensor(),
                          std::vector<at::Tensor> *chosen = nullptr) {
   at::Tensor x = embed(m, ids);
-  auto [cos, sin] = m.rope(pos);
+  // Empty tables for Nemotron-H, whose attention has no RoPE.
+  at::Tensor cos = at::empty({0}, x.options()), sin = cos;
+  if (m.cfg.nemotron == 0) std::tie(cos, sin) = m.rope(pos);
   at::Tensor mask = m.attention_mask(full);
   const bool blocks = causal_blocks(full, mask);
   bool ckpt = m.checkpointing && at::GradMode::is_enabled();
@@ -461,7 +481,7 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
       r = replay.select(2, sparse).reshape({-1, m.cfg.experts_per_token});
     if (m.layers[i].router.defined()) sparse++;
     if (ckpt) {
-      std::vector<at::Tensor> params = layer_params(m.layers[i]);
+      std::vector<at::Tensor> params = layer_params(m, m.layers[i]);
       auto ys = CheckpointedLayer::apply(x, at::TensorList(params), cos, sin, mask, seqs, blocks,
                                          r.defined() ? r : at::empty({0}, at::kLong), reinterpret_cast<int64_t>(&m),
                                          static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]),
@@ -560,6 +580,7 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
       TORCH_CHECK(c.linear_v_heads % c.linear_k_heads == 0, "model config: linear_num_value_heads (", c.linear_v_heads,
                   ") must be a multiple of linear_num_key_heads (", c.linear_k_heads, ")");
     }
+    if (c.nemotron != 0) check_nemotron_config(c);
     for (int64_t j = 0; j < rd / 2; j++)
       TORCH_CHECK(c.rope_inv_freq[j] > 0 && std::isfinite(c.rope_inv_freq[j]),
                   "model config: RoPE inverse frequency ", j, " must be positive and finite, got ", c.rope_inv_freq[j]);
@@ -571,16 +592,24 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     // f32 matrix products on CUDA use TF32 tensor cores (for the whole
     // process: libtorch keeps the setting globally); the CPU's do not.
     if (m->dev.is_cuda()) allow_cuda_tf32_matmul();
-    add_params(*m, *m, kEmbedParams, "");
-    m->layers.resize(c.layers);
-    for (int64_t i = 0; i < c.layers; i++) {
+    if (c.nemotron != 0) {
+      add_params(*m, *m, kNemotronEmbedParams, "");
+      m->layers.resize(c.layers);
+      for (int64_t i = 0; i < c.layers; i++)
+        add_params(*m, m->layers[i], kNemotronLayerParams, "model.layers." + std::to_string(i) + ".", i);
+      add_params(*m, *m, kNemotronHeadParams, "");
+    } else {
+      add_params(*m, *m, kEmbedParams, "");
+      m->layers.resize(c.layers);
+    }
+    for (int64_t i = 0; i < c.layers && c.nemotron == 0; i++) {
       Layer &l = m->layers[i];
       add_params(*m, l, kLayerParams, "model.layers." + std::to_string(i) + ".", i);
       if (!sparse(c, i)) continue;
       l.experts.resize(c.experts);
       for (int64_t e = 0; e < c.experts; e++) add_params(*m, l.experts[e], kExpertParams, expert_prefix(i, e));
     }
-    add_params(*m, *m, kHeadParams, "");
+    if (c.nemotron == 0) add_params(*m, *m, kHeadParams, "");
     if (c.tie_embeddings) m->lm_head = m->embed;
     m->inv_freq = at::from_blob(const_cast<double *>(c.rope_inv_freq), {rd / 2}, at::kDouble)
                       .to(m->dev, at::kFloat, false, true);
@@ -603,7 +632,7 @@ int ar_model_init_random(ar_model m, uint64_t seed, double std, char **err) {
       auto ends_with = [&](const std::string &suffix) {
         return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
       };
-      bool is_norm = ends_with("norm.weight");  // every RMSNorm weight: *layernorm.weight, model.norm.weight
+      bool is_norm = ends_with("norm.weight") || ends_with("norm_f.weight");  // every RMSNorm weight: *layernorm.weight, model.norm.weight
       bool is_bias = ends_with(".bias");
       if (is_norm) {
         // A 1 + w norm starts at 0, as transformers' Qwen3_5RMSNorm; the

@@ -36,6 +36,12 @@ struct ar_model_s {
     at::Tensor in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, conv1d, dt_bias, A_log, linear_norm, out_proj;
     // linear says whether the layer is a Gated DeltaNet layer.
     bool linear() const { return in_proj_qkv.defined(); }
+    // A Nemotron-H Mamba-2 layer's own (mamba2.h): the input projection,
+    // the conv's bias and the skip D; its conv1d, dt_bias, A_log, gated
+    // norm (linear_norm) and out_proj sit in the DeltaNet's slots.
+    at::Tensor in_proj, conv1d_bias, D;
+    // mamba says whether the layer is a Mamba-2 layer.
+    bool mamba() const { return in_proj.defined(); }
     // A sparse (mixture-of-experts) layer's MLP (moe.h): the router
     // mlp.gate [experts, hidden] and the experts mlp.experts.{e}.*, each a
     // SwiGLU MLP of width moe_intermediate (kExpertParams); an undefined
@@ -139,15 +145,21 @@ struct Fused {
 // gate). The Gated DeltaNet sizes: kLinQKV the conv channels (q|k|v:
 // 2 k_heads*k_dim + v_heads*v_dim), kLinV v_heads*v_dim, kLinHeads
 // v_heads, kLinVDim v_dim, kConvTaps two sizes, [1, kernel] (the
-// depthwise conv's weight is [channels, 1, kernel]).
+// depthwise conv's weight is [channels, 1, kernel]). The Mamba-2 sizes
+// (mamba2.h): kMambaProj in_proj's rows, kMambaConv the conv channels,
+// kMambaInner heads*head_dim, kMambaHeads, kMambaTaps [1, kernel].
 enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kMoeInter, kSharedInter,
-           kQProj, kLinQKV, kLinV, kLinHeads, kLinVDim, kConvTaps };
+           kQProj, kLinQKV, kLinV, kLinHeads, kLinVDim, kConvTaps, kMambaProj, kMambaConv, kMambaInner, kMambaHeads,
+           kMambaTaps };
 
 // When says which configs (and, for kDenseMLP and kSparseMLP, kAttn and
 // kLinear, which of their layers) have a parameter: kAttn an attention
 // layer's, kLinear a Gated DeltaNet layer's (Qwen3.5), kSharedExpert a
-// sparse layer's with a shared expert (Qwen3.5 MoE).
-enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP, kAttn, kLinear, kSharedExpert };
+// sparse layer's with a shared expert (Qwen3.5 MoE). The Nemotron-H
+// blocks' (mamba2.h): kMambaBlock, kMambaConvBias (with use_conv_bias),
+// kAttnBlock, kMLPBlock.
+enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP, kAttn, kLinear, kSharedExpert,
+            kMambaBlock, kMambaConvBias, kAttnBlock, kMLPBlock };
 
 // Param is a row of a parameter table: the HF key (under model.layers.{i}.
 // for a layer's), the member of Owner (the model, or a Layer) that holds
@@ -291,6 +303,8 @@ inline at::ScalarType acc_type(at::ScalarType t) { return at::promote_types(at::
 inline bool sparse(const ar_model_config &c, int64_t i) { return c.experts > 0 && c.moe_layer[i] != 0; }
 // linear_layer says whether layer i of config c is a Gated DeltaNet layer.
 inline bool linear_layer(const ar_model_config &c, int64_t i) { return c.linear_layer[i] != 0; }
+// block is layer i's Nemotron-H block kind (AR_BLOCK_*), 0 in the other families.
+inline int block(const ar_model_config &c, int64_t i) { return c.nemotron != 0 ? c.block[i] : 0; }
 // has says whether config c has the parameters of rows marked w: in layer
 // `layer` for a layer's rows (kDenseMLP, kSparseMLP), -1 for the others.
 bool has(When w, const ar_model_config &c, int64_t layer = -1);
