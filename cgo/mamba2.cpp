@@ -160,4 +160,28 @@ Scan mamba_whole_scan(const ar_model_s &m, const Layer &l, const at::Tensor &kee
   return s;
 }
 
+Scan mamba_tree_scan(const ar_model_s &m, const Layer &l, const at::Tensor &parents) {
+  auto ssd_run = [&m, &l, parents](const at::Tensor &xbc, const at::Tensor &dt) {
+    const int64_t B = xbc.size(0), T = xbc.size(1);
+    at::Tensor conv = tree_conv(xbc, l.conv1d, l.conv1d_bias, parents);
+    at::Tensor par = parents.to(at::kCPU, at::kLong).contiguous();
+    std::vector<at::Tensor> rows;
+    for (int64_t b = 0; b < B; b++) {
+      std::vector<at::Tensor> ends(T), outs;  // ends[t]: the state after token t, where a piece ends there
+      for (const Piece &pc : tree_pieces(par.data_ptr<int64_t>() + b * T, T, b)) {
+        const int64_t n = pc.e - pc.s;
+        SSDOut o = ssd(m, l, conv.narrow(0, b, 1).narrow(1, pc.s, n), dt.narrow(0, b, 1).narrow(1, pc.s, n),
+                       pc.from >= 0 ? ends[pc.from] : at::Tensor(), true);
+        ends[pc.e - 1] = o.state;
+        outs.push_back(o.y);
+      }
+      rows.push_back(outs.size() == 1 ? outs[0] : at::cat(outs, 1));
+    }
+    return B == 1 ? rows[0] : at::cat(rows, 0);
+  };
+  Scan s;
+  s.ssd = ssd_run;
+  return s;
+}
+
 }  // namespace ar

@@ -17,6 +17,7 @@
 // token; both start from a given state and return the last one.
 #pragma once
 
+#include "deltanet.h"
 #include "layer.h"
 
 namespace ar {
@@ -87,5 +88,10 @@ at::Tensor mamba_conv(const Layer &l, const at::Tensor &x, const at::Tensor &pre
 // of right-padded rows: the mixer's input and the conv's output are
 // zeroed at the others, as transformers' apply_mask_to_padding_states).
 Scan mamba_whole_scan(const ar_model_s &m, const Layer &l, const at::Tensor &keep);
+
+// mamba_tree_scan is the scan of Mamba-2 layer l over packed rows whose
+// tokens form prefix trees (parents as deltanet.h's tree_scan): a token's
+// conv reads its ancestors and its state continues its parent's.
+Scan mamba_tree_scan(const ar_model_s &m, const Layer &l, const at::Tensor &parents);
 
 }  // namespace ar

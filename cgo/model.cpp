@@ -324,8 +324,8 @@ at::Tensor layer_forward(const ar_model_s &m, const Layer &l, const at::Tensor &
   };
   const bool tree = seqs.numel() > 0 && seqs.scalar_type() == at::kLong;
   const at::Tensor keep = seqs.numel() > 0 && !tree ? seqs : at::Tensor();
-  TORCH_CHECK(!(tree && l.mamba()), "a packed forward (prefix trees) of a Mamba-2 layer is not implemented (Nemotron-H)");
-  Scan scan = l.mamba() ? mamba_whole_scan(m, l, keep) : tree ? tree_scan(m, l, seqs) : whole_scan(m, l, keep);
+  Scan scan = l.mamba() ? (tree ? mamba_tree_scan(m, l, seqs) : mamba_whole_scan(m, l, keep))
+                        : (tree ? tree_scan(m, l, seqs) : whole_scan(m, l, keep));
   return decoder_layer({m, l, nullptr, router_logits, replay, chosen}, x, cos, sin, attend, nullptr, std::move(out),
                        &scan);
 }
@@ -513,7 +513,7 @@ at::Tensor tree_parents(const uint8_t *allowed, int64_t B, int64_t T) {
       for (int64_t s = 0; s < T; s++) {
         const bool want = s == t || s == par || (prow != nullptr && s < par && prow[s] != 0);
         TORCH_CHECK((row[s] != 0) == want, "packed forward: row ", b, " is not a prefix tree (query ", t,
-                    " attends key ", s, " as its parent ", par, " does not), which a Gated DeltaNet layer cannot run");
+                    " attends key ", s, " as its parent ", par, " does not), which a Gated DeltaNet or Mamba-2 layer cannot run");
       }
       p[b * T + t] = par;
     }

@@ -29,9 +29,9 @@ func nemotronSmall() map[string]any {
 // decode paths (the conv and scan states per slot), equal transformers'
 // float64 forward and generate (its torch Mamba-2 path, which runs the
 // scan in float32) within 1e-4 in f32. Then the gradient of every
-// parameter of the short loss against transformers' autograd, with and
-// without activation checkpointing, and agentrl's export loaded by
-// transformers.
+// parameter of the short loss against transformers' autograd, unpacked
+// and packed, with and without activation checkpointing, and agentrl's
+// export loaded by transformers.
 func TestInteropNemotronH(t *testing.T) {
 	pyinterop.Python(t)
 	dir := filepath.Join(t.TempDir(), "nemotron_h")
@@ -48,7 +48,9 @@ func TestInteropNemotronH(t *testing.T) {
 
 // nemotronTraining holds the gradients of the model folder dir's short
 // loss over its right-padded case to transformers' autograd (float64)
-// within 1e-4 in f32, unpacked, with and without checkpointing, and
+// within 1e-4 in f32, unpacked and packed (the rows one after the other
+// in one row, each a tree of its own: the conv and scan restart at each),
+// with and without checkpointing, and
 // checks agentrl's export (backbone.* names) loads in transformers as
 // NemotronHForCausalLM with the same parameters and logits.
 func nemotronTraining(t *testing.T, dir string, cases []fixtureCase) {
@@ -79,18 +81,21 @@ func nemotronTraining(t *testing.T, dir string, cases []fixtureCase) {
 	}
 	b := Batch{B: len(full.InputIDs), T: len(full.InputIDs[0]), IDs: flat(full.InputIDs), Attn: flat(full.AttentionMask),
 		Positions: flat(full.PositionIDs)}
-	for _, ckpt := range []bool{false, true} {
-		name := map[bool]string{false: "unpacked", true: "checkpointed"}[ckpt]
+	for _, form := range []struct {
+		name         string
+		packed, ckpt bool
+	}{{"unpacked", false, false}, {"checkpointed", false, true}, {"packed", true, false}, {"packed checkpointed", true, true}} {
+		name := form.name
 		t.Run(name, func(t *testing.T) {
 			m, err := LoadModel(dir, Float32, CPU, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer m.Free()
-			if err := m.SetCheckpointing(ckpt); err != nil {
+			if err := m.SetCheckpointing(form.ckpt); err != nil {
 				t.Fatal(err)
 			}
-			loss := shortLoss(t, m, b, full, false)
+			loss := shortLoss(t, m, b, full, form.packed)
 			if math.Abs(loss-ref.Loss) > 1e-5 {
 				t.Errorf("loss %v, transformers %v", loss, ref.Loss)
 			}
@@ -254,4 +259,21 @@ func TestNemotronHDecodeStateEqualsChunkedForward(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A packed forward of Nemotron-H gives each sequence of a prefix tree the
+// log-probabilities the plain forward gives it alone (the tree of
+// TestQwen35PackedTreeEqualsAlone): the Mamba-2 conv and state of the
+// second branch continue the prefix, not the first branch, across chunks
+// of 8.
+func TestNemotronHPackedTreeEqualsAlone(t *testing.T) {
+	m, err := NewRandomModel(nemotronConfig(), Float64, CPU, false, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	if err := m.InitRandom(5, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	packedTreeEqualsAlone(t, m)
 }
