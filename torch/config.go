@@ -105,7 +105,7 @@ func (c Config) QKNorm() bool {
 // architectures maps a model_type to the HF class that config.json names.
 var architectures = map[string]string{"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM",
 	"qwen3_moe": "Qwen3MoeForCausalLM", qwen35: "Qwen3_5ForCausalLM", qwen35MoE: "Qwen3_5MoeForCausalLM",
-	nemotronH: "NemotronHForCausalLM"}
+	NemotronH: "NemotronHForCausalLM"}
 
 // ReadConfig reads and validates dir/config.json; dir may be a Hugging
 // Face model id in the local cache (hubcache).

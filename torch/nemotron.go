@@ -18,8 +18,8 @@ import (
 // renames them as it loads), beside multi-token-prediction weights
 // (mtp.*) that it skips. cgo/mamba2.h is the math.
 
-// nemotronH is the family's model_type.
-const nemotronH = "nemotron_h"
+// NemotronH is the Nemotron-H family's model_type.
+const NemotronH = "nemotron_h"
 
 // The block types of Nemotron.Blocks.
 const (
@@ -48,8 +48,21 @@ type Nemotron struct {
 	DtMax      float64  // time_step_limit[1] (+Inf: none)
 }
 
+// Pattern spells the blocks as hybrid_override_pattern does (M, *, -, E).
+func (n Nemotron) Pattern() string {
+	var b strings.Builder
+	for _, t := range n.Blocks {
+		for r, name := range nemotronPattern {
+			if name == t {
+				b.WriteRune(r)
+			}
+		}
+	}
+	return b.String()
+}
+
 // IsNemotron reports whether the model is a Nemotron-H model.
-func (c Config) IsNemotron() bool { return c.ModelType == nemotronH }
+func (c Config) IsNemotron() bool { return c.ModelType == NemotronH }
 
 // nemotronCheckpointPrefix is where a Nemotron-H checkpoint keeps the
 // model's model.* weights.
@@ -111,7 +124,7 @@ func parseNemotron(raw map[string]any, c *Config) error {
 		}
 	}
 	if w, ok := raw["sliding_window"]; ok && w != nil {
-		return fmt.Errorf("sliding_window %s is not supported for %s (full attention only)", jsonText(w), nemotronH)
+		return fmt.Errorf("sliding_window %s is not supported for %s (full attention only)", jsonText(w), NemotronH)
 	}
 	n := &c.Nemotron
 	for _, f := range []struct {

@@ -107,7 +107,7 @@ func nemotronTraining(t *testing.T, dir string, cases []fixtureCase) {
 
 // nemotronConfig is a small Nemotron-H for tests without transformers.
 func nemotronConfig() Config {
-	return Config{ModelType: nemotronH, Vocab: 97, Hidden: 32, Intermediate: 48, Layers: 5, Heads: 4, KVHeads: 2,
+	return Config{ModelType: NemotronH, Vocab: 97, Hidden: 32, Intermediate: 48, Layers: 5, Heads: 4, KVHeads: 2,
 		HeadDim: 8, RMSEps: 1e-5, RopeTheta: 10000, MaxPositions: 512,
 		Nemotron: Nemotron{Blocks: []string{MambaBlock, MLPBlock, MambaBlock, AttentionBlock, MLPBlock},
 			Heads: 4, HeadDim: 8, Groups: 2, State: 8, ConvKernel: 4, Chunk: 8, ConvBias: true, DtMax: math.Inf(1)}}
@@ -276,4 +276,18 @@ func TestNemotronHPackedTreeEqualsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	packedTreeEqualsAlone(t, m)
+}
+
+// What is not implemented for Nemotron-H yet is refused by name: LoRA
+// adapters (on its mixer.* projections).
+func TestNemotronHRefusals(t *testing.T) {
+	m, err := NewRandomModel(nemotronConfig(), Float32, CPU, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	if _, err := NewLoRAModel(m, LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}, false, 1); err == nil ||
+		!strings.Contains(err.Error(), "Nemotron-H") {
+		t.Errorf("LoRA on Nemotron-H: %v, want a refusal naming it", err)
+	}
 }

@@ -43,6 +43,9 @@ func TinyConfig(c config.TinyConfig, tok *tokenizer.Tokenizer) torch.Config {
 	tc := torch.Config{ModelType: c.ModelType, Vocab: tok.VocabSize(), Hidden: c.Hidden, Intermediate: c.Intermediate,
 		Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.Hidden / max(c.Heads, 1), RMSEps: 1e-6,
 		RopeTheta: 10000, MaxPositions: c.MaxPositions, BOS: int(tok.EOS()), EOS: int(tok.EOS())}
+	if c.ModelType == torch.NemotronH {
+		return tinyNemotron(c, tc)
+	}
 	if c.ModelType != tinyQwen35 {
 		return tc
 	}

@@ -113,7 +113,7 @@ type LoRAConfig struct {
 // Qwen3.5-style (a hybrid of Gated DeltaNet layers and gated attention
 // layers, sized by the linear_* keys and full_attention_interval).
 type TinyConfig struct {
-	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), or qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML)"`
+	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5|nemotron_h" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML), or nemotron_h (Nemotron-H's hybrid: single blocks, Mamba-2, attention without RoPE or relu² MLP, as nemotron_pattern lists them; Qwen3's chat format)"`
 	Hidden       int    `yaml:"hidden" default:"128" doc:"hidden size"`
 	Intermediate int    `yaml:"intermediate" default:"256" doc:"MLP intermediate size"`
 	Layers       int    `yaml:"layers" default:"2" doc:"transformer layers"`
@@ -128,6 +128,8 @@ type TinyConfig struct {
 	LinearKeyDim          int `yaml:"linear_key_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet query/key head (linear_key_head_dim)"`
 	LinearValueDim        int `yaml:"linear_value_dim" default:"32" doc:"qwen3_5: size of a Gated DeltaNet value head (linear_value_head_dim)"`
 	ConvKernel            int `yaml:"conv_kernel" default:"4" doc:"qwen3_5: width of the Gated DeltaNet layers' causal convolution (linear_conv_kernel_dim), at most max_positions"`
+	// The Nemotron-H key (model_type nemotron_h).
+	NemotronPattern string `yaml:"nemotron_pattern" default:"M*-" doc:"nemotron_h: the layers' blocks as Nemotron-H's hybrid_override_pattern spells them (M a Mamba-2 layer of heads heads of 2 x hidden/heads with a state of 16, * attention, - a relu² MLP of width intermediate), repeated to fill layers"`
 }
 
 // DataConfig picks the questions.
