@@ -81,16 +81,16 @@ type Workload struct {
 // residual sum (4 hidden-sized, 3 of the intermediate size); its Mamba-2
 // block, counted in floats as the Gated DeltaNet's (I = heads x head_dim,
 // D the conv's channels I + 2 x n_groups x ssm_state, N = ssm_state,
-// H the heads, C the chunk): 4 hidden-sized; in_proj's output (I + D + H);
-// the conv's output and its SiLU (2 x D); B and C repeated to the heads
-// and C decayed (3 x H x N); 11 x I (x in float32 and times dt, the
-// intra-chunk output, x decayed to the chunk's end, the read of the
-// state, the sum, D's skip, the gate's SiLU, the gated product, its
-// normalised value and the weighted norm); 4 x H (dt, its softplus, the
-// log decay and its cumulative sum); 5 x H x C (a row of the chunk's
-// pairwise decays before the mask, masked and exponentiated, of C.B and
-// of its decayed product); and the state entering each chunk, H x
-// head_dim x N per C tokens.
+// H the heads, C the chunk), what autograd keeps of cgo/mamba2.cpp's
+// forward (views of one tensor counted once): 4 hidden-sized; in_proj's
+// output (I + D + H, kept whole by the views of z and dt); the conv's
+// output and its masked SiLU (2 x D); B and C repeated to the heads and C
+// decayed (3 x H x N); 7 x I (x times dt, x decayed to the chunk's end,
+// the output with D's skip, the gate's SiLU, the gated product, its
+// normalised value and the weighted norm); 4 x H (dt plus its bias, its
+// softplus, the decays to the chunk's end and from its start); 3 x H x C
+// (a row of the chunk's pairwise decays, of C.B and of their product);
+// and the state entering each chunk, H x head_dim x N per C tokens.
 //
 // The LM head's logits whole (LogitsChunk 0) are three [tokens, vocab]
 // float32 tensors at the backward's peak (the log-softmax kept by the
@@ -177,5 +177,5 @@ func nemotronLayer(c torch.Config, w Workload, block string, attention int64) in
 	inner := heads * int64(n.HeadDim)
 	d := inner + 2*int64(n.Groups)*state
 	chunks := int64(w.Micro) * ((int64(w.Seq) + chunk - 1) / chunk)
-	return (tok*(4*h+inner+d+heads+2*d+3*heads*state+11*inner+4*heads+5*heads*min(chunk, int64(w.Seq))) + chunks*inner*state) * 4
+	return (tok*(4*h+inner+d+heads+2*d+3*heads*state+7*inner+4*heads+3*heads*min(chunk, int64(w.Seq))) + chunks*inner*state) * 4
 }
