@@ -320,7 +320,25 @@ typedef struct {
   int double_wide_mlp;
   int64_t per_layer_dim, per_layer_vocab;
   double final_softcap;
+  /* Nemotron-H (nemotron_h); zero for the other families. Each layer is
+   * one block, x + mixer(norm(x)), of the kind block[i] (< layers, at most
+   * AR_MAX_MOE_LAYERS) says (AR_BLOCK_*): a Mamba-2 mixer of mamba_heads
+   * heads of mamba_head_dim, mamba_groups groups of B and C of ssm_state,
+   * a causal conv of mamba_conv_kernel taps (with a bias where
+   * mamba_conv_bias) and the time steps clamped to [mamba_dt_min,
+   * mamba_dt_max], run in chunks of mamba_chunk tokens; attention without
+   * RoPE; or an MLP of width intermediate, down(relu(up(x))^2). */
+  int nemotron;
+  uint8_t block[AR_MAX_MOE_LAYERS];
+  int64_t mamba_heads, mamba_head_dim, mamba_groups, ssm_state, mamba_conv_kernel, mamba_chunk;
+  int mamba_conv_bias;
+  double mamba_dt_min, mamba_dt_max;
 } ar_model_config;
+
+/* The kinds of a Nemotron-H block (ar_model_config.block). */
+#define AR_BLOCK_MAMBA 1
+#define AR_BLOCK_ATTENTION 2
+#define AR_BLOCK_MLP 3
 
 /* A model with no weights yet; weights are set by name with
  * ar_model_set_param, or initialised randomly with ar_model_init_random. */

@@ -619,6 +619,7 @@ bool FastDecoder::supported(const ar_model_s &m, std::string *why, const char **
   if (!any_device && !m.dev.is_cpu()) return no("not a CPU model");
   if (m.dtype != at::kFloat && m.dtype != at::kBFloat16) return no("weights are neither f32 nor bf16");
   if (m.autocast != at::ScalarType::Undefined) return no("autocast is on");
+  if (m.cfg.nemotron != 0) return no("the model is a Nemotron-H model (Mamba-2 layers), which only the libtorch paths run");
   if (m.hybrid()) return no("the model has Gated DeltaNet layers (Qwen3.5), which only the libtorch paths run");
   if (m.cfg.head_dim % 16 != 0 || m.cfg.head_dim > 256) return no("head_dim is not a multiple of 16 up to 256");
   if (m.cfg.norm_offset != 0 || m.cfg.attn_output_gate != 0 || m.rotary_dim() != m.cfg.head_dim)

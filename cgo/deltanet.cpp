@@ -143,57 +143,66 @@ Scan whole_scan(const ar_model_s &m, const Layer &l, const at::Tensor &keep) {
   return {run, keep};
 }
 
+at::Tensor tree_conv(const at::Tensor &mixed, const at::Tensor &w3, const at::Tensor &bias, const at::Tensor &parents) {
+  const int64_t B = mixed.size(0), T = mixed.size(1), C = mixed.size(2), K = w3.size(2);
+  at::Tensor par = parents.to(at::kCPU, at::kLong).contiguous();
+  const int64_t *p = par.data_ptr<int64_t>();
+  // Output t sums tap K-1-j times its j-th ancestor (t itself for j = 0),
+  // a zero row where the ancestors run out.
+  std::vector<int64_t> anc(K * B * T);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t t = 0; t < T; t++) {
+      int64_t a = t;
+      for (int64_t j = 0; j < K; j++) {
+        anc[j * B * T + b * T + t] = a >= 0 ? b * T + a : B * T;
+        if (a >= 0) a = p[b * T + a];
+      }
+    }
+  at::Tensor idx = at::tensor(anc, at::kLong).to(mixed.device()).view({K, B * T});
+  at::Tensor w = w3.squeeze(1);  // [C,K]
+  at::Tensor flat = at::cat({mixed.reshape({B * T, C}).to(w.scalar_type()), at::zeros({1, C}, mixed.options().dtype(w.scalar_type()))});
+  at::Tensor acc;
+  for (int64_t j = 0; j < K; j++) {
+    at::Tensor term = flat.index_select(0, idx[j]) * w.select(1, K - 1 - j);
+    acc = acc.defined() ? acc + term : term;
+  }
+  if (bias.defined()) acc = acc + bias;
+  return at::silu(acc).to(mixed.scalar_type()).view({B, T, C});
+}
+
+std::vector<Piece> tree_pieces(const int64_t *pb, int64_t T, int64_t row) {
+  std::vector<bool> branch(T, false);
+  for (int64_t t = 0; t < T; t++) {
+    TORCH_CHECK(pb[t] < t, "packed forward: token ", t, " of row ", row, " has parent ", pb[t], ", not an earlier token");
+    if (pb[t] >= 0 && pb[t] != t - 1) branch[pb[t]] = true;
+  }
+  std::vector<Piece> out;
+  std::vector<bool> ends(T, false);
+  for (int64_t s = 0; s < T;) {
+    int64_t e = s + 1;
+    while (e < T && pb[e] == e - 1 && !branch[e - 1]) e++;
+    TORCH_CHECK(pb[s] < 0 || ends[pb[s]], "packed forward: the state before token ", s, " of row ", row, " is missing");
+    out.push_back({s, e, pb[s]});
+    ends[e - 1] = true;
+    s = e;
+  }
+  return out;
+}
+
 Scan tree_scan(const ar_model_s &m, const Layer &l, const at::Tensor &parents) {
   auto run = [&m, &l, parents](const at::Tensor &mixed, const at::Tensor &g, const at::Tensor &beta) {
-    const int64_t B = mixed.size(0), T = mixed.size(1), C = mixed.size(2), K = l.conv1d.size(2);
+    const int64_t B = mixed.size(0), T = mixed.size(1);
+    at::Tensor conv = tree_conv(mixed, l.conv1d, at::Tensor(), parents);
     at::Tensor par = parents.to(at::kCPU, at::kLong).contiguous();
-    const int64_t *p = par.data_ptr<int64_t>();
-    // The conv: output t sums tap K-1-j times its j-th ancestor (t itself
-    // for j = 0), a zero row where the ancestors run out.
-    std::vector<int64_t> anc(K * B * T);
-    for (int64_t b = 0; b < B; b++)
-      for (int64_t t = 0; t < T; t++) {
-        int64_t a = t;
-        for (int64_t j = 0; j < K; j++) {
-          anc[j * B * T + b * T + t] = a >= 0 ? b * T + a : B * T;
-          if (a >= 0) a = p[b * T + a];
-        }
-      }
-    at::Tensor idx = at::tensor(anc, at::kLong).to(mixed.device()).view({K, B * T});
-    at::Tensor w = l.conv1d.squeeze(1);  // [C,K]
-    at::Tensor flat = at::cat({mixed.reshape({B * T, C}).to(w.scalar_type()), at::zeros({1, C}, mixed.options().dtype(w.scalar_type()))});
-    at::Tensor acc;
-    for (int64_t j = 0; j < K; j++) {
-      at::Tensor term = flat.index_select(0, idx[j]) * w.select(1, K - 1 - j);
-      acc = acc.defined() ? acc + term : term;
-    }
-    at::Tensor conv = at::silu(acc).to(mixed.scalar_type()).view({B, T, C});
-    // The recurrence, piece by piece: a piece is a run of tokens each the
-    // child of the one before, ending where a token has a child elsewhere
-    // (a branch point), so a piece always continues the whole of another
-    // (its first token's parent ends one) or starts from zero.
     std::vector<at::Tensor> rows;
     for (int64_t b = 0; b < B; b++) {
-      const int64_t *pb = p + b * T;
-      std::vector<bool> branch(T, false);
-      for (int64_t t = 0; t < T; t++) {
-        TORCH_CHECK(pb[t] < t, "packed forward: token ", t, " of row ", b, " has parent ", pb[t], ", not an earlier token");
-        if (pb[t] >= 0 && pb[t] != t - 1) branch[pb[t]] = true;
-      }
       std::vector<at::Tensor> ends(T), outs;  // ends[t]: the state after token t, where a piece ends there
-      for (int64_t s = 0; s < T;) {
-        int64_t e = s + 1;
-        while (e < T && pb[e] == e - 1 && !branch[e - 1]) e++;
-        at::Tensor init;
-        if (pb[s] >= 0) {
-          init = ends[pb[s]];
-          TORCH_CHECK(init.defined(), "packed forward: the state before token ", s, " of row ", b, " is missing");
-        }
-        DeltaOut d = delta_rule(m, conv.narrow(0, b, 1).narrow(1, s, e - s), g.narrow(0, b, 1).narrow(1, s, e - s),
-                                beta.narrow(0, b, 1).narrow(1, s, e - s), init, true);
-        ends[e - 1] = d.state;
+      for (const Piece &pc : tree_pieces(par.data_ptr<int64_t>() + b * T, T, b)) {
+        const int64_t n = pc.e - pc.s;
+        DeltaOut d = delta_rule(m, conv.narrow(0, b, 1).narrow(1, pc.s, n), g.narrow(0, b, 1).narrow(1, pc.s, n),
+                                beta.narrow(0, b, 1).narrow(1, pc.s, n), pc.from >= 0 ? ends[pc.from] : at::Tensor(), true);
+        ends[pc.e - 1] = d.state;
         outs.push_back(d.out);
-        s = e;
       }
       rows.push_back(outs.size() == 1 ? outs[0] : at::cat(outs, 1));
     }

@@ -47,6 +47,24 @@ DeltaOut delta_rule(const ar_model_s &m, const at::Tensor &qkv, const at::Tensor
 // [B,T] marks the real tokens, where defined).
 Scan whole_scan(const ar_model_s &m, const Layer &l, const at::Tensor &keep);
 
+// tree_conv is causal_conv (with the bias b, where defined) over packed
+// rows whose tokens form prefix trees: parents [B,T] (int64) is each
+// token's parent in its row, -1 for a first token, and a token's conv
+// reads its ancestors (zeros before the first).
+at::Tensor tree_conv(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b, const at::Tensor &parents);
+
+// Piece is a run of tokens s..e-1 of a packed row, each the child of the
+// one before, ending where a token has a child elsewhere (a branch point):
+// its recurrence continues the state after token from (the end of another
+// piece), or starts from zero (from -1).
+struct Piece {
+  int64_t s, e, from;
+};
+
+// tree_pieces splits a packed row of T tokens, parents pb, into its
+// pieces, in order (a piece comes after the one it continues).
+std::vector<Piece> tree_pieces(const int64_t *pb, int64_t T, int64_t row);
+
 // tree_scan is the scan of layer l over packed rows whose tokens form
 // prefix trees (trainer/packing): parents [B,T] (int64, on the CPU) is
 // each token's parent in its row, -1 for a first token. A token's conv

@@ -46,6 +46,7 @@
 #include "deltanet.h"
 #include "internal.h"
 #include "layer.h"
+#include "mamba2.h"
 #include "model.h"
 
 using namespace ar;
@@ -59,10 +60,12 @@ struct ar_engine_s {
   ar_model m;
   int slots;
   int64_t max_len;
-  std::vector<at::Tensor> K, V;     // per attention layer [slots, kv, max_len, hd] (undefined for DeltaNet layers)
-  // Per Gated DeltaNet layer (undefined for attention layers), each slot's
-  // state: the conv's last K-1 inputs [slots, C, K-1] (model dtype) and the
-  // recurrent state [slots, v_heads, k_dim, v_dim] (acc_type).
+  std::vector<at::Tensor> K, V;     // per attention layer [slots, kv, max_len, hd] (undefined for the others)
+  // Per Gated DeltaNet or Mamba-2 layer (undefined for the others), each
+  // slot's state: the conv's last K-1 inputs [slots, C, K-1] (model dtype)
+  // and the recurrent state (acc_type): [slots, v_heads, k_dim, v_dim], a
+  // Mamba-2 layer's [slots, heads, head_dim, ssm_state]. A Nemotron-H MLP
+  // layer has neither.
   std::vector<at::Tensor> conv_state, rec_state;
   std::vector<int64_t> len;         // tokens cached per slot
   at::Tensor pending;               // [slots, vocab] float32 logits of the last token, on the model's device
@@ -311,8 +314,9 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   mask.masked_fill_(allowed.logical_not(), -std::numeric_limits<float>::infinity());
   mask = m.attention_mask(mask.view({S, 1, 1, n, L}));
 
-  auto [cos, sin] = m.rope(pos);
   at::Tensor x = at::embedding(m.embed, ids);
+  at::Tensor cos = at::empty({0}, x.options()), sin = cos;  // empty for Nemotron-H: no RoPE
+  if (m.cfg.nemotron == 0) std::tie(cos, sin) = m.rope(pos);
   std::vector<at::Tensor> chosen;  // each sparse layer's experts [S*n,k], when recorded
   std::vector<at::Tensor> *took = e.record_routing ? &chosen : nullptr;
   // A Gated DeltaNet layer continues each row's slot state (zeros for a
@@ -326,24 +330,49 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
     live = at::tensor(lv, at::kDouble).to(m.dev);
     if (ragged) real = at::arange(n, lopts).unsqueeze(0) < at::tensor(count, at::kLong).to(m.dev).unsqueeze(1);  // [S,n]
   }
+  // conv_prev is layer li's conv state for the rows (zeros for a slot
+  // starting at 0); conv_advance stores the new one: each row's last K-1
+  // conv inputs, the previous state's where the row added fewer.
+  auto conv_prev = [&](size_t li) {
+    const at::Tensor &cs = e.conv_state[li];
+    return cs.index_select(0, sidx) * live.to(cs.scalar_type()).view({S, 1, 1});
+  };
+  auto conv_advance = [&](size_t li, const at::Tensor &prev, const at::Tensor &mixed) {
+    at::Tensor &cs = e.conv_state[li];
+    const int64_t K1 = cs.size(2);
+    at::Tensor all = at::cat({prev, mixed.transpose(1, 2).to(cs.scalar_type())}, -1);  // [S,C,K-1+n]
+    at::Tensor keep;
+    if (ragged) {
+      at::Tensor pick = at::tensor(count, at::kLong).to(m.dev).view({S, 1}) + at::arange(K1, lopts).view({1, K1});
+      keep = all.gather(2, pick.unsqueeze(1).expand({S, all.size(1), K1}));
+    } else {
+      keep = all.narrow(2, n, K1);
+    }
+    cs.index_copy_(0, sidx, keep);
+  };
   for (size_t li = 0; li < m.layers.size(); li++) {
+    if (m.layers[li].mamba()) {
+      Scan scan;
+      scan.ssd = [&](const at::Tensor &xbc, const at::Tensor &dt) {
+        at::Tensor &rs = e.rec_state[li];
+        at::Tensor prev = conv_prev(li);
+        at::Tensor conv = mamba_conv(m.layers[li], xbc, prev);
+        conv_advance(li, prev, xbc);
+        at::Tensor init = rs.index_select(0, sidx) * live.to(rs.scalar_type()).view({S, 1, 1, 1});
+        SSDOut o = ssd(m, m.layers[li], conv, dt, init, n > 1, real);
+        rs.index_copy_(0, sidx, o.state.to(rs.scalar_type()));
+        return o.y;
+      };
+      x = decoder_layer({m, m.layers[li], fused ? &e.fused[li] : nullptr, nullptr, at::Tensor(), took}, x, cos, sin,
+                        Attend(), &lap, at::Tensor(), &scan);
+      continue;
+    }
     if (m.layers[li].linear()) {
       auto run_scan = [&](const at::Tensor &mixed, const at::Tensor &g, const at::Tensor &beta) {
-        at::Tensor &cs = e.conv_state[li], &rs = e.rec_state[li];
-        const int64_t K1 = cs.size(2);
-        at::Tensor prev = cs.index_select(0, sidx) * live.to(cs.scalar_type()).view({S, 1, 1});
+        at::Tensor &rs = e.rec_state[li];
+        at::Tensor prev = conv_prev(li);
         at::Tensor conv = causal_conv(mixed, m.layers[li].conv1d, prev);
-        // The conv's new state: each row's last K-1 inputs, the previous
-        // state's where the row added fewer.
-        at::Tensor all = at::cat({prev, mixed.transpose(1, 2).to(cs.scalar_type())}, -1);  // [S,C,K-1+n]
-        at::Tensor keep;
-        if (ragged) {
-          at::Tensor pick = at::tensor(count, at::kLong).to(m.dev).view({S, 1}) + at::arange(K1, lopts).view({1, K1});
-          keep = all.gather(2, pick.unsqueeze(1).expand({S, all.size(1), K1}));
-        } else {
-          keep = all.narrow(2, n, K1);
-        }
-        cs.index_copy_(0, sidx, keep);
+        conv_advance(li, prev, mixed);
         at::Tensor gg = g, bb = beta;
         if (real.defined()) {
           at::Tensor r = real.unsqueeze(-1).to(g.scalar_type());
@@ -695,12 +724,21 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
     const int64_t positions = max_len + (m->dev.is_cuda() ? 1 : 0);
     for (int64_t i = 0; i < c.layers; i++) {
       const Layer &l = m->layers[i];
-      if (l.linear()) {
+      if (l.linear() || l.mamba()) {
         e->K.emplace_back();
         e->V.emplace_back();
         e->conv_state.push_back(at::zeros({slots, l.conv1d.size(0), l.conv1d.size(2) - 1}, opts));
-        e->rec_state.push_back(at::zeros({slots, c.linear_v_heads, c.linear_k_dim, c.linear_v_dim},
-                                         opts.dtype(acc_type(m->dtype))));
+        e->rec_state.push_back(l.mamba() ? at::zeros({slots, c.mamba_heads, c.mamba_head_dim, c.ssm_state},
+                                                     opts.dtype(acc_type(m->dtype)))
+                                         : at::zeros({slots, c.linear_v_heads, c.linear_k_dim, c.linear_v_dim},
+                                                     opts.dtype(acc_type(m->dtype))));
+        continue;
+      }
+      if (block(c, i) == AR_BLOCK_MLP) {  // no state
+        e->K.emplace_back();
+        e->V.emplace_back();
+        e->conv_state.emplace_back();
+        e->rec_state.emplace_back();
         continue;
       }
       e->K.push_back(at::zeros({slots, c.kv_heads, positions, c.head_dim}, opts));
@@ -825,7 +863,7 @@ int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err) {
         e->rec_state[li][dst].copy_(e->rec_state[li][src]);
         continue;
       }
-      if (n > 0) {
+      if (n > 0 && e->K[li].defined()) {
         e->K[li][dst].narrow(1, 0, n).copy_(e->K[li][src].narrow(1, 0, n));
         e->V[li][dst].narrow(1, 0, n).copy_(e->V[li][src].narrow(1, 0, n));
       }

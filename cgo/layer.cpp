@@ -5,6 +5,7 @@
 
 #include "deltanet.h"
 #include "gemma4.h"
+#include "mamba2.h"
 #include "moe.h"
 
 namespace ar {
@@ -16,11 +17,11 @@ at::Tensor rms_norm(const at::Tensor &x, const at::Tensor &w, double eps) {
 }
 
 at::Tensor norm(const ar_model_s &m, const at::Tensor &x, const at::Tensor &w) {
-  if (m.cfg.norm_offset == 0) return rms_norm(x, w, m.cfg.rms_eps);
+  if (m.cfg.norm_offset == 0 && m.cfg.nemotron == 0) return rms_norm(x, w, m.cfg.rms_eps);
   const at::ScalarType ct = acc_type(x.scalar_type());
   at::Tensor xf = x.to(ct);
   at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, true) + m.cfg.rms_eps);
-  return (xf * r * (w.to(ct) + 1)).to(x.scalar_type());
+  return (xf * r * (m.cfg.nemotron != 0 ? w.to(ct) : w.to(ct) + 1)).to(x.scalar_type());
 }
 
 at::Tensor decode_product(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b) {
@@ -126,8 +127,10 @@ at::Tensor attention_block(const LayerWeights &w, const at::Tensor &x, const at:
     q = norm(w.m, q, l.q_norm);
     k = norm(w.m, k, l.k_norm);
   }
-  q = apply_rope(q, cos, sin);
-  if (k.defined()) k = apply_rope(k, cos, sin);
+  if (cos.numel() > 0) {  // (empty tables: Nemotron-H's attention has no RoPE)
+    q = apply_rope(q, cos, sin);
+    if (k.defined()) k = apply_rope(k, cos, sin);
+  }
   if (l.kv_reuse) {
     TORCH_CHECK(w.share != nullptr && w.share->k[l.sliding].defined(), "a kv-shared layer run without its keys and values");
     k = w.share->k[l.sliding];
@@ -149,6 +152,7 @@ at::Tensor attention_block(const LayerWeights &w, const at::Tensor &x, const at:
 // the down projection.
 at::Tensor mlp_block(const LayerWeights &w, const at::Tensor &h) {
   if (w.l.router.defined()) return moe_mlp(w.l, w.m.cfg, h, w.router_logits, w.replay, w.chosen);
+  if (!w.l.gate_proj.defined()) return project_one(w, kLoraDown, at::relu(project_one(w, kLoraUp, h)).square());  // relu²
   std::vector<at::Tensor> gu = project_group(w, kGateUp, h);
   at::Tensor act = w.m.cfg.gemma != 0 ? at::gelu(gu[0], "tanh") * gu[1] : swiglu(gu[0], gu[1]);
   gu.clear();
@@ -160,6 +164,18 @@ at::Tensor mlp_block(const LayerWeights &w, const at::Tensor &h) {
 at::Tensor decoder_layer(const LayerWeights &w, const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin,
                          const Attend &attend, Lap *lap, at::Tensor out, const Scan *scan) {
   at::Tensor r;
+  if (w.m.cfg.nemotron != 0) {  // one block
+    if (w.l.q_proj.defined()) {
+      r = attention_block(w, x, cos, sin, attend, lap);
+    } else if (w.l.mamba()) {
+      TORCH_CHECK(scan != nullptr && scan->ssd, "a Mamba-2 layer run without its scan");
+      r = x + mamba2_block(w.m, w.l, norm(w.m, x, w.l.input_layernorm), *scan);
+    } else {
+      r = x + mlp_block(w, norm(w.m, x, w.l.input_layernorm));
+    }
+    mark(lap, &StepProfile::products);
+    return out.defined() ? out.copy_(r) : r;
+  }
   if (w.l.linear()) {
     TORCH_CHECK(scan != nullptr, "a Gated DeltaNet layer run without its scan");
     r = x + deltanet_block(w.m, w.l, norm(w.m, x, w.l.input_layernorm), *scan);

@@ -75,9 +75,14 @@ using Attend = std::function<at::Tensor(const at::Tensor &q, const at::Tensor &k
 // [B,T] (bool), where defined, marks the real tokens of right-padded rows:
 // the layer's input is zeroed at the others, as transformers'
 // apply_mask_to_padding_states does (it changes the padding's outputs only).
+//
+// A Mamba-2 layer's (mamba2.h) is ssd in place of run: from the conv's
+// inputs xbc [B,T,C] and the raw time steps dt [B,T,heads], the scan's
+// output y [B,T,heads*head_dim] (acc_type, D's skip included).
 struct Scan {
   std::function<at::Tensor(const at::Tensor &mixed, const at::Tensor &g, const at::Tensor &beta)> run;
   at::Tensor keep;
+  std::function<at::Tensor(const at::Tensor &xbc, const at::Tensor &dt)> ssd;
 };
 
 // decoder_layer is one Qwen2/Qwen3/Llama decoder layer over x [B,T,H],
@@ -107,6 +112,12 @@ struct Scan {
 // per-layer input's block follows the MLP, and the output is multiplied by
 // layer_scalar. A kv-shared layer attends with an earlier layer's keys and
 // values; a k_eq_v full layer's values are its keys' projection.
+//
+// A Nemotron-H layer (cfg.nemotron, mamba2.h) is one block instead:
+// x + mixer(input_layernorm(x)), the mixer a Mamba-2 layer (l.mamba(),
+// mamba2_block with scan), attention without RoPE (cos, sin empty)
+// or the MLP down_proj(relu(up)^2), its norm's weight multiplying in
+// acc_type.
 at::Tensor decoder_layer(const LayerWeights &w, const at::Tensor &x, const at::Tensor &cos, const at::Tensor &sin,
                          const Attend &attend, Lap *lap = nullptr, at::Tensor out = at::Tensor(),
                          const Scan *scan = nullptr);

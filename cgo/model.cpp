@@ -18,6 +18,7 @@
 #include "deltanet.h"
 #include "gemma4.h"
 #include "layer.h"
+#include "mamba2.h"
 #include "moe.h"
 
 using namespace ar;
@@ -45,6 +46,10 @@ bool has(When w, const ar_model_config &c, int64_t layer) {
     case kKNorm: return has(kQKNorm, c, layer) && (layer < 0 || !kv_reuse(c, layer));
     case kGemma: return c.gemma != 0;
     case kPerLayer: return c.per_layer_dim > 0;
+    case kMambaBlock: return layer >= 0 && block(c, layer) == AR_BLOCK_MAMBA;
+    case kMambaConvBias: return layer >= 0 && block(c, layer) == AR_BLOCK_MAMBA && c.mamba_conv_bias != 0;
+    case kAttnBlock: return layer >= 0 && block(c, layer) == AR_BLOCK_ATTENTION;
+    case kMLPBlock: return layer >= 0 && block(c, layer) == AR_BLOCK_MLP;
   }
   return false;
 }
@@ -76,6 +81,14 @@ std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c, int64
       case kConvTaps:
         out.push_back(1);
         out.push_back(c.linear_conv_kernel);
+        break;
+      case kMambaInner: out.push_back(c.mamba_heads * c.mamba_head_dim); break;
+      case kMambaConv: out.push_back(c.mamba_heads * c.mamba_head_dim + 2 * c.mamba_groups * c.ssm_state); break;
+      case kMambaProj: out.push_back(2 * c.mamba_heads * c.mamba_head_dim + 2 * c.mamba_groups * c.ssm_state + c.mamba_heads); break;
+      case kMambaHeads: out.push_back(c.mamba_heads); break;
+      case kMambaTaps:
+        out.push_back(1);
+        out.push_back(c.mamba_conv_kernel);
         break;
     }
   }
@@ -240,7 +253,7 @@ at::Tensor ar_model_s::logits(const at::Tensor &h) const { return softcap(at::li
 
 bool ar_model_s::hybrid() const {
   for (const auto &l : layers)
-    if (l.linear()) return true;
+    if (l.linear() || l.mamba()) return true;
   return false;
 }
 
@@ -329,21 +342,26 @@ at::Tensor layer_forward(const ar_model_s &m, const Layer &l, const at::Tensor &
     return blocks ? attend_blocks(m, q, k, v, mask) : m.attend(q, k, v, mask);
   };
   const bool tree = seqs.numel() > 0 && seqs.scalar_type() == at::kLong;
-  Scan scan = tree ? tree_scan(m, l, seqs) : whole_scan(m, l, seqs.numel() > 0 ? seqs : at::Tensor());
+  const at::Tensor keep = seqs.numel() > 0 && !tree ? seqs : at::Tensor();
+  Scan scan = l.mamba() ? (tree ? mamba_tree_scan(m, l, seqs) : mamba_whole_scan(m, l, keep))
+                        : (tree ? tree_scan(m, l, seqs) : whole_scan(m, l, keep));
   return decoder_layer({m, l, nullptr, router_logits, replay, chosen, share, per_layer}, x, cos, sin, attend, nullptr,
                        std::move(out), &scan);
 }
 
-// The tensors of layer l that take gradients: its parameters in table
+// The tensors of layer l of m that take gradients: its parameters in table
 // order, then its LoRA adapters, each where defined and requiring grad (a
 // LoRA model's base weights are frozen: autograd::grad refuses inputs
 // without grad).
-std::vector<at::Tensor> layer_params(const Layer &l) {
+std::vector<at::Tensor> layer_params(const ar_model_s &m, const Layer &l) {
   std::vector<at::Tensor> out;
   auto add = [&](const at::Tensor &t) {
     if (t.defined() && t.requires_grad()) out.push_back(t);
   };
-  for (const auto &p : kLayerParams) add(l.*p.slot);
+  if (m.cfg.nemotron != 0)
+    for (const auto &p : kNemotronLayerParams) add(l.*p.slot);
+  else
+    for (const auto &p : kLayerParams) add(l.*p.slot);
   for (const auto &ex : l.experts)
     for (const auto &p : kExpertParams) add(ex.*p.slot);
   for (const auto &ad : l.lora) {
@@ -394,7 +412,7 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     const auto &l = m->layers[ctx->saved_data["layer"].toInt()];
     at::Tensor x = saved[0].detach().requires_grad_(true);
     std::vector<at::Tensor> inputs{x};
-    for (const auto &p : layer_params(l)) inputs.push_back(p);
+    for (const auto &p : layer_params(*m, l)) inputs.push_back(p);
     // The outputs that received a gradient, and their gradients.
     std::vector<at::Tensor> ys, grads;
     {
@@ -470,7 +488,9 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
     x = in.x;
     per_layer = in.per_layer;
   }
-  auto [cos, sin] = m.rope(pos);
+  // Empty tables for Nemotron-H, whose attention has no RoPE.
+  at::Tensor cos = at::empty({0}, x.options()), sin = cos;
+  if (m.cfg.nemotron == 0) std::tie(cos, sin) = m.rope(pos);
   at::Tensor gcos = cos, gsin = sin;  // a Gemma 4 full layer's
   if (m.global_inv_freq.defined()) std::tie(gcos, gsin) = m.rope(pos, m.global_inv_freq);
   at::Tensor mask = m.attention_mask(full);
@@ -503,7 +523,7 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
     const bool local = l.sliding || m.cfg.gemma == 0;
     const at::Tensor &lcos = local ? cos : gcos, &lsin = local ? sin : gsin, &lmask = l.sliding ? smask : mask;
     if (ckpt) {
-      std::vector<at::Tensor> params = layer_params(l);
+      std::vector<at::Tensor> params = layer_params(m, l);
       auto ys = CheckpointedLayer::apply(x, at::TensorList(params), lcos, lsin, lmask, seqs, blocks,
                                          r.defined() ? r : at::empty({0}, at::kLong), reinterpret_cast<int64_t>(&m),
                                          static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]),
@@ -536,7 +556,7 @@ at::Tensor tree_parents(const uint8_t *allowed, int64_t B, int64_t T) {
       for (int64_t s = 0; s < T; s++) {
         const bool want = s == t || s == par || (prow != nullptr && s < par && prow[s] != 0);
         TORCH_CHECK((row[s] != 0) == want, "packed forward: row ", b, " is not a prefix tree (query ", t,
-                    " attends key ", s, " as its parent ", par, " does not), which a Gated DeltaNet layer cannot run");
+                    " attends key ", s, " as its parent ", par, " does not), which a Gated DeltaNet or Mamba-2 layer cannot run");
       }
       p[b * T + t] = par;
     }
@@ -606,6 +626,7 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
       TORCH_CHECK(c.linear_v_heads % c.linear_k_heads == 0, "model config: linear_num_value_heads (", c.linear_v_heads,
                   ") must be a multiple of linear_num_key_heads (", c.linear_k_heads, ")");
     }
+    if (c.nemotron != 0) check_nemotron_config(c);
     for (int64_t j = 0; j < rd / 2; j++)
       TORCH_CHECK(c.rope_inv_freq[j] > 0 && std::isfinite(c.rope_inv_freq[j]),
                   "model config: RoPE inverse frequency ", j, " must be positive and finite, got ", c.rope_inv_freq[j]);
@@ -617,9 +638,17 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     // f32 matrix products on CUDA use TF32 tensor cores (for the whole
     // process: libtorch keeps the setting globally); the CPU's do not.
     if (m->dev.is_cuda()) allow_cuda_tf32_matmul();
-    add_params(*m, *m, kEmbedParams, "");
-    m->layers.resize(c.layers);
-    for (int64_t i = 0; i < c.layers; i++) {
+    if (c.nemotron != 0) {
+      add_params(*m, *m, kNemotronEmbedParams, "");
+      m->layers.resize(c.layers);
+      for (int64_t i = 0; i < c.layers; i++)
+        add_params(*m, m->layers[i], kNemotronLayerParams, "model.layers." + std::to_string(i) + ".", i);
+      add_params(*m, *m, kNemotronHeadParams, "");
+    } else {
+      add_params(*m, *m, kEmbedParams, "");
+      m->layers.resize(c.layers);
+    }
+    for (int64_t i = 0; i < c.layers && c.nemotron == 0; i++) {
       Layer &l = m->layers[i];
       set_layer_shape(l, c, i);
       add_params(*m, l, kLayerParams, "model.layers." + std::to_string(i) + ".", i);
@@ -627,7 +656,7 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
       l.experts.resize(c.experts);
       for (int64_t e = 0; e < c.experts; e++) add_params(*m, l.experts[e], kExpertParams, expert_prefix(i, e));
     }
-    add_params(*m, *m, kHeadParams, "");
+    if (c.nemotron == 0) add_params(*m, *m, kHeadParams, "");
     if (c.tie_embeddings) m->lm_head = m->embed;
     m->inv_freq = at::from_blob(const_cast<double *>(c.rope_inv_freq), {rd / 2}, at::kDouble)
                       .to(m->dev, at::kFloat, false, true);
@@ -653,7 +682,8 @@ int ar_model_init_random(ar_model m, uint64_t seed, double std, char **err) {
       auto ends_with = [&](const std::string &suffix) {
         return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
       };
-      bool is_norm = ends_with("norm.weight") || ends_with("layer_scalar");  // every RMSNorm weight: *layernorm.weight, model.norm.weight
+      bool is_norm = ends_with("norm.weight") || ends_with("norm_f.weight") ||
+                     ends_with("layer_scalar");  // every RMSNorm weight (*layernorm.weight, model.norm.weight) and Gemma 4's layer_scalar
       bool is_bias = ends_with(".bias");
       if (is_norm) {
         // A 1 + w norm starts at 0, as transformers' Qwen3_5RMSNorm; the

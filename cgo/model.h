@@ -36,6 +36,12 @@ struct ar_model_s {
     at::Tensor in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, conv1d, dt_bias, A_log, linear_norm, out_proj;
     // linear says whether the layer is a Gated DeltaNet layer.
     bool linear() const { return in_proj_qkv.defined(); }
+    // A Nemotron-H Mamba-2 layer's own (mamba2.h): the input projection,
+    // the conv's bias and the skip D; its conv1d, dt_bias, A_log, gated
+    // norm (linear_norm) and out_proj sit in the DeltaNet's slots.
+    at::Tensor in_proj, conv1d_bias, D;
+    // mamba says whether the layer is a Mamba-2 layer.
+    bool mamba() const { return in_proj.defined(); }
     // A sparse (mixture-of-experts) layer's MLP (moe.h): the router
     // mlp.gate [experts, hidden] and the experts mlp.experts.{e}.*, each a
     // SwiGLU MLP of width moe_intermediate (kExpertParams); an undefined
@@ -160,9 +166,12 @@ struct Fused {
 // have their own head size and key/value heads, its kv-shared layers may
 // have twice as wide an MLP). kPLEVocab, kPLEAll and kPLE are Gemma 4's
 // per-layer inputs: the table's rows, layers * per_layer_dim, and
-// per_layer_dim.
+// per_layer_dim. The Mamba-2 sizes (mamba2.h): kMambaProj in_proj's rows,
+// kMambaConv the conv channels, kMambaInner heads*head_dim, kMambaHeads,
+// kMambaTaps [1, kernel].
 enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kMoeInter, kSharedInter,
-           kQProj, kLinQKV, kLinV, kLinHeads, kLinVDim, kConvTaps, kPLEVocab, kPLEAll, kPLE };
+           kQProj, kLinQKV, kLinV, kLinHeads, kLinVDim, kConvTaps, kPLEVocab, kPLEAll, kPLE, kMambaProj, kMambaConv,
+           kMambaInner, kMambaHeads, kMambaTaps };
 
 // When says which configs (and, for kDenseMLP and kSparseMLP, kAttn and
 // kLinear, which of their layers) have a parameter: kAttn an attention
@@ -170,9 +179,11 @@ enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kM
 // sparse layer's with a shared expert (Qwen3.5 MoE). kOwnK and kKNorm: an
 // attention layer that computes its keys (not a Gemma 4 kv-shared one);
 // kOwnV: that also has a v_proj (not a Gemma 4 k_eq_v full layer); kGemma
-// Gemma 4's layers, kPerLayer its per-layer inputs.
+// Gemma 4's layers, kPerLayer its per-layer inputs. The Nemotron-H
+// blocks' (mamba2.h): kMambaBlock, kMambaConvBias (with use_conv_bias),
+// kAttnBlock, kMLPBlock.
 enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP, kAttn, kLinear, kSharedExpert,
-            kOwnK, kOwnV, kKNorm, kGemma, kPerLayer };
+            kOwnK, kOwnV, kKNorm, kGemma, kPerLayer, kMambaBlock, kMambaConvBias, kAttnBlock, kMLPBlock };
 
 // Param is a row of a parameter table: the HF key (under model.layers.{i}.
 // for a layer's), the member of Owner (the model, or a Layer) that holds
@@ -325,6 +336,8 @@ inline at::ScalarType acc_type(at::ScalarType t) { return at::promote_types(at::
 inline bool sparse(const ar_model_config &c, int64_t i) { return c.experts > 0 && c.moe_layer[i] != 0; }
 // linear_layer says whether layer i of config c is a Gated DeltaNet layer.
 inline bool linear_layer(const ar_model_config &c, int64_t i) { return c.linear_layer[i] != 0; }
+// block is layer i's Nemotron-H block kind (AR_BLOCK_*), 0 in the other families.
+inline int block(const ar_model_config &c, int64_t i) { return c.nemotron != 0 ? c.block[i] : 0; }
 // has says whether config c has the parameters of rows marked w: in layer
 // `layer` for a layer's rows (kDenseMLP, kSparseMLP), -1 for the others.
 bool has(When w, const ar_model_config &c, int64_t layer = -1);

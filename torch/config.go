@@ -61,6 +61,10 @@ type Config struct {
 	// other families.
 	Gemma *Gemma4 `json:"-"`
 
+	// Nemotron is a nemotron_h model's blocks and Mamba-2 sizes
+	// (nemotron.go; zero for the other families).
+	Nemotron Nemotron `json:"-"`
+
 	Raw map[string]any `json:"-"`
 }
 
@@ -109,7 +113,8 @@ func (c Config) QKNorm() bool {
 
 // architectures maps a model_type to the HF class that config.json names.
 var architectures = map[string]string{"qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM", "llama": "LlamaForCausalLM",
-	"qwen3_moe": "Qwen3MoeForCausalLM", qwen35: "Qwen3_5ForCausalLM", qwen35MoE: "Qwen3_5MoeForCausalLM"}
+	"qwen3_moe": "Qwen3MoeForCausalLM", qwen35: "Qwen3_5ForCausalLM", qwen35MoE: "Qwen3_5MoeForCausalLM",
+	NemotronH: "NemotronHForCausalLM"}
 
 // ReadConfig reads and validates dir/config.json; dir may be a Hugging
 // Face model id in the local cache (hubcache).
@@ -209,14 +214,19 @@ func ParseConfig(b []byte, name string) (Config, error) {
 			return Config{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
+	if c.IsNemotron() {
+		if err := parseNemotron(raw, &c); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", name, err)
+		}
+	}
 	if c.HeadDim == 0 && c.Heads > 0 {
 		c.HeadDim = c.Hidden / c.Heads
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
-	if c.IsQwen35() {
-		return c, nil // its layer types are parseQwen35's
+	if c.IsQwen35() || c.IsNemotron() {
+		return c, nil // their layer types are parseQwen35's, parseNemotron's
 	}
 	if c.Window, c.WindowLayers, err = checkLayerTypes(raw, c); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
@@ -338,7 +348,7 @@ func (c Config) Validate() error {
 	}
 	if _, ok := architectures[c.ModelType]; !ok {
 		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, qwen3_moe, llama, qwen3_5 / qwen3_5_text, "+
-			"qwen3_5_moe / qwen3_5_moe_text, gemma4 / gemma4_text)", c.ModelType)
+			"qwen3_5_moe / qwen3_5_moe_text, gemma4 / gemma4_text, nemotron_h)", c.ModelType)
 	}
 	if err := c.MoE.validate(c.ModelType, c.Layers); err != nil {
 		return err
@@ -382,6 +392,9 @@ func (c Config) Validate() error {
 	}
 	if c.IsQwen35() {
 		return c.validateQwen35()
+	}
+	if c.IsNemotron() {
+		return c.validateNemotron()
 	}
 	if c.LayerTypes != nil || c.PartialRotary != 0 {
 		return fmt.Errorf("layer types and partial RoPE are Qwen3.5's (%s, %s), not %s's", qwen35, qwen35MoE, c.ModelType)
@@ -453,6 +466,9 @@ func (c Config) JSON() ([]byte, error) {
 	}
 	if c.IsQwen35() {
 		c.jsonQwen35(out, set)
+	}
+	if c.IsNemotron() {
+		c.jsonNemotron(out, set)
 	}
 	for k, v := range set {
 		out[k] = v

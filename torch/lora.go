@@ -167,6 +167,9 @@ func NewLoRAModel(base *Model, c LoRA, valueHead bool, seed uint64) (*Model, err
 	if base.lora != nil {
 		return nil, errors.New("lora model: the base is itself a LoRA model")
 	}
+	if base.Config.IsNemotron() {
+		return nil, errors.New("lora model: LoRA on a Nemotron-H model (nemotron_h: its mixer.* projections) is not implemented yet")
+	}
 	// The shim scales by alpha / r: rsLoRA gives it the alpha that makes its Scale.
 	alpha := c.Alpha
 	if c.RSLoRA {

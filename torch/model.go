@@ -99,6 +99,16 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 			}
 		}
 	}
+	if cfg.IsNemotron() {
+		n := cfg.Nemotron
+		cc.nemotron = 1
+		cc.mamba_heads, cc.mamba_head_dim, cc.mamba_groups = C.int64_t(n.Heads), C.int64_t(n.HeadDim), C.int64_t(n.Groups)
+		cc.ssm_state, cc.mamba_conv_kernel, cc.mamba_chunk = C.int64_t(n.State), C.int64_t(n.ConvKernel), C.int64_t(n.Chunk)
+		cc.mamba_conv_bias, cc.mamba_dt_min, cc.mamba_dt_max = cbool(n.ConvBias), C.double(n.DtMin), C.double(n.DtMax)
+		for i, b := range n.Blocks {
+			cc.block[i] = map[string]C.uint8_t{MambaBlock: C.AR_BLOCK_MAMBA, AttentionBlock: C.AR_BLOCK_ATTENTION, MLPBlock: C.AR_BLOCK_MLP}[b]
+		}
+	}
 	var h C.ar_model
 	var msg *C.char
 	if err := check("model_new", C.ar_model_new(&cc, C.int(dt), C.int(dev.code()), &h, &msg), msg); err != nil {
@@ -432,8 +442,10 @@ func checkWeights(r *safetensors.Reader, path string, cfg Config, valueHead bool
 	want := func(name string) bool {
 		if rest, ok := strings.CutPrefix(name, wrappedTextPrefix); ok && cfg.Wrapped {
 			name = "model." + rest
-		} else if cfg.Wrapped && strings.HasPrefix(name, "model.") {
-			return false // the text model's key is model.language_model.*
+		} else if rest, ok := strings.CutPrefix(name, nemotronCheckpointPrefix); ok && cfg.IsNemotron() {
+			name = "model." + rest
+		} else if (cfg.Wrapped || cfg.IsNemotron()) && strings.HasPrefix(name, "model.") {
+			return false // the text model's key is model.language_model.*, Nemotron-H's backbone.*
 		}
 		if _, ok := strings.CutPrefix(name, layerPrefix); ok {
 			i, rest, ok := layerParam(name)
@@ -468,6 +480,8 @@ func heldLayers(r *safetensors.Reader, cfg Config) int {
 	for _, n := range r.Names() {
 		if rest, ok := strings.CutPrefix(n, wrappedTextPrefix); ok && cfg.Wrapped {
 			n = "model." + rest
+		} else if rest, ok := strings.CutPrefix(n, nemotronCheckpointPrefix); ok && cfg.IsNemotron() {
+			n = "model." + rest
 		}
 		if i, _, ok := layerParam(n); ok && i >= held {
 			held = i + 1
@@ -491,12 +505,14 @@ func layerParam(name string) (i int, rest string, ok bool) {
 	return i, rest, true
 }
 
-// layerKind is which kind of layer one is: whether its MLP is sparse and
-// whether it is a Gated DeltaNet layer; a Gemma 4 layer is its own kind
-// (gemma: its index + 1; its shapes depend on its type and place).
+// layerKind is which kind of layer one is: whether its MLP is sparse,
+// whether it is a Gated DeltaNet layer, and a Nemotron-H layer's block; a
+// Gemma 4 layer is its own kind (gemma: its index + 1; its shapes depend
+// on its type and place).
 type layerKind struct {
 	sparse, linear bool
 	gemma          int
+	block          string
 }
 
 // layerKind is layer i's kind.
@@ -504,7 +520,11 @@ func (c Config) layerKind(i int) layerKind {
 	if c.IsGemma4() {
 		return layerKind{gemma: i + 1}
 	}
-	return layerKind{sparse: c.SparseLayer(i), linear: c.LayerTypes != nil && c.LayerTypes[i] == LinearAttention}
+	k := layerKind{sparse: c.SparseLayer(i), linear: c.LayerTypes != nil && c.LayerTypes[i] == LinearAttention}
+	if c.IsNemotron() {
+		k.block = c.Nemotron.Blocks[i]
+	}
+	return k
 }
 
 // layerParams is one layer kind's parameters: their shapes by the name
@@ -534,6 +554,9 @@ func layerKinds(cfg Config, valueHead bool) (map[layerKind]layerParams, []ParamS
 			one.MoE.SparseStep, one.MoE.MLPOnlyLayers = 1, nil // layer 0 sparse
 		} else {
 			one.MoE.Experts = 0
+		}
+		if cfg.IsNemotron() {
+			one.Nemotron.Blocks = []string{k.block}
 		}
 		if cfg.LayerTypes != nil {
 			one.LayerTypes = []string{FullAttention}
@@ -668,7 +691,11 @@ func (m *Model) Save(dir string) error {
 		if err != nil {
 			return err
 		}
-		st := safetensors.Tensor{Name: name, DType: sdt, Shape: shape, Fill: func(dst []byte) error {
+		saved := name
+		if m.Config.IsNemotron() {
+			saved = m.Config.checkpointName(name) // backbone.*, as the published checkpoints
+		}
+		st := safetensors.Tensor{Name: saved, DType: sdt, Shape: shape, Fill: func(dst []byte) error {
 			p, err := m.Param(name)
 			if err != nil {
 				return err

@@ -70,19 +70,25 @@ func (c Config) RotaryDim() int {
 
 // checkpointName is the key the checkpoint holds the parameter name under:
 // a multimodal Qwen3.5 checkpoint keeps the text model's model.* under
-// model.language_model.
+// model.language_model., a Nemotron-H checkpoint under backbone.
 func (c Config) checkpointName(name string) string {
 	if rest, ok := strings.CutPrefix(name, "model."); ok && c.Wrapped {
 		return wrappedTextPrefix + rest
+	} else if ok && c.IsNemotron() {
+		return nemotronCheckpointPrefix + rest
 	}
 	return name
 }
 
 // skippedTensor says whether a checkpoint tensor is one the model skips
-// by name (the vision tower and MTP weights of a Qwen3.5 checkpoint).
+// by name (the vision tower and MTP weights of a Qwen3.5 checkpoint, the
+// MTP weights of a Nemotron-H one).
 func (c Config) skippedTensor(name string) bool {
 	if c.IsGemma4() {
 		return c.gemma4Skips(name)
+	}
+	if c.IsNemotron() {
+		return nemotronSkipped(name)
 	}
 	if !c.IsQwen35() {
 		return false

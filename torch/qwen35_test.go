@@ -373,6 +373,14 @@ func TestQwen35PackedTreeEqualsAlone(t *testing.T) {
 	if err := m.InitRandom(5, 0.2); err != nil {
 		t.Fatal(err)
 	}
+	packedTreeEqualsAlone(t, m)
+}
+
+// packedTreeEqualsAlone checks the packed forward of the hybrid model m
+// over the prefix tree of TestQwen35PackedTreeEqualsAlone against the
+// plain forward of each sequence alone, and that a mask that is not a
+// prefix tree is refused.
+func packedTreeEqualsAlone(t *testing.T, m *Model) {
 	prefix, a, b := seq(70, 1), seq(40, 2), seq(9, 3)
 	seqs := [][]int64{append(append([]int64{}, prefix...), a...), append(append([]int64{}, prefix...), b...)}
 	// Packed: prefix, a, b, two pads; parent of b[0] is prefix's last.

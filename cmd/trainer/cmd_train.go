@@ -147,6 +147,9 @@ func dryRun(c *cli.Context, cfg config.Config) error {
 	if n := linearLayers(r.Model); n > 0 {
 		layers += fmt.Sprintf(" (%d Gated DeltaNet)", n)
 	}
+	if r.Model.IsNemotron() {
+		layers += fmt.Sprintf(" (Nemotron-H blocks %s)", r.Model.Nemotron.Pattern())
+	}
 	fmt.Printf("model:     %s, vocab %d, hidden %d, %s, %d heads (%d kv), %.1fM parameters\n",
 		r.Model.ModelType, r.Model.Vocab, r.Model.Hidden, layers, r.Model.Heads, r.Model.KVHeads, float64(r.Params)/1e6)
 	if r.ActiveParams != r.Params {

@@ -50,6 +50,9 @@ func TinyConfig(c config.TinyConfig, tok *tokenizer.Tokenizer) torch.Config {
 		tc.MoE = torch.MoE{Experts: c.Experts, ExpertsPerToken: c.ExpertsPerToken, Intermediate: c.MoEIntermediate,
 			NormTopKProb: true, SparseStep: 1}
 	}
+	if c.ModelType == torch.NemotronH {
+		return tinyNemotron(c, tc)
+	}
 	if c.ModelType != tinyQwen35 {
 		return tc
 	}

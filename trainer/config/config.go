@@ -114,7 +114,7 @@ type LoRAConfig struct {
 // layers, sized by the linear_* keys and full_attention_interval), or a
 // Qwen3 MoE (every MLP a mixture of experts, sized by the experts keys).
 type TinyConfig struct {
-	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5|qwen3_moe" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML), or qwen3_moe (Qwen3 with every MLP a mixture of experts: experts, experts_per_token, moe_intermediate)"`
+	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5|qwen3_moe|nemotron_h" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML), qwen3_moe (Qwen3 with every MLP a mixture of experts: experts, experts_per_token, moe_intermediate), or nemotron_h (Nemotron-H's hybrid: single blocks, Mamba-2, attention without RoPE or relu² MLP, as nemotron_pattern lists them; Qwen3's chat format)"`
 	Hidden       int    `yaml:"hidden" default:"128" doc:"hidden size"`
 	Intermediate int    `yaml:"intermediate" default:"256" doc:"MLP intermediate size"`
 	Layers       int    `yaml:"layers" default:"2" doc:"transformer layers"`
@@ -134,6 +134,8 @@ type TinyConfig struct {
 	Experts         int `yaml:"experts" default:"4" doc:"qwen3_moe: experts of each mixture-of-experts MLP (num_experts)"`
 	ExpertsPerToken int `yaml:"experts_per_token" default:"2" doc:"qwen3_moe: experts each token takes, its router's top-k (num_experts_per_tok), at most experts"`
 	MoEIntermediate int `yaml:"moe_intermediate" default:"64" doc:"qwen3_moe: each expert's MLP intermediate size (moe_intermediate_size)"`
+	// The Nemotron-H key (model_type nemotron_h).
+	NemotronPattern string `yaml:"nemotron_pattern" default:"M*-" doc:"nemotron_h: the layers' blocks as Nemotron-H's hybrid_override_pattern spells them (M a Mamba-2 layer of heads heads of 2 x hidden/heads with a state of 16, * attention, - a relu² MLP of width intermediate), repeated to fill layers"`
 }
 
 // DataConfig picks the questions.

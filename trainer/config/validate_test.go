@@ -50,6 +50,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"model.tiny.full_attention_interval", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.FullAttentionInterval = "qwen3_5", 0 }, "want at least 1"},
 		// hidden 80 over 4 heads: a head of 20, whose quarter (5) is odd.
 		{"model.tiny.heads", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.Hidden = "qwen3_5", 80 }, "head size of 20"},
+		{"model.tiny.nemotron_pattern", func(c *Config) { c.Model.Tiny.NemotronPattern = "M-" }, `"M-", but model.tiny.model_type is qwen2`},
+		{"model.tiny.nemotron_pattern", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.NemotronPattern = "nemotron_h", "ME" },
+			`"ME", want a nonempty string of M (Mamba-2), * (attention) and - (MLP)`},
 		{"model.logits_chunk", func(c *Config) { c.Model.LogitsChunk = -1 }, "want at least 0"},
 		{"model.chat.reasoning_effort", func(c *Config) { c.Model.Chat.ReasoningEffort = "high" }, `"high", want one of xhigh, medium, low`},
 		{"data.train", func(c *Config) { c.Data.Source = "files" }, "empty, but data.source is files"},
@@ -208,6 +211,15 @@ func TestValidateTinyQwen35(t *testing.T) {
 	c.Model.Tiny.ConvKernel = 1024
 	if err := c.Validate(); err != nil {
 		t.Errorf("model.tiny.conv_kernel 1024 of 1024 positions: %v", err)
+	}
+}
+
+// The default job with a Nemotron-H-shaped tiny model is valid as it is.
+func TestValidateTinyNemotronH(t *testing.T) {
+	c := Default()
+	c.Model.Tiny.ModelType = "nemotron_h"
+	if err := c.Validate(); err != nil {
+		t.Errorf("model.tiny.model_type nemotron_h over the defaults: %v", err)
 	}
 }
 

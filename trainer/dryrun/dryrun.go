@@ -105,6 +105,10 @@ func Run(ctx context.Context, cfg config.Config) (*Report, error) {
 		r.Warnings = append(r.Warnings, "the model has Gated DeltaNet layers (Qwen3.5): the hand-written CPU decode kernels run "+
 			"attention-only models, so rollouts decode on the libtorch path")
 	}
+	if r.Model.IsNemotron() {
+		r.Warnings = append(r.Warnings, "the model is a Nemotron-H model (Mamba-2 layers): the hand-written CPU decode kernels run "+
+			"attention-only models, so rollouts decode on the libtorch path")
+	}
 	if r.Model.Sparse() {
 		r.Warnings = append(r.Warnings, "the model has mixture-of-experts layers: the hand-written CPU decode kernels run dense models only, "+
 			"so rollouts decode on the libtorch path (and on CUDA without graph capture: the routing picks each step's experts on the host)")

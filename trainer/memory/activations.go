@@ -73,6 +73,25 @@ type Workload struct {
 // keeps, besides an attention layer's, the gate half of its twice-as-wide
 // q_proj, the gate's sigmoid and the gated output (3 x heads x head_dim).
 //
+// A Nemotron-H layer is one block. Its attention block keeps the residual
+// input, the norm's normalised value and output, q, k, v, the attention
+// output and the residual sum (4 hidden-sized, 2 of the query width, 2 of
+// the key/value width) and the probabilities; its MLP block the residual
+// input, the norm's two, the up projection, its ReLU and square, and the
+// residual sum (4 hidden-sized, 3 of the intermediate size); its Mamba-2
+// block, counted in floats as the Gated DeltaNet's (I = heads x head_dim,
+// D the conv's channels I + 2 x n_groups x ssm_state, N = ssm_state,
+// H the heads, C the chunk), what autograd keeps of cgo/mamba2.cpp's
+// forward (views of one tensor counted once): 4 hidden-sized; in_proj's
+// output (I + D + H, kept whole by the views of z and dt); the conv's
+// output and its masked SiLU (2 x D); B and C repeated to the heads and C
+// decayed (3 x H x N); 7 x I (x times dt, x decayed to the chunk's end,
+// the output with D's skip, the gate's SiLU, the gated product, its
+// normalised value and the weighted norm); 4 x H (dt plus its bias, its
+// softplus, the decays to the chunk's end and from its start); 3 x H x C
+// (a row of the chunk's pairwise decays, of C.B and of their product);
+// and the state entering each chunk, H x head_dim x N per C tokens.
+//
 // The LM head's logits whole (LogitsChunk 0) are three [tokens, vocab]
 // float32 tensors at the backward's peak (the log-softmax kept by the
 // forward, its gradient and the gradient of the logits). In chunks, two
@@ -93,6 +112,9 @@ func Activations(c torch.Config, w Workload) int64 {
 		attention = int64(c.Heads) * 4 // a float32 log-sum-exp per head
 	}
 	layer := func(i int) int64 { // the bytes layer i keeps
+		if c.IsNemotron() {
+			return nemotronLayer(c, w, c.Nemotron.Blocks[i], attention)
+		}
 		mlp := 4 * int64(c.Intermediate)
 		if c.SparseLayer(i) {
 			k := int64(c.MoE.ExpertsPerToken)
@@ -136,4 +158,24 @@ func Activations(c torch.Config, w Workload) int64 {
 		}
 	}
 	return layers + logits
+}
+
+// nemotronLayer is the bytes a Nemotron-H layer of the block kind keeps
+// (Activations says what), attention the per-token bytes of its
+// attention probabilities.
+func nemotronLayer(c torch.Config, w Workload, block string, attention int64) int64 {
+	tok, h, b := int64(w.Micro)*int64(w.Seq), int64(c.Hidden), w.Bytes
+	switch block {
+	case torch.AttentionBlock:
+		q, kv := int64(c.Heads)*int64(c.HeadDim), int64(c.KVHeads)*int64(c.HeadDim)
+		return tok * ((4*h+2*q+2*kv)*b + attention)
+	case torch.MLPBlock:
+		return tok * (4*h + 3*int64(c.Intermediate)) * b
+	}
+	n := c.Nemotron
+	heads, state, chunk := int64(n.Heads), int64(n.State), int64(n.Chunk)
+	inner := heads * int64(n.HeadDim)
+	d := inner + 2*int64(n.Groups)*state
+	chunks := int64(w.Micro) * ((int64(w.Seq) + chunk - 1) / chunk)
+	return (tok*(4*h+inner+d+heads+2*d+3*heads*state+7*inner+4*heads+3*heads*min(chunk, int64(w.Seq))) + chunks*inner*state) * 4
 }

@@ -36,10 +36,25 @@ func TrainingState(params, b int64, world, zero int) (grads, optimizer int64) {
 // channels, 2 x k_heads x k_dim + v_heads x v_dim, in the decoding dtype)
 // and its recurrent state (a k_dim x v_dim matrix per value head, in
 // float32, the dtype the delta rule accumulates in for f32, bf16 and f16
-// models alike).
+// models alike). A Nemotron-H layer holds by its block: attention's keys
+// and values; a Mamba-2 layer's conv state (kernel-1 inputs of its
+// heads x head_dim + 2 x n_groups x ssm_state channels, in the decoding
+// dtype) and recurrent state (a head_dim x ssm_state matrix per head, in
+// float32), counted with the Gated DeltaNet's; an MLP layer's nothing.
 func DecodeState(c torch.Config, slots, positions int, b int64) (kv, deltanet int64) {
 	n := int64(slots)
 	for i := range c.Layers {
+		if c.IsNemotron() {
+			switch nm := c.Nemotron; nm.Blocks[i] {
+			case torch.MambaBlock:
+				inner := int64(nm.Heads) * int64(nm.HeadDim)
+				conv := (inner + 2*int64(nm.Groups)*int64(nm.State)) * int64(nm.ConvKernel-1) * b
+				deltanet += n * (conv + inner*int64(nm.State)*4)
+				continue
+			case torch.MLPBlock:
+				continue
+			}
+		}
 		if linearLayer(c, i) {
 			conv := int64(2*c.LinearKeyHeads*c.LinearKeyDim+c.LinearValueHeads*c.LinearValueDim) * int64(c.LinearConvKernel-1) * b
 			recurrent := int64(c.LinearValueHeads) * int64(c.LinearKeyDim) * int64(c.LinearValueDim) * 4

@@ -3,7 +3,7 @@ save_pretrained, and their reference outputs, for torch/interop_test.go.
 
 argv: in.json out.json. in.json is {"models": [...]}, one model each:
   dir             where the model folder goes
-  family          qwen2, qwen3, qwen3_moe, llama, qwen3_5 (Qwen3_5ForCausalLM,
+  family          qwen2, qwen3, qwen3_moe, llama, nemotron_h, qwen3_5 (Qwen3_5ForCausalLM,
                   the text model) or qwen3_5_vl
                   (Qwen3_5ForConditionalGeneration: config is its
                   text_config, vision its vision_config, and mtp.* tensors
@@ -56,6 +56,7 @@ CONFIGS = {
     "qwen3_5": transformers.Qwen3_5TextConfig,
     "qwen3_5_moe": transformers.Qwen3_5MoeTextConfig,
     "gemma4": transformers.Gemma4TextConfig,
+    "nemotron_h": transformers.NemotronHConfig,
 }
 
 # The multimodal families: their config and model classes.
@@ -85,11 +86,12 @@ def perturb(model, gen):
     """Norm weights spread around 1 and biases drawn, so that a norm or a
     bias put in the wrong place shows in the logits (the init sets them to
     1 and 0). Qwen3.5's RMSNorms scale by 1 + w (its gated norm by w):
-    their w spreads around 0, so that they scale as much as the others."""
+    their w spreads around 0, so that they scale as much as the others.
+    A Mamba-2 layer's skip D (initialised to 1) spreads around 1 too."""
     offset = getattr(model.config.get_text_config(), "model_type", "") in ("qwen3_5_text", "qwen3_5_moe_text")
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.endswith("norm.weight"):
+            if name.endswith("norm.weight") or name.endswith("norm_f.weight") or name.endswith("mixer.D"):
                 centre = 0 if offset and not name.endswith("linear_attn.norm.weight") else 1
                 p.copy_(centre + 0.3 * (2 * torch.rand(p.shape, generator=gen) - 1))
             elif name.endswith(".bias"):
@@ -153,7 +155,7 @@ def make(a):
     model.save_pretrained(a["dir"], **kw)
     if a["family"] in MULTIMODAL and not a["family"].startswith("gemma4"):
         add_mtp(a["dir"], a["config"]["hidden_size"], gen)
-    rope = model.config.get_text_config().rope_parameters
+    rope = getattr(model.config.get_text_config(), "rope_parameters", None) or {}  # (Nemotron-H has no RoPE)
     del model
     cpath = os.path.join(a["dir"], "config.json")
     if a["style"] == "4":
@@ -165,7 +167,7 @@ def make(a):
     eager = {"experts_implementation": "eager"} if a["family"] in MOE else {}
     ref = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=dt, attn_implementation="eager", **eager)
     ref.eval()
-    got = ref.config.get_text_config().rope_parameters
+    got = getattr(ref.config.get_text_config(), "rope_parameters", None) or {}
     assert {k: got.get(k) for k in rope} == rope, f"transformers reads the {a['style']}.x config's RoPE as {got}, saved {rope}"
     ref.generation_config.eos_token_id = None
     V = ref.config.get_text_config().vocab_size

@@ -1,0 +1,19 @@
+package config
+
+import "strings"
+
+// validateTinyNemotron checks model.tiny.nemotron_pattern: blocks Nemotron-H
+// has (M, *, -) for a nemotron_h model, its default for the others (which
+// have no such blocks: a pattern set there would be ignored).
+func (c *Config) validateTinyNemotron(p *problems) {
+	t, d := c.Model.Tiny, Default().Model.Tiny
+	if t.ModelType != "nemotron_h" {
+		if t.NemotronPattern != d.NemotronPattern {
+			p.add("model.tiny.nemotron_pattern", "%q, but model.tiny.model_type is %s: it applies to nemotron_h only", t.NemotronPattern, t.ModelType)
+		}
+		return
+	}
+	if t.NemotronPattern == "" || strings.Trim(t.NemotronPattern, "M*-") != "" {
+		p.add("model.tiny.nemotron_pattern", "%q, want a nonempty string of M (Mamba-2), * (attention) and - (MLP)", t.NemotronPattern)
+	}
+}
