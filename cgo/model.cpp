@@ -641,8 +641,10 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     if (c.nemotron != 0) {
       add_params(*m, *m, kNemotronEmbedParams, "");
       m->layers.resize(c.layers);
-      for (int64_t i = 0; i < c.layers; i++)
+      for (int64_t i = 0; i < c.layers; i++) {
+        set_layer_shape(m->layers[i], c, i);
         add_params(*m, m->layers[i], kNemotronLayerParams, "model.layers." + std::to_string(i) + ".", i);
+      }
       add_params(*m, *m, kNemotronHeadParams, "");
     } else {
       add_params(*m, *m, kEmbedParams, "");
