@@ -164,16 +164,7 @@ func TestCheckKeptComparesStoredConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(filepath.Join(dir, "store.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.BeginRun(store.RunInfo{Name: sft.cfg.Run.Name, ConfigJSON: string(cj), Start: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	storeRun(t, filepath.Join(dir, "store.db"), sft.cfg.Run.Name, cj)
 	want := "resume: run paper-sft-s1 finished with another config than this call's (run.iterations, optim.lr differ)"
 	if err := checkKept(sft); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v, want %q", err, want)
@@ -198,16 +189,7 @@ func TestCheckKeptComparesStoredConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err = store.Open(filepath.Join(dir, "store.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.BeginRun(store.RunInfo{Name: sft.cfg.Run.Name, ConfigJSON: string(lacking), Start: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	storeRun(t, filepath.Join(dir, "store.db"), sft.cfg.Run.Name, lacking)
 	if err := checkKept(&same); err != nil {
 		t.Errorf("a stored config without rollout.engine (a run from before the key): %v", err)
 	}
@@ -239,16 +221,7 @@ func TestMigrateKeptOlderStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "store.db")
-	s, err := store.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.BeginRun(store.RunInfo{Name: sft.cfg.Run.Name, ConfigJSON: string(cj), Start: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	storeRun(t, path, sft.cfg.Run.Name, cj)
 	// The store as schema 8 left it: no continued_from.
 	db, err := sql.Open("sqlite3", path)
 	if err != nil {
@@ -268,5 +241,21 @@ func TestMigrateKeptOlderStore(t *testing.T) {
 	}
 	if err := checkKept(sft); err != nil {
 		t.Fatalf("the older store after migrating: %v", err)
+	}
+}
+
+// storeRun writes the store at path with one run, name, begun with the
+// config cfgJSON.
+func storeRun(t *testing.T, path, name string, cfgJSON []byte) {
+	t.Helper()
+	s, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginRun(store.RunInfo{Name: name, ConfigJSON: string(cfgJSON), Start: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

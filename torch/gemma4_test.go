@@ -122,31 +122,7 @@ func TestInteropGemma4(t *testing.T) {
 // agentrl's export loads in transformers as Gemma4ForCausalLM with every
 // parameter and the logits equal.
 func gemma4Training(t *testing.T, dir string) {
-	var full fixtureCase
-	for _, c := range loadCases(t, dir) {
-		if c.Name == "right_padded" {
-			full = c
-		}
-	}
-	m, err := LoadModel(dir, Float32, CPU, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	export := filepath.Join(t.TempDir(), "export")
-	err = m.Save(export)
-	m.Free()
-	if err != nil {
-		t.Fatal(err)
-	}
-	grads := filepath.Join(t.TempDir(), "grads.safetensors")
-	var ref gradChecked
-	pyinterop.Run(t, "testdata/interop/grad_check.py", map[string]any{"dir": dir, "ids": full.InputIDs,
-		"mask": full.AttentionMask, "grads": grads, "export": export}, &ref)
-	t.Logf("export: loads as %s, parameters differ by %g, logits by %g", ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
-	if ref.ExportClass != "Gemma4ForCausalLM" || ref.ExportMaxDiff != 0 || ref.ExportLogitsMaxDiff != 0 {
-		t.Errorf("agentrl's export loads in transformers as %s, its parameters differing from the model's by %g, its logits by %g",
-			ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
-	}
+	full, ref, grads := gradReference(t, dir, "Gemma4ForCausalLM")
 	b := Batch{B: len(full.InputIDs), T: len(full.InputIDs[0]), IDs: flat(full.InputIDs), Attn: flat(full.AttentionMask),
 		Positions: flat(full.PositionIDs)}
 	for _, packed := range []bool{false, true} {

@@ -43,7 +43,7 @@ func TestInteropNemotronH(t *testing.T) {
 	for check, d := range fixtureParity(t, dir) {
 		t.Logf("| nemotron_h | %s | %.1e |", check, d)
 	}
-	nemotronTraining(t, dir, loadCases(t, dir))
+	nemotronTraining(t, dir)
 }
 
 // nemotronTraining holds the gradients of the model folder dir's short
@@ -53,32 +53,8 @@ func TestInteropNemotronH(t *testing.T) {
 // with and without checkpointing, and
 // checks agentrl's export (backbone.* names) loads in transformers as
 // NemotronHForCausalLM with the same parameters and logits.
-func nemotronTraining(t *testing.T, dir string, cases []fixtureCase) {
-	var full fixtureCase
-	for _, c := range cases {
-		if c.Name == "right_padded" {
-			full = c
-		}
-	}
-	m, err := LoadModel(dir, Float32, CPU, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	export := filepath.Join(t.TempDir(), "export")
-	err = m.Save(export)
-	m.Free()
-	if err != nil {
-		t.Fatal(err)
-	}
-	grads := filepath.Join(t.TempDir(), "grads.safetensors")
-	var ref gradChecked
-	pyinterop.Run(t, "testdata/interop/grad_check.py", map[string]any{"dir": dir, "ids": full.InputIDs,
-		"mask": full.AttentionMask, "grads": grads, "export": export}, &ref)
-	t.Logf("export: loads as %s, parameters differ by %g, logits by %g", ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
-	if ref.ExportClass != "NemotronHForCausalLM" || ref.ExportMaxDiff != 0 || ref.ExportLogitsMaxDiff != 0 {
-		t.Errorf("agentrl's export loads in transformers as %s, its parameters differing from the model's by %g, its logits by %g",
-			ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
-	}
+func nemotronTraining(t *testing.T, dir string) {
+	full, ref, grads := gradReference(t, dir, "NemotronHForCausalLM")
 	b := Batch{B: len(full.InputIDs), T: len(full.InputIDs[0]), IDs: flat(full.InputIDs), Attn: flat(full.AttentionMask),
 		Positions: flat(full.PositionIDs)}
 	for _, form := range []struct {

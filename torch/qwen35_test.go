@@ -73,6 +73,38 @@ type gradChecked struct {
 	ExportLogitsMaxDiff float64 `json:"export_logits_max_diff"`
 }
 
+// gradReference checks that agentrl's export of the model folder dir (Save
+// of the model loaded in f32) loads in transformers as class with every
+// parameter and the logits equal, and returns the folder's right-padded
+// case with transformers' loss over it and the file of its gradients
+// (grad_check.py, float64).
+func gradReference(t *testing.T, dir, class string) (full fixtureCase, ref gradChecked, grads string) {
+	for _, c := range loadCases(t, dir) {
+		if c.Name == "right_padded" {
+			full = c
+		}
+	}
+	m, err := LoadModel(dir, Float32, CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	export := filepath.Join(t.TempDir(), "export")
+	err = m.Save(export)
+	m.Free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	grads = filepath.Join(t.TempDir(), "grads.safetensors")
+	pyinterop.Run(t, "testdata/interop/grad_check.py", map[string]any{"dir": dir, "ids": full.InputIDs,
+		"mask": full.AttentionMask, "grads": grads, "export": export}, &ref)
+	t.Logf("export: loads as %s, parameters differ by %g, logits by %g", ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
+	if ref.ExportClass != class || ref.ExportMaxDiff != 0 || ref.ExportLogitsMaxDiff != 0 {
+		t.Errorf("agentrl's export loads in transformers as %s, its parameters differing from the model's by %g, its logits by %g",
+			ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
+	}
+	return full, ref, grads
+}
+
 // qwen35Training checks the training side of the model folder dir (made by
 // transformers) against transformers in float64, over the rows of its
 // right-padded case (150, 67 and 3 tokens: the chunked DeltaNet form over
@@ -89,31 +121,7 @@ type gradChecked struct {
 //     transformers as Qwen3_5ForCausalLM with no key missing or unexpected,
 //     every parameter equal to the folder's and the same logits.
 func qwen35Training(t *testing.T, dir string) {
-	var full fixtureCase
-	for _, c := range loadCases(t, dir) {
-		if c.Name == "right_padded" {
-			full = c
-		}
-	}
-	m, err := LoadModel(dir, Float32, CPU, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	export := filepath.Join(t.TempDir(), "export")
-	err = m.Save(export)
-	m.Free()
-	if err != nil {
-		t.Fatal(err)
-	}
-	grads := filepath.Join(t.TempDir(), "grads.safetensors")
-	var ref gradChecked
-	pyinterop.Run(t, "testdata/interop/grad_check.py", map[string]any{"dir": dir, "ids": full.InputIDs,
-		"mask": full.AttentionMask, "grads": grads, "export": export}, &ref)
-	t.Logf("export: loads as %s, parameters differ by %g, logits by %g", ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
-	if ref.ExportClass != "Qwen3_5ForCausalLM" || ref.ExportMaxDiff != 0 || ref.ExportLogitsMaxDiff != 0 {
-		t.Errorf("agentrl's export loads in transformers as %s, its parameters differing from the model's by %g, its logits by %g",
-			ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
-	}
+	full, ref, grads := gradReference(t, dir, "Qwen3_5ForCausalLM")
 	b := Batch{B: len(full.InputIDs), T: len(full.InputIDs[0]), IDs: flat(full.InputIDs), Attn: flat(full.AttentionMask),
 		Positions: flat(full.PositionIDs)}
 	for _, form := range []struct {
