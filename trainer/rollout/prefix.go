@@ -60,18 +60,15 @@ func (s *sched) startContinuations(req Request, slots []int) error {
 	})
 	for i, sl := range slots {
 		sample := p.FirstSample + i
-		tr := s.newTraj(req, sample)
-		tr.PromptLen = src.PromptLen
-		tr.Tokens = slices.Clone(prefix)
-		tr.Logprobs = make([]float32, cut)
-		tr.Mask = make([]uint8, cut)
-		tr.TurnOf = slices.Clone(src.TurnOf[:cut])
-		tr.Turns = turns[i]
 		if err := s.l.Decoder().Seed(sl, trajSeed(s.opt.Seed, s.opt.Iteration, req.Group, sample, s.opt.Split)); err != nil {
 			return err
 		}
-		ep := &episode{tr: tr, segs: []*trajectory.Trajectory{tr}, env: setups[i].Env, setup: setups[i], slot: sl,
-			turn: p.Turns, turnStart: cut, started: time.Now()}
+		// An episode whose "prompt" is the prefix, given back the
+		// episode's prompt length, turn indices and turns.
+		ep := s.episode(req, sample, setups[i], prefix, sl)
+		ep.tr.PromptLen = src.PromptLen
+		copy(ep.tr.TurnOf, src.TurnOf[:cut])
+		ep.tr.Turns, ep.turn = turns[i], p.Turns
 		s.l.Activate(sl, ep)
 	}
 	return nil
