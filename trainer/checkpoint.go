@@ -23,7 +23,7 @@ func (t *Trainer) checkpoint() error {
 	}
 	// The store must hold every iteration the checkpoint covers: a resume
 	// redoes only what comes after it.
-	if err := t.rec.writer.Flush(); err != nil {
+	if err := t.rec.Flush(); err != nil {
 		return err
 	}
 	if t.state.RNG, err = t.pcg.MarshalBinary(); err != nil {

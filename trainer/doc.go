@@ -31,12 +31,12 @@
 //		//	t.learn(iter, trainable(b.trs), m)  learner.Update
 //		//	t.batches.published(iter, version)  the decoder takes the new weights
 //		//	t.evaluateSets(...)                 every run.eval_every (evaluate.go)
-//		//	t.rec.submit(iter, m, trajectories) the store and TensorBoard (storage.go)
+//		//	t.rec.Submit(iter, m, trajectories) the store and TensorBoard (package records)
 //		t.state.Iteration = iter
 //		t.checkpoint()               // every run.save_every and at the end
 //	}
 //	t.models.ExportFinal()           // <run>/final
-//	return t.rec.results(...)
+//	return t.rec.Results(...)
 //
 // Every rank of a data-parallel job runs the same loop; rank 0 alone keeps
 // the records and writes the checkpoints. The rollouts of an iteration

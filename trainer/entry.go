@@ -30,10 +30,10 @@ func (t *Trainer) Evaluate(ctx context.Context) (*results.Table, error) {
 	if err := t.iterationZero(ctx); err != nil {
 		return nil, err
 	}
-	if err := t.rec.writer.Flush(); err != nil {
+	if err := t.rec.Flush(); err != nil {
 		return nil, err
 	}
-	r, err := t.rec.results(t.cfg.Algorithm.Estimator)
+	r, err := t.rec.Results(t.cfg.Algorithm.Estimator)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func (t *Trainer) iterationZero(ctx context.Context) error {
 		return err
 	}
 	t.log.Info().Int("iteration", 0).Float64("eval_em", m[metric.Eval+metric.EM]).Float64("naive_rag_em", m[metric.NaiveRAG+metric.EM]).Msg("baselines evaluated")
-	return t.rec.submit(0, m, all)
+	return t.rec.Submit(0, m, all)
 }
 
 // evalSet is one evaluation pass: its tasks, the episode factory, the

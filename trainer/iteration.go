@@ -75,7 +75,7 @@ func (t *Trainer) iteration(ctx context.Context, iter int) error {
 		ev = ev.Float64(f.name, f.value)
 	}
 	ev.Msg("iteration")
-	return t.rec.submit(iter, m, all)
+	return t.rec.Submit(iter, m, all)
 }
 
 // engineFigures adds what the sampler's engine did this iteration (since

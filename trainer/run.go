@@ -103,13 +103,13 @@ func (t *Trainer) Run(ctx context.Context, stop <-chan struct{}) (*results.Table
 	if !t.dist.Leader() {
 		return nil, nil
 	}
-	if err := t.rec.writer.Flush(); err != nil {
+	if err := t.rec.Flush(); err != nil {
 		return nil, err
 	}
 	if err := t.models.ExportFinal(); err != nil {
 		return nil, err
 	}
-	return t.rec.results(t.cfg.Algorithm.Estimator)
+	return t.rec.Results(t.cfg.Algorithm.Estimator)
 }
 
 // warmStart runs the supervised warm start (package warmstart) on the

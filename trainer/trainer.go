@@ -19,6 +19,7 @@ import (
 	"github.com/agentrl/agentrl/trainer/learner"
 	"github.com/agentrl/agentrl/trainer/models"
 	"github.com/agentrl/agentrl/trainer/program"
+	"github.com/agentrl/agentrl/trainer/records"
 	"github.com/agentrl/agentrl/trainer/rollout"
 )
 
@@ -58,8 +59,8 @@ type Trainer struct {
 	batches batches         // the loop's training batches and the rollouts' decoder: lockstep, or the rollout role while the loop runs
 	vllm    *vllmEngine     // rollout.engine vllm: the server the rollouts sample on; nil: the built-in engine
 
-	rec  *records    // rank 0 only: the store and TensorBoard (storage.go)
-	dist *dist.Group // nil: a single process
+	rec  *records.Records // rank 0 only: the store and TensorBoard
+	dist *dist.Group      // nil: a single process
 
 	pcg   *rand.PCG
 	rng   *rand.Rand
@@ -210,8 +211,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 		}
 	}
 	if t.dist.Leader() {
-		t.rec = &records{}
-		if err := t.rec.open(cfg, t.dir, o.GitRev, ck != "", t.state.Iteration, func() bool { return t.stop.asked() }, t.log); err != nil {
+		if t.rec, err = records.Open(cfg, t.dir, o.GitRev, ck != "", t.state.Iteration, func() bool { return t.stop.asked() }, t.log); err != nil {
 			return nil, err
 		}
 	}
@@ -227,7 +227,7 @@ func (t *Trainer) Close() error {
 		t.vllm.srv.Close()
 	}
 	if t.rec != nil {
-		first = t.rec.close()
+		first = t.rec.Close()
 		t.rec = nil
 	}
 	t.sampler.Free()
@@ -243,5 +243,5 @@ func (t *Trainer) StorePath() string {
 	if t.rec == nil {
 		return ""
 	}
-	return t.rec.store.Path()
+	return t.rec.StorePath()
 }

@@ -30,7 +30,7 @@ var Layers = []Layer{
 	{"rollouts and the update", []string{"trainer/rollout", "trainer/algo", "trainer/loss", "trainer/learner"}},
 	{"beside the loop: the run's configuration, episodes, models, tasks and warm start; the agent; agent programs", []string{
 		"trainer/config", "trainer/episodes", "trainer/models", "trainer/datasets", "trainer/warmstart",
-		"trainer/agent", "trainer/program",
+		"trainer/agent", "trainer/program", "trainer/records",
 	}},
 	{"the loop, the dry run and the run tooling", []string{"trainer", "trainer/dryrun", "bench", "report", "inspect"}},
 	{"jobs and experiments", []string{"job", "experiment"}},

@@ -1,4 +1,4 @@
-package trainer
+package records
 
 import (
 	"database/sql"
@@ -16,7 +16,7 @@ import (
 func TestOpenStoreCountsOnlyResumes(t *testing.T) {
 	cfg := config.Default()
 	cfg.Run.Dir, cfg.Run.Name = t.TempDir(), "r"
-	dir := RunDir(cfg)
+	dir := t.TempDir()
 	resumes := func() int {
 		t.Helper()
 		db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "store.db")+"?mode=ro")
@@ -31,11 +31,11 @@ func TestOpenStoreCountsOnlyResumes(t *testing.T) {
 		return n
 	}
 	for i, resumed := range []bool{false, false, true, true} {
-		r := &records{}
-		if err := r.open(cfg, dir, "rev", resumed, 0, func() bool { return false }, zerolog.Nop()); err != nil {
+		r, err := Open(cfg, dir, "rev", resumed, 0, func() bool { return false }, zerolog.Nop())
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.close(); err != nil {
+		if err := r.Close(); err != nil {
 			t.Fatal(err)
 		}
 		want := max(0, i-1)

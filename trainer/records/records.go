@@ -1,4 +1,7 @@
-package trainer
+// Package records keeps what a run did, on rank 0: the trajectory store
+// (store.path, or <run>/store.db) with its background writer, and <run>/tb,
+// the metrics for TensorBoard.
+package records
 
 import (
 	"encoding/json"
@@ -14,21 +17,29 @@ import (
 	"github.com/agentrl/agentrl/trajectory"
 )
 
-// records are where rank 0 keeps what the run did: the trajectory store
-// (store.path, or <run>/store.db), its background writer, and <run>/tb,
-// the metrics for TensorBoard.
-type records struct {
+// Records are a run's store, its writer and its TensorBoard file.
+type Records struct {
 	store  *store.Store
 	writer *store.Writer
 	tb     *tensorboard.Writer
 }
 
-// open opens the records of the run in folder dir and begins the run in
+// Open opens the records of the run in folder dir and begins the run in
 // the store; resumed, the iterations after the checkpoint's, after, are
 // dropped (a fresh start drops all). While another connection holds the
 // store's write lock, opening it and every write after wait, warned
-// about, until stopped says a stop was asked.
-func (r *records) open(cfg config.Config, dir, gitRev string, resumed bool, after int, stopped func() bool, log zerolog.Logger) error {
+// about, until stopped says a stop was asked. What it opened before an
+// error is closed.
+func Open(cfg config.Config, dir, gitRev string, resumed bool, after int, stopped func() bool, log zerolog.Logger) (*Records, error) {
+	r := &Records{}
+	if err := r.open(cfg, dir, gitRev, resumed, after, stopped, log); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Records) open(cfg config.Config, dir, gitRev string, resumed bool, after int, stopped func() bool, log zerolog.Logger) error {
 	path := cfg.Store.Path
 	if path == "" {
 		path = filepath.Join(dir, "store.db")
@@ -69,11 +80,11 @@ func (r *records) open(cfg config.Config, dir, gitRev string, resumed bool, afte
 	return nil
 }
 
-// submit hands an iteration's metrics and trajectories to the store
+// Submit hands an iteration's metrics and trajectories to the store
 // writer, and the metrics to TensorBoard (one scalar per metric, at the
 // iteration as step). Nil records (the ranks other than 0, which hold
 // every rank's trajectories too) keep nothing.
-func (r *records) submit(iter int, m map[string]float64, trs []*trajectory.Trajectory) error {
+func (r *Records) Submit(iter int, m map[string]float64, trs []*trajectory.Trajectory) error {
 	if r == nil {
 		return nil
 	}
@@ -83,9 +94,12 @@ func (r *records) submit(iter int, m map[string]float64, trs []*trajectory.Traje
 	return r.writer.Submit(iter, m, trs)
 }
 
-// results reads the run's final table from its store; the RL method's
+// Flush waits until every submitted iteration is in the store.
+func (r *Records) Flush() error { return r.writer.Flush() }
+
+// Results reads the run's final table from its store; the RL method's
 // row is named after the estimator.
-func (r *records) results(estimator string) (*results.Table, error) {
+func (r *Records) Results(estimator string) (*results.Table, error) {
 	ms, err := r.store.Metrics()
 	if err != nil {
 		return nil, err
@@ -93,9 +107,12 @@ func (r *records) results(estimator string) (*results.Table, error) {
 	return results.Of(ms, "RL ("+estimator+")"), nil
 }
 
-// close flushes the pending writes and closes the writer, the store and
+// StorePath is the store's file.
+func (r *Records) StorePath() string { return r.store.Path() }
+
+// Close flushes the pending writes and closes the writer, the store and
 // TensorBoard's file, returning the first error.
-func (r *records) close() error {
+func (r *Records) Close() error {
 	var first error
 	if r.writer != nil {
 		first = r.writer.Close()
