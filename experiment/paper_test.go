@@ -301,6 +301,25 @@ func TestRows(t *testing.T) {
 		t.Errorf("%d core RL rows and %d rows, want 11 (PPO, GRPO, REINFORCE++, the two mask ablations, GRPO w/o std normalisation, "+
 			"the five with process rewards) and 14", core, len(specs))
 	}
+	// Amendment 17: on ten seeds PPO and the rows at 80 iterations run on
+	// all of them, the other core rows on the first five, the rest on the
+	// other seeds.
+	ten := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	_, on10 := Rows(ten, []int{1, 2, 3}, false)
+	for _, s := range PaperSpecs {
+		want := []int{1, 2, 3}
+		switch {
+		case s.Extra:
+			want = nil
+		case s.Name == "PPO" || strings.HasSuffix(s.Name, "80 its"):
+			want = ten
+		case s.Core:
+			want = ten[:5]
+		}
+		if !slices.Equal(on10[s.Name], want) {
+			t.Errorf("ten seeds: %s on %v, want %v", s.Name, on10[s.Name], want)
+		}
+	}
 	all, _ := Rows([]int{4}, []int{1, 2, 3}, true)
 	if len(all) != 11 {
 		t.Errorf("seed 4 alone, with extra: %d rows, want the 11 core ones", len(all))
