@@ -179,15 +179,16 @@ interop: deps build
 # saved by transformers (docs/rollout-engines.md): decoding/vllm's client
 # against transformers' own figures, then rollouts on the server against the
 # built-in engine's and the training forward's, before and after a weight
-# sync, a short GRPO run of the default job's tiny model on the server, and
-# bench rollout's side-by-side mode on a tiny scenario.
+# sync, short GRPO runs on the server (one of them killed mid-rollout and
+# resumed: the CI leg vllm runs that one), and bench rollout's side-by-side
+# mode on a tiny scenario.
 # Without the environment (a plain make test) they skip, saying why. Each
 # package is a go test of its own, so that each call has its own timeout.
 vllm-check: deps build
 	@venv=$$(scripts/vllm-venv.sh) && echo "go test -run TestRealVLLMServer ./decoding/vllm/ (AGENTRL_VLLM_VENV=$$venv)" && \
 	AGENTRL_VLLM_VENV=$$venv $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run TestRealVLLMServer ./decoding/vllm/ && \
-	echo "go test -run 'TestRealVLLM(Engine|Train)' ./trainer/" && \
-	AGENTRL_VLLM_VENV=$$venv $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestRealVLLM(Engine|Train)' ./trainer/ && \
+	echo "go test -run 'TestRealVLLM(Engine|Train|Resume)' ./trainer/" && \
+	AGENTRL_VLLM_VENV=$$venv $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run 'TestRealVLLM(Engine|Train|Resume)' ./trainer/ && \
 	echo "go test -run TestBenchRolloutVLLM ./cmd/trainer/" && \
 	AGENTRL_VLLM_VENV=$$venv $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v -run TestBenchRolloutVLLM ./cmd/trainer/
 

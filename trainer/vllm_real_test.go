@@ -62,8 +62,9 @@ func vllmPython(t *testing.T) string {
 // dies ("CPU Generator does not use offset") when a seeded request's prompt
 // is prefilled in chunks, so a step's token budget holds every sequence
 // whole. The settings of the CPU build come from the environment, set for
-// the test.
-func vllmCommand(t *testing.T, python, model string, maxLen int) (string, []string) {
+// the test. The arguments in extra come last (vLLM takes an option's last
+// value).
+func vllmCommand(t *testing.T, python, model string, maxLen int, extra ...string) (string, []string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -73,10 +74,10 @@ func vllmCommand(t *testing.T, python, model string, maxLen int) (string, []stri
 	l.Close()
 	t.Setenv("VLLM_CPU_KVCACHE_SPACE", "1")
 	t.Setenv("VLLM_CPU_OMP_THREADS_BIND", "nobind")
-	return "http://127.0.0.1:" + port, []string{python, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+	return "http://127.0.0.1:" + port, append([]string{python, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
 		"--host", "127.0.0.1", "--port", port, "--served-model-name", "tiny", "--skip-tokenizer-init", "--dtype", "float32",
 		"--max-model-len", strconv.Itoa(maxLen), "--max-num-seqs", "8", "--enforce-eager",
-		"--max-num-batched-tokens", strconv.Itoa(8 * maxLen)}
+		"--max-num-batched-tokens", strconv.Itoa(8 * maxLen)}, extra...)
 }
 
 // realChat is a chat format in bare ids for a random model: task k's

@@ -42,16 +42,16 @@ func vllmResumeConfig(dir, address string, resume bool) config.Config {
 	return c
 }
 
-// trainVLLM runs cfg to its end or its first error; bar sees each
-// progress bar's label.
-func trainVLLM(t *testing.T, cfg config.Config, bar func(label string)) error {
+// trainVLLM runs cfg to its end or its first error; bar, when set, makes
+// each progress bar from its label.
+func trainVLLM(t *testing.T, cfg config.Config, bar func(label string) Bar) error {
 	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := New(context.Background(), cfg, Options{Log: zerolog.Nop(), Progress: func(label string, _ int) Bar {
 		if bar != nil {
-			bar(label)
+			return bar(label)
 		}
 		return noBar{}
 	}})
@@ -98,10 +98,11 @@ func TestVLLMEngineSyncsAndResumes(t *testing.T) {
 	srv := vllmtest.New(fakePolicy)
 	defer srv.Close()
 	dir := t.TempDir()
-	err := trainVLLM(t, vllmResumeConfig(dir, srv.URL, false), func(label string) {
+	err := trainVLLM(t, vllmResumeConfig(dir, srv.URL, false), func(label string) Bar {
 		if label == "iter 3 rollout" {
 			srv.BreakAfter(srv.Completions() + 3)
 		}
+		return noBar{}
 	})
 	if err == nil || !strings.Contains(err.Error(), srv.URL) || !strings.Contains(err.Error(), "the server closed the connection") {
 		t.Fatalf("run with the server killed in iteration 3: %v, want an error naming the server", err)

@@ -180,17 +180,25 @@ func (s *Server) Close() {
 	})
 }
 
-// Exited reports whether a started server has exited, and how.
-func (s *Server) Exited() (bool, error) {
+// Exited reports whether a started server has exited, and how, waiting at
+// most within for it to (a connection to a killed server may fail a moment
+// before its process is reaped).
+func (s *Server) Exited(within time.Duration) (bool, error) {
 	if s.cmd == nil {
 		return false, nil
 	}
+	timer := time.NewTimer(within)
+	defer timer.Stop()
 	select {
 	case <-s.exited:
-		return true, s.waitErr
 	default:
-		return false, nil
+		select {
+		case <-s.exited:
+		case <-timer.C:
+			return false, nil
+		}
 	}
+	return true, s.waitErr
 }
 
 // waitReady polls /health and then /v1/models until the server answers

@@ -166,7 +166,7 @@ func TestStartedServerStopsWithItsGroup(t *testing.T) {
 	}
 	start := time.Now()
 	s.Close()
-	if exited, _ := s.Exited(); !exited {
+	if exited, _ := s.Exited(0); !exited {
 		t.Error("the server is still running after Close")
 	}
 	if took := time.Since(start); took > 3*time.Second {
@@ -198,7 +198,7 @@ func TestStartedServerKilledAfterGrace(t *testing.T) {
 	start := time.Now()
 	s.Close()
 	took := time.Since(start)
-	exited, werr := s.Exited()
+	exited, werr := s.Exited(0)
 	if !exited {
 		t.Fatal("the server is still running after Close")
 	}
@@ -219,12 +219,8 @@ func TestStartedServerStopsWithContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if exited, _ := s.Exited(); exited {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if exited, _ := s.Exited(5 * time.Second); exited {
+		return
 	}
 	t.Error("the server still runs after its context ended")
 	s.Close()
@@ -270,4 +266,25 @@ func TestStartedServerFailures(t *testing.T) {
 			t.Errorf("error %v", err)
 		}
 	})
+}
+
+// A started server killed from outside is reported exited, and how, once
+// it is reaped: Exited waits for that.
+func TestStartedServerKilledFromOutside(t *testing.T) {
+	s, err := Start(context.Background(), standInConfig(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if exited, _ := s.Exited(0); exited {
+		t.Fatal("the server is reported exited while it runs")
+	}
+	if err := syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	exited, werr := s.Exited(10 * time.Second)
+	var ee *exec.ExitError
+	if !exited || !errors.As(werr, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Errorf("after SIGKILL to its group: exited %v (%v), want killed by SIGKILL", exited, werr)
+	}
 }
