@@ -15,7 +15,7 @@ import (
 // rank holds the whole batch, ordered by group and sample. f nil plays the
 // policy's own episodes: the agent program's (agent.command) through the
 // gateway, else the agent's ToolEnv ones. With rollout.engine vllm they
-// sample on the vLLM server (vllmRollout), else on the built-in engine. A batch in which every episode
+// sample on the vLLM server (rollout.VLLMRollouts), else on the built-in engine. A batch in which every episode
 // failed (a broken tool, an env that cannot start, an agent program that
 // crashes) is an error naming the first failure: there is nothing to learn
 // from or evaluate, and every rank stops alike.
@@ -45,9 +45,9 @@ func (t *Trainer) share(ctx context.Context, label string, f rollout.Factory, re
 	var err error
 	switch {
 	case t.vllm != nil && f == nil:
-		trs, rs, err = t.vllmRollout(ctx, t.episode, mine, o)
+		trs, rs, err = t.vllm.Run(ctx, t.agent.Chat, t.episode, mine, o)
 	case t.vllm != nil:
-		trs, rs, err = t.vllmRollout(ctx, f, mine, o)
+		trs, rs, err = t.vllm.Run(ctx, t.agent.Chat, f, mine, o)
 	case f == nil && t.program != nil:
 		trs, rs, err = t.program.Rollout(ctx, dec, mine, o)
 	case f == nil:

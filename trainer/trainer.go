@@ -52,12 +52,12 @@ type Trainer struct {
 	data   *datasets.Sets
 	agent  *agent.Agent
 
-	models  heldModels      // the policy, critic, reference, LoRA base and their optimizers
-	sampler *agent.Sampler  // decodes the rollouts, from the policy or a copy in rollout.dtype
-	program *program.Runner // runs agent.command's episodes through the gateway; nil: the built-in loop
-	episode rollout.Factory // starts the policy's own episodes: the agent's (a test may slow its tools down)
-	batches batches         // the loop's training batches and the rollouts' decoder: lockstep, or the rollout role while the loop runs
-	vllm    *vllmEngine     // rollout.engine vllm: the server the rollouts sample on; nil: the built-in engine
+	models  heldModels            // the policy, critic, reference, LoRA base and their optimizers
+	sampler *agent.Sampler        // decodes the rollouts, from the policy or a copy in rollout.dtype
+	program *program.Runner       // runs agent.command's episodes through the gateway; nil: the built-in loop
+	episode rollout.Factory       // starts the policy's own episodes: the agent's (a test may slow its tools down)
+	batches batches               // the loop's training batches and the rollouts' decoder: lockstep, or the rollout role while the loop runs
+	vllm    *rollout.VLLMRollouts // rollout.engine vllm: the server the rollouts sample on; nil: the built-in engine
 
 	rec  *records.Records // rank 0 only: the store and TensorBoard
 	dist *dist.Group      // nil: a single process
@@ -206,7 +206,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Trainer, error) {
 		return nil, err
 	}
 	if cfg.Rollout.Engine == "vllm" {
-		if err := t.startVLLM(); err != nil {
+		if t.vllm, err = startVLLM(t); err != nil {
 			return nil, err
 		}
 	}
@@ -224,7 +224,7 @@ func (t *Trainer) Close() error {
 	var first error
 	t.agent.Close()
 	if t.vllm != nil {
-		t.vllm.srv.Close()
+		t.vllm.Close()
 	}
 	if t.rec != nil {
 		first = t.rec.Close()

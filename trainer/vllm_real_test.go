@@ -245,7 +245,7 @@ func TestRealVLLMEngine(t *testing.T) {
 	}
 	compare("model A", dirA, nil)
 
-	// The second model, loaded and exported by agentrl (as syncVLLM
+	// The second model, loaded and exported by agentrl (as VLLMRollouts.Sync
 	// writes the policy), then loaded by the server.
 	mB, err := torch.LoadModel(dirB, torch.Float32, torch.CPU, false)
 	if err != nil {
@@ -315,11 +315,11 @@ func realVLLMTrain(t *testing.T, lora bool) {
 	t.Logf("trained in %v", time.Since(start).Round(time.Second))
 
 	ctx := context.Background()
-	if v, err := tr.vllm.srv.WeightVersion(ctx); err != nil || v != strconv.Itoa(tr.state.OptSteps) {
+	if v, err := tr.vllm.Server().WeightVersion(ctx); err != nil || v != strconv.Itoa(tr.state.OptSteps) {
 		t.Errorf("the server's weight version %q (%v), want the final policy's %d", v, err, tr.state.OptSteps)
 	}
 	seq := []int64{3, 17, 5, 42, 42, 7, 11, 2, 9, 30, 4, 8}
-	c, err := tr.vllm.srv.Generate(ctx, vllm.Request{Prompt: seq, MaxTokens: 1, PromptLogprobs: true})
+	c, err := tr.vllm.Server().Generate(ctx, vllm.Request{Prompt: seq, MaxTokens: 1, PromptLogprobs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
