@@ -63,6 +63,24 @@ func TestArchitectureDocIsCurrent(t *testing.T) {
 	t.Errorf("docs/architecture.md's generated part is stale: run `go test ./internal/archdoc -update` (first differing line: %s)", firstDiff(got, want))
 }
 
+// The root trainer package stays the loop: at most 1,500 lines of Go and
+// at most 25 methods on Trainer. A part that grows past them belongs in a
+// package of its own beside the loop, as the records, the models and the
+// warm start went.
+func TestTrainerStaysTheLoop(t *testing.T) {
+	pkgs := modulePackages(t)
+	if n := pkgs["trainer"].Lines; n > 1500 {
+		t.Errorf("the trainer package has %d lines of Go, more than 1,500: move a part that is not the loop into a package of its own", n)
+	}
+	methods, _, _, err := Methods(filepath.Join(root, "trainer"), "Trainer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if methods > 25 {
+		t.Errorf("Trainer has %d methods, more than 25: move a part that is not the loop into a package of its own", methods)
+	}
+}
+
 // firstDiff quotes the first line where got and want differ.
 func firstDiff(got, want string) string {
 	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
