@@ -795,7 +795,6 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
     TORCH_CHECK(m->lora.rank == 0,
                 "engine: the model is a LoRA model, whose adapters the decode paths do not run; decode from its "
                 "merged copy (ar_model_merged_new)");
-    TORCH_CHECK(m->cfg.gemma == 0, "engine: decoding Gemma 4 (its KV cache per layer type) is not supported yet");
     auto e = std::make_unique<ar_engine_s>();
     e->m = m;
     e->slots = slots;
