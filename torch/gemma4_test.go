@@ -198,3 +198,27 @@ func TestGemma4ConfigDefaultsAndRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A Gemma 4 config made in code (as model.tiny makes one: no keys read)
+// writes a config.json that reads back to the same model: the layer
+// types, window, full layers' shape and RoPE, per-layer inputs and cap.
+func TestGemma4ConfigJSONFromScratch(t *testing.T) {
+	s, f := SlidingAttention, FullAttention
+	c := Config{ModelType: "gemma4_text", Vocab: 97, Hidden: 32, Intermediate: 64, Layers: 3, Heads: 2, KVHeads: 1,
+		HeadDim: 16, RMSEps: 1e-6, RopeTheta: 10000, MaxPositions: 1024, BOS: 2, EOS: 2, TieEmbeddings: true,
+		LayerTypes: []string{s, s, f},
+		Gemma: &Gemma4{SlidingWindow: 128, GlobalHeadDim: 32, GlobalKVHeads: 1, PerLayerDim: 16, PerLayerVocab: 97,
+			FinalSoftcap: 30, GlobalRope: "proportional", GlobalTheta: 1e6, GlobalPartial: 0.25}}
+	b, err := c.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseConfig(b, "config.json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if *back.Gemma != *c.Gemma || !slices.Equal(back.LayerTypes, c.LayerTypes) || back.RopeTheta != c.RopeTheta ||
+		back.MaxPositions != c.MaxPositions || back.Hidden != c.Hidden || back.HeadDim != c.HeadDim || !back.TieEmbeddings {
+		t.Errorf("read back as %+v %+v from\n%s", back, *back.Gemma, b)
+	}
+}
