@@ -389,7 +389,8 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   }
   // Query j of slot i may read key p when p <= start_i + j (in a sliding
   // layer, and p > start_i + j - sliding_window).
-  auto [mask, smask] = window_masks(m, pos, L);
+  at::Tensor mask, smask;
+  std::tie(mask, smask) = window_masks(m, pos, L);
   LayerInputs in = layer_inputs(m, ids, pos);
   at::Tensor x = in.x;
   KVShare share;  // Gemma 4's keys and values of the step, for its kv-shared layers
@@ -648,7 +649,8 @@ at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tenso
   AutocastScope ac(e.m->dev, e.m->autocast);
   const ar_model_s &m = *e.m;
   const int64_t R = ids.size(0), L = e.K[0].size(2);
-  auto [mask, smask] = window_masks(m, pos.unsqueeze(1), L);
+  at::Tensor mask, smask;  // (named, not bound: the attend lambda captures them)
+  std::tie(mask, smask) = window_masks(m, pos.unsqueeze(1), L);
   LayerInputs in = layer_inputs(m, ids, pos.unsqueeze(1));
   at::Tensor x = in.x;  // [R,1,H]
   KVShare share;
