@@ -20,7 +20,10 @@
 // steps, eager (run) and captured (graph_forward), and prefill run each
 // layer as decoder_layer (layer.h), the training forward's layer, with the
 // fused copies or the HF tensors as its weights and attention over the
-// cache.
+// cache. A sliding-window layer's query reads only the keys of its window
+// (its cache, like every layer's, keeps all positions); a Gemma 4
+// kv-shared layer has no cache of its own and reads the one of the layer
+// it shares.
 #include <ATen/core/Generator.h>
 
 #include <algorithm>
@@ -61,7 +64,10 @@ struct ar_engine_s {
   ar_model m;
   int slots;
   int64_t max_len;
-  std::vector<at::Tensor> K, V;     // per attention layer [slots, kv, max_len, hd] (undefined for the others)
+  // Per attention layer [slots, kv, max_len, hd], the layer's own kv heads
+  // and head size (undefined for the others; a kv-shared layer's is the
+  // tensor of the layer it shares).
+  std::vector<at::Tensor> K, V;
   // Per Gated DeltaNet or Mamba-2 layer (undefined for the others), each
   // slot's state: the conv's last K-1 inputs [slots, C, K-1] (model dtype)
   // and the recurrent state (acc_type): [slots, v_heads, k_dim, v_dim], a
