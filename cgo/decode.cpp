@@ -619,6 +619,9 @@ bool FastDecoder::supported(const ar_model_s &m, std::string *why, const char **
   if (!any_device && !m.dev.is_cpu()) return no("not a CPU model");
   if (m.dtype != at::kFloat && m.dtype != at::kBFloat16) return no("weights are neither f32 nor bf16");
   if (m.autocast != at::ScalarType::Undefined) return no("autocast is on");
+  if (m.cfg.gemma != 0)
+    return no("the model is a Gemma 4 model (its layer shapes, norms, per-layer inputs and shared keys and values), "
+              "which only the libtorch paths run");
   if (m.cfg.nemotron != 0) return no("the model is a Nemotron-H model (Mamba-2 layers), which only the libtorch paths run");
   if (m.hybrid()) return no("the model has Gated DeltaNet layers (Qwen3.5), which only the libtorch paths run");
   if (m.cfg.head_dim % 16 != 0 || m.cfg.head_dim > 256) return no("head_dim is not a multiple of 16 up to 256");
@@ -713,11 +716,13 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
 
     // Attention, one task per (slot, kv head): q/k norms (Qwen3) and RoPE
     // on its k and q heads, the cache write at the slot's position, then
-    // the group's queries.
+    // the group's queries over the keys from lo (a sliding layer's window:
+    // the keys less than sliding_window before the query; else 0).
     at::Tensor &kc = K[li], &vc = V[li];
     parallel_tasks(S * nkv, [&](int64_t t) {
       {
         int64_t i = t / nkv, kh = t % nkv, L = start[i] + 1;
+        const int64_t lo = l.sliding ? std::max<int64_t>(0, L - c.sliding_window) : 0;
         float *row = &qkv_[i * QKV];
         float *q = row + qkv_segs[0].col + kh * g * hd, *k = row + qkv_segs[1].col + kh * hd,
               *v = row + qkv_segs[2].col + kh * hd;
@@ -737,12 +742,12 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
             kp[start[i] * hd + d] = f32_to_bf16(k[d]);
             vp[start[i] * hd + d] = f32_to_bf16(v[d]);
           }
-          attend(q, g, kp, vp, L, scale, sc, out);
+          attend(q, g, kp + lo * hd, vp + lo * hd, L - lo, scale, sc, out);
         } else {
           float *kp = kc.data_ptr<float>() + off, *vp = vc.data_ptr<float>() + off;
           std::memcpy(kp + start[i] * hd, k, sizeof(float) * hd);
           std::memcpy(vp + start[i] * hd, v, sizeof(float) * hd);
-          attend(q, g, kp, vp, L, scale, sc, out);
+          attend(q, g, kp + lo * hd, vp + lo * hd, L - lo, scale, sc, out);
         }
       }
     });

@@ -20,7 +20,10 @@
 // steps, eager (run) and captured (graph_forward), and prefill run each
 // layer as decoder_layer (layer.h), the training forward's layer, with the
 // fused copies or the HF tensors as its weights and attention over the
-// cache.
+// cache. A sliding-window layer's query reads only the keys of its window
+// (its cache, like every layer's, keeps all positions); a Gemma 4
+// kv-shared layer has no cache of its own and reads the one of the layer
+// it shares.
 #include <ATen/core/Generator.h>
 
 #include <algorithm>
@@ -44,6 +47,7 @@
 
 #include "decode.h"
 #include "deltanet.h"
+#include "gemma4.h"
 #include "internal.h"
 #include "layer.h"
 #include "mamba2.h"
@@ -60,7 +64,10 @@ struct ar_engine_s {
   ar_model m;
   int slots;
   int64_t max_len;
-  std::vector<at::Tensor> K, V;     // per attention layer [slots, kv, max_len, hd] (undefined for the others)
+  // Per attention layer [slots, kv, max_len, hd], the layer's own kv heads
+  // and head size (undefined for the others; a kv-shared layer's is the
+  // tensor of the layer it shares).
+  std::vector<at::Tensor> K, V;
   // Per Gated DeltaNet or Mamba-2 layer (undefined for the others), each
   // slot's state: the conv's last K-1 inputs [slots, C, K-1] (model dtype)
   // and the recurrent state (acc_type): [slots, v_heads, k_dim, v_dim], a
@@ -190,6 +197,7 @@ void refresh_fused(ar_engine_s &e) {
       std::vector<at::Tensor> weights, biases;
       for (int j = 0; j < g->n; j++) {
         const Group::Part &p = g->parts[j];
+        if (!p.weight(l).defined()) continue;  // a Gemma 4 layer's k_proj, v_proj it lacks
         weights.push_back(p.weight(l));
         if (p.bias(l) != nullptr && p.bias(l)->defined()) biases.push_back(*p.bias(l));
       }
@@ -228,6 +236,84 @@ at::Tensor download(const at::Tensor &t) {
   at::Tensor host = at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true));
   host.copy_(t);
   return host;
+}
+
+// LayerInputs are what a decode forward's layers take besides the cache:
+// the embedded tokens x [S,n,H] (Gemma 4: scaled, with each layer's
+// per-layer input per_layer [S,n,layers,P]), the rotary tables of the
+// positions (cos, sin; empty for Nemotron-H) and a Gemma 4 full layer's
+// own (gcos, gsin; the others' elsewhere).
+struct LayerInputs {
+  at::Tensor x, per_layer, cos, sin, gcos, gsin;
+};
+
+LayerInputs layer_inputs(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &pos) {
+  LayerInputs in;
+  in.x = at::embedding(m.embed, ids);
+  if (m.cfg.gemma != 0) {
+    GemmaInputs g = gemma_inputs(m, ids, in.x);
+    in.x = g.x;
+    in.per_layer = g.per_layer;
+  }
+  in.cos = at::empty({0}, in.x.options());
+  in.sin = in.cos;
+  if (m.cfg.nemotron == 0) std::tie(in.cos, in.sin) = m.rope(pos);
+  in.gcos = in.cos;
+  in.gsin = in.sin;
+  if (m.global_inv_freq.defined()) std::tie(in.gcos, in.gsin) = m.rope(pos, m.global_inv_freq);
+  return in;
+}
+
+// layer_weights is layer li's LayerWeights in a decode forward: the fused
+// copies or the HF tensors, Gemma 4's shared keys and values and its
+// per-layer input.
+LayerWeights layer_weights(const ar_model_s &m, size_t li, const Fused *fused, const LayerInputs &in, KVShare *share,
+                           std::vector<at::Tensor> *took = nullptr) {
+  const at::Tensor per = in.per_layer.defined() ? in.per_layer.select(2, static_cast<int64_t>(li)) : at::Tensor();
+  return {m, m.layers[li], fused, nullptr, at::Tensor(), took, share, per};
+}
+
+// rope_of is the rotary tables layer l turns its heads by.
+std::pair<const at::Tensor &, const at::Tensor &> rope_of(const ar_model_s &m, const Layer &l, const LayerInputs &in) {
+  if (l.sliding || m.cfg.gemma == 0) return {in.cos, in.sin};
+  return {in.gcos, in.gsin};
+}
+
+// additive_mask is the additive mask [S,1,1,n,L] (as attend takes it) of
+// allowed [S,n,L].
+at::Tensor additive_mask(const ar_model_s &m, const at::Tensor &allowed) {
+  at::Tensor mask = at::zeros(allowed.sizes(), allowed.options().dtype(at::kFloat));
+  mask.masked_fill_(allowed.logical_not(), -std::numeric_limits<float>::infinity());
+  return m.attention_mask(mask.view({allowed.size(0), 1, 1, allowed.size(1), allowed.size(2)}));
+}
+
+// window_masks is the additive masks of a decode forward whose queries at
+// positions pos [S,n] may read cached keys 0..L-1 up to their own: every
+// layer's, and a sliding layer's (the keys less than sliding_window before
+// the query, as transformers' sliding mask counts them; undefined where
+// no layer slides).
+std::pair<at::Tensor, at::Tensor> window_masks(const ar_model_s &m, const at::Tensor &pos, int64_t L) {
+  at::Tensor keys = at::arange(L, pos.options()).view({1, 1, L}), p = pos.unsqueeze(-1);
+  at::Tensor allowed = keys <= p;  // [S,n,L]
+  at::Tensor full = additive_mask(m, allowed), sliding;
+  for (const auto &l : m.layers)
+    if (l.sliding) {
+      sliding = additive_mask(m, allowed & (keys > p - m.cfg.sliding_window));
+      break;
+    }
+  return {full, sliding};
+}
+
+// final_norm is the final norm of the last hidden states x [S,H] (Gemma
+// 4's its own), and head_logits the logits [S,V] (float32) of the normed
+// h: the head (by decode_product on the fused path) and any soft cap.
+at::Tensor final_norm(const ar_model_s &m, const at::Tensor &x) {
+  return m.cfg.gemma != 0 ? gemma_norm(x, m.norm, m.cfg.rms_eps) : norm(m, x, m.norm);
+}
+
+at::Tensor head_logits(const ar_model_s &m, const at::Tensor &h, bool fused) {
+  if (!fused) return m.logits(h).to(at::kFloat);
+  return softcap(decode_product(h, m.lm_head, at::Tensor()), m.cfg.final_softcap).to(at::kFloat);
 }
 
 // run appends the tokens ids [S,n] to the given slots (all at their own
@@ -307,16 +393,13 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
     wpos = at::tensor(wp, at::kLong).to(m.dev);
     wrow = at::tensor(wr, at::kLong).to(m.dev);
   }
-  // Query j of slot i may read key p when p <= start_i + j.
-  at::Tensor keys = at::arange(L, lopts).view({1, 1, L});
-  at::Tensor allowed = keys <= pos.unsqueeze(-1);  // [S,n,L]
-  at::Tensor mask = at::zeros({S, n, L}, at::TensorOptions().dtype(at::kFloat).device(m.dev));
-  mask.masked_fill_(allowed.logical_not(), -std::numeric_limits<float>::infinity());
-  mask = m.attention_mask(mask.view({S, 1, 1, n, L}));
-
-  at::Tensor x = at::embedding(m.embed, ids);
-  at::Tensor cos = at::empty({0}, x.options()), sin = cos;  // empty for Nemotron-H: no RoPE
-  if (m.cfg.nemotron == 0) std::tie(cos, sin) = m.rope(pos);
+  // Query j of slot i may read key p when p <= start_i + j (in a sliding
+  // layer, and p > start_i + j - sliding_window).
+  at::Tensor mask, smask;
+  std::tie(mask, smask) = window_masks(m, pos, L);
+  LayerInputs in = layer_inputs(m, ids, pos);
+  at::Tensor x = in.x;
+  KVShare share;  // Gemma 4's keys and values of the step, for its kv-shared layers
   std::vector<at::Tensor> chosen;  // each sparse layer's experts [S*n,k], when recorded
   std::vector<at::Tensor> *took = e.record_routing ? &chosen : nullptr;
   // A Gated DeltaNet layer continues each row's slot state (zeros for a
@@ -363,7 +446,7 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
         rs.index_copy_(0, sidx, o.state.to(rs.scalar_type()));
         return o.y;
       };
-      x = decoder_layer({m, m.layers[li], fused ? &e.fused[li] : nullptr, nullptr, at::Tensor(), took}, x, cos, sin,
+      x = decoder_layer(layer_weights(m, li, fused ? &e.fused[li] : nullptr, in, &share, took), x, in.cos, in.sin,
                         Attend(), &lap, at::Tensor(), &scan);
       continue;
     }
@@ -385,18 +468,22 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
         return d.out;
       };
       const Scan scan{run_scan, at::Tensor()};
-      x = decoder_layer({m, m.layers[li], fused ? &e.fused[li] : nullptr, nullptr, at::Tensor(), took}, x, cos, sin,
+      x = decoder_layer(layer_weights(m, li, fused ? &e.fused[li] : nullptr, in, &share, took), x, in.cos, in.sin,
                         Attend(), &lap, at::Tensor(), &scan);
       continue;
     }
     // Attention writes k, v [S,kv,n,hd] at positions pos into the cache,
-    // then reads it.
+    // then reads it (a sliding layer the keys in its window). A Gemma 4
+    // kv-shared layer writes nothing: its cache is the layer's it shares,
+    // which holds this forward's keys and values already.
+    const Layer &l = m.layers[li];
     at::Tensor kc = e.K[li], vc = e.V[li];
+    const at::Tensor &lmask = l.sliding ? smask : mask;
     auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) {
-      if (S == 1) {
+      if (!l.kv_reuse && S == 1) {
         kc[slots[0]].narrow(1, start[0], count[0]).copy_(k[0].narrow(1, 0, count[0]));
         vc[slots[0]].narrow(1, start[0], count[0]).copy_(v[0].narrow(1, 0, count[0]));
-      } else {
+      } else if (!l.kv_reuse) {
         // One advanced-index write each for keys and values: [S,kv,n,hd] as
         // rows [S*n,kv,hd], the real ones picked (under autocast k and v
         // come in the autocast dtype).
@@ -413,12 +500,13 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
         int64_t rn = r.i1 - r.i0;
         outs.push_back(m.attend(q.narrow(0, r.i0, rn), kc.narrow(0, r.s0, rn).narrow(2, 0, r.len),
                                 vc.narrow(0, r.s0, rn).narrow(2, 0, r.len),
-                                mask.narrow(0, r.i0, rn).narrow(-1, 0, r.len)));
+                                lmask.narrow(0, r.i0, rn).narrow(-1, 0, r.len)));
       }
       return outs.size() == 1 ? outs[0] : at::cat(outs, 0);
     };
-    x = decoder_layer({m, m.layers[li], fused ? &e.fused[li] : nullptr, nullptr, at::Tensor(), took}, x, cos, sin,
-                      attend, &lap);
+    auto [lcos, lsin] = rope_of(m, l, in);
+    x = decoder_layer(layer_weights(m, li, fused ? &e.fused[li] : nullptr, in, &share, took), x, lcos, lsin, attend,
+                      &lap);
   }
   if (took != nullptr && !chosen.empty()) {
     // Each row's real tokens' experts [n,L,k] go after the slot's cached ones.
@@ -440,9 +528,9 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   } else {
     xl = x.narrow(1, n - 1, 1).squeeze(1);
   }
-  at::Tensor last = norm(m, xl, m.norm);
+  at::Tensor last = final_norm(m, xl);
   lap(nullptr);
-  at::Tensor logits = (fused ? decode_product(last, m.lm_head, at::Tensor()) : m.logits(last)).to(at::kFloat);
+  at::Tensor logits = head_logits(m, last, fused);
   lap(&StepProfile::products);
   return logits;
 }
@@ -555,7 +643,8 @@ void end_failed_capture(ar_engine_s &e, at::cuda::CUDAGraph &graph) {
 // every shape fixed by R alone, so that it can be captured as a CUDA graph
 // (as vLLM captures its decode step per batch size). It attends in place:
 // each row reads its own cache row (a narrow view, no copy) over all its
-// positions, masked beyond its own, and the new key and value are written
+// positions, masked beyond its own (a sliding layer's also before its
+// window), and the new key and value are written
 // at the position held in the device tensor pos. A row that takes no part
 // in the step has pos = max_len, the scratch position one past the last
 // (CUDA caches are allocated one longer), so its write harms no cached
@@ -566,23 +655,26 @@ at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tenso
   AutocastScope ac(e.m->dev, e.m->autocast);
   const ar_model_s &m = *e.m;
   const int64_t R = ids.size(0), L = e.K[0].size(2);
-  at::Tensor keys = at::arange(L, pos.options()).view({1, L});
-  at::Tensor mask = m.attention_mask(at::zeros({R, L}, pos.options().dtype(at::kFloat))
-                                         .masked_fill_(keys > pos.unsqueeze(1), -std::numeric_limits<float>::infinity())
-                                         .view({R, 1, 1, 1, L}));
-  auto [cos, sin] = m.rope(pos.unsqueeze(1));
-  at::Tensor x = at::embedding(m.embed, ids);  // [R,1,H]
+  at::Tensor mask, smask;  // (named, not bound: the attend lambda captures them)
+  std::tie(mask, smask) = window_masks(m, pos.unsqueeze(1), L);
+  LayerInputs in = layer_inputs(m, ids, pos.unsqueeze(1));
+  at::Tensor x = in.x;  // [R,1,H]
+  KVShare share;
   using at::indexing::Slice;
   for (size_t li = 0; li < m.layers.size(); li++) {
+    const Layer &l = m.layers[li];
     at::Tensor kc = e.K[li].narrow(0, 0, R), vc = e.V[li].narrow(0, 0, R);
     auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) {
-      kc.index_put_({rows, Slice(), pos}, k.select(2, 0).to(kc.scalar_type()));
-      vc.index_put_({rows, Slice(), pos}, v.select(2, 0).to(vc.scalar_type()));
-      return m.attend(q, kc, vc, mask);
+      if (!l.kv_reuse) {
+        kc.index_put_({rows, Slice(), pos}, k.select(2, 0).to(kc.scalar_type()));
+        vc.index_put_({rows, Slice(), pos}, v.select(2, 0).to(vc.scalar_type()));
+      }
+      return m.attend(q, kc, vc, l.sliding ? smask : mask);
     };
-    x = decoder_layer({m, m.layers[li], &e.fused[li]}, x, cos, sin, attend);
+    auto [lcos, lsin] = rope_of(m, l, in);
+    x = decoder_layer(layer_weights(m, li, &e.fused[li], in, &share), x, lcos, lsin, attend);
   }
-  return decode_product(norm(m, x.squeeze(1), m.norm), m.lm_head, at::Tensor()).to(at::kFloat);
+  return head_logits(m, final_norm(m, x.squeeze(1)), true);
 }
 
 // capture runs the step of R rows eagerly on a side stream (capture is not
@@ -711,9 +803,6 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
     TORCH_CHECK(m->lora.rank == 0,
                 "engine: the model is a LoRA model, whose adapters the decode paths do not run; decode from its "
                 "merged copy (ar_model_merged_new)");
-    TORCH_CHECK(m->cfg.gemma == 0, "engine: decoding Gemma 4 (its KV cache per layer type) is not supported yet");
-    for (const auto &l : m->layers)
-      TORCH_CHECK(!l.sliding, "engine: decoding with sliding-window attention layers is not supported yet");
     auto e = std::make_unique<ar_engine_s>();
     e->m = m;
     e->slots = slots;
@@ -741,8 +830,18 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
         e->rec_state.emplace_back();
         continue;
       }
-      e->K.push_back(at::zeros({slots, c.kv_heads, positions, c.head_dim}, opts));
-      e->V.push_back(at::zeros({slots, c.kv_heads, positions, c.head_dim}, opts));
+      if (l.kv_reuse) {
+        // A Gemma 4 kv-shared layer reads the cache of the last unshared
+        // layer of its type (the one that stores its keys and values).
+        int64_t src = i - 1;
+        while (src >= 0 && !(m->layers[src].kv_store && m->layers[src].sliding == l.sliding)) src--;
+        TORCH_CHECK(src >= 0, "engine: kv-shared layer ", i, " has no layer to read keys and values from");
+        e->K.push_back(e->K[src]);
+        e->V.push_back(e->V[src]);
+      } else {
+        e->K.push_back(at::zeros({slots, l.kv_heads, positions, l.head_dim}, opts));
+        e->V.push_back(at::zeros({slots, l.kv_heads, positions, l.head_dim}, opts));
+      }
       e->conv_state.emplace_back();
       e->rec_state.emplace_back();
     }
@@ -863,7 +962,7 @@ int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err) {
         e->rec_state[li][dst].copy_(e->rec_state[li][src]);
         continue;
       }
-      if (n > 0 && e->K[li].defined()) {
+      if (n > 0 && e->K[li].defined() && !e->m->layers[li].kv_reuse) {  // (a kv-shared layer's cache is another's)
         e->K[li][dst].narrow(1, 0, n).copy_(e->K[li][src].narrow(1, 0, n));
         e->V[li][dst].narrow(1, 0, n).copy_(e->V[li][src].narrow(1, 0, n));
       }

@@ -73,6 +73,7 @@ std::vector<at::Tensor> project_group(const LayerWeights &w, const Group &g, con
   at::Tensor y = decode_product(x, w.fused->*g.w, g.b != nullptr ? w.fused->*g.b : at::Tensor());
   int64_t col = 0;
   for (int i = 0; i < g.n; i++) {
+    if (!g.parts[i].weight(w.l).defined()) continue;
     const int64_t width = g.parts[i].weight(w.l).size(0);
     out[i] = y.narrow(-1, col, width);
     col += width;

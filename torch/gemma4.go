@@ -521,8 +521,11 @@ func (c Config) gemma4Skips(name string) bool {
 }
 
 // jsonGemma4 renders a Gemma 4 config as the text model's config.json
-// (Gemma4ForCausalLM): the keys read, with the shape fields set.
+// (Gemma4ForCausalLM): the keys read, with the shape fields set, and every
+// Gemma 4 setting the keys read do not hold (a model made from scratch
+// has none) written from the struct, as Gemma4TextConfig names it.
 func (c Config) jsonGemma4() ([]byte, error) {
+	g := c.Gemma
 	out := map[string]any{}
 	for k, v := range c.Raw {
 		out[k] = v
@@ -531,6 +534,38 @@ func (c Config) jsonGemma4() ([]byte, error) {
 	out["vocab_size"], out["hidden_size"], out["intermediate_size"] = c.Vocab, c.Hidden, c.Intermediate
 	out["num_hidden_layers"], out["num_attention_heads"], out["num_key_value_heads"] = c.Layers, c.Heads, c.KVHeads
 	out["head_dim"], out["rms_norm_eps"], out["tie_word_embeddings"] = c.HeadDim, c.RMSEps, c.TieEmbeddings
+	orNull := func(v float64) any {
+		if v == 0 {
+			return nil
+		}
+		return v
+	}
+	full := map[string]any{"rope_type": g.GlobalRope, "rope_theta": g.GlobalTheta}
+	if g.GlobalRope == "proportional" {
+		full["partial_rotary_factor"] = g.GlobalPartial
+	}
+	settings := map[string]any{"layer_types": c.LayerTypes, "sliding_window": g.SlidingWindow,
+		"attention_k_eq_v": g.KEqV, "num_kv_shared_layers": g.KVSharedLayers, "use_double_wide_mlp": g.DoubleWideMLP,
+		"hidden_size_per_layer_input": orNull(float64(g.PerLayerDim)), "vocab_size_per_layer_input": g.PerLayerVocab,
+		"final_logit_softcapping": orNull(g.FinalSoftcap), "max_position_embeddings": c.MaxPositions,
+		"bos_token_id": c.BOS, "eos_token_id": c.EOS, "hidden_activation": "gelu_pytorch_tanh",
+		"rope_parameters": map[string]any{SlidingAttention: map[string]any{"rope_type": "default", "rope_theta": c.RopeTheta},
+			FullAttention: full}}
+	if _, ok := out["per_layer_config"]; !ok {
+		if !g.KEqV && g.GlobalKVHeads != c.KVHeads {
+			return nil, fmt.Errorf("gemma4 config: full layers of %d key/value heads (not num_key_value_heads %d) without "+
+				"attention_k_eq_v cannot be written", g.GlobalKVHeads, c.KVHeads)
+		}
+		settings["global_head_dim"] = g.GlobalHeadDim
+		if g.KEqV {
+			settings["num_global_key_value_heads"] = g.GlobalKVHeads
+		}
+	}
+	for k, v := range settings {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
 	return json.MarshalIndent(out, "", "  ")
 }
 

@@ -241,6 +241,14 @@ func fullCaseLogprobs(t *testing.T, m *Model, c fixtureCase) float64 {
 // path: prefill logits, every step's logits, and the tokens. It returns
 // the largest logit difference.
 func testDecodeCase(t *testing.T, m *Model, c fixtureCase, path DecodePath) float64 {
+	return decodeCase(t, m, c, path, false)
+}
+
+// decodeCase is testDecodeCase with each row prefilled alone (Prefill), or
+// with batched set, all rows in two batched prefills (PrefillBatch): each
+// row's first half (at least one token), then the rest of the rows longer
+// than one, so that the second continues slots of different lengths.
+func decodeCase(t *testing.T, m *Model, c fixtureCase, path DecodePath, batched bool) float64 {
 	B := len(c.PrefixIDs)
 	e := newEngineOn(t, m, B+1, path)
 	defer e.Free()
@@ -249,8 +257,31 @@ func testDecodeCase(t *testing.T, m *Model, c fixtureCase, path DecodePath) floa
 	slots := make([]int, B)
 	for b := 0; b < B; b++ {
 		slots[b] = b + 1
-		if err := e.Prefill(b+1, c.PrefixIDs[b]); err != nil {
+	}
+	if batched {
+		var first, rest [][]int64
+		var restSlots []int
+		for b, p := range c.PrefixIDs {
+			h := max(1, len(p)/2)
+			first = append(first, p[:h])
+			if h < len(p) {
+				rest, restSlots = append(rest, p[h:]), append(restSlots, slots[b])
+			}
+		}
+		if err := e.PrefillBatch(slots, first); err != nil {
 			t.Fatal(err)
+		}
+		if len(rest) > 0 {
+			if err := e.PrefillBatch(restSlots, rest); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for b := 0; b < B; b++ {
+		if !batched {
+			if err := e.Prefill(b+1, c.PrefixIDs[b]); err != nil {
+				t.Fatal(err)
+			}
 		}
 		l, _ := e.PendingLogits(b + 1)
 		d := maxDiff(l, c.PrefillLast[b])

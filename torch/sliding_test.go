@@ -17,8 +17,12 @@ import (
 // checkpointing) against transformers' float64 forward within 1e-4 in
 // f32, right-padded and with explicit position ids (the window counts
 // indices, as transformers' mask does); the gradients of -mean logprob
-// against its autograd, unpacked and packed. The decode engine refuses a
-// sliding layer by name.
+// against its autograd, unpacked and packed. The decode engine on every
+// path (the hand-written kernels where they run, fused, unfused), each row
+// prefilled alone and the rows in two batched prefills: transformers'
+// greedy generate over prefixes of 20, 1 and 13 tokens and 12 steps (the
+// window crossed in prefill and while decoding), the tokens equal and
+// every logit within 1e-4 of its float64 one.
 func TestInteropSlidingWindow(t *testing.T) {
 	pyinterop.Python(t)
 	root := t.TempDir()
@@ -31,7 +35,8 @@ func TestInteropSlidingWindow(t *testing.T) {
 	names := []string{"qwen2-sliding", "qwen3-sliding"}
 	for i, c := range []map[string]any{q2, q3} {
 		models = append(models, hfModel{Dir: filepath.Join(root, names[i]), Family: strings.Split(names[i], "-")[0], Config: c,
-			Style: "5", Seed: 70 + i, RefDType: "float64", Full: []int{40, 35, 33}, Explicit: true})
+			Style: "5", Seed: 70 + i, RefDType: "float64", Full: []int{40, 35, 33}, Explicit: true,
+			Decode: []int{20, 1, 13}, Steps: 12})
 	}
 	var made hfMade
 	pyinterop.Run(t, "testdata/interop/hf_model.py", map[string]any{"models": models}, &made)
@@ -45,21 +50,19 @@ func TestInteropSlidingWindow(t *testing.T) {
 			if m.Config.Window != 8 {
 				t.Fatalf("window %d, want 8", m.Config.Window)
 			}
-			var full fixtureCase
+			var full, decode fixtureCase
 			for _, c := range loadCases(t, hm.Dir) {
+				if c.Kind == "decode" {
+					decode = c
+					continue
+				}
 				t.Logf("%s: logits max |diff| %.2e, training forward logprobs %.2e", c.Name, fullCaseLogits(t, m, c),
 					fullCaseLogprobs(t, m, c))
 				if c.Name == "right_padded" {
 					full = c
 				}
 			}
-			e, err := NewEngine(m, 1, 64)
-			if err == nil {
-				e.Free()
-			}
-			if err == nil || !strings.Contains(err.Error(), "sliding-window") {
-				t.Errorf("a decode engine over sliding layers: got %v, want it refused by name", err)
-			}
+			decodePaths(t, m, decode)
 			grads := filepath.Join(t.TempDir(), "grads.safetensors")
 			export := filepath.Join(t.TempDir(), "export")
 			if err := m.Save(export); err != nil {
@@ -85,6 +88,23 @@ func TestInteropSlidingWindow(t *testing.T) {
 				t.Logf("packed %v: loss %.6f (transformers %.6f), gradients max |diff| %.2e", packed, loss, ref.Loss,
 					holdGradients(t, g, grads, 1e-4, false))
 				g.Free()
+			}
+		})
+	}
+}
+
+// decodePaths holds the greedy decode case c through the engine on every
+// path (the kernels where they run on this machine and model), each row
+// prefilled alone and in batched prefills, to its fixture (decodeCase).
+func decodePaths(t *testing.T, m *Model, c fixtureCase) {
+	t.Helper()
+	for _, p := range []DecodePath{DecodeKernels, DecodeFused, DecodeUnfused} {
+		t.Run(p.String(), func(t *testing.T) {
+			if p == DecodeKernels {
+				kernelsOrSkip(t, m)
+			}
+			for _, batched := range []bool{false, true} {
+				t.Logf("batched prefill %v: logits max |diff| %.2e", batched, decodeCase(t, m, c, p, batched))
 			}
 		})
 	}

@@ -53,6 +53,9 @@ func TinyConfig(c config.TinyConfig, tok *tokenizer.Tokenizer) torch.Config {
 	if c.ModelType == torch.NemotronH {
 		return tinyNemotron(c, tc)
 	}
+	if c.ModelType == tinyGemma4 {
+		return tinyGemma(tc)
+	}
 	if c.ModelType != tinyQwen35 {
 		return tc
 	}

@@ -111,10 +111,11 @@ type LoRAConfig struct {
 
 // TinyConfig is the shape of a freshly created model: Qwen2-, Qwen3- or
 // Qwen3.5-style (a hybrid of Gated DeltaNet layers and gated attention
-// layers, sized by the linear_* keys and full_attention_interval), or a
-// Qwen3 MoE (every MLP a mixture of experts, sized by the experts keys).
+// layers, sized by the linear_* keys and full_attention_interval), a
+// Qwen3 MoE (every MLP a mixture of experts, sized by the experts keys),
+// Nemotron-H or Gemma 4.
 type TinyConfig struct {
-	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5|qwen3_moe|nemotron_h" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML), qwen3_moe (Qwen3 with every MLP a mixture of experts: experts, experts_per_token, moe_intermediate), or nemotron_h (Nemotron-H's hybrid: single blocks, Mamba-2, attention without RoPE or relu² MLP, as nemotron_pattern lists them; Qwen3's chat format)"`
+	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5|qwen3_moe|nemotron_h|gemma4_text" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML), qwen3_moe (Qwen3 with every MLP a mixture of experts: experts, experts_per_token, moe_intermediate), or nemotron_h (Nemotron-H's hybrid: single blocks, Mamba-2, attention without RoPE or relu² MLP, as nemotron_pattern lists them; Qwen3's chat format), or gemma4_text (Gemma 4's text model: every sixth layer and the last full attention, the others sliding-window attention over 128 tokens; full layers of twice the head size with proportional RoPE, per-layer inputs of 16, logits capped at 30, tied embeddings; Qwen3's chat format; no activation checkpointing or LoRA)"`
 	Hidden       int    `yaml:"hidden" default:"128" doc:"hidden size"`
 	Intermediate int    `yaml:"intermediate" default:"256" doc:"MLP intermediate size"`
 	Layers       int    `yaml:"layers" default:"2" doc:"transformer layers"`

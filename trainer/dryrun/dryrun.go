@@ -109,6 +109,10 @@ func Run(ctx context.Context, cfg config.Config) (*Report, error) {
 		r.Warnings = append(r.Warnings, "the model is a Nemotron-H model (Mamba-2 layers): the hand-written CPU decode kernels run "+
 			"attention-only models, so rollouts decode on the libtorch path")
 	}
+	if r.Model.IsGemma4() {
+		r.Warnings = append(r.Warnings, "the model is a Gemma 4 model: the hand-written CPU decode kernels do not run it, so rollouts "+
+			"decode on the libtorch path")
+	}
 	if r.Model.Sparse() {
 		r.Warnings = append(r.Warnings, "the model has mixture-of-experts layers: the hand-written CPU decode kernels run dense models only, "+
 			"so rollouts decode on the libtorch path (and on CUDA without graph capture: the routing picks each step's experts on the host)")

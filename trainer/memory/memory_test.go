@@ -118,3 +118,16 @@ func TestDecodeStateByDType(t *testing.T) {
 		}
 	}
 }
+
+// A Gemma 4 engine's caches: gemma4's six layers (sliding, sliding, full,
+// twice; the last two kv-shared) for 4 slots of 100 positions in f32:
+// three sliding layers of 2 kv heads x 16 and one full of 1 x 32 cache,
+// 2 * 4 * 100 * (3 * 32 + 32) * 4 = 409,600 bytes; the shared two none.
+func TestDecodeStateGemma4(t *testing.T) {
+	s, f := torch.SlidingAttention, torch.FullAttention
+	c := torch.Config{Layers: 6, Heads: 4, KVHeads: 2, HeadDim: 16, LayerTypes: []string{s, s, f, s, s, f},
+		Gemma: &torch.Gemma4{SlidingWindow: 8, GlobalHeadDim: 32, GlobalKVHeads: 1, KVSharedLayers: 2}}
+	if kv, dn := DecodeState(c, 4, 100, 4); kv != 409600 || dn != 0 {
+		t.Errorf("kv %d, deltanet %d, want 409600 and 0", kv, dn)
+	}
+}

@@ -41,6 +41,10 @@ func TrainingState(params, b int64, world, zero int) (grads, optimizer int64) {
 // heads x head_dim + 2 x n_groups x ssm_state channels, in the decoding
 // dtype) and recurrent state (a head_dim x ssm_state matrix per head, in
 // float32), counted with the Gated DeltaNet's; an MLP layer's nothing.
+// A Gemma 4 full layer's keys and values have its own head size and
+// key/value heads; a kv-shared layer holds none (it reads another's).
+// Every attention layer's cache spans all positions, a sliding layer's
+// too (it reads only its window's keys).
 func DecodeState(c torch.Config, slots, positions int, b int64) (kv, deltanet int64) {
 	n := int64(slots)
 	for i := range c.Layers {
@@ -61,7 +65,16 @@ func DecodeState(c torch.Config, slots, positions int, b int64) (kv, deltanet in
 			deltanet += n * (conv + recurrent)
 			continue
 		}
-		kv += 2 * n * int64(positions) * int64(c.KVHeads*c.HeadDim) * b
+		heads, hd := c.KVHeads, c.HeadDim
+		if g := c.Gemma; g != nil {
+			if i >= c.Layers-g.KVSharedLayers {
+				continue
+			}
+			if c.LayerTypes[i] != torch.SlidingAttention {
+				heads, hd = g.GlobalKVHeads, g.GlobalHeadDim
+			}
+		}
+		kv += 2 * n * int64(positions) * int64(heads*hd) * b
 	}
 	return kv, deltanet
 }
