@@ -206,6 +206,9 @@ func (r *remoteRun) done(i, s int, segs []*trajectory.Trajectory) {
 // cancelled.
 func (r *remoteRun) play(ctx context.Context, ep *episode, seed uint64) ([]*trajectory.Trajectory, error) {
 	for turn := 0; ; turn++ {
+		if ctx.Err() != nil { // no turn starts once the rollout is cancelled
+			return ep.cancel(), context.Cause(ctx)
+		}
 		a, closes, err := r.turn(ctx, ep, turnSeed(seed, turn))
 		if err != nil {
 			if ctx.Err() != nil {

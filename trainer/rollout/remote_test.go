@@ -262,6 +262,29 @@ func TestRemoteGenerationFailureEndsTheRollout(t *testing.T) {
 }
 
 // Cancellation returns every trajectory, unfinished ones marked cancelled.
+// A rollout cancelled while a turn is generated starts no turn after it,
+// even when the generator answers that turn (as a server may that
+// finished it before it saw the cancellation): the episode ends
+// cancelled. Before, the episode went on to its answer, and an episode
+// whose goroutine won the race for a free slot against the cancellation
+// ran whole (TestRemoteCancellation failed now and then under load).
+func TestRemoteStartsNoTurnAfterCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	gen := &decoderGen{dec: newScripted(t, 1), fail: func(n int) error {
+		if n == 0 {
+			cancel()
+		}
+		return nil
+	}}
+	trs, _, err := Remote{Gen: gen, Episodes: 1}.Run(ctx, &fakeChat{}, factory(10, 1000, 0), []Request{{Task: task(2), Samples: 1}}, opts())
+	if !errors.Is(err, context.Canceled) || len(trs) != 1 || trs[0].Stop != trajectory.StopCancelled {
+		t.Fatalf("error %v, %d trajectories (%v); want context.Canceled and one cancelled", err, len(trs), trs)
+	}
+	if len(gen.reqs) != 1 {
+		t.Errorf("%d turns requested, want 1: none after the cancellation", len(gen.reqs))
+	}
+}
+
 func TestRemoteCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	gen := &decoderGen{dec: newScripted(t, 1), fail: func(n int) error {
