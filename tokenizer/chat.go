@@ -84,8 +84,9 @@ type layout interface {
 	// turns lays out a whole conversation, one list of spans per turn.
 	turns(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool) ([][]span, error)
 	// observation is what the environment appends after an assistant turn
-	// that called tools (see ChatFormat.Observation).
-	observation(responses []string, modelClosedTurn bool) []span
+	// that made calls (see ChatFormat.Observation); only Gemma 4's names
+	// the responses after the calls.
+	observation(calls []ToolCall, responses []string, modelClosedTurn bool) []span
 }
 
 // NewChatFormat picks the format of tok's chat template (see Family) with
@@ -164,6 +165,12 @@ func (c *ChatFormat) WithOptions(opts ChatOptions) (*ChatFormat, error) {
 				c.family, opts.ReasoningEffort, strings.Join(ReasoningEfforts, ", "))
 		}
 		out.layout = qwen35Layout{noThinking: opts.NoThinking, qwen38: true, effort: effort, dropThinking: opts.DropThinking}
+	case Gemma4, Gemma4Large:
+		if opts.Date != "" {
+			return nil, fmt.Errorf("chat format %s: option Date (Llama 3's date_string) is not part of this template", c.family)
+		}
+		// NoThinking is enable_thinking=false, the template's default.
+		out.layout = gemma4Layout{emptyThought: c.family == Gemma4Large}
 	case Llama31, Llama32:
 		if opts.NoThinking {
 			return nil, fmt.Errorf("chat format %s: option NoThinking (Qwen3's enable_thinking=false) is not part of this template", c.family)
@@ -195,8 +202,12 @@ func (c *ChatFormat) CallSyntax() toolcall.CallSyntax { return familySpecs[c.fam
 // every turn after the last user query with its think block (an empty one
 // too), so an episode's prompts extend each other, and is not counted;
 // nor is Qwen3.8's, which keeps them too (and, by default, every earlier
-// turn's).
-func (c *ChatFormat) RewritesHistory() bool { return c.family == Qwen3 }
+// turn's). Gemma 4's 26B-A4B and 31B template is counted: its generation
+// prompt writes an empty thought channel that the turn, rendered again,
+// does not show. The E2B and E4B template renders an episode as it was
+// generated when the model writes nothing before its calls (content
+// written before them is rendered after their responses).
+func (c *ChatFormat) RewritesHistory() bool { return c.family == Qwen3 || c.family == Gemma4Large }
 
 // Tokenizer returns the tokenizer the format encodes with.
 func (c *ChatFormat) Tokenizer() *Tokenizer { return c.tok }
@@ -348,6 +359,15 @@ func (c *ChatFormat) Prompt(system, user string, tools []json.RawMessage) ([]int
 // turn. The responses are plain text: one that spells an added token is
 // encoded as that text, never as the token.
 func (c *ChatFormat) Observation(responses []string, modelClosedTurn bool) []int32 {
-	ids, _ := c.tok.encodeSpans(c.layout.observation(responses, modelClosedTurn), -1)
+	return c.ObservationOf(nil, responses, modelClosedTurn)
+}
+
+// ObservationOf is Observation for the turn's calls: Gemma 4's template
+// names each response after its call (the j-th response, the j-th call;
+// one with no call is "unknown"), and the model goes on in the same turn
+// after <tool_response|>, with no generation prompt. The other families
+// ignore calls.
+func (c *ChatFormat) ObservationOf(calls []ToolCall, responses []string, modelClosedTurn bool) []int32 {
+	ids, _ := c.tok.encodeSpans(c.layout.observation(calls, responses, modelClosedTurn), -1)
 	return ids
 }
