@@ -54,7 +54,8 @@ type ChatFormat struct {
 type ChatOptions struct {
 	// NoThinking is Qwen3's, Qwen3.5's and Qwen3.8's enable_thinking=false:
 	// the generation prompt ends with an empty "<think>\n\n</think>\n\n"
-	// block, which is the template's (mask 0), not the model's.
+	// block, which is the template's (mask 0), not the model's. For Gemma
+	// 4 it is the template's default, which changes nothing.
 	NoThinking bool
 	// ReasoningEffort is Qwen3.8's reasoning_effort: "xhigh", "medium" or
 	// "low", or "" for the template's default (xhigh). While thinking is
@@ -192,8 +193,9 @@ func (c *ChatFormat) Family() Family { return c.family }
 
 // CallSyntax is how the family's assistant turns write a tool call:
 // Hermes <tool_call> blocks (Qwen2.5, Qwen3 and the word-level tokenizers
-// without a template), Llama 3's bare JSON object with "parameters", or
-// Qwen3.5's (and Qwen3.8's) XML in <tool_call> blocks.
+// without a template), Llama 3's bare JSON object with "parameters",
+// Qwen3.5's (and Qwen3.8's) XML in <tool_call> blocks, or Gemma 4's
+// <|tool_call>call:NAME{...}<tool_call|>.
 func (c *ChatFormat) CallSyntax() toolcall.CallSyntax { return familySpecs[c.family].calls }
 
 // RewritesHistory reports whether the chat template renders a
@@ -213,9 +215,10 @@ func (c *ChatFormat) RewritesHistory() bool { return c.family == Qwen3 || c.fami
 func (c *ChatFormat) Tokenizer() *Tokenizer { return c.tok }
 
 // StopIDs are the ids that end an assistant turn: the family's end of turn
-// ("<|im_end|>" or "<|eot_id|>"), the eos token, the family's other ends
-// ("<|endoftext|>"; "<|eom_id|>", "<|end_of_text|>"), and "</tool_call>"
-// when it is a single added token (Qwen).
+// ("<|im_end|>", "<|eot_id|>" or "<turn|>"), the eos token, the family's
+// other ends ("<|endoftext|>"; "<|eom_id|>", "<|end_of_text|>"; Gemma 4's
+// "<|tool_response>", with which the model hands its turn to the tools,
+// and "<eos>"), and "</tool_call>" when it is a single added token (Qwen).
 func (c *ChatFormat) StopIDs() []int32 { return append([]int32(nil), c.stops...) }
 
 // Special returns the id of an added token such as "<tool_call>".
