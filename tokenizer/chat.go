@@ -68,6 +68,11 @@ type ChatOptions struct {
 	// Qwen3.5's always do. Unset, the template's default keeps every
 	// turn's think block.
 	DropThinking bool
+	// Thinking is Gemma 4's enable_thinking=true: <|think|> at the head of
+	// the system turn (making one when there is none), the reasoning of
+	// turns after the last user message kept in a thought channel, and
+	// after tool responses a generation prompt that opens the channel.
+	Thinking bool
 	// Date is Llama 3's date_string, the "Today Date:" line of the system
 	// turn, written as "26 Jul 2024". Empty means the template's default:
 	// "26 Jul 2024" for Llama 3.1 and 3.3; for Llama 3.2 the day the format
@@ -139,6 +144,9 @@ func (c *ChatFormat) WithOptions(opts ChatOptions) (*ChatFormat, error) {
 			return nil, fmt.Errorf("chat format %s: option DropThinking (Qwen3.8's preserve_thinking=false) is not part of this template", c.family)
 		}
 	}
+	if opts.Thinking && c.family != Gemma4 && c.family != Gemma4Large {
+		return nil, fmt.Errorf("chat format %s: option Thinking (Gemma 4's enable_thinking=true) is not part of this template", c.family)
+	}
 	switch c.family {
 	case Qwen25, Qwen3:
 		if opts.Date != "" {
@@ -171,7 +179,10 @@ func (c *ChatFormat) WithOptions(opts ChatOptions) (*ChatFormat, error) {
 			return nil, fmt.Errorf("chat format %s: option Date (Llama 3's date_string) is not part of this template", c.family)
 		}
 		// NoThinking is enable_thinking=false, the template's default.
-		out.layout = gemma4Layout{emptyThought: c.family == Gemma4Large}
+		if opts.NoThinking && opts.Thinking {
+			return nil, fmt.Errorf("chat format %s: options NoThinking and Thinking contradict each other", c.family)
+		}
+		out.layout = gemma4Layout{large: c.family == Gemma4Large, thinking: opts.Thinking}
 	case Llama31, Llama32:
 		if opts.NoThinking {
 			return nil, fmt.Errorf("chat format %s: option NoThinking (Qwen3's enable_thinking=false) is not part of this template", c.family)

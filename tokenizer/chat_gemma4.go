@@ -25,12 +25,13 @@ import (
 //
 // The model hands the turn to the tools by writing <|tool_response>; the
 // responses follow it, and the model writes its next calls or its answer
-// with no new header. Thinking (enable_thinking, the thought channel) is
-// the template's default, off.
+// with no new header. Thinking (enable_thinking) is off by default.
 type gemma4Layout struct {
-	// emptyThought is the 26B-A4B and 31B template's generation prompt,
-	// which closes an empty thought channel while thinking is off.
-	emptyThought bool
+	// large is the 26B-A4B and 31B template, whose generation prompt closes
+	// an empty thought channel while thinking is off.
+	large bool
+	// thinking is enable_thinking=true.
+	thinking bool
 }
 
 // Gemma 4's markup.
@@ -48,10 +49,32 @@ const (
 
 func (g gemma4Layout) generationPrompt() string {
 	p := gemma4TurnStart + "model\n"
-	if g.emptyThought {
+	if g.large && !g.thinking {
 		p += gemma4EmptyThought
 	}
 	return p
+}
+
+// gemma4ThoughtOpen opens the thought channel: the generation prompt
+// after tool responses writes it while thinking is on.
+const gemma4ThoughtOpen = gemma4ChannelOpen + "thought\n"
+
+// gemma4Reasoning reads the reasoning off a model message's text as a
+// reasoning parser would: the text of its first thought channel, after
+// "<|channel>thought\n" (or "<|channel>") and before "<channel|>", less
+// one newline at its end; "" when there is none. The template takes it
+// from reasoning_content, which agentrl's Message has not.
+func gemma4Reasoning(text string) string {
+	_, after, ok := strings.Cut(text, gemma4ChannelOpen)
+	if !ok {
+		return ""
+	}
+	body, _, ok := strings.Cut(after, gemma4ChannelClose)
+	if !ok {
+		return ""
+	}
+	body = strings.TrimPrefix(body, "thought\n")
+	return strings.TrimSuffix(body, "\n")
 }
 
 // turns lays out the conversation as the template does. A tool message is
@@ -63,8 +86,11 @@ func (g gemma4Layout) generationPrompt() string {
 func (g gemma4Layout) turns(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool) ([][]span, error) {
 	head := []span{{text: gemma4BOS}}
 	loop := msgs
-	if len(tools) > 0 || msgs[0].Role == "system" {
+	if g.thinking || len(tools) > 0 || msgs[0].Role == "system" {
 		head = append(head, span{text: gemma4TurnStart + "system\n"})
+		if g.thinking {
+			head = append(head, span{text: "<|think|>\n"})
+		}
 		if msgs[0].Role == "system" {
 			head = append(head, span{text: pyStrip(msgs[0].Content)})
 			loop = msgs[1:]
@@ -83,6 +109,12 @@ func (g gemma4Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 	turns := [][]span{head}
 	lastType := "" // the template's ns.prev_message_type after the last message
 	prevRole := ""
+	lastUser := -1
+	for i, m := range loop {
+		if m.Role == "user" {
+			lastUser = i
+		}
+	}
 	for i := 0; i < len(loop); i++ {
 		m := loop[i]
 		if m.Role == "tool" {
@@ -100,6 +132,15 @@ func (g gemma4Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 				role = "model"
 			}
 			turn = append(turn, span{text: gemma4TurnStart + role + "\n"})
+		}
+		if r := gemma4Reasoning(m.Content); model && r != "" && i > lastUser {
+			// The channel's opening is the model's after a header, the
+			// generation prompt's after tool responses.
+			open := span{text: gemma4ThoughtOpen, gen: true}
+			if prevRole == "assistant" && g.thinking {
+				open.gen = false
+			}
+			turn = append(turn, open, span{text: r + "\n" + gemma4ChannelClose, gen: true})
 		}
 		var responses []string
 		for i+1 < len(loop) && loop[i+1].Role == "tool" && len(m.ToolCalls) > 0 {
@@ -157,8 +198,12 @@ func (g gemma4Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 		}
 		prevRole = m.Role
 	}
-	if addGenerationPrompt && lastType == "" {
+	switch {
+	case !addGenerationPrompt:
+	case lastType == "":
 		turns = append(turns, []span{{text: g.generationPrompt()}})
+	case lastType == "tool_response" && g.thinking:
+		turns[len(turns)-1] = append(turns[len(turns)-1], span{text: gemma4ThoughtOpen})
 	}
 	return turns, nil
 }
@@ -186,14 +231,19 @@ func (g gemma4Layout) responses(calls []ToolCall, responses []string, opened boo
 
 // observation is what follows a turn whose calls the model handed over
 // with <|tool_response> (modelClosedTurn; otherwise it is written first):
-// the responses, named after the calls, and nothing else, since the model
-// goes on in the same turn.
+// the responses, named after the calls, and nothing more, since the model
+// goes on in the same turn (while thinking is on, in the thought channel
+// this opens).
 func (g gemma4Layout) observation(calls []ToolCall, responses []string, modelClosedTurn bool) []span {
 	var spans []span
 	if !modelClosedTurn {
 		spans = append(spans, span{text: toolcall.Gemma4ResponseOpen})
 	}
-	return append(spans, g.responses(calls, responses, false)...)
+	spans = append(spans, g.responses(calls, responses, false)...)
+	if g.thinking {
+		spans = append(spans, span{text: gemma4ThoughtOpen})
+	}
+	return spans
 }
 
 // gemma4StripThinking is the template's strip_thinking: the text with each

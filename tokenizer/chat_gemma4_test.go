@@ -37,7 +37,7 @@ func gemma4Format(t *testing.T, template string, texts ...string) *ChatFormat {
 func TestGemma4Format(t *testing.T) {
 	user, answer, result := "Who directed Doctor Strange?", "Scott Derrickson.", "It was Scott Derrickson <turn|>"
 	calls := toolcall.Gemma4ToolCall("search", "query:"+toolcall.Gemma4Quote+"Doctor Strange"+toolcall.Gemma4Quote)
-	f := gemma4Format(t, "gemma4-e2b.jinja", user, answer, result, calls, "response:search{value:", "}")
+	f := gemma4Format(t, "gemma4-e2b.jinja", user, answer, result, calls, "response:search{value:", "}", "thought\n", "<|think|>\n")
 	if f.Family() != Gemma4 || f.CallSyntax() != toolcall.Gemma4 || f.RewritesHistory() {
 		t.Fatalf("family %s, syntax %v, rewrites %v", f.Family(), f.CallSyntax(), f.RewritesHistory())
 	}
@@ -115,6 +115,39 @@ func TestGemma4Format(t *testing.T) {
 		if _, err := f.RenderText(c.msgs, c.tools, true); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want a refusal naming %q", c.msgs, err, c.want)
 		}
+	}
+	// Thinking: <|think|> opens the system turn; after the responses the
+	// observation opens the thought channel (mask 0), and the model's
+	// reasoning and answer follow it (mask 1).
+	thinking, err := f.WithOptions(ChatOptions{Thinking: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasoned := slices.Clone(msgs)
+	reasoned[3].Content = "<|channel>thought\n" + result + "\n<channel|>" + answer
+	ids, mask, err = thinking.Render(reasoned, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen = nil
+	for _, run := range maskRuns(ids, mask) {
+		gen = append(gen, f.Tokenizer().Decode(run, false))
+	}
+	if wantGen := []string{calls + toolcall.Gemma4ResponseOpen, result + "\n<channel|>" + answer + toolcall.Gemma4TurnEnd}; !slices.Equal(gen, wantGen) {
+		t.Errorf("thinking: generated runs %q, want %q", gen, wantGen)
+	}
+	if obs := tok.Decode(thinking.ObservationOf(msgs[1].ToolCalls, []string{result}, true), false); !strings.HasSuffix(obs, "<tool_response|><|channel>thought\n") {
+		t.Errorf("thinking: observation %q", obs)
+	}
+	qf, err := NewChatFormat(qwen(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := qf.WithOptions(ChatOptions{Thinking: true}); err == nil || !strings.Contains(err.Error(), "Thinking") {
+		t.Errorf("Thinking on Qwen3: %v", err)
+	}
+	if _, err := f.WithOptions(ChatOptions{Thinking: true, NoThinking: true}); err == nil {
+		t.Errorf("Thinking and NoThinking together were accepted")
 	}
 	if _, err := f.WithOptions(ChatOptions{Date: "01 Jan 2026"}); err == nil || !strings.Contains(err.Error(), "date_string") {
 		t.Errorf("Date: %v", err)
