@@ -64,9 +64,14 @@ func TestToolEnvLlamaParseError(t *testing.T) {
 
 func TestEnvConfigRefusesUnknownCallSyntax(t *testing.T) {
 	c := testConfig()
-	c.Calls = toolcall.CallSyntax(3)
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "tool-call syntax CallSyntax(3)") {
+	c.Calls = toolcall.CallSyntax(4)
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "tool-call syntax CallSyntax(4)") {
 		t.Errorf("Validate = %v", err)
+	}
+	// Gemma 4's calls parse, but its observations are not built yet.
+	c.Calls = toolcall.Gemma4
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "Gemma 4") {
+		t.Errorf("Validate(gemma4) = %v", err)
 	}
 }
 

@@ -148,6 +148,10 @@ func ChatMessages(req *openai.Request, syntax toolcall.CallSyntax) []tokenizer.M
 // chat answers one chat completion request; a refusal is returned, not
 // written.
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *ProgramEpisode, started time.Time) *openai.Error {
+	if h.Format.CallSyntax() == toolcall.Gemma4 {
+		return &openai.Error{Status: http.StatusNotImplemented, Type: openai.TypeServer, Code: "unsupported_chat_format",
+			Message: "This server's chat template is Gemma 4's, whose tool calls the gateway does not read or write yet."}
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return &openai.Error{Status: http.StatusRequestTimeout, Type: openai.TypeInvalidRequest, Code: "request_timeout",

@@ -54,7 +54,8 @@ type ChatFormat struct {
 type ChatOptions struct {
 	// NoThinking is Qwen3's, Qwen3.5's and Qwen3.8's enable_thinking=false:
 	// the generation prompt ends with an empty "<think>\n\n</think>\n\n"
-	// block, which is the template's (mask 0), not the model's.
+	// block, which is the template's (mask 0), not the model's. For Gemma
+	// 4 it is the template's default, which changes nothing.
 	NoThinking bool
 	// ReasoningEffort is Qwen3.8's reasoning_effort: "xhigh", "medium" or
 	// "low", or "" for the template's default (xhigh). While thinking is
@@ -67,6 +68,11 @@ type ChatOptions struct {
 	// Qwen3.5's always do. Unset, the template's default keeps every
 	// turn's think block.
 	DropThinking bool
+	// Thinking is Gemma 4's enable_thinking=true: <|think|> at the head of
+	// the system turn (making one when there is none), the reasoning of
+	// turns after the last user message kept in a thought channel, and
+	// after tool responses a generation prompt that opens the channel.
+	Thinking bool
 	// Date is Llama 3's date_string, the "Today Date:" line of the system
 	// turn, written as "26 Jul 2024". Empty means the template's default:
 	// "26 Jul 2024" for Llama 3.1 and 3.3; for Llama 3.2 the day the format
@@ -84,8 +90,9 @@ type layout interface {
 	// turns lays out a whole conversation, one list of spans per turn.
 	turns(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool) ([][]span, error)
 	// observation is what the environment appends after an assistant turn
-	// that called tools (see ChatFormat.Observation).
-	observation(responses []string, modelClosedTurn bool) []span
+	// that made calls (see ChatFormat.Observation); only Gemma 4's names
+	// the responses after the calls.
+	observation(calls []ToolCall, responses []string, modelClosedTurn bool) []span
 }
 
 // NewChatFormat picks the format of tok's chat template (see Family) with
@@ -137,6 +144,9 @@ func (c *ChatFormat) WithOptions(opts ChatOptions) (*ChatFormat, error) {
 			return nil, fmt.Errorf("chat format %s: option DropThinking (Qwen3.8's preserve_thinking=false) is not part of this template", c.family)
 		}
 	}
+	if opts.Thinking && c.family != Gemma4 && c.family != Gemma4Large {
+		return nil, fmt.Errorf("chat format %s: option Thinking (Gemma 4's enable_thinking=true) is not part of this template", c.family)
+	}
 	switch c.family {
 	case Qwen25, Qwen3:
 		if opts.Date != "" {
@@ -164,6 +174,15 @@ func (c *ChatFormat) WithOptions(opts ChatOptions) (*ChatFormat, error) {
 				c.family, opts.ReasoningEffort, strings.Join(ReasoningEfforts, ", "))
 		}
 		out.layout = qwen35Layout{noThinking: opts.NoThinking, qwen38: true, effort: effort, dropThinking: opts.DropThinking}
+	case Gemma4, Gemma4Large:
+		if opts.Date != "" {
+			return nil, fmt.Errorf("chat format %s: option Date (Llama 3's date_string) is not part of this template", c.family)
+		}
+		// NoThinking is enable_thinking=false, the template's default.
+		if opts.NoThinking && opts.Thinking {
+			return nil, fmt.Errorf("chat format %s: options NoThinking and Thinking contradict each other", c.family)
+		}
+		out.layout = gemma4Layout{large: c.family == Gemma4Large, thinking: opts.Thinking}
 	case Llama31, Llama32:
 		if opts.NoThinking {
 			return nil, fmt.Errorf("chat format %s: option NoThinking (Qwen3's enable_thinking=false) is not part of this template", c.family)
@@ -185,8 +204,9 @@ func (c *ChatFormat) Family() Family { return c.family }
 
 // CallSyntax is how the family's assistant turns write a tool call:
 // Hermes <tool_call> blocks (Qwen2.5, Qwen3 and the word-level tokenizers
-// without a template), Llama 3's bare JSON object with "parameters", or
-// Qwen3.5's (and Qwen3.8's) XML in <tool_call> blocks.
+// without a template), Llama 3's bare JSON object with "parameters",
+// Qwen3.5's (and Qwen3.8's) XML in <tool_call> blocks, or Gemma 4's
+// <|tool_call>call:NAME{...}<tool_call|>.
 func (c *ChatFormat) CallSyntax() toolcall.CallSyntax { return familySpecs[c.family].calls }
 
 // RewritesHistory reports whether the chat template renders a
@@ -195,16 +215,21 @@ func (c *ChatFormat) CallSyntax() toolcall.CallSyntax { return familySpecs[c.fam
 // every turn after the last user query with its think block (an empty one
 // too), so an episode's prompts extend each other, and is not counted;
 // nor is Qwen3.8's, which keeps them too (and, by default, every earlier
-// turn's).
-func (c *ChatFormat) RewritesHistory() bool { return c.family == Qwen3 }
+// turn's). Gemma 4's 26B-A4B and 31B template is counted: its generation
+// prompt writes an empty thought channel that the turn, rendered again,
+// does not show. The E2B and E4B template renders an episode as it was
+// generated when the model writes nothing before its calls (content
+// written before them is rendered after their responses).
+func (c *ChatFormat) RewritesHistory() bool { return c.family == Qwen3 || c.family == Gemma4Large }
 
 // Tokenizer returns the tokenizer the format encodes with.
 func (c *ChatFormat) Tokenizer() *Tokenizer { return c.tok }
 
 // StopIDs are the ids that end an assistant turn: the family's end of turn
-// ("<|im_end|>" or "<|eot_id|>"), the eos token, the family's other ends
-// ("<|endoftext|>"; "<|eom_id|>", "<|end_of_text|>"), and "</tool_call>"
-// when it is a single added token (Qwen).
+// ("<|im_end|>", "<|eot_id|>" or "<turn|>"), the eos token, the family's
+// other ends ("<|endoftext|>"; "<|eom_id|>", "<|end_of_text|>"; Gemma 4's
+// "<|tool_response>", with which the model hands its turn to the tools,
+// and "<eos>"), and "</tool_call>" when it is a single added token (Qwen).
 func (c *ChatFormat) StopIDs() []int32 { return append([]int32(nil), c.stops...) }
 
 // Special returns the id of an added token such as "<tool_call>".
@@ -348,6 +373,15 @@ func (c *ChatFormat) Prompt(system, user string, tools []json.RawMessage) ([]int
 // turn. The responses are plain text: one that spells an added token is
 // encoded as that text, never as the token.
 func (c *ChatFormat) Observation(responses []string, modelClosedTurn bool) []int32 {
-	ids, _ := c.tok.encodeSpans(c.layout.observation(responses, modelClosedTurn), -1)
+	return c.ObservationOf(nil, responses, modelClosedTurn)
+}
+
+// ObservationOf is Observation for the turn's calls: Gemma 4's template
+// names each response after its call (the j-th response, the j-th call;
+// one with no call is "unknown"), and the model goes on in the same turn
+// after <tool_response|>, with no generation prompt. The other families
+// ignore calls.
+func (c *ChatFormat) ObservationOf(calls []ToolCall, responses []string, modelClosedTurn bool) []int32 {
+	ids, _ := c.tok.encodeSpans(c.layout.observation(calls, responses, modelClosedTurn), -1)
 	return ids
 }

@@ -40,6 +40,16 @@ const (
 	// split off the content by the template, and a call's booleans and
 	// nulls go through tojson.
 	Qwen38 Family = "qwen3.8"
+	// Gemma4 is Gemma 4's template as Google published it for E2B and E4B
+	// on 2026-07-09: <|turn>ROLE turns, the tool declarations in the system
+	// turn, calls as <|tool_call>call:NAME{...}<tool_call|>
+	// (toolcall.Gemma4), the responses inside the model's turn, which goes
+	// on after them; thinking off by default.
+	Gemma4 Family = "gemma4"
+	// Gemma4Large is the same revision's template for 26B-A4B and 31B:
+	// Gemma4's layout with a generation prompt that closes an empty
+	// thought channel.
+	Gemma4Large Family = "gemma4-large"
 	// Llama31 is Llama 3.1-Instruct's template, which Llama 3.3-Instruct
 	// ships unchanged: date line "26 Jul 2024" unless given.
 	Llama31 Family = "llama3.1"
@@ -61,6 +71,11 @@ var knownTemplates = map[string]Family{
 	// Qwen/Qwen3.8-27B (revision 1d4bf0f2) and Qwen/Qwen3.8-2.4T-A95B
 	// (revision 9d060ae8): the same chat_template.jinja.
 	"c3cf9e34abf4f9e36c2d72165aa9c132d3e2a725b6c2586aaa3a8af9d7a81041": Qwen38,
+	// google/gemma-4-E2B-it and E4B-it, the revision of 2026-07-09 (as
+	// ollama checks it in; see tokenizer/testdata/templates/SOURCES.md).
+	"523fc86ed4db0357763963f4b0fdbce319903f1f68b2d03f593bef7a56836533": Gemma4,
+	// google/gemma-4-26B-A4B-it and 31B-it, the same revision.
+	"2af48814bacaf2a35a2d57aa19eee6c42ed530011977e8f414cf1d467da446c2": Gemma4Large,
 	// meta-llama/Llama-3.1-8B-Instruct and Llama-3.3-70B-Instruct.
 	"93c0e9aa3629bbd77e68dbc0f5621f6e6b23aa8d74b932595cdb8d64684526d7": Llama31,
 	// meta-llama/Llama-3.2-3B-Instruct.
@@ -104,7 +119,18 @@ var llamaSpec = familySpec{
 	calls:    toolcall.LlamaJSON,
 }
 
-var familySpecs = map[Family]familySpec{Qwen25: qwenSpec, Qwen3: qwenSpec, Qwen35: qwen35Spec, Qwen38: qwen35Spec, Llama31: llamaSpec, Llama32: llamaSpec}
+// gemma4Spec: the model ends its turn with <turn|>, or hands it to the
+// tools with <|tool_response>.
+var gemma4Spec = familySpec{
+	required: []string{gemma4BOS, gemma4TurnStart, toolcall.Gemma4TurnEnd, toolcall.Gemma4CallOpen, toolcall.Gemma4CallClose,
+		toolcall.Gemma4ResponseOpen, toolcall.Gemma4ResponseClose, toolcall.Gemma4Quote, gemma4ToolOpen, gemma4ToolClose},
+	turnEnd: toolcall.Gemma4TurnEnd,
+	stops:   []string{toolcall.Gemma4ResponseOpen, "<eos>"},
+	calls:   toolcall.Gemma4,
+}
+
+var familySpecs = map[Family]familySpec{Qwen25: qwenSpec, Qwen3: qwenSpec, Qwen35: qwen35Spec, Qwen38: qwen35Spec,
+	Gemma4: gemma4Spec, Gemma4Large: gemma4Spec, Llama31: llamaSpec, Llama32: llamaSpec}
 
 // templateFamily recognises a chat template; "" (no template) is Qwen3's
 // layout.
@@ -119,6 +145,6 @@ func templateFamily(template string) (Family, error) {
 		return f, nil
 	}
 	return "", fmt.Errorf("chat format: the tokenizer's chat_template (sha256 %s, %d bytes) is not one agentrl renders: "+
-		"it knows the templates of Qwen2.5-Instruct, Qwen3, Qwen3.5, Qwen3.8, and Llama 3.1, 3.2 and 3.3 Instruct, written by hand; "+
+		"it knows the templates of Qwen2.5-Instruct, Qwen3, Qwen3.5, Qwen3.8, Gemma 4 (the revision of 2026-07-09), and Llama 3.1, 3.2 and 3.3 Instruct, written by hand; "+
 		"an edited or other template is refused rather than rendered differently from how the model was trained", hash, len(template))
 }

@@ -82,6 +82,8 @@ func TestTemplateFamilies(t *testing.T) {
 		{readTestTemplate(t, "llama3.2-instruct.jinja"), Llama32},
 		{readTestTemplate(t, "qwen3.8.jinja"), Qwen38},
 		{qwen35ChatTemplate, Qwen35},
+		{readTestTemplate(t, "gemma4-e2b.jinja"), Gemma4},
+		{readTestTemplate(t, "gemma4-31b.jinja"), Gemma4Large},
 		{"", Qwen3},
 		{"\n" + readTestTemplate(t, "llama3.2-instruct.jinja") + "\n\n", Llama32},
 	}

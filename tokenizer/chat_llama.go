@@ -98,7 +98,7 @@ func (l llamaLayout) turns(msgs []Message, tools []json.RawMessage, addGeneratio
 
 // observation ends the assistant turn unless the model did, gives each
 // response an ipython turn and opens the next assistant turn.
-func (l llamaLayout) observation(responses []string, modelClosedTurn bool) []span {
+func (l llamaLayout) observation(_ []ToolCall, responses []string, modelClosedTurn bool) []span {
 	var spans []span
 	if !modelClosedTurn {
 		spans = append(spans, span{text: llamaEOT})

@@ -112,7 +112,7 @@ func (q qwenLayout) turns(msgs []Message, tools []json.RawMessage, addGeneration
 
 // observation closes the assistant turn, puts the responses in one user
 // turn and opens the next assistant turn.
-func (q qwenLayout) observation(responses []string, modelClosedTurn bool) []span {
+func (q qwenLayout) observation(_ []ToolCall, responses []string, modelClosedTurn bool) []span {
 	return userObservation(responses, modelClosedTurn, q.generationPrompt())
 }
 

@@ -292,7 +292,7 @@ func xmlParams(raw json.RawMessage, tojson bool) ([]toolcall.XMLParam, error) {
 // observation closes the assistant turn, puts the responses (trimmed, as
 // the template trims every content) in one user turn and opens the next
 // assistant turn.
-func (q qwen35Layout) observation(responses []string, modelClosedTurn bool) []span {
+func (q qwen35Layout) observation(_ []ToolCall, responses []string, modelClosedTurn bool) []span {
 	trimmed := make([]string, len(responses))
 	for i, r := range responses {
 		trimmed[i] = pyStrip(r)

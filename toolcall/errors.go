@@ -16,6 +16,7 @@ type ParseErrorKind string
 const (
 	KindMalformedJSON ParseErrorKind = "malformed_json" // the block is not one JSON object
 	KindMalformedXML  ParseErrorKind = "malformed_xml"  // Qwen3.5: the block is not <function=NAME> with <parameter=KEY> blocks
+	KindMalformedCall ParseErrorKind = "malformed_call" // Gemma 4: the block is not call:NAME{ARGUMENTS}
 	KindMissingName   ParseErrorKind = "missing_name"   // "name" absent, empty or not a string
 	KindBadArguments  ParseErrorKind = "bad_arguments"  // "arguments" (Llama 3: "parameters") present but not an object; Llama 3: "arguments" at all
 	KindUnclosedTag   ParseErrorKind = "unclosed_tag"   // <tool_call> without its </tool_call>

@@ -28,6 +28,11 @@ const (
 	// XMLToolCall), after any text, one or more per turn, the turn ended by
 	// <|im_end|>.
 	QwenXML
+	// Gemma4 is Gemma 4's: call:NAME{key:value,...} between <|tool_call>
+	// and <tool_call|> (see Gemma4ToolCall), after any text, one or more
+	// per turn, the model then handing the turn to the tools with
+	// <|tool_response>.
+	Gemma4
 )
 
 // String names the syntax.
@@ -39,17 +44,22 @@ func (s CallSyntax) String() string {
 		return "llama3-json"
 	case QwenXML:
 		return "qwen3.5-xml"
+	case Gemma4:
+		return "gemma4"
 	}
 	return fmt.Sprintf("CallSyntax(%d)", int(s))
 }
 
 // TurnEnds are the tokens that may end an assistant turn's text after its
 // call or answer: <|im_end|> (Hermes, Qwen3.5's XML); <|eot_id|> or
-// <|eom_id|> (Llama 3).
+// <|eom_id|> (Llama 3); <turn|> or <|tool_response>, after calls (Gemma 4).
 // A fresh slice on each call.
 func (s CallSyntax) TurnEnds() []string {
-	if s == LlamaJSON {
+	switch s {
+	case LlamaJSON:
 		return []string{LlamaEOT, LlamaEOM}
+	case Gemma4:
+		return []string{Gemma4TurnEnd, Gemma4ResponseOpen}
 	}
 	return []string{TurnEnd}
 }
@@ -79,7 +89,7 @@ func (s CallSyntax) ContentStart(text string) int {
 // Parse extracts the tool calls of an assistant turn written in
 // syntax: ParseHermes for Hermes, ParseLlama for Llama 3,
 // ParseXML for Qwen3.5 (whose values schemas types; the JSON
-// syntaxes do not need them).
+// syntaxes do not need them), ParseGemma4 for Gemma 4.
 func Parse(syntax CallSyntax, text string, schemas ParamSchemas) ([]Call, error) {
 	switch syntax {
 	case Hermes:
@@ -88,8 +98,10 @@ func Parse(syntax CallSyntax, text string, schemas ParamSchemas) ([]Call, error)
 		return ParseLlama(text)
 	case QwenXML:
 		return ParseXML(text, schemas)
+	case Gemma4:
+		return ParseGemma4(text)
 	}
-	return nil, fmt.Errorf("tool-call syntax %v: agentrl parses only %v, %v and %v", syntax, Hermes, LlamaJSON, QwenXML)
+	return nil, fmt.Errorf("tool-call syntax %v: agentrl parses only %v, %v, %v and %v", syntax, Hermes, LlamaJSON, QwenXML, Gemma4)
 }
 
 // Llama 3's tokens that end an assistant turn, and the tag its models may

@@ -1,10 +1,11 @@
 // Package toolcall is the text of an agent's turns, in one place: how each
 // model family writes a tool call (CallSyntax: Hermes' JSON between
-// <tool_call> tags, Llama 3's bare JSON object, Qwen3.5's XML), parsing a
+// <tool_call> tags, Llama 3's bare JSON object, Qwen3.5's XML, Gemma 4's
+// call:NAME{...} between <|tool_call> tokens), parsing a
 // turn's calls (Parse, with a *ParseError the model is shown when they are
 // malformed) and its answer (ParseAnswer), splitting a turn into its content
 // and its calls as written (Split), and rendering them (ToolCall,
-// LlamaToolCall, XMLToolCall). Beside the calls it holds the rest of the
+// LlamaToolCall, XMLToolCall, Gemma4ToolCall). Beside the calls it holds the rest of the
 // protocol a policy writes and reads: the tags (<think>, <answer>,
 // <tool_response>), the chat's special tokens and the system prompts.
 //
