@@ -327,18 +327,27 @@ typedef struct {
    * a causal conv of mamba_conv_kernel taps (with a bias where
    * mamba_conv_bias) and the time steps clamped to [mamba_dt_min,
    * mamba_dt_max], run in chunks of mamba_chunk tokens; attention without
-   * RoPE; or an MLP of width intermediate, down(relu(up(x))^2). */
+   * RoPE; an MLP of width intermediate, down(relu(up(x))^2); or a mixture
+   * of experts (AR_BLOCK_MOE, its moe_layer[i] set): the experts relu²
+   * MLPs of width moe_intermediate on a latent of moe_latent (0: on the
+   * hidden state itself), chosen by sigmoid scores plus a correction bias
+   * within the topk_group best of n_group groups, weighted by their scores
+   * (normalised when norm_topk_prob) times routed_scaling_factor, plus a
+   * relu² shared expert of width shared_expert_intermediate. */
   int nemotron;
   uint8_t block[AR_MAX_MOE_LAYERS];
   int64_t mamba_heads, mamba_head_dim, mamba_groups, ssm_state, mamba_conv_kernel, mamba_chunk;
   int mamba_conv_bias;
   double mamba_dt_min, mamba_dt_max;
+  int64_t moe_latent, n_group, topk_group;
+  double routed_scaling_factor;
 } ar_model_config;
 
 /* The kinds of a Nemotron-H block (ar_model_config.block). */
 #define AR_BLOCK_MAMBA 1
 #define AR_BLOCK_ATTENTION 2
 #define AR_BLOCK_MLP 3
+#define AR_BLOCK_MOE 4
 
 /* A model with no weights yet; weights are set by name with
  * ar_model_set_param, or initialised randomly with ar_model_init_random. */

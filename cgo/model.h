@@ -44,7 +44,8 @@ struct ar_model_s {
     bool mamba() const { return in_proj.defined(); }
     // A sparse (mixture-of-experts) layer's MLP (moe.h): the router
     // mlp.gate [experts, hidden] and the experts mlp.experts.{e}.*, each a
-    // SwiGLU MLP of width moe_intermediate (kExpertParams); an undefined
+    // SwiGLU MLP of width moe_intermediate (kExpertParams; a Nemotron-H
+    // expert has up_proj and down_proj only, kNemotronExpertParams); an undefined
     // router and no experts in a dense layer.
     struct Expert {
       at::Tensor gate_proj, up_proj, down_proj;
@@ -55,6 +56,10 @@ struct ar_model_s {
     // SwiGLU MLP of width shared_expert_intermediate) and its gate
     // mlp.shared_expert_gate [1, hidden]; undefined where the config has none.
     at::Tensor shared_gate_proj, shared_up_proj, shared_down_proj, shared_expert_gate;
+    // A Nemotron-H moe block's (mamba2.h): the router's score correction
+    // (a buffer: no gradient) and the latent projections around the
+    // experts, undefined without moe_latent_size.
+    at::Tensor e_score_bias, fc1_latent, fc2_latent;
     // The LoRA adapters of each target (ar::LoraTarget), undefined where
     // the layer has none (every plain model): a [r, in] and b [out, r].
     struct Adapter {
@@ -171,7 +176,7 @@ struct Fused {
 // kMambaTaps [1, kernel].
 enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kMoeInter, kSharedInter,
            kQProj, kLinQKV, kLinV, kLinHeads, kLinVDim, kConvTaps, kPLEVocab, kPLEAll, kPLE, kMambaProj, kMambaConv,
-           kMambaInner, kMambaHeads, kMambaTaps };
+           kMambaInner, kMambaHeads, kMambaTaps, kMoeIn, kMoeLatent };
 
 // When says which configs (and, for kDenseMLP and kSparseMLP, kAttn and
 // kLinear, which of their layers) have a parameter: kAttn an attention
@@ -181,9 +186,11 @@ enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kM
 // kOwnV: that also has a v_proj (not a Gemma 4 k_eq_v full layer); kGemma
 // Gemma 4's layers, kPerLayer its per-layer inputs. The Nemotron-H
 // blocks' (mamba2.h): kMambaBlock, kMambaConvBias (with use_conv_bias),
-// kAttnBlock, kMLPBlock.
+// kAttnBlock, kMLPBlock, kMoEBlock and kMoELatent (a moe block with the
+// latent projection).
 enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP, kAttn, kLinear, kSharedExpert,
-            kOwnK, kOwnV, kKNorm, kGemma, kPerLayer, kMambaBlock, kMambaConvBias, kAttnBlock, kMLPBlock };
+            kOwnK, kOwnV, kKNorm, kGemma, kPerLayer, kMambaBlock, kMambaConvBias, kAttnBlock, kMLPBlock,
+            kMoEBlock, kMoELatent };
 
 // Param is a row of a parameter table: the HF key (under model.layers.{i}.
 // for a layer's), the member of Owner (the model, or a Layer) that holds

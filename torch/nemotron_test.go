@@ -118,8 +118,10 @@ func TestConfigNemotronH(t *testing.T) {
 		t.Errorf("legacy keys parsed %+v", legacy)
 	}
 	for _, bad := range []struct{ json, want string }{
-		{`"layers_block_type": ["moe"]`, "moe is not supported yet"},
-		{`"hybrid_override_pattern": "ME"`, "E (moe) is not supported yet"},
+		{`"layers_block_type": ["moe"], "n_group": 3`, "n_group 3 must divide"},
+		{`"hybrid_override_pattern": "ME", "topk_group": 2`, "topk_group 2"},
+		{`"layers_block_type": ["moe"], "num_experts_per_tok": 9`, "num_experts_per_tok 9"},
+		{`"layers_block_type": ["moe"], "moe_latent_size": 1.5`, "moe_latent_size"},
 		{`"layers_block_type": ["mamba"]`, `"mamba" is not supported`},
 		{`"layers_block_type": ["mlp"], "mlp_hidden_act": "silu"`, "mlp_hidden_act"},
 		{`"layers_block_type": ["mlp"], "mamba_hidden_act": "gelu"`, "mamba_hidden_act"},
