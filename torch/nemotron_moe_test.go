@@ -149,3 +149,47 @@ func TestNemotronHRoutingReplay(t *testing.T) {
 		t.Fatal("the router's gradient under replay is zero")
 	}
 }
+
+// The engine records a Nemotron-H slot's routing, prefilled and decoded
+// tokens alike, as the training forward over the slot's tokens routes
+// them, on both libtorch decode paths.
+func TestNemotronHEngineRoutingRecord(t *testing.T) {
+	m, err := NewRandomModel(nemotronMoEConfig(), Float32, CPU, false, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	if err := m.InitRandom(4, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []DecodePath{DecodeFused, DecodeUnfused} {
+		e := newEngineOn(t, m, 2, path)
+		if err := e.SetRecordRouting(true); err != nil {
+			t.Fatal(err)
+		}
+		hist := [][]int64{seq(7, 1), seq(12, 2)}
+		if err := e.PrefillBatch([]int{0, 1}, hist); err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			toks, lps := make([]int64, 2), make([]float32, 2)
+			if err := e.Step([]int{0, 1}, Sampling{Temperature: 1}, toks, lps); err != nil {
+				t.Fatal(err)
+			}
+			for s := range hist {
+				hist[s] = append(hist[s], toks[s])
+			}
+		}
+		for s, ids := range hist {
+			got, err := e.Routing(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, want := routedForward(t, m, rowBatch(ids), ForwardOptions{})
+			if !slices.Equal(sortedChoices(got), sortedChoices(want)) {
+				t.Errorf("%v slot %d: the engine recorded %v, the forward routes %v", path, s, got.Experts, want.Experts)
+			}
+		}
+		e.Free()
+	}
+}
