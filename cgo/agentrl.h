@@ -442,7 +442,9 @@ enum { AR_FORWARD_GRAD = 1, AR_FORWARD_ENTROPY_GRAD = 2 };
  * in the order of the Hugging Face module names: an attention layer's
  * q_proj, k_proj, v_proj, o_proj; a Gated DeltaNet layer's (Qwen3.5
  * linear_attn) in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj;
- * the MLP's gate_proj, up_proj, down_proj. */
+ * the MLP's gate_proj, up_proj, down_proj; a Nemotron-H Mamba-2 layer's
+ * in_proj (its out_proj is AR_LORA_OUT_PROJ; its blocks' q_proj ... and
+ * up_proj, down_proj the same bits, under mixer.*). */
 enum {
   AR_LORA_Q_PROJ = 1 << 0,
   AR_LORA_K_PROJ = 1 << 1,
@@ -455,9 +457,10 @@ enum {
   AR_LORA_OUT_PROJ = 1 << 8,
   AR_LORA_GATE_PROJ = 1 << 9,
   AR_LORA_UP_PROJ = 1 << 10,
-  AR_LORA_DOWN_PROJ = 1 << 11
+  AR_LORA_DOWN_PROJ = 1 << 11,
+  AR_LORA_IN_PROJ = 1 << 12
 };
-#define AR_LORA_TARGETS 12
+#define AR_LORA_TARGETS 13
 
 /* PEFT's LoraConfig: rank r, lora_alpha, lora_dropout and the targets
  * (AR_LORA_* bits). */

@@ -158,11 +158,12 @@ SSDOut ssd(const ar_model_s &m, const Layer &l, const at::Tensor &xbc, const at:
 at::Tensor mamba2_block(const ar_model_s &m, const Layer &l, const at::Tensor &h, const Scan &scan) {
   const Sizes z(m.cfg);
   const at::Tensor x = scan.keep.defined() ? h * scan.keep.unsqueeze(-1).to(h.scalar_type()) : h;
-  at::Tensor proj = linear(x, l.in_proj, at::Tensor());
+  const at::Tensor none;
+  at::Tensor proj = m.project(l, kLoraInProj, x, none);  // (with its LoRA adapter, where it has one)
   at::Tensor gate = proj.narrow(-1, 0, z.inner);
   at::Tensor y = scan.ssd(proj.narrow(-1, z.inner, z.conv), proj.narrow(-1, z.inner + z.conv, z.heads));
   y = group_norm(y, gate, l.linear_norm, z.groups, m.cfg.rms_eps, h.scalar_type());
-  return linear(y, l.out_proj, at::Tensor());
+  return m.project(l, kLoraOut, y, none);
 }
 
 Scan mamba_whole_scan(const ar_model_s &m, const Layer &l, const at::Tensor &keep) {

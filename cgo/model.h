@@ -273,7 +273,7 @@ inline const Param<ar_model_s> kHeadParams[] = {
 // LoraTarget indexes a layer's adapters, in the order of the AR_LORA_*
 // bits and of kLayerParams.
 enum LoraTarget { kLoraQ, kLoraK, kLoraV, kLoraO, kLoraInQKV, kLoraInZ, kLoraInB, kLoraInA, kLoraOut,
-                  kLoraGate, kLoraUp, kLoraDown };
+                  kLoraGate, kLoraUp, kLoraDown, kLoraInProj };
 
 // LoraSite is where a target's adapter sits: the module's key under
 // model.layers.{i}. (PEFT names the adapters after it) and the base weight
@@ -291,8 +291,17 @@ inline const LoraSite kLoraSites[AR_LORA_TARGETS] = {
     {"linear_attn.in_proj_b", &Layer::in_proj_b}, {"linear_attn.in_proj_a", &Layer::in_proj_a},
     {"linear_attn.out_proj", &Layer::out_proj},
     {"mlp.gate_proj", &Layer::gate_proj}, {"mlp.up_proj", &Layer::up_proj},
-    {"mlp.down_proj", &Layer::down_proj},
+    {"mlp.down_proj", &Layer::down_proj}, {"mixer.in_proj", &Layer::in_proj},
 };
+
+// lora_module is target t's module under model.layers.{i}. in a model of
+// config c: kLoraSites' own, a Nemotron-H block's mixer.<name> (its q_proj,
+// out_proj, up_proj ... sit under mixer).
+inline std::string lora_module(const ar_model_config &c, int t) {
+  const char *module = kLoraSites[t].module;
+  if (c.nemotron == 0) return module;
+  return std::string("mixer.") + (std::strrchr(module, '.') + 1);
+}
 
 // Group is the projections of one input that the fused decode paths
 // compute as one product: q|k|v, and gate|up. Its parts, in the order of
