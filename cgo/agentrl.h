@@ -327,18 +327,27 @@ typedef struct {
    * a causal conv of mamba_conv_kernel taps (with a bias where
    * mamba_conv_bias) and the time steps clamped to [mamba_dt_min,
    * mamba_dt_max], run in chunks of mamba_chunk tokens; attention without
-   * RoPE; or an MLP of width intermediate, down(relu(up(x))^2). */
+   * RoPE; an MLP of width intermediate, down(relu(up(x))^2); or a mixture
+   * of experts (AR_BLOCK_MOE, its moe_layer[i] set): the experts relu²
+   * MLPs of width moe_intermediate on a latent of moe_latent (0: on the
+   * hidden state itself), chosen by sigmoid scores plus a correction bias
+   * within the topk_group best of n_group groups, weighted by their scores
+   * (normalised when norm_topk_prob) times routed_scaling_factor, plus a
+   * relu² shared expert of width shared_expert_intermediate. */
   int nemotron;
   uint8_t block[AR_MAX_MOE_LAYERS];
   int64_t mamba_heads, mamba_head_dim, mamba_groups, ssm_state, mamba_conv_kernel, mamba_chunk;
   int mamba_conv_bias;
   double mamba_dt_min, mamba_dt_max;
+  int64_t moe_latent, n_group, topk_group;
+  double routed_scaling_factor;
 } ar_model_config;
 
 /* The kinds of a Nemotron-H block (ar_model_config.block). */
 #define AR_BLOCK_MAMBA 1
 #define AR_BLOCK_ATTENTION 2
 #define AR_BLOCK_MLP 3
+#define AR_BLOCK_MOE 4
 
 /* A model with no weights yet; weights are set by name with
  * ar_model_set_param, or initialised randomly with ar_model_init_random. */
@@ -433,7 +442,9 @@ enum { AR_FORWARD_GRAD = 1, AR_FORWARD_ENTROPY_GRAD = 2 };
  * in the order of the Hugging Face module names: an attention layer's
  * q_proj, k_proj, v_proj, o_proj; a Gated DeltaNet layer's (Qwen3.5
  * linear_attn) in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj;
- * the MLP's gate_proj, up_proj, down_proj. */
+ * the MLP's gate_proj, up_proj, down_proj; a Nemotron-H Mamba-2 layer's
+ * in_proj (its out_proj is AR_LORA_OUT_PROJ; its blocks' q_proj ... and
+ * up_proj, down_proj the same bits, under mixer.*). */
 enum {
   AR_LORA_Q_PROJ = 1 << 0,
   AR_LORA_K_PROJ = 1 << 1,
@@ -446,9 +457,10 @@ enum {
   AR_LORA_OUT_PROJ = 1 << 8,
   AR_LORA_GATE_PROJ = 1 << 9,
   AR_LORA_UP_PROJ = 1 << 10,
-  AR_LORA_DOWN_PROJ = 1 << 11
+  AR_LORA_DOWN_PROJ = 1 << 11,
+  AR_LORA_IN_PROJ = 1 << 12
 };
-#define AR_LORA_TARGETS 12
+#define AR_LORA_TARGETS 13
 
 /* PEFT's LoraConfig: rank r, lora_alpha, lora_dropout and the targets
  * (AR_LORA_* bits). */

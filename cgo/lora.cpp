@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "mamba2.h"
 #include "model.h"
 
 using namespace ar;
@@ -44,7 +45,10 @@ void share_base(ar_model_s &m, const ar_model_s &base) {
   m.layers.resize(base.layers.size());
   for (size_t i = 0; i < base.layers.size(); i++) {
     set_layer_shape(m.layers[i], m.cfg, static_cast<int64_t>(i));
-    for (const auto &p : kLayerParams) m.layers[i].*p.slot = frozen(base.layers[i].*p.slot);
+    if (base.cfg.nemotron != 0)
+      for (const auto &p : kNemotronLayerParams) m.layers[i].*p.slot = frozen(base.layers[i].*p.slot);
+    else
+      for (const auto &p : kLayerParams) m.layers[i].*p.slot = frozen(base.layers[i].*p.slot);
     m.layers[i].experts.resize(base.layers[i].experts.size());
     for (size_t e = 0; e < base.layers[i].experts.size(); e++)
       for (const auto &p : kExpertParams) m.layers[i].experts[e].*p.slot = frozen(base.layers[i].experts[e].*p.slot);
@@ -64,8 +68,8 @@ void list_params(ar_model_s &m, Owner &owner, const Param<Owner> (&rows)[N], con
   }
 }
 
-std::string layer_key(size_t i, int target) {
-  return "model.layers." + std::to_string(i) + "." + kLoraSites[target].module + ".weight";
+std::string layer_key(const ar_model_config &c, size_t i, int target) {
+  return "model.layers." + std::to_string(i) + "." + lora_module(c, target) + ".weight";
 }
 
 // merged is target t's weight of layer l of a LoRA model with its adapter
@@ -88,7 +92,6 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
     const auto &c = *cfg;
     TORCH_CHECK(base->lora.rank == 0, "lora_new: the base is itself a LoRA model");
     TORCH_CHECK(base->cfg.gemma == 0, "lora_new: LoRA on Gemma 4 is not supported yet");
-    TORCH_CHECK(base->cfg.nemotron == 0, "lora_new: LoRA on a Nemotron-H model (nemotron_h) is not implemented yet");
     TORCH_CHECK(c.rank > 0, "lora rank must be positive, got ", c.rank);
     TORCH_CHECK(c.alpha > 0, "lora alpha must be positive, got ", c.alpha);
     TORCH_CHECK(c.dropout >= 0 && c.dropout < 1, "lora dropout must be in [0, 1), got ", c.dropout);
@@ -98,7 +101,7 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
     for (size_t i = 0; i < base->layers.size(); i++)
       TORCH_CHECK(!base->layers[i].router.defined() || (c.targets & kMLP) == 0,
                   "lora targets: gate_proj, up_proj and down_proj are not supported on a model with "
-                  "mixture-of-experts layers (layer ", i, " is one): LoRA on the experts (mlp.experts.*, mlp.shared_expert.*) is not "
+                  "mixture-of-experts layers (layer ", i, " is one): LoRA on the experts and shared experts (mlp.experts.*, mlp.shared_expert.*; Nemotron-H's mixer.experts.*, mixer.shared_experts.*) is not "
                   "implemented; target the attention's q_proj, k_proj, v_proj, o_proj");
     // A target sits on the layers that have its projection; one that no
     // layer has (in_proj_qkv on a model without Gated DeltaNet layers) is
@@ -108,7 +111,7 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
       bool found = false;
       for (const Layer &l : base->layers) found = found || (l.*kLoraSites[t].weight).defined();
       TORCH_CHECK(found, "lora target ", std::strrchr(kLoraSites[t].module, '.') + 1, ": no layer of the model has ",
-                  kLoraSites[t].module);
+                  lora_module(base->cfg, t));
     }
     DeviceScope on(base->dev);
     auto m = std::make_unique<ar_model_s>();
@@ -142,7 +145,7 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
         // 1 / sqrt(in); lora_B starts at zero.
         const double bound = 1.0 / std::sqrt(static_cast<double>(in_dim));
         const std::string key =
-            "base_model.model.model.layers." + std::to_string(i) + "." + kLoraSites[t].module + ".lora_";
+            "base_model.model.model.layers." + std::to_string(i) + "." + lora_module(m->cfg, t) + ".lora_";
         l.lora[t].a = add(key + "A.weight", at::empty({c.rank, in_dim}, host).uniform_(-bound, bound, gen));
         l.lora[t].b = add(key + "B.weight", at::zeros({out_dim, c.rank}, host));
       }
@@ -175,13 +178,29 @@ int ar_model_merged_new(ar_model lora, ar_model *out, char **err) {
       for (int t = 0; t < AR_LORA_TARGETS; t++)
         if (l.lora[t].a.defined()) m->layers[i].*kLoraSites[t].weight = merged(*lora, l, t);
     }
-    list_params(*m, *m, kEmbedParams, "");
+    const bool nemotron = m->cfg.nemotron != 0;
+    if (nemotron)
+      list_params(*m, *m, kNemotronEmbedParams, "");
+    else
+      list_params(*m, *m, kEmbedParams, "");
     for (size_t i = 0; i < m->layers.size(); i++) {
-      list_params(*m, m->layers[i], kLayerParams, "model.layers." + std::to_string(i) + ".", static_cast<int64_t>(i));
-      for (size_t e = 0; e < m->layers[i].experts.size(); e++)
-        list_params(*m, m->layers[i].experts[e], kExpertParams, expert_prefix(i, e));
+      const std::string prefix = "model.layers." + std::to_string(i) + ".";
+      const auto layer = static_cast<int64_t>(i);
+      if (nemotron)
+        list_params(*m, m->layers[i], kNemotronLayerParams, prefix, layer);
+      else
+        list_params(*m, m->layers[i], kLayerParams, prefix, layer);
+      for (size_t e = 0; e < m->layers[i].experts.size(); e++) {
+        if (nemotron)
+          list_params(*m, m->layers[i].experts[e], kNemotronExpertParams, nemotron_expert_prefix(i, e), layer);
+        else
+          list_params(*m, m->layers[i].experts[e], kExpertParams, expert_prefix(i, e));
+      }
     }
-    list_params(*m, *m, kHeadParams, "");
+    if (nemotron)
+      list_params(*m, *m, kNemotronHeadParams, "");
+    else
+      list_params(*m, *m, kHeadParams, "");
     *out = m.release();
   });
 }
@@ -201,9 +220,9 @@ int ar_model_merge_lora(ar_model dst, ar_model lora, char **err) {
         if (!lora->layers[i].lora[t].a.defined()) continue;
         at::Tensor &w = dst->layers[i].*kLoraSites[t].weight;
         const at::Tensor &base = lora->layers[i].*kLoraSites[t].weight;
-        TORCH_CHECK(w.sizes() == base.sizes(), "merge_lora: ", layer_key(i, t), " is ", w.sizes(),
+        TORCH_CHECK(w.sizes() == base.sizes(), "merge_lora: ", layer_key(dst->cfg, i, t), " is ", w.sizes(),
                     " in the destination, ", base.sizes(), " in the LoRA model's base");
-        TORCH_CHECK(!w.is_alias_of(base), "merge_lora: the destination's ", layer_key(i, t),
+        TORCH_CHECK(!w.is_alias_of(base), "merge_lora: the destination's ", layer_key(dst->cfg, i, t),
                     " is the LoRA model's base weight itself, which merging would change; merge into a copy made "
                     "by ar_model_merged_new");
         w.copy_(merged(*lora, lora->layers[i], t));

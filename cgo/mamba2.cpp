@@ -1,6 +1,7 @@
 // mamba2.cpp: the Mamba-2 mixer of Nemotron-H (mamba2.h).
 #include "mamba2.h"
 
+#include <cmath>
 #include <limits>
 
 namespace ar {
@@ -84,11 +85,27 @@ std::pair<at::Tensor, at::Tensor> recurrent(const at::Tensor &x, const at::Tenso
 
 void check_nemotron_config(const ar_model_config &c) {
   TORCH_CHECK(c.layers <= AR_MAX_MOE_LAYERS, "model config: a Nemotron-H model has at most ", AR_MAX_MOE_LAYERS, " layers");
-  bool any_mamba = false;
+  bool any_mamba = false, any_moe = false;
   for (int64_t i = 0; i < c.layers; i++) {
-    TORCH_CHECK(c.block[i] == AR_BLOCK_MAMBA || c.block[i] == AR_BLOCK_ATTENTION || c.block[i] == AR_BLOCK_MLP,
+    TORCH_CHECK(c.block[i] == AR_BLOCK_MAMBA || c.block[i] == AR_BLOCK_ATTENTION || c.block[i] == AR_BLOCK_MLP ||
+                    c.block[i] == AR_BLOCK_MOE,
                 "model config: layer ", i, " has the unknown Nemotron-H block kind ", static_cast<int>(c.block[i]));
+    TORCH_CHECK((c.block[i] == AR_BLOCK_MOE) == sparse(c, i), "model config: layer ", i,
+                " is a moe block exactly when it is a mixture-of-experts layer (experts > 0, moe_layer set)");
     any_mamba = any_mamba || c.block[i] == AR_BLOCK_MAMBA;
+    any_moe = any_moe || c.block[i] == AR_BLOCK_MOE;
+  }
+  if (any_moe) {
+    TORCH_CHECK(c.shared_expert_intermediate > 0, "model config: moe_shared_expert_intermediate_size must be positive");
+    TORCH_CHECK(c.moe_latent >= 0, "model config: moe_latent_size must not be negative");
+    TORCH_CHECK(c.n_group > 0 && c.experts % c.n_group == 0 && c.experts / c.n_group >= 2,
+                "model config: n_group (", c.n_group, ") must divide n_routed_experts (", c.experts,
+                ") into groups of at least 2 (the router sums each group's best two)");
+    TORCH_CHECK(c.topk_group > 0 && c.topk_group <= c.n_group, "model config: topk_group (", c.topk_group,
+                ") must be in 1..n_group (", c.n_group, ")");
+    TORCH_CHECK(c.experts_per_token <= c.topk_group * (c.experts / c.n_group), "model config: num_experts_per_tok (",
+                c.experts_per_token, ") exceeds the experts of topk_group groups");
+    TORCH_CHECK(std::isfinite(c.routed_scaling_factor), "model config: routed_scaling_factor must be finite");
   }
   if (!any_mamba) return;
   TORCH_CHECK(c.mamba_heads > 0 && c.mamba_head_dim > 0 && c.mamba_groups > 0 && c.ssm_state > 0 &&
@@ -141,11 +158,12 @@ SSDOut ssd(const ar_model_s &m, const Layer &l, const at::Tensor &xbc, const at:
 at::Tensor mamba2_block(const ar_model_s &m, const Layer &l, const at::Tensor &h, const Scan &scan) {
   const Sizes z(m.cfg);
   const at::Tensor x = scan.keep.defined() ? h * scan.keep.unsqueeze(-1).to(h.scalar_type()) : h;
-  at::Tensor proj = linear(x, l.in_proj, at::Tensor());
+  const at::Tensor none;
+  at::Tensor proj = m.project(l, kLoraInProj, x, none);  // (with its LoRA adapter, where it has one)
   at::Tensor gate = proj.narrow(-1, 0, z.inner);
   at::Tensor y = scan.ssd(proj.narrow(-1, z.inner, z.conv), proj.narrow(-1, z.inner + z.conv, z.heads));
   y = group_norm(y, gate, l.linear_norm, z.groups, m.cfg.rms_eps, h.scalar_type());
-  return linear(y, l.out_proj, at::Tensor());
+  return m.project(l, kLoraOut, y, none);
 }
 
 Scan mamba_whole_scan(const ar_model_s &m, const Layer &l, const at::Tensor &keep) {

@@ -1,6 +1,7 @@
 // mamba2.h: Nemotron-H (transformers' nemotron_h: Nemotron 3 Nano and its
 // kin), a stack of single blocks, x + mixer(norm(x)), whose mixer is a
-// Mamba-2 layer, attention without RoPE or a relu² MLP, as transformers
+// Mamba-2 layer, attention without RoPE, a relu² MLP or a mixture of
+// relu² experts (moe.h's moe_mlp, NemotronHMoE), as transformers
 // 5's NemotronHForCausalLM computes them. Its Mamba-2 mixer (Dao and Gu
 // 2024, arXiv:2405.21060), NemotronHMamba2Mixer:
 //   z|xBC|dt = in_proj(h)          (z: heads*head_dim, xBC: the conv's
@@ -46,7 +47,25 @@ inline const Param<Layer> kNemotronLayerParams[] = {
     {"mixer.o_proj.weight",   &Layer::o_proj,       {kHidden, kQ},             kAttnBlock},
     {"mixer.up_proj.weight",  &Layer::up_proj,      {kInter, kHidden},         kMLPBlock},
     {"mixer.down_proj.weight", &Layer::down_proj,   {kHidden, kInter},         kMLPBlock},
+    {"mixer.gate.weight",     &Layer::router,       {kExperts, kHidden},       kMoEBlock},
+    {"mixer.gate.e_score_correction_bias", &Layer::e_score_bias, {kExperts},   kMoEBlock},
+    {"mixer.shared_experts.up_proj.weight",   &Layer::shared_up_proj,   {kSharedInter, kHidden}, kMoEBlock},
+    {"mixer.shared_experts.down_proj.weight", &Layer::shared_down_proj, {kHidden, kSharedInter}, kMoEBlock},
+    {"mixer.fc1_latent_proj.weight", &Layer::fc1_latent, {kMoeLatent, kHidden}, kMoELatent},
+    {"mixer.fc2_latent_proj.weight", &Layer::fc2_latent, {kHidden, kMoeLatent}, kMoELatent},
 };
+// A moe block's experts: relu² MLPs on the latent (or the hidden state),
+// under model.layers.{i}.mixer.experts.{e}. as save_pretrained writes
+// them (transformers stacks them into mixer.experts.up_proj and down_proj
+// as it loads).
+inline const Param<Layer::Expert> kNemotronExpertParams[] = {
+    {"up_proj.weight",   &Layer::Expert::up_proj,   {kMoeInter, kMoeIn}, kAlways},
+    {"down_proj.weight", &Layer::Expert::down_proj, {kMoeIn, kMoeInter}, kAlways},
+};
+// nemotron_expert_prefix is the key prefix of expert e of layer i.
+inline std::string nemotron_expert_prefix(size_t i, size_t e) {
+  return "model.layers." + std::to_string(i) + ".mixer.experts." + std::to_string(e) + ".";
+}
 inline const Param<ar_model_s> kNemotronHeadParams[] = {
     {"model.norm_f.weight",                 &ar_model_s::norm,     {kHidden},         kAlways},
     {"lm_head.weight",                      &ar_model_s::lm_head,  {kVocab, kHidden}, kUntied},
@@ -54,8 +73,8 @@ inline const Param<ar_model_s> kNemotronHeadParams[] = {
     {AR_VALUE_HEAD_PREFIX "summary.bias",   &ar_model_s::v_head_b, {kOne},            kValueHead},
 };
 
-// check_nemotron_config refuses a Nemotron-H config whose blocks or
-// Mamba-2 sizes do not fit.
+// check_nemotron_config refuses a Nemotron-H config whose blocks, Mamba-2
+// sizes or routing groups do not fit.
 void check_nemotron_config(const ar_model_config &c);
 
 // mamba2_block is the Mamba-2 mixer of layer l over its normed input h

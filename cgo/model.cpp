@@ -50,6 +50,8 @@ bool has(When w, const ar_model_config &c, int64_t layer) {
     case kMambaConvBias: return layer >= 0 && block(c, layer) == AR_BLOCK_MAMBA && c.mamba_conv_bias != 0;
     case kAttnBlock: return layer >= 0 && block(c, layer) == AR_BLOCK_ATTENTION;
     case kMLPBlock: return layer >= 0 && block(c, layer) == AR_BLOCK_MLP;
+    case kMoEBlock: return layer >= 0 && block(c, layer) == AR_BLOCK_MOE;
+    case kMoELatent: return layer >= 0 && block(c, layer) == AR_BLOCK_MOE && c.moe_latent > 0;
   }
   return false;
 }
@@ -86,6 +88,8 @@ std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c, int64
       case kMambaConv: out.push_back(c.mamba_heads * c.mamba_head_dim + 2 * c.mamba_groups * c.ssm_state); break;
       case kMambaProj: out.push_back(2 * c.mamba_heads * c.mamba_head_dim + 2 * c.mamba_groups * c.ssm_state + c.mamba_heads); break;
       case kMambaHeads: out.push_back(c.mamba_heads); break;
+      case kMoeIn: out.push_back(c.moe_latent > 0 ? c.moe_latent : c.hidden); break;
+      case kMoeLatent: out.push_back(c.moe_latent); break;
       case kMambaTaps:
         out.push_back(1);
         out.push_back(c.mamba_conv_kernel);
@@ -586,7 +590,8 @@ void add_params(ar_model_s &m, Owner &owner, const Param<Owner> (&rows)[N], cons
   for (const auto &r : rows) {
     if (!has(r.when, m.cfg, layer)) continue;
     at::Tensor t = at::zeros(shape(r.shape, m.cfg, layer), at::TensorOptions().dtype(m.dtype).device(m.dev));
-    t.set_requires_grad(std::strcmp(r.key, "layer_scalar") != 0);  // a buffer in transformers: not trained
+    // Buffers in transformers: not trained.
+    t.set_requires_grad(std::strcmp(r.key, "layer_scalar") != 0 && std::strcmp(r.key, "mixer.gate.e_score_correction_bias") != 0);
     m.names.push_back(prefix + r.key);
     m.params[m.names.back()] = t;
     owner.*r.slot = t;
@@ -644,6 +649,10 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
       for (int64_t i = 0; i < c.layers; i++) {
         set_layer_shape(m->layers[i], c, i);
         add_params(*m, m->layers[i], kNemotronLayerParams, "model.layers." + std::to_string(i) + ".", i);
+        if (!sparse(c, i)) continue;
+        m->layers[i].experts.resize(c.experts);
+        for (int64_t e = 0; e < c.experts; e++)
+          add_params(*m, m->layers[i].experts[e], kNemotronExpertParams, nemotron_expert_prefix(i, e), i);
       }
       add_params(*m, *m, kNemotronHeadParams, "");
     } else {
@@ -838,6 +847,9 @@ static void check_forward_request(ar_model m, bool grad, double temperature, boo
   bool any_sparse = false;
   for (const auto &l : m->layers) any_sparse = any_sparse || l.router.defined();
   TORCH_CHECK(!aux || any_sparse, "the router load-balancing loss was requested but the model has no mixture-of-experts layer");
+  TORCH_CHECK(!aux || m->cfg.nemotron == 0,
+              "the router load-balancing loss: Nemotron-H's sigmoid routers have none (NemotronHForCausalLM adds no "
+              "auxiliary loss)");
   TORCH_CHECK(!(grad && m->checkpointing && m->lora.rank > 0 && m->lora.on && m->lora.dropout > 0),
               "LoRA dropout ", m->lora.dropout,
               " with activation checkpointing: the backward pass would recompute each layer with another dropout "

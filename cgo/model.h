@@ -44,7 +44,8 @@ struct ar_model_s {
     bool mamba() const { return in_proj.defined(); }
     // A sparse (mixture-of-experts) layer's MLP (moe.h): the router
     // mlp.gate [experts, hidden] and the experts mlp.experts.{e}.*, each a
-    // SwiGLU MLP of width moe_intermediate (kExpertParams); an undefined
+    // SwiGLU MLP of width moe_intermediate (kExpertParams; a Nemotron-H
+    // expert has up_proj and down_proj only, kNemotronExpertParams); an undefined
     // router and no experts in a dense layer.
     struct Expert {
       at::Tensor gate_proj, up_proj, down_proj;
@@ -55,6 +56,10 @@ struct ar_model_s {
     // SwiGLU MLP of width shared_expert_intermediate) and its gate
     // mlp.shared_expert_gate [1, hidden]; undefined where the config has none.
     at::Tensor shared_gate_proj, shared_up_proj, shared_down_proj, shared_expert_gate;
+    // A Nemotron-H moe block's (mamba2.h): the router's score correction
+    // (a buffer: no gradient) and the latent projections around the
+    // experts, undefined without moe_latent_size.
+    at::Tensor e_score_bias, fc1_latent, fc2_latent;
     // The LoRA adapters of each target (ar::LoraTarget), undefined where
     // the layer has none (every plain model): a [r, in] and b [out, r].
     struct Adapter {
@@ -171,7 +176,7 @@ struct Fused {
 // kMambaTaps [1, kernel].
 enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kMoeInter, kSharedInter,
            kQProj, kLinQKV, kLinV, kLinHeads, kLinVDim, kConvTaps, kPLEVocab, kPLEAll, kPLE, kMambaProj, kMambaConv,
-           kMambaInner, kMambaHeads, kMambaTaps };
+           kMambaInner, kMambaHeads, kMambaTaps, kMoeIn, kMoeLatent };
 
 // When says which configs (and, for kDenseMLP and kSparseMLP, kAttn and
 // kLinear, which of their layers) have a parameter: kAttn an attention
@@ -181,9 +186,11 @@ enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kM
 // kOwnV: that also has a v_proj (not a Gemma 4 k_eq_v full layer); kGemma
 // Gemma 4's layers, kPerLayer its per-layer inputs. The Nemotron-H
 // blocks' (mamba2.h): kMambaBlock, kMambaConvBias (with use_conv_bias),
-// kAttnBlock, kMLPBlock.
+// kAttnBlock, kMLPBlock, kMoEBlock and kMoELatent (a moe block with the
+// latent projection).
 enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP, kAttn, kLinear, kSharedExpert,
-            kOwnK, kOwnV, kKNorm, kGemma, kPerLayer, kMambaBlock, kMambaConvBias, kAttnBlock, kMLPBlock };
+            kOwnK, kOwnV, kKNorm, kGemma, kPerLayer, kMambaBlock, kMambaConvBias, kAttnBlock, kMLPBlock,
+            kMoEBlock, kMoELatent };
 
 // Param is a row of a parameter table: the HF key (under model.layers.{i}.
 // for a layer's), the member of Owner (the model, or a Layer) that holds
@@ -266,7 +273,7 @@ inline const Param<ar_model_s> kHeadParams[] = {
 // LoraTarget indexes a layer's adapters, in the order of the AR_LORA_*
 // bits and of kLayerParams.
 enum LoraTarget { kLoraQ, kLoraK, kLoraV, kLoraO, kLoraInQKV, kLoraInZ, kLoraInB, kLoraInA, kLoraOut,
-                  kLoraGate, kLoraUp, kLoraDown };
+                  kLoraGate, kLoraUp, kLoraDown, kLoraInProj };
 
 // LoraSite is where a target's adapter sits: the module's key under
 // model.layers.{i}. (PEFT names the adapters after it) and the base weight
@@ -284,8 +291,17 @@ inline const LoraSite kLoraSites[AR_LORA_TARGETS] = {
     {"linear_attn.in_proj_b", &Layer::in_proj_b}, {"linear_attn.in_proj_a", &Layer::in_proj_a},
     {"linear_attn.out_proj", &Layer::out_proj},
     {"mlp.gate_proj", &Layer::gate_proj}, {"mlp.up_proj", &Layer::up_proj},
-    {"mlp.down_proj", &Layer::down_proj},
+    {"mlp.down_proj", &Layer::down_proj}, {"mixer.in_proj", &Layer::in_proj},
 };
+
+// lora_module is target t's module under model.layers.{i}. in a model of
+// config c: kLoraSites' own, a Nemotron-H block's mixer.<name> (its q_proj,
+// out_proj, up_proj ... sit under mixer).
+inline std::string lora_module(const ar_model_config &c, int t) {
+  const char *module = kLoraSites[t].module;
+  if (c.nemotron == 0) return module;
+  return std::string("mixer.") + (std::strrchr(module, '.') + 1);
+}
 
 // Group is the projections of one input that the fused decode paths
 // compute as one product: q|k|v, and gate|up. Its parts, in the order of

@@ -34,6 +34,13 @@ void check_moe_config(const ar_model_config &c);
 // k when norm_topk_prob), so the router still learns through the weights;
 // the experts must be distinct and in 0..experts-1. When chosen is not
 // null, the experts the tokens took [N,k] (int64) are appended to it.
+//
+// A Nemotron-H moe block (cfg.nemotron) routes as NemotronHTopkRouter
+// instead (sigmoid scores, the correction bias, group-limited choice,
+// routed_scaling_factor: moe.cpp's sigmoid_route; r in acc_type), its
+// experts are relu² MLPs, down(relu(up(x))^2), on fc1_latent_proj(h) where
+// it has the latent projection (their sum then through fc2_latent_proj),
+// and its shared expert, a relu² MLP, is added ungated.
 at::Tensor moe_mlp(const Layer &l, const ar_model_config &c, const at::Tensor &h,
                    std::vector<at::Tensor> *router_logits, const at::Tensor &replay = at::Tensor(),
                    std::vector<at::Tensor> *chosen_out = nullptr);

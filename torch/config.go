@@ -82,12 +82,21 @@ type MoE struct {
 	MLPOnlyLayers      []int   // mlp_only_layers: ... and i is not listed here
 	OutputRouterLogits bool    // output_router_logits: the aux loss joins the training loss
 	RouterAuxLossCoef  float64 // router_aux_loss_coef: its weight there
+
+	// Nemotron-H's sigmoid router (nemotron_moe.go; zero elsewhere).
+	Groups    int     // n_group: the experts' groups
+	TopKGroup int     // topk_group: the groups a token chooses within
+	Scaling   float64 // routed_scaling_factor: multiplies the experts' weights
+	Latent    int     // moe_latent_size: the experts' input and output width (0: hidden_size)
 }
 
 // SparseLayer reports whether layer i is a mixture-of-experts layer, as
-// Qwen3MoeDecoderLayer decides it.
+// Qwen3MoeDecoderLayer decides it (a Nemotron-H model: a moe block).
 func (c Config) SparseLayer(i int) bool {
 	m := c.MoE
+	if c.IsNemotron() {
+		return m.Experts > 0 && i < len(c.Nemotron.Blocks) && c.Nemotron.Blocks[i] == MoEBlock
+	}
 	return m.Experts > 0 && m.SparseStep > 0 && (i+1)%m.SparseStep == 0 && !slices.Contains(m.MLPOnlyLayers, i)
 }
 
@@ -350,8 +359,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("model_type %q is not supported (qwen2, qwen3, qwen3_moe, llama, qwen3_5 / qwen3_5_text, "+
 			"qwen3_5_moe / qwen3_5_moe_text, gemma4 / gemma4_text, nemotron_h)", c.ModelType)
 	}
-	if err := c.MoE.validate(c.ModelType, c.Layers); err != nil {
-		return err
+	if !c.IsNemotron() { // validateNemotron checks its experts
+		if err := c.MoE.validate(c.ModelType, c.Layers); err != nil {
+			return err
+		}
 	}
 	if c.ModelType != "qwen2" && c.AttentionBias {
 		return fmt.Errorf("attention_bias true is not supported for %s (it puts biases on q, k, v and o_proj)", c.ModelType)

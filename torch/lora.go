@@ -26,16 +26,34 @@ type LoRA struct {
 
 // LoRATargets are the module names an adapter can sit on, in a layer's table order:
 // an attention layer's (self_attn), a Gated DeltaNet layer's (Qwen3.5's linear_attn),
-// the MLP's. PEFT's "all-linear" means those of them a model has
-// (Config.AllLinear; the LM head is never adapted).
+// the MLP's, a Nemotron-H Mamba-2 layer's in_proj (its out_proj, attention
+// and MLP projections are the names above, under mixer). PEFT's "all-linear"
+// means those of them a model has (Config.AllLinear; the LM head is never adapted).
 var LoRATargets = []string{"q_proj", "k_proj", "v_proj", "o_proj",
 	"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj",
-	"gate_proj", "up_proj", "down_proj"}
+	"gate_proj", "up_proj", "down_proj", "in_proj"}
 
 // loraBlocks are the blocks of a decoder layer the LoRATargets sit in.
 var loraBlocks = map[string]string{"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn", "o_proj": "self_attn",
 	"in_proj_qkv": "linear_attn", "in_proj_z": "linear_attn", "in_proj_b": "linear_attn", "in_proj_a": "linear_attn",
-	"out_proj": "linear_attn", "gate_proj": "mlp", "up_proj": "mlp", "down_proj": "mlp"}
+	"out_proj": "linear_attn", "gate_proj": "mlp", "up_proj": "mlp", "down_proj": "mlp", "in_proj": "mixer"}
+
+// nemotronLoRABlocks are the Nemotron-H blocks the LoRATargets sit in (all
+// under mixer). A Mamba-2 layer's out_proj takes none: PEFT refuses it on
+// Mamba-based models (LoRARefused).
+var nemotronLoRABlocks = map[string]string{"q_proj": AttentionBlock, "k_proj": AttentionBlock, "v_proj": AttentionBlock,
+	"o_proj": AttentionBlock, "in_proj": MambaBlock, "up_proj": MLPBlock, "down_proj": MLPBlock}
+
+// LoRARefused says why a model of c takes no adapter on target, "" where
+// nothing refuses it: a Nemotron-H Mamba-2 layer's out_proj, which PEFT
+// refuses as incompatible with Mamba-based models.
+func (c Config) LoRARefused(target string) string {
+	if c.IsNemotron() && target == "out_proj" && slices.Contains(c.Nemotron.Blocks, MambaBlock) {
+		return "out_proj: LoRA on a Nemotron-H Mamba-2 layer's mixer.out_proj is not supported (PEFT refuses it as " +
+			"incompatible with Mamba-based models); target in_proj"
+	}
+	return ""
+}
 
 // LoRAModule is the path of target's module under model.layers.{i}: its
 // block and name (self_attn.q_proj, linear_attn.in_proj_qkv, mlp.down_proj),
@@ -48,12 +66,33 @@ func LoRAModule(target string) string {
 	return b + "." + target
 }
 
+// LoRAModule is the path of target's module under model.layers.{i} in a
+// model of c: LoRAModule(target), or a Nemotron-H block's mixer.<target>
+// ("" for a name that none of its blocks has).
+func (c Config) LoRAModule(target string) string {
+	if !c.IsNemotron() {
+		return LoRAModule(target)
+	}
+	if _, ok := nemotronLoRABlocks[target]; !ok {
+		return ""
+	}
+	return "mixer." + target
+}
+
 // LoRALayers are the layers of a model of c that have target's projection:
 // the attention layers (self_attn), the Gated DeltaNet layers
-// (linear_attn), the layers whose MLP is dense (mlp); none for a name not
-// in LoRATargets.
+// (linear_attn), the layers whose MLP is dense (mlp); a Nemotron-H model's
+// blocks of the kind that has it; none for a name not in LoRATargets.
 func (c Config) LoRALayers(target string) []int {
 	var out []int
+	if c.IsNemotron() {
+		for i, b := range c.Nemotron.Blocks {
+			if nemotronLoRABlocks[target] == b {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
 	for i := range c.Layers {
 		linear := c.Hybrid() && c.LayerTypes[i] == LinearAttention
 		switch loraBlocks[target] {
@@ -76,11 +115,13 @@ func (c Config) LoRALayers(target string) []int {
 
 // AllLinear is PEFT's all-linear for a model of c: the LoRATargets some
 // layer has, in order. (A mixture-of-experts model's MLP targets are
-// kept, for NewLoRAModel to refuse by name.)
+// kept, for NewLoRAModel to refuse by name: a Nemotron-H's up_proj and
+// down_proj where it has moe blocks, whose shared experts PEFT would adapt.)
 func (c Config) AllLinear() []string {
 	var out []string
 	for _, t := range LoRATargets {
-		if len(c.LoRALayers(t)) > 0 || loraBlocks[t] == "mlp" {
+		mlp := loraBlocks[t] == "mlp" && (!c.IsNemotron() || c.Sparse() && t != "gate_proj")
+		if len(c.LoRALayers(t)) > 0 || mlp {
 			out = append(out, t)
 		}
 	}
@@ -167,8 +208,10 @@ func NewLoRAModel(base *Model, c LoRA, valueHead bool, seed uint64) (*Model, err
 	if base.lora != nil {
 		return nil, errors.New("lora model: the base is itself a LoRA model")
 	}
-	if base.Config.IsNemotron() {
-		return nil, errors.New("lora model: LoRA on a Nemotron-H model (nemotron_h: its mixer.* projections) is not implemented yet")
+	for _, t := range c.Targets {
+		if why := base.Config.LoRARefused(t); why != "" {
+			return nil, errors.New("lora target " + why)
+		}
 	}
 	// The shim scales by alpha / r: rsLoRA gives it the alpha that makes its Scale.
 	alpha := c.Alpha

@@ -106,8 +106,12 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 		cc.ssm_state, cc.mamba_conv_kernel, cc.mamba_chunk = C.int64_t(n.State), C.int64_t(n.ConvKernel), C.int64_t(n.Chunk)
 		cc.mamba_conv_bias, cc.mamba_dt_min, cc.mamba_dt_max = cbool(n.ConvBias), C.double(n.DtMin), C.double(n.DtMax)
 		for i, b := range n.Blocks {
-			cc.block[i] = map[string]C.uint8_t{MambaBlock: C.AR_BLOCK_MAMBA, AttentionBlock: C.AR_BLOCK_ATTENTION, MLPBlock: C.AR_BLOCK_MLP}[b]
+			cc.block[i] = map[string]C.uint8_t{MambaBlock: C.AR_BLOCK_MAMBA, AttentionBlock: C.AR_BLOCK_ATTENTION, MLPBlock: C.AR_BLOCK_MLP,
+				MoEBlock: C.AR_BLOCK_MOE}[b]
 		}
+		m := cfg.MoE
+		cc.moe_latent, cc.n_group, cc.topk_group = C.int64_t(m.Latent), C.int64_t(m.Groups), C.int64_t(m.TopKGroup)
+		cc.routed_scaling_factor = C.double(m.Scaling)
 	}
 	var h C.ar_model
 	var msg *C.char

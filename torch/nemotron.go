@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -78,8 +79,8 @@ var nemotronDefaults = map[string]float64{"vocab_size": 131072, "hidden_size": 4
 // mamba_d_conv, mamba_chunk_size, mamba_conv_bias, mamba_dt_limit,
 // hybrid_override_pattern). Refused by name: an MLP activation other than
 // relu2, a Mamba activation other than silu, biases on the Mamba
-// projections (use_bias), a sliding window, and moe blocks (Nemotron 3
-// 30B-A3B's experts are not implemented yet).
+// projections (use_bias) and a sliding window. The moe blocks' keys are
+// parseNemotronMoE's.
 func parseNemotron(raw map[string]any, c *Config) error {
 	for k, def := range nemotronDefaults {
 		if v, ok := raw[k]; ok && v != nil {
@@ -174,7 +175,8 @@ func parseNemotron(raw map[string]any, c *Config) error {
 	}
 	n.Blocks = blocks
 	c.Layers = len(blocks)
-	return nil
+	c.MoE, err = parseNemotronMoE(raw, blocks)
+	return err
 }
 
 // nemotronBlocks reads the block list: layers_block_type (or its alias
@@ -194,11 +196,9 @@ func nemotronBlocks(raw map[string]any) ([]string, error) {
 		for i, t := range l {
 			s, _ := t.(string)
 			switch s {
-			case MambaBlock, AttentionBlock, MLPBlock:
-			case MoEBlock:
-				return nil, fmt.Errorf("%s[%d] moe is not supported yet (Nemotron-H's mixture-of-experts blocks)", k, i)
+			case MambaBlock, AttentionBlock, MLPBlock, MoEBlock:
 			default:
-				return nil, fmt.Errorf("%s[%d] %s is not supported (linear_attention, full_attention, mlp)", k, i, jsonText(t))
+				return nil, fmt.Errorf("%s[%d] %s is not supported (linear_attention, full_attention, mlp, moe)", k, i, jsonText(t))
 			}
 			out = append(out, s)
 		}
@@ -214,14 +214,11 @@ func nemotronBlocks(raw map[string]any) ([]string, error) {
 			if !ok {
 				return nil, fmt.Errorf("hybrid_override_pattern %q: character %d %q is not a block (M, *, -, E)", p, i, r)
 			}
-			if t == MoEBlock {
-				return nil, fmt.Errorf("hybrid_override_pattern %q: E (moe) is not supported yet (Nemotron-H's mixture-of-experts blocks)", p)
-			}
 			out = append(out, t)
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("layers_block_type is missing (NemotronHConfig's default holds a moe block, which is not supported yet)")
+	return []string{MambaBlock, MoEBlock, AttentionBlock, MLPBlock}, nil // NemotronHConfig's default
 }
 
 // timeStepLimit reads time_step_limit [min, max], whose max transformers
@@ -266,7 +263,13 @@ func (c Config) validateNemotron() error {
 	if n.Heads <= 0 || n.HeadDim <= 0 || n.Groups <= 0 || n.State <= 0 || n.ConvKernel <= 0 || n.Chunk <= 0 || n.Heads%n.Groups != 0 {
 		return fmt.Errorf("the Mamba-2 sizes must be positive, mamba_num_heads a multiple of n_groups")
 	}
-	return nil
+	if !slices.Contains(n.Blocks, MoEBlock) {
+		if c.MoE.Experts != 0 {
+			return fmt.Errorf("%d experts are set but no block is moe", c.MoE.Experts)
+		}
+		return nil
+	}
+	return c.MoE.validateNemotron()
 }
 
 // nemotronSkipped says whether a checkpoint tensor is one a Nemotron-H
@@ -283,6 +286,9 @@ func (c Config) jsonNemotron(out, set map[string]any) {
 	}
 	n := c.Nemotron
 	set["layers_block_type"] = n.Blocks
+	if c.MoE.Experts > 0 {
+		c.MoE.setJSONNemotron(set, out)
+	}
 	delete(out, "hybrid_override_pattern")
 	set["layer_norm_epsilon"] = c.RMSEps
 	set["mamba_num_heads"], set["mamba_head_dim"], set["n_groups"] = n.Heads, n.HeadDim, n.Groups

@@ -3,6 +3,7 @@ package torch
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -118,8 +119,10 @@ func TestConfigNemotronH(t *testing.T) {
 		t.Errorf("legacy keys parsed %+v", legacy)
 	}
 	for _, bad := range []struct{ json, want string }{
-		{`"layers_block_type": ["moe"]`, "moe is not supported yet"},
-		{`"hybrid_override_pattern": "ME"`, "E (moe) is not supported yet"},
+		{`"layers_block_type": ["moe"], "n_group": 3`, "n_group 3 must divide"},
+		{`"hybrid_override_pattern": "ME", "topk_group": 2`, "topk_group 2"},
+		{`"layers_block_type": ["moe"], "num_experts_per_tok": 9`, "num_experts_per_tok 9"},
+		{`"layers_block_type": ["moe"], "moe_latent_size": 1.5`, "moe_latent_size"},
 		{`"layers_block_type": ["mamba"]`, `"mamba" is not supported`},
 		{`"layers_block_type": ["mlp"], "mlp_hidden_act": "silu"`, "mlp_hidden_act"},
 		{`"layers_block_type": ["mlp"], "mamba_hidden_act": "gelu"`, "mamba_hidden_act"},
@@ -254,16 +257,87 @@ func TestNemotronHPackedTreeEqualsAlone(t *testing.T) {
 	packedTreeEqualsAlone(t, m)
 }
 
-// What is not implemented for Nemotron-H yet is refused by name: LoRA
-// adapters (on its mixer.* projections).
-func TestNemotronHRefusals(t *testing.T) {
-	m, err := NewRandomModel(nemotronConfig(), Float32, CPU, false, 1)
+// LoRA on Nemotron-H sits on its mixer.* projections: all-linear is the
+// Mamba-2 layers' in_proj (out_proj is refused, as PEFT refuses it), the attention's q/k/v/o_proj and
+// the MLPs' up_proj and down_proj, each on the blocks that have it, under
+// PEFT's keys. With B drawn, the training forward's unmerged products
+// (W x + s B A x) give the merged model's logprobs (W + s B A), and differ
+// from the base's; a model with moe blocks refuses up_proj (PEFT would
+// adapt its shared experts) and takes the others.
+func TestNemotronHLoRA(t *testing.T) {
+	base, err := NewRandomModel(nemotronConfig(), Float64, CPU, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Free()
+	if err := base.InitRandom(1, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	all := base.Config.AllLinear()
+	if want := []string{"q_proj", "k_proj", "v_proj", "o_proj", "up_proj", "down_proj", "in_proj"}; !slices.Equal(all, want) {
+		t.Fatalf("all-linear %v, want %v", all, want)
+	}
+	m, err := NewLoRAModel(base, LoRA{Rank: 4, Alpha: 8, Targets: all}, false, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Free()
-	if _, err := NewLoRAModel(m, LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj"}}, false, 1); err == nil ||
-		!strings.Contains(err.Error(), "Nemotron-H") {
-		t.Errorf("LoRA on Nemotron-H: %v, want a refusal naming it", err)
+	for _, n := range []string{"base_model.model.model.layers.0.mixer.in_proj.lora_A.weight",
+		"base_model.model.model.layers.2.mixer.in_proj.lora_B.weight", "base_model.model.model.layers.3.mixer.q_proj.lora_A.weight",
+		"base_model.model.model.layers.4.mixer.down_proj.lora_B.weight"} {
+		if !slices.Contains(m.Names(), n) {
+			t.Errorf("no adapter %s among %v", n, m.Names())
+		}
 	}
+	if n := len(m.Names()); n != 2*(2+4+2*2) {
+		t.Errorf("%d adapter matrices, want 20 (in_proj on 2 Mamba-2 layers, q/k/v/o on 1 attention layer, up, down on 2 MLPs)", n)
+	}
+	if _, err := NewLoRAModel(base, LoRA{Rank: 4, Alpha: 8, Targets: []string{"out_proj"}}, false, 1); err == nil ||
+		!strings.Contains(err.Error(), "mixer.out_proj") {
+		t.Errorf("LoRA on a Mamba-2 layer's out_proj: %v, want a refusal naming it", err)
+	}
+	setRandomB(t, m)
+	b := Batch{B: 1, T: 20, IDs: seq(20, 3), Attn: make([]int64, 20), Positions: make([]int64, 20)}
+	for i := range 20 {
+		b.Attn[i], b.Positions[i] = 1, int64(i)
+	}
+	lps := func(m *Model, grad bool) []float64 {
+		o, err := m.Forward(b, ForwardOptions{Grad: grad})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer o.Free()
+		v, err := o.LogProbs.Float64s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	merged, err := NewMergedModel(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer merged.Free()
+	adapted, fromMerged, plain := lps(m, true), lps(merged, false), lps(base, false)
+	if d := maxDiff64(adapted, fromMerged); d > 1e-10 {
+		t.Errorf("the adapters' products and the merged weights differ by %g", d)
+	}
+	if d := maxDiff64(adapted, plain); d < 1e-3 {
+		t.Errorf("the adapters move the logprobs by %g only", d)
+	}
+
+	moe, err := NewRandomModel(nemotronMoEConfig(), Float32, CPU, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer moe.Free()
+	if _, err := NewLoRAModel(moe, LoRA{Rank: 4, Alpha: 8, Targets: []string{"up_proj"}}, false, 1); err == nil ||
+		!strings.Contains(err.Error(), "mixer.shared_experts") {
+		t.Errorf("LoRA on a Nemotron-H moe model's up_proj: %v, want a refusal naming the shared experts", err)
+	}
+	l, err := NewLoRAModel(moe, LoRA{Rank: 4, Alpha: 8, Targets: []string{"q_proj", "in_proj"}}, false, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Free()
 }

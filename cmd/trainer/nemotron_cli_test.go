@@ -9,11 +9,12 @@ import (
 )
 
 // nemotron is the default job with a Nemotron-H-shaped tiny model
-// (model.tiny.model_type nemotron_h over 3 layers: a Mamba-2 block, an
-// attention block and an MLP block, the default pattern M*-) in tinyRun's
-// world, for two GRPO iterations.
+// (model.tiny.model_type nemotron_h over 4 layers: a Mamba-2 block, an
+// attention block, an MLP block and a mixture of experts, the pattern
+// M*-E) in tinyRun's world, for two GRPO iterations with routing replay.
 var nemotron = &sharedRun{name: "nemotron", flags: slices.Clip(append(append([]string{"--iterations", "2", "--threads", "1"}, tinyWorld...),
-	"--set", "model.tiny.model_type=nemotron_h", "--set", "model.tiny.layers=3",
+	"--set", "model.tiny.model_type=nemotron_h", "--set", "model.tiny.layers=4", "--set", "model.tiny.nemotron_pattern=M*-E",
+	"--set", "model.tiny.moe_intermediate=16", "--set", "algorithm.routing_replay=true",
 	"--set", "model.tiny.hidden=32", "--set", "model.tiny.intermediate=64", "--set", "model.tiny.heads=2", "--set", "model.tiny.kv_heads=1",
 	"--set", "rollout.batch_size=2", "--set", "rollout.group_size=2", "--set", "rollout.slots=4",
 	"--set", "algorithm.mini_batch=4", "--set", "algorithm.micro_batch=4",
@@ -21,9 +22,10 @@ var nemotron = &sharedRun{name: "nemotron", flags: slices.Clip(append(append([]s
 ))}
 
 // The default job runs to the end with a Nemotron-H-shaped tiny model
-// (rollouts decoded with the Mamba-2 states per slot, the packed training
-// forward, the update), and the exported policy loads back as a
-// nemotron_h model with the blocks and Mamba-2 sizes asked for.
+// (rollouts decoded with the Mamba-2 states per slot and the experts
+// recorded, the training forward replaying them, the update), and the
+// exported policy loads back as a nemotron_h model with the blocks,
+// Mamba-2 sizes and experts asked for.
 func TestTrainTinyNemotronH(t *testing.T) {
 	run := nemotron.get(t)
 	checkResults(t, run.out.stdout, "Naive RAG", "Base Tool Call", "RL (grpo)")
@@ -33,7 +35,7 @@ func TestTrainTinyNemotronH(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := cfg.Nemotron
-	if cfg.ModelType != torch.NemotronH || n.Pattern() != "M*-" || cfg.Hidden != 32 || n.Heads != 2 || n.HeadDim != 32 ||
+	if cfg.ModelType != torch.NemotronH || n.Pattern() != "M*-E" || cfg.MoE.Experts != 4 || cfg.MoE.Intermediate != 16 || cfg.Hidden != 32 || n.Heads != 2 || n.HeadDim != 32 ||
 		n.Groups != 1 || n.State != 16 || n.ConvKernel != 4 || cfg.Intermediate != 64 {
 		t.Errorf("final/config.json read back as %+v", cfg)
 	}

@@ -73,7 +73,7 @@ func tensorOf(m *torch.Model, name string) (safetensors.Tensor, error) {
 }
 
 // adapterKey is PEFT's saved key of one adapter matrix.
-var adapterKey = regexp.MustCompile(`^base_model\.model\.model\.layers\.(\d+)\.(self_attn|linear_attn|mlp)\.([a-z_]+)\.lora_([AB])(\.[^.]+)?\.weight$`)
+var adapterKey = regexp.MustCompile(`^base_model\.model\.model\.layers\.(\d+)\.(self_attn|linear_attn|mlp|mixer)\.([a-z_]+)\.lora_([AB])(\.[^.]+)?\.weight$`)
 
 // Load reads the adapter folder dir into a new LoRA model over base
 // (torch.NewLoRAModel with the folder's config; with valueHead, a value
@@ -143,13 +143,13 @@ func checkKeys(path string, names []string, c torch.LoRA, base torch.Config) err
 	for _, n := range names {
 		k := adapterKey.FindStringSubmatch(n)
 		if k == nil {
-			return fmt.Errorf("%s: unexpected tensor %s: not an adapter matrix of a decoder layer (base_model.model.model.layers.{i}.self_attn|linear_attn|mlp.<module>.lora_A|lora_B.weight)", path, n)
+			return fmt.Errorf("%s: unexpected tensor %s: not an adapter matrix of a decoder layer (base_model.model.model.layers.{i}.self_attn|linear_attn|mlp|mixer.<module>.lora_A|lora_B.weight)", path, n)
 		}
 		i, _ := strconv.Atoi(k[1])
 		switch {
 		case k[5] != "":
 			return fmt.Errorf("%s: tensor %s carries an adapter name (%s); PEFT saves the keys without it", path, n, strings.TrimPrefix(k[5], "."))
-		case torch.LoRAModule(k[3]) != k[2]+"."+k[3]:
+		case base.LoRAModule(k[3]) != k[2]+"."+k[3]:
 			return fmt.Errorf("%s: tensor %s adapts %s.%s, a module the base does not have (it has %s)", path, n, k[2], k[3], strings.Join(torch.LoRATargets, ", "))
 		case !slices.Contains(c.Targets, k[3]):
 			return fmt.Errorf("%s: tensor %s adapts %s, which target_modules (%s) does not list", path, n, k[3], strings.Join(c.Targets, ", "))
@@ -157,14 +157,14 @@ func checkKeys(path string, names []string, c torch.LoRA, base torch.Config) err
 			return fmt.Errorf("%s: tensor %s is on layer %d, but the base has %d layers (0..%d)", path, n, i, layers, layers-1)
 		case !slices.Contains(base.LoRALayers(k[3]), i):
 			return fmt.Errorf("%s: tensor %s is on layer %d, which has no %s (the base has it on layers %v)", path, n, i,
-				torch.LoRAModule(k[3]), base.LoRALayers(k[3]))
+				base.LoRAModule(k[3]), base.LoRALayers(k[3]))
 		}
 	}
 	return nil
 }
 
 // baseKey is a base weight an adapter can sit on.
-var baseKey = regexp.MustCompile(`^model\.layers\.\d+\.(self_attn|linear_attn|mlp)\.([a-z_]+)\.weight$`)
+var baseKey = regexp.MustCompile(`^model\.layers\.\d+\.(self_attn|linear_attn|mlp|mixer)\.([a-z_]+)\.weight$`)
 
 // checkShapes checks, from the file's headers alone and before anything is
 // allocated, that every adapter matrix the config asks for is there, a

@@ -104,7 +104,7 @@ func (c Config) Over(base torch.Config) (torch.LoRA, error) {
 		for _, i := range ls {
 			if !slices.Contains(has, i) {
 				return torch.LoRA{}, fmt.Errorf("target_modules name %s on layer %d, which has no %s (the base has it on layers %v)",
-					t, i, torch.LoRAModule(t), has)
+					t, i, base.LoRAModule(t), has)
 			}
 		}
 		if len(ls) < len(has) {
@@ -198,7 +198,7 @@ func parseTargets(raw json.RawMessage) (targets []string, all bool, layers map[s
 	layers = map[string][]int{}
 	for i, n := range names {
 		if k := targetPath.FindStringSubmatch(n); k != nil {
-			if module := torch.LoRAModule(k[3]); module != k[2]+"."+k[3] {
+			if module := torch.LoRAModule(k[3]); module != k[2]+"."+k[3] && k[2] != "mixer" {
 				return nil, false, nil, fmt.Errorf("target module %q: the base has no %s in %s", n, k[3], k[2])
 			}
 			l, _ := strconv.Atoi(k[1])
@@ -222,7 +222,7 @@ func parseTargets(raw json.RawMessage) (targets []string, all bool, layers map[s
 }
 
 // targetPath is a target module named by its path in the model.
-var targetPath = regexp.MustCompile(`^(?:model\.)?layers\.(\d+)\.(self_attn|linear_attn|mlp)\.([a-z_]+)$`)
+var targetPath = regexp.MustCompile(`^(?:model\.)?layers\.(\d+)\.(self_attn|linear_attn|mlp|mixer)\.([a-z_]+)$`)
 
 // variants are the keys of newer PEFT LoraConfigs (0.21) that, when set,
 // make the adapters compute something other than W x + scale B A x, or

@@ -104,7 +104,7 @@ type LoRAConfig struct {
 	Rank          int      `yaml:"rank" default:"0" doc:"adapter rank r (0 = off: full fine-tuning)"`
 	Alpha         float64  `yaml:"alpha" default:"32" doc:"lora_alpha: the adapters' update is scaled by alpha / rank"`
 	Dropout       float64  `yaml:"dropout" default:"0" doc:"lora_dropout on the adapters' input while training, in [0, 1) (> 0 needs model.checkpointing off)"`
-	TargetModules []string `yaml:"target_modules" default:"[all-linear]" doc:"projections adapted, by Hugging Face name (q_proj, k_proj, v_proj, o_proj; Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj; gate_proj, up_proj, down_proj), or all-linear for all the model has (the LM head never)"`
+	TargetModules []string `yaml:"target_modules" default:"[all-linear]" doc:"projections adapted, by Hugging Face name (q_proj, k_proj, v_proj, o_proj; Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj; gate_proj, up_proj, down_proj; Nemotron-H's Mamba-2 in_proj, its attention and MLP blocks' under the names above), or all-linear for all the model has (the LM head never)"`
 	Path          string   `yaml:"path" default:"" doc:"PEFT adapter folder to start from (adapter_config.json, adapter_model.safetensors) over model.path; its r, lora_alpha, lora_dropout and target_modules must equal the keys above (\"\" = fresh adapters)"`
 	Merge         bool     `yaml:"merge" default:"false" doc:"the final export (<run>/final) is a full Hugging Face model folder with the adapters merged in, instead of the PEFT adapter folder"`
 }
@@ -132,11 +132,11 @@ type TinyConfig struct {
 	ConvKernel            int `yaml:"conv_kernel" default:"4" doc:"qwen3_5: width of the Gated DeltaNet layers' causal convolution (linear_conv_kernel_dim), at most max_positions"`
 	// The Qwen3 MoE keys (model_type qwen3_moe), as Qwen3MoeConfig names
 	// them: num_experts, num_experts_per_tok, moe_intermediate_size.
-	Experts         int `yaml:"experts" default:"4" doc:"qwen3_moe: experts of each mixture-of-experts MLP (num_experts)"`
-	ExpertsPerToken int `yaml:"experts_per_token" default:"2" doc:"qwen3_moe: experts each token takes, its router's top-k (num_experts_per_tok), at most experts"`
-	MoEIntermediate int `yaml:"moe_intermediate" default:"64" doc:"qwen3_moe: each expert's MLP intermediate size (moe_intermediate_size)"`
+	Experts         int `yaml:"experts" default:"4" doc:"qwen3_moe, nemotron_h's E blocks: experts of each mixture-of-experts MLP (num_experts)"`
+	ExpertsPerToken int `yaml:"experts_per_token" default:"2" doc:"qwen3_moe, nemotron_h's E blocks: experts each token takes, its router's top-k (num_experts_per_tok), at most experts"`
+	MoEIntermediate int `yaml:"moe_intermediate" default:"64" doc:"qwen3_moe, nemotron_h's E blocks: each expert's MLP intermediate size (moe_intermediate_size)"`
 	// The Nemotron-H key (model_type nemotron_h).
-	NemotronPattern string `yaml:"nemotron_pattern" default:"M*-" doc:"nemotron_h: the layers' blocks as Nemotron-H's hybrid_override_pattern spells them (M a Mamba-2 layer of heads heads of 2 x hidden/heads with a state of 16, * attention, - a relu² MLP of width intermediate), repeated to fill layers"`
+	NemotronPattern string `yaml:"nemotron_pattern" default:"M*-" doc:"nemotron_h: the layers' blocks as Nemotron-H's hybrid_override_pattern spells them (M a Mamba-2 layer of heads heads of 2 x hidden/heads with a state of 16, * attention, - a relu² MLP of width intermediate, E a mixture of experts: experts relu² experts of moe_intermediate, experts_per_token per token by sigmoid scores, and a relu² shared expert of intermediate), repeated to fill layers"`
 }
 
 // DataConfig picks the questions.

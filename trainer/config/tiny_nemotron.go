@@ -3,7 +3,7 @@ package config
 import "strings"
 
 // validateTinyNemotron checks model.tiny.nemotron_pattern: blocks Nemotron-H
-// has (M, *, -) for a nemotron_h model, its default for the others (which
+// has (M, *, -, E) for a nemotron_h model, its default for the others (which
 // have no such blocks: a pattern set there would be ignored).
 func (c *Config) validateTinyNemotron(p *problems) {
 	t, d := c.Model.Tiny, Default().Model.Tiny
@@ -13,7 +13,7 @@ func (c *Config) validateTinyNemotron(p *problems) {
 		}
 		return
 	}
-	if t.NemotronPattern == "" || strings.Trim(t.NemotronPattern, "M*-") != "" {
-		p.add("model.tiny.nemotron_pattern", "%q, want a nonempty string of M (Mamba-2), * (attention) and - (MLP)", t.NemotronPattern)
+	if t.NemotronPattern == "" || strings.Trim(t.NemotronPattern, "M*-E") != "" {
+		p.add("model.tiny.nemotron_pattern", "%q, want a nonempty string of M (Mamba-2), * (attention), - (MLP) and E (mixture of experts)", t.NemotronPattern)
 	}
 }

@@ -181,19 +181,19 @@ func (c *Config) validateTinyQwen35(p *problems) {
 	}
 }
 
-// validateTinyMoE checks the Qwen3 MoE keys of model.tiny: in range for a
-// qwen3_moe model, at their defaults for the others (which have no
-// experts: a key set there would be ignored).
+// validateTinyMoE checks the experts keys of model.tiny: in range for a
+// qwen3_moe model and a nemotron_h one with E blocks, at their defaults for
+// the others (which have no experts: a key set there would be ignored).
 func (c *Config) validateTinyMoE(p *problems) {
 	t, d := c.Model.Tiny, Default().Model.Tiny
-	if t.ModelType != "qwen3_moe" {
+	if t.ModelType != "qwen3_moe" && (t.ModelType != "nemotron_h" || !strings.Contains(t.NemotronPattern, "E")) {
 		for _, k := range []struct {
 			name   string
 			v, def int
 		}{{"model.tiny.experts", t.Experts, d.Experts}, {"model.tiny.experts_per_token", t.ExpertsPerToken, d.ExpertsPerToken},
 			{"model.tiny.moe_intermediate", t.MoEIntermediate, d.MoEIntermediate}} {
 			if k.v != k.def {
-				p.add(k.name, "%d, but model.tiny.model_type is %s: the experts keys apply to qwen3_moe only", k.v, t.ModelType)
+				p.add(k.name, "%d, but model.tiny.model_type is %s: the experts keys apply to qwen3_moe and nemotron_h with E blocks only", k.v, t.ModelType)
 			}
 		}
 		return
@@ -416,8 +416,10 @@ func (c *Config) validateAlgorithm(p *problems) {
 	}
 	p.atLeastF("algorithm.mismatch_warn_kl", a.MismatchWarnKL, 0)
 	if a.RoutingReplay {
-		if c.Model.Path == "" && c.Model.Tiny.ModelType != "qwen3_moe" {
-			p.add("algorithm.routing_replay", "the model created from scratch (model.tiny.model_type %s) has no mixture-of-experts layer; qwen3_moe has", c.Model.Tiny.ModelType)
+		t := c.Model.Tiny
+		if c.Model.Path == "" && t.ModelType != "qwen3_moe" && (t.ModelType != "nemotron_h" || !strings.Contains(t.NemotronPattern, "E")) {
+			p.add("algorithm.routing_replay", "the model created from scratch (model.tiny.model_type %s) has no mixture-of-experts layer; "+
+				"qwen3_moe has, and nemotron_h with E in model.tiny.nemotron_pattern", t.ModelType)
 		}
 		if len(c.Agent.Command) > 0 {
 			p.add("algorithm.routing_replay", "agent programs (agent.command) decode through the gateway, which records no routing")

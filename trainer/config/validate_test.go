@@ -41,7 +41,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"model.lora.rank", func(c *Config) { c.Model.Tiny.ModelType, c.Model.LoRA.Rank = "gemma4_text", 4 }, "LoRA on Gemma 4 is not supported"},
 		{"model.tiny.linear_key_heads", func(c *Config) { c.Model.Tiny.LinearKeyHeads = 3 }, "3, but model.tiny.model_type is qwen2: the Qwen3.5 keys apply to qwen3_5 only"},
 		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 1 }, "want at least 2"},
-		{"model.tiny.experts", func(c *Config) { c.Model.Tiny.Experts = 8 }, "8, but model.tiny.model_type is qwen2: the experts keys apply to qwen3_moe only"},
+		{"model.tiny.experts", func(c *Config) { c.Model.Tiny.Experts = 8 }, "8, but model.tiny.model_type is qwen2: the experts keys apply to qwen3_moe and nemotron_h with E blocks only"},
 		{"model.tiny.experts_per_token", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ExpertsPerToken = "qwen3_moe", 5 }, "5, want 1 to model.tiny.experts 4"},
 		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 100000 },
 			"100000 exceeds model.tiny.max_positions 1024"},
@@ -54,8 +54,13 @@ func TestValidateNamesTheKey(t *testing.T) {
 		// hidden 80 over 4 heads: a head of 20, whose quarter (5) is odd.
 		{"model.tiny.heads", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.Hidden = "qwen3_5", 80 }, "head size of 20"},
 		{"model.tiny.nemotron_pattern", func(c *Config) { c.Model.Tiny.NemotronPattern = "M-" }, `"M-", but model.tiny.model_type is qwen2`},
-		{"model.tiny.nemotron_pattern", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.NemotronPattern = "nemotron_h", "ME" },
-			`"ME", want a nonempty string of M (Mamba-2), * (attention) and - (MLP)`},
+		{"model.tiny.nemotron_pattern", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.NemotronPattern = "nemotron_h", "MX" },
+			`"MX", want a nonempty string of M (Mamba-2), * (attention), - (MLP) and E (mixture of experts)`},
+		{"model.tiny.experts", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.Experts = "nemotron_h", 8 },
+			"apply to qwen3_moe and nemotron_h with E blocks only"},
+		{"model.tiny.experts_per_token", func(c *Config) {
+			c.Model.Tiny.ModelType, c.Model.Tiny.NemotronPattern, c.Model.Tiny.ExpertsPerToken = "nemotron_h", "ME", 5
+		}, "want 1 to model.tiny.experts 4"},
 		{"model.logits_chunk", func(c *Config) { c.Model.LogitsChunk = -1 }, "want at least 0"},
 		{"model.chat.reasoning_effort", func(c *Config) { c.Model.Chat.ReasoningEffort = "high" }, `"high", want one of xhigh, medium, low`},
 		{"data.train", func(c *Config) { c.Data.Source = "files" }, "empty, but data.source is files"},

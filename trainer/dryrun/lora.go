@@ -38,8 +38,11 @@ func checkLoRATargets(c torch.Config, targets []string) error {
 			return fmt.Errorf("model.lora.target_modules: %s is not supported on a model with mixture-of-experts layers: "+
 				"LoRA on the experts (mlp.experts.*, mlp.shared_expert.*) is not implemented; target q_proj, k_proj, v_proj, o_proj", t)
 		}
+		if why := c.LoRARefused(t); why != "" {
+			return fmt.Errorf("model.lora.target_modules: %s", why)
+		}
 		if len(c.LoRALayers(t)) == 0 {
-			return fmt.Errorf("model.lora.target_modules: %s: no layer of the model has %s", t, torch.LoRAModule(t))
+			return fmt.Errorf("model.lora.target_modules: %s: no layer of the model has %s", t, c.LoRAModule(t))
 		}
 	}
 	return nil

@@ -28,13 +28,13 @@ func paramCount(shapes []torch.ParamShape) int64 {
 
 // activeParams is the parameters of shapes one token of a model of c
 // runs through: all but, in each sparse layer, experts - top-k of its
-// experts (each expert's parameters are mlp.experts.{e}.*, the same
-// number for every expert).
+// experts (each expert's parameters are mlp.experts.{e}.*, Nemotron-H's
+// mixer.experts.{e}.*, the same number for every expert).
 func activeParams(c torch.Config, shapes []torch.ParamShape) int64 {
 	var all, experts int64
 	for _, p := range shapes {
 		all += p.Numel()
-		if strings.Contains(p.Name, ".mlp.experts.") {
+		if strings.Contains(p.Name, ".mlp.experts.") || strings.Contains(p.Name, ".mixer.experts.") {
 			experts += p.Numel()
 		}
 	}

@@ -49,3 +49,32 @@ func TestDryRunTinyNemotronH(t *testing.T) {
 	}
 	wantWarning(t, r.Warnings, "Nemotron-H", "decode kernels")
 }
+
+// The default job's dry run with a tiny Nemotron-H with a mixture of
+// experts (the pattern M*E): the M and * blocks as above, the E block by
+// hand from NemotronHMoE's shapes: its norm 128, the router 4 x 128 and
+// its e_score_correction_bias 4, the shared expert's up_proj and down_proj
+// 128 x 256, and 4 experts' up_proj and down_proj 128 x 64; one token runs
+// 2 of the 4 experts (the active parameters).
+func TestDryRunTinyNemotronHMoE(t *testing.T) {
+	cfg := config.Default()
+	cfg.Model.Tiny.ModelType, cfg.Model.Tiny.Layers, cfg.Model.Tiny.NemotronPattern = "nemotron_h", 3, "M*E"
+	r, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("dry run: %v", err)
+	}
+	V := int64(r.Vocab)
+	const (
+		mamba  = 128 + 128*(2*256+2*16+4) + 288*4 + 288 + 3*4 + 256 + 256*128
+		attn   = 128 + 128*128 + 2*128*64 + 128*128
+		expert = 2 * 128 * 64
+		moe    = 128 + 4*128 + 4 + 2*128*256 + 4*expert
+	)
+	params := 2*V*128 + mamba + attn + moe + 128
+	if r.Model.Nemotron.Pattern() != "M*E" || r.Model.SparseLayers() != 1 || r.Params != params {
+		t.Errorf("%s: %d params (%d sparse layers), want M*E, %d and 1", r.Model.Nemotron.Pattern(), r.Params, r.Model.SparseLayers(), params)
+	}
+	if r.ActiveParams != params-2*expert {
+		t.Errorf("%d active parameters, want %d (2 of the 4 experts)", r.ActiveParams, params-2*expert)
+	}
+}

@@ -78,7 +78,14 @@ type Workload struct {
 // output and the residual sum (4 hidden-sized, 2 of the query width, 2 of
 // the key/value width) and the probabilities; its MLP block the residual
 // input, the norm's two, the up projection, its ReLU and square, and the
-// residual sum (4 hidden-sized, 3 of the intermediate size); its Mamba-2
+// residual sum (4 hidden-sized, 3 of the intermediate size); its moe block
+// the residual input, the norm's two, the residual sum and the shared
+// expert's output (5 hidden-sized), the router's logits and sigmoid scores
+// in float32 (2 x experts), the latent input and output where it has one
+// (2 x moe_latent_size), the shared expert's up projection, ReLU and square
+// (3 x its width) and, per chosen expert, its gathered input, down output
+// and weighted output (3 x its input width) and its up projection, ReLU and
+// square (3 x moe_intermediate_size); its Mamba-2
 // block, counted in floats as the Gated DeltaNet's (I = heads x head_dim,
 // D the conv's channels I + 2 x n_groups x ssm_state, N = ssm_state,
 // H the heads, C the chunk), what autograd keeps of cgo/mamba2.cpp's
@@ -171,6 +178,14 @@ func nemotronLayer(c torch.Config, w Workload, block string, attention int64) in
 		return tok * ((4*h+2*q+2*kv)*b + attention)
 	case torch.MLPBlock:
 		return tok * (4*h + 3*int64(c.Intermediate)) * b
+	case torch.MoEBlock:
+		m := c.MoE
+		in, lat := h, int64(0)
+		if m.Latent > 0 {
+			in, lat = int64(m.Latent), 2*int64(m.Latent)
+		}
+		k, inter, shared := int64(m.ExpertsPerToken), int64(m.Intermediate), int64(m.SharedIntermediate)
+		return tok * ((5*h+3*shared+lat+k*(3*inter+3*in))*b + 2*int64(m.Experts)*4)
 	}
 	n := c.Nemotron
 	heads, state, chunk := int64(n.Heads), int64(n.State), int64(n.Chunk)

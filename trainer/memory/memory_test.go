@@ -131,3 +131,22 @@ func TestDecodeStateGemma4(t *testing.T) {
 		t.Errorf("kv %d, deltanet %d, want 409600 and 0", kv, dn)
 	}
 }
+
+// A Nemotron-H moe block keeps, per token, 5 hidden-sized values, the
+// shared expert's 3 of its width, the latent's 2, the chosen experts' 3 of
+// their width and 3 of their input (the latent) each, in the model's
+// dtype, and the router's logits and scores in float32: a second block adds
+// exactly that (10 tokens, hidden 64, shared 24, latent 16, 2 of 8
+// experts of 16: (5x64 + 3x24 + 2x16 + 2 x (3x16 + 3x16)) x 4 + 2 x 8 x 4
+// bytes a token).
+func TestActivationsNemotronMoE(t *testing.T) {
+	c := torch.Config{ModelType: torch.NemotronH, Vocab: 50, Hidden: 64, Layers: 1,
+		Nemotron: torch.Nemotron{Blocks: []string{torch.MoEBlock}},
+		MoE:      torch.MoE{Experts: 8, ExpertsPerToken: 2, Intermediate: 16, SharedIntermediate: 24, Latent: 16}}
+	two := c
+	two.Layers, two.Nemotron.Blocks = 2, []string{torch.MoEBlock, torch.MoEBlock}
+	w := Workload{Micro: 1, Seq: 10, Bytes: 4}
+	if got, want := Activations(two, w)-Activations(c, w), int64(10*((5*64+3*24+2*16+2*(3*16+3*16))*4+2*8*4)); got != want {
+		t.Errorf("a moe block keeps %d bytes, want %d", got, want)
+	}
+}

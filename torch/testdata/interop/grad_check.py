@@ -1,6 +1,7 @@
 """transformers' side of the gradient and export checks of
 torch/qwen35_test.go, for a model folder that hf_model.py made (a dense
-model: no router loss, no experts; moe_check.py is the MoE one).
+model, or Nemotron-H with moe blocks: no router loss; moe_check.py is the
+Qwen MoE one).
 
 argv: in.json out.json. in.json holds:
   dir        the model folder
@@ -11,7 +12,9 @@ argv: in.json out.json. in.json holds:
 In float64, train mode: the gradient of every parameter of the short loss
   L = -mean of log p(ids[b][t+1] | ids[b][..t]) over the real pairs
 by autograd, under the names of the text model's checkpoint (model.*,
-lm_head.weight). The export, loaded with AutoModelForCausalLM.from_pretrained
+lm_head.weight; a Nemotron-H moe block's experts under the per-expert keys,
+mixer.experts.{e}.up_proj.weight and down_proj.weight, transformers'
+eager expert loop running them). The export, loaded with AutoModelForCausalLM.from_pretrained
 in float32 (no missing, unexpected or mismatched keys), against dir loaded
 the same way (a multimodal Gemma 4's vision and audio towers left out): the class it loads as, the largest difference of any
 parameter (the names must be the same), and of the float64 logits of the
@@ -43,19 +46,33 @@ def main():
         a = json.load(f)
     ids = torch.tensor(a["ids"])
     mask = torch.tensor(a["mask"])
-    model = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=torch.float64, attn_implementation="eager")
+    model = AutoModelForCausalLM.from_pretrained(
+        a["dir"], dtype=torch.float64, attn_implementation="eager", experts_implementation="eager"
+    )
     model.train()
     out = model(input_ids=ids, attention_mask=mask)
     logp = torch.log_softmax(out.logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
     pairs = (mask[:, :-1] * mask[:, 1:]).double()
     loss = -(logp * pairs).sum() / pairs.sum()
     loss.backward()
-    grads = {text_name(n): p.grad.contiguous() for n, p in model.named_parameters() if p.grad is not None}
+    grads = {}
+    for n, p in model.named_parameters():
+        if p.grad is None:
+            continue
+        if n.endswith((".mixer.experts.up_proj", ".mixer.experts.down_proj")):
+            head, proj = n.rsplit(".", 1)
+            for e in range(p.shape[0]):
+                grads[f"{head}.{e}.{proj}.weight"] = p.grad[e].contiguous()
+            continue
+        grads[text_name(n)] = p.grad.contiguous()
     save_file(grads, a["grads"])
 
-    orig = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=torch.float32, attn_implementation="eager")
+    orig = AutoModelForCausalLM.from_pretrained(
+        a["dir"], dtype=torch.float32, attn_implementation="eager", experts_implementation="eager"
+    )
     got, info = AutoModelForCausalLM.from_pretrained(
-        a["export"], dtype=torch.float32, attn_implementation="eager", output_loading_info=True
+        a["export"], dtype=torch.float32, attn_implementation="eager", experts_implementation="eager",
+        output_loading_info=True
     )
     bad = {k: v for k, v in info.items() if v}
     assert not bad, f"loading agentrl's export: {bad}"

@@ -66,8 +66,8 @@ MULTIMODAL = {
     "gemma4_vl": (transformers.Gemma4Config, transformers.Gemma4ForConditionalGeneration),
 }
 
-# The families with mixture-of-experts layers.
-MOE = {"qwen3_moe", "qwen3_5_moe", "qwen3_5_moe_vl"}
+# The families with mixture-of-experts layers (Nemotron-H's moe blocks).
+MOE = {"qwen3_moe", "qwen3_5_moe", "qwen3_5_moe_vl", "nemotron_h"}
 
 
 def add_mtp(path, hidden, gen):
@@ -87,7 +87,9 @@ def perturb(model, gen):
     bias put in the wrong place shows in the logits (the init sets them to
     1 and 0). Qwen3.5's RMSNorms scale by 1 + w (its gated norm by w):
     their w spreads around 0, so that they scale as much as the others.
-    A Mamba-2 layer's skip D (initialised to 1) spreads around 1 too."""
+    A Mamba-2 layer's skip D (initialised to 1) spreads around 1 too, and
+    a Nemotron-H router's e_score_correction_bias (a buffer, init 0) is
+    drawn, so that it moves the choice of experts."""
     offset = getattr(model.config.get_text_config(), "model_type", "") in ("qwen3_5_text", "qwen3_5_moe_text")
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -100,6 +102,8 @@ def perturb(model, gen):
         for name, b in model.named_buffers():
             if name.endswith("layer_scalar"):
                 b.copy_(1 + 0.3 * (2 * torch.rand(b.shape, generator=gen) - 1))
+            elif name.endswith("e_score_correction_bias"):
+                b.copy_(0.1 * torch.randn(b.shape, generator=gen))
 
 
 def to_style4(path):
