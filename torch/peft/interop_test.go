@@ -241,11 +241,20 @@ func drawAdapters(t *testing.T, m *torch.Model, seed uint64) {
 }
 
 // qwen35Base is a Qwen3.5 text model of hybridConfig (three Gated
-// DeltaNet layers, then a gated attention layer), weights drawn at 0.1 (as transformers' initializer_range 0.1), saved as a Hugging Face folder (qwen3_5_text) that
-// transformers loads (torch's TestInteropQwen35 checks the export).
+// DeltaNet layers, then a gated attention layer), saved as a Hugging Face
+// folder (qwen3_5_text) that transformers loads (torch's TestInteropQwen35
+// checks the export).
 func qwen35Base(t *testing.T, seed uint64) (*torch.Model, string) {
 	t.Helper()
-	m, err := torch.NewRandomModel(hybridConfig(), torch.Float32, torch.CPU, false, seed)
+	return savedBase(t, hybridConfig(), seed)
+}
+
+// savedBase is a random f32 model of config c, weights drawn at 0.1 (as
+// transformers' initializer_range 0.1), saved as agentrl saves it into a
+// folder of its own, for PEFT to load with transformers.
+func savedBase(t *testing.T, c torch.Config, seed uint64) (*torch.Model, string) {
+	t.Helper()
+	m, err := torch.NewRandomModel(c, torch.Float32, torch.CPU, false, seed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,19 +18,7 @@ func nemotronBase(t *testing.T, seed uint64) (*torch.Model, string) {
 		HeadDim: 8, RMSEps: 1e-5, RopeTheta: 10000, MaxPositions: 256, TorchDType: "float32",
 		Nemotron: torch.Nemotron{Blocks: []string{torch.MambaBlock, torch.MLPBlock, torch.MambaBlock, torch.AttentionBlock, torch.MLPBlock},
 			Heads: 4, HeadDim: 8, Groups: 2, State: 8, ConvKernel: 4, Chunk: 16, ConvBias: true, DtMax: math.Inf(1)}}
-	m, err := torch.NewRandomModel(c, torch.Float32, torch.CPU, false, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Free)
-	if err := m.InitRandom(seed, 0.1); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(t.TempDir(), "base")
-	if err := m.Save(dir); err != nil {
-		t.Fatal(err)
-	}
-	return m, dir
+	return savedBase(t, c, seed)
 }
 
 // Adapters on a Nemotron-H's mixer.* projections through Hugging Face
