@@ -3,9 +3,7 @@ package tokenizer
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/agentrl/agentrl/toolcall"
@@ -238,14 +236,9 @@ func xmlParams(raw json.RawMessage, tojson bool) ([]toolcall.XMLParam, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil // no arguments: the template writes no parameter
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	v, err := readPyValue(dec)
+	v, err := decodePyValue(raw)
 	if err != nil {
-		return nil, fmt.Errorf("arguments: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("arguments: unexpected data after the JSON value")
+		return nil, err
 	}
 	if s, ok := v.(string); ok && s == "" && tojson {
 		return nil, nil
