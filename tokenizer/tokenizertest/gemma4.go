@@ -13,13 +13,5 @@ func Gemma4Format(t testing.TB, texts ...string) *tokenizer.ChatFormat {
 	t.Helper()
 	dir := templateDir(t, "gemma4-e2b.jinja", []string{"<bos>", "<eos>", "<|turn>", "<turn|>", "<|tool_call>", "<tool_call|>",
 		"<|tool_response>", "<tool_response|>", `<|"|>`, "<|tool>", "<tool|>", "<|channel>", "<channel|>"}, texts)
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := tokenizer.NewChatFormat(tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return formatOf(t, dir)
 }

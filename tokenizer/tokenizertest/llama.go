@@ -22,7 +22,13 @@ func LlamaDir(t testing.TB, texts ...string) string {
 // LlamaFormat is the chat format of LlamaDir's folder: Llama 3.2's.
 func LlamaFormat(t testing.TB, texts ...string) *tokenizer.ChatFormat {
 	t.Helper()
-	tok, err := tokenizer.Load(LlamaDir(t, texts...))
+	return formatOf(t, LlamaDir(t, texts...))
+}
+
+// formatOf is the chat format of the tokenizer folder dir.
+func formatOf(t testing.TB, dir string) *tokenizer.ChatFormat {
+	t.Helper()
+	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
