@@ -179,6 +179,9 @@ type Options struct {
 	Worlds map[int]int
 	// Extra adds the Extra rows (on OtherSeeds).
 	Extra bool
+	// Rows, when not empty, names the only rows trained and shown (the
+	// first of them evaluates each seed's baselines).
+	Rows []string
 	// Resume keeps a seed's finished warm start and every finished run
 	// (one whose store has its final evaluation), running only the rest:
 	// an interrupted experiment goes on where it stopped. A finished run
@@ -199,15 +202,16 @@ type Options struct {
 
 // Rows are the specs of the table and the seeds each runs on, in table
 // order: the Core rows on seeds (up to their MaxSeed), the others on other
-// (nil: seeds), the Extra rows only with extra.
-func Rows(seeds, other []int, extra bool) ([]Spec, map[string][]int) {
+// (nil: seeds), the Extra rows only with extra; with only, just the rows
+// it names (checkSeeds refuses a name that is not a row).
+func Rows(seeds, other []int, extra bool, only []string) ([]Spec, map[string][]int) {
 	if other == nil {
 		other = seeds
 	}
 	var specs []Spec
 	on := map[string][]int{}
 	for _, s := range PaperSpecs {
-		if s.Extra && !extra {
+		if s.Extra && !extra || len(only) > 0 && !slices.Contains(only, s.Name) {
 			continue
 		}
 		for _, seed := range seeds {
@@ -273,7 +277,7 @@ func Run(ctx context.Context, base config.Config, o Options) (*Table, error) {
 	if err := runTasks(ctx, tasks, o); err != nil {
 		return nil, err
 	}
-	return Collect(base.Run.Dir, o.Seeds, o.OtherSeeds, o.Extra)
+	return Collect(base.Run.Dir, o.Seeds, o.OtherSeeds, o.Extra, o.Rows)
 }
 
 // warmStart trains the seed's warm start into sftDir, from a clean run
@@ -311,14 +315,14 @@ func finished(storePath, name string) bool {
 // first row's iteration 0 and each row's last evaluation, as EM per hop
 // count and per-question outcomes. The wall time is the span from the
 // first run's start to the last iteration written.
-func Collect(runsDir string, seeds, other []int, extra bool) (*Table, error) {
-	if err := checkSeeds(seeds, other, extra); err != nil {
+func Collect(runsDir string, seeds, other []int, extra bool, rows []string) (*Table, error) {
+	if err := checkSeeds(seeds, other, extra, rows); err != nil {
 		return nil, err
 	}
 	tab := &Table{EM: map[string]map[string]Cell{}, Runs: map[string][]string{}, Seeds: seeds,
 		Outcomes: map[string]map[string]map[int][]float64{}, Nested: map[string]bool{}, Behaviour: map[string]results.Behaviour{}}
 	behaviours := map[string][]results.Behaviour{}
-	specs, on := Rows(seeds, other, extra)
+	specs, on := Rows(seeds, other, extra, rows)
 	samples := map[string]map[string][]float64{}
 	add := func(method, key string, v float64) {
 		if samples[method] == nil {

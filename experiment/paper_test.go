@@ -275,7 +275,7 @@ func TestProcessClaims(t *testing.T) {
 // Extra rows only when asked for; the first row is core (its run
 // evaluates the baselines of every seed).
 func TestRows(t *testing.T) {
-	specs, on := Rows([]int{1, 2, 3, 4, 5}, []int{1, 2, 3}, false)
+	specs, on := Rows([]int{1, 2, 3, 4, 5}, []int{1, 2, 3}, false, nil)
 	if specs[0].Name != "PPO" || !specs[0].Core {
 		t.Fatalf("first row %+v, want core PPO", specs[0])
 	}
@@ -305,7 +305,7 @@ func TestRows(t *testing.T) {
 	// all of them, the other core rows on the first five, the rest on the
 	// other seeds.
 	ten := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	_, on10 := Rows(ten, []int{1, 2, 3}, false)
+	_, on10 := Rows(ten, []int{1, 2, 3}, false, nil)
 	for _, s := range PaperSpecs {
 		want := []int{1, 2, 3}
 		switch {
@@ -320,11 +320,43 @@ func TestRows(t *testing.T) {
 			t.Errorf("ten seeds: %s on %v, want %v", s.Name, on10[s.Name], want)
 		}
 	}
-	all, _ := Rows([]int{4}, []int{1, 2, 3}, true)
+	all, _ := Rows([]int{4}, []int{1, 2, 3}, true, nil)
 	if len(all) != 11 {
 		t.Errorf("seed 4 alone, with extra: %d rows, want the 11 core ones", len(all))
 	}
-	if all, _ := Rows([]int{1}, nil, true); len(all) != len(PaperSpecs) {
+	if all, _ := Rows([]int{1}, nil, true, nil); len(all) != len(PaperSpecs) {
 		t.Errorf("with extra: %d rows, want all %d", len(all), len(PaperSpecs))
+	}
+}
+
+// TestRowsOnly: --rows keeps the rows it names, in table order, each on
+// its own seeds; a name that is not a row, one given twice, and one that
+// runs on none of the seeds are refused by name.
+func TestRowsOnly(t *testing.T) {
+	ten := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	only := []string{"GRPO w/o std + process rewards, 80 its", "PPO"}
+	specs, on := Rows(ten, []int{1, 2, 3}, false, only)
+	if len(specs) != 2 || specs[0].Name != "PPO" || specs[1].Name != only[0] {
+		t.Fatalf("rows %v, want PPO then %q", specs, only[0])
+	}
+	if !slices.Equal(on["PPO"], ten) || !slices.Equal(on[only[0]], ten) || len(on) != 2 {
+		t.Errorf("seeds %v, want both rows on all ten and no other row", on)
+	}
+	if err := checkSeeds(ten, []int{1, 2, 3}, false, only); err != nil {
+		t.Errorf("valid rows refused: %v", err)
+	}
+	for _, c := range []struct {
+		rows []string
+		want string
+	}{
+		{[]string{"PPO", "PPPO"}, `"PPPO" is not a row of the table`},
+		{[]string{"PPO", "PPO"}, `"PPO" is given twice`},
+		{[]string{"GiGPO"}, `"GiGPO" runs on none of these seeds`},
+		{[]string{"RLOO"}, `"RLOO" runs on none of these seeds`},
+	} {
+		err := checkSeeds(ten, []int{11}, false, c.rows)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("rows %q: %v, want an error with %q", c.rows, err, c.want)
+		}
 	}
 }

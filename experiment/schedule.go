@@ -36,7 +36,7 @@ type task struct {
 // to the end (the rows fill in beside the last warm starts) instead of
 // leaving the last seed's warm start to run alone.
 func plan(base config.Config, o Options) ([]*task, error) {
-	if err := checkSeeds(o.Seeds, o.OtherSeeds, o.Extra); err != nil {
+	if err := checkSeeds(o.Seeds, o.OtherSeeds, o.Extra, o.Rows); err != nil {
 		return nil, err
 	}
 	worlds := map[int]int{}
@@ -46,7 +46,7 @@ func plan(base config.Config, o Options) ([]*task, error) {
 		}
 		worlds[w] = seed
 	}
-	specs, on := Rows(o.Seeds, o.OtherSeeds, o.Extra)
+	specs, on := Rows(o.Seeds, o.OtherSeeds, o.Extra, o.Rows)
 	sft := map[int]*task{}
 	for _, seed := range o.Seeds {
 		cfg := seedBase(base, seed, o.Worlds)
@@ -149,7 +149,9 @@ func runTasks(ctx context.Context, tasks []*task, o Options) error {
 // one warm start and one run per row, and the intervals count each seed
 // once. With extra it refuses the extra rows on no seed (none of other in
 // seeds): they were asked for, and would be neither trained nor shown.
-func checkSeeds(seeds, other []int, extra bool) error {
+// It refuses in rows a name that is not a row of PaperSpecs, one given
+// twice, and one that would run on no seed.
+func checkSeeds(seeds, other []int, extra bool, rows []string) error {
 	for _, list := range []struct {
 		name  string
 		seeds []int
@@ -160,13 +162,28 @@ func checkSeeds(seeds, other []int, extra bool) error {
 			}
 		}
 	}
+	_, on := Rows(seeds, other, extra, rows)
+	for i, name := range rows {
+		if slices.Contains(rows[:i], name) {
+			return fmt.Errorf("rows: %q is given twice", name)
+		}
+		if !slices.ContainsFunc(PaperSpecs, func(s Spec) bool { return s.Name == name }) {
+			names := make([]string, len(PaperSpecs))
+			for j, s := range PaperSpecs {
+				names[j] = s.Name
+			}
+			return fmt.Errorf("rows: %q is not a row of the table (%s)", name, strings.Join(names, "; "))
+		}
+		if len(on[name]) == 0 {
+			return fmt.Errorf("rows: %q runs on none of these seeds (an extra row needs --extra and --other-seeds in --seeds; a core row its MaxSeed)", name)
+		}
+	}
 	if !extra {
 		return nil
 	}
-	_, on := Rows(seeds, other, extra)
 	var none []string
 	for _, s := range PaperSpecs {
-		if s.Extra && len(on[s.Name]) == 0 {
+		if s.Extra && len(on[s.Name]) == 0 && (len(rows) == 0 || slices.Contains(rows, s.Name)) {
 			none = append(none, s.Name)
 		}
 	}

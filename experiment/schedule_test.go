@@ -26,7 +26,7 @@ func TestPlanOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs, on := Rows(o.Seeds, o.OtherSeeds, false)
+	specs, on := Rows(o.Seeds, o.OtherSeeds, false, nil)
 	want := len(o.Seeds)
 	for _, s := range specs {
 		want += len(on[s.Name])
@@ -102,7 +102,7 @@ func TestPlanRefusesRepeats(t *testing.T) {
 			t.Errorf("%+v: got %v, want %q", c.o, err, c.want)
 		}
 	}
-	if _, err := Collect(t.TempDir(), []int{3, 3}, nil, false); err == nil || !strings.Contains(err.Error(), "seeds: 3 is given twice") {
+	if _, err := Collect(t.TempDir(), []int{3, 3}, nil, false, nil); err == nil || !strings.Contains(err.Error(), "seeds: 3 is given twice") {
 		t.Errorf("Collect of seeds 3,3: %v", err)
 	}
 }
@@ -120,7 +120,7 @@ func TestExtraRowsNeedAnOtherSeed(t *testing.T) {
 			t.Errorf("plan %+v: got %v, want an error saying %q", o, err, w)
 		}
 	}
-	_, err = Collect(t.TempDir(), o.Seeds, o.OtherSeeds, o.Extra)
+	_, err = Collect(t.TempDir(), o.Seeds, o.OtherSeeds, o.Extra, nil)
 	for _, w := range want {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("Collect %+v: got %v, want an error saying %q", o, err, w)

@@ -37,6 +37,8 @@ func experimentCommand() *cli.Command {
 				&cli.StringFlag{Name: "world-seeds", Usage: "comma-separated world seeds (data.synthetic.seed), one per entry of --seeds: each seed's runs, " +
 					"its warm start's included, use its own world, so its test questions are its own (default: every seed uses the config's world)"},
 				&cli.BoolFlag{Name: "extra", Usage: "add the rows outside the paper's table (GiGPO, GSPO's loss, bf16 rollouts), on the other seeds"},
+				&cli.StringFlag{Name: "rows", Usage: "semicolon-separated row names: train and show only these rows (the first evaluates each seed's baselines), " +
+					"e.g. \"PPO;PPO + process rewards, 80 its\" (default: every row)"},
 				&cli.StringFlag{Name: "out", Value: "docs/results.md", Usage: "Markdown `FILE` to write (curves go beside it)"},
 				&cli.BoolFlag{Name: "collect", Usage: "train nothing: rebuild the table and curves from the finished paper runs under --run-dir"},
 				&cli.IntFlag{Name: "jobs", Value: 1, Usage: "runs training at once in this process (each has its own seeded generators, so at a fixed " +
@@ -68,6 +70,10 @@ func experimentCommand() *cli.Command {
 				if err != nil {
 					return err
 				}
+				var rows []string
+				if c.String("rows") != "" {
+					rows = strings.Split(c.String("rows"), ";")
+				}
 				worlds, err := worldSeeds(c.String("world-seeds"), seeds, cfg.Data.Source)
 				if err != nil {
 					return err
@@ -93,9 +99,9 @@ func experimentCommand() *cli.Command {
 				defer done()
 				var tab *experiment.Table
 				if c.Bool("collect") {
-					tab, err = experiment.Collect(cfg.Run.Dir, seeds, other, c.Bool("extra"))
+					tab, err = experiment.Collect(cfg.Run.Dir, seeds, other, c.Bool("extra"), rows)
 				} else {
-					tab, err = experiment.Run(ctx, cfg, experiment.Options{Seeds: seeds, OtherSeeds: other, Worlds: worlds, Extra: c.Bool("extra"),
+					tab, err = experiment.Run(ctx, cfg, experiment.Options{Seeds: seeds, OtherSeeds: other, Worlds: worlds, Extra: c.Bool("extra"), Rows: rows,
 						Resume: c.Bool("resume"), Log: log, Progress: progress, Jobs: jobs,
 						OnRun: func(name string, i, total int) {
 							log.Info().Str("run", name).Int("of", total).Int("index", i+1).Msg("experiment run")
