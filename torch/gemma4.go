@@ -566,6 +566,15 @@ func (c Config) jsonGemma4() ([]byte, error) {
 			out[k] = v
 		}
 	}
+	// Written as a float (30.0, not 30, which encoding/json writes for a
+	// whole number): Gemma4TextConfig takes a float or null only.
+	if g.FinalSoftcap != 0 {
+		s := strconv.FormatFloat(g.FinalSoftcap, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".e") {
+			s += ".0"
+		}
+		out["final_logit_softcapping"] = json.Number(s)
+	}
 	return json.MarshalIndent(out, "", "  ")
 }
 

@@ -201,7 +201,8 @@ func TestGemma4ConfigDefaultsAndRefusals(t *testing.T) {
 
 // A Gemma 4 config made in code (as model.tiny makes one: no keys read)
 // writes a config.json that reads back to the same model: the layer
-// types, window, full layers' shape and RoPE, per-layer inputs and cap.
+// types, window, full layers' shape and RoPE, per-layer inputs and cap
+// (written 30.0: transformers' Gemma4TextConfig refuses the int 30).
 func TestGemma4ConfigJSONFromScratch(t *testing.T) {
 	s, f := SlidingAttention, FullAttention
 	c := Config{ModelType: "gemma4_text", Vocab: 97, Hidden: 32, Intermediate: 64, Layers: 3, Heads: 2, KVHeads: 1,
@@ -216,6 +217,9 @@ func TestGemma4ConfigJSONFromScratch(t *testing.T) {
 	back, err := ParseConfig(b, "config.json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), `"final_logit_softcapping": 30.0`) {
+		t.Errorf("final_logit_softcapping not written as a float:\n%s", b)
 	}
 	if *back.Gemma != *c.Gemma || !slices.Equal(back.LayerTypes, c.LayerTypes) || back.RopeTheta != c.RopeTheta ||
 		back.MaxPositions != c.MaxPositions || back.Hidden != c.Hidden || back.HeadDim != c.HeadDim || !back.TieEmbeddings {
