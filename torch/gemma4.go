@@ -605,3 +605,19 @@ func gemma4LayerKinds(cfg Config, valueHead bool) (map[layerKind]layerParams, []
 	}
 	return kinds, others, nil
 }
+
+// gemma4LacksProj says whether layer i of a Gemma 4 model of c lacks the
+// attention projection target that other layers have: a kv-shared layer's
+// k_proj and v_proj (it reads an earlier layer's keys and values), an
+// attention_k_eq_v full layer's v_proj (its values are its keys'
+// projection). PEFT adapts the modules transformers builds, so it puts no
+// adapter there either. False for a model that is not Gemma 4.
+func (c Config) gemma4LacksProj(i int, target string) bool {
+	if !c.IsGemma4() || (target != "k_proj" && target != "v_proj") {
+		return false
+	}
+	if i >= c.Layers-c.Gemma.KVSharedLayers {
+		return true
+	}
+	return target == "v_proj" && c.Gemma.KEqV && c.LayerTypes[i] == FullAttention
+}
