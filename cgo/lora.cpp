@@ -91,7 +91,6 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
   return guard(err, [&] {
     const auto &c = *cfg;
     TORCH_CHECK(base->lora.rank == 0, "lora_new: the base is itself a LoRA model");
-    TORCH_CHECK(base->cfg.gemma == 0, "lora_new: LoRA on Gemma 4 is not supported yet");
     TORCH_CHECK(c.rank > 0, "lora rank must be positive, got ", c.rank);
     TORCH_CHECK(c.alpha > 0, "lora alpha must be positive, got ", c.alpha);
     TORCH_CHECK(c.dropout >= 0 && c.dropout < 1, "lora dropout must be in [0, 1), got ", c.dropout);

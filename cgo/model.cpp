@@ -387,26 +387,46 @@ std::vector<at::Tensor> layer_params(const ar_model_s &m, const Layer &l) {
 // its router's choice) and appends those it took to *chosen (when chosen
 // is not 0); the backward pass recomputes it with the experts the forward
 // took, so that a near tie cannot route the recomputation differently.
+//
+// A Gemma 4 layer's per-layer input per_layer [B,T,P] (empty: none) is an
+// input of the node, and so are the keys and values kin, vin a kv-shared
+// layer reads (empty for the others); a layer that keeps its keys and
+// values for the shared layers (Layer::kv_store) returns them as its last
+// two outputs, so that the shared layers' gradients of them reach it.
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
                                                 at::TensorList params, const at::Tensor &cos, const at::Tensor &sin,
                                                 const at::Tensor &mask, const at::Tensor &seqs, bool blocks,
                                                 const at::Tensor &replay, int64_t model, int64_t layer, int64_t out,
-                                                bool router, int64_t chosen) {
+                                                bool router, int64_t chosen, const at::Tensor &per_layer,
+                                                const at::Tensor &kin, const at::Tensor &vin) {
     ctx->saved_data["blocks"] = blocks;
     ctx->saved_data["model"] = model;
     ctx->saved_data["layer"] = layer;
     ctx->set_materialize_grads(false);  // a router output no loss reads gets no gradient
     at::NoGradGuard no_grad;
     const auto *m = reinterpret_cast<const ar_model_s *>(model);
+    const Layer &l = m->layers[layer];
+    KVShare share;
+    if (l.kv_reuse) {
+      share.k[l.sliding] = kin;
+      share.v[l.sliding] = vin;
+    }
     std::vector<at::Tensor> logits, took;
-    at::Tensor y = layer_forward(*m, m->layers[layer], x, cos, sin, mask, seqs, blocks,
-                                 *reinterpret_cast<at::Tensor *>(out), router ? &logits : nullptr,
-                                 replay.numel() > 0 ? replay : at::Tensor(), &took);
-    ctx->save_for_backward({x, cos, sin, mask, seqs, took.empty() ? at::empty({0}, at::kLong) : took[0]});
+    at::Tensor y = layer_forward(*m, l, x, cos, sin, mask, seqs, blocks, *reinterpret_cast<at::Tensor *>(out),
+                                 router ? &logits : nullptr, replay.numel() > 0 ? replay : at::Tensor(), &took, &share,
+                                 per_layer.numel() > 0 ? per_layer : at::Tensor());
+    ctx->save_for_backward(
+        {x, cos, sin, mask, seqs, took.empty() ? at::empty({0}, at::kLong) : took[0], per_layer, kin, vin});
     if (chosen != 0 && !took.empty()) reinterpret_cast<std::vector<at::Tensor> *>(chosen)->push_back(took[0]);
-    if (logits.empty()) return {y};
-    return {y, logits[0]};
+    torch::autograd::variable_list ys{y};
+    ctx->saved_data["logits"] = !logits.empty();
+    if (!logits.empty()) ys.push_back(logits[0]);
+    if (l.kv_store) {
+      ys.push_back(share.k[l.sliding]);
+      ys.push_back(share.v[l.sliding]);
+    }
+    return ys;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
@@ -414,9 +434,24 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     auto saved = ctx->get_saved_variables();
     const auto *m = reinterpret_cast<const ar_model_s *>(ctx->saved_data["model"].toInt());
     const auto &l = m->layers[ctx->saved_data["layer"].toInt()];
-    at::Tensor x = saved[0].detach().requires_grad_(true);
+    const bool has_logits = ctx->saved_data["logits"].toBool();
+    // A leaf with grad for each tensor input that is there (an empty one is
+    // none: its gradient stays undefined).
+    auto leaf = [](const at::Tensor &t) { return t.numel() > 0 ? t.detach().requires_grad_(true) : at::Tensor(); };
+    at::Tensor x = leaf(saved[0]), per_layer = leaf(saved[6]);
+    KVShare share;
+    if (l.kv_reuse) {
+      share.k[l.sliding] = leaf(saved[7]);
+      share.v[l.sliding] = leaf(saved[8]);
+    }
     std::vector<at::Tensor> inputs{x};
-    for (const auto &p : layer_params(*m, l)) inputs.push_back(p);
+    const std::vector<at::Tensor> params = layer_params(*m, l);
+    inputs.insert(inputs.end(), params.begin(), params.end());
+    if (per_layer.defined()) inputs.push_back(per_layer);
+    if (l.kv_reuse) {
+      inputs.push_back(share.k[l.sliding]);
+      inputs.push_back(share.v[l.sliding]);
+    }
     // The outputs that received a gradient, and their gradients.
     std::vector<at::Tensor> ys, grads;
     {
@@ -425,20 +460,22 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       AutocastScope ac(m->dev, m->autocast);
       std::vector<at::Tensor> logits;
       at::Tensor y = layer_forward(*m, l, x, saved[1], saved[2], saved[3], saved[4],
-                                   ctx->saved_data["blocks"].toBool(), at::Tensor(),
-                                   grad_out.size() > 1 ? &logits : nullptr,
-                                   saved[5].numel() > 0 ? saved[5] : at::Tensor());
+                                   ctx->saved_data["blocks"].toBool(), at::Tensor(), has_logits ? &logits : nullptr,
+                                   saved[5].numel() > 0 ? saved[5] : at::Tensor(), nullptr, &share, per_layer);
+      std::vector<at::Tensor> outs{y};
+      if (has_logits) outs.push_back(logits[0]);
+      if (l.kv_store) {
+        outs.push_back(share.k[l.sliding]);
+        outs.push_back(share.v[l.sliding]);
+      }
       for (size_t i = 0; i < grad_out.size(); i++) {
         if (!grad_out[i].defined()) continue;
-        ys.push_back(i == 0 ? y : logits[0]);
+        ys.push_back(outs[i]);
         grads.push_back(grad_out[i]);
       }
     }
-    // One gradient per forward input: x and each parameter, then none
-    // for cos, sin, mask, seqs, blocks, replay, model, layer, out, router
-    // and chosen.
-    torch::autograd::variable_list out(inputs.size());
-    if (!ys.empty()) out = torch::autograd::grad(ys, inputs, grads, false, false, true);
+    torch::autograd::variable_list got(inputs.size());
+    if (!ys.empty()) got = torch::autograd::grad(ys, inputs, grads, false, false, true);
     // The gradients were allocated among the recomputation's temporaries:
     // copied now that those are freed, they sit together instead of
     // splitting the memory the next layer's recomputation reuses (see
@@ -446,9 +483,17 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     ys.clear();
     x.reset();
     inputs.clear();
-    for (auto &g : out)
+    for (auto &g : got)
       if (g.defined()) g = g.clone();
+    // One gradient per forward input: x and each parameter, none for cos,
+    // sin, mask, seqs, blocks, replay, model, layer, out, router and
+    // chosen, then per_layer's, kin's and vin's.
+    torch::autograd::variable_list out(got.begin(), got.begin() + 1 + static_cast<int64_t>(params.size()));
     for (int i = 0; i < 11; i++) out.emplace_back();
+    size_t next = 1 + params.size();
+    out.push_back(per_layer.defined() ? got[next++] : at::Tensor());
+    out.push_back(l.kv_reuse ? got[next++] : at::Tensor());
+    out.push_back(l.kv_reuse ? got[next++] : at::Tensor());
     return out;
   }
 };
@@ -505,10 +550,8 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
       const at::Tensor &wp = window_pos.defined() ? window_pos : pos;
       smask = m.attention_mask(sliding_mask(full, wp, wp, m.cfg.sliding_window));
     }
-  KVShare share;
+  KVShare share;  // (checkpointed: the kv_store layers' key and value outputs)
   bool ckpt = m.checkpointing && at::GradMode::is_enabled();
-  TORCH_CHECK(!ckpt || m.cfg.gemma == 0, "activation checkpointing is not supported for Gemma 4 yet (its layers read "
-              "per-layer inputs and shared keys and values); turn it off");
   // The checkpoints (each layer's output) are allocated before any layer
   // runs. On the CPU a tensor under 4 MB lives in the C heap, which keeps
   // what is freed (keep_heap, library.cpp): a checkpoint allocated among a
@@ -526,14 +569,22 @@ at::Tensor hidden_masked(const ar_model_s &m, const at::Tensor &ids, const at::T
     const Layer &l = m.layers[i];
     const bool local = l.sliding || m.cfg.gemma == 0;
     const at::Tensor &lcos = local ? cos : gcos, &lsin = local ? sin : gsin, &lmask = l.sliding ? smask : mask;
+    const at::Tensor none = at::empty({0}, x.options());
     if (ckpt) {
       std::vector<at::Tensor> params = layer_params(m, l);
-      auto ys = CheckpointedLayer::apply(x, at::TensorList(params), lcos, lsin, lmask, seqs, blocks,
-                                         r.defined() ? r : at::empty({0}, at::kLong), reinterpret_cast<int64_t>(&m),
-                                         static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]),
-                                         router_logits != nullptr, reinterpret_cast<int64_t>(chosen));
+      auto ys = CheckpointedLayer::apply(
+          x, at::TensorList(params), lcos, lsin, lmask, seqs, blocks, r.defined() ? r : at::empty({0}, at::kLong),
+          reinterpret_cast<int64_t>(&m), static_cast<int64_t>(i), reinterpret_cast<int64_t>(&outs[i]),
+          router_logits != nullptr, reinterpret_cast<int64_t>(chosen),
+          per_layer.defined() ? per_layer.select(2, static_cast<int64_t>(i)) : none,
+          l.kv_reuse ? share.k[l.sliding] : none, l.kv_reuse ? share.v[l.sliding] : none);
       x = ys[0];
-      if (ys.size() > 1) router_logits->push_back(ys[1]);
+      size_t next = 1;
+      if (router_logits != nullptr && l.router.defined()) router_logits->push_back(ys[next++]);
+      if (l.kv_store) {
+        share.k[l.sliding] = ys[next];
+        share.v[l.sliding] = ys[next + 1];
+      }
     } else {
       x = layer_forward(m, l, x, lcos, lsin, lmask, seqs, blocks, at::Tensor(), router_logits, r, chosen, &share,
                         per_layer.defined() ? per_layer.select(2, static_cast<int64_t>(i)) : at::Tensor());

@@ -566,6 +566,15 @@ func (c Config) jsonGemma4() ([]byte, error) {
 			out[k] = v
 		}
 	}
+	// Written as a float (30.0, not 30, which encoding/json writes for a
+	// whole number): Gemma4TextConfig takes a float or null only.
+	if g.FinalSoftcap != 0 {
+		s := strconv.FormatFloat(g.FinalSoftcap, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".e") {
+			s += ".0"
+		}
+		out["final_logit_softcapping"] = json.Number(s)
+	}
 	return json.MarshalIndent(out, "", "  ")
 }
 
@@ -595,4 +604,20 @@ func gemma4LayerKinds(cfg Config, valueHead bool) (map[layerKind]layerParams, []
 		kinds[k] = lp
 	}
 	return kinds, others, nil
+}
+
+// gemma4LacksProj says whether layer i of a Gemma 4 model of c lacks the
+// attention projection target that other layers have: a kv-shared layer's
+// k_proj and v_proj (it reads an earlier layer's keys and values), an
+// attention_k_eq_v full layer's v_proj (its values are its keys'
+// projection). PEFT adapts the modules transformers builds, so it puts no
+// adapter there either. False for a model that is not Gemma 4.
+func (c Config) gemma4LacksProj(i int, target string) bool {
+	if !c.IsGemma4() || (target != "k_proj" && target != "v_proj") {
+		return false
+	}
+	if i >= c.Layers-c.Gemma.KVSharedLayers {
+		return true
+	}
+	return target == "v_proj" && c.Gemma.KEqV && c.LayerTypes[i] == FullAttention
 }

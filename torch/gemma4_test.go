@@ -43,10 +43,11 @@ var gemma4SmallVision = map[string]any{"hidden_size": 32, "intermediate_size": 6
 // Rows of 40, 35 and 33 tokens cross the sliding window several times (no
 // padding query is left without a real key in its window); the explicit
 // position ids case jumps, which transformers' sliding mask does not see
-// (it counts indices). Logits and the training forward's logprobs against
-// transformers' float64 forward, within 1e-4 in f32. The decode engine on
-// its libtorch paths (the kernels say they do not run Gemma 4), each row
-// prefilled alone and in batched prefills, against transformers' greedy
+// (it counts indices). Logits and the training forward's logprobs (with
+// activation checkpointing) against transformers' float64 forward, within
+// 1e-4 in f32. The decode engine on its libtorch paths (the kernels say
+// they do not run Gemma 4), each row prefilled alone and in batched
+// prefills, against transformers' greedy
 // generate over prefixes of 20, 1 and 13 tokens and 12 steps (sliding and
 // full layers' caches, the kv-shared layers reading them, per-layer
 // inputs, the capped logits): the tokens equal, logits within 1e-4.
@@ -92,20 +93,6 @@ func TestInteropGemma4(t *testing.T) {
 				t.Logf("%s: logits max |diff| %.2e, training forward logprobs %.2e", c.Name, fullCaseLogits(t, m, c),
 					fullCaseLogprobs(t, m, c))
 			}
-			if err := m.SetCheckpointing(true); err != nil {
-				t.Fatal(err)
-			}
-			_, err = m.Forward(Batch{B: 1, T: 3, IDs: []int64{5, 6, 7}, Attn: []int64{1, 1, 1}, Positions: []int64{0, 1, 2}},
-				ForwardOptions{Grad: true})
-			if err == nil || !strings.Contains(err.Error(), "activation checkpointing is not supported for Gemma 4") {
-				t.Errorf("a checkpointed Gemma 4 forward: got %v, want it refused by name", err)
-			}
-			if lm, err := NewLoRAModel(m, LoRA{Rank: 2, Alpha: 4, Targets: []string{"q_proj"}}, false, 1); err == nil {
-				lm.Free()
-				t.Errorf("a LoRA model over Gemma 4: want it refused by name")
-			} else if !strings.Contains(err.Error(), "LoRA on Gemma 4 is not supported") {
-				t.Errorf("a LoRA model over Gemma 4: got %v, want it refused by name", err)
-			}
 			e, err := NewEngine(m, 1, 64)
 			if err != nil {
 				t.Fatal(err)
@@ -128,20 +115,26 @@ func TestInteropGemma4(t *testing.T) {
 // projections, the embeddings, tied or not; layer_scalar is a buffer) of
 // L = -mean logprob over the real next-token pairs, within 1e-4 in f32,
 // unpacked and packed (the rows one after the other, each a tree of its
-// own: the window counts positions along it), and L within 1e-5; and
+// own: the window counts positions along it), with activation
+// checkpointing off and on, and L within 1e-5; and
 // agentrl's export loads in transformers as Gemma4ForCausalLM with every
 // parameter and the logits equal.
 func gemma4Training(t *testing.T, dir string) {
 	full, ref, grads := gradReference(t, dir, "Gemma4ForCausalLM")
 	b := Batch{B: len(full.InputIDs), T: len(full.InputIDs[0]), IDs: flat(full.InputIDs), Attn: flat(full.AttentionMask),
 		Positions: flat(full.PositionIDs)}
-	for _, packed := range []bool{false, true} {
-		t.Run(map[bool]string{false: "unpacked", true: "packed"}[packed], func(t *testing.T) {
+	for _, k := range []struct{ packed, ckpt bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		packed := k.packed
+		name := map[bool]string{false: "unpacked", true: "packed"}[packed] + map[bool]string{false: "", true: "/checkpointing"}[k.ckpt]
+		t.Run(name, func(t *testing.T) {
 			m, err := LoadModel(dir, Float32, CPU, false)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer m.Free()
+			if err := m.SetCheckpointing(k.ckpt); err != nil {
+				t.Fatal(err)
+			}
 			loss := shortLoss(t, m, b, full, packed)
 			if math.Abs(loss-ref.Loss) > 1e-5 {
 				t.Errorf("loss %v, transformers %v", loss, ref.Loss)
@@ -201,7 +194,8 @@ func TestGemma4ConfigDefaultsAndRefusals(t *testing.T) {
 
 // A Gemma 4 config made in code (as model.tiny makes one: no keys read)
 // writes a config.json that reads back to the same model: the layer
-// types, window, full layers' shape and RoPE, per-layer inputs and cap.
+// types, window, full layers' shape and RoPE, per-layer inputs and cap
+// (written 30.0: transformers' Gemma4TextConfig refuses the int 30).
 func TestGemma4ConfigJSONFromScratch(t *testing.T) {
 	s, f := SlidingAttention, FullAttention
 	c := Config{ModelType: "gemma4_text", Vocab: 97, Hidden: 32, Intermediate: 64, Layers: 3, Heads: 2, KVHeads: 1,
@@ -216,6 +210,9 @@ func TestGemma4ConfigJSONFromScratch(t *testing.T) {
 	back, err := ParseConfig(b, "config.json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), `"final_logit_softcapping": 30.0`) {
+		t.Errorf("final_logit_softcapping not written as a float:\n%s", b)
 	}
 	if *back.Gemma != *c.Gemma || !slices.Equal(back.LayerTypes, c.LayerTypes) || back.RopeTheta != c.RopeTheta ||
 		back.MaxPositions != c.MaxPositions || back.Hidden != c.Hidden || back.HeadDim != c.HeadDim || !back.TieEmbeddings {

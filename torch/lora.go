@@ -80,9 +80,11 @@ func (c Config) LoRAModule(target string) string {
 }
 
 // LoRALayers are the layers of a model of c that have target's projection:
-// the attention layers (self_attn), the Gated DeltaNet layers
-// (linear_attn), the layers whose MLP is dense (mlp); a Nemotron-H model's
-// blocks of the kind that has it; none for a name not in LoRATargets.
+// the attention layers (self_attn; a Gemma 4's kv-shared layers have no
+// k_proj or v_proj, its attention_k_eq_v full layers no v_proj), the
+// Gated DeltaNet layers (linear_attn), the layers whose MLP is dense
+// (mlp); a Nemotron-H model's blocks of the kind that has it; none for a
+// name not in LoRATargets.
 func (c Config) LoRALayers(target string) []int {
 	var out []int
 	if c.IsNemotron() {
@@ -97,7 +99,7 @@ func (c Config) LoRALayers(target string) []int {
 		linear := c.Hybrid() && c.LayerTypes[i] == LinearAttention
 		switch loraBlocks[target] {
 		case "self_attn":
-			if !linear {
+			if !linear && !c.gemma4LacksProj(i, target) {
 				out = append(out, i)
 			}
 		case "linear_attn":

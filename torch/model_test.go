@@ -198,9 +198,7 @@ func fullCaseLogits(t *testing.T, m *Model, c fixtureCase) float64 {
 // checkpointing, as in training.
 func fullCaseLogprobs(t *testing.T, m *Model, c fixtureCase) float64 {
 	B, T := len(c.InputIDs), len(c.InputIDs[0])
-	// (Gemma 4 refuses activation checkpointing: its layers read
-	// per-layer inputs and shared keys and values.)
-	if err := m.SetCheckpointing(!m.Config.IsGemma4()); err != nil {
+	if err := m.SetCheckpointing(true); err != nil {
 		t.Fatal(err)
 	}
 	defer m.SetCheckpointing(false)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/torch/peft"
 )
 
 // gemma4 is the default job with a Gemma-4-shaped tiny model
@@ -43,4 +44,33 @@ func TestTrainTinyGemma4(t *testing.T) {
 		t.Fatalf("the exported policy does not load: %v", err)
 	}
 	m.Free()
+}
+
+// The default job runs to the end with the tiny Gemma 4, LoRA adapters
+// (all-linear, rank 4) and activation checkpointing, for one iteration:
+// the run's final adapter folder loads over its base, each adapter on a
+// projection the base has.
+func TestTrainTinyGemma4LoRACheckpointing(t *testing.T) {
+	runs := t.TempDir()
+	args := append([]string{"train", "--run-dir", runs, "--run", "gemma4-lora"}, gemma4.flags...)
+	r := ok(t, append(args, "--iterations", "1", "--set", "model.lora.rank=4", "--set", "model.lora.alpha=8",
+		"--set", "model.checkpointing=true")...)
+	checkResults(t, r.stdout, "Naive RAG", "Base Tool Call", "RL (grpo)")
+	run := filepath.Join(runs, "gemma4-lora")
+	base, err := torch.LoadModel(filepath.Join(run, "base"), torch.Float32, torch.CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Free()
+	if !base.Config.IsGemma4() {
+		t.Fatalf("the run's base is %s, want gemma4_text", base.Config.ModelType)
+	}
+	m, err := peft.Load(filepath.Join(run, "final"), base, false, 0)
+	if err != nil {
+		t.Fatalf("the run's final adapters do not load over its base: %v", err)
+	}
+	defer m.Free()
+	if l := m.LoRA(); l == nil || len(l.Targets) != 7 {
+		t.Errorf("final adapters %+v, want all-linear's seven targets", l)
+	}
 }

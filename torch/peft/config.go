@@ -205,6 +205,10 @@ func parseTargets(raw json.RawMessage) (targets []string, all bool, layers map[s
 			layers[k[3]] = append(layers[k[3]], l)
 			names[i] = k[3]
 		}
+		if slices.Contains(gemma4PerLayer, n[strings.LastIndex(n, ".")+1:]) {
+			return nil, false, nil, fmt.Errorf("target module %q: LoRA on Gemma 4's per-layer input projections (%s) is not "+
+				"supported; target some of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj", n, strings.Join(gemma4PerLayer, ", "))
+		}
 		if !slices.Contains(torch.LoRATargets, names[i]) {
 			return nil, false, nil, fmt.Errorf("target module %q: the base has no such projection, want some of %s", n, strings.Join(torch.LoRATargets, ", "))
 		}
@@ -220,6 +224,10 @@ func parseTargets(raw json.RawMessage) (targets []string, all bool, layers map[s
 	}
 	return targets, false, layers, nil
 }
+
+// gemma4PerLayer are Gemma 4's per-layer input projections, which PEFT's
+// all-linear adapts and agentrl does not.
+var gemma4PerLayer = []string{"per_layer_input_gate", "per_layer_projection", "per_layer_model_projection"}
 
 // targetPath is a target module named by its path in the model.
 var targetPath = regexp.MustCompile(`^(?:model\.)?layers\.(\d+)\.(self_attn|linear_attn|mlp|mixer)\.([a-z_]+)$`)

@@ -119,7 +119,6 @@ func (c *Config) validateModel(p *problems) {
 	c.validateTinyQwen35(p)
 	c.validateTinyMoE(p)
 	c.validateTinyNemotron(p)
-	c.validateTinyGemma4(p)
 	p.atLeast("model.logits_chunk", c.Model.LogitsChunk, 0)
 	if c.Model.Critic == "shared" && c.Model.CriticPath != "" {
 		p.add("model.critic_path", "%q, but model.critic is shared (the value head sits on the policy)", c.Model.CriticPath)
