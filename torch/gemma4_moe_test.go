@@ -29,9 +29,11 @@ func gemma4MoESmall() map[string]any {
 			FullAttention:    map[string]any{"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1e6}}}
 }
 
-// A Gemma 4 MoE model made by transformers 5.25 (Gemma4ForCausalLM with
-// enable_moe_block; the router's scale and per_expert_scale and the MoE
-// block's norms drawn around 1): logits and the training forward's
+// A Gemma 4 MoE model made by transformers 5.25 as the 26B-A4B is
+// published (Gemma4ForConditionalGeneration: enable_moe_block in
+// text_config, a vision tower skipped by name, the text under
+// model.language_model.*; the router's scale and per_expert_scale and the
+// MoE block's norms drawn around 1): logits and the training forward's
 // logprobs against transformers' float64 forward within 1e-4 in f32; the
 // decode engine on its libtorch paths against transformers' greedy
 // generate (tokens equal, logits within 1e-4); the gradient of every
@@ -43,8 +45,8 @@ func gemma4MoESmall() map[string]any {
 // experts the forward takes.
 func TestInteropGemma4MoE(t *testing.T) {
 	pyinterop.Python(t)
-	hm := hfModel{Dir: filepath.Join(t.TempDir(), "gemma4-moe"), Family: "gemma4", Config: gemma4MoESmall(), Style: "5",
-		Seed: 70, RefDType: "float64", Full: []int{40, 35, 33}, Explicit: true, Decode: []int{20, 1, 13}, Steps: 12}
+	hm := hfModel{Dir: filepath.Join(t.TempDir(), "gemma4-moe"), Family: "gemma4_vl", Config: gemma4MoESmall(),
+		Vision: gemma4SmallVision, Style: "5", Seed: 70, RefDType: "float64", Full: []int{40, 35, 33}, Explicit: true, Decode: []int{20, 1, 13}, Steps: 12}
 	var made hfMade
 	pyinterop.Run(t, "testdata/interop/hf_model.py", map[string]any{"models": []hfModel{hm}}, &made)
 	t.Logf("made with transformers %s, torch %s", made.Transformers, made.Torch)
