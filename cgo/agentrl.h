@@ -270,7 +270,10 @@ typedef struct {
    * when norm_topk_prob). experts 0: every layer dense. With
    * shared_expert_intermediate > 0 (Qwen3.5 MoE) a sparse layer also has a
    * shared expert, a SwiGLU MLP of that width (mlp.shared_expert.*) every
-   * token takes, its output times sigmoid(mlp.shared_expert_gate(x)). */
+   * token takes, its output times sigmoid(mlp.shared_expert_gate(x)).
+   * A Gemma 4 MoE layer (gemma, enable_moe_block: norm_topk_prob set)
+   * keeps its dense MLP and adds Gemma4TextRouter's router and GELU-tanh
+   * experts held fused (router.*, experts.gate_up_proj, down_proj; moe.h). */
   int64_t experts;
   int64_t experts_per_token;
   int64_t moe_intermediate;

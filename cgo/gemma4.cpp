@@ -48,7 +48,8 @@ void check_gemma_config(const ar_model_config &c) {
     return;
   }
   TORCH_CHECK(c.layers <= AR_MAX_MOE_LAYERS, "model config: Gemma 4 has at most ", AR_MAX_MOE_LAYERS, " layers");
-  TORCH_CHECK(c.experts == 0, "model config: Gemma 4's MoE block is not supported");
+  TORCH_CHECK(c.experts == 0 || c.norm_topk_prob != 0, "model config: Gemma 4's router divides the top-k by their sum");
+  TORCH_CHECK(c.shared_expert_intermediate == 0, "model config: Gemma 4's MoE block has no shared expert");
   TORCH_CHECK(c.global_head_dim > 0 && c.global_head_dim % 2 == 0 && c.global_head_dim <= AR_MAX_HEAD_DIM,
               "model config: the full layers' head_dim must be positive, even and at most ", AR_MAX_HEAD_DIM, ", got ",
               c.global_head_dim);

@@ -152,7 +152,7 @@ at::Tensor attention_block(const LayerWeights &w, const at::Tensor &x, const at:
 // the residual: down_proj(silu(gate) * up). gate and up are freed before
 // the down projection.
 at::Tensor mlp_block(const LayerWeights &w, const at::Tensor &h) {
-  if (w.l.router.defined()) return moe_mlp(w.l, w.m.cfg, h, w.router_logits, w.replay, w.chosen);
+  if (w.l.router.defined() && w.m.cfg.gemma == 0) return moe_mlp(w.l, w.m.cfg, h, w.router_logits, w.replay, w.chosen);
   if (!w.l.gate_proj.defined()) return project_one(w, kLoraDown, at::relu(project_one(w, kLoraUp, h)).square());  // relu²
   std::vector<at::Tensor> gu = project_group(w, kGateUp, h);
   at::Tensor act = w.m.cfg.gemma != 0 ? at::gelu(gu[0], "tanh") * gu[1] : swiglu(gu[0], gu[1]);
@@ -186,9 +186,11 @@ at::Tensor decoder_layer(const LayerWeights &w, const at::Tensor &x, const at::T
   }
   if (w.m.cfg.gemma != 0) {
     const double eps = w.m.cfg.rms_eps;
-    at::Tensor y = gemma_norm(mlp_block(w, gemma_norm(r, w.l.pre_feedforward_layernorm, eps)),
-                              w.l.post_feedforward_layernorm, eps);
-    at::Tensor h = r + y;
+    at::Tensor y = mlp_block(w, gemma_norm(r, w.l.pre_feedforward_layernorm, eps));
+    if (w.l.router.defined())  // a MoE layer: the dense MLP's and the experts' outputs, each normed, summed
+      y = gemma_norm(y, w.l.post_feedforward_layernorm_1, eps) +
+          gemma_norm(moe_mlp(w.l, w.m.cfg, r, w.router_logits, w.replay, w.chosen), w.l.post_feedforward_layernorm_2, eps);
+    at::Tensor h = r + gemma_norm(y, w.l.post_feedforward_layernorm, eps);
     if (w.per_layer.defined()) h = per_layer_block(w.m, w.l, h, w.per_layer);
     h = h * w.l.layer_scalar;
     mark(lap, &StepProfile::products);

@@ -107,7 +107,9 @@ struct Scan {
 //
 // Gemma 4's layers (cfg.gemma, gemma4.h) norm the attention output by
 // post_attention_layernorm before the residual, and the MLP's input and
-// output by pre_ and post_feedforward_layernorm; their values are RMSNorm'd
+// output by pre_ and post_feedforward_layernorm (a MoE layer's output is
+// post_feedforward_layernorm_1 of the MLP's plus post_feedforward_layernorm_2
+// of moe_mlp's on r, before post_feedforward_layernorm); their values are RMSNorm'd
 // without a weight, their scores unscaled, their MLP GELU-tanh; the
 // per-layer input's block follows the MLP, and the output is multiplied by
 // layer_scalar. A kv-shared layer attends with an earlier layer's keys and

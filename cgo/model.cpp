@@ -31,8 +31,9 @@ at::Tensor linear(const at::Tensor &x, const at::Tensor &w, const at::Tensor &b)
 
 bool has(When w, const ar_model_config &c, int64_t layer) {
   switch (w) {
-    case kDenseMLP: return layer < 0 || !sparse(c, layer);
-    case kSparseMLP: return layer >= 0 && sparse(c, layer);
+    case kDenseMLP: return layer < 0 || !sparse(c, layer) || c.gemma != 0;  // (a Gemma 4 MoE layer keeps its MLP)
+    case kSparseMLP: return layer >= 0 && sparse(c, layer) && c.gemma == 0;
+    case kGemmaMoE: return layer >= 0 && sparse(c, layer) && c.gemma != 0;
     case kSharedExpert: return layer >= 0 && sparse(c, layer) && c.shared_expert_intermediate > 0;
     case kAttn: return layer < 0 || !linear_layer(c, layer);
     case kLinear: return layer >= 0 && linear_layer(c, layer);
@@ -90,6 +91,14 @@ std::vector<int64_t> shape(const Dim (&dims)[2], const ar_model_config &c, int64
       case kMambaHeads: out.push_back(c.mamba_heads); break;
       case kMoeIn: out.push_back(c.moe_latent > 0 ? c.moe_latent : c.hidden); break;
       case kMoeLatent: out.push_back(c.moe_latent); break;
+      case kMoeGateUp:
+        out.push_back(2 * c.moe_intermediate);
+        out.push_back(c.hidden);
+        break;
+      case kMoeDown:
+        out.push_back(c.hidden);
+        out.push_back(c.moe_intermediate);
+        break;
       case kMambaTaps:
         out.push_back(1);
         out.push_back(c.mamba_conv_kernel);
@@ -365,7 +374,8 @@ std::vector<at::Tensor> layer_params(const ar_model_s &m, const Layer &l) {
   if (m.cfg.nemotron != 0)
     for (const auto &p : kNemotronLayerParams) add(l.*p.slot);
   else
-    for (const auto &p : kLayerParams) add(l.*p.slot);
+    for (const auto &p : kLayerParams)
+      if (p.when != kGemmaMoE || p.slot != &Layer::router) add(l.*p.slot);  // (mlp.gate.weight's row holds it too)
   for (const auto &ex : l.experts)
     for (const auto &p : kExpertParams) add(ex.*p.slot);
   for (const auto &ad : l.lora) {
@@ -658,7 +668,7 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
     const auto &c = *cfg;
     TORCH_CHECK(c.vocab > 0 && c.hidden > 0 && c.layers > 0, "model config: sizes must be positive");
     bool any_dense = false;  // a layer with the dense MLP, of width intermediate
-    for (int64_t i = 0; i < c.layers; i++) any_dense = any_dense || !sparse(c, i);
+    for (int64_t i = 0; i < c.layers; i++) any_dense = any_dense || has(kDenseMLP, c, i);
     TORCH_CHECK(c.intermediate > 0 || !any_dense, "model config: intermediate_size must be positive, got ", c.intermediate);
     TORCH_CHECK(c.heads > 0 && c.kv_heads > 0 && c.heads % c.kv_heads == 0,
                 "model config: num_attention_heads (", c.heads, ") must be a positive multiple of num_key_value_heads (", c.kv_heads, ")");
@@ -714,7 +724,7 @@ int ar_model_new(const ar_model_config *cfg, int dtype, int dev, ar_model *out, 
       Layer &l = m->layers[i];
       set_layer_shape(l, c, i);
       add_params(*m, l, kLayerParams, "model.layers." + std::to_string(i) + ".", i);
-      if (!sparse(c, i)) continue;
+      if (!has(kSparseMLP, c, i)) continue;  // (a Gemma 4 layer's experts are two tensors of kLayerParams)
       l.experts.resize(c.experts);
       for (int64_t e = 0; e < c.experts; e++) add_params(*m, l.experts[e], kExpertParams, expert_prefix(i, e));
     }
@@ -744,8 +754,11 @@ int ar_model_init_random(ar_model m, uint64_t seed, double std, char **err) {
       auto ends_with = [&](const std::string &suffix) {
         return n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0;
       };
-      bool is_norm = ends_with("norm.weight") || ends_with("norm_f.weight") ||
-                     ends_with("layer_scalar");  // every RMSNorm weight (*layernorm.weight, model.norm.weight) and Gemma 4's layer_scalar
+      // Every RMSNorm weight (*layernorm.weight, model.norm.weight) and
+      // Gemma 4's layer_scalar, MoE norms and router scales start at 1.
+      bool is_norm = ends_with("norm.weight") || ends_with("norm_f.weight") || ends_with("layer_scalar") ||
+                     ends_with("layernorm_1.weight") || ends_with("layernorm_2.weight") ||
+                     ends_with("router.scale") || ends_with("router.per_expert_scale");
       bool is_bias = ends_with(".bias");
       if (is_norm) {
         // A 1 + w norm starts at 0, as transformers' Qwen3_5RMSNorm; the
@@ -901,6 +914,8 @@ static void check_forward_request(ar_model m, bool grad, double temperature, boo
   TORCH_CHECK(!aux || m->cfg.nemotron == 0,
               "the router load-balancing loss: Nemotron-H's sigmoid routers have none (NemotronHForCausalLM adds no "
               "auxiliary loss)");
+  TORCH_CHECK(!aux || m->cfg.gemma == 0,
+              "the router load-balancing loss: Gemma 4's routers have none (Gemma4ForCausalLM adds no auxiliary loss)");
   TORCH_CHECK(!(grad && m->checkpointing && m->lora.rank > 0 && m->lora.on && m->lora.dropout > 0),
               "LoRA dropout ", m->lora.dropout,
               " with activation checkpointing: the backward pass would recompute each layer with another dropout "

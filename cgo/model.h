@@ -71,6 +71,15 @@ struct ar_model_s {
     // buffer transformers saves; no gradient).
     at::Tensor pre_feedforward_layernorm, post_feedforward_layernorm;
     at::Tensor per_layer_input_gate, per_layer_projection, post_per_layer_input_norm, layer_scalar;
+    // A Gemma 4 MoE layer's (enable_moe_block, moe.h), beside its dense
+    // MLP: the router's proj (in the router slot), scale and
+    // per_expert_scale; the experts fused as the checkpoint holds them,
+    // experts.gate_up_proj [experts, 2 moe_intermediate, hidden] (each
+    // expert's gate rows, then its up rows) and experts.down_proj
+    // [experts, hidden, moe_intermediate]; the norms before the experts
+    // and after the dense MLP and the experts.
+    at::Tensor router_scale, per_expert_scale, experts_gate_up, experts_down;
+    at::Tensor pre_feedforward_layernorm_2, post_feedforward_layernorm_1, post_feedforward_layernorm_2;
     // The layer's attention shape (set_layer_shape): its head size and
     // key/value heads, whether it is a sliding-window layer, and whether it
     // keeps its keys and values for later layers (kv_store) or reads an
@@ -171,12 +180,14 @@ struct Fused {
 // have their own head size and key/value heads, its kv-shared layers may
 // have twice as wide an MLP). kPLEVocab, kPLEAll and kPLE are Gemma 4's
 // per-layer inputs: the table's rows, layers * per_layer_dim, and
-// per_layer_dim. The Mamba-2 sizes (mamba2.h): kMambaProj in_proj's rows,
+// per_layer_dim. kMoeGateUp and kMoeDown are two sizes each, a Gemma 4
+// expert's fused gate|up [2 moe_intermediate, hidden] and down [hidden,
+// moe_intermediate]. The Mamba-2 sizes (mamba2.h): kMambaProj in_proj's rows,
 // kMambaConv the conv channels, kMambaInner heads*head_dim, kMambaHeads,
 // kMambaTaps [1, kernel].
 enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kMoeInter, kSharedInter,
            kQProj, kLinQKV, kLinV, kLinHeads, kLinVDim, kConvTaps, kPLEVocab, kPLEAll, kPLE, kMambaProj, kMambaConv,
-           kMambaInner, kMambaHeads, kMambaTaps, kMoeIn, kMoeLatent };
+           kMambaInner, kMambaHeads, kMambaTaps, kMoeIn, kMoeLatent, kMoeGateUp, kMoeDown };
 
 // When says which configs (and, for kDenseMLP and kSparseMLP, kAttn and
 // kLinear, which of their layers) have a parameter: kAttn an attention
@@ -187,10 +198,11 @@ enum Dim { kNone, kOne, kVocab, kHidden, kInter, kQ, kKV, kHeadDim, kExperts, kM
 // Gemma 4's layers, kPerLayer its per-layer inputs. The Nemotron-H
 // blocks' (mamba2.h): kMambaBlock, kMambaConvBias (with use_conv_bias),
 // kAttnBlock, kMLPBlock, kMoEBlock and kMoELatent (a moe block with the
-// latent projection).
+// latent projection). kGemmaMoE: a Gemma 4 MoE layer's router, experts
+// and norms (kSparseMLP is the other families' sparse layers).
 enum When { kAlways, kQKVBias, kQKNorm, kUntied, kValueHead, kDenseMLP, kSparseMLP, kAttn, kLinear, kSharedExpert,
             kOwnK, kOwnV, kKNorm, kGemma, kPerLayer, kMambaBlock, kMambaConvBias, kAttnBlock, kMLPBlock,
-            kMoEBlock, kMoELatent };
+            kMoEBlock, kMoELatent, kGemmaMoE };
 
 // Param is a row of a parameter table: the HF key (under model.layers.{i}.
 // for a layer's), the member of Owner (the model, or a Layer) that holds
@@ -249,6 +261,14 @@ inline const Param<Layer> kLayerParams[] = {
     {"per_layer_projection.weight",     &Layer::per_layer_projection,     {kHidden, kPLE},   kPerLayer},
     {"post_per_layer_input_norm.weight", &Layer::post_per_layer_input_norm, {kHidden},       kPerLayer},
     {"layer_scalar",                    &Layer::layer_scalar,             {kOne},            kGemma},
+    {"router.proj.weight",              &Layer::router,                   {kExperts, kHidden}, kGemmaMoE},
+    {"router.scale",                    &Layer::router_scale,             {kHidden},         kGemmaMoE},
+    {"router.per_expert_scale",         &Layer::per_expert_scale,         {kExperts},        kGemmaMoE},
+    {"experts.gate_up_proj",            &Layer::experts_gate_up,          {kExperts, kMoeGateUp}, kGemmaMoE},
+    {"experts.down_proj",               &Layer::experts_down,             {kExperts, kMoeDown}, kGemmaMoE},
+    {"post_feedforward_layernorm_1.weight", &Layer::post_feedforward_layernorm_1, {kHidden}, kGemmaMoE},
+    {"post_feedforward_layernorm_2.weight", &Layer::post_feedforward_layernorm_2, {kHidden}, kGemmaMoE},
+    {"pre_feedforward_layernorm_2.weight",  &Layer::pre_feedforward_layernorm_2,  {kHidden}, kGemmaMoE},
 };
 // Each expert's parameters, under model.layers.{i}.mlp.experts.{e}. (the
 // keys transformers saves and published checkpoints hold), after the

@@ -2,8 +2,10 @@
 // (moe.h).
 #include "moe.h"
 
+#include <cmath>
 #include <limits>
 
+#include "gemma4.h"
 #include "layer.h"
 
 namespace ar {
@@ -73,10 +75,26 @@ at::Tensor moe_mlp(const Layer &l, const ar_model_config &c, const at::Tensor &h
                    std::vector<at::Tensor> *router_logits, const at::Tensor &replay,
                    std::vector<at::Tensor> *chosen_out) {
   const int64_t H = h.size(-1), E = c.experts, k = c.experts_per_token;
-  const bool nemotron = c.nemotron != 0;
+  const bool nemotron = c.nemotron != 0, gemma = c.gemma != 0;
   at::Tensor x = h.reshape({-1, H});
   at::Tensor top, chosen;  // [N,k]
-  if (nemotron) {
+  if (gemma) {
+    // Gemma4TextRouter: on the weightless norm of the layer's input times
+    // scale and hidden^-0.5; the top-k renormalised in acc_type, then
+    // times per_expert_scale (the weights stay in acc_type).
+    at::Tensor r = gemma_norm(x, at::Tensor(), c.rms_eps) * l.router_scale *
+                   at::scalar_tensor(std::pow(static_cast<double>(H), -0.5), x.options());
+    at::Tensor logits = linear(r, l.router, at::Tensor());  // [N,E]
+    if (router_logits != nullptr) router_logits->push_back(logits);
+    at::Tensor probs = at::softmax(logits, -1, acc_type(logits.scalar_type()));
+    if (replay.defined()) {
+      chosen = check_replay(replay, x.size(0), k, E, probs.device());
+      top = probs.gather(-1, chosen);
+    } else {
+      std::tie(top, chosen) = probs.topk(k, -1);
+    }
+    top = top / top.sum(-1, true) * l.per_expert_scale.index_select(0, chosen.reshape({-1})).view(chosen.sizes());
+  } else if (nemotron) {
     // The router in acc_type (transformers keeps it in float32).
     const at::ScalarType ct = acc_type(x.scalar_type());
     at::Tensor logits = linear(x.to(ct), l.router.to(ct), at::Tensor());  // [N,E]
@@ -96,8 +114,11 @@ at::Tensor moe_mlp(const Layer &l, const ar_model_config &c, const at::Tensor &h
     top = top.to(x.scalar_type());
   }
   if (chosen_out != nullptr) chosen_out->push_back(chosen);
-  // Nemotron-H's experts run on the latent where it has one.
-  at::Tensor xin = l.fc1_latent.defined() ? linear(x, l.fc1_latent, at::Tensor()) : x;
+  // Nemotron-H's experts run on the latent where it has one, Gemma 4's on
+  // the input normed by pre_feedforward_layernorm_2.
+  at::Tensor xin = l.fc1_latent.defined() ? linear(x, l.fc1_latent, at::Tensor())
+                   : gemma                ? gemma_norm(x, l.pre_feedforward_layernorm_2, c.rms_eps)
+                                          : x;
   // The (token, choice) pairs sorted by expert: expert e's are the
   // counts[e] pairs after those of experts before it.
   at::Tensor flat = chosen.reshape({-1});
@@ -110,12 +131,20 @@ at::Tensor moe_mlp(const Layer &l, const ar_model_config &c, const at::Tensor &h
   int64_t at_pair = 0;
   for (int64_t e = 0; e < E; e++) {
     if (n[e] == 0) continue;
-    const Layer::Expert &ex = l.experts[e];
     at::Tensor idx = token.narrow(0, at_pair, n[e]);
     at::Tensor xe = xin.index_select(0, idx);
-    at::Tensor act = nemotron ? at::relu(linear(xe, ex.up_proj, at::Tensor())).square()
-                              : at::silu(linear(xe, ex.gate_proj, at::Tensor())) * linear(xe, ex.up_proj, at::Tensor());
-    at::Tensor ye = linear(act, ex.down_proj, at::Tensor()) * weight.narrow(0, at_pair, n[e]);
+    at::Tensor act, down;
+    if (gemma) {  // one product by the fused gate|up rows, GELU-tanh
+      std::vector<at::Tensor> gu = linear(xe, l.experts_gate_up[e], at::Tensor()).chunk(2, -1);
+      act = at::gelu(gu[0], "tanh") * gu[1];
+      down = l.experts_down[e];
+    } else {
+      const Layer::Expert &ex = l.experts[e];
+      act = nemotron ? at::relu(linear(xe, ex.up_proj, at::Tensor())).square()
+                     : at::silu(linear(xe, ex.gate_proj, at::Tensor())) * linear(xe, ex.up_proj, at::Tensor());
+      down = ex.down_proj;
+    }
+    at::Tensor ye = linear(act, down, at::Tensor()) * weight.narrow(0, at_pair, n[e]);
     out.index_add_(0, idx, ye.to(out.scalar_type()));
     at_pair += n[e];
   }

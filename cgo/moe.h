@@ -41,6 +41,14 @@ void check_moe_config(const ar_model_config &c);
 // experts are relu² MLPs, down(relu(up(x))^2), on fc1_latent_proj(h) where
 // it has the latent projection (their sum then through fc2_latent_proj),
 // and its shared expert, a relu² MLP, is added ungated.
+// A Gemma 4 MoE layer (cfg.gemma, enable_moe_block) routes as
+// Gemma4TextRouter on h, the layer's input before any norm: the logits are
+// router.proj of gemma_norm(h) (no weight) times router.scale and
+// hidden^-0.5; the top-k probabilities, divided by their sum, are
+// multiplied by per_expert_scale and stay in acc_type; its experts are
+// GELU-tanh MLPs by the fused experts.gate_up_proj and experts.down_proj
+// on pre_feedforward_layernorm_2(h). Its dense MLP and the norms around
+// both are decoder_layer's.
 at::Tensor moe_mlp(const Layer &l, const ar_model_config &c, const at::Tensor &h,
                    std::vector<at::Tensor> *router_logits, const at::Tensor &replay = at::Tensor(),
                    std::vector<at::Tensor> *chosen_out = nullptr);

@@ -17,7 +17,9 @@ import (
 // with their own head size (and, with attention_k_eq_v, their own
 // key/value heads and no v_proj), the last num_kv_shared_layers layers
 // reading an earlier layer's keys and values, per-layer input embeddings,
-// sandwich norms, GELU-tanh MLPs and capped logits (cgo/gemma4.h). Its
+// sandwich norms, GELU-tanh MLPs and capped logits (cgo/gemma4.h); with
+// enable_moe_block (26B-A4B) each layer adds a router and GELU-tanh experts
+// beside its MLP (cgo/moe.h). Its
 // config comes as the text model's alone (model_type gemma4_text,
 // Gemma4ForCausalLM, weights under model.*) or the multimodal checkpoint's
 // (model_type gemma4, Gemma4ForConditionalGeneration: text settings in
@@ -75,7 +77,7 @@ func isGemma4(raw map[string]any) bool {
 
 // parseGemma4 reads a Gemma 4 config.json (raw, parsed; name for messages)
 // with Gemma4TextConfig's defaults, refusing by name what is not
-// implemented: the MoE block, bidirectional attention, attention biases
+// implemented: bidirectional attention, attention biases
 // or dropout, an activation other than GELU-tanh, RoPE types other than
 // default (sliding layers) and proportional or default (full layers).
 func parseGemma4(raw map[string]any, name string) (Config, error) {
@@ -156,6 +158,9 @@ func parseGemma4Raw(raw map[string]any) (Config, error) {
 		}
 		*f.dst = int(v)
 	}
+	if v, ok := raw["hidden_size_per_layer_input"]; ok && v == nil {
+		g.PerLayerDim = 0 // null: no per-layer inputs (transformers tests it for truth)
+	}
 	c.EOS = 1
 	switch e := raw["eos_token_id"].(type) {
 	case float64:
@@ -183,14 +188,13 @@ func parseGemma4Raw(raw map[string]any) (Config, error) {
 	if g.DoubleWideMLP, err = rawBool(raw, "use_double_wide_mlp"); err != nil {
 		return Config{}, err
 	}
-	for _, k := range []string{"attention_bias", "enable_moe_block"} {
-		if b, err := rawBool(raw, k); err != nil {
-			return Config{}, err
-		} else if b {
-			what := map[string]string{"attention_bias": "biases on q, k, v and o_proj",
-				"enable_moe_block": "Gemma 4's mixture-of-experts block (26B-A4B) is not implemented yet"}[k]
-			return Config{}, fmt.Errorf("%s true is not supported for gemma4 (%s)", k, what)
-		}
+	if b, err := rawBool(raw, "attention_bias"); err != nil {
+		return Config{}, err
+	} else if b {
+		return Config{}, fmt.Errorf("attention_bias true is not supported for gemma4 (biases on q, k, v and o_proj)")
+	}
+	if c.MoE, err = parseGemma4MoE(raw); err != nil {
+		return Config{}, err
 	}
 	if d, err := rawNumber(raw, "attention_dropout", 0, true); err != nil {
 		return Config{}, err
@@ -220,6 +224,34 @@ func parseGemma4Raw(raw map[string]any) (Config, error) {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// parseGemma4MoE reads the MoE block's keys: with enable_moe_block true
+// every layer adds Gemma4TextRouter's router and num_experts GELU-tanh
+// experts of moe_intermediate_size, top_k_experts a token (no defaults:
+// Gemma4TextConfig's are null), beside its dense MLP; the router always
+// divides the top-k probabilities by their sum. Without it the keys are
+// not read, as in transformers.
+func parseGemma4MoE(raw map[string]any) (MoE, error) {
+	on, err := rawBool(raw, "enable_moe_block")
+	if err != nil || !on {
+		return MoE{}, err
+	}
+	m := MoE{NormTopKProb: true, SparseStep: 1}
+	for _, f := range []struct {
+		key string
+		dst *int
+	}{{"num_experts", &m.Experts}, {"top_k_experts", &m.ExpertsPerToken}, {"moe_intermediate_size", &m.Intermediate}} {
+		v, err := rawNumber(raw, f.key, 0, true)
+		if err != nil {
+			return MoE{}, err
+		}
+		if v <= 0 || v != math.Trunc(v) || v > 1<<15 {
+			return MoE{}, fmt.Errorf("%s must be a positive whole number with enable_moe_block, got %s", f.key, jsonText(raw[f.key]))
+		}
+		*f.dst = int(v)
+	}
+	return m, nil
 }
 
 // gemma4Architectures refuses an architectures list naming a class other
@@ -452,6 +484,17 @@ func (c Config) validateGemma4() error {
 	if g.FinalSoftcap < 0 {
 		return fmt.Errorf("final_logit_softcapping must be positive, got %g", g.FinalSoftcap)
 	}
+	if m := c.MoE; m.Experts != 0 {
+		switch {
+		case m.Experts < 0 || m.Experts > 32767 || m.Intermediate <= 0:
+			return fmt.Errorf("num_experts %d and moe_intermediate_size %d must be positive", m.Experts, m.Intermediate)
+		case m.ExpertsPerToken <= 0 || m.ExpertsPerToken > m.Experts:
+			return fmt.Errorf("top_k_experts %d must be in 1..num_experts (%d)", m.ExpertsPerToken, m.Experts)
+		case !m.NormTopKProb || m.SparseStep != 1 || len(m.MLPOnlyLayers) > 0 || m.SharedIntermediate != 0 ||
+			m.OutputRouterLogits || m.Latent != 0 || m.Groups != 0:
+			return fmt.Errorf("gemma4's MoE block is in every layer, with Gemma4TextRouter's softmax router and no shared expert")
+		}
+	}
 	return nil
 }
 
@@ -574,6 +617,11 @@ func (c Config) jsonGemma4() ([]byte, error) {
 			s += ".0"
 		}
 		out["final_logit_softcapping"] = json.Number(s)
+	}
+	out["enable_moe_block"] = c.MoE.Experts > 0
+	if c.MoE.Experts > 0 {
+		out["num_experts"], out["top_k_experts"] = c.MoE.Experts, c.MoE.ExpertsPerToken
+		out["moe_intermediate_size"] = c.MoE.Intermediate
 	}
 	return json.MarshalIndent(out, "", "  ")
 }

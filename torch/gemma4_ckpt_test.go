@@ -78,7 +78,8 @@ func packedLossGrads(t *testing.T, m *Model, b PackedBatch) map[string][]float64
 // in float64, within 1e-10 of each tensor's largest entry, unpacked
 // (padBatch: a padded row) and packed (the rows as trees of one row). The
 // same for a LoRA model over it (all-linear, B drawn: the adapters on the
-// layers that have each projection). A parameter without a gradient either
+// layers that have each projection), and for a model with the MoE block in
+// every layer (router and fused experts). A parameter without a gradient either
 // way fails, except layer_scalar (a buffer).
 func TestGemma4CheckpointingSameGradients(t *testing.T) {
 	base, err := NewRandomModel(gemma4TrainConfig(), Float64, CPU, false, 23)
@@ -92,10 +93,20 @@ func TestGemma4CheckpointingSameGradients(t *testing.T) {
 	lora := newLoRA(t, base, LoRA{Rank: 2, Alpha: 4, Targets: base.Config.AllLinear()}, false)
 	defer lora.Free()
 	setRandomB(t, lora)
+	moeCfg := gemma4TrainConfig()
+	moeCfg.MoE = MoE{Experts: 4, ExpertsPerToken: 2, Intermediate: 8, NormTopKProb: true, SparseStep: 1}
+	moe, err := NewRandomModel(moeCfg, Float64, CPU, false, 29)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer moe.Free()
+	if err := moe.InitRandom(29, 0.2); err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range []struct {
 		name string
 		m    *Model
-	}{{"plain", base}, {"lora", lora}} {
+	}{{"plain", base}, {"lora", lora}, {"moe", moe}} {
 		for _, packed := range []bool{false, true} {
 			name := k.name + map[bool]string{false: "/unpacked", true: "/packed"}[packed]
 			t.Run(name, func(t *testing.T) {

@@ -175,7 +175,7 @@ func TestGemma4ConfigDefaultsAndRefusals(t *testing.T) {
 		t.Errorf("multimodal config: wrapped %v, tied %v, %v", c.Wrapped, c.TieEmbeddings, err)
 	}
 	for extra, want := range map[string]string{
-		`"enable_moe_block": true`:             "enable_moe_block true is not supported",
+		`"enable_moe_block": true`:             "num_experts must be a positive whole number with enable_moe_block",
 		`"use_bidirectional_attention": "all"`: "use_bidirectional_attention",
 		`"hidden_activation": "silu"`:          "hidden_activation",
 		`"attention_bias": true`:               "attention_bias true",

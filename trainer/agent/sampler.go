@@ -54,7 +54,7 @@ func TinyConfig(c config.TinyConfig, tok *tokenizer.Tokenizer) torch.Config {
 		return tinyNemotron(c, tc)
 	}
 	if c.ModelType == tinyGemma4 {
-		return tinyGemma(tc)
+		return tinyGemma(c, tc)
 	}
 	if c.ModelType != tinyQwen35 {
 		return tc

@@ -1,6 +1,9 @@
 package agent
 
-import "github.com/agentrl/agentrl/torch"
+import (
+	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/trainer/config"
+)
 
 // tinyGemma4 is model.tiny.model_type's name of Gemma 4's text model.
 const tinyGemma4 = "gemma4_text"
@@ -14,8 +17,9 @@ const tinyGemmaWindow = 128
 // last full attention, the others sliding over tinyGemmaWindow tokens with
 // RoPE θ 10000; full layers of twice the head size, proportional RoPE θ
 // 1e6 over a quarter of it; per-layer inputs of 16; final logits capped
-// at 30; tied embeddings.
-func tinyGemma(tc torch.Config) torch.Config {
+// at 30; tied embeddings; with moe_block, the MoE block in every layer
+// (experts GELU-tanh experts of moe_intermediate, experts_per_token a token).
+func tinyGemma(c config.TinyConfig, tc torch.Config) torch.Config {
 	tc.ModelType, tc.TieEmbeddings = tinyGemma4, true
 	for i := range tc.Layers {
 		t := torch.SlidingAttention
@@ -27,5 +31,10 @@ func tinyGemma(tc torch.Config) torch.Config {
 	tc.Gemma = &torch.Gemma4{SlidingWindow: tinyGemmaWindow, GlobalHeadDim: 2 * tc.HeadDim, GlobalKVHeads: tc.KVHeads,
 		PerLayerDim: 16, PerLayerVocab: tc.Vocab, FinalSoftcap: 30, GlobalRope: "proportional", GlobalTheta: 1e6,
 		GlobalPartial: 0.25}
+	tc.MoE = torch.MoE{}
+	if c.MoEBlock {
+		tc.MoE = torch.MoE{Experts: c.Experts, ExpertsPerToken: c.ExpertsPerToken, Intermediate: c.MoEIntermediate,
+			NormTopKProb: true, SparseStep: 1}
+	}
 	return tc
 }

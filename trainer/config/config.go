@@ -113,7 +113,7 @@ type LoRAConfig struct {
 // Qwen3.5-style (a hybrid of Gated DeltaNet layers and gated attention
 // layers, sized by the linear_* keys and full_attention_interval), a
 // Qwen3 MoE (every MLP a mixture of experts, sized by the experts keys),
-// Nemotron-H or Gemma 4.
+// Nemotron-H or Gemma 4 (with its MoE block where moe_block is set).
 type TinyConfig struct {
 	ModelType    string `yaml:"model_type" default:"qwen2" enum:"qwen2|qwen3|qwen3_5|qwen3_moe|nemotron_h|gemma4_text" doc:"architecture: qwen2, qwen3 (RMSNorm on each head's queries and keys, no q/k/v biases), qwen3_5 (Qwen3.5's hybrid: Gated DeltaNet layers and, every full_attention_interval-th layer, gated attention with partial RoPE; it uses Qwen3.5's chat format, tool calls in XML), qwen3_moe (Qwen3 with every MLP a mixture of experts: experts, experts_per_token, moe_intermediate), or nemotron_h (Nemotron-H's hybrid: single blocks, Mamba-2, attention without RoPE or relu² MLP, as nemotron_pattern lists them; Qwen3's chat format), or gemma4_text (Gemma 4's text model: every sixth layer and the last full attention, the others sliding-window attention over 128 tokens; full layers of twice the head size with proportional RoPE, per-layer inputs of 16, logits capped at 30, tied embeddings; Qwen3's chat format)"`
 	Hidden       int    `yaml:"hidden" default:"128" doc:"hidden size"`
@@ -132,9 +132,11 @@ type TinyConfig struct {
 	ConvKernel            int `yaml:"conv_kernel" default:"4" doc:"qwen3_5: width of the Gated DeltaNet layers' causal convolution (linear_conv_kernel_dim), at most max_positions"`
 	// The Qwen3 MoE keys (model_type qwen3_moe), as Qwen3MoeConfig names
 	// them: num_experts, num_experts_per_tok, moe_intermediate_size.
-	Experts         int `yaml:"experts" default:"4" doc:"qwen3_moe, nemotron_h's E blocks: experts of each mixture-of-experts MLP (num_experts)"`
-	ExpertsPerToken int `yaml:"experts_per_token" default:"2" doc:"qwen3_moe, nemotron_h's E blocks: experts each token takes, its router's top-k (num_experts_per_tok), at most experts"`
-	MoEIntermediate int `yaml:"moe_intermediate" default:"64" doc:"qwen3_moe, nemotron_h's E blocks: each expert's MLP intermediate size (moe_intermediate_size)"`
+	Experts         int `yaml:"experts" default:"4" doc:"qwen3_moe, nemotron_h's E blocks, gemma4_text with moe_block: experts of each mixture-of-experts MLP (num_experts)"`
+	ExpertsPerToken int `yaml:"experts_per_token" default:"2" doc:"qwen3_moe, nemotron_h's E blocks, gemma4_text with moe_block: experts each token takes, its router's top-k (num_experts_per_tok), at most experts"`
+	MoEIntermediate int `yaml:"moe_intermediate" default:"64" doc:"qwen3_moe, nemotron_h's E blocks, gemma4_text with moe_block: each expert's MLP intermediate size (moe_intermediate_size)"`
+	// The Gemma 4 key (model_type gemma4_text): Gemma4TextConfig's enable_moe_block.
+	MoEBlock bool `yaml:"moe_block" default:"false" doc:"gemma4_text: every layer adds Gemma 4's MoE block beside its MLP (enable_moe_block, as 26B-A4B): experts GELU-tanh experts of moe_intermediate, experts_per_token per token (top_k_experts)"`
 	// The Nemotron-H key (model_type nemotron_h).
 	NemotronPattern string `yaml:"nemotron_pattern" default:"M*-" doc:"nemotron_h: the layers' blocks as Nemotron-H's hybrid_override_pattern spells them (M a Mamba-2 layer of heads heads of 2 x hidden/heads with a state of 16, * attention, - a relu² MLP of width intermediate, E a mixture of experts: experts relu² experts of moe_intermediate, experts_per_token per token by sigmoid scores, and a relu² shared expert of intermediate), repeated to fill layers"`
 }

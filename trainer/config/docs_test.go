@@ -17,7 +17,7 @@ run.name run.dir run.seed run.iterations run.eval_every run.save_every run.resum
 device.device device.dtype device.threads device.autocast
 model.path model.tiny.model_type model.tiny.hidden model.tiny.intermediate model.tiny.layers model.tiny.heads
 model.tiny.kv_heads model.tiny.max_positions model.tiny.full_attention_interval model.tiny.linear_key_heads
-model.tiny.linear_value_heads model.tiny.linear_key_dim model.tiny.linear_value_dim model.tiny.conv_kernel model.tiny.experts model.tiny.experts_per_token model.tiny.moe_intermediate model.tiny.nemotron_pattern model.critic model.critic_path model.checkpointing model.logits_chunk model.ref_path
+model.tiny.linear_value_heads model.tiny.linear_key_dim model.tiny.linear_value_dim model.tiny.conv_kernel model.tiny.experts model.tiny.experts_per_token model.tiny.moe_intermediate model.tiny.moe_block model.tiny.nemotron_pattern model.critic model.critic_path model.checkpointing model.logits_chunk model.ref_path
 model.lora.rank model.lora.alpha model.lora.dropout model.lora.target_modules model.lora.path model.lora.merge
 model.chat.reasoning_effort model.chat.preserve_thinking
 data.source data.train data.eval data.format data.max_train data.max_eval

@@ -180,19 +180,30 @@ func (c *Config) validateTinyQwen35(p *problems) {
 	}
 }
 
+// HasExperts says whether the model t makes has mixture-of-experts
+// layers: qwen3_moe, nemotron_h with E blocks, gemma4_text with moe_block.
+func (t TinyConfig) HasExperts() bool {
+	return t.ModelType == "qwen3_moe" || t.ModelType == "nemotron_h" && strings.Contains(t.NemotronPattern, "E") ||
+		t.ModelType == "gemma4_text" && t.MoEBlock
+}
+
 // validateTinyMoE checks the experts keys of model.tiny: in range for a
-// qwen3_moe model and a nemotron_h one with E blocks, at their defaults for
-// the others (which have no experts: a key set there would be ignored).
+// model with experts (TinyConfig.HasExperts), at their defaults for the
+// others (a key set there would be ignored); moe_block is gemma4_text's.
 func (c *Config) validateTinyMoE(p *problems) {
 	t, d := c.Model.Tiny, Default().Model.Tiny
-	if t.ModelType != "qwen3_moe" && (t.ModelType != "nemotron_h" || !strings.Contains(t.NemotronPattern, "E")) {
+	if t.MoEBlock && t.ModelType != "gemma4_text" {
+		p.add("model.tiny.moe_block", "true, but model.tiny.model_type is %s: the MoE block is gemma4_text's", t.ModelType)
+	}
+	if !t.HasExperts() {
 		for _, k := range []struct {
 			name   string
 			v, def int
 		}{{"model.tiny.experts", t.Experts, d.Experts}, {"model.tiny.experts_per_token", t.ExpertsPerToken, d.ExpertsPerToken},
 			{"model.tiny.moe_intermediate", t.MoEIntermediate, d.MoEIntermediate}} {
 			if k.v != k.def {
-				p.add(k.name, "%d, but model.tiny.model_type is %s: the experts keys apply to qwen3_moe and nemotron_h with E blocks only", k.v, t.ModelType)
+				p.add(k.name, "%d, but model.tiny.model_type is %s: the experts keys apply to qwen3_moe, nemotron_h with E blocks "+
+					"and gemma4_text with moe_block only", k.v, t.ModelType)
 			}
 		}
 		return
@@ -416,9 +427,9 @@ func (c *Config) validateAlgorithm(p *problems) {
 	p.atLeastF("algorithm.mismatch_warn_kl", a.MismatchWarnKL, 0)
 	if a.RoutingReplay {
 		t := c.Model.Tiny
-		if c.Model.Path == "" && t.ModelType != "qwen3_moe" && (t.ModelType != "nemotron_h" || !strings.Contains(t.NemotronPattern, "E")) {
+		if c.Model.Path == "" && !t.HasExperts() {
 			p.add("algorithm.routing_replay", "the model created from scratch (model.tiny.model_type %s) has no mixture-of-experts layer; "+
-				"qwen3_moe has, and nemotron_h with E in model.tiny.nemotron_pattern", t.ModelType)
+				"qwen3_moe has, nemotron_h with E in model.tiny.nemotron_pattern and gemma4_text with model.tiny.moe_block", t.ModelType)
 		}
 		if len(c.Agent.Command) > 0 {
 			p.add("algorithm.routing_replay", "agent programs (agent.command) decode through the gateway, which records no routing")

@@ -38,7 +38,12 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"model.tiny.model_type", func(c *Config) { c.Model.Tiny.ModelType = "llama" }, "llama"},
 		{"model.tiny.linear_key_heads", func(c *Config) { c.Model.Tiny.LinearKeyHeads = 3 }, "3, but model.tiny.model_type is qwen2: the Qwen3.5 keys apply to qwen3_5 only"},
 		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 1 }, "want at least 2"},
-		{"model.tiny.experts", func(c *Config) { c.Model.Tiny.Experts = 8 }, "8, but model.tiny.model_type is qwen2: the experts keys apply to qwen3_moe and nemotron_h with E blocks only"},
+		{"model.tiny.experts", func(c *Config) { c.Model.Tiny.Experts = 8 }, "8, but model.tiny.model_type is qwen2: the experts keys apply to qwen3_moe, nemotron_h with E blocks and gemma4_text with moe_block only"},
+		{"model.tiny.moe_block", func(c *Config) { c.Model.Tiny.MoEBlock = true }, "true, but model.tiny.model_type is qwen2: the MoE block is gemma4_text's"},
+		{"model.tiny.experts", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.Experts = "gemma4_text", 8 }, "gemma4_text with moe_block only"},
+		{"model.tiny.experts_per_token", func(c *Config) {
+			c.Model.Tiny.ModelType, c.Model.Tiny.MoEBlock, c.Model.Tiny.ExpertsPerToken = "gemma4_text", true, 5
+		}, "want 1 to model.tiny.experts 4"},
 		{"model.tiny.experts_per_token", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ExpertsPerToken = "qwen3_moe", 5 }, "5, want 1 to model.tiny.experts 4"},
 		{"model.tiny.conv_kernel", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.ConvKernel = "qwen3_5", 100000 },
 			"100000 exceeds model.tiny.max_positions 1024"},
@@ -54,7 +59,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"model.tiny.nemotron_pattern", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.NemotronPattern = "nemotron_h", "MX" },
 			`"MX", want a nonempty string of M (Mamba-2), * (attention), - (MLP) and E (mixture of experts)`},
 		{"model.tiny.experts", func(c *Config) { c.Model.Tiny.ModelType, c.Model.Tiny.Experts = "nemotron_h", 8 },
-			"apply to qwen3_moe and nemotron_h with E blocks only"},
+			"apply to qwen3_moe, nemotron_h with E blocks and gemma4_text with moe_block only"},
 		{"model.tiny.experts_per_token", func(c *Config) {
 			c.Model.Tiny.ModelType, c.Model.Tiny.NemotronPattern, c.Model.Tiny.ExpertsPerToken = "nemotron_h", "ME", 5
 		}, "want 1 to model.tiny.experts 4"},
@@ -130,6 +135,8 @@ func TestValidateNamesTheKey(t *testing.T) {
 			c.Algorithm.RoutingReplay, c.Env.Context, c.Model.Tiny.ModelType = true, "window", "qwen3_moe"
 		}, "set algorithm.pack_segments false"},
 		{"algorithm.routing_replay", func(c *Config) { c.Algorithm.RoutingReplay = true }, "model.tiny.model_type qwen2) has no mixture-of-experts layer"},
+		{"algorithm.routing_replay", func(c *Config) { c.Algorithm.RoutingReplay, c.Model.Tiny.ModelType = true, "gemma4_text" },
+			"model.tiny.model_type gemma4_text) has no mixture-of-experts layer; qwen3_moe has, nemotron_h with E in model.tiny.nemotron_pattern and gemma4_text with model.tiny.moe_block"},
 		{"algorithm.rollout_correction_bound", func(c *Config) { c.Algorithm.RolloutCorrectionBound = 1 }, "want > 1"},
 		{"algorithm.mismatch_warn_kl", func(c *Config) { c.Algorithm.MismatchWarnKL = -1 }, "want at least 0"},
 		{"algorithm.old_logprobs", func(c *Config) { c.Algorithm.OldLogprobs = "reuse" }, "want one of auto, recompute"},

@@ -29,12 +29,13 @@ func paramCount(shapes []torch.ParamShape) int64 {
 // activeParams is the parameters of shapes one token of a model of c
 // runs through: all but, in each sparse layer, experts - top-k of its
 // experts (each expert's parameters are mlp.experts.{e}.*, Nemotron-H's
-// mixer.experts.{e}.*, the same number for every expert).
+// mixer.experts.{e}.*, the same number for every expert; Gemma 4's are
+// its layers' experts.gate_up_proj and experts.down_proj, every expert's).
 func activeParams(c torch.Config, shapes []torch.ParamShape) int64 {
 	var all, experts int64
 	for _, p := range shapes {
 		all += p.Numel()
-		if strings.Contains(p.Name, ".mlp.experts.") || strings.Contains(p.Name, ".mixer.experts.") {
+		if strings.Contains(p.Name, ".experts.") { // mlp.experts.{e}.*, mixer.experts.{e}.*, Gemma 4's fused experts.*
 			experts += p.Numel()
 		}
 	}

@@ -89,11 +89,14 @@ def perturb(model, gen):
     their w spreads around 0, so that they scale as much as the others.
     A Mamba-2 layer's skip D (initialised to 1) spreads around 1 too, and
     a Nemotron-H router's e_score_correction_bias (a buffer, init 0) is
-    drawn, so that it moves the choice of experts."""
+    drawn, so that it moves the choice of experts. A Gemma 4 MoE layer's
+    extra norms (post_feedforward_layernorm_1, _2, pre_feedforward_layernorm_2)
+    and its router's scale and per_expert_scale (init 1) spread around 1."""
     offset = getattr(model.config.get_text_config(), "model_type", "") in ("qwen3_5_text", "qwen3_5_moe_text")
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.endswith("norm.weight") or name.endswith("norm_f.weight") or name.endswith("mixer.D"):
+            if name.endswith(("norm.weight", "norm_f.weight", "mixer.D", "layernorm_1.weight", "layernorm_2.weight",
+                              "router.scale", "router.per_expert_scale")):
                 centre = 0 if offset and not name.endswith("linear_attn.norm.weight") else 1
                 p.copy_(centre + 0.3 * (2 * torch.rand(p.shape, generator=gen) - 1))
             elif name.endswith(".bias"):
@@ -168,7 +171,8 @@ def make(a):
     dt = getattr(torch, a["ref_dtype"])
     # MoE experts run transformers' eager loop over the experts (its default,
     # grouped_mm, takes no float64).
-    eager = {"experts_implementation": "eager"} if a["family"] in MOE else {}
+    moe = a["family"] in MOE or a["config"].get("enable_moe_block", False)  # (Gemma 4's MoE block)
+    eager = {"experts_implementation": "eager"} if moe else {}
     ref = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=dt, attn_implementation="eager", **eager)
     ref.eval()
     got = getattr(ref.config.get_text_config(), "rope_parameters", None) or {}
