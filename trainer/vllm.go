@@ -9,7 +9,8 @@ import (
 
 // startVLLM connects to rollout.vllm's server, starting it first when
 // rollout.vllm.command is set (its log in the run folder as vllm.log,
-// stopped by Close), and waits until it is ready. Before it starts the
+// stopped by Close), and waits until it is ready, its --logprobs-mode
+// checked against the run's samplings. Before it starts the
 // command it writes the policy it starts with to the run folder's
 // vllm-weights, which the command may serve (--model <run>/vllm-weights).
 func startVLLM(t *Trainer) (*rollout.VLLMRollouts, error) {
@@ -17,5 +18,5 @@ func startVLLM(t *Trainer) (*rollout.VLLMRollouts, error) {
 	return rollout.StartVLLM(vllm.ServerConfig{
 		Address: c.Address, Command: c.Command, Env: []string{vllm.DevModeEnv}, Log: filepath.Join(t.dir, "vllm.log"),
 		StartupTimeout: c.StartupTimeout, RequestTimeout: c.RequestTimeout,
-	}, filepath.Join(t.dir, "vllm-weights"), t.models.ExportWeights, t.cfg.Rollout.Slots, t.log)
+	}, filepath.Join(t.dir, "vllm-weights"), t.models.ExportWeights, t.cfg.Rollout.Slots, t.cfg.Rollout.Samplings(), t.log)
 }

@@ -149,10 +149,13 @@ func (c *Client) body(r Request) (completionRequest, error) {
 		N: 1, Logprobs: 0, ReturnTokensAsTokenIDs: true, ReturnTokenIDs: true,
 		IncludeStopStrInOutput: true,
 	}
-	if s.TopK > 0 {
+	// Greedy, the built-in engine ignores top-k and top-p; so does vLLM's
+	// sampling, but not its processed logprobs in a batch with sampled
+	// requests, so they are sent off.
+	if s.TopK > 0 && s.Temperature > 0 {
 		b.TopK = s.TopK
 	}
-	if s.TopP > 0 && s.TopP < 1 { // the built-in engine's test: any other value is off
+	if s.TopP > 0 && s.TopP < 1 && s.Temperature > 0 { // the built-in engine's test: any other value is off
 		b.TopP = s.TopP
 	}
 	if r.Seed != nil {

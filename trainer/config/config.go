@@ -14,6 +14,7 @@ package config
 import (
 	"time"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trainer/algo"
@@ -234,6 +235,12 @@ type RolloutConfig struct {
 	MaxStaleness    int        `yaml:"max_staleness" default:"0" doc:"asynchronous training: the rollouts of the next k iterations are sampled while an update runs, and an update never learns from a turn sampled by a policy more than k versions old (0 = the synchronous loop; k > 0 also with data parallelism and with agent.command, but not with algorithm.dynamic_sampling on several ranks)"`
 	Engine          string     `yaml:"engine" default:"builtin" enum:"builtin|vllm" doc:"the engine rollouts decode with: builtin (agentrl's own, in this binary) or vllm (an external vLLM server, rollout.vllm, given the policy's weights before every rollout: docs/rollout-engines.md)"`
 	VLLM            VLLMConfig `yaml:"vllm" doc:"the vLLM server of rollout.engine vllm"`
+}
+
+// Samplings are the samplings rollouts send: the training draws' and the
+// evaluations'.
+func (r RolloutConfig) Samplings() []decoding.Sampling {
+	return []decoding.Sampling{{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}, {Temperature: r.EvalTemperature}}
 }
 
 // VLLMConfig is the vLLM server of rollout.engine vllm: one already

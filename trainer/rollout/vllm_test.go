@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/decoding/vllm"
 	"github.com/agentrl/agentrl/decoding/vllm/vllmtest"
 	"github.com/agentrl/agentrl/trajectory"
@@ -87,5 +90,29 @@ func TestVLLMServerKilledMidRollout(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// StartVLLM reads the server's --logprobs-mode and refuses a server whose
+// logprobs are not the built-in engine's for a sampling the rollouts send:
+// vLLM's default raw_logprobs with a temperature other than 1, saying
+// which mode it needs; processed_logprobs serves it.
+func TestStartVLLMChecksTheLogprobsMode(t *testing.T) {
+	srv, _ := fakeVLLM(t)
+	uses := []decoding.Sampling{{Temperature: 0.7}, {}}
+	sc := vllm.ServerConfig{Address: srv.URL, StartupTimeout: 10 * time.Second, RequestTimeout: 10 * time.Second}
+	_, err := StartVLLM(sc, t.TempDir(), nil, 1, uses, zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), "--logprobs-mode is raw_logprobs, but temperature 0.7, top-k 0, top-p 0 needs --logprobs-mode processed_logprobs") {
+		t.Fatalf("raw_logprobs with temperature 0.7: %v, want the mode it needs", err)
+	}
+	srv.SetLogprobsMode(vllm.ProcessedLogprobs)
+	v, err := StartVLLM(sc, t.TempDir(), nil, 1, uses, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("processed_logprobs with temperature 0.7: %v", err)
+	}
+	v.Close()
+	_, err = StartVLLM(sc, t.TempDir(), nil, 1, []decoding.Sampling{{Temperature: 1, TopK: 20}}, zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), "needs --logprobs-mode raw_logprobs") {
+		t.Fatalf("processed_logprobs with top-k: %v, want the mode it needs", err)
 	}
 }

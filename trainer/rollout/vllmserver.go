@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/decoding/vllm"
 	"github.com/agentrl/agentrl/trajectory"
 )
@@ -39,8 +40,10 @@ type VLLMRollouts struct {
 // sc.Command is set (its log at sc.Log, stopped by Close), and waits
 // until it is ready. Before it starts the command it writes the policy
 // (export) to weights, which the command may serve (--model weights).
-// Rollouts run episodes at once.
-func StartVLLM(sc vllm.ServerConfig, weights string, export func(dir string) error, episodes int, log zerolog.Logger) (*VLLMRollouts, error) {
+// Rollouts run episodes at once. The server's --logprobs-mode must report
+// the built-in engine's logprobs for every sampling in uses
+// (vllm.CheckLogprobsMode), or it is an error saying which mode it needs.
+func StartVLLM(sc vllm.ServerConfig, weights string, export func(dir string) error, episodes int, uses []decoding.Sampling, log zerolog.Logger) (*VLLMRollouts, error) {
 	v := &VLLMRollouts{synced: -1, weights: weights, export: export, episodes: episodes, serverLog: sc.Log, log: log}
 	if len(sc.Command) > 0 {
 		if err := v.write(); err != nil {
@@ -52,7 +55,17 @@ func StartVLLM(sc vllm.ServerConfig, weights string, export func(dir string) err
 		return nil, fmt.Errorf("rollout.engine vllm: %w", err)
 	}
 	v.srv = srv
-	log.Info().Str("address", srv.Address()).Str("model", srv.Model()).Bool("started", len(sc.Command) > 0).Msg("vLLM server ready")
+	mode, err := srv.LogprobsMode(context.Background())
+	for _, s := range uses {
+		if err == nil {
+			err = vllm.CheckLogprobsMode(mode, s)
+		}
+	}
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("rollout.engine vllm: %w", err)
+	}
+	log.Info().Str("address", srv.Address()).Str("model", srv.Model()).Str("logprobs_mode", mode).Bool("started", len(sc.Command) > 0).Msg("vLLM server ready")
 	return v, nil
 }
 

@@ -39,11 +39,12 @@ type Server struct {
 	reloads     []string // the weights_path of each reload_weights
 	versions    []string // each update_weight_version
 	breakAfter  int      // > 0: completions after this many answer like a server that died
+	mode        string   // its --logprobs-mode, as /server_info reports it
 }
 
 // New starts a fake server sampling with m; t's Cleanup should Close it.
 func New(m Model) *Server {
-	s := &Server{model: m}
+	s := &Server{model: m, mode: "raw_logprobs"}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -54,6 +55,14 @@ func (s *Server) BreakAfter(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.breakAfter = n
+}
+
+// SetLogprobsMode sets the --logprobs-mode /server_info reports
+// (raw_logprobs, vLLM's default, unless set).
+func (s *Server) SetLogprobsMode(mode string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mode = mode
 }
 
 // Completions is the number of completion requests served.
@@ -85,6 +94,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake","object":"model"}]}`)
 	case "POST /v1/completions":
 		s.complete(w, r)
+	case "GET /server_info":
+		s.mu.Lock()
+		mode := s.mode
+		s.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"vllm_config": map[string]any{"model_config": map[string]any{"logprobs_mode": mode}}})
 	case "POST /collective_rpc":
 		var body struct {
 			Method string            `json:"method"`
