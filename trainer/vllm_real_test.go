@@ -348,7 +348,10 @@ const realVLLMKL = 1e-9
 // (without the syncs after the first, iteration 2's mismatch KL was
 // measured at 1.3e-3 instead); at the end the server holds the final
 // policy's version and its logprobs of a fixed sequence are the policy's.
-// With LoRA, the server is given the merged weights.
+//
+// With LoRA, the server holds the base and loads the adapters as its own
+// LoRA adapters (rollout.vllm.lora adapters; the merged weights, the
+// default, take the full fine-tuning run's route).
 //
 // The full fine-tuning run samples at temperature 0.7 on a server with
 // --logprobs-mode processed_logprobs, the LoRA run at temperature 1 with
@@ -358,7 +361,7 @@ const realVLLMKL = 1e-9
 // training forward at the rollout temperature, stays at 0.
 func TestRealVLLMTrain(t *testing.T) {
 	t.Run("full, temperature 0.7", func(t *testing.T) { realVLLMTrain(t, false) })
-	t.Run("lora, top-k and top-p", func(t *testing.T) { realVLLMTrain(t, true) })
+	t.Run("lora adapters, top-k and top-p", func(t *testing.T) { realVLLMTrain(t, true) })
 }
 
 func realVLLMTrain(t *testing.T, lora bool) {
@@ -367,17 +370,17 @@ func realVLLMTrain(t *testing.T, lora bool) {
 	cfg.Run.Name = "vllm"
 	cfg.Model.Tiny.Heads, cfg.Model.Tiny.KVHeads = 1, 1
 	cfg.Algorithm.EntropyCoef, cfg.Optim.LR = 0.05, 1e-3
-	mode := vllm.ProcessedLogprobs
+	extra := []string{"--logprobs-mode", vllm.ProcessedLogprobs}
 	cfg.Rollout.Temperature = 0.7
 	if lora {
 		cfg.Model.LoRA.Rank, cfg.Model.LoRA.Alpha = 4, 8
 		cfg.Optim.LR = 1e-2
-		mode = vllm.RawLogprobs
+		extra = []string{"--logprobs-mode", vllm.RawLogprobs, "--enable-lora", "--max-lora-rank", "8"}
 		cfg.Rollout.Temperature, cfg.Rollout.TopK, cfg.Rollout.TopP = 1, 50, 0.9
+		cfg.Rollout.VLLM.LoRA = "adapters"
 	}
 	cfg.Rollout.Engine = "vllm"
-	cfg.Rollout.VLLM.Address, cfg.Rollout.VLLM.Command = vllmCommand(t, python, filepath.Join(RunDir(cfg), "vllm-weights"), cfg.Env.MaxTokens,
-		"--logprobs-mode", mode)
+	cfg.Rollout.VLLM.Address, cfg.Rollout.VLLM.Command = vllmCommand(t, python, filepath.Join(RunDir(cfg), "vllm-weights"), cfg.Env.MaxTokens, extra...)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +400,7 @@ func realVLLMTrain(t *testing.T, lora bool) {
 		t.Errorf("the server's weight version %q (%v), want the final policy's %d", v, err, tr.state.OptSteps)
 	}
 	seq := []int64{3, 17, 5, 42, 42, 7, 11, 2, 9, 30, 4, 8}
-	c, err := tr.vllm.Server().Generate(ctx, vllm.Request{Prompt: seq, MaxTokens: 1, PromptLogprobs: true})
+	c, err := tr.vllm.Server().Generate(ctx, vllm.Request{Model: tr.vllm.Model(), Prompt: seq, MaxTokens: 1, PromptLogprobs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,6 +409,19 @@ func realVLLMTrain(t *testing.T, lora bool) {
 	t.Logf("after the run: the server's logprobs of a fixed sequence at most %.3g from the final policy's forward", d)
 	if d > realVLLMTolerance {
 		t.Errorf("the server's logprobs %v, the final policy's %v: %.3g apart", c.PromptLogprobs, fwd, d)
+	}
+	if lora {
+		// The served model itself is the base: the adapters moved the
+		// policy away from it, so the logprobs above were the adapters'.
+		b, err := tr.vllm.Server().Generate(ctx, vllm.Request{Prompt: seq, MaxTokens: 1, PromptLogprobs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved := maxDiff(b.PromptLogprobs, fwd)
+		t.Logf("the server's base (no adapters): its logprobs %.3g from the final policy's", moved)
+		if moved < 1e-4 {
+			t.Errorf("the base's logprobs are %.3g from the policy's: the adapters did not move it", moved)
+		}
 	}
 
 	ms := storedMetrics(t, tr.StorePath())

@@ -62,6 +62,9 @@ func (c *Client) Model() string { return c.model }
 
 // Request is one generation from token ids.
 type Request struct {
+	// Model is the model the completion names: "" for the one the server
+	// serves, or the name of LoRA adapters it loaded (LoadAdapter).
+	Model string
 	// Prompt is the token ids the completion continues.
 	Prompt []int64
 	// Sampling is the decoding contract's sampling: Temperature <= 0 is
@@ -141,8 +144,12 @@ func (c *Client) body(r Request) (completionRequest, error) {
 		return completionRequest{}, fmt.Errorf("max tokens %d, want >= 1", r.MaxTokens)
 	}
 	s := r.Sampling
+	model := c.model
+	if r.Model != "" {
+		model = r.Model
+	}
 	b := completionRequest{
-		Model: c.model, Prompt: r.Prompt, MaxTokens: r.MaxTokens,
+		Model: model, Prompt: r.Prompt, MaxTokens: r.MaxTokens,
 		Temperature: max(s.Temperature, 0), TopP: 1, TopK: 0,
 		RepetitionPenalty: 1,
 		StopTokenIDs:      append([]int64{}, r.StopIDs...), IgnoreEOS: true,

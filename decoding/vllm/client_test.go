@@ -295,3 +295,16 @@ func TestNewClientRefusesBadAddresses(t *testing.T) {
 		}
 	}
 }
+
+// A request naming a model (LoRA adapters the server loaded) sends that
+// name in place of the served model's.
+func TestGenerateNamesTheAdapters(t *testing.T) {
+	c := fakeCompletions(t, func(body map[string]any) {
+		if body["model"] != "policy" {
+			t.Errorf("model %v, want policy", body["model"])
+		}
+	}, answer([]int64{5}, []float64{-1}, "length", "null"))
+	if _, err := c.Generate(context.Background(), Request{Model: "policy", Prompt: []int64{0}, MaxTokens: 1}); err != nil {
+		t.Fatal(err)
+	}
+}

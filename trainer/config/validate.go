@@ -341,7 +341,13 @@ func (c *Config) validateEngine(p *problems) {
 		if len(v.Command) > 0 {
 			p.add("rollout.vllm.command", "%q, but rollout.engine is %s: the server is used with rollout.engine vllm only", v.Command, r.Engine)
 		}
+		if v.LoRA == "adapters" {
+			p.add("rollout.vllm.lora", "adapters, but rollout.engine is %s: the server is used with rollout.engine vllm only", r.Engine)
+		}
 		return
+	}
+	if v.LoRA == "adapters" && !c.Model.LoRA.On() {
+		p.add("rollout.vllm.lora", "adapters, but model.lora.rank is 0: the policy has no adapters (full fine-tuning pushes its weights)")
 	}
 	if v.Address == "" {
 		p.add("rollout.vllm.address", "empty, but rollout.engine vllm needs the server's base URL (http://host:port): where it runs, or where rollout.vllm.command listens")

@@ -106,6 +106,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 			vllmEngine(c)
 			c.Agent.Command, c.Data.Synthetic.FreshWorlds = []string{"/bin/true"}, false
 		}, "with rollout.engine vllm they are not supported yet"},
+		{"rollout.vllm.lora", func(c *Config) { c.Rollout.VLLM.LoRA = "adapters" }, "but rollout.engine is builtin"},
+		{"rollout.vllm.lora", func(c *Config) { vllmEngine(c); c.Rollout.VLLM.LoRA = "adapters" }, "model.lora.rank is 0"},
+		{"rollout.vllm.lora", func(c *Config) { vllmEngine(c); c.Rollout.VLLM.LoRA = "peft" }, "want one of merged, adapters"},
 		{"rollout.vllm.startup_timeout", func(c *Config) { c.Rollout.VLLM.StartupTimeout = 0 }, "want a positive duration"},
 		{"rollout.vllm.request_timeout", func(c *Config) { c.Rollout.VLLM.RequestTimeout = -1 }, "want a positive duration"},
 		{"rollout.top_p", func(c *Config) { c.Rollout.TopP = 0 }, "want in (0, 1]"},
@@ -268,6 +271,10 @@ func TestValidateAcceptsVLLM(t *testing.T) {
 	vllmEngine(&c)
 	c.Rollout.VLLM.Command = []string{"python", "-m", "vllm.entrypoints.openai.api_server", "--port", "8000"}
 	c.Model.LoRA.Rank = 8
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	c.Rollout.VLLM.LoRA = "adapters"
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

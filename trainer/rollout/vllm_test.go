@@ -2,6 +2,9 @@ package rollout
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,18 +104,62 @@ func TestStartVLLMChecksTheLogprobsMode(t *testing.T) {
 	srv, _ := fakeVLLM(t)
 	uses := []decoding.Sampling{{Temperature: 0.7}, {}}
 	sc := vllm.ServerConfig{Address: srv.URL, StartupTimeout: 10 * time.Second, RequestTimeout: 10 * time.Second}
-	_, err := StartVLLM(sc, t.TempDir(), nil, 1, uses, zerolog.Nop())
+	_, err := StartVLLM(sc, VLLMWeights{}, 1, uses, zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), "--logprobs-mode is raw_logprobs, but temperature 0.7, top-k 0, top-p 0 needs --logprobs-mode processed_logprobs") {
 		t.Fatalf("raw_logprobs with temperature 0.7: %v, want the mode it needs", err)
 	}
 	srv.SetLogprobsMode(vllm.ProcessedLogprobs)
-	v, err := StartVLLM(sc, t.TempDir(), nil, 1, uses, zerolog.Nop())
+	v, err := StartVLLM(sc, VLLMWeights{}, 1, uses, zerolog.Nop())
 	if err != nil {
 		t.Fatalf("processed_logprobs with temperature 0.7: %v", err)
 	}
 	v.Close()
-	_, err = StartVLLM(sc, t.TempDir(), nil, 1, []decoding.Sampling{{Temperature: 1, TopK: 20}}, zerolog.Nop())
+	_, err = StartVLLM(sc, VLLMWeights{}, 1, []decoding.Sampling{{Temperature: 1, TopK: 20}}, zerolog.Nop())
 	if err == nil || !strings.Contains(err.Error(), "needs --logprobs-mode raw_logprobs") {
 		t.Fatalf("processed_logprobs with top-k: %v, want the mode it needs", err)
+	}
+}
+
+// With LoRA adapters, the first sync reloads the base's weights and loads
+// the adapters, each later one loads only the adapters (in place of the
+// previous), and the completions name them.
+func TestVLLMSyncsAdapters(t *testing.T) {
+	srv, _ := fakeVLLM(t)
+	dir := t.TempDir()
+	var written []string
+	writer := func(what string) func(string) error {
+		return func(d string) error {
+			written = append(written, what)
+			return os.MkdirAll(d, 0o755)
+		}
+	}
+	w := VLLMWeights{Dir: filepath.Join(dir, "vllm-weights"), Export: writer("base"),
+		Adapters: writer("adapters"), AdapterDir: filepath.Join(dir, "vllm-adapter"), AdapterName: "policy"}
+	sc := vllm.ServerConfig{Address: srv.URL, StartupTimeout: 10 * time.Second, RequestTimeout: 10 * time.Second}
+	v, err := StartVLLM(sc, w, 2, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	for _, version := range []int{0, 0, 2, 4} {
+		if err := v.Sync(context.Background(), version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "policy=" + w.AdapterDir
+	if got := srv.Reloads(); !slices.Equal(got, []string{w.Dir}) {
+		t.Errorf("reloads %v, want the base's folder once", got)
+	}
+	if got := srv.Adapters(); !slices.Equal(got, []string{want, want, want}) {
+		t.Errorf("adapters loaded %v, want %s at each of 3 versions", got, want)
+	}
+	if got := srv.Versions(); !slices.Equal(got, []string{"0", "0", "2", "4"}) {
+		t.Errorf("versions %v, want 0 (base), 0, 2, 4", got)
+	}
+	if !slices.Equal(written, []string{"base", "adapters", "adapters", "adapters"}) {
+		t.Errorf("written %v", written)
+	}
+	if v.Model() != "policy" {
+		t.Errorf("completions name %q, want policy", v.Model())
 	}
 }

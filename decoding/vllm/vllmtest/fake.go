@@ -16,6 +16,7 @@ import (
 
 // Request is what the fake reads of a completion request.
 type Request struct {
+	Model        string  `json:"model"`
 	Prompt       []int64 `json:"prompt"`
 	MaxTokens    int     `json:"max_tokens"`
 	Temperature  float64 `json:"temperature"`
@@ -37,6 +38,7 @@ type Server struct {
 	mu          sync.Mutex
 	completions int
 	reloads     []string // the weights_path of each reload_weights
+	adapters    []string // the lora_name=lora_path of each load_lora_adapter
 	versions    []string // each update_weight_version
 	breakAfter  int      // > 0: completions after this many answer like a server that died
 	mode        string   // its --logprobs-mode, as /server_info reports it
@@ -79,6 +81,14 @@ func (s *Server) Reloads() []string {
 	return slices.Clone(s.reloads)
 }
 
+// Adapters are the adapters load_lora_adapter was asked to load, in
+// order, each as name=folder.
+func (s *Server) Adapters() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.adapters)
+}
+
 // Versions are the weight versions set, in order.
 func (s *Server) Versions() []string {
 	s.mu.Lock()
@@ -112,6 +122,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.reloads = append(s.reloads, body.Kwargs["weights_path"])
 		s.mu.Unlock()
 		fmt.Fprint(w, `{"results":[null]}`)
+	case "POST /v1/load_lora_adapter":
+		var body struct {
+			Name        string `json:"lora_name"`
+			Path        string `json:"lora_path"`
+			LoadInplace bool   `json:"load_inplace"`
+		}
+		if json.NewDecoder(r.Body).Decode(&body) != nil || body.Name == "" || !body.LoadInplace {
+			http.Error(w, `{"error":{"message":"bad load_lora_adapter"}}`, http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.adapters = append(s.adapters, body.Name+"="+body.Path)
+		s.mu.Unlock()
+		fmt.Fprint(w, "Success: LoRA adapter loaded")
 	case "POST /reset_prefix_cache":
 		fmt.Fprint(w, `{"success":true}`)
 	case "POST /update_weight_version":
