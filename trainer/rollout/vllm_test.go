@@ -99,7 +99,8 @@ func TestVLLMServerKilledMidRollout(t *testing.T) {
 // StartVLLM reads the server's --logprobs-mode and refuses a server whose
 // logprobs are not the built-in engine's for a sampling the rollouts send:
 // vLLM's default raw_logprobs with a temperature other than 1, saying
-// which mode it needs; processed_logprobs serves it.
+// which mode it needs; processed_logprobs serves it. Samplings that take
+// either mode do not ask.
 func TestStartVLLMChecksTheLogprobsMode(t *testing.T) {
 	srv, _ := fakeVLLM(t)
 	uses := []decoding.Sampling{{Temperature: 0.7}, {}}
@@ -118,6 +119,14 @@ func TestStartVLLMChecksTheLogprobsMode(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "needs --logprobs-mode raw_logprobs") {
 		t.Fatalf("processed_logprobs with top-k: %v, want the mode it needs", err)
 	}
+	// Greedy and temperature 1 alone take either mode: the server is not
+	// asked, so a mode it could not have is no error.
+	srv.SetLogprobsMode("raw_logits")
+	v, err = StartVLLM(sc, VLLMWeights{}, 1, []decoding.Sampling{{Temperature: 1}, {}}, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("temperature 1 and greedy: %v", err)
+	}
+	v.Close()
 }
 
 // With LoRA adapters, the first sync reloads the base's weights and loads

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -72,19 +73,30 @@ func StartVLLM(sc vllm.ServerConfig, w VLLMWeights, episodes int, uses []decodin
 		return nil, fmt.Errorf("rollout.engine vllm: %w", err)
 	}
 	v.srv = srv
-	mode, err := srv.LogprobsMode(context.Background())
+	if err := checkLogprobsMode(srv.Client, uses); err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("rollout.engine vllm: %w", err)
+	}
+	log.Info().Str("address", srv.Address()).Str("model", srv.Model()).Bool("started", len(sc.Command) > 0).
+		Bool("lora_adapters", w.Adapters != nil).Msg("vLLM server ready")
+	return v, nil
+}
+
+// checkLogprobsMode reads the server's --logprobs-mode and checks it
+// against every sampling in uses, unless each of them takes either mode
+// vLLM has for logprobs (greedy, or temperature 1 alone): then the
+// server is not asked (its /server_info takes seconds).
+func checkLogprobsMode(c *vllm.Client, uses []decoding.Sampling) error {
+	if !slices.ContainsFunc(uses, func(s decoding.Sampling) bool { return len(vllm.LogprobsModes(s)) < 2 }) {
+		return nil
+	}
+	mode, err := c.LogprobsMode(context.Background())
 	for _, s := range uses {
 		if err == nil {
 			err = vllm.CheckLogprobsMode(mode, s)
 		}
 	}
-	if err != nil {
-		srv.Close()
-		return nil, fmt.Errorf("rollout.engine vllm: %w", err)
-	}
-	log.Info().Str("address", srv.Address()).Str("model", srv.Model()).Str("logprobs_mode", mode).Bool("started", len(sc.Command) > 0).
-		Bool("lora_adapters", w.Adapters != nil).Msg("vLLM server ready")
-	return v, nil
+	return err
 }
 
 // Run runs a rollout on the server: its weights brought up to the
