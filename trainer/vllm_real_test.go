@@ -160,7 +160,9 @@ func TestRealVLLMEngine(t *testing.T) {
 		t.Fatalf("tiny_qwen2.py's answer: %v", err)
 	}
 
-	address, command := vllmCommand(t, python, dirA, 256)
+	// processed_logprobs: the greedy logprobs are raw_logprobs' (log
+	// softmax of the logits), and those of temperature 0.7 are after it.
+	address, command := vllmCommand(t, python, dirA, 256, "--logprobs-mode", vllm.ProcessedLogprobs)
 	logPath := filepath.Join(dir, "vllm.log")
 	ctx := context.Background()
 	start := time.Now()
@@ -179,6 +181,9 @@ func TestRealVLLMEngine(t *testing.T) {
 		}
 	}()
 	t.Logf("vLLM ready in %v", time.Since(start).Round(time.Second))
+	if mode, err := srv.LogprobsMode(ctx); err != nil || mode != vllm.ProcessedLogprobs {
+		t.Fatalf("the server's --logprobs-mode %q (%v), want %s", mode, err, vllm.ProcessedLogprobs)
+	}
 
 	// Task 0's prompt is the reference prompt: its turns end at the
 	// fourth greedy token; the other prompts' turns may run to the limit.
@@ -267,6 +272,67 @@ func TestRealVLLMEngine(t *testing.T) {
 	}
 	defer mA.Free()
 	compare("model B after the sync", export, mA)
+
+	// Sampled at temperature 0.7: the logprobs vLLM reports for the tokens
+	// it sampled are the training forward's at that temperature, the
+	// built-in engine's quantity; with top-k and top-p as well they are
+	// renormalised over the kept tokens, which is why config refuses them.
+	mB, err = torch.LoadModel(export, torch.Float32, torch.CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mB.Free()
+	for _, tc := range []struct {
+		name string
+		s    decoding.Sampling
+	}{{"temperature 0.7", decoding.Sampling{Temperature: 0.7}}, {"temperature 0.7, top-k 8, top-p 0.9", decoding.Sampling{Temperature: 0.7, TopK: 8, TopP: 0.9}}} {
+		so := o
+		so.Sampling = tc.s
+		got, st, err := rollout.Remote{Gen: rollout.VLLM{Client: srv.Client}, Episodes: 4}.Run(ctx, chat, factory, reqs, so)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d, atOne float64
+		for _, g := range got {
+			_, f := lpDiff(g, g, forwardLogprobsAt(t, mB, g, tc.s.Temperature))
+			d = max(d, f)
+			_, f = lpDiff(g, g, forwardLogprobsAt(t, mB, g, 0))
+			atOne = max(atOne, f)
+		}
+		t.Logf("%s: %d tokens sampled on vLLM; their logprobs at most %.3g from the training forward's at temperature 0.7 (%.3g from its at 1)", tc.name, st.Generated, d, atOne)
+		if atOne < 1e-2 {
+			t.Errorf("%s: the logprobs are %.3g from the forward's at temperature 1: was the temperature applied?", tc.name, atOne)
+		}
+		switch truncated := tc.s.TopK > 0; {
+		case !truncated && d > realVLLMTolerance:
+			t.Errorf("%s: logprobs %.3g from the forward's at temperature 0.7, want <= %g", tc.name, d, realVLLMTolerance)
+		case truncated && d < 1e-2:
+			t.Errorf("%s: logprobs %.3g from the forward's at temperature 0.7, want them renormalised over the kept tokens", tc.name, d)
+		}
+	}
+}
+
+// forwardLogprobsAt is the training forward's logprob, at temperature
+// (0: 1), of every token of tr after the first.
+func forwardLogprobsAt(t *testing.T, m *torch.Model, tr *trajectory.Trajectory, temperature float64) []float32 {
+	t.Helper()
+	if temperature <= 0 {
+		return trainLogprobs(t, m, tr)
+	}
+	ids := make([]int64, len(tr.Tokens))
+	for i, v := range tr.Tokens {
+		ids[i] = int64(v)
+	}
+	out, err := m.Forward(batchOf(ids), torch.ForwardOptions{Temperature: temperature})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Free()
+	v, err := out.LogProbs.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // realVLLMKL bounds the mismatch telemetry's KL between the behaviour
@@ -282,10 +348,20 @@ const realVLLMKL = 1e-9
 // (without the syncs after the first, iteration 2's mismatch KL was
 // measured at 1.3e-3 instead); at the end the server holds the final
 // policy's version and its logprobs of a fixed sequence are the policy's.
-// With LoRA, the server is given the merged weights.
+//
+// With LoRA, the server holds the base and loads the adapters as its own
+// LoRA adapters (rollout.vllm.lora adapters; the merged weights, the
+// default, take the full fine-tuning run's route).
+//
+// The full fine-tuning run samples at temperature 0.7 on a server with
+// --logprobs-mode processed_logprobs, the LoRA run at temperature 1 with
+// top-k and top-p on one with vLLM's default raw_logprobs: the modes that
+// report the built-in engine's behaviour logprobs for them
+// (vllm.LogprobsModes), so that the mismatch telemetry, against the
+// training forward at the rollout temperature, stays at 0.
 func TestRealVLLMTrain(t *testing.T) {
-	t.Run("full", func(t *testing.T) { realVLLMTrain(t, false) })
-	t.Run("lora", func(t *testing.T) { realVLLMTrain(t, true) })
+	t.Run("full, temperature 0.7", func(t *testing.T) { realVLLMTrain(t, false) })
+	t.Run("lora adapters, top-k and top-p", func(t *testing.T) { realVLLMTrain(t, true) })
 }
 
 func realVLLMTrain(t *testing.T, lora bool) {
@@ -294,12 +370,17 @@ func realVLLMTrain(t *testing.T, lora bool) {
 	cfg.Run.Name = "vllm"
 	cfg.Model.Tiny.Heads, cfg.Model.Tiny.KVHeads = 1, 1
 	cfg.Algorithm.EntropyCoef, cfg.Optim.LR = 0.05, 1e-3
+	extra := []string{"--logprobs-mode", vllm.ProcessedLogprobs}
+	cfg.Rollout.Temperature = 0.7
 	if lora {
 		cfg.Model.LoRA.Rank, cfg.Model.LoRA.Alpha = 4, 8
 		cfg.Optim.LR = 1e-2
+		extra = []string{"--logprobs-mode", vllm.RawLogprobs, "--enable-lora", "--max-lora-rank", "8"}
+		cfg.Rollout.Temperature, cfg.Rollout.TopK, cfg.Rollout.TopP = 1, 50, 0.9
+		cfg.Rollout.VLLM.LoRA = "adapters"
 	}
 	cfg.Rollout.Engine = "vllm"
-	cfg.Rollout.VLLM.Address, cfg.Rollout.VLLM.Command = vllmCommand(t, python, filepath.Join(RunDir(cfg), "vllm-weights"), cfg.Env.MaxTokens)
+	cfg.Rollout.VLLM.Address, cfg.Rollout.VLLM.Command = vllmCommand(t, python, filepath.Join(RunDir(cfg), "vllm-weights"), cfg.Env.MaxTokens, extra...)
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +400,7 @@ func realVLLMTrain(t *testing.T, lora bool) {
 		t.Errorf("the server's weight version %q (%v), want the final policy's %d", v, err, tr.state.OptSteps)
 	}
 	seq := []int64{3, 17, 5, 42, 42, 7, 11, 2, 9, 30, 4, 8}
-	c, err := tr.vllm.Server().Generate(ctx, vllm.Request{Prompt: seq, MaxTokens: 1, PromptLogprobs: true})
+	c, err := tr.vllm.Server().Generate(ctx, vllm.Request{Model: tr.vllm.Model(), Prompt: seq, MaxTokens: 1, PromptLogprobs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,6 +409,19 @@ func realVLLMTrain(t *testing.T, lora bool) {
 	t.Logf("after the run: the server's logprobs of a fixed sequence at most %.3g from the final policy's forward", d)
 	if d > realVLLMTolerance {
 		t.Errorf("the server's logprobs %v, the final policy's %v: %.3g apart", c.PromptLogprobs, fwd, d)
+	}
+	if lora {
+		// The served model itself is the base: the adapters moved the
+		// policy away from it, so the logprobs above were the adapters'.
+		b, err := tr.vllm.Server().Generate(ctx, vllm.Request{Prompt: seq, MaxTokens: 1, PromptLogprobs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved := maxDiff(b.PromptLogprobs, fwd)
+		t.Logf("the server's base (no adapters): its logprobs %.3g from the final policy's", moved)
+		if moved < 1e-4 {
+			t.Errorf("the base's logprobs are %.3g from the policy's: the adapters did not move it", moved)
+		}
 	}
 
 	ms := storedMetrics(t, tr.StorePath())

@@ -62,6 +62,9 @@ func (c *Client) Model() string { return c.model }
 
 // Request is one generation from token ids.
 type Request struct {
+	// Model is the model the completion names: "" for the one the server
+	// serves, or the name of LoRA adapters it loaded (LoadAdapter).
+	Model string
 	// Prompt is the token ids the completion continues.
 	Prompt []int64
 	// Sampling is the decoding contract's sampling: Temperature <= 0 is
@@ -141,18 +144,25 @@ func (c *Client) body(r Request) (completionRequest, error) {
 		return completionRequest{}, fmt.Errorf("max tokens %d, want >= 1", r.MaxTokens)
 	}
 	s := r.Sampling
+	model := c.model
+	if r.Model != "" {
+		model = r.Model
+	}
 	b := completionRequest{
-		Model: c.model, Prompt: r.Prompt, MaxTokens: r.MaxTokens,
+		Model: model, Prompt: r.Prompt, MaxTokens: r.MaxTokens,
 		Temperature: max(s.Temperature, 0), TopP: 1, TopK: 0,
 		RepetitionPenalty: 1,
 		StopTokenIDs:      append([]int64{}, r.StopIDs...), IgnoreEOS: true,
 		N: 1, Logprobs: 0, ReturnTokensAsTokenIDs: true, ReturnTokenIDs: true,
 		IncludeStopStrInOutput: true,
 	}
-	if s.TopK > 0 {
+	// Greedy, the built-in engine ignores top-k and top-p; so does vLLM's
+	// sampling, but not its processed logprobs in a batch with sampled
+	// requests, so they are sent off.
+	if s.TopK > 0 && s.Temperature > 0 {
 		b.TopK = s.TopK
 	}
-	if s.TopP > 0 && s.TopP < 1 { // the built-in engine's test: any other value is off
+	if s.TopP > 0 && s.TopP < 1 && s.Temperature > 0 { // the built-in engine's test: any other value is off
 		b.TopP = s.TopP
 	}
 	if r.Seed != nil {

@@ -102,8 +102,10 @@ func TestGenerateSendsIDsAndReadsIDs(t *testing.T) {
 	}
 }
 
-// Sampling maps as the built-in engine reads it: greedy is temperature 0,
-// a top-k <= 0 and a top-p outside (0, 1) are off; no seed sends none.
+// Sampling maps as the built-in engine reads it: greedy is temperature 0
+// with top-k and top-p off (the built-in engine ignores them, and vLLM's
+// processed logprobs would not), a top-k <= 0 and a top-p outside (0, 1)
+// are off; no seed sends none.
 func TestGenerateSamplingMapping(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -112,6 +114,7 @@ func TestGenerateSamplingMapping(t *testing.T) {
 	}{
 		{"greedy", decoding.Sampling{}, map[string]any{"temperature": 0.0, "top_p": 1.0, "top_k": 0.0}},
 		{"negative temperature", decoding.Sampling{Temperature: -1}, map[string]any{"temperature": 0.0, "top_p": 1.0, "top_k": 0.0}},
+		{"greedy with filters", decoding.Sampling{TopK: 5, TopP: 0.9}, map[string]any{"temperature": 0.0, "top_p": 1.0, "top_k": 0.0}},
 		{"filters off", decoding.Sampling{Temperature: 1, TopK: -3, TopP: 1.5}, map[string]any{"temperature": 1.0, "top_p": 1.0, "top_k": 0.0}},
 		{"top-p 1", decoding.Sampling{Temperature: 1.3, TopK: 40, TopP: 1}, map[string]any{"temperature": 1.3, "top_p": 1.0, "top_k": 40.0}},
 	} {
@@ -290,5 +293,18 @@ func TestNewClientRefusesBadAddresses(t *testing.T) {
 		if _, err := NewClient(a, 0); err == nil || !strings.Contains(err.Error(), "want http://host:port") {
 			t.Errorf("NewClient(%q): error %v", a, err)
 		}
+	}
+}
+
+// A request naming a model (LoRA adapters the server loaded) sends that
+// name in place of the served model's.
+func TestGenerateNamesTheAdapters(t *testing.T) {
+	c := fakeCompletions(t, func(body map[string]any) {
+		if body["model"] != "policy" {
+			t.Errorf("model %v, want policy", body["model"])
+		}
+	}, answer([]int64{5}, []float64{-1}, "length", "null"))
+	if _, err := c.Generate(context.Background(), Request{Model: "policy", Prompt: []int64{0}, MaxTokens: 1}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -44,6 +44,10 @@ type ServerConfig struct {
 	RequestTimeout time.Duration
 }
 
+// LoRAUpdateEnv is the environment entry vLLM needs to serve
+// /v1/load_lora_adapter (LoadAdapter).
+const LoRAUpdateEnv = "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True"
+
 // DevModeEnv is the environment entry vLLM needs to serve the routes of
 // weight updates (/pause, /resume, /collective_rpc, /reset_prefix_cache,
 // /update_weight_version, /init_weight_transfer_engine and the rest):

@@ -107,7 +107,22 @@ func (c *Client) WeightVersion(ctx context.Context) (string, error) {
 // the weights reloaded, the prefix cache dropped, the version set,
 // generation resumed. A failure after the pause still resumes; the error
 // is the first step's that failed.
-func (c *Client) SyncFromCheckpoint(ctx context.Context, dir, version string) (err error) {
+func (c *Client) SyncFromCheckpoint(ctx context.Context, dir, version string) error {
+	return c.sync(ctx, version, func() error { return c.ReloadWeights(ctx, dir) })
+}
+
+// SyncAdapter puts the LoRA adapters of the PEFT folder dir into the
+// server under name, in place of the adapters of that name it holds, as
+// version: as SyncFromCheckpoint, with LoadAdapter in place of the reload.
+func (c *Client) SyncAdapter(ctx context.Context, name, dir, version string) error {
+	return c.sync(ctx, version, func() error { return c.LoadAdapter(ctx, name, dir) })
+}
+
+// sync pauses generation (requests in flight finish first), runs load,
+// drops the prefix cache, sets the weight version and resumes. A failure
+// after the pause still resumes; the error is the first step's that
+// failed.
+func (c *Client) sync(ctx context.Context, version string, load func() error) (err error) {
 	if err := c.Pause(ctx, PauseWait); err != nil {
 		return err
 	}
@@ -116,13 +131,29 @@ func (c *Client) SyncFromCheckpoint(ctx context.Context, dir, version string) (e
 			err = rerr
 		}
 	}()
-	if err := c.ReloadWeights(ctx, dir); err != nil {
+	if err := load(); err != nil {
 		return err
 	}
 	if err := c.ResetPrefixCache(ctx); err != nil {
 		return err
 	}
 	return c.SetWeightVersion(ctx, version)
+}
+
+// LoadAdapter makes the server load the LoRA adapters of the PEFT folder
+// dir (adapter_config.json, adapter_model.safetensors; a path on the
+// server's machine) under name, replacing the adapters of that name it
+// holds (POST /v1/load_lora_adapter with load_inplace). A completion
+// naming name as its model then runs the server's weights with these
+// adapters. The server must run with --enable-lora, a --max-lora-rank of
+// at least their rank, and LoRAUpdateEnv.
+func (c *Client) LoadAdapter(ctx context.Context, name, dir string) error {
+	_, err := c.post(ctx, "/v1/load_lora_adapter", struct {
+		Name        string `json:"lora_name"`
+		Path        string `json:"lora_path"`
+		LoadInplace bool   `json:"load_inplace"`
+	}{name, dir, true})
+	return err
 }
 
 // NCCLInit is the init_info of vLLM's NCCL weight-transfer backend

@@ -75,6 +75,41 @@ func TestSyncFromCheckpointRequests(t *testing.T) {
 	}
 }
 
+// The adapters' sync: as the checkpoint's, the adapters loaded in place of
+// those of their name (load_inplace) instead of the reload; a failed load
+// still resumes, the error vLLM's message.
+func TestSyncAdapterRequests(t *testing.T) {
+	var rec recorder
+	c := rec.serve(t, map[string]func(http.ResponseWriter){
+		"/reset_prefix_cache": reply(200, `{"success":true}`),
+	})
+	if err := c.SyncAdapter(context.Background(), "policy", "/runs/x/vllm-adapter", "4"); err != nil {
+		t.Fatal(err)
+	}
+	want := []call{
+		{"POST", "/pause?mode=wait", ""},
+		{"POST", "/v1/load_lora_adapter", `{"lora_name":"policy","lora_path":"/runs/x/vllm-adapter","load_inplace":true}`},
+		{"POST", "/reset_prefix_cache", ""},
+		{"POST", "/update_weight_version", `{"new_version":"4"}`},
+		{"POST", "/resume", ""},
+	}
+	if !reflect.DeepEqual(rec.calls, want) {
+		t.Errorf("requests\n%q\nwant\n%q", rec.calls, want)
+	}
+
+	var failed recorder
+	c = failed.serve(t, map[string]func(http.ResponseWriter){
+		"/v1/load_lora_adapter": reply(400, `{"error":{"message":"LoRA rank 64 is greater than max_lora_rank 16"}}`),
+	})
+	err := c.SyncAdapter(context.Background(), "policy", "/a", "5")
+	if err == nil || !strings.Contains(err.Error(), "/v1/load_lora_adapter") || !strings.Contains(err.Error(), "max_lora_rank 16") {
+		t.Errorf("error %v, want the load's with vLLM's message", err)
+	}
+	if last := failed.calls[len(failed.calls)-1]; last.URI != "/resume" || len(failed.calls) != 3 {
+		t.Errorf("requests %q, want pause, load, resume", failed.calls)
+	}
+}
+
 // A failed reload still resumes generation, and the error is the
 // reload's, with vLLM's message.
 func TestSyncFromCheckpointFailureResumes(t *testing.T) {

@@ -14,6 +14,7 @@ package config
 import (
 	"time"
 
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/tokenizer"
 	"github.com/agentrl/agentrl/trainer/algo"
@@ -238,6 +239,12 @@ type RolloutConfig struct {
 	VLLM            VLLMConfig `yaml:"vllm" doc:"the vLLM server of rollout.engine vllm"`
 }
 
+// Samplings are the samplings rollouts send: the training draws' and the
+// evaluations'.
+func (r RolloutConfig) Samplings() []decoding.Sampling {
+	return []decoding.Sampling{{Temperature: r.Temperature, TopK: r.TopK, TopP: r.TopP}, {Temperature: r.EvalTemperature}}
+}
+
 // VLLMConfig is the vLLM server of rollout.engine vllm: one already
 // running at Address, or one the trainer starts with Command and
 // supervises. Set with any other engine, it is refused.
@@ -246,6 +253,7 @@ type VLLMConfig struct {
 	Command        []string      `yaml:"command" default:"[]" doc:"the program and arguments that start the vLLM server (vllm serve MODEL --port N ...), run by the trainer in a process group of its own with its log in the run folder and stopped with the run (SIGTERM, then SIGKILL); [] = the server at rollout.vllm.address is already running"`
 	StartupTimeout time.Duration `yaml:"startup_timeout" default:"10m" doc:"how long the trainer waits for the server to answer /health and /v1/models"`
 	RequestTimeout time.Duration `yaml:"request_timeout" default:"10m" doc:"how long one request to the server (a generation, a weight update) may take before it is an error"`
+	LoRA           string        `yaml:"lora" default:"merged" enum:"merged|adapters" doc:"with model.lora, how the policy reaches the server: merged (base plus adapters written as full weights and reloaded at every sync) or adapters (the server holds the base and loads the adapters as vLLM LoRA adapters at every sync, the completions naming them; it needs --enable-lora and a --max-lora-rank of at least model.lora.rank)"`
 }
 
 // AlgorithmConfig picks the advantage estimator and shapes the losses.

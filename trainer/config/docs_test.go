@@ -37,7 +37,7 @@ env.rewards.external.command env.rewards.external.url env.rewards.external.timeo
 env.rewards.external.max_output_mb
 rollout.batch_size rollout.group_size rollout.slots rollout.temperature rollout.top_p rollout.top_k rollout.eval_temperature rollout.dtype rollout.deterministic
 rollout.max_staleness
-rollout.engine rollout.vllm.address rollout.vllm.command rollout.vllm.startup_timeout rollout.vllm.request_timeout
+rollout.engine rollout.vllm.address rollout.vllm.command rollout.vllm.startup_timeout rollout.vllm.request_timeout rollout.vllm.lora
 algorithm.estimator algorithm.gamma algorithm.lambda algorithm.norm_by_std algorithm.eps algorithm.turn_gamma
 algorithm.step_weight algorithm.whiten
 algorithm.kl_coef algorithm.advantage_mask

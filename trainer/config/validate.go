@@ -351,25 +351,35 @@ func (c *Config) validateEngine(p *problems) {
 		if len(v.Command) > 0 {
 			p.add("rollout.vllm.command", "%q, but rollout.engine is %s: the server is used with rollout.engine vllm only", v.Command, r.Engine)
 		}
+		if v.LoRA == "adapters" {
+			p.add("rollout.vllm.lora", "adapters, but rollout.engine is %s: the server is used with rollout.engine vllm only", r.Engine)
+		}
 		return
+	}
+	if v.LoRA == "adapters" && !c.Model.LoRA.On() {
+		p.add("rollout.vllm.lora", "adapters, but model.lora.rank is 0: the policy has no adapters (full fine-tuning pushes its weights)")
 	}
 	if v.Address == "" {
 		p.add("rollout.vllm.address", "empty, but rollout.engine vllm needs the server's base URL (http://host:port): where it runs, or where rollout.vllm.command listens")
 	} else if _, err := vllm.NewClient(v.Address, 0); err != nil {
 		p.add("rollout.vllm.address", "%v", err)
 	}
-	const why = "rollout.engine vllm records the logprobs vLLM reports, which (with its default --logprobs-mode raw_logprobs) are taken before"
-	if r.Temperature != 1 {
-		p.add("rollout.temperature", "%v: %s temperature, so only 1 keeps the built-in engine's behaviour logprobs (docs/rollout-engines.md)", r.Temperature, why)
-	}
-	if r.EvalTemperature != 0 && r.EvalTemperature != 1 {
-		p.add("rollout.eval_temperature", "%v: %s temperature, so only 0 (greedy) or 1 keeps the built-in engine's logprobs (docs/rollout-engines.md)", r.EvalTemperature, why)
-	}
-	if r.TopK > 0 {
-		p.add("rollout.top_k", "%d: %s top-k, so only 0 (off) keeps the built-in engine's behaviour logprobs (docs/rollout-engines.md)", r.TopK, why)
-	}
-	if r.TopP < 1 {
-		p.add("rollout.top_p", "%v: %s top-p, so only 1 (off) keeps the built-in engine's behaviour logprobs (docs/rollout-engines.md)", r.TopP, why)
+	// A server has one --logprobs-mode; the training draws' sampling and
+	// the evaluations' must share one under which vLLM reports the built-in
+	// engine's logprobs (the trainer checks the server's at its start).
+	ss := r.Samplings()
+	train, eval := vllm.LogprobsModes(ss[0]), vllm.LogprobsModes(ss[1])
+	if len(train) == 0 {
+		const why = "vLLM reports logprobs before the temperature (--logprobs-mode raw_logprobs) or after top-k and top-p, renormalised over the kept tokens (processed_logprobs), never the built-in engine's behaviour logprobs (after the temperature, untruncated): use rollout.temperature 1, or no top-k and top-p (docs/rollout-engines.md)"
+		if r.TopK > 0 {
+			p.add("rollout.top_k", "%d with rollout.temperature %v: %s", r.TopK, r.Temperature, why)
+		}
+		if r.TopP > 0 && r.TopP < 1 {
+			p.add("rollout.top_p", "%v with rollout.temperature %v: %s", r.TopP, r.Temperature, why)
+		}
+	} else if !slices.ContainsFunc(train, func(m string) bool { return slices.Contains(eval, m) }) {
+		p.add("rollout.eval_temperature", "%v: its logprobs need the server's --logprobs-mode %s, but the training draws' (rollout.temperature %v with top_k %d, top_p %v) need %s, and a server has one (docs/rollout-engines.md)",
+			r.EvalTemperature, strings.Join(eval, " or "), r.Temperature, r.TopK, r.TopP, strings.Join(train, " or "))
 	}
 	if r.DType != "auto" {
 		p.add("rollout.dtype", "%s, but with rollout.engine vllm the server decodes in the precision of its own --dtype: leave auto", r.DType)

@@ -98,10 +98,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 		{"rollout.vllm.command", func(c *Config) { c.Rollout.VLLM.Command = []string{"vllm", "serve", "m"} }, "but rollout.engine is builtin"},
 		{"rollout.vllm.address", func(c *Config) { c.Rollout.Engine = "vllm" }, "needs the server's base URL"},
 		{"rollout.vllm.address", func(c *Config) { c.Rollout.Engine, c.Rollout.VLLM.Address = "vllm", "localhost:8000" }, "want http://host:port"},
-		{"rollout.temperature", func(c *Config) { vllmEngine(c); c.Rollout.Temperature = 0.7 }, "taken before temperature"},
-		{"rollout.eval_temperature", func(c *Config) { vllmEngine(c); c.Rollout.EvalTemperature = 0.5 }, "only 0 (greedy) or 1"},
-		{"rollout.top_k", func(c *Config) { vllmEngine(c); c.Rollout.TopK = 20 }, "taken before top-k"},
-		{"rollout.top_p", func(c *Config) { vllmEngine(c); c.Rollout.TopP = 0.9 }, "taken before top-p"},
+		{"rollout.top_k", func(c *Config) { vllmEngine(c); c.Rollout.Temperature, c.Rollout.TopK = 0.7, 20 }, "never the built-in engine's behaviour logprobs"},
+		{"rollout.top_p", func(c *Config) { vllmEngine(c); c.Rollout.Temperature, c.Rollout.TopP = 1.2, 0.9 }, "never the built-in engine's behaviour logprobs"},
+		{"rollout.eval_temperature", func(c *Config) { vllmEngine(c); c.Rollout.TopK, c.Rollout.EvalTemperature = 20, 0.5 }, "need the server's --logprobs-mode processed_logprobs, but the training draws'"},
 		{"rollout.dtype", func(c *Config) { vllmEngine(c); c.Rollout.DType = "bf16" }, "its own --dtype"},
 		{"rollout.max_staleness", func(c *Config) { vllmEngine(c); c.Rollout.MaxStaleness = 1 }, "asynchronous training on a vLLM server is not supported yet"},
 		{"dist.nproc", func(c *Config) { vllmEngine(c); c.Dist.NProc = 2 }, "data parallelism with a vLLM server is not supported yet"},
@@ -109,6 +108,9 @@ func TestValidateNamesTheKey(t *testing.T) {
 			vllmEngine(c)
 			c.Agent.Command, c.Data.Synthetic.FreshWorlds = []string{"/bin/true"}, false
 		}, "with rollout.engine vllm they are not supported yet"},
+		{"rollout.vllm.lora", func(c *Config) { c.Rollout.VLLM.LoRA = "adapters" }, "but rollout.engine is builtin"},
+		{"rollout.vllm.lora", func(c *Config) { vllmEngine(c); c.Rollout.VLLM.LoRA = "adapters" }, "model.lora.rank is 0"},
+		{"rollout.vllm.lora", func(c *Config) { vllmEngine(c); c.Rollout.VLLM.LoRA = "peft" }, "want one of merged, adapters"},
 		{"rollout.vllm.startup_timeout", func(c *Config) { c.Rollout.VLLM.StartupTimeout = 0 }, "want a positive duration"},
 		{"rollout.vllm.request_timeout", func(c *Config) { c.Rollout.VLLM.RequestTimeout = -1 }, "want a positive duration"},
 		{"rollout.top_p", func(c *Config) { c.Rollout.TopP = 0 }, "want in (0, 1]"},
@@ -263,7 +265,11 @@ func TestValidateAccepts(t *testing.T) {
 }
 
 // rollout.engine vllm is accepted with its server's address, started by a
-// command or not, with LoRA, and with greedy evaluation.
+// command or not, with LoRA, and with greedy evaluation; and with every
+// sampling one --logprobs-mode reports the built-in engine's logprobs
+// for: temperature 1 with top-k and top-p (raw_logprobs), another
+// temperature without them, evaluated at any temperature
+// (processed_logprobs).
 func TestValidateAcceptsVLLM(t *testing.T) {
 	c := Default()
 	vllmEngine(&c)
@@ -271,6 +277,21 @@ func TestValidateAcceptsVLLM(t *testing.T) {
 	c.Model.LoRA.Rank = 8
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	c.Rollout.VLLM.LoRA = "adapters"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		temperature, topP, eval float64
+		topK                    int
+	}{{1, 0.9, 1, 20}, {0.7, 1, 0, 0}, {1.3, 1, 0.5, 0}} {
+		c := Default()
+		vllmEngine(&c)
+		c.Rollout.Temperature, c.Rollout.TopP, c.Rollout.EvalTemperature, c.Rollout.TopK = s.temperature, s.topP, s.eval, s.topK
+		if err := c.Validate(); err != nil {
+			t.Errorf("%+v: %v", s, err)
+		}
 	}
 }
 

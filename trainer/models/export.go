@@ -1,10 +1,12 @@
 package models
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 
 	"github.com/agentrl/agentrl/torch"
+	"github.com/agentrl/agentrl/torch/peft"
 	"github.com/agentrl/agentrl/trainer/learner"
 )
 
@@ -68,4 +70,25 @@ func (m *Set) ExportWeights(dir string) error {
 		return merged.Save(dir)
 	}
 	return m.learner.Policy().Save(dir)
+}
+
+// ExportBase writes the frozen base of a LoRA run's policy as a Hugging
+// Face folder (config.json and safetensors, no tokenizer), for a rollout
+// engine that applies the adapters itself (ExportAdapters); without LoRA
+// it is an error.
+func (m *Set) ExportBase(dir string) error {
+	if m.base == nil {
+		return errors.New("export base: the policy has no LoRA adapters")
+	}
+	return m.base.Save(dir)
+}
+
+// ExportAdapters writes the policy's LoRA adapters as a PEFT adapter
+// folder (no tokenizer), for a rollout engine holding the base
+// (ExportBase).
+func (m *Set) ExportAdapters(dir string) error {
+	if m.base == nil {
+		return errors.New("export adapters: the policy has no LoRA adapters")
+	}
+	return peft.Save(dir, m.learner.Policy(), m.baseName())
 }

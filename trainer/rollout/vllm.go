@@ -15,12 +15,15 @@ import (
 // server reports for them come back as they are.
 type VLLM struct {
 	Client *vllm.Client
+	// Model is the model the completions name ("": the served one; the
+	// name of the LoRA adapters the server loaded).
+	Model string
 }
 
 // Generate samples one turn on the server.
 func (v VLLM) Generate(ctx context.Context, r GenRequest) (Generated, error) {
 	seed := r.Seed
-	c, err := v.Client.Generate(ctx, vllm.Request{Prompt: int64s(r.Context), Sampling: r.Sampling, MaxTokens: r.MaxTokens,
+	c, err := v.Client.Generate(ctx, vllm.Request{Model: v.Model, Prompt: int64s(r.Context), Sampling: r.Sampling, MaxTokens: r.MaxTokens,
 		StopIDs: int64s(r.StopIDs), Seed: &seed})
 	if err != nil {
 		return Generated{}, err

@@ -2,10 +2,16 @@ package rollout
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/agentrl/agentrl/decoding"
 	"github.com/agentrl/agentrl/decoding/vllm"
 	"github.com/agentrl/agentrl/decoding/vllm/vllmtest"
 	"github.com/agentrl/agentrl/trajectory"
@@ -87,5 +93,82 @@ func TestVLLMServerKilledMidRollout(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// StartVLLM reads the server's --logprobs-mode and refuses a server whose
+// logprobs are not the built-in engine's for a sampling the rollouts send:
+// vLLM's default raw_logprobs with a temperature other than 1, saying
+// which mode it needs; processed_logprobs serves it. Samplings that take
+// either mode do not ask.
+func TestStartVLLMChecksTheLogprobsMode(t *testing.T) {
+	srv, _ := fakeVLLM(t)
+	uses := []decoding.Sampling{{Temperature: 0.7}, {}}
+	sc := vllm.ServerConfig{Address: srv.URL, StartupTimeout: 10 * time.Second, RequestTimeout: 10 * time.Second}
+	_, err := StartVLLM(sc, VLLMWeights{}, 1, uses, zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), "--logprobs-mode is raw_logprobs, but temperature 0.7, top-k 0, top-p 0 needs --logprobs-mode processed_logprobs") {
+		t.Fatalf("raw_logprobs with temperature 0.7: %v, want the mode it needs", err)
+	}
+	srv.SetLogprobsMode(vllm.ProcessedLogprobs)
+	v, err := StartVLLM(sc, VLLMWeights{}, 1, uses, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("processed_logprobs with temperature 0.7: %v", err)
+	}
+	v.Close()
+	_, err = StartVLLM(sc, VLLMWeights{}, 1, []decoding.Sampling{{Temperature: 1, TopK: 20}}, zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), "needs --logprobs-mode raw_logprobs") {
+		t.Fatalf("processed_logprobs with top-k: %v, want the mode it needs", err)
+	}
+	// Greedy and temperature 1 alone take either mode: the server is not
+	// asked, so a mode it could not have is no error.
+	srv.SetLogprobsMode("raw_logits")
+	v, err = StartVLLM(sc, VLLMWeights{}, 1, []decoding.Sampling{{Temperature: 1}, {}}, zerolog.Nop())
+	if err != nil {
+		t.Fatalf("temperature 1 and greedy: %v", err)
+	}
+	v.Close()
+}
+
+// With LoRA adapters, the first sync reloads the base's weights and loads
+// the adapters, each later one loads only the adapters (in place of the
+// previous), and the completions name them.
+func TestVLLMSyncsAdapters(t *testing.T) {
+	srv, _ := fakeVLLM(t)
+	dir := t.TempDir()
+	var written []string
+	writer := func(what string) func(string) error {
+		return func(d string) error {
+			written = append(written, what)
+			return os.MkdirAll(d, 0o755)
+		}
+	}
+	w := VLLMWeights{Dir: filepath.Join(dir, "vllm-weights"), Export: writer("base"),
+		Adapters: writer("adapters"), AdapterDir: filepath.Join(dir, "vllm-adapter"), AdapterName: "policy"}
+	sc := vllm.ServerConfig{Address: srv.URL, StartupTimeout: 10 * time.Second, RequestTimeout: 10 * time.Second}
+	v, err := StartVLLM(sc, w, 2, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	for _, version := range []int{0, 0, 2, 4} {
+		if err := v.Sync(context.Background(), version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "policy=" + w.AdapterDir
+	if got := srv.Reloads(); !slices.Equal(got, []string{w.Dir}) {
+		t.Errorf("reloads %v, want the base's folder once", got)
+	}
+	if got := srv.Adapters(); !slices.Equal(got, []string{want, want, want}) {
+		t.Errorf("adapters loaded %v, want %s at each of 3 versions", got, want)
+	}
+	if got := srv.Versions(); !slices.Equal(got, []string{"0", "0", "2", "4"}) {
+		t.Errorf("versions %v, want 0 (base), 0, 2, 4", got)
+	}
+	if !slices.Equal(written, []string{"base", "adapters", "adapters", "adapters"}) {
+		t.Errorf("written %v", written)
+	}
+	if v.Model() != "policy" {
+		t.Errorf("completions name %q, want policy", v.Model())
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 // Request is what the fake reads of a completion request.
 type Request struct {
+	Model        string  `json:"model"`
 	Prompt       []int64 `json:"prompt"`
 	MaxTokens    int     `json:"max_tokens"`
 	Temperature  float64 `json:"temperature"`
@@ -37,13 +38,15 @@ type Server struct {
 	mu          sync.Mutex
 	completions int
 	reloads     []string // the weights_path of each reload_weights
+	adapters    []string // the lora_name=lora_path of each load_lora_adapter
 	versions    []string // each update_weight_version
 	breakAfter  int      // > 0: completions after this many answer like a server that died
+	mode        string   // its --logprobs-mode, as /server_info reports it
 }
 
 // New starts a fake server sampling with m; t's Cleanup should Close it.
 func New(m Model) *Server {
-	s := &Server{model: m}
+	s := &Server{model: m, mode: "raw_logprobs"}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -54,6 +57,14 @@ func (s *Server) BreakAfter(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.breakAfter = n
+}
+
+// SetLogprobsMode sets the --logprobs-mode /server_info reports
+// (raw_logprobs, vLLM's default, unless set).
+func (s *Server) SetLogprobsMode(mode string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mode = mode
 }
 
 // Completions is the number of completion requests served.
@@ -68,6 +79,14 @@ func (s *Server) Reloads() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.reloads)
+}
+
+// Adapters are the adapters load_lora_adapter was asked to load, in
+// order, each as name=folder.
+func (s *Server) Adapters() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.adapters)
 }
 
 // Versions are the weight versions set, in order.
@@ -85,6 +104,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"fake","object":"model"}]}`)
 	case "POST /v1/completions":
 		s.complete(w, r)
+	case "GET /server_info":
+		s.mu.Lock()
+		mode := s.mode
+		s.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"vllm_config": map[string]any{"model_config": map[string]any{"logprobs_mode": mode}}})
 	case "POST /collective_rpc":
 		var body struct {
 			Method string            `json:"method"`
@@ -98,6 +122,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.reloads = append(s.reloads, body.Kwargs["weights_path"])
 		s.mu.Unlock()
 		fmt.Fprint(w, `{"results":[null]}`)
+	case "POST /v1/load_lora_adapter":
+		var body struct {
+			Name        string `json:"lora_name"`
+			Path        string `json:"lora_path"`
+			LoadInplace bool   `json:"load_inplace"`
+		}
+		if json.NewDecoder(r.Body).Decode(&body) != nil || body.Name == "" || !body.LoadInplace {
+			http.Error(w, `{"error":{"message":"bad load_lora_adapter"}}`, http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.adapters = append(s.adapters, body.Name+"="+body.Path)
+		s.mu.Unlock()
+		fmt.Fprint(w, "Success: LoRA adapter loaded")
 	case "POST /reset_prefix_cache":
 		fmt.Fprint(w, `{"success":true}`)
 	case "POST /update_weight_version":
