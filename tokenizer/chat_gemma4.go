@@ -43,8 +43,8 @@ const (
 	// gemma4EmptyThought is the empty thought channel of the 31B
 	// template's generation prompt.
 	gemma4EmptyThought = "<|channel>thought\n<channel|>"
-	gemma4ChannelOpen  = "<|channel>"
-	gemma4ChannelClose = "<channel|>"
+	gemma4ChannelOpen  = toolcall.Gemma4ChannelOpen
+	gemma4ChannelClose = toolcall.Gemma4ChannelClose
 )
 
 func (g gemma4Layout) generationPrompt() string {
