@@ -27,6 +27,11 @@ type Message struct {
 	Role      string
 	Content   string
 	ToolCalls []ToolCall
+	// Name is, for a tool message, the function its response is named
+	// after where the caller resolved it (an OpenAI request's tool_call_id
+	// matched to its call, as Gemma 4's template does); "" names it after
+	// the call in its position. Only Gemma 4's template writes it.
+	Name string
 }
 
 // ChatFormat renders conversations exactly as the chat template of the
