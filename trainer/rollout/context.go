@@ -64,9 +64,10 @@ type ConvTurn struct {
 
 // Messages are the messages the mode renders before the next turn: the
 // system text (when not empty), the question, then the turns it keeps,
-// each as the assistant's message (assistantMessage) and one tool message
-// per response (none after a Gemma 4 turn without calls, whose template
-// would drop them).
+// each as the assistant's message (assistantMessage; a Gemma 4 turn begun
+// in the thought channel the observation opened with that opening,
+// openedThought) and one tool message per response (none after a Gemma 4
+// turn without calls, whose template would drop them).
 func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Message {
 	var msgs []tokenizer.Message
 	if system != "" {
@@ -81,7 +82,11 @@ func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Mes
 		}
 	}
 	for _, t := range kept {
-		m := assistantMessage(c.Calls, t.Text)
+		text := t.Text
+		if c.Calls == toolcall.Gemma4 {
+			text = openedThought(text)
+		}
+		m := assistantMessage(c.Calls, text)
 		msgs = append(msgs, m)
 		if c.Calls == toolcall.Gemma4 && len(m.ToolCalls) == 0 {
 			// Gemma 4's template drops a tool message that follows no call
@@ -93,6 +98,18 @@ func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Mes
 		}
 	}
 	return msgs
+}
+
+// openedThought is a Gemma 4 turn's text with the thought channel's
+// opening that the observation before it wrote (thinking on) put back:
+// a turn whose first channel tag is <channel|> started inside the
+// channel, and the conversation holds its reasoning whole.
+func openedThought(text string) string {
+	end, open := strings.Index(text, toolcall.Gemma4ChannelClose), strings.Index(text, toolcall.Gemma4ChannelOpen)
+	if end >= 0 && (open < 0 || end < open) {
+		return toolcall.Gemma4ChannelOpen + "thought\n" + text
+	}
+	return text
 }
 
 // assistantMessage is the message a client of a serving engine sends back

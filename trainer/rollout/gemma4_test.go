@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -63,8 +64,16 @@ func (d *queueDecoder) Step(slots []int, _ decoding.Sampling, toks []int64, lps 
 // which no model generates), and the action mask covers exactly the
 // policy's tokens: the calls with the <|tool_response> that hands the turn
 // over, and the answer with its <turn|>. The same holds when the
-// conversation is rendered again before each turn (env.context template).
+// conversation is rendered again before each turn (env.context template),
+// and with thinking on, where each turn reasons in a thought channel (that
+// the observation opens after tool responses, mask 0).
 func TestGemma4EpisodeRendersAsTheTemplate(t *testing.T) {
+	for _, thinking := range []bool{false, true} {
+		t.Run(fmt.Sprintf("thinking=%v", thinking), func(t *testing.T) { checkGemma4Episode(t, thinking) })
+	}
+}
+
+func checkGemma4Episode(t *testing.T, thinking bool) {
 	q := toolcall.Gemma4Quote
 	system, question := "Answer with <answer></answer>.", "Where is the Eiffel Tower?"
 	tools := []envs.Tool{echoTool{"search"}, echoTool{"lookup"}}
@@ -77,21 +86,43 @@ func TestGemma4EpisodeRendersAsTheTemplate(t *testing.T) {
 		toolcall.Gemma4ToolCall("lookup", "text:"+q+"France"+q) + toolcall.Gemma4ResponseOpen,
 		"<answer>Paris</answer>" + toolcall.Gemma4TurnEnd,
 	}
+	// The messages' contents: with thinking, each turn's thought channel
+	// (the first opened by the model, the others by the observation).
+	contents := []string{"", "", "<answer>Paris</answer>"}
+	if thinking {
+		for i, r := range []string{"I need <|tool_call> twice.", "One more.", "Done."} {
+			thought := r + "\n" + toolcall.Gemma4ChannelClose
+			if i == 0 {
+				turns[i] = toolcall.Gemma4ChannelOpen + "thought\n" + thought + turns[i]
+			} else {
+				turns[i] = thought + turns[i]
+			}
+			contents[i] = toolcall.Gemma4ChannelOpen + "thought\n" + thought + contents[i]
+		}
+	}
 	call := func(name, text string) tokenizer.ToolCall {
 		args, _ := json.Marshal(map[string]string{"text": text})
 		return tokenizer.ToolCall{Name: name, Arguments: args}
 	}
 	msgs := []tokenizer.Message{{Role: "system", Content: system}, {Role: "user", Content: question},
-		{Role: "assistant", ToolCalls: []tokenizer.ToolCall{call("search", "Eiffel Tower"), call("lookup", "Paris")}},
+		{Role: "assistant", Content: contents[0], ToolCalls: []tokenizer.ToolCall{call("search", "Eiffel Tower"), call("lookup", "Paris")}},
 		{Role: "tool", Content: "Eiffel Tower (search)"}, {Role: "tool", Content: "Paris (lookup)"},
-		{Role: "assistant", ToolCalls: []tokenizer.ToolCall{call("lookup", "France")}}, {Role: "tool", Content: "France (lookup)"},
-		{Role: "assistant", Content: "<answer>Paris</answer>"}}
-	text, err := tokenizertest.Gemma4Format(t).RenderText(msgs, schemas, false)
+		{Role: "assistant", Content: contents[1], ToolCalls: []tokenizer.ToolCall{call("lookup", "France")}}, {Role: "tool", Content: "France (lookup)"},
+		{Role: "assistant", Content: contents[2]}}
+	opts := tokenizer.ChatOptions{Thinking: thinking}
+	base, err := tokenizertest.Gemma4Format(t).WithOptions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := base.RenderText(msgs, schemas, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := tokenizertest.Gemma4Dir(t, text)
 	f, err := tokenizer.NewChatFormat(mustLoad(t, dir))
+	if err == nil {
+		f, err = f.WithOptions(opts)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +163,14 @@ func TestGemma4EpisodeRendersAsTheTemplate(t *testing.T) {
 		}
 		tr = trs[0]
 		if tr.Stop != trajectory.StopAnswer || tr.Answer != "Paris" || len(tr.Turns) != 3 || len(trs) != 1 {
-			t.Fatalf("%s: stop %s (%s), answer %q, %d turns, %d segments; want the answer Paris after 3 turns in one segment",
-				mode, tr.Stop, tr.Error, tr.Answer, len(tr.Turns), len(trs))
+			t.Fatalf("%s, thinking %v: stop %s (%s), answer %q, %d turns, %d segments; want the answer Paris after 3 turns in one segment",
+				mode, thinking, tr.Stop, tr.Error, tr.Answer, len(tr.Turns), len(trs))
 		}
 		if !slices.Equal(tr.Tokens, want) {
-			t.Fatalf("%s: episode\n got %q\nwant %q", mode, tok.Decode(tr.Tokens, false), tok.Decode(want, false))
+			t.Fatalf("%s, thinking %v: episode\n got %q\nwant %q", mode, thinking, tok.Decode(tr.Tokens, false), tok.Decode(want, false))
 		}
 		if !slices.Equal(tr.Mask, wantMask) {
-			t.Errorf("%s: mask\n got %v\nwant %v", mode, tr.Mask, wantMask)
+			t.Errorf("%s, thinking %v: mask\n got %v\nwant %v", mode, thinking, tr.Mask, wantMask)
 		}
 		var gen []string
 		for i := 0; i < len(tr.Mask); {
@@ -155,7 +186,7 @@ func TestGemma4EpisodeRendersAsTheTemplate(t *testing.T) {
 			i = j
 		}
 		if !slices.Equal(gen, turns) {
-			t.Errorf("%s: the mask's runs are\n%q\nwant the policy's turns\n%q", mode, gen, turns)
+			t.Errorf("%s, thinking %v: the mask's runs are\n%q\nwant the policy's turns\n%q", mode, thinking, gen, turns)
 		}
 	}
 
@@ -178,12 +209,12 @@ func TestGemma4EpisodeRendersAsTheTemplate(t *testing.T) {
 		Error string  `json:"error"`
 	}
 	pyinterop.Run(t, "../../tokenizer/testdata/interop/chat_template.py", map[string]any{"dir": dir, "call_ids": true,
-		"cases": []map[string]any{{"messages": py, "tools": schemas, "gen": false}}}, &ref)
+		"cases": []map[string]any{{"messages": py, "tools": schemas, "gen": false, "kwargs": map[string]any{"enable_thinking": thinking}}}}, &ref)
 	if len(ref) != 1 || ref[0].Error != "" {
 		t.Fatalf("transformers: %+v", ref)
 	}
 	if got := ref[0].IDs; !slices.Equal(got[:len(got)-1], tr.Tokens) {
-		t.Errorf("episode\n got %q\ntransformers %q", tok.Decode(tr.Tokens, false), tok.Decode(got, false))
+		t.Errorf("thinking %v: episode\n got %q\ntransformers %q", thinking, tok.Decode(tr.Tokens, false), tok.Decode(got, false))
 	}
 }
 
