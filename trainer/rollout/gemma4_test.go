@@ -67,7 +67,7 @@ func (d *queueDecoder) Step(slots []int, _ decoding.Sampling, toks []int64, lps 
 // conversation is rendered again before each turn (env.context template),
 // and with thinking on, where each turn reasons in a thought channel (that
 // the observation opens after tool responses, mask 0).
-func TestGemma4EpisodeRendersAsTheTemplate(t *testing.T) {
+func TestInteropGemma4Episode(t *testing.T) {
 	for _, thinking := range []bool{false, true} {
 		t.Run(fmt.Sprintf("thinking=%v", thinking), func(t *testing.T) { checkGemma4Episode(t, thinking) })
 	}
