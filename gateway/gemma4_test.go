@@ -104,7 +104,7 @@ func TestGemma4ToolCalls(t *testing.T) {
 	if ch := c.Choices[0]; ch.FinishReason != "stop" || ch.Message.Content == nil || *ch.Message.Content != gatewaytest.Answer || ch.Message.ToolCalls != nil {
 		t.Fatalf("answer %+v, want %q", ch, gatewaytest.Answer)
 	}
-	obs := f.ObservationOf([]tokenizer.ToolCall{{Name: "lookup"}, {Name: "search"}}, []string{lookupResponse, gatewaytest.Response}, true)
+	obs := f.Observation([]tokenizer.ToolCall{{Name: "lookup"}, {Name: "search"}}, []string{lookupResponse, gatewaytest.Response}, true)
 	if want := slices.Concat(dec.prompts[0], calls, obs); !slices.Equal(dec.prompts[2], want) {
 		t.Errorf("the second prompt\n%q\nwant the first prompt, the completion and the observation\n%q", tok.Decode(dec.prompts[2], false), tok.Decode(want, false))
 	}

@@ -85,7 +85,7 @@ func (c *ChatFormat) Prompt(system, user string, tools []json.RawMessage) ([]int
 }
 
 // Observation renders the environment's answer, each response after the
-// call it answers (tokenizer.ChatFormat.ObservationOf): the calls are the
+// call it answers (tokenizer.ChatFormat.Observation): the calls are the
 // names up to the first "", so that a response that answers no call is
 // named as the template names one beyond the calls.
 func (c *ChatFormat) Observation(names, responses []string, closed bool) []int32 {
@@ -96,7 +96,7 @@ func (c *ChatFormat) Observation(names, responses []string, closed bool) []int32
 		}
 		calls = append(calls, tokenizer.ToolCall{Name: n})
 	}
-	return c.F.ObservationOf(calls, responses, closed)
+	return c.F.Observation(calls, responses, closed)
 }
 
 // callNames are the names of a step's calls, one per response: "" for a
