@@ -164,7 +164,7 @@ test: deps build vet
 # PEFT, TensorBoard) and theirs through agentrl. scripts/venv.sh makes (or
 # reuses) the cached Python environment; the tests find it by AGENTRL_PYTHON
 # and skip, saying why, without it (a plain make test).
-INTEROP_PKGS := ./internal/pyinterop/ ./internal/hubcache/ ./tokenizer/ ./torch/ ./torch/peft/ ./cmd/trainer/
+INTEROP_PKGS := ./internal/pyinterop/ ./internal/hubcache/ ./tokenizer/ ./trainer/rollout/ ./torch/ ./torch/peft/ ./cmd/trainer/
 
 # The real-shape tests (models of published sizes, minutes each) run in a
 # go test of their own, so that each call has its own timeout.

@@ -236,7 +236,7 @@ func (c *benchChat) Prompt(_, user string, _ []json.RawMessage) ([]int32, error)
 	return c.prompts[i], nil
 }
 
-func (c *benchChat) Observation(responses []string, _ bool) []int32 {
+func (c *benchChat) Observation(_, responses []string, _ bool) []int32 {
 	out := make([]int32, c.obs)
 	for i := range out {
 		out[i] = int32((i * 7919) % (c.vocab - 1))

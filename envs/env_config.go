@@ -72,12 +72,9 @@ func (c EnvConfig) Validate() error {
 	case c.MaxObservationChars < MinObservationChars:
 		return fmt.Errorf("env config: max_observation_chars is %d, want at least %d", c.MaxObservationChars, MinObservationChars)
 	}
-	if c.Calls == toolcall.Gemma4 {
-		return fmt.Errorf("env config: Gemma 4's tool calls (%v) are read and rendered by its chat format, but an episode's "+
-			"observations are not yet built with the calls' names its template writes; a Gemma 4 chat template cannot run an environment yet", c.Calls)
-	}
-	if c.Calls != toolcall.Hermes && c.Calls != toolcall.LlamaJSON && c.Calls != toolcall.QwenXML {
-		return fmt.Errorf("env config: tool-call syntax %v is not one agentrl parses (%v, %v, %v)", c.Calls, toolcall.Hermes, toolcall.LlamaJSON, toolcall.QwenXML)
+	if c.Calls != toolcall.Hermes && c.Calls != toolcall.LlamaJSON && c.Calls != toolcall.QwenXML && c.Calls != toolcall.Gemma4 {
+		return fmt.Errorf("env config: tool-call syntax %v is not one agentrl parses (%v, %v, %v, %v)", c.Calls,
+			toolcall.Hermes, toolcall.LlamaJSON, toolcall.QwenXML, toolcall.Gemma4)
 	}
 	if err := c.Rewards.Validate(); err != nil {
 		return fmt.Errorf("env config: %w", err)

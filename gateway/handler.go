@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -129,13 +130,27 @@ func redact(key string) string {
 
 // ChatMessages are a request's messages as the chat template renders them
 // for a family that writes calls in syntax: each tool call's arguments as
-// callArguments gives them to the template.
+// callArguments gives them to the template, and each tool message named
+// as Gemma 4's template names it: after the call of the assistant message
+// before it whose id its tool_call_id gives (the last such), else its own
+// name, else "unknown".
 func ChatMessages(req *openai.Request, syntax toolcall.CallSyntax) []tokenizer.Message {
 	msgs := make([]tokenizer.Message, len(req.Messages))
+	var calls []openai.ToolCall // the calls the tool messages answer
 	for i, m := range req.Messages {
 		msgs[i] = tokenizer.Message{Role: m.Role}
 		if m.Content != nil {
 			msgs[i].Content = *m.Content
+		}
+		if m.Role != "tool" {
+			calls = m.ToolCalls
+		} else {
+			msgs[i].Name = cmp.Or(m.Name, "unknown")
+			for _, c := range calls {
+				if c.ID == m.ToolCallID {
+					msgs[i].Name = c.Function.Name
+				}
+			}
 		}
 		for _, c := range m.ToolCalls {
 			msgs[i].ToolCalls = append(msgs[i].ToolCalls, tokenizer.ToolCall{Name: c.Function.Name,
@@ -148,10 +163,6 @@ func ChatMessages(req *openai.Request, syntax toolcall.CallSyntax) []tokenizer.M
 // chat answers one chat completion request; a refusal is returned, not
 // written.
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request, ep *ProgramEpisode, started time.Time) *openai.Error {
-	if h.Format.CallSyntax() == toolcall.Gemma4 {
-		return &openai.Error{Status: http.StatusNotImplemented, Type: openai.TypeServer, Code: "unsupported_chat_format",
-			Message: "This server's chat template is Gemma 4's, whose tool calls the gateway does not read or write yet."}
-	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return &openai.Error{Status: http.StatusRequestTimeout, Type: openai.TypeInvalidRequest, Code: "request_timeout",

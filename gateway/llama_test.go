@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -151,20 +150,5 @@ func TestLlamaToolCalls(t *testing.T) {
 	first, second := dec.prompts[0], dec.prompts[3]
 	if want := append(slices.Clone(first), gen(callText)...); !slices.Equal(second[:min(len(want), len(second))], want) {
 		t.Errorf("the second prompt does not extend the first prompt and its call:\n%q\nwant a prefix\n%q", tok.Decode(second, false), tok.Decode(want, false))
-	}
-}
-
-// A Gemma 4 chat template is refused by name: the gateway does not read
-// or write its tool calls yet.
-func TestGemma4FormatRefused(t *testing.T) {
-	f := tokenizertest.Gemma4Format(t, gatewaytest.Question)
-	sched := gateway.NewScheduler(&scripted{left: make([][]int32, 1)}, f.StopIDs())
-	stop := runScheduler(sched)
-	defer stop()
-	srv := httptest.NewServer(&gateway.Handler{Scheduler: sched, Format: f, Model: "tiny"})
-	defer srv.Close()
-	status, body := post(t, srv.URL, firstTurn(nil), "")
-	if status != http.StatusNotImplemented || !strings.Contains(string(body), "Gemma 4") {
-		t.Errorf("status %d, body %s", status, body)
 	}
 }

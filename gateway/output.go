@@ -48,7 +48,8 @@ func cutAtStop(text string, stops []string) (string, bool) {
 
 // makeOutput reads a finished completion: with tools on, text holding
 // well-formed tool calls in the format's syntax (Hermes <tool_call>
-// blocks, or Llama 3's bare JSON object) becomes tool calls (finish
+// blocks, Llama 3's bare JSON object, Qwen3.5's XML calls, Gemma 4's
+// <|tool_call> blocks) becomes tool calls (finish
 // "tool_calls"), the text before them the content; otherwise all of it is
 // content.
 func makeOutput(text string, fin Finish, toolsOn bool, syntax toolcall.CallSyntax, schemas toolcall.ParamSchemas) output {
@@ -78,6 +79,8 @@ func toolCallsIn(syntax toolcall.CallSyntax, text string, schemas toolcall.Param
 		return llamaToolCallsOf(text)
 	case toolcall.QwenXML:
 		return xmlToolCallsOf(text, schemas)
+	case toolcall.Gemma4:
+		return gemma4ToolCallsOf(text)
 	}
 	if !strings.Contains(text, toolcall.ToolCallOpen) {
 		return nil, "", false
@@ -137,6 +140,23 @@ func xmlToolCallsOf(text string, schemas toolcall.ParamSchemas) ([]openai.ToolCa
 	return calls, strings.TrimSuffix(text[:strings.Index(text, toolcall.ToolCallOpen)], "\n\n"), true
 }
 
+// gemma4ToolCallsOf parses Gemma 4's calls (toolcall.Split: after the
+// thought channel, which may mention the tags), each call's arguments the
+// JSON object of what the model wrote, and returns the text before the
+// first call, whole: the template writes the calls right after the
+// reasoning (which it reads back from the content) with nothing between.
+func gemma4ToolCallsOf(text string) ([]openai.ToolCall, string, bool) {
+	head, written, ok := toolcall.Split(toolcall.Gemma4, text)
+	if !ok {
+		return nil, "", false
+	}
+	calls := make([]openai.ToolCall, len(written))
+	for i, c := range written {
+		calls[i] = functionCall(c.Name, json.RawMessage(c.Args))
+	}
+	return calls, head, true
+}
+
 // functionCall is a call as the API shows it: a fresh id, the arguments
 // as written ({} when absent or null).
 func functionCall(name string, args json.RawMessage) openai.ToolCall {
@@ -152,10 +172,11 @@ func functionCall(name string, args json.RawMessage) openai.ToolCall {
 // string, which Qwen3's template writes as the text it holds. Llama 3's
 // template puts arguments through tojson, where a string comes out quoted,
 // so one that is a JSON object goes in as that object: the call renders as
-// the model wrote it, {"name": ..., "parameters": {...}}. Qwen3.5's
-// template lists the arguments' members, so it takes the object too.
+// the model wrote it, {"name": ..., "parameters": {...}}. Qwen3.5's and
+// Gemma 4's templates list the arguments' members, so they take the object
+// too.
 func callArguments(args string, syntax toolcall.CallSyntax) json.RawMessage {
-	if syntax == toolcall.LlamaJSON || syntax == toolcall.QwenXML {
+	if syntax == toolcall.LlamaJSON || syntax == toolcall.QwenXML || syntax == toolcall.Gemma4 {
 		var obj map[string]json.RawMessage
 		if json.Unmarshal([]byte(args), &obj) == nil && obj != nil {
 			return json.RawMessage(args)
@@ -180,9 +201,10 @@ func callID() string {
 // not an incomplete UTF-8 character at the end, no tool call (calls are
 // sent whole when they parse), and nothing that could still become the
 // start of a stop string or of a call. A Hermes call starts at
-// "<tool_call>", held back with the newline that may precede it; a Llama 3
-// turn is a call when it starts with "{", so nothing of it is sent while
-// it does or still could (white space, <|python_tag|>).
+// "<tool_call>", held back with the newline that may precede it; a Gemma 4
+// call at "<|tool_call>"; a Llama 3 turn is a call when it starts with
+// "{", so nothing of it is sent while it does or still could (white
+// space, <|python_tag|>).
 func streamable(text string, stops []string, toolsOn bool, syntax toolcall.CallSyntax) int {
 	n := len(text)
 	for n > 0 && !utf8.ValidString(text[:n]) {
@@ -193,11 +215,12 @@ func streamable(text string, stops []string, toolsOn bool, syntax toolcall.CallS
 	if toolsOn && syntax == toolcall.LlamaJSON && mayBeLlamaCall(text[:n]) {
 		return 0
 	}
+	callOpen, _ := syntax.CallTags()
 	if hermes {
-		if i := strings.Index(text[:n], toolcall.ToolCallOpen); i >= 0 {
+		if i := strings.Index(text[:n], callOpen); i >= 0 {
 			n = i
 		}
-		holds = append([]string{toolcall.ToolCallOpen}, stops...)
+		holds = append([]string{callOpen}, stops...)
 	}
 	for _, h := range holds {
 		for k := min(len(h)-1, n); k > 0; k-- {
@@ -207,7 +230,7 @@ func streamable(text string, stops []string, toolsOn bool, syntax toolcall.CallS
 			}
 		}
 	}
-	if hermes {
+	if hermes && syntax != toolcall.Gemma4 {
 		n = len(strings.TrimRight(text[:n], "\n"))
 	}
 	return n

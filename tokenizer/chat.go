@@ -27,6 +27,11 @@ type Message struct {
 	Role      string
 	Content   string
 	ToolCalls []ToolCall
+	// Name is, for a tool message, the function its response is named
+	// after where the caller resolved it (an OpenAI request's tool_call_id
+	// matched to its call, as Gemma 4's template does); "" names it after
+	// the call in its position. Only Gemma 4's template writes it.
+	Name string
 }
 
 // ChatFormat renders conversations exactly as the chat template of the
@@ -371,17 +376,12 @@ func (c *ChatFormat) Prompt(system, user string, tools []json.RawMessage) ([]int
 // template lays them out, and the generation prompt. All of it has mask 0.
 // With no responses it only closes the turn and opens the next assistant
 // turn. The responses are plain text: one that spells an added token is
-// encoded as that text, never as the token.
-func (c *ChatFormat) Observation(responses []string, modelClosedTurn bool) []int32 {
-	return c.ObservationOf(nil, responses, modelClosedTurn)
-}
-
-// ObservationOf is Observation for the turn's calls: Gemma 4's template
-// names each response after its call (the j-th response, the j-th call;
-// one with no call is "unknown"), and the model goes on in the same turn
-// after <tool_response|>, with no generation prompt. The other families
-// ignore calls.
-func (c *ChatFormat) ObservationOf(calls []ToolCall, responses []string, modelClosedTurn bool) []int32 {
+// encoded as that text, never as the token. calls are the turn's calls:
+// Gemma 4's template names each response after its call (the j-th
+// response, the j-th call; one with no call is "unknown"), and the model
+// goes on in the same turn after <tool_response|>, with no generation
+// prompt. The other families ignore calls.
+func (c *ChatFormat) Observation(calls []ToolCall, responses []string, modelClosedTurn bool) []int32 {
 	ids, _ := c.tok.encodeSpans(c.layout.observation(calls, responses, modelClosedTurn), -1)
 	return ids
 }

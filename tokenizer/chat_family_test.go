@@ -296,7 +296,7 @@ func TestLlamaLayoutByHand(t *testing.T) {
 		t.Errorf("prompt:\n got %q\nwant %q", got, want)
 	}
 	// Observation after a closed turn: one ipython turn per response.
-	if obs := f.Tokenizer().Decode(f.Observation([]string{"a", "b"}, true), false); obs != obsWant {
+	if obs := f.Tokenizer().Decode(f.Observation(nil, []string{"a", "b"}, true), false); obs != obsWant {
 		t.Errorf("Observation:\n got %q\nwant %q", obs, obsWant)
 	}
 	// Two calls in one message, and tools with no user message, are refused.
@@ -399,7 +399,7 @@ func TestQwen3NoThinking(t *testing.T) {
 	if got, want := tok.Decode(prompt, false), "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"; got != want {
 		t.Errorf("Prompt = %q, want %q", got, want)
 	}
-	if got, want := tok.Decode(off.Observation([]string{"r"}, true), false),
+	if got, want := tok.Decode(off.Observation(nil, []string{"r"}, true), false),
 		"\n<|im_start|>user\n<tool_response>\nr\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"; got != want {
 		t.Errorf("Observation = %q, want %q", got, want)
 	}

@@ -43,8 +43,8 @@ const (
 	// gemma4EmptyThought is the empty thought channel of the 31B
 	// template's generation prompt.
 	gemma4EmptyThought = "<|channel>thought\n<channel|>"
-	gemma4ChannelOpen  = "<|channel>"
-	gemma4ChannelClose = "<channel|>"
+	gemma4ChannelOpen  = toolcall.Gemma4ChannelOpen
+	gemma4ChannelClose = toolcall.Gemma4ChannelClose
 )
 
 func (g gemma4Layout) generationPrompt() string {
@@ -79,10 +79,10 @@ func gemma4Reasoning(text string) string {
 
 // turns lays out the conversation as the template does. A tool message is
 // rendered inside the model turn of the assistant message with calls that
-// it follows; the j-th response answers the j-th call and is named after
-// it (the template resolves a response's tool_call_id to its call's name;
-// a response beyond the calls is "unknown"). A tool message that follows
-// no call is refused (the template drops it).
+// it follows, named after its Name where set, else after the j-th call
+// for the j-th response (the template resolves a response's tool_call_id
+// to its call's name; a response beyond the calls is "unknown"). A tool
+// message that follows no call is refused (the template drops it).
 func (g gemma4Layout) turns(msgs []Message, tools []json.RawMessage, addGenerationPrompt bool) ([][]span, error) {
 	head := []span{{text: gemma4BOS}}
 	loop := msgs
@@ -143,9 +143,17 @@ func (g gemma4Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 			turn = append(turn, open, span{text: r + "\n" + gemma4ChannelClose, gen: true})
 		}
 		var responses []string
+		var answered []ToolCall // the call each response is named after
 		for i+1 < len(loop) && loop[i+1].Role == "tool" && len(m.ToolCalls) > 0 {
 			i++
 			responses = append(responses, loop[i].Content)
+			name := loop[i].Name
+			if j := len(answered); name == "" && j < len(m.ToolCalls) {
+				name = m.ToolCalls[j].Name
+			} else if name == "" {
+				name = "unknown"
+			}
+			answered = append(answered, ToolCall{Name: name})
 		}
 		var content string
 		if model {
@@ -166,7 +174,7 @@ func (g gemma4Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 			if len(responses) > 0 {
 				// The model wrote the calls and handed the turn over.
 				turn = append(turn, span{text: b.String() + toolcall.Gemma4ResponseOpen, gen: true})
-				turn = append(turn, g.responses(m.ToolCalls, responses, false)...)
+				turn = append(turn, g.responses(answered, responses, false)...)
 				lastType = "tool_response"
 			} else {
 				turn = append(turn, span{text: b.String(), gen: true})
@@ -210,8 +218,8 @@ func (g gemma4Layout) turns(msgs []Message, tools []json.RawMessage, addGenerati
 
 // responses renders tool responses after the model's <|tool_response>
 // (opened is false) as the template's format_tool_response_block writes
-// them: each named after its call, its text as it is (plain, not
-// trimmed) between <|"|> delimiters.
+// them: the j-th named after the j-th call ("unknown" beyond them), its
+// text as it is (plain, not trimmed) between <|"|> delimiters.
 func (g gemma4Layout) responses(calls []ToolCall, responses []string, opened bool) []span {
 	var spans []span
 	for j, r := range responses {

@@ -32,7 +32,7 @@ func gemma4Format(t *testing.T, template string, texts ...string) *ChatFormat {
 // cannot: the family and its stops, the mask of an episode (the calls and
 // the <|tool_response> that hands the turn over are the model's; the
 // responses are not; the answer goes on in the same turn), an episode
-// built from Prompt, the generated texts and ObservationOf giving the same
+// built from Prompt, the generated texts and Observation giving the same
 // ids, and the refusals.
 func TestGemma4Format(t *testing.T) {
 	user, answer, result := "Who directed Doctor Strange?", "Scott Derrickson.", "It was Scott Derrickson <turn|>"
@@ -80,14 +80,14 @@ func TestGemma4Format(t *testing.T) {
 	}
 	tok := f.Tokenizer()
 	ep = append(ep, tok.Encode(calls+toolcall.Gemma4ResponseOpen)...)
-	ep = append(ep, f.ObservationOf(msgs[1].ToolCalls, []string{result}, true)...)
+	ep = append(ep, f.Observation(msgs[1].ToolCalls, []string{result}, true)...)
 	ep = append(ep, tok.Encode(answer+toolcall.Gemma4TurnEnd+"\n")...)
 	if !slices.Equal(ep, ids) {
 		t.Errorf("episode\n got %q\nwant %q", tok.Decode(ep, false), tok.Decode(ids, false))
 	}
 	// The model stopped before handing the turn over: the observation
 	// writes <|tool_response> first.
-	if obs := tok.Decode(f.ObservationOf(msgs[1].ToolCalls, []string{result}, false), false); !strings.HasPrefix(obs, "<|tool_response>response:search{") {
+	if obs := tok.Decode(f.Observation(msgs[1].ToolCalls, []string{result}, false), false); !strings.HasPrefix(obs, "<|tool_response>response:search{") {
 		t.Errorf("observation %q", obs)
 	}
 	// The 31B template's generation prompt closes an empty thought channel.
@@ -136,7 +136,7 @@ func TestGemma4Format(t *testing.T) {
 	if wantGen := []string{calls + toolcall.Gemma4ResponseOpen, result + "\n<channel|>" + answer + toolcall.Gemma4TurnEnd}; !slices.Equal(gen, wantGen) {
 		t.Errorf("thinking: generated runs %q, want %q", gen, wantGen)
 	}
-	if obs := tok.Decode(thinking.ObservationOf(msgs[1].ToolCalls, []string{result}, true), false); !strings.HasSuffix(obs, "<tool_response|><|channel>thought\n") {
+	if obs := tok.Decode(thinking.Observation(msgs[1].ToolCalls, []string{result}, true), false); !strings.HasSuffix(obs, "<tool_response|><|channel>thought\n") {
 		t.Errorf("thinking: observation %q", obs)
 	}
 	qf, err := NewChatFormat(qwen(t))

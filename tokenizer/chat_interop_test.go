@@ -649,7 +649,7 @@ func checkEpisode(t *testing.T, f *ChatFormat, c chatCase, generated map[string]
 		switch msgs[k].Role {
 		case "assistant":
 			if k > 1 {
-				ids = append(ids, f.ObservationOf(msgs[k-1-len(responses)].ToolCalls, responses, true)...)
+				ids = append(ids, f.Observation(msgs[k-1-len(responses)].ToolCalls, responses, true)...)
 				responses = nil
 			}
 			gen, ok := generated[fmt.Sprint(offset+k)]

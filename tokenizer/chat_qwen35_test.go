@@ -103,7 +103,7 @@ func TestQwen35PromptAndObservation(t *testing.T) {
 	if got, want := dec(prompt), "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n"; got != want {
 		t.Errorf("Prompt %q, want %q", got, want)
 	}
-	if got, want := dec(f.Observation([]string{" r \n", "s"}, false)), "<|im_end|>\n<|im_start|>user\n<tool_response>\nr\n</tool_response>\n"+
+	if got, want := dec(f.Observation(nil, []string{" r \n", "s"}, false)), "<|im_end|>\n<|im_start|>user\n<tool_response>\nr\n</tool_response>\n"+
 		"<tool_response>\ns\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n"; got != want {
 		t.Errorf("Observation %q, want %q", got, want)
 	}
@@ -149,7 +149,7 @@ func TestQwen35RenderEpisode(t *testing.T) {
 		}
 		want := append(append([]int32{}, prompt...), tok.Encode(call)...)
 		wantMask := append(make([]uint8, len(prompt)), ones(len(want)-len(prompt))...)
-		obs := f.Observation([]string{"Tarn is in Oc."}, false)
+		obs := f.Observation(nil, []string{"Tarn is in Oc."}, false)
 		want = append(want, obs...)
 		wantMask = append(wantMask, make([]uint8, len(obs))...)
 		n := len(want)

@@ -184,7 +184,7 @@ func TestQwen38NoThinkingEpisode(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids = append(ids, tok.Encode(strings.TrimSuffix(call, "<|im_end|>"))...)
-	ids = append(ids, f.Observation([]string{"Tarn is in Oc."}, false)...)
+	ids = append(ids, f.Observation(nil, []string{"Tarn is in Oc."}, false)...)
 	ids = append(ids, tok.Encode(answer)...)
 	whole, _, err := f.Render(msgs, nil, false)
 	if err != nil {

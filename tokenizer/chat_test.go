@@ -144,9 +144,9 @@ func TestTurnByTurnMatchesWholeText(t *testing.T) {
 	var traj []int32
 	traj = append(traj, prompt...)
 	traj = append(traj, tok.Encode(strings.TrimSuffix(gen1, "<|im_end|>"))...) // stopped at </tool_call>
-	traj = append(traj, c.Observation([]string{twoCallConversation[3].Content}, false)...)
+	traj = append(traj, c.Observation(nil, []string{twoCallConversation[3].Content}, false)...)
 	traj = append(traj, tok.Encode(gen2)...) // closed its own turn
-	traj = append(traj, c.Observation([]string{twoCallConversation[5].Content, twoCallConversation[6].Content}, true)...)
+	traj = append(traj, c.Observation(nil, []string{twoCallConversation[5].Content, twoCallConversation[6].Content}, true)...)
 	traj = append(traj, tok.Encode(gen3)...)
 	// The whole text ends with the "\n" the template puts after the last
 	// <|im_end|>, which a rollout does not generate.
@@ -190,16 +190,16 @@ func TestObservation(t *testing.T) {
 	// <|im_end|>=151645, "\n"=198, <|im_start|>=151644, "user"=872,
 	// <tool_response>=151665, "\n"... the text between the response tags
 	// is "\nok\n": Ċ | ok | Ċ -> 198, 562 ("ok"), 198.
-	got := c.Observation([]string{"ok"}, false)
+	got := c.Observation(nil, []string{"ok"}, false)
 	want := []int32{151645, 198, 151644, 872, 198, 151665, 198, 562, 198, 151666, 151645, 198, 151644, 77091, 198}
 	if !slices.Equal(got, want) {
 		t.Errorf("Observation = %v, want %v", got, want)
 	}
-	if got := c.Observation([]string{"ok"}, true); !slices.Equal(got, want[1:]) {
+	if got := c.Observation(nil, []string{"ok"}, true); !slices.Equal(got, want[1:]) {
 		t.Errorf("Observation after a closed turn = %v, want %v", got, want[1:])
 	}
 	// No responses: close the turn and open the next assistant turn.
-	if got := c.Observation(nil, true); !slices.Equal(got, []int32{198, 151644, 77091, 198}) {
+	if got := c.Observation(nil, nil, true); !slices.Equal(got, []int32{198, 151644, 77091, 198}) {
 		t.Errorf("Observation(nil) = %v", got)
 	}
 }

@@ -50,7 +50,7 @@ func checkUntrustedTextIsPlain(t *testing.T, c *ChatFormat, roundTrips bool) {
 		return []json.RawMessage{b}
 	}
 	kinds := map[string]func(s string) ([]int32, error){
-		"tool result": func(s string) ([]int32, error) { return c.Observation([]string{"ok", s}, false), nil },
+		"tool result": func(s string) ([]int32, error) { return c.Observation(nil, []string{"ok", s}, false), nil },
 		"tool message": func(s string) ([]int32, error) {
 			ids, _, err := c.Render([]Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: "a"}, {Role: "tool", Content: s}}, nil, true)
 			return ids, err

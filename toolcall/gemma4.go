@@ -19,6 +19,11 @@ const (
 	Gemma4Quote         = `<|"|>`
 	// Gemma4TurnEnd ends a Gemma 4 turn.
 	Gemma4TurnEnd = "<turn|>"
+	// Gemma4ChannelOpen and Gemma4ChannelClose delimit a channel, the
+	// thought channel (<|channel>thought\n...<channel|>) holding the
+	// reasoning.
+	Gemma4ChannelOpen  = "<|channel>"
+	Gemma4ChannelClose = "<channel|>"
 )
 
 // Gemma4ToolCall is one call as Gemma 4's chat template renders it; args
@@ -34,8 +39,9 @@ func Gemma4ToolCall(name, args string) string {
 //	<|tool_call>call:search{k:3,query:<|"|>Doctor Strange<|"|>}<tool_call|>
 //
 // Any text may precede the first block (the thought channel, content);
-// between blocks only white space is allowed, and after the last only white
-// space and one <|tool_response> (with which the model hands the turn to
+// the calls are read after the reasoning (CallSyntax.ContentStart), which
+// may mention the tags. Between blocks only white space is allowed, and
+// after the last only white space and one <|tool_response> (with which the model hands the turn to
 // the tools) or <turn|>. Inside a block the arguments are key:value pairs
 // separated by commas, keys bare, strings between <|"|> delimiters (taken
 // as they are: the template escapes nothing), numbers, true, false and
@@ -45,6 +51,7 @@ func Gemma4ToolCall(name, args string) string {
 // (unopened_tag, unclosed_tag, malformed_call, missing_name,
 // bad_arguments, trailing_text).
 func ParseGemma4(text string) ([]Call, error) {
+	text = text[Gemma4.ContentStart(text):]
 	first := strings.Index(text, Gemma4CallOpen)
 	head := text
 	if first >= 0 {

@@ -79,3 +79,26 @@ func TestParseGemma4(t *testing.T) {
 		t.Errorf("String() = %q", Gemma4.String())
 	}
 }
+
+// A thought channel that mentions the call tags is reasoning, not a call:
+// the real call after it parses, and a turn whose only mention is in the
+// reasoning holds none. The thought may also be one the observation opened
+// (thinking on), which the turn only closes.
+func TestParseGemma4ReasoningMentionsTheTags(t *testing.T) {
+	call := Gemma4ToolCall("search", "query:"+Gemma4Quote+"Kamo"+Gemma4Quote) + Gemma4ResponseOpen
+	for _, thought := range []string{
+		"<|channel>thought\nI will write <|tool_call>call:search{ next, then <tool_call|>.\n<channel|>",
+		"I could write <|tool_call> unclosed\n<channel|>",
+	} {
+		calls, err := ParseGemma4(thought + call)
+		if err != nil || len(calls) != 1 || calls[0].Name != "search" || string(calls[0].Arguments) != `{"query":"Kamo"}` {
+			t.Errorf("%q: %+v, %v; want the call after the reasoning", thought, calls, err)
+		}
+		if calls, err := ParseGemma4(thought + "<answer>Paris</answer><turn|>"); err != nil || calls != nil {
+			t.Errorf("a mention in the reasoning alone: %+v, %v; want no call", calls, err)
+		}
+	}
+	if got := Gemma4.ContentStart("a<channel|>b<channel|>c"); got != len("a<channel|>b<channel|>") {
+		t.Errorf("ContentStart = %d", got)
+	}
+}

@@ -58,21 +58,31 @@ func splitHermes(text string) (head string, calls []Written, ok bool) {
 // object of its parameters' texts (strings, in order; see ParseXML without
 // schemas), which the template writes back as they were written, and head
 // is the text before the first call (after the reasoning, which may
-// mention the tags) less "\n\n". Any other syntax is read as Hermes
-// blocks.
+// mention the tags) less "\n\n". Gemma 4's calls are read the same way,
+// each call's Args the JSON object ParseGemma4 reads (the template writes
+// an object's members back as format_argument does), and head is the text
+// before the first call (after the thought channel), whole. Any other
+// syntax is read as Hermes blocks.
 func Split(syntax CallSyntax, text string) (head string, calls []Written, ok bool) {
-	if syntax != QwenXML {
+	var parsed []Call
+	var err error
+	switch syntax {
+	case QwenXML:
+		parsed, err = ParseXML(text, nil)
+	case Gemma4:
+		parsed, err = ParseGemma4(text)
+	default:
 		return splitHermes(text)
 	}
-	if !strings.Contains(text, ToolCallOpen) {
-		return text, nil, false
-	}
-	parsed, err := ParseXML(text, nil)
 	if err != nil || len(parsed) == 0 { // none: the reasoning's mention of the tags is content
 		return text, nil, false
 	}
-	from := QwenXML.ContentStart(text)
-	head = strings.TrimSuffix(text[:from+strings.Index(text[from:], ToolCallOpen)], "\n\n")
+	from := syntax.ContentStart(text)
+	open, _ := syntax.CallTags()
+	head = text[:from+strings.Index(text[from:], open)]
+	if syntax == QwenXML {
+		head = strings.TrimSuffix(head, "\n\n")
+	}
 	for _, c := range parsed {
 		calls = append(calls, Written{Name: c.Name, Args: string(c.Arguments)})
 	}

@@ -31,3 +31,21 @@ func TestSplitXMLReasoningMentionsTheTag(t *testing.T) {
 		t.Errorf("a mention in the reasoning alone: Split = %q, %+v, %v; want the text, no call", head, calls, ok)
 	}
 }
+
+// A Gemma 4 turn splits into the text before its first call (the thought
+// channel, which may mention the tags) and its calls, each call's
+// arguments the JSON object of what it wrote; a mention in the thought
+// alone is no call.
+func TestSplitGemma4(t *testing.T) {
+	thought := "<|channel>thought\nI will write <|tool_call> next.\n<channel|>"
+	call := Gemma4ToolCall("search", "k:3,query:"+Gemma4Quote+"Kamo"+Gemma4Quote) + Gemma4ToolCall("lookup", "")
+	head, calls, ok := Split(Gemma4, thought+call+Gemma4ResponseOpen)
+	if !ok || head != thought || len(calls) != 2 || calls[0].Name != "search" || calls[0].Args != `{"k":3,"query":"Kamo"}` ||
+		calls[1].Name != "lookup" || calls[1].Args != `{}` {
+		t.Fatalf("Split = %q, %+v, %v", head, calls, ok)
+	}
+	text := thought + "<answer>Paris</answer>"
+	if head, calls, ok := Split(Gemma4, text); ok || head != text || calls != nil {
+		t.Errorf("a mention in the reasoning alone: Split = %q, %+v, %v; want the text, no call", head, calls, ok)
+	}
+}

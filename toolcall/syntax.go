@@ -64,26 +64,57 @@ func (s CallSyntax) TurnEnds() []string {
 	return []string{TurnEnd}
 }
 
-// PromptOpensThink reports whether the family's generation prompt writes
-// the "<think>" that opens the turn's reasoning (Qwen3.5's, with thinking
-// on), so that a turn may close a think block it did not open.
-func (s CallSyntax) PromptOpensThink() bool { return s == QwenXML }
+// PromptOpensThink reports whether the family's generation prompt may
+// write the opening of the turn's reasoning, so that a turn may close a
+// block it did not open: Qwen3.5's "<think>" with thinking on, and Gemma
+// 4's "<|channel>thought\n", which the observation after tool responses
+// writes while thinking is on.
+func (s CallSyntax) PromptOpensThink() bool { return s == QwenXML || s == Gemma4 }
+
+// ThinkTags are the tags that open and close the family's reasoning:
+// Gemma 4's thought channel (<|channel> and <channel|>), <think> and
+// </think> for the others.
+func (s CallSyntax) ThinkTags() (open, close string) {
+	if s == Gemma4 {
+		return Gemma4ChannelOpen, Gemma4ChannelClose
+	}
+	return ThinkOpen, ThinkClose
+}
+
+// CallTags are the tags that open and close a tool call in the family's
+// syntax: Gemma 4's <|tool_call> and <tool_call|>, <tool_call> and
+// </tool_call> for the others (Llama 3's bare JSON has none; see
+// LlamaCall).
+func (s CallSyntax) CallTags() (open, close string) {
+	if s == Gemma4 {
+		return Gemma4CallOpen, Gemma4CallClose
+	}
+	return ToolCallOpen, ToolCallClose
+}
 
 // ContentStart is the byte offset in an assistant turn's text where its
-// content begins, after its reasoning: for Qwen3.5 (QwenXML) just after the
+// content begins, after its reasoning, so that reasoning that mentions the
+// call tags is never read as calls: for Qwen3.5 (QwenXML) just after the
 // last </think>, where its chat template splits the two
-// (content.split('</think>')[-1]), so that reasoning that mentions the call
-// tags is never read as calls; 0 when the text has no </think>, and for the
+// (content.split('</think>')[-1]); for Gemma 4 just after the last
+// <channel|>, which closes its thought channel (the template strips each
+// channel from the content); 0 when the text has no such tag, and for the
 // other syntaxes, whose calls are read from the whole text.
 func (s CallSyntax) ContentStart(text string) int {
-	if s != QwenXML {
+	var end string
+	switch s {
+	case QwenXML:
+		end = ThinkClose
+	case Gemma4:
+		end = Gemma4ChannelClose
+	default:
 		return 0
 	}
-	i := strings.LastIndex(text, ThinkClose)
+	i := strings.LastIndex(text, end)
 	if i < 0 {
 		return 0
 	}
-	return i + len(ThinkClose)
+	return i + len(end)
 }
 
 // Parse extracts the tool calls of an assistant turn written in

@@ -57,7 +57,7 @@ func (banditChat) Prompt(_, user string, _ []json.RawMessage) ([]int32, error) {
 	return append([]int32(nil), banditPrompt[c]...), nil
 }
 
-func (banditChat) Observation([]string, bool) []int32 { return nil }
+func (banditChat) Observation(_, _ []string, _ bool) []int32 { return nil }
 
 func (banditChat) EndsTurn(int32) (bool, bool) { return true, true }
 

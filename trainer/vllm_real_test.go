@@ -89,10 +89,10 @@ func (c realChat) Prompt(_, user string, _ []json.RawMessage) ([]int32, error) {
 	k, _ := strconv.Atoi(user)
 	return []int32{int32(17 + k), 301, 5, 499, 42, 42, 7, 256, 90, 3}, nil
 }
-func (c realChat) Observation([]string, bool) []int32 { return []int32{11, 12, 13} }
-func (c realChat) EndsTurn(id int32) (bool, bool)     { return id == c.stop, id == c.stop }
-func (c realChat) Decode(ids []int32) string          { return fmt.Sprint(ids) }
-func (c realChat) StopIDs() []int32                   { return []int32{c.stop} }
+func (c realChat) Observation(_, _ []string, _ bool) []int32 { return []int32{11, 12, 13} }
+func (c realChat) EndsTurn(id int32) (bool, bool)            { return id == c.stop, id == c.stop }
+func (c realChat) Decode(ids []int32) string                 { return fmt.Sprint(ids) }
+func (c realChat) StopIDs() []int32                          { return []int32{c.stop} }
 
 // threeTurns answers every turn until the third, which ends the episode.
 type threeTurns struct{ turns int }

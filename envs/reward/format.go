@@ -7,14 +7,11 @@ import (
 	"github.com/agentrl/agentrl/toolcall"
 )
 
-// The protocol's tags.
+// The protocol's answer tags (the think and call tags are the syntax's:
+// CallSyntax.ThinkTags and CallTags).
 const (
-	tagThinkOpen     = toolcall.ThinkOpen
-	tagThinkClose    = toolcall.ThinkClose
-	tagToolCallOpen  = toolcall.ToolCallOpen
-	tagToolCallClose = toolcall.ToolCallClose
-	tagAnswerOpen    = toolcall.AnswerOpen
-	tagAnswerClose   = toolcall.AnswerClose
+	tagAnswerOpen  = toolcall.AnswerOpen
+	tagAnswerClose = toolcall.AnswerClose
 )
 
 // FormatTurn is one assistant turn as the format reward sees it.
@@ -28,16 +25,18 @@ type FormatTurn struct {
 //   - every turn but the last holds parseable tool calls (CallsOK) and no
 //     <answer> tag;
 //   - the last turn holds exactly one <answer>...</answer>, no tool call
-//     (Hermes: no tool-call tag; Qwen3.5: none after its reasoning, which
-//     may mention them; Llama 3: it does not start with the "{" of a
-//     call), and nothing after </answer> but whitespace and an
-//     optional end of turn (Hermes: <|im_end|>; Llama 3: <|eot_id|> or
-//     <|eom_id|>);
-//   - in every turn the <think> blocks are optional but balanced (never
-//     nested, every one closed) and the action (the call or <answer>)
-//     comes after the last </think>; where the generation prompt opens
-//     the first block (Qwen3.5: calls.PromptOpensThink), a turn whose
-//     first think tag is </think> closes that block.
+//     (Hermes: no tool-call tag; Qwen3.5 and Gemma 4: none after its
+//     reasoning, which may mention them; Llama 3: it does not start with
+//     the "{" of a call), and nothing after </answer> but whitespace and
+//     an optional end of turn (Hermes: <|im_end|>; Llama 3: <|eot_id|> or
+//     <|eom_id|>; Gemma 4: <turn|>);
+//   - in every turn the think blocks (<think>...</think>; Gemma 4's
+//     <|channel>...<channel|>: calls.ThinkTags) are optional but balanced
+//     (never nested, every one closed) and the action (the call or
+//     <answer>) comes after the last close; where the generation prompt
+//     or the observation opens the first block (Qwen3.5, Gemma 4:
+//     calls.PromptOpensThink), a turn whose first think tag is a close
+//     closes that block.
 //
 // It is all-or-nothing so that it cannot be farmed turn by turn.
 func Format(calls toolcall.CallSyntax, turns []FormatTurn) float64 {
@@ -61,12 +60,13 @@ func toolTurnOK(calls toolcall.CallSyntax, t FormatTurn) bool {
 	// A call only inside the reasoning (before Qwen3.5's last </think>) is
 	// no call.
 	start := callStart(calls, t.Text)
-	return start >= 0 && thinkOK(t.Text, start, calls.PromptOpensThink())
+	return start >= 0 && thinkOK(calls, t.Text, start)
 }
 
 // callStart is the byte offset of the turn's first tool call, -1 when it
 // has none: Hermes' first <tool_call>, Qwen3.5's first after its reasoning
-// (calls.ContentStart), Llama 3's "{".
+// (calls.ContentStart), Gemma 4's first <|tool_call> after its thought
+// channel, Llama 3's "{".
 func callStart(calls toolcall.CallSyntax, text string) int {
 	if calls == toolcall.LlamaJSON {
 		call, ok := toolcall.LlamaCall(text)
@@ -76,7 +76,8 @@ func callStart(calls toolcall.CallSyntax, text string) int {
 		return strings.Index(text, call)
 	}
 	from := calls.ContentStart(text)
-	i := strings.Index(text[from:], tagToolCallOpen)
+	open, _ := calls.CallTags()
+	i := strings.Index(text[from:], open)
 	if i < 0 {
 		return -1
 	}
@@ -91,7 +92,8 @@ func answerTurnOK(calls toolcall.CallSyntax, text string) bool {
 			return false
 		}
 	default:
-		if content := text[calls.ContentStart(text):]; strings.Contains(content, tagToolCallOpen) || strings.Contains(content, tagToolCallClose) {
+		callOpen, callClose := calls.CallTags()
+		if content := text[calls.ContentStart(text):]; strings.Contains(content, callOpen) || strings.Contains(content, callClose) {
 			return false
 		}
 	}
@@ -106,16 +108,17 @@ func answerTurnOK(calls toolcall.CallSyntax, text string) bool {
 	if rest != "" && !slices.Contains(calls.TurnEnds(), rest) {
 		return false
 	}
-	return thinkOK(text, open, calls.PromptOpensThink())
+	return thinkOK(calls, text, open)
 }
 
-// thinkOK reports whether the think tags of text are balanced and all close
-// before byte offset action (ignored when negative). With promptOpened,
-// text may start inside a think block: when its first think tag is
-// </think>.
-func thinkOK(text string, action int, promptOpened bool) bool {
+// thinkOK reports whether the think tags of text (calls.ThinkTags) are
+// balanced and all close before byte offset action (ignored when
+// negative). Where the prompt may open the block (calls.PromptOpensThink),
+// text may start inside one: when its first think tag is a close.
+func thinkOK(calls toolcall.CallSyntax, text string, action int) bool {
+	tagThinkOpen, tagThinkClose := calls.ThinkTags()
 	c, o := strings.Index(text, tagThinkClose), strings.Index(text, tagThinkOpen)
-	open := promptOpened && c >= 0 && (o < 0 || c < o)
+	open := calls.PromptOpensThink() && c >= 0 && (o < 0 || c < o)
 	lastClose := -1
 	for i := 0; i < len(text); {
 		switch {

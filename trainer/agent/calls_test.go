@@ -181,3 +181,33 @@ func TestAgentChatOptions(t *testing.T) {
 		}
 	}
 }
+
+// An agent on a Gemma 4 tokenizer reads its episodes' turns in Gemma 4's
+// call syntax (the call runs the tool, after a thought channel that
+// mentions the tags) and renders its prompt with the tools declared.
+func TestGemma4AgentReadsItsCalls(t *testing.T) {
+	dir := tokenizertest.Gemma4Dir(t, "What is 6 times 7?")
+	cfg := config.Default()
+	cfg.Tools.Enabled = []string{"calculator"}
+	a, err := New(context.Background(), Spec{Config: cfg, TokenizerDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.Format.Family() != tokenizer.Gemma4 || a.Env.Calls != toolcall.Gemma4 {
+		t.Fatalf("format %s, env call syntax %v; want gemma4 and %v", a.Format.Family(), a.Env.Calls, toolcall.Gemma4)
+	}
+	s, err := a.Episode(envs.Task{ID: "t", Question: "What is 6 times 7?", Answers: []string{"42"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Chat.Prompt(s.System, s.User, s.Tools); err != nil {
+		t.Fatalf("prompt: %v", err)
+	}
+	q := toolcall.Gemma4Quote
+	turn := "<|channel>thought\nI write <|tool_call> now.<channel|>" + toolcall.Gemma4ToolCall("calculator", "expression:"+q+"6 * 7"+q) + toolcall.Gemma4ResponseOpen
+	res, err := s.Env.Step(context.Background(), envs.Action{Text: turn, Tokens: 20, TotalTokens: 100})
+	if err != nil || res.Done || len(res.Responses) != 1 || res.Responses[0] != "42" || res.Calls[0].Name != "calculator" {
+		t.Errorf("step with a Gemma 4 call: %+v, %v; want the calculator's 42", res, err)
+	}
+}

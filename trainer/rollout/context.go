@@ -64,8 +64,10 @@ type ConvTurn struct {
 
 // Messages are the messages the mode renders before the next turn: the
 // system text (when not empty), the question, then the turns it keeps,
-// each as the assistant's message (assistantMessage) and one tool message
-// per response.
+// each as the assistant's message (assistantMessage; a Gemma 4 turn begun
+// in the thought channel the observation opened with that opening,
+// openedThought) and one tool message per response (none after a Gemma 4
+// turn without calls, whose template would drop them).
 func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Message {
 	var msgs []tokenizer.Message
 	if system != "" {
@@ -80,7 +82,17 @@ func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Mes
 		}
 	}
 	for _, t := range kept {
-		msgs = append(msgs, assistantMessage(c.Calls, t.Text))
+		text := t.Text
+		if c.Calls == toolcall.Gemma4 {
+			text = openedThought(text)
+		}
+		m := assistantMessage(c.Calls, text)
+		msgs = append(msgs, m)
+		if c.Calls == toolcall.Gemma4 && len(m.ToolCalls) == 0 {
+			// Gemma 4's template drops a tool message that follows no call
+			// (a parse error's): the model is shown the turn alone.
+			continue
+		}
 		for _, r := range t.Responses {
 			msgs = append(msgs, tokenizer.Message{Role: "tool", Content: r})
 		}
@@ -88,12 +100,25 @@ func (c Context) Messages(system, user string, turns []ConvTurn) []tokenizer.Mes
 	return msgs
 }
 
+// openedThought is a Gemma 4 turn's text with the thought channel's
+// opening that the observation before it wrote (thinking on) put back:
+// a turn whose first channel tag is <channel|> started inside the
+// channel, and the conversation holds its reasoning whole.
+func openedThought(text string) string {
+	end, open := strings.Index(text, toolcall.Gemma4ChannelClose), strings.Index(text, toolcall.Gemma4ChannelOpen)
+	if end >= 0 && (open < 0 || end < open) {
+		return toolcall.Gemma4ChannelOpen + "thought\n" + text
+	}
+	return text
+}
+
 // assistantMessage is the message a client of a serving engine sends back
 // for an assistant text written in syntax: its tool calls split off
 // (toolcall.Split), each call's arguments a JSON string holding the text
 // the model wrote, as the OpenAI API carries them; Qwen3.5's XML calls keep
 // their arguments as the JSON object of the parameters' texts, which its
-// template takes.
+// template takes, and Gemma 4's as the JSON object ParseGemma4 reads,
+// which its template takes too.
 func assistantMessage(syntax toolcall.CallSyntax, text string) tokenizer.Message {
 	head, calls, ok := toolcall.Split(syntax, text)
 	m := tokenizer.Message{Role: "assistant", Content: head}
@@ -102,7 +127,7 @@ func assistantMessage(syntax toolcall.CallSyntax, text string) tokenizer.Message
 	}
 	for _, c := range calls {
 		args := json.RawMessage(c.Args)
-		if syntax != toolcall.QwenXML {
+		if syntax != toolcall.QwenXML && syntax != toolcall.Gemma4 {
 			args, _ = json.Marshal(c.Args)
 		}
 		m.ToolCalls = append(m.ToolCalls, tokenizer.ToolCall{Name: c.Name, Arguments: args})

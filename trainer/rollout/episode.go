@@ -203,7 +203,7 @@ func (st stepper) step(ctx context.Context, ep *episode, a envs.Action, closed b
 		}
 		total = len(r.context)
 	} else {
-		r.obs = st.chat.Observation(r.res.Responses, closed)
+		r.obs = st.chat.Observation(callNames(r.res), r.res.Responses, closed)
 		total = a.TotalTokens + len(r.obs)
 	}
 	if total >= st.opt.MaxTotalTokens {

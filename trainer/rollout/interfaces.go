@@ -27,8 +27,11 @@ import (
 type Chat interface {
 	Prompt(system, user string, tools []json.RawMessage) ([]int32, error)
 	// Observation is what the environment appends after a turn that called
-	// tools (mask 0); closed says the model ended its turn itself.
-	Observation(responses []string, closed bool) []int32
+	// tools (mask 0): names[j] is the function whose call the j-th response
+	// answers ("" when it answers none, as a parse error's does), which
+	// Gemma 4's template writes with the response; closed says the model
+	// ended its turn itself.
+	Observation(names, responses []string, closed bool) []int32
 	// EndsTurn reports whether a sampled token ends the assistant's turn,
 	// and whether it also closes it (<|im_end|>, eos) or leaves the closing
 	// to the environment (</tool_call>).
@@ -81,9 +84,31 @@ func (c *ChatFormat) Prompt(system, user string, tools []json.RawMessage) ([]int
 	return c.F.Prompt(system, user, tools)
 }
 
-// Observation renders the environment's answer.
-func (c *ChatFormat) Observation(responses []string, closed bool) []int32 {
-	return c.F.Observation(responses, closed)
+// Observation renders the environment's answer, each response after the
+// call it answers (tokenizer.ChatFormat.Observation): the calls are the
+// names up to the first "", so that a response that answers no call is
+// named as the template names one beyond the calls.
+func (c *ChatFormat) Observation(names, responses []string, closed bool) []int32 {
+	var calls []tokenizer.ToolCall
+	for _, n := range names {
+		if n == "" {
+			break
+		}
+		calls = append(calls, tokenizer.ToolCall{Name: n})
+	}
+	return c.F.Observation(calls, responses, closed)
+}
+
+// callNames are the names of a step's calls, one per response: "" for a
+// turn whose calls did not parse (its one response is the error).
+func callNames(res envs.StepResult) []string {
+	names := make([]string, len(res.Calls))
+	for i, c := range res.Calls {
+		if c.ParseError == "" {
+			names[i] = c.Name
+		}
+	}
+	return names
 }
 
 // EndsTurn: every stop id ends the turn; all but </tool_call> close it.

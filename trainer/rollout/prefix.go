@@ -103,7 +103,7 @@ func (s *sched) replay(env Env, src *trajectory.Trajectory, n int) ([]trajectory
 		if res.Done {
 			return nil, fmt.Errorf("replay turn %d: the environment ended the episode there, as it did not before", j)
 		}
-		if obs := s.chat.Observation(res.Responses, closes); !slices.Equal(obs, src.Tokens[end:next]) {
+		if obs := s.chat.Observation(callNames(res), res.Responses, closes); !slices.Equal(obs, src.Tokens[end:next]) {
 			return nil, fmt.Errorf("replay turn %d: the environment answered otherwise than before (a continuation needs tools that answer alike)", j)
 		}
 		out = append(out, turnRecord(envReply{res: res, text: a.Text, gen: a.Tokens, latency: time.Since(t0)}))

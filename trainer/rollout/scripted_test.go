@@ -42,7 +42,7 @@ func (c *fakeChat) Prompt(system, user string, tools []json.RawMessage) ([]int32
 	return []int32{tokPrompt, int32(100 + k)}, nil
 }
 
-func (c *fakeChat) Observation(responses []string, closed bool) []int32 {
+func (c *fakeChat) Observation(_, responses []string, closed bool) []int32 {
 	c.mu.Lock()
 	c.observation++
 	c.mu.Unlock()
