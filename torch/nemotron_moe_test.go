@@ -199,7 +199,7 @@ func TestNemotronHEngineRoutingRecord(t *testing.T) {
 // e_score_correction_bias in float32, as transformers does
 // (_keep_in_fp32_modules_strict), so the float32 routing reads the values
 // the checkpoint holds rather than their bf16 roundings (a bias of 1e-3 x
-// (1 + e/3) rounds to bf16 by up to 2e-6, enough to flip a near tie); a
+// (1 + e/3) rounds to bf16 by up to 6.9e-6, enough to flip a near tie); a
 // bf16 save writes them as float32 and every other tensor as bf16.
 func TestNemotronHRouterFloat32InBF16(t *testing.T) {
 	m, err := NewRandomModel(nemotronMoEConfig(), Float32, CPU, false, 9)
