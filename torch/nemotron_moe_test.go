@@ -272,6 +272,17 @@ func TestNemotronHRouterFloat32InBF16(t *testing.T) {
 			t.Errorf("saved %s: %+v (found %v), want %v", name, info, ok, want)
 		}
 	}
+	if err := CheckWeightsIfPresent(out, m16.Config); err != nil {
+		t.Errorf("the bf16 save's weights: %v", err)
+	}
+	back, err := LoadModel(out, BFloat16, CPU, false)
+	if err != nil {
+		t.Fatalf("the bf16 save does not load: %v", err)
+	}
+	defer back.Free()
+	if got, dt := values(back, "model.layers.1.mixer.gate.e_score_correction_bias"); dt != Float32 || !slices.Equal(got, bias) {
+		t.Errorf("the bias read back from the bf16 save: %s %v, want float32 %v", dt, got, bias)
+	}
 	// The bf16 model routes, and the float32 router takes a float32 gradient.
 	o, err := m16.Forward(routingBatch(), ForwardOptions{Grad: true, RecordRouting: true})
 	if err != nil {
