@@ -650,7 +650,13 @@ void add_params(ar_model_s &m, Owner &owner, const Param<Owner> (&rows)[N], cons
                 int64_t layer = -1) {
   for (const auto &r : rows) {
     if (!has(r.when, m.cfg, layer)) continue;
-    at::Tensor t = at::zeros(shape(r.shape, m.cfg, layer), at::TensorOptions().dtype(m.dtype).device(m.dev));
+    // A Nemotron-H router's weight and score bias stay float32 in a bf16 or
+    // f16 model, as transformers keeps them (_keep_in_fp32_modules_strict).
+    at::ScalarType dt = m.dtype;
+    if (m.cfg.nemotron != 0 && (dt == at::kBFloat16 || dt == at::kHalf) &&
+        (std::strcmp(r.key, "mixer.gate.weight") == 0 || std::strcmp(r.key, "mixer.gate.e_score_correction_bias") == 0))
+      dt = at::kFloat;
+    at::Tensor t = at::zeros(shape(r.shape, m.cfg, layer), at::TensorOptions().dtype(dt).device(m.dev));
     // Buffers in transformers: not trained.
     t.set_requires_grad(std::strcmp(r.key, "layer_scalar") != 0 && std::strcmp(r.key, "mixer.gate.e_score_correction_bias") != 0);
     m.names.push_back(prefix + r.key);

@@ -657,7 +657,8 @@ func unusedTensors(want func(name string) bool, cfg Config, names []string, valu
 var stOfDType = map[DType]safetensors.DType{Float32: safetensors.F32, Float16: safetensors.F16, BFloat16: safetensors.BF16}
 
 // Save writes the model as a Hugging Face folder: config.json and
-// model.safetensors (sharded above 5 GB) in the model's dtype, plus
+// model.safetensors (sharded above 5 GB) in the model's dtype (a
+// parameter kept wider in its own), plus
 // value_head.safetensors when the model has a value head. Other files in
 // dir (tokenizer, optimizer state) are left alone. A LoRA model is an
 // error: its adapters are saved with peft.Save, or merged (NewMergedModel)
@@ -691,6 +692,14 @@ func (m *Model) Save(dir string) error {
 			return err
 		}
 		shape, err := p.Shape()
+		// A parameter kept wider than the model (a Nemotron-H router's, in
+		// float32) is saved in its own dtype, as transformers saves it.
+		pdt, psdt := m.DType, sdt
+		if d := p.DType(); d != m.DType {
+			if s, ok := stOfDType[d]; ok {
+				pdt, psdt = d, s
+			}
+		}
 		p.Free()
 		if err != nil {
 			return err
@@ -699,13 +708,13 @@ func (m *Model) Save(dir string) error {
 		if m.Config.IsNemotron() {
 			saved = m.Config.checkpointName(name) // backbone.*, as the published checkpoints
 		}
-		st := safetensors.Tensor{Name: saved, DType: sdt, Shape: shape, Fill: func(dst []byte) error {
+		st := safetensors.Tensor{Name: saved, DType: psdt, Shape: shape, Fill: func(dst []byte) error {
 			p, err := m.Param(name)
 			if err != nil {
 				return err
 			}
 			defer p.Free()
-			return p.CopyBytes(m.DType, dst)
+			return p.CopyBytes(pdt, dst)
 		}}
 		if IsValueHead(name) {
 			head = append(head, st)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/internal/pyinterop"
+	"github.com/agentrl/agentrl/torch/safetensors"
 )
 
 // nemotronNano is Nemotron 3 Nano 30B-A3B's config (NemotronHConfig's
@@ -191,5 +192,123 @@ func TestNemotronHEngineRoutingRecord(t *testing.T) {
 			}
 		}
 		e.Free()
+	}
+}
+
+// A bf16 Nemotron-H model keeps its routers' weights and
+// e_score_correction_bias in float32, as transformers does
+// (_keep_in_fp32_modules_strict), so the float32 routing reads the values
+// the checkpoint holds rather than their bf16 roundings (a bias of 1e-3 x
+// (1 + e/3) rounds to bf16 by up to 6.9e-6, enough to flip a near tie); a
+// bf16 save writes them as float32 and every other tensor as bf16.
+func TestNemotronHRouterFloat32InBF16(t *testing.T) {
+	m, err := NewRandomModel(nemotronMoEConfig(), Float32, CPU, false, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Free()
+	if err := m.InitRandom(9, 0.2); err != nil {
+		t.Fatal(err)
+	}
+	bias := make([]float32, 8)
+	for e := range bias {
+		bias[e] = 1e-3 * (1 + float32(e)/3)
+	}
+	bt, err := FromFloat32(bias, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.SetParam("model.layers.1.mixer.gate.e_score_correction_bias", bt)
+	bt.Free()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := m.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	m16, err := LoadModel(dir, BFloat16, CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m16.Free()
+	values := func(m *Model, name string) ([]float32, DType) {
+		t.Helper()
+		p, err := m.Param(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Free()
+		v, err := p.Float32s()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, p.DType()
+	}
+	for _, name := range []string{"model.layers.1.mixer.gate.weight", "model.layers.1.mixer.gate.e_score_correction_bias",
+		"model.layers.3.mixer.gate.weight"} {
+		want, _ := values(m, name)
+		got, dt := values(m16, name)
+		if dt != Float32 || !slices.Equal(got, want) {
+			t.Errorf("%s in the bf16 model: %s, equal to the checkpoint's float32 values: %v", name, dt, slices.Equal(got, want))
+		}
+	}
+	if _, dt := values(m16, "model.layers.1.mixer.shared_experts.up_proj.weight"); dt != BFloat16 {
+		t.Errorf("the shared expert's weight is %s in the bf16 model, want bf16", dt)
+	}
+	out := t.TempDir()
+	if err := m16.Save(out); err != nil {
+		t.Fatal(err)
+	}
+	r, err := safetensors.Open(filepath.Join(out, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for name, want := range map[string]safetensors.DType{"backbone.layers.1.mixer.gate.weight": safetensors.F32,
+		"backbone.layers.1.mixer.gate.e_score_correction_bias":  safetensors.F32,
+		"backbone.layers.1.mixer.shared_experts.up_proj.weight": safetensors.BF16} {
+		if info, ok := r.Info(name); !ok || info.DType != want {
+			t.Errorf("saved %s: %+v (found %v), want %v", name, info, ok, want)
+		}
+	}
+	if err := CheckWeightsIfPresent(out, m16.Config); err != nil {
+		t.Errorf("the bf16 save's weights: %v", err)
+	}
+	back, err := LoadModel(out, BFloat16, CPU, false)
+	if err != nil {
+		t.Fatalf("the bf16 save does not load: %v", err)
+	}
+	defer back.Free()
+	if got, dt := values(back, "model.layers.1.mixer.gate.e_score_correction_bias"); dt != Float32 || !slices.Equal(got, bias) {
+		t.Errorf("the bias read back from the bf16 save: %s %v, want float32 %v", dt, got, bias)
+	}
+	// The bf16 model routes, and the float32 router takes a float32 gradient.
+	o, err := m16.Forward(routingBatch(), ForwardOptions{Grad: true, RecordRouting: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Free()
+	s := NewScope()
+	defer s.Close()
+	loss := s.Neg(s.Sum(o.LogProbs))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m16.Param("model.layers.1.mixer.gate.weight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Free()
+	g, err := p.Grad()
+	if err != nil || g == nil {
+		t.Fatalf("no gradient reaches the float32 router (%v)", err)
+	}
+	defer g.Free()
+	if g.DType() != Float32 {
+		t.Errorf("the router's gradient is %s, want float32", g.DType())
 	}
 }

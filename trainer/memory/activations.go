@@ -99,12 +99,22 @@ type Workload struct {
 // (a row of the chunk's pairwise decays, of C.B and of their product);
 // and the state entering each chunk, H x head_dim x N per C tokens.
 //
+// A Gemma 4 layer keeps what gemmaLayer says (its own head size and
+// key/value heads, a kv-shared layer no keys or values, a double-wide
+// MLP, the per-layer input's gate), and the per-layer inputs are made once
+// for all layers: their projection, its norm's and the inputs themselves
+// (2 x layers x hidden_size_per_layer_input in the model's dtype, the
+// norm's in float32).
+//
 // The LM head's logits whole (LogitsChunk 0) are three [tokens, vocab]
 // float32 tensors at the backward's peak (the log-softmax kept by the
 // forward, its gradient and the gradient of the logits). In chunks, two
 // [chunk, vocab] float32 buffers at a time, the LM head's gradient [vocab,
 // hidden] before it is added to the parameter's (when HeadGrad), and the
-// hidden states' gradient [tokens, hidden].
+// hidden states' gradient [tokens, hidden]. Gemma 4's capped logits
+// (final_logit_softcapping) are whole whatever LogitsChunk (the chunks'
+// backward knows no cap): four [tokens, vocab] float32 tensors, tanh's
+// output kept besides.
 func Activations(c torch.Config, w Workload) int64 {
 	tok := int64(w.Micro) * int64(w.Seq)
 	h, v, b := int64(c.Hidden), int64(c.Vocab), w.Bytes
@@ -119,6 +129,9 @@ func Activations(c torch.Config, w Workload) int64 {
 		attention = int64(c.Heads) * 4 // a float32 log-sum-exp per head
 	}
 	layer := func(i int) int64 { // the bytes layer i keeps
+		if c.IsGemma4() {
+			return gemmaLayer(c, w, i, attention)
+		}
 		if c.IsNemotron() {
 			return nemotronLayer(c, w, c.Nemotron.Blocks[i], attention)
 		}
@@ -157,7 +170,14 @@ func Activations(c torch.Config, w Workload) int64 {
 	if w.SDPA && c.KVHeads > 0 {
 		layers += int64(w.Micro) * int64(c.Heads/c.KVHeads) * int64(w.Seq) * ((int64(w.Seq) + 7) / 8 * 8) * b
 	}
+	if g := c.Gemma; g != nil && g.PerLayerDim > 0 { // the per-layer inputs, made once for every layer
+		lp := int64(c.Layers) * int64(g.PerLayerDim)
+		layers += tok * (2*lp*b + gemmaNorm(lp, b))
+	}
 	logits := 3 * tok * v * 4
+	if c.Gemma != nil && c.Gemma.FinalSoftcap > 0 { // capped: whole, and tanh's output kept too
+		return layers + 4*tok*v*4
+	}
 	if w.LogitsChunk > 0 {
 		logits = 2*min(int64(w.LogitsChunk), tok)*v*4 + tok*h*b
 		if w.HeadGrad {
@@ -193,4 +213,67 @@ func nemotronLayer(c torch.Config, w Workload, block string, attention int64) in
 	d := inner + 2*int64(n.Groups)*state
 	chunks := int64(w.Micro) * ((int64(w.Seq) + chunk - 1) / chunk)
 	return (tok*(4*h+inner+d+heads+2*d+3*heads*state+7*inner+4*heads+3*heads*min(chunk, int64(w.Seq))) + chunks*inner*state) * 4
+}
+
+// gemmaNorm is the bytes per token a Gemma 4 RMSNorm of width n keeps
+// (cgo/gemma4.cpp's gemma_norm, in float32 whatever the model's dtype):
+// its normalised value, and its input's float32 copy where the model's
+// dtype b is narrower. Its input and output are counted where they are
+// made and read.
+func gemmaNorm(n, b int64) int64 {
+	if b < 4 {
+		return 2 * n * 4
+	}
+	return n * 4
+}
+
+// gemmaLayer is the bytes Gemma 4's layer i keeps (cgo/layer.cpp's
+// attention_block and Gemma 4 branch of decoder_layer, cgo/gemma4.cpp),
+// attention the per-token bytes of its attention probabilities. Per
+// token, in the model's dtype: 6 hidden-sized (the layer's input, the
+// input norm's output, the o projection, the residual sum, the
+// pre-feedforward norm's output, the down projection) and four norms'
+// (gemmaNorm) over the hidden size (input, post-attention,
+// pre-feedforward, post-feedforward); of the layer's query width (heads x
+// its head size: a full layer's is global_head_dim) the q projection, the
+// roped queries' grouped copy and the attention output, and q_norm's; of
+// its key/value width (its key/value heads x head size), where the layer
+// has keys and values of its own (a kv-shared layer reads another's), the
+// k projection and the roped keys, the v projection (none where
+// attention_k_eq_v makes a full layer's values its keys' projection) and
+// v's unweighted norm's output where it is cast narrower, and the two
+// norms'; 4 of its MLP's width (gate, its GELU, up, their product;
+// twice intermediate_size in a kv-shared layer under
+// use_double_wide_mlp); with per-layer inputs, 2 hidden-sized more (the
+// sum the per-layer gate reads, its projection) and its norm's, and 3 of
+// the per-layer width (the gate, its GELU, their product with the layer's
+// input).
+func gemmaLayer(c torch.Config, w Workload, i int, attention int64) int64 {
+	g, b := c.Gemma, w.Bytes
+	tok, h := int64(w.Micro)*int64(w.Seq), int64(c.Hidden)
+	heads, hd, inter := int64(c.KVHeads), int64(c.HeadDim), int64(c.Intermediate)
+	full := c.LayerTypes[i] != torch.SlidingAttention
+	if full {
+		heads, hd = int64(g.GlobalKVHeads), int64(g.GlobalHeadDim)
+	}
+	shared := i >= c.Layers-g.KVSharedLayers
+	if shared && g.DoubleWideMLP {
+		inter *= 2
+	}
+	q, kv := int64(c.Heads)*hd, heads*hd
+	n := (6*h+3*q+4*inter)*b + 4*gemmaNorm(h, b) + gemmaNorm(q, b)
+	if !shared {
+		own := int64(3)
+		if full && g.KEqV {
+			own = 2
+		}
+		if b < 4 {
+			own++
+		}
+		n += own*kv*b + 2*gemmaNorm(kv, b)
+	}
+	if p := int64(g.PerLayerDim); p > 0 {
+		n += (2*h+3*p)*b + gemmaNorm(h, b)
+	}
+	return tok * (n + attention)
 }

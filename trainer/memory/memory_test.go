@@ -150,3 +150,40 @@ func TestActivationsNemotronMoE(t *testing.T) {
 		t.Errorf("a moe block keeps %d bytes, want %d", got, want)
 	}
 }
+
+// Gemma 4's activations, by hand, for 2 x 10 tokens (20) of a 3-layer
+// model: sliding, full, and a kv-shared full layer with a double-wide MLP
+// (hidden 32, 4 heads, sliding head_dim 8 and 2 kv heads, full head_dim 16
+// and 1 kv head, intermediate 48, per-layer inputs of 4, vocabulary 50,
+// logits capped), per token in f32 (each norm keeps its normalised value):
+// every layer 6x32 + 4 norms x 32 = 320 hidden, 4 x 10 probabilities,
+// per-layer 2x32 + 32 + 3x4 = 108; sliding: q 3x32 + 32 = 128, kv
+// 3x16 + 2x16 = 80, MLP 4x48 = 192; full: q 3x64 + 64 = 256, kv 3x16 +
+// 2x16 = 80, MLP 192; shared: q 256, MLP 4x96 = 384. Layers 868, 996,
+// 1108 floats; the per-layer inputs 3 x 12 = 36; with the largest layer's
+// gradients 868 + 996 + 2 x 1108 + 36 = 4116 floats a token, 329,280
+// bytes. The capped logits are whole whatever the chunk, 4 x 20 x 50 x 4 =
+// 16,000 bytes. In bf16 each norm also keeps its input in float32, each
+// v norm's output its cast (k_eq_v dropping the full layers' v
+// projection), and the rest is 2 bytes.
+func TestActivationsGemma4(t *testing.T) {
+	s, f := torch.SlidingAttention, torch.FullAttention
+	c := torch.Config{Vocab: 50, Hidden: 32, Intermediate: 48, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 8,
+		LayerTypes: []string{s, f, f}, Gemma: &torch.Gemma4{SlidingWindow: 4, GlobalHeadDim: 16, GlobalKVHeads: 1,
+			KVSharedLayers: 1, DoubleWideMLP: true, PerLayerDim: 4, PerLayerVocab: 50, FinalSoftcap: 30}}
+	w := Workload{Micro: 2, Seq: 10, LogitsChunk: 4, HeadGrad: true, Bytes: 4}
+	if got, want := Activations(c, w), int64(20*4116*4+16000); got != want {
+		t.Errorf("f32: %d bytes, want %d", got, want)
+	}
+	// bf16, k_eq_v: per token, bytes. Hidden: 6x32x2 + 4 norms x 32 x 8 +
+	// probabilities 4 x 10 x (4+2) = 1,648; per-layer 2x32x2 + 3x4x2 + 32x8 =
+	// 408. Sliding: q 3x32x2 + 32x8 = 448, kv (3+1)x16x2 + 2x16x8 = 384, MLP
+	// 4x48x2 = 384: 3,272. Full: q 3x64x2 + 64x8 = 896, kv (2+1)x16x2 + 2x16x8
+	// = 352, MLP 384: 3,688. Shared: q 896, MLP 768: 3,720. Per-layer
+	// inputs 2x12x2 + 12x8 = 144. 3,272 + 3,688 + 2 x 3,720 + 144 = 14,544
+	// bytes a token.
+	c.Gemma.KEqV, w.Bytes = true, 2
+	if got, want := Activations(c, w), int64(20*14544+16000); got != want {
+		t.Errorf("bf16, k_eq_v: %d bytes, want %d", got, want)
+	}
+}
