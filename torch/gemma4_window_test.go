@@ -2,7 +2,10 @@ package torch
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
+
+	"github.com/agentrl/agentrl/internal/pyinterop"
 )
 
 // A right-padded batch whose short row ends more than a sliding window
@@ -84,6 +87,52 @@ func TestGemma4PaddingPastWindow(t *testing.T) {
 				t.Errorf("gradients of %d parameters, the rows alone %d", len(grads), len(want))
 			}
 		})
+	}
+}
+
+// The same against transformers 5.25: gemma4Small (a window of 8) over
+// right-padded rows of 40 and 30 tokens, row 1's padding queries 38 and 39
+// on left with no real key in their windows. The training forward's
+// logprobs of the real next tokens within 1e-4 of transformers' float64
+// forward in f32; L = -mean logprob over the real next-token pairs within
+// 1e-5 and every parameter's gradient within 1e-4 of the largest entry of
+// transformers' (its autograd), unpacked and packed. transformers' sdpa
+// attention is the reference: its eager attention leaves such a query no
+// key and its NaN spreads to the whole row, real tokens included, as ours
+// did. (The logits of the padding queries themselves are not compared:
+// transformers' are its mask convention's, ours a query's own key's;
+// neither is read.)
+func TestInteropGemma4PaddingPastWindow(t *testing.T) {
+	pyinterop.Python(t)
+	hm := hfModel{Dir: filepath.Join(t.TempDir(), "gemma4-padded"), Family: "gemma4", Config: gemma4Small(), Style: "5", Seed: 62,
+		RefDType: "float64", RefAttn: "sdpa", Full: []int{40, 30}}
+	var made hfMade
+	pyinterop.Run(t, "testdata/interop/hf_model.py", map[string]any{"models": []hfModel{hm}}, &made)
+	m, err := LoadModel(hm.Dir, Float32, CPU, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range loadCases(t, hm.Dir) {
+		if c.Kind == "full" {
+			t.Logf("%s: training forward logprobs max |diff| %.2e", c.Name, fullCaseLogprobs(t, m, c))
+		}
+	}
+	m.Free()
+	full, ref, grads := gradReference(t, hm.Dir, "Gemma4ForCausalLM", "sdpa")
+	b := Batch{B: len(full.InputIDs), T: len(full.InputIDs[0]), IDs: flat(full.InputIDs), Attn: flat(full.AttentionMask),
+		Positions: flat(full.PositionIDs)}
+	for _, packed := range []bool{false, true} {
+		m, err := LoadModel(hm.Dir, Float32, CPU, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loss := shortLoss(t, m, b, full, packed)
+		if math.Abs(loss-ref.Loss) > 1e-5 {
+			t.Errorf("packed %v: loss %v, transformers %v", packed, loss, ref.Loss)
+		}
+		d := holdGradients(t, m, grads, 1e-4, true)
+		t.Logf("packed %v: loss %.6f (transformers %.6f), gradients max |diff| %.2e", packed, loss, ref.Loss, d)
+		m.Free()
 	}
 }
 
