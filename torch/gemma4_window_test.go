@@ -17,9 +17,11 @@ import (
 // row's real tokens). The real tokens' logprobs equal those of each row
 // forwarded by itself, and every parameter's gradient of the sum of the
 // real logprobs the sum of the rows' own, in f32, with activation
-// checkpointing off and on; every one is finite.
+// checkpointing off and on; every one is finite. The same for a Qwen2
+// whose first layer slides over 4 (the same mask).
 func TestGemma4PaddingPastWindow(t *testing.T) {
-	cfg := gemma4TrainConfig()
+	qwen := tinyConfig()
+	qwen.Window, qwen.WindowLayers = 4, []bool{true, false}
 	const T, short = 150, 110
 	rows := [][]int64{seq(T, 3), seq(short, 4)}
 	b := Batch{B: 2, T: T}
@@ -36,9 +38,14 @@ func TestGemma4PaddingPastWindow(t *testing.T) {
 			}
 		}
 	}
-	for _, ckpt := range []bool{false, true} {
-		t.Run(map[bool]string{false: "plain", true: "checkpointing"}[ckpt], func(t *testing.T) {
-			m, err := NewRandomModel(cfg, Float32, CPU, false, 17)
+	for _, k := range []struct {
+		name string
+		cfg  Config
+		ckpt bool
+	}{{"gemma4", gemma4TrainConfig(), false}, {"gemma4/checkpointing", gemma4TrainConfig(), true}, {"qwen2", qwen, false}} {
+		ckpt := k.ckpt
+		t.Run(k.name, func(t *testing.T) {
+			m, err := NewRandomModel(k.cfg, Float32, CPU, false, 17)
 			if err != nil {
 				t.Fatal(err)
 			}
