@@ -82,11 +82,19 @@ at::Tensor gemma_norm(const at::Tensor &x, const at::Tensor &w, double eps) {
 
 at::Tensor sliding_mask(const at::Tensor &mask, const at::Tensor &qpos, const at::Tensor &kpos, int64_t window) {
   at::Tensor far = (qpos.unsqueeze(2) - kpos.unsqueeze(1)) >= window;  // [B,T,L]
-  // A query keeps its own key, so that a padding query far from every real
-  // key (a right-padded row) is not left with none (NaN); a real query's
-  // own key is inside its window anyway.
-  if (far.size(1) == far.size(2)) far = far & ~at::eye(far.size(1), far.options()).unsqueeze(0);
-  return mask.masked_fill(far.view(mask.sizes()), -std::numeric_limits<float>::infinity());
+  at::Tensor out = mask.masked_fill(far.view(mask.sizes()), -std::numeric_limits<float>::infinity());
+  // A padding query of a right-padded row (full_mask lets no query attend
+  // a padding key, its own included) at window or more past the row's last
+  // real token is left with no key: its softmax over -inf alone is NaN, and
+  // the NaN reaches every real query of the row through the next layer's
+  // attention (a zero probability times a NaN value). Such a query attends
+  // its own key instead; its output is never read, and every query with a
+  // key keeps its mask.
+  if (far.size(1) == far.size(2)) {
+    at::Tensor none = (out == 0).any(-1, true).logical_not();  // [B,1,1,T,1]
+    out.masked_fill_(none & at::eye(far.size(1), far.options()), 0);
+  }
+  return out;
 }
 
 GemmaInputs gemma_inputs(const ar_model_s &m, const at::Tensor &ids, const at::Tensor &embedded) {

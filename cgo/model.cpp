@@ -297,8 +297,8 @@ at::Tensor full_mask(const at::Tensor &attn) {
   at::Tensor allowed = causal.unsqueeze(0) & attn.to(at::kBool).unsqueeze(1);  // [B,T,T]
   at::Tensor m = at::zeros(allowed.sizes(), attn.options().dtype(at::kFloat));
   m.masked_fill_(~allowed, -std::numeric_limits<float>::infinity());
-  // A query with no allowed key (impossible with right padding) would give
-  // NaN; give it its own position instead.
+  // Under right padding every query has key 0; a sliding layer's window
+  // can leave a padding query none, which sliding_mask sees to.
   return m.view({attn.size(0), 1, 1, T, T});
 }
 

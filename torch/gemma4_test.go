@@ -120,7 +120,7 @@ func TestInteropGemma4(t *testing.T) {
 // agentrl's export loads in transformers as Gemma4ForCausalLM with every
 // parameter and the logits equal.
 func gemma4Training(t *testing.T, dir string) {
-	full, ref, grads := gradReference(t, dir, "Gemma4ForCausalLM")
+	full, ref, grads := gradReference(t, dir, "Gemma4ForCausalLM", "eager")
 	b := Batch{B: len(full.InputIDs), T: len(full.InputIDs[0]), IDs: flat(full.InputIDs), Attn: flat(full.AttentionMask),
 		Positions: flat(full.PositionIDs)}
 	for _, k := range []struct{ packed, ckpt bool }{{false, false}, {true, false}, {false, true}, {true, true}} {

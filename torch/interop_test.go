@@ -25,6 +25,7 @@ type hfModel struct {
 	MaxShardSize string         `json:"max_shard_size"`
 	Seed         int            `json:"seed"`
 	RefDType     string         `json:"ref_dtype"`
+	RefAttn      string         `json:"ref_attn,omitempty"` // the reference's attn_implementation (hf_model.py; default eager)
 	Full         []int          `json:"full"`
 	Explicit     bool           `json:"explicit"`
 	Decode       []int          `json:"decode"`

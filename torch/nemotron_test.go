@@ -55,7 +55,7 @@ func TestInteropNemotronH(t *testing.T) {
 // checks agentrl's export (backbone.* names) loads in transformers as
 // NemotronHForCausalLM with the same parameters and logits.
 func nemotronTraining(t *testing.T, dir string) {
-	full, ref, grads := gradReference(t, dir, "NemotronHForCausalLM")
+	full, ref, grads := gradReference(t, dir, "NemotronHForCausalLM", "eager")
 	b := Batch{B: len(full.InputIDs), T: len(full.InputIDs[0]), IDs: flat(full.InputIDs), Attn: flat(full.AttentionMask),
 		Positions: flat(full.PositionIDs)}
 	for _, form := range []struct {

@@ -77,8 +77,8 @@ type gradChecked struct {
 // of the model loaded in f32) loads in transformers as class with every
 // parameter and the logits equal, and returns the folder's right-padded
 // case with transformers' loss over it and the file of its gradients
-// (grad_check.py, float64).
-func gradReference(t *testing.T, dir, class string) (full fixtureCase, ref gradChecked, grads string) {
+// (grad_check.py, float64, transformers' attention attn: eager, sdpa).
+func gradReference(t *testing.T, dir, class, attn string) (full fixtureCase, ref gradChecked, grads string) {
 	for _, c := range loadCases(t, dir) {
 		if c.Name == "right_padded" {
 			full = c
@@ -96,7 +96,7 @@ func gradReference(t *testing.T, dir, class string) (full fixtureCase, ref gradC
 	}
 	grads = filepath.Join(t.TempDir(), "grads.safetensors")
 	pyinterop.Run(t, "testdata/interop/grad_check.py", map[string]any{"dir": dir, "ids": full.InputIDs,
-		"mask": full.AttentionMask, "grads": grads, "export": export}, &ref)
+		"mask": full.AttentionMask, "grads": grads, "export": export, "attn": attn}, &ref)
 	t.Logf("export: loads as %s, parameters differ by %g, logits by %g", ref.ExportClass, ref.ExportMaxDiff, ref.ExportLogitsMaxDiff)
 	if ref.ExportClass != class || ref.ExportMaxDiff != 0 || ref.ExportLogitsMaxDiff != 0 {
 		t.Errorf("agentrl's export loads in transformers as %s, its parameters differing from the model's by %g, its logits by %g",
@@ -121,7 +121,7 @@ func gradReference(t *testing.T, dir, class string) (full fixtureCase, ref gradC
 //     transformers as Qwen3_5ForCausalLM with no key missing or unexpected,
 //     every parameter equal to the folder's and the same logits.
 func qwen35Training(t *testing.T, dir string) {
-	full, ref, grads := gradReference(t, dir, "Qwen3_5ForCausalLM")
+	full, ref, grads := gradReference(t, dir, "Qwen3_5ForCausalLM", "eager")
 	b := Batch{B: len(full.InputIDs), T: len(full.InputIDs[0]), IDs: flat(full.InputIDs), Attn: flat(full.AttentionMask),
 		Positions: flat(full.PositionIDs)}
 	for _, form := range []struct {

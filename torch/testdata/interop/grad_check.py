@@ -8,6 +8,7 @@ argv: in.json out.json. in.json holds:
   ids, mask  a right-padded batch [B][T] and its attention mask
   grads      where to write the gradients (safetensors, float64)
   export     a folder agentrl saved from dir
+  attn       transformers' attn_implementation (default eager)
 
 In float64, train mode: the gradient of every parameter of the short loss
   L = -mean of log p(ids[b][t+1] | ids[b][..t]) over the real pairs
@@ -46,8 +47,9 @@ def main():
         a = json.load(f)
     ids = torch.tensor(a["ids"])
     mask = torch.tensor(a["mask"])
+    attn = a.get("attn", "eager")
     model = AutoModelForCausalLM.from_pretrained(
-        a["dir"], dtype=torch.float64, attn_implementation="eager", experts_implementation="eager"
+        a["dir"], dtype=torch.float64, attn_implementation=attn, experts_implementation="eager"
     )
     model.train()
     out = model(input_ids=ids, attention_mask=mask)
@@ -68,10 +70,10 @@ def main():
     save_file(grads, a["grads"])
 
     orig = AutoModelForCausalLM.from_pretrained(
-        a["dir"], dtype=torch.float32, attn_implementation="eager", experts_implementation="eager"
+        a["dir"], dtype=torch.float32, attn_implementation=attn, experts_implementation="eager"
     )
     got, info = AutoModelForCausalLM.from_pretrained(
-        a["export"], dtype=torch.float32, attn_implementation="eager", experts_implementation="eager",
+        a["export"], dtype=torch.float32, attn_implementation=attn, experts_implementation="eager",
         output_loading_info=True
     )
     bad = {k: v for k, v in info.items() if v}

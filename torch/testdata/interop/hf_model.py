@@ -23,6 +23,7 @@ argv: in.json out.json. in.json is {"models": [...]}, one model each:
                   Qwen3.5 MoE checkpoints hold them) instead of per expert
   seed            torch's seed for the weights and the token ids
   ref_dtype       float64 or float32: the dtype of transformers' forward
+  ref_attn        the reference's attn_implementation (default eager)
   full            [T, ...]: lengths of the rows of the right-padded case
                   (padded to the first); an explicit-position-ids case
                   of the same rows follows when explicit is true
@@ -173,7 +174,8 @@ def make(a):
     # grouped_mm, takes no float64).
     moe = a["family"] in MOE or a["config"].get("enable_moe_block", False)  # (Gemma 4's MoE block)
     eager = {"experts_implementation": "eager"} if moe else {}
-    ref = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=dt, attn_implementation="eager", **eager)
+    attn = a.get("ref_attn") or "eager"
+    ref = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=dt, attn_implementation=attn, **eager)
     ref.eval()
     got = getattr(ref.config.get_text_config(), "rope_parameters", None) or {}
     assert {k: got.get(k) for k in rope} == rope, f"transformers reads the {a['style']}.x config's RoPE as {got}, saved {rope}"
