@@ -53,20 +53,7 @@ func packedLossGrads(t *testing.T, m *Model, b PackedBatch) map[string][]float64
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := loss.Backward(); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]float64{}
-	for _, n := range m.Names() {
-		p := s.Adopt(m.Param(n))
-		if g := s.Adopt(p.Grad()); g != nil {
-			out[n], _ = g.Float64s()
-		}
-		if err := p.ZeroGrad(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
+	return backwardGrads(t, s, m, loss)
 }
 
 // Activation checkpointing changes memory, not math, for Gemma 4: each

@@ -163,18 +163,5 @@ func maskedLossGrads(t *testing.T, m *Model, b Batch, mask []float32) ([]float64
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := loss.Backward(); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]float64{}
-	for _, n := range m.Names() {
-		p := s.Adopt(m.Param(n))
-		if g := s.Adopt(p.Grad()); g != nil {
-			out[n], _ = g.Float64s()
-		}
-		if err := p.ZeroGrad(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return lp, out
+	return lp, backwardGrads(t, s, m, loss)
 }

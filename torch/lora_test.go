@@ -384,20 +384,7 @@ func lossGrads(t *testing.T, m *Model, b Batch) map[string][]float64 {
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := loss.Backward(); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]float64{}
-	for _, n := range m.Names() {
-		p := s.Adopt(m.Param(n))
-		if g := s.Adopt(p.Grad()); g != nil {
-			out[n], _ = g.Float64s()
-		}
-		if err := p.ZeroGrad(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
+	return backwardGrads(t, s, m, loss)
 }
 
 // lossValue is S of lossGrads without grad, in float64.
@@ -953,4 +940,24 @@ func TestLoRAQwen35Targets(t *testing.T) {
 		!strings.Contains(err.Error(), "lora target q_proj: no layer of the model has self_attn.q_proj") {
 		t.Errorf("q_proj on a model without attention layers: %v", err)
 	}
+}
+
+// backwardGrads runs loss's backward pass and returns every parameter's
+// gradient by name, zeroing each after.
+func backwardGrads(t *testing.T, s *Scope, m *Model, loss *Tensor) map[string][]float64 {
+	t.Helper()
+	if err := loss.Backward(); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float64{}
+	for _, n := range m.Names() {
+		p := s.Adopt(m.Param(n))
+		if g := s.Adopt(p.Grad()); g != nil {
+			out[n], _ = g.Float64s()
+		}
+		if err := p.ZeroGrad(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
