@@ -138,3 +138,25 @@ func TestToolEnvXMLReasoningMentionsTheTags(t *testing.T) {
 		t.Errorf("outcome %v, components %v; want format 1, total 1.1", total, comp)
 	}
 }
+
+// A Qwen3 (Hermes) turn whose think block mentions the call tags still
+// makes the call written after it, and an answer after such a block still
+// ends the episode: the calls are read after the last </think>, and the
+// episode earns the format reward.
+func TestToolEnvHermesReasoningMentionsTheTags(t *testing.T) {
+	echo := &echoTool{}
+	e := newEnv(t, testConfig(), echo)
+	res := step(t, e, "<think>\nI call a tool by writing <tool_call>, its JSON and </tool_call>.\n</think>\n\n"+
+		call("echo", `{"text": "Eiffel Tower is in Paris"}`)+"<|im_end|>")
+	if res.Done || len(res.Calls) != 1 || !res.Calls[0].OK || res.Calls[0].Name != "echo" || res.Calls[0].Args != `{"text":"Eiffel Tower is in Paris"}` ||
+		echo.calls.Load() != 1 {
+		t.Fatalf("call turn after reasoning that mentions <tool_call>: %+v (tool called %d times)", res, echo.calls.Load())
+	}
+	res = step(t, e, "<think>\nNo further <tool_call> is needed.\n</think>\n\n<answer>Paris</answer><|im_end|>")
+	if !res.Done || res.Stop != trajectory.StopAnswer || res.Answer != "Paris" {
+		t.Fatalf("answer turn after reasoning that mentions <tool_call>: %+v", res)
+	}
+	if total, comp := e.Outcome(); comp["format"] != 1 || !near(total, 1.1) {
+		t.Errorf("outcome %v, components %v; want format 1, total 1.1", total, comp)
+	}
+}

@@ -89,9 +89,9 @@ func toolCallsIn(syntax toolcall.CallSyntax, text string, schemas toolcall.Param
 }
 
 // toolCallsOf parses the <tool_call> blocks of text (toolcall.Split:
-// each call's arguments as the model wrote them, so that a client sending
-// them back renders the same tokens) and returns the text before the first
-// block.
+// after the reasoning, which may mention the tags, each call's arguments
+// as the model wrote them, so that a client sending them back renders the
+// same tokens) and returns the text before the first block.
 func toolCallsOf(text string) ([]openai.ToolCall, string, bool) {
 	head, written, ok := toolcall.Split(toolcall.Hermes, text)
 	if !ok {
@@ -123,10 +123,12 @@ func llamaToolCallsOf(text string) ([]openai.ToolCall, string, bool) {
 
 // xmlToolCallsOf parses Qwen3.5's XML calls, each call's arguments the
 // JSON object of its parameters typed by schemas (toolcall.ParseXML),
-// and returns the text before the first call less the "\n\n" the template
-// puts between content and calls.
+// and returns the text before the first call after the reasoning, which
+// may mention the tags, less the "\n\n" the template puts between content
+// and calls (toolcall.Split's head).
 func xmlToolCallsOf(text string, schemas toolcall.ParamSchemas) ([]openai.ToolCall, string, bool) {
-	if !strings.Contains(text, toolcall.ToolCallOpen) {
+	head, _, ok := toolcall.Split(toolcall.QwenXML, text)
+	if !ok {
 		return nil, "", false
 	}
 	parsed, err := toolcall.ParseXML(text, schemas)
@@ -137,7 +139,7 @@ func xmlToolCallsOf(text string, schemas toolcall.ParamSchemas) ([]openai.ToolCa
 	for i, c := range parsed {
 		calls[i] = functionCall(c.Name, c.Arguments)
 	}
-	return calls, strings.TrimSuffix(text[:strings.Index(text, toolcall.ToolCallOpen)], "\n\n"), true
+	return calls, head, true
 }
 
 // gemma4ToolCallsOf parses Gemma 4's calls (toolcall.Split: after the

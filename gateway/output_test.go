@@ -98,3 +98,21 @@ func TestCallArguments(t *testing.T) {
 		}
 	}
 }
+
+// A finished Qwen3 completion whose think block mentions <tool_call>
+// becomes the call written after it, the reasoning and the text before the
+// call the content; a mention in the reasoning alone is content.
+func TestMakeOutputHermesReasoningMentionsTheTag(t *testing.T) {
+	reasoning := "<think>\nI will write <tool_call> next.\n</think>\n\n"
+	o := makeOutput(reasoning+"Searching.\n"+toolcall.ToolCall("search", `{"query":  "Kamo"}`), EndToken, true, toolcall.Hermes, nil)
+	if o.finish != openai.FinishToolCalls || len(o.toolCalls) != 1 || o.content == nil || *o.content != reasoning+"Searching." {
+		t.Fatalf("%+v, want one call and the text before it", o)
+	}
+	if f := o.toolCalls[0].Function; f.Name != "search" || f.Arguments != `{"query":  "Kamo"}` {
+		t.Errorf("call %+v, want search as written", f)
+	}
+	text := reasoning + "<answer>Paris</answer>"
+	if o := makeOutput(text, EndToken, true, toolcall.Hermes, nil); o.content == nil || *o.content != text || o.toolCalls != nil || o.finish != openai.FinishStop {
+		t.Errorf("a mention in the reasoning alone: %+v, want it all as content", o)
+	}
+}

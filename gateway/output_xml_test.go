@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/agentrl/agentrl/gateway/openai"
@@ -25,6 +26,11 @@ func TestMakeOutputQwenXML(t *testing.T) {
 	}
 	if f := o.toolCalls[1].Function; f.Name != "now" || f.Arguments != `{}` {
 		t.Errorf("call 2 %+v, want now({})", f)
+	}
+	// Reasoning that mentions <tool_call> stays whole in the content.
+	reasoning := "I will write <tool_call> next.\n</think>\n\n"
+	if o := makeOutput(reasoning+call, EndToken, true, toolcall.QwenXML, schemas); len(o.toolCalls) != 1 || o.content == nil || *o.content != strings.TrimSuffix(reasoning, "\n\n") {
+		t.Errorf("reasoning that mentions the tag: %+v, want one call and the reasoning as content", o)
 	}
 	bad := "<tool_call>\n<function=search>\n</tool_call>"
 	if o := makeOutput(bad, EndToken, true, toolcall.QwenXML, schemas); o.content == nil || *o.content != bad || o.toolCalls != nil {

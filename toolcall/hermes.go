@@ -21,12 +21,17 @@ type Call struct {
 //	{"name": "search", "arguments": {"query": "..."}}
 //	</tool_call>
 //
-// A turn may hold zero, one or several blocks. Any text may precede the
-// first block (thinking); between blocks only whitespace is allowed, and
-// after the last only whitespace and one <|im_end|>. Absent or null
-// arguments mean {}. Every problem is a *ParseError with its Kind; the
-// calls are returned only when there is none.
-func ParseHermes(text string) ([]Call, error) { return parseBlocks(text, parseCallBody) }
+// The reasoning, up to the last </think>, is split off first
+// (CallSyntax.ContentStart), so that reasoning that mentions the tags is
+// not read as a call. In the content a turn may hold zero, one or several
+// blocks. Any text may precede the first block; between blocks only
+// whitespace is allowed, and after the last only whitespace and one
+// <|im_end|>. Absent or null arguments mean {}. Every problem is a
+// *ParseError with its Kind; the calls are returned only when there is
+// none.
+func ParseHermes(text string) ([]Call, error) {
+	return parseBlocks(text[Hermes.ContentStart(text):], parseCallBody)
+}
 
 // parseBlocks finds the <tool_call> blocks of text, as ParseHermes
 // describes, and reads the n-th block's body with body.

@@ -111,3 +111,37 @@ func TestParseAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A Qwen3 turn whose think block mentions the tags (an opening, a closing,
+// a whole fake block) still gives the call after it: the calls are read
+// after the last </think>, where Qwen3's template splits the reasoning
+// off; a mention in the reasoning alone is no call. A think block that is
+// never closed is content, as the template reads it (no </think>), so a
+// mention in it is a tag.
+func TestParseHermesReasoningMentionsTheTags(t *testing.T) {
+	call := ToolCall("search", `{"query": "Kamo"}`) + TurnEnd
+	for _, reasoning := range []string{
+		"<think>\nI will write <tool_call> next.\n</think>\n\n",
+		"<think>\nA call ends with </tool_call>.\n</think>\n\n",
+		"<think>\nLike " + ToolCall("search", `{"query": "x"}`) + ", then more.\n</think>\n\n",
+		"<think>\nHalf <tool_call>{\"name\": </think>\n\n",
+	} {
+		calls, err := ParseHermes(reasoning + call)
+		if err != nil || len(calls) != 1 || calls[0].Name != "search" || string(calls[0].Arguments) != `{"query":"Kamo"}` {
+			t.Errorf("%q: %+v, %v; want the call after the reasoning", reasoning, calls, err)
+		}
+		if calls, err := ParseHermes(reasoning + "<answer>Paris</answer>" + TurnEnd); err != nil || calls != nil {
+			t.Errorf("%q: a mention in the reasoning alone: %+v, %v; want no call", reasoning, calls, err)
+		}
+	}
+	var pe *ParseError
+	if _, err := ParseHermes("<think>\nI will write <tool_call> next.\n" + call); !errors.As(err, &pe) || pe.Kind != KindUnclosedTag {
+		t.Errorf("a think block never closed: %v; want %s (it is content)", err, KindUnclosedTag)
+	}
+	if got := Hermes.ContentStart("a</think>b</think>c"); got != len("a</think>b</think>") {
+		t.Errorf("Hermes.ContentStart = %d", got)
+	}
+	if got := LlamaJSON.ContentStart("a</think>b"); got != 0 {
+		t.Errorf("LlamaJSON.ContentStart = %d, want 0 (the whole turn)", got)
+	}
+}

@@ -13,20 +13,14 @@ type Written struct {
 	Args string
 }
 
-// splitHermes is Split for Hermes' <tool_call> blocks.
-func splitHermes(text string) (head string, calls []Written, ok bool) {
-	if !strings.Contains(text, ToolCallOpen) {
-		return text, nil, false
-	}
-	if _, err := ParseHermes(text); err != nil {
-		return text, nil, false
-	}
-	first := strings.Index(text, ToolCallOpen)
-	head = strings.TrimSuffix(text[:first], "\n")
-	for rest := text[first:]; ; {
+// writtenHermes reads the Hermes <tool_call> blocks of content, which
+// ParseHermes has accepted, each call's "arguments" as written ({} when
+// absent or null).
+func writtenHermes(content string) (calls []Written) {
+	for rest := content; ; {
 		open := strings.Index(rest, ToolCallOpen)
 		if open < 0 {
-			break
+			return calls
 		}
 		rest = rest[open+len(ToolCallOpen):]
 		end := strings.Index(rest, ToolCallClose)
@@ -34,9 +28,7 @@ func splitHermes(text string) (head string, calls []Written, ok bool) {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
 		}
-		if json.Unmarshal([]byte(rest[:end]), &body) != nil {
-			return text, nil, false
-		}
+		_ = json.Unmarshal([]byte(rest[:end]), &body) // ParseHermes has read it
 		args := string(body.Arguments)
 		if args == "" || args == "null" {
 			args = "{}"
@@ -44,7 +36,6 @@ func splitHermes(text string) (head string, calls []Written, ok bool) {
 		calls = append(calls, Written{Name: body.Name, Args: args})
 		rest = rest[end+len(ToolCallClose):]
 	}
-	return head, calls, true
 }
 
 // Split reads an assistant text written in syntax the way a serving
@@ -53,16 +44,17 @@ func splitHermes(text string) (head string, calls []Written, ok bool) {
 // puts between content and calls; ok is false when the text has no call or
 // a malformed one (then it is all content).
 //
-// Hermes' <tool_call> blocks keep their "arguments" as written, and head
-// loses one newline. For Qwen3.5's XML calls each call's Args is the JSON
-// object of its parameters' texts (strings, in order; see ParseXML without
-// schemas), which the template writes back as they were written, and head
-// is the text before the first call (after the reasoning, which may
-// mention the tags) less "\n\n". Gemma 4's calls are read the same way,
-// each call's Args the JSON object ParseGemma4 reads (the template writes
-// an object's members back as format_argument does), and head is the text
-// before the first call (after the thought channel), whole. Any other
-// syntax is read as Hermes blocks.
+// In every syntax the calls are read after the reasoning
+// (CallSyntax.ContentStart), which may mention the tags, and head is the
+// text before the first call, reasoning included. Hermes' <tool_call>
+// blocks keep their "arguments" as written, and head loses one newline.
+// For Qwen3.5's XML calls each call's Args is the JSON object of its
+// parameters' texts (strings, in order; see ParseXML without schemas),
+// which the template writes back as they were written, and head loses
+// "\n\n". Gemma 4's calls are read the same way, each call's Args the JSON
+// object ParseGemma4 reads (the template writes an object's members back
+// as format_argument does), and head is whole. Any other syntax is read as
+// Hermes blocks.
 func Split(syntax CallSyntax, text string) (head string, calls []Written, ok bool) {
 	var parsed []Call
 	var err error
@@ -72,15 +64,20 @@ func Split(syntax CallSyntax, text string) (head string, calls []Written, ok boo
 	case Gemma4:
 		parsed, err = ParseGemma4(text)
 	default:
-		return splitHermes(text)
+		syntax = Hermes
+		parsed, err = ParseHermes(text)
 	}
 	if err != nil || len(parsed) == 0 { // none: the reasoning's mention of the tags is content
 		return text, nil, false
 	}
 	from := syntax.ContentStart(text)
 	open, _ := syntax.CallTags()
-	head = text[:from+strings.Index(text[from:], open)]
-	if syntax == QwenXML {
+	first := from + strings.Index(text[from:], open)
+	head = text[:first]
+	switch syntax {
+	case Hermes:
+		return strings.TrimSuffix(head, "\n"), writtenHermes(text[first:]), true
+	case QwenXML:
 		head = strings.TrimSuffix(head, "\n\n")
 	}
 	for _, c := range parsed {

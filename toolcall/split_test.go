@@ -32,6 +32,23 @@ func TestSplitXMLReasoningMentionsTheTag(t *testing.T) {
 	}
 }
 
+// A Qwen3 turn whose reasoning mentions <tool_call> splits at the call
+// after the reasoning: the head is the reasoning and the content before
+// the call (less one newline), each call's arguments as written; a turn
+// whose only mention is in the reasoning holds no call.
+func TestSplitHermesReasoningMentionsTheTag(t *testing.T) {
+	reasoning := "<think>\nI will write <tool_call> next.\n</think>\n\n"
+	call := ToolCall("search", `{"query":  "Kamo"}`)
+	head, calls, ok := Split(Hermes, reasoning+"Searching.\n"+call)
+	if !ok || head != reasoning+"Searching." || len(calls) != 1 || calls[0].Name != "search" || calls[0].Args != `{"query":  "Kamo"}` {
+		t.Fatalf("Split = %q, %+v, %v", head, calls, ok)
+	}
+	text := reasoning + "<answer>Paris</answer>"
+	if head, calls, ok := Split(Hermes, text); ok || head != text || calls != nil {
+		t.Errorf("a mention in the reasoning alone: Split = %q, %+v, %v; want the text, no call", head, calls, ok)
+	}
+}
+
 // A Gemma 4 turn splits into the text before its first call (the thought
 // channel, which may mention the tags) and its calls, each call's
 // arguments the JSON object of what it wrote; a mention in the thought

@@ -94,16 +94,17 @@ func (s CallSyntax) CallTags() (open, close string) {
 
 // ContentStart is the byte offset in an assistant turn's text where its
 // content begins, after its reasoning, so that reasoning that mentions the
-// call tags is never read as calls: for Qwen3.5 (QwenXML) just after the
-// last </think>, where its chat template splits the two
-// (content.split('</think>')[-1]); for Gemma 4 just after the last
+// call tags is never read as calls: for Hermes (Qwen3) and Qwen3.5
+// (QwenXML) just after the last </think>, where their chat templates split
+// the two (content.split('</think>')[-1]); for Gemma 4 just after the last
 // <channel|>, which closes its thought channel (the template strips each
-// channel from the content); 0 when the text has no such tag, and for the
-// other syntaxes, whose calls are read from the whole text.
+// channel from the content); 0 when the text has no such tag (a think
+// block never closed is content, as the templates read it), and for
+// Llama 3, whose turn is a call only when it starts with one.
 func (s CallSyntax) ContentStart(text string) int {
 	var end string
 	switch s {
-	case QwenXML:
+	case Hermes, QwenXML:
 		end = ThinkClose
 	case Gemma4:
 		end = Gemma4ChannelClose

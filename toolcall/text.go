@@ -18,8 +18,9 @@
 // The default format is Qwen2.5/Qwen3's: ChatML turns (<|im_start|>role ...
 // <|im_end|>) and Hermes-style tool calls, a JSON object
 // {"name": ..., "arguments": {...}} between <tool_call> tags. The reasoning
-// of a Qwen3.5 turn is split off (CallSyntax.ContentStart) before its calls
-// are parsed.
+// of a turn (up to Qwen3's and Qwen3.5's last </think>, Gemma 4's thought
+// channel) is split off (CallSyntax.ContentStart) before its calls are
+// parsed.
 package toolcall
 
 // The tags of the agent's turns and of the tool responses it reads.

@@ -25,7 +25,7 @@ type FormatTurn struct {
 //   - every turn but the last holds parseable tool calls (CallsOK) and no
 //     <answer> tag;
 //   - the last turn holds exactly one <answer>...</answer>, no tool call
-//     (Hermes: no tool-call tag; Qwen3.5 and Gemma 4: none after its
+//     (Hermes, Qwen3.5 and Gemma 4: no tool-call tag after its
 //     reasoning, which may mention them; Llama 3: it does not start with
 //     the "{" of a call), and nothing after </answer> but whitespace and
 //     an optional end of turn (Hermes: <|im_end|>; Llama 3: <|eot_id|> or
@@ -57,14 +57,14 @@ func toolTurnOK(calls toolcall.CallSyntax, t FormatTurn) bool {
 	if !t.CallsOK || strings.Contains(t.Text, tagAnswerOpen) || strings.Contains(t.Text, tagAnswerClose) {
 		return false
 	}
-	// A call only inside the reasoning (before Qwen3.5's last </think>) is
-	// no call.
+	// A call only inside the reasoning (before the last </think>, or
+	// Gemma 4's <channel|>) is no call.
 	start := callStart(calls, t.Text)
 	return start >= 0 && thinkOK(calls, t.Text, start)
 }
 
 // callStart is the byte offset of the turn's first tool call, -1 when it
-// has none: Hermes' first <tool_call>, Qwen3.5's first after its reasoning
+// has none: Hermes' and Qwen3.5's first <tool_call> after the reasoning
 // (calls.ContentStart), Gemma 4's first <|tool_call> after its thought
 // channel, Llama 3's "{".
 func callStart(calls toolcall.CallSyntax, text string) int {

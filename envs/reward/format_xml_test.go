@@ -41,8 +41,8 @@ func TestFormatUnopenedThink(t *testing.T) {
 	}
 }
 
-// Qwen3.5's reasoning may mention the call tags: the turns are judged by
-// what follows it, a call after reasoning that mentions <tool_call> is a
+// Qwen3.5's (and Qwen3's) reasoning may mention the call tags: the turns
+// are judged by what follows it, a call after reasoning that mentions <tool_call> is a
 // call turn, and an answer after it an answer turn.
 func TestFormatQwenXMLReasoningMentionsTheTags(t *testing.T) {
 	call := FormatTurn{Text: "A call is written <tool_call>...</tool_call>.\n</think>\n\n" +
@@ -51,8 +51,14 @@ func TestFormatQwenXMLReasoningMentionsTheTags(t *testing.T) {
 	if got := Format(toolcall.QwenXML, []FormatTurn{call, answer}); got != 1 {
 		t.Errorf("Format = %v, want 1", got)
 	}
-	// Hermes reads the whole turn, as before: the mention is a tag.
-	if got := Format(toolcall.Hermes, []FormatTurn{{Text: "<think>No <tool_call> is needed.</think>\n\n<answer>Paris</answer><|im_end|>"}}); got != 0 {
-		t.Errorf("Hermes: Format = %v, want 0", got)
+	// Hermes (Qwen3) reads the turn after its last </think> too.
+	hermesCall := FormatTurn{Text: "<think>A call is written <tool_call>...</tool_call>.</think>\n\n" +
+		toolcall.ToolCall("search", `{"query": "Kamo"}`), CallsOK: true}
+	if got := Format(toolcall.Hermes, []FormatTurn{hermesCall, {Text: "<think>No <tool_call> is needed.</think>\n\n<answer>Paris</answer><|im_end|>"}}); got != 1 {
+		t.Errorf("Hermes: Format = %v, want 1", got)
+	}
+	// A think block never closed is content: the mention is a tag.
+	if got := Format(toolcall.Hermes, []FormatTurn{{Text: "<think>No <tool_call> is needed.\n\n<answer>Paris</answer><|im_end|>"}}); got != 0 {
+		t.Errorf("Hermes, think never closed: Format = %v, want 0", got)
 	}
 }
