@@ -46,21 +46,8 @@ func gemma4Base(t *testing.T, seed uint64) (*torch.Model, string) {
 func TestInteropPEFTGemma4(t *testing.T) {
 	pyinterop.Python(t)
 	base, baseDir := gemma4Base(t, 7)
-	ids := make([]int64, 40)
-	for i := range ids {
-		ids[i] = int64(3 + (37*i+11*(i*i%13))%98)
-	}
 	root := t.TempDir()
-	ours, err := torch.NewLoRAModel(base, torch.LoRA{Rank: 4, Alpha: 4, Targets: base.Config.AllLinear()}, false, 9)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ours.Free()
-	drawAdapters(t, ours, 9)
-	oursDir := filepath.Join(root, "agentrl")
-	if err := Save(oursDir, ours, baseDir); err != nil {
-		t.Fatal(err)
-	}
+	ids, ours, oursDir := savedAllLinear(t, base, baseDir, root, 40)
 	grads := filepath.Join(root, "grads.safetensors")
 	seven := filepath.Join(root, "load", "seven")
 	all := filepath.Join(root, "refuse", "all-linear")

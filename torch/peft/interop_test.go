@@ -287,21 +287,8 @@ func savedBase(t *testing.T, c torch.Config, seed uint64) (*torch.Model, string)
 func TestInteropPEFTQwen35(t *testing.T) {
 	pyinterop.Python(t)
 	base, baseDir := qwen35Base(t, 5)
-	ids := make([]int64, 70)
-	for i := range ids {
-		ids[i] = int64(3 + (37*i+11*(i*i%13))%98)
-	}
 	root := t.TempDir()
-	ours, err := torch.NewLoRAModel(base, torch.LoRA{Rank: 4, Alpha: 4, Targets: base.Config.AllLinear()}, false, 9)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ours.Free()
-	drawAdapters(t, ours, 9)
-	oursDir := filepath.Join(root, "agentrl")
-	if err := Save(oursDir, ours, baseDir); err != nil {
-		t.Fatal(err)
-	}
+	ids, ours, oursDir := savedAllLinear(t, base, baseDir, root, 70)
 	deltanet := []string{"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj"}
 	loadable := []struct {
 		name string
@@ -435,4 +422,28 @@ func adapterGrads(t *testing.T, m *torch.Model, ids []int64, grads string) (floa
 		t.Error("every gradient equals PEFT's to the bit: the check compares nothing")
 	}
 	return lv, worst
+}
+
+// savedAllLinear is the adapter the interop tests start from: an
+// all-linear LoRA of rank 4 over base, every matrix drawn (seed 9), saved
+// as a PEFT folder under root/agentrl; with it the n token ids the tests
+// feed (a fixed spread over the vocabulary from 3). The model is freed at
+// the test's end.
+func savedAllLinear(t *testing.T, base *torch.Model, baseDir, root string, n int) ([]int64, *torch.Model, string) {
+	t.Helper()
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = int64(3 + (37*i+11*(i*i%13))%98)
+	}
+	ours, err := torch.NewLoRAModel(base, torch.LoRA{Rank: 4, Alpha: 4, Targets: base.Config.AllLinear()}, false, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ours.Free)
+	drawAdapters(t, ours, 9)
+	oursDir := filepath.Join(root, "agentrl")
+	if err := Save(oursDir, ours, baseDir); err != nil {
+		t.Fatal(err)
+	}
+	return ids, ours, oursDir
 }

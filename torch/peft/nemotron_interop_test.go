@@ -35,21 +35,8 @@ func nemotronBase(t *testing.T, seed uint64) (*torch.Model, string) {
 func TestInteropPEFTNemotronH(t *testing.T) {
 	pyinterop.Python(t)
 	base, baseDir := nemotronBase(t, 6)
-	ids := make([]int64, 40)
-	for i := range ids {
-		ids[i] = int64(3 + (37*i+11*(i*i%13))%98)
-	}
 	root := t.TempDir()
-	ours, err := torch.NewLoRAModel(base, torch.LoRA{Rank: 4, Alpha: 4, Targets: base.Config.AllLinear()}, false, 9)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ours.Free()
-	drawAdapters(t, ours, 9)
-	oursDir := filepath.Join(root, "agentrl")
-	if err := Save(oursDir, ours, baseDir); err != nil {
-		t.Fatal(err)
-	}
+	ids, ours, oursDir := savedAllLinear(t, base, baseDir, root, 40)
 	grads := filepath.Join(root, "grads.safetensors")
 	peftDir := filepath.Join(root, "load", "seven")
 	jobs := []peftJob{{Base: baseDir, Adapter: oursDir, Logits: true, Grads: grads},
