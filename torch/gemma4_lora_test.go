@@ -51,7 +51,14 @@ func TestGemma4LoRA(t *testing.T) {
 		t.Fatalf("adapters %v,\nwant %v", m.Names(), names)
 	}
 	setRandomB(t, m)
-	b := padBatch()
+	checkMergedEqualsAdapters(t, m, base, padBatch())
+}
+
+// checkMergedEqualsAdapters checks a LoRA model m over base on batch b
+// (a float64 model): its logprobs equal those of its merged weights within 1e-10,
+// and its adapters (B drawn) move them from base's by 1e-3 or more.
+func checkMergedEqualsAdapters(t *testing.T, m, base *Model, b Batch) {
+	t.Helper()
 	lps := func(m *Model, grad bool) []float64 {
 		o, err := m.Forward(b, ForwardOptions{Grad: grad})
 		if err != nil {

@@ -301,30 +301,7 @@ func TestNemotronHLoRA(t *testing.T) {
 	for i := range 20 {
 		b.Attn[i], b.Positions[i] = 1, int64(i)
 	}
-	lps := func(m *Model, grad bool) []float64 {
-		o, err := m.Forward(b, ForwardOptions{Grad: grad})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Free()
-		v, err := o.LogProbs.Float64s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	merged, err := NewMergedModel(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer merged.Free()
-	adapted, fromMerged, plain := lps(m, true), lps(merged, false), lps(base, false)
-	if d := maxDiff64(adapted, fromMerged); d > 1e-10 {
-		t.Errorf("the adapters' products and the merged weights differ by %g", d)
-	}
-	if d := maxDiff64(adapted, plain); d < 1e-3 {
-		t.Errorf("the adapters move the logprobs by %g only", d)
-	}
+	checkMergedEqualsAdapters(t, m, base, b)
 
 	moe, err := NewRandomModel(nemotronMoEConfig(), Float32, CPU, false, 1)
 	if err != nil {
