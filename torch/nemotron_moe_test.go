@@ -121,29 +121,7 @@ func TestNemotronHRoutingReplay(t *testing.T) {
 	if d := realDiff(b, lp, other); d < 1e-3 {
 		t.Errorf("replaying other experts moves the logprobs by %g only", d)
 	}
-	o, err := m.Forward(b, ForwardOptions{Grad: true, ReplayRouting: shifted})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Free()
-	s := NewScope()
-	defer s.Close()
-	loss := s.Neg(s.Sum(o.LogProbs))
-	if err := s.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := loss.Backward(); err != nil {
-		t.Fatal(err)
-	}
-	p, err := m.Param("model.layers.1.mixer.gate.weight")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Free()
-	g, err := p.Grad()
-	if err != nil || g == nil {
-		t.Fatalf("no gradient reaches the router under replay (%v)", err)
-	}
+	g := routerGrad(t, m, b, ForwardOptions{Grad: true, ReplayRouting: shifted}, "the router under replay")
 	defer g.Free()
 	v, _ := g.Float32s()
 	if slices.Max(v) == 0 && slices.Min(v) == 0 {
@@ -284,7 +262,19 @@ func TestNemotronHRouterFloat32InBF16(t *testing.T) {
 		t.Errorf("the bias read back from the bf16 save: %s %v, want float32 %v", dt, got, bias)
 	}
 	// The bf16 model routes, and the float32 router takes a float32 gradient.
-	o, err := m16.Forward(routingBatch(), ForwardOptions{Grad: true, RecordRouting: true})
+	g := routerGrad(t, m16, routingBatch(), ForwardOptions{Grad: true, RecordRouting: true}, "the float32 router")
+	defer g.Free()
+	if g.DType() != Float32 {
+		t.Errorf("the router's gradient is %s, want float32", g.DType())
+	}
+}
+
+// routerGrad runs m's forward on b with opt, the backward pass of minus
+// the sum of its logprobs, and returns layer 1's router weight gradient
+// (the caller frees it); none fails the test, naming what.
+func routerGrad(t *testing.T, m *Model, b Batch, opt ForwardOptions, what string) *Tensor {
+	t.Helper()
+	o, err := m.Forward(b, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,17 +288,14 @@ func TestNemotronHRouterFloat32InBF16(t *testing.T) {
 	if err := loss.Backward(); err != nil {
 		t.Fatal(err)
 	}
-	p, err := m16.Param("model.layers.1.mixer.gate.weight")
+	p, err := m.Param("model.layers.1.mixer.gate.weight")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Free()
 	g, err := p.Grad()
 	if err != nil || g == nil {
-		t.Fatalf("no gradient reaches the float32 router (%v)", err)
+		t.Fatalf("no gradient reaches %s (%v)", what, err)
 	}
-	defer g.Free()
-	if g.DType() != Float32 {
-		t.Errorf("the router's gradient is %s, want float32", g.DType())
-	}
+	return g
 }
