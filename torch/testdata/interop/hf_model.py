@@ -35,6 +35,7 @@ argv: in.json out.json. in.json is {"models": [...]}, one model each:
                   full case (logits_f32) and its greedy generate's
                   (prefill_last_logits_f32, each step's logits_f32, from
                   the float64 run's tokens), to measure float32's own error
+                  (with full: the float32 model is loaded for the full cases)
   decode          prefix lengths of the greedy decoding case
   steps           decode steps after the first token
 
