@@ -1110,6 +1110,18 @@ int ar_engine_slot_len(ar_engine e, int slot, int64_t *len, char **err) {
   });
 }
 
+int ar_engine_cache_positions(ar_engine e, int64_t *positions, int64_t n, char **err) {
+  return guard(err, [&] {
+    TORCH_CHECK(n == static_cast<int64_t>(e->K.size()), "cache positions: ", n, " layers asked for, the model has ",
+                e->K.size());
+    const int64_t scratch = e->m->dev.is_cuda() ? 1 : 0;
+    for (size_t i = 0; i < e->K.size(); i++) {
+      const bool own = e->K[i].defined() && e->cache_of[i] == i;
+      positions[i] = own ? e->K[i].size(2) - scratch : 0;
+    }
+  });
+}
+
 int ar_engine_step(ar_engine e, const int *slots, int n, const ar_sampling *s, int64_t *tokens,
                    float *logprobs, char **err) {
   return guard(err, [&] {
