@@ -416,9 +416,11 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   // A sliding layer's ring (C entries): in a step of one token, its mask
   // over the ring (smask) and each row's entry (rpos; rslot, rrow as for
   // wslot, wrow). In a prefill, its mask over [ring as it was, new keys]
-  // by the positions they hold (smask [S,1,1,n,C+n]), and the writes of
-  // each row's last C real tokens.
+  // by the positions they hold (smask [S,1,1,n,O+n], O = C, or 0 where
+  // every row starts empty: then no ring is read), and the writes of each
+  // row's last C real tokens.
   const int64_t C = e.ring, W = m.cfg.sliding_window;
+  const int64_t O = std::any_of(start.begin(), start.end(), [](int64_t s) { return s > 0; }) ? C : 0;
   at::Tensor smask, sidx_all, rslot, rpos, rrow;
   if (C > 0 && n == 1) {
     at::Tensor p = pos.squeeze(1);
@@ -426,20 +428,20 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
     rpos = p.remainder(C);
   } else if (C > 0) {
     const int64_t far = std::numeric_limits<int64_t>::max() / 4;  // a position no query reads
-    std::vector<int64_t> kpos(S * (C + n)), rs, rp, rr;
+    std::vector<int64_t> kpos(S * (O + n)), rs, rp, rr;
     for (int64_t i = 0; i < S; i++) {
-      for (int64_t r = 0; r < C; r++) {
+      for (int64_t r = 0; r < O; r++) {
         const int64_t p = ring_entry(start[i], r, C);
-        kpos[i * (C + n) + r] = p < 0 ? far : p;
+        kpos[i * (O + n) + r] = p < 0 ? far : p;
       }
-      for (int64_t j = 0; j < n; j++) kpos[i * (C + n) + C + j] = j < count[i] ? start[i] + j : far;
+      for (int64_t j = 0; j < n; j++) kpos[i * (O + n) + O + j] = j < count[i] ? start[i] + j : far;
       for (int64_t j = std::max<int64_t>(0, count[i] - C); j < count[i]; j++) {
         rs.push_back(slots[i]);
         rp.push_back((start[i] + j) % C);
         rr.push_back(i * n + j);
       }
     }
-    at::Tensor kp = at::tensor(kpos, at::kLong).to(m.dev).view({S, 1, C + n}), q = pos.unsqueeze(-1);
+    at::Tensor kp = at::tensor(kpos, at::kLong).to(m.dev).view({S, 1, O + n}), q = pos.unsqueeze(-1);
     smask = additive_mask(m, (kp <= q) & (kp > q - W));
     rslot = at::tensor(rs, at::kLong).to(m.dev);
     rpos = at::tensor(rp, at::kLong).to(m.dev);
@@ -558,11 +560,12 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
       }
       const size_t src = e.cache_of[li];
       if (!l.kv_reuse) {
-        oldK[li] = kc.narrow(2, 0, C).index_select(0, sidx_all);
-        oldV[li] = vc.narrow(2, 0, C).index_select(0, sidx_all);
+        oldK[li] = kc.narrow(2, 0, O).index_select(0, sidx_all);
+        oldV[li] = vc.narrow(2, 0, O).index_select(0, sidx_all);
         kc.index_put_({rslot, Slice(), rpos}, rows(k, kc, rrow));
         vc.index_put_({rslot, Slice(), rpos}, rows(v, vc, rrow));
       }
+      if (O == 0) return m.attend(q, k.to(kc.scalar_type()), v.to(vc.scalar_type()), smask);
       return m.attend(q, at::cat({oldK[src], k.to(kc.scalar_type())}, 2),
                       at::cat({oldV[src], v.to(vc.scalar_type())}, 2), smask);
     };
@@ -1020,13 +1023,19 @@ int ar_engine_prefill_batch(ar_engine e, const int *slots, int n_slots, const in
     // always takes at least one slot.
     for (int i0 = 0; i0 < n_slots;) {
       int i1 = i0 + 1;
+      // A sliding layer's scores span its ring and the new keys where a
+      // slot of the forward holds tokens (keys), else the new keys.
+      auto keys = [&](int64_t n, int64_t L, bool held) { return std::max(L, held ? e->ring + n : n); };
       int64_t n = count[i0], L = e->len[sl[i0]] + count[i0];
+      bool held = e->len[sl[i0]] > 0;
       for (; i1 < n_slots; i1++) {
         const int64_t n2 = std::max(n, count[i1]), L2 = std::max(L, e->len[sl[i1]] + count[i1]);
+        const bool held2 = held || e->len[sl[i1]] > 0;
         const int64_t rows = i1 - i0 + 1;
-        if (rows * n2 > e->prefill_tokens || rows * c.heads * n2 * L2 > kPrefillScores) break;
+        if (rows * n2 > e->prefill_tokens || rows * c.heads * n2 * keys(n2, L2, held2) > kPrefillScores) break;
         n = n2;
         L = L2;
+        held = held2;
       }
       const int64_t S = i1 - i0;
       // The chunk's tokens, each row padded with token 0 to the longest.

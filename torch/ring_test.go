@@ -16,8 +16,8 @@ import (
 // alone and the slots in one batched prefill: prompts of 13, 2 and 7
 // tokens, 14 greedy steps, a second prefill of 9 and 3 tokens onto two of
 // the slots (crossing the window again inside a prefill whose ring is
-// full), slot 0 copied onto slot 2, then 6 more steps: slot 0 ends at 42
-// tokens, ten windows. Every pending row within 1e-4 of the forward's.
+// full) beside 5 onto slot 2 released (empty), slot 0 copied onto slot 2,
+// then 6 more steps: slot 0 ends at 42 tokens, ten windows. Every pending row within 1e-4 of the forward's.
 func TestSlidingCacheRing(t *testing.T) {
 	qwen := kernelConfig()
 	qwen.Window, qwen.WindowLayers = 4, []bool{true, false}
@@ -121,7 +121,11 @@ func ringCase(t *testing.T, m *Model, p DecodePath, batched bool, want []int) {
 	prefill([]int{0, 1, 2}, [][]int64{seq(13, 5), seq(2, 6), seq(7, 7)})
 	check("prefill")
 	steps(14)
-	prefill([]int{0, 1}, [][]int64{seq(9, 8), seq(3, 9)})
+	if err := e.Release(2); err != nil {
+		t.Fatal(err)
+	}
+	hist[2] = nil
+	prefill([]int{0, 1, 2}, [][]int64{seq(9, 8), seq(3, 9), seq(5, 10)})
 	check("second prefill")
 	if err := e.CopySlot(0, 2); err != nil {
 		t.Fatal(err)
