@@ -314,7 +314,8 @@ at::Tensor ring_step_mask(const ar_model_s &m, const at::Tensor &pos, int64_t C,
 }
 
 // ring_entry is the position whose key entry r of a ring of C holds in a
-// slot of len cached tokens, or -1 where none does (r >= len < C).
+// slot of len cached tokens, or -1 where none does (a ring not yet full:
+// r >= len).
 int64_t ring_entry(int64_t len, int64_t r, int64_t C) {
   if (len == 0) return -1;
   const int64_t p = len - 1 - ((len - 1 - r) % C + C) % C;
