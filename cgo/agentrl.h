@@ -540,6 +540,12 @@ int ar_engine_prefill_batch(ar_engine e, const int *slots, int n_slots,
 int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err);
 int ar_engine_release(ar_engine e, int slot, char **err);
 int ar_engine_slot_len(ar_engine e, int slot, int64_t *len, char **err);
+/* ar_engine_cache_positions writes, for each of the model's n layers, the
+ * positions one slot of that layer's own key cache holds (its value cache
+ * the same): max_len for a full attention layer, min(sliding_window,
+ * max_len) for a sliding-window layer (a ring), 0 for a layer with no
+ * cache of its own (kv-shared, Gated DeltaNet, Mamba-2, MLP). */
+int ar_engine_cache_positions(ar_engine e, int64_t *positions, int64_t n, char **err);
 /* Routing record of a model with mixture-of-experts layers: while on, the
  * engine keeps, for each slot, the experts each token it caches took at each
  * sparse layer (prefilled and decoded tokens alike); a copied slot copies

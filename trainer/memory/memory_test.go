@@ -121,14 +121,30 @@ func TestDecodeStateByDType(t *testing.T) {
 
 // A Gemma 4 engine's caches: gemma4's six layers (sliding, sliding, full,
 // twice; the last two kv-shared) for 4 slots of 100 positions in f32:
-// three sliding layers of 2 kv heads x 16 and one full of 1 x 32 cache,
-// 2 * 4 * 100 * (3 * 32 + 32) * 4 = 409,600 bytes; the shared two none.
+// three sliding layers of 2 kv heads x 16 holding their window of 8
+// positions and one full of 1 x 32 holding all 100, 2 * 4 * (3 * 8 * 32 +
+// 100 * 32) * 4 = 126,976 bytes; the shared two none. With 6 positions,
+// fewer than the window, every layer holds 6: 2 * 4 * 6 * (3 * 32 + 32)
+// * 4 = 24,576 bytes.
 func TestDecodeStateGemma4(t *testing.T) {
 	s, f := torch.SlidingAttention, torch.FullAttention
 	c := torch.Config{Layers: 6, Heads: 4, KVHeads: 2, HeadDim: 16, LayerTypes: []string{s, s, f, s, s, f},
 		Gemma: &torch.Gemma4{SlidingWindow: 8, GlobalHeadDim: 32, GlobalKVHeads: 1, KVSharedLayers: 2}}
-	if kv, dn := DecodeState(c, 4, 100, 4); kv != 409600 || dn != 0 {
-		t.Errorf("kv %d, deltanet %d, want 409600 and 0", kv, dn)
+	for _, k := range []struct{ positions, want int }{{100, 126976}, {6, 24576}} {
+		if kv, dn := DecodeState(c, 4, k.positions, 4); kv != int64(k.want) || dn != 0 {
+			t.Errorf("%d positions: kv %d, deltanet %d, want %d and 0", k.positions, kv, dn, k.want)
+		}
+	}
+}
+
+// A Qwen3 whose layer_types make its first layer slide over 8 and not its
+// second, 2 kv heads of 16, 4 slots of 100 positions in bf16: the sliding
+// layer's cache holds 8 positions, the full one's 100: 2 * 4 * (8 + 100) *
+// 32 * 2 = 55,296 bytes.
+func TestDecodeStateSlidingWindow(t *testing.T) {
+	c := torch.Config{Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Window: 8, WindowLayers: []bool{true, false}}
+	if kv, dn := DecodeState(c, 4, 100, 2); kv != 55296 || dn != 0 {
+		t.Errorf("kv %d, deltanet %d, want 55296 and 0", kv, dn)
 	}
 }
 
