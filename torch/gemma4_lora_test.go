@@ -18,7 +18,8 @@ import (
 // alike). With B drawn, the training forward's unmerged products give the
 // merged model's logprobs within 1e-10 in float64 and differ from the
 // base's, with all-linear and with the three per-layer input projections
-// alone. (The merged model's export: TestInteropPEFTGemma4.)
+// alone, whose merge in place (MergeFrom, as after each update) gives the
+// adapters' logprobs too. (The merged model's export: TestInteropPEFTGemma4.)
 func TestGemma4LoRA(t *testing.T) {
 	base, err := NewRandomModel(gemma4TrainConfig(), Float64, CPU, false, 29)
 	if err != nil {
@@ -77,8 +78,31 @@ func TestGemma4LoRA(t *testing.T) {
 		if len(m.Names()) != 2*(1+2*c.Layers) {
 			t.Fatalf("adapters %v", m.Names())
 		}
+		stale, err := NewMergedModel(m) // merged while B is zero, then merged again in place
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stale.Free()
 		setRandomB(t, m)
 		checkMergedEqualsAdapters(t, m, base, padBatch())
+		if err := stale.MergeFrom(m); err != nil {
+			t.Fatal(err)
+		}
+		lps := func(m *Model) []float64 {
+			o, err := m.Forward(padBatch(), ForwardOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Free()
+			v, err := o.LogProbs.Float64s()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if d := maxDiff64(lps(stale), lps(m)); d > 1e-10 {
+			t.Errorf("MergeFrom's model and the adapters differ by %g", d)
+		}
 	})
 	t.Run("refused without per-layer inputs", func(t *testing.T) {
 		plain, err := NewRandomModel(noPLE, Float32, CPU, false, 1)
