@@ -451,7 +451,11 @@ enum { AR_FORWARD_GRAD = 1, AR_FORWARD_ENTROPY_GRAD = 2 };
  * linear_attn) in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj;
  * the MLP's gate_proj, up_proj, down_proj; a Nemotron-H Mamba-2 layer's
  * in_proj (its out_proj is AR_LORA_OUT_PROJ; its blocks' q_proj ... and
- * up_proj, down_proj the same bits, under mixer.*). */
+ * up_proj, down_proj the same bits, under mixer.*); a Gemma 4 layer's
+ * per-layer input gate and projection (per_layer_input_gate,
+ * per_layer_projection, directly under the layer). The last bit is not a
+ * layer's: Gemma 4's model.per_layer_model_projection, one for the model;
+ * AR_LORA_TARGETS counts the layer targets before it. */
 enum {
   AR_LORA_Q_PROJ = 1 << 0,
   AR_LORA_K_PROJ = 1 << 1,
@@ -465,9 +469,12 @@ enum {
   AR_LORA_GATE_PROJ = 1 << 9,
   AR_LORA_UP_PROJ = 1 << 10,
   AR_LORA_DOWN_PROJ = 1 << 11,
-  AR_LORA_IN_PROJ = 1 << 12
+  AR_LORA_IN_PROJ = 1 << 12,
+  AR_LORA_PER_LAYER_INPUT_GATE = 1 << 13,
+  AR_LORA_PER_LAYER_PROJECTION = 1 << 14,
+  AR_LORA_PER_LAYER_MODEL_PROJECTION = 1 << 15
 };
-#define AR_LORA_TARGETS 13
+#define AR_LORA_TARGETS 15
 
 /* PEFT's LoraConfig: rank r, lora_alpha, lora_dropout and the targets
  * (AR_LORA_* bits). */
@@ -487,8 +494,10 @@ typedef struct {
  * adapters' dtype (weight N(0, 0.02) from seed, bias 0). Its parameter
  * names and tensors (ar_model_param_names, ar_model_param, set_param,
  * init_random, copy_weights) are the adapters under PEFT's saved keys,
- * base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight, ..._B,
- * layer by layer and target by target, then the value head's. A target
+ * base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight, ..._B:
+ * first the model's own (Gemma 4's
+ * base_model.model.model.per_layer_model_projection.lora_A.weight, ..._B),
+ * then layer by layer and target by target, then the value head's. A target
  * sits on every layer that has its projection (q_proj on the attention
  * layers of a hybrid model, in_proj_qkv on its Gated DeltaNet layers); a
  * target no layer has is refused, naming it. Settings
