@@ -88,19 +88,7 @@ func TestGemma4LoRA(t *testing.T) {
 		if err := stale.MergeFrom(m); err != nil {
 			t.Fatal(err)
 		}
-		lps := func(m *Model) []float64 {
-			o, err := m.Forward(padBatch(), ForwardOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer o.Free()
-			v, err := o.LogProbs.Float64s()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return v
-		}
-		if d := maxDiff64(lps(stale), lps(m)); d > 1e-10 {
+		if d := maxDiff64(logprobs64(t, stale, padBatch(), false), logprobs64(t, m, padBatch(), false)); d > 1e-10 {
 			t.Errorf("MergeFrom's model and the adapters differ by %g", d)
 		}
 	})
@@ -128,28 +116,32 @@ func TestGemma4LoRA(t *testing.T) {
 // and its adapters (B drawn) move them from base's by 1e-3 or more.
 func checkMergedEqualsAdapters(t *testing.T, m, base *Model, b Batch) {
 	t.Helper()
-	lps := func(m *Model, grad bool) []float64 {
-		o, err := m.Forward(b, ForwardOptions{Grad: grad})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer o.Free()
-		v, err := o.LogProbs.Float64s()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 	merged, err := NewMergedModel(m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer merged.Free()
-	adapted, fromMerged, plain := lps(m, true), lps(merged, false), lps(base, false)
+	adapted, fromMerged, plain := logprobs64(t, m, b, true), logprobs64(t, merged, b, false), logprobs64(t, base, b, false)
 	if d := maxDiff64(adapted, fromMerged); d > 1e-10 {
 		t.Errorf("the adapters' products and the merged weights differ by %g", d)
 	}
 	if d := maxDiff64(adapted, plain); d < 1e-3 {
 		t.Errorf("the adapters move the logprobs by %g only", d)
 	}
+}
+
+// logprobs64 is m's training forward's log-probabilities on b, as float64
+// (with an autograd graph under grad, which the result does not keep).
+func logprobs64(t *testing.T, m *Model, b Batch, grad bool) []float64 {
+	t.Helper()
+	o, err := m.Forward(b, ForwardOptions{Grad: grad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Free()
+	v, err := o.LogProbs.Float64s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
