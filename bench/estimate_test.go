@@ -19,9 +19,7 @@ const estimateModelEnv = "AGENTRL_ESTIMATE_MODEL"
 // the memory the update takes, for the tiny models of the default job at
 // its micro-batch (algorithm.micro_batch 8 trajectories of env.max_tokens
 // 768): the tiny Gemma 4 (model.tiny.model_type gemma4_text: a sliding
-// and a full layer, per-layer inputs, capped logits), the same with its
-// MoE block (model.tiny.moe_block: 4 GELU-tanh experts of width 64, 2 a
-// token, beside each layer's MLP) and the tiny
+// and a full layer, per-layer inputs, capped logits) and the tiny
 // Nemotron-H with one block of each kind (nemotron_pattern M*-E: Mamba-2,
 // attention, MLP, MoE), their configs as the default job exports them
 // (bench/configs/tiny-*.json). Each runs in a process of its own
@@ -33,7 +31,7 @@ func TestTrainEstimateHoldsTinyModels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three updates of 8 x 768 tokens")
 	}
-	for _, model := range []string{"configs/tiny-gemma4.json", "configs/tiny-gemma4-moe.json", "configs/tiny-nemotron-h.json"} {
+	for _, model := range []string{"configs/tiny-gemma4.json", "configs/tiny-nemotron-h.json"} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestEstimateChild$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), estimateModelEnv+"="+model)
 		out, err := cmd.CombinedOutput()
