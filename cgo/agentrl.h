@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 20
+#define AR_ABI_VERSION 21
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -450,7 +450,11 @@ enum { AR_FORWARD_GRAD = 1, AR_FORWARD_ENTROPY_GRAD = 2 };
  * linear_attn) in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj;
  * the MLP's gate_proj, up_proj, down_proj; a Nemotron-H Mamba-2 layer's
  * in_proj (its out_proj is AR_LORA_OUT_PROJ; its blocks' q_proj ... and
- * up_proj, down_proj the same bits, under mixer.*). */
+ * up_proj, down_proj the same bits, under mixer.*); a Gemma 4 layer's
+ * per-layer input gate and projection (per_layer_input_gate,
+ * per_layer_projection, directly under the layer). The last bit is not a
+ * layer's: Gemma 4's model.per_layer_model_projection, one for the model;
+ * AR_LORA_TARGETS counts the layer targets before it. */
 enum {
   AR_LORA_Q_PROJ = 1 << 0,
   AR_LORA_K_PROJ = 1 << 1,
@@ -464,9 +468,12 @@ enum {
   AR_LORA_GATE_PROJ = 1 << 9,
   AR_LORA_UP_PROJ = 1 << 10,
   AR_LORA_DOWN_PROJ = 1 << 11,
-  AR_LORA_IN_PROJ = 1 << 12
+  AR_LORA_IN_PROJ = 1 << 12,
+  AR_LORA_PER_LAYER_INPUT_GATE = 1 << 13,
+  AR_LORA_PER_LAYER_PROJECTION = 1 << 14,
+  AR_LORA_PER_LAYER_MODEL_PROJECTION = 1 << 15
 };
-#define AR_LORA_TARGETS 13
+#define AR_LORA_TARGETS 15
 
 /* PEFT's LoraConfig: rank r, lora_alpha, lora_dropout and the targets
  * (AR_LORA_* bits). */
@@ -486,8 +493,10 @@ typedef struct {
  * adapters' dtype (weight N(0, 0.02) from seed, bias 0). Its parameter
  * names and tensors (ar_model_param_names, ar_model_param, set_param,
  * init_random, copy_weights) are the adapters under PEFT's saved keys,
- * base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight, ..._B,
- * layer by layer and target by target, then the value head's. A target
+ * base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight, ..._B:
+ * first the model's own (Gemma 4's
+ * base_model.model.model.per_layer_model_projection.lora_A.weight, ..._B),
+ * then layer by layer and target by target, then the value head's. A target
  * sits on every layer that has its projection (q_proj on the attention
  * layers of a hybrid model, in_proj_qkv on its Gated DeltaNet layers); a
  * target no layer has is refused, naming it. Settings
@@ -539,6 +548,12 @@ int ar_engine_prefill_batch(ar_engine e, const int *slots, int n_slots,
 int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err);
 int ar_engine_release(ar_engine e, int slot, char **err);
 int ar_engine_slot_len(ar_engine e, int slot, int64_t *len, char **err);
+/* ar_engine_cache_positions writes, for each of the model's n layers, the
+ * positions one slot of that layer's own key cache holds (its value cache
+ * the same): max_len for a full attention layer, min(sliding_window,
+ * max_len) for a sliding-window layer (a ring), 0 for a layer with no
+ * cache of its own (kv-shared, Gated DeltaNet, Mamba-2, MLP). */
+int ar_engine_cache_positions(ar_engine e, int64_t *positions, int64_t n, char **err);
 /* Routing record of a model with mixture-of-experts layers: while on, the
  * engine keeps, for each slot, the experts each token it caches took at each
  * sparse layer (prefilled and decoded tokens alike); a copied slot copies

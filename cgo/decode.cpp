@@ -716,13 +716,16 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
 
     // Attention, one task per (slot, kv head): q/k norms (Qwen3) and RoPE
     // on its k and q heads, the cache write at the slot's position, then
-    // the group's queries over the keys from lo (a sliding layer's window:
-    // the keys less than sliding_window before the query; else 0).
+    // the group's queries over the cached keys. The layer's cache holds
+    // P positions per slot, position p at entry p mod P: a full layer's
+    // max_len (entry p), a sliding layer's ring of min(sliding_window,
+    // max_len), whose first min(L, P) entries are then exactly the keys of
+    // the window (their order does not matter to attention).
     at::Tensor &kc = K[li], &vc = V[li];
+    const int64_t P = kc.size(2);
     parallel_tasks(S * nkv, [&](int64_t t) {
       {
-        int64_t i = t / nkv, kh = t % nkv, L = start[i] + 1;
-        const int64_t lo = l.sliding ? std::max<int64_t>(0, L - c.sliding_window) : 0;
+        int64_t i = t / nkv, kh = t % nkv, L = std::min(start[i] + 1, P), ent = start[i] % P;
         float *row = &qkv_[i * QKV];
         float *q = row + qkv_segs[0].col + kh * g * hd, *k = row + qkv_segs[1].col + kh * hd,
               *v = row + qkv_segs[2].col + kh * hd;
@@ -733,21 +736,21 @@ void FastDecoder::forward(const int64_t *slots, const int64_t *start, const int6
         }
         rope_head(k, cs, sn, half);
         for (int64_t j = 0; j < g; j++) rope_head(q + j * hd, cs, sn, half);
-        int64_t off = ((slots[i] * nkv + kh) * max_len_) * hd;  // [slot, kh, 0, 0]
+        int64_t off = ((slots[i] * nkv + kh) * P) * hd;  // [slot, kh, 0, 0]
         float *out = &att_[i * nh * hd + kh * g * hd];
         float *sc = &scores_[(i * nh + kh * g) * max_len_];
         if (bf) {
           uint16_t *kp = static_cast<uint16_t *>(kc.data_ptr()) + off, *vp = static_cast<uint16_t *>(vc.data_ptr()) + off;
           for (int64_t d = 0; d < hd; d++) {
-            kp[start[i] * hd + d] = f32_to_bf16(k[d]);
-            vp[start[i] * hd + d] = f32_to_bf16(v[d]);
+            kp[ent * hd + d] = f32_to_bf16(k[d]);
+            vp[ent * hd + d] = f32_to_bf16(v[d]);
           }
-          attend(q, g, kp + lo * hd, vp + lo * hd, L - lo, scale, sc, out);
+          attend(q, g, kp, vp, L, scale, sc, out);
         } else {
           float *kp = kc.data_ptr<float>() + off, *vp = vc.data_ptr<float>() + off;
-          std::memcpy(kp + start[i] * hd, k, sizeof(float) * hd);
-          std::memcpy(vp + start[i] * hd, v, sizeof(float) * hd);
-          attend(q, g, kp + lo * hd, vp + lo * hd, L - lo, scale, sc, out);
+          std::memcpy(kp + ent * hd, k, sizeof(float) * hd);
+          std::memcpy(vp + ent * hd, v, sizeof(float) * hd);
+          attend(q, g, kp, vp, L, scale, sc, out);
         }
       }
     });

@@ -20,10 +20,16 @@
 // steps, eager (run) and captured (graph_forward), and prefill run each
 // layer as decoder_layer (layer.h), the training forward's layer, with the
 // fused copies or the HF tensors as its weights and attention over the
-// cache. A sliding-window layer's query reads only the keys of its window
-// (its cache, like every layer's, keeps all positions); a Gemma 4
-// kv-shared layer has no cache of its own and reads the one of the layer
-// it shares.
+// cache. A full layer's cache keeps every position; a sliding-window
+// layer's (Gemma 4's sliding layers, Qwen2/Qwen3's) is a ring of
+// C = min(sliding_window, max_len) entries, position p at entry p mod C:
+// attention is a sum over keys, whatever their order, and a query at p
+// reads exactly positions p-C+1..p, so a decode step writes its key, then
+// attends over the ring. A prefill of n > 1 tokens attends over [the ring
+// as it was, the n new keys], masked by each entry's position, and writes
+// only each row's last C new keys. A Gemma 4 kv-shared layer has no cache
+// of its own and reads the one of the layer it shares (in a prefill, that
+// layer's ring as it was before this forward, and the new keys).
 #include <ATen/core/Generator.h>
 
 #include <algorithm>
@@ -64,10 +70,14 @@ struct ar_engine_s {
   ar_model m;
   int slots;
   int64_t max_len;
-  // Per attention layer [slots, kv, max_len, hd], the layer's own kv heads
-  // and head size (undefined for the others; a kv-shared layer's is the
-  // tensor of the layer it shares).
+  // Per attention layer [slots, kv, positions, hd], the layer's own kv
+  // heads and head size (undefined for the others; a kv-shared layer's is
+  // the tensor of the layer it shares, cache_of its index). positions is
+  // max_len for a full layer, ring for a sliding one (on CUDA one more:
+  // graph_forward's scratch entry).
   std::vector<at::Tensor> K, V;
+  std::vector<size_t> cache_of;
+  int64_t ring = 0;  // a sliding layer's ring length C, min(sliding_window, max_len) (0: no layer slides)
   // Per Gated DeltaNet or Mamba-2 layer (undefined for the others), each
   // slot's state: the conv's last K-1 inputs [slots, C, K-1] (model dtype)
   // and the recurrent state (acc_type): [slots, v_heads, k_dim, v_dim], a
@@ -287,21 +297,29 @@ at::Tensor additive_mask(const ar_model_s &m, const at::Tensor &allowed) {
   return m.attention_mask(mask.view({allowed.size(0), 1, 1, allowed.size(1), allowed.size(2)}));
 }
 
-// window_masks is the additive masks of a decode forward whose queries at
-// positions pos [S,n] may read cached keys 0..L-1 up to their own: every
-// layer's, and a sliding layer's (the keys less than sliding_window before
-// the query, as transformers' sliding mask counts them; undefined where
-// no layer slides).
-std::pair<at::Tensor, at::Tensor> window_masks(const ar_model_s &m, const at::Tensor &pos, int64_t L) {
-  at::Tensor keys = at::arange(L, pos.options()).view({1, 1, L}), p = pos.unsqueeze(-1);
-  at::Tensor allowed = keys <= p;  // [S,n,L]
-  at::Tensor full = additive_mask(m, allowed), sliding;
-  for (const auto &l : m.layers)
-    if (l.sliding) {
-      sliding = additive_mask(m, allowed & (keys > p - m.cfg.sliding_window));
-      break;
-    }
-  return {full, sliding};
+// causal_mask is the additive mask of a full layer in a decode forward
+// whose queries at positions pos [S,n] may read cached keys 0..L-1 up to
+// their own.
+at::Tensor causal_mask(const ar_model_s &m, const at::Tensor &pos, int64_t L) {
+  at::Tensor keys = at::arange(L, pos.options()).view({1, 1, L});
+  return additive_mask(m, keys <= pos.unsqueeze(-1));
+}
+
+// ring_step_mask is a sliding layer's additive mask [S,1,1,1,E] over E
+// ring entries in a decode step of one token at positions pos [S] (its
+// key written): entry r holds a key of the window where r < min(C, pos+1).
+at::Tensor ring_step_mask(const ar_model_s &m, const at::Tensor &pos, int64_t C, int64_t E) {
+  at::Tensor entries = at::arange(E, pos.options()).view({1, 1, E});
+  return additive_mask(m, entries < (pos + 1).clamp_max(C).view({pos.size(0), 1, 1}));
+}
+
+// ring_entry is the position whose key entry r of a ring of C holds in a
+// slot of len cached tokens, or -1 where none does (a ring not yet full:
+// r >= len).
+int64_t ring_entry(int64_t len, int64_t r, int64_t C) {
+  if (len == 0) return -1;
+  const int64_t p = len - 1 - ((len - 1 - r) % C + C) % C;
+  return p >= 0 ? p : -1;
 }
 
 // final_norm is the final norm of the last hidden states x [S,H] (Gemma
@@ -395,8 +413,45 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
   }
   // Query j of slot i may read key p when p <= start_i + j (in a sliding
   // layer, and p > start_i + j - sliding_window).
-  at::Tensor mask, smask;
-  std::tie(mask, smask) = window_masks(m, pos, L);
+  const at::Tensor mask = causal_mask(m, pos, L);
+  // A sliding layer's ring (C entries): in a step of one token, its mask
+  // over the ring (smask) and each row's entry (rpos; rslot, rrow as for
+  // wslot, wrow). In a prefill, its mask over [ring as it was, new keys]
+  // by the positions they hold (smask [S,1,1,n,O+n], O = C, or 0 where
+  // every row starts empty: then no ring is read), and the writes of each
+  // row's last C real tokens.
+  const int64_t C = e.ring, W = m.cfg.sliding_window;
+  const int64_t O = std::any_of(start.begin(), start.end(), [](int64_t s) { return s > 0; }) ? C : 0;
+  at::Tensor smask, sidx_all, rslot, rpos, rrow;
+  if (C > 0 && n == 1) {
+    at::Tensor p = pos.squeeze(1);
+    smask = ring_step_mask(m, p, C, C);
+    rpos = p.remainder(C);
+  } else if (C > 0) {
+    const int64_t far = std::numeric_limits<int64_t>::max() / 4;  // a position no query reads
+    std::vector<int64_t> kpos(S * (O + n)), rs, rp, rr;
+    for (int64_t i = 0; i < S; i++) {
+      for (int64_t r = 0; r < O; r++) {
+        const int64_t p = ring_entry(start[i], r, C);
+        kpos[i * (O + n) + r] = p < 0 ? far : p;
+      }
+      for (int64_t j = 0; j < n; j++) kpos[i * (O + n) + O + j] = j < count[i] ? start[i] + j : far;
+      for (int64_t j = std::max<int64_t>(0, count[i] - C); j < count[i]; j++) {
+        rs.push_back(slots[i]);
+        rp.push_back((start[i] + j) % C);
+        rr.push_back(i * n + j);
+      }
+    }
+    at::Tensor kp = at::tensor(kpos, at::kLong).to(m.dev).view({S, 1, O + n}), q = pos.unsqueeze(-1);
+    smask = additive_mask(m, (kp <= q) & (kp > q - W));
+    rslot = at::tensor(rs, at::kLong).to(m.dev);
+    rpos = at::tensor(rp, at::kLong).to(m.dev);
+    rrow = at::tensor(rr, at::kLong).to(m.dev);
+    sidx_all = at::tensor(slots, at::kLong).to(m.dev);
+  }
+  // In a prefill, each sliding layer's ring as it was, for the kv-shared
+  // layers that read it after it was written.
+  std::vector<at::Tensor> oldK(m.layers.size()), oldV(m.layers.size());
   LayerInputs in = layer_inputs(m, ids, pos);
   at::Tensor x = in.x;
   KVShare share;  // Gemma 4's keys and values of the step, for its kv-shared layers
@@ -473,34 +528,65 @@ at::Tensor run(ar_engine_s &e, const std::vector<int64_t> &slots, const at::Tens
       continue;
     }
     // Attention writes k, v [S,kv,n,hd] at positions pos into the cache,
-    // then reads it (a sliding layer the keys in its window). A Gemma 4
-    // kv-shared layer writes nothing: its cache is the layer's it shares,
-    // which holds this forward's keys and values already.
+    // then reads it (a sliding layer its ring, a prefill's over the ring as
+    // it was and the new keys). A Gemma 4 kv-shared layer writes nothing:
+    // its cache is the layer's it shares, which holds this forward's keys
+    // and values already.
     const Layer &l = m.layers[li];
     at::Tensor kc = e.K[li], vc = e.V[li];
-    const at::Tensor &lmask = l.sliding ? smask : mask;
+    // rows is x [S,kv,n,hd] as rows [S*n,kv,hd] in the cache's dtype (under
+    // autocast k and v come in the autocast dtype), those of pick if given.
+    auto rows = [&](const at::Tensor &x, const at::Tensor &cache, const at::Tensor &pick) {
+      at::Tensor r = x.transpose(1, 2).reshape({S * n, x.size(1), x.size(3)}).to(cache.scalar_type());
+      return pick.defined() ? r.index_select(0, pick) : r;
+    };
+    using at::indexing::Slice;
+    auto ring_attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) {
+      if (n == 1) {
+        if (!l.kv_reuse && S == 1) {
+          const int64_t r = start[0] % C;
+          kc[slots[0]].narrow(1, r, 1).copy_(k[0]);
+          vc[slots[0]].narrow(1, r, 1).copy_(v[0]);
+        } else if (!l.kv_reuse) {
+          kc.index_put_({wslot, Slice(), rpos}, rows(k, kc, at::Tensor()));
+          vc.index_put_({wslot, Slice(), rpos}, rows(v, vc, at::Tensor()));
+        }
+        std::vector<at::Tensor> outs;
+        for (const auto &r : runs) {
+          const int64_t rn = r.i1 - r.i0, E = std::min(C, r.len);
+          outs.push_back(m.attend(q.narrow(0, r.i0, rn), kc.narrow(0, r.s0, rn).narrow(2, 0, E),
+                                  vc.narrow(0, r.s0, rn).narrow(2, 0, E), smask.narrow(0, r.i0, rn).narrow(-1, 0, E)));
+        }
+        return outs.size() == 1 ? outs[0] : at::cat(outs, 0);
+      }
+      const size_t src = e.cache_of[li];
+      if (!l.kv_reuse) {
+        oldK[li] = kc.narrow(2, 0, O).index_select(0, sidx_all);
+        oldV[li] = vc.narrow(2, 0, O).index_select(0, sidx_all);
+        kc.index_put_({rslot, Slice(), rpos}, rows(k, kc, rrow));
+        vc.index_put_({rslot, Slice(), rpos}, rows(v, vc, rrow));
+      }
+      if (O == 0) return m.attend(q, k.to(kc.scalar_type()), v.to(vc.scalar_type()), smask);
+      return m.attend(q, at::cat({oldK[src], k.to(kc.scalar_type())}, 2),
+                      at::cat({oldV[src], v.to(vc.scalar_type())}, 2), smask);
+    };
     auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) {
+      if (l.sliding) return ring_attend(q, k, v);
       if (!l.kv_reuse && S == 1) {
         kc[slots[0]].narrow(1, start[0], count[0]).copy_(k[0].narrow(1, 0, count[0]));
         vc[slots[0]].narrow(1, start[0], count[0]).copy_(v[0].narrow(1, 0, count[0]));
       } else if (!l.kv_reuse) {
-        // One advanced-index write each for keys and values: [S,kv,n,hd] as
-        // rows [S*n,kv,hd], the real ones picked (under autocast k and v
-        // come in the autocast dtype).
-        using at::indexing::Slice;
-        auto rows = [&](const at::Tensor &x, const at::Tensor &cache) {
-          at::Tensor r = x.transpose(1, 2).reshape({S * n, x.size(1), x.size(3)}).to(cache.scalar_type());
-          return wrow.defined() ? r.index_select(0, wrow) : r;
-        };
-        kc.index_put_({wslot, Slice(), wpos}, rows(k, kc));
-        vc.index_put_({wslot, Slice(), wpos}, rows(v, vc));
+        // One advanced-index write each for keys and values, the real
+        // rows picked.
+        kc.index_put_({wslot, Slice(), wpos}, rows(k, kc, wrow));
+        vc.index_put_({wslot, Slice(), wpos}, rows(v, vc, wrow));
       }
       std::vector<at::Tensor> outs;
       for (const auto &r : runs) {
         int64_t rn = r.i1 - r.i0;
         outs.push_back(m.attend(q.narrow(0, r.i0, rn), kc.narrow(0, r.s0, rn).narrow(2, 0, r.len),
                                 vc.narrow(0, r.s0, rn).narrow(2, 0, r.len),
-                                lmask.narrow(0, r.i0, rn).narrow(-1, 0, r.len)));
+                                mask.narrow(0, r.i0, rn).narrow(-1, 0, r.len)));
       }
       return outs.size() == 1 ? outs[0] : at::cat(outs, 0);
     };
@@ -643,20 +729,25 @@ void end_failed_capture(ar_engine_s &e, at::cuda::CUDAGraph &graph) {
 // every shape fixed by R alone, so that it can be captured as a CUDA graph
 // (as vLLM captures its decode step per batch size). It attends in place:
 // each row reads its own cache row (a narrow view, no copy) over all its
-// positions, masked beyond its own (a sliding layer's also before its
-// window), and the new key and value are written
-// at the position held in the device tensor pos. A row that takes no part
-// in the step has pos = max_len, the scratch position one past the last
-// (CUDA caches are allocated one longer), so its write harms no cached
-// token; its logits are dropped. rows (0..R-1), pos [R] and ids [R,1] are
+// positions, masked beyond its own, and the new key and value are written
+// at the position held in the device tensor pos (a sliding layer: over its
+// ring, at entry pos mod C, masked beyond the entries it has filled). A
+// row that takes no part in the step has pos = max_len, and writes to the
+// scratch entry one past the last (CUDA caches, full and ring, are
+// allocated one longer), so its write harms no cached token; its logits
+// are dropped. rows (0..R-1), pos [R] and ids [R,1] are
 // device tensors. Its layers are run's fused ones (decoder_layer on the
 // fused copies); only the cache write and attention differ.
 at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tensor &pos, const at::Tensor &ids) {
   AutocastScope ac(e.m->dev, e.m->autocast);
   const ar_model_s &m = *e.m;
-  const int64_t R = ids.size(0), L = e.K[0].size(2);
-  at::Tensor mask, smask;  // (named, not bound: the attend lambda captures them)
-  std::tie(mask, smask) = window_masks(m, pos.unsqueeze(1), L);
+  const int64_t R = ids.size(0), C = e.ring;
+  const at::Tensor mask = causal_mask(m, pos.unsqueeze(1), e.max_len + 1);
+  at::Tensor smask, rpos;  // a sliding layer's mask over its ring and entries C+1, and each row's entry
+  if (C > 0) {
+    smask = ring_step_mask(m, pos, C, C + 1);
+    rpos = pos.remainder(C).masked_fill(pos >= e.max_len, C);
+  }
   LayerInputs in = layer_inputs(m, ids, pos.unsqueeze(1));
   at::Tensor x = in.x;  // [R,1,H]
   KVShare share;
@@ -666,8 +757,9 @@ at::Tensor graph_forward(ar_engine_s &e, const at::Tensor &rows, const at::Tenso
     at::Tensor kc = e.K[li].narrow(0, 0, R), vc = e.V[li].narrow(0, 0, R);
     auto attend = [&](const at::Tensor &q, const at::Tensor &k, const at::Tensor &v) {
       if (!l.kv_reuse) {
-        kc.index_put_({rows, Slice(), pos}, k.select(2, 0).to(kc.scalar_type()));
-        vc.index_put_({rows, Slice(), pos}, v.select(2, 0).to(vc.scalar_type()));
+        const at::Tensor &entry = l.sliding ? rpos : pos;
+        kc.index_put_({rows, Slice(), entry}, k.select(2, 0).to(kc.scalar_type()));
+        vc.index_put_({rows, Slice(), entry}, v.select(2, 0).to(vc.scalar_type()));
       }
       return m.attend(q, kc, vc, l.sliding ? smask : mask);
     };
@@ -810,9 +902,12 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
     const auto &c = m->cfg;
     auto opts = at::TensorOptions().dtype(m->dtype).device(m->dev);
     // On CUDA one position more: the scratch position of graph_forward.
-    const int64_t positions = max_len + (m->dev.is_cuda() ? 1 : 0);
+    const int64_t scratch = m->dev.is_cuda() ? 1 : 0;
+    for (const auto &l : m->layers)
+      if (l.sliding) e->ring = std::min(c.sliding_window, max_len);
     for (int64_t i = 0; i < c.layers; i++) {
       const Layer &l = m->layers[i];
+      e->cache_of.push_back(static_cast<size_t>(i));
       if (l.linear() || l.mamba()) {
         e->K.emplace_back();
         e->V.emplace_back();
@@ -838,7 +933,9 @@ int ar_engine_new(ar_model m, int slots, int64_t max_len, ar_engine *out, char *
         TORCH_CHECK(src >= 0, "engine: kv-shared layer ", i, " has no layer to read keys and values from");
         e->K.push_back(e->K[src]);
         e->V.push_back(e->V[src]);
+        e->cache_of.back() = static_cast<size_t>(src);
       } else {
+        const int64_t positions = (l.sliding ? e->ring : max_len) + scratch;
         e->K.push_back(at::zeros({slots, l.kv_heads, positions, l.head_dim}, opts));
         e->V.push_back(at::zeros({slots, l.kv_heads, positions, l.head_dim}, opts));
       }
@@ -927,13 +1024,19 @@ int ar_engine_prefill_batch(ar_engine e, const int *slots, int n_slots, const in
     // always takes at least one slot.
     for (int i0 = 0; i0 < n_slots;) {
       int i1 = i0 + 1;
+      // A sliding layer's scores span its ring and the new keys where a
+      // slot of the forward holds tokens (keys), else the new keys.
+      auto keys = [&](int64_t n, int64_t L, bool held) { return std::max(L, held ? e->ring + n : n); };
       int64_t n = count[i0], L = e->len[sl[i0]] + count[i0];
+      bool held = e->len[sl[i0]] > 0;
       for (; i1 < n_slots; i1++) {
         const int64_t n2 = std::max(n, count[i1]), L2 = std::max(L, e->len[sl[i1]] + count[i1]);
+        const bool held2 = held || e->len[sl[i1]] > 0;
         const int64_t rows = i1 - i0 + 1;
-        if (rows * n2 > e->prefill_tokens || rows * c.heads * n2 * L2 > kPrefillScores) break;
+        if (rows * n2 > e->prefill_tokens || rows * c.heads * n2 * keys(n2, L2, held2) > kPrefillScores) break;
         n = n2;
         L = L2;
+        held = held2;
       }
       const int64_t S = i1 - i0;
       // The chunk's tokens, each row padded with token 0 to the longest.
@@ -963,8 +1066,10 @@ int ar_engine_copy_slot(ar_engine e, int src, int dst, char **err) {
         continue;
       }
       if (n > 0 && e->K[li].defined() && !e->m->layers[li].kv_reuse) {  // (a kv-shared layer's cache is another's)
-        e->K[li][dst].narrow(1, 0, n).copy_(e->K[li][src].narrow(1, 0, n));
-        e->V[li][dst].narrow(1, 0, n).copy_(e->V[li][src].narrow(1, 0, n));
+        // A ring's entries 0..min(n, C)-1 are filled.
+        const int64_t keep = e->m->layers[li].sliding ? std::min(n, e->ring) : n;
+        e->K[li][dst].narrow(1, 0, keep).copy_(e->K[li][src].narrow(1, 0, keep));
+        e->V[li][dst].narrow(1, 0, keep).copy_(e->V[li][src].narrow(1, 0, keep));
       }
     }
     e->len[dst] = n;
@@ -1012,6 +1117,18 @@ int ar_engine_slot_len(ar_engine e, int slot, int64_t *len, char **err) {
   return guard(err, [&] {
     check_slot(*e, slot);
     *len = e->len[slot];
+  });
+}
+
+int ar_engine_cache_positions(ar_engine e, int64_t *positions, int64_t n, char **err) {
+  return guard(err, [&] {
+    TORCH_CHECK(n == static_cast<int64_t>(e->K.size()), "cache positions: ", n, " layers asked for, the model has ",
+                e->K.size());
+    const int64_t scratch = e->m->dev.is_cuda() ? 1 : 0;
+    for (size_t i = 0; i < e->K.size(); i++) {
+      const bool own = e->K[i].defined() && e->cache_of[i] == i;
+      positions[i] = own ? e->K[i].size(2) - scratch : 0;
+    }
   });
 }
 

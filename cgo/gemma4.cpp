@@ -105,15 +105,16 @@ GemmaInputs gemma_inputs(const ar_model_s &m, const at::Tensor &ids, const at::T
   const int64_t B = ids.size(0), T = ids.size(1), P = c.per_layer_dim;
   at::Tensor tok = (m.dev.is_meta() ? at::index(m.embed_per_layer, {ids}) : at::embedding(m.embed_per_layer, ids)) *
                    at::scalar_tensor(std::sqrt(static_cast<double>(P)), embedded.options());
-  at::Tensor proj = at::linear(in.x, m.per_layer_model_projection) * (1.0 / std::sqrt(static_cast<double>(c.hidden)));
+  at::Tensor proj = m.project(m.per_layer_model_projection, m.per_layer_model_lora, in.x, at::Tensor()) *
+                   (1.0 / std::sqrt(static_cast<double>(c.hidden)));
   proj = gemma_norm(proj.view({B, T, c.layers, P}), m.per_layer_projection_norm, c.rms_eps);
   in.per_layer = (proj + tok.view({B, T, c.layers, P})) * std::pow(2.0, -0.5);
   return in;
 }
 
 at::Tensor per_layer_block(const ar_model_s &m, const Layer &l, const at::Tensor &h, const at::Tensor &p) {
-  at::Tensor g = at::gelu(at::linear(h, l.per_layer_input_gate), "tanh") * p;
-  return h + gemma_norm(at::linear(g, l.per_layer_projection), l.post_per_layer_input_norm, m.cfg.rms_eps);
+  at::Tensor g = at::gelu(m.project(l, kLoraPerLayerGate, h, at::Tensor()), "tanh") * p;
+  return h + gemma_norm(m.project(l, kLoraPerLayerProj, g, at::Tensor()), l.post_per_layer_input_norm, m.cfg.rms_eps);
 }
 
 at::Tensor softcap(const at::Tensor &z, double cap) {

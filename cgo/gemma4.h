@@ -51,7 +51,8 @@ GemmaInputs gemma_inputs(const ar_model_s &m, const at::Tensor &ids, const at::T
 
 // per_layer_block is the per-layer input's update of a layer's output h
 // with its input p [B,T,per_layer_dim]: h + post_per_layer_input_norm(
-// per_layer_projection(gelu_tanh(per_layer_input_gate(h)) * p)).
+// per_layer_projection(gelu_tanh(per_layer_input_gate(h)) * p)), each
+// projection with its adapter on a LoRA model (ar_model_s::project).
 at::Tensor per_layer_block(const ar_model_s &m, const Layer &l, const at::Tensor &h, const at::Tensor &p);
 
 // softcap is cap * tanh(z / cap) (Gemma 4's final logits), z where cap is 0.

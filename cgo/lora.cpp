@@ -5,7 +5,9 @@
 // detached (the same storage and version counter, no autograd history, no
 // gradient), plus per layer and target an adapter A [r, in], B [out, r]:
 // the forward (model.cpp, ar_model_s::project) adds (alpha / r) B A x to the
-// target's projection W x + b. Only the adapters and the value head are
+// target's projection W x + b. Gemma 4's per_layer_model_projection, a
+// module of the model and not of a layer, has its adapter beside the
+// layers' (per_layer_model_lora). Only the adapters and the value head are
 // its parameters, so an optimizer over them never sees the base.
 //
 // A merged model is a plain model whose target weights are W + (alpha/r) B A
@@ -22,7 +24,9 @@ using namespace ar;
 
 namespace {
 
-constexpr int kAllTargets = (1 << AR_LORA_TARGETS) - 1;
+// kModelTarget is the target that is the model's, not a layer's.
+constexpr int kModelTarget = AR_LORA_PER_LAYER_MODEL_PROJECTION;
+constexpr int kAllTargets = ((1 << AR_LORA_TARGETS) - 1) | kModelTarget;
 
 // frozen shares t's storage and version counter, without gradient.
 at::Tensor frozen(const at::Tensor &t) { return t.defined() ? t.detach() : t; }
@@ -109,9 +113,12 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
       if ((c.targets & (1 << t)) == 0) continue;
       bool found = false;
       for (const Layer &l : base->layers) found = found || (l.*kLoraSites[t].weight).defined();
-      TORCH_CHECK(found, "lora target ", std::strrchr(kLoraSites[t].module, '.') + 1, ": no layer of the model has ",
+      TORCH_CHECK(found, "lora target ", lora_target_name(t), ": no layer of the model has ",
                   lora_module(base->cfg, t));
     }
+    TORCH_CHECK((c.targets & kModelTarget) == 0 || base->per_layer_model_projection.defined(),
+                "lora target per_layer_model_projection: the model has no model.per_layer_model_projection "
+                "(Gemma 4's, with per-layer inputs)");
     DeviceScope on(base->dev);
     auto m = std::make_unique<ar_model_s>();
     share_base(*m, *base);
@@ -132,21 +139,29 @@ int ar_model_lora_new(ar_model base, const ar_lora_config *cfg, int value_head, 
       m->params[name] = t;
       return t;
     };
+    // adapter draws an adapter over w [out, in] under PEFT's key prefix.
+    // PEFT's init of lora_A: nn.init.kaiming_uniform_(a=sqrt(5)), whose
+    // bound gain * sqrt(3 / fan_in) with gain sqrt(2 / (1 + 5)) is
+    // 1 / sqrt(in); lora_B starts at zero.
+    auto adapter = [&](const at::Tensor &w, const std::string &key) {
+      const int64_t out_dim = w.size(0), in_dim = w.size(1);
+      const double bound = 1.0 / std::sqrt(static_cast<double>(in_dim));
+      Layer::Adapter ad;
+      ad.a = add(key + "A.weight", at::empty({c.rank, in_dim}, host).uniform_(-bound, bound, gen));
+      ad.b = add(key + "B.weight", at::zeros({out_dim, c.rank}, host));
+      return ad;
+    };
+    if ((c.targets & kModelTarget) != 0)
+      m->per_layer_model_lora =
+          adapter(m->per_layer_model_projection, "base_model.model.model.per_layer_model_projection.lora_");
     for (size_t i = 0; i < m->layers.size(); i++) {
       Layer &l = m->layers[i];
       for (int t = 0; t < AR_LORA_TARGETS; t++) {
         if ((c.targets & (1 << t)) == 0) continue;
         const at::Tensor &w = l.*kLoraSites[t].weight;  // [out, in]
         if (!w.defined()) continue;                      // a layer without this projection
-        const int64_t out_dim = w.size(0), in_dim = w.size(1);
-        // PEFT's init of lora_A: nn.init.kaiming_uniform_(a=sqrt(5)), whose
-        // bound gain * sqrt(3 / fan_in) with gain sqrt(2 / (1 + 5)) is
-        // 1 / sqrt(in); lora_B starts at zero.
-        const double bound = 1.0 / std::sqrt(static_cast<double>(in_dim));
-        const std::string key =
-            "base_model.model.model.layers." + std::to_string(i) + "." + lora_module(m->cfg, t) + ".lora_";
-        l.lora[t].a = add(key + "A.weight", at::empty({c.rank, in_dim}, host).uniform_(-bound, bound, gen));
-        l.lora[t].b = add(key + "B.weight", at::zeros({out_dim, c.rank}, host));
+        l.lora[t] = adapter(w, "base_model.model.model.layers." + std::to_string(i) + "." + lora_module(m->cfg, t) +
+                                   ".lora_");
       }
     }
     if (value_head != 0) {
@@ -172,6 +187,9 @@ int ar_model_merged_new(ar_model lora, ar_model *out, char **err) {
     auto m = std::make_unique<ar_model_s>();
     share_base(*m, *lora);
     m->cfg.value_head = 0;
+    if (lora->per_layer_model_lora.a.defined())
+      m->per_layer_model_projection =
+          merged_weight(lora->per_layer_model_projection, lora->per_layer_model_lora, lora->lora.scale);
     for (size_t i = 0; i < m->layers.size(); i++) {
       const Layer &l = lora->layers[i];
       for (int t = 0; t < AR_LORA_TARGETS; t++)
@@ -214,6 +232,14 @@ int ar_model_merge_lora(ar_model dst, ar_model lora, char **err) {
                 lora->dtype);
     DeviceScope on(dst->dev);
     c10::NoGradGuard no_grad;
+    if (lora->per_layer_model_lora.a.defined()) {
+      at::Tensor &w = dst->per_layer_model_projection;
+      const at::Tensor &base = lora->per_layer_model_projection;
+      TORCH_CHECK(w.defined() && w.sizes() == base.sizes() && !w.is_alias_of(base),
+                  "merge_lora: the destination's model.per_layer_model_projection.weight is missing, of another "
+                  "shape, or the LoRA model's base weight itself; merge into a copy made by ar_model_merged_new");
+      w.copy_(merged_weight(base, lora->per_layer_model_lora, lora->lora.scale));
+    }
     for (size_t i = 0; i < lora->layers.size(); i++) {
       for (int t = 0; t < AR_LORA_TARGETS; t++) {
         if (!lora->layers[i].lora[t].a.defined()) continue;

@@ -237,8 +237,11 @@ at::Tensor ar_model_s::attend(const at::Tensor &q, const at::Tensor &k, const at
 // one product of x instead of three, equal to the unmerged update up to
 // rounding.
 at::Tensor ar_model_s::project(const Layer &l, int target, const at::Tensor &x, const at::Tensor &b) const {
-  const at::Tensor &w = l.*kLoraSites[target].weight;
-  const Layer::Adapter &ad = l.lora[target];
+  return project(l.*kLoraSites[target].weight, l.lora[target], x, b);
+}
+
+at::Tensor ar_model_s::project(const at::Tensor &w, const Layer::Adapter &ad, const at::Tensor &x,
+                               const at::Tensor &b) const {
   if (!lora.on || !ad.a.defined()) return linear(x, w, b);
   if (!at::GradMode::is_enabled()) return linear(x, merged_weight(w, ad, lora.scale), b);
   const int64_t in = x.size(-1);

@@ -111,6 +111,9 @@ struct ar_model_s {
   // Gemma 4's: the full layers' RoPE [global_head_dim/2] (cfg.global_rope_inv_freq)
   // and the per-layer inputs' table, projection and norm (undefined elsewhere).
   at::Tensor global_inv_freq, embed_per_layer, per_layer_model_projection, per_layer_projection_norm;
+  // A LoRA model's adapter on per_layer_model_projection (the model's one
+  // target, AR_LORA_PER_LAYER_MODEL_PROJECTION), undefined elsewhere.
+  Layer::Adapter per_layer_model_lora;
   bool checkpointing = false;  // recompute layer activations in the backward pass
   // Tokens per chunk of the logits in the training forward (token_logprobs);
   // 0 computes the whole [B,T-1,V] logits at once.
@@ -148,6 +151,8 @@ struct ar_model_s {
   // project is target's projection of x (weight W of kLoraSites, bias b,
   // undefined where none) plus, on a LoRA model, its adapter's update.
   at::Tensor project(const Layer &l, int target, const at::Tensor &x, const at::Tensor &b) const;
+  // project of x by weight w with adapter ad (undefined: none).
+  at::Tensor project(const at::Tensor &w, const Layer::Adapter &ad, const at::Tensor &x, const at::Tensor &b) const;
   at::Tensor logits(const at::Tensor &h) const;
   // rotary_dim is the leading dimensions of a head RoPE rotates.
   int64_t rotary_dim() const { return cfg.rotary_dim > 0 ? cfg.rotary_dim : cfg.head_dim; }
@@ -293,7 +298,7 @@ inline const Param<ar_model_s> kHeadParams[] = {
 // LoraTarget indexes a layer's adapters, in the order of the AR_LORA_*
 // bits and of kLayerParams.
 enum LoraTarget { kLoraQ, kLoraK, kLoraV, kLoraO, kLoraInQKV, kLoraInZ, kLoraInB, kLoraInA, kLoraOut,
-                  kLoraGate, kLoraUp, kLoraDown, kLoraInProj };
+                  kLoraGate, kLoraUp, kLoraDown, kLoraInProj, kLoraPerLayerGate, kLoraPerLayerProj };
 
 // LoraSite is where a target's adapter sits: the module's key under
 // model.layers.{i}. (PEFT names the adapters after it) and the base weight
@@ -312,7 +317,16 @@ inline const LoraSite kLoraSites[AR_LORA_TARGETS] = {
     {"linear_attn.out_proj", &Layer::out_proj},
     {"mlp.gate_proj", &Layer::gate_proj}, {"mlp.up_proj", &Layer::up_proj},
     {"mlp.down_proj", &Layer::down_proj}, {"mixer.in_proj", &Layer::in_proj},
+    {"per_layer_input_gate", &Layer::per_layer_input_gate}, {"per_layer_projection", &Layer::per_layer_projection},
 };
+
+// lora_target_name is target t's module name without its block
+// (q_proj, per_layer_input_gate).
+inline const char *lora_target_name(int t) {
+  const char *module = kLoraSites[t].module;
+  const char *dot = std::strrchr(module, '.');
+  return dot != nullptr ? dot + 1 : module;
+}
 
 // lora_module is target t's module under model.layers.{i}. in a model of
 // config c: kLoraSites' own, a Nemotron-H block's mixer.<name> (its q_proj,
@@ -320,7 +334,7 @@ inline const LoraSite kLoraSites[AR_LORA_TARGETS] = {
 inline std::string lora_module(const ar_model_config &c, int t) {
   const char *module = kLoraSites[t].module;
   if (c.nemotron == 0) return module;
-  return std::string("mixer.") + (std::strrchr(module, '.') + 1);
+  return std::string("mixer.") + lora_target_name(t);
 }
 
 // Group is the projections of one input that the fused decode paths

@@ -113,6 +113,26 @@ func (e *Engine) Len(slot int) (int, error) {
 	return int(n), err
 }
 
+// CachePositions is, for each layer of the model, the positions one slot
+// of its own key and value caches holds: the engine's MaxLen for a full
+// attention layer, min(sliding window, MaxLen) for a sliding-window layer
+// (a ring: position p at entry p mod that), 0 for a layer with no cache
+// of its own (a Gemma 4 kv-shared layer, which reads another's; a Gated
+// DeltaNet, Mamba-2 or MLP layer).
+func (e *Engine) CachePositions() ([]int, error) {
+	n := e.model.Config.Layers
+	out := make([]C.int64_t, n)
+	var msg *C.char
+	if err := check("engine_cache_positions", C.ar_engine_cache_positions(e.h, &out[0], C.int64_t(n), &msg), msg); err != nil {
+		return nil, err
+	}
+	positions := make([]int, n)
+	for i, p := range out {
+		positions[i] = int(p)
+	}
+	return positions, nil
+}
+
 // Seed restarts the random stream of a slot. Each slot samples from its own
 // stream, so a trajectory's tokens do not depend on which other slots
 // decode beside it.

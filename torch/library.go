@@ -11,7 +11,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 20
+const abiVersion = 21
 
 var (
 	checkOnce sync.Once

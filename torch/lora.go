@@ -27,16 +27,28 @@ type LoRA struct {
 // LoRATargets are the module names an adapter can sit on, in a layer's table order:
 // an attention layer's (self_attn), a Gated DeltaNet layer's (Qwen3.5's linear_attn),
 // the MLP's, a Nemotron-H Mamba-2 layer's in_proj (its out_proj, attention
-// and MLP projections are the names above, under mixer). PEFT's "all-linear"
+// and MLP projections are the names above, under mixer), a Gemma 4
+// layer's per-layer input gate and projection (directly under the layer),
+// then Gemma 4's ModelLoRATarget, the model's own. PEFT's "all-linear"
 // means those of them a model has (Config.AllLinear; the LM head is never adapted).
 var LoRATargets = []string{"q_proj", "k_proj", "v_proj", "o_proj",
 	"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj",
-	"gate_proj", "up_proj", "down_proj", "in_proj"}
+	"gate_proj", "up_proj", "down_proj", "in_proj",
+	"per_layer_input_gate", "per_layer_projection", ModelLoRATarget}
 
-// loraBlocks are the blocks of a decoder layer the LoRATargets sit in.
+// ModelLoRATarget is the target that is a module of the model, not of its
+// layers: Gemma 4's model.per_layer_model_projection (the per-layer
+// inputs' projection of the embeddings), one adapter for the model under
+// base_model.model.model.per_layer_model_projection.lora_A/B.weight.
+const ModelLoRATarget = "per_layer_model_projection"
+
+// loraBlocks are the blocks of a decoder layer the LoRATargets sit in
+// ("": directly under the layer, as Gemma 4's per-layer input gate and
+// projection).
 var loraBlocks = map[string]string{"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn", "o_proj": "self_attn",
 	"in_proj_qkv": "linear_attn", "in_proj_z": "linear_attn", "in_proj_b": "linear_attn", "in_proj_a": "linear_attn",
-	"out_proj": "linear_attn", "gate_proj": "mlp", "up_proj": "mlp", "down_proj": "mlp", "in_proj": "mixer"}
+	"out_proj": "linear_attn", "gate_proj": "mlp", "up_proj": "mlp", "down_proj": "mlp", "in_proj": "mixer",
+	"per_layer_input_gate": "", "per_layer_projection": ""}
 
 // nemotronLoRABlocks are the Nemotron-H blocks the LoRATargets sit in (all
 // under mixer). A Mamba-2 layer's out_proj takes none: PEFT refuses it on
@@ -56,12 +68,16 @@ func (c Config) LoRARefused(target string) string {
 }
 
 // LoRAModule is the path of target's module under model.layers.{i}: its
-// block and name (self_attn.q_proj, linear_attn.in_proj_qkv, mlp.down_proj),
-// "" for a name not in LoRATargets.
+// block and name (self_attn.q_proj, linear_attn.in_proj_qkv, mlp.down_proj;
+// per_layer_input_gate, directly under the layer), "" for a name not in
+// LoRATargets or not a layer's (ModelLoRATarget).
 func LoRAModule(target string) string {
 	b, ok := loraBlocks[target]
-	if !ok {
+	switch {
+	case !ok:
 		return ""
+	case b == "":
+		return target
 	}
 	return b + "." + target
 }
@@ -83,8 +99,10 @@ func (c Config) LoRAModule(target string) string {
 // the attention layers (self_attn; a Gemma 4's kv-shared layers have no
 // k_proj or v_proj, its attention_k_eq_v full layers no v_proj), the
 // Gated DeltaNet layers (linear_attn), the layers whose MLP is dense
-// (mlp); a Nemotron-H model's blocks of the kind that has it; none for a
-// name not in LoRATargets.
+// (mlp), every layer of a Gemma 4 with per-layer inputs (its per-layer
+// input gate and projection); a Nemotron-H model's blocks of the kind
+// that has it; none for a name not in LoRATargets or not a layer's
+// (ModelLoRATarget: HasLoRATarget).
 func (c Config) LoRALayers(target string) []int {
 	var out []int
 	if c.IsNemotron() {
@@ -95,9 +113,17 @@ func (c Config) LoRALayers(target string) []int {
 		}
 		return out
 	}
+	block, ok := loraBlocks[target]
+	if !ok {
+		return nil
+	}
 	for i := range c.Layers {
 		linear := c.Hybrid() && c.LayerTypes[i] == LinearAttention
-		switch loraBlocks[target] {
+		switch block {
+		case "":
+			if c.perLayerInputs() {
+				out = append(out, i)
+			}
 		case "self_attn":
 			if !linear && !c.gemma4LacksProj(i, target) {
 				out = append(out, i)
@@ -115,15 +141,31 @@ func (c Config) LoRALayers(target string) []int {
 	return out
 }
 
-// AllLinear is PEFT's all-linear for a model of c: the LoRATargets some
-// layer has, in order. (A mixture-of-experts model's MLP targets are
-// kept, for NewLoRAModel to refuse by name: a Nemotron-H's up_proj and
-// down_proj where it has moe blocks, whose shared experts PEFT would adapt.)
+// HasLoRATarget says whether a model of c has target's module: some
+// layer has it (LoRALayers), or, for ModelLoRATarget, the model has
+// per-layer inputs.
+func (c Config) HasLoRATarget(target string) bool {
+	if target == ModelLoRATarget {
+		return c.perLayerInputs()
+	}
+	return len(c.LoRALayers(target)) > 0
+}
+
+// perLayerInputs says whether c is a Gemma 4 with per-layer inputs (and so
+// per_layer_input_gate, per_layer_projection and per_layer_model_projection).
+func (c Config) perLayerInputs() bool { return c.IsGemma4() && c.Gemma.PerLayerDim > 0 }
+
+// AllLinear is PEFT's all-linear for a model of c: the LoRATargets it
+// has, in order (a Gemma 4's per-layer input projections included, as
+// PEFT adapts every nn.Linear but the LM head). (A mixture-of-experts
+// model's MLP targets are kept, for NewLoRAModel to refuse by name: a
+// Nemotron-H's up_proj and down_proj where it has moe blocks, whose shared
+// experts PEFT would adapt.)
 func (c Config) AllLinear() []string {
 	var out []string
 	for _, t := range LoRATargets {
 		mlp := loraBlocks[t] == "mlp" && (!c.IsNemotron() || c.Sparse() && t != "gate_proj")
-		if len(c.LoRALayers(t)) > 0 || mlp {
+		if c.HasLoRATarget(t) || mlp {
 			out = append(out, t)
 		}
 	}
@@ -192,7 +234,9 @@ func (c LoRA) clone() *LoRA {
 //	base_model.model.model.layers.{i}.self_attn.q_proj.lora_B.weight   [out, r]
 //	... linear_attn.in_proj_qkv / ... / mlp.down_proj likewise
 //
-// followed by the value head's v_head.summary.weight / .bias when it has one.
+// followed by the value head's v_head.summary.weight / .bias when it has one;
+// Gemma 4's model-level ModelLoRATarget comes first, as
+// base_model.model.model.per_layer_model_projection.lora_A.weight.
 // A target sits on every layer that has its projection (Config.LoRALayers): a
 // hybrid model's q_proj on its attention layers, in_proj_qkv on its Gated
 // DeltaNet layers; a target no layer has is refused, naming it.

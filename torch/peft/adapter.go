@@ -72,8 +72,10 @@ func tensorOf(m *torch.Model, name string) (safetensors.Tensor, error) {
 	return safetensors.Tensor{Name: name, DType: safetensors.F32, Shape: shape, Data: b}, nil
 }
 
-// adapterKey is PEFT's saved key of one adapter matrix.
-var adapterKey = regexp.MustCompile(`^base_model\.model\.model\.layers\.(\d+)\.(self_attn|linear_attn|mlp|mixer)\.([a-z_]+)\.lora_([AB])(\.[^.]+)?\.weight$`)
+// adapterKey is PEFT's saved key of one adapter matrix: of a layer's
+// module, in a block or directly under the layer, or of a module of the
+// model (no layer: Gemma 4's per_layer_model_projection).
+var adapterKey = regexp.MustCompile(`^base_model\.model\.model\.(?:layers\.(\d+)\.(?:(self_attn|linear_attn|mlp|mixer)\.)?)?([a-z_]+)\.lora_([AB])(\.[^.]+)?\.weight$`)
 
 // Load reads the adapter folder dir into a new LoRA model over base
 // (torch.NewLoRAModel with the folder's config; with valueHead, a value
@@ -137,11 +139,18 @@ func Load(dir string, base *torch.Model, valueHead bool, seed uint64) (*torch.Mo
 // checkKeys checks the file's keys against the config and the base (of
 // config base) before any model is made: every key an adapter matrix of a
 // listed target on a layer the base has, that has the target's
-// projection, with no adapter name in it.
+// projection (or of the model's own target, which the base has), with no
+// adapter name in it.
 func checkKeys(path string, names []string, c torch.LoRA, base torch.Config) error {
 	layers := base.Layers
 	for _, n := range names {
 		k := adapterKey.FindStringSubmatch(n)
+		if k != nil && k[1] == "" {
+			if err := checkModelKey(path, n, k, c, base); err != nil {
+				return err
+			}
+			continue
+		}
 		if k == nil {
 			return fmt.Errorf("%s: unexpected tensor %s: not an adapter matrix of a decoder layer (base_model.model.model.layers.{i}.self_attn|linear_attn|mlp|mixer.<module>.lora_A|lora_B.weight)", path, n)
 		}
@@ -149,8 +158,8 @@ func checkKeys(path string, names []string, c torch.LoRA, base torch.Config) err
 		switch {
 		case k[5] != "":
 			return fmt.Errorf("%s: tensor %s carries an adapter name (%s); PEFT saves the keys without it", path, n, strings.TrimPrefix(k[5], "."))
-		case base.LoRAModule(k[3]) != k[2]+"."+k[3]:
-			return fmt.Errorf("%s: tensor %s adapts %s.%s, a module the base does not have (it has %s)", path, n, k[2], k[3], strings.Join(torch.LoRATargets, ", "))
+		case base.LoRAModule(k[3]) != modulePath(k[2], k[3]):
+			return fmt.Errorf("%s: tensor %s adapts %s, a module the base does not have (it has %s)", path, n, modulePath(k[2], k[3]), strings.Join(torch.LoRATargets, ", "))
 		case !slices.Contains(c.Targets, k[3]):
 			return fmt.Errorf("%s: tensor %s adapts %s, which target_modules (%s) does not list", path, n, k[3], strings.Join(c.Targets, ", "))
 		case i >= layers:
@@ -163,8 +172,26 @@ func checkKeys(path string, names []string, c torch.LoRA, base torch.Config) err
 	return nil
 }
 
-// baseKey is a base weight an adapter can sit on.
-var baseKey = regexp.MustCompile(`^model\.layers\.\d+\.(self_attn|linear_attn|mlp|mixer)\.([a-z_]+)\.weight$`)
+// checkModelKey checks key n (its adapterKey match k) of a module of the
+// model, not of a layer: it must be the model's target, listed, and the
+// base must have it.
+func checkModelKey(path, n string, k []string, c torch.LoRA, base torch.Config) error {
+	switch {
+	case k[3] != torch.ModelLoRATarget:
+		return fmt.Errorf("%s: unexpected tensor %s: not an adapter matrix of a decoder layer (base_model.model.model.layers.{i}.self_attn|linear_attn|mlp|mixer.<module>.lora_A|lora_B.weight) or of the model's %s", path, n, torch.ModelLoRATarget)
+	case k[5] != "":
+		return fmt.Errorf("%s: tensor %s carries an adapter name (%s); PEFT saves the keys without it", path, n, strings.TrimPrefix(k[5], "."))
+	case !slices.Contains(c.Targets, k[3]):
+		return fmt.Errorf("%s: tensor %s adapts %s, which target_modules (%s) does not list", path, n, k[3], strings.Join(c.Targets, ", "))
+	case !base.HasLoRATarget(k[3]):
+		return fmt.Errorf("%s: tensor %s adapts model.%s, which the base does not have (a Gemma 4's with per-layer inputs)", path, n, k[3])
+	}
+	return nil
+}
+
+// baseKey is a base weight an adapter can sit on: a layer's, in a block or
+// directly under the layer, or the model's own.
+var baseKey = regexp.MustCompile(`^model\.(?:layers\.\d+\.(?:(self_attn|linear_attn|mlp|mixer)\.)?)?([a-z_]+)\.weight$`)
 
 // checkShapes checks, from the file's headers alone and before anything is
 // allocated, that every adapter matrix the config asks for is there, a

@@ -328,7 +328,8 @@ func TestReadConfigRSLoRAAndPaths(t *testing.T) {
 }
 
 // Each way a folder can disagree with the base or with itself is refused,
-// the error naming what differs.
+// the error naming what differs (Gemma 4's per-layer input projections
+// included, on a base that has none).
 func TestLoadRefusesMismatch(t *testing.T) {
 	base := newBase(t)
 	replace := func(ts []safetensors.Tensor, name string, with safetensors.Tensor) []safetensors.Tensor {
@@ -341,6 +342,7 @@ func TestLoadRefusesMismatch(t *testing.T) {
 		return out
 	}
 	qA := "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"
+	plmA := "base_model.model.model.per_layer_model_projection.lora_A.weight"
 	ts := handTensors(t)
 	cases := []struct {
 		name    string
@@ -368,6 +370,15 @@ func TestLoadRefusesMismatch(t *testing.T) {
     "q_proj"`, `"model.layers.1.self_attn.v_proj", "model.layers.1.self_attn.q_proj"`, 1), ts, []string{"q_proj on layers [1] only"}},
 		{"target path in the wrong block", strings.Replace(peftConfig, `"v_proj",
     "q_proj"`, `"model.layers.0.mlp.q_proj"`, 1), ts, []string{`"model.layers.0.mlp.q_proj"`, "no q_proj in mlp"}},
+		{"model-level adapter not listed", peftConfig, append(slices.Clone(ts), filled(t, plmA, 1, 4, 32)),
+			[]string{plmA, "target_modules (q_proj, v_proj) does not list"}},
+		{"model-level adapter on a base without it", strings.Replace(peftConfig, `"v_proj",`, `"v_proj", "per_layer_model_projection",`, 1),
+			append(slices.Clone(ts), filled(t, plmA, 1, 4, 32)), []string{plmA, "the base does not have"}},
+		{"model-level key of another module", peftConfig, append(slices.Clone(ts), filled(t, "base_model.model.model.embed_tokens.lora_A.weight", 1, 4, 32)),
+			[]string{"unexpected tensor base_model.model.model.embed_tokens.lora_A.weight"}},
+		{"per-layer gate on a base without it", strings.Replace(peftConfig, `"v_proj",`, `"v_proj", "per_layer_input_gate",`, 1),
+			append(slices.Clone(ts), filled(t, "base_model.model.model.layers.0.per_layer_input_gate.lora_A.weight", 1, 4, 32)),
+			[]string{"per_layer_input_gate"}},
 	}
 	for _, k := range cases {
 		t.Run(k.name, func(t *testing.T) {

@@ -6,7 +6,9 @@
 //	adapter_model.safetensors  the adapters, f32, under PEFT's saved keys:
 //	                           base_model.model.model.layers.{i}.self_attn.q_proj.lora_A.weight [r, in]
 //	                           base_model.model.model.layers.{i}.self_attn.q_proj.lora_B.weight [out, r]
-//	                           (linear_attn.in_proj_qkv, ..., mlp.down_proj likewise); no adapter
+//	                           (linear_attn.in_proj_qkv, ..., mlp.down_proj, Gemma 4's
+//	                           layers.{i}.per_layer_input_gate likewise; its model-level
+//	                           base_model.model.model.per_layer_model_projection.lora_A.weight); no adapter
 //	                           name ("default") in the keys, as PEFT strips it when saving
 //	value_head.safetensors     a critic's value head (v_head.summary.weight, .bias), beside the
 //	                           adapters as beside a full model (torch.ValueHeadFile): PEFT and
@@ -198,16 +200,15 @@ func parseTargets(raw json.RawMessage) (targets []string, all bool, layers map[s
 	layers = map[string][]int{}
 	for i, n := range names {
 		if k := targetPath.FindStringSubmatch(n); k != nil {
-			if module := torch.LoRAModule(k[3]); module != k[2]+"."+k[3] && k[2] != "mixer" {
-				return nil, false, nil, fmt.Errorf("target module %q: the base has no %s in %s", n, k[3], k[2])
+			if module := torch.LoRAModule(k[3]); module != modulePath(k[2], k[3]) && k[2] != "mixer" {
+				return nil, false, nil, fmt.Errorf("target module %q: the base has no %s in %s", n, k[3], layerBlock(k[2]))
 			}
 			l, _ := strconv.Atoi(k[1])
 			layers[k[3]] = append(layers[k[3]], l)
 			names[i] = k[3]
 		}
-		if slices.Contains(gemma4PerLayer, n[strings.LastIndex(n, ".")+1:]) {
-			return nil, false, nil, fmt.Errorf("target module %q: LoRA on Gemma 4's per-layer input projections (%s) is not "+
-				"supported; target some of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj", n, strings.Join(gemma4PerLayer, ", "))
+		if n == "model."+torch.ModelLoRATarget {
+			names[i] = torch.ModelLoRATarget
 		}
 		if !slices.Contains(torch.LoRATargets, names[i]) {
 			return nil, false, nil, fmt.Errorf("target module %q: the base has no such projection, want some of %s", n, strings.Join(torch.LoRATargets, ", "))
@@ -225,12 +226,26 @@ func parseTargets(raw json.RawMessage) (targets []string, all bool, layers map[s
 	return targets, false, layers, nil
 }
 
-// gemma4PerLayer are Gemma 4's per-layer input projections, which PEFT's
-// all-linear adapts and agentrl does not.
-var gemma4PerLayer = []string{"per_layer_input_gate", "per_layer_projection", "per_layer_model_projection"}
+// targetPath is a target module named by its path in a layer: in a block,
+// or directly under the layer (Gemma 4's per_layer_input_gate).
+var targetPath = regexp.MustCompile(`^(?:model\.)?layers\.(\d+)\.(?:(self_attn|linear_attn|mlp|mixer)\.)?([a-z_]+)$`)
 
-// targetPath is a target module named by its path in the model.
-var targetPath = regexp.MustCompile(`^(?:model\.)?layers\.(\d+)\.(self_attn|linear_attn|mlp|mixer)\.([a-z_]+)$`)
+// modulePath is the path of module name in a layer's block ("": directly
+// under the layer), as torch.LoRAModule spells it.
+func modulePath(block, name string) string {
+	if block == "" {
+		return name
+	}
+	return block + "." + name
+}
+
+// layerBlock names a layer's block in an error ("": the layer itself).
+func layerBlock(block string) string {
+	if block == "" {
+		return "the layer itself"
+	}
+	return block
+}
 
 // variants are the keys of newer PEFT LoraConfigs (0.21) that, when set,
 // make the adapters compute something other than W x + scale B A x, or

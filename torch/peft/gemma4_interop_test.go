@@ -3,7 +3,7 @@ package peft
 import (
 	"math"
 	"path/filepath"
-	"strings"
+	"slices"
 	"testing"
 
 	"github.com/agentrl/agentrl/internal/pyinterop"
@@ -32,17 +32,21 @@ func gemma4Base(t *testing.T, seed uint64) (*torch.Model, string) {
 // forward within 1e-4 over 40 tokens:
 //   - agentrl's adapter folder with all-linear (q/k/v/o_proj, gate/up/
 //     down_proj; no k_proj or v_proj on the kv-shared layers, no v_proj
-//     on the k_eq_v full layers: transformers builds none there), every
-//     matrix drawn, loads with PeftModel.from_pretrained with agentrl's
-//     logits; the gradients of its adapters of L = -mean logprob are
-//     PEFT's autograd's, with activation checkpointing off and on; the
-//     merged model agentrl exports (NewMergedModel, saved, loaded back)
-//     gives PEFT's logits;
-//   - an adapter PEFT made on those seven names loads in agentrl with
-//     PEFT's logits (PEFT put its adapters on the layers agentrl does);
-//   - PEFT's all-linear, which adds the per-layer input projections
-//     (per_layer_input_gate, per_layer_projection,
-//     per_layer_model_projection), is refused, naming them.
+//     on the k_eq_v full layers: transformers builds none there; and the
+//     per-layer input projections per_layer_input_gate,
+//     per_layer_projection and the model's per_layer_model_projection),
+//     every matrix drawn, loads with PeftModel.from_pretrained with
+//     agentrl's logits; the gradients of its adapters of L = -mean
+//     logprob are PEFT's autograd's, PEFT holding as many adapter
+//     matrices, with activation checkpointing off and on; the merged
+//     model agentrl exports (NewMergedModel, saved, loaded back) gives
+//     PEFT's logits;
+//   - an adapter PEFT made on the seven attention and MLP names loads in
+//     agentrl with PEFT's logits (PEFT put its adapters on the layers
+//     agentrl does);
+//   - an adapter PEFT made with its own all-linear (target_modules the
+//     string) loads in agentrl as agentrl's all-linear, with PEFT's
+//     logits.
 func TestInteropPEFTGemma4(t *testing.T) {
 	pyinterop.Python(t)
 	base, baseDir := gemma4Base(t, 7)
@@ -50,10 +54,15 @@ func TestInteropPEFTGemma4(t *testing.T) {
 	ids, ours, oursDir := savedAllLinear(t, base, baseDir, root, 40)
 	grads := filepath.Join(root, "grads.safetensors")
 	seven := filepath.Join(root, "load", "seven")
-	all := filepath.Join(root, "refuse", "all-linear")
+	all := filepath.Join(root, "load", "all-linear")
+	sevenNames := []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+	if got := base.Config.AllLinear(); !slices.Equal(got, append(slices.Clone(sevenNames), "per_layer_input_gate",
+		"per_layer_projection", "per_layer_model_projection")) {
+		t.Fatalf("all-linear %v", got)
+	}
 	jobs := []peftJob{{Base: baseDir, Adapter: oursDir, Logits: true, Grads: grads},
-		{Base: baseDir, Adapter: seven, Make: map[string]any{"target_modules": base.Config.AllLinear(), "r": 8, "lora_alpha": 8}, Seed: 41, Logits: true},
-		{Base: baseDir, Adapter: all, Make: map[string]any{"target_modules": "all-linear", "r": 4, "lora_alpha": 4}, Seed: 42}}
+		{Base: baseDir, Adapter: seven, Make: map[string]any{"target_modules": sevenNames, "r": 8, "lora_alpha": 8}, Seed: 41, Logits: true},
+		{Base: baseDir, Adapter: all, Make: map[string]any{"target_modules": "all-linear", "r": 4, "lora_alpha": 4}, Seed: 42, Logits: true}}
 	var ans struct {
 		Jobs []peftAnswer `json:"jobs"`
 		PEFT string       `json:"peft"`
@@ -126,15 +135,23 @@ func TestInteropPEFTGemma4(t *testing.T) {
 			t.Fatalf("agentrl's logits of PEFT's adapter differ from PEFT's by %g (the adapters move PEFT's by %g)", d, moved)
 		}
 	})
-	t.Run("peft all-linear refused", func(t *testing.T) {
+	t.Run("peft all-linear", func(t *testing.T) {
+		a := ans.Jobs[2]
 		m, err := Load(all, base, false, 0)
-		if err == nil {
-			m.Free()
-			t.Fatalf("loaded PEFT's all-linear adapter (config %v) on a Gemma 4 with per-layer inputs", ans.Jobs[2].AdapterConfig)
+		if err != nil {
+			t.Fatalf("agentrl refuses PEFT's all-linear adapter (config %v): %v", a.AdapterConfig, err)
 		}
-		if !strings.Contains(err.Error(), "Gemma 4's per-layer input projections") {
-			t.Errorf("error %q does not name the per-layer input projections", err)
+		defer m.Free()
+		if got := m.LoRA().Targets; !slices.Equal(got, base.Config.AllLinear()) {
+			t.Errorf("PEFT's all-linear (target_modules %v) loads as %v, agentrl's all-linear is %v", a.AdapterConfig["target_modules"], got, base.Config.AllLinear())
 		}
-		t.Log(err)
+		if len(m.Names()) != len(ours.Names()) {
+			t.Errorf("PEFT's all-linear has %d adapter matrices, agentrl's %d", len(m.Names()), len(ours.Names()))
+		}
+		d, moved := compare(logitsOf(t, m, ids), a)
+		t.Logf("| peft all-linear r=4 (Gemma 4, per-layer input projections included) | peft.Load | logits | %.1e |", d)
+		if d > 1e-4 || moved < 1e-2 {
+			t.Fatalf("agentrl's logits of PEFT's all-linear adapter differ from PEFT's by %g (the adapters move PEFT's by %g)", d, moved)
+		}
 	})
 }

@@ -105,7 +105,7 @@ type LoRAConfig struct {
 	Rank          int      `yaml:"rank" default:"0" doc:"adapter rank r (0 = off: full fine-tuning)"`
 	Alpha         float64  `yaml:"alpha" default:"32" doc:"lora_alpha: the adapters' update is scaled by alpha / rank"`
 	Dropout       float64  `yaml:"dropout" default:"0" doc:"lora_dropout on the adapters' input while training, in [0, 1) (> 0 needs model.checkpointing off)"`
-	TargetModules []string `yaml:"target_modules" default:"[all-linear]" doc:"projections adapted, by Hugging Face name (q_proj, k_proj, v_proj, o_proj; Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj; gate_proj, up_proj, down_proj; Nemotron-H's Mamba-2 in_proj, its attention and MLP blocks' under the names above), or all-linear for all the model has (the LM head never)"`
+	TargetModules []string `yaml:"target_modules" default:"[all-linear]" doc:"projections adapted, by Hugging Face name (q_proj, k_proj, v_proj, o_proj; Qwen3.5's in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj; gate_proj, up_proj, down_proj; Nemotron-H's Mamba-2 in_proj, its attention and MLP blocks' under the names above; Gemma 4's per_layer_input_gate, per_layer_projection, per_layer_model_projection), or all-linear for all the model has (the LM head never)"`
 	Path          string   `yaml:"path" default:"" doc:"PEFT adapter folder to start from (adapter_config.json, adapter_model.safetensors) over model.path; its r, lora_alpha, lora_dropout and target_modules must equal the keys above (\"\" = fresh adapters)"`
 	Merge         bool     `yaml:"merge" default:"false" doc:"the final export (<run>/final) is a full Hugging Face model folder with the adapters merged in, instead of the PEFT adapter folder"`
 }

@@ -10,7 +10,8 @@ import (
 // libtorch, so it keeps its own copy; a trainer test checks they agree).
 var LoRATargets = []string{"q_proj", "k_proj", "v_proj", "o_proj",
 	"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj",
-	"gate_proj", "up_proj", "down_proj", "in_proj"}
+	"gate_proj", "up_proj", "down_proj", "in_proj",
+	"per_layer_input_gate", "per_layer_projection", "per_layer_model_projection"}
 
 // AllLinear is PEFT's name for every linear projection but the LM head.
 const AllLinear = "all-linear"

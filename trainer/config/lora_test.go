@@ -48,7 +48,8 @@ func TestLoRADefaultsAndTargets(t *testing.T) {
 	}
 	// Every projection a layer may have (a model keeps those it has).
 	if got := c.Model.LoRA.Targets(); !slices.Equal(got, []string{"q_proj", "k_proj", "v_proj", "o_proj",
-		"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj", "gate_proj", "up_proj", "down_proj", "in_proj"}) {
+		"in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "out_proj", "gate_proj", "up_proj", "down_proj", "in_proj",
+		"per_layer_input_gate", "per_layer_projection", "per_layer_model_projection"}) {
 		t.Errorf("all-linear gives %v", got)
 	}
 	// Listed in any order, returned in a layer's order.

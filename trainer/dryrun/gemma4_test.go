@@ -20,8 +20,8 @@ import (
 // vocab x 128, the per-layer table vocab x (2 x 16), its projection
 // 128 x 32 and norm 16, the final norm. What the engine holds by hand: each
 // layer's keys and values, 2 x 2 x 32 numbers a position for the sliding
-// layer and 2 x 2 x 64 for the full one, per slot (the sliding layer's
-// cache spans every position too).
+// layer over its window of 128 positions (fewer than the job's) and
+// 2 x 2 x 64 for the full one over every position, per slot.
 func TestDryRunTinyGemma4(t *testing.T) {
 	cfg := config.Default()
 	cfg.Model.Tiny.ModelType = "gemma4_text"
@@ -36,7 +36,12 @@ func TestDryRunTinyGemma4(t *testing.T) {
 	}
 	params := V*128 + V*32 + 128*32 + 16 + layer(32) + layer(64) + 128
 	slots, positions := int64(cfg.Rollout.Slots), int64(cfg.Env.MaxTokens+1)
-	kv := slots * positions * (2*2*32 + 2*2*64) * 4
+	const window = 128
+	if positions <= window || r.Model.Gemma.SlidingWindow != window {
+		t.Fatalf("the job's %d positions, the model's window %d: want more than %d and %d", positions,
+			r.Model.Gemma.SlidingWindow, window, window)
+	}
+	kv := slots * (window*2*2*32 + positions*2*2*64) * 4
 	m := r.Memory
 	t.Logf("%d params; total %.3f GB (kv %d, activations %d)", r.Params, float64(m.Total)/1e9, m.KVCache, m.Activations)
 	s, f := torch.SlidingAttention, torch.FullAttention

@@ -101,7 +101,8 @@ type Workload struct {
 //
 // A Gemma 4 layer keeps what gemmaLayer says (its own head size and
 // key/value heads, a kv-shared layer no keys or values, a double-wide
-// MLP, the per-layer input's gate), and the per-layer inputs are made once
+// MLP, the per-layer input's gate, the MoE block beside the MLP where it
+// has one: gemmaMoE), and the per-layer inputs are made once
 // for all layers: their projection, its norm's and the inputs themselves
 // (2 x layers x hidden_size_per_layer_input in the model's dtype, the
 // norm's in float32).
@@ -275,5 +276,34 @@ func gemmaLayer(c torch.Config, w Workload, i int, attention int64) int64 {
 	if p := int64(g.PerLayerDim); p > 0 {
 		n += (2*h+3*p)*b + gemmaNorm(h, b)
 	}
+	if c.SparseLayer(i) {
+		n += gemmaMoE(c, b)
+	}
 	return tok * (n + attention)
+}
+
+// gemmaMoE is the bytes per token a Gemma 4 layer's MoE block keeps
+// besides the dense layer's (cgo/moe.cpp's moe_mlp and the Gemma 4 branch
+// of cgo/layer.cpp's decoder_layer), b the model dtype's bytes. In it: 4
+// hidden-sized (the router's weightless norm's output, its product with
+// router.scale, the experts' summed output, the sum of the two normed
+// outputs that post_feedforward_layernorm reads) and, where b is narrower
+// than float32, the router norm's float32 copy of its input (4 x hidden);
+// the norms of pre_feedforward_layernorm_2 (the experts' input),
+// post_feedforward_layernorm_1 and _2 (gemmaNorm); per chosen expert
+// (top_k_experts), its gathered input and down projection (2 hidden-sized)
+// and the fused gate|up product (2 x moe_intermediate_size, kept whole by
+// its halves), its GELU-tanh and their product (4 of the expert width);
+// the router's softmax in float32 (experts), and per chosen expert its
+// weight before and after the renormalisation and as the experts' product
+// reads it (3 float32), its per_expert_scale (b) and three int64 indices
+// (the expert, the pairs' order, the pair's token).
+func gemmaMoE(c torch.Config, b int64) int64 {
+	h, m := int64(c.Hidden), c.MoE
+	k, inter := int64(m.ExpertsPerToken), int64(m.Intermediate)
+	n := (4*h+2*k*h+4*k*inter)*b + 3*gemmaNorm(h, b) + int64(m.Experts)*4 + k*(3*4+b+3*8)
+	if b < 4 {
+		n += 4 * h
+	}
+	return n
 }

@@ -121,14 +121,30 @@ func TestDecodeStateByDType(t *testing.T) {
 
 // A Gemma 4 engine's caches: gemma4's six layers (sliding, sliding, full,
 // twice; the last two kv-shared) for 4 slots of 100 positions in f32:
-// three sliding layers of 2 kv heads x 16 and one full of 1 x 32 cache,
-// 2 * 4 * 100 * (3 * 32 + 32) * 4 = 409,600 bytes; the shared two none.
+// three sliding layers of 2 kv heads x 16 holding their window of 8
+// positions and one full of 1 x 32 holding all 100, 2 * 4 * (3 * 8 * 32 +
+// 100 * 32) * 4 = 126,976 bytes; the shared two none. With 6 positions,
+// fewer than the window, every layer holds 6: 2 * 4 * 6 * (3 * 32 + 32)
+// * 4 = 24,576 bytes.
 func TestDecodeStateGemma4(t *testing.T) {
 	s, f := torch.SlidingAttention, torch.FullAttention
 	c := torch.Config{Layers: 6, Heads: 4, KVHeads: 2, HeadDim: 16, LayerTypes: []string{s, s, f, s, s, f},
 		Gemma: &torch.Gemma4{SlidingWindow: 8, GlobalHeadDim: 32, GlobalKVHeads: 1, KVSharedLayers: 2}}
-	if kv, dn := DecodeState(c, 4, 100, 4); kv != 409600 || dn != 0 {
-		t.Errorf("kv %d, deltanet %d, want 409600 and 0", kv, dn)
+	for _, k := range []struct{ positions, want int }{{100, 126976}, {6, 24576}} {
+		if kv, dn := DecodeState(c, 4, k.positions, 4); kv != int64(k.want) || dn != 0 {
+			t.Errorf("%d positions: kv %d, deltanet %d, want %d and 0", k.positions, kv, dn, k.want)
+		}
+	}
+}
+
+// A Qwen3 whose layer_types make its first layer slide over 8 and not its
+// second, 2 kv heads of 16, 4 slots of 100 positions in bf16: the sliding
+// layer's cache holds 8 positions, the full one's 100: 2 * 4 * (8 + 100) *
+// 32 * 2 = 55,296 bytes.
+func TestDecodeStateSlidingWindow(t *testing.T) {
+	c := torch.Config{Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Window: 8, WindowLayers: []bool{true, false}}
+	if kv, dn := DecodeState(c, 4, 100, 2); kv != 55296 || dn != 0 {
+		t.Errorf("kv %d, deltanet %d, want 55296 and 0", kv, dn)
 	}
 }
 
@@ -184,6 +200,37 @@ func TestActivationsGemma4(t *testing.T) {
 	// bytes a token.
 	c.Gemma.KEqV, w.Bytes = true, 2
 	if got, want := Activations(c, w), int64(20*14544+16000); got != want {
+		t.Errorf("bf16, k_eq_v: %d bytes, want %d", got, want)
+	}
+}
+
+// TestActivationsGemma4's model with the MoE block in every layer (4
+// experts of width 16, 2 a token), by hand: per token and layer the block
+// adds, in f32, 4 hidden-sized (the router's normed input and its scaled
+// copy, the experts' sum, the sum of the normed MLP and experts outputs:
+// 128 floats), per chosen expert its gathered input and output (2 x 2 x
+// 32 = 128) and its gate|up, GELU and product (2 x 4 x 16 = 128), three
+// norms' normalised values (3 x 32 x 4 = 384 bytes), the router's softmax
+// (4 x 4 = 16 bytes) and per chosen expert 3 float32 weights, its scale and
+// 3 int64 indices (2 x (12 + 4 + 24) = 80 bytes): 384 x 4 + 384 + 16 + 80
+// = 2,016 bytes; over three layers and the largest's gradients 4 x 2,016 =
+// 8,064 bytes a token more than the dense model's 4,116 floats. In bf16
+// the 384 floats are 2 bytes, each norm keeps its float32 input too (3 x
+// 2 x 32 x 4 = 768), the router's norm its input's float32 copy (128)
+// and the scales are 2 bytes (76): 768 + 768 + 16 + 76 + 128 = 1,756
+// bytes, 4 x 1,756 = 7,024 more than the dense model's 14,544.
+func TestActivationsGemma4MoE(t *testing.T) {
+	s, f := torch.SlidingAttention, torch.FullAttention
+	c := torch.Config{Vocab: 50, Hidden: 32, Intermediate: 48, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 8,
+		LayerTypes: []string{s, f, f}, Gemma: &torch.Gemma4{SlidingWindow: 4, GlobalHeadDim: 16, GlobalKVHeads: 1,
+			KVSharedLayers: 1, DoubleWideMLP: true, PerLayerDim: 4, PerLayerVocab: 50, FinalSoftcap: 30},
+		MoE: torch.MoE{Experts: 4, ExpertsPerToken: 2, Intermediate: 16, NormTopKProb: true, SparseStep: 1}}
+	w := Workload{Micro: 2, Seq: 10, LogitsChunk: 4, HeadGrad: true, Bytes: 4}
+	if got, want := Activations(c, w), int64(20*(4116*4+8064)+16000); got != want {
+		t.Errorf("f32: %d bytes, want %d", got, want)
+	}
+	c.Gemma.KEqV, w.Bytes = true, 2
+	if got, want := Activations(c, w), int64(20*(14544+7024)+16000); got != want {
 		t.Errorf("bf16, k_eq_v: %d bytes, want %d", got, want)
 	}
 }

@@ -43,8 +43,10 @@ func TrainingState(params, b int64, world, zero int) (grads, optimizer int64) {
 // float32), counted with the Gated DeltaNet's; an MLP layer's nothing.
 // A Gemma 4 full layer's keys and values have its own head size and
 // key/value heads; a kv-shared layer holds none (it reads another's).
-// Every attention layer's cache spans all positions, a sliding layer's
-// too (it reads only its window's keys).
+// A full attention layer's cache spans all positions; a sliding-window
+// layer's (Gemma 4's sliding layers, a Qwen2 or Qwen3 window) only its
+// window, min(sliding_window, positions) of them (the engine keeps it as a
+// ring).
 func DecodeState(c torch.Config, slots, positions int, b int64) (kv, deltanet int64) {
 	n := int64(slots)
 	for i := range c.Layers {
@@ -65,16 +67,21 @@ func DecodeState(c torch.Config, slots, positions int, b int64) (kv, deltanet in
 			deltanet += n * (conv + recurrent)
 			continue
 		}
-		heads, hd := c.KVHeads, c.HeadDim
+		heads, hd, held := c.KVHeads, c.HeadDim, positions
+		if c.Window > 0 && i < len(c.WindowLayers) && c.WindowLayers[i] {
+			held = min(c.Window, positions)
+		}
 		if g := c.Gemma; g != nil {
 			if i >= c.Layers-g.KVSharedLayers {
 				continue
 			}
 			if c.LayerTypes[i] != torch.SlidingAttention {
 				heads, hd = g.GlobalKVHeads, g.GlobalHeadDim
+			} else {
+				held = min(g.SlidingWindow, positions)
 			}
 		}
-		kv += 2 * n * int64(positions) * int64(heads*hd) * b
+		kv += 2 * n * int64(held) * int64(heads*hd) * b
 	}
 	return kv, deltanet
 }
