@@ -64,6 +64,9 @@ int ar_set_device(int device, char **err);
 int ar_set_threads(int n, char **err);
 int ar_get_threads(int *n, char **err);
 int ar_manual_seed(uint64_t seed, char **err);
+/* RoPE's inverse frequencies as transformers computes them, in float32 on
+ * the CPU: 1 / base ** (arange(0, 2n, 2) / dim), out[j] for j < n. */
+int ar_rope_inv_freq(double base, int64_t dim, int64_t n, double *out, char **err);
 /* CUDA memory statistics in bytes (zeros on CPU builds); empty_cache releases
  * cached blocks. */
 int ar_cuda_memory(int device, int64_t *allocated, int64_t *reserved,

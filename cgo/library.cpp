@@ -214,6 +214,18 @@ int ar_manual_seed(uint64_t seed, char **err) {
   return guard(err, [&] { at::manual_seed(seed); });
 }
 
+int ar_rope_inv_freq(double base, int64_t dim, int64_t n, double *out, char **err) {
+  return guard(err, [&] {
+    TORCH_CHECK(dim > 0 && n >= 0 && 2 * n <= dim, "RoPE over ", n, " pairs of ", dim, " dimensions");
+    // transformers' float32 ops in its order (its tensor ** and 1.0 / x):
+    // the exponents, base to their power, the reciprocal times 1.
+    at::Tensor e = at::arange(0, 2 * n, 2, at::kLong).to(at::kFloat) / dim;
+    at::Tensor inv = at::pow(base, e).reciprocal() * 1.0;
+    at::Tensor d = inv.to(at::kDouble).contiguous();
+    std::copy_n(d.data_ptr<double>(), n, out);
+  });
+}
+
 int ar_cuda_memory(int dev, int64_t *allocated, int64_t *reserved, int64_t *peak, char **err) {
   return guard(err, [&] {
     *allocated = *reserved = *peak = 0;

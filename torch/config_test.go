@@ -63,7 +63,7 @@ func TestConfigTransformers5Qwen2(t *testing.T) {
 			c.TorchDType, c.TieEmbeddings, c.KVHeads, c.HeadDim, c.QKVBias())
 	}
 	inv, f, err := c.RopeFrequencies()
-	if err != nil || f != 1 || inv[1] != 1/math.Pow(1e6, 2.0/64) {
+	if want := 1 / math.Pow(1e6, 2.0/64); err != nil || f != 1 || math.Abs(inv[1]-want) > 3e-7*want {
 		t.Errorf("inv_freq[1] %v, factor %v (%v); want 1e6^(-2/64), 1", inv[1], f, err)
 	}
 }

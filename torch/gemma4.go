@@ -503,22 +503,26 @@ func (c Config) validateGemma4() error {
 // _compute_proportional_rope_parameters) turn the first
 // int(partial * head_dim / 2) pairs at theta^(-2j/head_dim) and leave the
 // rest (frequency 0); default RoPE turns all.
-func (g Gemma4) globalRopeFrequencies() []float64 {
+func (g Gemma4) globalRopeFrequencies() ([]float64, error) {
 	d := g.GlobalHeadDim
 	angles := d / 2
 	if g.GlobalRope == "proportional" {
 		angles = int(math.Floor(g.GlobalPartial * float64(d) / 2))
 	}
-	inv := make([]float64, d/2)
-	for j := range angles {
-		inv[j] = 1 / math.Pow(g.GlobalTheta, float64(2*j)/float64(d))
+	turned, err := ropeInvFreq(g.GlobalTheta, d, angles)
+	if err != nil {
+		return nil, err
 	}
-	return inv
+	return append(turned, make([]float64, d/2-angles)...), nil
 }
 
 // fillGemma4 sets a Gemma 4 model's part of the shim's config.
-func (c Config) fillGemma4(cc *C.ar_model_config) {
+func (c Config) fillGemma4(cc *C.ar_model_config) error {
 	g := c.Gemma
+	inv, err := g.globalRopeFrequencies()
+	if err != nil {
+		return err
+	}
 	cc.gemma = 1
 	cc.sliding_window = C.int64_t(g.SlidingWindow)
 	for i, t := range c.LayerTypes {
@@ -527,7 +531,7 @@ func (c Config) fillGemma4(cc *C.ar_model_config) {
 		}
 	}
 	cc.global_head_dim, cc.global_kv_heads = C.int64_t(g.GlobalHeadDim), C.int64_t(g.GlobalKVHeads)
-	for j, f := range g.globalRopeFrequencies() {
+	for j, f := range inv {
 		cc.global_rope_inv_freq[j] = C.double(f)
 	}
 	cc.k_eq_v = cbool(g.KEqV)
@@ -536,6 +540,7 @@ func (c Config) fillGemma4(cc *C.ar_model_config) {
 	cc.per_layer_dim, cc.per_layer_vocab = C.int64_t(g.PerLayerDim), C.int64_t(g.PerLayerVocab)
 	cc.final_softcap = C.double(g.FinalSoftcap)
 	cc.qk_norm = 1
+	return nil
 }
 
 // gemma4Skips says whether a checkpoint tensor is one a Gemma 4 text model

@@ -165,7 +165,10 @@ func TestGemma4ConfigDefaultsAndRefusals(t *testing.T) {
 		t.Errorf("defaults: %+v %+v", c, *g)
 	}
 	// Proportional RoPE over 512 dimensions turns int(0.25*512/2) = 64 pairs.
-	inv := g.globalRopeFrequencies()
+	inv, err := g.globalRopeFrequencies()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(inv) != 256 || inv[0] != 1 || !(inv[63] > 0) || inv[64] != 0 {
 		t.Errorf("proportional RoPE frequencies: %d entries, [0] %g, [63] %g, [64] %g", len(inv), inv[0], inv[63], inv[64])
 	}

@@ -31,6 +31,10 @@ type hfModel struct {
 	Decode       []int          `json:"decode"`
 	Steps        int            `json:"steps"`
 	Fused        bool           `json:"fused,omitempty"` // the experts saved fused (hf_model.py)
+	// ExplicitStart moves the explicit position ids case (hf_model.py).
+	ExplicitStart int `json:"explicit_start,omitempty"`
+	// Ref32 adds transformers' float32 logits to each full case.
+	Ref32 bool `json:"ref32,omitempty"`
 }
 
 // hfMade is what the script says of the models it made.

@@ -85,7 +85,9 @@ func NewModel(cfg Config, dt DType, dev Device, valueHead bool) (*Model, error) 
 		}
 	}
 	if cfg.IsGemma4() {
-		cfg.fillGemma4(&cc)
+		if err := cfg.fillGemma4(&cc); err != nil {
+			return nil, fmt.Errorf("model config: %w", err)
+		}
 	}
 	if cfg.IsQwen35() {
 		cc.rotary_dim = C.int64_t(cfg.RotaryDim())

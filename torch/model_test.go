@@ -23,13 +23,16 @@ type fixtureCase struct {
 	AttentionMask [][]int64     `json:"attention_mask"`
 	PositionIDs   [][]int64     `json:"position_ids"`
 	Logits        [][][]float64 `json:"logits"`
+	LogitsF32     [][][]float64 `json:"logits_f32"` // transformers' float32 forward's (hfModel.Ref32)
 	PrefixIDs     [][]int64     `json:"prefix_ids"`
 	PrefillLast   [][]float64   `json:"prefill_last_logits"`
+	PrefillLast32 [][]float64   `json:"prefill_last_logits_f32"` // transformers' float32 (hfModel.Ref32)
 	FirstTokens   []int64       `json:"first_token_ids"`
 	Steps         []struct {
 		InputIDs    []int64     `json:"input_ids"`
 		PositionIDs []int64     `json:"position_ids"`
 		Logits      [][]float64 `json:"logits"`
+		LogitsF32   [][]float64 `json:"logits_f32"` // transformers' float32 (hfModel.Ref32)
 		NextTokens  []int64     `json:"next_token_ids"`
 	} `json:"steps"`
 	Generated [][]int64 `json:"generated_ids"`
@@ -247,6 +250,11 @@ func testDecodeCase(t *testing.T, m *Model, c fixtureCase, path DecodePath) floa
 // row's first half (at least one token), then the rest of the rows longer
 // than one, so that the second continues slots of different lengths.
 func decodeCase(t *testing.T, m *Model, c fixtureCase, path DecodePath, batched bool) float64 {
+	return decodeCaseWithin(t, m, c, path, batched, 1e-4)
+}
+
+// decodeCaseWithin is decodeCase holding the logits within tol.
+func decodeCaseWithin(t *testing.T, m *Model, c fixtureCase, path DecodePath, batched bool, tol float64) float64 {
 	B := len(c.PrefixIDs)
 	e := newEngineOn(t, m, B+1, path)
 	defer e.Free()
@@ -284,7 +292,7 @@ func decodeCase(t *testing.T, m *Model, c fixtureCase, path DecodePath, batched 
 		l, _ := e.PendingLogits(b + 1)
 		d := maxDiff(l, c.PrefillLast[b])
 		worst = math.Max(worst, d)
-		if d > 1e-4 {
+		if d > tol {
 			t.Fatalf("%s: prefill logits of row %d differ by %g", c.Name, b, d)
 		}
 	}
@@ -309,7 +317,7 @@ func decodeCase(t *testing.T, m *Model, c fixtureCase, path DecodePath, batched 
 			l, _ := e.PendingLogits(slots[b])
 			d := maxDiff(l, st.Logits[b])
 			worst = math.Max(worst, d)
-			if d > 1e-4 {
+			if d > tol {
 				t.Fatalf("%s step %d row %d: logits differ by %g", c.Name, step, b, d)
 			}
 		}

@@ -1,5 +1,8 @@
 package torch
 
+// #include "agentrl.h"
+import "C"
+
 import (
 	"fmt"
 	"math"
@@ -310,11 +313,13 @@ func (r RoPE) validate() error {
 }
 
 // RopeFrequencies is the rotary embedding of c as transformers computes
-// it (modeling_rope_utils.py's ROPE_INIT_FUNCTIONS, in float64 here): the
-// head_dim/2 inverse frequencies inv_freq, where the angle of dimension j
-// (and j + head_dim/2) at position p is p * inv_freq[j], and the attention
-// factor that multiplies cos and sin (attention_scaling, 1 but for yarn).
-// With d = head_dim and base = rope_theta:
+// it (modeling_rope_utils.py's ROPE_INIT_FUNCTIONS): the head_dim/2
+// inverse frequencies inv_freq, where the angle of dimension j (and j +
+// head_dim/2) at position p is p * inv_freq[j], and the attention factor
+// that multiplies cos and sin (attention_scaling, 1 but for yarn). The
+// plain frequencies are transformers' float32 ones to the bit
+// (ropeInvFreq); the scaled types' changes to them are made in float64
+// here. With d = head_dim and base = rope_theta:
 //
 //	default  inv_freq[j] = base^(-2j/d)
 //	linear   default / factor
@@ -337,9 +342,9 @@ func (c Config) RopeFrequencies() (invFreq []float64, attentionFactor float64, e
 	}
 	d := c.RotaryDim()
 	base := c.RopeTheta
-	inv := make([]float64, d/2)
-	for j := range inv {
-		inv[j] = 1 / math.Pow(base, float64(2*j)/float64(d))
+	inv, err := ropeInvFreq(base, d, d/2)
+	if err != nil {
+		return nil, 0, err
 	}
 	switch r.Type {
 	case "linear":
@@ -365,6 +370,26 @@ func (c Config) RopeFrequencies() (invFreq []float64, attentionFactor float64, e
 		return inv, att, nil
 	}
 	return inv, 1, nil
+}
+
+// ropeInvFreq is base^(-2j/d) for j < n as transformers computes it, in
+// float32 on the CPU (1 / base ** (arange(0, 2n, 2) / d)), by libtorch's
+// own ops: its float32 pow is off the exact value by up to an ulp, and
+// its float64 reference forward takes these float32 tables, so that
+// values rounded from float64 instead turn some angles an ulp apart (at
+// Gemma-4-E2B's width, rows of 520 tokens, twice transformers' float32
+// logit error).
+func ropeInvFreq(base float64, d, n int) ([]float64, error) {
+	out := make([]float64, n)
+	if n == 0 {
+		return out, nil
+	}
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	var msg *C.char
+	err := check("rope_inv_freq", C.ar_rope_inv_freq(C.double(base), C.int64_t(d), C.int64_t(n), (*C.double)(&out[0]), &msg), msg)
+	return out, err
 }
 
 // yarn mixes the plain frequencies ext (base^(-2j/d)) with the

@@ -9,6 +9,10 @@ argv: in.json out.json. in.json holds:
   grads      where to write the gradients (safetensors, float64)
   export     a folder agentrl saved from dir
   attn       transformers' attn_implementation (default eager)
+  no_export  skip the export check (a real-width model, whose float64
+             copies would not fit beside the gradients)
+  grads32    where to write the same gradients by transformers' float32
+             forward and autograd (optional), to measure float32's own error
 
 In float64, train mode: the gradient of every parameter of the short loss
   L = -mean of log p(ids[b][t+1] | ids[b][..t]) over the real pairs
@@ -42,18 +46,15 @@ def logits(model, ids, mask):
         return model.double().eval()(input_ids=ids, attention_mask=mask).logits
 
 
-def main():
-    with open(sys.argv[1]) as f:
-        a = json.load(f)
-    ids = torch.tensor(a["ids"])
-    mask = torch.tensor(a["mask"])
-    attn = a.get("attn", "eager")
+def gradients(a, ids, mask, dtype):
+    """The short loss by the folder's model in dtype, and the gradient of
+    every parameter under its checkpoint name."""
     model = AutoModelForCausalLM.from_pretrained(
-        a["dir"], dtype=torch.float64, attn_implementation=attn, experts_implementation="eager"
+        a["dir"], dtype=dtype, attn_implementation=a.get("attn", "eager"), experts_implementation="eager"
     )
     model.train()
     out = model(input_ids=ids, attention_mask=mask)
-    logp = torch.log_softmax(out.logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
+    logp = torch.log_softmax(out.logits[:, :-1].to(torch.float64), -1).gather(-1, ids[:, 1:, None])[..., 0]
     pairs = (mask[:, :-1] * mask[:, 1:]).double()
     loss = -(logp * pairs).sum() / pairs.sum()
     loss.backward()
@@ -67,7 +68,24 @@ def main():
                 grads[f"{head}.{e}.{proj}.weight"] = p.grad[e].contiguous()
             continue
         grads[text_name(n)] = p.grad.contiguous()
+    return loss.item(), grads
+
+
+def main():
+    with open(sys.argv[1]) as f:
+        a = json.load(f)
+    ids = torch.tensor(a["ids"])
+    mask = torch.tensor(a["mask"])
+    attn = a.get("attn", "eager")
+    loss, grads = gradients(a, ids, mask, torch.float64)
     save_file(grads, a["grads"])
+    del grads
+    if a.get("grads32"):
+        save_file(gradients(a, ids, mask, torch.float32)[1], a["grads32"])
+    if a.get("no_export"):
+        with open(sys.argv[2], "w") as f:
+            json.dump({"loss": loss}, f)
+        return
 
     orig = AutoModelForCausalLM.from_pretrained(
         a["dir"], dtype=torch.float32, attn_implementation=attn, experts_implementation="eager"
@@ -85,7 +103,7 @@ def main():
     have = {text_name(n): p for n, p in got.named_parameters()}
     assert want.keys() == have.keys(), sorted(want.keys() ^ have.keys())
     res = {
-        "loss": loss.item(),
+        "loss": loss,
         "export_class": type(got).__name__,
         "export_max_diff": max((want[k] - have[k]).abs().max().item() for k in want),
         "export_logits_max_diff": (logits(orig, ids, mask) - logits(got, ids, mask)).abs().max().item(),

@@ -28,6 +28,14 @@ argv: in.json out.json. in.json is {"models": [...]}, one model each:
                   (padded to the first); an explicit-position-ids case
                   of the same rows follows when explicit is true
   explicit        see full
+  explicit_start  where the explicit case's first row starts and the
+                  others jump to after their third token (default 5 and
+                  20: large values turn RoPE's angles far)
+  ref32           also transformers' float32 forward's logits of each
+                  full case (logits_f32) and its greedy generate's
+                  (prefill_last_logits_f32, each step's logits_f32, from
+                  the float64 run's tokens), to measure float32's own error
+                  (with full: the float32 model is loaded for the full cases)
   decode          prefix lengths of the greedy decoding case
   steps           decode steps after the first token
 
@@ -143,6 +151,21 @@ def greedy(model, prefix, steps):
     return toks, logits
 
 
+def forced(model, prefix, toks):
+    """The logits of model's cached decoding of prefix, then of each of
+    toks in turn: the prefill's last position's, then each step's."""
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([prefix]), use_cache=True)
+        logits = [out.logits[0, -1].double().tolist()]
+        cache = out.past_key_values
+        for i, tok in enumerate(toks):
+            out = model(input_ids=torch.tensor([[tok]]), past_key_values=cache, use_cache=True,
+                        position_ids=torch.tensor([[len(prefix) + i]]))
+            cache = out.past_key_values
+            logits.append(out.logits[0, -1].double().tolist())
+    return logits
+
+
 def make(a):
     """Makes the model a describes; returns its config.json and files."""
     torch.manual_seed(a["seed"])
@@ -193,7 +216,9 @@ def make(a):
         variants = [("right_padded", pos)]
         if a["explicit"]:
             # a start past 0 and a jump, as packed or continued sequences have
-            explicit = [[5 + i for i in range(T)]] + [[i if i < 3 else i + 17 for i in range(T)] for _ in rows[1:]]
+            start = a.get("explicit_start") or 5
+            jump = a.get("explicit_start") or 20
+            explicit = [[start + i for i in range(T)]] + [[i if i < 3 else i + jump - 3 for i in range(T)] for _ in rows[1:]]
             variants.append(("explicit_position_ids", explicit))
         for name, p in variants:
             with torch.no_grad():
@@ -206,6 +231,14 @@ def make(a):
                 "name": name, "kind": "full", "input_ids": ids, "attention_mask": mask,
                 "position_ids": p, "logits": out.logits.double().tolist(),
             })
+    if a.get("ref32") and cases:
+        ref32 = AutoModelForCausalLM.from_pretrained(a["dir"], dtype=torch.float32, attn_implementation=attn, **eager)
+        ref32.eval()
+        for c in cases:
+            with torch.no_grad():
+                out = ref32(input_ids=torch.tensor(c["input_ids"]), attention_mask=torch.tensor(c["attention_mask"]),
+                            position_ids=torch.tensor(c["position_ids"]))
+            c["logits_f32"] = out.logits.double().tolist()
     if a["decode"]:
         steps = a["steps"]
         prefixes = [torch.randint(3, V, (n,), generator=gen).tolist() for n in a["decode"]]
@@ -222,6 +255,14 @@ def make(a):
             } for s in range(steps)],
             "generated_ids": [r[0] for r in runs],
         })
+        if a.get("ref32"):
+            # float32's logits along the float64 run's tokens (teacher-forced
+            # through generate's cache: the same prefix, then each token)
+            del ref
+            runs32 = [forced(ref32, p, r[0][:steps]) for p, r in zip(prefixes, runs)]
+            cases[-1]["prefill_last_logits_f32"] = [r[0] for r in runs32]
+            for s_, st in enumerate(cases[-1]["steps"]):
+                st["logits_f32"] = [r[s_ + 1] for r in runs32]
     with open(os.path.join(a["dir"], "cases.json"), "w") as f:
         json.dump({"cases": cases}, f)
     with open(cpath) as f:
