@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 21
+#define AR_ABI_VERSION 22
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
