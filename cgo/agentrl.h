@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below changes; checked at start-up. */
-#define AR_ABI_VERSION 21
+#define AR_ABI_VERSION 22
 
 enum { AR_OK = 0, AR_ERR = 1, AR_OOM = 2 };
 
@@ -399,12 +399,15 @@ int ar_model_copy_weights(ar_model dst, ar_model src, char **err);
  * load_balancing_loss_func computes it from every sparse layer's router
  * logits: experts * sum_e f_e P_e, f_e the share of the tokens' top-k
  * choices that went to expert e and P_e its mean router probability,
- * both over all sparse layers' tokens together; a scalar. */
+ * both over all sparse layers' tokens together; a scalar. head_rows, when
+ * not NULL, are the n_head flat indices b*(T-1)+t (each in 0..B*(T-1)-1)
+ * where the LM head runs: the log-probabilities and entropies hold 0 at
+ * every other position (the values are computed everywhere). */
 int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn,
                      const int64_t *positions, int64_t B, int64_t T,
-                     double temperature, int flags, ar_tensor *logprobs,
-                     ar_tensor *entropy, ar_tensor *values, ar_tensor *aux,
-                     char **err);
+                     double temperature, int flags, const int64_t *head_rows,
+                     int64_t n_head, ar_tensor *logprobs, ar_tensor *entropy,
+                     ar_tensor *values, ar_tensor *aux, char **err);
 
 /* Routing replay of a model with mixture-of-experts layers (routing: each
  * token's experts at each sparse layer, int16 [B,T,L,k], L the sparse
@@ -416,9 +419,10 @@ int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn,
  * receives the experts each took. Both NULL: ar_model_forward. */
 int ar_model_forward_routed(ar_model m, const int64_t *ids, const int64_t *attn,
                             const int64_t *positions, int64_t B, int64_t T,
-                            double temperature, int flags, const int16_t *replay,
-                            int16_t *record, ar_tensor *logprobs, ar_tensor *entropy,
-                            ar_tensor *values, ar_tensor *aux, char **err);
+                            double temperature, int flags, const int64_t *head_rows,
+                            int64_t n_head, const int16_t *replay, int16_t *record,
+                            ar_tensor *logprobs, ar_tensor *entropy, ar_tensor *values,
+                            ar_tensor *aux, char **err);
 
 /* Packed training forward (several sequences that share prefixes packed into
  * one row): as ar_model_forward, but query t of row b attends key s where

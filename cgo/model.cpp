@@ -932,21 +932,39 @@ static void check_forward_request(ar_model m, bool grad, double temperature, boo
 }
 
 int ar_model_forward(ar_model m, const int64_t *ids, const int64_t *attn, const int64_t *positions,
-                     int64_t B, int64_t T, double temperature, int flags, ar_tensor *logprobs,
-                     ar_tensor *entropy, ar_tensor *values, ar_tensor *aux, char **err) {
-  return ar_model_forward_routed(m, ids, attn, positions, B, T, temperature, flags, nullptr, nullptr, logprobs, entropy,
-                                 values, aux, err);
+                     int64_t B, int64_t T, double temperature, int flags, const int64_t *head_rows, int64_t n_head,
+                     ar_tensor *logprobs, ar_tensor *entropy, ar_tensor *values, ar_tensor *aux, char **err) {
+  return ar_model_forward_routed(m, ids, attn, positions, B, T, temperature, flags, head_rows, n_head, nullptr, nullptr,
+                                 logprobs, entropy, values, aux, err);
+}
+
+// head_on runs head_outputs on the rows rows [n] (a long tensor, undefined:
+// all) of hs [N,H] for targets [N] and lays each output back out over the
+// N positions, 0 at the rows left out (index_copy keeps the graph).
+static HeadOutputs head_on(ar_model m, const at::Tensor &hs, const at::Tensor &targets, const at::Tensor &rows,
+                           double temperature, bool wantLogprobs, bool wantEntropy, bool entropyGrad) {
+  if (!rows.defined()) return head_outputs(m, hs, targets, temperature, wantLogprobs, wantEntropy, entropyGrad);
+  HeadOutputs o = head_outputs(m, hs.index_select(0, rows), targets.index_select(0, rows), temperature, wantLogprobs,
+                               wantEntropy, entropyGrad);
+  auto spread = [&](const at::Tensor &x) {
+    return x.defined() ? at::zeros({hs.size(0)}, x.options()).index_copy(0, rows, x) : x;
+  };
+  return HeadOutputs{spread(o.lp), spread(o.ent)};
 }
 
 int ar_model_forward_routed(ar_model m, const int64_t *ids, const int64_t *attn, const int64_t *positions,
-                            int64_t B, int64_t T, double temperature, int flags, const int16_t *replay,
-                            int16_t *record, ar_tensor *logprobs, ar_tensor *entropy, ar_tensor *values,
-                            ar_tensor *aux, char **err) {
+                            int64_t B, int64_t T, double temperature, int flags, const int64_t *head_rows,
+                            int64_t n_head, const int16_t *replay, int16_t *record, ar_tensor *logprobs,
+                            ar_tensor *entropy, ar_tensor *values, ar_tensor *aux, char **err) {
   return guard(err, [&] {
     DeviceScope on(m->dev);
     const bool grad = (flags & AR_FORWARD_GRAD) != 0;
     TORCH_CHECK(T >= 2, "forward needs sequences of at least 2 tokens, got ", T);
     check_forward_request(m, grad, temperature, values != nullptr, aux != nullptr);
+    TORCH_CHECK(head_rows == nullptr || n_head >= 1, "forward: head rows given but none listed (n_head ", n_head, ")");
+    for (int64_t j = 0; head_rows != nullptr && j < n_head; j++)
+      TORCH_CHECK(head_rows[j] >= 0 && head_rows[j] < B * (T - 1), "forward: head row ", j, " (", head_rows[j],
+                  ") is outside 0..", B * (T - 1) - 1);
     int64_t L = 0;
     for (const auto &l : m->layers) L += l.router.defined() ? 1 : 0;
     TORCH_CHECK((replay == nullptr && record == nullptr) || L > 0,
@@ -971,8 +989,11 @@ int ar_model_forward_routed(ar_model m, const int64_t *ids, const int64_t *attn,
       if (aux != nullptr)
         aux_loss = router_aux_loss(router_logits, attnt, m->cfg.experts, m->cfg.experts_per_token);
       at::Tensor hs = h.narrow(1, 0, T - 1);
-      HeadOutputs o = head_outputs(m, hs.reshape({-1, hs.size(2)}), idt.narrow(1, 1, T - 1).reshape({-1}), temperature,
-                                   logprobs != nullptr, entropy != nullptr, grad && (flags & AR_FORWARD_ENTROPY_GRAD) != 0);
+      at::Tensor rows;
+      if (head_rows != nullptr)
+        rows = at::from_blob(const_cast<int64_t *>(head_rows), {n_head}, at::kLong).to(m->dev, at::kLong, false, true);
+      HeadOutputs o = head_on(m, hs.reshape({-1, hs.size(2)}), idt.narrow(1, 1, T - 1).reshape({-1}), rows, temperature,
+                              logprobs != nullptr, entropy != nullptr, grad && (flags & AR_FORWARD_ENTROPY_GRAD) != 0);
       if (o.lp.defined()) lp = o.lp.view({B, T - 1});
       if (o.ent.defined()) ent = o.ent.view({B, T - 1});
       if (values != nullptr) val = value_head(m, hs);

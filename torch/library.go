@@ -11,7 +11,7 @@ import (
 )
 
 // abiVersion is the ABI this Go package was written against.
-const abiVersion = 21
+const abiVersion = 22
 
 var (
 	checkOnce sync.Once

@@ -792,6 +792,12 @@ type ForwardOptions struct {
 	// RecordRouting returns the experts each sparse layer took for each
 	// token (Output.Routing).
 	RecordRouting bool
+	// HeadRows, when not nil, are the outputs the LM head computes, as
+	// flat indices b*(T-1)+t into Forward's [B,T-1]: the log-probabilities
+	// and entropies hold 0 everywhere else, and the head's work shrinks
+	// with them (the tokens no loss reads: prompts, tool results,
+	// padding). Forward only; the values are computed everywhere.
+	HeadRows []int64
 }
 
 // Output is the training forward's result, each [B,T-1]: index t refers to
@@ -822,17 +828,39 @@ func (m *Model) Forward(b Batch, opt ForwardOptions) (Output, error) {
 	if err != nil {
 		return Output{}, err
 	}
+	rows, n, err := headRows(b, opt.HeadRows)
+	if err != nil {
+		return Output{}, err
+	}
 	if opt.ReplayRouting != nil || opt.RecordRouting {
-		return m.forwardRouted(b, opt, o)
+		return m.forwardRouted(b, opt, o, rows, n)
 	}
 	var msg *C.char
 	rc := C.ar_model_forward(m.h, (*C.int64_t)(unsafe.Pointer(&b.IDs[0])), (*C.int64_t)(unsafe.Pointer(&b.Attn[0])),
 		(*C.int64_t)(unsafe.Pointer(&b.Positions[0])), C.int64_t(b.B), C.int64_t(b.T), o.temp, forwardFlags(opt),
-		o.pLp, o.pEnt, o.pVal, o.pAux, &msg)
+		rows, n, o.pLp, o.pEnt, o.pVal, o.pAux, &msg)
 	if err := check("model_forward", rc, msg); err != nil {
 		return Output{}, err
 	}
 	return o.output(), nil
+}
+
+// headRows is HeadRows for the shim (nil for all), refusing an empty list
+// (a forward whose head computes nothing) and an index outside b's
+// [B,T-1] outputs.
+func headRows(b Batch, rows []int64) (*C.int64_t, C.int64_t, error) {
+	if rows == nil {
+		return nil, 0, nil
+	}
+	if len(rows) == 0 {
+		return nil, 0, errors.New("model forward: HeadRows lists no output (nil computes all)")
+	}
+	for j, r := range rows {
+		if r < 0 || r >= int64(b.B*(b.T-1)) {
+			return nil, 0, fmt.Errorf("model forward: head row %d (%d) is outside 0..%d", j, r, b.B*(b.T-1)-1)
+		}
+	}
+	return (*C.int64_t)(unsafe.Pointer(&rows[0])), C.int64_t(len(rows)), nil
 }
 
 // forwardOuts are the results a training forward asks the shim for, as

@@ -100,7 +100,7 @@ func (e *Engine) RoutingBytes(slot int) ([]byte, error) {
 }
 
 // forwardRouted is Forward with routing replay or record (ar_model_forward_routed).
-func (m *Model) forwardRouted(b Batch, opt ForwardOptions, o *forwardOuts) (Output, error) {
+func (m *Model) forwardRouted(b Batch, opt ForwardOptions, o *forwardOuts, rows *C.int64_t, nRows C.int64_t) (Output, error) {
 	n := b.B * b.T
 	if err := m.routingShape(opt.ReplayRouting, n); err != nil {
 		return Output{}, fmt.Errorf("model forward: %w", err)
@@ -118,7 +118,7 @@ func (m *Model) forwardRouted(b Batch, opt ForwardOptions, o *forwardOuts) (Outp
 	var msg *C.char
 	rc := C.ar_model_forward_routed(m.h, (*C.int64_t)(unsafe.Pointer(&b.IDs[0])), (*C.int64_t)(unsafe.Pointer(&b.Attn[0])),
 		(*C.int64_t)(unsafe.Pointer(&b.Positions[0])), C.int64_t(b.B), C.int64_t(b.T), o.temp, forwardFlags(opt),
-		replay, record, o.pLp, o.pEnt, o.pVal, o.pAux, &msg)
+		rows, nRows, replay, record, o.pLp, o.pEnt, o.pVal, o.pAux, &msg)
 	if err := check("model_forward", rc, msg); err != nil {
 		return Output{}, err
 	}

@@ -81,6 +81,9 @@ type Padded struct {
 	Trs    []*trajectory.Trajectory
 	Batch  torch.Batch
 	packed *packedRows // nil: the forward runs Batch
+	// heads are the outputs of Batch's forward the LM head computes
+	// (torch.ForwardOptions.HeadRows), nil: all.
+	heads []int64
 }
 
 // packedRows are the segments of a micro-batch's episodes packed one
@@ -260,14 +263,36 @@ func microBatches(b Batch, n int, want targets) []Padded {
 		out[i] = PadBatch(Pick(trs, mb))
 		if multi[i] {
 			out[i].packed = packRows(out[i], want)
+		} else if want != nil {
+			out[i].heads = headRows(out[i], want)
 		}
 	}
 	return out
 }
 
-// targets says which tokens j of t a packed forward computes; the others
-// are not read, and hold the forward's base there (forward).
+// targets says which tokens j of t a forward's LM head computes (a
+// packed forward's outputs, a padded one's HeadRows); the others are not
+// read, and hold the forward's base there (forward). nil: every token.
 type targets func(t *trajectory.Trajectory, j int) bool
+
+// reads says whether w asks for token j of t.
+func (w targets) reads(t *trajectory.Trajectory, j int) bool { return w == nil || w(t, j) }
+
+// headRows are the outputs of p's padded forward want asks for, as flat
+// indices i*W+j-1 (token j of trajectory i); nil when it asks for none,
+// so that the head then runs whole rather than not at all.
+func headRows(p Padded, want targets) []int64 {
+	W := p.Width()
+	var rows []int64
+	for i, t := range p.Trs {
+		for j := 1; j < len(t.Tokens); j++ {
+			if want(t, j) {
+				rows = append(rows, int64(i*W+j-1))
+			}
+		}
+	}
+	return rows
+}
 
 // lossTargets are the tokens the losses and the old logprobs are read at:
 // the loss tokens (LossMask) and the policy's tokens.
@@ -277,7 +302,7 @@ func lossTargets(useMask bool) targets {
 
 // allTargets are every token after the first: a critic's values, which
 // the estimators read everywhere.
-func allTargets(*trajectory.Trajectory, int) bool { return true }
+var allTargets targets
 
 // episodeKey is the episode t is a segment of; a trajectory without an ID
 // is an episode of its own.
@@ -342,7 +367,7 @@ func packRows(p Padded, want targets) *packedRows {
 		for s, i := range eps[r] {
 			t := p.Trs[i]
 			for j := 1; j < len(t.Tokens); j++ {
-				if !want(t, j) {
+				if !want.reads(t, j) {
 					continue
 				}
 				src, tok, _ := l.Target(s, j)

@@ -62,18 +62,24 @@ func tinyLearnerOf(t *testing.T, m, critic *torch.Model, mode CriticMode, tweak 
 // behaviourBatch is a group of two two-turn trajectories (maskTrajectory's
 // layout, 4 action tokens each) rewarded 1 and 0, whose behaviour
 // logprobs are the policy's own, as an engine identical to the training
-// forward records them.
+// forward records them: l's pass of the old logprobs as prepare runs it,
+// the same rows through the same LM head rows (HeadRows), so that they
+// equal the update's recomputed ones bit for bit on every BLAS (a pass
+// over every token, TokenLogprobs, multiplies a matrix of other rows,
+// which OpenBLAS's Haswell kernels round differently in the last bit).
 func behaviourBatch(t *testing.T, l *Learner) []*trajectory.Trajectory {
 	t.Helper()
 	trs := []*trajectory.Trajectory{maskTrajectory(), maskTrajectory()}
 	trs[1].ID, trs[1].Outcome, trs[1].Tokens = "n", 0, []int32{10, 11, 22, 23, 30, 31, 42, 43}
-	lp, err := TokenLogprobs(nil, l.Policy(), trs, 1, 4)
+	c := l.s
+	rows, err := pass(l.dist, l.policy, NewBatch(trs, false), c.MicroBatch, lossTargets(c.LossMask),
+		torch.ForwardOptions{Temperature: c.Temperature, Entropy: true}, false, pickLogprobs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, tr := range trs {
 		tr.Values = nil
-		tr.Logprobs = onActions(tr, lp[i])
+		tr.Logprobs = onActions(tr, rows[i][0])
 	}
 	return trs
 }

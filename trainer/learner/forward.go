@@ -28,6 +28,7 @@ func forward(s *torch.Scope, m *torch.Model, p Padded, opt torch.ForwardOptions,
 		}
 	}
 	if p.packed == nil {
+		opt.HeadRows = p.heads
 		o, err := m.Forward(p.Batch, opt)
 		s.Own(o.LogProbs, o.Entropy, o.Values, o.AuxLoss)
 		return o, err

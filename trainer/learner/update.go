@@ -102,8 +102,8 @@ func (l *Learner) Update(iter int, b Batch) (UpdateResult, error) {
 //
 // The advantage estimators (trainer/algo) read the rewards, the values and
 // that KL only, so nothing else needs the old logprobs before the step.
-// The ratio at the step is then exactly 1, as it is with the recompute up
-// to floating-point noise.
+// The ratio at the step is then exactly 1, as it is with the recompute:
+// a step over the whole batch runs the recompute pass's rows (epochs).
 func (l *Learner) oldFromStep(train []*trajectory.Trajectory, trainPolicy bool) bool {
 	s := l.s
 	lora := l.policy.LoRA()
@@ -388,13 +388,18 @@ func (l *Learner) gatherOld(train []*trajectory.Trajectory, data TokenTable) err
 // alone during the critic's warm-up, then one of a separate critic.
 // fromStep: the policy step's training forward gives the old logprobs.
 // The units of b are shuffled (a packed batch's episodes), and a
-// mini-batch holds whole units.
+// mini-batch holds whole units, laid out in b's order: a mini-batch of
+// the whole batch then runs the micro-batches of prepare's passes row for
+// row (the same rows of the same matrices, so the recomputed old logprobs
+// equal the step's bit for bit, whatever the BLAS), and the shuffle only
+// chooses which units learn together.
 func (l *Learner) epochs(b Batch, data TokenTable, trainPolicy, fromStep bool) (Stats, error) {
 	var st Stats
 	units := slices.Clone(b.units)
 	for epoch := 0; epoch < l.s.Epochs; epoch++ {
 		l.rand.Shuffle(len(units), func(a, b int) { units[a], units[b] = units[b], units[a] })
 		for _, idx := range miniBatches(units, l.s.MiniBatch) {
+			slices.Sort(idx)
 			mini := b.of(Pick(b.Trajectories, idx))
 			// The mini-batch's policy and critic steps share one point of
 			// the schedule (the run's policy steps so far), its loss
