@@ -68,6 +68,7 @@ func TestInteropQwen35(t *testing.T) {
 // gradChecked is what testdata/interop/grad_check.py answers.
 type gradChecked struct {
 	Loss                float64 `json:"loss"`
+	Loss32              float64 `json:"loss32"` // transformers' float32 short loss (with grads32)
 	ExportClass         string  `json:"export_class"`
 	ExportMaxDiff       float64 `json:"export_max_diff"`
 	ExportLogitsMaxDiff float64 `json:"export_logits_max_diff"`

@@ -13,6 +13,7 @@ argv: in.json out.json. in.json holds:
              copies would not fit beside the gradients)
   grads32    where to write the same gradients by transformers' float32
              forward and autograd (optional), to measure float32's own error
+             (and the float32 short loss, out.json's loss32)
 
 In float64, train mode: the gradient of every parameter of the short loss
   L = -mean of log p(ids[b][t+1] | ids[b][..t]) over the real pairs
@@ -24,7 +25,8 @@ in float32 (no missing, unexpected or mismatched keys), against dir loaded
 the same way (a multimodal Gemma 4's vision and audio towers left out): the class it loads as, the largest difference of any
 parameter (the names must be the same), and of the float64 logits of the
 batch.
-out.json: {"loss", "export_class", "export_max_diff", "export_logits_max_diff"}.
+out.json: {"loss", "loss32" (with grads32), "export_class", "export_max_diff",
+"export_logits_max_diff"}.
 """
 
 import json
@@ -80,11 +82,14 @@ def main():
     loss, grads = gradients(a, ids, mask, torch.float64)
     save_file(grads, a["grads"])
     del grads
+    loss32 = None
     if a.get("grads32"):
-        save_file(gradients(a, ids, mask, torch.float32)[1], a["grads32"])
+        loss32, grads = gradients(a, ids, mask, torch.float32)
+        save_file(grads, a["grads32"])
+        del grads
     if a.get("no_export"):
         with open(sys.argv[2], "w") as f:
-            json.dump({"loss": loss}, f)
+            json.dump({"loss": loss, "loss32": loss32}, f)
         return
 
     orig = AutoModelForCausalLM.from_pretrained(
