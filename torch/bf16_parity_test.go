@@ -56,15 +56,7 @@ func TestBF16FixtureParity(t *testing.T) {
 	defer m.Free()
 	V := m.Config.Vocab
 	B, T := len(c.InputIDs), len(c.InputIDs[0])
-	lt, err := m.Logits(Batch{B: B, T: T, IDs: flat(c.InputIDs), Attn: flat(c.AttentionMask), Positions: flat(c.PositionIDs)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := lt.Float32s()
-	lt.Free()
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := caseLogits(t, m, *c)
 	worst := 0.0
 	var same, n int
 	for b := 0; b < B; b++ {

@@ -170,17 +170,29 @@ func fixtureParity(t *testing.T, dir string) map[string]float64 {
 	return worst
 }
 
-// fullCaseLogits compares the full-sequence logits of a full case with the
-// fixture's and returns the largest difference.
-func fullCaseLogits(t *testing.T, m *Model, c fixtureCase) float64 {
-	V := m.Config.Vocab
+// caseLogits runs a full case's batch through the model's forward and
+// returns its logits, [B*T*V] as float32.
+func caseLogits(t *testing.T, m *Model, c fixtureCase) []float32 {
+	t.Helper()
 	B, T := len(c.InputIDs), len(c.InputIDs[0])
 	lt, err := m.Logits(Batch{B: B, T: T, IDs: flat(c.InputIDs), Attn: flat(c.AttentionMask), Positions: flat(c.PositionIDs)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := lt.Float32s()
-	lt.Free()
+	defer lt.Free()
+	got, err := lt.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// fullCaseLogits compares the full-sequence logits of a full case with the
+// fixture's and returns the largest difference.
+func fullCaseLogits(t *testing.T, m *Model, c fixtureCase) float64 {
+	V := m.Config.Vocab
+	B, T := len(c.InputIDs), len(c.InputIDs[0])
+	got := caseLogits(t, m, c)
 	worst := 0.0
 	for b := 0; b < B; b++ {
 		for p := 0; p < T; p++ {

@@ -46,13 +46,8 @@ func realWidthLogits(t *testing.T, m *Model, cases []fixtureCase) {
 		if c.Kind != "full" {
 			continue
 		}
-		B, T := len(c.InputIDs), len(c.InputIDs[0])
-		lt, err := m.Logits(Batch{B: B, T: T, IDs: flat(c.InputIDs), Attn: flat(c.AttentionMask), Positions: flat(c.PositionIDs)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := lt.Float32s()
-		lt.Free()
+		T := len(c.InputIDs[0])
+		got := caseLogits(t, m, c)
 		mean, worst := logitErr(c, func(b, p, v int) float64 { return float64(got[(b*T+p)*V+v]) }, c.Logits)
 		tfMean, tfWorst := logitErr(c, func(b, p, v int) float64 { return c.LogitsF32[b][p][v] }, c.Logits)
 		t.Logf("%s: logits against float64: agentrl f32 mean %.2e max %.2e; transformers f32 mean %.2e max %.2e",
