@@ -187,6 +187,25 @@ func caseLogits(t *testing.T, m *Model, c fixtureCase) []float32 {
 	return got
 }
 
+// caseLogprobs runs a full case's batch through the training forward
+// (with the autograd graph) and returns each position's log-probability
+// of the next token, [B*T] as float32.
+func caseLogprobs(t *testing.T, m *Model, c fixtureCase) []float32 {
+	t.Helper()
+	B, T := len(c.InputIDs), len(c.InputIDs[0])
+	out, err := m.Forward(Batch{B: B, T: T, IDs: flat(c.InputIDs), Attn: flat(c.AttentionMask), Positions: flat(c.PositionIDs)},
+		ForwardOptions{Grad: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Free()
+	got, err := out.LogProbs.Float32s()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
 // fullCaseLogits compares the full-sequence logits of a full case with the
 // fixture's and returns the largest difference.
 func fullCaseLogits(t *testing.T, m *Model, c fixtureCase) float64 {
@@ -217,13 +236,7 @@ func fullCaseLogprobs(t *testing.T, m *Model, c fixtureCase) float64 {
 		t.Fatal(err)
 	}
 	defer m.SetCheckpointing(false)
-	out, err := m.Forward(Batch{B: B, T: T, IDs: flat(c.InputIDs), Attn: flat(c.AttentionMask), Positions: flat(c.PositionIDs)},
-		ForwardOptions{Grad: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _ := out.LogProbs.Float32s()
-	out.Free()
+	got := caseLogprobs(t, m, c)
 	worst := 0.0
 	for b := 0; b < B; b++ {
 		for p := 0; p+1 < T; p++ {

@@ -219,13 +219,7 @@ func realWidthLogprobs(t *testing.T, m *Model, cases []fixtureCase) {
 			continue
 		}
 		B, T := len(c.InputIDs), len(c.InputIDs[0])
-		out, err := m.Forward(Batch{B: B, T: T, IDs: flat(c.InputIDs), Attn: flat(c.AttentionMask), Positions: flat(c.PositionIDs)},
-			ForwardOptions{Grad: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := out.LogProbs.Float32s()
-		out.Free()
+		got := caseLogprobs(t, m, c)
 		worst, tf, bias, tfBias, n := 0.0, 0.0, 0.0, 0.0, 0
 		for b := range B {
 			for p := 0; p+1 < T; p++ {
